@@ -1,0 +1,424 @@
+"""The one typed configuration object.
+
+`load_settings()` reads an optional TOML file (`clkt.toml`), applies `CLKT_*` environment overrides
+(nested keys with `__`, e.g. `CLKT_HTTP__PORT=9000`), validates everything with pydantic-settings and
+returns a frozen `Settings`. With no file, the embedded offline demonstration is used
+(`EMBEDDED_DEFAULT`). Invalid input raises `ConfigError` naming the key and the reason.
+
+API keys never live in the config: a source or provider names the *environment variable* that holds
+its key (`api_key_env`), and `Settings.secret(name)` returns it as a `SecretStr`. This is the only module
+that reads `os.environ`.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from datetime import date
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from clkt.errors import ConfigError
+from clkt.facts import Domain
+
+__all__ = [
+    "Settings",
+    "SourceSettings",
+    "ProviderSettings",
+    "PriceSettings",
+    "AgentSettings",
+    "TargetSettings",
+    "SpecSettings",
+    "SnapshotSettings",
+    "GpuSettings",
+    "DaemonSettings",
+    "HttpSettings",
+    "ReplaySettings",
+    "EMBEDDED_DEFAULT",
+    "EMBEDDED_TARGET",
+    "load_settings",
+]
+
+LANGS_DEFAULT = ["en", "ja", "zh", "fr", "es"]
+SUPPORTED_LANGS = {"en", "ja", "zh", "fr", "es", "de", "it", "pt", "ko", "ru", "ar", "hi"}
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SourceSettings(_Section):
+    """One domain API. `rate_per_s`/`burst`/`concurrency` default to the API's documented limits."""
+
+    enabled: bool = True
+    base_url: str
+    rate_per_s: float = Field(gt=0)
+    burst: int = Field(default=1, ge=1)
+    concurrency: int = Field(default=2, ge=1)
+    api_key_env: str | None = None  # NAME of the environment variable holding the key
+    default_api_key: str | None = None  # a documented public key (TheSportsDB's "123"), not a secret
+    user_agent: str | None = None
+    timeout_s: float = Field(default=20.0, gt=0)
+    poll_interval_s: float = Field(default=900.0, gt=0)
+    lookback_days: int = Field(default=14, ge=1)  # first window when no cursor exists
+    overlap_hours: float = Field(default=24.0, ge=0)  # re-read this much before the watermark
+    breaker_failures: int = Field(default=5, ge=1)
+    breaker_reset_s: float = Field(default=300.0, gt=0)
+    options: dict[str, Any] = Field(default_factory=dict)  # source-specific (leagues, min_magnitude...)
+
+
+class ProviderSettings(_Section):
+    """An LLM provider: an OpenAI-compatible base URL (vLLM, Ollama...) or a hosted API."""
+
+    base_url: str | None = None
+    api_key_env: str | None = None
+    rpm: int = Field(default=500, ge=1)
+    tpm: int = Field(default=200_000, ge=1)
+    max_in_flight: int = Field(default=8, ge=1)
+    timeout_s: float = Field(default=60.0, gt=0)
+
+
+class PriceSettings(_Section):
+    input_per_mtok: float = Field(ge=0)
+    output_per_mtok: float = Field(ge=0)
+
+
+class AgentSettings(_Section):
+    backend: Literal["template", "llm"] = "template"
+    judge_model: str | None = None  # pydantic-ai model strings, e.g. "openai:gpt-4o-mini"
+    generator_model: str | None = None
+    verifier_model: str | None = None
+    translator_model: str | None = None
+    allow_same_verifier: bool = False
+    output_retries: int = Field(default=3, ge=0)
+    providers: dict[str, ProviderSettings] = Field(default_factory=dict)
+    prices: dict[str, PriceSettings] = Field(default_factory=dict)
+    monthly_budget_usd: float | None = Field(default=None, ge=0)
+    questions_per_entity: int = Field(default=5, ge=1, le=20)
+    concurrency: int = Field(default=4, ge=1)
+
+    @model_validator(mode="after")
+    def _llm_models(self) -> AgentSettings:
+        if self.backend == "llm":
+            for role in ("judge_model", "generator_model", "verifier_model", "translator_model"):
+                if not getattr(self, role):
+                    raise ValueError(f"{role} is required when backend = 'llm'")
+            if self.verifier_model == self.generator_model and not self.allow_same_verifier:
+                raise ValueError(
+                    "verifier_model must differ from generator_model "
+                    "(set allow_same_verifier = true to accept the same model)"
+                )
+        return self
+
+
+class TargetSettings(_Section):
+    """A target model: the model we measure. `model` is a HF id, a local path, or `embedded:<name>`."""
+
+    name: str
+    model: str
+    cutoff: date | None = None  # None: look up the registry of known cutoffs
+    kind: Literal["base", "instruct"] = "base"
+    backend: Literal["local", "openai"] = "local"
+    base_url: str | None = None  # for backend = "openai" (e.g. a vLLM server of the target)
+    api_key_env: str | None = None
+    family: str | None = None
+    size_b: float | None = None  # parameters in billions (Figure 4)
+
+
+EMBEDDED_TARGET = TargetSettings(
+    name="gemma-3-270m",
+    model="embedded:gemma-3-270m",
+    cutoff=date(2024, 8, 1),
+    kind="base",
+    family="gemma-3",
+    size_b=0.27,
+)
+
+
+class SpecSettings(_Section):
+    """The benchmark spec: whom we measure, in which languages, on which domains."""
+
+    name: str = Field(default="default", pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")
+    targets: list[TargetSettings] = Field(default_factory=lambda: [EMBEDDED_TARGET], min_length=1)
+    languages: list[str] = Field(default_factory=lambda: list(LANGS_DEFAULT), min_length=2)
+    domains: list[Domain] = Field(default_factory=lambda: list(Domain), min_length=1)
+    temporal_buffer_days: int = Field(default=183, ge=0)
+    strategies: list[Literal["cpt-lora", "sft-lora", "full-ft"]] = Field(
+        default_factory=lambda: ["cpt-lora"], min_length=1
+    )
+
+    @field_validator("languages")
+    @classmethod
+    def _langs(cls, v: list[str]) -> list[str]:
+        bad = [x for x in v if x not in SUPPORTED_LANGS]
+        if bad:
+            raise ValueError(f"unsupported language(s) {bad}; supported: {sorted(SUPPORTED_LANGS)}")
+        if len(set(v)) != len(v):
+            raise ValueError("languages must be distinct")
+        return v
+
+    @field_validator("targets")
+    @classmethod
+    def _targets(cls, v: list[TargetSettings]) -> list[TargetSettings]:
+        names = [t.name for t in v]
+        if len(set(names)) != len(names):
+            raise ValueError("target names must be distinct")
+        return v
+
+
+class SnapshotSettings(_Section):
+    cadence: Literal["monthly", "weekly", "daily"] = "monthly"
+    quotas: dict[Domain, int] = Field(
+        default_factory=lambda: {Domain.movies: 30, Domain.music: 30, Domain.sports: 20, Domain.disasters: 20}
+    )
+    seed: int = 0
+    val_ratio: float = Field(default=0.2, gt=0, lt=1)
+    allow_partial: bool = False
+    out_dir: Path = Path("snapshots")
+    webhook_url: str | None = None
+    check_interval_s: float = Field(default=60.0, gt=0)
+
+    @field_validator("quotas")
+    @classmethod
+    def _quotas(cls, v: dict[Domain, int]) -> dict[Domain, int]:
+        if any(n < 0 for n in v.values()):
+            raise ValueError("quotas must be >= 0")
+        return v
+
+
+class GpuSettings(_Section):
+    enabled: bool = True
+    devices: list[str] = Field(default_factory=lambda: ["auto"], min_length=1)  # "auto", "cpu", "cuda:0"
+    lora_r: int = Field(default=16, ge=1)
+    lora_alpha: int = Field(default=32, ge=1)
+    lora_dropout: float = Field(default=0.1, ge=0, lt=1)
+    learning_rate: float = Field(default=5e-4, gt=0)
+    batch_size: int = Field(default=1, ge=1)
+    epochs: int = Field(default=5, ge=1)
+    target_modules: list[str] | None = None  # None: the attention projections
+    max_seq_len: int = Field(default=1024, ge=16)
+    packing: bool = False
+    scorers: list[Literal["letter-logprob", "generate"]] = Field(
+        default_factory=lambda: ["letter-logprob", "generate"], min_length=1
+    )
+    max_new_tokens: int = Field(default=64, ge=1)
+    eval_batch_size: int = Field(default=8, ge=1)
+    job_timeout_s: float = Field(default=6 * 3600, gt=0)
+    max_attempts: int = Field(default=3, ge=1)
+    torch_threads: int | None = None
+    seed: int = 0
+
+
+class DaemonSettings(_Section):
+    grace_period_s: float = Field(default=30.0, ge=0)
+    lease_s: float = Field(default=300.0, gt=0)
+    poll_interval_s: float = Field(default=2.0, gt=0)
+    restart_backoff_max_s: float = Field(default=60.0, gt=0)
+    min_free_disk_mb: int = Field(default=200, ge=0)
+    max_attempts: int = Field(default=5, ge=1)
+
+
+class HttpSettings(_Section):
+    enabled: bool = True
+    host: str = "127.0.0.1"
+    port: int = Field(default=8765, ge=0, le=65535)  # 0: a free port
+
+
+class ReplaySettings(_Section):
+    """The bundled replay server of recorded real API responses (tests and the offline demo)."""
+
+    enabled: bool = False
+    redate: bool = True  # move recorded items into a recent window so they pass the temporal gate
+    redate_end: date | None = None  # None: today
+    redate_days: int = Field(default=28, ge=1)
+    faults: dict[str, Any] = Field(default_factory=dict)
+
+
+def _real_sources() -> dict[str, SourceSettings]:
+    """Real endpoints with their documented limits (see the fixtures' README)."""
+    return {
+        "tmdb": SourceSettings(
+            base_url="https://api.themoviedb.org/3", rate_per_s=20.0, burst=20, concurrency=8,
+            api_key_env="TMDB_API_KEY",
+        ),
+        "musicbrainz": SourceSettings(
+            base_url="https://musicbrainz.org/ws/2", rate_per_s=1.0, burst=1, concurrency=1,
+            user_agent="clkt/0.1 ( clkt@example.org )",
+        ),
+        "deezer": SourceSettings(base_url="https://api.deezer.com", rate_per_s=5.0, burst=5, concurrency=2),
+        "thesportsdb": SourceSettings(
+            base_url="https://www.thesportsdb.com/api/v1/json", rate_per_s=0.5, burst=1, concurrency=1,
+            api_key_env="THESPORTSDB_API_KEY", default_api_key="123",
+            options={"leagues": ["4328", "4424", "4387"]},
+        ),
+        "usgs": SourceSettings(
+            base_url="https://earthquake.usgs.gov/fdsnws/event/1", rate_per_s=2.0, burst=2, concurrency=2,
+            options={"min_magnitude": 5.5},
+        ),
+        "gdacs": SourceSettings(base_url="https://www.gdacs.org", rate_per_s=0.5, burst=1, concurrency=1),
+        "reliefweb": SourceSettings(
+            enabled=False, base_url="https://api.reliefweb.int/v2", rate_per_s=0.2, burst=1,
+            concurrency=1, options={"appname": "clkt"},
+        ),
+    }
+
+
+class Settings(BaseSettings):
+    """Everything the daemon needs, built once in `run_daemon.py` and passed down."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="CLKT_", env_nested_delimiter="__", extra="forbid", frozen=True
+    )
+
+    offline_demo: bool = False  # the embedded offline demonstration: says so loudly everywhere
+    data_dir: Path = Path("clkt-data")
+    store_url: str | None = None  # None: sqlite+aiosqlite:///<data_dir>/clkt.db
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    http: HttpSettings = Field(default_factory=HttpSettings)
+    sources: dict[str, SourceSettings] = Field(default_factory=_real_sources)
+    replay: ReplaySettings = Field(default_factory=ReplaySettings)
+    agents: AgentSettings = Field(default_factory=AgentSettings)
+    spec: SpecSettings = Field(default_factory=SpecSettings)
+    snapshot: SnapshotSettings = Field(default_factory=SnapshotSettings)
+    gpu: GpuSettings = Field(default_factory=GpuSettings)
+    daemon: DaemonSettings = Field(default_factory=DaemonSettings)
+    # resolved at load time from the env vars named by api_key_env; never dumped
+    secrets: dict[str, SecretStr] = Field(default_factory=dict, exclude=True, repr=False)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # environment overrides the file (or the embedded default), which overrides class defaults
+        return (env_settings, init_settings)
+
+    @property
+    def resolved_store_url(self) -> str:
+        return self.store_url or f"sqlite+aiosqlite:///{self.data_dir / 'clkt.db'}"
+
+    def secret(self, env_name: str | None) -> SecretStr | None:
+        if env_name is None:
+            return None
+        return self.secrets.get(env_name)
+
+    def public_dump(self) -> dict[str, Any]:
+        """The config as JSON-able data, safe for logs, the store and manifests (no secrets)."""
+        return self.model_dump(mode="json", exclude={"secrets"})
+
+
+EMBEDDED_DEFAULT: dict[str, Any] = {
+    "offline_demo": True,
+    "replay": {"enabled": True, "redate": True},
+    "http": {"port": 0},
+    "agents": {"backend": "template", "questions_per_entity": 3},
+    "spec": {
+        "name": "demo",
+        "targets": [EMBEDDED_TARGET.model_dump(mode="json")],
+        "languages": list(LANGS_DEFAULT),
+        "domains": [d.value for d in Domain],
+        "strategies": ["cpt-lora"],
+    },
+    "snapshot": {
+        "cadence": "monthly",
+        "quotas": {"movies": 1, "music": 1, "sports": 1, "disasters": 1},
+        "allow_partial": False,
+        "check_interval_s": 5.0,
+    },
+    "gpu": {
+        "devices": ["cpu"],
+        "epochs": 3,
+        "max_seq_len": 384,
+        "scorers": ["letter-logprob", "generate"],
+        "max_new_tokens": 8,
+        "eval_batch_size": 8,
+        "torch_threads": 2,
+    },
+    "daemon": {"poll_interval_s": 0.5, "grace_period_s": 20.0},
+    "sources": {
+        name: {"poll_interval_s": 60.0}
+        for name in ("tmdb", "musicbrainz", "deezer", "thesportsdb", "usgs", "gdacs")
+    },
+}
+
+
+def _deep_merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        if isinstance(v, Mapping) and isinstance(out.get(k), dict):
+            out[k] = _deep_merge(out[k], v)
+        else:
+            out[k] = v
+    return out
+
+
+def _error_key(err: Mapping[str, Any]) -> str:
+    loc = [str(p) for p in err.get("loc", ())]
+    return ".".join(loc) or "<root>"
+
+
+def load_settings(path: Path | str | None = None, *, environ: Mapping[str, str] | None = None) -> Settings:
+    """Build the Settings from a TOML file (or the embedded default) plus `CLKT_*` overrides."""
+    env = dict(os.environ if environ is None else environ)
+    if path is None:
+        data: dict[str, Any] = dict(EMBEDDED_DEFAULT)
+    else:
+        p = Path(path)
+        try:
+            with p.open("rb") as fh:
+                data = tomllib.load(fh)
+        except FileNotFoundError:
+            raise ConfigError("<file>", f"config file {p} does not exist") from None
+        except tomllib.TOMLDecodeError as e:
+            raise ConfigError("<file>", f"{p} is not valid TOML: {e}") from e
+        if data.get("offline_demo"):
+            data = _deep_merge(EMBEDDED_DEFAULT, data)
+    # a [sources.<name>] table overrides that source's real defaults key by key
+    real = {k: v.model_dump(mode="json") for k, v in _real_sources().items()}
+    given = data.get("sources", {})
+    if not isinstance(given, Mapping):
+        raise ConfigError("sources", "must be a table of [sources.<name>] tables")
+    unknown = sorted(set(given) - set(real))
+    if unknown:
+        raise ConfigError(f"sources.{unknown[0]}", f"unknown source; known: {sorted(real)}")
+    data = {**data, "sources": _deep_merge(real, given)}
+    # pydantic-settings reads the env itself; run it against the given mapping
+    saved = dict(os.environ)
+    try:
+        os.environ.clear()
+        os.environ.update({k: v for k, v in env.items() if not k.startswith("CLKT_")})
+        os.environ.update({k: v for k, v in env.items() if k.startswith("CLKT_")})
+        try:
+            settings = Settings(**data)
+        except ValidationError as e:
+            first = e.errors()[0]
+            raise ConfigError(_error_key(first), first.get("msg", "invalid")) from None
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return _attach_secrets(settings, env)
+
+
+def _attach_secrets(settings: Settings, env: Mapping[str, str]) -> Settings:
+    names: set[str] = set()
+    for name, src in settings.sources.items():
+        if src.api_key_env:
+            names.add(src.api_key_env)
+    for prov in settings.agents.providers.values():
+        if prov.api_key_env:
+            names.add(prov.api_key_env)
+    for t in settings.spec.targets:
+        if t.api_key_env:
+            names.add(t.api_key_env)
+    # the conventional provider variables pydantic-ai reads
+    names |= {"OPENAI_API_KEY", "ANTHROPIC_API_KEY"}
+    secrets = {n: SecretStr(env[n]) for n in sorted(names) if env.get(n)}
+    return settings.model_copy(update={"secrets": secrets})

@@ -1,0 +1,63 @@
+"""What every daemon service receives: settings, the store, the shared HTTP session, the stop signal."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from storage.types import utcnow
+
+if TYPE_CHECKING:
+    import aiohttp
+
+    from clkt.config import Settings
+    from clkt.metrics import Metrics
+    from storage.engine import Store
+
+__all__ = ["ServiceContext"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServiceContext:
+    settings: Settings
+    store: Store
+    http: aiohttp.ClientSession
+    owner: str  # lease owner id of this daemon process: "<host>:<pid>:<random>"
+    metrics: Metrics
+    stopping: asyncio.Event = field(default_factory=asyncio.Event)
+    clock: Callable[[], datetime] = utcnow
+    extras: dict[str, Any] = field(default_factory=dict)  # e.g. the replay server's base URL
+    _pause_reason: list[str] = field(default_factory=list)
+
+    def pause_reason(self) -> str | None:
+        """Why claiming is paused right now (stopping, disk full), or None."""
+        if self.stopping.is_set():
+            return "stopping"
+        if self._pause_reason:
+            return self._pause_reason[-1]
+        return None
+
+    def may_claim(self) -> bool:
+        return self.pause_reason() is None
+
+    def set_paused(self, reason: str | None) -> None:
+        self._pause_reason.clear()
+        if reason:
+            self._pause_reason.append(reason)
+
+    def free_disk_mb(self) -> float:
+        path = self.settings.data_dir
+        path.mkdir(parents=True, exist_ok=True)
+        return shutil.disk_usage(path).free / 2**20
+
+    async def sleep(self, seconds: float) -> bool:
+        """Sleep unless stopping; True when the daemon is stopping."""
+        try:
+            await asyncio.wait_for(self.stopping.wait(), timeout=seconds)
+        except TimeoutError:
+            return False
+        return True

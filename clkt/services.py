@@ -1,0 +1,34 @@
+"""Which services the daemon runs for a given configuration.
+
+Each area registers its services here (source pollers, stage workers, snapshot builder, GPU consumer).
+A service is any object with a `name: str` and `async def run(self, ctx: ServiceContext) -> None` that
+loops until `ctx.stopping` is set and then returns (see `clkt.daemon`).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from clkt.config import Settings
+from clkt.context import ServiceContext
+
+__all__ = ["Service", "build_services"]
+
+
+class Service(Protocol):
+    name: str
+
+    async def run(self, ctx: ServiceContext) -> None: ...
+
+
+def build_services(settings: Settings) -> list[Service]:
+    services: list[Service] = []
+    # --- sources (clkt.sources) ---
+    # --- pipeline stages (clkt.pipeline) ---
+    # --- snapshot builder (clkt.snapshots) ---
+    # --- GPU consumer (clkt.inject / clkt.evaluate) ---
+    names = [s.name for s in services]
+    dup = {n for n in names if names.count(n) > 1}
+    if dup:
+        raise ValueError(f"services registered twice: {sorted(dup)}")
+    return services

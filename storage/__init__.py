@@ -1,0 +1,1 @@
+"""The store: SQLModel tables, the async engine, repositories and migrations."""

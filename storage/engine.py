@@ -1,0 +1,200 @@
+"""The storage owner: one async engine + session factory, WAL and pragmas, migrations at start.
+
+`Store` takes a URL or an engine (not both), refuses to reopen once closed, and is an async context
+manager. SQLite gets WAL, a busy timeout and foreign keys on every connection; PostgreSQL runs the same
+code through asyncpg.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import event, inspect, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DatabaseError, OperationalError
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+
+from clkt.errors import ForeignDatabaseError, StoreError, UserError
+
+__all__ = ["Store", "BUSY_TIMEOUT_MS", "SQLITE_HEADER", "sqlite_path"]
+
+log = logging.getLogger(__name__)
+
+BUSY_TIMEOUT_MS = 30_000
+SQLITE_HEADER = b"SQLite format 3\x00"
+_MIGRATIONS = Path(__file__).parent / "migrations"
+
+
+class _State(str, Enum):
+    new = "new"
+    open = "open"
+    closed = "closed"
+
+
+def sqlite_path(url: str) -> Path | None:
+    u = make_url(url)
+    if u.get_backend_name() != "sqlite" or not u.database or u.database == ":memory:":
+        return None
+    return Path(u.database)
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    cur.execute("PRAGMA foreign_keys = ON")
+    cur.execute("PRAGMA journal_mode = WAL")
+    cur.execute("PRAGMA synchronous = NORMAL")
+    cur.close()
+
+
+class Store:
+    """Owns the engine. `async with Store(url=...) as store:` migrates on entry, disposes on exit."""
+
+    def __init__(self, *, url: str | None = None, engine: AsyncEngine | None = None, migrate: bool = True) -> None:
+        if (url is None) == (engine is None):
+            raise UserError("Store takes a URL or an engine, not both and not neither")
+        if engine is None:
+            assert url is not None
+            path = sqlite_path(url)
+            kwargs: dict[str, Any] = {}
+            if path is not None:
+                kwargs["connect_args"] = {"timeout": BUSY_TIMEOUT_MS / 1000}
+            else:
+                kwargs["pool_pre_ping"] = True
+            engine = create_async_engine(url, **kwargs)
+        self.engine = engine
+        self.url = engine.url.render_as_string(hide_password=True)
+        self.dialect = engine.dialect.name
+        self._migrate = migrate
+        self._state = _State.new
+        if self.dialect == "sqlite":
+            event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
+        self.sessionmaker = async_sessionmaker(engine, expire_on_commit=False)
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.dialect == "sqlite"
+
+    @property
+    def sqlite_file(self) -> Path | None:
+        return sqlite_path(self.engine.url.render_as_string(hide_password=False))
+
+    async def __aenter__(self) -> Store:
+        await self.initialize()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def initialize(self) -> None:
+        """Idempotent: check the file is ours, set pragmas, apply migrations."""
+        if self._state is _State.closed:
+            raise UserError("this Store is closed and cannot be reopened")
+        if self._state is _State.open:
+            return
+        path = self.sqlite_file
+        if path is not None:
+            self._check_sqlite_file(path)
+            path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            async with self.engine.connect() as conn:
+                await conn.execute(text("SELECT 1"))
+                if self._migrate:
+                    await self._check_foreign(conn)
+                    await conn.run_sync(_upgrade)
+                    await conn.commit()
+        except DatabaseError as e:
+            where = path or self.url
+            raise ForeignDatabaseError(f"cannot open the store {where}: {e.orig}") from e
+        self._state = _State.open
+
+    def _check_sqlite_file(self, path: Path) -> None:
+        if not path.exists() or path.stat().st_size == 0:
+            return
+        with path.open("rb") as fh:
+            head = fh.read(16)
+        if head != SQLITE_HEADER:
+            raise ForeignDatabaseError(f"{path} is not an SQLite database (corrupt or foreign file); nothing was changed")
+
+    async def _check_foreign(self, conn: Any) -> None:
+        def tables(sync_conn: Any) -> list[str]:
+            return inspect(sync_conn).get_table_names()
+
+        names = await conn.run_sync(tables)
+        if names and "alembic_version" not in names:
+            raise ForeignDatabaseError(
+                f"the store {self.sqlite_file or self.url} holds tables {names[:5]} but no clkt migration "
+                "history: it belongs to something else; nothing was changed"
+            )
+        if "alembic_version" in names:
+            rows = (await conn.execute(text("SELECT version_num FROM alembic_version"))).all()
+            known = _known_revisions()
+            for (rev,) in rows:
+                if rev not in known:
+                    raise ForeignDatabaseError(
+                        f"the store {self.sqlite_file or self.url} is at migration {rev!r}, unknown to this "
+                        "clkt (a newer version or another program); nothing was changed"
+                    )
+
+    async def close(self) -> None:
+        if self._state is _State.closed:
+            return
+        self._state = _State.closed
+        await self.engine.dispose()
+
+    @asynccontextmanager
+    async def session(self) -> AsyncIterator[AsyncSession]:
+        if self._state is not _State.open:
+            raise UserError(f"Store is {self._state.value}; use `async with Store(...)` or initialize()")
+        async with self.sessionmaker() as s:
+            yield s
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[AsyncSession]:
+        """A session inside one transaction: committed on success, rolled back on any error."""
+        async with self.session() as s:
+            async with s.begin():
+                yield s
+
+    async def run_with_retry(self, fn: Any, *, tries: int = 5) -> Any:
+        """Run `await fn(session)` in a transaction, retrying 'database is locked' (SQLite) a few times."""
+        delay = 0.05
+        for i in range(tries):
+            try:
+                async with self.transaction() as s:
+                    return await fn(s)
+            except OperationalError as e:
+                if "locked" not in str(e).lower() or i == tries - 1:
+                    raise StoreError(f"store busy: {e.orig}") from e
+                await asyncio.sleep(delay)
+                delay *= 2
+        return None
+
+
+def _alembic_config(connection: Any = None) -> Any:
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(_MIGRATIONS))
+    if connection is not None:
+        cfg.attributes["connection"] = connection
+    return cfg
+
+
+def _known_revisions() -> set[str]:
+    from alembic.script import ScriptDirectory
+
+    script = ScriptDirectory.from_config(_alembic_config())
+    return {rev.revision for rev in script.walk_revisions()}
+
+
+def _upgrade(sync_conn: Any) -> None:
+    from alembic import command
+
+    command.upgrade(_alembic_config(sync_conn), "head")

@@ -1,0 +1,379 @@
+"""SQLModel tables for the whole flow of DESIGN.md.
+
+Only `storage/` sees these classes; the rest of the product talks to the repositories, which map rows to
+and from pydantic models. Statuses are `str` enums so they read well in SQL and in `clkt status`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import Enum
+from typing import Any
+
+from sqlalchemy import Column, Index, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+from storage.types import JSONType, UTCDateTime, utcnow
+
+__all__ = [
+    "EntityStatus",
+    "LeaseStatus",
+    "Stage",
+    "Entity",
+    "Document",
+    "Task",
+    "Probe",
+    "Question",
+    "QuestionStatus",
+    "Verification",
+    "Translation",
+    "Snapshot",
+    "SnapshotStatus",
+    "SnapshotItem",
+    "GpuJob",
+    "QuestionResult",
+    "LlmCall",
+    "SourceCursor",
+    "SkipCount",
+    "Event",
+    "DaemonLock",
+]
+
+
+def _ts(**kw: Any) -> Any:
+    return Field(default_factory=utcnow, sa_type=UTCDateTime, **kw)
+
+
+def _ts_opt(**kw: Any) -> Any:
+    return Field(default=None, sa_type=UTCDateTime, **kw)
+
+
+def _json(default_factory: Any = dict) -> Any:
+    return Field(default_factory=default_factory, sa_column=Column(JSONType, nullable=False))
+
+
+class EntityStatus(str, Enum):
+    discovered = "discovered"  # crawled, document rendered, waiting for the gate
+    ineligible = "ineligible"  # failed the temporal gate for some target model
+    probing = "probing"  # probe + judge in progress
+    known = "known"  # some target model already knows it: dropped
+    generating = "generating"  # qa-gen / verify / translate in progress
+    ready = "ready"  # verified, translated questions exist
+    rejected = "rejected"  # no question survived verification
+    failed = "failed"  # a stage gave up on it (see Task.last_error)
+
+
+class LeaseStatus(str, Enum):
+    pending = "pending"
+    leased = "leased"
+    done = "done"
+    failed = "failed"
+    cancelled = "cancelled"
+
+
+class Stage(str, Enum):
+    gate = "gate"
+    probe = "probe"
+    generate = "generate"
+    verify = "verify"
+    translate = "translate"
+
+
+class Entity(SQLModel, table=True):
+    __tablename__ = "entity"
+    __table_args__ = (
+        UniqueConstraint("source", "external_id", name="uq_entity_source_external"),
+        Index("ix_entity_domain_occurred", "domain", "occurred_at"),
+        Index("ix_entity_status_occurred", "status", "occurred_at"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    source: str = Field(max_length=64)
+    external_id: str = Field(max_length=128)
+    domain: str = Field(max_length=32)
+    name: str
+    occurred_at: datetime = Field(sa_type=UTCDateTime)
+    payload: dict[str, Any] = _json()
+    facts: dict[str, Any] = _json()
+    content_hash: str = Field(max_length=64)
+    status: EntityStatus = Field(default=EntityStatus.discovered, max_length=16)
+    status_reason: str | None = None
+    redated_from: datetime | None = _ts_opt()
+    discovered_at: datetime = _ts()
+    updated_at: datetime = _ts()
+
+
+class Document(SQLModel, table=True):
+    """The canonical source document of an entity (origin=source) and its translations."""
+
+    __tablename__ = "document"
+    __table_args__ = (UniqueConstraint("entity_id", "lang", name="uq_document_entity_lang"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    entity_id: int = Field(foreign_key="entity.id", index=True, ondelete="CASCADE")
+    lang: str = Field(max_length=8)
+    origin: str = Field(max_length=16)  # "source" | "translation" | "template"
+    text: str
+    text_hash: str = Field(max_length=64)
+    producer: str = Field(default="renderer", max_length=128)  # renderer / template / model id
+    prompt_version: str | None = Field(default=None, max_length=32)
+    content_hash: str = Field(max_length=64)  # of the entity payload it was rendered from
+    created_at: datetime = _ts()
+
+
+class Task(SQLModel, table=True):
+    """One unit of stage work, claimed with a lease. Unique per (stage, entity, key)."""
+
+    __tablename__ = "task"
+    __table_args__ = (
+        UniqueConstraint("stage", "entity_id", "key", name="uq_task_stage_entity_key"),
+        Index("ix_task_claim", "stage", "status", "not_before"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    stage: Stage = Field(max_length=16)
+    entity_id: int = Field(foreign_key="entity.id", index=True, ondelete="CASCADE")
+    key: str = Field(default="", max_length=128)  # e.g. target model, language, question id
+    status: LeaseStatus = Field(default=LeaseStatus.pending, max_length=16)
+    lease_owner: str | None = Field(default=None, max_length=128)
+    lease_expires_at: datetime | None = _ts_opt()
+    attempts: int = 0
+    max_attempts: int = 5
+    not_before: datetime = _ts()
+    last_error: str | None = None
+    created_at: datetime = _ts()
+    updated_at: datetime = _ts()
+
+
+class Probe(SQLModel, table=True):
+    __tablename__ = "probe"
+    __table_args__ = (
+        UniqueConstraint("entity_id", "target_model", "lang", name="uq_probe_entity_model_lang"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    entity_id: int = Field(foreign_key="entity.id", index=True, ondelete="CASCADE")
+    target_model: str = Field(max_length=256)
+    lang: str = Field(max_length=8)
+    prompt: str
+    response: str
+    known: bool
+    matched_facts: list[str] = _json(list)
+    reason: str = ""
+    judge: str = Field(max_length=256)  # judge model id or "fact-matcher"
+    prompt_version: str = Field(max_length=32)
+    created_at: datetime = _ts()
+
+
+class QuestionStatus(str, Enum):
+    generated = "generated"
+    verified = "verified"
+    rejected = "rejected"
+    translated = "translated"
+    dropped = "dropped"  # translation failed its checks
+
+
+class Question(SQLModel, table=True):
+    """A grounded MCQ in the entity's source language (options in generation order)."""
+
+    __tablename__ = "question"
+    __table_args__ = (UniqueConstraint("entity_id", "slot", name="uq_question_entity_slot"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    entity_id: int = Field(foreign_key="entity.id", index=True, ondelete="CASCADE")
+    slot: str = Field(max_length=64)  # the fact slot (final_score, director, ...)
+    lang: str = Field(max_length=8)
+    question: str
+    options: list[str] = _json(list)
+    answer_index: int
+    evidence: str
+    generator: str = Field(max_length=256)
+    prompt_version: str = Field(max_length=32)
+    status: QuestionStatus = Field(default=QuestionStatus.generated, max_length=16)
+    status_reason: str | None = None
+    created_at: datetime = _ts()
+
+
+class Verification(SQLModel, table=True):
+    __tablename__ = "verification"
+    __table_args__ = (UniqueConstraint("question_id", "verifier", name="uq_verification_q_verifier"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    question_id: int = Field(foreign_key="question.id", index=True, ondelete="CASCADE")
+    verifier: str = Field(max_length=256)
+    prompt_version: str = Field(max_length=32)
+    criteria: dict[str, bool] = _json()
+    reasons: dict[str, str] = _json()
+    passed: bool
+    created_at: datetime = _ts()
+
+
+class Translation(SQLModel, table=True):
+    __tablename__ = "translation"
+    __table_args__ = (UniqueConstraint("question_id", "lang", name="uq_translation_q_lang"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    question_id: int = Field(foreign_key="question.id", index=True, ondelete="CASCADE")
+    lang: str = Field(max_length=8)
+    question: str
+    options: list[str] = _json(list)
+    answer_index: int
+    translator: str = Field(max_length=256)
+    prompt_version: str = Field(max_length=32)
+    checks: dict[str, Any] = _json()
+    created_at: datetime = _ts()
+
+
+class SnapshotStatus(str, Enum):
+    building = "building"
+    frozen = "frozen"
+    failed = "failed"
+    superseded = "superseded"
+
+
+class Snapshot(SQLModel, table=True):
+    __tablename__ = "snapshot"
+    __table_args__ = (Index("ix_snapshot_spec_period", "spec", "period"),)
+
+    id: str = Field(primary_key=True, max_length=160)  # <spec>-<YYYY-MM>-<sha256[:12]>
+    spec: str = Field(max_length=64)
+    period: str = Field(max_length=16)  # YYYY-MM (or the cadence's own label)
+    status: SnapshotStatus = Field(default=SnapshotStatus.building, max_length=16)
+    content_sha256: str = Field(default="", max_length=64)
+    seed: int = 0
+    partial: bool = False
+    manifest: dict[str, Any] = _json()
+    audit: dict[str, Any] = _json()
+    export_path: str | None = None
+    superseded_by: str | None = Field(default=None, max_length=160)
+    built_at: datetime = _ts()
+
+
+class SnapshotItem(SQLModel, table=True):
+    __tablename__ = "snapshot_item"
+    __table_args__ = (UniqueConstraint("snapshot_id", "question_id", name="uq_item_snapshot_q"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    snapshot_id: str = Field(foreign_key="snapshot.id", index=True, ondelete="CASCADE")
+    question_id: int = Field(foreign_key="question.id", index=True)
+    entity_id: int = Field(foreign_key="entity.id", index=True)
+    split: str = Field(max_length=8)  # "val" | "test"
+    option_order: list[int] = _json(list)  # permutation applied to Question.options
+    answer_letter: str = Field(max_length=1)
+
+
+class GpuJob(SQLModel, table=True):
+    """One (snapshot, model, strategy, train language) injection + evaluation job, lease-claimed."""
+
+    __tablename__ = "gpu_job"
+    __table_args__ = (
+        UniqueConstraint(
+            "snapshot_id", "target_model", "strategy", "train_lang", name="uq_gpujob_identity"
+        ),
+        Index("ix_gpujob_claim", "status", "not_before"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    snapshot_id: str = Field(foreign_key="snapshot.id", index=True)
+    target_model: str = Field(max_length=256)
+    strategy: str = Field(max_length=32)
+    train_lang: str = Field(max_length=8)
+    config: dict[str, Any] = _json()  # the serialized job spec (pydantic)
+    status: LeaseStatus = Field(default=LeaseStatus.pending, max_length=16)
+    lease_owner: str | None = Field(default=None, max_length=128)
+    lease_expires_at: datetime | None = _ts_opt()
+    attempts: int = 0
+    max_attempts: int = 3
+    not_before: datetime = _ts()
+    last_error: str | None = None
+    device: str | None = Field(default=None, max_length=32)
+    best_epoch: int | None = None
+    artifacts_dir: str | None = None
+    summary: dict[str, Any] = _json()
+    created_at: datetime = _ts()
+    updated_at: datetime = _ts()
+
+
+class QuestionResult(SQLModel, table=True):
+    __tablename__ = "question_result"
+    __table_args__ = (
+        UniqueConstraint(
+            "job_id", "question_id", "lang", "variant", "scorer", name="uq_result_identity"
+        ),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    job_id: int = Field(foreign_key="gpu_job.id", index=True, ondelete="CASCADE")
+    question_id: int = Field(foreign_key="question.id", index=True)
+    lang: str = Field(max_length=8)
+    variant: str = Field(max_length=16)  # "base" | "injected"
+    scorer: str = Field(max_length=32)  # "generate" | "letter-logprob"
+    split: str = Field(max_length=8)
+    predicted: str | None = Field(default=None, max_length=1)  # None = unparseable
+    correct: bool
+    raw: str = ""
+
+
+class LlmCall(SQLModel, table=True):
+    """Cache of every LLM call by a hash of (model, settings, prompt version, messages, schema)."""
+
+    __tablename__ = "llm_call"
+
+    key: str = Field(primary_key=True, max_length=64)
+    model: str = Field(max_length=256)
+    stage: str = Field(max_length=32)
+    prompt_version: str = Field(max_length=32)
+    output: dict[str, Any] = _json()
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    latency_ms: float = 0.0
+    created_at: datetime = _ts()
+
+
+class SourceCursor(SQLModel, table=True):
+    __tablename__ = "source_cursor"
+
+    source: str = Field(primary_key=True, max_length=64)
+    watermark: datetime | None = _ts_opt()
+    page: int = 0
+    etag: str | None = None
+    last_modified: str | None = None
+    state: dict[str, Any] = _json()
+    updated_at: datetime = _ts()
+
+
+class SkipCount(SQLModel, table=True):
+    """Records skipped by a source or stage, counted by reason (shown by `clkt status`)."""
+
+    __tablename__ = "skip_count"
+
+    source: str = Field(primary_key=True, max_length=64)
+    reason: str = Field(primary_key=True, max_length=128)
+    count: int = 0
+    last_detail: str | None = None
+    updated_at: datetime = _ts()
+
+
+class Event(SQLModel, table=True):
+    __tablename__ = "event"
+
+    id: int | None = Field(default=None, primary_key=True)
+    ts: datetime = _ts(index=True)
+    kind: str = Field(max_length=64, index=True)
+    message: str
+    data: dict[str, Any] = _json()
+
+
+class DaemonLock(SQLModel, table=True):
+    """Who runs the daemon on this store (the row is informative; the lock itself is a file or an
+    advisory lock)."""
+
+    __tablename__ = "daemon_lock"
+
+    name: str = Field(primary_key=True, max_length=64)
+    owner: str = Field(max_length=128)
+    pid: int
+    host: str = Field(max_length=128)
+    started_at: datetime = _ts()
+    heartbeat_at: datetime = _ts()
