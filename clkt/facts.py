@@ -27,6 +27,7 @@ __all__ = [
     "EntityFacts",
     "EntityRecord",
     "RenderedDocument",
+    "SLOTS",
 ]
 
 
@@ -174,3 +175,13 @@ class RenderedDocument(BaseModel):
     lang: str
     text: str
     sentences: dict[str, str] = Field(default_factory=dict)  # fact slot -> sentence (substring of text)
+
+
+# The fact slots a document states (one sentence each, when the fact is known) and questions ask about.
+SLOTS: dict[str, tuple[str, ...]] = {
+    "match": ("date", "competition", "venue", "home_team", "away_team", "final_score", "winner", "spectators"),
+    "film": ("release_date", "director", "lead_actor", "runtime", "genre", "budget", "revenue", "production_company"),
+    "release": ("artist", "release_date", "label", "track_count", "first_track", "last_track", "release_type"),
+    "quake": ("time", "place", "magnitude", "depth", "alert", "tsunami", "felt", "fatalities"),
+    "disaster": ("date", "disaster_type", "country", "status", "deaths", "affected", "glide"),
+}

@@ -1,0 +1,234 @@
+"""The LLM call cache, as a model wrapper: a restart or a re-run never pays for the same call twice.
+
+`CachedModel` wraps the (rate-limited) provider model of one agent role. Every request is keyed by a sha256
+of (model, settings, prompt version, messages, output schema); a hit replays the stored `ModelResponse`
+without touching the provider, a miss is sent, priced from the token usage and stored with its latency.
+Volatile message fields (timestamps, run ids, usage) are left out of the key, so the same conversation
+always maps to the same key; a retry after `ModelRetry` is simply a longer conversation with its own key.
+
+`agents/` knows no SQL: the store implements the small `CallCache` protocol (`storage.llm_cache`).
+The monthly budget is checked here, before any paid (uncached) call: once spent, `BudgetExhausted`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from pydantic import BaseModel, Field, TypeAdapter
+from pydantic_ai.messages import ModelMessage, ModelResponse
+from pydantic_ai.models import KnownModelName, Model, ModelRequestParameters
+from pydantic_ai.models.wrapper import WrapperModel
+from pydantic_ai.settings import ModelSettings
+from pydantic_core import to_jsonable_python
+
+from clkt.config import PriceSettings
+from clkt.errors import BudgetExhausted
+
+__all__ = [
+    "CachedCall",
+    "CallCache",
+    "MemoryCallCache",
+    "CachedModel",
+    "CacheStats",
+    "Budget",
+    "call_key",
+    "month_start",
+    "price_of",
+]
+
+_RESPONSE = TypeAdapter(ModelResponse)
+_KEEP_MESSAGE = ("kind", "instructions", "parts")
+_KEEP_PART = ("part_kind", "content", "tool_name", "args", "tool_call_id", "outcome")
+
+
+class CachedCall(BaseModel):
+    """One provider call as stored: the response, its usage, cost and latency."""
+
+    key: str = Field(min_length=64, max_length=64)
+    model: str
+    stage: str
+    prompt_version: str
+    response: dict[str, Any]  # the ModelResponse as JSON
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    latency_ms: float = 0.0
+
+
+class CallCache(Protocol):
+    async def get(self, key: str) -> CachedCall | None: ...
+
+    async def put(self, call: CachedCall) -> None:
+        """Store a call; storing the same key twice keeps the first."""
+        ...
+
+    async def spent_usd(self, *, since: datetime) -> float:
+        """Cost of the calls stored since `since`."""
+        ...
+
+
+class MemoryCallCache:
+    """An in-process `CallCache` (tests, benches); the daemon uses `storage.llm_cache.SqlCallCache`."""
+
+    def __init__(self) -> None:
+        self.calls: dict[str, tuple[datetime, CachedCall]] = {}
+
+    async def get(self, key: str) -> CachedCall | None:
+        hit = self.calls.get(key)
+        return hit[1] if hit else None
+
+    async def put(self, call: CachedCall) -> None:
+        self.calls.setdefault(call.key, (datetime.now(UTC), call))
+
+    async def spent_usd(self, *, since: datetime) -> float:
+        return sum(c.cost_usd for ts, c in self.calls.values() if ts >= since)
+
+
+@dataclass
+class CacheStats:
+    hits: int = 0
+    misses: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    by_stage: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Budget:
+    monthly_usd: float
+    clock: Any = None  # () -> aware datetime; None: now (UTC)
+
+    def now(self) -> datetime:
+        return self.clock() if self.clock is not None else datetime.now(UTC)
+
+
+def month_start(now: datetime) -> datetime:
+    return now.astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+
+
+def price_of(model: str, prices: dict[str, PriceSettings]) -> PriceSettings | None:
+    """The price of `model` ("provider:name"): by the full string, else by the bare model name."""
+    return prices.get(model) or prices.get(model.split(":", 1)[-1])
+
+
+def _strip(messages: list[ModelMessage]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for m in to_jsonable_python(messages):
+        msg = {k: m.get(k) for k in _KEEP_MESSAGE if k in m}
+        msg["parts"] = [{k: p.get(k) for k in _KEEP_PART if k in p} for p in m.get("parts", [])]
+        out.append(msg)
+    return out
+
+
+def call_key(
+    *,
+    model: str,
+    prompt_version: str,
+    messages: list[ModelMessage],
+    model_settings: ModelSettings | None,
+    params: ModelRequestParameters,
+) -> str:
+    """sha256 of (model, settings, prompt version, messages without volatile fields, output schema)."""
+    payload = {
+        "model": model,
+        "prompt_version": prompt_version,
+        "settings": to_jsonable_python(model_settings or {}),
+        "messages": _strip(messages),
+        "output_mode": params.output_mode,
+        "output_tools": [
+            {"name": t.name, "schema": t.parameters_json_schema} for t in params.output_tools
+        ],
+        "output_object": to_jsonable_python(params.output_object) if params.output_object else None,
+    }
+    blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+class CachedModel(WrapperModel):
+    """Answers from the cache when it can; otherwise calls the wrapped model and stores the answer."""
+
+    def __init__(
+        self,
+        wrapped: Model | KnownModelName | str,
+        *,
+        cache: CallCache,
+        model: str,
+        stage: str,
+        prompt_version: str,
+        price: PriceSettings | None = None,
+        budget: Budget | None = None,
+        stats: CacheStats | None = None,
+    ) -> None:
+        super().__init__(wrapped)
+        self.cache = cache
+        self.model_label = model
+        self.stage = stage
+        self.prompt_version = prompt_version
+        self.price = price
+        self.budget = budget
+        self.stats = stats if stats is not None else CacheStats()
+
+    async def request(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> ModelResponse:
+        key = call_key(
+            model=self.model_label,
+            prompt_version=self.prompt_version,
+            messages=messages,
+            model_settings=model_settings,
+            params=model_request_parameters,
+        )
+        hit = await self.cache.get(key)
+        if hit is not None:
+            self.stats.hits += 1
+            return _RESPONSE.validate_python(hit.response)
+        await self._check_budget()
+        t0 = time.perf_counter()
+        response = await self.wrapped.request(messages, model_settings, model_request_parameters)
+        latency_ms = (time.perf_counter() - t0) * 1000
+        usage = response.usage
+        cost = 0.0
+        if self.price is not None:
+            cost = (
+                usage.input_tokens * self.price.input_per_mtok + usage.output_tokens * self.price.output_per_mtok
+            ) / 1e6
+        await self.cache.put(
+            CachedCall(
+                key=key,
+                model=self.model_label,
+                stage=self.stage,
+                prompt_version=self.prompt_version,
+                response=_RESPONSE.dump_python(response, mode="json"),
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                cost_usd=cost,
+                latency_ms=latency_ms,
+            )
+        )
+        s = self.stats
+        s.misses += 1
+        s.input_tokens += usage.input_tokens
+        s.output_tokens += usage.output_tokens
+        s.cost_usd += cost
+        s.by_stage[self.stage] = s.by_stage.get(self.stage, 0) + 1
+        return response
+
+    async def _check_budget(self) -> None:
+        if self.budget is None:
+            return
+        now = self.budget.now()
+        spent = await self.cache.spent_usd(since=month_start(now))
+        if spent >= self.budget.monthly_usd:
+            raise BudgetExhausted(
+                f"monthly LLM budget of ${self.budget.monthly_usd:.2f} is spent (${spent:.2f} since "
+                f"{month_start(now):%Y-%m-%d}); paid stages pause until next month"
+            )

@@ -1,0 +1,149 @@
+"""The model factory: pydantic-ai models for each agent role, from the config.
+
+A role's model is a pydantic-ai model string `<provider>:<model>`:
+- `<provider>` names an entry of `[agents.providers.<provider>]` with a `base_url`: any OpenAI-compatible
+  server (vLLM, Ollama, llama.cpp's server, a gateway), e.g. `myvllm:qwen2.5-7b`;
+- `openai:<model>` and `anthropic:<model>`: the hosted APIs (limits from `[agents.providers.openai]` /
+  `[agents.providers.anthropic]` when present, else the defaults).
+The key comes only from `settings.secret(provider.api_key_env)` (or the conventional `OPENAI_API_KEY` /
+`ANTHROPIC_API_KEY`); a hosted model without a key is a `ConfigError` at start-up, never a failed call later.
+
+Each role's model is `CachedModel(RateLimitedModel(<provider model>))`, the limiter shared per provider.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pydantic_ai.models import Model
+
+from agents.cache import Budget, CachedModel, CacheStats, CallCache, price_of
+from agents.limits import ProviderLimiter, RateLimitedModel
+from clkt.config import AgentSettings, ProviderSettings, Settings
+from clkt.errors import ConfigError
+
+__all__ = ["ROLES", "ResolvedModel", "ModelFactory", "resolve_model", "check_llm_config"]
+
+ROLES: dict[str, str] = {  # agent role -> the AgentSettings field naming its model
+    "judge": "judge_model",
+    "generate": "generator_model",
+    "verify": "verifier_model",
+    "translate": "translator_model",
+}
+_HOSTED_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResolvedModel:
+    model: str  # the configured model string
+    provider: str
+    name: str
+    settings: ProviderSettings
+    base_url: str | None
+    api_key: str | None  # resolved secret (never logged; not in repr)
+
+    def __repr__(self) -> str:
+        return f"ResolvedModel(model={self.model!r}, provider={self.provider!r}, base_url={self.base_url!r})"
+
+
+def resolve_model(settings: Settings, model: str, *, key: str) -> ResolvedModel:
+    """Check one model string against the providers and secrets; `key` names the setting for errors."""
+    provider, sep, name = model.partition(":")
+    if not sep or not provider or not name:
+        raise ConfigError(key, f"model {model!r} must be '<provider>:<model>' (e.g. 'openai:gpt-4o-mini')")
+    agents = settings.agents
+    p = agents.providers.get(provider)
+    if p is None and provider not in _HOSTED_KEY_ENV:
+        raise ConfigError(
+            key,
+            f"unknown provider {provider!r} in {model!r}: add [agents.providers.{provider}] with a base_url, "
+            f"or use one of {sorted(_HOSTED_KEY_ENV)}",
+        )
+    p = p or ProviderSettings()
+    hosted = p.base_url is None
+    if hosted and provider not in _HOSTED_KEY_ENV:
+        raise ConfigError(f"agents.providers.{provider}.base_url", "required for a non-hosted provider")
+    env = p.api_key_env or (_HOSTED_KEY_ENV.get(provider) if hosted else None)
+    secret = settings.secret(env)
+    if env and secret is None and (hosted or p.api_key_env):
+        raise ConfigError(
+            f"agents.providers.{provider}.api_key_env",
+            f"{model!r} ({key}) needs an API key: set the environment variable {env}",
+        )
+    return ResolvedModel(
+        model=model, provider=provider, name=name, settings=p, base_url=p.base_url,
+        api_key=secret.get_secret_value() if secret is not None else None,
+    )
+
+
+def check_llm_config(settings: Settings) -> dict[str, ResolvedModel]:
+    """Start-up check of the LLM backend's configuration: every role's model resolves, keys exist."""
+    agents: AgentSettings = settings.agents
+    out: dict[str, ResolvedModel] = {}
+    for role, attr in ROLES.items():
+        model = getattr(agents, attr)
+        if not model:
+            raise ConfigError(f"agents.{attr}", "required when backend = 'llm'")
+        out[role] = resolve_model(settings, model, key=f"agents.{attr}")
+    if agents.verifier_model == agents.generator_model and not agents.allow_same_verifier:
+        raise ConfigError("agents.verifier_model", "must differ from generator_model unless allow_same_verifier")
+    return out
+
+
+def _provider_model(r: ResolvedModel) -> Model:
+    timeout = r.settings.timeout_s
+    if r.provider == "anthropic" and r.base_url is None:
+        try:
+            from anthropic import AsyncAnthropic
+            from pydantic_ai.models.anthropic import AnthropicModel
+            from pydantic_ai.providers.anthropic import AnthropicProvider
+        except ImportError as e:
+            raise ConfigError("agents", f"{r.model!r} needs `pip install 'pydantic-ai-slim[anthropic]'`") from e
+        client = AsyncAnthropic(api_key=r.api_key, max_retries=0, timeout=timeout)
+        return AnthropicModel(r.name, provider=AnthropicProvider(anthropic_client=client))
+    from openai import AsyncOpenAI
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+    from pydantic_ai.providers.openai_compatible import OpenAICompatibleProvider
+
+    client = AsyncOpenAI(base_url=r.base_url, api_key=r.api_key or "none", max_retries=0, timeout=timeout)
+    if r.base_url is None:
+        return OpenAIChatModel(r.name, provider=OpenAIProvider(openai_client=client))
+    return OpenAIChatModel(r.name, provider=OpenAICompatibleProvider(r.provider, openai_client=client))
+
+
+@dataclass
+class ModelFactory:
+    """Builds `CachedModel(RateLimitedModel(provider model))` per role; one limiter per provider."""
+
+    settings: Settings
+    cache: CallCache
+    budget: Budget | None = None
+    stats: CacheStats = field(default_factory=CacheStats)
+    limiters: dict[str, ProviderLimiter] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.budget is None and self.settings.agents.monthly_budget_usd is not None:
+            self.budget = Budget(monthly_usd=self.settings.agents.monthly_budget_usd)
+
+    def limiter(self, provider: str, p: ProviderSettings) -> ProviderLimiter:
+        if provider not in self.limiters:
+            self.limiters[provider] = ProviderLimiter.from_settings(provider, p)
+        return self.limiters[provider]
+
+    def wrap(self, raw: Model, *, model: str, provider: str, stage: str, prompt_version: str) -> CachedModel:
+        """Limits + cache around any model (the provider's, or a FunctionModel in tests)."""
+        p = self.settings.agents.providers.get(provider) or ProviderSettings()
+        limited = RateLimitedModel(
+            raw, limiter=self.limiter(provider, p), timeout_s=p.timeout_s, max_attempts=p.max_attempts
+        )
+        return CachedModel(
+            limited, cache=self.cache, model=model, stage=stage, prompt_version=prompt_version,
+            price=price_of(model, self.settings.agents.prices), budget=self.budget, stats=self.stats,
+        )
+
+    def for_role(self, role: str, *, prompt_version: str) -> CachedModel:
+        attr = ROLES[role]
+        model = getattr(self.settings.agents, attr)
+        r = resolve_model(self.settings, model, key=f"agents.{attr}")
+        return self.wrap(_provider_model(r), model=model, provider=r.provider, stage=role, prompt_version=prompt_version)

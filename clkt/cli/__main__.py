@@ -1,0 +1,3 @@
+from clkt.cli import main
+
+main()

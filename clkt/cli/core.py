@@ -1,0 +1,135 @@
+"""Core commands: run, status, entities, db upgrade."""
+
+from __future__ import annotations
+
+import json
+from datetime import date, datetime, timezone
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from clkt.cli import ConfigOption, console, fail, load_cli_settings, open_store, run_async
+
+__all__ = ["register"]
+
+
+def register(app: typer.Typer) -> None:
+    app.command("run", help="Run the daemon (same as run_daemon.py).")(run)
+    app.command("status", help="Queue counts per stage and status, entities, GPU jobs, last errors, cost.")(status)
+    app.command("entities", help="Query the store for entities.")(entities)
+    db = typer.Typer(help="Store maintenance.", no_args_is_help=True)
+    db.command("upgrade", help="Apply the store's migrations.")(db_upgrade)
+    app.add_typer(db, name="db")
+
+
+def run(config: ConfigOption = None) -> None:
+    from run_daemon import run_with_settings
+
+    raise typer.Exit(run_with_settings(load_cli_settings(config)))
+
+
+def status(config: ConfigOption = None, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    from clkt.status import collect_status
+
+    settings = load_cli_settings(config)
+
+    async def go():  # type: ignore[no-untyped-def]
+        async with open_store(settings) as store:
+            return await collect_status(store)
+
+    rep = run_async(go)
+    if as_json:
+        console.print_json(rep.model_dump_json())
+        return
+    console.print(f"[bold]clkt status[/] — store {settings.resolved_store_url}")
+    t = Table("entities", "n", title="Entities by status")
+    for k, n in sorted(rep.entities.items()):
+        t.add_row(k, str(n))
+    console.print(t)
+    t = Table("stage", "pending", "leased", "done", "failed", title="Stage queue")
+    for stage, by in sorted(rep.stages.items()):
+        t.add_row(stage, *(str(by.get(k, 0)) for k in ("pending", "leased", "done", "failed")))
+    if rep.gpu_jobs:
+        t.add_row("gpu", *(str(rep.gpu_jobs.get(k, 0)) for k in ("pending", "leased", "done", "failed")))
+    console.print(t)
+    if rep.snapshots:
+        console.print("Snapshots: " + ", ".join(f"{k}={v}" for k, v in sorted(rep.snapshots.items())))
+    if rep.skipped:
+        t = Table("source", "reason", "n", title="Skipped records")
+        for src, by in sorted(rep.skipped.items()):
+            for reason, n in sorted(by.items()):
+                t.add_row(src, reason, str(n))
+        console.print(t)
+    if rep.cost:
+        console.print("Cost: " + json.dumps(rep.cost))
+    if rep.last_errors:
+        t = Table("stage", "entity", "key", "tries", "last error", title="Failed work")
+        for e in rep.last_errors:
+            t.add_row(str(e["stage"]), str(e["entity_id"]), str(e["key"]), str(e["attempts"]), str(e["error"])[:120])
+        console.print(t)
+
+
+def _parse_since(value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        d = datetime.fromisoformat(value)
+    except ValueError:
+        raise fail(f"--since: {value!r} is not an ISO date (YYYY-MM-DD)") from None
+    return d if d.tzinfo else d.replace(tzinfo=timezone.utc)
+
+
+def entities(
+    config: ConfigOption = None,
+    fresh: Annotated[bool, typer.Option("--fresh", help="only entities after every target's cutoff + buffer")] = False,
+    domain: Annotated[str | None, typer.Option("--domain")] = None,
+    since: Annotated[str | None, typer.Option("--since", help="occurred on or after (YYYY-MM-DD)")] = None,
+    status_: Annotated[str | None, typer.Option("--status")] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, max=100000)] = 50,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    from clkt.facts import Domain
+    from storage.entities_query import EntityQuery, fresh_after, query_entities
+    from storage.models import EntityStatus
+
+    settings = load_cli_settings(config)
+    if domain is not None and domain not in {d.value for d in Domain}:
+        raise fail(f"--domain: unknown domain {domain!r}; choose from {[d.value for d in Domain]}")
+    if status_ is not None and status_ not in {s.value for s in EntityStatus}:
+        raise fail(f"--status: unknown status {status_!r}; choose from {[s.value for s in EntityStatus]}")
+    after = _parse_since(since)
+    if fresh:
+        f = fresh_after(settings)
+        after = max(after, f) if after else f
+    q = EntityQuery(domain=domain, occurred_after=after, status=status_, limit=limit)
+
+    async def go():  # type: ignore[no-untyped-def]
+        async with open_store(settings) as store:
+            async with store.session() as s:
+                return await query_entities(s, q)
+
+    rows = run_async(go)
+    if as_json:
+        for r in rows:
+            print(r.model_dump_json())
+        return
+    t = Table("id", "domain", "source", "occurred", "status", "name", title=f"{len(rows)} entities")
+    for r in rows:
+        t.add_row(str(r.id), r.domain, r.source, r.occurred_at.date().isoformat(), r.status, r.name[:60])
+    console.print(t)
+
+
+def db_upgrade(config: ConfigOption = None) -> None:
+    settings = load_cli_settings(config)
+
+    async def go() -> None:
+        async with open_store(settings):
+            pass
+
+    run_async(go)
+    console.print(f"store {settings.resolved_store_url} is at the latest migration")
+
+
+def _today() -> date:
+    return datetime.now(timezone.utc).date()

@@ -1,0 +1,62 @@
+"""One status report for `/status` and `clkt status`: queue counts, entities, jobs, errors, skips, cost."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+from sqlalchemy import func, select
+
+from storage.engine import Store
+from storage.models import Entity, EntityStatus, GpuJob, LeaseStatus, SkipCount, Snapshot, SnapshotStatus
+from storage.tasks import recent_failures, task_counts
+from storage.types import utcnow
+
+__all__ = ["StatusReport", "collect_status"]
+
+
+class StatusReport(BaseModel):
+    generated_at: datetime
+    entities: dict[str, int] = Field(default_factory=dict)  # by status
+    entities_by_domain: dict[str, int] = Field(default_factory=dict)
+    stages: dict[str, dict[str, int]] = Field(default_factory=dict)  # stage -> status -> n
+    gpu_jobs: dict[str, int] = Field(default_factory=dict)
+    snapshots: dict[str, int] = Field(default_factory=dict)
+    skipped: dict[str, dict[str, int]] = Field(default_factory=dict)  # source -> reason -> n
+    last_errors: list[dict[str, Any]] = Field(default_factory=list)
+    cost: dict[str, Any] = Field(default_factory=dict)
+    paused: str | None = None
+    daemon: dict[str, Any] = Field(default_factory=dict)
+
+
+async def _cost(store: Store) -> dict[str, Any]:
+    try:
+        from storage.llm_cache import cost_summary  # written with the agents work
+    except ImportError:
+        return {}
+    async with store.session() as s:
+        summary = await cost_summary(s)
+    return summary.model_dump(mode="json") if hasattr(summary, "model_dump") else dict(summary)
+
+
+async def collect_status(store: Store, *, paused: str | None = None, daemon: dict[str, Any] | None = None) -> StatusReport:
+    async with store.session() as s:
+        ent = dict((EntityStatus(k).value, int(n)) for k, n in (await s.execute(select(Entity.status, func.count()).group_by(Entity.status))).all())
+        dom = dict((k, int(n)) for k, n in (await s.execute(select(Entity.domain, func.count()).group_by(Entity.domain))).all())
+        stages = await task_counts(s)
+        jobs = dict((LeaseStatus(k).value, int(n)) for k, n in (await s.execute(select(GpuJob.status, func.count()).group_by(GpuJob.status))).all())
+        snaps = dict((SnapshotStatus(k).value, int(n)) for k, n in (await s.execute(select(Snapshot.status, func.count()).group_by(Snapshot.status))).all())
+        skipped: dict[str, dict[str, int]] = {}
+        for row in (await s.execute(select(SkipCount))).scalars():
+            skipped.setdefault(row.source, {})[row.reason] = row.count
+        errors = await recent_failures(s)
+        failed_jobs = (
+            await s.execute(select(GpuJob).where(GpuJob.status == LeaseStatus.failed).order_by(GpuJob.updated_at.desc()).limit(5))
+        ).scalars().all()
+        for j in failed_jobs:
+            errors.append(dict(stage="gpu", entity_id=None, key=f"{j.target_model}/{j.strategy}/{j.train_lang}", attempts=j.attempts, error=j.last_error))
+    return StatusReport(
+        generated_at=utcnow(), entities=ent, entities_by_domain=dom, stages=stages, gpu_jobs=jobs, snapshots=snaps,
+        skipped=skipped, last_errors=errors, cost=await _cost(store), paused=paused, daemon=daemon or {},
+    )

@@ -1,0 +1,77 @@
+"""A real daemon process for the daemon tests: test services instead of the product's.
+
+    python tests/daemon/_app.py CONFIG.toml MARKER_DIR
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+from clkt.config import load_settings
+from clkt.context import ServiceContext
+from clkt.daemon import Daemon
+from clkt.logs import setup_logging
+from clkt.pipeline.worker import StageWorker, finish
+from storage.models import Stage, Task
+
+
+class SlowProbe(StageWorker):
+    """Claims probe tasks and takes 1.5 s each (so SIGTERM lands while work is in flight)."""
+
+    stage = Stage.probe
+
+    def __init__(self, marker: Path) -> None:
+        super().__init__(concurrency=2)
+        self.marker = marker
+
+    async def process(self, task: Task, ctx: ServiceContext) -> None:
+        (self.marker / f"started-{task.id}").touch()
+        await asyncio.sleep(1.5)
+        async with ctx.store.transaction() as s:
+            await finish(s, task, ctx)
+        (self.marker / f"done-{task.id}").touch()
+
+
+class Crasher:
+    name = "crasher"
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+        self.n = 0
+
+    async def run(self, ctx: ServiceContext) -> None:
+        self.n += 1
+        (self.marker / f"crash-{self.n}").touch()
+        raise RuntimeError("deliberate crash")
+
+
+class Ticker:
+    name = "ticker"
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    async def run(self, ctx: ServiceContext) -> None:
+        i = 0
+        while not await ctx.sleep(0.1):
+            i += 1
+            (self.marker / "ticks").write_text(str(i))
+
+
+def main() -> int:
+    settings = load_settings(sys.argv[1])
+    marker = Path(sys.argv[2])
+    setup_logging("INFO", secrets=settings.secrets.values())
+    Daemon.RESTART_BACKOFF_START_S = 0.1
+    daemon = Daemon(settings=settings, services=[SlowProbe(marker), Crasher(marker), Ticker(marker)])
+    try:
+        return asyncio.run(daemon.run())
+    except Exception as e:  # noqa: BLE001
+        print(f"clkt: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,77 @@
+"""The store owner: migrations from empty, pragmas, refusing corrupt or foreign files, lifecycle."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from clkt.errors import ForeignDatabaseError, UserError
+from storage.engine import Store
+
+
+async def test_migrations_from_empty_create_every_table(tmp_path: Path) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'new' / 'clkt.db'}"
+    async with Store(url=url) as store:
+        async with store.session() as s:
+            names = {r[0] for r in (await s.execute(text("SELECT name FROM sqlite_master WHERE type='table'"))).all()}
+            mode = (await s.execute(text("PRAGMA journal_mode"))).scalar()
+            fk = (await s.execute(text("PRAGMA foreign_keys"))).scalar()
+            busy = (await s.execute(text("PRAGMA busy_timeout"))).scalar()
+    assert {"entity", "document", "task", "probe", "question", "verification", "translation", "snapshot",
+            "snapshot_item", "gpu_job", "question_result", "llm_call", "source_cursor", "alembic_version"} <= names
+    assert mode == "wal" and fk == 1 and busy >= 1000
+    # a second start is a no-op
+    async with Store(url=url):
+        pass
+
+
+async def test_corrupt_file_is_refused_and_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "clkt.db"
+    junk = b"this is not a database at all" * 100
+    path.write_bytes(junk)
+    with pytest.raises(ForeignDatabaseError, match=str(path)):
+        await Store(url=f"sqlite+aiosqlite:///{path}").initialize()
+    assert path.read_bytes() == junk
+
+
+async def test_foreign_sqlite_database_is_refused_and_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "other.db"
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)")
+    con.execute("INSERT INTO customers VALUES (1, 'ada')")
+    con.commit()
+    con.close()
+    before = path.read_bytes()
+    store = Store(url=f"sqlite+aiosqlite:///{path}")
+    with pytest.raises(ForeignDatabaseError, match="belongs to something else"):
+        await store.initialize()
+    await store.close()
+    con = sqlite3.connect(path)
+    assert con.execute("SELECT name FROM sqlite_master WHERE type='table'").fetchall() == [("customers",)]
+    con.close()
+    assert len(path.read_bytes()) == len(before)
+
+
+async def test_unknown_migration_revision_is_refused(tmp_path: Path) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'c.db'}"
+    async with Store(url=url):
+        pass
+    con = sqlite3.connect(tmp_path / "c.db")
+    con.execute("UPDATE alembic_version SET version_num='ffffffffffff'")
+    con.commit()
+    con.close()
+    with pytest.raises(ForeignDatabaseError, match="unknown to this"):
+        await Store(url=url).initialize()
+
+
+async def test_store_refuses_to_reopen_and_needs_one_of_url_engine(tmp_path: Path) -> None:
+    store = Store(url=f"sqlite+aiosqlite:///{tmp_path / 'x.db'}")
+    await store.initialize()
+    await store.close()
+    with pytest.raises(UserError):
+        await store.initialize()
+    with pytest.raises(UserError):
+        Store()

@@ -1,0 +1,76 @@
+"""Config: the embedded default, TOML + env overrides, one clear error and exit code 2, no secrets."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from clkt.config import load_settings
+from clkt.errors import ConfigError
+from tests.conftest import REPO
+
+
+def test_no_file_gives_the_embedded_offline_default() -> None:
+    s = load_settings(None, environ={})
+    assert s.offline_demo and s.replay.enabled and s.agents.backend == "template"
+    assert [t.model for t in s.spec.targets] == ["embedded:gemma-3-270m"]
+    assert s.spec.languages == ["en", "ja", "zh", "fr", "es"]
+
+
+def test_toml_then_env_override(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[http]\nport = 9001\n[sources.usgs]\nrate_per_s = 1.5\n[spec]\nlanguages = ["en", "fr"]\n')
+    s = load_settings(cfg, environ={"CLKT_HTTP__PORT": "9002"})
+    assert s.http.port == 9002
+    assert s.sources["usgs"].rate_per_s == 1.5
+    assert s.sources["usgs"].base_url.startswith("https://earthquake.usgs.gov")  # real default kept
+    assert s.spec.languages == ["en", "fr"] and not s.offline_demo
+
+
+@pytest.mark.parametrize(
+    ("toml", "env", "key", "reason"),
+    [
+        ("[http]\nport = 70000\n", {}, "http.port", "less than or equal to 65535"),
+        ("[spec]\nlanguages = [\"en\", \"xx\"]\n", {}, "spec.languages", "unsupported language"),
+        ("[sources.nope]\nenabled = true\n", {}, "sources.nope", "unknown source"),
+        ("[daemon]\ngrace_period_s = \"soon\"\n", {}, "daemon.grace_period_s", "valid number"),
+        ("typo_key = 1\n", {}, "typo_key", "Extra inputs are not permitted"),
+        ("[agents]\nbackend = \"llm\"\ngenerator_model = \"openai:a\"\nverifier_model = \"openai:a\"\njudge_model = \"openai:a\"\ntranslator_model = \"openai:a\"\n", {}, "agents", "verifier_model must differ"),
+        ("", {"CLKT_GPU__EPOCHS": "0"}, "gpu.epochs", "greater than or equal to 1"),
+        ("[http\nport=1", {}, "<file>", "not valid TOML"),
+    ],
+)
+def test_invalid_config_names_key_and_reason(tmp_path: Path, toml: str, env: dict[str, str], key: str, reason: str) -> None:
+    cfg = tmp_path / "bad.toml"
+    cfg.write_text(toml)
+    with pytest.raises(ConfigError) as ei:
+        load_settings(cfg, environ=env)
+    assert ei.value.key == key
+    assert reason in ei.value.reason
+
+
+def test_invalid_config_exits_2_and_starts_nothing(tmp_path: Path) -> None:
+    cfg = tmp_path / "bad.toml"
+    cfg.write_text(f'data_dir = "{tmp_path / "data"}"\n[http]\nport = -1\n')
+    res = subprocess.run([sys.executable, "run_daemon.py", "--config", str(cfg)], capture_output=True, text=True,
+                         cwd=REPO, timeout=60, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert res.returncode == 2
+    assert "http.port" in res.stderr
+    assert not (tmp_path / "data").exists()
+    res = subprocess.run([sys.executable, "-m", "clkt.cli", "status", "--config", str(tmp_path / "missing.toml")],
+                         capture_output=True, text=True, cwd=REPO, timeout=60, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert res.returncode == 2 and "does not exist" in res.stderr
+
+
+def test_secrets_come_from_env_only_and_never_dump(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[sources.tmdb]\napi_key_env = "MY_TMDB"\n')
+    s = load_settings(cfg, environ={"MY_TMDB": "sekrit-value-123"})
+    assert s.secret("MY_TMDB") is not None and s.secret("MY_TMDB").get_secret_value() == "sekrit-value-123"  # type: ignore[union-attr]
+    assert "sekrit-value-123" not in repr(s)
+    assert "sekrit-value-123" not in str(s.public_dump())
+    assert "sekrit-value-123" not in s.model_dump_json()
