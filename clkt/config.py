@@ -80,6 +80,7 @@ class ProviderSettings(_Section):
     tpm: int = Field(default=200_000, ge=1)
     max_in_flight: int = Field(default=8, ge=1)
     timeout_s: float = Field(default=60.0, gt=0)
+    max_attempts: int = Field(default=5, ge=1)  # tries per call (429/5xx/timeouts), Retry-After honoured
 
 
 class PriceSettings(_Section):
@@ -100,6 +101,7 @@ class AgentSettings(_Section):
     monthly_budget_usd: float | None = Field(default=None, ge=0)
     questions_per_entity: int = Field(default=5, ge=1, le=20)
     concurrency: int = Field(default=4, ge=1)
+    probe_max_new_tokens: int = Field(default=96, ge=8, le=1024)  # target-model probe answer length
 
     @model_validator(mode="after")
     def _llm_models(self) -> AgentSettings:
@@ -319,7 +321,7 @@ EMBEDDED_DEFAULT: dict[str, Any] = {
     "offline_demo": True,
     "replay": {"enabled": True, "redate": True},
     "http": {"port": 0},
-    "agents": {"backend": "template", "questions_per_entity": 3},
+    "agents": {"backend": "template", "questions_per_entity": 3, "probe_max_new_tokens": 48},
     "spec": {
         "name": "demo",
         "targets": [EMBEDDED_TARGET.model_dump(mode="json")],

@@ -14,6 +14,7 @@ __all__ = [
     "RetryLater",
     "SourceError",
     "SourceBlocked",
+    "SourceHttpError",
     "PayloadError",
     "ModelUnavailableError",
     "AgentError",
@@ -67,6 +68,19 @@ class SourceError(ClktError):
 
 class SourceBlocked(SourceError):
     """The source refuses us for now (rate limit, circuit open): back off, spend no retry budget."""
+
+    def __init__(self, reason: str, *, retry_after_s: float | None = None) -> None:
+        self.retry_after_s = retry_after_s
+        super().__init__(reason)
+
+
+class SourceHttpError(SourceError):
+    """A source answered with an HTTP status that retrying will not fix (400, 401, 403...)."""
+
+    def __init__(self, status: int, url: str, detail: str = "") -> None:
+        self.status = status
+        self.url = url  # already redacted
+        super().__init__(f"HTTP {status} from {url}" + (f": {detail}" if detail else ""))
 
 
 class PayloadError(SourceError):

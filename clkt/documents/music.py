@@ -6,7 +6,7 @@ from clkt.documents._builder import DocBuilder
 from clkt.documents.formatting import Formatter
 from clkt.facts import ReleaseFacts, RenderedDocument
 
-__all__ = ["render_release", "TEXT", "release_type_key"]
+__all__ = ["render_release", "TEXT", "release_type_key", "ordered_tracks"]
 
 TEXT: dict[str, dict[str, str]] = {
     "en": {
@@ -16,8 +16,7 @@ TEXT: dict[str, dict[str, str]] = {
         "label": "It was released on the label {label}{catalog}.",
         "catalog": " (catalogue number {number})",
         "release_type": "The release type is {type}.",
-        "track_count": "The release contains {n} tracks.",
-        "track_count_1": "The release contains 1 track.",
+        "track_count": "Number of tracks on the release: {n}.",
         "first_track": "The first track is {track}.",
         "last_track": "The last track is {track}.",
         "tracklist": "Track list: {items}.",
@@ -31,7 +30,6 @@ TEXT: dict[str, dict[str, str]] = {
         "catalog": "（カタログ番号 {number}）",
         "release_type": "リリース形態は{type}である。",
         "track_count": "全{n}曲を収録している。",
-        "track_count_1": "全1曲を収録している。",
         "first_track": "1曲目は{track}である。",
         "last_track": "最後の曲は{track}である。",
         "tracklist": "収録曲：{items}。",
@@ -45,7 +43,6 @@ TEXT: dict[str, dict[str, str]] = {
         "catalog": "（目录编号 {number}）",
         "release_type": "发行类型为{type}。",
         "track_count": "共收录{n}首曲目。",
-        "track_count_1": "共收录1首曲目。",
         "first_track": "第一首曲目是{track}。",
         "last_track": "最后一首曲目是{track}。",
         "tracklist": "曲目列表：{items}。",
@@ -58,8 +55,7 @@ TEXT: dict[str, dict[str, str]] = {
         "label": "Il est sorti sur le label {label}{catalog}.",
         "catalog": " (numéro de catalogue {number})",
         "release_type": "Le type de parution est : {type}.",
-        "track_count": "Le disque compte {n} titres.",
-        "track_count_1": "Le disque compte 1 titre.",
+        "track_count": "Nombre de titres du disque : {n}.",
         "first_track": "Le premier titre est {track}.",
         "last_track": "Le dernier titre est {track}.",
         "tracklist": "Liste des titres : {items}.",
@@ -72,8 +68,7 @@ TEXT: dict[str, dict[str, str]] = {
         "label": "Se publicó con el sello {label}{catalog}.",
         "catalog": " (número de catálogo {number})",
         "release_type": "El tipo de publicación es: {type}.",
-        "track_count": "El disco contiene {n} pistas.",
-        "track_count_1": "El disco contiene 1 pista.",
+        "track_count": "Número de pistas del disco: {n}.",
         "first_track": "La primera pista es {track}.",
         "last_track": "La última pista es {track}.",
         "tracklist": "Lista de pistas: {items}.",
@@ -85,10 +80,6 @@ TEXT: dict[str, dict[str, str]] = {
 def release_type_key(value: str | None) -> str | None:
     """The controlled-vocabulary key of a MusicBrainz primary type ("Album" -> "album")."""
     return value.strip().casefold() if value and value.strip() else None
-
-
-def _article(word: str) -> str:
-    return "an" if word[:1].lower() in "aeio" or word.startswith("EP") else "a"
 
 
 def _length(seconds: int) -> str:
@@ -112,10 +103,7 @@ def render_release(f: ReleaseFacts, fmt: Formatter) -> RenderedDocument:
         doc.add(t["release_type"].format(type=fmt.label("release_type", rtype)), slot="release_type")
     titles = ordered_tracks(f)
     if titles:
-        if len(titles) == 1:
-            doc.add(t["track_count_1"], slot="track_count")
-        else:
-            doc.add(t["track_count"].format(n=fmt.integer(len(titles))), slot="track_count")
+        doc.add(t["track_count"].format(n=fmt.integer(len(titles))), slot="track_count")
         doc.add(t["first_track"].format(track=fmt.quote(titles[0])), slot="first_track")
         if len(titles) > 1:
             doc.add(t["last_track"].format(track=fmt.quote(titles[-1])), slot="last_track")

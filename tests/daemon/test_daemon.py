@@ -92,6 +92,7 @@ def test_sigterm_exits_zero_within_grace_and_leaves_no_lease(tmp_path: Path) -> 
         _seed_tasks(db, 6)
         _wait(lambda: any(p.name.startswith("started-") for p in marker.iterdir()))
         _wait(lambda: (marker / "crash-2").exists())
+        _wait(lambda: (marker / "ticks").exists() and int((marker / "ticks").read_text() or 0) > 3)
         t0 = time.monotonic()
         proc.send_signal(signal.SIGTERM)
         rc = proc.wait(timeout=15)

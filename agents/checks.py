@@ -1,0 +1,145 @@
+"""Translation checks shared by the LLM translator's output validators and the translate stage.
+
+- the language of the text is identified (lingua) as the target language;
+- every number of the source is in the translation (digit grouping and decimal marks may change);
+- the proper names of the entity's facts that the source contains are kept verbatim;
+- the option count and the answer index are kept.
+A check returns a list of problems (empty = fine), each naming what is wrong.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable
+from functools import cache
+from typing import ClassVar
+
+from lingua import IsoCode639_1, Language, LanguageDetector, LanguageDetectorBuilder
+
+from agents.types import MCQ, TranslatedDocument, TranslatedMCQ
+from clkt.facts import DisasterFacts, EntityFacts, FilmFacts, MatchFacts, QuakeFacts, ReleaseFacts
+
+__all__ = [
+    "LanguageCheck",
+    "numbers_in",
+    "proper_names",
+    "check_language",
+    "check_numbers",
+    "check_names",
+    "check_translated_mcq",
+    "check_translated_document",
+]
+
+# a number with optional digit groups (1,234 / 1 234 / 1.234) and decimals (6.5 / 6,5)
+_NUMBER = re.compile(r"\d+(?:[.,\u00a0\u202f ]\d{3}(?!\d))*(?:[.,]\d+)?")
+_KANA = re.compile(r"[\u3040-\u30ff]")
+
+
+def numbers_in(text: str) -> Counter[str]:
+    """Numeric values of `text` as digit strings without separators ("1,234.5" -> "12345")."""
+    text = unicodedata.normalize("NFKC", text)
+    out: Counter[str] = Counter()
+    for m in _NUMBER.finditer(text):
+        digits = re.sub(r"\D", "", m.group()).lstrip("0") or "0"
+        out[digits] += 1
+    return out
+
+
+def proper_names(facts: EntityFacts) -> set[str]:
+    """Names of people, teams, organisations and labels: kept verbatim by every translation."""
+    names: list[str] = []
+    if isinstance(facts, MatchFacts):
+        names += [facts.home_team, facts.away_team, facts.competition]
+    elif isinstance(facts, FilmFacts):
+        names += facts.directors + [c.name for c in facts.cast] + facts.production_companies
+    elif isinstance(facts, ReleaseFacts):
+        names += facts.artists + ([facts.label] if facts.label else [])
+    elif isinstance(facts, QuakeFacts | DisasterFacts):
+        pass  # places and countries are translated
+    return {n.strip() for n in names if n and len(n.strip()) >= 3}
+
+
+class LanguageCheck:
+    """Language identification over the spec's languages (lingua); one detector per language set."""
+
+    MIN_CONFIDENCE: ClassVar[float] = 0.3  # accept a short/ambiguous text when the target is this likely
+
+    def __init__(self, langs: Iterable[str]) -> None:
+        self.langs = tuple(sorted(set(langs)))
+        self._detector = _detector(self.langs)
+
+    def problems(self, text: str, lang: str) -> list[str]:
+        if lang == "ja" and _KANA.search(text):
+            return []
+        values = self._detector.compute_language_confidence_values(text)
+        if not values:
+            return [f"language not identified (expected {lang})"]
+        top = values[0].language.iso_code_639_1.name.lower()
+        if top == lang:
+            return []
+        conf = {v.language.iso_code_639_1.name.lower(): v.value for v in values}
+        if conf.get(lang, 0.0) >= self.MIN_CONFIDENCE:
+            return []
+        return [f"language identified as {top}, expected {lang}"]
+
+
+@cache
+def _detector(langs: tuple[str, ...]) -> LanguageDetector:
+    languages = [Language.from_iso_code_639_1(getattr(IsoCode639_1, c.upper())) for c in langs]
+    return LanguageDetectorBuilder.from_languages(*languages).build()
+
+
+def check_language(text: str, lang: str, *, langs: Iterable[str]) -> list[str]:
+    return LanguageCheck(langs).problems(text, lang)
+
+
+def check_numbers(source: str, translated: str) -> list[str]:
+    missing = numbers_in(source) - numbers_in(translated)
+    if missing:
+        return [f"numbers not preserved: {sorted(missing)}"]
+    return []
+
+
+def check_names(source: str, translated: str, names: Iterable[str]) -> list[str]:
+    lost = sorted(n for n in names if n in source and n not in translated)
+    if lost:
+        return [f"proper names not preserved: {lost}"]
+    return []
+
+
+def _mcq_text(q: str, options: list[str]) -> str:
+    return "\n".join([q, *options])
+
+
+def check_translated_mcq(
+    src: MCQ, tr: TranslatedMCQ, *, lang: str, facts: EntityFacts, langs: Iterable[str]
+) -> list[str]:
+    problems: list[str] = []
+    if tr.lang != lang:
+        problems.append(f"lang is {tr.lang!r}, expected {lang!r}")
+    if len(tr.options) != len(src.options):
+        problems.append(f"{len(tr.options)} options, expected {len(src.options)}")
+    if tr.answer_index != src.answer_index:
+        problems.append(f"answer_index changed from {src.answer_index} to {tr.answer_index}")
+    if lang != "en" or tr.question != src.question:
+        problems += LanguageCheck(langs).problems(tr.question, lang)
+    source, translated = _mcq_text(src.question, src.options), _mcq_text(tr.question, tr.options)
+    problems += check_numbers(source, translated)
+    problems += check_names(source, translated, proper_names(facts))
+    return problems
+
+
+def check_translated_document(
+    source: str, tr: TranslatedDocument, *, lang: str, facts: EntityFacts, langs: Iterable[str]
+) -> list[str]:
+    problems: list[str] = []
+    if tr.lang != lang:
+        problems.append(f"lang is {tr.lang!r}, expected {lang!r}")
+    problems += LanguageCheck(langs).problems(tr.text, lang)
+    problems += check_numbers(source, tr.text)
+    problems += check_names(source, tr.text, proper_names(facts))
+    return problems
+
+

@@ -1,0 +1,273 @@
+"""Backend 1: pydantic-ai LLM agents, one per role, with typed outputs and repairing validators.
+
+Each role has an `Agent` whose `output_type` is the typed model of `agents.types`, whose instructions are
+the versioned prompt file, and whose output validators raise `ModelRetry` with the reason (evidence not in
+the document, answer given away, duplicate slots, wrong language, numbers or names lost...) so the model
+repairs its answer. After `agents.output_retries` repairs the call fails with `AgentError` naming the last
+reason. Untrusted text enters the user prompt only through `data_block()`.
+
+Models: `ModelFactory` (limits + cache around the configured provider models), or `raw_models` (tests:
+FunctionModel/TestModel per role, still wrapped with limits + cache).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, Field
+from pydantic_ai import Agent, ModelRetry, RunContext
+from pydantic_ai.exceptions import UnexpectedModelBehavior
+from pydantic_ai.models import Model
+
+from agents._prompting import data_block, load_prompt
+from agents.cache import CallCache
+from agents.checks import check_translated_document, check_translated_mcq
+from agents.models import ROLES, ModelFactory
+from agents.types import MCQ, KnownVerdict, TranslatedDocument, TranslatedMCQ, VerifierReport, check_against_document
+from clkt.config import Settings
+from clkt.errors import AgentError
+from clkt.facts import EntityFacts, RenderedDocument
+
+__all__ = ["MCQSet", "LlmBackend", "LANG_NAMES", "build_user_prompt"]
+
+LANG_NAMES = {
+    "en": "English", "ja": "Japanese", "zh": "Chinese (Simplified)", "fr": "French", "es": "Spanish",
+    "de": "German", "it": "Italian", "pt": "Portuguese", "ko": "Korean", "ru": "Russian", "ar": "Arabic",
+    "hi": "Hindi",
+}
+# agent name -> (backend role for models/producer, prompt role)
+_AGENTS = {
+    "judge": "judge",
+    "generate": "generate",
+    "verify": "verify",
+    "translate_mcq": "translate",
+    "translate_document": "translate",
+}
+
+
+class MCQSet(BaseModel):
+    """The generator's output: grounded MCQs about distinct fact slots."""
+
+    questions: list[MCQ] = Field(min_length=1)
+
+
+@dataclass(kw_only=True)
+class _Deps:
+    document: str
+    facts: EntityFacts | None = None
+    n: int = 0
+    source: MCQ | None = None
+    lang: str = "en"
+    langs: tuple[str, ...] = ()
+    reasons: list[str] = field(default_factory=list)
+
+    def retry(self, ctx: RunContext[_Deps], problems: list[str]) -> ModelRetry:
+        reason = "; ".join(problems)
+        self.reasons.append(reason)
+        return ModelRetry(f"Fix these problems and answer again: {reason}")
+
+
+def build_user_prompt(agent: str, **kw: Any) -> str:
+    """The user message of one call; every untrusted string goes through `data_block()`."""
+    if agent == "judge":
+        return (
+            f"Judge whether the response (written in {LANG_NAMES.get(kw['lang'], kw['lang'])}) shows that the "
+            "model already knows the entity.\n\n"
+            + data_block("entity", kw["entity_name"]) + "\n\n"
+            + data_block("document", kw["document"]) + "\n\n"
+            + data_block("response", kw["response"])
+        )
+    if agent == "generate":
+        return (
+            f"Write {kw['n']} multiple-choice questions about distinct facts of the document.\n\n"
+            + data_block("entity", kw["entity_name"]) + "\n\n"
+            + data_block("document", kw["document"])
+        )
+    if agent == "verify":
+        q = {"question": kw["mcq"].question, "options": kw["mcq"].options, "answer_index": kw["mcq"].answer_index,
+             "evidence": kw["mcq"].evidence}
+        return (
+            "Verify the question against the document on every criterion.\n\n"
+            + data_block("document", kw["document"]) + "\n\n"
+            + data_block("question", json.dumps(q, ensure_ascii=False, indent=1))
+        )
+    if agent == "translate_mcq":
+        q = {"question": kw["mcq"].question, "options": kw["mcq"].options, "answer_index": kw["mcq"].answer_index}
+        lang = kw["lang"]
+        return (
+            f"Translate into {LANG_NAMES.get(lang, lang)} (lang = {lang!r}).\n\n"
+            + data_block("source", json.dumps(q, ensure_ascii=False, indent=1))
+        )
+    if agent == "translate_document":
+        lang = kw["lang"]
+        return f"Translate into {LANG_NAMES.get(lang, lang)} (lang = {lang!r}).\n\n" + data_block("document", kw["document"])
+    raise AgentError(f"unknown agent {agent!r}")
+
+
+class LlmBackend:
+    """`AgentBackend` over pydantic-ai agents."""
+
+    name = "llm"
+
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        cache: CallCache,
+        raw_models: Mapping[str, Model] | None = None,
+        factory: ModelFactory | None = None,
+    ) -> None:
+        self.settings = settings
+        self.factory = factory or ModelFactory(settings=settings, cache=cache)
+        self.langs = tuple(settings.spec.languages)
+        self._producers: dict[str, str] = {}
+        self.agents: dict[str, Agent[_Deps, Any]] = {}
+        for agent_name, role in _AGENTS.items():
+            prompt = load_prompt(agent_name)
+            if raw_models is not None and role in raw_models:
+                raw = raw_models[role]
+                label = getattr(settings.agents, ROLES[role]) or f"test:{raw.model_name}"
+                model: Model = self.factory.wrap(
+                    raw, model=label, provider=label.partition(":")[0], stage=role, prompt_version=prompt.version
+                )
+            else:
+                label = getattr(settings.agents, ROLES[role])
+                model = self.factory.for_role(role, prompt_version=prompt.version)
+            self._producers[role] = label
+            self.agents[agent_name] = self._build(agent_name, model, prompt.instructions)
+
+    # -- AgentBackend ---------------------------------------------------------------------------
+    def producer(self, role: str) -> str:
+        return self._producers[role]
+
+    def prompt_version(self, role: str) -> str:
+        agent = {"translate": "translate_mcq"}.get(role, role)
+        return load_prompt(agent).version
+
+    async def judge(
+        self, *, entity_name: str, document: RenderedDocument, facts: EntityFacts, response: str, lang: str
+    ) -> KnownVerdict:
+        prompt = build_user_prompt(
+            "judge", entity_name=entity_name, document=document.text, response=response, lang=lang
+        )
+        return await self._run("judge", prompt, _Deps(document=document.text, facts=facts, lang=lang))
+
+    async def generate(
+        self, *, entity_name: str, document: RenderedDocument, facts: EntityFacts, n: int
+    ) -> list[MCQ]:
+        prompt = build_user_prompt("generate", entity_name=entity_name, document=document.text, n=n)
+        out: MCQSet = await self._run("generate", prompt, _Deps(document=document.text, facts=facts, n=n))
+        return out.questions[:n]
+
+    async def verify(self, *, document: RenderedDocument, facts: EntityFacts, mcq: MCQ) -> VerifierReport:
+        prompt = build_user_prompt("verify", document=document.text, mcq=mcq)
+        return await self._run("verify", prompt, _Deps(document=document.text, facts=facts, source=mcq))
+
+    async def translate_mcq(
+        self, *, mcq: MCQ, document: RenderedDocument, facts: EntityFacts, target_lang: str
+    ) -> TranslatedMCQ:
+        prompt = build_user_prompt("translate_mcq", mcq=mcq, lang=target_lang)
+        deps = _Deps(document=document.text, facts=facts, source=mcq, lang=target_lang, langs=self.langs)
+        return await self._run("translate_mcq", prompt, deps)
+
+    async def translate_document(
+        self, *, document: RenderedDocument, facts: EntityFacts, target_lang: str
+    ) -> TranslatedDocument:
+        prompt = build_user_prompt("translate_document", document=document.text, lang=target_lang)
+        deps = _Deps(document=document.text, facts=facts, lang=target_lang, langs=self.langs)
+        return await self._run("translate_document", prompt, deps)
+
+    # -- internals ------------------------------------------------------------------------------
+    async def _run(self, agent_name: str, prompt: str, deps: _Deps) -> Any:
+        agent = self.agents[agent_name]
+        try:
+            result = await agent.run(prompt, deps=deps)
+        except UnexpectedModelBehavior as e:
+            last = deps.reasons[-1] if deps.reasons else str(e)
+            tries = self.settings.agents.output_retries + 1
+            raise AgentError(f"{agent_name}: no valid output after {tries} tries: {last}") from e
+        return result.output
+
+    def _build(self, agent_name: str, model: Model, instructions: str) -> Agent[_Deps, Any]:
+        output_type: Any = {
+            "judge": KnownVerdict,
+            "generate": MCQSet,
+            "verify": VerifierReport,
+            "translate_mcq": TranslatedMCQ,
+            "translate_document": TranslatedDocument,
+        }[agent_name]
+        agent: Agent[_Deps, Any] = Agent(
+            model,
+            output_type=output_type,
+            instructions=instructions,
+            deps_type=_Deps,
+            name=agent_name,
+            retries={"output": self.settings.agents.output_retries},
+            model_settings={"temperature": 0.0},
+        )
+        agent.output_validator(_VALIDATORS[agent_name])
+        return agent
+
+
+def _validate_judge(ctx: RunContext[_Deps], out: KnownVerdict) -> KnownVerdict:
+    if out.known and not out.matched_facts:
+        raise ctx.deps.retry(ctx, ["known = true needs at least one matched document fact in matched_facts"])
+    return out
+
+
+def _validate_generate(ctx: RunContext[_Deps], out: MCQSet) -> MCQSet:
+    deps = ctx.deps
+    problems: list[str] = []
+    good: list[MCQ] = []
+    slots: set[str] = set()
+    for i, q in enumerate(out.questions):
+        issues = check_against_document(q, deps.document)
+        if q.slot in slots:
+            issues.append(f"slot {q.slot!r} repeats an earlier question's slot")
+        if issues:
+            problems.append(f"question {i + 1}: " + ", ".join(issues))
+        else:
+            good.append(q)
+            slots.add(q.slot)
+    if not problems:
+        return out
+    if good and ctx.retry >= ctx.max_retries:
+        return MCQSet(questions=good)  # last try: keep the questions that pass
+    raise deps.retry(ctx, problems)
+
+
+def _validate_verify(ctx: RunContext[_Deps], out: VerifierReport) -> VerifierReport:
+    missing = [c for c, ok in out.criteria().items() if not ok and not out.reasons.get(c)]
+    if missing:
+        raise ctx.deps.retry(ctx, [f"give a reason for each failed criterion: {missing}"])
+    return out
+
+
+def _validate_translate_mcq(ctx: RunContext[_Deps], out: TranslatedMCQ) -> TranslatedMCQ:
+    deps = ctx.deps
+    assert deps.source is not None and deps.facts is not None
+    problems = check_translated_mcq(deps.source, out, lang=deps.lang, facts=deps.facts, langs=deps.langs)
+    if problems:
+        raise deps.retry(ctx, problems)
+    return out
+
+
+def _validate_translate_document(ctx: RunContext[_Deps], out: TranslatedDocument) -> TranslatedDocument:
+    deps = ctx.deps
+    assert deps.facts is not None
+    problems = check_translated_document(deps.document, out, lang=deps.lang, facts=deps.facts, langs=deps.langs)
+    if problems:
+        raise deps.retry(ctx, problems)
+    return out
+
+
+_VALIDATORS: dict[str, Any] = {
+    "judge": _validate_judge,
+    "generate": _validate_generate,
+    "verify": _validate_verify,
+    "translate_mcq": _validate_translate_mcq,
+    "translate_document": _validate_translate_document,
+}

@@ -1,0 +1,84 @@
+"""Typed option values: one value renders into each language with the document's own formatter.
+
+Because options are typed values rather than strings, a question's four options can be rendered into any
+language with the same order and the same digits as the document sentence of that language.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+from typing import Literal, Union
+
+from agents.types import normalize
+from clkt.documents.formatting import Formatter
+
+__all__ = ["DateV", "ScoreV", "IntV", "FloatV", "NameV", "LabelV", "Value", "same"]
+
+
+@dataclass(frozen=True, slots=True)
+class DateV:
+    d: date
+
+    def render(self, fmt: Formatter) -> str:
+        return fmt.date(self.d)
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreV:
+    home: int
+    away: int
+
+    def render(self, fmt: Formatter) -> str:
+        return fmt.score(self.home, self.away)
+
+
+@dataclass(frozen=True, slots=True)
+class IntV:
+    n: int
+    unit: Literal["count", "minutes", "usd"] = "count"
+
+    def render(self, fmt: Formatter) -> str:
+        if self.unit == "minutes":
+            return fmt.minutes(self.n)
+        if self.unit == "usd":
+            return fmt.usd(self.n)
+        return fmt.integer(self.n)
+
+
+@dataclass(frozen=True, slots=True)
+class FloatV:
+    x: float
+    unit: Literal["magnitude", "km"] = "magnitude"
+
+    def render(self, fmt: Formatter) -> str:
+        return fmt.km(self.x) if self.unit == "km" else fmt.magnitude(self.x)
+
+
+@dataclass(frozen=True, slots=True)
+class NameV:
+    """A proper name: identical in every language."""
+
+    name: str
+
+    def render(self, fmt: Formatter) -> str:
+        return self.name
+
+
+@dataclass(frozen=True, slots=True)
+class LabelV:
+    """A controlled-vocabulary value (genre, alert level, release type...), translated per language."""
+
+    category: str
+    key: str
+
+    def render(self, fmt: Formatter) -> str:
+        return fmt.label(self.category, self.key)
+
+
+Value = Union[DateV, ScoreV, IntV, FloatV, NameV, LabelV]
+
+
+def same(a: Value, b: Value, fmt: Formatter) -> bool:
+    """Whether two values read the same in `fmt`'s language (what a reader would call equal)."""
+    return normalize(a.render(fmt)) == normalize(b.render(fmt))

@@ -1,0 +1,94 @@
+"""What every generator stage reads and writes about an entity: facts, its source document, its status.
+
+Also `paid()`: a stage's LLM work under the monthly budget. `BudgetExhausted` becomes `RetryLater` with a
+defer to the first day of next month (UTC), so the paid stages pause while the daemon keeps running.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Awaitable
+from datetime import UTC, datetime, timedelta
+from typing import TypeVar
+
+from pydantic import TypeAdapter
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from clkt.errors import BudgetExhausted, RetryLater, UserError
+from clkt.facts import EntityFacts, RenderedDocument
+from storage.models import Document, Entity, EntityStatus
+from storage.types import utcnow
+
+__all__ = [
+    "SOURCE_LANG",
+    "FACTS",
+    "load_entity",
+    "facts_of",
+    "source_document",
+    "set_entity_status",
+    "sha256_text",
+    "next_month",
+    "paid",
+]
+
+SOURCE_LANG = "en"
+FACTS: TypeAdapter[EntityFacts] = TypeAdapter(EntityFacts)
+T = TypeVar("T")
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+async def load_entity(session: AsyncSession, entity_id: int) -> Entity:
+    entity = await session.get(Entity, entity_id)
+    if entity is None:
+        raise UserError(f"entity {entity_id} does not exist")
+    return entity
+
+
+def facts_of(entity: Entity) -> EntityFacts:
+    return FACTS.validate_python(entity.facts)
+
+
+async def source_document(session: AsyncSession, entity: Entity, facts: EntityFacts) -> RenderedDocument:
+    """The entity's English source document, with the renderer's slot sentences when they still match."""
+    row = (
+        await session.execute(select(Document).where(Document.entity_id == entity.id, Document.lang == SOURCE_LANG))
+    ).scalar_one_or_none()
+    from clkt.documents import render_document
+
+    rendered = render_document(facts, SOURCE_LANG)
+    if row is None:
+        raise UserError(f"entity {entity.id} has no {SOURCE_LANG} source document")
+    if row.text == rendered.text:
+        return rendered
+    sentences = {k: v for k, v in rendered.sentences.items() if v in row.text}
+    return RenderedDocument(lang=SOURCE_LANG, text=row.text, sentences=sentences)
+
+
+async def set_entity_status(
+    session: AsyncSession, entity_id: int, status: EntityStatus, reason: str | None = None
+) -> None:
+    await session.execute(
+        update(Entity)
+        .where(Entity.id == entity_id)
+        .values(status=status, status_reason=reason, updated_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
+
+
+def next_month(now: datetime) -> datetime:
+    now = now.astimezone(UTC)
+    first = now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    return (first + timedelta(days=32)).replace(day=1)
+
+
+async def paid(call: Awaitable[T], *, now: datetime | None = None) -> T:
+    """Await an agent call; a spent monthly budget defers the task to next month instead of failing it."""
+    try:
+        return await call
+    except BudgetExhausted as e:
+        now = now or utcnow()
+        raise RetryLater(str(e), defer=next_month(now) - now) from e

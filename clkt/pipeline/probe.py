@@ -1,0 +1,150 @@
+"""Stage `probe`: does any target model already know the entity? (one task per entity, key "")
+
+For every target of the spec and every spec language, the target is asked at temperature 0 "Provide a
+brief factual summary of '<name>'." (translated; chat template for instruct models, a plain completion
+prompt for base models: `clkt.targets.probe.build_probe_prompt`), and the backend's judge compares each
+answer with the English document and facts. Judged probes are stored as they are made (unique per
+entity, target, language), so a re-run only asks what is missing. Known by ANY target in ANY language →
+the entity is `known` (dropped; probing stops at the first hit); otherwise → `generating` + a generate task.
+
+Local targets run through transformers in a worker thread, one generation at a time per process (the model
+stays loaded between tasks); `backend = "openai"` targets are asked over HTTP (e.g. a vLLM server).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from clkt.context import ServiceContext
+from clkt.errors import AgentError, ModelUnavailableError
+from clkt.pipeline._entities import facts_of, load_entity, paid, set_entity_status, source_document
+from clkt.pipeline.backends import backend_for
+from clkt.pipeline.worker import StageWorker, finish
+from clkt.targets.probe import PROBE_PROMPT_VERSION, build_probe_prompt
+from storage.models import EntityStatus, Probe, Stage, Task
+from storage.tasks import enqueue, insert_ignore
+from storage.types import utcnow
+
+if TYPE_CHECKING:
+    from clkt.config import TargetSettings
+
+__all__ = ["ProbeFn", "ProbeWorker", "probe_target"]
+
+# (target, prompts, ctx) -> one answer per prompt
+ProbeFn = Callable[["TargetSettings", list[str], ServiceContext], Awaitable[list[str]]]
+
+_LOCAL_LOCK = threading.Lock()  # one local generation at a time per process (CPU/GPU bound)
+
+
+async def probe_target(target: TargetSettings, prompts: list[str], ctx: ServiceContext) -> list[str]:
+    """Greedy answers of `target` to `prompts` (local transformers or an OpenAI-compatible endpoint)."""
+    max_new = ctx.settings.agents.probe_max_new_tokens
+    if target.backend == "openai":
+        return [await _ask_openai(target, p, ctx, max_new) for p in prompts]
+    from clkt.targets.probe import probe_texts
+
+    device = ctx.settings.gpu.devices[0]
+
+    def run() -> list[str]:
+        with _LOCAL_LOCK:
+            return probe_texts(target, prompts, data_dir=ctx.settings.data_dir, device=device, max_new_tokens=max_new)
+
+    return await asyncio.to_thread(run)
+
+
+async def _ask_openai(target: TargetSettings, prompt: str, ctx: ServiceContext, max_new: int) -> str:
+    if not target.base_url:
+        raise ModelUnavailableError(f"target {target.name}: backend 'openai' needs base_url")
+    key = ctx.settings.secret(target.api_key_env)
+    headers = {"Authorization": f"Bearer {key.get_secret_value()}"} if key is not None else {}
+    base = target.base_url.rstrip("/")
+    model = target.model
+    body: dict[str, Any] = {"model": model, "temperature": 0, "max_tokens": max_new}
+    if target.kind == "instruct":
+        url, body["messages"] = f"{base}/chat/completions", [{"role": "user", "content": prompt}]
+    else:
+        url, body["prompt"] = f"{base}/completions", prompt
+    async with ctx.http.post(url, json=body, headers=headers) as resp:
+        if resp.status >= 400:
+            raise ModelUnavailableError(f"target {target.name}: HTTP {resp.status} from {url}")
+        data = await resp.json()
+    choice = data["choices"][0]
+    text = choice["message"]["content"] if target.kind == "instruct" else choice["text"]
+    return str(text or "").strip()
+
+
+class ProbeWorker(StageWorker):
+    stage = Stage.probe
+
+    def __init__(self, *, concurrency: int = 1, probe_fn: ProbeFn | None = None) -> None:
+        super().__init__(concurrency=concurrency)
+        self.probe_fn: ProbeFn = probe_fn or probe_target
+
+    async def process(self, task: Task, ctx: ServiceContext) -> None:
+        settings = ctx.settings
+        async with ctx.store.session() as s:
+            entity = await load_entity(s, task.entity_id)
+            facts = facts_of(entity)
+            document = await source_document(s, entity, facts)
+            stored = (await s.execute(select(Probe).where(Probe.entity_id == entity.id))).scalars().all()
+        done = {(p.target_model, p.lang): p for p in stored}
+        hit = next((p for p in stored if p.known), None)
+        backend = backend_for(ctx)
+        for target in settings.spec.targets:
+            if hit is not None:
+                break
+            todo = [lang for lang in settings.spec.languages if (target.name, lang) not in done]
+            if not todo:
+                continue
+            prompts = [build_probe_prompt(target, entity.name, lang) for lang in todo]
+            answers = await self.probe_fn(target, prompts, ctx)
+            rows: list[dict[str, Any]] = []
+            for lang, prompt, answer in zip(todo, prompts, answers, strict=True):
+                try:
+                    verdict = await paid(
+                        backend.judge(entity_name=entity.name, document=document, facts=facts, response=answer, lang=lang)
+                    )
+                except AgentError as e:
+                    await self._give_up(ctx, task, f"judge failed: {e}")
+                    return
+                rows.append(dict(
+                    entity_id=entity.id, target_model=target.name, lang=lang, prompt=prompt, response=answer,
+                    known=verdict.known, matched_facts=list(verdict.matched_facts), reason=verdict.reason,
+                    judge=backend.producer("judge"), prompt_version=_version(backend.prompt_version("judge")),
+                    created_at=utcnow(),
+                ))
+                if verdict.known:
+                    break  # known in one language is enough
+            await ctx.store.run_with_retry(lambda s, rows=rows: insert_ignore(s, Probe, rows))
+            hit = next((_row_probe(r) for r in rows if r["known"]), None)
+        async with ctx.store.transaction() as s:
+            if hit is not None:
+                reason = f"known by {hit.target_model} in {hit.lang}: {hit.reason}"[:500]
+                await set_entity_status(s, task.entity_id, EntityStatus.known, reason)
+            else:
+                await set_entity_status(s, task.entity_id, EntityStatus.generating)
+                await enqueue(s, Stage.generate, task.entity_id, "")
+            await finish(s, task, ctx)
+
+    async def _give_up(self, ctx: ServiceContext, task: Task, reason: str) -> None:
+        async with ctx.store.transaction() as s:
+            await set_entity_status(s, task.entity_id, EntityStatus.failed, reason[:500])
+            await finish(s, task, ctx)
+
+    async def on_failed(self, session: AsyncSession, task: Task, error: str) -> None:
+        await set_entity_status(session, task.entity_id, EntityStatus.failed, f"probe: {error}"[:500])
+
+
+def _version(judge_version: str) -> str:
+    """The probe row's prompt version: the probe wording and the judge prompt together."""
+    return f"{PROBE_PROMPT_VERSION}+{judge_version}"[:32]
+
+
+def _row_probe(row: dict[str, Any]) -> Probe:
+    return Probe(**row)

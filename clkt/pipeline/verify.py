@@ -1,0 +1,98 @@
+"""Stage `verify`: deterministic checks, then the verifier on the paper's criteria (one task per entity).
+
+Each `generated` question is checked in code first (`agents.types.check_against_document`: evidence is a
+verbatim substring, the answer is not given away, the answer is in the document); a question that fails is
+`rejected` without an LLM call (its `Verification` row has verifier "checks"). The rest go to the backend's
+verifier; any failed criterion rejects. Rows are unique per (question, verifier): a re-run adds nothing.
+No verified question left → the entity is `rejected`; otherwise a translate task is queued.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from agents.types import MCQ, CRITERIA, check_against_document
+from clkt.context import ServiceContext
+from clkt.errors import AgentError
+from clkt.pipeline._entities import facts_of, load_entity, paid, set_entity_status, source_document
+from clkt.pipeline.backends import backend_for
+from clkt.pipeline.worker import StageWorker, finish
+from storage.models import EntityStatus, Question, QuestionStatus, Stage, Task, Verification
+from storage.tasks import enqueue, insert_ignore
+from storage.types import utcnow
+
+__all__ = ["VerifyWorker", "CHECKS_VERIFIER", "mcq_of"]
+
+CHECKS_VERIFIER = "checks"
+
+
+def mcq_of(q: Question) -> MCQ:
+    return MCQ(question=q.question, options=list(q.options), answer_index=q.answer_index, evidence=q.evidence, slot=q.slot)
+
+
+class VerifyWorker(StageWorker):
+    stage = Stage.verify
+
+    async def process(self, task: Task, ctx: ServiceContext) -> None:
+        async with ctx.store.session() as s:
+            entity = await load_entity(s, task.entity_id)
+            facts = facts_of(entity)
+            document = await source_document(s, entity, facts)
+            questions = (
+                await s.execute(
+                    select(Question).where(Question.entity_id == entity.id, Question.status == QuestionStatus.generated)
+                )
+            ).scalars().all()
+        backend = backend_for(ctx)
+        sem = asyncio.Semaphore(ctx.settings.agents.concurrency)
+
+        async def one(q: Question) -> tuple[Question, dict[str, Any]]:
+            mcq = mcq_of(q)
+            problems = check_against_document(mcq, document.text)
+            if problems:
+                return q, dict(verifier=CHECKS_VERIFIER, prompt_version=CHECKS_VERIFIER,
+                               criteria={"deterministic_checks": False}, reasons={"checks": "; ".join(problems)},
+                               passed=False)
+            async with sem:
+                try:
+                    report = await paid(backend.verify(document=document, facts=facts, mcq=mcq))
+                except AgentError as e:
+                    return q, dict(verifier=backend.producer("verify"), prompt_version=backend.prompt_version("verify"),
+                                   criteria={c: False for c in CRITERIA}, reasons={"error": str(e)[:500]}, passed=False)
+            return q, dict(verifier=backend.producer("verify"), prompt_version=backend.prompt_version("verify"),
+                           criteria=report.criteria(), reasons=dict(report.reasons), passed=report.passed)
+
+        results = await asyncio.gather(*(one(q) for q in questions))
+        async with ctx.store.transaction() as s:
+            now = utcnow()
+            await insert_ignore(s, Verification, [dict(question_id=q.id, created_at=now, **v) for q, v in results])
+            for q, v in results:
+                status = QuestionStatus.verified if v["passed"] else QuestionStatus.rejected
+                reason = None if v["passed"] else _reason(v)
+                await s.execute(
+                    update(Question).where(Question.id == q.id, Question.status == QuestionStatus.generated)
+                    .values(status=status, status_reason=reason).execution_options(synchronize_session=False)
+                )
+            left = (
+                await s.execute(
+                    select(func.count()).where(Question.entity_id == task.entity_id, Question.status == QuestionStatus.verified)
+                )
+            ).scalar()
+            if left:
+                await enqueue(s, Stage.translate, task.entity_id, "")
+            else:
+                await set_entity_status(s, task.entity_id, EntityStatus.rejected, "no question passed verification")
+            await finish(s, task, ctx)
+
+    async def on_failed(self, session: AsyncSession, task: Task, error: str) -> None:
+        await set_entity_status(session, task.entity_id, EntityStatus.failed, f"verify: {error}"[:500])
+
+
+def _reason(v: dict[str, Any]) -> str:
+    failed = [c for c, ok in v["criteria"].items() if not ok]
+    why = "; ".join(f"{k}: {r}" for k, r in v["reasons"].items() if r)
+    return f"{v['verifier']} failed {failed}" + (f" ({why})" if why else "")

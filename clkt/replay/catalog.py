@@ -1,0 +1,189 @@
+"""The recorded items the replay server serves, loaded from the package data (`clkt/replay/data/`).
+
+Each source gets a list of `Item`s: the recorded list entry (`listing`), the recorded detail response
+(`detail`, None when no detail was recorded: the detail route then answers 404 like the real API) and
+the item's original date. Where a list entry had to be *projected* from a recorded detail (the item was
+recorded only as a detail), `projected` is True; see `data/README.md`. Nothing here is invented.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
+from functools import cache
+from importlib import resources
+from typing import Any
+from xml.etree import ElementTree as ET
+
+__all__ = ["Item", "Catalog", "load_catalog", "SOURCES", "GDACS_NS"]
+
+SOURCES = ("tmdb", "musicbrainz", "deezer", "thesportsdb", "usgs", "gdacs")
+GDACS_NS = {"gdacs": "http://www.gdacs.org"}
+_ITEM_RE = re.compile(r"<item>.*?</item>", re.S)
+
+
+@dataclass(frozen=True)
+class Item:
+    id: str
+    occurred: datetime  # original primary time, aware UTC
+    listing: Any  # list-shaped JSON entry (or the raw `<item>` XML text for GDACS)
+    detail: Any | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+    projected: bool = False  # the list entry was projected from the recorded detail
+
+
+@dataclass(frozen=True)
+class Catalog:
+    items: dict[str, list[Item]]
+    gdacs_head: str
+    gdacs_tail: str
+
+    def source(self, name: str) -> list[Item]:
+        return self.items.get(name, [])
+
+    def find(self, source: str, item_id: str) -> Item | None:
+        for it in self.source(source):
+            if it.id == item_id:
+                return it
+        return None
+
+
+def _read(path: str) -> str:
+    return resources.files("clkt.replay").joinpath("data", path).read_text(encoding="utf-8-sig")
+
+
+def _json(path: str) -> Any:
+    return json.loads(_read(path))
+
+
+def _day(s: str) -> datetime:
+    parts = [int(p) for p in s.split("-")] + [1, 1]
+    return datetime(parts[0], parts[1] or 1, parts[2] or 1, tzinfo=timezone.utc)
+
+
+def _tmdb() -> list[Item]:
+    details = _json("tmdb/movie-details-550.json")
+    credits = _json("tmdb/movie-credits-550.json")
+    release_dates = _json("tmdb/movie-release-dates-550.json")
+    recorded = {details["id"]: (details, {"credits": credits, "release_dates": release_dates})}
+    seen: set[int] = set()
+    items: list[Item] = []
+    for f in ("tmdb/discover-movie.json", "tmdb/movie-now-playing.json"):
+        for r in _json(f)["results"]:
+            if r["id"] in seen:
+                continue
+            seen.add(r["id"])
+            det, extras = recorded.get(r["id"], (None, {}))
+            items.append(Item(id=str(r["id"]), occurred=_day(r["release_date"]), listing=r, detail=det, extras=extras))
+    return items
+
+
+def _mb_listing(lookup: dict[str, Any]) -> dict[str, Any]:
+    """Project a recorded lookup onto the search-result shape (the fields a search returns)."""
+    keep = ("id", "title", "status", "status-id", "packaging", "packaging-id", "text-representation",
+            "artist-credit", "release-group", "date", "country", "release-events", "barcode", "label-info")
+    out = {k: copy.deepcopy(lookup[k]) for k in keep if k in lookup}
+    out["score"] = 100
+    out["track-count"] = sum(int(m.get("track-count") or 0) for m in lookup.get("media", []))
+    out["media"] = [
+        {k: m[k] for k in ("format", "disc-count", "track-count") if k in m} for m in lookup.get("media", [])
+    ]
+    return out
+
+
+def _musicbrainz() -> list[Item]:
+    lookup = _json("musicbrainz/release-lookup-94ad3a58.json")
+    items = [Item(id=lookup["id"], occurred=_day(lookup["date"]), listing=_mb_listing(lookup), detail=lookup, projected=True)]
+    for r in _json("musicbrainz/release-search-rumours.json")["releases"]:
+        if r["id"] != lookup["id"]:
+            items.append(Item(id=r["id"], occurred=_day(r["date"]), listing=r))
+    return items
+
+
+def _deezer() -> list[Item]:
+    album = _json("deezer/album-302127.json")
+    items: list[Item] = []
+    for r in _json("deezer/editorial-106-releases.json")["data"]:
+        items.append(Item(id=str(r["id"]), occurred=_day(r["release_date"]), listing=r))
+    keep = ("id", "title", "cover", "cover_small", "cover_medium", "cover_big", "cover_xl", "md5_image",
+            "release_date", "tracklist", "artist", "type", "record_type")
+    listing = {k: copy.deepcopy(album[k]) for k in keep if k in album}
+    if isinstance(listing.get("artist"), dict):
+        listing["artist"] = {k: v for k, v in listing["artist"].items() if k in ("id", "name", "tracklist", "type")}
+    tracks = _json("deezer/album-302127-tracks.json")
+    items.append(
+        Item(id=str(album["id"]), occurred=_day(album["release_date"]), listing=listing, detail=album,
+             extras={"tracks": tracks}, projected=True)
+    )
+    return items
+
+
+def _sportsdb_time(ev: dict[str, Any]) -> datetime:
+    ts = ev.get("strTimestamp")
+    if ts:
+        return datetime.fromisoformat(ts.replace("Z", "")).replace(tzinfo=timezone.utc)
+    return _day(ev["dateEvent"])
+
+
+def _thesportsdb() -> list[Item]:
+    items: list[Item] = []
+    for f in ("thesportsdb/eventsday-2023-11-01-l4424.json", "thesportsdb/lookupevent-441613.json"):
+        for ev in _json(f)["events"]:
+            items.append(Item(id=ev["idEvent"], occurred=_sportsdb_time(ev), listing=ev, detail=ev))
+    return items
+
+
+def _usgs() -> list[Item]:
+    items: list[Item] = []
+    seen: set[str] = set()
+    for f in (
+        "usgs/fdsnws-query-19940601-19941006-m8.json",
+        "usgs/fdsnws-query-20110311-m8.8.json",
+        "usgs/fdsnws-query-20170101-20170111-maxmag0.1.json",
+    ):
+        for feat in _json(f)["features"]:
+            if feat["id"] in seen:
+                continue
+            seen.add(feat["id"])
+            t = datetime.fromtimestamp(feat["properties"]["time"] / 1000, tz=timezone.utc)
+            items.append(Item(id=feat["id"], occurred=t, listing=feat, detail=feat))
+    det = _json("usgs/fdsnws-event-ci3144585.json")
+    listing = copy.deepcopy(det)
+    listing["properties"].pop("products", None)
+    listing["properties"]["detail"] = "query?eventid=ci3144585&format=geojson"
+    t = datetime.fromtimestamp(det["properties"]["time"] / 1000, tz=timezone.utc)
+    items.append(Item(id=det["id"], occurred=t, listing=listing, detail=det, projected=True))
+    return items
+
+
+def _gdacs() -> tuple[list[Item], str, str]:
+    raw = _read("gdacs/rss.xml")
+    blocks = _ITEM_RE.findall(raw)
+    first = raw.index(blocks[0])
+    last = raw.rindex(blocks[-1]) + len(blocks[-1])
+    head, tail = raw[:first], raw[last:]
+    root = ET.fromstring(raw.encode("utf-8"))
+    items: list[Item] = []
+    for block, el in zip(blocks, root.iter("item"), strict=True):
+        guid = (el.findtext("guid") or "").strip()
+        fromdate = el.findtext("gdacs:fromdate", namespaces=GDACS_NS) or el.findtext("pubDate") or ""
+        occurred = parsedate_to_datetime(fromdate).astimezone(timezone.utc)
+        items.append(Item(id=guid, occurred=occurred, listing=block))
+    return items, head, tail
+
+
+@cache
+def load_catalog() -> Catalog:
+    gdacs, head, tail = _gdacs()
+    return Catalog(
+        items={
+            "tmdb": _tmdb(), "musicbrainz": _musicbrainz(), "deezer": _deezer(), "thesportsdb": _thesportsdb(),
+            "usgs": _usgs(), "gdacs": gdacs,
+        },
+        gdacs_head=head,
+        gdacs_tail=tail,
+    )

@@ -1,0 +1,358 @@
+"""The real endpoint shapes, one handler per route, under `/<source>/...`.
+
+Every handler serves the catalog's recorded items (re-dated when the server says so), filtered and paged
+the way the real API does it. Detail routes answer each API's own "not found" for ids that were never
+recorded. List routes support ETag / If-Modified-Since (304).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import date, datetime, timezone
+from email.utils import format_datetime, parsedate_to_datetime
+from typing import Any
+
+from aiohttp import web
+
+from clkt.replay.catalog import Catalog, Item
+from clkt.replay.redate import RedatePlan, shift_json, shift_text, text_variants
+
+__all__ = ["Served", "ReplayRoutes", "REDATED_HEADER", "ORIGINALS_HEADER", "REPLAY_HEADER"]
+
+REPLAY_HEADER = "X-Clkt-Replay"
+REDATED_HEADER = "X-Clkt-Replay-Redated"
+ORIGINALS_HEADER = "X-Clkt-Replay-Original-Dates"  # JSON {item id: original ISO datetime}
+_MB_DATE = re.compile(r"date:\[\s*(\S+)\s+TO\s+(\S+)\s*\]", re.I)
+_YEAR_TAG = re.compile(r"(<gdacs:year>)(\d{4})(</gdacs:year>)")
+
+
+@dataclass(frozen=True)
+class Served:
+    """One catalog item as this server presents it (shifted when re-dating)."""
+
+    item: Item
+    occurred: datetime
+    listing: Any
+    detail: Any | None
+    extras: dict[str, Any]
+
+    @property
+    def id(self) -> str:
+        return self.item.id
+
+
+def _serve(item: Item, plan: RedatePlan | None) -> Served:
+    if plan is None:
+        return Served(item=item, occurred=item.occurred, listing=item.listing, detail=item.detail, extras=item.extras)
+    delta = plan.delta(item.id)
+    occurred = item.occurred + delta
+    years = occurred.year - item.occurred.year
+    if isinstance(item.listing, str):  # GDACS XML item
+        variants = list(zip(text_variants(item.occurred), text_variants(occurred), strict=True))
+        xml = shift_text(item.listing, delta, variants=variants)
+        xml = _YEAR_TAG.sub(lambda m: f"{m.group(1)}{int(m.group(2)) + years}{m.group(3)}", xml)
+        return Served(item=item, occurred=occurred, listing=xml, detail=None, extras={})
+    return Served(
+        item=item,
+        occurred=occurred,
+        listing=shift_json(item.listing, delta, years=years),
+        detail=shift_json(item.detail, delta, years=years) if item.detail is not None else None,
+        extras={k: shift_json(v, delta, years=years) for k, v in item.extras.items()},
+    )
+
+
+def _parse_day(s: str | None) -> date | None:
+    if not s:
+        return None
+    try:
+        return date.fromisoformat(s[:10])
+    except ValueError:
+        raise web.HTTPBadRequest(text=f"invalid date {s!r}") from None
+
+
+def _parse_time(s: str | None) -> datetime | None:
+    if not s:
+        return None
+    try:
+        dt = datetime.fromisoformat(s.replace("Z", "+00:00"))
+    except ValueError:
+        raise web.HTTPBadRequest(text=f"Bad starttime/endtime value {s!r}") from None
+    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+
+
+def _int(q: Any, name: str, default: int) -> int:
+    try:
+        return int(q.get(name, default))
+    except ValueError:
+        raise web.HTTPBadRequest(text=f"invalid {name}") from None
+
+
+class ReplayRoutes:
+    """Handlers bound to one catalog and one re-dating plan. Page sizes are tunable class constants."""
+
+    TMDB_PAGE_SIZE = 20
+    MB_DEFAULT_LIMIT = 25
+    DEEZER_DEFAULT_LIMIT = 25
+
+    def __init__(self, *, catalog: Catalog, plans: dict[str, RedatePlan] | None, started: datetime) -> None:
+        self.catalog = catalog
+        self.redated = plans is not None
+        self.served: dict[str, list[Served]] = {
+            src: [_serve(it, plans.get(src) if plans else None) for it in items] for src, items in catalog.items.items()
+        }
+        self.last_modified = started.replace(microsecond=0)
+
+    def add_to(self, app: web.Application) -> None:
+        r = app.router
+        r.add_get("/tmdb/discover/movie", self.tmdb_discover)
+        r.add_get(r"/tmdb/movie/{id:\d+}", self.tmdb_movie)
+        r.add_get(r"/tmdb/movie/{id:\d+}/credits", self.tmdb_credits)
+        r.add_get(r"/tmdb/movie/{id:\d+}/release_dates", self.tmdb_release_dates)
+        r.add_get("/musicbrainz/release", self.mb_search)
+        r.add_get("/musicbrainz/release/{mbid}", self.mb_lookup)
+        r.add_get("/deezer/editorial/{id}/releases", self.deezer_releases)
+        r.add_get("/deezer/album/{id}", self.deezer_album)
+        r.add_get("/deezer/album/{id}/tracks", self.deezer_tracks)
+        r.add_get("/thesportsdb/{key}/eventsday.php", self.sportsdb_eventsday)
+        r.add_get("/thesportsdb/{key}/lookupevent.php", self.sportsdb_lookup)
+        r.add_get("/usgs/query", self.usgs_query)
+        r.add_get("/gdacs/xml/rss.xml", self.gdacs_rss)
+
+    # --- helpers -------------------------------------------------------------------------------------
+
+    def _find(self, source: str, item_id: str) -> Served | None:
+        for s in self.served.get(source, []):
+            if s.id == item_id:
+                return s
+        return None
+
+    def _headers(self, items: Iterable[Served]) -> dict[str, str]:
+        h = {REPLAY_HEADER: "true"}
+        if self.redated:
+            h[REDATED_HEADER] = "true"
+            h[ORIGINALS_HEADER] = json.dumps({s.id: s.item.occurred.isoformat() for s in items}, separators=(",", ":"))
+        return h
+
+    def _json(self, request: web.Request, data: Any, items: Iterable[Served], *, status: int = 200,
+              conditional: bool = False) -> web.Response:
+        body = json.dumps(data, ensure_ascii=False).encode()
+        return self._respond(request, body, "application/json", items, status=status, conditional=conditional)
+
+    def _respond(self, request: web.Request, body: bytes, ctype: str, items: Iterable[Served], *, status: int = 200,
+                 conditional: bool = False) -> web.Response:
+        headers = self._headers(items)
+        if conditional and status == 200:
+            etag = '"' + hashlib.sha256(body).hexdigest()[:20] + '"'
+            headers["ETag"] = etag
+            headers["Last-Modified"] = format_datetime(self.last_modified, usegmt=True)
+            inm = request.headers.get("If-None-Match")
+            ims = request.headers.get("If-Modified-Since")
+            if inm is not None:
+                if etag in [t.strip() for t in inm.split(",")] or inm.strip() == "*":
+                    return web.Response(status=304, headers=headers)
+            elif ims:
+                try:
+                    if parsedate_to_datetime(ims) >= self.last_modified:
+                        return web.Response(status=304, headers=headers)
+                except (TypeError, ValueError):
+                    pass
+        return web.Response(status=status, body=body, content_type=ctype, charset="utf-8", headers=headers)
+
+    @staticmethod
+    def _window(items: list[Served], lo: date | None, hi: date | None, key: Callable[[Served], date | None]) -> list[Served]:
+        out = []
+        for s in items:
+            d = key(s)
+            if d is None:
+                continue
+            if lo is not None and d < lo:
+                continue
+            if hi is not None and d > hi:
+                continue
+            out.append(s)
+        return out
+
+    # --- TMDB ----------------------------------------------------------------------------------------
+
+    async def tmdb_discover(self, request: web.Request) -> web.Response:
+        q = request.query
+        lo = _parse_day(q.get("primary_release_date.gte") or q.get("release_date.gte"))
+        hi = _parse_day(q.get("primary_release_date.lte") or q.get("release_date.lte"))
+        page = _int(q, "page", 1)
+        if not 1 <= page <= 500:
+            return self._json(request, {"success": False, "status_code": 22, "status_message": "Invalid page: Pages start at 1 and max at 500. They are expected to be an integer."}, [], status=422)
+        items = self._window(self.served["tmdb"], lo, hi, lambda s: _parse_day(s.listing.get("release_date")))
+        sort = q.get("sort_by", "popularity.desc")
+        if sort.startswith("primary_release_date"):
+            items.sort(key=lambda s: (s.listing["release_date"], s.id), reverse=sort.endswith(".desc"))
+        else:
+            items.sort(key=lambda s: (-float(s.listing.get("popularity") or 0), s.id))
+        n = self.TMDB_PAGE_SIZE
+        chunk = items[(page - 1) * n: page * n]
+        data = {"page": page, "results": [s.listing for s in chunk], "total_pages": max(1, math.ceil(len(items) / n)),
+                "total_results": len(items)}
+        return self._json(request, data, chunk, conditional=True)
+
+    def _tmdb_404(self, request: web.Request) -> web.Response:
+        return self._json(request, {"success": False, "status_code": 34, "status_message": "The resource you requested could not be found."}, [], status=404)
+
+    async def tmdb_movie(self, request: web.Request) -> web.Response:
+        s = self._find("tmdb", request.match_info["id"])
+        if s is None or s.detail is None:
+            return self._tmdb_404(request)
+        data = dict(s.detail)
+        for part in [p.strip() for p in request.query.get("append_to_response", "").split(",") if p.strip()]:
+            if part == "credits" and "credits" in s.extras:
+                data["credits"] = {k: v for k, v in s.extras["credits"].items() if k != "id"}
+            elif part == "release_dates" and "release_dates" in s.extras:
+                data["release_dates"] = {k: v for k, v in s.extras["release_dates"].items() if k != "id"}
+        return self._json(request, data, [s])
+
+    async def tmdb_credits(self, request: web.Request) -> web.Response:
+        s = self._find("tmdb", request.match_info["id"])
+        if s is None or "credits" not in s.extras:
+            return self._tmdb_404(request)
+        return self._json(request, s.extras["credits"], [s])
+
+    async def tmdb_release_dates(self, request: web.Request) -> web.Response:
+        s = self._find("tmdb", request.match_info["id"])
+        if s is None or "release_dates" not in s.extras:
+            return self._tmdb_404(request)
+        return self._json(request, s.extras["release_dates"], [s])
+
+    # --- MusicBrainz ---------------------------------------------------------------------------------
+
+    async def mb_search(self, request: web.Request) -> web.Response:
+        q = request.query
+        m = _MB_DATE.search(q.get("query", ""))
+        lo = hi = None
+        if m:
+            lo = None if m.group(1) == "*" else _parse_day(m.group(1))
+            hi = None if m.group(2) == "*" else _parse_day(m.group(2))
+        limit = min(max(_int(q, "limit", self.MB_DEFAULT_LIMIT), 1), 100)
+        offset = max(_int(q, "offset", 0), 0)
+
+        def day(s: Served) -> date | None:
+            raw = str(s.listing.get("date") or "")
+            return s.occurred.date() if raw else None
+
+        items = self._window(self.served["musicbrainz"], lo, hi, day)
+        items.sort(key=lambda s: (s.occurred, s.id))
+        chunk = items[offset: offset + limit]
+        data = {"created": self.last_modified.isoformat().replace("+00:00", "Z"), "count": len(items),
+                "offset": offset, "releases": [s.listing for s in chunk]}
+        return self._json(request, data, chunk, conditional=True)
+
+    async def mb_lookup(self, request: web.Request) -> web.Response:
+        s = self._find("musicbrainz", request.match_info["mbid"])
+        if s is None or s.detail is None:
+            return self._json(request, {"error": "Not Found", "help": "For usage, please see: https://musicbrainz.org/development/mmd"}, [], status=404)
+        return self._json(request, s.detail, [s])
+
+    # --- Deezer --------------------------------------------------------------------------------------
+
+    def _deezer_no_data(self, request: web.Request) -> web.Response:
+        return self._json(request, {"error": {"type": "DataException", "message": "no data", "code": 800}}, [])
+
+    async def deezer_releases(self, request: web.Request) -> web.Response:
+        # one editorial list was recorded (106 "Electro"); it is also a true subset of 0 "All"
+        if request.match_info["id"] not in ("0", "106"):
+            return self._deezer_no_data(request)
+        index = max(_int(request.query, "index", 0), 0)
+        limit = max(_int(request.query, "limit", self.DEEZER_DEFAULT_LIMIT), 1)
+        items = sorted(self.served["deezer"], key=lambda s: (s.listing.get("release_date", ""), s.id), reverse=True)
+        chunk = items[index: index + limit]
+        data: dict[str, Any] = {"data": [s.listing for s in chunk], "total": len(items)}
+        if index + limit < len(items):
+            data["next"] = f"{request.url.origin()}/deezer/editorial/{request.match_info['id']}/releases?index={index + limit}"
+        return self._json(request, data, chunk, conditional=True)
+
+    async def deezer_album(self, request: web.Request) -> web.Response:
+        s = self._find("deezer", request.match_info["id"])
+        if s is None or s.detail is None:
+            return self._deezer_no_data(request)
+        return self._json(request, s.detail, [s])
+
+    async def deezer_tracks(self, request: web.Request) -> web.Response:
+        s = self._find("deezer", request.match_info["id"])
+        if s is None or "tracks" not in s.extras:
+            return self._deezer_no_data(request)
+        return self._json(request, s.extras["tracks"], [s])
+
+    # --- TheSportsDB ---------------------------------------------------------------------------------
+
+    async def sportsdb_eventsday(self, request: web.Request) -> web.Response:
+        q = request.query
+        d = _parse_day(q.get("d"))
+        if d is None:
+            return self._json(request, {"events": None}, [])
+        league, sport = q.get("l"), q.get("s")
+        items = [
+            s for s in self.served["thesportsdb"]
+            if s.listing.get("dateEvent") == d.isoformat()
+            and (not league or league in (s.listing.get("idLeague"), s.listing.get("strLeague")))
+            and (not sport or sport == s.listing.get("strSport"))
+        ]
+        return self._json(request, {"events": [s.listing for s in items] or None}, items, conditional=True)
+
+    async def sportsdb_lookup(self, request: web.Request) -> web.Response:
+        s = self._find("thesportsdb", request.query.get("id", ""))
+        if s is None:
+            return self._json(request, {"events": None}, [])
+        return self._json(request, {"events": [s.detail]}, [s])
+
+    # --- USGS ----------------------------------------------------------------------------------------
+
+    async def usgs_query(self, request: web.Request) -> web.Response:
+        q = request.query
+        if "eventid" in q:
+            s = self._find("usgs", q["eventid"])
+            if s is None or s.detail is None:
+                return web.Response(status=404, text="Error 404: Not Found\n\nUnknown eventid\n", headers=self._headers([]))
+            return self._json(request, s.detail, [s])
+        start, end = _parse_time(q.get("starttime")), _parse_time(q.get("endtime"))
+        try:
+            minmag = float(q["minmagnitude"]) if "minmagnitude" in q else None
+            maxmag = float(q["maxmagnitude"]) if "maxmagnitude" in q else None
+        except ValueError:
+            raise web.HTTPBadRequest(text="Bad minmagnitude/maxmagnitude") from None
+        limit = _int(q, "limit", 20000)
+        offset = _int(q, "offset", 1)
+        if limit < 1 or limit > 20000 or offset < 1:
+            raise web.HTTPBadRequest(text="Bad limit/offset")
+        items = []
+        for s in self.served["usgs"]:
+            mag = s.listing["properties"].get("mag")
+            if start and s.occurred < start or end and s.occurred > end:
+                continue
+            if minmag is not None and (mag is None or mag < minmag):
+                continue
+            if maxmag is not None and (mag is None or mag > maxmag):
+                continue
+            items.append(s)
+        order = q.get("orderby", "time")
+        if order.startswith("magnitude"):
+            items.sort(key=lambda s: (s.listing["properties"].get("mag") or 0, s.id), reverse=order == "magnitude")
+        else:
+            items.sort(key=lambda s: (s.occurred, s.id), reverse=order == "time")
+        chunk = items[offset - 1: offset - 1 + limit]
+        data = {
+            "type": "FeatureCollection",
+            "metadata": {"generated": int(self.last_modified.timestamp() * 1000), "url": str(request.url),
+                         "title": "USGS Earthquakes", "status": 200, "api": "1.12.3", "limit": limit,
+                         "offset": offset, "count": len(chunk)},
+            "features": [s.listing for s in chunk],
+        }
+        return self._json(request, data, chunk, conditional=True)
+
+    # --- GDACS ---------------------------------------------------------------------------------------
+
+    async def gdacs_rss(self, request: web.Request) -> web.Response:
+        items = sorted(self.served["gdacs"], key=lambda s: (s.occurred, s.id), reverse=True)
+        xml = self.catalog.gdacs_head + "\n    ".join(s.listing for s in items) + self.catalog.gdacs_tail
+        return self._respond(request, xml.encode("utf-8"), "application/rss+xml", items, conditional=True)

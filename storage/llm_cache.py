@@ -1,0 +1,121 @@
+"""The store side of the LLM call cache (`agents.cache.CallCache`) and the cost figures of `clkt status`.
+
+Cache writes run in their own short transaction, outside the stage's: a paid call is recorded the moment it
+returns, so a crash of the stage afterwards never pays for it again.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from agents.cache import CachedCall, month_start
+from storage.engine import Store
+from storage.models import LlmCall, Question, QuestionStatus
+from storage.tasks import insert_ignore
+from storage.types import utcnow
+
+__all__ = ["SqlCallCache", "StageCost", "CostSummary", "cost_summary"]
+
+
+class SqlCallCache:
+    """`CallCache` on the `llm_call` table."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    async def get(self, key: str) -> CachedCall | None:
+        async with self.store.session() as s:
+            row = await s.get(LlmCall, key)
+        if row is None:
+            return None
+        return CachedCall(
+            key=row.key, model=row.model, stage=row.stage, prompt_version=row.prompt_version,
+            response=row.output, input_tokens=row.input_tokens, output_tokens=row.output_tokens,
+            cost_usd=row.cost_usd, latency_ms=row.latency_ms,
+        )
+
+    async def put(self, call: CachedCall) -> None:
+        row = dict(
+            key=call.key, model=call.model, stage=call.stage, prompt_version=call.prompt_version,
+            output=call.response, input_tokens=call.input_tokens, output_tokens=call.output_tokens,
+            cost_usd=call.cost_usd, latency_ms=call.latency_ms, created_at=utcnow(),
+        )
+        await self.store.run_with_retry(lambda s: insert_ignore(s, LlmCall, [row]))
+
+    async def spent_usd(self, *, since: datetime) -> float:
+        async with self.store.session() as s:
+            total = (await s.execute(select(func.sum(LlmCall.cost_usd)).where(LlmCall.created_at >= since))).scalar()
+        return float(total or 0.0)
+
+
+class StageCost(BaseModel):
+    stage: str
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float
+    mean_latency_ms: float
+
+
+class CostSummary(BaseModel):
+    """LLM spend for `clkt status`: per stage, per accepted question, and this month against the budget."""
+
+    stages: list[StageCost]
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float
+    accepted_questions: int
+    cost_per_accepted_question_usd: float | None
+    tokens_per_accepted_question: float | None
+    month_cost_usd: float
+    monthly_budget_usd: float | None = None
+    budget_exhausted: bool = False
+
+
+async def cost_summary(
+    session: AsyncSession, *, monthly_budget_usd: float | None = None, now: datetime | None = None
+) -> CostSummary:
+    rows = (
+        await session.execute(
+            select(
+                LlmCall.stage,
+                func.count(),
+                func.coalesce(func.sum(LlmCall.input_tokens), 0),
+                func.coalesce(func.sum(LlmCall.output_tokens), 0),
+                func.coalesce(func.sum(LlmCall.cost_usd), 0.0),
+                func.coalesce(func.avg(LlmCall.latency_ms), 0.0),
+            ).group_by(LlmCall.stage).order_by(LlmCall.stage)
+        )
+    ).all()
+    stages = [
+        StageCost(stage=st, calls=int(n), input_tokens=int(i), output_tokens=int(o), cost_usd=float(c),
+                  mean_latency_ms=float(lat))
+        for st, n, i, o, c, lat in rows
+    ]
+    accepted = int(
+        (await session.execute(select(func.count()).where(Question.status == QuestionStatus.translated))).scalar() or 0
+    )
+    since = month_start(now or utcnow())
+    month = float(
+        (await session.execute(select(func.sum(LlmCall.cost_usd)).where(LlmCall.created_at >= since))).scalar() or 0.0
+    )
+    cost = sum(s.cost_usd for s in stages)
+    tokens = sum(s.input_tokens + s.output_tokens for s in stages)
+    return CostSummary(
+        stages=stages,
+        calls=sum(s.calls for s in stages),
+        input_tokens=sum(s.input_tokens for s in stages),
+        output_tokens=sum(s.output_tokens for s in stages),
+        cost_usd=cost,
+        accepted_questions=accepted,
+        cost_per_accepted_question_usd=cost / accepted if accepted else None,
+        tokens_per_accepted_question=tokens / accepted if accepted else None,
+        month_cost_usd=month,
+        monthly_budget_usd=monthly_budget_usd,
+        budget_exhausted=monthly_budget_usd is not None and month >= monthly_budget_usd,
+    )
