@@ -131,9 +131,13 @@ class DiskWatch:
 class Daemon:
     RESTART_BACKOFF_START_S: ClassVar[float] = 1.0
 
-    def __init__(self, *, settings: Settings, services: Sequence[Service] | None = None, install_signals: bool = True) -> None:
+    def __init__(
+        self, *, settings: Settings, services: Sequence[Service] | None = None, extra_services: Sequence[Service] = (),
+        install_signals: bool = True,
+    ) -> None:
         self.settings = settings
         self._services = list(services) if services is not None else None
+        self._extra = list(extra_services)
         self._install_signals = install_signals
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.metrics = Metrics()
@@ -182,7 +186,12 @@ class Daemon:
                 loop = asyncio.get_running_loop()
                 for sig in (signal.SIGTERM, signal.SIGINT):
                     loop.add_signal_handler(sig, self.request_stop, signal.Signals(sig).name)
-            services: list[Service] = [DiskWatch(), *(self._services if self._services is not None else build_services(settings))]
+            from clkt.progress import ProgressLogger
+
+            services: list[Service] = [
+                DiskWatch(), ProgressLogger(),
+                *(self._services if self._services is not None else build_services(settings)), *self._extra,
+            ]
             log.info("daemon %s up: %d services: %s", self.owner, len(services), ", ".join(s.name for s in services))
             tasks = [asyncio.create_task(self._supervise(svc, ctx), name=f"service:{svc.name}") for svc in services]
             self.started.set()

@@ -25,7 +25,13 @@ def build_services(settings: Settings) -> list[Service]:
     services: list[Service] = []
     # --- sources (clkt.sources) ---
     # --- pipeline stages (clkt.pipeline) ---
+    from clkt.pipeline.stages import stage_services
+
+    services.extend(stage_services(settings))
     # --- snapshot builder (clkt.snapshots) ---
+    from clkt.snapshots.service import SnapshotBuilder
+
+    services.append(SnapshotBuilder(settings=settings))
     # --- GPU consumer (clkt.inject / clkt.evaluate) ---
     names = [s.name for s in services]
     dup = {n for n in names if names.count(n) > 1}

@@ -74,3 +74,10 @@ def test_secrets_come_from_env_only_and_never_dump(tmp_path: Path) -> None:
     assert "sekrit-value-123" not in repr(s)
     assert "sekrit-value-123" not in str(s.public_dump())
     assert "sekrit-value-123" not in s.model_dump_json()
+
+
+def test_the_documented_example_config_is_valid() -> None:
+    s = load_settings(REPO / "clkt.example.toml", environ={"OPENAI_API_KEY": "x"})
+    assert s.agents.backend == "llm" and s.agents.verifier_model != s.agents.generator_model
+    assert s.snapshot.quotas and s.gpu.lora_r == 16 and s.gpu.epochs == 5
+    assert len(s.spec.targets) == 2

@@ -1,0 +1,111 @@
+"""The template engine's core: plan a slot's answer + distractors once, render it in any language.
+
+A plan is a pure function of (facts, slot): its random choices are seeded from a hash of both, so the
+English question generated today and the Japanese translation made next week carry the same options.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from agents.template import disasters, movies, music, sports
+from agents.template.distractors import choose, seeded_rng
+from agents.template.spec import DomainSpec, SlotSpec
+from agents.template.values import Value
+from agents.types import MCQ, check_against_document
+from clkt.documents import LANGUAGES, formatter, render_document
+from clkt.errors import UserError
+from clkt.facts import SLOTS, EntityFacts, RenderedDocument
+
+__all__ = ["SPECS", "Plan", "domain_spec", "slot_spec", "plan", "question_text", "render_options", "build_mcqs"]
+
+SPECS: dict[str, DomainSpec] = {
+    s.kind: s for s in (sports.SPEC, movies.SPEC, music.SPEC, disasters.QUAKE_SPEC, disasters.DISASTER_SPEC)
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    slot: str
+    values: tuple[Value, ...]  # the four options in generation order
+    answer_index: int
+
+    @property
+    def answer(self) -> Value:
+        return self.values[self.answer_index]
+
+
+def domain_spec(facts: EntityFacts) -> DomainSpec:
+    try:
+        return SPECS[facts.kind]
+    except KeyError:
+        raise UserError(f"the template engine has no templates for fact kind {facts.kind!r}") from None
+
+
+def slot_spec(facts: EntityFacts, slot: str) -> SlotSpec | None:
+    return domain_spec(facts).slots.get(slot)
+
+
+def _documents(facts: EntityFacts, given: RenderedDocument | None) -> dict[str, RenderedDocument]:
+    docs = {lang: render_document(facts, lang) for lang in LANGUAGES}
+    if given is not None:
+        docs[given.lang] = given
+    return docs
+
+
+def plan(facts: EntityFacts, slot: str, *, document: RenderedDocument | None = None) -> Plan | None:
+    """Answer + 3 safe distractors for `slot`, or None when the fact is missing or distractors are unsafe."""
+    spec = slot_spec(facts, slot)
+    if spec is None:
+        return None
+    answer = spec.answer(facts)
+    if answer is None:
+        return None
+    docs = _documents(facts, document)
+    if any(slot not in d.sentences for d in docs.values()):
+        return None
+    rng = seeded_rng(facts.model_dump_json(), slot)
+    picked = choose(
+        answer=answer, truths=list(spec.truths(facts)), candidates=spec.candidates(facts, rng), documents=docs,
+        slot=slot,
+    )
+    if picked is None:
+        return None
+    return Plan(slot=slot, values=(answer, *picked), answer_index=0)
+
+
+def question_text(facts: EntityFacts, slot: str, lang: str) -> str:
+    spec = domain_spec(facts)
+    slot_def = spec.slots.get(slot)
+    if slot_def is None:
+        raise UserError(f"no question template for slot {slot!r} of {facts.kind!r}")
+    fmt = formatter(lang)
+    return slot_def.question[lang].format(**spec.context(facts, fmt))
+
+
+def render_options(values: tuple[Value, ...] | list[Value], lang: str) -> list[str]:
+    fmt = formatter(lang)
+    return [v.render(fmt) for v in values]
+
+
+def build_mcqs(facts: EntityFacts, document: RenderedDocument, n: int) -> list[MCQ]:
+    """Up to `n` MCQs in `document.lang`, one per slot in `SLOTS` order, each passing the document checks."""
+    formatter(document.lang)  # unsupported language -> UserError
+    out: list[MCQ] = []
+    for slot in SLOTS.get(facts.kind, ()):
+        if len(out) >= n:
+            break
+        p = plan(facts, slot, document=document)
+        if p is None or slot not in document.sentences:
+            continue
+        mcq = MCQ(
+            question=question_text(facts, slot, document.lang),
+            options=render_options(p.values, document.lang),
+            answer_index=p.answer_index,
+            evidence=document.sentences[slot],
+            slot=slot,
+        )
+        if check_against_document(mcq, document.text):
+            continue
+        out.append(mcq)
+    return out

@@ -1,0 +1,64 @@
+"""`clkt demo`: the daemon's whole flow on the embedded offline default, once; exits when the report exists."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from clkt.cli import ConfigOption, console, fail, load_cli_settings
+
+__all__ = ["register"]
+
+
+def register(app: typer.Typer) -> None:
+    app.command("demo", help="Run crawl -> questions -> snapshot -> injection -> report once, offline, then exit.")(demo)
+
+
+def demo(
+    config: ConfigOption = None,
+    timeout_min: Annotated[float, typer.Option("--timeout-min", help="give up after this many minutes")] = 60.0,
+) -> None:
+    from clkt.daemon import Daemon
+    from clkt.errors import ClktError
+    from clkt.logs import setup_logging
+    from clkt.progress import DemoWatcher
+
+    settings = load_cli_settings(config)
+    setup_logging(settings.log_level, secrets=settings.secrets.values())
+    result: dict[str, object] = {}
+    holder: dict[str, Daemon] = {}
+
+    def done(snapshot_id: str, report: Path) -> None:
+        result.update(snapshot_id=snapshot_id, report=report)
+        holder["d"].request_stop("demo finished: report written")
+
+    daemon = Daemon(settings=settings, extra_services=[DemoWatcher(on_done=done)])
+    holder["d"] = daemon
+
+    async def go() -> int:
+        task = asyncio.create_task(daemon.run())
+        try:
+            return await asyncio.wait_for(asyncio.shield(task), timeout=timeout_min * 60)
+        except TimeoutError:
+            daemon.request_stop("demo timed out")
+            await task
+            return 1
+
+    try:
+        rc = asyncio.run(go())
+    except ClktError as e:
+        raise fail(str(e), 2) from None
+    if not result:
+        raise fail(f"the demo did not finish within {timeout_min:g} minutes; see `clkt status`", 1)
+    report = Path(str(result["report"]))
+    console.print(f"\n[bold green]Demo finished[/] — snapshot [bold]{result['snapshot_id']}[/]")
+    exports = sorted(Path(settings.snapshot.out_dir).glob("*/*/manifest.json"))
+    for m in exports:
+        console.print(f"  snapshot export: {m.parent}")
+    for f in sorted(report.iterdir()):
+        console.print(f"  report file:     {f}")
+    console.print("[yellow]Offline demonstration: recorded, re-dated data and a 270M model; the numbers say nothing about real models.[/]")
+    raise typer.Exit(rc)

@@ -1,0 +1,72 @@
+"""A service that logs one progress line at an interval (entities, stage queues, snapshots, GPU jobs), and
+the demo watcher that stops the daemon once the first snapshot's report is written."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import ClassVar
+
+from sqlalchemy import select
+
+from clkt.context import ServiceContext
+from clkt.status import collect_status
+from storage.models import GpuJob, LeaseStatus, Snapshot, SnapshotStatus
+
+__all__ = ["ProgressLogger", "DemoWatcher", "report_dir"]
+
+log = logging.getLogger("clkt.progress")
+
+
+def report_dir(data_dir: Path, snapshot_id: str) -> Path:
+    return data_dir / "reports" / snapshot_id
+
+
+class ProgressLogger:
+    name = "progress"
+    INTERVAL_S: ClassVar[float] = 15.0
+
+    async def run(self, ctx: ServiceContext) -> None:
+        last = ""
+        while not await ctx.sleep(self.INTERVAL_S):
+            rep = await collect_status(ctx.store, paused=ctx.pause_reason())
+            ents = " ".join(f"{k}={v}" for k, v in sorted(rep.entities.items())) or "none yet"
+            stages = " ".join(
+                f"{st}:{by.get('done', 0)}/{sum(by.values())}" for st, by in sorted(rep.stages.items())
+            )
+            jobs = " ".join(f"{k}={v}" for k, v in sorted(rep.gpu_jobs.items()))
+            snaps = " ".join(f"{k}={v}" for k, v in sorted(rep.snapshots.items()))
+            line = f"entities [{ents}] stages [{stages}] snapshots [{snaps or 'none'}] gpu jobs [{jobs or 'none'}]"
+            if rep.paused:
+                line += f" PAUSED: {rep.paused}"
+            if line != last:
+                log.info("progress: %s", line)
+                last = line
+
+
+class DemoWatcher:
+    """Stops the daemon when the first frozen snapshot has all its GPU jobs finished and its report."""
+
+    name = "demo-watcher"
+    INTERVAL_S: ClassVar[float] = 2.0
+
+    def __init__(self, *, on_done: object) -> None:
+        self.on_done = on_done  # callable(snapshot_id, report_path)
+        self.result: tuple[str, Path] | None = None
+
+    async def run(self, ctx: ServiceContext) -> None:
+        while not await ctx.sleep(self.INTERVAL_S):
+            async with ctx.store.session() as s:
+                snap = (
+                    await s.execute(select(Snapshot).where(Snapshot.status == SnapshotStatus.frozen).order_by(Snapshot.built_at))
+                ).scalars().first()
+                if snap is None:
+                    continue
+                jobs = (await s.execute(select(GpuJob.status).where(GpuJob.snapshot_id == snap.id))).scalars().all()
+            if not jobs or any(LeaseStatus(j) not in (LeaseStatus.done, LeaseStatus.failed) for j in jobs):
+                continue
+            rdir = report_dir(ctx.settings.data_dir, snap.id)
+            if (rdir / "report.md").exists():
+                self.result = (snap.id, rdir)
+                self.on_done(snap.id, rdir)  # type: ignore[operator]
+                return

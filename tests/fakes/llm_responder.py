@@ -1,0 +1,102 @@
+"""A deterministic stand-in for an LLM that answers every agent role validly (tests, benches, chaos test).
+
+`respond(role, prompt)` reads the data blocks of the user prompt the agents build and returns the tool
+arguments of a valid answer: the judge says "not known", the generator asks for the longest number of a
+document sentence (evidence = that sentence), the verifier passes, the translators write a fixed sentence in
+the target language that keeps every number and capitalised name of the source.
+`role_of_schema(properties)` tells the role from the output tool's JSON schema properties.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+__all__ = ["respond", "role_of_schema", "block"]
+
+_PHRASES = {
+    "en": "This is the translated question about the event",
+    "fr": "Voici la question traduite sur cet événement, avec les valeurs",
+    "es": "Esta es la pregunta traducida sobre el evento, con los valores",
+    "ja": "これはイベントについての翻訳された質問です。値は次のとおりです",
+    "zh": "这是关于该事件的翻译问题，数值如下",
+    "de": "Dies ist die übersetzte Frage über das Ereignis mit den Werten",
+}
+_NUM = re.compile(r"\d[\d,.]*\d|\d")
+_NAME = re.compile(r"\b[A-Z][a-zA-Z]+(?: [A-Z][a-zA-Z]+)*")
+
+
+def block(prompt: str, tag: str) -> str:
+    m = re.search(rf"<{tag}>\n(.*?)\n</{tag}>", prompt, flags=re.S)
+    return m.group(1) if m else ""
+
+
+def role_of_schema(properties: dict[str, Any]) -> str:
+    keys = set(properties)
+    if "known" in keys:
+        return "judge"
+    if "questions" in keys:
+        return "generate"
+    if "grounded" in keys:
+        return "verify"
+    if "options" in keys:
+        return "translate_mcq"
+    if "text" in keys:
+        return "translate_document"
+    raise ValueError(f"unknown output schema {sorted(keys)}")
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip() for s in re.split(r"(?<=[.!?])\s+", text) if s.strip()]
+
+
+def _generate(prompt: str, n: int) -> dict[str, Any]:
+    doc = block(prompt, "document")
+    entity = block(prompt, "entity") or "the entity"
+    out: list[dict[str, Any]] = []
+    for i, sent in enumerate(_sentences(doc)):
+        nums = sorted(set(_NUM.findall(sent)), key=len, reverse=True)
+        if not nums or len(nums[0]) < 2:
+            continue
+        answer = nums[0]
+        masked = sent.replace(answer, "___")
+        if answer in masked:
+            continue
+        base = int(re.sub(r"\D", "", answer)) if re.sub(r"\D", "", answer) else 10
+        options = [answer, str(base + 1), str(base + 2), str(base + 3)]
+        out.append({
+            "question": f"In the record of {entity}, which value fills the blank: \"{masked}\"?",
+            "options": options, "answer_index": 0, "evidence": sent, "slot": f"fact_{i}",
+        })
+        if len(out) >= n:
+            break
+    return {"questions": out}
+
+
+def _keep(source: str) -> str:
+    nums = " ".join(_NUM.findall(source))
+    names = " ".join(dict.fromkeys(_NAME.findall(source)))
+    return f"{nums} {names}".strip()
+
+
+def respond(role: str, prompt: str) -> dict[str, Any]:
+    lang_m = re.search(r"lang = '([a-z]{2})'", prompt)
+    lang = lang_m.group(1) if lang_m else "en"
+    if role == "judge":
+        return {"known": False, "matched_facts": [], "reason": "The response states no fact of the document."}
+    if role == "generate":
+        n_m = re.search(r"Write (\d+) multiple-choice", prompt)
+        return _generate(prompt, int(n_m.group(1)) if n_m else 3)
+    if role == "verify":
+        return {"grounded": True, "specific": True, "verifiable": True, "answer_correct": True,
+                "distractors_plausible_wrong": True, "reasons": {}}
+    if role == "translate_mcq":
+        src = json.loads(block(prompt, "source"))
+        text = src["question"] + " " + " ".join(src["options"])
+        return {"lang": lang, "question": f"{_PHRASES.get(lang, _PHRASES['en'])}: {_keep(text)}",
+                "options": src["options"], "answer_index": src["answer_index"]}
+    if role == "translate_document":
+        doc = block(prompt, "document")
+        return {"lang": lang, "text": f"{_PHRASES.get(lang, _PHRASES['en'])}: {_keep(doc)}."}
+    raise ValueError(role)
