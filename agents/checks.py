@@ -32,8 +32,10 @@ __all__ = [
     "check_translated_document",
 ]
 
-# a number with optional digit groups (1,234 / 1 234 / 1.234) and decimals (6.5 / 6,5)
-_NUMBER = re.compile(r"\d+(?:[.,\u00a0\u202f ]\d{3}(?!\d))*(?:[.,]\d+)?")
+# a number of the source: digits with grouping or decimal marks (1,234 / 1.234 / 6,5 / 1\u202f234)
+_NUMBER = re.compile(r"\d+(?:[.,\u00a0\u202f]\d+)*")
+# separators a translation may put between the digits of one number (including a plain space: "63 000 000")
+_DIGIT_SEP = re.compile(r"(?<=\d)[.,\u00a0\u202f ](?=\d)")
 _KANA = re.compile(r"[\u3040-\u30ff]")
 
 
@@ -45,6 +47,12 @@ def numbers_in(text: str) -> Counter[str]:
         digits = re.sub(r"\D", "", m.group()).lstrip("0") or "0"
         out[digits] += 1
     return out
+
+
+def _digit_runs(text: str) -> str:
+    """The digit runs of `text` once separators between digits are removed, joined by '|'."""
+    compact = _DIGIT_SEP.sub("", unicodedata.normalize("NFKC", text))
+    return "|" + "|".join(r.lstrip("0") or "0" for r in re.findall(r"\d+", compact)) + "|"
 
 
 def proper_names(facts: EntityFacts) -> set[str]:
@@ -96,7 +104,9 @@ def check_language(text: str, lang: str, *, langs: Iterable[str]) -> list[str]:
 
 
 def check_numbers(source: str, translated: str) -> list[str]:
-    missing = numbers_in(source) - numbers_in(translated)
+    """Every number of `source` appears in `translated` (grouping, decimal marks and spacing may change)."""
+    runs = _digit_runs(translated)
+    missing = sorted(n for n in numbers_in(source) if n not in runs)
     if missing:
         return [f"numbers not preserved: {sorted(missing)}"]
     return []
@@ -107,6 +117,13 @@ def check_names(source: str, translated: str, names: Iterable[str]) -> list[str]
     if lost:
         return [f"proper names not preserved: {lost}"]
     return []
+
+
+def _without(text: str, names: Iterable[str]) -> str:
+    """`text` without the proper names it keeps verbatim (they say nothing about its language)."""
+    for n in sorted(names, key=len, reverse=True):
+        text = text.replace(n, " ")
+    return text
 
 
 def _mcq_text(q: str, options: list[str]) -> str:
@@ -124,7 +141,7 @@ def check_translated_mcq(
     if tr.answer_index != src.answer_index:
         problems.append(f"answer_index changed from {src.answer_index} to {tr.answer_index}")
     if lang != "en" or tr.question != src.question:
-        problems += LanguageCheck(langs).problems(tr.question, lang)
+        problems += LanguageCheck(langs).problems(_without(tr.question, proper_names(facts)), lang)
     source, translated = _mcq_text(src.question, src.options), _mcq_text(tr.question, tr.options)
     problems += check_numbers(source, translated)
     problems += check_names(source, translated, proper_names(facts))
@@ -132,14 +149,23 @@ def check_translated_mcq(
 
 
 def check_translated_document(
-    source: str, tr: TranslatedDocument, *, lang: str, facts: EntityFacts, langs: Iterable[str]
+    source: str,
+    tr: TranslatedDocument,
+    *,
+    lang: str,
+    facts: EntityFacts,
+    langs: Iterable[str],
+    fact_sentences: Iterable[str] = (),
 ) -> list[str]:
+    """Checks of a translated document; numbers and names are checked over the sentences that state facts
+    (`RenderedDocument.sentences`) when given, since free text (an overview) may stay in the source only."""
     problems: list[str] = []
     if tr.lang != lang:
         problems.append(f"lang is {tr.lang!r}, expected {lang!r}")
-    problems += LanguageCheck(langs).problems(tr.text, lang)
-    problems += check_numbers(source, tr.text)
-    problems += check_names(source, tr.text, proper_names(facts))
+    problems += LanguageCheck(langs).problems(_without(tr.text, proper_names(facts)), lang)
+    scope = " \n".join(fact_sentences) or source
+    problems += check_numbers(scope, tr.text)
+    problems += check_names(scope, tr.text, proper_names(facts))
     return problems
 
 

@@ -2,8 +2,9 @@
 `Retry-After` honoured, tenacity retries and a timeout per attempt.
 
 One `ProviderLimiter` is shared by every model of a provider (all roles), so the provider's budgets hold
-whatever the mix of agents. Rates use aiolimiter's leaky bucket, with a short window (`RATE_WINDOW_S`) so
-that a per-minute budget is spent evenly instead of in one burst. The in-flight cap is AIMD, like TCP: it
+whatever the mix of agents. Rates use aiolimiter's leaky bucket with a small burst (`RATE_BURST`), so a
+per-minute budget is paced evenly instead of spent in one burst that the provider's own (unknown) bucket
+would refuse. The in-flight cap is AIMD, like TCP: it
 grows by 1/limit per successful call (about +1 per round of calls) up to `max_in_flight` and halves on a
 429 (at most once per `HALVE_COOLDOWN_S`, so a volley of 429s from one burst halves it once). A 429's
 `Retry-After` pauses the whole provider until then.
@@ -105,12 +106,12 @@ def estimate_tokens(messages: list[ModelMessage]) -> int:
 class ProviderLimiter:
     """RPM + TPM budgets, adaptive in-flight cap and Retry-After pauses for one provider."""
 
-    RATE_WINDOW_S: ClassVar[float] = 1.0  # spend the per-minute budget in windows of this length
+    RATE_BURST: ClassVar[float] = 1.0  # requests sent back to back; the rest are paced at rpm/60 per second
     MAX_RETRY_AFTER_S: ClassVar[float] = 300.0
 
     def __init__(self, *, name: str, rpm: int, tpm: int, max_in_flight: int) -> None:
         self.name = name
-        burst = max(1.0, rpm * self.RATE_WINDOW_S / 60)
+        burst = max(1.0, self.RATE_BURST)
         self.requests = AsyncLimiter(burst, burst * 60 / rpm)
         self.tokens = AsyncLimiter(float(tpm), 60)
         self.concurrency = AdaptiveConcurrency(max_limit=max_in_flight)

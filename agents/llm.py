@@ -62,6 +62,7 @@ class _Deps:
     source: MCQ | None = None
     lang: str = "en"
     langs: tuple[str, ...] = ()
+    fact_sentences: tuple[str, ...] = ()
     reasons: list[str] = field(default_factory=list)
 
     def retry(self, ctx: RunContext[_Deps], problems: list[str]) -> ModelRetry:
@@ -177,7 +178,8 @@ class LlmBackend:
         self, *, document: RenderedDocument, facts: EntityFacts, target_lang: str
     ) -> TranslatedDocument:
         prompt = build_user_prompt("translate_document", document=document.text, lang=target_lang)
-        deps = _Deps(document=document.text, facts=facts, lang=target_lang, langs=self.langs)
+        deps = _Deps(document=document.text, facts=facts, lang=target_lang, langs=self.langs,
+                     fact_sentences=tuple(document.sentences.values()))
         return await self._run("translate_document", prompt, deps)
 
     # -- internals ------------------------------------------------------------------------------
@@ -258,7 +260,9 @@ def _validate_translate_mcq(ctx: RunContext[_Deps], out: TranslatedMCQ) -> Trans
 def _validate_translate_document(ctx: RunContext[_Deps], out: TranslatedDocument) -> TranslatedDocument:
     deps = ctx.deps
     assert deps.facts is not None
-    problems = check_translated_document(deps.document, out, lang=deps.lang, facts=deps.facts, langs=deps.langs)
+    problems = check_translated_document(
+        deps.document, out, lang=deps.lang, facts=deps.facts, langs=deps.langs, fact_sentences=deps.fact_sentences
+    )
     if problems:
         raise deps.retry(ctx, problems)
     return out

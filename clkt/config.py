@@ -173,7 +173,10 @@ class SpecSettings(_Section):
 
 
 class SnapshotSettings(_Section):
-    cadence: Literal["monthly", "weekly", "daily"] = "monthly"
+    # monthly/weekly/daily: calendar periods (UTC), built when they close or when the quotas fill early;
+    # rolling: non-overlapping windows of `rolling_days` complete days, built as soon as the quotas fill
+    cadence: Literal["monthly", "weekly", "daily", "rolling"] = "monthly"
+    rolling_days: int = Field(default=30, ge=1, le=366)
     quotas: dict[Domain, int] = Field(
         default_factory=lambda: {Domain.movies: 30, Domain.music: 30, Domain.sports: 20, Domain.disasters: 20}
     )
@@ -199,6 +202,8 @@ class GpuSettings(_Section):
     lora_alpha: int = Field(default=32, ge=1)
     lora_dropout: float = Field(default=0.1, ge=0, lt=1)
     learning_rate: float = Field(default=5e-4, gt=0)
+    full_ft_learning_rate: float = Field(default=2e-5, gt=0)  # strategy full-ft: every weight trains
+    max_grad_norm: float = Field(default=1.0, ge=0)  # 0: no clipping
     batch_size: int = Field(default=1, ge=1)
     epochs: int = Field(default=5, ge=1)
     target_modules: list[str] | None = None  # None: the attention projections
@@ -330,7 +335,8 @@ EMBEDDED_DEFAULT: dict[str, Any] = {
         "strategies": ["cpt-lora"],
     },
     "snapshot": {
-        "cadence": "monthly",
+        # the replay re-dates items into the last ~28 days, which may straddle two calendar months
+        "cadence": "rolling",
         "quotas": {"movies": 1, "music": 1, "sports": 1, "disasters": 1},
         "allow_partial": False,
         "check_interval_s": 5.0,

@@ -167,6 +167,7 @@ class EntityRecord(BaseModel):
     occurred_at: datetime  # aware UTC
     payload: dict[str, object]  # the raw API payload(s), kept verbatim for provenance
     facts: EntityFacts
+    redated_from: datetime | None = None  # the replay server re-dated this record; its recorded time
 
 
 class RenderedDocument(BaseModel):

@@ -63,6 +63,10 @@ class DemoWatcher:
                 if snap is None:
                     continue
                 jobs = (await s.execute(select(GpuJob.status).where(GpuJob.snapshot_id == snap.id))).scalars().all()
+            if not ctx.settings.gpu.enabled:
+                self.result = (snap.id, Path(snap.export_path or ""))
+                self.on_done(snap.id, Path(snap.export_path or ""))  # type: ignore[operator]
+                return
             if not jobs or any(LeaseStatus(j) not in (LeaseStatus.done, LeaseStatus.failed) for j in jobs):
                 continue
             rdir = report_dir(ctx.settings.data_dir, snap.id)

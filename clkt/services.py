@@ -24,6 +24,11 @@ class Service(Protocol):
 def build_services(settings: Settings) -> list[Service]:
     services: list[Service] = []
     # --- sources (clkt.sources) ---
+    from clkt.pipeline.gate import GateWorker
+    from clkt.sources.poller import source_services
+
+    services.extend(source_services(settings))
+    services.append(GateWorker(settings=settings))
     # --- pipeline stages (clkt.pipeline) ---
     from clkt.pipeline.stages import stage_services
 
@@ -33,6 +38,10 @@ def build_services(settings: Settings) -> list[Service]:
 
     services.append(SnapshotBuilder(settings=settings))
     # --- GPU consumer (clkt.inject / clkt.evaluate) ---
+    if settings.gpu.enabled:
+        from clkt.inject.consumer import GpuConsumer
+
+        services.append(GpuConsumer(settings=settings))
     names = [s.name for s in services]
     dup = {n for n in names if names.count(n) > 1}
     if dup:

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from storage.models import GpuJob, LeaseStatus, QuestionResult
+from storage.models import Entity, GpuJob, LeaseStatus, Question, QuestionResult
 from storage.tasks import insert_ignore
 from storage.types import utcnow
 
@@ -61,6 +61,7 @@ class JobResultRow:
     split: str
     predicted: str | None
     correct: bool
+    domain: str = ""
 
 
 async def enqueue_gpu_jobs(
@@ -134,9 +135,11 @@ async def results_for_snapshot(session: AsyncSession, snapshot_id: str, *, done_
         select(
             GpuJob.id, GpuJob.target_model, GpuJob.strategy, GpuJob.train_lang, QuestionResult.question_id,
             QuestionResult.lang, QuestionResult.variant, QuestionResult.scorer, QuestionResult.split,
-            QuestionResult.predicted, QuestionResult.correct,
+            QuestionResult.predicted, QuestionResult.correct, Entity.domain,
         )
         .join(QuestionResult, QuestionResult.job_id == GpuJob.id)
+        .join(Question, Question.id == QuestionResult.question_id)
+        .join(Entity, Entity.id == Question.entity_id)
         .where(GpuJob.snapshot_id == snapshot_id)
         .order_by(GpuJob.id, QuestionResult.id)
     )
@@ -145,7 +148,7 @@ async def results_for_snapshot(session: AsyncSession, snapshot_id: str, *, done_
     return [
         JobResultRow(
             job_id=r[0], target_model=r[1], strategy=r[2], train_lang=r[3], question_id=r[4], lang=r[5],
-            variant=r[6], scorer=r[7], split=r[8], predicted=r[9], correct=bool(r[10]),
+            variant=r[6], scorer=r[7], split=r[8], predicted=r[9], correct=bool(r[10]), domain=r[11],
         )
         for r in (await session.execute(stmt)).all()
     ]

@@ -110,7 +110,7 @@ DISASTER_TEXT: dict[str, dict[str, str]] = {
         "disaster_type": "灾害类型为{type}。",
         "country": "主要受灾国家为{country}。",
         "countries": "受灾国家：{countries}。",
-        "status": "当前状态为{status}。",
+        "status": "灾害状态为{status}。",
         "alert": "警报级别为{alert}。",
         "deaths": "报告死亡人数为{n}人。",
         "affected": "受影响人数为{n}人。",

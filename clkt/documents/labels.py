@@ -75,8 +75,8 @@ _RAW: dict[str, dict[str, tuple[str, str, str, str, str]]] = {
     },
     "disaster_status": {
         "alert": ("alert", "警戒中", "预警", "alerte", "alerta"),
-        "current": ("current", "発生中", "当前", "en cours", "en curso"),
-        "ongoing": ("ongoing", "継続中", "持续", "continue", "continuo"),
+        "current": ("current", "発生中", "进行中", "en cours", "en curso"),
+        "ongoing": ("ongoing", "継続中", "持续中", "continue", "continuo"),
         "past": ("past", "終息", "已结束", "passée", "pasado"),
     },
     "sport": {

@@ -39,6 +39,7 @@ __all__ = ["ProbeFn", "ProbeWorker", "probe_target"]
 # (target, prompts, ctx) -> one answer per prompt
 ProbeFn = Callable[["TargetSettings", list[str], ServiceContext], Awaitable[list[str]]]
 
+_OPEN = {EntityStatus.discovered, EntityStatus.probing, EntityStatus.generating}
 _LOCAL_LOCK = threading.Lock()  # one local generation at a time per process (CPU/GPU bound)
 
 
@@ -128,7 +129,8 @@ class ProbeWorker(StageWorker):
                 reason = f"known by {hit.target_model} in {hit.lang}: {hit.reason}"[:500]
                 await set_entity_status(s, task.entity_id, EntityStatus.known, reason)
             else:
-                await set_entity_status(s, task.entity_id, EntityStatus.generating)
+                if entity.status in _OPEN:  # a re-run never moves a finished entity back
+                    await set_entity_status(s, task.entity_id, EntityStatus.generating)
                 await enqueue(s, Stage.generate, task.entity_id, "")
             await finish(s, task, ctx)
 

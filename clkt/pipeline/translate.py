@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agents.checks import check_translated_document, check_translated_mcq
@@ -81,7 +81,9 @@ class TranslateWorker(StageWorker):
             try:
                 async with sem:
                     tr = await paid(backend.translate_document(document=document, facts=facts, target_lang=lang))
-                problems = check_translated_document(document.text, tr, lang=lang, facts=facts, langs=langs)
+                problems = check_translated_document(
+                    document.text, tr, lang=lang, facts=facts, langs=langs, fact_sentences=document.sentences.values()
+                )
             except AgentError as e:
                 tr, problems = None, [str(e)]
             if problems or tr is None:
@@ -119,11 +121,9 @@ class TranslateWorker(StageWorker):
                 await finish(s, task, ctx)
                 return
             await insert_ignore(s, Document, doc_rows)
-            survivors = 0
             for q, rows, problem in results:
                 if problem is None:
                     await insert_ignore(s, Translation, rows)
-                    survivors += 1
                 await s.execute(
                     update(Question).where(Question.id == q.id, Question.status == QuestionStatus.verified)
                     .values(
@@ -131,6 +131,13 @@ class TranslateWorker(StageWorker):
                         status_reason=problem,
                     ).execution_options(synchronize_session=False)
                 )
+            survivors = (
+                await s.execute(
+                    select(func.count()).where(
+                        Question.entity_id == task.entity_id, Question.status == QuestionStatus.translated
+                    )
+                )
+            ).scalar()
             if survivors:
                 await set_entity_status(s, task.entity_id, EntityStatus.ready)
             else:

@@ -77,9 +77,12 @@ class VerifyWorker(StageWorker):
                     update(Question).where(Question.id == q.id, Question.status == QuestionStatus.generated)
                     .values(status=status, status_reason=reason).execution_options(synchronize_session=False)
                 )
-            left = (
+            left = (  # questions that passed verification (later stages may have moved them on)
                 await s.execute(
-                    select(func.count()).where(Question.entity_id == task.entity_id, Question.status == QuestionStatus.verified)
+                    select(func.count()).where(
+                        Question.entity_id == task.entity_id,
+                        Question.status.in_([QuestionStatus.verified, QuestionStatus.translated, QuestionStatus.dropped]),
+                    )
                 )
             ).scalar()
             if left:

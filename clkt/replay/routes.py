@@ -51,11 +51,11 @@ def _serve(item: Item, plan: RedatePlan | None) -> Served:
         return Served(item=item, occurred=item.occurred, listing=item.listing, detail=item.detail, extras=item.extras)
     delta = plan.delta(item.id)
     occurred = item.occurred + delta
-    years = occurred.year - item.occurred.year
+    years = round(delta.days / 365.2425)  # seasons ("2014-2015") move by whole years, nearest
     if isinstance(item.listing, str):  # GDACS XML item
         variants = list(zip(text_variants(item.occurred), text_variants(occurred), strict=True))
         xml = shift_text(item.listing, delta, variants=variants)
-        xml = _YEAR_TAG.sub(lambda m: f"{m.group(1)}{int(m.group(2)) + years}{m.group(3)}", xml)
+        xml = _YEAR_TAG.sub(lambda m: f"{m.group(1)}{occurred.year}{m.group(3)}", xml)
         return Served(item=item, occurred=occurred, listing=xml, detail=None, extras={})
     return Served(
         item=item,
@@ -106,6 +106,12 @@ class ReplayRoutes:
             src: [_serve(it, plans.get(src) if plans else None) for it in items] for src, items in catalog.items.items()
         }
         self.last_modified = started.replace(microsecond=0)
+        self.gdacs_head, self.gdacs_tail = catalog.gdacs_head, catalog.gdacs_tail
+        if plans and catalog.items.get("gdacs"):  # the channel's own dates move with its newest item
+            newest = max(catalog.items["gdacs"], key=lambda it: it.occurred)
+            delta = plans["gdacs"].delta(newest.id)
+            self.gdacs_head = shift_text(self.gdacs_head, delta)
+            self.gdacs_tail = shift_text(self.gdacs_tail, delta)
 
     def add_to(self, app: web.Application) -> None:
         r = app.router
@@ -354,5 +360,5 @@ class ReplayRoutes:
 
     async def gdacs_rss(self, request: web.Request) -> web.Response:
         items = sorted(self.served["gdacs"], key=lambda s: (s.occurred, s.id), reverse=True)
-        xml = self.catalog.gdacs_head + "\n    ".join(s.listing for s in items) + self.catalog.gdacs_tail
+        xml = self.gdacs_head + "\n    ".join(s.listing for s in items) + self.gdacs_tail
         return self._respond(request, xml.encode("utf-8"), "application/rss+xml", items, conditional=True)

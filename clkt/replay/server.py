@@ -76,7 +76,7 @@ class ReplayServer:
 
     def __init__(
         self, *, settings: ReplaySettings | None = None, host: str = "127.0.0.1", port: int = 0,
-        today: date | None = None,
+        today: date | None = None, limits: dict[str, tuple[float, int]] | None = None,
     ) -> None:
         self.settings = settings or ReplaySettings(enabled=True, redate=False)
         self.host = host
@@ -88,6 +88,9 @@ class ReplayServer:
         except ValidationError as e:
             raise UserError(f"replay.faults is invalid: {e.errors()[0].get('msg')}") from None
         self.faults = FaultInjector(plan)
+        # enforce a real API's limit per source (rate_per_s, burst): beyond it, answer 429 like the API would
+        self.limits = dict(limits or {})
+        self._buckets: dict[str, tuple[float, float]] = {}  # source -> (tokens, last refill)
         self.port = 0
         self._runner: web.AppRunner | None = None
         self._state = _State.new
@@ -122,7 +125,7 @@ class ReplayServer:
     def build_app(self) -> web.Application:
         started = datetime.now(timezone.utc)
         self.routes = ReplayRoutes(catalog=load_catalog(), plans=self._plans(), started=started)
-        app = web.Application(middlewares=[self._stats_mw, self._fault_mw])
+        app = web.Application(middlewares=[self._stats_mw, self._limit_mw, self._fault_mw])
         self.routes.add_to(app)
         app.router.add_get("/_control/stats", self._get_stats)
         app.router.add_post("/_control/reset", self._reset)
@@ -175,6 +178,26 @@ class ReplayServer:
             raise
         self.stats.record(route, resp.status, at)
         return resp
+
+    LIMIT_SLACK_TOKENS = 1.0  # tolerance for clock jitter between the client's limiter and ours
+
+    @web.middleware
+    async def _limit_mw(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        source = request.path.split("/", 2)[1] if request.path.count("/") >= 1 else ""
+        if source not in self.limits:
+            return await handler(request)
+        rate, burst = self.limits[source]
+        cap = burst + self.LIMIT_SLACK_TOKENS
+        now = time.monotonic()
+        tokens, last = self._buckets.get(source, (cap, now))
+        tokens = min(cap, tokens + (now - last) * rate)
+        if tokens < 1.0:
+            self._buckets[source] = (tokens, now)
+            wait = (1.0 - tokens) / rate
+            return web.json_response({"error": "rate limit exceeded (replay enforces the real API limit)"},
+                                     status=429, headers={"Retry-After": f"{max(1, round(wait))}"})
+        self._buckets[source] = (tokens - 1.0, now)
+        return await handler(request)
 
     @web.middleware
     async def _fault_mw(self, request: web.Request, handler: Any) -> web.StreamResponse:

@@ -31,6 +31,7 @@ from urllib.parse import urlencode
 
 import aiohttp
 from aiolimiter import AsyncLimiter
+from multidict import CIMultiDict, CIMultiDictProxy
 from pydantic import SecretStr
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
@@ -180,7 +181,7 @@ class SourceClient:
 
     def _redacted_url(self, url: str, query: Mapping[str, str]) -> str:
         shown = {k: ("***" if k.lower() in _SECRET_PARAMS else v) for k, v in query.items()}
-        return self.redact(url + ("?" + urlencode(shown) if shown else ""))
+        return self.redact(url + ("?" + urlencode(shown, safe="*") if shown else ""))
 
     def _breaker_changed(self, state: BreakerState) -> None:
         if self.metrics is not None:
@@ -240,7 +241,7 @@ class SourceClient:
             async with self.session.get(full, headers=hdrs, timeout=timeout, allow_redirects=True) as resp:
                 body = await resp.read()
                 status = resp.status
-                rh = {k: v for k, v in resp.headers.items()}
+                rh = CIMultiDictProxy(CIMultiDict(resp.headers))
         except (TimeoutError, asyncio.TimeoutError):
             self._count("timeout")
             self.breaker.record_failure()

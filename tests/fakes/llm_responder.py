@@ -24,7 +24,7 @@ _PHRASES = {
     "de": "Dies ist die übersetzte Frage über das Ereignis mit den Werten",
 }
 _NUM = re.compile(r"\d[\d,.]*\d|\d")
-_NAME = re.compile(r"\b[A-Z][a-zA-Z]+(?: [A-Z][a-zA-Z]+)*")
+_NAME = re.compile(r"\b[A-Z][\w'.-]*(?: (?:[A-Z][\w'.-]*|\d+(?= [A-Z])))*")
 
 
 def block(prompt: str, tag: str) -> str:
@@ -98,5 +98,6 @@ def respond(role: str, prompt: str) -> dict[str, Any]:
                 "options": src["options"], "answer_index": src["answer_index"]}
     if role == "translate_document":
         doc = block(prompt, "document")
-        return {"lang": lang, "text": f"{_PHRASES.get(lang, _PHRASES['en'])}: {_keep(doc)}."}
+        phrase = _PHRASES.get(lang, _PHRASES["en"])
+        return {"lang": lang, "text": " ".join(f"{phrase}: {_keep(sent)}. {phrase}." for sent in _sentences(doc))}
     raise ValueError(role)

@@ -1,0 +1,43 @@
+"""`clkt report SNAPSHOT`: print the Table 2 layout and write CSV, JSON, PNG figures and Markdown."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from clkt.cli import ConfigOption, console, load_cli_settings, open_store, run_async
+
+__all__ = ["register"]
+
+
+def register(app: typer.Typer) -> None:
+    app.command("report", help="Report a snapshot's transfer metrics (Table 2, heatmaps, CSV/JSON/Markdown).")(report)
+
+
+def report(
+    snapshot: Annotated[str, typer.Argument(help="snapshot id")],
+    config: ConfigOption = None,
+    out: Annotated[Path | None, typer.Option("--out", help="output folder (default <data_dir>/reports/<snapshot>)")] = None,
+) -> None:
+    import asyncio
+
+    from clkt.evaluate.report import load_report_data, render_tables, report_dir, write_report_files
+
+    settings = load_cli_settings(config)
+    out_dir = out or report_dir(settings.data_dir, snapshot)
+
+    async def go():  # type: ignore[no-untyped-def]
+        async with open_store(settings) as store:
+            data = await load_report_data(store, snapshot)
+            return await asyncio.to_thread(write_report_files, data, out_dir), data
+
+    paths, data = run_async(go)
+    for t in render_tables(data):
+        console.print(t)
+    for note in data.notes:
+        console.print(f"[yellow]note:[/] {note}")
+    console.print(f"report: {paths.markdown}")
+    for f in [paths.table_csv, paths.pairs_csv, paths.json, *paths.figures]:
+        console.print(f"  {f}")

@@ -1,0 +1,232 @@
+"""`clkt snapshot list|show|build|export|diff` and `clkt audit sample|score`."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from clkt.cli import ConfigOption, console, fail, load_cli_settings, open_store, run_async
+
+__all__ = ["register"]
+
+snapshot_app = typer.Typer(help="Frozen monthly benchmark snapshots.", no_args_is_help=True)
+audit_app = typer.Typer(help="Human audit of a snapshot's question–document pairs (Appendix B).", no_args_is_help=True)
+
+IdArg = Annotated[str, typer.Argument(help="snapshot id (or a unique prefix)")]
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(snapshot_app, name="snapshot")
+    app.add_typer(audit_app, name="audit")
+
+
+def _counts_table(title: str, counts: dict[str, Any]) -> Table:
+    t = Table("domain", "#entities", "#fact QAs (pre-split)", "#validation", "#test", title=title)
+    for d, c in counts.items():
+        t.add_row(d, str(c["entities"]), str(c["fact_qas"]), str(c["val"]), str(c["test"]))
+    return t
+
+
+@snapshot_app.command("list", help="Snapshots in the store, newest period first.")
+def list_(config: ConfigOption = None, spec: Annotated[str | None, typer.Option("--spec")] = None) -> None:
+    from clkt.snapshots.repo import list_snapshots
+
+    settings = load_cli_settings(config)
+
+    async def go() -> list[Any]:
+        async with open_store(settings) as store:
+            async with store.session() as s:
+                return await list_snapshots(s, spec=spec)
+
+    rows = run_async(go)
+    t = Table(title=f"{len(rows)} snapshots")
+    t.add_column("id", no_wrap=True)
+    for col in ("spec", "period", "status", "entities", "questions", "built (UTC)"):
+        t.add_column(col)
+    for r in rows:
+        total = (r.manifest.get("counts") or {}).get("total", {})
+        status = r.status.value + (" (partial)" if r.partial else "")
+        t.add_row(r.id, r.spec, r.period, status, str(total.get("entities", "")), str(total.get("fact_qas", "")),
+                  r.built_at.strftime("%Y-%m-%d %H:%M"))
+    console.print(t)
+
+
+@snapshot_app.command("show", help="A snapshot's Table-3 counts, provenance and audit precision.")
+def show(ident: IdArg, config: ConfigOption = None) -> None:
+    from clkt.snapshots.repo import get_snapshot
+
+    settings = load_cli_settings(config)
+
+    async def go() -> Any:
+        async with open_store(settings) as store:
+            async with store.session() as s:
+                return await get_snapshot(s, ident)
+
+    r = run_async(go)
+    m = r.manifest
+    console.print(f"[bold]{r.id}[/] — {r.status.value}{' (partial)' if r.partial else ''}")
+    console.print(f"spec {r.spec}, period {r.period} ({m.get('period_start')} – {m.get('period_end')}), seed {r.seed}, "
+                  f"revision {m.get('revision', 0)}, built {r.built_at.isoformat()}")
+    console.print(f"languages: {', '.join(m.get('languages', []))}; content sha256 {r.content_sha256}")
+    console.print("targets: " + ", ".join(f"{t['name']} (cutoff {t.get('cutoff')})" for t in m.get("targets", [])))
+    agents = m.get("agents", {})
+    console.print(f"agents: {agents.get('backend')} {agents.get('models') or ''} producers {agents.get('producers')}")
+    if r.superseded_by:
+        console.print(f"superseded by {r.superseded_by}")
+    if m.get("missing"):
+        console.print(f"[yellow]short of the quotas:[/] {m['missing']}")
+    for note in m.get("notes", []):
+        console.print(f"[yellow]note:[/] {note}")
+    console.print(_counts_table("Benchmark statistics (Table 3)", m.get("counts", {})))
+    if r.audit:
+        t = Table("domain", "pairs", "correct", "precision", title=f"Human audit ({r.audit.get('annotators')} annotators)")
+        for d, v in {**r.audit.get("domains", {}), "overall": r.audit.get("overall", {})}.items():
+            t.add_row(d, str(v.get("pairs")), str(v.get("correct")), f"{v.get('precision', 0):.1%}")
+        console.print(t)
+    console.print(f"files: {r.export_path}")
+
+
+@snapshot_app.command("build", help="Build and freeze the spec's snapshot of a period now.")
+def build(
+    period: Annotated[str, typer.Option("--period", help="YYYY-MM (monthly cadence), YYYY-Www, YYYY-MM-DD")],
+    config: ConfigOption = None,
+    spec: Annotated[str | None, typer.Option("--spec", help="must name the config's spec")] = None,
+    force: Annotated[bool, typer.Option("--force", help="rebuild a frozen period as a new revision")] = False,
+    partial: Annotated[bool, typer.Option("--partial", help="freeze even if under quota")] = False,
+) -> None:
+    from clkt.snapshots.builder import BuildStatus, build_snapshot
+    from clkt.snapshots.service import enqueue_spec_jobs, post_webhook
+
+    settings = load_cli_settings(config)
+
+    async def on_frozen(session: Any, snap: Any) -> None:
+        if settings.gpu.enabled:
+            await enqueue_spec_jobs(session, settings, snap.id)
+
+    async def go() -> Any:
+        async with open_store(settings) as store:
+            res = await build_snapshot(store, settings, period=period, spec=spec, force=force, on_frozen=on_frozen,
+                                       allow_partial=True if partial else None)
+        if res.status is BuildStatus.frozen and settings.snapshot.webhook_url:
+            import aiohttp
+
+            try:
+                async with aiohttp.ClientSession() as http:
+                    await post_webhook(http, settings.snapshot.webhook_url,
+                                       {"event": "snapshot.frozen", "snapshot_id": res.snapshot_id, "spec": res.spec,
+                                        "period": res.period, "trigger": "cli"}, tries=3, backoff_s=1.0, timeout_s=10.0)
+            except Exception as e:  # the build stands; the notice is best effort
+                console.print(f"[yellow]webhook failed:[/] {type(e).__name__}: {e}")
+        return res
+
+    res = run_async(go)
+    if res.status is not BuildStatus.frozen:
+        t = Table("domain", "quota", "selected", "missing", "ready in period", "eligible", title=f"{res.spec} {res.period}: under quota, not frozen")
+        for r in res.report:
+            t.add_row(r.domain, str(r.quota), str(r.selected), str(r.missing), str(r.ready_in_period), str(r.eligible))
+        console.print(t)
+        for reason, n in sorted(res.excluded.items()):
+            console.print(f"  excluded: {reason}: {n}")
+        raise typer.Exit(1)
+    console.print(f"[green]{res.describe()}[/]")
+    console.print(_counts_table("Benchmark statistics (Table 3)", {k: v.model_dump() for k, v in res.counts.items()}))
+
+
+@snapshot_app.command("export", help="Write a snapshot in one format into a new folder.")
+def export(
+    ident: IdArg,
+    fmt: Annotated[str, typer.Option("--format", help="native | reference | hf | lm-eval")],
+    out: Annotated[Path, typer.Option("--out", help="a new (or empty) folder")],
+    config: ConfigOption = None,
+) -> None:
+    from clkt.snapshots.builder import clkt_version
+    from clkt.snapshots.export import export_format
+    from clkt.snapshots.formats import FORMATS
+    from clkt.snapshots.repo import load_snapshot
+
+    if fmt not in FORMATS:
+        raise fail(f"--format: unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
+    settings = load_cli_settings(config)
+
+    async def go() -> list[str]:
+        async with open_store(settings) as store:
+            async with store.session() as s:
+                snap = await load_snapshot(s, ident)
+        return export_format(snap.content, snap.manifest, fmt, out, built_at=snap.row.built_at.isoformat(),
+                             clkt_version=clkt_version())
+
+    files = run_async(go)
+    console.print(f"wrote {len(files)} files to {out}")
+
+
+@snapshot_app.command("diff", help="Entities and questions added or removed between two snapshots.")
+def diff(a: IdArg, b: IdArg, config: ConfigOption = None) -> None:
+    from clkt.snapshots.repo import diff_snapshots
+
+    settings = load_cli_settings(config)
+
+    async def go() -> Any:
+        async with open_store(settings) as store:
+            async with store.session() as s:
+                return await diff_snapshots(s, a, b)
+
+    d = run_async(go)
+    console.print(f"{d.a} → {d.b}")
+    for label, ids in (("entities added", d.entities_added), ("entities removed", d.entities_removed),
+                       ("questions added", d.questions_added), ("questions removed", d.questions_removed),
+                       ("questions that changed split", d.split_changed)):
+        shown = ", ".join(map(str, ids[:30])) + (" …" if len(ids) > 30 else "")
+        console.print(f"{label}: {len(ids)}" + (f" ({shown})" if ids else ""))
+
+
+@audit_app.command("sample", help="A seeded sample of document–question pairs per domain: CSV + HTML form.")
+def audit_sample(
+    ident: IdArg,
+    out: Annotated[Path, typer.Option("--out", help="CSV file to write (the HTML form goes next to it)")],
+    fraction: Annotated[float, typer.Option("--fraction", min=0.0, max=1.0)] = 0.2,
+    seed: Annotated[int | None, typer.Option("--seed", help="default: the snapshot's seed")] = None,
+    config: ConfigOption = None,
+) -> None:
+    from clkt.snapshots.audit import sample_pairs, write_sample
+    from clkt.snapshots.repo import load_snapshot
+
+    settings = load_cli_settings(config)
+
+    async def go() -> tuple[Path, Path, int]:
+        async with open_store(settings) as store:
+            async with store.session() as s:
+                snap = await load_snapshot(s, ident)
+        pairs = sample_pairs(snap.content, fraction=fraction, seed=snap.row.seed if seed is None else seed)
+        c, h = write_sample(pairs, out)
+        return c, h, len(pairs)
+
+    c, h, n = run_async(go)
+    console.print(f"{n} pairs → {c} and {h}")
+
+
+@audit_app.command("score", help="Majority vote over annotators' CSVs; precision per domain, stored with the snapshot.")
+def audit_score(files: Annotated[list[Path], typer.Argument(help="annotated CSV files")], config: ConfigOption = None) -> None:
+    from clkt.snapshots.audit import score_files
+    from clkt.snapshots.repo import get_snapshot
+
+    settings = load_cli_settings(config)
+
+    async def go() -> Any:
+        score = score_files(files)
+        async with open_store(settings) as store:
+            async with store.transaction() as s:
+                row = await get_snapshot(s, score.snapshot_id)
+                row.audit = {**score.model_dump(mode="json"), "scored_at": datetime.now(timezone.utc).isoformat()}
+                s.add(row)
+        return score
+
+    score = run_async(go)
+    t = Table("domain", "pairs", "correct", "precision", *(f"#{c}" for c in ("unrelated", "too_general", "unverifiable", "wrong_answer")),
+              title=f"{score.snapshot_id}: {score.annotators} annotators")
+    for d, v in {**score.domains, "overall": score.overall}.items():
+        t.add_row(d, str(v.pairs), str(v.correct), f"{v.precision:.1%}", *(str(n) for n in v.violations.values()))
+    console.print(t)

@@ -1,0 +1,358 @@
+"""The paper's metrics over per-question results.
+
+For a job trained in L_train and every test language L_test != L_train, each test question falls in one cell
+of the contingency (the injected model's correctness in L_train, in L_test):
+
+    A: right in both    B: right in L_train, wrong in L_test    C: wrong, right    D: wrong in both
+
+Overall = A / (A+B+C+D); Transfer = A / (A+B) — undefined (None, never 0) when A+B = 0. A pair whose test
+language has no answers is *missing* (reported, not counted). Per model x strategy x scorer x domain: mean ±
+std over the ordered pairs (the paper's Table 2), the average over domains, seeded bootstrap 95% confidence
+intervals (resampling questions), McNemar's exact test per language pair for directional asymmetry, and the
+base model's accuracy per language with a flag where it is far above chance (25%): the entities may not be
+unseen.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from itertools import permutations
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+__all__ = [
+    "Outcome",
+    "Contingency",
+    "PairMetrics",
+    "SummaryCell",
+    "AsymmetryTest",
+    "BaseAccuracy",
+    "ALL_DOMAINS",
+    "AVG_DOMAINS",
+    "BASE_FLAG_ACCURACY",
+    "BASE_FLAG_P",
+    "contingency",
+    "pair_metrics",
+    "summarize",
+    "mcnemar_tests",
+    "base_accuracy",
+    "parse_failure_rates",
+]
+
+ALL_DOMAINS = "all"  # every domain pooled
+AVG_DOMAINS = "avg"  # the average over domains (Table 2's last column)
+BASE_FLAG_ACCURACY = 0.40  # a base accuracy above this ...
+BASE_FLAG_P = 0.01  # ... and significantly above 25% (one-sided binomial) flags the language
+BOOTSTRAP_SAMPLES = 1000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Outcome:
+    """One scored answer (see `storage.gpu_jobs.JobResultRow`), with the question's domain."""
+
+    model: str
+    strategy: str
+    scorer: str
+    variant: str
+    train_lang: str
+    lang: str
+    qid: int
+    domain: str
+    correct: bool
+    predicted: str | None = None
+    split: str = "test"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class Contingency(_Frozen):
+    a: int = 0
+    b: int = 0
+    c: int = 0
+    d: int = 0
+
+    @property
+    def n(self) -> int:
+        return self.a + self.b + self.c + self.d
+
+    @property
+    def overall(self) -> float | None:
+        return self.a / self.n if self.n else None
+
+    @property
+    def transfer(self) -> float | None:
+        return self.a / (self.a + self.b) if self.a + self.b else None
+
+
+def contingency(train_correct: dict[int, bool], test_correct: dict[int, bool]) -> Contingency:
+    """Over the questions answered in both languages."""
+    a = b = c = d = 0
+    for q in sorted(set(train_correct) & set(test_correct)):
+        x, y = train_correct[q], test_correct[q]
+        if x and y:
+            a += 1
+        elif x:
+            b += 1
+        elif y:
+            c += 1
+        else:
+            d += 1
+    return Contingency(a=a, b=b, c=c, d=d)
+
+
+class PairMetrics(_Frozen):
+    model: str
+    strategy: str
+    scorer: str
+    domain: str
+    train_lang: str
+    test_lang: str
+    table: Contingency
+    missing: bool  # no questions answered in one of the two languages
+
+    @property
+    def overall(self) -> float | None:
+        return None if self.missing else self.table.overall
+
+    @property
+    def transfer(self) -> float | None:
+        return None if self.missing else self.table.transfer
+
+
+class SummaryCell(_Frozen):
+    """Mean ± std over the language pairs of one model x strategy x scorer x domain."""
+
+    model: str
+    strategy: str
+    scorer: str
+    domain: str
+    overall_mean: float | None
+    overall_std: float | None
+    transfer_mean: float | None
+    transfer_std: float | None
+    overall_ci: tuple[float, float] | None = None
+    transfer_ci: tuple[float, float] | None = None
+    pairs: int = 0  # pairs with data
+    transfer_undefined: int = 0  # pairs with A + B = 0
+    missing: int = 0  # pairs without questions
+
+
+class AsymmetryTest(_Frozen):
+    model: str
+    strategy: str
+    scorer: str
+    lang_1: str
+    lang_2: str
+    forward: int  # questions right in lang_2 after training in lang_1, but wrong the other way
+    backward: int  # the opposite
+    p_value: float | None  # exact McNemar (binomial on the discordant pairs); None when there are none
+    stronger: str | None  # "lang_1->lang_2", "lang_2->lang_1", or None
+
+
+class BaseAccuracy(_Frozen):
+    model: str
+    scorer: str
+    lang: str
+    n: int
+    accuracy: float | None
+    p_above_chance: float | None
+    flagged: bool
+
+
+def _index(outcomes: Iterable[Outcome], variant: str = "injected") -> dict[tuple[str, str, str, str, str, str], dict[int, bool]]:
+    """(model, strategy, scorer, train_lang, domain, lang) -> qid -> correct, for the test split."""
+    idx: dict[tuple[str, str, str, str, str, str], dict[int, bool]] = defaultdict(dict)
+    for o in outcomes:
+        if o.variant != variant or o.split != "test":
+            continue
+        for dom in (o.domain, ALL_DOMAINS):
+            idx[(o.model, o.strategy, o.scorer, o.train_lang, dom, o.lang)][o.qid] = o.correct
+    return idx
+
+
+def pair_metrics(outcomes: Sequence[Outcome], languages: Sequence[str]) -> list[PairMetrics]:
+    """Every ordered pair of `languages` for every job group and domain present (missing pairs included)."""
+    idx = _index(outcomes)
+    groups = sorted({(k[0], k[1], k[2], k[4]) for k in idx})
+    out: list[PairMetrics] = []
+    for model, strategy, scorer, domain in groups:
+        trained = sorted({k[3] for k in idx if k[:3] == (model, strategy, scorer) and k[4] == domain})
+        for lt, ls in permutations(languages, 2):
+            if lt not in trained:
+                continue
+            x = idx.get((model, strategy, scorer, lt, domain, lt), {})
+            y = idx.get((model, strategy, scorer, lt, domain, ls), {})
+            table = contingency(x, y)
+            out.append(
+                PairMetrics(
+                    model=model, strategy=strategy, scorer=scorer, domain=domain, train_lang=lt, test_lang=ls,
+                    table=table, missing=table.n == 0,
+                )
+            )
+    return out
+
+
+def _mean_std(values: Sequence[float]) -> tuple[float | None, float | None]:
+    if not values:
+        return None, None
+    arr = np.asarray(values, dtype=float)
+    return float(arr.mean()), float(arr.std(ddof=0))
+
+
+def _bootstrap(
+    outcomes: Sequence[Outcome], model: str, strategy: str, scorer: str, domain: str, pairs: list[tuple[str, str]],
+    rng: np.random.Generator,
+) -> tuple[tuple[float, float] | None, tuple[float, float] | None]:
+    idx = _index(o for o in outcomes if o.model == model and o.strategy == strategy and o.scorer == scorer)
+    qids = sorted({q for k, v in idx.items() if k[4] == domain for q in v})
+    if not qids or not pairs:
+        return None, None
+    pos = {q: i for i, q in enumerate(qids)}
+    nq = len(qids)
+    ind_a = np.zeros((len(pairs), nq))
+    ind_ab = np.zeros((len(pairs), nq))
+    ind_n = np.zeros((len(pairs), nq))
+    for p, (lt, ls) in enumerate(pairs):
+        x = idx.get((model, strategy, scorer, lt, domain, lt), {})
+        y = idx.get((model, strategy, scorer, lt, domain, ls), {})
+        for q in set(x) & set(y):
+            i = pos[q]
+            ind_n[p, i] = 1
+            ind_ab[p, i] = 1 if x[q] else 0
+            ind_a[p, i] = 1 if (x[q] and y[q]) else 0
+    draws = rng.integers(0, nq, size=(BOOTSTRAP_SAMPLES, nq))
+    weights = np.stack([np.bincount(d, minlength=nq) for d in draws]).astype(float)  # (B, nq)
+    a, ab, n = weights @ ind_a.T, weights @ ind_ab.T, weights @ ind_n.T  # (B, pairs)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        overall = np.where(n > 0, a / n, np.nan)
+        transfer = np.where(ab > 0, a / ab, np.nan)
+
+    def ci(m: np.ndarray) -> tuple[float, float] | None:
+        valid = ~np.all(np.isnan(m), axis=1)
+        if not valid.any():
+            return None
+        means = np.nanmean(m[valid], axis=1)
+        return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+
+    return ci(overall), ci(transfer)
+
+
+def summarize(outcomes: Sequence[Outcome], languages: Sequence[str], *, seed: int = 0, bootstrap: bool = True) -> list[SummaryCell]:
+    """Table 2: mean ± std over pairs per model x strategy x scorer x domain, plus `all` and `avg`."""
+    pairs = pair_metrics(outcomes, languages)
+    rng = np.random.default_rng(seed)
+    by_group: dict[tuple[str, str, str], list[PairMetrics]] = defaultdict(list)
+    for p in pairs:
+        by_group[(p.model, p.strategy, p.scorer)].append(p)
+    out: list[SummaryCell] = []
+    for (model, strategy, scorer), plist in sorted(by_group.items()):
+        domains = sorted({p.domain for p in plist} - {ALL_DOMAINS})
+        for domain in [*domains, ALL_DOMAINS]:
+            sel = [p for p in plist if p.domain == domain]
+            ov = [p.overall for p in sel if p.overall is not None]
+            tr = [p.transfer for p in sel if p.transfer is not None]
+            ci_o, ci_t = (None, None)
+            if bootstrap:
+                ci_o, ci_t = _bootstrap(
+                    outcomes, model, strategy, scorer, domain, [(p.train_lang, p.test_lang) for p in sel if not p.missing], rng
+                )
+            om, osd = _mean_std(ov)
+            tm, tsd = _mean_std(tr)
+            out.append(
+                SummaryCell(
+                    model=model, strategy=strategy, scorer=scorer, domain=domain, overall_mean=om, overall_std=osd,
+                    transfer_mean=tm, transfer_std=tsd, overall_ci=ci_o, transfer_ci=ci_t,
+                    pairs=sum(not p.missing for p in sel), transfer_undefined=sum(not p.missing and p.transfer is None for p in sel),
+                    missing=sum(p.missing for p in sel),
+                )
+            )
+        # the average over domains: per pair, the mean of its per-domain values; then mean ± std over pairs
+        per_pair_o: dict[tuple[str, str], list[float]] = defaultdict(list)
+        per_pair_t: dict[tuple[str, str], list[float]] = defaultdict(list)
+        for p in plist:
+            if p.domain == ALL_DOMAINS:
+                continue
+            if p.overall is not None:
+                per_pair_o[(p.train_lang, p.test_lang)].append(p.overall)
+            if p.transfer is not None:
+                per_pair_t[(p.train_lang, p.test_lang)].append(p.transfer)
+        om, osd = _mean_std([float(np.mean(v)) for v in per_pair_o.values()])
+        tm, tsd = _mean_std([float(np.mean(v)) for v in per_pair_t.values()])
+        out.append(
+            SummaryCell(
+                model=model, strategy=strategy, scorer=scorer, domain=AVG_DOMAINS, overall_mean=om, overall_std=osd,
+                transfer_mean=tm, transfer_std=tsd, pairs=len(per_pair_o),
+            )
+        )
+    return out
+
+
+def mcnemar_tests(outcomes: Sequence[Outcome], languages: Sequence[str]) -> list[AsymmetryTest]:
+    """Per unordered language pair: is L1->L2 transfer different from L2->L1 on the same questions?"""
+    from scipy.stats import binomtest
+
+    idx = _index(outcomes)
+    groups = sorted({(k[0], k[1], k[2]) for k in idx})
+    out: list[AsymmetryTest] = []
+    for model, strategy, scorer in groups:
+        for i, l1 in enumerate(languages):
+            for l2 in languages[i + 1 :]:
+                fwd = idx.get((model, strategy, scorer, l1, ALL_DOMAINS, l2))
+                bwd = idx.get((model, strategy, scorer, l2, ALL_DOMAINS, l1))
+                if not fwd or not bwd:
+                    continue
+                common = set(fwd) & set(bwd)
+                f = sum(1 for q in common if fwd[q] and not bwd[q])
+                b = sum(1 for q in common if bwd[q] and not fwd[q])
+                p = float(binomtest(f, f + b, 0.5).pvalue) if f + b else None
+                stronger = None if f == b else (f"{l1}->{l2}" if f > b else f"{l2}->{l1}")
+                out.append(
+                    AsymmetryTest(
+                        model=model, strategy=strategy, scorer=scorer, lang_1=l1, lang_2=l2, forward=f, backward=b,
+                        p_value=p, stronger=stronger,
+                    )
+                )
+    return out
+
+
+def base_accuracy(outcomes: Sequence[Outcome]) -> list[BaseAccuracy]:
+    """The base model's accuracy per language (its answers are the same in every job of a model)."""
+    from scipy.stats import binomtest
+
+    seen: dict[tuple[str, str, str], dict[int, bool]] = defaultdict(dict)
+    for o in outcomes:
+        if o.variant == "base" and o.split == "test":
+            seen[(o.model, o.scorer, o.lang)].setdefault(o.qid, o.correct)
+    out: list[BaseAccuracy] = []
+    for (model, scorer, lang), answers in sorted(seen.items()):
+        n = len(answers)
+        k = sum(answers.values())
+        acc = k / n if n else None
+        p = float(binomtest(k, n, 0.25, alternative="greater").pvalue) if n else None
+        flagged = acc is not None and p is not None and acc > BASE_FLAG_ACCURACY and p < BASE_FLAG_P
+        out.append(BaseAccuracy(model=model, scorer=scorer, lang=lang, n=n, accuracy=acc, p_above_chance=p, flagged=flagged))
+    return out
+
+
+def parse_failure_rates(outcomes: Sequence[Outcome]) -> dict[tuple[str, str, str], float]:
+    """(model, strategy, variant) -> share of `generate` answers with no parseable letter."""
+    tot: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0])
+    for o in outcomes:
+        if o.scorer != "generate":
+            continue
+        t = tot[(o.model, o.strategy, o.variant)]
+        t[0] += o.predicted is None
+        t[1] += 1
+    return {k: v[0] / v[1] for k, v in sorted(tot.items()) if v[1]}
+
+
+def fmt(mean: float | None, std: float | None) -> str:
+    if mean is None or math.isnan(mean):
+        return "n/a"
+    return f"{100 * mean:.1f} ± {100 * (std or 0):.1f}"

@@ -1,0 +1,61 @@
+"""Answer a set of snapshot questions with a loaded model, with every configured scorer."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from clkt.evaluate.prompts import render_mcq
+from clkt.evaluate.scorers import ScorerName, score_prompts
+from clkt.inject.spec import ResultItem, Variant
+
+if TYPE_CHECKING:
+    from clkt.config import GpuSettings, TargetSettings
+    from clkt.snapshots.layout import QuestionRow
+
+__all__ = ["answer_questions", "accuracy"]
+
+Progress = Callable[[str, int, int], None]  # (phase, done, total)
+
+
+def answer_questions(
+    model: Any, tokenizer: Any, target: TargetSettings, rows: Sequence[QuestionRow], *, scorers: Sequence[str],
+    gpu: GpuSettings, variant: Variant, phase: str = "eval", progress: Progress | None = None,
+) -> list[ResultItem]:
+    """One `ResultItem` per (row, scorer), in the order of `rows` for each scorer."""
+    from tqdm.auto import tqdm
+
+    prompts = [render_mcq(target, tokenizer, r.question, r.options, r.lang) for r in rows]
+    out: list[ResultItem] = []
+    for scorer in scorers:
+        name = ScorerName(scorer)
+        bar = tqdm(total=len(prompts), desc=f"{phase} {variant.value} {name.value}", unit="q", leave=False)
+        done = [0]
+
+        def tick(n: int, _bar: Any = bar, _name: str = name.value) -> None:
+            _bar.update(n)
+            done[0] += n
+            if progress is not None:
+                progress(f"{phase}:{variant.value}:{_name}", done[0], len(prompts))
+
+        try:
+            scored = score_prompts(
+                name, model, tokenizer, prompts, batch_size=gpu.eval_batch_size, max_new_tokens=gpu.max_new_tokens,
+                max_length=gpu.max_seq_len, progress=tick,
+            )
+        finally:
+            bar.close()
+        for row, s in zip(rows, scored, strict=True):
+            out.append(
+                ResultItem(
+                    qid=row.qid, lang=row.lang, variant=variant, scorer=name.value, split=row.split,
+                    predicted=s.predicted, correct=s.predicted == row.answer, raw=s.raw,
+                )
+            )
+    return out
+
+
+def accuracy(items: Sequence[ResultItem]) -> float | None:
+    if not items:
+        return None
+    return sum(i.correct for i in items) / len(items)

@@ -1,0 +1,124 @@
+"""The two scorers of a multiple-choice question, both at temperature 0.
+
+- `generate`: the paper's protocol. Greedy generation after the question and its lettered options (batched,
+  left padding), the letter parsed strictly (`parse_answer_letter`); unparseable = wrong.
+- `letter-logprob`: one forward pass per prompt, keeping only the last position's logits (left padding puts
+  every prompt's last token there, and position ids follow the attention mask), then the highest-scoring of
+  the four letters. A letter may be spelled by several tokens ("A" and " A"); its score is the best of them.
+
+Both sort prompts by length before batching (less padding) and return answers in the input order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from clkt.evaluate.parse import parse_answer_letter
+from clkt.evaluate.prompts import LETTERS
+from clkt.targets.prompting import RenderedPrompt, encode_left_padded
+
+__all__ = ["ScorerName", "Scored", "letter_token_ids", "score_letter_logprob", "score_generate", "score_prompts"]
+
+Progress = Callable[[int], None]
+
+
+class ScorerName(str, Enum):
+    generate = "generate"
+    letter_logprob = "letter-logprob"
+
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    predicted: str | None  # None: the completion states no letter (generate only)
+    raw: str  # the completion (generate) or the four letter log-probs (letter-logprob)
+
+
+def letter_token_ids(tokenizer: Any) -> list[list[int]]:
+    """For A–D, every single token that spells the letter (bare, and with a leading space)."""
+    out: list[list[int]] = []
+    for letter in LETTERS:
+        ids: set[int] = set()
+        for variant in (letter, " " + letter):
+            enc = tokenizer.encode(variant, add_special_tokens=False)
+            if len(enc) == 1:
+                ids.add(int(enc[0]))
+        if not ids:
+            raise ValueError(f"the tokenizer has no single token for the letter {letter!r}")
+        out.append(sorted(ids))
+    return out
+
+
+def _batches(prompts: Sequence[RenderedPrompt], tokenizer: Any, batch_size: int) -> list[list[int]]:
+    lengths = [len(tokenizer.encode(p.text, add_special_tokens=p.add_special_tokens)) for p in prompts]
+    order = sorted(range(len(prompts)), key=lambda i: lengths[i])
+    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+
+
+def _positions(mask: Any) -> Any:
+    return (mask.long().cumsum(-1) - 1).clamp(min=0)
+
+
+def score_letter_logprob(
+    model: Any, tokenizer: Any, prompts: Sequence[RenderedPrompt], *, batch_size: int = 8,
+    max_length: int | None = None, progress: Progress | None = None,
+) -> list[Scored]:
+    import torch
+
+    letters = letter_token_ids(tokenizer)
+    flat = torch.tensor([t for ids in letters for t in ids])
+    owner = torch.tensor([k for k, ids in enumerate(letters) for _ in ids])
+    out: list[Scored | None] = [None] * len(prompts)
+    with torch.inference_mode():
+        for idx in _batches(prompts, tokenizer, batch_size):
+            batch = encode_left_padded(tokenizer, [prompts[i] for i in idx], max_length=max_length).to(model.device)
+            logits = model(
+                input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                position_ids=_positions(batch["attention_mask"]), logits_to_keep=1, use_cache=False,
+            ).logits[:, -1, :].float()
+            logp = torch.log_softmax(logits, dim=-1)[:, flat.to(logits.device)].cpu()
+            best = torch.full((len(idx), len(LETTERS)), float("-inf"))
+            best = best.scatter_reduce(1, owner.expand(len(idx), -1), logp, reduce="amax")
+            for row, i in enumerate(idx):
+                k = int(best[row].argmax())
+                out[i] = Scored(LETTERS[k], " ".join(f"{LETTERS[j]}={best[row, j]:.3f}" for j in range(len(LETTERS))))
+            if progress is not None:
+                progress(len(idx))
+    return [s for s in out if s is not None]
+
+
+def score_generate(
+    model: Any, tokenizer: Any, prompts: Sequence[RenderedPrompt], *, batch_size: int = 8,
+    max_new_tokens: int = 64, max_length: int | None = None, progress: Progress | None = None,
+) -> list[Scored]:
+    import torch
+
+    out: list[Scored | None] = [None] * len(prompts)
+    with torch.inference_mode():
+        for idx in _batches(prompts, tokenizer, batch_size):
+            batch = encode_left_padded(tokenizer, [prompts[i] for i in idx], max_length=max_length).to(model.device)
+            gen = model.generate(
+                **batch, max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=tokenizer.pad_token_id,
+                temperature=None, top_p=None, top_k=None,
+            )
+            texts = tokenizer.batch_decode(gen[:, batch["input_ids"].shape[1] :], skip_special_tokens=True)
+            for i, text in zip(idx, texts, strict=True):
+                out[i] = Scored(parse_answer_letter(text), text)
+            if progress is not None:
+                progress(len(idx))
+    return [s for s in out if s is not None]
+
+
+def score_prompts(
+    scorer: ScorerName | str, model: Any, tokenizer: Any, prompts: Sequence[RenderedPrompt], *, batch_size: int,
+    max_new_tokens: int, max_length: int | None = None, progress: Progress | None = None,
+) -> list[Scored]:
+    name = ScorerName(scorer)
+    if name is ScorerName.generate:
+        return score_generate(
+            model, tokenizer, prompts, batch_size=batch_size, max_new_tokens=max_new_tokens, max_length=max_length,
+            progress=progress,
+        )
+    return score_letter_logprob(model, tokenizer, prompts, batch_size=batch_size, max_length=max_length, progress=progress)

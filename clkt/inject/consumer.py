@@ -1,0 +1,304 @@
+"""The GPU consumer: claims `GpuJob` rows and runs each in a child process, one at a time per device.
+
+The event loop never runs torch. For each claimed job the consumer writes `<data_dir>/jobs/<id>/spec.json`,
+starts `python -m clkt.inject.run_job` (its output goes to `job.log` beside it), heartbeats the lease while
+the child runs, enforces `gpu.job_timeout_s`, and then, in ONE transaction, writes every per-question result
+and completes the job (fenced on the lease). A child that fails, crashes or runs out of memory fails that
+job only; the next job starts as usual. When the last job of a snapshot finishes, the report is written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import ClassVar
+
+from pydantic import ValidationError
+
+from clkt.config import GpuSettings, Settings, TargetSettings
+from clkt.context import ServiceContext
+from clkt.inject.spec import (
+    FAILURE_FILE,
+    LOG_FILE,
+    OUTCOME_FILE,
+    PROGRESS_FILE,
+    JobFailure,
+    JobOutcome,
+    JobProgress,
+    JobSpec,
+    write_json_atomic,
+)
+from storage.claim import LeaseLost, claim, complete, fail, heartbeat, release
+from storage.gpu_jobs import ResultRecord, snapshot_jobs_finished, write_job_results
+from storage.models import GpuJob, LeaseStatus, Snapshot
+
+__all__ = ["GpuConsumer", "JobRun", "job_dir"]
+
+log = logging.getLogger(__name__)
+
+
+def job_dir(data_dir: Path, job_id: int) -> Path:
+    return data_dir / "jobs" / str(job_id)
+
+
+@dataclass(frozen=True, slots=True)
+class JobRun:
+    """How one job ended, as the consumer saw it."""
+
+    job_id: int
+    status: LeaseStatus | None  # None: handed back (shutdown) or the lease was lost
+    detail: str = ""
+
+
+class _PermanentSetup(Exception):
+    """The job cannot run as configured (unknown target, no snapshot export)."""
+
+
+class GpuConsumer:
+    """Service `gpu-consumer`: one slot per configured device, each running one job at a time."""
+
+    name = "gpu-consumer"
+    RETRY_BACKOFF_S: ClassVar[float] = 30.0  # before a crashed or timed-out job is tried again
+    KILL_GRACE_S: ClassVar[float] = 10.0  # SIGTERM -> SIGKILL
+    PROGRESS_LOG_S: ClassVar[float] = 30.0
+    POLL_S: ClassVar[float] = 0.5  # how often the child is checked
+
+    def __init__(self, *, settings: Settings, devices: list[str] | None = None, burst: bool = False) -> None:
+        self.settings = settings
+        self.devices = list(devices or settings.gpu.devices)
+        self.burst = burst  # stop when no job is claimable (tests, `clkt worker --burst`)
+        self.finished: list[JobRun] = []
+
+    async def run(self, ctx: ServiceContext) -> None:
+        tasks = [
+            asyncio.create_task(self._slot(ctx, device, i), name=f"gpu-consumer:{device}:{i}")
+            for i, device in enumerate(self.devices)
+        ]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    # -- one device ---------------------------------------------------------------------------------------------
+
+    async def _slot(self, ctx: ServiceContext, device: str, index: int) -> None:
+        lease = timedelta(seconds=ctx.settings.daemon.lease_s)
+        while not ctx.stopping.is_set():
+            if not ctx.may_claim():
+                if await ctx.sleep(ctx.settings.daemon.poll_interval_s):
+                    return
+                continue
+            async with ctx.store.transaction() as s:
+                jobs = await claim(s, GpuJob, owner=ctx.owner, lease=lease, limit=1)
+            if not jobs:
+                if self.burst or await ctx.sleep(ctx.settings.daemon.poll_interval_s):
+                    return
+                continue
+            run = await self._run_job(ctx, jobs[0], device, lease)
+            self.finished.append(run)
+            if run.status in (LeaseStatus.done, LeaseStatus.failed):
+                await self._maybe_report(ctx, jobs[0].snapshot_id)
+
+    async def _job_spec(self, ctx: ServiceContext, job: GpuJob, device: str) -> JobSpec:
+        target = next((t for t in ctx.settings.spec.targets if t.name == job.target_model), None)
+        if target is None:
+            raw = job.config.get("target") if isinstance(job.config, dict) else None
+            target = TargetSettings.model_validate(raw) if raw else None
+        if target is None:
+            names = [t.name for t in ctx.settings.spec.targets]
+            raise _PermanentSetup(f"target model {job.target_model!r} is not in the spec (targets: {names})")
+        async with ctx.store.session() as s:
+            snap = await s.get(Snapshot, job.snapshot_id)
+        if snap is None or not snap.export_path:
+            raise _PermanentSetup(f"snapshot {job.snapshot_id} has no export directory")
+        try:
+            cfg = {k: v for k, v in (job.config or {}).items() if k in GpuSettings.model_fields}
+            gpu = GpuSettings.model_validate(cfg) if cfg else ctx.settings.gpu
+        except ValidationError as e:
+            raise _PermanentSetup(f"job config is invalid: {e.errors()[0]['msg']}") from e
+        data_dir = ctx.settings.data_dir.resolve()
+        assert job.id is not None
+        return JobSpec(
+            job_id=job.id, snapshot_id=job.snapshot_id, snapshot_dir=Path(snap.export_path).resolve(), target=target,
+            strategy=job.strategy, train_lang=job.train_lang, gpu=gpu, data_dir=data_dir,  # type: ignore[arg-type]
+            artifacts_dir=job_dir(data_dir, job.id), device=device,
+            base_cache_dir=data_dir / "jobs" / "base" / job.snapshot_id,
+        )
+
+    async def _run_job(self, ctx: ServiceContext, job: GpuJob, device: str, lease: timedelta) -> JobRun:
+        assert job.id is not None
+        jid = job.id
+        label = f"job {jid} ({job.target_model} / {job.strategy} / train {job.train_lang} / {job.snapshot_id})"
+        try:
+            spec = await self._job_spec(ctx, job, device)
+        except (_PermanentSetup, ValidationError) as e:
+            return await self._fail(ctx, jid, f"{label}: {e}", permanent=True)
+        spec.artifacts_dir.mkdir(parents=True, exist_ok=True)
+        for stale in (OUTCOME_FILE, FAILURE_FILE):
+            (spec.artifacts_dir / stale).unlink(missing_ok=True)
+        spec_path = spec.artifacts_dir / "spec.json"
+        write_json_atomic(spec_path, spec)
+        log.info("%s: starting on %s (attempt %d of %d)", label, device, job.attempts, job.max_attempts)
+        with (spec.artifacts_dir / LOG_FILE).open("ab") as logf:
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "clkt.inject.run_job", str(spec_path),
+                stdout=logf, stderr=asyncio.subprocess.STDOUT, stdin=asyncio.subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        try:
+            ended = await self._supervise(ctx, proc, jid, spec, lease, label)
+        except asyncio.CancelledError:
+            await self._stop_child(proc)
+            await asyncio.shield(self._release(ctx, jid, "shutdown: the job was cancelled"))
+            raise
+        if ended is not None:
+            return ended
+        rc = proc.returncode
+        if rc == 0 and (spec.artifacts_dir / OUTCOME_FILE).is_file():
+            return await self._store_outcome(ctx, jid, spec, label)
+        failure = _read_failure(spec.artifacts_dir / FAILURE_FILE)
+        if failure is not None:
+            return await self._fail(ctx, jid, f"{label}: {failure.kind.value}: {failure.message}", permanent=failure.permanent)
+        how = f"killed by signal {-rc}" if rc is not None and rc < 0 else f"exit code {rc}"
+        hint = " (out of host memory?)" if rc == -signal.SIGKILL else ""
+        return await self._fail(ctx, jid, f"{label}: the job process died ({how}){hint}; see {spec.artifacts_dir / LOG_FILE}")
+
+    async def _supervise(
+        self, ctx: ServiceContext, proc: asyncio.subprocess.Process, jid: int, spec: JobSpec, lease: timedelta, label: str
+    ) -> JobRun | None:
+        """Wait for the child while heartbeating; a JobRun when the consumer ended the job itself."""
+        started = time.monotonic()
+        beat_every = max(1.0, lease.total_seconds() / 3)
+        next_beat = started + beat_every
+        next_log = started + self.PROGRESS_LOG_S
+        timeout_s = ctx.settings.gpu.job_timeout_s
+        while True:
+            try:
+                await asyncio.wait_for(proc.wait(), timeout=self.POLL_S)
+                return None
+            except TimeoutError:
+                pass
+            now = time.monotonic()
+            if ctx.stopping.is_set():
+                await self._stop_child(proc)
+                await asyncio.shield(self._release(ctx, jid, "shutdown: handed back, resumes from its last epoch"))
+                return JobRun(jid, None, "handed back at shutdown")
+            if now - started > timeout_s:
+                await self._stop_child(proc)
+                return await self._fail(ctx, jid, f"{label}: timed out after {timeout_s:.0f}s (gpu.job_timeout_s)")
+            if now >= next_beat:
+                next_beat = now + beat_every
+                try:
+                    async with ctx.store.transaction() as s:
+                        await heartbeat(s, GpuJob, jid, owner=ctx.owner, lease=lease)
+                except LeaseLost:
+                    await self._stop_child(proc)
+                    log.warning("%s: lease lost; stopped the job process", label)
+                    return JobRun(jid, None, "lease lost")
+            if now >= next_log:
+                next_log = now + self.PROGRESS_LOG_S
+                p = _read_progress(spec.artifacts_dir / PROGRESS_FILE)
+                if p is not None:
+                    extra = f" epoch {p.epoch}" if p.epoch is not None else ""
+                    extra += f" loss {p.loss:.3f}" if p.loss is not None else ""
+                    log.info("%s: %s %d/%d%s", label, p.phase, p.done, p.total, extra)
+
+    async def _stop_child(self, proc: asyncio.subprocess.Process) -> None:
+        if proc.returncode is not None:
+            return
+        for sig, wait_s in ((signal.SIGTERM, self.KILL_GRACE_S), (signal.SIGKILL, 30.0)):
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                return
+            try:
+                await asyncio.wait_for(proc.wait(), timeout=wait_s)
+                return
+            except TimeoutError:
+                continue
+
+    async def _store_outcome(self, ctx: ServiceContext, jid: int, spec: JobSpec, label: str) -> JobRun:
+        try:
+            outcome = JobOutcome.model_validate_json((spec.artifacts_dir / OUTCOME_FILE).read_bytes())
+        except (OSError, ValidationError) as e:
+            return await self._fail(ctx, jid, f"{label}: unreadable outcome file: {e}")
+        records = [
+            ResultRecord(
+                question_id=r.qid, lang=r.lang, variant=r.variant.value, scorer=r.scorer, split=r.split,
+                predicted=r.predicted, correct=r.correct, raw=r.raw,
+            )
+            for r in outcome.results
+        ]
+        summary = dict(outcome.summary)
+        summary["epochs"] = [e.model_dump(mode="json") for e in outcome.epochs]  # type: ignore[assignment]
+        summary.update(target_family=spec.target.family, target_size_b=spec.target.size_b, target_model_id=spec.target.model)
+        try:
+            async with ctx.store.transaction() as s:
+                n = await write_job_results(s, jid, records)
+                await complete(
+                    s, GpuJob, jid, owner=ctx.owner, best_epoch=outcome.best_epoch, device=outcome.device,
+                    artifacts_dir=str(spec.artifacts_dir), summary=summary, last_error=None,
+                )
+        except LeaseLost:
+            log.warning("%s: finished, but its lease was lost; results not written (another worker owns it)", label)
+            return JobRun(jid, None, "lease lost")
+        ctx.metrics.gpu_jobs.labels(outcome="done").inc()
+        log.info("%s: done, best epoch %d, %d results", label, outcome.best_epoch, n)
+        return JobRun(jid, LeaseStatus.done)
+
+    async def _fail(self, ctx: ServiceContext, jid: int, error: str, *, permanent: bool = False) -> JobRun:
+        try:
+            async with ctx.store.transaction() as s:
+                status = await fail(
+                    s, GpuJob, jid, owner=ctx.owner, error=error, permanent=permanent,
+                    retry_in=timedelta(seconds=self.RETRY_BACKOFF_S),
+                )
+        except LeaseLost:
+            return JobRun(jid, None, "lease lost")
+        ctx.metrics.gpu_jobs.labels(outcome="failed" if status is LeaseStatus.failed else "retry").inc()
+        log.error("%s%s", error, "" if status is LeaseStatus.failed else " (will retry)")
+        return JobRun(jid, status, error)
+
+    async def _release(self, ctx: ServiceContext, jid: int, reason: str) -> None:
+        try:
+            async with ctx.store.transaction() as s:
+                await release(s, GpuJob, jid, owner=ctx.owner, reason=reason)
+        except Exception:  # shutdown bookkeeping: the lease expires anyway
+            log.exception("could not hand back GPU job %d", jid)
+
+    async def _maybe_report(self, ctx: ServiceContext, snapshot_id: str) -> None:
+        async with ctx.store.session() as s:
+            finished = await snapshot_jobs_finished(s, snapshot_id)
+        if not finished:
+            return
+        from clkt.evaluate.report import report_dir, write_report
+
+        try:
+            paths = await write_report(ctx.store, snapshot_id, report_dir(ctx.settings.data_dir, snapshot_id))
+        except Exception:
+            log.exception("report of snapshot %s failed", snapshot_id)
+            return
+        log.info("snapshot %s: every GPU job finished; report written to %s", snapshot_id, paths.markdown)
+
+
+def _read_failure(path: Path) -> JobFailure | None:
+    try:
+        return JobFailure.model_validate_json(path.read_bytes())
+    except (OSError, ValidationError):
+        return None
+
+
+def _read_progress(path: Path) -> JobProgress | None:
+    try:
+        return JobProgress.model_validate_json(path.read_bytes())
+    except (OSError, ValidationError):
+        return None

@@ -1,0 +1,232 @@
+"""One GPU job, run inside the child process: base answers, injection, best epoch, injected answers.
+
+1. Load the snapshot directory and the target model.
+2. Answer the test split in every language with the base model (cached per snapshot x target, since every
+   job of that pair asks the same questions).
+3. Inject the train-language documents with the strategy, one checkpoint per epoch; after each epoch,
+   the accuracy on the validation split in the train language.
+4. Take the best epoch (the earliest of the best), answer the test split in every language again.
+5. Write `predictions.jsonl` and return the `JobOutcome`.
+
+Killed anywhere, a rerun resumes: finished epochs are checkpoints, their validation accuracies are files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from clkt.errors import JobError, SnapshotError, UserError
+from clkt.evaluate.prompts import EVAL_PROMPT_VERSION
+from clkt.evaluate.runner import accuracy, answer_questions
+from clkt.inject.spec import (
+    PREDICTIONS_FILE,
+    PROGRESS_FILE,
+    EpochRecord,
+    JobOutcome,
+    JobProgress,
+    JobSpec,
+    ResultItem,
+    Variant,
+    write_json_atomic,
+)
+from clkt.inject.strategies import get_strategy
+from clkt.inject.trainer import EpochResult, TrainLoop, completed_epochs, epoch_dir
+from clkt.snapshots.layout import QuestionRow, SnapshotData, load_snapshot_dir
+from clkt.targets.loader import load_target, resolve_device
+
+__all__ = ["run_job", "check_spec", "ProgressWriter", "VAL_FILE", "CKPT_DIR"]
+
+log = logging.getLogger(__name__)
+
+VAL_FILE = "val.json"
+CKPT_DIR = "checkpoints"
+
+
+class ProgressWriter:
+    """Writes `progress.json` for the parent at most every `every_s` seconds."""
+
+    def __init__(self, path: Path, *, every_s: float = 2.0) -> None:
+        self.path = path
+        self.every_s = every_s
+        self._last = 0.0
+
+    def __call__(self, progress: JobProgress, *, force: bool = False) -> None:
+        now = time.monotonic()
+        if force or now - self._last >= self.every_s:
+            self._last = now
+            write_json_atomic(self.path, progress)
+
+
+def _selection_scorer(scorers: list[str]) -> str:
+    return "letter-logprob" if "letter-logprob" in scorers else scorers[0]
+
+
+def _load_snapshot(spec: JobSpec) -> SnapshotData:
+    data = load_snapshot_dir(spec.snapshot_dir)
+    if spec.train_lang not in data.languages:
+        raise SnapshotError(f"snapshot {spec.snapshot_id} has no language {spec.train_lang!r} (has {data.languages})")
+    return data
+
+
+def _base_answers(
+    spec: JobSpec, model: Any, tok: Any, rows: list[QuestionRow], dtype: str, progress: ProgressWriter
+) -> list[ResultItem]:
+    """Base-model answers, shared through `spec.base_cache_dir` by every job of the same snapshot x target."""
+    key = hashlib.sha256(
+        json.dumps(
+            [spec.target.model_dump(mode="json"), spec.gpu.scorers, spec.gpu.max_new_tokens, spec.gpu.max_seq_len,
+             EVAL_PROMPT_VERSION, dtype, sorted((r.qid, r.lang) for r in rows)],
+            sort_keys=True, default=str,
+        ).encode()
+    ).hexdigest()[:16]
+    cache = spec.base_cache_dir / f"{spec.target.name}-{key}.jsonl" if spec.base_cache_dir else None
+    if cache is not None and cache.is_file():
+        return [ResultItem.model_validate_json(line) for line in cache.read_text(encoding="utf-8").splitlines() if line]
+    items = answer_questions(
+        model, tok, spec.target, rows, scorers=spec.gpu.scorers, gpu=spec.gpu, variant=Variant.base, phase="base",
+        progress=lambda ph, d, t: progress(JobProgress(phase=ph, done=d, total=t)),
+    )
+    if cache is not None:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache.with_name(f".{cache.name}.tmp-{os.getpid()}")
+        tmp.write_text("".join(i.model_dump_json() + "\n" for i in items), encoding="utf-8")
+        os.replace(tmp, cache)
+    return items
+
+
+def run_job(spec: JobSpec) -> JobOutcome:
+    import torch
+
+    if spec.gpu.torch_threads:
+        torch.set_num_threads(spec.gpu.torch_threads)
+    torch.manual_seed(spec.gpu.seed)
+    strategy = get_strategy(spec.strategy)
+    data = _load_snapshot(spec)
+    docs = data.docs_for(spec.train_lang)
+    if not docs:
+        raise SnapshotError(f"snapshot {spec.snapshot_id} has no {spec.train_lang} documents to inject")
+    test_rows = [r for lang in data.languages for r in data.questions_for(lang, "test")]
+    val_rows = data.questions_for(spec.train_lang, "val")
+    device = resolve_device(spec.device)
+    # full fine-tuning keeps fp32 master weights (bf16 autocast on GPU); LoRA trains over a bf16 base on GPU
+    dtype = torch.float32 if (spec.strategy == "full-ft" or not device.startswith("cuda")) else torch.bfloat16
+    progress = ProgressWriter(spec.artifacts_dir / PROGRESS_FILE)
+    progress(JobProgress(phase="loading"), force=True)
+    model, tok = load_target(spec.target, data_dir=spec.data_dir, device=device, dtype=dtype)
+    base = _base_answers(spec, model, tok, test_rows, str(dtype), progress)
+
+    examples = strategy.examples(docs, tok, target=spec.target, gpu=spec.gpu)
+    if not examples:
+        raise SnapshotError(f"snapshot {spec.snapshot_id}: the {spec.train_lang} documents tokenize to nothing")
+    model = strategy.prepare(model, spec.gpu)
+    ckpt_root = spec.artifacts_dir / CKPT_DIR
+    sel = _selection_scorer(list(spec.gpu.scorers))
+    vals: dict[int, float | None] = {}
+
+    def validate(epoch: int) -> float | None:
+        f = epoch_dir(ckpt_root, epoch) / VAL_FILE
+        if f.is_file():
+            return json.loads(f.read_text())["accuracy"]
+        model.eval()
+        items = answer_questions(
+            model, tok, spec.target, val_rows, scorers=[sel], gpu=spec.gpu, variant=Variant.injected,
+            phase=f"val@{epoch}", progress=lambda ph, d, t: progress(JobProgress(phase=ph, done=d, total=t, epoch=epoch)),
+        )
+        model.train()
+        acc = accuracy(items)
+        f.write_text(json.dumps({"epoch": epoch, "scorer": sel, "accuracy": acc, "n": len(items)}))
+        return acc
+
+    def on_epoch(res: EpochResult) -> None:
+        vals[res.epoch] = validate(res.epoch)
+        log.info("epoch %d: loss %.4f, %d tokens in %.1fs, val accuracy %s", res.epoch, res.loss, res.tokens, res.seconds, vals[res.epoch])
+        _prune(res.epoch)
+
+    def _prune(last: int) -> None:
+        if strategy.keep_every_epoch:
+            return
+        keep = {last, _best(vals, last)}
+        for e in list(vals):
+            if e not in keep:
+                for f in epoch_dir(ckpt_root, e).glob("*.safetensors"):
+                    f.unlink()
+
+    loop = TrainLoop(
+        model=model, strategy=strategy, examples=examples, gpu=spec.gpu, ckpt_root=ckpt_root,
+        pad_id=tok.pad_token_id if tok.pad_token_id is not None else 0, device=device,
+        on_step=lambda e, s, loss: progress(JobProgress(phase="train", done=s, total=loop.steps_per_epoch, epoch=e, loss=loss)),
+        on_epoch=on_epoch,
+    )
+    resumed = completed_epochs(ckpt_root)
+    if resumed:  # validate the epoch a kill may have interrupted, with its own weights (already loaded by run())
+        strategy.load(model, epoch_dir(ckpt_root, resumed[-1].epoch))
+        for r in resumed:
+            f = epoch_dir(ckpt_root, r.epoch) / VAL_FILE
+            if f.is_file():
+                vals[r.epoch] = json.loads(f.read_text())["accuracy"]
+        if resumed[-1].epoch not in vals:
+            vals[resumed[-1].epoch] = validate(resumed[-1].epoch)
+    epochs = loop.run()
+    best = _best(vals, epochs[-1].epoch)
+    strategy.load(model, epoch_dir(ckpt_root, best))
+    model = strategy.for_inference(model)
+    model.eval()
+    injected = answer_questions(
+        model, tok, spec.target, test_rows, scorers=spec.gpu.scorers, gpu=spec.gpu, variant=Variant.injected,
+        phase="test", progress=lambda ph, d, t: progress(JobProgress(phase=ph, done=d, total=t)),
+    )
+    results = base + injected
+    _write_predictions(spec.artifacts_dir / PREDICTIONS_FILE, results)
+    records = [
+        EpochRecord(epoch=e.epoch, loss=e.loss, tokens=e.tokens, seconds=e.seconds, val_accuracy=vals.get(e.epoch))
+        for e in epochs
+    ]
+    train_tokens = sum(e.tokens for e in epochs)
+    train_s = sum(e.seconds for e in epochs)
+    summary: dict[str, float | int | str | None] = {
+        "selection_scorer": sel,
+        "val_questions": len(val_rows),
+        "test_questions": len(test_rows),
+        "train_examples": len(examples),
+        "train_tokens_per_s": round(train_tokens / train_s, 2) if train_s else None,
+        "resumed_after_epoch": resumed[-1].epoch if resumed else 0,
+    }
+    for variant in (Variant.base, Variant.injected):
+        for scorer in spec.gpu.scorers:
+            subset = [r for r in results if r.variant is variant and r.scorer == scorer]
+            summary[f"{variant.value}:{scorer}:accuracy"] = accuracy(subset)
+            if scorer == "generate" and subset:
+                summary[f"{variant.value}:generate:parse_failure_rate"] = sum(r.predicted is None for r in subset) / len(subset)
+    return JobOutcome(
+        job_id=spec.job_id, best_epoch=best, epochs=records, device=device, results=results, summary=summary
+    )
+
+
+def _best(vals: dict[int, float | None], last: int) -> int:
+    """The earliest epoch with the best validation accuracy; the last epoch when nothing was validated."""
+    scored = {e: v for e, v in vals.items() if v is not None}
+    if not scored:
+        return last
+    top = max(scored.values())
+    return min(e for e, v in scored.items() if v == top)
+
+
+def _write_predictions(path: Path, results: list[ResultItem]) -> None:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text("".join(r.model_dump_json() + "\n" for r in results), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def check_spec(spec: JobSpec) -> None:
+    """Cheap checks before any model is loaded."""
+    get_strategy(spec.strategy)
+    if not Path(spec.snapshot_dir).is_dir():
+        raise UserError(f"snapshot directory {spec.snapshot_dir} does not exist")
+    if spec.gpu.epochs < 1:
+        raise JobError("epochs must be >= 1")

@@ -1,0 +1,68 @@
+"""The job process: `python -m clkt.inject.run_job <artifacts>/spec.json`.
+
+Runs one `JobSpec` (see `clkt.inject.job`) and writes `outcome.json` (exit 0) or `failure.json` (exit 3 for
+a failure that retrying cannot fix, 1 otherwise). The GPU consumer starts it, so an out-of-memory error or a
+crash inside torch ends this process, never the daemon.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import traceback
+from pathlib import Path
+
+__all__ = ["main", "EXIT_OK", "EXIT_RETRYABLE", "EXIT_PERMANENT"]
+
+EXIT_OK = 0
+EXIT_RETRYABLE = 1
+EXIT_PERMANENT = 3
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m clkt.inject.run_job <spec.json>", file=sys.stderr)
+        return 2
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    from clkt.errors import ModelUnavailableError, SnapshotError, UserError
+    from clkt.inject.job import check_spec, run_job
+    from clkt.inject.spec import FAILURE_FILE, OUTCOME_FILE, FailureKind, JobFailure, JobSpec, write_json_atomic
+    from clkt.inject.trainer import OutOfMemory, TrainingDiverged
+
+    spec = JobSpec.model_validate_json(Path(args[0]).read_text(encoding="utf-8"))
+    out_dir = spec.artifacts_dir
+    (out_dir / FAILURE_FILE).unlink(missing_ok=True)
+
+    def failed(kind: FailureKind, message: str, permanent: bool) -> int:
+        write_json_atomic(out_dir / FAILURE_FILE, JobFailure(kind=kind, message=message, permanent=permanent))
+        logging.getLogger("clkt.inject").error("job %d failed (%s): %s", spec.job_id, kind.value, message)
+        return EXIT_PERMANENT if permanent else EXIT_RETRYABLE
+
+    try:
+        check_spec(spec)
+        outcome = run_job(spec)
+    except TrainingDiverged as e:
+        return failed(FailureKind.nan_loss, str(e), True)
+    except OutOfMemory as e:
+        return failed(FailureKind.out_of_memory, str(e), True)
+    except ModelUnavailableError as e:
+        return failed(FailureKind.model_unavailable, str(e), True)
+    except (SnapshotError, UserError) as e:
+        return failed(FailureKind.bad_input, str(e), True)
+    except MemoryError as e:
+        return failed(FailureKind.out_of_memory, f"out of host memory: {e}", True)
+    except Exception as e:  # torch errors and the like: record, let the queue retry
+        if "out of memory" in str(e).lower():
+            return failed(FailureKind.out_of_memory, str(e)[:2000], True)
+        traceback.print_exc()
+        return failed(FailureKind.crashed, f"{type(e).__name__}: {e}"[:4000], False)
+    write_json_atomic(out_dir / OUTCOME_FILE, outcome)
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,122 @@
+"""The typed contract between the GPU consumer (parent) and the job process (child).
+
+The parent writes `JobSpec` as `<artifacts>/spec.json` and starts `python -m clkt.inject.run_job`; the child
+writes `JobOutcome` to `<artifacts>/outcome.json` (atomically) on success, or `JobFailure` to
+`<artifacts>/failure.json` before exiting with a non-zero status.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from enum import Enum
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from clkt.config import GpuSettings, TargetSettings
+
+__all__ = [
+    "SPEC_FILE",
+    "OUTCOME_FILE",
+    "FAILURE_FILE",
+    "PROGRESS_FILE",
+    "LOG_FILE",
+    "PREDICTIONS_FILE",
+    "Variant",
+    "FailureKind",
+    "JobSpec",
+    "ResultItem",
+    "EpochRecord",
+    "JobOutcome",
+    "JobFailure",
+    "JobProgress",
+    "write_json_atomic",
+]
+
+SPEC_FILE = "spec.json"
+OUTCOME_FILE = "outcome.json"
+FAILURE_FILE = "failure.json"
+PROGRESS_FILE = "progress.json"
+LOG_FILE = "job.log"
+PREDICTIONS_FILE = "predictions.jsonl"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Variant(str, Enum):
+    base = "base"
+    injected = "injected"
+
+
+class FailureKind(str, Enum):
+    nan_loss = "nan-loss"
+    out_of_memory = "out-of-memory"
+    model_unavailable = "model-unavailable"
+    bad_input = "bad-input"
+    crashed = "crashed"
+
+
+class JobSpec(_Model):
+    job_id: int
+    snapshot_id: str
+    snapshot_dir: Path
+    target: TargetSettings
+    strategy: Literal["cpt-lora", "sft-lora", "full-ft"]
+    train_lang: str
+    gpu: GpuSettings
+    data_dir: Path
+    artifacts_dir: Path
+    device: str = "auto"
+    base_cache_dir: Path | None = None  # base-model answers shared by the jobs of one (snapshot, target)
+
+
+class ResultItem(_Model):
+    qid: int
+    lang: str
+    variant: Variant
+    scorer: str
+    split: str
+    predicted: str | None
+    correct: bool
+    raw: str = ""
+
+
+class EpochRecord(_Model):
+    epoch: int  # 1-based
+    loss: float
+    tokens: int
+    seconds: float
+    val_accuracy: float | None = None  # None: no validation questions
+
+
+class JobOutcome(_Model):
+    job_id: int
+    best_epoch: int
+    epochs: list[EpochRecord]
+    device: str
+    results: list[ResultItem]
+    summary: dict[str, float | int | str | None] = Field(default_factory=dict)
+
+
+class JobFailure(_Model):
+    kind: FailureKind
+    message: str
+    permanent: bool  # True: retrying cannot help (NaN, OOM, a model that is not there)
+
+
+class JobProgress(_Model):
+    phase: str
+    done: int = 0
+    total: int = 0
+    epoch: int | None = None
+    loss: float | None = None
+
+
+def write_json_atomic(path: Path, model: BaseModel) -> None:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(model.model_dump(mode="json"), ensure_ascii=False, indent=1), encoding="utf-8")
+    os.replace(tmp, path)

@@ -1,0 +1,224 @@
+"""The training loop: plain torch, one checkpoint per epoch, resumable.
+
+Same settings as a transformers `Trainer` with its defaults (AdamW, fused where available; linear decay, no
+warmup; gradient clipping at `max_grad_norm`; the model's own shifted next-token loss), without its
+overheads. Each epoch ends with an atomic checkpoint `epoch-<n>/` (the strategy's trainable weights as
+safetensors, `state.json`, and the optimizer/scheduler state `optim.pt`, kept for the last epoch only), so a job
+killed at any point restarts after its last finished epoch with the same data order and schedule.
+
+A non-finite loss raises `TrainingDiverged`; CUDA out-of-memory raises `OutOfMemory`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from clkt.errors import JobError
+
+if TYPE_CHECKING:
+    from clkt.config import GpuSettings
+    from clkt.inject.strategies import InjectionStrategy, TrainExample
+
+__all__ = [
+    "TrainingDiverged",
+    "OutOfMemory",
+    "EpochResult",
+    "TrainLoop",
+    "completed_epochs",
+    "epoch_dir",
+    "collate",
+]
+
+log = logging.getLogger(__name__)
+
+NAN_CHECK_EVERY = 8  # steps between host syncs that check the running loss (GPU: syncs are not free)
+STATE_FILE = "state.json"
+OPTIM_FILE = "optim.pt"
+
+
+class TrainingDiverged(JobError):
+    """The loss became NaN or infinite."""
+
+
+class OutOfMemory(JobError):
+    """The model or a batch does not fit in the device's memory."""
+
+
+@dataclass(frozen=True, slots=True)
+class EpochResult:
+    epoch: int
+    loss: float
+    tokens: int
+    seconds: float
+
+
+def epoch_dir(root: Path, epoch: int) -> Path:
+    return root / f"epoch-{epoch}"
+
+
+def completed_epochs(root: Path) -> list[EpochResult]:
+    """Finished epochs, in order (a checkpoint counts once its state.json is in place)."""
+    out: list[EpochResult] = []
+    if not root.is_dir():
+        return out
+    for d in root.glob("epoch-*"):
+        f = d / STATE_FILE
+        if d.name.removeprefix("epoch-").isdigit() and f.is_file():
+            s = json.loads(f.read_text())
+            out.append(EpochResult(int(s["epoch"]), float(s["loss"]), int(s["tokens"]), float(s["seconds"])))
+    return sorted(out, key=lambda e: e.epoch)
+
+
+def collate(batch: list[TrainExample], pad_id: int) -> dict[str, Any]:
+    import torch
+
+    n = max(len(e.input_ids) for e in batch)
+    ids = torch.full((len(batch), n), pad_id, dtype=torch.long)
+    labels = torch.full((len(batch), n), -100, dtype=torch.long)
+    mask = torch.zeros((len(batch), n), dtype=torch.long)
+    for i, e in enumerate(batch):
+        k = len(e.input_ids)
+        ids[i, :k] = torch.tensor(e.input_ids)
+        labels[i, :k] = torch.tensor(e.labels)
+        mask[i, :k] = 1
+    return {"input_ids": ids, "attention_mask": mask, "labels": labels}
+
+
+def _is_oom(e: BaseException) -> bool:
+    import torch
+
+    return isinstance(e, torch.cuda.OutOfMemoryError) or "out of memory" in str(e).lower()
+
+
+class TrainLoop:
+    """Train `model` on `examples` for `gpu.epochs` epochs, checkpointing under `ckpt_root`."""
+
+    def __init__(
+        self, *, model: Any, strategy: InjectionStrategy, examples: list[TrainExample], gpu: GpuSettings,
+        ckpt_root: Path, pad_id: int, device: str,
+        on_step: Callable[[int, int, float], None] | None = None,
+        on_epoch: Callable[[EpochResult], None] | None = None,
+    ) -> None:
+        if not examples:
+            raise JobError("nothing to train on: the train language has no documents")
+        self.model = model
+        self.strategy = strategy
+        self.examples = examples
+        self.gpu = gpu
+        self.ckpt_root = ckpt_root
+        self.pad_id = pad_id
+        self.device = device
+        self.on_step = on_step
+        self.on_epoch = on_epoch
+        self.steps_per_epoch = math.ceil(len(examples) / gpu.batch_size)
+
+    def _optimizer(self) -> tuple[Any, Any]:
+        import torch
+
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        lr = self.strategy.learning_rate(self.gpu)
+        try:
+            opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0, fused=True)
+        except (RuntimeError, TypeError):
+            opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
+        total = self.steps_per_epoch * self.gpu.epochs
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: max(0.0, (total - step) / max(1, total)))
+        return opt, sched
+
+    def _order(self, epoch: int) -> list[int]:
+        import torch
+
+        g = torch.Generator().manual_seed(self.gpu.seed * 100_003 + epoch)
+        return torch.randperm(len(self.examples), generator=g).tolist()
+
+    def run(self) -> list[EpochResult]:
+        import torch
+
+        done = completed_epochs(self.ckpt_root)
+        opt, sched = self._optimizer()
+        start = 1
+        if done:
+            last = done[-1]
+            self.strategy.load(self.model, epoch_dir(self.ckpt_root, last.epoch))
+            optim_path = epoch_dir(self.ckpt_root, last.epoch) / OPTIM_FILE
+            if optim_path.is_file():
+                state = torch.load(optim_path, map_location=self.device, weights_only=True)
+                opt.load_state_dict(state["optimizer"])
+                sched.load_state_dict(state["scheduler"])
+            else:  # pruned: keep the schedule where it was
+                for _ in range(self.steps_per_epoch * last.epoch):
+                    sched.step()
+            start = last.epoch + 1
+            log.info("resuming after epoch %d of %d", last.epoch, self.gpu.epochs)
+        results = list(done)
+        self.model.train()
+        for epoch in range(start, self.gpu.epochs + 1):
+            try:
+                res = self._epoch(epoch, opt, sched)
+            except RuntimeError as e:
+                if _is_oom(e):
+                    raise OutOfMemory(f"out of memory while training on {self.device}: {e}") from e
+                raise
+            self._checkpoint(res, opt, sched)
+            results.append(res)
+            if self.on_epoch is not None:
+                self.on_epoch(res)
+        return results
+
+    def _epoch(self, epoch: int, opt: Any, sched: Any) -> EpochResult:
+        import torch
+
+        use_amp = self.device.startswith("cuda")
+        t0 = time.perf_counter()
+        running = torch.zeros((), device=self.device)
+        tokens = 0
+        order = self._order(epoch)
+        bs = self.gpu.batch_size
+        for step in range(self.steps_per_epoch):
+            batch = collate([self.examples[i] for i in order[step * bs : (step + 1) * bs]], self.pad_id)
+            tokens += int(batch["attention_mask"].sum())
+            batch = {k: v.to(self.device, non_blocking=True) for k, v in batch.items()}
+            with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=use_amp):
+                loss = self.model(**batch, use_cache=False).loss
+            loss.backward()
+            if self.gpu.max_grad_norm > 0:
+                torch.nn.utils.clip_grad_norm_(
+                    [p for p in self.model.parameters() if p.requires_grad], self.gpu.max_grad_norm
+                )
+            opt.step()
+            sched.step()
+            opt.zero_grad(set_to_none=True)
+            running += loss.detach()
+            if (step + 1) % NAN_CHECK_EVERY == 0 or step + 1 == self.steps_per_epoch:
+                value = float(running) / (step + 1)
+                if not math.isfinite(value):
+                    raise TrainingDiverged(f"the loss became {value} at epoch {epoch}, step {step + 1}")
+                if self.on_step is not None:
+                    self.on_step(epoch, step + 1, value)
+        return EpochResult(epoch, float(running) / self.steps_per_epoch, tokens, time.perf_counter() - t0)
+
+    def _checkpoint(self, res: EpochResult, opt: Any, sched: Any) -> None:
+        import torch
+
+        final = epoch_dir(self.ckpt_root, res.epoch)
+        tmp = self.ckpt_root / f".epoch-{res.epoch}.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        self.strategy.save(self.model, tmp)
+        (tmp / STATE_FILE).write_text(
+            json.dumps({"epoch": res.epoch, "loss": res.loss, "tokens": res.tokens, "seconds": res.seconds})
+        )
+        torch.save({"epoch": res.epoch, "optimizer": opt.state_dict(), "scheduler": sched.state_dict()}, tmp / OPTIM_FILE)
+        shutil.rmtree(final, ignore_errors=True)
+        os.replace(tmp, final)
+        for older in range(1, res.epoch):  # only the last epoch's optimizer state is needed to resume
+            (epoch_dir(self.ckpt_root, older) / OPTIM_FILE).unlink(missing_ok=True)

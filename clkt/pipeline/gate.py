@@ -1,0 +1,64 @@
+"""The gate stage worker: pass an entity on to probing only if it is fresh for EVERY target model.
+
+For each `Stage.gate` task: when the entity occurred at least `spec.temporal_buffer_days` after every
+target's knowledge cutoff, it becomes `probing` and one `Stage.probe` task (key "") is enqueued; otherwise
+it becomes `ineligible` with a reason naming the model. Output and task completion share one transaction.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from typing import ClassVar
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from clkt.config import Settings
+from clkt.context import ServiceContext
+from clkt.gate import cutoff_for, eligible, first_eligible_day
+from clkt.pipeline.worker import StageWorker, finish
+from storage.entities import get_entity, set_status
+from storage.models import EntityStatus, Stage, Task
+from storage.tasks import enqueue
+
+__all__ = ["GateWorker"]
+
+
+class GateWorker(StageWorker):
+    stage: ClassVar[Stage] = Stage.gate
+
+    def __init__(self, *, settings: Settings, concurrency: int = 2) -> None:
+        super().__init__(concurrency=concurrency)
+        self.buffer_days = settings.spec.temporal_buffer_days
+        # resolved at construction: an unknown cutoff fails the daemon's start, loudly
+        self.cutoffs: dict[str, date] = {t.name: cutoff_for(t) for t in settings.spec.targets}
+        self.max_attempts = settings.daemon.max_attempts
+
+    def verdict(self, occurred_at: datetime) -> tuple[bool, str | None]:
+        """(True, None) when fresh for every target, else (False, a reason naming the model)."""
+        for name, cutoff in sorted(self.cutoffs.items(), key=lambda kv: kv[1], reverse=True):
+            if not eligible(occurred_at, cutoff, self.buffer_days):
+                first = first_eligible_day(cutoff, self.buffer_days)
+                return False, (
+                    f"occurred {occurred_at.date().isoformat()}, before {first.isoformat()} = the knowledge cutoff "
+                    f"of {name} ({cutoff.isoformat()}) + {self.buffer_days} days"
+                )
+        return True, None
+
+    async def process(self, task: Task, ctx: ServiceContext) -> None:
+        async with ctx.store.transaction() as s:
+            await self.decide(s, task)
+            await finish(s, task, ctx)
+
+    async def decide(self, session: AsyncSession, task: Task) -> EntityStatus | None:
+        entity = await get_entity(session, task.entity_id)
+        if entity is None or entity.id is None:
+            return None
+        if entity.status not in (EntityStatus.discovered, EntityStatus.ineligible):
+            return EntityStatus(entity.status)  # already past the gate: nothing to redo
+        ok, reason = self.verdict(entity.occurred_at)
+        if ok:
+            await set_status(session, entity.id, EntityStatus.probing)
+            await enqueue(session, Stage.probe, entity.id, "", max_attempts=self.max_attempts)
+            return EntityStatus.probing
+        await set_status(session, entity.id, EntityStatus.ineligible, reason)
+        return EntityStatus.ineligible

@@ -1,0 +1,28 @@
+"""The crawlers: one module per domain API, the shared HTTP layer, and the poller service."""
+
+from __future__ import annotations
+
+from clkt.sources.base import PollPage, Source, SourceRef, Window
+from clkt.sources.deezer import DeezerSource
+from clkt.sources.gdacs import GdacsSource
+from clkt.sources.http import Fetched, SourceClient
+from clkt.sources.musicbrainz import MusicBrainzSource
+from clkt.sources.thesportsdb import TheSportsDbSource
+from clkt.sources.tmdb import TmdbSource
+from clkt.sources.usgs import UsgsSource
+
+__all__ = [
+    "SOURCE_TYPES",
+    "Source",
+    "SourceRef",
+    "PollPage",
+    "Window",
+    "SourceClient",
+    "Fetched",
+]
+
+# source name (the key of `settings.sources`) -> implementation
+SOURCE_TYPES: dict[str, type[Source]] = {
+    cls.name: cls
+    for cls in (TmdbSource, MusicBrainzSource, DeezerSource, TheSportsDbSource, UsgsSource, GdacsSource)
+}

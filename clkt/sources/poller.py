@@ -1,0 +1,197 @@
+"""`SourcePoller`: the daemon service (`source:<name>`) that crawls one source continuously.
+
+One cycle reads the window `[watermark - overlap, now)` (or `[now - lookback_days, now)` the first time)
+page by page. After every page the cursor (window, next page) is persisted, so a restart resumes at the
+page it was on: no gap, no re-crawl. At the end of the window the watermark moves to its end.
+
+For every reference of a page: fetch the record (bounded by the source's concurrency), render its English
+canonical document, then in ONE transaction upsert the entity by (source, external id) and content hash,
+store the document and enqueue the gate task. A `PayloadError` skips the record with a counted reason
+(`SkipCount`, metric, log); it never stops the poller. A transient failure (`SourceError`) or a block
+(`SourceBlocked`: rate limit, open circuit) ends the cycle without moving the cursor past the page, and the
+poller waits (the block's own delay, or `poll_interval_s`) before trying the same page again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import datetime, timedelta
+from typing import ClassVar
+
+from clkt.config import Settings, SourceSettings
+from clkt.context import ServiceContext
+from clkt.errors import ClktError, ConfigError, PayloadError, SourceBlocked, SourceError
+from clkt.facts import EntityRecord
+from clkt.sources import SOURCE_TYPES
+from clkt.sources.base import Source, SourceRef, Window
+from clkt.sources.http import SourceClient
+from storage.entities import UpsertOutcome, existing_ids, load_cursor, record_skip, save_cursor, upsert_entity
+from storage.models import Stage
+from storage.tasks import enqueue
+
+__all__ = ["SourcePoller", "CycleReport", "source_services"]
+
+log = logging.getLogger(__name__)
+
+
+class CycleReport:
+    """What one cycle did (returned by `run_cycle`, for tests and the bench)."""
+
+    def __init__(self) -> None:
+        self.pages = 0
+        self.inserted = 0
+        self.updated = 0
+        self.unchanged = 0
+        self.skipped: dict[str, int] = {}
+        self.completed = False  # the window was read to its end
+
+    def __repr__(self) -> str:
+        return (f"CycleReport(pages={self.pages}, inserted={self.inserted}, updated={self.updated}, "
+                f"unchanged={self.unchanged}, skipped={self.skipped}, completed={self.completed})")
+
+
+class SourcePoller:
+    MIN_BLOCK_WAIT_S: ClassVar[float] = 1.0
+
+    def __init__(self, *, source_name: str, settings: SourceSettings) -> None:
+        if source_name not in SOURCE_TYPES:
+            raise ConfigError(f"sources.{source_name}", f"no crawler for this source; known: {sorted(SOURCE_TYPES)}")
+        self.source_name = source_name
+        self.settings = settings
+        self.name = f"source:{source_name}"
+        self._source: Source | None = None
+
+    def build_source(self, ctx: ServiceContext) -> Source:
+        if self._source is None:
+            client = SourceClient(
+                name=self.source_name, settings=self.settings, session=ctx.http, metrics=ctx.metrics,
+                api_key=ctx.settings.secret(self.settings.api_key_env),
+            )
+            self._source = SOURCE_TYPES[self.source_name](client=client, settings=self.settings)
+        return self._source
+
+    async def run(self, ctx: ServiceContext) -> None:
+        source = self.build_source(ctx)
+        try:
+            source.check()
+        except ConfigError as e:
+            log.error("%s disabled: %s", self.name, e)
+            await ctx.stopping.wait()
+            return
+        while not ctx.stopping.is_set():
+            wait = self.settings.poll_interval_s
+            try:
+                report = await self.run_cycle(ctx)
+                log.info("%s cycle: %r", self.name, report)
+            except SourceBlocked as e:
+                wait = max(self.MIN_BLOCK_WAIT_S, e.retry_after_s or self.settings.breaker_reset_s)
+                log.warning("%s blocked: %s; retrying in %.0fs", self.name, e, wait)
+            except (SourceError, ClktError) as e:
+                wait = min(wait, max(self.MIN_BLOCK_WAIT_S, self.settings.breaker_reset_s))
+                log.warning("%s cycle failed: %s; retrying in %.0fs", self.name, e, wait)
+            if await ctx.sleep(wait):
+                break
+
+    async def _window(self, ctx: ServiceContext) -> tuple[Window, int, datetime | None]:
+        async with ctx.store.session() as s:
+            cur = await load_cursor(s, self.source_name)
+        now = ctx.clock()
+        if cur is not None and cur.page > 0 and cur.state.get("window_start") and cur.state.get("window_end"):
+            w = Window(start=datetime.fromisoformat(cur.state["window_start"]),
+                       end=datetime.fromisoformat(cur.state["window_end"]))
+            return w, cur.page, cur.watermark
+        watermark = cur.watermark if cur is not None else None
+        if watermark is None:
+            start = now - timedelta(days=self.settings.lookback_days)
+        else:
+            start = watermark - timedelta(hours=self.settings.overlap_hours)
+        return Window(start=start, end=max(now, start)), 1, watermark
+
+    async def run_cycle(self, ctx: ServiceContext) -> CycleReport:
+        """Read one window to its end (or until stopping / a failure); persist the cursor after each page."""
+        source = self.build_source(ctx)
+        report = CycleReport()
+        window, page, watermark = await self._window(ctx)
+        state = {"window_start": window.start.isoformat(), "window_end": window.end.isoformat()}
+        while not ctx.stopping.is_set():
+            result = await source.poll(window, page)
+            refs = result.refs
+            if result.not_modified:
+                async with ctx.store.session() as s:
+                    known = await existing_ids(s, self.source_name, [r.external_id for r in refs])
+                refs = [r for r in refs if r.external_id not in known]
+            await self._ingest_page(ctx, source, refs, report)
+            report.pages += 1
+            async with ctx.store.transaction() as s:
+                if result.next_page is None:
+                    await save_cursor(s, self.source_name, watermark=window.end, page=0, state={})
+                else:
+                    await save_cursor(s, self.source_name, watermark=watermark, page=result.next_page, state=state)
+            if result.next_page is None:
+                report.completed = True
+                break
+            page = result.next_page
+        return report
+
+    async def _ingest_page(self, ctx: ServiceContext, source: Source, refs: list[SourceRef], report: CycleReport) -> None:
+        sem = asyncio.Semaphore(self.settings.concurrency)
+
+        async def one(ref: SourceRef) -> None:
+            async with sem:
+                try:
+                    record = await source.fetch(ref)
+                except PayloadError as e:
+                    await self._skip(ctx, e.reason, f"{ref.external_id}: {e.detail}", report)
+                    return
+                await self._ingest(ctx, record, report)
+
+        tasks = [asyncio.create_task(one(r), name=f"{self.name}:{r.external_id}") for r in refs]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _ingest(self, ctx: ServiceContext, record: EntityRecord, report: CycleReport) -> None:
+        from clkt.documents import render_document
+
+        try:
+            doc = render_document(record.facts, "en")
+        except (ClktError, ValueError) as e:
+            await self._skip(ctx, "render_failed", f"{record.external_id}: {e}", report)
+            return
+        async with ctx.store.transaction() as s:
+            res = await upsert_entity(s, record, doc)
+            if res.outcome is UpsertOutcome.inserted:
+                await enqueue(s, Stage.gate, res.entity_id, "", max_attempts=ctx.settings.daemon.max_attempts)
+        if res.outcome is UpsertOutcome.inserted:
+            report.inserted += 1
+        elif res.outcome is UpsertOutcome.updated:
+            report.updated += 1
+        else:
+            report.unchanged += 1
+        if res.outcome is not UpsertOutcome.unchanged:
+            ctx.metrics.entities_ingested.labels(self.source_name, res.outcome.value).inc()
+            log.info("%s %s entity %s %r", self.name, res.outcome.value, record.external_id, record.name)
+
+    async def _skip(self, ctx: ServiceContext, reason: str, detail: str, report: CycleReport) -> None:
+        report.skipped[reason] = report.skipped.get(reason, 0) + 1
+        ctx.metrics.records_skipped.labels(self.source_name, reason).inc()
+        log.info("%s skipped a record (%s): %s", self.name, reason, detail[:300])
+        async with ctx.store.transaction() as s:
+            await record_skip(s, self.source_name, reason, detail)
+
+
+def source_services(settings: Settings) -> list[SourcePoller]:
+    """One poller per enabled source that has a crawler (and whose domain the spec asks for)."""
+    wanted = {d.value for d in settings.spec.domains}
+    out = []
+    for name, src in sorted(settings.sources.items()):
+        if not src.enabled or name not in SOURCE_TYPES:
+            continue
+        if SOURCE_TYPES[name].domain.value not in wanted:
+            continue
+        out.append(SourcePoller(source_name=name, settings=src))
+    return out

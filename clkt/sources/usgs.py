@@ -1,0 +1,106 @@
+"""USGS earthquakes (disasters): FDSN event query by time window and minimum magnitude, then the event
+detail (PAGER alert level, felt reports, tsunami flag).
+
+Eligibility: an earthquake (`type` "earthquake") with a magnitude and a location.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import ClassVar
+
+from clkt.errors import PayloadError
+from clkt.facts import Domain, EntityRecord, QuakeFacts
+from clkt.sources._parse import arr, guard, obj, opt_float, opt_int, opt_str, req_float, req_int, req_str
+from clkt.sources.base import PollPage, Source, SourceRef, Window
+
+__all__ = ["UsgsSource", "parse_quake", "parse_quake_list"]
+
+
+def _iso(dt: datetime) -> str:
+    return dt.astimezone(timezone.utc).replace(tzinfo=None).isoformat(timespec="seconds")
+
+
+@guard
+def parse_quake_list(payload: object) -> list[SourceRef]:
+    p = obj(payload, "feature collection")
+    refs = []
+    for f in arr(p, "features"):
+        f = obj(f, "feature")
+        props = obj(f.get("properties") or {}, "properties")
+        refs.append(SourceRef(external_id=req_str(f, "id"), name=opt_str(props, "title") or ""))
+    return refs
+
+
+def _pager_alert(props: dict[str, object]) -> str | None:
+    products = props.get("products")
+    if not isinstance(products, dict):
+        return None
+    for p in products.get("losspager") or []:
+        if isinstance(p, dict) and isinstance(p.get("properties"), dict):
+            level = opt_str(p["properties"], "alertlevel")
+            if level:
+                return level
+    return None
+
+
+@guard
+def parse_quake(payload: object) -> EntityRecord:
+    f = obj(payload, "feature")
+    event_id = req_str(f, "id")
+    props = dict(obj(f.get("properties"), "properties"))
+    kind = opt_str(props, "type") or "earthquake"
+    if kind != "earthquake":
+        raise PayloadError("not_earthquake", f"{event_id}: {kind}")
+    if props.get("mag") is None:
+        raise PayloadError("no_magnitude", event_id)
+    mag = req_float(props, "mag")
+    ms = req_int(props, "time")
+    try:
+        when = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        raise PayloadError("bad_date", f"time={ms}") from None
+    geom = obj(f.get("geometry"), "geometry")
+    coords = arr(geom, "coordinates", required=True)
+    if len(coords) < 3:
+        raise PayloadError("missing_field", "geometry.coordinates (lon, lat, depth)")
+    c = {"lon": coords[0], "lat": coords[1], "depth": coords[2]}
+    lon, lat, depth = req_float(c, "lon"), req_float(c, "lat"), req_float(c, "depth")
+    place = opt_str(props, "place") or f"{lat:.2f}, {lon:.2f}"
+    title = opt_str(props, "title") or f"M {mag:g} - {place}"
+    tsunami = opt_int(props, "tsunami")
+    felt = opt_int(props, "felt")
+    facts = QuakeFacts(
+        title=title, place=place, time_utc=when, magnitude=mag, mag_type=opt_str(props, "magType"), depth_km=depth,
+        latitude=lat, longitude=lon, alert=opt_str(props, "alert") or _pager_alert(props), tsunami=bool(tsunami),
+        felt=felt if felt is not None and felt >= 0 else None, mmi=opt_float(props, "mmi"), cdi=opt_float(props, "cdi"),
+        significance=opt_int(props, "sig"),
+    )
+    return EntityRecord(
+        source="usgs", external_id=event_id, domain=Domain.disasters, name=f"{title} ({when.date().isoformat()})",
+        occurred_at=when, payload=dict(f), facts=facts,
+    )
+
+
+class UsgsSource(Source):
+    name: ClassVar[str] = "usgs"
+    domain: ClassVar[Domain] = Domain.disasters
+
+    async def poll(self, window: Window, page: int) -> PollPage:
+        limit = int(self.option("page_size", 200))
+        params = {
+            "format": "geojson", "eventtype": "earthquake", "orderby": "time-asc",
+            "starttime": _iso(window.start), "endtime": _iso(window.end),
+            "minmagnitude": self.option("min_magnitude", 5.5), "limit": limit, "offset": (page - 1) * limit + 1,
+        }
+        got = await self.client.get_json("query", params=params, cache=True)
+        refs = [] if got.data is None else parse_quake_list(got.data)
+        refs = [r.model_copy(update={"redated_from": got.original_dates.get(r.external_id)}) for r in refs]
+        return PollPage(refs=refs, next_page=page + 1 if len(refs) >= limit else None, not_modified=got.not_modified)
+
+    async def fetch(self, ref: SourceRef) -> EntityRecord:
+        got = await self.client.get_json("query", params={"format": "geojson", "eventid": ref.external_id})
+        if got.data is None:
+            raise PayloadError("not_found", f"event {ref.external_id}: HTTP {got.status}")
+        rec = parse_quake(got.data)
+        return rec.model_copy(update={"redated_from": got.original_dates.get(rec.external_id)})

@@ -1,0 +1,209 @@
+"""Entity repository: upsert crawled entities with their canonical document, count skipped records,
+read and write source cursors.
+
+`upsert_entity` is keyed by (source, external_id) and a content hash of the payload: a new entity is
+inserted; a changed payload updates the row and its source document (never a second row); an unchanged
+payload writes nothing. The caller runs it inside the transaction that also enqueues the gate task.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from enum import Enum
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from clkt.facts import EntityRecord, RenderedDocument
+from storage.models import Document, Entity, EntityStatus, LeaseStatus, SkipCount, SourceCursor, Stage, Task
+from storage.types import utcnow
+
+__all__ = [
+    "UpsertOutcome",
+    "UpsertResult",
+    "payload_hash",
+    "text_hash",
+    "upsert_entity",
+    "get_entity",
+    "entity_by_key",
+    "existing_ids",
+    "count_entities",
+    "record_skip",
+    "skip_counts",
+    "load_cursor",
+    "save_cursor",
+    "set_status",
+]
+
+SOURCE_LANG = "en"
+
+
+class UpsertOutcome(str, Enum):
+    inserted = "inserted"
+    updated = "updated"
+    unchanged = "unchanged"
+
+
+@dataclass(frozen=True, slots=True)
+class UpsertResult:
+    entity_id: int
+    outcome: UpsertOutcome
+
+
+def payload_hash(payload: Any) -> str:
+    raw = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return hashlib.sha256(raw.encode("utf-8")).hexdigest()
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _dialect(session: AsyncSession) -> str:
+    return session.bind.dialect.name if session.bind is not None else "sqlite"
+
+
+async def entity_by_key(session: AsyncSession, source: str, external_id: str) -> Entity | None:
+    return (
+        await session.execute(select(Entity).where(Entity.source == source, Entity.external_id == external_id))
+    ).scalar_one_or_none()
+
+
+async def get_entity(session: AsyncSession, entity_id: int) -> Entity | None:
+    return await session.get(Entity, entity_id)
+
+
+async def existing_ids(session: AsyncSession, source: str, external_ids: list[str]) -> set[str]:
+    if not external_ids:
+        return set()
+    rows = await session.execute(
+        select(Entity.external_id).where(Entity.source == source, Entity.external_id.in_(external_ids))
+    )
+    return {r[0] for r in rows}
+
+
+async def count_entities(session: AsyncSession, source: str | None = None) -> int:
+    stmt = select(func.count()).select_from(Entity)
+    if source is not None:
+        stmt = stmt.where(Entity.source == source)
+    return int((await session.execute(stmt)).scalar_one())
+
+
+async def _put_document(session: AsyncSession, entity_id: int, doc: RenderedDocument, content_hash: str, producer: str) -> None:
+    existing = (
+        await session.execute(select(Document).where(Document.entity_id == entity_id, Document.lang == doc.lang))
+    ).scalar_one_or_none()
+    th = text_hash(doc.text)
+    if existing is None:
+        session.add(Document(entity_id=entity_id, lang=doc.lang, origin="source", text=doc.text, text_hash=th,
+                             producer=producer, content_hash=content_hash))
+    elif existing.text_hash != th or existing.content_hash != content_hash:
+        existing.text = doc.text
+        existing.text_hash = th
+        existing.content_hash = content_hash
+        existing.producer = producer
+        existing.created_at = utcnow()
+    await session.flush()
+
+
+async def upsert_entity(
+    session: AsyncSession, record: EntityRecord, document: RenderedDocument, *, producer: str = "renderer"
+) -> UpsertResult:
+    """Insert, update or leave the entity of `record` (and its source document) by content hash."""
+    h = payload_hash(record.payload)
+    facts = record.facts.model_dump(mode="json")
+    now = utcnow()
+    row = await entity_by_key(session, record.source, record.external_id)
+    if row is None:
+        values = dict(
+            source=record.source, external_id=record.external_id, domain=record.domain.value, name=record.name,
+            occurred_at=record.occurred_at, payload=record.payload, facts=facts, content_hash=h,
+            status=EntityStatus.discovered, redated_from=record.redated_from, discovered_at=now, updated_at=now,
+        )
+        ins = pg_insert(Entity) if _dialect(session) == "postgresql" else sqlite_insert(Entity)
+        res = await session.execute(
+            ins.values(**values).on_conflict_do_nothing(index_elements=["source", "external_id"]).returning(Entity.id)
+        )
+        new_id = res.scalar_one_or_none()
+        if new_id is None:  # a concurrent writer inserted it first: fall through to the update path
+            row = await entity_by_key(session, record.source, record.external_id)
+            assert row is not None
+        else:
+            await _put_document(session, int(new_id), document, h, producer)
+            return UpsertResult(int(new_id), UpsertOutcome.inserted)
+    assert row.id is not None
+    if row.content_hash == h:
+        return UpsertResult(row.id, UpsertOutcome.unchanged)
+    moved = row.occurred_at != record.occurred_at
+    row.name = record.name
+    row.domain = record.domain.value
+    row.occurred_at = record.occurred_at
+    row.payload = record.payload
+    row.facts = facts
+    row.content_hash = h
+    row.redated_from = record.redated_from
+    row.updated_at = now
+    if moved and row.status in (EntityStatus.discovered, EntityStatus.ineligible):
+        # the date changed before the entity went further: it must pass the gate again
+        row.status = EntityStatus.discovered
+        row.status_reason = None
+        await session.execute(
+            update(Task)
+            .where(Task.stage == Stage.gate, Task.entity_id == row.id, Task.status == LeaseStatus.done)
+            .values(status=LeaseStatus.pending, attempts=0, not_before=now, updated_at=now)
+            .execution_options(synchronize_session=False)
+        )
+    await session.flush()
+    await _put_document(session, row.id, document, h, producer)
+    return UpsertResult(row.id, UpsertOutcome.updated)
+
+
+async def set_status(session: AsyncSession, entity_id: int, status: EntityStatus, reason: str | None = None) -> None:
+    await session.execute(
+        update(Entity).where(Entity.id == entity_id)
+        .values(status=status, status_reason=reason, updated_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
+
+
+async def record_skip(session: AsyncSession, source: str, reason: str, detail: str | None = None) -> None:
+    """Count one skipped record under (source, reason)."""
+    now = utcnow()
+    values = dict(source=source, reason=reason[:128], count=1, last_detail=(detail or "")[:1000] or None, updated_at=now)
+    ins = pg_insert(SkipCount) if _dialect(session) == "postgresql" else sqlite_insert(SkipCount)
+    stmt = ins.values(**values).on_conflict_do_update(
+        index_elements=["source", "reason"],
+        set_={"count": SkipCount.count + 1, "last_detail": values["last_detail"], "updated_at": now},
+    )
+    await session.execute(stmt)
+
+
+async def skip_counts(session: AsyncSession, source: str | None = None) -> dict[tuple[str, str], int]:
+    stmt = select(SkipCount.source, SkipCount.reason, SkipCount.count)
+    if source is not None:
+        stmt = stmt.where(SkipCount.source == source)
+    return {(s, r): int(n) for s, r, n in (await session.execute(stmt)).all()}
+
+
+async def load_cursor(session: AsyncSession, source: str) -> SourceCursor | None:
+    return await session.get(SourceCursor, source)
+
+
+async def save_cursor(
+    session: AsyncSession, source: str, *, watermark: datetime | None, page: int, state: dict[str, Any],
+) -> None:
+    row = await session.get(SourceCursor, source)
+    if row is None:
+        session.add(SourceCursor(source=source, watermark=watermark, page=page, state=state, updated_at=utcnow()))
+    else:
+        row.watermark = watermark
+        row.page = page
+        row.state = dict(state)
+        row.updated_at = utcnow()
+    await session.flush()

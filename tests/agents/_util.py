@@ -1,0 +1,30 @@
+"""Settings and documents for the agent tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from clkt.config import Settings
+from clkt.documents import render_document
+from clkt.facts import RenderedDocument
+from tests.documents.samples import LIVERPOOL_SWANSEA
+
+__all__ = ["llm_settings", "match_doc", "LIVERPOOL_SWANSEA"]
+
+
+def llm_settings(**agents: Any) -> Settings:
+    base: dict[str, Any] = {
+        "backend": "llm",
+        "judge_model": "fake:judge",
+        "generator_model": "fake:gen",
+        "verifier_model": "fake:verifier",
+        "translator_model": "fake:translator",
+        "output_retries": 2,
+        "providers": {"fake": {"base_url": "http://127.0.0.1:9/v1", "rpm": 6000, "tpm": 10_000_000}},
+    }
+    base.update(agents)
+    return Settings(agents=base, spec={"languages": ["en", "fr", "ja"]})
+
+
+def match_doc() -> RenderedDocument:
+    return render_document(LIVERPOOL_SWANSEA, "en")

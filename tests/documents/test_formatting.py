@@ -1,0 +1,40 @@
+"""Per-language value formatting: digits never change across languages; conventions per language."""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime, timezone
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from clkt.documents.formatting import LANGUAGES, formatter
+
+
+def test_conventions() -> None:
+    en, ja, zh, fr, es = (formatter(x) for x in ("en", "ja", "zh", "fr", "es"))
+    assert en.integer(44621) == "44,621" and ja.integer(44621) == "44,621"
+    assert fr.integer(44621) == "44\u202f621" and es.integer(44621) == "44.621" and es.integer(2014) == "2014"
+    assert en.magnitude(6.7) == "6.7" and fr.magnitude(6.7) == "6,7" and es.km(18.202) == "18,2 km"
+    assert en.date(date(2014, 12, 29)) == "29 December 2014"
+    assert ja.date(date(2014, 12, 29)) == zh.date(date(2014, 12, 29)) == "2014年12月29日"
+    assert fr.date(date(2015, 1, 1)) == "1er janvier 2015"
+    assert es.date(date(2014, 12, 29)) == "29 de diciembre de 2014"
+    assert en.minutes(139) == "139 minutes" and ja.minutes(139) == "139分" and zh.minutes(139) == "139分钟"
+    assert en.usd(63_000_000) == "US$63,000,000" and zh.usd(5) == "5美元"
+    assert en.score(4, 1) == "4–1"
+    dt = datetime(1994, 1, 17, 12, 30, 55, tzinfo=timezone.utc)
+    assert en.datetime_utc(dt) == "17 January 1994, 12:30 UTC"
+    assert ja.label("alert", "Orange") == "オレンジ" and fr.label("genre", "Science Fiction") == "science-fiction"
+    assert en.label("genre", "Kaiju") == "Kaiju"  # unknown values stay as sent
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+@given(n=st.integers(-10**12, 10**12), x=st.floats(-1000, 1000, allow_nan=False))
+def test_digits_agree_across_languages(lang: str, n: int, x: float) -> None:
+    fmt, en = formatter(lang), formatter("en")
+    digits = lambda s: re.sub(r"\D", "", s)  # noqa: E731
+    assert digits(fmt.integer(n)) == digits(en.integer(n))
+    assert digits(fmt.usd(abs(n))) == digits(en.usd(abs(n)))
+    assert digits(fmt.magnitude(x)) == digits(en.magnitude(x))

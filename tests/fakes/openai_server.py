@@ -1,0 +1,253 @@
+"""A fake OpenAI-compatible server on 127.0.0.1 (aiohttp): scripted replies, 429 with Retry-After, 500s,
+slow replies, a hard RPM limit with a latency distribution, and counters.
+
+Routes: `POST /v1/chat/completions` (tool-call answers for the agents, text for chat probes),
+`POST /v1/completions` (base-model probes), `GET /stats`, `POST /script` (append scripted replies),
+`POST /reset`. A scripted reply is a JSON object: `{"status": 429, "retry_after": 1}`, `{"status": 500}`,
+`{"delay_s": 3}` (then the default answer), `{"args": {...}}` (the tool arguments to return) or
+`{"text": "..."}`. Without a script the answer comes from `tests.fakes.llm_responder` (valid for every
+agent role). With `rpm` set, requests beyond the limit (a token bucket of `burst` requests refilled at
+rpm/60 per second) get 429 with `Retry-After`.
+
+Standalone: `python -m tests.fakes.openai_server --port 8099 --rpm 600 --latency-ms 200`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import math
+import random
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+from tests.fakes.llm_responder import respond, role_of_schema
+
+__all__ = ["FakeOpenAI", "ServerStats"]
+
+
+@dataclass
+class ServerStats:
+    calls: int = 0
+    ok: int = 0
+    status: dict[int, int] = field(default_factory=dict)
+    in_flight: int = 0
+    max_in_flight: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    times: list[float] = field(default_factory=list)  # monotonic arrival time of every request
+    ok_times: list[float] = field(default_factory=list)
+    bodies: Counter[str] = field(default_factory=Counter)  # sha256 of each request body -> times seen
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "calls": self.calls, "ok": self.ok, "status": {str(k): v for k, v in self.status.items()},
+            "max_in_flight": self.max_in_flight, "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "repeated_requests": sum(n - 1 for n in self.bodies.values() if n > 1),
+        }
+
+
+class FakeOpenAI:
+    def __init__(
+        self,
+        *,
+        rpm: float | None = None,
+        burst: float | None = None,
+        latency_ms: float = 0.0,
+        latency_sigma: float = 0.5,
+        retry_after_s: float = 1.0,
+        seed: int = 0,
+    ) -> None:
+        self.rpm = rpm
+        self.burst = burst if burst is not None else (max(1.0, rpm / 60.0) if rpm else 1.0)
+        self.latency_ms = latency_ms
+        self.latency_sigma = latency_sigma
+        self.retry_after_s = retry_after_s
+        self.script: list[dict[str, Any]] = []
+        self.stats = ServerStats()
+        self._rng = random.Random(seed)
+        self._tokens = self.burst
+        self._last = time.monotonic()
+        self.app = web.Application()
+        self.app.router.add_post("/v1/chat/completions", self._chat)
+        self.app.router.add_post("/v1/completions", self._completions)
+        self.app.router.add_get("/stats", self._stats)
+        self.app.router.add_post("/script", self._script)
+        self.app.router.add_post("/reset", self._reset)
+        self._runner: web.AppRunner | None = None
+        self.port: int | None = None
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    async def start(self, port: int = 0) -> str:
+        self._runner = web.AppRunner(self.app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", port)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        return self.base_url
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> FakeOpenAI:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    # -- limits ---------------------------------------------------------------------------------
+    def _admit(self) -> bool:
+        if not self.rpm:
+            return True
+        now = time.monotonic()
+        self._tokens = min(self.burst, self._tokens + (now - self._last) * self.rpm / 60.0)
+        self._last = now
+        if self._tokens >= 1.0:
+            self._tokens -= 1.0
+            return True
+        return False
+
+    def _latency(self) -> float:
+        if self.latency_ms <= 0:
+            return 0.0
+        mu = math.log(self.latency_ms / 1000) - self.latency_sigma**2 / 2  # mean = latency_ms
+        return self._rng.lognormvariate(mu, self.latency_sigma)
+
+    # -- handlers -------------------------------------------------------------------------------
+    async def _common(self, request: web.Request) -> tuple[dict[str, Any], dict[str, Any] | None, web.Response | None]:
+        raw = await request.read()
+        body = json.loads(raw)
+        st = self.stats
+        st.calls += 1
+        st.bodies[hashlib.sha256(raw).hexdigest()] += 1
+        st.times.append(time.monotonic())
+        step = self.script.pop(0) if self.script else None
+        if step and step.get("status"):
+            code = int(step["status"])
+            st.status[code] = st.status.get(code, 0) + 1
+            headers = {"Retry-After": str(step["retry_after"])} if "retry_after" in step else {}
+            err = {"error": {"message": f"scripted {code}", "type": "rate_limit_exceeded" if code == 429 else "server_error",
+                             "code": "rate_limit_exceeded" if code == 429 else None}}
+            return body, step, web.json_response(err, status=code, headers=headers)
+        if not self._admit():
+            st.status[429] = st.status.get(429, 0) + 1
+            err = {"error": {"message": "Rate limit reached for requests", "type": "requests",
+                             "code": "rate_limit_exceeded"}}
+            return body, step, web.json_response(
+                err, status=429, headers={"Retry-After": f"{self.retry_after_s:g}"}
+            )
+        return body, step, None
+
+    async def _chat(self, request: web.Request) -> web.Response:
+        body, step, early = await self._common(request)
+        if early is not None:
+            return early
+        st = self.stats
+        st.in_flight += 1
+        st.max_in_flight = max(st.max_in_flight, st.in_flight)
+        try:
+            await asyncio.sleep(float(step.get("delay_s", 0)) if step else self._latency())
+            prompt = "\n".join(str(m.get("content") or "") for m in body.get("messages", []) if m.get("role") == "user")
+            tools = body.get("tools") or []
+            message: dict[str, Any]
+            if step and "text" in step:
+                message, finish = {"role": "assistant", "content": step["text"]}, "stop"
+            elif tools:
+                fn = tools[0]["function"]
+                args = step["args"] if step and "args" in step else respond(
+                    role_of_schema(fn["parameters"].get("properties", {})), prompt
+                )
+                message = {"role": "assistant", "content": None, "tool_calls": [
+                    {"id": f"call_{st.calls}", "type": "function",
+                     "function": {"name": fn["name"], "arguments": json.dumps(args, ensure_ascii=False)}}
+                ]}
+                finish = "tool_calls"
+            else:
+                message, finish = {"role": "assistant", "content": "I have no information about that."}, "stop"
+            completion = json.dumps(message, ensure_ascii=False)
+            usage = self._usage(json.dumps(body.get("messages", []), ensure_ascii=False), completion)
+            st.ok += 1
+            st.ok_times.append(time.monotonic())
+            st.status[200] = st.status.get(200, 0) + 1
+            return web.json_response({
+                "id": f"chatcmpl-{st.calls}", "object": "chat.completion", "created": int(time.time()),
+                "model": body.get("model", "fake"),
+                "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+                "usage": usage,
+            })
+        finally:
+            st.in_flight -= 1
+
+    async def _completions(self, request: web.Request) -> web.Response:
+        body, step, early = await self._common(request)
+        if early is not None:
+            return early
+        await asyncio.sleep(float(step.get("delay_s", 0)) if step else self._latency())
+        text = step["text"] if step and "text" in step else " I have no information about that."
+        self.stats.ok += 1
+        self.stats.status[200] = self.stats.status.get(200, 0) + 1
+        return web.json_response({
+            "id": f"cmpl-{self.stats.calls}", "object": "text_completion", "created": int(time.time()),
+            "model": body.get("model", "fake"),
+            "choices": [{"index": 0, "text": text, "finish_reason": "stop", "logprobs": None}],
+            "usage": self._usage(str(body.get("prompt", "")), text),
+        })
+
+    def _usage(self, prompt: str, completion: str) -> dict[str, int]:
+        p, c = max(1, len(prompt) // 4), max(1, len(completion) // 4)
+        self.stats.prompt_tokens += p
+        self.stats.completion_tokens += c
+        return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
+
+    async def _stats(self, request: web.Request) -> web.Response:
+        return web.json_response(self.stats.as_dict())
+
+    async def _script(self, request: web.Request) -> web.Response:
+        steps = await request.json()
+        self.script.extend(steps if isinstance(steps, list) else [steps])
+        return web.json_response({"queued": len(self.script)})
+
+    async def _reset(self, request: web.Request) -> web.Response:
+        self.script.clear()
+        self.stats = ServerStats()
+        return web.json_response({"ok": True})
+
+
+async def _serve(args: argparse.Namespace) -> None:
+    server = FakeOpenAI(rpm=args.rpm, latency_ms=args.latency_ms, retry_after_s=args.retry_after)
+    url = await server.start(args.port)
+    print(json.dumps({"base_url": url}), flush=True)
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await server.stop()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--rpm", type=float, default=None)
+    ap.add_argument("--latency-ms", type=float, default=0.0)
+    ap.add_argument("--retry-after", type=float, default=1.0)
+    try:
+        asyncio.run(_serve(ap.parse_args()))
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()

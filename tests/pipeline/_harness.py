@@ -1,0 +1,103 @@
+"""Run the four generator stages on a real SQLite store until every entity reaches a final status."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from sqlalchemy import select
+
+from agents.backend import AgentBackend
+from clkt.config import Settings, TargetSettings
+from clkt.context import ServiceContext
+from clkt.documents import render_document
+from clkt.facts import EntityFacts
+from clkt.metrics import Metrics
+from clkt.pipeline.generate import GenerateWorker
+from clkt.pipeline.probe import ProbeFn, ProbeWorker
+from clkt.pipeline.translate import TranslateWorker
+from clkt.pipeline.verify import VerifyWorker
+from storage.engine import Store
+from storage.models import Document, Entity, EntityStatus, Stage
+from storage.tasks import enqueue
+from tests.conftest import wait_for
+
+__all__ = ["add_entity", "pipeline_settings", "running", "settle", "statuses", "FINAL", "answers"]
+
+FINAL = {EntityStatus.known, EntityStatus.ready, EntityStatus.rejected, EntityStatus.failed}
+TARGETS = [
+    TargetSettings(name="tiny-base", model="local:/nowhere", kind="base"),
+    TargetSettings(name="tiny-chat", model="local:/nowhere-2", kind="instruct"),
+]
+
+
+def pipeline_settings(tmp_path: Path, *, agents: dict[str, Any] | None = None, langs: Sequence[str] = ("en", "fr", "ja")) -> Settings:
+    return Settings(
+        data_dir=tmp_path,
+        agents={"questions_per_entity": 3, **(agents or {})},
+        spec={"languages": list(langs), "targets": [t.model_dump() for t in TARGETS]},
+        daemon={"poll_interval_s": 0.02, "lease_s": 30.0, "grace_period_s": 5.0},
+    )
+
+
+async def add_entity(store: Store, facts: EntityFacts, name: str, *, domain: str, external_id: str) -> int:
+    doc = render_document(facts, "en")
+    payload = facts.model_dump(mode="json")
+    content_hash = hashlib.sha256(repr(payload).encode()).hexdigest()
+    async with store.transaction() as s:
+        e = Entity(source="test", external_id=external_id, domain=domain, name=name,
+                   occurred_at=datetime(2025, 9, 1, tzinfo=UTC), payload=payload, facts=payload,
+                   content_hash=content_hash, status=EntityStatus.probing)
+        s.add(e)
+        await s.flush()
+        assert e.id is not None
+        s.add(Document(entity_id=e.id, lang="en", origin="source", text=doc.text,
+                       text_hash=hashlib.sha256(doc.text.encode()).hexdigest(), content_hash=content_hash))
+        await enqueue(s, Stage.probe, e.id, "")
+        return e.id
+
+
+def answers(text: str = "I am not sure what this is.") -> ProbeFn:
+    async def probe(target: TargetSettings, prompts: list[str], ctx: ServiceContext) -> list[str]:
+        ctx.extras.setdefault("probe_calls", []).append((target.name, list(prompts)))
+        return [text for _ in prompts]
+
+    return probe
+
+
+async def statuses(store: Store) -> dict[int, EntityStatus]:
+    async with store.session() as s:
+        return {e.id: EntityStatus(e.status) for e in (await s.execute(select(Entity))).scalars()}
+
+
+@asynccontextmanager
+async def running(
+    settings: Settings, store: Store, backend: AgentBackend, probe_fn: ProbeFn
+) -> AsyncIterator[ServiceContext]:
+    """Run the four workers until the block ends (use `settle()` inside to wait for final statuses)."""
+    async with aiohttp.ClientSession() as http:
+        ctx = ServiceContext(settings=settings, store=store, http=http, owner="test-owner", metrics=Metrics())
+        ctx.extras["agent_backend"] = backend
+        workers = [ProbeWorker(probe_fn=probe_fn), GenerateWorker(concurrency=2), VerifyWorker(concurrency=2),
+                   TranslateWorker(concurrency=2)]
+        jobs = [asyncio.create_task(w.run(ctx), name=w.name) for w in workers]
+        try:
+            yield ctx
+        finally:
+            ctx.stopping.set()
+            await asyncio.gather(*jobs, return_exceptions=True)
+
+
+async def settle(store: Store, n: int, *, timeout: float = 60.0) -> dict[int, EntityStatus]:
+    async def done() -> bool:
+        st = await statuses(store)
+        return len(st) == n and all(v in FINAL for v in st.values())
+
+    await wait_for(done, timeout=timeout)
+    return await statuses(store)

@@ -1,0 +1,61 @@
+"""Fixtures for the crawler tests: a re-dated replay server, settings pointing at it, a service context."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from datetime import date, datetime, timezone
+from typing import Any
+
+import aiohttp
+import pytest
+
+from clkt.config import ReplaySettings, Settings, load_settings
+from clkt.context import ServiceContext
+from clkt.metrics import Metrics
+from clkt.replay import ReplayServer
+from storage.engine import Store
+
+REDATE_END = date(2026, 3, 1)
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
+FAST = {"rate_per_s": 1000.0, "burst": 50, "concurrency": 4, "timeout_s": 2.0, "lookback_days": 30,
+        "breaker_failures": 3, "breaker_reset_s": 0.5}
+
+
+@pytest.fixture
+def fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    from clkt.sources.http import SourceClient
+
+    monkeypatch.setattr(SourceClient, "BACKOFF_BASE_S", 0.01)
+    monkeypatch.setattr(SourceClient, "BACKOFF_MAX_S", 0.05)
+
+
+@pytest.fixture
+async def replay() -> AsyncIterator[ReplayServer]:
+    settings = ReplaySettings(enabled=True, redate=True, redate_end=REDATE_END, redate_days=28)
+    async with ReplayServer(settings=settings) as server:
+        yield server
+
+
+def settings_for(server: ReplayServer, **per_source: dict[str, Any]) -> Settings:
+    """The embedded settings with every source at the replay server, fast, plus per-source overrides."""
+    base = load_settings(None, environ={})
+    sources = {}
+    for name, src in base.sources.items():
+        upd = {"base_url": server.base_url(name), **FAST, **per_source.get(name, {})}
+        sources[name] = src.model_copy(update=upd)
+    return base.model_copy(update={"sources": sources})
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession() as s:
+        yield s
+
+
+@pytest.fixture
+def make_ctx(store: Store, http: aiohttp.ClientSession) -> Callable[[Settings], ServiceContext]:
+    def make(settings: Settings, *, now: datetime = NOW) -> ServiceContext:
+        return ServiceContext(settings=settings, store=store, http=http, owner="test:1:x", metrics=Metrics(),
+                              clock=lambda: now)
+
+    return make
