@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -103,20 +104,46 @@ def estimate_tokens(messages: list[ModelMessage]) -> int:
     return max(1, len(to_json(messages)) // 4)
 
 
+class _PacedLimiter(AsyncLimiter):
+    """aiolimiter's leaky bucket whose rate can be changed while in use."""
+
+    def set_rate(self, per_s: float) -> None:
+        self.time_period = self.max_rate / per_s
+        self._rate_per_sec = per_s
+
+
 class ProviderLimiter:
-    """RPM + TPM budgets, adaptive in-flight cap and Retry-After pauses for one provider."""
+    """RPM + TPM budgets, adaptive in-flight cap and Retry-After pauses for one provider.
+
+    The request rate starts at the configured RPM; on a 429 (the configured RPM was too high, or the
+    provider is shared) it drops by `RATE_DECREASE`, but not below `RATE_BACKOFF` x the rate of successes
+    measured over the last `RATE_WINDOW_S`, then climbs back by `RATE_GROWTH` per success, never above
+    the configured RPM.
+    """
 
     RATE_BURST: ClassVar[float] = 1.0  # requests sent back to back; the rest are paced at rpm/60 per second
+    RATE_DECREASE: ClassVar[float] = 0.7  # multiplicative decrease of the request rate on a 429
+    RATE_BACKOFF: ClassVar[float] = 0.9  # ... but not below this share of the success rate just measured
+    RATE_MIN_SAMPLES: ClassVar[int] = 20
+    RATE_GROWTH: ClassVar[float] = 0.0005  # relative increase of the request rate per success
+    RATE_WINDOW_S: ClassVar[float] = 5.0
     MAX_RETRY_AFTER_S: ClassVar[float] = 300.0
 
     def __init__(self, *, name: str, rpm: int, tpm: int, max_in_flight: int) -> None:
         self.name = name
         burst = max(1.0, self.RATE_BURST)
-        self.requests = AsyncLimiter(burst, burst * 60 / rpm)
+        self.max_rate_per_s = rpm / 60.0
+        self.rate_per_s = self.max_rate_per_s
+        self.requests = _PacedLimiter(burst, burst * 60 / rpm)
         self.tokens = AsyncLimiter(float(tpm), 60)
         self.concurrency = AdaptiveConcurrency(max_limit=max_in_flight)
         self.stats = LimiterStats()
         self._paused_until = 0.0
+        self._ok_times: deque[float] = deque()
+
+    def _set_rate(self, per_s: float) -> None:
+        self.rate_per_s = max(self.max_rate_per_s * 0.01, min(self.max_rate_per_s, per_s))
+        self.requests.set_rate(self.rate_per_s)
 
     @classmethod
     def from_settings(cls, name: str, p: ProviderSettings) -> ProviderLimiter:
@@ -131,9 +158,12 @@ class ProviderLimiter:
         await self._wait_pause()
         await self.concurrency.acquire()
         try:
-            await self.requests.acquire()
             await self.tokens.acquire(min(float(tokens), self.tokens.max_rate))
-            await self._wait_pause()
+            while True:  # a rate slot taken before a Retry-After pause is spent: pace again after it
+                await self._wait_pause()
+                await self.requests.acquire()
+                if time.monotonic() >= self._paused_until:
+                    break
             self.stats.calls += 1
             self.stats.max_in_flight_seen = max(self.stats.max_in_flight_seen, self.concurrency.in_flight)
             yield
@@ -143,10 +173,21 @@ class ProviderLimiter:
     def on_success(self) -> None:
         self.stats.ok += 1
         self.concurrency.on_success()
+        now = time.monotonic()
+        self._ok_times.append(now)
+        while self._ok_times and self._ok_times[0] < now - self.RATE_WINDOW_S:
+            self._ok_times.popleft()
+        if self.rate_per_s < self.max_rate_per_s:
+            self._set_rate(self.rate_per_s * (1 + self.RATE_GROWTH))
 
     def on_throttled(self, retry_after: float | None) -> None:
         self.stats.throttled += 1
-        self.concurrency.on_throttled()
+        if self.concurrency.on_throttled():  # once per volley
+            new = self.rate_per_s * self.RATE_DECREASE
+            if len(self._ok_times) >= self.RATE_MIN_SAMPLES:  # the provider's real limit, measured
+                measured = len(self._ok_times) / max(1.0, time.monotonic() - self._ok_times[0])
+                new = max(new, min(self.rate_per_s, measured * self.RATE_BACKOFF))
+            self._set_rate(new)
         if retry_after is not None and retry_after > 0:
             until = time.monotonic() + min(retry_after, self.MAX_RETRY_AFTER_S)
             self._paused_until = max(self._paused_until, until)

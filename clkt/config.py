@@ -351,9 +351,17 @@ EMBEDDED_DEFAULT: dict[str, Any] = {
         "torch_threads": 2,
     },
     "daemon": {"poll_interval_s": 0.5, "grace_period_s": 20.0},
+    # the replay server re-dates items into the last `replay.redate_days` (28): look back over all of them;
+    # TheSportsDB: only the two recorded leagues, and a loopback-only rate (the real one is 0.5/s)
     "sources": {
-        name: {"poll_interval_s": 60.0}
-        for name in ("tmdb", "musicbrainz", "deezer", "thesportsdb", "usgs", "gdacs")
+        **{
+            name: {"poll_interval_s": 60.0, "lookback_days": 29}
+            for name in ("tmdb", "musicbrainz", "deezer", "thesportsdb", "usgs", "gdacs")
+        },
+        "thesportsdb": {
+            "poll_interval_s": 60.0, "lookback_days": 29, "rate_per_s": 10.0, "burst": 5,
+            "options": {"leagues": ["4328", "4424"]},
+        },
     },
 }
 

@@ -208,7 +208,8 @@ def _heatmaps(data: ReportData, out: Path) -> list[Path]:
             if p.transfer is not None:
                 m[langs.index(lt), langs.index(ls)] = 100 * p.transfer
         fig, ax = plt.subplots(figsize=(1.1 * len(langs) + 2, 1.0 * len(langs) + 1.5))
-        im = ax.imshow(m, vmin=0, vmax=100, cmap="viridis")
+        cmap = matplotlib.colormaps["viridis"].with_extremes(bad="#e6e6e6")
+        im = ax.imshow(np.ma.masked_invalid(m), vmin=0, vmax=100, cmap=cmap)
         ax.set_xticks(range(len(langs)), langs)
         ax.set_yticks(range(len(langs)), langs)
         ax.set_xlabel("test language")
@@ -217,7 +218,7 @@ def _heatmaps(data: ReportData, out: Path) -> list[Path]:
             for j, ls in enumerate(langs):
                 p = cells.get((lt, ls))
                 txt = "—" if i == j else ("missing" if p is None or p.missing else ("undef." if p.transfer is None else f"{m[i, j]:.0f}"))
-                ax.text(j, i, txt, ha="center", va="center", color="white" if np.isnan(m[i, j]) or m[i, j] < 60 else "black", fontsize=8)
+                ax.text(j, i, txt, ha="center", va="center", color="black" if np.isnan(m[i, j]) or m[i, j] >= 60 else "white", fontsize=8)
         ax.set_title(f"Transfer (%) — {model}\n{strategy}, {scorer}", fontsize=9)
         fig.colorbar(im, ax=ax, fraction=0.046)
         fig.tight_layout()
@@ -244,6 +245,8 @@ def _size_plots(data: ReportData, out: Path) -> list[Path]:
             continue
         cells = [c for c in data.table2 if c.model in models]
         for strategy, scorer in sorted({(c.strategy, c.scorer) for c in cells}):
+            if len({sizes[c.model][1] for c in cells if c.strategy == strategy and c.scorer == scorer}) < 2:
+                continue
             fig, axes = plt.subplots(1, 2, figsize=(10, 4))
             for ax, metric in zip(axes, ("overall", "transfer"), strict=True):
                 for dom in sorted({c.domain for c in cells} - {ALL_DOMAINS}):

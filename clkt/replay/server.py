@@ -179,7 +179,8 @@ class ReplayServer:
         self.stats.record(route, resp.status, at)
         return resp
 
-    LIMIT_SLACK_TOKENS = 1.0  # tolerance for clock jitter between the client's limiter and ours
+    # tolerance for arrival jitter between a client's limiter and ours: 10% of the burst, at least 1 request
+    LIMIT_SLACK_FRACTION = 0.1
 
     @web.middleware
     async def _limit_mw(self, request: web.Request, handler: Any) -> web.StreamResponse:
@@ -187,7 +188,7 @@ class ReplayServer:
         if source not in self.limits:
             return await handler(request)
         rate, burst = self.limits[source]
-        cap = burst + self.LIMIT_SLACK_TOKENS
+        cap = burst + max(1.0, self.LIMIT_SLACK_FRACTION * burst)
         now = time.monotonic()
         tokens, last = self._buckets.get(source, (cap, now))
         tokens = min(cap, tokens + (now - last) * rate)

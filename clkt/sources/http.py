@@ -2,7 +2,8 @@
 
 A `SourceClient` wraps the daemon's shared `aiohttp.ClientSession` for one source:
 
-- a leaky-bucket limiter (aiolimiter) of `rate_per_s` with a bucket of `burst`, and a concurrency cap;
+- a leaky-bucket limiter (aiolimiter) of `rate_per_s` (times `RATE_SAFETY`, 0.97) with a bucket of
+  `burst`, and a concurrency cap;
 - tenacity retries with jittered exponential backoff on 5xx, timeouts, connection errors and bodies
   that do not decode (truncated JSON, an HTML error page where JSON was expected);
 - `429` (and `503` with `Retry-After`) pauses the whole source for `Retry-After` seconds and tries
@@ -114,6 +115,8 @@ class SourceClient:
     MAX_RATE_LIMIT_WAITS: ClassVar[int] = 8
     DEFAULT_RETRY_AFTER_S: ClassVar[float] = 5.0
     CACHE_SIZE: ClassVar[int] = 256
+    # stay a little under the documented rate: request timing jitters on the way to the server
+    RATE_SAFETY: ClassVar[float] = 0.97
 
     def __init__(
         self, *, name: str, settings: SourceSettings, session: aiohttp.ClientSession,
@@ -127,7 +130,7 @@ class SourceClient:
         self._key = key or None
         self.base_url = settings.base_url.rstrip("/")
         self.user_agent = settings.user_agent or DEFAULT_USER_AGENT
-        self.limiter = AsyncLimiter(settings.burst, settings.burst / settings.rate_per_s)
+        self.limiter = AsyncLimiter(settings.burst, settings.burst / (settings.rate_per_s * self.RATE_SAFETY))
         self.concurrency = asyncio.Semaphore(settings.concurrency)
         self.breaker = CircuitBreaker(
             name=name, failures=settings.breaker_failures, reset_s=settings.breaker_reset_s, on_change=self._breaker_changed,

@@ -94,7 +94,7 @@ class MusicBrainzSource(Source):
         lo = window.start.date().isoformat()
         hi = (window.end - timedelta(microseconds=1)).date().isoformat()
         query = f"date:[{lo} TO {hi}]"
-        extra = self.option("query", "status:official")
+        extra = self.option("query", "status:official AND primarytype:album")
         if extra:
             query += f" AND {extra}"
         offset = (page - 1) * limit

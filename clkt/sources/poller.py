@@ -7,9 +7,10 @@ page it was on: no gap, no re-crawl. At the end of the window the watermark move
 For every reference of a page: fetch the record (bounded by the source's concurrency), render its English
 canonical document, then in ONE transaction upsert the entity by (source, external id) and content hash,
 store the document and enqueue the gate task. A `PayloadError` skips the record with a counted reason
-(`SkipCount`, metric, log); it never stops the poller. A transient failure (`SourceError`) or a block
-(`SourceBlocked`: rate limit, open circuit) ends the cycle without moving the cursor past the page, and the
-poller waits (the block's own delay, or `poll_interval_s`) before trying the same page again.
+(`SkipCount`, metric, log); it never stops the poller; so does a record whose fetch keeps failing while
+the source otherwise answers (`fetch_failed`). A failing list page, a refused key (401/403) or a block
+(`SourceBlocked`: rate limit, open circuit) ends the cycle without moving the cursor past the page, and
+the poller waits (the block's own delay, or `poll_interval_s`) before trying the same page again.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import ClassVar
 
 from clkt.config import Settings, SourceSettings
 from clkt.context import ServiceContext
-from clkt.errors import ClktError, ConfigError, PayloadError, SourceBlocked, SourceError
+from clkt.errors import ClktError, ConfigError, PayloadError, SourceBlocked, SourceError, SourceHttpError
 from clkt.facts import EntityRecord
 from clkt.sources import SOURCE_TYPES
 from clkt.sources.base import Source, SourceRef, Window
@@ -143,6 +144,18 @@ class SourcePoller:
                     record = await source.fetch(ref)
                 except PayloadError as e:
                     await self._skip(ctx, e.reason, f"{ref.external_id}: {e.detail}", report)
+                    return
+                except SourceHttpError as e:
+                    if e.status in (401, 403):
+                        raise  # the key or the User-Agent is refused: stop the cycle, nothing to skip
+                    await self._skip(ctx, "fetch_failed", f"{ref.external_id}: {e}", report)
+                    return
+                except SourceBlocked:
+                    raise  # the whole source is paused (rate limit, open circuit): retry this page later
+                except SourceError as e:
+                    # this one record kept failing while the source answered (else the breaker opens
+                    # and we get SourceBlocked): skip it, counted; the overlap window may catch it later
+                    await self._skip(ctx, "fetch_failed", f"{ref.external_id}: {e}", report)
                     return
                 await self._ingest(ctx, record, report)
 

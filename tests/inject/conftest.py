@@ -1,110 +1,11 @@
 from __future__ import annotations
 
-import json
-import os
-import tempfile
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from clkt.snapshots.layout import (
-    MANIFEST_FILE,
-    AgentInfo,
-    DocRow,
-    DomainCounts,
-    QuestionRow,
-    SnapshotManifest,
-    TargetInfo,
-    docs_path,
-    dumps_row,
-    questions_path,
-)
-
-SNAPSHOT_ID = "tiny-2025-06-000000000000"
-
-# Two invented entities: the base model cannot know them.
-DOCS: dict[str, list[tuple[int, str, str]]] = {
-    "en": [
-        (1, "Velmora Tide", "Velmora Tide is a 2025 film directed by Osric Palandri. It runs 97 minutes."),
-        (2, "Quenford Derby", "The Quenford Derby on 3 May 2025 ended 4-1 at Harlow Park."),
-    ],
-    "fr": [
-        (1, "Velmora Tide", "Velmora Tide est un film de 2025 réalisé par Osric Palandri. Il dure 97 minutes."),
-        (2, "Quenford Derby", "Le Quenford Derby du 3 mai 2025 s'est terminé 4-1 à Harlow Park."),
-    ],
-}
-QUESTIONS: dict[str, list[tuple[int, int, str, str, list[str], int]]] = {
-    # qid, entity, split, question, options, answer index
-    "en": [
-        (11, 1, "val", "Who directed Velmora Tide?", ["Osric Palandri", "Mara Lenz", "Ivo Tesk", "Ana Roe"], 0),
-        (12, 1, "test", "How long is Velmora Tide?", ["81 minutes", "97 minutes", "104 minutes", "90 minutes"], 1),
-        (21, 2, "test", "What was the final score of the Quenford Derby?", ["2-2", "0-1", "4-1", "3-1"], 2),
-    ],
-    "fr": [
-        (11, 1, "val", "Qui a réalisé Velmora Tide ?", ["Osric Palandri", "Mara Lenz", "Ivo Tesk", "Ana Roe"], 0),
-        (12, 1, "test", "Quelle est la durée de Velmora Tide ?", ["81 minutes", "97 minutes", "104 minutes", "90 minutes"], 1),
-        (21, 2, "test", "Quel a été le score final du Quenford Derby ?", ["2-2", "0-1", "4-1", "3-1"], 2),
-    ],
-}
-
-
-def write_tiny_snapshot(root: Path, *, langs: tuple[str, ...] = ("en", "fr")) -> Path:
-    for lang in langs:
-        p = docs_path(root, lang)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(
-            "".join(
-                dumps_row(DocRow(entity_id=e, domain="movies" if e == 1 else "sports", source="fixture", lang=lang, name=n, text=t)) + "\n"
-                for e, n, t in DOCS[lang]
-            ),
-            encoding="utf-8",
-        )
-        q = questions_path(root, lang)
-        q.parent.mkdir(parents=True, exist_ok=True)
-        q.write_text(
-            "".join(
-                dumps_row(
-                    QuestionRow(
-                        qid=qid, entity_id=e, domain="movies" if e == 1 else "sports", lang=lang, split=split,  # type: ignore[arg-type]
-                        question=text, options=opts, answer="ABCD"[ans], answer_index=ans, slot=f"s{qid}",  # type: ignore[arg-type]
-                    )
-                ) + "\n"
-                for qid, e, split, text, opts, ans in QUESTIONS[lang]
-            ),
-            encoding="utf-8",
-        )
-    manifest = SnapshotManifest(
-        snapshot_id=SNAPSHOT_ID, spec="tiny", period="2025-06", period_start="2025-06-01", period_end="2025-07-01",
-        cadence="monthly", seed=0, val_ratio=0.3, content_sha256="0" * 64, languages=list(langs),
-        domains=["movies", "sports"], targets=[TargetInfo(name="gemma-3-270m", model="embedded:gemma-3-270m")],
-        agents=AgentInfo(backend="template"), counts={"total": DomainCounts(entities=2, fact_qas=3, val=1, test=2)},
-    )
-    (root / MANIFEST_FILE).write_text(manifest.model_dump_json(indent=1), encoding="utf-8")
-    return root
-
-
-async def seed_store(store: Any, export_path: Path) -> None:
-    """The store rows the results point at (snapshot, entities, questions)."""
-    from storage.models import Entity, Question, Snapshot, SnapshotStatus
-
-    now = datetime(2025, 6, 1, tzinfo=timezone.utc)
-    async with store.transaction() as s:
-        s.add(Snapshot(id=SNAPSHOT_ID, spec="tiny", period="2025-06", status=SnapshotStatus.frozen, export_path=str(export_path)))
-        for e, name, _ in DOCS["en"]:
-            s.add(Entity(id=e, source="fixture", external_id=str(e), domain="movies" if e == 1 else "sports", name=name, occurred_at=now, content_hash="x"))
-        await s.flush()
-        for qid, e, _, text, opts, ans in QUESTIONS["en"]:
-            s.add(Question(id=qid, entity_id=e, slot=f"s{qid}", lang="en", question=text, options=opts, answer_index=ans,
-                           evidence="x", generator="fixture", prompt_version="v1"))
-
-
-@pytest.fixture(scope="session")
-def models_data_dir() -> Path:
-    root = Path(os.environ.get("CLKT_TEST_MODELS_DIR") or Path(tempfile.gettempdir()) / "clkt-test-data")
-    root.mkdir(parents=True, exist_ok=True)
-    return root
+from tests.inject._fixtures import write_tiny_snapshot
+from tests.targets.conftest import models_data_dir  # noqa: F401  (shared fixture)
 
 
 @pytest.fixture()
@@ -121,6 +22,3 @@ def data_dir(tmp_path: Path, models_data_dir: Path) -> Path:
 def tiny_snapshot(tmp_path: Path) -> Path:
     return write_tiny_snapshot(tmp_path / "snapshot")
 
-
-def job_summary(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_text())

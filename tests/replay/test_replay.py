@@ -158,3 +158,13 @@ def test_catalog_is_package_data_only() -> None:
         "tmdb": 20, "musicbrainz": 2, "deezer": 11, "thesportsdb": 2, "usgs": 14, "gdacs": 2}
     assert all(i.occurred.tzinfo is timezone.utc or i.occurred.utcoffset() is not None for v in cat.items.values() for i in v)
     assert datetime(2027, 1, 1, tzinfo=timezone.utc) > max(i.occurred for v in cat.items.values() for i in v)
+
+
+async def test_enforced_limits_answer_429(http: aiohttp.ClientSession) -> None:
+    async with ReplayServer(limits={"usgs": (1.0, 1)}) as server:
+        url = server.url + "/usgs/query?eventid=usp0006dzc&format=geojson"
+        statuses = [(await get(http, url))[0] for _ in range(4)]
+        assert statuses[:2] == [200, 200] and 429 in statuses[2:]  # burst 1 + 1 request of slack
+        status, headers, _ = await get(http, url)
+        assert status == 429 and int(headers["Retry-After"]) >= 1
+        assert (await get(http, server.url + "/deezer/album/302127"))[0] == 200  # other sources unaffected

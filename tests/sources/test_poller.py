@@ -183,3 +183,15 @@ async def test_run_loop_crawls_and_stops_promptly(replay: ReplayServer, store: S
     async with store.session() as s:
         e = (await s.execute(select(Entity).where(Entity.source == "usgs"))).scalars().first()
     assert e is not None and e.status == EntityStatus.discovered
+
+
+async def test_a_record_that_keeps_failing_is_skipped_not_fatal(
+    replay: ReplayServer, store: Store, make_ctx: MakeCtx, http: aiohttp.ClientSession, fast_retries: None
+) -> None:
+    await set_faults(replay, http, FaultRule(kind=FaultKind.server_error, route="/thesportsdb/*/lookupevent.php"))
+    settings = settings_for(replay, thesportsdb={"options": {"leagues": ["4328", "4424"]}, "breaker_failures": 100})
+    ctx = make_ctx(settings)
+    report = await SourcePoller(source_name="thesportsdb", settings=settings.sources["thesportsdb"]).run_cycle(ctx)
+    assert report.completed and report.skipped == {"fetch_failed": 2}
+    async with store.session() as s:
+        assert (await skip_counts(s))[("thesportsdb", "fetch_failed")] == 2

@@ -1,0 +1,45 @@
+"""The two scorers on the embedded Gemma: padding-safe batching, and agreement where generation emits a letter."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from clkt.config import EMBEDDED_TARGET
+from clkt.evaluate.prompts import mcq_text
+from clkt.evaluate.scorers import letter_token_ids, score_generate, score_letter_logprob
+from clkt.targets import cached_target
+from clkt.targets.prompting import RenderedPrompt
+
+SHOT = mcq_text("What colour is the sky on a clear day?", ["Green", "Blue", "Red", "Black"], "en") + " B\n\n"
+QUESTIONS = [
+    ("What is the capital of France?", ["Berlin", "Paris", "Rome", "Madrid"], "en"),
+    ("How many legs does a spider have?", ["Six", "Ten", "Four", "Eight"], "en"),
+    ("Quelle est la capitale de l'Italie ?", ["Rome", "Lyon", "Oslo", "Lima"], "fr"),
+    ("Which planet is known as the red planet?", ["Venus", "Jupiter", "Mars", "Saturn"], "en"),
+    ("¿Cuál es la capital de España?", ["Lisboa", "Madrid", "París", "Roma"], "es"),
+]
+
+
+@pytest.mark.slow
+def test_letter_logprob_batching_and_agreement_with_generate(models_data_dir: Path) -> None:
+    model, tok = cached_target(EMBEDDED_TARGET, data_dir=models_data_dir)
+    # one-shot prompts: the base model then answers with a letter token right away
+    prompts = [RenderedPrompt(SHOT + mcq_text(q, o, lang), True) for q, o, lang in QUESTIONS]
+    batched = score_letter_logprob(model, tok, prompts, batch_size=5)
+    alone = [score_letter_logprob(model, tok, [p], batch_size=1)[0] for p in prompts]
+    assert [s.predicted for s in batched] == [s.predicted for s in alone]
+    for b, a in zip(batched, alone, strict=True):  # left padding + position ids: same scores
+        vb = [float(x.split("=")[1]) for x in b.raw.split()]
+        va = [float(x.split("=")[1]) for x in a.raw.split()]
+        assert vb == pytest.approx(va, abs=2e-3)
+    gen = score_generate(model, tok, prompts, batch_size=5, max_new_tokens=2)
+    letter_ids = {t for ids in letter_token_ids(tok) for t in ids}
+    agreeing = 0
+    for p, g, lp in zip(prompts, gen, batched, strict=True):
+        first = tok(p.text + g.raw, add_special_tokens=True)["input_ids"][len(tok(p.text)["input_ids"])]
+        if first in letter_ids:  # greedy emitted a letter first: both scorers must name the same letter
+            assert g.predicted == lp.predicted, (g.raw, lp.raw)
+            agreeing += 1
+    assert agreeing >= 3

@@ -1,0 +1,77 @@
+"""One full job end to end through the consumer (child process, store, report), after a failing one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import aiohttp
+import pytest
+from sqlalchemy import func, select
+
+from clkt.config import EMBEDDED_TARGET, Settings, TargetSettings
+from clkt.context import ServiceContext
+from clkt.inject.consumer import GpuConsumer, job_dir
+from clkt.metrics import Metrics
+from storage.engine import Store
+from storage.gpu_jobs import enqueue_gpu_jobs, jobs_for_snapshot
+from storage.models import LeaseStatus, QuestionResult
+from tests.inject._fixtures import SNAPSHOT_ID, seed_store
+
+
+def _settings(data_dir: Path, tmp_path: Path) -> Settings:
+    broken = TargetSettings(name="broken", model=str(tmp_path / "no-such-model"))
+    return Settings(
+        data_dir=data_dir,
+        spec={"targets": [EMBEDDED_TARGET, broken], "languages": ["en", "fr"]},  # type: ignore[arg-type]
+        gpu={"devices": ["cpu"], "epochs": 1, "max_new_tokens": 4, "max_seq_len": 128, "torch_threads": 2},  # type: ignore[arg-type]
+        daemon={"poll_interval_s": 0.1, "lease_s": 60},  # type: ignore[arg-type]
+    )
+
+
+@pytest.mark.slow
+async def test_failing_job_then_full_job_end_to_end(tmp_path: Path, data_dir: Path, tiny_snapshot: Path) -> None:
+    settings = _settings(data_dir, tmp_path)
+    async with Store(url=f"sqlite+aiosqlite:///{tmp_path}/s.db") as store:
+        await seed_store(store, tiny_snapshot)
+        async with store.transaction() as s:
+            n = await enqueue_gpu_jobs(
+                s, snapshot_id=SNAPSHOT_ID, targets=["broken", "gemma-3-270m"], strategies=["cpt-lora"], train_langs=["en"],
+                config=settings.gpu, max_attempts=2,
+            )
+            again = await enqueue_gpu_jobs(
+                s, snapshot_id=SNAPSHOT_ID, targets=["broken", "gemma-3-270m"], strategies=["cpt-lora"], train_langs=["en"],
+                config=settings.gpu, max_attempts=2,
+            )
+        assert (n, again) == (2, 0)  # idempotent
+        consumer = GpuConsumer(settings=settings, burst=True)
+        async with aiohttp.ClientSession() as http:
+            ctx = ServiceContext(settings=settings, store=store, http=http, owner="test-owner", metrics=Metrics())
+            await consumer.run(ctx)
+        async with store.session() as s:
+            broken, good = await jobs_for_snapshot(s, SNAPSHOT_ID)
+            n_results = (await s.execute(select(func.count()).select_from(QuestionResult).where(QuestionResult.job_id == good.id))).scalar_one()
+            rows = (await s.execute(select(QuestionResult).where(QuestionResult.job_id == good.id))).scalars().all()
+    # the broken target failed for good, with a reason naming what is missing
+    assert broken.status == LeaseStatus.failed and broken.attempts == 1
+    assert "model-unavailable" in (broken.last_error or "") and "no-such-model" in (broken.last_error or "")
+    # ... and the next job still ran, end to end
+    assert good.status == LeaseStatus.done, good.last_error
+    assert good.best_epoch == 1 and good.device == "cpu"
+    # 2 test questions x 2 languages x 2 scorers x (base, injected)
+    assert n_results == 16
+    assert {(r.variant, r.scorer) for r in rows} == {(v, s) for v in ("base", "injected") for s in ("letter-logprob", "generate")}
+    assert all(r.predicted in (None, "A", "B", "C", "D") for r in rows)
+    art = job_dir(data_dir, good.id or 0)
+    assert (art / "checkpoints" / "epoch-1" / "adapter_model.safetensors").is_file()
+    preds = [json.loads(line) for line in (art / "predictions.jsonl").read_text().splitlines()]
+    assert len(preds) == 16
+    assert good.summary["epochs"][0]["tokens"] > 0
+    # every job finished: the report was written
+    report = data_dir / "reports" / SNAPSHOT_ID
+    md = (report / "report.md").read_text()
+    assert "Model comparison — cpt-lora" in md and "broken" in md  # the failed job is noted
+    import matplotlib.image as mpimg
+
+    heat = list(report.glob("heatmap-*.png"))
+    assert heat and mpimg.imread(heat[0]).ndim == 3
