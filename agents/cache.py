@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -164,8 +165,10 @@ class CachedModel(WrapperModel):
         price: PriceSettings | None = None,
         budget: Budget | None = None,
         stats: CacheStats | None = None,
+        on_call: Callable[[CachedCall, bool], None] | None = None,
     ) -> None:
         super().__init__(wrapped)
+        self.on_call = on_call  # (call, cached) -> None: metrics
         self.cache = cache
         self.model_label = model
         self.stage = stage
@@ -190,6 +193,8 @@ class CachedModel(WrapperModel):
         hit = await self.cache.get(key)
         if hit is not None:
             self.stats.hits += 1
+            if self.on_call is not None:
+                self.on_call(hit, True)
             return _RESPONSE.validate_python(hit.response)
         await self._check_budget()
         t0 = time.perf_counter()
@@ -201,19 +206,20 @@ class CachedModel(WrapperModel):
             cost = (
                 usage.input_tokens * self.price.input_per_mtok + usage.output_tokens * self.price.output_per_mtok
             ) / 1e6
-        await self.cache.put(
-            CachedCall(
-                key=key,
-                model=self.model_label,
-                stage=self.stage,
-                prompt_version=self.prompt_version,
-                response=_RESPONSE.dump_python(response, mode="json"),
-                input_tokens=usage.input_tokens,
-                output_tokens=usage.output_tokens,
-                cost_usd=cost,
-                latency_ms=latency_ms,
-            )
+        call = CachedCall(
+            key=key,
+            model=self.model_label,
+            stage=self.stage,
+            prompt_version=self.prompt_version,
+            response=_RESPONSE.dump_python(response, mode="json"),
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cost_usd=cost,
+            latency_ms=latency_ms,
         )
+        await self.cache.put(call)
+        if self.on_call is not None:
+            self.on_call(call, False)
         s = self.stats
         s.misses += 1
         s.input_tokens += usage.input_tokens

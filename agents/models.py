@@ -13,11 +13,12 @@ Each role's model is `CachedModel(RateLimitedModel(<provider model>))`, the limi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pydantic_ai.models import Model
 
-from agents.cache import Budget, CachedModel, CacheStats, CallCache, price_of
+from agents.cache import Budget, CachedCall, CachedModel, CacheStats, CallCache, price_of
 from agents.limits import ProviderLimiter, RateLimitedModel
 from clkt.config import AgentSettings, ProviderSettings, Settings
 from clkt.errors import ConfigError
@@ -121,6 +122,7 @@ class ModelFactory:
     budget: Budget | None = None
     stats: CacheStats = field(default_factory=CacheStats)
     limiters: dict[str, ProviderLimiter] = field(default_factory=dict)
+    on_call: Callable[[CachedCall, bool], None] | None = None  # (call, cached): metrics
 
     def __post_init__(self) -> None:
         if self.budget is None and self.settings.agents.monthly_budget_usd is not None:
@@ -140,6 +142,7 @@ class ModelFactory:
         return CachedModel(
             limited, cache=self.cache, model=model, stage=stage, prompt_version=prompt_version,
             price=price_of(model, self.settings.agents.prices), budget=self.budget, stats=self.stats,
+            on_call=self.on_call,
         )
 
     def for_role(self, role: str, *, prompt_version: str) -> CachedModel:

@@ -2,8 +2,8 @@
 
 Same model, same synthetic documents, LoRA r16 / alpha 32 / dropout 0.1 on the attention projections,
 AdamW lr 5e-4 (fused where available), linear decay, no warmup, gradient clipping 1.0, batch size 1, one
-epoch; bf16 autocast on GPU. Figures: tokens/s of each and the ratio (goal >= 1.0). Ends with one JSON
-line; about 2-3 minutes on 2 CPU cores with Gemma 3 270M.
+epoch; bf16 autocast on GPU. Interleaved rounds, best of each. Figures: tokens/s of each and the ratio (goal
+>= 1.0). Ends with one JSON line; about 3-4 minutes on 2 CPU cores with Gemma 3 270M.
 
     .venv/bin/python bench/inject.py [--model embedded:gemma-3-270m] [--docs 16] [--device auto]
 """
@@ -85,6 +85,7 @@ def main() -> int:
     p.add_argument("--docs", type=int, default=16)
     p.add_argument("--words", type=int, default=110)
     p.add_argument("--max-seq-len", type=int, default=384)
+    p.add_argument("--rounds", type=int, default=2)
     a = p.parse_args()
     import torch
 
@@ -96,11 +97,16 @@ def main() -> int:
     _, tok = load_target(target, data_dir=a.data_dir, device="cpu")
     examples = _examples(tok, synthetic_docs(a.docs, a.words), a.max_seq_len)
     ours(target, a, gpu, examples[:2], device)  # warm-up (allocator, kernels)
-    t_trainer = trainer(target, a, gpu, examples, device)
-    t_ours = ours(target, a, gpu, examples, device)
+    runs_t: list[float] = []
+    runs_o: list[float] = []
+    for _ in range(a.rounds):  # interleaved, best of each: the machine may be shared
+        runs_t.append(trainer(target, a, gpu, examples, device))
+        runs_o.append(ours(target, a, gpu, examples, device))
+    t_trainer, t_ours = max(runs_t), max(runs_o)
     figures = {
         "model": target.model, "device": device, "docs": len(examples), "tokens": sum(len(e.input_ids) for e in examples),
         "ours_tokens_per_s": round(t_ours, 1), "trainer_tokens_per_s": round(t_trainer, 1), "ratio": round(t_ours / t_trainer, 3),
+        "runs_ours": [round(x, 1) for x in runs_o], "runs_trainer": [round(x, 1) for x in runs_t],
     }
     print(json.dumps({"bench": "inject", "figures": figures, "goals": {"ratio": ">= 1.0"}, "met": figures["ratio"] >= 1.0}))
     return 0

@@ -74,10 +74,14 @@ def score_letter_logprob(
     with torch.inference_mode():
         for idx in _batches(prompts, tokenizer, batch_size):
             batch = encode_left_padded(tokenizer, [prompts[i] for i in idx], max_length=max_length).to(model.device)
-            logits = model(
+            kwargs = dict(
                 input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                position_ids=_positions(batch["attention_mask"]), logits_to_keep=1, use_cache=False,
-            ).logits[:, -1, :].float()
+                position_ids=_positions(batch["attention_mask"]), use_cache=False,
+            )
+            try:  # only the last position's logits: the LM head over the vocabulary dominates small models
+                logits = model(**kwargs, logits_to_keep=1).logits[:, -1, :].float()
+            except TypeError:  # a model class without `logits_to_keep`
+                logits = model(**kwargs).logits[:, -1, :].float()
             logp = torch.log_softmax(logits, dim=-1)[:, flat.to(logits.device)].cpu()
             best = torch.full((len(idx), len(LETTERS)), float("-inf"))
             best = best.scatter_reduce(1, owner.expand(len(idx), -1), logp, reduce="amax")

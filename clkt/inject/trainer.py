@@ -180,9 +180,21 @@ class TrainLoop:
         use_amp = self.device.startswith("cuda")
         t0 = time.perf_counter()
         running = torch.zeros((), device=self.device)
-        tokens = 0
         order = self._order(epoch)
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=self.steps_per_epoch, desc=f"train epoch {epoch}/{self.gpu.epochs}", unit="step", leave=False)
+        try:
+            return self._steps(epoch, opt, sched, order, bar, t0, running, use_amp)
+        finally:
+            bar.close()
+
+    def _steps(self, epoch: int, opt: Any, sched: Any, order: list[int], bar: Any, t0: float, running: Any, use_amp: bool) -> EpochResult:
+        import torch
+
+        tokens = 0
         bs = self.gpu.batch_size
+        trainable = [p for p in self.model.parameters() if p.requires_grad]
         for step in range(self.steps_per_epoch):
             batch = collate([self.examples[i] for i in order[step * bs : (step + 1) * bs]], self.pad_id)
             tokens += int(batch["attention_mask"].sum())
@@ -191,9 +203,7 @@ class TrainLoop:
                 loss = self.model(**batch, use_cache=False).loss
             loss.backward()
             if self.gpu.max_grad_norm > 0:
-                torch.nn.utils.clip_grad_norm_(
-                    [p for p in self.model.parameters() if p.requires_grad], self.gpu.max_grad_norm
-                )
+                torch.nn.utils.clip_grad_norm_(trainable, self.gpu.max_grad_norm)
             opt.step()
             sched.step()
             opt.zero_grad(set_to_none=True)
@@ -202,8 +212,10 @@ class TrainLoop:
                 value = float(running) / (step + 1)
                 if not math.isfinite(value):
                     raise TrainingDiverged(f"the loss became {value} at epoch {epoch}, step {step + 1}")
+                bar.set_postfix(loss=f"{value:.3f}", refresh=False)
                 if self.on_step is not None:
                     self.on_step(epoch, step + 1, value)
+            bar.update(1)
         return EpochResult(epoch, float(running) / self.steps_per_epoch, tokens, time.perf_counter() - t0)
 
     def _checkpoint(self, res: EpochResult, opt: Any, sched: Any) -> None:

@@ -8,6 +8,7 @@ daemon with a clear `ConfigError` instead of failing tasks later.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from agents.backend import AgentBackend
@@ -15,7 +16,9 @@ from clkt.config import Settings
 from clkt.errors import ConfigError
 
 if TYPE_CHECKING:
+    from agents.cache import CachedCall
     from clkt.context import ServiceContext
+    from clkt.metrics import Metrics
     from storage.engine import Store
 
 __all__ = ["build_backend", "backend_for", "check_backend_config"]
@@ -30,7 +33,7 @@ def check_backend_config(settings: Settings) -> None:
         check_llm_config(settings)
 
 
-def build_backend(settings: Settings, *, store: Store) -> AgentBackend:
+def build_backend(settings: Settings, *, store: Store, metrics: Metrics | None = None) -> AgentBackend:
     kind = settings.agents.backend
     if kind == "template":
         from agents.template import TemplateBackend
@@ -40,8 +43,12 @@ def build_backend(settings: Settings, *, store: Store) -> AgentBackend:
         from agents.llm import LlmBackend
         from storage.llm_cache import SqlCallCache
 
+        from agents.models import ModelFactory
+
         check_backend_config(settings)
-        return LlmBackend(settings=settings, cache=SqlCallCache(store))
+        cache = SqlCallCache(store)
+        factory = ModelFactory(settings=settings, cache=cache, on_call=_observer(metrics) if metrics else None)
+        return LlmBackend(settings=settings, cache=cache, factory=factory)
     raise ConfigError("agents.backend", f"unknown backend {kind!r}")
 
 
@@ -49,5 +56,18 @@ def backend_for(ctx: ServiceContext) -> AgentBackend:
     """The daemon's one backend (built on first use; tests may put their own in `ctx.extras`)."""
     backend = ctx.extras.get(_EXTRA)
     if backend is None:
-        backend = ctx.extras[_EXTRA] = build_backend(ctx.settings, store=ctx.store)
+        backend = ctx.extras[_EXTRA] = build_backend(ctx.settings, store=ctx.store, metrics=ctx.metrics)
     return backend  # type: ignore[no-any-return]
+
+
+def _observer(metrics: Metrics) -> Callable[[CachedCall, bool], None]:
+    """Counts every LLM call in the daemon's metrics (cached calls cost nothing)."""
+
+    def observe(call: CachedCall, cached: bool) -> None:
+        metrics.llm_calls.labels(call.model, "yes" if cached else "no").inc()
+        if not cached:
+            metrics.llm_tokens.labels(call.model, "input").inc(call.input_tokens)
+            metrics.llm_tokens.labels(call.model, "output").inc(call.output_tokens)
+            metrics.llm_cost.labels(call.stage).inc(call.cost_usd)
+
+    return observe

@@ -11,7 +11,7 @@ from pydantic_ai.exceptions import ModelHTTPError
 from pydantic_ai.models import override_allow_model_requests
 
 from agents.cache import MemoryCallCache
-from agents.limits import AdaptiveConcurrency, ProviderLimiter
+from agents.limits import AdaptiveConcurrency, ProviderLimiter, RateLimitedModel
 from agents.llm import LlmBackend
 from clkt.config import Settings
 from clkt.errors import AgentError
@@ -23,6 +23,12 @@ from tests.fakes.openai_server import FakeOpenAI
 def _allow_loopback_requests() -> Iterator[None]:
     with override_allow_model_requests(True):  # only the fake server on 127.0.0.1 is ever reached
         yield
+
+
+@pytest.fixture(autouse=True)
+def _short_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(RateLimitedModel, "BACKOFF_INITIAL_S", 0.02)
+    monkeypatch.setattr(RateLimitedModel, "BACKOFF_MAX_S", 0.1)
 
 
 @pytest.fixture
@@ -73,7 +79,7 @@ async def test_500s_are_retried_then_succeed(server: FakeOpenAI) -> None:
 
 
 async def test_slow_replies_time_out_and_give_up_after_max_attempts(server: FakeOpenAI) -> None:
-    server.script = [{"delay_s": 5}] * 3
+    server.script = [{"delay_s": 1.5}] * 3
     b = LlmBackend(settings=settings_for(server, timeout_s=0.3, max_attempts=2), cache=MemoryCallCache())
     with pytest.raises((TimeoutError, AgentError)):
         await judge(b)
@@ -131,3 +137,18 @@ def test_limiter_paces_the_minute_budget() -> None:
     assert lim.requests.max_rate == 1.0 and lim.requests.time_period == pytest.approx(0.1)
     slow = ProviderLimiter(name="p", rpm=6, tpm=1000, max_in_flight=1)
     assert slow.requests.max_rate == 1.0 and slow.requests.time_period == pytest.approx(10.0)
+
+
+async def test_daemon_backend_counts_calls_in_metrics(server: FakeOpenAI, store: object) -> None:
+    from clkt.metrics import Metrics
+    from clkt.pipeline.backends import build_backend
+
+    metrics = Metrics()
+    b = build_backend(settings_for(server), store=store, metrics=metrics)  # type: ignore[arg-type]
+    assert isinstance(b, LlmBackend)
+    await judge(b)
+    await judge(b)  # answered by the store's cache
+    text = metrics.render().decode()
+    assert 'clkt_llm_calls_total{cached="no",model="fake:judge"} 1.0' in text
+    assert 'clkt_llm_calls_total{cached="yes",model="fake:judge"} 1.0' in text
+    assert server.stats.ok == 1

@@ -124,3 +124,18 @@ async def test_injected_document_changes_no_instruction() -> None:
 def test_data_block_defuses_spaced_and_cased_tags() -> None:
     out = data_block("response", "a < /Response > b <RESPONSE> c")
     assert out.count("<response>") == 1 and out.count("</response>") == 1
+
+
+async def test_last_try_keeps_the_questions_that_pass() -> None:
+    doc = match_doc()
+    sentence = next(s for s in doc.sentences.values() if "44,621" in s)
+    good = {"question": "How many spectators attended the Liverpool vs Swansea league match?",
+            "options": ["44,621", "40,012", "38,950", "45,870"], "answer_index": 0, "evidence": sentence,
+            "slot": "spectators"}
+    bad = {"question": "Who refereed the Liverpool vs Swansea match?", "options": ["A. Marriner", "M. Dean",
+           "M. Oliver", "H. Webb"], "answer_index": 0, "evidence": "refereed by Andre Marriner", "slot": "referee"}
+    llm = ScriptedLlm({"generate": [{"questions": [good, bad]}] * 5})
+    backend = backend_with(llm, output_retries=1)
+    mcqs = await backend.generate(entity_name="Liverpool vs Swansea", document=doc, facts=LIVERPOOL_SWANSEA, n=2)
+    assert [q.slot for q in mcqs] == ["spectators"]
+    assert llm.calls["generate"] == 2

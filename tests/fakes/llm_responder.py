@@ -74,10 +74,10 @@ def _generate(prompt: str, n: int) -> dict[str, Any]:
     return {"questions": out}
 
 
-def _keep(source: str) -> str:
+def _keep(source: str, *, names: bool = True) -> str:
     nums = " ".join(_NUM.findall(source))
-    names = " ".join(dict.fromkeys(_NAME.findall(source)))
-    return f"{nums} {names}".strip()
+    kept = " ".join(dict.fromkeys(_NAME.findall(source))) if names else ""
+    return f"{nums} {kept}".strip()
 
 
 def respond(role: str, prompt: str) -> dict[str, Any]:
@@ -99,5 +99,7 @@ def respond(role: str, prompt: str) -> dict[str, Any]:
     if role == "translate_document":
         doc = block(prompt, "document")
         phrase = _PHRASES.get(lang, _PHRASES["en"])
-        return {"lang": lang, "text": " ".join(f"{phrase}: {_keep(sent)}. {phrase}." for sent in _sentences(doc))}
+        paras = doc.split("\n\n")  # title, the fact sentences, then free text (names kept only up to the facts)
+        out = [f"{phrase}: {_keep(sent, names=i < 2)}. {phrase}." for i, para in enumerate(paras) for sent in _sentences(para)]
+        return {"lang": lang, "text": " ".join(out)}
     raise ValueError(role)

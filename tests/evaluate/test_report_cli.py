@@ -1,0 +1,42 @@
+"""`clkt report SNAPSHOT` through the real CLI process, on stored results (no model needed)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from storage.engine import Store
+from storage.gpu_jobs import ResultRecord, enqueue_gpu_jobs, write_job_results
+from storage.models import GpuJob, LeaseStatus
+from tests.conftest import REPO
+from tests.inject._fixtures import SNAPSHOT_ID, seed_store, write_tiny_snapshot
+
+
+async def test_report_command_prints_table2_and_writes_files(tmp_path: Path) -> None:
+    snap = write_tiny_snapshot(tmp_path / "snap")
+    async with Store(url=f"sqlite+aiosqlite:///{tmp_path / 'clkt.db'}") as store:
+        await seed_store(store, snap)
+        async with store.transaction() as s:
+            await enqueue_gpu_jobs(s, snapshot_id=SNAPSHOT_ID, targets=["m"], strategies=["cpt-lora"], train_langs=["en", "fr"],
+                                   config={}, max_attempts=1)
+        async with store.transaction() as s:
+            for job in (await s.execute(GpuJob.__table__.select())).all():
+                train = job.train_lang
+                recs = [
+                    ResultRecord(question_id=q, lang=lang, variant=v, scorer="generate", split="test",
+                                 predicted="A", correct=(lang == train) or q == 12)
+                    for q in (12, 21) for lang in ("en", "fr") for v in ("base", "injected")
+                ]
+                await write_job_results(s, job.id, recs)
+            await s.execute(GpuJob.__table__.update().values(status=LeaseStatus.done))
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f'data_dir = "{tmp_path}"\n')
+    res = subprocess.run([sys.executable, "-m", "clkt.cli", "report", SNAPSHOT_ID, "--config", str(cfg)], capture_output=True,
+                         text=True, cwd=REPO, timeout=120, env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "220"})
+    assert res.returncode == 0, res.stderr
+    assert "Model comparison" in res.stdout and "50.0 ± 0.0" in res.stdout  # Transfer: 1 of 2 right in the test language
+    out = tmp_path / "reports" / SNAPSHOT_ID
+    assert (out / "report.md").is_file() and (out / "table2.csv").is_file()
+    assert list(out.glob("heatmap-*.png"))
