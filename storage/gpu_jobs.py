@@ -2,7 +2,9 @@
 
 A job is one (snapshot, target model, strategy, train language); the unique constraint makes
 `enqueue_gpu_jobs` idempotent. Results are written by `write_job_results` in the caller's transaction,
-together with the fenced completion of the job (see `clkt.inject.consumer`).
+together with the fenced completion of the job (see `clkt.inject.consumer`). Results reference this store's
+question rows; `results_for_snapshot` also returns each question's identity (entity source and external id,
+slot), from which `clkt.snapshots.ids` derives the public qid that the snapshot's files use.
 """
 
 from __future__ import annotations
@@ -62,6 +64,9 @@ class JobResultRow:
     predicted: str | None
     correct: bool
     domain: str = ""
+    source: str = ""  # the question's identity: entity source, external id and slot
+    external_id: str = ""
+    slot: str = ""
 
 
 async def enqueue_gpu_jobs(
@@ -135,7 +140,8 @@ async def results_for_snapshot(session: AsyncSession, snapshot_id: str, *, done_
         select(
             GpuJob.id, GpuJob.target_model, GpuJob.strategy, GpuJob.train_lang, QuestionResult.question_id,
             QuestionResult.lang, QuestionResult.variant, QuestionResult.scorer, QuestionResult.split,
-            QuestionResult.predicted, QuestionResult.correct, Entity.domain,
+            QuestionResult.predicted, QuestionResult.correct, Entity.domain, Entity.source, Entity.external_id,
+            Question.slot,
         )
         .join(QuestionResult, QuestionResult.job_id == GpuJob.id)
         .join(Question, Question.id == QuestionResult.question_id)
@@ -148,7 +154,8 @@ async def results_for_snapshot(session: AsyncSession, snapshot_id: str, *, done_
     return [
         JobResultRow(
             job_id=r[0], target_model=r[1], strategy=r[2], train_lang=r[3], question_id=r[4], lang=r[5],
-            variant=r[6], scorer=r[7], split=r[8], predicted=r[9], correct=bool(r[10]), domain=r[11],
+            variant=r[6], scorer=r[7], split=r[8], predicted=r[9], correct=bool(r[10]), domain=r[11], source=r[12],
+            external_id=r[13], slot=r[14],
         )
         for r in (await session.execute(stmt)).all()
     ]

@@ -50,3 +50,11 @@ async def wait_for(cond: Callable[[], object], *, timeout: float = 10.0, interva
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {timeout}s: {cond}")
         await asyncio.sleep(interval)
+
+
+@pytest.fixture(scope="session")
+def shared_models_dir() -> Path:
+    """A `models/` folder that survives between tests and runs, so the bundled GGUF converts once."""
+    root = Path(os.environ.get("CLKT_TEST_MODELS_DIR") or "/tmp/clkt-test-data") / "models"
+    root.mkdir(parents=True, exist_ok=True)
+    return root

@@ -60,7 +60,7 @@ class Outcome:
     variant: str
     train_lang: str
     lang: str
-    qid: int
+    qid: int  # the public qid of the snapshot's files (`clkt.snapshots.ids.stable_qid`)
     domain: str
     correct: bool
     predicted: str | None = None

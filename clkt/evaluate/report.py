@@ -91,6 +91,7 @@ class ReportPaths:
 
 
 async def load_report_data(store: Store, snapshot_id: str, *, seed: int = 0) -> ReportData:
+    from clkt.snapshots.ids import stable_qid
     from storage.gpu_jobs import jobs_for_snapshot, results_for_snapshot
     from storage.models import Snapshot
 
@@ -115,7 +116,7 @@ async def load_report_data(store: Store, snapshot_id: str, *, seed: int = 0) -> 
     outcomes = [
         Outcome(
             model=r.target_model, strategy=r.strategy, scorer=r.scorer, variant=r.variant, train_lang=r.train_lang,
-            lang=r.lang, qid=r.question_id, domain=r.domain, correct=r.correct, predicted=r.predicted, split=r.split,
+            lang=r.lang, qid=stable_qid(r.source, r.external_id, r.slot), domain=r.domain, correct=r.correct, predicted=r.predicted, split=r.split,
         )
         for r in rows
     ]

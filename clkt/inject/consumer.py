@@ -3,8 +3,10 @@
 The event loop never runs torch. For each claimed job the consumer writes `<data_dir>/jobs/<id>/spec.json`,
 starts `python -m clkt.inject.run_job` (its output goes to `job.log` beside it), heartbeats the lease while
 the child runs, enforces `gpu.job_timeout_s`, and then, in ONE transaction, writes every per-question result
-and completes the job (fenced on the lease). A child that fails, crashes or runs out of memory fails that
-job only; the next job starts as usual. When the last job of a snapshot finishes, the report is written.
+and completes the job (fenced on the lease). The child reports the export's public qids; they are mapped
+back to this store's question rows through the snapshot's `SnapshotItem` rows (an unknown qid fails the job).
+A child that fails, crashes or runs out of memory fails that job only; the next job starts as usual. When
+the last job of a snapshot finishes, the report is written.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from pydantic import ValidationError
 
 from clkt.config import GpuSettings, Settings, TargetSettings
 from clkt.context import ServiceContext
+from clkt.errors import JobError, SnapshotError
 from clkt.inject.spec import (
     FAILURE_FILE,
     LOG_FILE,
@@ -35,17 +38,36 @@ from clkt.inject.spec import (
     JobSpec,
     write_json_atomic,
 )
+from clkt.snapshots.repo import question_rows_by_qid
 from storage.claim import LeaseLost, claim, complete, fail, heartbeat, release
 from storage.gpu_jobs import ResultRecord, snapshot_jobs_finished, write_job_results
 from storage.models import GpuJob, LeaseStatus, Snapshot
 
-__all__ = ["GpuConsumer", "JobRun", "job_dir"]
+__all__ = ["GpuConsumer", "JobRun", "job_dir", "result_records"]
 
 log = logging.getLogger(__name__)
 
 
 def job_dir(data_dir: Path, job_id: int) -> Path:
     return data_dir / "jobs" / str(job_id)
+
+
+def result_records(outcome: JobOutcome, rows_by_qid: dict[int, int], *, snapshot_id: str) -> list[ResultRecord]:
+    """The outcome's results keyed by this store's question rows (`rows_by_qid`: public qid -> Question.id)."""
+    unknown = sorted({r.qid for r in outcome.results if r.qid not in rows_by_qid})
+    if unknown:
+        shown = ", ".join(map(str, unknown[:5])) + (f" (+{len(unknown) - 5} more)" if len(unknown) > 5 else "")
+        raise JobError(
+            f"the results name {len(unknown)} qid(s) that are not items of snapshot {snapshot_id}: {shown} "
+            "(was the export folder replaced by another snapshot's?)"
+        )
+    return [
+        ResultRecord(
+            question_id=rows_by_qid[r.qid], lang=r.lang, variant=r.variant.value, scorer=r.scorer, split=r.split,
+            predicted=r.predicted, correct=r.correct, raw=r.raw,
+        )
+        for r in outcome.results
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,13 +253,12 @@ class GpuConsumer:
             outcome = JobOutcome.model_validate_json((spec.artifacts_dir / OUTCOME_FILE).read_bytes())
         except (OSError, ValidationError) as e:
             return await self._fail(ctx, jid, f"{label}: unreadable outcome file: {e}")
-        records = [
-            ResultRecord(
-                question_id=r.qid, lang=r.lang, variant=r.variant.value, scorer=r.scorer, split=r.split,
-                predicted=r.predicted, correct=r.correct, raw=r.raw,
-            )
-            for r in outcome.results
-        ]
+        try:
+            async with ctx.store.session() as s:
+                rows_by_qid = await question_rows_by_qid(s, spec.snapshot_id)
+            records = result_records(outcome, rows_by_qid, snapshot_id=spec.snapshot_id)
+        except (JobError, SnapshotError) as e:
+            return await self._fail(ctx, jid, f"{label}: {e}", permanent=True)
         summary = dict(outcome.summary)
         summary["epochs"] = [e.model_dump(mode="json") for e in outcome.epochs]  # type: ignore[assignment]
         summary.update(target_family=spec.target.family, target_size_b=spec.target.size_b, target_model_id=spec.target.model)

@@ -1,4 +1,8 @@
-"""The tiny snapshot of the GPU-queue tests: 2 invented entities, 2 languages, 3 questions."""
+"""The tiny snapshot of the GPU-queue tests: 2 invented entities, 2 languages, 3 questions.
+
+The files carry public ids (`clkt.snapshots.ids`), like a built snapshot; `seed_store` adds the rows they map
+back to (question row ids 11, 12, 21 and the snapshot's `SnapshotItem` rows).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from clkt.snapshots.ids import stable_entity_id, stable_qid
 from clkt.snapshots.layout import (
     MANIFEST_FILE,
     AgentInfo,
@@ -20,6 +25,17 @@ from clkt.snapshots.layout import (
 )
 
 SNAPSHOT_ID = "tiny-2025-06-000000000000"
+SOURCE = "fixture"
+
+
+def public_qid(row: int, entity: int) -> int:
+    """The public qid of the fixture question stored as row `row` (its slot is f"s{row}")."""
+    return stable_qid(SOURCE, str(entity), f"s{row}")
+
+
+def public_entity_id(entity: int) -> int:
+    return stable_entity_id(SOURCE, str(entity))
+
 
 # Two invented entities: the base model cannot know them.
 DOCS: dict[str, list[tuple[int, str, str]]] = {
@@ -33,7 +49,7 @@ DOCS: dict[str, list[tuple[int, str, str]]] = {
     ],
 }
 QUESTIONS: dict[str, list[tuple[int, int, str, str, list[str], int]]] = {
-    # qid, entity, split, question, options, answer index
+    # question row id, entity row id, split, question, options, answer index
     "en": [
         (11, 1, "val", "Who directed Velmora Tide?", ["Osric Palandri", "Mara Lenz", "Ivo Tesk", "Ana Roe"], 0),
         (12, 1, "test", "How long is Velmora Tide?", ["81 minutes", "97 minutes", "104 minutes", "90 minutes"], 1),
@@ -53,7 +69,7 @@ def write_tiny_snapshot(root: Path, *, langs: tuple[str, ...] = ("en", "fr")) ->
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(
             "".join(
-                dumps_row(DocRow(entity_id=e, domain="movies" if e == 1 else "sports", source="fixture", lang=lang, name=n, text=t)) + "\n"
+                dumps_row(DocRow(entity_id=public_entity_id(e), domain="movies" if e == 1 else "sports", source=SOURCE, lang=lang, name=n, text=t)) + "\n"
                 for e, n, t in DOCS[lang]
             ),
             encoding="utf-8",
@@ -64,7 +80,8 @@ def write_tiny_snapshot(root: Path, *, langs: tuple[str, ...] = ("en", "fr")) ->
             "".join(
                 dumps_row(
                     QuestionRow(
-                        qid=qid, entity_id=e, domain="movies" if e == 1 else "sports", lang=lang, split=split,  # type: ignore[arg-type]
+                        qid=public_qid(qid, e), entity_id=public_entity_id(e), domain="movies" if e == 1 else "sports",
+                        lang=lang, split=split,  # type: ignore[arg-type]
                         question=text, options=opts, answer="ABCD"[ans], answer_index=ans, slot=f"s{qid}",  # type: ignore[arg-type]
                     )
                 ) + "\n"
@@ -83,17 +100,21 @@ def write_tiny_snapshot(root: Path, *, langs: tuple[str, ...] = ("en", "fr")) ->
 
 
 async def seed_store(store: Any, export_path: Path) -> None:
-    """The store rows the results point at (snapshot, entities, questions)."""
-    from storage.models import Entity, Question, Snapshot, SnapshotStatus
+    """The store rows the results point at (snapshot, entities, questions, snapshot items)."""
+    from storage.models import Entity, Question, Snapshot, SnapshotItem, SnapshotStatus
 
     now = datetime(2025, 6, 1, tzinfo=timezone.utc)
     async with store.transaction() as s:
         s.add(Snapshot(id=SNAPSHOT_ID, spec="tiny", period="2025-06", status=SnapshotStatus.frozen, export_path=str(export_path)))
         for e, name, _ in DOCS["en"]:
-            s.add(Entity(id=e, source="fixture", external_id=str(e), domain="movies" if e == 1 else "sports", name=name, occurred_at=now, content_hash="x"))
+            s.add(Entity(id=e, source=SOURCE, external_id=str(e), domain="movies" if e == 1 else "sports", name=name, occurred_at=now, content_hash="x"))
         await s.flush()
         for qid, e, _, text, opts, ans in QUESTIONS["en"]:
             s.add(Question(id=qid, entity_id=e, slot=f"s{qid}", lang="en", question=text, options=opts, answer_index=ans,
                            evidence="x", generator="fixture", prompt_version="v1"))
+        await s.flush()
+        for qid, e, split, _, _, ans in QUESTIONS["en"]:
+            s.add(SnapshotItem(snapshot_id=SNAPSHOT_ID, question_id=qid, entity_id=e, split=split,
+                               option_order=[0, 1, 2, 3], answer_letter="ABCD"[ans]))
 
 

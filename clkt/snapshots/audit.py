@@ -1,0 +1,227 @@
+"""Human audit of a snapshot (the paper's Appendix B).
+
+`sample_pairs` draws a seeded sample of document–question pairs per domain (the source language);
+`write_sample` writes them as a CSV with the four criteria to tick and a self-contained HTML form that
+saves the same CSV. `score_files` reads several annotators' CSVs, takes the majority vote per pair (a pair
+is correct when more than half of its annotators ticked no criterion) and reports precision per domain.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from clkt.errors import UserError
+from clkt.snapshots.content import SnapshotContent
+from clkt.snapshots.formats import write_text
+from clkt.snapshots.select import seeded_key
+
+__all__ = [
+    "CRITERIA",
+    "AuditPair",
+    "DomainPrecision",
+    "AuditScore",
+    "sample_pairs",
+    "write_sample",
+    "score_files",
+]
+
+# column -> the violation an annotator ticks (Appendix B)
+CRITERIA: dict[str, str] = {
+    "unrelated": "The question is unrelated to the source document.",
+    "too_general": "The question is relevant but overly general and not specific to the entity.",
+    "unverifiable": "The correctness of the answer cannot be verified from the source document.",
+    "wrong_answer": "The answer is verifiable from the source document, but the provided answer is incorrect.",
+}
+COLUMNS = ["sample_id", "snapshot_id", "domain", "qid", "entity", "document", "question", "options", "answer",
+           *CRITERIA, "notes"]
+_TRUE = {"1", "x", "yes", "y", "true", "t", "✓", "v"}
+_FALSE = {"", "0", "no", "n", "false", "f"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class AuditPair:
+    snapshot_id: str
+    domain: str
+    qid: int
+    entity: str
+    document: str
+    question: str
+    options: list[str]
+    answer: str
+
+    @property
+    def sample_id(self) -> str:
+        return f"{self.snapshot_id}:{self.qid}"
+
+
+class DomainPrecision(BaseModel):
+    pairs: int
+    correct: int
+    precision: float
+    violations: dict[str, int] = Field(default_factory=dict)  # criterion -> pairs where the majority ticked it
+
+
+class AuditScore(BaseModel):
+    snapshot_id: str
+    annotators: int
+    files: list[str]
+    domains: dict[str, DomainPrecision]
+    overall: DomainPrecision
+
+
+def sample_pairs(content: SnapshotContent, *, fraction: float, seed: int) -> list[AuditPair]:
+    if not 0 < fraction <= 1:
+        raise UserError(f"--fraction must be in (0, 1], got {fraction}")
+    lang = content.languages[0]
+    docs = {d.entity_id: d for d in content.docs_in(lang)}
+    by_domain: dict[str, list[AuditPair]] = {}
+    for q in content.questions_in(lang):
+        d = docs[q.entity_id]
+        by_domain.setdefault(q.domain, []).append(
+            AuditPair(
+                snapshot_id=content.snapshot_id, domain=q.domain, qid=q.qid, entity=d.name, document=d.text,
+                question=q.question, options=list(q.options), answer=q.answer,
+            )
+        )
+    out: list[AuditPair] = []
+    for domain in sorted(by_domain):
+        pairs = sorted(by_domain[domain], key=lambda p: seeded_key(seed, content.snapshot_id, "audit", p.qid))
+        out.extend(sorted(pairs[: math.ceil(len(pairs) * fraction)], key=lambda p: p.qid))
+    return out
+
+
+def _options_text(p: AuditPair) -> str:
+    return "\n".join(f"{'ABCD'[i]}. {o}" for i, o in enumerate(p.options))
+
+
+def _csv(pairs: Sequence[AuditPair]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(COLUMNS)
+    for p in pairs:
+        w.writerow([p.sample_id, p.snapshot_id, p.domain, p.qid, p.entity, p.document, p.question, _options_text(p),
+                    p.answer, *([""] * len(CRITERIA)), ""])
+    return buf.getvalue()
+
+
+def _html(pairs: Sequence[AuditPair], title: str) -> str:
+    e = html.escape
+    rows: list[str] = []
+    for i, p in enumerate(pairs):
+        boxes = "".join(
+            f'<label><input type="checkbox" data-c="{c}"> {e(text)}</label><br>' for c, text in CRITERIA.items()
+        )
+        rows.append(
+            f'<section class="pair" data-i="{i}"><h3>{e(p.domain)} — {e(p.entity)} (qid {p.qid})</h3>'
+            f"<details><summary>Document</summary><pre>{e(p.document)}</pre></details>"
+            f"<p><b>{e(p.question)}</b></p><pre>{e(_options_text(p))}</pre><p>Given answer: <b>{e(p.answer)}</b></p>"
+            f'<fieldset><legend>Tick every criterion the pair violates</legend>{boxes}'
+            f'<input type="text" class="notes" placeholder="notes" size="60"></fieldset></section>'
+        )
+    data = json.dumps([[p.sample_id, p.snapshot_id, p.domain, p.qid, p.entity, p.document, p.question,
+                        _options_text(p), p.answer] for p in pairs], ensure_ascii=False).replace("</", "<\\/")
+    return f"""<!doctype html>
+<html><head><meta charset="utf-8"><title>{e(title)}</title>
+<style>body{{font-family:sans-serif;max-width:60em;margin:auto}} pre{{white-space:pre-wrap;background:#f4f4f4;padding:.5em}}
+section{{border-bottom:1px solid #ccc;padding:1em 0}}</style></head>
+<body><h1>{e(title)}</h1>
+<p>For each document–question pair, tick the criteria it violates (leave all unticked if the pair is correct),
+then press <b>Save CSV</b> and send the file. Your name: <input id="annotator" placeholder="annotator"></p>
+{''.join(rows)}
+<p><button id="save">Save CSV</button></p>
+<script>
+const DATA = {data};
+const COLS = {json.dumps(COLUMNS)};
+const CRIT = {json.dumps(list(CRITERIA))};
+function q(v) {{ v = String(v); return /[",\\n]/.test(v) ? '"' + v.replace(/"/g, '""') + '"' : v; }}
+document.getElementById('save').onclick = () => {{
+  const lines = [COLS.join(',')];
+  document.querySelectorAll('section.pair').forEach((s) => {{
+    const row = DATA[Number(s.dataset.i)].slice();
+    CRIT.forEach((c) => row.push(s.querySelector('input[data-c="' + c + '"]').checked ? '1' : ''));
+    row.push(s.querySelector('input.notes').value);
+    lines.push(row.map(q).join(','));
+  }});
+  const who = document.getElementById('annotator').value || 'annotator';
+  const a = document.createElement('a');
+  a.href = URL.createObjectURL(new Blob([lines.join('\\n') + '\\n'], {{type: 'text/csv'}}));
+  a.download = 'audit-' + who + '.csv';
+  a.click();
+}};
+</script></body></html>
+"""
+
+
+def write_sample(pairs: Sequence[AuditPair], out: Path) -> tuple[Path, Path]:
+    """Write `<out>` (CSV; `.csv` is added when missing) and the HTML form next to it."""
+    if not pairs:
+        raise UserError("the sample is empty (the snapshot has no questions)")
+    csv_path = out if out.suffix == ".csv" else out.with_name(out.name + ".csv")
+    html_path = csv_path.with_suffix(".html")
+    write_text(csv_path, _csv(pairs))
+    write_text(html_path, _html(pairs, f"Audit of {pairs[0].snapshot_id}"))
+    return csv_path, html_path
+
+
+def _flag(value: str, where: str) -> bool:
+    v = value.strip().lower()
+    if v in _TRUE:
+        return True
+    if v in _FALSE:
+        return False
+    raise UserError(f"{where}: {value!r} is not a tick (use 1/x/yes or leave it empty)")
+
+
+def score_files(files: Sequence[Path]) -> AuditScore:
+    if not files:
+        raise UserError("give at least one annotated CSV file")
+    votes: dict[str, list[dict[str, bool]]] = {}
+    domain_of: dict[str, str] = {}
+    snapshot_ids: set[str] = set()
+    for f in files:
+        try:
+            text = Path(f).read_text(encoding="utf-8-sig")
+        except OSError as e:
+            raise UserError(f"cannot read {f}: {e}") from None
+        reader = csv.DictReader(io.StringIO(text))
+        missing = [c for c in ("sample_id", "snapshot_id", "domain", *CRITERIA) if c not in (reader.fieldnames or [])]
+        if missing:
+            raise UserError(f"{f}: not an audit sheet (missing columns {missing})")
+        seen: set[str] = set()
+        for n, row in enumerate(reader, start=2):
+            sid = row["sample_id"]
+            if sid in seen:
+                raise UserError(f"{f}:{n}: pair {sid} appears twice")
+            seen.add(sid)
+            snapshot_ids.add(row["snapshot_id"])
+            domain_of[sid] = row["domain"]
+            votes.setdefault(sid, []).append({c: _flag(row[c] or "", f"{f}:{n} column {c}") for c in CRITERIA})
+    if len(snapshot_ids) != 1:
+        raise UserError(f"the files cover several snapshots: {sorted(snapshot_ids)}")
+    per: dict[str, list[tuple[bool, dict[str, bool]]]] = {}
+    for sid, vs in votes.items():
+        ok = sum(not any(v.values()) for v in vs) * 2 > len(vs)
+        crit = {c: sum(v[c] for v in vs) * 2 > len(vs) for c in CRITERIA}
+        per.setdefault(domain_of[sid], []).append((ok, crit))
+
+    def agg(rows: list[tuple[bool, dict[str, bool]]]) -> DomainPrecision:
+        correct = sum(ok for ok, _ in rows)
+        return DomainPrecision(
+            pairs=len(rows), correct=correct, precision=round(correct / len(rows), 4) if rows else 0.0,
+            violations={c: sum(cr[c] for _, cr in rows) for c in CRITERIA},
+        )
+
+    return AuditScore(
+        snapshot_id=snapshot_ids.pop(), annotators=len(files), files=[Path(f).name for f in files],
+        domains={d: agg(rows) for d, rows in sorted(per.items())},
+        overall=agg([r for rows in per.values() for r in rows]),
+    )

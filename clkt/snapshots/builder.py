@@ -1,0 +1,263 @@
+"""Selecting and freezing one snapshot of a spec for a period.
+
+`build_snapshot` selects the items (`select`), lays out their content (`content`), writes every export
+into a staged folder (`export`), and only then commits the `Snapshot` row as frozen, with its
+`SnapshotItem` references, an `Event` and whatever the `on_frozen` hook adds in the same transaction (the
+service enqueues the GPU jobs there). A failure anywhere leaves no folder and no row.
+
+An under-quota period returns `BuildResult(status=under_quota)` with what is missing per domain (unless
+`snapshot.allow_partial`). A frozen period is rebuilt only with `force=True`, which gives the new build the
+next `revision` (part of the hashed content, so a new id) and marks the old one `superseded`.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import Enum
+from pathlib import Path
+
+from sqlalchemy import func, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from clkt.config import Settings
+from clkt.errors import SnapshotError, UserError
+from clkt.snapshots.content import SnapshotContent, assemble_content
+from clkt.snapshots.export import StagedDir, snapshot_dir, write_tree
+from clkt.snapshots.layout import AgentInfo, DomainCounts, SnapshotManifest, TargetInfo
+from clkt.snapshots.period import Period, parse_period
+from clkt.snapshots.select import DomainShortfall, Selection, load_candidates, select_items
+from storage.engine import Store
+from storage.models import Event, Snapshot, SnapshotItem, SnapshotStatus
+from storage.types import utcnow
+
+__all__ = [
+    "BuildStatus",
+    "BuildResult",
+    "SnapshotExists",
+    "FrozenHook",
+    "check_spec",
+    "resolve_period",
+    "plan_selection",
+    "build_snapshot",
+    "frozen_snapshot",
+    "make_counts",
+    "clkt_version",
+]
+
+FrozenHook = Callable[[AsyncSession, Snapshot], Awaitable[None]]
+
+
+class SnapshotExists(SnapshotError):
+    """The period already has a frozen snapshot (rebuild with force)."""
+
+    def __init__(self, snapshot_id: str) -> None:
+        self.snapshot_id = snapshot_id
+        super().__init__(f"snapshot {snapshot_id} is frozen for this period; use --force to build a new revision")
+
+
+class BuildStatus(str, Enum):
+    frozen = "frozen"
+    under_quota = "under_quota"
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuildResult:
+    status: BuildStatus
+    spec: str
+    period: str
+    report: list[DomainShortfall]
+    excluded: dict[str, int] = field(default_factory=dict)
+    snapshot_id: str | None = None
+    path: Path | None = None
+    partial: bool = False
+    superseded: str | None = None
+    counts: dict[str, DomainCounts] = field(default_factory=dict)
+
+    @property
+    def missing(self) -> dict[str, int]:
+        return {r.domain: r.missing for r in self.report if r.missing}
+
+    def describe(self) -> str:
+        if self.status is BuildStatus.frozen:
+            extra = f" (partial, missing {self.missing})" if self.partial else ""
+            return f"froze {self.snapshot_id} at {self.path}{extra}"
+        parts = [f"{r.domain}: {r.selected}/{r.quota} (ready {r.ready_in_period}, eligible {r.eligible})" for r in self.report if r.missing]
+        return f"{self.spec} {self.period} is under quota, not frozen — " + "; ".join(parts)
+
+
+def clkt_version() -> str:
+    try:
+        return importlib.metadata.version("clkt")
+    except importlib.metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+def check_spec(settings: Settings, spec: str | None) -> str:
+    name = settings.spec.name
+    if spec is not None and spec != name:
+        raise UserError(f"unknown spec {spec!r}: this configuration defines the spec {name!r}")
+    return name
+
+
+def resolve_period(settings: Settings, period: str | Period, *, now: datetime) -> Period:
+    snap = settings.snapshot
+    p = period if isinstance(period, Period) else parse_period(period, snap.cadence, rolling_days=snap.rolling_days)
+    if p.start > now:
+        raise UserError(f"period {p.label} has not started yet (it begins {p.start.date().isoformat()})")
+    return p
+
+
+async def plan_selection(session: AsyncSession, settings: Settings, period: Period) -> tuple[Selection, dict[str, int]]:
+    snap = settings.snapshot
+    pool = await load_candidates(session, spec=settings.spec, period=period)
+    sel = select_items(
+        pool, spec=settings.spec, quotas={d.value: n for d, n in snap.quotas.items()}, period=period,
+        seed=snap.seed, val_ratio=snap.val_ratio,
+    )
+    return sel, pool.excluded
+
+
+async def frozen_snapshot(session: AsyncSession, spec: str, period: str) -> Snapshot | None:
+    return (
+        await session.execute(
+            select(Snapshot).where(Snapshot.spec == spec, Snapshot.period == period, Snapshot.status == SnapshotStatus.frozen)
+        )
+    ).scalars().first()
+
+
+def make_counts(content: SnapshotContent) -> dict[str, DomainCounts]:
+    n_lang = len(content.languages)
+    first = content.languages[0]
+    out: dict[str, DomainCounts] = {}
+    domains = sorted({d.domain for d in content.docs})
+    for d in [*domains, "total"]:
+        qs = [q for q in content.questions_in(first) if d in ("total", q.domain)]
+        out[d] = DomainCounts(
+            entities=len({q.entity_id for q in qs}),
+            fact_qas=len(qs),
+            val=sum(q.split == "val" for q in qs) * n_lang,
+            test=sum(q.split == "test" for q in qs) * n_lang,
+        )
+    return out
+
+
+def _manifest(
+    settings: Settings, content: SnapshotContent, period: Period, sel: Selection, *, partial: bool
+) -> SnapshotManifest:
+    ag = settings.agents
+    models = (
+        {k: v for k, v in {"judge": ag.judge_model, "generator": ag.generator_model, "verifier": ag.verifier_model,
+                           "translator": ag.translator_model}.items() if v}
+        if ag.backend == "llm" else {}
+    )
+    notes: list[str] = []
+    if content.redated_entities:
+        notes.append(
+            f"{content.redated_entities} entities were re-dated by the replay server (offline demonstration): "
+            "their dates are not the real event dates"
+        )
+    if settings.offline_demo:
+        notes.append("built by the embedded offline demonstration")
+    return SnapshotManifest(
+        snapshot_id=content.snapshot_id, spec=content.spec, period=period.label,
+        period_start=period.start.date().isoformat(), period_end=period.end.date().isoformat(),
+        cadence=period.cadence, seed=content.seed, revision=content.revision, val_ratio=settings.snapshot.val_ratio,
+        partial=partial, content_sha256=content.content_sha256, languages=list(content.languages),
+        domains=[d.value for d in settings.spec.domains],
+        targets=[TargetInfo(name=t.name, model=t.model, cutoff=t.cutoff) for t in settings.spec.targets],
+        agents=AgentInfo(
+            backend=ag.backend, models=models, producers=list(content.producers),
+            prompt_versions={k: list(v) for k, v in content.prompt_versions.items()},
+        ),
+        quotas={d.value: n for d, n in settings.snapshot.quotas.items() if d in settings.spec.domains},
+        counts=make_counts(content), missing=sel.missing, redated=content.redated_entities > 0, notes=notes,
+    )
+
+
+async def build_snapshot(
+    store: Store,
+    settings: Settings,
+    *,
+    period: str | Period,
+    spec: str | None = None,
+    force: bool = False,
+    now: datetime | None = None,
+    on_frozen: FrozenHook | None = None,
+    allow_partial: bool | None = None,
+) -> BuildResult:
+    """Build and freeze the spec's snapshot for `period` (see the module docstring)."""
+    now = now or utcnow()
+    name = check_spec(settings, spec)
+    p = resolve_period(settings, period, now=now)
+    partial_ok = settings.snapshot.allow_partial if allow_partial is None else allow_partial
+    async with store.session() as s:
+        old = await frozen_snapshot(s, name, p.label)
+        if old is not None and not force:
+            raise SnapshotExists(old.id)
+        revision = int(
+            (await s.execute(select(func.count()).select_from(Snapshot).where(Snapshot.spec == name, Snapshot.period == p.label))).scalar_one()
+        )
+        sel, excluded = await plan_selection(s, settings, p)
+        if not sel.items or (not sel.complete and not partial_ok):
+            return BuildResult(status=BuildStatus.under_quota, spec=name, period=p.label, report=sel.report, excluded=excluded)
+        content = await assemble_content(
+            s, spec=name, period=p.label, seed=settings.snapshot.seed, revision=revision,
+            languages=settings.spec.languages, items=sel.items,
+        )
+    manifest = _manifest(settings, content, p, sel, partial=not sel.complete)
+    final = snapshot_dir(settings.snapshot.out_dir, name, p.label)
+    archive = final.parent / "superseded" / old.id if old is not None else None
+    StagedDir.sweep(final)
+    with StagedDir(final, archive_old_to=archive) as staged:
+        manifest = write_tree(content, manifest, staged.tmp, built_at=now.isoformat(), clkt_version=clkt_version())
+        async with store.transaction() as s:
+            current = await frozen_snapshot(s, name, p.label)
+            if current is not None and (old is None or current.id != old.id):
+                raise SnapshotExists(current.id)
+            if await s.get(Snapshot, content.snapshot_id) is not None:
+                raise SnapshotError(f"snapshot {content.snapshot_id} already exists in the store")
+            snap = Snapshot(
+                id=content.snapshot_id, spec=name, period=p.label, status=SnapshotStatus.frozen,
+                content_sha256=content.content_sha256, seed=content.seed, partial=manifest.partial,
+                manifest=manifest.model_dump(mode="json"), export_path=str(final), built_at=now,
+            )
+            s.add(snap)
+            await s.flush()
+            s.add_all(
+                SnapshotItem(
+                    snapshot_id=snap.id, question_id=it.question_row, entity_id=it.entity_row, split=it.split,
+                    option_order=list(it.option_order), answer_letter=it.answer_letter,
+                )
+                for it in content.items
+            )
+            if old is not None:
+                await s.execute(
+                    update(Snapshot).where(Snapshot.id == old.id).values(  # type: ignore[arg-type]
+                        status=SnapshotStatus.superseded, superseded_by=snap.id,
+                        export_path=str(archive) if archive is not None else None,
+                    )
+                )
+            s.add(
+                Event(
+                    ts=now, kind="snapshot.frozen",
+                    message=f"froze {snap.id} ({sum(1 for _ in content.items)} questions)",
+                    data={
+                        "snapshot_id": snap.id, "spec": name, "period": p.label, "partial": manifest.partial,
+                        "superseded": old.id if old is not None else None, "path": str(final),
+                        "counts": {k: v.model_dump() for k, v in manifest.counts.items()},
+                    },
+                )
+            )
+            if on_frozen is not None:
+                await on_frozen(s, snap)
+            await s.flush()
+            staged.publish()
+        staged.commit()
+    return BuildResult(
+        status=BuildStatus.frozen, spec=name, period=p.label, report=sel.report, excluded=excluded,
+        snapshot_id=content.snapshot_id, path=final, partial=manifest.partial,
+        superseded=old.id if old is not None else None, counts=dict(manifest.counts),
+    )

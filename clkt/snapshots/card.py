@@ -1,0 +1,112 @@
+"""The dataset card (README.md) of a snapshot: what it is, how it was made, provenance and licences."""
+
+from __future__ import annotations
+
+from clkt.snapshots.layout import SnapshotManifest
+
+__all__ = ["SOURCE_LICENCES", "render_card"]
+
+# source name -> (provider, terms). Stated on every card that contains items of that source.
+SOURCE_LICENCES: dict[str, tuple[str, str]] = {
+    "tmdb": (
+        "The Movie Database (TMDB), https://www.themoviedb.org",
+        "This product uses the TMDB API but is not endorsed or certified by TMDB. TMDB data may be used for "
+        "non-commercial purposes with attribution (TMDB API Terms of Use).",
+    ),
+    "musicbrainz": (
+        "MusicBrainz, https://musicbrainz.org",
+        "MusicBrainz core data is released into the public domain under CC0 1.0.",
+    ),
+    "deezer": (
+        "Deezer API, https://developers.deezer.com",
+        "Data from the Deezer API, subject to the Deezer API Terms of Use (non-commercial use, attribution "
+        "to Deezer).",
+    ),
+    "thesportsdb": (
+        "TheSportsDB, https://www.thesportsdb.com",
+        "Data from TheSportsDB, subject to its terms of use (crowd-sourced data; attribution requested; "
+        "free API tier for non-commercial use).",
+    ),
+    "usgs": (
+        "U.S. Geological Survey Earthquake Hazards Program, https://earthquake.usgs.gov",
+        "USGS-authored data are in the U.S. public domain; please credit the USGS.",
+    ),
+    "gdacs": (
+        "Global Disaster Alert and Coordination System (GDACS), https://www.gdacs.org",
+        "GDACS data, subject to the GDACS terms of use (free use with attribution to GDACS, a cooperation "
+        "framework of the UN and the European Commission).",
+    ),
+    "reliefweb": (
+        "ReliefWeb (UN OCHA), https://reliefweb.int",
+        "ReliefWeb content is subject to the ReliefWeb terms and to the copyright of each original source; "
+        "attribution to ReliefWeb and the source is required.",
+    ),
+}
+
+
+def render_card(manifest: SnapshotManifest, sources: list[str]) -> str:
+    m = manifest
+    targets = ", ".join(f"{t.name} ({t.model}, cutoff {t.cutoff or 'from the registry'})" for t in m.targets)
+    lines = [
+        f"# {m.snapshot_id}",
+        "",
+        "A frozen monthly release of a live benchmark of cross-lingual knowledge transfer (the",
+        "LiveCLKTBench method): documents about real-world entities that occurred after the target models'",
+        "knowledge cutoffs and that the target models were probed not to know, with grounded",
+        "multiple-choice questions in every language of the spec.",
+        "",
+        "## Contents",
+        "",
+        f"- spec: `{m.spec}`, period `{m.period}` ({m.period_start} to {m.period_end}, exclusive, UTC)",
+        f"- languages: {', '.join(m.languages)}",
+        f"- content sha256: `{m.content_sha256}`; seed {m.seed}; validation ratio {m.val_ratio}",
+        f"- target models: {targets}",
+        f"- question writer and translator: {m.agents.backend} backend"
+        + (f" ({', '.join(f'{k}={v}' for k, v in sorted(m.agents.models.items()))})" if m.agents.models else ""),
+        "",
+        "| domain | #entities | #fact QAs (pre-split) | #validation | #test |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for d, c in m.counts.items():
+        lines.append(f"| {d} | {c.entities} | {c.fact_qas} | {c.val} | {c.test} |")
+    lines += [
+        "",
+        "#validation and #test count question instances over all languages (questions are split by id;",
+        "every question is present in every language).",
+        "",
+    ]
+    if m.partial:
+        lines += [f"**Partial snapshot**: short of the quotas by {m.missing}.", ""]
+    if m.redated:
+        lines += [
+            "**Offline demonstration data**: the replay server re-dated recorded items into a recent window;",
+            "their dates are not the real event dates. Do not use this snapshot as a benchmark result.",
+            "",
+        ]
+    for note in m.notes:
+        lines += [f"- {note}"]
+    lines += [
+        "## Files",
+        "",
+        "- `docs/<lang>.jsonl`, `questions/<lang>.jsonl`: the native layout (see `manifest.json`)",
+        "- `reference/<train_lang>/{train_doc,val_mc,test_mc}.jsonl`: the reference implementation's layout",
+        "- `hf/`: `datasets.load_dataset('<this dir>/hf', 'qa_<lang>')`",
+        "- `lm_eval/`: `lm_eval --include_path <this dir>/lm_eval --tasks <task>`",
+        "",
+        "## Provenance and licences",
+        "",
+        "Documents were rendered from the public APIs below; questions were generated, verified and",
+        "translated automatically. The licence of each source applies to the facts taken from it.",
+        "",
+    ]
+    for s in sources:
+        provider, terms = SOURCE_LICENCES.get(s, (s, "See the source's own terms of use."))
+        lines += [f"- **{s}** — {provider}. {terms}"]
+    lines += [
+        "",
+        "## Citation",
+        "",
+        f"Cite the snapshot id `{m.snapshot_id}`; it is content-addressed and never changes once frozen.",
+        "",
+    ]
+    return "\n".join(lines)

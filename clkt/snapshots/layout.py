@@ -1,0 +1,269 @@
+"""The native export layout of a frozen snapshot, as typed models, and its loader.
+
+A snapshot directory (`<out_dir>/<spec>/<YYYY-MM>/`) holds:
+
+```
+manifest.json              SnapshotManifest (deterministic: no build time, hashes of every other file)
+build.json                 BuildInfo (build time, clkt version): the only file that changes between
+                           two builds of the same period; it is not listed in the manifest's hashes
+README.md                  the dataset card (provenance and licences of the sources)
+docs/<lang>.jsonl          DocRow, one per selected entity, for every spec language
+questions/<lang>.jsonl     QuestionRow, every qid in every language, options already shuffled
+reference/<train_lang>/    the reference implementation's layout (see `formats`)
+hf/, lm_eval/              a `datasets` folder and lm-evaluation-harness tasks (see `formats`)
+```
+
+`qid` and `entity_id` are public ids derived from content (`clkt.snapshots.ids`: sha256 of the entity's
+source and external id, and the question's slot; ints below 2**52), never a store's row ids, so the same
+items give the same files in any store; results map back to `QuestionResult.question_id` through the
+snapshot's `SnapshotItem` rows (`clkt.snapshots.repo.question_rows_by_qid`). The options are in the snapshot's shuffled order (the same permutation in every language) and `answer` is the
+letter of `options[answer_index]`. This contract is fixed: fields may be added, never renamed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import date
+from enum import Enum
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from clkt.errors import SnapshotError
+
+__all__ = [
+    "LAYOUT_VERSION",
+    "MANIFEST_FILE",
+    "BUILD_FILE",
+    "CARD_FILE",
+    "LETTERS",
+    "Split",
+    "DocRow",
+    "QuestionRow",
+    "DomainCounts",
+    "TargetInfo",
+    "AgentInfo",
+    "SnapshotManifest",
+    "BuildInfo",
+    "SnapshotData",
+    "docs_path",
+    "questions_path",
+    "sha256_file",
+    "dumps_row",
+    "load_snapshot_dir",
+]
+
+LAYOUT_VERSION = 1
+MANIFEST_FILE = "manifest.json"
+BUILD_FILE = "build.json"
+CARD_FILE = "README.md"
+LETTERS = ("A", "B", "C", "D")
+
+
+class Split(str, Enum):
+    val = "val"
+    test = "test"
+
+
+class _Row(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class DocRow(_Row):
+    """One training document of one entity in one language."""
+
+    entity_id: int  # public (stable_entity_id)
+    domain: str
+    source: str
+    lang: str
+    name: str
+    text: str
+
+
+class QuestionRow(_Row):
+    """One multiple-choice question in one language (options shuffled for the snapshot)."""
+
+    qid: int  # public (stable_qid)
+    entity_id: int  # public (stable_entity_id)
+    domain: str
+    lang: str
+    split: Literal["val", "test"]
+    question: str
+    options: list[str] = Field(min_length=4, max_length=4)
+    answer: Literal["A", "B", "C", "D"]
+    answer_index: int = Field(ge=0, le=3)
+    slot: str
+    source: str = ""
+
+    @model_validator(mode="after")
+    def _letter(self) -> QuestionRow:
+        if LETTERS[self.answer_index] != self.answer:
+            raise ValueError(f"qid {self.qid}: answer {self.answer!r} does not match answer_index {self.answer_index}")
+        return self
+
+    @property
+    def text_answer(self) -> str:
+        return self.options[self.answer_index]
+
+
+class DomainCounts(_Row):
+    """The paper's Table 3 columns for one domain."""
+
+    entities: int = 0
+    fact_qas: int = 0  # questions before the split (per language)
+    val: int = 0
+    test: int = 0
+
+
+class TargetInfo(_Row):
+    name: str
+    model: str
+    cutoff: date | None = None
+
+
+class AgentInfo(_Row):
+    backend: str  # "template" or "llm"
+    models: dict[str, str] = Field(default_factory=dict)  # role -> model id (llm backend)
+    producers: list[str] = Field(default_factory=list)  # generator / translator ids seen in the rows
+    prompt_versions: dict[str, list[str]] = Field(default_factory=dict)  # kind -> versions seen
+
+
+class SnapshotManifest(_Row):
+    layout_version: int = LAYOUT_VERSION
+    snapshot_id: str
+    spec: str
+    period: str  # YYYY-MM (monthly), YYYY-Www (weekly), YYYY-MM-DD (daily)
+    period_start: str  # ISO date, inclusive
+    period_end: str  # ISO date, exclusive
+    cadence: str
+    seed: int
+    revision: int = 0  # 0 for the first build of the period; +1 for each forced rebuild
+    val_ratio: float
+    partial: bool = False
+    content_sha256: str
+    languages: list[str]
+    domains: list[str]
+    targets: list[TargetInfo]
+    agents: AgentInfo
+    quotas: dict[str, int] = Field(default_factory=dict)
+    counts: dict[str, DomainCounts]  # per domain, plus "total"
+    missing: dict[str, int] = Field(default_factory=dict)  # domain -> entities short of the quota
+    redated: bool = False  # the replay server moved some items' dates (offline demo)
+    notes: list[str] = Field(default_factory=list)
+    files: dict[str, str] = Field(default_factory=dict)  # relative path -> sha256 (every file but these two)
+
+
+class BuildInfo(_Row):
+    """Non-deterministic facts of one build; excluded from every hash."""
+
+    snapshot_id: str
+    built_at: str
+    clkt_version: str
+
+
+def docs_path(root: Path, lang: str) -> Path:
+    return root / "docs" / f"{lang}.jsonl"
+
+
+def questions_path(root: Path, lang: str) -> Path:
+    return root / "questions" / f"{lang}.jsonl"
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+class SnapshotData(BaseModel):
+    """A loaded snapshot directory."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: Path
+    manifest: SnapshotManifest
+    docs: dict[str, list[DocRow]]
+    questions: dict[str, list[QuestionRow]]
+
+    @property
+    def languages(self) -> list[str]:
+        return list(self.manifest.languages)
+
+    def questions_for(self, lang: str, split: Split | str | None = None) -> list[QuestionRow]:
+        if lang not in self.questions:
+            raise SnapshotError(f"snapshot {self.manifest.snapshot_id} has no language {lang!r}")
+        rows = self.questions[lang]
+        if split is None:
+            return list(rows)
+        s = Split(split).value
+        return [r for r in rows if r.split == s]
+
+    def docs_for(self, lang: str) -> list[DocRow]:
+        if lang not in self.docs:
+            raise SnapshotError(f"snapshot {self.manifest.snapshot_id} has no language {lang!r}")
+        return list(self.docs[lang])
+
+    def qids(self, split: Split | str | None = None) -> list[int]:
+        first = self.manifest.languages[0]
+        return [r.qid for r in self.questions_for(first, split)]
+
+
+def _read_jsonl(path: Path, model: type[_Row]) -> list[_Row]:
+    if not path.is_file():
+        raise SnapshotError(f"snapshot file missing: {path}")
+    rows: list[_Row] = []
+    with path.open("r", encoding="utf-8") as fh:
+        for n, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                rows.append(model.model_validate_json(line))
+            except ValidationError as e:
+                raise SnapshotError(f"{path}:{n}: invalid {model.__name__}: {e.errors()[0]['msg']}") from e
+    return rows
+
+
+def load_snapshot_dir(path: Path | str, *, verify_hashes: bool = True) -> SnapshotData:
+    """Load and check a native snapshot directory: manifest, hashes, every qid in every language."""
+    root = Path(path)
+    mpath = root / MANIFEST_FILE
+    if not mpath.is_file():
+        raise SnapshotError(f"{root} is not a snapshot directory (no {MANIFEST_FILE})")
+    try:
+        manifest = SnapshotManifest.model_validate_json(mpath.read_bytes())
+    except ValidationError as e:
+        raise SnapshotError(f"{mpath}: invalid manifest: {e.errors()[0]['msg']}") from e
+    if verify_hashes:
+        for rel, digest in manifest.files.items():
+            f = root / rel
+            if not f.is_file():
+                raise SnapshotError(f"snapshot {manifest.snapshot_id}: file {rel} listed in the manifest is missing")
+            if sha256_file(f) != digest:
+                raise SnapshotError(f"snapshot {manifest.snapshot_id}: {rel} does not match its sha256 in the manifest")
+    docs: dict[str, list[DocRow]] = {}
+    questions: dict[str, list[QuestionRow]] = {}
+    for lang in manifest.languages:
+        docs[lang] = [r for r in _read_jsonl(docs_path(root, lang), DocRow) if isinstance(r, DocRow)]
+        questions[lang] = [r for r in _read_jsonl(questions_path(root, lang), QuestionRow) if isinstance(r, QuestionRow)]
+    ref: dict[int, str] | None = None
+    for lang, rows in questions.items():
+        split_of = {r.qid: r.split for r in rows}
+        if len(split_of) != len(rows):
+            raise SnapshotError(f"snapshot {manifest.snapshot_id}: duplicate qid in questions/{lang}.jsonl")
+        if ref is None:
+            ref = split_of
+        elif split_of != ref:
+            raise SnapshotError(
+                f"snapshot {manifest.snapshot_id}: questions/{lang}.jsonl does not hold the same qids and splits "
+                f"as questions/{manifest.languages[0]}.jsonl"
+            )
+    return SnapshotData(path=root, manifest=manifest, docs=docs, questions=questions)
+
+
+def dumps_row(row: BaseModel) -> str:
+    """The canonical JSONL line of a row (sorted keys, UTF-8, no spaces)."""
+    return json.dumps(row.model_dump(mode="json"), ensure_ascii=False, sort_keys=True, separators=(",", ":"))

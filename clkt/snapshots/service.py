@@ -1,0 +1,212 @@
+"""The `snapshot-builder` daemon service.
+
+Every `snapshot.check_interval_s` (by `ctx.clock`, UTC) it looks at two periods of the cadence:
+
+- the last closed one: if it has no frozen snapshot, it is built (under quota: reported once per shortfall
+  as an `Event`, and tried again at the next check while late items may still finish the pipeline);
+- the current one: built early, once, as soon as every domain's quota is filled (never partial).
+
+A build logs an `Event`, enqueues the spec's GPU jobs (model x strategy x train language) in the same
+transaction that freezes the snapshot, then POSTs a JSON notice to `snapshot.webhook_url` (retried with
+backoff; a failure is logged as an `Event` and never undoes or blocks the build).
+
+With `cadence = "rolling"` there is no closing: the window of the last `rolling_days` complete days is built
+as soon as its quotas fill, and the next one only once it no longer overlaps the last frozen window (an
+entity is never in two rolling snapshots). The offline demo uses it: the replay server re-dates items into
+the last ~28 days, which can straddle a month boundary and leave neither calendar month with every quota.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import datetime, timezone
+from typing import Any
+
+import aiohttp
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
+
+from clkt.config import Settings
+from clkt.context import ServiceContext
+from clkt.errors import ClktError, SnapshotError
+from clkt.snapshots.builder import BuildResult, BuildStatus, SnapshotExists, build_snapshot, frozen_snapshot, plan_selection
+from clkt.snapshots.period import Period, period_of, previous_period
+from storage.models import Event, Snapshot, SnapshotStatus
+
+__all__ = ["SnapshotBuilder", "GpuEnqueue", "enqueue_spec_jobs", "post_webhook", "WebhookError"]
+
+log = logging.getLogger(__name__)
+
+GpuEnqueue = Callable[..., Awaitable[Any]]
+
+
+class WebhookError(SnapshotError):
+    """The webhook answered with an error status."""
+
+    def __init__(self, status: int, retryable: bool) -> None:
+        self.status = status
+        self.retryable = retryable
+        super().__init__(f"webhook answered HTTP {status}")
+
+
+class _RetryableWebhook(WebhookError):
+    pass
+
+
+async def enqueue_spec_jobs(session: AsyncSession, settings: Settings, snapshot_id: str) -> Any:
+    """Enqueue the GPU jobs of the spec for a frozen snapshot (the GPU queue's repository)."""
+    from storage.gpu_jobs import enqueue_gpu_jobs
+
+    return await enqueue_gpu_jobs(
+        session,
+        snapshot_id=snapshot_id,
+        targets=[t.name for t in settings.spec.targets],
+        strategies=list(settings.spec.strategies),
+        train_langs=list(settings.spec.languages),
+        config=settings.gpu,
+        max_attempts=settings.gpu.max_attempts,
+    )
+
+
+async def post_webhook(http: aiohttp.ClientSession, url: str, payload: dict[str, Any], *, tries: int, backoff_s: float, timeout_s: float) -> None:
+    """POST `payload` as JSON; 5xx, 429 and network errors are retried, other 4xx are not."""
+    async for attempt in AsyncRetrying(
+        stop=stop_after_attempt(tries),
+        wait=wait_exponential(multiplier=backoff_s, max=backoff_s * 16),
+        retry=retry_if_exception_type((aiohttp.ClientError, asyncio.TimeoutError, _RetryableWebhook)),
+        reraise=True,
+    ):
+        with attempt:
+            async with http.post(url, json=payload, timeout=aiohttp.ClientTimeout(total=timeout_s)) as resp:
+                if resp.status == 429 or resp.status >= 500:
+                    raise _RetryableWebhook(resp.status, True)
+                if resp.status >= 400:
+                    raise WebhookError(resp.status, False)
+
+
+class SnapshotBuilder:
+    """Builds the spec's snapshots when a period closes or when its quotas fill early."""
+
+    name = "snapshot-builder"
+    WEBHOOK_TRIES = 4
+    WEBHOOK_BACKOFF_S = 1.0
+    WEBHOOK_TIMEOUT_S = 10.0
+
+    def __init__(self, *, settings: Settings, enqueue_jobs: GpuEnqueue | None = None) -> None:
+        self.settings = settings
+        self._enqueue = enqueue_jobs if enqueue_jobs is not None else enqueue_spec_jobs
+        self._reported: dict[str, str] = {}  # period -> last under-quota signature logged
+
+    async def run(self, ctx: ServiceContext) -> None:
+        interval = self.settings.snapshot.check_interval_s
+        while not ctx.stopping.is_set():
+            try:
+                await self.check(ctx)
+            except ClktError as e:
+                log.warning("snapshot check failed: %s", e)
+                await self._event(ctx, "snapshot.failed", str(e), {})
+                ctx.metrics.snapshots.labels(outcome="failed").inc()
+            if await ctx.sleep(interval):
+                return
+
+    async def check(self, ctx: ServiceContext) -> list[BuildResult]:
+        """One pass: build the last closed period if missing, and the current one if its quotas are full."""
+        now = ctx.clock()
+        cadence = self.settings.snapshot.cadence
+        current = period_of(now, cadence, rolling_days=self.settings.snapshot.rolling_days)
+        results: list[BuildResult] = []
+        if cadence == "rolling":
+            last_end = await self._last_rolling_end(ctx)
+            if (last_end is None or current.start >= last_end) and await self._quotas_filled(ctx, current):
+                results.append(await self._build(ctx, current, now, trigger="quotas-filled", allow_partial=False))
+            return results
+        closed = previous_period(current)
+        if not await self._is_frozen(ctx, closed):
+            results.append(await self._build(ctx, closed, now, trigger="period-closed"))
+        if not await self._is_frozen(ctx, current) and await self._quotas_filled(ctx, current):
+            results.append(await self._build(ctx, current, now, trigger="quotas-filled", allow_partial=False))
+        return results
+
+    async def _last_rolling_end(self, ctx: ServiceContext) -> datetime | None:
+        """The end of the latest frozen rolling window of the spec (windows never overlap)."""
+        async with ctx.store.session() as s:
+            rows = (
+                await s.execute(
+                    select(Snapshot.manifest).where(
+                        Snapshot.spec == self.settings.spec.name, Snapshot.status == SnapshotStatus.frozen
+                    )
+                )
+            ).scalars().all()
+        ends = [
+            datetime.fromisoformat(m["period_end"]).replace(tzinfo=timezone.utc)
+            for m in rows
+            if m.get("cadence") == "rolling" and m.get("period_end")
+        ]
+        return max(ends, default=None)
+
+    async def _is_frozen(self, ctx: ServiceContext, p: Period) -> bool:
+        async with ctx.store.session() as s:
+            return await frozen_snapshot(s, self.settings.spec.name, p.label) is not None
+
+    async def _quotas_filled(self, ctx: ServiceContext, p: Period) -> bool:
+        async with ctx.store.session() as s:
+            sel, _ = await plan_selection(s, self.settings, p)
+        return bool(sel.items) and sel.complete
+
+    async def _build(
+        self, ctx: ServiceContext, p: Period, now: datetime, *, trigger: str, allow_partial: bool | None = None
+    ) -> BuildResult:
+        settings = self.settings
+
+        async def on_frozen(session: AsyncSession, snap: Snapshot) -> None:
+            if settings.gpu.enabled:
+                await self._enqueue(session, settings, snap.id)
+
+        try:
+            res = await build_snapshot(
+                ctx.store, settings, period=p, now=now, on_frozen=on_frozen, allow_partial=allow_partial
+            )
+        except SnapshotExists as e:  # built meanwhile (e.g. by `clkt snapshot build`)
+            log.info("%s", e)
+            return BuildResult(status=BuildStatus.frozen, spec=settings.spec.name, period=p.label, report=[], snapshot_id=e.snapshot_id)
+        if res.status is BuildStatus.under_quota:
+            sig = repr(sorted(res.missing.items()))
+            if self._reported.get(p.label) != sig:
+                self._reported[p.label] = sig
+                await self._event(
+                    ctx, "snapshot.under_quota", res.describe(),
+                    {"spec": res.spec, "period": p.label, "trigger": trigger, "missing": res.missing,
+                     "excluded": res.excluded},
+                )
+                ctx.metrics.snapshots.labels(outcome="under_quota").inc()
+            return res
+        log.info("%s (%s)", res.describe(), trigger)
+        ctx.metrics.snapshots.labels(outcome="frozen").inc()
+        await self._notify(ctx, res, trigger)
+        return res
+
+    async def _notify(self, ctx: ServiceContext, res: BuildResult, trigger: str) -> None:
+        url = self.settings.snapshot.webhook_url
+        if not url:
+            return
+        payload = {
+            "event": "snapshot.frozen", "snapshot_id": res.snapshot_id, "spec": res.spec, "period": res.period,
+            "trigger": trigger, "partial": res.partial, "superseded": res.superseded,
+            "path": str(res.path) if res.path else None,
+            "counts": {k: v.model_dump() for k, v in res.counts.items()},
+        }
+        try:
+            await post_webhook(
+                ctx.http, url, payload, tries=self.WEBHOOK_TRIES, backoff_s=self.WEBHOOK_BACKOFF_S,
+                timeout_s=self.WEBHOOK_TIMEOUT_S,
+            )
+        except (aiohttp.ClientError, asyncio.TimeoutError, WebhookError) as e:
+            log.warning("snapshot webhook failed for %s: %s", res.snapshot_id, e)
+            await self._event(ctx, "snapshot.webhook_failed", f"webhook failed for {res.snapshot_id}: {e}", {"snapshot_id": res.snapshot_id})
+
+    async def _event(self, ctx: ServiceContext, kind: str, message: str, data: dict[str, Any]) -> None:
+        async with ctx.store.transaction() as s:
+            s.add(Event(ts=ctx.clock(), kind=kind, message=message, data=data))

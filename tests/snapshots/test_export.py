@@ -1,0 +1,149 @@
+"""Export formats (reference layout, datasets, lm-eval) and atomicity of the build's export."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+
+from clkt.errors import DiskFullError, UserError
+from clkt.snapshots import export as export_mod
+from clkt.snapshots.builder import build_snapshot
+from clkt.snapshots.export import export_format
+from clkt.snapshots.formats import lm_eval_task_name
+from clkt.snapshots.repo import LoadedSnapshot, load_snapshot
+from storage.engine import Store
+from storage.models import Event, Snapshot, SnapshotItem
+from tests.snapshots.factories import LANGS, fill_period, make_settings
+
+JUNE = datetime(2025, 6, 1, tzinfo=timezone.utc)
+NOW = datetime(2025, 7, 3, tzinfo=timezone.utc)
+
+
+async def _built(store: Store, tmp_path: Path) -> tuple[Path, LoadedSnapshot]:
+    settings = make_settings(tmp_path)
+    await fill_period(store, month_start=JUNE, per_domain=2)
+    res = await build_snapshot(store, settings, period="2025-06", now=NOW)
+    assert res.path is not None and res.snapshot_id is not None
+    async with store.session() as s:
+        return res.path, await load_snapshot(s, res.snapshot_id)
+
+
+def _jsonl(path: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+async def test_reference_layout_fields(store: Store, tmp_path: Path) -> None:
+    root, snap = await _built(store, tmp_path)
+    for train in LANGS:
+        base = root / "reference" / train
+        docs = _jsonl(base / "train_doc.jsonl")
+        assert len(docs) == 8 and all({"text", "source"} <= d.keys() and d["text"] for d in docs)
+        assert all(str(d["text"]).startswith(f"[{train}]") for d in docs)
+        val, test = _jsonl(base / "val_mc.jsonl"), _jsonl(base / "test_mc.jsonl")
+        n_val = len(snap.content.questions_in("en", "val"))
+        assert len(val) == n_val and len(test) == (24 - n_val) * len(LANGS)
+        for row in val + test:
+            assert {"question", "answer", "text_answer", "train_lang", "test_lang", "source", "qid"} <= row.keys()
+            assert row["train_lang"] == train and row["answer"] in "ABCD"
+            lines = str(row["question"]).split("\n")
+            assert [ln[:5] for ln in lines[1:]] == ["- A. ", "- B. ", "- C. ", "- D. "]
+            assert lines[1 + "ABCD".index(str(row["answer"]))] == f"- {row['answer']}. {row['text_answer']}"
+        assert {r["test_lang"] for r in val} == {train}
+        assert {r["test_lang"] for r in test} == set(LANGS)
+        assert not {r["qid"] for r in val} & {r["qid"] for r in test}
+
+
+async def test_hf_export_loads_with_datasets(store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf-cache"))
+    import datasets
+
+    _, snap = await _built(store, tmp_path)
+    out = tmp_path / "hf-out"
+    export_format(snap.content, snap.manifest, "hf", out, built_at="x", clkt_version="0")
+    ds = datasets.load_dataset(str(out), "qa_fr", cache_dir=str(tmp_path / "hf-cache"))
+    assert set(ds) == {"validation", "test"}
+    assert len(ds["validation"]) + len(ds["test"]) == 24
+    row = ds["test"][0]
+    assert row["options"][row["answer_index"]] == row["text_answer"] and row["lang"] == "fr"
+    docs = datasets.load_dataset(str(out), "docs_ja", cache_dir=str(tmp_path / "hf-cache"))
+    assert len(docs["train"]) == 8
+    # the plain json loader on the native files works too
+    native = datasets.load_dataset(
+        "json", data_files={"test": str(snap.row.export_path) + "/questions/en.jsonl"}, cache_dir=str(tmp_path / "hf-cache")
+    )
+    assert len(native["test"]) == 24
+
+
+async def test_lm_eval_task_manager_loads_the_tasks(store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf-cache"))
+    from lm_eval.tasks import TaskManager, get_task_dict
+
+    root, snap = await _built(store, tmp_path)
+    tm = TaskManager(include_path=str(root / "lm_eval"), include_defaults=False)
+    names = [lm_eval_task_name(snap.content, lang) for lang in LANGS]
+    assert set(names) <= set(tm.all_tasks)
+    tasks = get_task_dict([names[1]], tm)
+    task = tasks[names[1]]
+    docs = list(task.test_docs())
+    assert len(docs) == len(snap.content.questions_in("ja", "test"))
+    doc = docs[0]
+    assert task.doc_to_target(doc) == doc["answer_index"]
+    assert task.doc_to_choice(doc) == ["A", "B", "C", "D"]
+    assert task.doc_to_text(doc).endswith("\nAnswer:") and "- D. " in task.doc_to_text(doc)
+
+
+async def test_export_failure_midway_leaves_nothing(store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = make_settings(tmp_path)
+    await fill_period(store, month_start=JUNE, per_domain=2)
+
+    def boom(*_a: object, **_k: object) -> list[str]:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(export_mod, "write_hf", boom)  # after native + reference were written
+    with pytest.raises(DiskFullError):
+        await build_snapshot(store, settings, period="2025-06", now=NOW)
+    spec_dir = tmp_path / "snapshots" / "demo"
+    assert list(spec_dir.iterdir()) == []  # no half folder, no temporary folder
+    async with store.session() as s:
+        assert (await s.execute(select(Snapshot))).first() is None
+        assert (await s.execute(select(SnapshotItem))).first() is None
+        assert (await s.execute(select(Event))).first() is None
+    monkeypatch.undo()
+    res = await build_snapshot(store, settings, period="2025-06", now=NOW)
+    assert res.path is not None and res.path.is_dir()
+
+
+async def test_commit_failure_removes_the_published_folder(store: Store, tmp_path: Path) -> None:
+    settings = make_settings(tmp_path)
+    await fill_period(store, month_start=JUNE, per_domain=2)
+
+    async def hook(session: object, snap: Snapshot) -> None:
+        raise RuntimeError("crash after the files were written")
+
+    with pytest.raises(RuntimeError):
+        await build_snapshot(store, settings, period="2025-06", now=NOW, on_frozen=hook)
+    assert list((tmp_path / "snapshots" / "demo").iterdir()) == []
+    async with store.session() as s:
+        assert (await s.execute(select(Snapshot))).first() is None
+
+
+async def test_export_formats_into_user_folder(store: Store, tmp_path: Path) -> None:
+    _, snap = await _built(store, tmp_path)
+    for fmt in ("native", "reference", "lm-eval"):
+        files = export_format(snap.content, snap.manifest, fmt, tmp_path / fmt, built_at="x", clkt_version="0")
+        assert files and all((tmp_path / fmt / f).is_file() for f in files)
+    assert (tmp_path / "reference" / "fr" / "test_mc.jsonl").is_file()
+    # the native export from the store reproduces the build's bytes (build.json aside)
+    built = Path(str(snap.row.export_path))
+    for p in built.rglob("*.jsonl"):
+        assert (tmp_path / "native" / p.relative_to(built)).read_bytes() == p.read_bytes()
+    assert (tmp_path / "native" / "manifest.json").read_bytes() == (built / "manifest.json").read_bytes()
+    with pytest.raises(UserError, match="not an empty folder"):
+        export_format(snap.content, snap.manifest, "hf", tmp_path / "native", built_at="x", clkt_version="0")
+    with pytest.raises(UserError, match="unknown export format"):
+        export_format(snap.content, snap.manifest, "parquet", tmp_path / "p", built_at="x", clkt_version="0")
