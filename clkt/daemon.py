@@ -168,6 +168,7 @@ class Daemon:
             stack.push_async_callback(lock.release)
             stack.push_async_callback(store.close)
             await store.initialize()
+            self._check_targets(settings)
             await self._reset_stale_leases(store)
             settings, extras = await self._start_replay(settings, stack)
             http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60))
@@ -222,6 +223,14 @@ class Daemon:
                 if await ctx.sleep(backoff):
                     return
                 backoff = min(backoff * 2, ctx.settings.daemon.restart_backoff_max_s)
+
+    def _check_targets(self, settings: Settings) -> None:
+        """Fail loudly at start-up when a bundled target model is missing (how to reinstall it is in the error)."""
+        from clkt.targets.embedded import check_embedded
+
+        for t in settings.spec.targets:
+            if t.backend == "local" and t.model.startswith("embedded:"):
+                check_embedded(t.model, settings.data_dir / "models")
 
     async def _reset_stale_leases(self, store: Store) -> None:
         """We hold the store lock, so stage leases still marked leased belong to a dead daemon."""

