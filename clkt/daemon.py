@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 
 import aiohttp
 from aiohttp import web
-from sqlalchemy import update
+from sqlalchemy import select, update
 
 from clkt.config import Settings
 from clkt.context import ServiceContext
@@ -242,6 +242,19 @@ class Daemon:
             )
         if res.rowcount:
             log.warning("recovered %d stage leases left by a previous daemon", res.rowcount)
+        # GPU jobs may be leased by standalone workers elsewhere; only release those whose owner was a process
+        # of this host that no longer exists (a killed daemon); others expire with their lease.
+        host = socket.gethostname()
+        async with store.transaction() as s:
+            rows = (await s.execute(select(GpuJob.id, GpuJob.lease_owner).where(GpuJob.status == LeaseStatus.leased))).all()
+            dead = [jid for jid, owner in rows if _dead_local_owner(owner, host)]
+            if dead:
+                await s.execute(
+                    update(GpuJob).where(GpuJob.id.in_(dead), GpuJob.status == LeaseStatus.leased)
+                    .values(status=LeaseStatus.pending, lease_owner=None, lease_expires_at=None, updated_at=utcnow())
+                    .execution_options(synchronize_session=False)
+                )
+                log.warning("recovered %d GPU job leases left by a dead process on this host", len(dead))
 
     async def _release_leases(self, store: Store) -> int:
         n = 0
@@ -323,6 +336,22 @@ class Daemon:
         async with store.transaction() as s:
             await s.execute(delete(DaemonLock).where(DaemonLock.name == "daemon"))
             s.add(DaemonLock(name="daemon", owner=self.owner, pid=os.getpid(), host=socket.gethostname()))
+
+
+def _dead_local_owner(owner: str | None, host: str) -> bool:
+    """`<host>:<pid>:<nonce>` owned by a process of this host that is gone."""
+    if not owner:
+        return False
+    parts = owner.rsplit(":", 2)
+    if len(parts) != 3 or parts[0] != host or not parts[1].isdigit():
+        return False
+    try:
+        os.kill(int(parts[1]), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, another user's
+        return False
+    return False
 
 
 def lease_for(settings: Settings) -> timedelta:

@@ -20,8 +20,33 @@ EXIT_RETRYABLE = 1
 EXIT_PERMANENT = 3
 
 
+def _die_with_parent() -> None:
+    """A job must not outlive the daemon that started it (kill -9 of the daemon included): on Linux the
+    kernel sends SIGKILL when the parent dies; elsewhere a watchdog thread notices the new parent."""
+    parent = os.getppid()
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+    import threading
+    import time
+
+    def watch() -> None:
+        while True:
+            if os.getppid() != parent:
+                os._exit(EXIT_RETRYABLE)
+            time.sleep(1.0)
+
+    threading.Thread(target=watch, name="parent-watchdog", daemon=True).start()
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(EXIT_RETRYABLE)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    _die_with_parent()
     if len(args) != 1:
         print("usage: python -m clkt.inject.run_job <spec.json>", file=sys.stderr)
         return 2
