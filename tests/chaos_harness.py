@@ -194,6 +194,24 @@ class RunResult:
         return self.root / "data" / "clkt.db"
 
 
+def _kill_loop(res: RunResult, cfg: Path, *, kills: int, rng: random.Random,
+               kill_window: tuple[float, float]) -> subprocess.Popen[bytes]:
+    """Start the daemon, SIGKILL it `kills` times at random moments (restarting it each time); return it."""
+    assert res.log is not None
+    proc = start_daemon(cfg, res.log)
+    t0 = time.monotonic()
+    for _ in range(kills):
+        time.sleep(rng.uniform(*kill_window))
+        if proc.poll() is not None:
+            raise AssertionError(f"daemon died by itself with {proc.returncode}; see {res.log}")
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        res.kills += 1
+        res.kill_times.append(round(time.monotonic() - t0, 2))
+        proc = start_daemon(cfg, res.log)
+    return proc
+
+
 def run(root: Path, llm_url: str, *, languages: list[str], kills: int, seed: int, gpu: bool = False,
         kill_window: tuple[float, float] = (0.8, 4.0), drain_timeout: float = 300.0) -> RunResult:
     cfg = write_config(root, llm_url, languages=languages, gpu=gpu)
@@ -201,17 +219,7 @@ def run(root: Path, llm_url: str, *, languages: list[str], kills: int, seed: int
     rng = random.Random(seed)
     res = RunResult(root=root, log=log)
     fake_reset(llm_url)  # the fake counts repeated request bodies per run
-    proc = start_daemon(cfg, log)
-    t0 = time.monotonic()
-    for _ in range(kills):
-        time.sleep(rng.uniform(*kill_window))
-        if proc.poll() is not None:
-            raise AssertionError(f"daemon died by itself with {proc.returncode}; see {log}")
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
-        res.kills += 1
-        res.kill_times.append(round(time.monotonic() - t0, 2))
-        proc = start_daemon(cfg, log)
+    proc = _kill_loop(res, cfg, kills=kills, rng=rng, kill_window=kill_window)
     wait_drained(res.db, proc, timeout=drain_timeout)
     if gpu:
         _wait_gpu(res.db, proc, timeout=drain_timeout)
@@ -257,3 +265,17 @@ def store_facts(db: Path) -> dict[str, Any]:
         "stale_leases": _q(db, "SELECT 'task', count(*) FROM task WHERE status = 'leased' UNION ALL SELECT 'gpu', count(*) FROM gpu_job WHERE status = 'leased'"),
         "results": sorted(_q(db, "SELECT g.target_model, g.train_lang, e.source, e.external_id, q.slot, r.lang, r.variant, r.scorer, r.predicted, r.correct FROM question_result r JOIN gpu_job g ON g.id = r.job_id JOIN question q ON q.id = r.question_id JOIN entity e ON e.id = q.entity_id")),
     }
+
+
+def run_gpu_phase(res: RunResult, *, kills: int, seed: int, timeout: float = 1800.0,
+                  kill_window: tuple[float, float] = (20.0, 60.0)) -> None:
+    """After a snapshot was built (GPU jobs queued), run the daemon until every GPU job is finished,
+    killing it with SIGKILL `kills` times while jobs run (mid-training included)."""
+    cfg = res.root / "clkt.toml"
+    assert res.log is not None
+    rng = random.Random(seed)
+    proc = _kill_loop(res, cfg, kills=kills, rng=rng, kill_window=kill_window)
+    _wait_gpu(res.db, proc, timeout=timeout)
+    rc = stop(proc)
+    if rc != 0:
+        raise AssertionError(f"daemon stop exited {rc}; see {res.log}")

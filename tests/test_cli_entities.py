@@ -45,7 +45,7 @@ async def test_entities_filters(tmp_path: Path) -> None:
     res = _clkt("entities", "--config", str(cfg), "--json", "--fresh", "--limit", "100")
     rows = [json.loads(line) for line in res.stdout.splitlines()]
     assert rows and all(r["occurred_at"] >= "2025-01-01" for r in rows)
-    assert len(rows) == 11  # entity 0 (2024-12-01) is before the cutoff
+    assert len(rows) == 8  # entities 0-3 (2024-12-01 .. 2024-12-31) are before the cutoff
 
     res = _clkt("entities", "--config", str(cfg), "--json", "--status", "ready", "--since", "2025-03-01")
     rows = [json.loads(line) for line in res.stdout.splitlines()]

@@ -7,8 +7,9 @@ page it was on: no gap, no re-crawl. At the end of the window the watermark move
 For every reference of a page: fetch the record (bounded by the source's concurrency), render its English
 canonical document, then in ONE transaction upsert the entity by (source, external id) and content hash,
 store the document and enqueue the gate task. A `PayloadError` skips the record with a counted reason
-(`SkipCount`, metric, log); it never stops the poller; so does a record whose fetch keeps failing while
-the source otherwise answers (`fetch_failed`). A failing list page, a refused key (401/403) or a block
+(`SkipCount`, metric, log); it never stops the poller. A record whose fetch fails transiently through the
+client's retries ends the cycle at its page (retried next cycle), and is skipped (`fetch_failed`) only after
+`FETCH_RETRY_CYCLES` cycles. A failing list page, a refused key (401/403) or a block
 (`SourceBlocked`: rate limit, open circuit) ends the cycle without moving the cursor past the page, and
 the poller waits (the block's own delay, or `poll_interval_s`) before trying the same page again.
 """
@@ -54,6 +55,7 @@ class CycleReport:
 
 class SourcePoller:
     MIN_BLOCK_WAIT_S: ClassVar[float] = 1.0
+    FETCH_RETRY_CYCLES: ClassVar[int] = 5  # cycles a transiently failing record is retried before it is skipped
 
     def __init__(self, *, source_name: str, settings: SourceSettings) -> None:
         if source_name not in SOURCE_TYPES:
@@ -62,6 +64,7 @@ class SourcePoller:
         self.settings = settings
         self.name = f"source:{source_name}"
         self._source: Source | None = None
+        self._fetch_failures: dict[str, int] = {}
 
     def build_source(self, ctx: ServiceContext) -> Source:
         if self._source is None:
@@ -153,8 +156,12 @@ class SourcePoller:
                 except SourceBlocked:
                     raise  # the whole source is paused (rate limit, open circuit): retry this page later
                 except SourceError as e:
-                    # this one record kept failing while the source answered (else the breaker opens
-                    # and we get SourceBlocked): skip it, counted; the overlap window may catch it later
+                    # this one record kept failing (5xx, timeouts, bodies that do not decode) through the
+                    # client's retries: end the cycle without moving the cursor past this page, so the next
+                    # cycle fetches it again; only after FETCH_RETRY_CYCLES such cycles is it skipped, counted
+                    n = self._fetch_failures[ref.external_id] = self._fetch_failures.get(ref.external_id, 0) + 1
+                    if n < self.FETCH_RETRY_CYCLES:
+                        raise
                     await self._skip(ctx, "fetch_failed", f"{ref.external_id}: {e}", report)
                     return
                 await self._ingest(ctx, record, report)

@@ -75,3 +75,17 @@ async def test_store_refuses_to_reopen_and_needs_one_of_url_engine(tmp_path: Pat
         await store.initialize()
     with pytest.raises(UserError):
         Store()
+
+
+async def test_migrations_match_the_models(tmp_path: Path) -> None:
+    """A model change without its migration fails here (alembic autogenerate finds nothing to do)."""
+    from alembic.autogenerate import compare_metadata
+    from alembic.migration import MigrationContext
+    from sqlmodel import SQLModel
+
+    async with Store(url=f"sqlite+aiosqlite:///{tmp_path / 'm.db'}") as store:
+        async with store.engine.connect() as conn:
+            diff = await conn.run_sync(
+                lambda c: compare_metadata(MigrationContext.configure(c, opts={"compare_type": False}), SQLModel.metadata)
+            )
+    assert diff == []
