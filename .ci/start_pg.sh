@@ -10,11 +10,12 @@ if [ -z "$PGBIN" ] || [ ! -x "$PGBIN/initdb" ]; then
     exit 1
   fi
 fi
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 DIR=$(mktemp -d /tmp/clkt-pg.XXXXXX)
 chown postgres "$DIR" 2>/dev/null || true
 RUN="runuser -u postgres --"
 [ "$(id -u)" = 0 ] || RUN=""
 $RUN "$PGBIN/initdb" -D "$DIR/data" -A trust -U postgres >/dev/null
-$RUN "$PGBIN/pg_ctl" -D "$DIR/data" -o "-p 55432 -k $DIR -c listen_addresses=127.0.0.1" -l "$DIR/log" -w start >/dev/null
-"$PGBIN/psql" -h 127.0.0.1 -p 55432 -U postgres -c "CREATE DATABASE clkt_test" >/dev/null
-echo "postgresql+asyncpg://postgres@127.0.0.1:55432/clkt_test"
+$RUN "$PGBIN/pg_ctl" -D "$DIR/data" -o "-p $PORT -k $DIR -c listen_addresses=127.0.0.1" -l "$DIR/log" -w start >/dev/null
+"$PGBIN/psql" -h 127.0.0.1 -p $PORT -U postgres -c "CREATE DATABASE clkt_test" >/dev/null
+echo "postgresql+asyncpg://postgres@127.0.0.1:$PORT/clkt_test"
