@@ -16,7 +16,7 @@ import pytest
 from clkt.snapshots.layout import load_snapshot_dir
 from tests.conftest import REPO
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(2700)]
 
 
 def _norm(s: str) -> str:
@@ -32,6 +32,8 @@ def test_demo_end_to_end_reduced(tmp_path: Path, shared_models_dir: Path) -> Non
         f"""
 offline_demo = true
 data_dir = "{data}"
+[agents]
+questions_per_entity = 2
 [spec]
 languages = ["en", "fr"]
 [snapshot]
