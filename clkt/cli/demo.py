@@ -57,8 +57,8 @@ def demo(
     console.print(f"\n[bold green]Demo finished[/] — snapshot [bold]{result['snapshot_id']}[/]")
     exports = sorted(Path(settings.snapshot.out_dir).glob("*/*/manifest.json"))
     for m in exports:
-        console.print(f"  snapshot export: {m.parent}")
+        console.print(f"  snapshot export: {m.parent}", soft_wrap=True)
     for f in sorted(report.iterdir()):
-        console.print(f"  report file:     {f}")
+        console.print(f"  report file:     {f}", soft_wrap=True)
     console.print("[yellow]Offline demonstration: recorded, re-dated data and a 270M model; the numbers say nothing about real models.[/]")
     raise typer.Exit(rc)
