@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 
 import aiohttp
 from aiohttp import web
-from sqlalchemy import select, update
+from sqlalchemy import case, select, update
 
 from clkt.config import Settings
 from clkt.context import ServiceContext
@@ -235,9 +235,11 @@ class Daemon:
     async def _reset_stale_leases(self, store: Store) -> None:
         """We hold the store lock, so stage leases still marked leased belong to a dead daemon."""
         async with store.transaction() as s:
+            # interrupted, not failed: the attempt is refunded (a kill must not use up a task's tries)
             res = await s.execute(
                 update(Task).where(Task.status == LeaseStatus.leased)
-                .values(status=LeaseStatus.pending, lease_owner=None, lease_expires_at=None, updated_at=utcnow())
+                .values(status=LeaseStatus.pending, lease_owner=None, lease_expires_at=None, updated_at=utcnow(),
+                        attempts=case((Task.attempts > 0, Task.attempts - 1), else_=0))
                 .execution_options(synchronize_session=False)
             )
         if res.rowcount:
@@ -251,7 +253,8 @@ class Daemon:
             if dead:
                 await s.execute(
                     update(GpuJob).where(GpuJob.id.in_(dead), GpuJob.status == LeaseStatus.leased)
-                    .values(status=LeaseStatus.pending, lease_owner=None, lease_expires_at=None, updated_at=utcnow())
+                    .values(status=LeaseStatus.pending, lease_owner=None, lease_expires_at=None, updated_at=utcnow(),
+                            attempts=case((GpuJob.attempts > 0, GpuJob.attempts - 1), else_=0))
                     .execution_options(synchronize_session=False)
                 )
                 log.warning("recovered %d GPU job leases left by a dead process on this host", len(dead))

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from sqlalchemy import and_, or_, select, update
+from sqlalchemy import and_, func, literal, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.models import GpuJob, LeaseStatus, Task
@@ -44,8 +44,19 @@ def _claimable_filter(table: type[Any], now: datetime) -> Any:
 
 
 async def reap_expired(session: AsyncSession, table: type[Any], *, now: datetime | None = None) -> int:
-    """Rows whose lease expired on their last allowed attempt become `failed` (reason kept)."""
+    """Rows whose lease expired on their last allowed attempt become `failed` (reason kept); so do pending
+    rows with no attempt left (never claimable again), so no work is ever stuck unseen."""
     now = now or utcnow()
+    await session.execute(
+        update(table)
+        .where(table.status == LeaseStatus.pending, table.attempts >= table.max_attempts)
+        .values(
+            status=LeaseStatus.failed,
+            last_error=func.coalesce(table.last_error + literal(" | "), literal("")) + literal("no attempt left"),
+            updated_at=now,
+        )
+        .execution_options(synchronize_session=False)
+    )
     res = await session.execute(
         update(table)
         .where(

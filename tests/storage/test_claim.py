@@ -115,3 +115,15 @@ async def test_release_owner_refunds_attempts(store: Store) -> None:
     async with store.session() as s:
         tasks = (await s.execute(select(Task))).scalars().all()
     assert all(t.status is LeaseStatus.pending and t.attempts == 0 and t.lease_owner is None for t in tasks)
+
+
+async def test_pending_rows_without_attempts_left_become_failed_not_stuck(store: Store) -> None:
+    await _seed(store, 1)
+    async with store.transaction() as s:
+        t = (await s.execute(select(Task))).scalar_one()
+        t.attempts = t.max_attempts  # e.g. an old store whose restarts used up the tries
+    async with store.transaction() as s:
+        assert await claim(s, Task, owner="w", lease=timedelta(seconds=30)) == []
+    async with store.session() as s:
+        t = (await s.execute(select(Task))).scalar_one()
+    assert t.status is LeaseStatus.failed and "no attempt left" in (t.last_error or "")
