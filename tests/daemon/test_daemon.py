@@ -151,3 +151,32 @@ def test_second_daemon_is_refused_and_port_in_use_is_reported(tmp_path: Path) ->
         )
     assert res.returncode == 2
     assert f"cannot listen on 127.0.0.1:{port}" in res.stderr
+
+
+def test_restart_after_kill_refunds_interrupted_attempts(tmp_path: Path) -> None:
+    """Work a killed daemon held is claimable again at restart, its try refunded (kills are not failures)."""
+    cfg = _config(tmp_path)
+    db = tmp_path / "data" / "clkt.db"
+    marker, log = tmp_path / "m", tmp_path / "daemon.log"
+    first = _start(cfg, marker, log)
+    _wait(lambda: (tmp_path / "data" / "daemon.json").exists())
+    first.send_signal(signal.SIGTERM)
+    assert first.wait(timeout=20) == 0
+    _seed_tasks(db, 1)
+    con = sqlite3.connect(db)
+    # as a daemon killed with SIGKILL on the task's last allowed try leaves it
+    con.execute("UPDATE task SET status='leased', lease_owner='gone:1:x', attempts=5, max_attempts=5,"
+                " lease_expires_at='2999-01-01 00:00:00'")
+    con.commit()
+    con.close()
+    proc = _start(cfg, marker, log)
+    try:
+        _wait(lambda: any(marker.glob("done-*")), timeout=30)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    con = sqlite3.connect(db)
+    assert con.execute("SELECT status, attempts FROM task").fetchall() == [("done", 5)]
+    assert "recovered 1 stage leases" in log.read_text()
