@@ -267,10 +267,6 @@ def _real_sources() -> dict[str, SourceSettings]:
             options={"min_magnitude": 5.5},
         ),
         "gdacs": SourceSettings(base_url="https://www.gdacs.org", rate_per_s=0.5, burst=1, concurrency=1),
-        "reliefweb": SourceSettings(
-            enabled=False, base_url="https://api.reliefweb.int/v2", rate_per_s=0.2, burst=1,
-            concurrency=1, options={"appname": "clkt"},
-        ),
     }
 
 
