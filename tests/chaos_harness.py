@@ -220,9 +220,7 @@ def run(root: Path, llm_url: str, *, languages: list[str], kills: int, seed: int
     res = RunResult(root=root, log=log)
     fake_reset(llm_url)  # the fake counts repeated request bodies per run
     proc = _kill_loop(res, cfg, kills=kills, rng=rng, kill_window=kill_window)
-    wait_drained(res.db, proc, timeout=drain_timeout)
-    if gpu:
-        _wait_gpu(res.db, proc, timeout=drain_timeout)
+    wait_drained(res.db, proc, timeout=drain_timeout)  # GPU jobs come later: see run_gpu_phase()
     rc = stop(proc)
     if rc != 0:
         raise AssertionError(f"daemon stop exited {rc}; see {log}")
