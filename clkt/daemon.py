@@ -160,6 +160,10 @@ class Daemon:
                 "window), the template engine for questions and translations, and the small embedded target model on "
                 "the CPU. Its numbers say nothing about real models."
             )
+        if self._install_signals:  # first: a SIGTERM during start-up must also end in a clean stop
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, self.request_stop, signal.Signals(sig).name)
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         store = Store(url=settings.resolved_store_url)
         lock = StoreLock(settings=settings)
@@ -183,10 +187,6 @@ class Daemon:
             self._write_info(settings)
             stack.callback(self._remove_info, settings)
             await self._record_lock(store)
-            if self._install_signals:
-                loop = asyncio.get_running_loop()
-                for sig in (signal.SIGTERM, signal.SIGINT):
-                    loop.add_signal_handler(sig, self.request_stop, signal.Signals(sig).name)
             from clkt.progress import ProgressLogger
 
             services: list[Service] = [

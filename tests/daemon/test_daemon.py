@@ -180,3 +180,20 @@ def test_restart_after_kill_refunds_interrupted_attempts(tmp_path: Path) -> None
     con = sqlite3.connect(db)
     assert con.execute("SELECT status, attempts FROM task").fetchall() == [("done", 5)]
     assert "recovered 1 stage leases" in log.read_text()
+
+
+def test_sigterm_during_startup_is_a_clean_stop(tmp_path: Path) -> None:
+    """The real entry point on the offline default: a SIGTERM while it is still starting exits 0."""
+    cfg = tmp_path / "clkt.toml"
+    cfg.write_text(f'offline_demo = true\ndata_dir = "{tmp_path / "data"}"\n[gpu]\nenabled = false\n')
+    log = tmp_path / "d.log"
+    proc = subprocess.Popen([sys.executable, str(REPO / "run_daemon.py"), "--config", str(cfg)], stdout=log.open("wb"),
+                            stderr=subprocess.STDOUT, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        time.sleep(0.7)  # past the interpreter's own start, inside clkt's imports / start-up
+        proc.send_signal(signal.SIGTERM)
+        rc = proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert rc == 0, log.read_text()[-3000:]
