@@ -170,7 +170,13 @@ def wait_drained(db: Path, proc: subprocess.Popen[bytes], *, timeout: float, sta
     raise AssertionError(f"not drained within {timeout}s: {last}")
 
 
-def stop(proc: subprocess.Popen[bytes], timeout: float = 60) -> int:
+def stop(proc: subprocess.Popen[bytes], timeout: float = 60, *, info: Path | None = None) -> int:
+    """SIGTERM once the daemon is up (`info` = its daemon.json): a signal in the first milliseconds of a
+    process, before Python runs any of our code, takes the OS default action."""
+    if info is not None:
+        deadline = time.monotonic() + timeout
+        while not info.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
     proc.send_signal(signal.SIGTERM)
     return proc.wait(timeout=timeout)
 
@@ -221,7 +227,7 @@ def run(root: Path, llm_url: str, *, languages: list[str], kills: int, seed: int
     fake_reset(llm_url)  # the fake counts repeated request bodies per run
     proc = _kill_loop(res, cfg, kills=kills, rng=rng, kill_window=kill_window)
     wait_drained(res.db, proc, timeout=drain_timeout)  # GPU jobs come later: see run_gpu_phase()
-    rc = stop(proc)
+    rc = stop(proc, info=res.root / "data" / "daemon.json")
     if rc != 0:
         raise AssertionError(f"daemon stop exited {rc}; see {log}")
     after = fake_stats(llm_url)
@@ -274,6 +280,6 @@ def run_gpu_phase(res: RunResult, *, kills: int, seed: int, timeout: float = 180
     rng = random.Random(seed)
     proc = _kill_loop(res, cfg, kills=kills, rng=rng, kill_window=kill_window)
     _wait_gpu(res.db, proc, timeout=timeout)
-    rc = stop(proc)
+    rc = stop(proc, info=res.root / "data" / "daemon.json")
     if rc != 0:
         raise AssertionError(f"daemon stop exited {rc}; see {res.log}")
