@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from bench._targets import add_target_args, synthetic_mcqs, target_from_args  # noqa: E402
+from bench.support.targets import add_target_args, synthetic_mcqs, target_from_args  # noqa: E402
 from clkt.evaluate.prompts import render_mcq  # noqa: E402
 from clkt.evaluate.scorers import _batches, _positions, score_generate, score_letter_logprob  # noqa: E402
 from clkt.targets.loader import load_target, resolve_device  # noqa: E402

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from bench._targets import add_target_args, synthetic_docs, target_from_args  # noqa: E402
+from bench.support.targets import add_target_args, synthetic_docs, target_from_args  # noqa: E402
 from clkt.config import GpuSettings  # noqa: E402
 from clkt.inject.strategies import CptLora, TrainExample  # noqa: E402
 from clkt.inject.trainer import TrainLoop, collate  # noqa: E402
