@@ -175,7 +175,12 @@ def stop(proc: subprocess.Popen[bytes], timeout: float = 60, *, info: Path | Non
     process, before Python runs any of our code, takes the OS default action."""
     if info is not None:
         deadline = time.monotonic() + timeout
-        while not info.exists() and proc.poll() is None and time.monotonic() < deadline:
+        while proc.poll() is None and time.monotonic() < deadline:
+            try:  # a killed predecessor leaves its daemon.json behind: wait for this process's own
+                if json.loads(info.read_text()).get("pid") == proc.pid:
+                    break
+            except (OSError, ValueError):
+                pass
             time.sleep(0.1)
     proc.send_signal(signal.SIGTERM)
     return proc.wait(timeout=timeout)
