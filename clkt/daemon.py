@@ -20,7 +20,6 @@ import socket
 import uuid
 from collections.abc import Sequence
 from contextlib import AsyncExitStack, suppress
-from datetime import timedelta
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -356,6 +355,3 @@ def _dead_local_owner(owner: str | None, host: str) -> bool:
         return False
     return False
 
-
-def lease_for(settings: Settings) -> timedelta:
-    return timedelta(seconds=settings.daemon.lease_s)

@@ -12,7 +12,6 @@ worker whose lease expired (and was re-claimed elsewhere) cannot overwrite the n
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
@@ -29,11 +28,6 @@ Claimable = TypeVar("Claimable", Task, GpuJob)
 
 class LeaseLost(Exception):
     """The row is no longer leased by us (expired and re-claimed, or released)."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Where:
-    extra: tuple[Any, ...] = ()
 
 
 def _claimable_filter(table: type[Any], now: datetime) -> Any:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import date, datetime, timezone
+from datetime import datetime, timezone
 from typing import Annotated
 
 import typer
@@ -130,6 +130,3 @@ def db_upgrade(config: ConfigOption = None) -> None:
     run_async(go)
     console.print(f"store {settings.resolved_store_url} is at the latest migration")
 
-
-def _today() -> date:
-    return datetime.now(timezone.utc).date()

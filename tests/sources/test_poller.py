@@ -185,6 +185,18 @@ async def test_run_loop_crawls_and_stops_promptly(replay: ReplayServer, store: S
     assert e is not None and e.status == EntityStatus.discovered
 
 
+async def _cycle_until_complete(poller: SourcePoller, ctx: ServiceContext, tries: int = 6) -> Any:
+    """Run cycles until one completes; a cycle that ends at a transiently failing page raises SourceError."""
+    for _ in range(tries):
+        try:
+            report = await poller.run_cycle(ctx)
+        except SourceError:
+            continue
+        if report.completed:
+            return report
+    raise AssertionError(f"no cycle completed in {tries} tries")
+
+
 async def test_a_record_that_keeps_failing_is_skipped_not_fatal(
     replay: ReplayServer, store: Store, make_ctx: MakeCtx, http: aiohttp.ClientSession, fast_retries: None
 ) -> None:
@@ -194,14 +206,7 @@ async def test_a_record_that_keeps_failing_is_skipped_not_fatal(
     poller = SourcePoller(source_name="thesportsdb", settings=settings.sources["thesportsdb"])
     poller.FETCH_RETRY_CYCLES = 2  # type: ignore[misc]
     # the first cycles end at the failing page (retried later, cursor not past it); then the records are skipped
-    for _ in range(6):
-        try:
-            report = await poller.run_cycle(ctx)
-        except SourceError:
-            continue
-        if report.completed:
-            break
-    assert report.completed
+    report = await _cycle_until_complete(poller, ctx)
     async with store.session() as s:
         assert (await skip_counts(s))[("thesportsdb", "fetch_failed")] == 2
 
@@ -214,14 +219,7 @@ async def test_a_transient_record_failure_is_retried_next_cycle_not_skipped(
     settings = settings_for(replay, thesportsdb={"options": {"leagues": ["4328", "4424"]}, "breaker_failures": 100})
     ctx = make_ctx(settings)
     poller = SourcePoller(source_name="thesportsdb", settings=settings.sources["thesportsdb"])
-    for _ in range(6):
-        try:
-            report = await poller.run_cycle(ctx)
-        except SourceError:
-            continue
-        if report.completed:
-            break
-    assert report.completed
+    report = await _cycle_until_complete(poller, ctx)
     async with store.session() as s:
         assert ("thesportsdb", "fetch_failed") not in await skip_counts(s)
         n = (await s.execute(select(func.count()).select_from(Entity).where(Entity.source == "thesportsdb"))).scalar()
