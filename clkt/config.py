@@ -62,7 +62,8 @@ class SourceSettings(_Section):
     api_key_env: str | None = None  # NAME of the environment variable holding the key
     default_api_key: str | None = None  # a documented public key (TheSportsDB's "123"), not a secret
     user_agent: str | None = None
-    timeout_s: float = Field(default=20.0, gt=0)
+    timeout_s: float = Field(default=20.0, gt=0, le=600)
+    max_body_bytes: int = Field(default=8 * 1024 * 1024, ge=1024, le=256 * 1024 * 1024)  # larger: a skipped record
     poll_interval_s: float = Field(default=900.0, gt=0)
     lookback_days: int = Field(default=14, ge=1)  # first window when no cursor exists
     overlap_hours: float = Field(default=24.0, ge=0)  # re-read this much before the watermark
@@ -435,4 +436,7 @@ def _attach_secrets(settings: Settings, env: Mapping[str, str]) -> Settings:
     # the conventional provider variables pydantic-ai reads
     names |= {"OPENAI_API_KEY", "ANTHROPIC_API_KEY"}
     secrets = {n: SecretStr(env[n]) for n in sorted(names) if env.get(n)}
+    from clkt.logs import register_secrets
+
+    register_secrets(secrets.values())  # from here on, `redact` removes them wherever text goes out
     return settings.model_copy(update={"secrets": secrets})

@@ -1,33 +1,96 @@
-"""Logging set-up: one line per record, secrets redacted by value as a last line of defence."""
+"""Logging set-up, and the ONE redaction point of the product.
+
+`redact(text)` is what every path that writes text out goes through: log lines and their tracebacks (the
+handler's formatter), error texts saved in the store (skips, failed work, GPU jobs), the CLI's messages
+and printed URLs. It removes
+
+- every known secret value (the keys named by `api_key_env`, registered by `register_secrets`, which
+  `load_settings` calls), also in their URL-encoded form;
+- credential-looking query parameters (`api_key=`, `token=`, `access_token=`, `key=`...) whatever their value;
+- the password of a URL (`postgresql://user:pw@host` -> `postgresql://user:***@host`);
+- `Bearer` tokens.
+
+`sanitize_text(text)` makes crawled text safe for a terminal: control characters (escape sequences
+included) are removed. Rich markup is never applied to crawled text (the CLI prints it with
+`markup=False` or escapes it).
+"""
 
 from __future__ import annotations
 
 import logging
+import re
 import sys
+import threading
 from collections.abc import Iterable
+from urllib.parse import quote, quote_plus
 
 from pydantic import SecretStr
 
-__all__ = ["setup_logging", "SecretRedactor"]
+__all__ = ["setup_logging", "SecretRedactor", "RedactingFormatter", "redact", "register_secrets", "sanitize_text"]
+
+MIN_SECRET_LEN = 4  # shorter values would redact ordinary words
+_lock = threading.Lock()
+_secrets: set[str] = set()
+_ordered: list[str] = []
+
+_SECRET_PARAM = re.compile(
+    r"(?i)\b(api[_-]?key|apikey|access[_-]?token|token|key|secret|password|passwd|appname|auth)"
+    r"(=|%3D)([^&\s\"'<>#;,]+)"
+)
+_URL_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://[^:/@\s\"'<>]*):([^@/\s\"'<>]+)@")
+_BEARER = re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=\-]+")
+# C0 and C1 control characters except tab and newline; DEL; the lone surrogates
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def register_secrets(secrets: Iterable[SecretStr | str]) -> None:
+    """Add secret values that `redact` removes from now on (process-wide; adding twice is harmless)."""
+    global _ordered
+    with _lock:
+        for s in secrets:
+            v = s.get_secret_value() if isinstance(s, SecretStr) else s
+            if v and len(v) >= MIN_SECRET_LEN:
+                _secrets.update({v, quote(v, safe=""), quote_plus(v)})
+        _ordered = sorted(_secrets, key=len, reverse=True)
+
+
+def redact(text: str) -> str:
+    """`text` without known secrets, credential query parameters, URL passwords and Bearer tokens."""
+    if not text:
+        return text
+    for v in _ordered:
+        if v in text:
+            text = text.replace(v, "***")
+    text = _SECRET_PARAM.sub(lambda m: f"{m.group(1)}{m.group(2)}***", text)
+    text = _URL_PASSWORD.sub(r"\1:***@", text)
+    return _BEARER.sub(r"\1 ***", text)
+
+
+def sanitize_text(text: str) -> str:
+    """Crawled text for a terminal: control characters (escape sequences, NUL, lone surrogates) removed."""
+    return _CONTROL.sub("", text)
 
 
 class SecretRedactor(logging.Filter):
-    """Replaces any known secret value in a record's final message with `***`."""
+    """Registers the given secrets and redacts each record's message (the formatter redacts the rest)."""
 
     def __init__(self, secrets: Iterable[SecretStr]) -> None:
         super().__init__()
-        self._values = sorted({s.get_secret_value() for s in secrets if len(s.get_secret_value()) >= 4}, key=len, reverse=True)
+        register_secrets(secrets)
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if not self._values:
-            return True
         msg = record.getMessage()
-        red = msg
-        for v in self._values:
-            red = red.replace(v, "***")
+        red = redact(msg)
         if red != msg:
             record.msg, record.args = red, None
         return True
+
+
+class RedactingFormatter(logging.Formatter):
+    """The whole formatted line, traceback and exception text included, goes through `redact`."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record))
 
 
 def setup_logging(level: str = "INFO", *, secrets: Iterable[SecretStr] = (), stream: object = None) -> None:
@@ -35,7 +98,7 @@ def setup_logging(level: str = "INFO", *, secrets: Iterable[SecretStr] = (), str
     for h in list(root.handlers):
         root.removeHandler(h)
     handler = logging.StreamHandler(stream or sys.stderr)  # type: ignore[arg-type]
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s"))
+    handler.setFormatter(RedactingFormatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s"))
     handler.addFilter(SecretRedactor(secrets))
     root.addHandler(handler)
     root.setLevel(level)

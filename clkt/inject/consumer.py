@@ -277,6 +277,9 @@ class GpuConsumer:
         return JobRun(jid, LeaseStatus.done)
 
     async def _fail(self, ctx: ServiceContext, jid: int, error: str, *, permanent: bool = False) -> JobRun:
+        from clkt.logs import redact
+
+        error = redact(error)
         try:
             async with ctx.store.transaction() as s:
                 status = await fail(

@@ -89,7 +89,9 @@ class StageWorker(ABC):
             await self.process(task, ctx)
             ctx.metrics.stage_tasks.labels(self.stage.value, "done").inc()
         except RetryLater as e:
-            await asyncio.shield(self._release(task, ctx, e.defer, str(e)))
+            from clkt.logs import redact
+
+            await asyncio.shield(self._release(task, ctx, e.defer, redact(str(e))))
             ctx.metrics.stage_tasks.labels(self.stage.value, "deferred").inc()
         except asyncio.CancelledError:
             await asyncio.shield(self._release(task, ctx, timedelta(0), None))
@@ -98,7 +100,9 @@ class StageWorker(ABC):
             log.warning("%s: %s", self.name, e)
         except Exception as e:  # noqa: BLE001 - every failure is recorded on the row
             retry_in = timedelta(seconds=self.RETRY_BASE_S * 2 ** max(0, task.attempts - 1))
-            err = f"{type(e).__name__}: {e}"
+            from clkt.logs import redact
+
+            err = redact(f"{type(e).__name__}: {e}")
             try:
                 async with ctx.store.transaction() as s:
                     status = await fail(s, Task, task.id, owner=ctx.owner, error=err, retry_in=retry_in)

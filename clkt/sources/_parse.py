@@ -3,16 +3,19 @@
 APIs drift: numbers arrive as strings (TheSportsDB always does), fields go missing or turn null. These
 helpers accept the tolerable variants (a numeric string for a number) and reject the rest clearly.
 `guard()` turns any other exception a parser might still raise into a `PayloadError`, so nothing but a
-`PayloadError` ever leaves a parser.
+`PayloadError` ever leaves a parser. `each()` parses the items of a list page one by one: a bad item is
+skipped with its reason (kept on the returned `Items.skipped`), its neighbours go on. `bounded()` refuses
+implausible numbers (latitude 200, magnitude -999, a negative score); `opt_str` caps a text field at
+`MAX_TEXT_CHARS` so a huge field never reaches documents, prompts or exports.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import date, datetime, timezone
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, Generic, ParamSpec, TypeVar
 
 from pydantic import ValidationError
 
@@ -20,11 +23,47 @@ from clkt.errors import PayloadError
 
 __all__ = [
     "guard", "obj", "arr", "req_str", "opt_str", "req_int", "opt_int", "req_float", "opt_float", "req_date",
-    "opt_date", "parse_partial_date", "aware",
+    "opt_date", "parse_partial_date", "aware", "each", "Items", "bounded", "MAX_TEXT_CHARS", "MIN_YEAR", "MAX_YEAR",
+    "plausible_year",
 ]
 
 P = ParamSpec("P")
 R = TypeVar("R")
+T = TypeVar("T")
+
+MAX_TEXT_CHARS = 8000  # a longer text field (an overview, a description) is cut here
+MIN_YEAR, MAX_YEAR = 1800, 2200  # a date outside is a placeholder or a typo, not a fact
+
+
+class Items(list[T], Generic[T]):
+    """The items of a list page that parsed, plus the ones that did not (`skipped`, with their reasons)."""
+
+    def __init__(self, items: Iterable[T] = (), skipped: Iterable[PayloadError] = ()) -> None:
+        super().__init__(items)
+        self.skipped: list[PayloadError] = list(skipped)
+
+
+def each(items: list[Any], what: str, parse_one: Callable[[Any], T]) -> Items[T]:
+    """Parse every item on its own: whatever one item raises makes it a counted skip, never the page's failure."""
+    out: Items[T] = Items()
+    for i, x in enumerate(items):
+        try:
+            out.append(parse_one(x))
+        except PayloadError as e:
+            out.skipped.append(PayloadError(e.reason, f"{what} #{i}: {e.detail}"))
+        except Exception as e:  # noqa: BLE001 - one item's failure, whatever it is, is that item's skip
+            out.skipped.append(PayloadError("malformed", f"{what} #{i}: {type(e).__name__}: {str(e)[:200]}"))
+    return out
+
+
+N = TypeVar("N", bound=float | None)
+
+
+def bounded(value: N, key: str, lo: float, hi: float) -> N:
+    """`value` when it lies in [lo, hi] (None passes); otherwise a `PayloadError` naming the field."""
+    if value is not None and not lo <= value <= hi:
+        raise PayloadError("implausible_value", f"{key}={value:g} is outside [{lo:g}, {hi:g}]")
+    return value
 
 
 def guard(fn: Callable[P, R]) -> Callable[P, R]:
@@ -40,7 +79,7 @@ def guard(fn: Callable[P, R]) -> Callable[P, R]:
             err = e.errors()[0]
             where = ".".join(str(p) for p in err.get("loc", ()))
             raise PayloadError("invalid_facts", f"{where}: {err.get('msg')}") from None
-        except (KeyError, IndexError, TypeError, ValueError, AttributeError, OverflowError, RecursionError) as e:
+        except Exception as e:  # noqa: BLE001 - whatever a parser raises on hostile data is that record's skip
             raise PayloadError("malformed", f"{type(e).__name__}: {str(e)[:200]}") from None
 
     return wrapper
@@ -70,6 +109,8 @@ def opt_str(m: Mapping[str, Any], key: str) -> str | None:
     if isinstance(v, bool) or not isinstance(v, (str, int, float)):
         raise PayloadError("bad_type", f"{key} is {type(v).__name__}, not a string")
     s = str(v).strip()
+    if len(s) > MAX_TEXT_CHARS:
+        s = s[:MAX_TEXT_CHARS].rstrip() + "…"
     return s or None
 
 
@@ -128,9 +169,18 @@ def opt_date(m: Mapping[str, Any], key: str) -> date | None:
     if s is None:
         return None
     try:
-        return date.fromisoformat(s[:10])
+        d = date.fromisoformat(s[:10])
     except ValueError:
         raise PayloadError("bad_date", f"{key}={s[:40]!r}") from None
+    return plausible_year(d, key)
+
+
+def plausible_year(d: R, key: str) -> R:
+    """A date or datetime whose year lies in [MIN_YEAR, MAX_YEAR]; else `PayloadError("bad_date")`."""
+    year = getattr(d, "year", 0)
+    if not MIN_YEAR <= year <= MAX_YEAR:
+        raise PayloadError("bad_date", f"{key}: year {year} is not plausible")
+    return d
 
 
 def req_date(m: Mapping[str, Any], key: str) -> date:
@@ -145,11 +195,11 @@ def parse_partial_date(s: str, key: str) -> tuple[date, str]:
     parts = s.strip().split("-")
     try:
         if len(parts) == 1:
-            return date(int(parts[0]), 1, 1), "year"
+            return plausible_year(date(int(parts[0]), 1, 1), key), "year"
         if len(parts) == 2:
-            return date(int(parts[0]), int(parts[1]), 1), "month"
+            return plausible_year(date(int(parts[0]), int(parts[1]), 1), key), "month"
         if len(parts) == 3:
-            return date(int(parts[0]), int(parts[1]), int(parts[2])), "day"
+            return plausible_year(date(int(parts[0]), int(parts[1]), int(parts[2])), key), "day"
     except ValueError:
         pass
     raise PayloadError("bad_date", f"{key}={s[:40]!r}")

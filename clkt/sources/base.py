@@ -22,7 +22,7 @@ from clkt.errors import ConfigError
 from clkt.facts import Domain, EntityRecord
 from clkt.sources.http import SourceClient
 
-__all__ = ["Window", "SourceRef", "PollPage", "Source", "is_loopback"]
+__all__ = ["Window", "SourceRef", "PollPage", "Source", "is_loopback", "skipped_of"]
 
 
 class Window(BaseModel):
@@ -60,6 +60,12 @@ class PollPage(BaseModel):
     refs: list[SourceRef]
     next_page: int | None
     not_modified: bool = False  # the server answered 304: nothing changed since we last read this page
+    skipped: tuple[tuple[str, str], ...] = ()  # (reason, detail) of the page's items that did not parse
+
+
+def skipped_of(items: object) -> tuple[tuple[str, str], ...]:
+    """The (reason, detail) pairs of a list parser's skipped items (`clkt.sources._parse.Items`)."""
+    return tuple((e.reason, e.detail) for e in getattr(items, "skipped", ()))
 
 
 def is_loopback(url: str) -> bool:

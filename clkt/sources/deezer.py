@@ -10,8 +10,10 @@ from typing import Any, ClassVar
 
 from clkt.errors import PayloadError, SourceBlocked
 from clkt.facts import Domain, EntityRecord, ReleaseFacts, Track
-from clkt.sources._parse import arr, aware, guard, obj, opt_date, opt_int, opt_str, req_date, req_int, req_str
-from clkt.sources.base import PollPage, Source, SourceRef, Window
+from clkt.sources._parse import (
+    Items, arr, aware, each, guard, obj, opt_date, opt_int, opt_str, req_date, req_int, req_str,
+)
+from clkt.sources.base import PollPage, Source, SourceRef, Window, skipped_of
 
 __all__ = ["DeezerSource", "parse_album", "parse_releases", "raise_for_error"]
 
@@ -30,15 +32,19 @@ def raise_for_error(payload: Any, what: str) -> None:
 
 
 @guard
-def parse_releases(payload: object) -> tuple[list[SourceRef], int]:
+def parse_releases(payload: object) -> tuple[Items[SourceRef], int]:
     p = obj(payload, "editorial releases")
-    refs = []
-    for r in arr(p, "data"):
-        r = obj(r, "release")
-        day = opt_date(r, "release_date")
-        refs.append(SourceRef(external_id=str(req_int(r, "id")), name=opt_str(r, "title") or "",
-                              occurred_at=aware(day) if day else None))
-    return refs, opt_int(p, "total") or 0
+
+    def one(x: object) -> SourceRef:
+        r = obj(x, "release")
+        ext = str(req_int(r, "id"))
+        try:
+            day = opt_date(r, "release_date")
+        except PayloadError:
+            day = None  # "0000-00-00" or junk: the album lookup decides
+        return SourceRef(external_id=ext, name=opt_str(r, "title") or "", occurred_at=aware(day) if day else None)
+
+    return each(arr(p, "data"), "release", one), opt_int(p, "total") or 0
 
 
 @guard
@@ -100,8 +106,9 @@ class DeezerSource(Source):
         inside = [r.model_copy(update={"redated_from": got.original_dates.get(r.external_id)}) for r in refs
                   if r.occurred_at is not None and window.start <= r.occurred_at < window.end]
         older = any(r.occurred_at is not None and r.occurred_at < window.start for r in refs)
-        nxt = page + 1 if refs and not older and index + len(refs) < total else None
-        return PollPage(refs=inside, next_page=nxt, not_modified=got.not_modified)
+        served = len(refs) + len(refs.skipped)
+        nxt = page + 1 if served and not older and index + served < total else None
+        return PollPage(refs=inside, next_page=nxt, not_modified=got.not_modified, skipped=skipped_of(refs))
 
     async def fetch(self, ref: SourceRef) -> EntityRecord:
         got = await self.client.get_json(f"album/{ref.external_id}")

@@ -8,6 +8,7 @@ Eligibility: impact figures (the population exposed, or a death toll).
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from typing import Any, ClassVar
@@ -15,8 +16,8 @@ from xml.etree import ElementTree as ET
 
 from clkt.errors import PayloadError
 from clkt.facts import DisasterFacts, Domain, EntityRecord
-from clkt.sources._parse import guard, obj, opt_int, opt_str, req_str
-from clkt.sources.base import PollPage, Source, SourceRef, Window
+from clkt.sources._parse import Items, each, guard, obj, opt_int, opt_str, plausible_year, req_str
+from clkt.sources.base import PollPage, Source, SourceRef, Window, skipped_of
 
 __all__ = ["GdacsSource", "parse_rss", "parse_item", "item_to_payload", "EVENT_TYPES"]
 
@@ -33,12 +34,18 @@ _GDACS_FIELDS = ("eventtype", "eventid", "episodeid", "alertlevel", "alertscore"
                  "iso3", "iscurrent", "eventname", "glide")
 
 
+_YEAR4 = re.compile(r"\b\d{4}\b")
+
+
 def _rfc822(s: str, key: str) -> datetime:
+    # email.utils reads a 2-digit year as 19xx/20xx ("0000" would become 2000): require four digits
+    if not _YEAR4.search(s):
+        raise PayloadError("bad_date", f"{key}={s[:40]!r} has no four-digit year")
     try:
         dt = parsedate_to_datetime(s)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, IndexError, OverflowError):
         raise PayloadError("bad_date", f"{key}={s[:40]!r}") from None
-    return (dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)).astimezone(timezone.utc)
+    return plausible_year((dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)).astimezone(timezone.utc), key)
 
 
 def item_to_payload(el: ET.Element) -> dict[str, Any]:
@@ -63,19 +70,20 @@ def item_to_payload(el: ET.Element) -> dict[str, Any]:
 
 
 @guard
-def parse_rss(data: object) -> list[SourceRef]:
+def parse_rss(data: object) -> Items[SourceRef]:
     if not isinstance(data, ET.Element):
         raise PayloadError("bad_type", "the GDACS feed is not XML")
-    refs = []
-    for el in data.iter("item"):
+
+    def one(el: ET.Element) -> SourceRef:
         payload = item_to_payload(el)
         guid = payload.get("guid") or ""
         if not guid:
             raise PayloadError("missing_field", "guid")
         when = payload.get("fromdate") or payload.get("pubDate")
-        refs.append(SourceRef(external_id=guid, name=payload.get("title", ""), listing=payload,
-                              occurred_at=_rfc822(when, "fromdate") if when else None))
-    return refs
+        return SourceRef(external_id=guid, name=payload.get("title", ""), listing=payload,
+                         occurred_at=_rfc822(when, "fromdate") if when else None)
+
+    return each(list(data.iter("item")), "item", one)
 
 
 @guard
@@ -109,7 +117,14 @@ def parse_item(payload: object, *, skip_types: frozenset[str] = frozenset({"EQ"}
 
 
 def _xml(body: bytes) -> ET.Element:
-    return ET.fromstring(body)
+    # the feed is data: defusedxml refuses entity expansion (billion laughs) and external references
+    from defusedxml import DefusedXmlException
+    from defusedxml.ElementTree import fromstring
+
+    try:
+        return fromstring(body)
+    except DefusedXmlException as e:
+        raise ValueError(f"the feed is refused: {type(e).__name__}") from None
 
 
 class GdacsSource(Source):
@@ -120,11 +135,12 @@ class GdacsSource(Source):
         got = await self.client.get("xml/rss.xml", decode=_xml, cache=True)
         if got.data is None:
             raise PayloadError("not_found", got.url)
+        parsed = parse_rss(got.data)
         refs = [
-            r.model_copy(update={"redated_from": got.original_dates.get(r.external_id)}) for r in parse_rss(got.data)
+            r.model_copy(update={"redated_from": got.original_dates.get(r.external_id)}) for r in parsed
             if r.occurred_at is not None and window.start <= r.occurred_at < window.end
         ]
-        return PollPage(refs=refs, next_page=None, not_modified=got.not_modified)
+        return PollPage(refs=refs, next_page=None, not_modified=got.not_modified, skipped=skipped_of(parsed))
 
     async def fetch(self, ref: SourceRef) -> EntityRecord:
         if ref.listing is None:

@@ -11,7 +11,10 @@ A `SourceClient` wraps the daemon's shared `aiohttp.ClientSession` for one sourc
   `SourceBlocked` so the poller backs off instead;
 - a circuit breaker per source (`breaker_failures`, `breaker_reset_s`), metric `breaker_open`;
 - ETag / If-Modified-Since on the requests that ask for it (`cache=True`), answered from memory on 304;
-- the configured User-Agent; the API key is never logged (`redact()`).
+- the configured User-Agent; the API key is never logged (`redact()`);
+- a body larger than `max_body_bytes` is refused (`PayloadError("body_too_large")`) without reading the rest;
+  JSON nested deeper than `MAX_JSON_DEPTH` does not decode, and lone surrogates become U+FFFD, so a decoded
+  body always stores and prints.
 
 It returns `Fetched` (status, headers, decoded body). 404/410 come back as a `Fetched` with `data=None`
 (the caller decides: usually a counted skip). Other 4xx raise `SourceHttpError`.
@@ -152,9 +155,11 @@ class SourceClient:
         return self.base_url + "/" + path.lstrip("/")
 
     def redact(self, text: str) -> str:
+        from clkt.logs import redact
+
         if self._key:
             text = text.replace(self._key, "***")
-        return text
+        return redact(text)
 
     async def get_json(self, path: str, *, params: Mapping[str, Any] | None = None, cache: bool = False,
                        headers: Mapping[str, str] | None = None) -> Fetched[Any]:
@@ -181,6 +186,21 @@ class SourceClient:
         raise AssertionError("unreachable")
 
     # --- internals -----------------------------------------------------------------------------------
+
+    async def _read_limited(self, resp: aiohttp.ClientResponse, shown: str) -> bytes:
+        """The body, or `PayloadError("body_too_large")` once it passes `max_body_bytes` (nothing more is read)."""
+        limit = self.settings.max_body_bytes
+        declared = resp.content_length
+        if declared is not None and declared > limit:
+            raise PayloadError("body_too_large", f"{shown}: {declared} bytes declared, limit {limit}")
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in resp.content.iter_chunked(64 * 1024):
+            size += len(chunk)
+            if size > limit:
+                raise PayloadError("body_too_large", f"{shown}: over the limit of {limit} bytes")
+            chunks.append(chunk)
+        return b"".join(chunks)
 
     def _redacted_url(self, url: str, query: Mapping[str, str]) -> str:
         shown = {k: ("***" if k.lower() in _SECRET_PARAMS else v) for k, v in query.items()}
@@ -242,9 +262,13 @@ class SourceClient:
         t0 = time.perf_counter()
         try:
             async with self.session.get(full, headers=hdrs, timeout=timeout, allow_redirects=True) as resp:
-                body = await resp.read()
+                body = await self._read_limited(resp, shown)
                 status = resp.status
                 rh = CIMultiDictProxy(CIMultiDict(resp.headers))
+        except PayloadError:
+            self._count("too_large")
+            self.breaker.release_trial()
+            raise
         except (TimeoutError, asyncio.TimeoutError):
             self._count("timeout")
             self.breaker.record_failure()
@@ -282,9 +306,9 @@ class SourceClient:
             if "text/html" in ctype:
                 raise ValueError(f"an HTML page where data was expected: {body[:80]!r}")
             data = decode(body)
-        except (ValueError, SyntaxError, UnicodeDecodeError) as e:
+        except Exception as e:  # noqa: BLE001 - whatever a decoder raises on a hostile body: it does not decode
             self.breaker.record_failure()
-            raise _Transient(f"undecodable body ({type(e).__name__}: {str(e)[:120]})") from None
+            raise _Transient(self.redact(f"undecodable body ({type(e).__name__}: {str(e)[:120]})")) from None
         self.breaker.record_success()
         if cache and (rh.get("ETag") or rh.get("Last-Modified")):
             self._cache[full] = (rh.get("ETag"), rh.get("Last-Modified"), body)
@@ -294,5 +318,29 @@ class SourceClient:
         return Fetched(status=status, url=shown, headers=rh, data=data, original_dates=originals)
 
 
+MAX_JSON_DEPTH = 64  # no API we read nests deeper than about 10
+
+
 def _decode_json(body: bytes) -> Any:
-    return json.loads(body)
+    try:
+        data = json.loads(body)
+    except RecursionError:
+        raise ValueError(f"JSON nested deeper than the interpreter allows (limit {MAX_JSON_DEPTH})") from None
+    return _clean(data, 0)
+
+
+def _clean(x: Any, depth: int) -> Any:
+    """Refuse deep nesting; replace lone surrogates (which no store or terminal accepts) with U+FFFD."""
+    if depth > MAX_JSON_DEPTH:
+        raise ValueError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+    if isinstance(x, str):
+        try:
+            x.encode("utf-8")
+            return x
+        except UnicodeEncodeError:
+            return x.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    if isinstance(x, list):
+        return [_clean(v, depth + 1) for v in x]
+    if isinstance(x, dict):
+        return {_clean(k, depth + 1): _clean(v, depth + 1) for k, v in x.items()}
+    return x

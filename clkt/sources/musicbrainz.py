@@ -11,8 +11,8 @@ from typing import ClassVar
 
 from clkt.errors import PayloadError
 from clkt.facts import Domain, EntityRecord, ReleaseFacts, Track
-from clkt.sources._parse import arr, aware, guard, obj, opt_int, opt_str, parse_partial_date, req_str
-from clkt.sources.base import PollPage, Source, SourceRef, Window
+from clkt.sources._parse import Items, arr, aware, each, guard, obj, opt_int, opt_str, parse_partial_date, req_str
+from clkt.sources.base import PollPage, Source, SourceRef, Window, skipped_of
 
 __all__ = ["MusicBrainzSource", "parse_release", "parse_release_search"]
 
@@ -31,13 +31,14 @@ def _credit(rows: list[object]) -> tuple[list[str], str]:
 
 
 @guard
-def parse_release_search(payload: object) -> tuple[list[SourceRef], int]:
+def parse_release_search(payload: object) -> tuple[Items[SourceRef], int]:
     p = obj(payload, "release search")
-    refs = []
-    for r in arr(p, "releases"):
-        r = obj(r, "release")
-        refs.append(SourceRef(external_id=req_str(r, "id"), name=opt_str(r, "title") or ""))
-    return refs, opt_int(p, "count") or 0
+
+    def one(x: object) -> SourceRef:
+        r = obj(x, "release")
+        return SourceRef(external_id=req_str(r, "id"), name=opt_str(r, "title") or "")
+
+    return each(arr(p, "releases"), "release", one), opt_int(p, "count") or 0
 
 
 @guard
@@ -58,6 +59,9 @@ def parse_release(payload: object) -> EntityRecord:
     for medium in arr(d, "media"):
         for t in arr(obj(medium, "medium"), "tracks"):
             t = obj(t, "track")
+            rec = t.get("recording")
+            if isinstance(rec, dict) and rec.get("video") is True:
+                continue  # a DVD's video item is not a track of the release
             length_ms = opt_int(t, "length")
             tracks.append(Track(position=len(tracks) + 1, title=req_str(t, "title"),
                                 length_s=round(length_ms / 1000) if length_ms and length_ms > 0 else None))
@@ -103,10 +107,11 @@ class MusicBrainzSource(Source):
         )
         if got.data is None:
             raise PayloadError("not_found", got.url)
-        refs, count = parse_release_search(got.data)
-        refs = [r.model_copy(update={"redated_from": got.original_dates.get(r.external_id)}) for r in refs]
-        nxt = page + 1 if refs and offset + len(refs) < count else None
-        return PollPage(refs=refs, next_page=nxt, not_modified=got.not_modified)
+        parsed, count = parse_release_search(got.data)
+        refs = [r.model_copy(update={"redated_from": got.original_dates.get(r.external_id)}) for r in parsed]
+        served = len(parsed) + len(parsed.skipped)
+        nxt = page + 1 if served and offset + served < count else None
+        return PollPage(refs=refs, next_page=nxt, not_modified=got.not_modified, skipped=skipped_of(parsed))
 
     async def fetch(self, ref: SourceRef) -> EntityRecord:
         got = await self.client.get_json(f"release/{ref.external_id}", params={"inc": INC, "fmt": "json"})

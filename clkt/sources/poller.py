@@ -7,7 +7,11 @@ page it was on: no gap, no re-crawl. At the end of the window the watermark move
 For every reference of a page: fetch the record (bounded by the source's concurrency), render its English
 canonical document, then in ONE transaction upsert the entity by (source, external id) and content hash,
 store the document and enqueue the gate task. A `PayloadError` skips the record with a counted reason
-(`SkipCount`, metric, log); it never stops the poller. A record whose fetch fails transiently through the
+(`SkipCount`, metric, log); it never stops the poller. So does ANY other exception one record raises
+(`record_failed`, with its type), and a list page's items that do not parse (`PollPage.skipped`): the
+page and its neighbours go on. Only a store that cannot be written (`OperationalError`: locked, gone)
+ends the cycle at its page, since skipping would lose good records. Whatever else escapes a cycle is
+logged (redacted) and the poller waits and tries again: it never ends the service. A record whose fetch fails transiently through the
 client's retries ends the cycle at its page (retried next cycle), and is skipped (`fetch_failed`) only after
 `FETCH_RETRY_CYCLES` cycles. A failing list page, a refused key (401/403) or a block
 (`SourceBlocked`: rate limit, open circuit) ends the cycle without moving the cursor past the page, and
@@ -20,6 +24,8 @@ import asyncio
 import logging
 from datetime import datetime, timedelta
 from typing import ClassVar
+
+from sqlalchemy.exc import OperationalError
 
 from clkt.config import Settings, SourceSettings
 from clkt.context import ServiceContext
@@ -94,6 +100,9 @@ class SourcePoller:
             except (SourceError, ClktError) as e:
                 wait = min(wait, max(self.MIN_BLOCK_WAIT_S, self.settings.breaker_reset_s))
                 log.warning("%s cycle failed: %s; retrying in %.0fs", self.name, e, wait)
+            except Exception:  # noqa: BLE001 - a bug or a store outage must not end the source for good
+                wait = min(wait, max(self.MIN_BLOCK_WAIT_S, self.settings.breaker_reset_s))
+                log.exception("%s cycle failed unexpectedly; retrying in %.0fs", self.name, wait)
             if await ctx.sleep(wait):
                 break
 
@@ -125,6 +134,8 @@ class SourcePoller:
                 async with ctx.store.session() as s:
                     known = await existing_ids(s, self.source_name, [r.external_id for r in refs])
                 refs = [r for r in refs if r.external_id not in known]
+            for reason, detail in result.skipped:
+                await self._skip(ctx, reason, f"page {page}: {detail}", report)
             await self._ingest_page(ctx, source, refs, report)
             report.pages += 1
             async with ctx.store.transaction() as s:
@@ -164,6 +175,9 @@ class SourcePoller:
                         raise
                     await self._skip(ctx, "fetch_failed", f"{ref.external_id}: {e}", report)
                     return
+                except Exception as e:  # noqa: BLE001 - one record's failure, whatever it is, is its skip
+                    await self._skip(ctx, "record_failed", f"{ref.external_id}: {type(e).__name__}: {e}", report)
+                    return
                 await self._ingest(ctx, record, report)
 
         tasks = [asyncio.create_task(one(r), name=f"{self.name}:{r.external_id}") for r in refs]
@@ -179,13 +193,19 @@ class SourcePoller:
 
         try:
             doc = render_document(record.facts, "en")
-        except (ClktError, ValueError) as e:
-            await self._skip(ctx, "render_failed", f"{record.external_id}: {e}", report)
+        except Exception as e:  # noqa: BLE001 - a record the renderer cannot take is that record's skip
+            await self._skip(ctx, "render_failed", f"{record.external_id}: {type(e).__name__}: {e}", report)
             return
-        async with ctx.store.transaction() as s:
-            res = await upsert_entity(s, record, doc)
-            if res.outcome is UpsertOutcome.inserted:
-                await enqueue(s, Stage.gate, res.entity_id, "", max_attempts=ctx.settings.daemon.max_attempts)
+        try:
+            async with ctx.store.transaction() as s:
+                res = await upsert_entity(s, record, doc)
+                if res.outcome is UpsertOutcome.inserted:
+                    await enqueue(s, Stage.gate, res.entity_id, "", max_attempts=ctx.settings.daemon.max_attempts)
+        except OperationalError:
+            raise  # the store itself fails (locked, gone): end the cycle at this page, lose nothing
+        except Exception as e:  # noqa: BLE001 - this record does not store (rolled back whole): skip it
+            await self._skip(ctx, "store_failed", f"{record.external_id}: {type(e).__name__}: {e}", report)
+            return
         if res.outcome is UpsertOutcome.inserted:
             report.inserted += 1
         elif res.outcome is UpsertOutcome.updated:
@@ -197,6 +217,9 @@ class SourcePoller:
             log.info("%s %s entity %s %r", self.name, res.outcome.value, record.external_id, record.name)
 
     async def _skip(self, ctx: ServiceContext, reason: str, detail: str, report: CycleReport) -> None:
+        from clkt.logs import redact
+
+        detail = redact(detail)
         report.skipped[reason] = report.skipped.get(reason, 0) + 1
         ctx.metrics.records_skipped.labels(self.source_name, reason).inc()
         log.info("%s skipped a record (%s): %s", self.name, reason, detail[:300])

@@ -13,42 +13,46 @@ from typing import ClassVar
 
 from clkt.errors import PayloadError
 from clkt.facts import Domain, EntityRecord, MatchFacts, PeriodScore
-from clkt.sources._parse import arr, aware, guard, obj, opt_int, opt_str, req_date, req_str
-from clkt.sources.base import PollPage, Source, SourceRef, Window
+from clkt.sources._parse import Items, arr, aware, bounded, each, guard, obj, opt_int, opt_str, plausible_year, req_date, req_str
+from clkt.sources.base import PollPage, Source, SourceRef, Window, skipped_of
 
 __all__ = ["TheSportsDbSource", "parse_event", "parse_events", "FINISHED", "NOT_FINISHED"]
 
 FINISHED = {"FT", "AET", "PEN", "AOT", "AP", "Match Finished", "Finished", "FT_PEN", "After Over Time"}
 NOT_FINISHED = {"NS", "Not Started", "TBD", "PST", "Postponed", "CANC", "Cancelled", "ABD", "Abandoned", "SUSP",
                 "INT", "1H", "2H", "HT", "ET", "BT", "P", "LIVE", "Q1", "Q2", "Q3", "Q4", "OT", "IN1", "IN2"}
-_INNINGS = re.compile(r"Innings:\s*<br>\s*([\d\sX-]+?)\s*<br>", re.I)
+# linear time: `[^<]*` cannot run past the closing `<br>`, and nothing else in the pattern overlaps it
+_INNINGS = re.compile(r"Innings:[ \t\r\n]*<br>([^<]*)<br>", re.I)
+_INNINGS_ROW = re.compile(r"[\d\sX-]+")
+MAX_SCORE = 1000  # no match of any sport in the API ends above this
 
 
 def _periods(result: str | None) -> list[PeriodScore]:
     if not result:
         return []
-    rows = _INNINGS.findall(result)
-    if len(rows) != 2:
+    rows = [r.strip() for r in _INNINGS.findall(result)]
+    if len(rows) != 2 or not all(_INNINGS_ROW.fullmatch(r) for r in rows):
         return []
     home, away = (r.split() for r in rows)
     if len(home) != len(away) or not home:
         return []
     out = []
     for i, (h, a) in enumerate(zip(home, away, strict=True), start=1):
-        if not (h.isdigit() and a.isdigit()):
+        if not (h.isdigit() and a.isdigit()) or max(len(h), len(a)) > 3:
             continue
         out.append(PeriodScore(label=str(i), home=int(h), away=int(a)))
     return out
 
 
 @guard
-def parse_events(payload: object) -> list[SourceRef]:
+def parse_events(payload: object) -> Items[SourceRef]:
     p = obj(payload, "events envelope")
-    refs = []
-    for e in arr(p, "events"):
-        e = obj(e, "event")
-        refs.append(SourceRef(external_id=req_str(e, "idEvent"), name=opt_str(e, "strEvent") or ""))
-    return refs
+
+    def one(x: object) -> SourceRef:
+        e = obj(x, "event")
+        return SourceRef(external_id=req_str(e, "idEvent"), name=opt_str(e, "strEvent") or "")
+
+    return each(arr(p, "events"), "event", one)
 
 
 @guard
@@ -64,7 +68,8 @@ def parse_event(payload: object) -> EntityRecord:
     status = opt_str(e, "strStatus")
     if status in NOT_FINISHED or (status is not None and status not in FINISHED):
         raise PayloadError("not_finished", f"{event_id}: status {status!r}")
-    home_score, away_score = opt_int(e, "intHomeScore"), opt_int(e, "intAwayScore")
+    home_score = bounded(opt_int(e, "intHomeScore"), "intHomeScore", 0, MAX_SCORE)
+    away_score = bounded(opt_int(e, "intAwayScore"), "intAwayScore", 0, MAX_SCORE)
     if home_score is None or away_score is None:
         raise PayloadError("no_score", event_id)
     day = req_date(e, "dateEvent")
@@ -72,11 +77,12 @@ def parse_event(payload: object) -> EntityRecord:
     ts = opt_str(e, "strTimestamp")
     if ts:
         try:
-            kickoff = aware(datetime.fromisoformat(ts.replace("Z", "+00:00"))).astimezone(timezone.utc)
+            kickoff = plausible_year(aware(datetime.fromisoformat(ts.replace("Z", "+00:00"))).astimezone(timezone.utc),
+                                     "strTimestamp")
         except ValueError:
             raise PayloadError("bad_date", f"strTimestamp={ts[:40]!r}") from None
     home, away = req_str(e, "strHomeTeam"), req_str(e, "strAwayTeam")
-    spectators = opt_int(e, "intSpectators")
+    spectators = bounded(opt_int(e, "intSpectators"), "intSpectators", -1, 1_000_000)
     rnd = opt_str(e, "intRound")
     facts = MatchFacts(
         sport=req_str(e, "strSport"), competition=req_str(e, "strLeague"), season=opt_str(e, "strSeason"),
@@ -112,9 +118,10 @@ class TheSportsDbSource(Source):
         day, league = slots[page - 1]
         got = await self.client.get_json(f"{self._key()}/eventsday.php", params={"d": day.isoformat(), "l": league},
                                          cache=True)
-        refs = [] if got.data is None else parse_events(got.data)
-        refs = [r.model_copy(update={"redated_from": got.original_dates.get(r.external_id)}) for r in refs]
-        return PollPage(refs=refs, next_page=page + 1 if page < len(slots) else None, not_modified=got.not_modified)
+        parsed: Items[SourceRef] = Items() if got.data is None else parse_events(got.data)
+        refs = [r.model_copy(update={"redated_from": got.original_dates.get(r.external_id)}) for r in parsed]
+        return PollPage(refs=refs, next_page=page + 1 if page < len(slots) else None, not_modified=got.not_modified,
+                        skipped=skipped_of(parsed))
 
     async def fetch(self, ref: SourceRef) -> EntityRecord:
         got = await self.client.get_json(f"{self._key()}/lookupevent.php", params={"id": ref.external_id})

@@ -11,8 +11,10 @@ from typing import Any, ClassVar
 
 from clkt.errors import PayloadError
 from clkt.facts import CastMember, Domain, EntityRecord, FilmFacts
-from clkt.sources._parse import arr, aware, guard, obj, opt_date, opt_int, opt_str, req_date, req_int, req_str
-from clkt.sources.base import PollPage, Source, SourceRef, Window
+from clkt.sources._parse import (
+    Items, arr, aware, bounded, each, guard, obj, opt_date, opt_int, opt_str, req_date, req_int, req_str,
+)
+from clkt.sources.base import PollPage, Source, SourceRef, Window, skipped_of
 
 __all__ = ["TmdbSource", "parse_movie", "parse_discover"]
 
@@ -21,16 +23,20 @@ MAX_PAGES = 500  # TMDB serves at most 500 pages of a query
 
 
 @guard
-def parse_discover(payload: object) -> tuple[list[SourceRef], int]:
-    """A discover page → refs and the total number of pages."""
+def parse_discover(payload: object) -> tuple[Items[SourceRef], int]:
+    """A discover page → refs (a bad item is skipped, see `Items.skipped`) and the total number of pages."""
     p = obj(payload, "discover page")
-    refs = []
-    for r in arr(p, "results"):
-        r = obj(r, "discover result")
-        day = opt_date(r, "release_date")
-        refs.append(SourceRef(external_id=str(req_int(r, "id")), name=opt_str(r, "title") or "",
-                              occurred_at=aware(day) if day else None))
-    return refs, opt_int(p, "total_pages") or 1
+
+    def one(x: object) -> SourceRef:
+        r = obj(x, "discover result")
+        ext = str(req_int(r, "id"))
+        try:
+            day = opt_date(r, "release_date")
+        except PayloadError:
+            day = None  # "TBA" in a listing: the details decide
+        return SourceRef(external_id=ext, name=opt_str(r, "title") or "", occurred_at=aware(day) if day else None)
+
+    return each(arr(p, "results"), "discover result", one), opt_int(p, "total_pages") or 1
 
 
 @guard
@@ -68,7 +74,7 @@ def parse_movie(payload: object) -> EntityRecord:
 
     budget = opt_int(d, "budget")
     revenue = opt_int(d, "revenue")
-    runtime = opt_int(d, "runtime")
+    runtime = bounded(opt_int(d, "runtime"), "runtime", 0, 60 * 24 * 30)
     facts = FilmFacts(
         title=title,
         original_title=opt_str(d, "original_title"),
@@ -118,10 +124,10 @@ class TmdbSource(Source):
         got = await self.client.get_json("discover/movie", params=params, headers=headers, cache=True)
         if got.data is None:
             raise PayloadError("not_found", got.url)
-        refs, total = parse_discover(got.data)
-        refs = [r.model_copy(update={"redated_from": got.original_dates.get(r.external_id)}) for r in refs]
+        parsed, total = parse_discover(got.data)
+        refs = [r.model_copy(update={"redated_from": got.original_dates.get(r.external_id)}) for r in parsed]
         nxt = page + 1 if page < min(total, MAX_PAGES) else None
-        return PollPage(refs=refs, next_page=nxt, not_modified=got.not_modified)
+        return PollPage(refs=refs, next_page=nxt, not_modified=got.not_modified, skipped=skipped_of(parsed))
 
     async def fetch(self, ref: SourceRef) -> EntityRecord:
         params, headers = self._auth()

@@ -11,8 +11,10 @@ from typing import ClassVar
 
 from clkt.errors import PayloadError
 from clkt.facts import Domain, EntityRecord, QuakeFacts
-from clkt.sources._parse import arr, guard, obj, opt_float, opt_int, opt_str, req_float, req_int, req_str
-from clkt.sources.base import PollPage, Source, SourceRef, Window
+from clkt.sources._parse import (
+    Items, arr, bounded, each, guard, obj, opt_float, opt_int, opt_str, plausible_year, req_float, req_int, req_str,
+)
+from clkt.sources.base import PollPage, Source, SourceRef, Window, skipped_of
 
 __all__ = ["UsgsSource", "parse_quake", "parse_quake_list"]
 
@@ -22,14 +24,15 @@ def _iso(dt: datetime) -> str:
 
 
 @guard
-def parse_quake_list(payload: object) -> list[SourceRef]:
+def parse_quake_list(payload: object) -> Items[SourceRef]:
     p = obj(payload, "feature collection")
-    refs = []
-    for f in arr(p, "features"):
-        f = obj(f, "feature")
+
+    def one(x: object) -> SourceRef:
+        f = obj(x, "feature")
         props = obj(f.get("properties") or {}, "properties")
-        refs.append(SourceRef(external_id=req_str(f, "id"), name=opt_str(props, "title") or ""))
-    return refs
+        return SourceRef(external_id=req_str(f, "id"), name=opt_str(props, "title") or "")
+
+    return each(arr(p, "features"), "feature", one)
 
 
 def _pager_alert(props: dict[str, object]) -> str | None:
@@ -54,10 +57,10 @@ def parse_quake(payload: object) -> EntityRecord:
         raise PayloadError("not_earthquake", f"{event_id}: {kind}")
     if props.get("mag") is None:
         raise PayloadError("no_magnitude", event_id)
-    mag = req_float(props, "mag")
+    mag = bounded(req_float(props, "mag"), "mag", -2.0, 10.5)
     ms = req_int(props, "time")
     try:
-        when = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+        when = plausible_year(datetime.fromtimestamp(ms / 1000, tz=timezone.utc), "time")
     except (OverflowError, OSError, ValueError):
         raise PayloadError("bad_date", f"time={ms}") from None
     geom = obj(f.get("geometry"), "geometry")
@@ -65,7 +68,9 @@ def parse_quake(payload: object) -> EntityRecord:
     if len(coords) < 3:
         raise PayloadError("missing_field", "geometry.coordinates (lon, lat, depth)")
     c = {"lon": coords[0], "lat": coords[1], "depth": coords[2]}
-    lon, lat, depth = req_float(c, "lon"), req_float(c, "lat"), req_float(c, "depth")
+    lon = bounded(req_float(c, "lon"), "longitude", -180.0, 180.0)
+    lat = bounded(req_float(c, "lat"), "latitude", -90.0, 90.0)
+    depth = bounded(req_float(c, "depth"), "depth", -15.0, 800.0)
     place = opt_str(props, "place") or f"{lat:.2f}, {lon:.2f}"
     title = opt_str(props, "title") or f"M {mag:g} - {place}"
     tsunami = opt_int(props, "tsunami")
@@ -73,7 +78,8 @@ def parse_quake(payload: object) -> EntityRecord:
     facts = QuakeFacts(
         title=title, place=place, time_utc=when, magnitude=mag, mag_type=opt_str(props, "magType"), depth_km=depth,
         latitude=lat, longitude=lon, alert=opt_str(props, "alert") or _pager_alert(props), tsunami=bool(tsunami),
-        felt=felt if felt is not None and felt >= 0 else None, mmi=opt_float(props, "mmi"), cdi=opt_float(props, "cdi"),
+        felt=felt if felt is not None and felt >= 0 else None, mmi=bounded(opt_float(props, "mmi"), "mmi", 0, 12),
+        cdi=bounded(opt_float(props, "cdi"), "cdi", 0, 12),
         significance=opt_int(props, "sig"),
     )
     return EntityRecord(
@@ -94,9 +100,11 @@ class UsgsSource(Source):
             "minmagnitude": self.option("min_magnitude", 5.5), "limit": limit, "offset": (page - 1) * limit + 1,
         }
         got = await self.client.get_json("query", params=params, cache=True)
-        refs = [] if got.data is None else parse_quake_list(got.data)
-        refs = [r.model_copy(update={"redated_from": got.original_dates.get(r.external_id)}) for r in refs]
-        return PollPage(refs=refs, next_page=page + 1 if len(refs) >= limit else None, not_modified=got.not_modified)
+        parsed: Items[SourceRef] = Items() if got.data is None else parse_quake_list(got.data)
+        refs = [r.model_copy(update={"redated_from": got.original_dates.get(r.external_id)}) for r in parsed]
+        served = len(parsed) + len(parsed.skipped)
+        return PollPage(refs=refs, next_page=page + 1 if served >= limit else None, not_modified=got.not_modified,
+                        skipped=skipped_of(parsed))
 
     async def fetch(self, ref: SourceRef) -> EntityRecord:
         got = await self.client.get_json("query", params={"format": "geojson", "eventid": ref.external_id})
