@@ -3,7 +3,10 @@
 `load_settings()` reads an optional TOML file (`clkt.toml`), applies `CLKT_*` environment overrides
 (nested keys with `__`, e.g. `CLKT_HTTP__PORT=9000`), validates everything with pydantic-settings and
 returns a frozen `Settings`. With no file, the embedded offline demonstration is used
-(`EMBEDDED_DEFAULT`). Invalid input raises `ConfigError` naming the key and the reason.
+(`EMBEDDED_DEFAULT`). Invalid input raises `ConfigError` naming the key and the reason: a file that cannot
+be read or decoded, an environment value that does not parse, inf/nan anywhere, a number outside its
+bounds, a source option of the wrong type (each source's options are a typed model, `SOURCE_OPTIONS`).
+An HTTP endpoint bound beyond loopback is accepted with a warning (`loopback_warning`).
 
 API keys never live in the config: a source or provider names the *environment variable* that holds
 its key (`api_key_env`), and `Settings.secret(name)` returns it as a `SecretStr`. This is the only module
@@ -12,6 +15,8 @@ that reads `os.environ`.
 
 from __future__ import annotations
 
+import ipaddress
+import logging
 import os
 import tomllib
 from collections.abc import Mapping
@@ -20,7 +25,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
 
 from clkt.errors import ConfigError
 from clkt.facts import Domain
@@ -41,14 +46,65 @@ __all__ = [
     "EMBEDDED_DEFAULT",
     "EMBEDDED_TARGET",
     "load_settings",
+    "SOURCE_OPTIONS",
+    "loopback_warning",
 ]
+
+log = logging.getLogger(__name__)
 
 LANGS_DEFAULT = ["en", "ja", "zh", "fr", "es"]
 SUPPORTED_LANGS = {"en", "ja", "zh", "fr", "es", "de", "it", "pt", "ko", "ru", "ar", "hi"}
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+# --- typed options per source (`[sources.<name>.options]`) ------------------------------------------
+
+class _Options(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+class TmdbOptions(_Options):
+    language: str | None = Field(default=None, pattern=r"^[a-z]{2}(-[A-Z]{2})?$")
+
+
+class MusicBrainzOptions(_Options):
+    page_size: int = Field(default=100, ge=1, le=100)
+    query: str = Field(default="status:official AND primarytype:album", max_length=500)
+
+
+class DeezerOptions(_Options):
+    page_size: int = Field(default=50, ge=1, le=100)
+    editorial_id: int | str = Field(default="0")
+
+
+class TheSportsDbOptions(_Options):
+    leagues: list[int | str] = Field(default_factory=lambda: ["4328"], min_length=1, max_length=100)
+
+    @field_validator("leagues")
+    @classmethod
+    def _ids(cls, v: list[int | str]) -> list[int | str]:
+        bad = [x for x in v if not str(x).isdigit()]
+        if bad:
+            raise ValueError(f"league ids are numbers (e.g. 4328), got {bad[:3]}")
+        return v
+
+
+class UsgsOptions(_Options):
+    page_size: int = Field(default=200, ge=1, le=20000)
+    min_magnitude: float = Field(default=5.5, ge=-2, le=10)
+
+
+class GdacsOptions(_Options):
+    skip_types: list[str] = Field(default_factory=lambda: ["EQ"], max_length=20)
+
+
+SOURCE_OPTIONS: dict[str, type[_Options]] = {
+    "tmdb": TmdbOptions, "musicbrainz": MusicBrainzOptions, "deezer": DeezerOptions,
+    "thesportsdb": TheSportsDbOptions, "usgs": UsgsOptions, "gdacs": GdacsOptions,
+}
 
 
 class SourceSettings(_Section):
@@ -56,19 +112,19 @@ class SourceSettings(_Section):
 
     enabled: bool = True
     base_url: str
-    rate_per_s: float = Field(gt=0)
-    burst: int = Field(default=1, ge=1)
-    concurrency: int = Field(default=2, ge=1)
+    rate_per_s: float = Field(gt=0, le=1000)
+    burst: int = Field(default=1, ge=1, le=1000)
+    concurrency: int = Field(default=2, ge=1, le=256)
     api_key_env: str | None = None  # NAME of the environment variable holding the key
     default_api_key: str | None = None  # a documented public key (TheSportsDB's "123"), not a secret
     user_agent: str | None = None
     timeout_s: float = Field(default=20.0, gt=0, le=600)
     max_body_bytes: int = Field(default=8 * 1024 * 1024, ge=1024, le=256 * 1024 * 1024)  # larger: a skipped record
-    poll_interval_s: float = Field(default=900.0, gt=0)
-    lookback_days: int = Field(default=14, ge=1)  # first window when no cursor exists
-    overlap_hours: float = Field(default=24.0, ge=0)  # re-read this much before the watermark
-    breaker_failures: int = Field(default=5, ge=1)
-    breaker_reset_s: float = Field(default=300.0, gt=0)
+    poll_interval_s: float = Field(default=900.0, gt=0, le=7 * 86400)
+    lookback_days: int = Field(default=14, ge=1, le=3650)  # first window when no cursor exists
+    overlap_hours: float = Field(default=24.0, ge=0, le=24 * 366)  # re-read this much before the watermark
+    breaker_failures: int = Field(default=5, ge=1, le=1000)
+    breaker_reset_s: float = Field(default=300.0, gt=0, le=86400)
     options: dict[str, Any] = Field(default_factory=dict)  # source-specific (leagues, min_magnitude...)
 
 
@@ -77,16 +133,16 @@ class ProviderSettings(_Section):
 
     base_url: str | None = None
     api_key_env: str | None = None
-    rpm: int = Field(default=500, ge=1)
-    tpm: int = Field(default=200_000, ge=1)
-    max_in_flight: int = Field(default=8, ge=1)
-    timeout_s: float = Field(default=60.0, gt=0)
-    max_attempts: int = Field(default=5, ge=1)  # tries per call (429/5xx/timeouts), Retry-After honoured
+    rpm: int = Field(default=500, ge=1, le=10_000_000)
+    tpm: int = Field(default=200_000, ge=1, le=10_000_000_000)
+    max_in_flight: int = Field(default=8, ge=1, le=1024)
+    timeout_s: float = Field(default=60.0, gt=0, le=3600)
+    max_attempts: int = Field(default=5, ge=1, le=100)  # tries per call (429/5xx/timeouts), Retry-After honoured
 
 
 class PriceSettings(_Section):
-    input_per_mtok: float = Field(ge=0)
-    output_per_mtok: float = Field(ge=0)
+    input_per_mtok: float = Field(ge=0, le=10_000)
+    output_per_mtok: float = Field(ge=0, le=10_000)
 
 
 class AgentSettings(_Section):
@@ -96,12 +152,12 @@ class AgentSettings(_Section):
     verifier_model: str | None = None
     translator_model: str | None = None
     allow_same_verifier: bool = False
-    output_retries: int = Field(default=3, ge=0)
+    output_retries: int = Field(default=3, ge=0, le=20)
     providers: dict[str, ProviderSettings] = Field(default_factory=dict)
     prices: dict[str, PriceSettings] = Field(default_factory=dict)
-    monthly_budget_usd: float | None = Field(default=None, ge=0)
+    monthly_budget_usd: float | None = Field(default=None, ge=0, le=10_000_000)
     questions_per_entity: int = Field(default=5, ge=1, le=20)
-    concurrency: int = Field(default=4, ge=1)
+    concurrency: int = Field(default=4, ge=1, le=1024)
     probe_max_new_tokens: int = Field(default=96, ge=8, le=1024)  # target-model probe answer length
 
     @model_validator(mode="after")
@@ -129,7 +185,7 @@ class TargetSettings(_Section):
     base_url: str | None = None  # for backend = "openai" (e.g. a vLLM server of the target)
     api_key_env: str | None = None
     family: str | None = None
-    size_b: float | None = None  # parameters in billions (Figure 4)
+    size_b: float | None = Field(default=None, gt=0, le=100_000)  # parameters in billions (Figure 4)
 
 
 EMBEDDED_TARGET = TargetSettings(
@@ -149,7 +205,7 @@ class SpecSettings(_Section):
     targets: list[TargetSettings] = Field(default_factory=lambda: [EMBEDDED_TARGET], min_length=1)
     languages: list[str] = Field(default_factory=lambda: list(LANGS_DEFAULT), min_length=2)
     domains: list[Domain] = Field(default_factory=lambda: list(Domain), min_length=1)
-    temporal_buffer_days: int = Field(default=183, ge=0)
+    temporal_buffer_days: int = Field(default=183, ge=0, le=3650)
     strategies: list[Literal["cpt-lora", "sft-lora", "full-ft"]] = Field(
         default_factory=lambda: ["cpt-lora"], min_length=1
     )
@@ -181,12 +237,12 @@ class SnapshotSettings(_Section):
     quotas: dict[Domain, int] = Field(
         default_factory=lambda: {Domain.movies: 30, Domain.music: 30, Domain.sports: 20, Domain.disasters: 20}
     )
-    seed: int = 0
+    seed: int = Field(default=0, ge=0, le=2**32 - 1)
     val_ratio: float = Field(default=0.2, gt=0, lt=1)
     allow_partial: bool = False
     out_dir: Path = Path("snapshots")
     webhook_url: str | None = None
-    check_interval_s: float = Field(default=60.0, gt=0)
+    check_interval_s: float = Field(default=60.0, gt=0, le=86400)
 
     @field_validator("quotas")
     @classmethod
@@ -199,41 +255,49 @@ class SnapshotSettings(_Section):
 class GpuSettings(_Section):
     enabled: bool = True
     devices: list[str] = Field(default_factory=lambda: ["auto"], min_length=1)  # "auto", "cpu", "cuda:0"
-    lora_r: int = Field(default=16, ge=1)
-    lora_alpha: int = Field(default=32, ge=1)
+    lora_r: int = Field(default=16, ge=1, le=4096)
+    lora_alpha: int = Field(default=32, ge=1, le=65536)
     lora_dropout: float = Field(default=0.1, ge=0, lt=1)
-    learning_rate: float = Field(default=5e-4, gt=0)
-    full_ft_learning_rate: float = Field(default=2e-5, gt=0)  # strategy full-ft: every weight trains
-    max_grad_norm: float = Field(default=1.0, ge=0)  # 0: no clipping
-    batch_size: int = Field(default=1, ge=1)
-    epochs: int = Field(default=5, ge=1)
+    learning_rate: float = Field(default=5e-4, gt=0, le=1)
+    full_ft_learning_rate: float = Field(default=2e-5, gt=0, le=1)  # strategy full-ft: every weight trains
+    max_grad_norm: float = Field(default=1.0, ge=0, le=1e6)  # 0: no clipping
+    batch_size: int = Field(default=1, ge=1, le=4096)
+    epochs: int = Field(default=5, ge=1, le=1000)
     target_modules: list[str] | None = None  # None: the attention projections
-    max_seq_len: int = Field(default=1024, ge=16)
+    max_seq_len: int = Field(default=1024, ge=16, le=1_048_576)
     packing: bool = False
     scorers: list[Literal["letter-logprob", "generate"]] = Field(
         default_factory=lambda: ["letter-logprob", "generate"], min_length=1
     )
-    max_new_tokens: int = Field(default=64, ge=1)
-    eval_batch_size: int = Field(default=8, ge=1)
-    job_timeout_s: float = Field(default=6 * 3600, gt=0)
-    max_attempts: int = Field(default=3, ge=1)
-    torch_threads: int | None = None
-    seed: int = 0
+    max_new_tokens: int = Field(default=64, ge=1, le=65536)
+    eval_batch_size: int = Field(default=8, ge=1, le=4096)
+    job_timeout_s: float = Field(default=6 * 3600, gt=0, le=30 * 86400)
+    max_attempts: int = Field(default=3, ge=1, le=100)
+    torch_threads: int | None = Field(default=None, ge=1, le=1024)
+    seed: int = Field(default=0, ge=0, le=2**32 - 1)
 
 
 class DaemonSettings(_Section):
-    grace_period_s: float = Field(default=30.0, ge=0)
-    lease_s: float = Field(default=300.0, gt=0)
-    poll_interval_s: float = Field(default=2.0, gt=0)
-    restart_backoff_max_s: float = Field(default=60.0, gt=0)
-    min_free_disk_mb: int = Field(default=200, ge=0)
-    max_attempts: int = Field(default=5, ge=1)
+    grace_period_s: float = Field(default=30.0, ge=0, le=3600)
+    lease_s: float = Field(default=300.0, gt=0, le=7 * 86400)
+    poll_interval_s: float = Field(default=2.0, gt=0, le=3600)
+    restart_backoff_max_s: float = Field(default=60.0, gt=0, le=86400)
+    min_free_disk_mb: int = Field(default=200, ge=0, le=100_000_000)
+    max_attempts: int = Field(default=5, ge=1, le=100)
 
 
 class HttpSettings(_Section):
     enabled: bool = True
-    host: str = "127.0.0.1"
+    host: str = Field(default="127.0.0.1", min_length=1, max_length=253, pattern=r"^[A-Za-z0-9.:\-\[\]]+$")
     port: int = Field(default=8765, ge=0, le=65535)  # 0: a free port
+
+    def is_loopback(self) -> bool:
+        if self.host == "localhost":
+            return True
+        try:
+            return ipaddress.ip_address(self.host.strip("[]")).is_loopback
+        except ValueError:
+            return False
 
 
 class ReplaySettings(_Section):
@@ -242,7 +306,7 @@ class ReplaySettings(_Section):
     enabled: bool = False
     redate: bool = True  # move recorded items into a recent window so they pass the temporal gate
     redate_end: date | None = None  # None: today
-    redate_days: int = Field(default=28, ge=1)
+    redate_days: int = Field(default=28, ge=1, le=3650)
     faults: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -275,7 +339,7 @@ class Settings(BaseSettings):
     """Everything the daemon needs, built once in `run_daemon.py` and passed down."""
 
     model_config = SettingsConfigDict(
-        env_prefix="CLKT_", env_nested_delimiter="__", extra="forbid", frozen=True
+        env_prefix="CLKT_", env_nested_delimiter="__", extra="forbid", frozen=True, allow_inf_nan=False
     )
 
     offline_demo: bool = False  # the embedded offline demonstration: says so loudly everywhere
@@ -304,6 +368,22 @@ class Settings(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         # environment overrides the file (or the embedded default), which overrides class defaults
         return (env_settings, init_settings)
+
+    @model_validator(mode="after")
+    def _source_options(self) -> Settings:
+        """Each source's `options` against its typed model; stored back as the validated, complete mapping."""
+        for name, src in self.sources.items():
+            model = SOURCE_OPTIONS.get(name)
+            if model is None:
+                continue
+            try:
+                opts = model.model_validate(src.options)
+            except ValidationError as e:
+                err = e.errors()[0]
+                where = ".".join(str(p) for p in err.get("loc", ()))
+                raise ConfigError(f"sources.{name}.options" + (f".{where}" if where else ""), err.get("msg", "invalid")) from None
+            object.__setattr__(src, "options", opts.model_dump(mode="json"))
+        return self
 
     @property
     def resolved_store_url(self) -> str:
@@ -392,8 +472,14 @@ def load_settings(path: Path | str | None = None, *, environ: Mapping[str, str] 
                 data = tomllib.load(fh)
         except FileNotFoundError:
             raise ConfigError("<file>", f"config file {p} does not exist") from None
+        except IsADirectoryError:
+            raise ConfigError("<file>", f"{p} is a directory, not a config file") from None
+        except OSError as e:
+            raise ConfigError("<file>", f"cannot read {p}: {e.strerror or type(e).__name__}") from None
+        except UnicodeDecodeError:
+            raise ConfigError("<file>", f"{p} is not UTF-8 text") from None
         except tomllib.TOMLDecodeError as e:
-            raise ConfigError("<file>", f"{p} is not valid TOML: {e}") from e
+            raise ConfigError("<file>", f"{p} is not valid TOML: {e}") from None
         if data.get("offline_demo"):
             data = _deep_merge(EMBEDDED_DEFAULT, data)
     # a [sources.<name>] table overrides that source's real defaults key by key
@@ -404,6 +490,11 @@ def load_settings(path: Path | str | None = None, *, environ: Mapping[str, str] 
     unknown = sorted(set(given) - set(real))
     if unknown:
         raise ConfigError(f"sources.{unknown[0]}", f"unknown source; known: {sorted(real)}")
+    for name, table in given.items():
+        if not isinstance(table, Mapping):
+            raise ConfigError(f"sources.{name}", "must be a table")
+        if "options" in table and not isinstance(table["options"], Mapping):
+            raise ConfigError(f"sources.{name}.options", "must be a table")
     data = {**data, "sources": _deep_merge(real, given)}
     # pydantic-settings reads the env itself; run it against the given mapping
     saved = dict(os.environ)
@@ -416,10 +507,31 @@ def load_settings(path: Path | str | None = None, *, environ: Mapping[str, str] 
         except ValidationError as e:
             first = e.errors()[0]
             raise ConfigError(_error_key(first), first.get("msg", "invalid")) from None
+        except SettingsError as e:  # an environment value pydantic-settings cannot decode (e.g. not JSON)
+            import re
+
+            m = re.search(r'field "(\w+)"', str(e))
+            prefix = f"CLKT_{m.group(1).upper()}" if m else "CLKT_"
+            names = sorted(k for k in env if k.upper().startswith(prefix)) or [prefix + "..."]
+            raise ConfigError(", ".join(names)[:200], "not a valid value for this setting (lists and tables are "
+                              "JSON, e.g. CLKT_SPEC__LANGUAGES='[\"en\", \"fr\"]')") from None
+        except (TypeError, ValueError) as e:  # what a hostile shape may still raise outside validation
+            raise ConfigError("<root>", f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}") from None
     finally:
         os.environ.clear()
         os.environ.update(saved)
+    warning = loopback_warning(settings)
+    if warning:
+        log.warning("%s", warning)
     return _attach_secrets(settings, env)
+
+
+def loopback_warning(settings: Settings) -> str | None:
+    """The warning to give when the HTTP endpoint (status, metrics: no authentication) listens beyond loopback."""
+    if not settings.http.enabled or settings.http.is_loopback():
+        return None
+    return (f"http.host = {settings.http.host!r} exposes /status and /metrics (no authentication) beyond this "
+            "machine; use 127.0.0.1 unless a firewall or proxy guards the port")
 
 
 def _attach_secrets(settings: Settings, env: Mapping[str, str]) -> Settings:
