@@ -1,4 +1,10 @@
-"""The `clkt` command line (typer). Areas add their commands through `register(app)` in their module."""
+"""The `clkt` command line (typer). Areas add their commands through `register(app)` in their module.
+
+Every failure is ONE line on stderr naming the cause, never a traceback: `main()` maps what escapes a
+command (a `ClktError`, an `OSError`, a driver error, anything else) to `clkt: <cause>` and an exit code
+(2: refused input or config; 1: an environment or internal failure; 130: interrupted). Messages go
+through `clkt.logs.redact` and crawled text is printed as text (`plain()`): no markup, no control characters.
+"""
 
 from __future__ import annotations
 
@@ -13,10 +19,17 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.console import Console
 
+from rich.markup import escape
+from rich.text import Text
+
 from clkt.config import Settings, load_settings
 from clkt.errors import ClktError, ConfigError
+from clkt.logs import redact, sanitize_text
 
-__all__ = ["app", "main", "load_cli_settings", "open_store", "run_async", "ConfigOption", "console", "fail"]
+__all__ = [
+    "app", "main", "load_cli_settings", "open_store", "run_async", "ConfigOption", "console", "fail", "plain",
+    "one_line", "describe_error",
+]
 
 T = TypeVar("T")
 
@@ -33,9 +46,44 @@ ConfigOption = Annotated[
 ]
 
 
+MAX_MESSAGE_CHARS = 2000
+
+
+def one_line(text: str) -> str:
+    """`text` as one printable, redacted line: control characters removed, newlines folded, capped."""
+    flat = " ".join(sanitize_text(redact(str(text))).split())
+    return flat if len(flat) <= MAX_MESSAGE_CHARS else flat[:MAX_MESSAGE_CHARS] + "…"
+
+
+def plain(text: object) -> Text:
+    """Crawled or stored text for a rich table or print: literal (never markup), control characters removed."""
+    return Text(sanitize_text(redact(str(text))))
+
+
 def fail(message: str, code: int = 2) -> typer.Exit:
-    err_console.print(f"[bold red]clkt:[/] {message}", highlight=False)
+    err_console.print(f"[bold red]clkt:[/] {escape(one_line(message))}", highlight=False)
     return typer.Exit(code)
+
+
+def describe_error(e: BaseException) -> tuple[str, int]:
+    """The one-line cause of an error that escaped a command, and the exit code."""
+    if isinstance(e, ClktError):
+        return str(e), 2
+    if isinstance(e, OSError):
+        where = f" {e.filename}" if getattr(e, "filename", None) else ""
+        return f"{e.strerror or type(e).__name__}:{where}" if e.strerror else f"{type(e).__name__}:{where} {e}", 1
+    try:
+        from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+    except ImportError:  # pragma: no cover - sqlalchemy is a dependency
+        DBAPIError = SQLAlchemyError = ()  # type: ignore[assignment,misc]
+    if isinstance(e, DBAPIError):
+        return f"store error: {type(e.orig).__name__}: {e.orig}", 1
+    if isinstance(e, SQLAlchemyError):
+        return f"store error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}", 1
+    if isinstance(e, MemoryError):
+        return "out of memory", 1
+    text = str(e).splitlines()[0] if str(e) else ""
+    return f"internal error ({type(e).__name__}){': ' + text if text else ''}", 1
 
 
 def load_cli_settings(config: Path | None) -> Settings:
@@ -54,8 +102,11 @@ def open_store(settings: Settings) -> Any:
 def run_async(fn: Callable[[], Awaitable[T]]) -> T:
     try:
         return asyncio.run(fn())  # type: ignore[arg-type]
-    except ClktError as e:
-        raise fail(str(e), 2) from None
+    except (typer.Exit, typer.Abort, KeyboardInterrupt):
+        raise
+    except Exception as e:  # noqa: BLE001 - one line naming the cause, never a traceback
+        msg, code = describe_error(e)
+        raise fail(msg, code) from None
 
 
 _AREAS = ("clkt.cli.core", "clkt.cli.snapshot", "clkt.cli.worker", "clkt.cli.report", "clkt.cli.demo")
@@ -70,4 +121,14 @@ def _register_areas() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     _register_areas()
-    app(args=argv if argv is not None else sys.argv[1:])
+    try:
+        app(args=argv if argv is not None else sys.argv[1:])
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        err_console.print("[bold red]clkt:[/] interrupted", highlight=False)
+        raise SystemExit(130) from None
+    except Exception as e:  # noqa: BLE001 - one line naming the cause, never a traceback
+        msg, code = describe_error(e)
+        err_console.print(f"[bold red]clkt:[/] {escape(one_line(msg))}", highlight=False)
+        raise SystemExit(code) from None

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from clkt.cli import ConfigOption, console, fail, load_cli_settings, open_store, run_async
+from clkt.cli import ConfigOption, console, fail, load_cli_settings, open_store, plain, run_async
 
 __all__ = ["register"]
 
@@ -42,7 +42,7 @@ def status(config: ConfigOption = None, as_json: Annotated[bool, typer.Option("-
     if as_json:
         console.print_json(rep.model_dump_json())
         return
-    console.print(f"[bold]clkt status[/] — store {settings.resolved_store_url}")
+    console.print("[bold]clkt status[/] — store", plain(settings.resolved_store_url))
     t = Table("entities", "n", title="Entities by status")
     for k, n in sorted(rep.entities.items()):
         t.add_row(k, str(n))
@@ -59,14 +59,14 @@ def status(config: ConfigOption = None, as_json: Annotated[bool, typer.Option("-
         t = Table("source", "reason", "n", title="Skipped records")
         for src, by in sorted(rep.skipped.items()):
             for reason, n in sorted(by.items()):
-                t.add_row(src, reason, str(n))
+                t.add_row(src, plain(reason), str(n))
         console.print(t)
     if rep.cost:
         console.print("Cost: " + json.dumps(rep.cost))
     if rep.last_errors:
         t = Table("stage", "entity", "key", "tries", "last error", title="Failed work")
         for e in rep.last_errors:
-            t.add_row(str(e["stage"]), str(e["entity_id"]), str(e["key"]), str(e["attempts"]), str(e["error"])[:120])
+            t.add_row(str(e["stage"]), str(e["entity_id"]), plain(e["key"]), str(e["attempts"]), plain(str(e["error"])[:120]))
         console.print(t)
 
 
@@ -116,7 +116,7 @@ def entities(
         return
     t = Table("id", "domain", "source", "occurred", "status", "name", title=f"{len(rows)} entities")
     for r in rows:
-        t.add_row(str(r.id), r.domain, r.source, r.occurred_at.date().isoformat(), r.status, r.name[:60])
+        t.add_row(str(r.id), r.domain, r.source, r.occurred_at.date().isoformat(), r.status, plain(r.name[:60]))
     console.print(t)
 
 
@@ -128,5 +128,5 @@ def db_upgrade(config: ConfigOption = None) -> None:
             pass
 
     run_async(go)
-    console.print(f"store {settings.resolved_store_url} is at the latest migration")
+    console.print(plain(f"store {settings.resolved_store_url} is at the latest migration"))
 

@@ -45,7 +45,9 @@ def worker(
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.add_signal_handler(sig, ctx.stopping.set)
-            console.print(f"clkt worker {owner}: devices {consumer.devices}; store {settings.resolved_store_url}")
+            from clkt.cli import plain
+
+            console.print(plain(f"clkt worker {owner}: devices {consumer.devices}; store {settings.resolved_store_url}"))
             try:
                 await consumer.run(ctx)
             finally:

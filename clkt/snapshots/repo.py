@@ -56,7 +56,10 @@ async def get_snapshot(session: AsyncSession, ident: str) -> Snapshot:
     row = await session.get(Snapshot, ident)
     if row is not None:
         return row
-    rows = (await session.execute(select(Snapshot).where(Snapshot.id.startswith(ident)))).scalars().all()  # type: ignore[attr-defined]
+    if not ident:
+        raise UserError("a snapshot id (or a unique prefix of one) is required")
+    # autoescape: `%` and `_` in what the user typed are literal characters, not LIKE wildcards
+    rows = (await session.execute(select(Snapshot).where(Snapshot.id.startswith(ident, autoescape=True)))).scalars().all()  # type: ignore[attr-defined]
     if len(rows) == 1:
         return rows[0]
     if not rows:
