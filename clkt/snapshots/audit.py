@@ -4,6 +4,12 @@
 `write_sample` writes them as a CSV with the four criteria to tick and a self-contained HTML form that
 saves the same CSV. `score_files` reads several annotators' CSVs, takes the majority vote per pair (a pair
 is correct when more than half of its annotators ticked no criterion) and reports precision per domain.
+
+Crawled text cannot break either file: in the CSV (and the CSV the form saves) a cell that a spreadsheet
+would run as a formula (`=`, `+`, `-`, `@`, tab, CR first) is neutralised with a leading `'`; in the HTML
+the embedded data escapes `<`, `>`, `&` and the line separators, so `</script>` or `<!--<script>` stay text.
+`score_files` takes fields of any size, UTF-8 (with or without BOM), UTF-16 with a BOM, and otherwise
+decodes what it can (the columns it reads are ASCII); a malformed file is a `UserError` naming file and line.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ import html
 import io
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +49,8 @@ CRITERIA: dict[str, str] = {
 }
 COLUMNS = ["sample_id", "snapshot_id", "domain", "qid", "entity", "document", "question", "options", "answer",
            *CRITERIA, "notes"]
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+MAX_FIELD_BYTES = 64 * 1024 * 1024  # the csv module's default limit (128 KiB) refuses long documents
 _TRUE = {"1", "x", "yes", "y", "true", "t", "✓", "v"}
 _FALSE = {"", "0", "no", "n", "false", "f"}
 
@@ -103,14 +111,27 @@ def _options_text(p: AuditPair) -> str:
     return "\n".join(f"{'ABCD'[i]}. {o}" for i, o in enumerate(p.options))
 
 
+def neutralise_cell(value: object) -> str:
+    """A CSV cell a spreadsheet shows as text: a leading `'` when it would start a formula."""
+    s = str(value)
+    return "'" + s if s.startswith(_FORMULA_START) else s
+
+
 def _csv(pairs: Sequence[AuditPair]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(COLUMNS)
     for p in pairs:
-        w.writerow([p.sample_id, p.snapshot_id, p.domain, p.qid, p.entity, p.document, p.question, _options_text(p),
-                    p.answer, *([""] * len(CRITERIA)), ""])
+        w.writerow([neutralise_cell(x) for x in (
+            p.sample_id, p.snapshot_id, p.domain, p.qid, p.entity, p.document, p.question, _options_text(p), p.answer,
+        )] + [""] * len(CRITERIA) + [""])
     return buf.getvalue()
+
+
+def _script_json(value: object) -> str:
+    """JSON safe inside a <script> element: no `<`, `>`, `&` or line separators appear literally."""
+    return (json.dumps(value, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e")
+            .replace("&", "\\u0026").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
 
 
 def _html(pairs: Sequence[AuditPair], title: str) -> str:
@@ -127,8 +148,8 @@ def _html(pairs: Sequence[AuditPair], title: str) -> str:
             f'<fieldset><legend>Tick every criterion the pair violates</legend>{boxes}'
             f'<input type="text" class="notes" placeholder="notes" size="60"></fieldset></section>'
         )
-    data = json.dumps([[p.sample_id, p.snapshot_id, p.domain, p.qid, p.entity, p.document, p.question,
-                        _options_text(p), p.answer] for p in pairs], ensure_ascii=False).replace("</", "<\\/")
+    data = _script_json([[p.sample_id, p.snapshot_id, p.domain, p.qid, p.entity, p.document, p.question,
+                          _options_text(p), p.answer] for p in pairs])
     return f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>{e(title)}</title>
 <style>body{{font-family:sans-serif;max-width:60em;margin:auto}} pre{{white-space:pre-wrap;background:#f4f4f4;padding:.5em}}
@@ -142,7 +163,8 @@ then press <b>Save CSV</b> and send the file. Your name: <input id="annotator" p
 const DATA = {data};
 const COLS = {json.dumps(COLUMNS)};
 const CRIT = {json.dumps(list(CRITERIA))};
-function q(v) {{ v = String(v); return /[",\\n]/.test(v) ? '"' + v.replace(/"/g, '""') + '"' : v; }}
+function q(v) {{ v = String(v); if (/^[=+\\-@\\t\\r]/.test(v)) v = "'" + v;
+  return /[",\\n\\r]/.test(v) ? '"' + v.replace(/"/g, '""') + '"' : v; }}
 document.getElementById('save').onclick = () => {{
   const lines = [COLS.join(',')];
   document.querySelectorAll('section.pair').forEach((s) => {{
@@ -181,6 +203,27 @@ def _flag(value: str, where: str) -> bool:
     raise UserError(f"{where}: {value!r} is not a tick (use 1/x/yes or leave it empty)")
 
 
+def _decode_sheet(raw: bytes) -> str:
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return raw.decode("utf-16", errors="replace")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        # a spreadsheet's legacy encoding: the columns scored (ids, domain, ticks) are ASCII either way
+        return raw.decode("cp1252", errors="replace")
+
+
+def _rows(reader: csv.DictReader[str], f: Path) -> Iterator[tuple[int, dict[str, str]]]:
+    n = 1
+    try:
+        for n, row in enumerate(reader, start=2):
+            if None in row or any(row.get(c) is None for c in ("sample_id", "snapshot_id", "domain", *CRITERIA)):
+                raise UserError(f"{f}:{n}: the row does not have the sheet's columns")
+            yield n, row
+    except csv.Error as e:
+        raise UserError(f"{f}:{n + 1}: not a readable CSV row ({e})") from None
+
+
 def score_files(files: Sequence[Path]) -> AuditScore:
     if not files:
         raise UserError("give at least one annotated CSV file")
@@ -189,15 +232,22 @@ def score_files(files: Sequence[Path]) -> AuditScore:
     snapshot_ids: set[str] = set()
     for f in files:
         try:
-            text = Path(f).read_text(encoding="utf-8-sig")
+            raw = Path(f).read_bytes()
         except OSError as e:
-            raise UserError(f"cannot read {f}: {e}") from None
-        reader = csv.DictReader(io.StringIO(text))
-        missing = [c for c in ("sample_id", "snapshot_id", "domain", *CRITERIA) if c not in (reader.fieldnames or [])]
+            raise UserError(f"cannot read {f}: {e.strerror or e}") from None
+        text = _decode_sheet(raw)
+        if csv.field_size_limit() < MAX_FIELD_BYTES:
+            csv.field_size_limit(MAX_FIELD_BYTES)
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        try:
+            fieldnames = reader.fieldnames or []
+        except csv.Error as e:
+            raise UserError(f"{f}:1: not a readable CSV ({e})") from None
+        missing = [c for c in ("sample_id", "snapshot_id", "domain", *CRITERIA) if c not in fieldnames]
         if missing:
             raise UserError(f"{f}: not an audit sheet (missing columns {missing})")
         seen: set[str] = set()
-        for n, row in enumerate(reader, start=2):
+        for n, row in _rows(reader, f):
             sid = row["sample_id"]
             if sid in seen:
                 raise UserError(f"{f}:{n}: pair {sid} appears twice")
