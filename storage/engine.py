@@ -3,6 +3,10 @@
 `Store` takes a URL or an engine (not both), refuses to reopen once closed, and is an async context
 manager. SQLite gets WAL, a busy timeout and foreign keys on every connection; PostgreSQL runs the same
 code through asyncpg.
+
+A store that is refused is left untouched: an existing SQLite file is first inspected through a separate
+READ-ONLY connection (header, tables, migration history) before the engine's first connection sets WAL
+or anything else; its bytes and mtime stay as they were.
 """
 
 from __future__ import annotations
@@ -121,26 +125,36 @@ class Store:
             head = fh.read(16)
         if head != SQLITE_HEADER:
             raise ForeignDatabaseError(f"{path} is not an SQLite database (corrupt or foreign file); nothing was changed")
+        if self._migrate:
+            self._check_sqlite_readonly(path)
+
+    def _check_sqlite_readonly(self, path: Path) -> None:
+        """The foreign / unknown-migration checks on a read-only connection: nothing can change the file."""
+        import sqlite3
+        from urllib.parse import quote
+
+        try:
+            conn = sqlite3.connect(f"file:{quote(str(path.resolve()))}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
+        except sqlite3.Error as e:
+            raise ForeignDatabaseError(f"cannot open the store {path} to check it: {e}; nothing was changed") from None
+        try:
+            names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+            revs = [r[0] for r in conn.execute("SELECT version_num FROM alembic_version")] if "alembic_version" in names else []
+        except sqlite3.DatabaseError as e:
+            raise ForeignDatabaseError(f"{path} cannot be read as a store ({e}): corrupt or foreign; nothing was changed") from None
+        finally:
+            conn.close()
+        _refuse_foreign(str(path), names, revs)
 
     async def _check_foreign(self, conn: Any) -> None:
         def tables(sync_conn: Any) -> list[str]:
             return inspect(sync_conn).get_table_names()
 
         names = await conn.run_sync(tables)
-        if names and "alembic_version" not in names:
-            raise ForeignDatabaseError(
-                f"the store {self.sqlite_file or self.url} holds tables {names[:5]} but no clkt migration "
-                "history: it belongs to something else; nothing was changed"
-            )
+        revs: list[str] = []
         if "alembic_version" in names:
-            rows = (await conn.execute(text("SELECT version_num FROM alembic_version"))).all()
-            known = _known_revisions()
-            for (rev,) in rows:
-                if rev not in known:
-                    raise ForeignDatabaseError(
-                        f"the store {self.sqlite_file or self.url} is at migration {rev!r}, unknown to this "
-                        "clkt (a newer version or another program); nothing was changed"
-                    )
+            revs = [r for (r,) in (await conn.execute(text("SELECT version_num FROM alembic_version"))).all()]
+        _refuse_foreign(str(self.sqlite_file or self.url), names, revs)
 
     async def close(self) -> None:
         if self._state is _State.closed:
@@ -175,6 +189,21 @@ class Store:
                 await asyncio.sleep(delay)
                 delay *= 2
         return None
+
+
+def _refuse_foreign(where: str, names: list[str], revs: list[str]) -> None:
+    if names and "alembic_version" not in names:
+        raise ForeignDatabaseError(
+            f"the store {where} holds tables {sorted(names)[:5]} but no clkt migration history: it belongs to "
+            "something else; nothing was changed"
+        )
+    known = _known_revisions() if revs else set()
+    for rev in revs:
+        if rev not in known:
+            raise ForeignDatabaseError(
+                f"the store {where} is at migration {rev!r}, unknown to this clkt (a newer version or another "
+                "program); nothing was changed"
+            )
 
 
 def _alembic_config(connection: Any = None) -> Any:
