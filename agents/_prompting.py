@@ -50,8 +50,9 @@ def load_prompt(role: str) -> Prompt:
 
 
 def data_block(tag: str, text: str) -> str:
-    """`<tag>\\ntext\\n</tag>` with any `<tag>`/`</tag>` (any case/spacing) inside `text` defused."""
+    """`<tag>\\ntext\\n</tag>` with any `<tag…>`/`</tag…>` inside `text` defused: any case and spacing, with
+    attributes (`</document foo=1>`) or left unclosed (`</document` at the end) — none can end the block."""
     if not re.fullmatch(r"[a-z_]+", tag):
         raise UserError(f"bad data tag {tag!r}")
-    defused = re.sub(rf"<\s*(/?)\s*{tag}\s*>", rf"[\1{tag}]", text, flags=re.IGNORECASE)
+    defused = re.sub(rf"<\s*(/?)\s*{tag}(?![a-z_])([^<>]*)>?", rf"[\1{tag}\2]", text, flags=re.IGNORECASE)
     return f"<{tag}>\n{defused}\n</{tag}>"
