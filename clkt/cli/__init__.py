@@ -8,17 +8,22 @@ through `clkt.logs.redact` and crawled text is printed as text (`plain()`): no m
 
 from __future__ import annotations
 
+import sys
+
+if sys.argv[1:2] == ["run"]:
+    # `clkt run`: remember a SIGTERM from the first moment on (run_daemon installs the handler on import),
+    # so one that arrives while the CLI still loads is a clean stop, not exit 143
+    import run_daemon  # noqa: F401
+
 import asyncio
 import importlib
 import importlib.util
-import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
-
 from rich.markup import escape
 from rich.text import Text
 

@@ -1,0 +1,51 @@
+"""SIGTERM edge cases of the real entry points: one in the first moments of `clkt run`, a second one while
+stopping, and a stop that does not wait for a worker thread still converting a model."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.conftest import REPO
+
+
+def test_clkt_run_sigterm_early_and_twice_is_a_clean_stop(tmp_path: Path) -> None:
+    cfg = tmp_path / "clkt.toml"
+    cfg.write_text(f'offline_demo = true\ndata_dir = "{tmp_path / "data"}"\n[gpu]\nenabled = false\n')
+    log = tmp_path / "d.log"
+    proc = subprocess.Popen([sys.executable, "-m", "clkt.cli", "run", "--config", str(cfg)], stdout=log.open("wb"),
+                            stderr=subprocess.STDOUT, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        time.sleep(0.3)  # inside the CLI's own imports, before any daemon code runs
+        proc.send_signal(signal.SIGTERM)
+        time.sleep(0.5)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)  # a second one while stopping
+        rc = proc.wait(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert rc == 0, log.read_text()[-3000:]
+    assert "Traceback" not in log.read_text()
+
+
+def test_the_process_exits_without_waiting_for_a_worker_thread(tmp_path: Path) -> None:
+    script = (
+        "import asyncio, time, run_daemon\n"
+        "async def main():\n"
+        "    asyncio.get_running_loop().run_in_executor(None, time.sleep, 60)  # a long model conversion\n"
+        "    await asyncio.sleep(0.1)\n"
+        "    return 0\n"
+        "rc = run_daemon._run_without_waiting_for_threads(main())\n"
+        "run_daemon._exit_now_if_threads_linger(rc)\n"
+        "raise SystemExit(3)  # not reached when a thread lingers\n"
+    )
+    t0 = time.monotonic()
+    res = subprocess.run([sys.executable, "-c", script], cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert time.monotonic() - t0 < 20  # not the thread's 60 s
