@@ -117,7 +117,13 @@ def run_async(fn: Callable[[], Awaitable[T]]) -> T:
 _AREAS = ("clkt.cli.core", "clkt.cli.snapshot", "clkt.cli.worker", "clkt.cli.report", "clkt.cli.demo")
 
 
+_registered: list[str] = []
+
+
 def _register_areas() -> None:
+    if _registered:
+        return
+    _registered.append("yes")
     for name in _AREAS:
         if importlib.util.find_spec(name) is None:
             continue
@@ -126,10 +132,28 @@ def _register_areas() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     _register_areas()
+    try:  # typer 0.2x carries its own copy of click
+        from typer._click import exceptions as cx
+    except ImportError:  # pragma: no cover - older typer on click itself
+        from click import exceptions as cx  # type: ignore[no-redef]
+
     try:
-        app(args=argv if argv is not None else sys.argv[1:])
+        rc = app(args=argv if argv is not None else sys.argv[1:], standalone_mode=False)
     except SystemExit:
         raise
+    except cx.NoArgsIsHelpError as e:
+        e.show()  # the help, as asked for by no arguments
+        raise SystemExit(e.exit_code) from None
+    except cx.UsageError as e:  # a bad option or argument: one line, naming it
+        where = f"{e.ctx.command_path}: " if e.ctx is not None else ""
+        err_console.print(f"[bold red]clkt:[/] {escape(one_line(where + e.format_message()))}", highlight=False)
+        raise SystemExit(e.exit_code) from None
+    except cx.ClickException as e:
+        err_console.print(f"[bold red]clkt:[/] {escape(one_line(e.format_message()))}", highlight=False)
+        raise SystemExit(e.exit_code) from None
+    except cx.Abort:
+        err_console.print("[bold red]clkt:[/] aborted", highlight=False)
+        raise SystemExit(130) from None
     except KeyboardInterrupt:
         err_console.print("[bold red]clkt:[/] interrupted", highlight=False)
         raise SystemExit(130) from None
@@ -137,3 +161,5 @@ def main(argv: list[str] | None = None) -> None:
         msg, code = describe_error(e)
         err_console.print(f"[bold red]clkt:[/] {escape(one_line(msg))}", highlight=False)
         raise SystemExit(code) from None
+    if isinstance(rc, int) and rc != 0:
+        raise SystemExit(rc)
