@@ -21,7 +21,7 @@ from typing import Any
 
 from sqlalchemy import event, inspect, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import DatabaseError, OperationalError
+from sqlalchemy.exc import DatabaseError, DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 from clkt.errors import ForeignDatabaseError, StoreError, UserError
@@ -116,6 +116,9 @@ class Store:
         except DatabaseError as e:
             where = path or self.url
             raise ForeignDatabaseError(f"cannot open the store {where}: {e.orig}") from e
+        except (OSError, DBAPIError) as e:  # unreachable server, refused login...: the URL without its password
+            cause = e.orig if isinstance(e, DBAPIError) else e
+            raise StoreError(f"cannot reach the store {self.url}: {type(cause).__name__}: {cause}") from None
         self._state = _State.open
 
     def _check_sqlite_file(self, path: Path) -> None:
@@ -133,8 +136,12 @@ class Store:
         import sqlite3
         from urllib.parse import quote
 
+        # with no -wal/-shm beside it the file is complete: `immutable` reads it without creating them
+        # (a WAL-mode file would otherwise get both); with them present, a plain read-only connection
+        live = any(path.with_name(path.name + s).exists() for s in ("-wal", "-shm"))
+        mode = "mode=ro" if live else "mode=ro&immutable=1"
         try:
-            conn = sqlite3.connect(f"file:{quote(str(path.resolve()))}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
+            conn = sqlite3.connect(f"file:{quote(str(path.resolve()))}?{mode}", uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
         except sqlite3.Error as e:
             raise ForeignDatabaseError(f"cannot open the store {path} to check it: {e}; nothing was changed") from None
         try:

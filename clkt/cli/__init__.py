@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> None:
         e.show()  # the help, as asked for by no arguments
         raise SystemExit(e.exit_code) from None
     except cx.UsageError as e:  # a bad option or argument: one line, naming it
-        where = f"{e.ctx.command_path}: " if e.ctx is not None else ""
+        where = " ".join(["clkt", *e.ctx.command_path.split()[1:]]) + ": " if e.ctx is not None else ""
         err_console.print(f"[bold red]clkt:[/] {escape(one_line(where + e.format_message()))}", highlight=False)
         raise SystemExit(e.exit_code) from None
     except cx.ClickException as e:
