@@ -141,8 +141,8 @@ class ProviderSettings(_Section):
 
 
 class PriceSettings(_Section):
-    input_per_mtok: float = Field(ge=0, le=10_000)
-    output_per_mtok: float = Field(ge=0, le=10_000)
+    input_per_mtok: float = Field(ge=0, le=1_000_000)
+    output_per_mtok: float = Field(ge=0, le=1_000_000)
 
 
 class AgentSettings(_Section):
