@@ -395,8 +395,13 @@ class Settings(BaseSettings):
         return self.secrets.get(env_name)
 
     def public_dump(self) -> dict[str, Any]:
-        """The config as JSON-able data, safe for logs, the store and manifests (no secrets)."""
-        return self.model_dump(mode="json", exclude={"secrets"})
+        """The config as JSON-able data, safe for logs, the store and manifests (no secrets, no URL password)."""
+        from clkt.logs import redact
+
+        out = self.model_dump(mode="json", exclude={"secrets"})
+        if out.get("store_url"):
+            out["store_url"] = redact(out["store_url"])
+        return out
 
 
 EMBEDDED_DEFAULT: dict[str, Any] = {
@@ -551,4 +556,13 @@ def _attach_secrets(settings: Settings, env: Mapping[str, str]) -> Settings:
     from clkt.logs import register_secrets
 
     register_secrets(secrets.values())  # from here on, `redact` removes them wherever text goes out
+    if settings.store_url:
+        try:
+            from sqlalchemy.engine import make_url
+
+            password = make_url(settings.store_url).password
+        except Exception:  # noqa: BLE001 - an unparsable URL is reported when the store opens
+            password = None
+        if password:
+            register_secrets([str(password)])
     return settings.model_copy(update={"secrets": secrets})

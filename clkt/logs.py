@@ -87,10 +87,11 @@ class SecretRedactor(logging.Filter):
 
 
 class RedactingFormatter(logging.Formatter):
-    """The whole formatted line, traceback and exception text included, goes through `redact`."""
+    """The whole formatted line, traceback and exception text included, goes through `redact`; control
+    characters (a crawled name's terminal escapes) are removed, newlines and tabs kept."""
 
     def format(self, record: logging.LogRecord) -> str:
-        return redact(super().format(record))
+        return sanitize_text(redact(super().format(record)))
 
 
 def setup_logging(level: str = "INFO", *, secrets: Iterable[SecretStr] = (), stream: object = None) -> None:

@@ -492,3 +492,22 @@ def test_the_catalogue_has_at_least_100_rows() -> None:
     n = (len(CONFIG_CASES) + len(FILE_CASES) + len(ENV_CASES) + len(ARG_CASES) + len(STORE_CASES)
          + len(PAYLOAD_CASES) + len(HTTP_CASES))
     assert n >= 100, n
+
+
+def test_a_store_url_password_is_a_secret_everywhere(scratch: Path) -> None:
+    import io
+    import logging
+
+    from clkt.config import load_settings
+    from clkt.logs import redact, setup_logging
+
+    cfg = scratch / "c.toml"
+    cfg.write_text('store_url = "postgresql+asyncpg://clkt:Sw0rdfish!@db:5432/clkt"\n', encoding="utf-8")
+    s = load_settings(cfg, environ={})
+    assert "Sw0rdfish!" not in str(s.public_dump())
+    assert redact("auth failed near Sw0rdfish! in a driver message") == "auth failed near *** in a driver message"
+    buf = io.StringIO()
+    setup_logging("INFO", stream=buf)
+    logging.getLogger("t").info("name \x1b[2J\x1b]0;pwn\x07 with escapes and %s", s.store_url)
+    line = buf.getvalue()
+    assert "Sw0rdfish!" not in line and "\x1b" not in line and "\x07" not in line and "clkt:***@db" in line
