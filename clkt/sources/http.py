@@ -13,8 +13,9 @@ A `SourceClient` wraps the daemon's shared `aiohttp.ClientSession` for one sourc
 - ETag / If-Modified-Since on the requests that ask for it (`cache=True`), answered from memory on 304;
 - the configured User-Agent; the API key is never logged (`redact()`);
 - a body larger than `max_body_bytes` is refused (`PayloadError("body_too_large")`) without reading the rest;
-  JSON nested deeper than `MAX_JSON_DEPTH` does not decode, and lone surrogates become U+FFFD, so a decoded
-  body always stores and prints.
+  JSON nested deeper than the interpreter's recursion limit does not decode, and lone surrogates become
+  U+FFFD (a body with `\\uD800`-`\\uDFFF` escapes is swept, its nesting then capped at `MAX_JSON_DEPTH`),
+  so a decoded body always stores and prints.
 
 It returns `Fetched` (status, headers, decoded body). 404/410 come back as a `Fetched` with `data=None`
 (the caller decides: usually a counted skip). Other 4xx raise `SourceHttpError`.
@@ -25,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -319,14 +321,16 @@ class SourceClient:
 
 
 MAX_JSON_DEPTH = 64  # no API we read nests deeper than about 10
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")  # only an escape can carry a surrogate in valid UTF-8
 
 
 def _decode_json(body: bytes) -> Any:
     try:
         data = json.loads(body)
     except RecursionError:
-        raise ValueError(f"JSON nested deeper than the interpreter allows (limit {MAX_JSON_DEPTH})") from None
-    return _clean(data, 0)
+        raise ValueError("JSON nested deeper than the interpreter allows") from None
+    # the sweep costs a walk of the whole document: only when a surrogate can be there at all
+    return _clean(data, 0) if _SURROGATE_ESCAPE.search(body) else data
 
 
 def _clean(x: Any, depth: int) -> Any:

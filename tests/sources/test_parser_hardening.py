@@ -6,7 +6,6 @@ item and never let anything but PayloadError out."""
 from __future__ import annotations
 
 import copy
-import time
 from typing import Any
 from xml.etree import ElementTree as ET
 
@@ -109,13 +108,13 @@ def test_musicbrainz_video_items_are_not_tracks() -> None:
     assert len(parse_release(rel).facts.tracks) == n  # type: ignore[union-attr]
 
 
-def test_innings_pattern_is_linear() -> None:
+def test_innings_pattern_on_hostile_results() -> None:
+    """Right answers on hostile `strResult`s; the timing (old pattern cubic, new linear) is bench/hostile.py."""
     ok = "Innings:<br>0 0 0 1<br>Innings:<br>1 0 0 0<br>"
     assert [(p.home, p.away) for p in _periods(ok)] == [(0, 1), (0, 0), (0, 0), (1, 0)]
-    for hostile in ("Innings: <br>" + "1 " * 20_000, "Innings:<br>" + " " * 50_000 + "x<br>", "Innings:" * 10_000):
-        t0 = time.perf_counter()
+    for hostile in ("Innings: <br>" + "1 " * 20_000, "Innings:<br>" + " " * 20_000 + "x", "Innings:" * 10_000,
+                    "Innings:<br>1 2<br>Innings:<br>3 <b>4</b><br>"):
         assert _periods(hostile) == []
-        assert time.perf_counter() - t0 < 0.5  # the old pattern took seconds on a few thousand characters
 
 
 def test_huge_text_fields_are_capped() -> None:
