@@ -59,6 +59,12 @@ def run_with_settings(settings: Settings) -> int:
 
         print(f"clkt: {redact(str(e))}", file=sys.stderr)
         rc = 2
+    except Exception as e:  # noqa: BLE001 - one line on stderr; the (redacted) traceback only at DEBUG
+        from clkt.cli import describe_error, one_line
+
+        logging.getLogger("clkt").debug("the daemon failed", exc_info=True)
+        msg, rc = describe_error(e)
+        print(f"clkt: {one_line(msg)}", file=sys.stderr)
     _exit_now_if_threads_linger(rc)
     return rc
 

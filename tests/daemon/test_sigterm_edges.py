@@ -49,3 +49,14 @@ def test_the_process_exits_without_waiting_for_a_worker_thread(tmp_path: Path) -
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr
     assert time.monotonic() - t0 < 20  # not the thread's 60 s
+
+
+def test_a_daemon_that_cannot_start_says_so_in_one_line(tmp_path: Path) -> None:
+    (tmp_path / "data").write_text("a file where the data directory belongs")
+    cfg = tmp_path / "clkt.toml"
+    cfg.write_text(f'data_dir = "{tmp_path / "data"}"\n[gpu]\nenabled = false\n')
+    res = subprocess.run([sys.executable, "run_daemon.py", "--config", str(cfg)], cwd=REPO, capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
+    errors = [ln for ln in res.stderr.splitlines() if ln.startswith("clkt:")]
+    assert res.returncode == 1 and "Traceback" not in res.stderr
+    assert len(errors) == 1 and "File exists" in errors[0] and str(tmp_path / "data") in errors[0]
