@@ -40,7 +40,9 @@ def status(config: ConfigOption = None, as_json: Annotated[bool, typer.Option("-
 
     rep = run_async(go)
     if as_json:
-        console.print_json(rep.model_dump_json())
+        from clkt.logs import redact
+
+        console.print_json(redact(rep.model_dump_json()))  # error texts stored before redaction existed, too
         return
     console.print("[bold]clkt status[/] — store", plain(settings.resolved_store_url))
     t = Table("entities", "n", title="Entities by status")
