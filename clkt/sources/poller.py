@@ -8,10 +8,11 @@ For every reference of a page: fetch the record (bounded by the source's concurr
 canonical document, then in ONE transaction upsert the entity by (source, external id) and content hash,
 store the document and enqueue the gate task. A `PayloadError` skips the record with a counted reason
 (`SkipCount`, metric, log); it never stops the poller. So does ANY other exception one record raises
-(`record_failed`, with its type), and a list page's items that do not parse (`PollPage.skipped`): the
-page and its neighbours go on. Only a store that cannot be written (`OperationalError`: locked, gone)
-ends the cycle at its page, since skipping would lose good records. Whatever else escapes a cycle is
-logged (redacted) and the poller waits and tries again: it never ends the service. A record whose fetch fails transiently through the
+(`record_failed`, `render_failed`, `store_failed`, with its type), and a list page's items that do not
+parse (`PollPage.skipped`): the page and its neighbours go on. Only a store that cannot be written
+(`OperationalError`: locked, gone) ends the cycle at its page, since skipping would lose good records.
+Whatever else escapes a cycle is logged (redacted) and the poller waits and tries again: it never ends
+the service. A record whose fetch fails transiently through the
 client's retries ends the cycle at its page (retried next cycle), and is skipped (`fetch_failed`) only after
 `FETCH_RETRY_CYCLES` cycles. A failing list page, a refused key (401/403) or a block
 (`SourceBlocked`: rate limit, open circuit) ends the cycle without moving the cursor past the page, and

@@ -183,3 +183,35 @@ def test_a_traceback_is_redacted_in_the_log_line() -> None:
     out = buf.getvalue()
     assert "Traceback" in out and "topsecretpw" not in out and "abcdef" not in out
     assert "postgresql://u:***@h/db" in out
+
+
+async def test_an_unexpected_error_in_a_cycle_never_ends_the_source(
+    replay: ReplayServer, store: Store, make_ctx: MakeCtx,
+) -> None:
+    import asyncio
+
+    from tests.conftest import wait_for
+
+    ctx = make_ctx(settings_for(replay))
+    poller = SourcePoller(source_name="usgs", settings=ctx.settings.sources["usgs"])
+    source = poller.build_source(ctx)
+    real_poll = source.poll
+    calls = []
+
+    async def flaky(window: Any, page: int) -> Any:
+        calls.append(page)
+        if len(calls) == 1:
+            raise ZeroDivisionError("a bug in a list parser")  # not a ClktError
+        return await real_poll(window, page)
+
+    source.poll = flaky  # type: ignore[method-assign]
+    task = asyncio.create_task(poller.run(ctx))
+
+    async def crawled() -> bool:
+        return await _count(store, Entity, Entity.source == "usgs") == 4
+
+    await wait_for(crawled, timeout=15)
+    assert not task.done()  # the service is still running
+    ctx.stopping.set()
+    await asyncio.wait_for(task, timeout=5)
+    assert len(calls) >= 2
