@@ -77,6 +77,7 @@ class Source(ABC):
     name: ClassVar[str]
     domain: ClassVar[Domain]
     requires_key: ClassVar[bool] = False
+    paged: ClassVar[bool] = True  # False: the window is one page (a feed); a skipped page ends the window
 
     def __init__(self, *, client: SourceClient, settings: SourceSettings) -> None:
         self.client = client

@@ -130,6 +130,7 @@ def _xml(body: bytes) -> ET.Element:
 class GdacsSource(Source):
     name: ClassVar[str] = "gdacs"
     domain: ClassVar[Domain] = Domain.disasters
+    paged: ClassVar[bool] = False
 
     async def poll(self, window: Window, page: int) -> PollPage:
         got = await self.client.get("xml/rss.xml", decode=_xml, cache=True)

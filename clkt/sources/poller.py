@@ -16,7 +16,10 @@ the service. A record whose fetch fails transiently through the
 client's retries ends the cycle at its page (retried next cycle), and is skipped (`fetch_failed`) only after
 `FETCH_RETRY_CYCLES` cycles. A failing list page, a refused key (401/403) or a block
 (`SourceBlocked`: rate limit, open circuit) ends the cycle without moving the cursor past the page, and
-the poller waits (the block's own delay, or `poll_interval_s`) before trying the same page again.
+the poller waits (the block's own delay, or `poll_interval_s`) before trying the same page again. A list
+page that keeps failing with a `PayloadError` (it does not decode, is too large, is not an object...) is
+skipped (`page_failed`) after `FETCH_RETRY_CYCLES` cycles: the cursor moves to the next page (or, for a
+single-page source, past the window), so no page stalls a source for good.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from clkt.context import ServiceContext
 from clkt.errors import ClktError, ConfigError, PayloadError, SourceBlocked, SourceError, SourceHttpError
 from clkt.facts import EntityRecord
 from clkt.sources import SOURCE_TYPES
-from clkt.sources.base import Source, SourceRef, Window
+from clkt.sources.base import PollPage, Source, SourceRef, Window
 from clkt.sources.http import SourceClient
 from storage.entities import UpsertOutcome, existing_ids, load_cursor, record_skip, save_cursor, upsert_entity
 from storage.models import Stage
@@ -63,6 +66,7 @@ class CycleReport:
 class SourcePoller:
     MIN_BLOCK_WAIT_S: ClassVar[float] = 1.0
     FETCH_RETRY_CYCLES: ClassVar[int] = 5  # cycles a transiently failing record is retried before it is skipped
+    MAX_SKIPPED_PAGE: ClassVar[int] = 1000  # past this page number a failing page ends the window instead
 
     def __init__(self, *, source_name: str, settings: SourceSettings) -> None:
         if source_name not in SOURCE_TYPES:
@@ -72,6 +76,7 @@ class SourcePoller:
         self.name = f"source:{source_name}"
         self._source: Source | None = None
         self._fetch_failures: dict[str, int] = {}
+        self._page_failures: dict[tuple[str, int], int] = {}
 
     def build_source(self, ctx: ServiceContext) -> Source:
         if self._source is None:
@@ -129,7 +134,16 @@ class SourcePoller:
         window, page, watermark = await self._window(ctx)
         state = {"window_start": window.start.isoformat(), "window_end": window.end.isoformat()}
         while not ctx.stopping.is_set():
-            result = await source.poll(window, page)
+            try:
+                result = await source.poll(window, page)
+            except PayloadError as e:
+                key = (state["window_start"], page)
+                n = self._page_failures[key] = self._page_failures.get(key, 0) + 1
+                if n < self.FETCH_RETRY_CYCLES:
+                    raise
+                await self._skip(ctx, "page_failed", f"page {page} after {n} cycles: {e}", report)
+                more = source.paged and page < self.MAX_SKIPPED_PAGE
+                result = PollPage(refs=[], next_page=page + 1 if more else None)
             refs = result.refs
             if result.not_modified:
                 async with ctx.store.session() as s:

@@ -215,3 +215,39 @@ async def test_an_unexpected_error_in_a_cycle_never_ends_the_source(
     ctx.stopping.set()
     await asyncio.wait_for(task, timeout=5)
     assert len(calls) >= 2
+
+
+async def test_a_list_page_that_never_decodes_is_skipped_after_some_cycles(
+    aiohttp_server: Any, replay: ReplayServer, store: Store, make_ctx: MakeCtx, fast_retries: None,
+) -> None:
+    async def discover(request: web.Request) -> web.Response:
+        if request.query.get("page") == "1":
+            return web.Response(text="<html>maintenance</html>", content_type="text/html")
+        page = {"page": 2, "total_pages": 2, "results": [{"id": 7, "title": "Seven", "release_date": "2026-02-20"}]}
+        return web.Response(body=json.dumps(page).encode(), content_type="application/json")
+
+    async def movie(request: web.Request) -> web.Response:
+        d = data("tmdb/movie-details-550.json") | {"id": 7, "release_date": "2026-02-20"}
+        d["credits"] = {k: v for k, v in data("tmdb/movie-credits-550.json").items() if k != "id"}
+        return web.Response(body=json.dumps(d).encode(), content_type="application/json")
+
+    app = web.Application()
+    app.router.add_get("/tmdb/discover/movie", discover)
+    app.router.add_get("/tmdb/movie/{id}", movie)
+    server = await aiohttp_server(app)
+    settings = settings_for(replay, tmdb={"base_url": str(server.make_url("/tmdb")), "breaker_failures": 100})
+    ctx = make_ctx(settings)
+    poller = SourcePoller(source_name="tmdb", settings=settings.sources["tmdb"])
+    poller.FETCH_RETRY_CYCLES = 3  # type: ignore[misc]
+    from clkt.errors import PayloadError
+
+    for _ in range(2):  # the page is retried (cursor kept) for a while...
+        with pytest.raises(PayloadError):
+            await poller.run_cycle(ctx)
+        async with store.session() as s:
+            assert await load_cursor(s, "tmdb") is None
+    report = await poller.run_cycle(ctx)  # ...then skipped, counted, and the next page is read
+    assert report.completed and report.inserted == 1 and report.skipped == {"page_failed": 1}
+    async with store.session() as s:
+        skips = await skip_counts(s, "tmdb")
+    assert skips[("tmdb", "page_failed")] == 1
