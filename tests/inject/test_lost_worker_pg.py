@@ -30,6 +30,8 @@ pytestmark = [
 ]
 SOURCES = ("tmdb", "musicbrainz", "deezer", "thesportsdb", "usgs", "gdacs")
 RESULTS_PER_JOB = 8  # 2 test questions x 2 languages x 1 scorer x (base, injected)
+JOB_CONFIG = {"devices": ["cpu"], "epochs": 1, "max_new_tokens": 4, "max_seq_len": 128, "torch_threads": 1,
+              "scorers": ["letter-logprob"]}
 
 
 def _config(path: Path, data_dir: Path, *, gpu: bool) -> Path:
@@ -68,7 +70,7 @@ async def _reset_and_seed(tmp_path: Path) -> None:
         await seed_store(store, snap)
         async with store.transaction() as s:
             n = await enqueue_gpu_jobs(s, snapshot_id=SNAPSHOT_ID, targets=["gemma-3-270m"], strategies=["cpt-lora"],
-                                       train_langs=["en", "fr"], config={"epochs": 1}, max_attempts=3)
+                                       train_langs=["en", "fr"], config=JOB_CONFIG, max_attempts=3)
     assert n == 2
 
 
