@@ -65,6 +65,16 @@ class _Section(BaseModel):
 class _Options(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _no_booleans(cls, data: Any) -> Any:
+        # no option is a switch: `true` where a number or an id belongs is a mistake, not 1
+        if isinstance(data, Mapping):
+            for k, v in data.items():
+                if isinstance(v, bool) or (isinstance(v, list) and any(isinstance(x, bool) for x in v)):
+                    raise ValueError(f"{k}: a boolean is not a valid value here")
+        return data
+
 
 class TmdbOptions(_Options):
     language: str | None = Field(default=None, pattern=r"^[a-z]{2}(-[A-Z]{2})?$")
