@@ -91,23 +91,29 @@ def check_llm_config(settings: Settings) -> dict[str, ResolvedModel]:
     return out
 
 
-def _provider_model(r: ResolvedModel) -> Model:
+def _provider_model(r: ResolvedModel, limiter: ProviderLimiter | None = None) -> Model:
+    """The provider's pydantic-ai model; with `limiter`, its HTTP client paces at the wire and reads headers."""
     timeout = r.settings.timeout_s
+    hooks = limiter.http_hooks() if limiter is not None else None
     if r.provider == "anthropic" and r.base_url is None:
         try:
-            from anthropic import AsyncAnthropic
+            from anthropic import AsyncAnthropic, DefaultAsyncHttpxClient as AnthropicHttpClient
             from pydantic_ai.models.anthropic import AnthropicModel
             from pydantic_ai.providers.anthropic import AnthropicProvider
         except ImportError as e:
             raise ConfigError("agents", f"{r.model!r} needs `pip install 'pydantic-ai-slim[anthropic]'`") from e
-        client = AsyncAnthropic(api_key=r.api_key, max_retries=0, timeout=timeout)
+        http = AnthropicHttpClient(event_hooks=hooks) if hooks else None
+        client = AsyncAnthropic(api_key=r.api_key, max_retries=0, timeout=timeout, http_client=http)
         return AnthropicModel(r.name, provider=AnthropicProvider(anthropic_client=client))
-    from openai import AsyncOpenAI
+    from openai import AsyncOpenAI, DefaultAsyncHttpxClient
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
     from pydantic_ai.providers.openai_compatible import OpenAICompatibleProvider
 
-    client = AsyncOpenAI(base_url=r.base_url, api_key=r.api_key or "none", max_retries=0, timeout=timeout)
+    http_client = DefaultAsyncHttpxClient(event_hooks=hooks) if hooks else None
+    client = AsyncOpenAI(
+        base_url=r.base_url, api_key=r.api_key or "none", max_retries=0, timeout=timeout, http_client=http_client
+    )
     if r.base_url is None:
         return OpenAIChatModel(r.name, provider=OpenAIProvider(openai_client=client))
     return OpenAIChatModel(r.name, provider=OpenAICompatibleProvider(r.provider, openai_client=client))
@@ -133,11 +139,14 @@ class ModelFactory:
             self.limiters[provider] = ProviderLimiter.from_settings(provider, p)
         return self.limiters[provider]
 
-    def wrap(self, raw: Model, *, model: str, provider: str, stage: str, prompt_version: str) -> CachedModel:
+    def wrap(
+        self, raw: Model, *, model: str, provider: str, stage: str, prompt_version: str, paced_at_wire: bool = False
+    ) -> CachedModel:
         """Limits + cache around any model (the provider's, or a FunctionModel in tests)."""
         p = self.settings.agents.providers.get(provider) or ProviderSettings()
         limited = RateLimitedModel(
-            raw, limiter=self.limiter(provider, p), timeout_s=p.timeout_s, max_attempts=p.max_attempts
+            raw, limiter=self.limiter(provider, p), timeout_s=p.timeout_s, max_attempts=p.max_attempts,
+            paced_at_wire=paced_at_wire,
         )
         return CachedModel(
             limited, cache=self.cache, model=model, stage=stage, prompt_version=prompt_version,
@@ -149,4 +158,7 @@ class ModelFactory:
         attr = ROLES[role]
         model = getattr(self.settings.agents, attr)
         r = resolve_model(self.settings, model, key=f"agents.{attr}")
-        return self.wrap(_provider_model(r), model=model, provider=r.provider, stage=role, prompt_version=prompt_version)
+        raw = _provider_model(r, self.limiter(r.provider, r.settings))
+        return self.wrap(
+            raw, model=model, provider=r.provider, stage=role, prompt_version=prompt_version, paced_at_wire=True
+        )
