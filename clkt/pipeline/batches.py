@@ -4,13 +4,17 @@ answers are in (`BatchPending`)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from typing import ClassVar
+from collections.abc import Awaitable, Iterable
+from typing import Any, ClassVar
 
+from clkt.config import Settings
 from clkt.context import ServiceContext
+from clkt.errors import RetryLater
 from clkt.pipeline.backends import backend_for
 
-__all__ = ["BatchService"]
+__all__ = ["BatchService", "batched", "prefetch"]
 
 log = logging.getLogger(__name__)
 
@@ -35,3 +39,19 @@ class BatchService:
                 delay = self.ERROR_BACKOFF_S
             if await ctx.sleep(delay):
                 break
+
+
+def batched(settings: Settings, role: str) -> bool:
+    """Whether `role`'s LLM calls go through provider batches."""
+    return settings.agents.backend == "llm" and settings.agents.mode_of(role) == "batch"
+
+
+async def prefetch(calls: Iterable[Awaitable[Any]]) -> None:
+    """Batch mode: queue every independent call of a task at once, so that they share one batch instead of
+    taking one batch round each in the stage's sequential loop. Raises the first `RetryLater` (the calls
+    are pending) once all are queued; other errors are left to the stage's own call, which raises them
+    where it handles them. When every call is answered, the stage's loop reads them from the call cache."""
+    results = await asyncio.gather(*calls, return_exceptions=True)
+    pending = [r for r in results if isinstance(r, RetryLater)]
+    if pending:
+        raise pending[0]
