@@ -218,3 +218,29 @@ async def test_a_kill_during_submission_resumes_the_same_batch(
 
 async def _die(*_a: Any, **_k: Any) -> None:
     raise _Killed
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+async def test_cached_input_tokens_from_the_provider_usage_are_stored_and_priced(
+    provider: FakeBatchProvider, store: Store, kind: str
+) -> None:
+    s = batch_settings(provider, kind)
+    b, d = backend(s, store)
+
+    async def judge_in(lang: str) -> bool:
+        v = await b.judge(entity_name="Liverpool vs Swansea", document=match_doc(), facts=LIVERPOOL_SWANSEA,
+                          response=f"answer in {lang}", lang=lang)
+        return v.known
+
+    for lang in ("fr", "ja"):
+        with pytest.raises(BatchPending):
+            await judge_in(lang)
+    await d.tick()
+    for lang in ("fr", "ja"):
+        assert await until_answered(d, lambda lang=lang: judge_in(lang)) is False
+    async with store.session() as sess:
+        [st] = (await cost_summary(sess)).stages
+    assert provider.stats.cached_tokens > 0  # the second request repeats the first one's prefix
+    assert st.cached_input_tokens == provider.stats.cached_tokens
+    full = (st.input_tokens * 2.0 + st.output_tokens * 8.0) / 1e6 * 0.5
+    assert st.cost_usd < full  # cached input is cheaper than input
