@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel
+from pydantic import BaseModel, computed_field
 from sqlalchemy import case, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -67,6 +67,7 @@ class StageCost(BaseModel):
     mean_latency_ms: float
     batch_calls: int = 0
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def batch_share(self) -> float:
         return self.batch_calls / self.calls if self.calls else 0.0
