@@ -12,7 +12,7 @@ per created batch) makes a batch end otherwise: `{"expire_after": k}` runs k req
 `{"error_ids": n}` answers the first n requests with a 500 error line (partial failure), `{"cancel": true}`
 cancels it, `{"invalid": n}` answers the first n requests with tool arguments that fail validation.
 Answers come from `tests.fakes.llm_responder` (valid for every agent role). Usage: prompt tokens ~ 4
-characters per token; the longest prefix of a request shared with an earlier request of the same model
+characters of the prompt's text (instructions/system and messages) per token; the longest prefix of a request shared with an earlier request of the same model
 (in 4-character tokens, at least `cache_min_tokens`) is reported as cached input, as providers' prefix
 caches do.
 
@@ -33,7 +33,31 @@ from aiohttp import web
 
 from tests.fakes.llm_responder import respond, role_of_schema
 
-__all__ = ["FakeBatchProvider", "BatchServerStats"]
+__all__ = ["FakeBatchProvider", "BatchServerStats", "prompt_text", "shared_prefix_tokens"]
+
+
+def prompt_text(contents: list[Any]) -> str:
+    """The text of a prompt's parts (strings, or lists of text blocks), as the fakes count its tokens."""
+    out: list[str] = []
+    for c in contents:
+        if isinstance(c, str):
+            out.append(c)
+        elif isinstance(c, list):
+            out.extend(str(p.get("text", "")) for p in c if isinstance(p, dict))
+    return "\n".join(out)
+
+
+def shared_prefix_tokens(text: str, earlier: list[str], min_tokens: int) -> int:
+    """The longest prefix (in ~4-character tokens) `text` shares with an earlier prompt; 0 under `min_tokens`."""
+    best = 0
+    for e in earlier:
+        n = 0
+        for a, b in zip(e, text):
+            if a != b:
+                break
+            n += 1
+        best = max(best, n // 4)
+    return best if best >= min_tokens else 0
 
 
 @dataclass
@@ -121,16 +145,8 @@ class FakeBatchProvider:
     # -- the model ----------------------------------------------------------------------------------
     def _usage(self, model: str, prompt: str, completion: str) -> tuple[int, int, int]:
         tokens = max(1, len(prompt) // 4)
-        best = 0
-        for earlier in self._prefixes.setdefault(model, []):
-            n = 0
-            for a, b in zip(earlier, prompt):
-                if a != b:
-                    break
-                n += 1
-            best = max(best, n // 4)
+        cached = shared_prefix_tokens(prompt, self._prefixes.setdefault(model, []), self.cache_min_tokens)
         self._prefixes[model].append(prompt)
-        cached = best if best >= self.cache_min_tokens else 0
         out = max(1, len(completion) // 4)
         self.stats.input_tokens += tokens
         self.stats.cached_tokens += cached
@@ -161,7 +177,9 @@ class FakeBatchProvider:
         user = "\n".join(prompt_parts[1:])
         args = self._answer(tool.get("parameters", {}), user, invalid)
         arguments = json.dumps(args, ensure_ascii=False)
-        inp, cached, out = self._usage(body.get("model", "fake"), json.dumps(body, ensure_ascii=False), arguments)
+        text = prompt_text([body.get("instructions") or "", *(
+            it.get("content") if isinstance(it, dict) else it for it in (items if isinstance(items, list) else [items]))])
+        inp, cached, out = self._usage(body.get("model", "fake"), text, arguments)
         return {
             "id": f"resp_{uuid.uuid4().hex[:16]}", "object": "response", "created_at": int(time.time()),
             "status": "completed", "model": body.get("model", "fake"),
@@ -185,8 +203,9 @@ class FakeBatchProvider:
             else:
                 texts.extend(str(p.get("text", "")) for p in c if isinstance(p, dict) and p.get("type") == "text")
         args = self._answer(tool.get("input_schema", {}), "\n".join(texts), invalid)
-        inp, cached, out = self._usage(params.get("model", "fake"), json.dumps(params, ensure_ascii=False),
-                                       json.dumps(args))
+        system = params.get("system") or ""
+        text = prompt_text([system, *(m.get("content") for m in params.get("messages", []))])
+        inp, cached, out = self._usage(params.get("model", "fake"), text, json.dumps(args))
         return {
             "id": f"msg_{uuid.uuid4().hex[:16]}", "type": "message", "role": "assistant",
             "model": params.get("model", "fake"),

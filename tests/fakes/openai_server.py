@@ -72,7 +72,12 @@ class FakeOpenAI:
         tpm: float | None = None,
         token_burst_s: float = 0.1,
         rate_headers: bool = False,
+        prefix_cache_min_tokens: int | None = None,
     ) -> None:
+        # with it: usage counts the prompt's text (~4 characters a token) and reports the longest prefix shared
+        # with an earlier prompt as cached (prompt_tokens_details.cached_tokens), as the batch fake does
+        self.prefix_cache_min_tokens = prefix_cache_min_tokens
+        self._prompts: list[str] = []
         self.rpm = rpm
         self.tpm = tpm
         self.token_burst = (tpm / 60.0 * token_burst_s) if tpm else 0.0
@@ -228,7 +233,12 @@ class FakeOpenAI:
             else:
                 message, finish = {"role": "assistant", "content": "I have no information about that."}, "stop"
             completion = json.dumps(message, ensure_ascii=False)
-            usage = self._usage(json.dumps(body.get("messages", []), ensure_ascii=False), completion)
+            if self.prefix_cache_min_tokens is not None:  # count what the model wrote, as the batch fake does
+                calls = message.get("tool_calls") or []
+                written = calls[0]["function"]["arguments"] if calls else str(message.get("content") or "")
+                usage = self._cached_usage(body, written)
+            else:
+                usage = self._usage(json.dumps(body.get("messages", []), ensure_ascii=False), completion)
             st.ok += 1
             st.ok_times.append(time.monotonic())
             st.status[200] = st.status.get(200, 0) + 1
@@ -261,6 +271,16 @@ class FakeOpenAI:
         self.stats.prompt_tokens += p
         self.stats.completion_tokens += c
         return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
+
+    def _cached_usage(self, body: dict[str, Any], completion: str) -> dict[str, Any]:
+        from tests.fakes.batch_server import prompt_text, shared_prefix_tokens
+
+        text = prompt_text([m.get("content") for m in body.get("messages", [])])
+        cached = shared_prefix_tokens(text, self._prompts, self.prefix_cache_min_tokens or 0)
+        self._prompts.append(text)
+        u: dict[str, Any] = self._usage(text, completion)
+        u["prompt_tokens_details"] = {"cached_tokens": min(cached, u["prompt_tokens"])}
+        return u
 
     async def _stats(self, request: web.Request) -> web.Response:
         return web.json_response(self.stats.as_dict())
