@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar, Literal, Protocol
 
+import anthropic
+import openai
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models import Model, ModelRequestParameters
 from pydantic_ai.models.batch import Batch, BatchRequest, BatchResult
@@ -43,7 +45,7 @@ from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 
 from agents.cache import call_key
-from clkt.errors import ConfigError, RetryLater
+from clkt.errors import AgentError, ConfigError, RetryLater
 
 __all__ = [
     "BatchPending",
@@ -191,6 +193,9 @@ class BatchedModel(WrapperModel):
         if rec.state != "done":
             raise BatchPending(f"{self.stage}: waiting for {self.model_label} batch {rec.batch_id or '(next)'}",
                                defer=timedelta(seconds=self.POLL_DEFER_S))
+        if rec.result_status == "refused":  # the provider refused the whole batch (see BatchDispatcher._submit)
+            await self.store.forget_request(key)
+            raise AgentError(f"{self.stage}: the {self.model_label} batch API refused the batch: {rec.result_body}")
         result = BatchResult(custom_id=key, status=rec.result_status or "errored",  # type: ignore[arg-type]
                              body=rec.result_body)
         try:
@@ -280,6 +285,18 @@ class BatchDispatcher:
         if not reqs:
             await self.store.update_batch(b.id, state="ended", provider_status="empty")
             return
+        try:
+            await self._send(b, entry, reqs)
+        except (openai.APIStatusError, anthropic.APIStatusError) as e:
+            if not 400 <= e.status_code < 500 or e.status_code in (408, 409, 429):
+                raise  # the service retries later; the batch row stays pending and is reconciled first
+            # the provider refused the batch itself (bad request, auth): its callers get the reason, no retry loop
+            reason = json.dumps({"status": e.status_code, "message": str(e.message)[:500]})
+            await self.store.close_batch(b.id, results={r.key: ("refused", reason) for r in reqs}, requeue=[],
+                                         fail={}, provider_status=f"refused {e.status_code}")
+            log.error("batch %s: the provider refused it (%s): %s", b.id, e.status_code, str(e.message)[:200])
+
+    async def _send(self, b: BatchRecord, entry: _Entry, reqs: list[BatchRequestRecord]) -> None:
         client: Any = entry.model.client  # type: ignore[attr-defined]
         if entry.provider == "openai":
             file_id = b.input_file_id

@@ -244,3 +244,44 @@ async def test_cached_input_tokens_from_the_provider_usage_are_stored_and_priced
     assert st.cached_input_tokens == provider.stats.cached_tokens
     full = (st.input_tokens * 2.0 + st.output_tokens * 8.0) / 1e6 * 0.5
     assert st.cost_usd < full  # cached input is cheaper than input
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+async def test_a_refused_batch_gives_its_callers_the_reason_and_no_retry_loop(
+    provider: FakeBatchProvider, store: Store, kind: str
+) -> None:
+    from clkt.errors import AgentError
+
+    s = batch_settings(provider, kind)
+    b, d = backend(s, store)
+    provider.plan = [{"refuse": True}]
+    with pytest.raises(BatchPending):
+        await judge(b, "z")
+    await d.tick()  # the create answers 400: the batch ends refused, nothing stays pending
+    assert provider.stats.batches_created == 0
+    with pytest.raises(AgentError, match="refused the batch.*400.*not available for batch"):
+        await judge(b, "z")
+    with pytest.raises(BatchPending):  # the task's retry queues it again; the provider accepts it this time
+        await judge(b, "z")
+    assert await until_answered(d, lambda: judge(b, "z")) is False
+    assert provider.stats.batches_created == 1
+
+
+async def test_a_provider_outage_leaves_the_batch_pending_and_the_next_tick_submits_it(
+    provider: FakeBatchProvider, store: Store
+) -> None:
+    s = batch_settings(provider)
+    b, d = backend(s, store)
+    with pytest.raises(BatchPending):
+        await judge(b, "w")
+    port = provider.port
+    await provider.__aexit__(None, None, None)  # the provider is down
+    with pytest.raises(Exception):  # noqa: B017 - the service logs it and tries again later
+        await d.tick()
+    from aiohttp import web
+
+    provider._runner = web.AppRunner(provider.app, access_log=None)
+    await provider._runner.setup()
+    await web.TCPSite(provider._runner, "127.0.0.1", port).start()
+    assert await until_answered(d, lambda: judge(b, "w")) is False
+    assert provider.stats.batches_created == 1 and provider.stats.resubmitted == 0

@@ -10,7 +10,7 @@ Anthropic: `POST /v1/messages/batches`, `GET /v1/messages/batches` (list), `GET 
 Life cycle: a batch is `in_progress` for `polls_to_end` status reads, then ends. `plan` (a list consumed one
 per created batch) makes a batch end otherwise: `{"expire_after": k}` runs k requests then expires,
 `{"error_ids": n}` answers the first n requests with a 500 error line (partial failure), `{"cancel": true}`
-cancels it, `{"invalid": n}` answers the first n requests with tool arguments that fail validation.
+cancels it, `{"refuse": true}` answers the create with a 400 (no batch), `{"invalid": n}` answers the first n requests with tool arguments that fail validation.
 Answers come from `tests.fakes.llm_responder` (valid for every agent role). Usage: prompt tokens ~ 4
 characters of the prompt's text (instructions/system and messages) per token; the longest prefix of a request shared with an earlier request of the same model
 (in 4-character tokens, at least `cache_min_tokens`) is reported as cached input, as providers' prefix
@@ -304,6 +304,10 @@ class FakeBatchProvider:
         self.stats.creates_received += 1
         if self.create_delay_s:
             await asyncio.sleep(self.create_delay_s)
+        if self.plan and self.plan[0].get("refuse"):
+            self.plan.pop(0)
+            return web.json_response({"error": {"message": "model not available for batch", "type":
+                                                "invalid_request_error"}}, status=400)
         fid = body.get("input_file_id")
         if fid not in self.files:
             return web.json_response({"error": {"message": f"no file {fid}", "type": "invalid_request_error"}},
@@ -367,6 +371,11 @@ class FakeBatchProvider:
         self.stats.creates_received += 1
         if self.create_delay_s:
             await asyncio.sleep(self.create_delay_s)
+        if self.plan and self.plan[0].get("refuse"):
+            self.plan.pop(0)
+            return web.json_response({"type": "error", "error": {"type": "invalid_request_error",
+                                                                 "message": "model not available for batch"}},
+                                     status=400)
         b = _Batch(id=f"msgbatch_{uuid.uuid4().hex[:20]}", kind="anthropic", requests=body["requests"],
                    created_at=time.time(), metadata=None, input_file_id=None,
                    plan=self.plan.pop(0) if self.plan else {})
