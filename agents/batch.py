@@ -137,6 +137,10 @@ class BatchStore(Protocol):
         error body, the batch ended."""
         ...
 
+    async def prune_answered(self) -> int:
+        """Drop answered requests whose answer is in the call cache (the cache keeps it from now on)."""
+        ...
+
 
 @dataclass
 class BatchStats:
@@ -224,12 +228,18 @@ class BatchDispatcher:
     models: dict[str, _Entry] = field(default_factory=dict)
     stats: BatchStats = field(default_factory=BatchStats)
     _last_poll: dict[str, float] = field(default_factory=dict)
+    _ticks: int = 0
+
+    PRUNE_EVERY: ClassVar[int] = 30  # ticks between prunings of answered requests
 
     def register(self, label: str, model: Model, provider: ProviderKind) -> None:
         self.models.setdefault(label, _Entry(model=model, provider=provider))
 
     async def tick(self, *, force_flush: bool = False) -> None:
         """One round: reconcile or poll every open batch, then submit what is due."""
+        self._ticks += 1
+        if self._ticks % self.PRUNE_EVERY == 0:
+            await self.store.prune_answered()
         for b in await self.store.open_batches():
             entry = self.models.get(b.model)
             if entry is None:

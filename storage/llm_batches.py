@@ -11,12 +11,12 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agents.batch import BatchRecord, BatchRequestRecord
 from storage.engine import Store
-from storage.models import LlmBatch, LlmBatchRequest, LlmBatchRequestState, LlmBatchState
+from storage.models import LlmBatch, LlmBatchRequest, LlmBatchRequestState, LlmBatchState, LlmCall
 from storage.tasks import insert_ignore
 from storage.types import utcnow
 
@@ -169,3 +169,15 @@ class SqlBatchStore:
             )
 
         await self.store.run_with_retry(go)
+
+    async def prune_answered(self) -> int:
+        async def go(s: AsyncSession) -> int:
+            res = await s.execute(
+                delete(LlmBatchRequest).where(
+                    LlmBatchRequest.state == LlmBatchRequestState.done,
+                    LlmBatchRequest.key.in_(select(LlmCall.key)),
+                ).execution_options(synchronize_session=False)
+            )
+            return int(res.rowcount or 0)
+
+        return await self.store.run_with_retry(go)  # type: ignore[no-any-return]

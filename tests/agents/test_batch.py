@@ -285,3 +285,20 @@ async def test_a_provider_outage_leaves_the_batch_pending_and_the_next_tick_subm
     await web.TCPSite(provider._runner, "127.0.0.1", port).start()
     assert await until_answered(d, lambda: judge(b, "w")) is False
     assert provider.stats.batches_created == 1 and provider.stats.resubmitted == 0
+
+
+async def test_answered_requests_are_pruned_once_the_call_cache_holds_them(
+    provider: FakeBatchProvider, store: Store
+) -> None:
+    s = batch_settings(provider)
+    b, d = backend(s, store)
+    for n in ("k1", "k2"):
+        with pytest.raises(BatchPending):
+            await judge(b, n)
+    await d.tick()
+    assert await until_answered(d, lambda: judge(b, "k1")) is False  # k1 in the call cache; k2 answered, unread
+    bstore = SqlBatchStore(store)
+    assert await bstore.prune_answered() == 1
+    assert await judge(b, "k2") is False  # still answered from its stored result
+    assert await bstore.prune_answered() == 1
+    assert await judge(b, "k1") is False and provider.stats.batches_created == 1  # the cache answers now
