@@ -159,10 +159,11 @@ class BatchedModel(WrapperModel):
     """Sends each request through the provider's batch API (see the module doc): a stored result or
     `BatchPending`."""
 
-    POLL_DEFER_S: ClassVar[float] = 30.0  # how long a waiting stage task stays released
+    POLL_DEFER_S: ClassVar[float] = 30.0  # how long a waiting stage task stays released (default)
 
     def __init__(
-        self, wrapped: Model, *, store: BatchStore, model: str, stage: str, prompt_version: str
+        self, wrapped: Model, *, store: BatchStore, model: str, stage: str, prompt_version: str,
+        defer_s: float | None = None,
     ) -> None:
         super().__init__(wrapped)
         if wrapped.batch_max_requests is None:
@@ -171,6 +172,10 @@ class BatchedModel(WrapperModel):
         self.model_label = model
         self.stage = stage
         self.prompt_version = prompt_version
+        self.defer_s = defer_s
+
+    def _defer(self) -> timedelta:
+        return timedelta(seconds=self.defer_s if self.defer_s is not None else self.POLL_DEFER_S)
 
     async def request(
         self,
@@ -192,11 +197,10 @@ class BatchedModel(WrapperModel):
             await self.store.enqueue(BatchRequestRecord(
                 key=key, model=self.model_label, stage=self.stage, group=encoded.group, body=encoded.body,
             ))
-            raise BatchPending(f"{self.stage}: queued for the next {self.model_label} batch",
-                               defer=timedelta(seconds=self.POLL_DEFER_S))
+            raise BatchPending(f"{self.stage}: queued for the next {self.model_label} batch", defer=self._defer())
         if rec.state != "done":
             raise BatchPending(f"{self.stage}: waiting for {self.model_label} batch {rec.batch_id or '(next)'}",
-                               defer=timedelta(seconds=self.POLL_DEFER_S))
+                               defer=self._defer())
         if rec.result_status == "refused":  # the provider refused the whole batch (see BatchDispatcher._submit)
             await self.store.forget_request(key)
             raise AgentError(f"{self.stage}: the {self.model_label} batch API refused the batch: {rec.result_body}")

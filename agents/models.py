@@ -206,7 +206,10 @@ class ModelFactory:
             raise ConfigError("agents.mode", "batch mode needs the store (the daemon's backend), not an in-memory cache")
         raw, kind = _batch_model(r)
         self.dispatcher.register(r.model, raw, kind)
-        batched = BatchedModel(raw, store=self.batch_store, model=r.model, stage=role, prompt_version=prompt_version)
+        batched = BatchedModel(
+            raw, store=self.batch_store, model=r.model, stage=role, prompt_version=prompt_version,
+            defer_s=min(BatchedModel.POLL_DEFER_S, self.settings.agents.batch.poll_interval_s),
+        )
         return CachedModel(
             batched, cache=self.cache, model=r.model, stage=role, prompt_version=prompt_version,
             price=price_of(r.model, self.settings.agents.prices), budget=self.budget, stats=self.stats,

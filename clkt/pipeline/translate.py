@@ -26,6 +26,7 @@ from clkt.errors import AgentError
 from clkt.pipeline._entities import (
     SOURCE_LANG,
     facts_of,
+    gather_all,
     load_entity,
     paid,
     set_entity_status,
@@ -122,7 +123,7 @@ class TranslateWorker(StageWorker):
                 rows.append(_tr_row(q.id, tr, producer, version, {"passed": True}, now))
             return q, rows, None
 
-        results = [] if doc_problem else await asyncio.gather(*(one(q) for q in questions))
+        results = [] if doc_problem else await gather_all(one(q) for q in questions)
 
         async with ctx.store.transaction() as s:
             if doc_problem:
