@@ -228,7 +228,7 @@ class BatchDispatcher:
     flush_after_s: float = 60.0
     poll_interval_s: float = 30.0
     max_tries: int = 3  # batches a request may expire or be cancelled in before it fails
-    reconcile_window_s: float = 120.0  # Anthropic: how early a provider batch may look created before our row
+    reconcile_window_s: float = 120.0  # clock skew allowed between our batch row and the provider's batch
     models: dict[str, _Entry] = field(default_factory=dict)
     stats: BatchStats = field(default_factory=BatchStats)
     _last_poll: dict[str, float] = field(default_factory=dict)
@@ -279,15 +279,19 @@ class BatchDispatcher:
 
     async def _find(self, b: BatchRecord, entry: _Entry) -> str | None:
         client: Any = entry.model.client  # type: ignore[attr-defined]
+        since = (b.created_at or _now()) - timedelta(seconds=self.reconcile_window_s)
         if entry.provider == "openai":
-            async for ob in client.batches.list(limit=100):
+            async for ob in client.batches.list(limit=100):  # newest first: stop before our row existed
                 if (ob.metadata or {}).get(_METADATA_KEY) == b.id:
                     return str(ob.id)
+                if ob.created_at < since.timestamp():
+                    break
             return None
         taken = await self.store.adopted_provider_ids()
-        since = (b.created_at or _now()) - timedelta(seconds=self.reconcile_window_s)
         candidates = []
         async for ab in client.beta.messages.batches.list(limit=100):
+            if ab.created_at < since:
+                break
             c = ab.request_counts
             total = c.processing + c.succeeded + c.errored + c.canceled + c.expired
             if ab.id not in taken and ab.created_at >= since and total == b.request_count:

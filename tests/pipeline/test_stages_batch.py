@@ -70,3 +70,27 @@ async def test_entities_become_ready_through_provider_batches(store: Store, tmp_
     assert calls == batch_calls == sum(provider.stats.runs.values())  # every paid answer came from a batch
     assert open_batches == 0 and summary.accepted_questions > 0
     assert all(st.batch_share == 1.0 for st in summary.stages)
+
+
+def test_the_batch_service_runs_only_when_a_stage_is_in_batch_mode(tmp_path: Path) -> None:
+    from clkt.pipeline.stages import stage_services
+
+    url = "http://127.0.0.1:9/v1"
+    batch = pipeline_settings(tmp_path, agents=agents("openai", url))
+    online = pipeline_settings(tmp_path, agents={**agents("openai", url), "mode": "online", "stage_modes": {}})
+    one_stage = pipeline_settings(tmp_path, agents={**agents("openai", url), "mode": "online",
+                                                    "stage_modes": {"translate": "batch"}})
+    assert "llm-batches" in [s.name for s in stage_services(batch)]
+    assert "llm-batches" not in [s.name for s in stage_services(online)]
+    assert "llm-batches" in [s.name for s in stage_services(one_stage)]
+    assert one_stage.agents.mode_of("translate") == "batch" and one_stage.agents.mode_of("judge") == "online"
+
+
+def test_an_unknown_stage_or_mode_is_a_clear_config_error(tmp_path: Path) -> None:
+    from pydantic import ValidationError
+
+    url = "http://127.0.0.1:9/v1"
+    with pytest.raises(ValidationError, match="stage_modes"):
+        pipeline_settings(tmp_path, agents={**agents("openai", url), "stage_modes": {"probe": "batch"}})
+    with pytest.raises(ValidationError, match="mode"):
+        pipeline_settings(tmp_path, agents={**agents("openai", url), "mode": "cheap"})
