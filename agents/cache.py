@@ -3,6 +3,9 @@
 `CachedModel` wraps the (rate-limited) provider model of one agent role. Every request is keyed by a sha256
 of (model, settings, prompt version, messages, output schema); a hit replays the stored `ModelResponse`
 without touching the provider, a miss is sent, priced from the token usage and stored with its latency.
+Pricing (`cost_usd`): the config's `[agents.prices."<model>"]` when given (cached input tokens at
+`cached_input_per_mtok`, a batch answer at `batch_discount` of the online price), else genai-prices (which
+knows cached and batch prices of the hosted models), else 0.
 Volatile message fields (timestamps, run ids, usage) are left out of the key, so the same conversation
 always maps to the same key; a retry after `ModelRetry` is simply a longer conversation with its own key.
 
@@ -40,6 +43,7 @@ __all__ = [
     "call_key",
     "month_start",
     "price_of",
+    "cost_usd",
 ]
 
 _RESPONSE = TypeAdapter(ModelResponse)
@@ -55,10 +59,12 @@ class CachedCall(BaseModel):
     stage: str
     prompt_version: str
     response: dict[str, Any]  # the ModelResponse as JSON
-    input_tokens: int = 0
+    input_tokens: int = 0  # all input tokens, cached ones included
     output_tokens: int = 0
     cost_usd: float = 0.0
     latency_ms: float = 0.0
+    cached_input_tokens: int = 0
+    batch: bool = False
 
 
 class CallCache(Protocol):
@@ -116,6 +122,26 @@ def month_start(now: datetime) -> datetime:
 def price_of(model: str, prices: dict[str, PriceSettings]) -> PriceSettings | None:
     """The price of `model` ("provider:name"): by the full string, else by the bare model name."""
     return prices.get(model) or prices.get(model.split(":", 1)[-1])
+
+
+def is_batch(response: ModelResponse) -> bool:
+    """Answered through a provider batch (pydantic-ai's batch codecs mark it for batch pricing)."""
+    return (response.provider_details or {}).get("processing") == "batch"
+
+
+def cost_usd(response: ModelResponse, price: PriceSettings | None) -> float:
+    """The price of one answer: the configured price (cached input and batch discounts), else genai-prices."""
+    u = response.usage
+    if price is None:
+        try:
+            return float(response.cost().total_price)
+        except Exception:  # noqa: BLE001 - a model genai-prices does not know costs what the config says: 0
+            return 0.0
+    cached = min(u.cache_read_tokens, u.input_tokens)
+    cached_price = price.cached_input_per_mtok if price.cached_input_per_mtok is not None else price.input_per_mtok
+    cost = ((u.input_tokens - cached) * price.input_per_mtok + cached * cached_price
+            + u.output_tokens * price.output_per_mtok) / 1e6
+    return cost * price.batch_discount if is_batch(response) else cost
 
 
 def _strip(messages: list[ModelMessage]) -> list[dict[str, Any]]:
@@ -201,11 +227,7 @@ class CachedModel(WrapperModel):
         response = await self.wrapped.request(messages, model_settings, model_request_parameters)
         latency_ms = (time.perf_counter() - t0) * 1000
         usage = response.usage
-        cost = 0.0
-        if self.price is not None:
-            cost = (
-                usage.input_tokens * self.price.input_per_mtok + usage.output_tokens * self.price.output_per_mtok
-            ) / 1e6
+        cost = cost_usd(response, self.price)
         call = CachedCall(
             key=key,
             model=self.model_label,
@@ -216,6 +238,8 @@ class CachedModel(WrapperModel):
             output_tokens=usage.output_tokens,
             cost_usd=cost,
             latency_ms=latency_ms,
+            cached_input_tokens=min(usage.cache_read_tokens, usage.input_tokens),
+            batch=is_batch(response),
         )
         await self.cache.put(call)
         if self.on_call is not None:

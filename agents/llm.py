@@ -72,20 +72,26 @@ class _Deps:
 
 
 def build_user_prompt(agent: str, **kw: Any) -> str:
-    """The user message of one call; every untrusted string goes through `data_block()`."""
+    """The user message of one call; every untrusted string goes through `data_block()`.
+
+    Cache-friendly order: what repeats across the calls of one entity (the task sentence, the entity, the
+    document) comes first and what varies (the response judged, the question, the target language) last,
+    so the provider's prefix cache serves the repeated part at the cached-input price."""
     if agent == "judge":
+        lang = kw["lang"]
         return (
-            f"Judge whether the response (written in {LANG_NAMES.get(kw['lang'], kw['lang'])}) shows that the "
-            "model already knows the entity.\n\n"
+            "Judge whether the response shows that the model already knows the entity.\n\n"
             + data_block("entity", kw["entity_name"]) + "\n\n"
             + data_block("document", kw["document"]) + "\n\n"
+            + f"The response is written in {LANG_NAMES.get(lang, lang)}.\n\n"
             + data_block("response", kw["response"])
         )
     if agent == "generate":
         return (
-            f"Write {kw['n']} multiple-choice questions about distinct facts of the document.\n\n"
+            "Write multiple-choice questions about distinct facts of the document.\n\n"
             + data_block("entity", kw["entity_name"]) + "\n\n"
-            + data_block("document", kw["document"])
+            + data_block("document", kw["document"]) + "\n\n"
+            + f"Write {kw['n']} multiple-choice questions."
         )
     if agent == "verify":
         q = {"question": kw["mcq"].question, "options": kw["mcq"].options, "answer_index": kw["mcq"].answer_index,
@@ -99,12 +105,16 @@ def build_user_prompt(agent: str, **kw: Any) -> str:
         q = {"question": kw["mcq"].question, "options": kw["mcq"].options, "answer_index": kw["mcq"].answer_index}
         lang = kw["lang"]
         return (
-            f"Translate into {LANG_NAMES.get(lang, lang)} (lang = {lang!r}).\n\n"
-            + data_block("source", json.dumps(q, ensure_ascii=False, indent=1))
+            "Translate the source question and its options.\n\n"
+            + data_block("source", json.dumps(q, ensure_ascii=False, indent=1)) + "\n\n"
+            + f"Translate into {LANG_NAMES.get(lang, lang)} (lang = {lang!r})."
         )
     if agent == "translate_document":
         lang = kw["lang"]
-        return f"Translate into {LANG_NAMES.get(lang, lang)} (lang = {lang!r}).\n\n" + data_block("document", kw["document"])
+        return (
+            "Translate the document.\n\n" + data_block("document", kw["document"]) + "\n\n"
+            + f"Translate into {LANG_NAMES.get(lang, lang)} (lang = {lang!r})."
+        )
     raise AgentError(f"unknown agent {agent!r}")
 
 

@@ -8,7 +8,10 @@ A role's model is a pydantic-ai model string `<provider>:<model>`:
 The key comes only from `settings.secret(provider.api_key_env)` (or the conventional `OPENAI_API_KEY` /
 `ANTHROPIC_API_KEY`); a hosted model without a key is a `ConfigError` at start-up, never a failed call later.
 
-Each role's model is `CachedModel(RateLimitedModel(<provider model>))`, the limiter shared per provider.
+Each role's model is `CachedModel(RateLimitedModel(<provider model>))`, the limiter shared per provider; a
+role in batch mode (`[agents] mode` or `stage_modes`) is `CachedModel(BatchedModel(<batch-capable model>))`
+(OpenAI's Responses model, Anthropic's model: the two with a batch API), its batches run by the
+`BatchDispatcher`.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from dataclasses import dataclass, field
 
 from pydantic_ai.models import Model
 
+from agents.batch import BatchDispatcher, BatchedModel, BatchStore, ProviderKind
 from agents.cache import Budget, CachedCall, CachedModel, CacheStats, CallCache, price_of
 from agents.limits import ProviderLimiter, RateLimitedModel
 from clkt.config import AgentSettings, ProviderSettings, Settings
@@ -88,26 +92,62 @@ def check_llm_config(settings: Settings) -> dict[str, ResolvedModel]:
         out[role] = resolve_model(settings, model, key=f"agents.{attr}")
     if agents.verifier_model == agents.generator_model and not agents.allow_same_verifier:
         raise ConfigError("agents.verifier_model", "must differ from generator_model unless allow_same_verifier")
+    for role, r in out.items():
+        if agents.mode_of(role) == "batch" and r.provider not in _BATCH_PROVIDERS:
+            raise ConfigError(
+                f"agents.stage_modes.{role}" if role in agents.stage_modes else "agents.mode",
+                f"{r.model!r} ({role}): provider {r.provider!r} has no batch API; batch mode needs an "
+                f"{' or '.join(_BATCH_PROVIDERS)} model (or set this stage to 'online')",
+            )
     return out
 
 
-def _provider_model(r: ResolvedModel) -> Model:
+_BATCH_PROVIDERS: tuple[ProviderKind, ...] = ("openai", "anthropic")
+
+
+def _batch_model(r: ResolvedModel) -> tuple[Model, ProviderKind]:
+    """The provider's batch-capable pydantic-ai model: OpenAI's Responses model or Anthropic's model."""
     timeout = r.settings.timeout_s
+    if r.provider == "anthropic":
+        from anthropic import AsyncAnthropic
+        from pydantic_ai.models.anthropic import AnthropicModel
+        from pydantic_ai.providers.anthropic import AnthropicProvider
+
+        aclient = AsyncAnthropic(api_key=r.api_key or "none", base_url=r.base_url, max_retries=0, timeout=timeout)
+        return AnthropicModel(r.name, provider=AnthropicProvider(anthropic_client=aclient)), "anthropic"
+    if r.provider == "openai":
+        from openai import AsyncOpenAI
+        from pydantic_ai.models.openai import OpenAIResponsesModel
+        from pydantic_ai.providers.openai import OpenAIProvider
+
+        oclient = AsyncOpenAI(base_url=r.base_url, api_key=r.api_key or "none", max_retries=0, timeout=timeout)
+        return OpenAIResponsesModel(r.name, provider=OpenAIProvider(openai_client=oclient)), "openai"
+    raise ConfigError("agents.mode", f"{r.model!r}: provider {r.provider!r} has no batch API")
+
+
+def _provider_model(r: ResolvedModel, limiter: ProviderLimiter | None = None) -> Model:
+    """The provider's pydantic-ai model; with `limiter`, its HTTP client paces at the wire and reads headers."""
+    timeout = r.settings.timeout_s
+    hooks = limiter.http_hooks() if limiter is not None else None
     if r.provider == "anthropic" and r.base_url is None:
         try:
-            from anthropic import AsyncAnthropic
+            from anthropic import AsyncAnthropic, DefaultAsyncHttpxClient as AnthropicHttpClient
             from pydantic_ai.models.anthropic import AnthropicModel
             from pydantic_ai.providers.anthropic import AnthropicProvider
         except ImportError as e:
             raise ConfigError("agents", f"{r.model!r} needs `pip install 'pydantic-ai-slim[anthropic]'`") from e
-        client = AsyncAnthropic(api_key=r.api_key, max_retries=0, timeout=timeout)
+        http = AnthropicHttpClient(event_hooks=hooks) if hooks else None
+        client = AsyncAnthropic(api_key=r.api_key, max_retries=0, timeout=timeout, http_client=http)
         return AnthropicModel(r.name, provider=AnthropicProvider(anthropic_client=client))
-    from openai import AsyncOpenAI
+    from openai import AsyncOpenAI, DefaultAsyncHttpxClient
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
     from pydantic_ai.providers.openai_compatible import OpenAICompatibleProvider
 
-    client = AsyncOpenAI(base_url=r.base_url, api_key=r.api_key or "none", max_retries=0, timeout=timeout)
+    http_client = DefaultAsyncHttpxClient(event_hooks=hooks) if hooks else None
+    client = AsyncOpenAI(
+        base_url=r.base_url, api_key=r.api_key or "none", max_retries=0, timeout=timeout, http_client=http_client
+    )
     if r.base_url is None:
         return OpenAIChatModel(r.name, provider=OpenAIProvider(openai_client=client))
     return OpenAIChatModel(r.name, provider=OpenAICompatibleProvider(r.provider, openai_client=client))
@@ -123,6 +163,8 @@ class ModelFactory:
     stats: CacheStats = field(default_factory=CacheStats)
     limiters: dict[str, ProviderLimiter] = field(default_factory=dict)
     on_call: Callable[[CachedCall, bool], None] | None = None  # (call, cached): metrics
+    batch_store: BatchStore | None = None  # batch mode: where queued calls and batches live
+    dispatcher: BatchDispatcher | None = None  # batch mode: the daemon's batch service registers models here
 
     def __post_init__(self) -> None:
         if self.budget is None and self.settings.agents.monthly_budget_usd is not None:
@@ -133,11 +175,14 @@ class ModelFactory:
             self.limiters[provider] = ProviderLimiter.from_settings(provider, p)
         return self.limiters[provider]
 
-    def wrap(self, raw: Model, *, model: str, provider: str, stage: str, prompt_version: str) -> CachedModel:
+    def wrap(
+        self, raw: Model, *, model: str, provider: str, stage: str, prompt_version: str, paced_at_wire: bool = False
+    ) -> CachedModel:
         """Limits + cache around any model (the provider's, or a FunctionModel in tests)."""
         p = self.settings.agents.providers.get(provider) or ProviderSettings()
         limited = RateLimitedModel(
-            raw, limiter=self.limiter(provider, p), timeout_s=p.timeout_s, max_attempts=p.max_attempts
+            raw, limiter=self.limiter(provider, p), timeout_s=p.timeout_s, max_attempts=p.max_attempts,
+            paced_at_wire=paced_at_wire,
         )
         return CachedModel(
             limited, cache=self.cache, model=model, stage=stage, prompt_version=prompt_version,
@@ -149,4 +194,24 @@ class ModelFactory:
         attr = ROLES[role]
         model = getattr(self.settings.agents, attr)
         r = resolve_model(self.settings, model, key=f"agents.{attr}")
-        return self.wrap(_provider_model(r), model=model, provider=r.provider, stage=role, prompt_version=prompt_version)
+        if self.settings.agents.mode_of(role) == "batch":
+            return self._batched(r, role=role, prompt_version=prompt_version)
+        raw = _provider_model(r, self.limiter(r.provider, r.settings))
+        return self.wrap(
+            raw, model=model, provider=r.provider, stage=role, prompt_version=prompt_version, paced_at_wire=True
+        )
+
+    def _batched(self, r: ResolvedModel, *, role: str, prompt_version: str) -> CachedModel:
+        if self.batch_store is None or self.dispatcher is None:
+            raise ConfigError("agents.mode", "batch mode needs the store (the daemon's backend), not an in-memory cache")
+        raw, kind = _batch_model(r)
+        self.dispatcher.register(r.model, raw, kind)
+        batched = BatchedModel(
+            raw, store=self.batch_store, model=r.model, stage=role, prompt_version=prompt_version,
+            defer_s=min(BatchedModel.POLL_DEFER_S, self.settings.agents.batch.poll_interval_s),
+        )
+        return CachedModel(
+            batched, cache=self.cache, model=r.model, stage=role, prompt_version=prompt_version,
+            price=price_of(r.model, self.settings.agents.prices), budget=self.budget, stats=self.stats,
+            on_call=self.on_call,
+        )

@@ -153,6 +153,20 @@ class ProviderSettings(_Section):
 class PriceSettings(_Section):
     input_per_mtok: float = Field(ge=0, le=1_000_000)
     output_per_mtok: float = Field(ge=0, le=1_000_000)
+    cached_input_per_mtok: float | None = Field(default=None, ge=0, le=1_000_000)  # None: the input price
+    batch_discount: float = Field(default=0.5, gt=0, le=1)  # batch price = this x the online price
+
+
+AgentMode = Literal["online", "batch"]
+
+
+class BatchSettings(_Section):
+    """Batch mode: how requests are collected into provider batches and polled."""
+
+    max_requests: int = Field(default=1000, ge=1, le=50_000)  # per batch
+    flush_after_s: float = Field(default=300.0, ge=0, le=86_400)  # submit once the oldest queued request waited this long
+    poll_interval_s: float = Field(default=60.0, gt=0, le=86_400)
+    max_tries: int = Field(default=3, ge=1, le=100)  # batches a request may expire or be cancelled in
 
 
 class AgentSettings(_Section):
@@ -162,6 +176,9 @@ class AgentSettings(_Section):
     verifier_model: str | None = None
     translator_model: str | None = None
     allow_same_verifier: bool = False
+    mode: AgentMode = "online"  # "batch": the provider's batch API, at batch prices, answers within 24 h
+    stage_modes: dict[Literal["judge", "generate", "verify", "translate"], AgentMode] = Field(default_factory=dict)
+    batch: BatchSettings = Field(default_factory=BatchSettings)
     output_retries: int = Field(default=3, ge=0, le=20)
     providers: dict[str, ProviderSettings] = Field(default_factory=dict)
     prices: dict[str, PriceSettings] = Field(default_factory=dict)
@@ -182,6 +199,10 @@ class AgentSettings(_Section):
                     "(set allow_same_verifier = true to accept the same model)"
                 )
         return self
+
+    def mode_of(self, role: str) -> AgentMode:
+        """The mode of a role (judge, generate, verify, translate): its override, else `mode`."""
+        return self.stage_modes.get(role, self.mode)  # type: ignore[call-overload,no-any-return]
 
 
 class TargetSettings(_Section):

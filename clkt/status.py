@@ -6,6 +6,8 @@ from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, Field
+from rich.table import Table
+from rich.text import Text
 from sqlalchemy import func, select
 
 from storage.engine import Store
@@ -13,7 +15,9 @@ from storage.models import Entity, EntityStatus, GpuJob, LeaseStatus, SkipCount,
 from storage.tasks import recent_failures, task_counts
 from storage.types import utcnow
 
-__all__ = ["StatusReport", "collect_status"]
+__all__ = ["StatusReport", "collect_status", "cost_table", "MIN_ACCEPTED_FOR_RATE"]
+
+MIN_ACCEPTED_FOR_RATE = 10  # fewer accepted questions: $ per question is shown as too few to mean much
 
 
 class StatusReport(BaseModel):
@@ -60,3 +64,41 @@ async def collect_status(store: Store, *, paused: str | None = None, daemon: dic
         generated_at=utcnow(), entities=ent, entities_by_domain=dom, stages=stages, gpu_jobs=jobs, snapshots=snaps,
         skipped=skipped, last_errors=errors, cost=await _cost(store), paused=paused, daemon=daemon or {},
     )
+
+
+def _usd(x: float) -> str:
+    return f"${x:,.2f}" if x >= 1 else f"${x:.4f}"
+
+
+def cost_table(cost: dict[str, Any]) -> Table:
+    """LLM cost per stage and model as a rich table: calls, input, cached input, output tokens, $, $ per accepted
+    question (with n; flagged when n is too small to mean much), batch share."""
+    from storage.llm_cache import CostSummary
+
+    summary = CostSummary.model_validate(cost)
+    n = summary.accepted_questions
+    few = 0 < n < MIN_ACCEPTED_FOR_RATE
+    per_q = "$ / accepted q" + (f" (n={n}, too few)" if few else f" (n={n})")
+    t = Table("stage", "model", "calls", "input tok", "cached input", "output tok", "$", per_q, "batch share",
+              title="LLM cost")
+    for c in [*summary.stages, None]:
+        if c is None:
+            if not summary.stages:
+                break
+            t.add_section()
+            row = ("all", "", summary.calls, summary.input_tokens, summary.cached_input_tokens, summary.output_tokens,
+                   summary.cost_usd, (summary.batch_calls / summary.calls) if summary.calls else 0.0)
+        else:
+            row = (c.stage, c.model, c.calls, c.input_tokens, c.cached_input_tokens, c.output_tokens, c.cost_usd,
+                   c.batch_share)
+        stage, model, calls, inp, cached, out, usd, share = row
+        t.add_row(
+            Text(str(stage)), Text(str(model)), f"{calls:,}", f"{inp:,}", f"{cached:,}", f"{out:,}", _usd(float(usd)),
+            _usd(float(usd) / n) if n else "no accepted question yet", f"{float(share):.0%}",
+        )
+    budget = summary.monthly_budget_usd
+    t.caption = f"this month {_usd(summary.month_cost_usd)}" + (
+        f" of {_usd(budget)} budget" + (" (spent: paid stages paused)" if summary.budget_exhausted else "")
+        if budget is not None else ""
+    )
+    return t

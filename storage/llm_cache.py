@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel
-from sqlalchemy import func, select
+from pydantic import BaseModel, computed_field
+from sqlalchemy import case, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agents.cache import CachedCall, month_start
@@ -35,7 +35,8 @@ class SqlCallCache:
         return CachedCall(
             key=row.key, model=row.model, stage=row.stage, prompt_version=row.prompt_version,
             response=row.output, input_tokens=row.input_tokens, output_tokens=row.output_tokens,
-            cost_usd=row.cost_usd, latency_ms=row.latency_ms,
+            cost_usd=row.cost_usd, latency_ms=row.latency_ms, cached_input_tokens=row.cached_input_tokens,
+            batch=row.batch,
         )
 
     async def put(self, call: CachedCall) -> None:
@@ -43,6 +44,7 @@ class SqlCallCache:
             key=call.key, model=call.model, stage=call.stage, prompt_version=call.prompt_version,
             output=call.response, input_tokens=call.input_tokens, output_tokens=call.output_tokens,
             cost_usd=call.cost_usd, latency_ms=call.latency_ms, created_at=utcnow(),
+            cached_input_tokens=call.cached_input_tokens, batch=call.batch,
         )
         await self.store.run_with_retry(lambda s: insert_ignore(s, LlmCall, [row]))
 
@@ -53,20 +55,32 @@ class SqlCallCache:
 
 
 class StageCost(BaseModel):
+    """The paid calls of one stage with one model."""
+
     stage: str
+    model: str = ""
     calls: int
-    input_tokens: int
+    input_tokens: int  # cached ones included
+    cached_input_tokens: int = 0
     output_tokens: int
     cost_usd: float
     mean_latency_ms: float
+    batch_calls: int = 0
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def batch_share(self) -> float:
+        return self.batch_calls / self.calls if self.calls else 0.0
 
 
 class CostSummary(BaseModel):
     """LLM spend for `clkt status`: per stage, per accepted question, and this month against the budget."""
 
-    stages: list[StageCost]
+    stages: list[StageCost]  # per stage and model
     calls: int
     input_tokens: int
+    cached_input_tokens: int = 0
+    batch_calls: int = 0
     output_tokens: int
     cost_usd: float
     accepted_questions: int
@@ -84,18 +98,21 @@ async def cost_summary(
         await session.execute(
             select(
                 LlmCall.stage,
+                LlmCall.model,
                 func.count(),
                 func.coalesce(func.sum(LlmCall.input_tokens), 0),
+                func.coalesce(func.sum(LlmCall.cached_input_tokens), 0),
                 func.coalesce(func.sum(LlmCall.output_tokens), 0),
                 func.coalesce(func.sum(LlmCall.cost_usd), 0.0),
                 func.coalesce(func.avg(LlmCall.latency_ms), 0.0),
-            ).group_by(LlmCall.stage).order_by(LlmCall.stage)
+                func.coalesce(func.sum(case((LlmCall.batch, 1), else_=0)), 0),
+            ).group_by(LlmCall.stage, LlmCall.model).order_by(LlmCall.stage, LlmCall.model)
         )
     ).all()
     stages = [
-        StageCost(stage=st, calls=int(n), input_tokens=int(i), output_tokens=int(o), cost_usd=float(c),
-                  mean_latency_ms=float(lat))
-        for st, n, i, o, c, lat in rows
+        StageCost(stage=st, model=m, calls=int(n), input_tokens=int(i), cached_input_tokens=int(ci),
+                  output_tokens=int(o), cost_usd=float(c), mean_latency_ms=float(lat), batch_calls=int(nb))
+        for st, m, n, i, ci, o, c, lat, nb in rows
     ]
     accepted = int(
         (await session.execute(select(func.count()).where(Question.status == QuestionStatus.translated))).scalar() or 0
@@ -110,6 +127,8 @@ async def cost_summary(
         stages=stages,
         calls=sum(s.calls for s in stages),
         input_tokens=sum(s.input_tokens for s in stages),
+        cached_input_tokens=sum(s.cached_input_tokens for s in stages),
+        batch_calls=sum(s.batch_calls for s in stages),
         output_tokens=sum(s.output_tokens for s in stages),
         cost_usd=cost,
         accepted_questions=accepted,

@@ -28,6 +28,10 @@ __all__ = [
     "Verification",
     "Translation",
     "Snapshot",
+    "LlmBatch",
+    "LlmBatchState",
+    "LlmBatchRequest",
+    "LlmBatchRequestState",
     "SnapshotStatus",
     "SnapshotItem",
     "GpuJob",
@@ -329,6 +333,66 @@ class LlmCall(SQLModel, table=True):
     cost_usd: float = 0.0
     latency_ms: float = 0.0
     created_at: datetime = _ts()
+    cached_input_tokens: int = 0  # part of input_tokens the provider read from its prompt cache
+    batch: bool = False  # answered through a provider batch (batch prices)
+
+
+class LlmBatchState(str, Enum):
+    pending = "pending"  # our row exists; the provider may or may not have the batch yet (reconcile on restart)
+    submitted = "submitted"  # the provider's batch id is known; polled until it ends
+    ended = "ended"  # results collected into the requests
+
+
+class LlmBatch(SQLModel, table=True):
+    """One provider batch. The row (with `id`, the idempotency key sent as metadata) is stored before the
+    submission, the provider's id as soon as it answers: a restart reconciles a pending row by listing the
+    provider's batches instead of submitting again."""
+
+    __tablename__ = "llm_batch"
+
+    id: str = Field(primary_key=True, max_length=64)
+    model: str = Field(max_length=256)
+    provider: str = Field(max_length=32)  # openai | anthropic
+    state: LlmBatchState = Field(default=LlmBatchState.pending, max_length=16)
+    provider_batch_id: str | None = Field(default=None, max_length=128)
+    input_file_id: str | None = Field(default=None, max_length=128)
+    provider_status: str | None = Field(default=None, max_length=32)
+    request_count: int = 0
+    polls: int = 0
+    created_at: datetime = _ts()
+    updated_at: datetime = _ts()
+
+    __table_args__ = (Index("ix_llm_batch_state", "state"),)
+
+
+class LlmBatchRequestState(str, Enum):
+    queued = "queued"  # waiting for the next batch
+    submitted = "submitted"  # in batch `batch_id`
+    done = "done"  # a result arrived (succeeded or errored): `result_status`, `result_body`
+
+
+class LlmBatchRequest(SQLModel, table=True):
+    """One LLM call waiting for (or answered by) a provider batch, keyed by its call-cache key."""
+
+    __tablename__ = "llm_batch_request"
+
+    key: str = Field(primary_key=True, max_length=64)
+    model: str = Field(max_length=256)
+    stage: str = Field(max_length=32)
+    group: str = Field(max_length=1024)  # requests of one group share a batch (endpoint, model)
+    body: str  # the provider-native request as JSON
+    state: LlmBatchRequestState = Field(default=LlmBatchRequestState.queued, max_length=16)
+    batch_id: str | None = Field(default=None, max_length=64)
+    result_status: str | None = Field(default=None, max_length=16)
+    result_body: str | None = None
+    tries: int = 0  # batches it was sent in (expired / cancelled ones are sent again)
+    created_at: datetime = _ts()
+    updated_at: datetime = _ts()
+
+    __table_args__ = (
+        Index("ix_llm_batch_request_state", "state", "model"),
+        Index("ix_llm_batch_request_batch", "batch_id"),
+    )
 
 
 class SourceCursor(SQLModel, table=True):

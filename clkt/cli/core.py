@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from datetime import datetime, timezone
 from typing import Annotated
 
@@ -30,7 +29,7 @@ def run(config: ConfigOption = None) -> None:
 
 
 def status(config: ConfigOption = None, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
-    from clkt.status import collect_status
+    from clkt.status import collect_status, cost_table
 
     settings = load_cli_settings(config)
 
@@ -64,7 +63,7 @@ def status(config: ConfigOption = None, as_json: Annotated[bool, typer.Option("-
                 t.add_row(src, plain(reason), str(n))
         console.print(t)
     if rep.cost:
-        console.print("Cost: " + json.dumps(rep.cost))
+        console.print(cost_table(rep.cost))
     if rep.last_errors:
         t = Table("stage", "entity", "key", "tries", "last error", title="Failed work")
         for e in rep.last_errors:

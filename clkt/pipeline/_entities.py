@@ -6,8 +6,9 @@ defer to the first day of next month (UTC), so the paid stages pause while the d
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterable
 from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
@@ -21,6 +22,7 @@ from storage.models import Document, Entity, EntityStatus
 from storage.types import utcnow
 
 __all__ = [
+    "gather_all",
     "SOURCE_LANG",
     "FACTS",
     "load_entity",
@@ -92,3 +94,14 @@ async def paid(call: Awaitable[T], *, now: datetime | None = None) -> T:
     except BudgetExhausted as e:
         now = now or utcnow()
         raise RetryLater(str(e), defer=next_month(now) - now) from e
+
+
+async def gather_all(calls: Iterable[Awaitable[T]]) -> list[T]:
+    """`asyncio.gather` that lets every call finish before raising the first error: a call already sent to a
+    paid provider gets its answer stored in the call cache instead of running on, orphaned, while the task's
+    retry sends it a second time."""
+    results = await asyncio.gather(*calls, return_exceptions=True)
+    for r in results:
+        if isinstance(r, BaseException):
+            raise r
+    return results  # type: ignore[return-value]

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from clkt.metrics import Metrics
     from storage.engine import Store
 
-__all__ = ["build_backend", "backend_for", "check_backend_config"]
+__all__ = ["build_backend", "backend_for", "check_backend_config", "uses_batches"]
 
 _EXTRA = "agent_backend"
 
@@ -48,8 +48,24 @@ def build_backend(settings: Settings, *, store: Store, metrics: Metrics | None =
         check_backend_config(settings)
         cache = SqlCallCache(store)
         factory = ModelFactory(settings=settings, cache=cache, on_call=_observer(metrics) if metrics else None)
+        if uses_batches(settings):
+            from agents.batch import BatchDispatcher
+            from storage.llm_batches import SqlBatchStore
+
+            b = settings.agents.batch
+            factory.batch_store = SqlBatchStore(store)
+            factory.dispatcher = BatchDispatcher(
+                store=factory.batch_store, max_requests=b.max_requests, flush_after_s=b.flush_after_s,
+                poll_interval_s=b.poll_interval_s, max_tries=b.max_tries,
+            )
         return LlmBackend(settings=settings, cache=cache, factory=factory)
     raise ConfigError("agents.backend", f"unknown backend {kind!r}")
+
+
+def uses_batches(settings: Settings) -> bool:
+    """Whether any LLM stage runs in batch mode."""
+    a = settings.agents
+    return a.backend == "llm" and any(a.mode_of(role) == "batch" for role in ("judge", "generate", "verify", "translate"))
 
 
 def backend_for(ctx: ServiceContext) -> AgentBackend:

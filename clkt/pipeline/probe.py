@@ -25,6 +25,7 @@ from clkt.context import ServiceContext
 from clkt.errors import AgentError, ModelUnavailableError
 from clkt.pipeline._entities import facts_of, load_entity, paid, set_entity_status, source_document
 from clkt.pipeline.backends import backend_for
+from clkt.pipeline.batches import batched, prefetch
 from clkt.pipeline.worker import StageWorker, finish
 from clkt.targets.probe import PROBE_PROMPT_VERSION, build_probe_prompt
 from storage.models import EntityStatus, Probe, Stage, Task
@@ -105,6 +106,11 @@ class ProbeWorker(StageWorker):
                 continue
             prompts = [build_probe_prompt(target, entity.name, lang) for lang in todo]
             answers = await self.probe_fn(target, prompts, ctx)
+            if batched(settings, "judge"):  # every language's judgement in one batch round
+                await prefetch(
+                    backend.judge(entity_name=entity.name, document=document, facts=facts, response=a, lang=lang)
+                    for lang, a in zip(todo, answers, strict=True)
+                )
             rows: list[dict[str, Any]] = []
             for lang, prompt, answer in zip(todo, prompts, answers, strict=True):
                 try:

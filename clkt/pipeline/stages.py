@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from clkt.config import Settings
-from clkt.pipeline.backends import check_backend_config
+from clkt.pipeline.backends import check_backend_config, uses_batches
 from clkt.pipeline.generate import GenerateWorker
 from clkt.pipeline.probe import ProbeWorker
 from clkt.pipeline.translate import TranslateWorker
@@ -24,9 +24,14 @@ __all__ = ["stage_services"]
 def stage_services(settings: Settings) -> list[Service]:
     check_backend_config(settings)
     n = settings.agents.concurrency
-    return [
+    services: list[Service] = [
         ProbeWorker(concurrency=1),  # the target model generates one batch at a time anyway
         GenerateWorker(concurrency=n),
         VerifyWorker(concurrency=n),
         TranslateWorker(concurrency=n),
     ]
+    if uses_batches(settings):
+        from clkt.pipeline.batches import BatchService
+
+        services.append(BatchService())
+    return services

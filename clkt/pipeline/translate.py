@@ -26,6 +26,7 @@ from clkt.errors import AgentError
 from clkt.pipeline._entities import (
     SOURCE_LANG,
     facts_of,
+    gather_all,
     load_entity,
     paid,
     set_entity_status,
@@ -33,6 +34,7 @@ from clkt.pipeline._entities import (
     source_document,
 )
 from clkt.pipeline.backends import backend_for
+from clkt.pipeline.batches import batched, prefetch
 from clkt.pipeline.verify import mcq_of
 from clkt.pipeline.worker import StageWorker, finish
 from storage.models import Document, EntityStatus, Question, QuestionStatus, Stage, Task, Translation
@@ -71,6 +73,14 @@ class TranslateWorker(StageWorker):
         producer, version = backend.producer("translate"), backend.prompt_version("translate")
         sem = asyncio.Semaphore(settings.agents.concurrency)
         now = utcnow()
+
+        if batched(settings, "translate"):  # every translation of the task in one batch round
+            await prefetch([
+                *(backend.translate_document(document=document, facts=facts, target_lang=lang)
+                  for lang in langs[1:] if lang not in docs),
+                *(backend.translate_mcq(mcq=mcq_of(q), document=document, facts=facts, target_lang=lang)
+                  for q in questions for lang in langs[1:] if (q.id, lang) not in have),
+            ])
 
         # 1. the document in every language
         doc_rows: list[dict[str, Any]] = []
@@ -113,7 +123,7 @@ class TranslateWorker(StageWorker):
                 rows.append(_tr_row(q.id, tr, producer, version, {"passed": True}, now))
             return q, rows, None
 
-        results = [] if doc_problem else await asyncio.gather(*(one(q) for q in questions))
+        results = [] if doc_problem else await gather_all(one(q) for q in questions)
 
         async with ctx.store.transaction() as s:
             if doc_problem:

@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from agents.types import MCQ, CRITERIA, check_against_document
 from clkt.context import ServiceContext
 from clkt.errors import AgentError
-from clkt.pipeline._entities import facts_of, load_entity, paid, set_entity_status, source_document
+from clkt.pipeline._entities import facts_of, gather_all, load_entity, paid, set_entity_status, source_document
 from clkt.pipeline.backends import backend_for
 from clkt.pipeline.worker import StageWorker, finish
 from storage.models import EntityStatus, Question, QuestionStatus, Stage, Task, Verification
@@ -66,7 +66,7 @@ class VerifyWorker(StageWorker):
             return q, dict(verifier=backend.producer("verify"), prompt_version=backend.prompt_version("verify"),
                            criteria=report.criteria(), reasons=dict(report.reasons), passed=report.passed)
 
-        results = await asyncio.gather(*(one(q) for q in questions))
+        results = await gather_all(one(q) for q in questions)
         async with ctx.store.transaction() as s:
             now = utcnow()
             await insert_ignore(s, Verification, [dict(question_id=q.id, created_at=now, **v) for q, v in results])

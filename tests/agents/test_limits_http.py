@@ -134,9 +134,10 @@ def test_a_volley_of_429s_halves_once() -> None:
 
 def test_limiter_paces_the_minute_budget() -> None:
     lim = ProviderLimiter(name="p", rpm=600, tpm=1000, max_in_flight=4)
-    assert lim.requests.max_rate == 1.0 and lim.requests.time_period == pytest.approx(0.1)
+    assert lim.requests.rate_per_s == pytest.approx(10.0) and lim.tokens.rate_per_s == pytest.approx(1000 / 60)
     slow = ProviderLimiter(name="p", rpm=6, tpm=1000, max_in_flight=1)
-    assert slow.requests.max_rate == 1.0 and slow.requests.time_period == pytest.approx(10.0)
+    waits = [slow.requests.reserve(now=100.0) for _ in range(3)]
+    assert waits == [0.0, pytest.approx(5.0), pytest.approx(15.0)]  # half an interval of slack, then 10 s apart
 
 
 async def test_daemon_backend_counts_calls_in_metrics(server: FakeOpenAI, store: object) -> None:

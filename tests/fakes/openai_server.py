@@ -7,7 +7,10 @@ Routes: `POST /v1/chat/completions` (tool-call answers for the agents, text for 
 `{"delay_s": 3}` (then the default answer), `{"args": {...}}` (the tool arguments to return) or
 `{"text": "..."}`. Without a script the answer comes from `tests.fakes.llm_responder` (valid for every
 agent role). With `rpm` set, requests beyond the limit (a token bucket of `burst` requests refilled at
-rpm/60 per second) get 429 with `Retry-After`.
+rpm/60 per second) get 429 with `Retry-After` (whole seconds) and `retry-after-ms` (the exact wait), as
+OpenAI sends them; with `tpm` set, the same for tokens (the request's prompt tokens + `max_tokens`, a
+bucket of `token_burst_s` seconds of TPM). With `rate_headers`, every answer carries OpenAI's
+`x-ratelimit-{limit,remaining,reset}-{requests,tokens}` headers.
 
 Standalone: `python -m tests.fakes.openai_server --port 8099 --rpm 600 --latency-ms 200`.
 """
@@ -41,6 +44,7 @@ class ServerStats:
     max_in_flight: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    tokens_admitted: int = 0  # the TPM bucket's count of admitted requests
     times: list[float] = field(default_factory=list)  # monotonic arrival time of every request
     ok_times: list[float] = field(default_factory=list)
     bodies: Counter[str] = field(default_factory=Counter)  # sha256 of each request body -> times seen
@@ -49,7 +53,8 @@ class ServerStats:
         return {
             "calls": self.calls, "ok": self.ok, "status": {str(k): v for k, v in self.status.items()},
             "max_in_flight": self.max_in_flight, "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
+            "completion_tokens": self.completion_tokens, "tokens_admitted": self.tokens_admitted,
+            "times": self.times, "ok_times": self.ok_times,
             "repeated_requests": sum(n - 1 for n in self.bodies.values() if n > 1),
         }
 
@@ -64,8 +69,20 @@ class FakeOpenAI:
         latency_sigma: float = 0.5,
         retry_after_s: float = 1.0,
         seed: int = 0,
+        tpm: float | None = None,
+        token_burst_s: float = 0.1,
+        rate_headers: bool = False,
+        prefix_cache_min_tokens: int | None = None,
     ) -> None:
+        # with it: usage counts the prompt's text (~4 characters a token) and reports the longest prefix shared
+        # with an earlier prompt as cached (prompt_tokens_details.cached_tokens), as the batch fake does
+        self.prefix_cache_min_tokens = prefix_cache_min_tokens
+        self._prompts: list[str] = []
         self.rpm = rpm
+        self.tpm = tpm
+        self.token_burst = (tpm / 60.0 * token_burst_s) if tpm else 0.0
+        self._token_level = self.token_burst
+        self.rate_headers = rate_headers
         self.burst = burst if burst is not None else (max(1.0, rpm / 60.0) if rpm else 1.0)
         self.latency_ms = latency_ms
         self.latency_sigma = latency_sigma
@@ -110,16 +127,43 @@ class FakeOpenAI:
         return f"http://127.0.0.1:{self.port}/v1"
 
     # -- limits ---------------------------------------------------------------------------------
-    def _admit(self) -> bool:
-        if not self.rpm:
-            return True
+    def _admit(self, cost: int) -> float:
+        """0.0 when admitted (both buckets debited), else the seconds until it would be."""
         now = time.monotonic()
-        self._tokens = min(self.burst, self._tokens + (now - self._last) * self.rpm / 60.0)
-        self._last = now
-        if self._tokens >= 1.0:
+        dt, self._last = now - self._last, now
+        if self.rpm:
+            self._tokens = min(self.burst, self._tokens + dt * self.rpm / 60.0)
+        if self.tpm:
+            self._token_level = min(self.token_burst, self._token_level + dt * self.tpm / 60.0)
+        wait = 0.0
+        if self.rpm and self._tokens < 1.0:
+            wait = (1.0 - self._tokens) / (self.rpm / 60.0)
+        if self.tpm:
+            cost = min(cost, int(self.token_burst))  # a request larger than the bucket waits for a full one
+            if self._token_level < cost:
+                wait = max(wait, (cost - self._token_level) / (self.tpm / 60.0))
+        if wait > 0:
+            return wait
+        if self.rpm:
             self._tokens -= 1.0
-            return True
-        return False
+        if self.tpm:
+            self._token_level -= cost
+        self.stats.tokens_admitted += cost
+        return 0.0
+
+    def _rate_headers(self) -> dict[str, str]:
+        if not self.rate_headers:
+            return {}
+        h: dict[str, str] = {}
+        if self.rpm:
+            h["x-ratelimit-limit-requests"] = f"{self.rpm:.0f}"
+            h["x-ratelimit-remaining-requests"] = f"{int(self._tokens)}"
+            h["x-ratelimit-reset-requests"] = f"{(self.burst - self._tokens) / (self.rpm / 60.0) * 1000:.0f}ms"
+        if self.tpm:
+            h["x-ratelimit-limit-tokens"] = f"{self.tpm:.0f}"
+            h["x-ratelimit-remaining-tokens"] = f"{int(self._token_level)}"
+            h["x-ratelimit-reset-tokens"] = f"{(self.token_burst - self._token_level) / (self.tpm / 60.0) * 1000:.0f}ms"
+        return h
 
     def _latency(self) -> float:
         if self.latency_ms <= 0:
@@ -143,14 +187,24 @@ class FakeOpenAI:
             err = {"error": {"message": f"scripted {code}", "type": "rate_limit_exceeded" if code == 429 else "server_error",
                              "code": "rate_limit_exceeded" if code == 429 else None}}
             return body, step, web.json_response(err, status=code, headers=headers)
-        if not self._admit():
+        cost = self._prompt_tokens(body) + int(body.get("max_tokens") or body.get("max_completion_tokens") or 0)
+        wait = self._admit(cost)
+        if wait > 0:
             st.status[429] = st.status.get(429, 0) + 1
             err = {"error": {"message": "Rate limit reached for requests", "type": "requests",
                              "code": "rate_limit_exceeded"}}
-            return body, step, web.json_response(
-                err, status=429, headers={"Retry-After": f"{self.retry_after_s:g}"}
-            )
+            headers = {"Retry-After": f"{self.retry_after_s:g}", **self._rate_headers()}
+            if self.rate_headers:
+                headers["retry-after-ms"] = f"{wait * 1000:.0f}"
+            return body, step, web.json_response(err, status=429, headers=headers)
         return body, step, None
+
+    @staticmethod
+    def _prompt_tokens(body: dict[str, Any]) -> int:
+        """The fake's token count of a request: ~4 characters of its messages (or prompt) per token."""
+        if "messages" in body:
+            return max(1, len(json.dumps(body["messages"], ensure_ascii=False)) // 4)
+        return max(1, len(str(body.get("prompt", ""))) // 4)
 
     async def _chat(self, request: web.Request) -> web.Response:
         body, step, early = await self._common(request)
@@ -179,7 +233,12 @@ class FakeOpenAI:
             else:
                 message, finish = {"role": "assistant", "content": "I have no information about that."}, "stop"
             completion = json.dumps(message, ensure_ascii=False)
-            usage = self._usage(json.dumps(body.get("messages", []), ensure_ascii=False), completion)
+            if self.prefix_cache_min_tokens is not None:  # count what the model wrote, as the batch fake does
+                calls = message.get("tool_calls") or []
+                written = calls[0]["function"]["arguments"] if calls else str(message.get("content") or "")
+                usage = self._cached_usage(body, written)
+            else:
+                usage = self._usage(json.dumps(body.get("messages", []), ensure_ascii=False), completion)
             st.ok += 1
             st.ok_times.append(time.monotonic())
             st.status[200] = st.status.get(200, 0) + 1
@@ -188,7 +247,7 @@ class FakeOpenAI:
                 "model": body.get("model", "fake"),
                 "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
                 "usage": usage,
-            })
+            }, headers=self._rate_headers())
         finally:
             st.in_flight -= 1
 
@@ -213,6 +272,16 @@ class FakeOpenAI:
         self.stats.completion_tokens += c
         return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
 
+    def _cached_usage(self, body: dict[str, Any], completion: str) -> dict[str, Any]:
+        from tests.fakes.batch_server import prompt_text, shared_prefix_tokens
+
+        text = prompt_text([m.get("content") for m in body.get("messages", [])])
+        cached = shared_prefix_tokens(text, self._prompts, self.prefix_cache_min_tokens or 0)
+        self._prompts.append(text)
+        u: dict[str, Any] = self._usage(text, completion)
+        u["prompt_tokens_details"] = {"cached_tokens": min(cached, u["prompt_tokens"])}
+        return u
+
     async def _stats(self, request: web.Request) -> web.Response:
         return web.json_response(self.stats.as_dict())
 
@@ -228,7 +297,8 @@ class FakeOpenAI:
 
 
 async def _serve(args: argparse.Namespace) -> None:
-    server = FakeOpenAI(rpm=args.rpm, latency_ms=args.latency_ms, retry_after_s=args.retry_after)
+    server = FakeOpenAI(rpm=args.rpm, burst=args.burst, tpm=args.tpm, latency_ms=args.latency_ms,
+                        retry_after_s=args.retry_after, rate_headers=args.rate_headers)
     url = await server.start(args.port)
     print(json.dumps({"base_url": url}), flush=True)
     try:
@@ -243,6 +313,9 @@ def main() -> None:
     ap.add_argument("--rpm", type=float, default=None)
     ap.add_argument("--latency-ms", type=float, default=0.0)
     ap.add_argument("--retry-after", type=float, default=1.0)
+    ap.add_argument("--burst", type=float, default=None)
+    ap.add_argument("--tpm", type=float, default=None)
+    ap.add_argument("--rate-headers", action="store_true")
     try:
         asyncio.run(_serve(ap.parse_args()))
     except KeyboardInterrupt:

@@ -1,0 +1,64 @@
+"""`clkt status` shows LLM cost as a table per stage and model (through the real CLI process), with the n of
+accepted questions beside $ per question and a warning when n is too small."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from clkt.status import collect_status, cost_table
+from storage.engine import Store
+from storage.models import LlmCall
+from storage.types import utcnow
+from tests.conftest import REPO
+
+
+async def _seed(tmp_path: Path, *, accepted: int = 0) -> Path:
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f'data_dir = "{tmp_path}"\n')
+    async with Store(url=f"sqlite+aiosqlite:///{tmp_path / 'clkt.db'}") as store:
+        async with store.transaction() as s:
+            rows = [("judge", "openai:gpt-4o-mini", True, 1000, 600, 0.001),
+                    ("judge", "openai:gpt-4o-mini", False, 1000, 0, 0.002),
+                    ("generate", "anthropic:claude-x[bold]", True, 3000, 0, 0.01)]
+            for i, (stage, model, batch, inp, cached, usd) in enumerate(rows):
+                s.add(LlmCall(key=f"{i:064d}", model=model, stage=stage, prompt_version="v1", output={},
+                              input_tokens=inp, cached_input_tokens=cached, output_tokens=100, cost_usd=usd,
+                              batch=batch, created_at=utcnow()))
+    return cfg
+
+
+def _clkt(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "clkt.cli", *args], capture_output=True, text=True, cwd=REPO,
+                          timeout=120, env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "220"})
+
+
+async def test_status_prints_the_cost_table(tmp_path: Path) -> None:
+    cfg = await _seed(tmp_path)
+    res = _clkt("status", "--config", str(cfg))
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
+    assert "LLM cost" in out and "Cost: {" not in out  # a table, not a JSON string
+    judge = next(line for line in out.splitlines() if "judge" in line and "gpt-4o-mini" in line)
+    assert "2" in judge and "2,000" in judge and "600" in judge and "50%" in judge and "$0.0030" in judge
+    assert "claude-x[bold]" in out  # text, never markup
+    assert "no accepted question yet" in out
+    res = _clkt("status", "--config", str(cfg), "--json")
+    stages = json.loads(res.stdout)["cost"]["stages"]
+    assert {(st["stage"], st["batch_share"]) for st in stages} == {("judge", 0.5), ("generate", 1.0)}
+
+
+async def test_cost_per_question_says_when_n_is_too_small(tmp_path: Path) -> None:
+    await _seed(tmp_path)
+    async with Store(url=f"sqlite+aiosqlite:///{tmp_path / 'clkt.db'}") as store:
+        rep = await collect_status(store)
+    cost = {**rep.cost, "accepted_questions": 4}
+    console = Console(width=220, record=True)
+    console.print(cost_table(cost))
+    text = console.export_text()
+    assert "n=4, too few" in text and "$0.0033" in text  # 0.013 / 4 per accepted question, total row
