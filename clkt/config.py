@@ -100,6 +100,8 @@ class AgentSettings(_Section):
     prices: dict[str, PriceSettings] = Field(default_factory=dict)
     monthly_budget_usd: float | None = Field(default=None, ge=0)
     questions_per_entity: int = Field(default=5, ge=1, le=20)
+    # per-domain caps that replace `questions_per_entity` for their domain (e.g. { sports = 4 })
+    questions_per_domain: dict[Domain, int] = Field(default_factory=dict)
     concurrency: int = Field(default=4, ge=1)
     probe_max_new_tokens: int = Field(default=96, ge=8, le=1024)  # target-model probe answer length
 
@@ -115,6 +117,21 @@ class AgentSettings(_Section):
                     "(set allow_same_verifier = true to accept the same model)"
                 )
         return self
+
+    @field_validator("questions_per_domain")
+    @classmethod
+    def _per_domain(cls, v: dict[Domain, int]) -> dict[Domain, int]:
+        bad = {d.value: n for d, n in v.items() if not 1 <= n <= 20}
+        if bad:
+            raise ValueError(f"questions per domain must be between 1 and 20, got {bad}")
+        return v
+
+    def question_cap(self, domain: str) -> int:
+        """How many questions the generator writes per entity of `domain`."""
+        for d, n in self.questions_per_domain.items():
+            if d.value == domain:
+                return n
+        return self.questions_per_entity
 
 
 class TargetSettings(_Section):
@@ -182,6 +199,8 @@ class SnapshotSettings(_Section):
     )
     seed: int = 0
     val_ratio: float = Field(default=0.2, gt=0, lt=1)
+    # fictional entities per spec domain in every snapshot's control split (0: none); see clkt.snapshots.control
+    control_entities: int = Field(default=2, ge=0, le=100)
     allow_partial: bool = False
     out_dir: Path = Path("snapshots")
     webhook_url: str | None = None
@@ -322,7 +341,8 @@ EMBEDDED_DEFAULT: dict[str, Any] = {
     "offline_demo": True,
     "replay": {"enabled": True, "redate": True},
     "http": {"port": 0},
-    "agents": {"backend": "template", "questions_per_entity": 3, "probe_max_new_tokens": 48},
+    # every question the template engine can ask (at most 8 fact slots per kind; about 7 per recorded entity)
+    "agents": {"backend": "template", "questions_per_entity": 8, "probe_max_new_tokens": 48},
     "spec": {
         "name": "demo",
         "targets": [EMBEDDED_TARGET.model_dump(mode="json")],
