@@ -25,6 +25,7 @@ from clkt.errors import JobError, SnapshotError, UserError
 from clkt.evaluate.prompts import EVAL_PROMPT_VERSION
 from clkt.evaluate.runner import accuracy, answer_questions
 from clkt.inject.spec import (
+    CONTROL_SPLIT,
     PREDICTIONS_FILE,
     PROGRESS_FILE,
     EpochRecord,
@@ -108,10 +109,13 @@ def run_job(spec: JobSpec) -> JobOutcome:
     torch.manual_seed(spec.gpu.seed)
     strategy = get_strategy(spec.strategy)
     data = _load_snapshot(spec)
-    docs = data.docs_for(spec.train_lang)
+    # the control split's fictional documents are injected with the real ones and scored on their own
+    docs = data.docs_for(spec.train_lang) + data.control_docs_for(spec.train_lang)
     if not docs:
         raise SnapshotError(f"snapshot {spec.snapshot_id} has no {spec.train_lang} documents to inject")
-    test_rows = [r for lang in data.languages for r in data.questions_for(lang, "test")]
+    control_rows = [r for lang in data.languages for r in data.control_questions_for(lang)]
+    control_qids = {r.qid for r in control_rows}
+    test_rows = [r for lang in data.languages for r in data.questions_for(lang, "test")] + control_rows
     val_rows = data.questions_for(spec.train_lang, "val")
     device = resolve_device(spec.device)
     # full fine-tuning keeps fp32 master weights (bf16 autocast on GPU); LoRA trains over a bf16 base on GPU
@@ -183,6 +187,8 @@ def run_job(spec: JobSpec) -> JobOutcome:
     )
     results = base + injected
     _write_predictions(spec.artifacts_dir / PREDICTIONS_FILE, results)
+    control_results = [r.model_copy(update={"split": CONTROL_SPLIT}) for r in results if r.qid in control_qids]
+    results = [r for r in results if r.qid not in control_qids]
     records = [
         EpochRecord(epoch=e.epoch, loss=e.loss, tokens=e.tokens, seconds=e.seconds, val_accuracy=vals.get(e.epoch))
         for e in epochs
@@ -192,7 +198,8 @@ def run_job(spec: JobSpec) -> JobOutcome:
     summary: dict[str, float | int | str | None] = {
         "selection_scorer": sel,
         "val_questions": len(val_rows),
-        "test_questions": len(test_rows),
+        "test_questions": len(test_rows) - len(control_rows),
+        "control_questions": len(control_rows),
         "train_examples": len(examples),
         "train_tokens_per_s": round(train_tokens / train_s, 2) if train_s else None,
         "resumed_after_epoch": resumed[-1].epoch if resumed else 0,
@@ -204,7 +211,8 @@ def run_job(spec: JobSpec) -> JobOutcome:
             if scorer == "generate" and subset:
                 summary[f"{variant.value}:generate:parse_failure_rate"] = sum(r.predicted is None for r in subset) / len(subset)
     return JobOutcome(
-        job_id=spec.job_id, best_epoch=best, epochs=records, device=device, results=results, summary=summary
+        job_id=spec.job_id, best_epoch=best, epochs=records, device=device, results=results, summary=summary,
+        control_results=control_results,
     )
 
 
