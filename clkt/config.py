@@ -134,6 +134,9 @@ class AgentSettings(_Section):
         return self.questions_per_entity
 
 
+ScorerLiteral = Literal["option-loglik", "letter-logprob", "generate"]
+
+
 class TargetSettings(_Section):
     """A target model: the model we measure. `model` is a HF id, a local path, or `embedded:<name>`."""
 
@@ -146,6 +149,8 @@ class TargetSettings(_Section):
     api_key_env: str | None = None
     family: str | None = None
     size_b: float | None = None  # parameters in billions (Figure 4)
+    # None: [gpu] scorers, else by kind (base: option-loglik; instruct: generate); see clkt.evaluate.scorers
+    scorers: list[ScorerLiteral] | None = Field(default=None, min_length=1)
 
 
 EMBEDDED_TARGET = TargetSettings(
@@ -228,9 +233,9 @@ class GpuSettings(_Section):
     target_modules: list[str] | None = None  # None: the attention projections
     max_seq_len: int = Field(default=1024, ge=16)
     packing: bool = False
-    scorers: list[Literal["letter-logprob", "generate"]] = Field(
-        default_factory=lambda: ["letter-logprob", "generate"], min_length=1
-    )
+    # None: each target's own `scorers`, else by its kind (base: option-loglik; instruct: generate)
+    scorers: list[ScorerLiteral] | None = Field(default=None, min_length=1)
+    parse: Literal["strict", "reference"] = "strict"  # how `generate` reads the answer letter
     max_new_tokens: int = Field(default=64, ge=1)
     eval_batch_size: int = Field(default=8, ge=1)
     job_timeout_s: float = Field(default=6 * 3600, gt=0)
@@ -363,7 +368,6 @@ EMBEDDED_DEFAULT: dict[str, Any] = {
         "devices": ["cpu"],
         "epochs": 3,
         "max_seq_len": 384,
-        "scorers": ["letter-logprob", "generate"],
         "max_new_tokens": 8,
         "eval_batch_size": 8,
         "torch_threads": 2,

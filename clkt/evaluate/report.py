@@ -4,11 +4,18 @@
 and writes into `out_dir` (by default `<data_dir>/reports/<snapshot_id>/`):
 
 - `table2.csv` (model x strategy x scorer x domain, mean ± std over pairs, bootstrap CIs), `pairs.csv`
-  (A/B/C/D per ordered pair), `metrics.json` (everything, plus base accuracy and McNemar tests);
-- `heatmap-<model>-<strategy>-<scorer>.png`: Transfer, L_train x L_test (the paper's Figure 3);
+  (A/B/C/D per ordered pair, whether its job learned, whether A+B is too small), `learn.csv` (Learn per
+  job: base against injected in the train language, exact McNemar p), `metrics.json` (everything, plus base
+  accuracy and the asymmetry tests);
+- `heatmap-<model>-<strategy>-<scorer>.png`: Transfer, L_train x L_test (the paper's Figure 3); every cell
+  shows its n (A+B); cells under `MIN_CELL_N` questions and the rows of jobs that did not learn are grey;
 - `size-<family>-<strategy>-<scorer>.png`: Overall/Transfer against model size per domain when the spec has
   several sizes of a family (Figure 4);
-- `report.md`, embedding them. `render_tables()` gives the rich tables `clkt report` prints.
+- `report.md`, embedding them, opening with what was learned, what transferred and what is too small to
+  say. `render_tables()` gives the rich tables `clkt report` prints.
+
+Control questions (the snapshot's fictional entities) never enter the real scores: they get their own Learn
+and Table-2 rows, as the positive control of injection.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from clkt.evaluate.learn import LearnTest, learn_tests, wilson_ci
 from clkt.evaluate.metrics import (
     ALL_DOMAINS,
     AVG_DOMAINS,
@@ -45,7 +53,22 @@ if TYPE_CHECKING:
 
     from storage.engine import Store
 
-__all__ = ["ReportData", "ReportPaths", "report_dir", "load_report_data", "build_report", "write_report", "write_report_files", "render_tables"]
+__all__ = [
+    "MIN_CELL_N",
+    "CONTROL_SOURCE",
+    "is_control_source",
+    "ReportData",
+    "ReportPaths",
+    "report_dir",
+    "load_report_data",
+    "build_report",
+    "write_report",
+    "write_report_files",
+    "render_tables",
+]
+
+MIN_CELL_N = 10  # a Transfer cell on fewer questions (A+B) is too small to say anything: grey, never coloured
+CONTROL_SOURCE = "control"  # the entity source of the snapshot's fictional control split
 
 
 def report_dir(data_dir: Path, snapshot_id: str) -> Path:
@@ -64,6 +87,7 @@ class JobInfo(BaseModel):
     error: str | None = None
     family: str | None = None
     size_b: float | None = None
+    parse: str | None = None  # how `generate` read the letters: "strict" or "reference"
 
 
 class ReportData(BaseModel):
@@ -78,6 +102,19 @@ class ReportData(BaseModel):
     base: list[BaseAccuracy]
     parse_failures: list[dict[str, Any]] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    learn: list[LearnTest] = Field(default_factory=list)
+    control_learn: list[LearnTest] = Field(default_factory=list)
+    control_table2: list[SummaryCell] = Field(default_factory=list)
+    control_base: list[BaseAccuracy] = Field(default_factory=list)
+    min_cell_n: int = MIN_CELL_N
+    summary: list[str] = Field(default_factory=list)  # "In short": learned, transferred, too small to say
+
+    def job_learned(self, model: str, strategy: str, scorer: str, train_lang: str) -> bool | None:
+        """None: no Learn test (no base or injected answers in the train language)."""
+        for t in self.learn:
+            if (t.model, t.strategy, t.scorer, t.train_lang, t.domain) == (model, strategy, scorer, train_lang, ALL_DOMAINS):
+                return t.learned
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +125,7 @@ class ReportPaths:
     table_csv: Path
     pairs_csv: Path
     figures: list[Path] = field(default_factory=list)
+    learn_csv: Path | None = None
 
 
 async def load_report_data(store: Store, snapshot_id: str, *, seed: int = 0) -> ReportData:
@@ -108,7 +146,7 @@ async def load_report_data(store: Store, snapshot_id: str, *, seed: int = 0) -> 
         JobInfo(
             job_id=j.id or 0, model=j.target_model, strategy=j.strategy, train_lang=j.train_lang, status=str(getattr(j.status, "value", j.status)),
             best_epoch=j.best_epoch, error=j.last_error, family=(j.summary or {}).get("target_family"),
-            size_b=(j.summary or {}).get("target_size_b"),
+            size_b=(j.summary or {}).get("target_size_b"), parse=(j.summary or {}).get("generate_parse"),
         )
         for j in jobs
     ]
@@ -117,10 +155,16 @@ async def load_report_data(store: Store, snapshot_id: str, *, seed: int = 0) -> 
         Outcome(
             model=r.target_model, strategy=r.strategy, scorer=r.scorer, variant=r.variant, train_lang=r.train_lang,
             lang=r.lang, qid=stable_qid(r.source, r.external_id, r.slot), domain=r.domain, correct=r.correct, predicted=r.predicted, split=r.split,
+            control=is_control_source(r.source),
         )
         for r in rows
     ]
     return await asyncio.to_thread(build_report, snapshot_id, langs, infos, outcomes, seed)
+
+
+def is_control_source(source: str) -> bool:
+    """A result of the control split: its entity comes from the snapshot's fictional control source."""
+    return source == CONTROL_SOURCE
 
 
 def build_report(snapshot_id: str, languages: list[str], jobs: list[JobInfo], outcomes: list[Outcome], seed: int = 0) -> ReportData:
@@ -128,18 +172,38 @@ def build_report(snapshot_id: str, languages: list[str], jobs: list[JobInfo], ou
     failed = [j for j in jobs if j.status == "failed"]
     if failed:
         notes.append(f"{len(failed)} job(s) failed: " + "; ".join(f"{j.model}/{j.strategy}/{j.train_lang}: {(j.error or '')[:160]}" for j in failed))
-    base = base_accuracy(outcomes)
+    real = [o for o in outcomes if not o.control]
+    ctrl = [o for o in outcomes if o.control]
+    learn = learn_tests(real)
+    not_learned = {(t.model, t.strategy, t.scorer, t.train_lang) for t in learn if t.domain == ALL_DOMAINS and not t.learned}
+    for t in learn:
+        if t.domain == ALL_DOMAINS and not t.learned:
+            st = t.stat
+            notes.append(
+                f"{t.model} / {t.strategy} / {t.scorer}, trained in {t.train_lang}, did not learn: {t.train_lang} accuracy "
+                f"{st.base_correct}/{st.n} before, {st.injected_correct}/{st.n} after (exact McNemar p = {st.p_value:.3g}); "
+                "its Transfer cells are not interpretable and are left out of the Transfer means"
+            )
+    base = base_accuracy(real)
     for b in base:
         if b.flagged:
             notes.append(
                 f"base model {b.model} answers {b.lang} at {100 * (b.accuracy or 0):.0f}% ({b.scorer}, n={b.n}), far above "
                 "chance (25%): these entities may not be unseen by it"
             )
-    pf = [{"model": m, "strategy": s, "variant": v, "rate": r} for (m, s, v), r in parse_failure_rates(outcomes).items()]
+    parses = sorted({j.parse for j in jobs if j.parse})
+    if parses:
+        notes.append(
+            "`generate` letters parsed with the " + " and ".join(f"`{p}`" for p in parses) + " rule"
+            + ("" if parses == ["reference"] else "; only `reference` (the reference code's rule) compares with the paper's numbers")
+        )
+    pf = [{"model": m, "strategy": s, "variant": v, "rate": r} for (m, s, v), r in parse_failure_rates(real).items()]
     data = ReportData(
-        snapshot_id=snapshot_id, languages=languages, jobs=jobs, table2=summarize(outcomes, languages, seed=seed),
-        pairs=pair_metrics(outcomes, languages), asymmetry=mcnemar_tests(outcomes, languages), base=base,
-        parse_failures=pf, notes=notes,
+        snapshot_id=snapshot_id, languages=languages, jobs=jobs,
+        table2=summarize(real, languages, seed=seed, not_learned=not_learned),
+        pairs=pair_metrics(real, languages), asymmetry=mcnemar_tests(real, languages), base=base,
+        parse_failures=pf, notes=notes, learn=learn, control_learn=learn_tests(ctrl),
+        control_table2=summarize(ctrl, languages, seed=seed) if ctrl else [], control_base=base_accuracy(ctrl),
     )
     missing = [p for p in data.pairs if p.missing and p.domain == ALL_DOMAINS]
     if missing:
@@ -147,7 +211,49 @@ def build_report(snapshot_id: str, languages: list[str], jobs: list[JobInfo], ou
             "missing pairs (no questions answered in a language): "
             + ", ".join(sorted({f"{p.train_lang}->{p.test_lang}" for p in missing}))
         )
+    data.summary.extend(_in_short(data))
     return data
+
+
+def _ci_txt(ci: tuple[float, float] | None) -> str:
+    return "" if ci is None else f" [{100 * ci[0]:.0f}, {100 * ci[1]:.0f}]"
+
+
+def _in_short(data: ReportData) -> list[str]:
+    """Plain sentences: what was learned, what transferred, what is too small to say."""
+    out: list[str] = []
+    for label, tests in (("real entities", data.learn), ("control (fictional) entities", data.control_learn)):
+        for t in tests:
+            if t.domain != ALL_DOMAINS:
+                continue
+            st = t.stat
+            verdict = "learned" if t.learned else "did NOT learn (significantly)"
+            out.append(
+                f"Learn, {label}: {t.model} / {t.strategy} / {t.scorer} trained in {t.train_lang} {verdict}: "
+                f"{100 * (st.base_accuracy or 0):.0f}%{_ci_txt(st.base_ci)} → {100 * (st.injected_accuracy or 0):.0f}%"
+                f"{_ci_txt(st.injected_ci)} on n = {st.n} {t.train_lang} questions, gain {100 * (st.gain or 0):+.0f} points"
+                f"{_ci_txt(st.gain_ci)}, exact McNemar p = {st.p_value:.3g}."
+            )
+    for c in data.table2:
+        if c.domain != ALL_DOMAINS:
+            continue
+        if c.transfer_mean is None:
+            why = "no job of it learned" if c.not_interpretable else "no pair had A+B > 0"
+            out.append(f"Transfer, {c.model} / {c.strategy} / {c.scorer}: not interpretable ({why}).")
+        else:
+            out.append(
+                f"Transfer, {c.model} / {c.strategy} / {c.scorer}: mean {100 * c.transfer_mean:.1f}%{_ci_txt(c.transfer_ci)} over "
+                f"{c.pairs - c.not_interpretable - c.transfer_undefined} language pairs"
+                + (f" ({c.not_interpretable} pairs of jobs that did not learn left out)" if c.not_interpretable else "") + "."
+            )
+    small = [p for p in data.pairs if p.domain == ALL_DOMAINS and not p.missing and p.table.a + p.table.b < data.min_cell_n]
+    total = sum(1 for p in data.pairs if p.domain == ALL_DOMAINS and not p.missing)
+    if small:
+        out.append(
+            f"Too small to say: {len(small)} of {total} Transfer cells rest on fewer than {data.min_cell_n} questions "
+            "(A+B); they are grey in the heatmaps and marked `too few` in pairs.csv — read them as noise, not as 0 % or 100 %."
+        )
+    return out
 
 
 async def write_report(store: Store, snapshot_id: str, out_dir: Path) -> ReportPaths:
@@ -177,17 +283,48 @@ def write_report_files(data: ReportData, out: Path) -> ReportPaths:
     pairs_csv = out / "pairs.csv"
     with pairs_csv.open("w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
-        w.writerow(["model", "strategy", "scorer", "domain", "train_lang", "test_lang", "A", "B", "C", "D", "overall", "transfer", "missing"])
+        w.writerow(["model", "strategy", "scorer", "domain", "train_lang", "test_lang", "A", "B", "C", "D", "overall", "transfer",
+                    "missing", "a_plus_b", "job_learned", "transfer_reading"])
         for p in data.pairs:
             t = p.table
+            learned = data.job_learned(p.model, p.strategy, p.scorer, p.train_lang)
             w.writerow([p.model, p.strategy, p.scorer, p.domain, p.train_lang, p.test_lang, t.a, t.b, t.c, t.d,
-                        _pct(p.overall), "undefined" if (p.transfer is None and not p.missing) else _pct(p.transfer), p.missing])
+                        _pct(p.overall), "undefined" if (p.transfer is None and not p.missing) else _pct(p.transfer), p.missing,
+                        t.a + t.b, "" if learned is None else learned, _reading(data, p)])
+    learn_csv = out / "learn.csv"
+    with learn_csv.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["split", "model", "strategy", "scorer", "train_lang", "domain", "n", "base_correct", "injected_correct",
+                    "base_accuracy", "base_ci_low", "base_ci_high", "injected_accuracy", "injected_ci_low", "injected_ci_high",
+                    "gain", "gain_ci_low", "gain_ci_high", "gained", "lost", "p_value", "learned"])
+        for t in [*data.learn, *data.control_learn]:
+            st = t.stat
+            bc, ic, gc = st.base_ci or (None, None), st.injected_ci or (None, None), st.gain_ci or (None, None)
+            w.writerow(["control" if t.control else "real", t.model, t.strategy, t.scorer, t.train_lang, t.domain, st.n,
+                        st.base_correct, st.injected_correct, _pct(st.base_accuracy), _pct(bc[0]), _pct(bc[1]),
+                        _pct(st.injected_accuracy), _pct(ic[0]), _pct(ic[1]), _pct(st.gain), _pct(gc[0]), _pct(gc[1]),
+                        st.gained, st.lost, f"{st.p_value:.4g}", t.learned])
     json_path = out / "metrics.json"
     json_path.write_text(json.dumps(data.model_dump(mode="json"), ensure_ascii=False, indent=1), encoding="utf-8")
     figures = _heatmaps(data, out) + _size_plots(data, out)
     md = out / "report.md"
     md.write_text(_markdown(data, figures), encoding="utf-8")
-    return ReportPaths(directory=out, markdown=md, json=json_path, table_csv=table_csv, pairs_csv=pairs_csv, figures=figures)
+    return ReportPaths(
+        directory=out, markdown=md, json=json_path, table_csv=table_csv, pairs_csv=pairs_csv, figures=figures, learn_csv=learn_csv
+    )
+
+
+def _reading(data: ReportData, p: PairMetrics) -> str:
+    """How to read a pair's Transfer: `ok`, `missing`, `undefined`, `not interpretable` or `too few`."""
+    if p.missing:
+        return "missing"
+    if data.job_learned(p.model, p.strategy, p.scorer, p.train_lang) is False:
+        return "not interpretable"
+    if p.transfer is None:
+        return "undefined"
+    if p.table.a + p.table.b < data.min_cell_n:
+        return "too few"
+    return "ok"
 
 
 def _heatmaps(data: ReportData, out: Path) -> list[Path]:
@@ -205,22 +342,32 @@ def _heatmaps(data: ReportData, out: Path) -> list[Path]:
     paths: list[Path] = []
     for (model, strategy, scorer), cells in sorted(groups.items()):
         m = np.full((len(langs), len(langs)), np.nan)
+        labels: dict[tuple[int, int], str] = {}
         for (lt, ls), p in cells.items():
-            if p.transfer is not None:
-                m[langs.index(lt), langs.index(ls)] = 100 * p.transfer
-        fig, ax = plt.subplots(figsize=(1.1 * len(langs) + 2, 1.0 * len(langs) + 1.5))
+            i, j = langs.index(lt), langs.index(ls)
+            reading = _reading(data, p)
+            ab = p.table.a + p.table.b
+            if reading == "ok":
+                m[i, j] = 100 * (p.transfer or 0)
+                labels[(i, j)] = f"{m[i, j]:.0f}\nn={ab}"
+            else:
+                labels[(i, j)] = {"missing": "missing", "undefined": "undef.\nn=0", "not interpretable": f"no learn\nn={ab}",
+                                  "too few": f"too few\nn={ab}"}[reading]
+        fig, ax = plt.subplots(figsize=(1.2 * len(langs) + 2, 1.1 * len(langs) + 1.8))
         cmap = matplotlib.colormaps["viridis"].with_extremes(bad="#e6e6e6")
         im = ax.imshow(np.ma.masked_invalid(m), vmin=0, vmax=100, cmap=cmap)
         ax.set_xticks(range(len(langs)), langs)
         ax.set_yticks(range(len(langs)), langs)
         ax.set_xlabel("test language")
         ax.set_ylabel("train language")
-        for i, lt in enumerate(langs):
-            for j, ls in enumerate(langs):
-                p = cells.get((lt, ls))
-                txt = "—" if i == j else ("missing" if p is None or p.missing else ("undef." if p.transfer is None else f"{m[i, j]:.0f}"))
-                ax.text(j, i, txt, ha="center", va="center", color="black" if np.isnan(m[i, j]) or m[i, j] >= 60 else "white", fontsize=8)
-        ax.set_title(f"Transfer (%) — {model}\n{strategy}, {scorer}", fontsize=9)
+        for i in range(len(langs)):
+            for j in range(len(langs)):
+                txt = "—" if i == j else labels.get((i, j), "missing")
+                ax.text(j, i, txt, ha="center", va="center", color="black" if np.isnan(m[i, j]) or m[i, j] >= 60 else "white", fontsize=7)
+        ax.set_title(
+            f"Transfer (%) — {model}\n{strategy}, {scorer}; n = A+B; grey: n < {data.min_cell_n}, or the job did not learn",
+            fontsize=8,
+        )
         fig.colorbar(im, ax=ax, fraction=0.046)
         fig.tight_layout()
         path = out / f"heatmap-{_slug(model)}-{_slug(strategy)}-{_slug(scorer)}.png"
@@ -262,7 +409,8 @@ def _size_plots(data: ReportData, out: Path) -> list[Path]:
                 ax.set_xlabel("parameters (B)")
                 ax.set_ylabel(f"{metric} (%)")
                 ax.set_title(f"{fam}: {metric}")
-                ax.legend(fontsize=7)
+                if ax.get_legend_handles_labels()[0]:
+                    ax.legend(fontsize=7)
             fig.tight_layout()
             path = out / f"size-{_slug(fam)}-{_slug(strategy)}-{_slug(scorer)}.png"
             fig.savefig(path, dpi=110)
@@ -297,23 +445,66 @@ def _grid(data: ReportData, label: str, cells: list[SummaryCell]) -> tuple[list[
     for key in sorted({getattr(c, label) for c in cells}):
         by = {c.domain: c for c in cells if getattr(c, label) == key}
         row = [key]
-        row += [fmt(by[d].overall_mean, by[d].overall_std) if d in by else "missing" for d in doms]
-        row += [
-            (fmt(by[d].transfer_mean, by[d].transfer_std) if by[d].transfer_mean is not None else "undefined") if d in by else "missing"
-            for d in doms
-        ]
+        row += [_cell(by[d].overall_mean, by[d].overall_std, by[d].overall_ci) if d in by else "missing" for d in doms]
+        row += [_transfer_cell(by[d]) if d in by else "missing" for d in doms]
         rows.append(row)
     return header, rows
+
+
+def _cell(mean: float | None, std: float | None, ci: tuple[float, float] | None) -> str:
+    """`mean ± std [95% CI]`, in %."""
+    if mean is None:
+        return "n/a"
+    return fmt(mean, std) + (f" [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]" if ci else " [CI n/a]")
+
+
+def _transfer_cell(c: SummaryCell) -> str:
+    if c.transfer_mean is None:
+        return "not interpretable" if c.not_interpretable else "undefined"
+    return _cell(c.transfer_mean, c.transfer_std, c.transfer_ci) + (f" ({c.not_interpretable} n.i.)" if c.not_interpretable else "")
+
+
+def _learn_rows(tests: list[LearnTest]) -> list[list[str]]:
+    rows: list[list[str]] = []
+    for t in tests:
+        if t.domain != ALL_DOMAINS:
+            continue
+        st = t.stat
+        rows.append([
+            t.model, t.strategy, t.scorer, t.train_lang, str(st.n),
+            f"{_pct1(st.base_accuracy)}{_ci_txt(st.base_ci)}", f"{_pct1(st.injected_accuracy)}{_ci_txt(st.injected_ci)}",
+            f"{100 * (st.gain or 0):+.1f}{_ci_txt(st.gain_ci)}", f"{st.gained}/{st.lost}", f"{st.p_value:.3g}",
+            "yes" if t.learned else "NO: Transfer not interpretable",
+        ])
+    return rows
+
+
+LEARN_HEADER = ["model", "strategy", "scorer", "train", "n", "base % [CI]", "injected % [CI]", "gain pts [CI]", "gained/lost",
+                "McNemar p", "learned"]
+
+
+def _pct1(v: float | None) -> str:
+    return "n/a" if v is None else f"{100 * v:.1f}"
 
 
 def render_tables(data: ReportData) -> list[Table]:
     from rich.table import Table
 
     tables: list[Table] = []
+    if data.learn:
+        t = Table(*LEARN_HEADER, title="Learn: train-language accuracy, base vs injected (exact McNemar)")
+        for r in _learn_rows(data.learn):
+            t.add_row(*r)
+        tables.append(t)
     for title, label, _, cells in _scenarios(data):
         header, rows = _grid(data, label, cells)
-        t = Table(*header, title=f"{title} (mean ± std over language pairs, %)")
+        t = Table(*header, title=f"{title} (mean ± std over language pairs [95% CI], %)")
         for r in rows:
+            t.add_row(*r)
+        tables.append(t)
+    if data.control_learn:
+        t = Table(*LEARN_HEADER, title="Control split (fictional entities): Learn")
+        for r in _learn_rows(data.control_learn):
             t.add_row(*r)
         tables.append(t)
     if data.base:
@@ -334,23 +525,47 @@ def _markdown(data: ReportData, figures: list[Path]) -> str:
     lines = [f"# LiveCLKTBench report — snapshot `{data.snapshot_id}`", ""]
     done = sum(j.status == "done" for j in data.jobs)
     lines += [f"Languages: {', '.join(data.languages)}. Jobs: {done} done of {len(data.jobs)}.", ""]
+    if data.summary:
+        lines += ["## In short", ""] + [f"- {x}" for x in data.summary] + [""]
     lines += [
+        "Learn = the train language's accuracy after injection against the base model's on the same questions "
+        "(exact McNemar p; a job learned when its gain is positive with p < 0.05). "
         "Overall = A/(A+B+C+D), Transfer = A/(A+B) per ordered pair (L_train ≠ L_test); cells are mean ± std over "
-        "pairs, in %. *undefined*: no pair had a question right in the train language (A+B = 0).", "",
+        "pairs [bootstrap 95% CI over questions], in %. *undefined*: no pair had a question right in the train language "
+        "(A+B = 0). *not interpretable*: the jobs did not learn, so A+B is what the base model guessed; such pairs are "
+        f"left out of Transfer means (*n.i.* counts them). Heatmap cells with A+B < {data.min_cell_n} are grey.", "",
     ]
     for note in data.notes:
         lines.append(f"> **Note:** {note}")
     if data.notes:
         lines.append("")
+    if data.learn:
+        lines += ["## Learn (train language, base vs injected)", "", _md_row(LEARN_HEADER), "|" + "---|" * len(LEARN_HEADER)]
+        lines += [_md_row(r) for r in _learn_rows(data.learn)]
+        lines.append("")
     for title, label, _, cells in _scenarios(data):
         header, rows = _grid(data, label, cells)
-        lines += [f"## {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        lines += ["| " + " | ".join(r) + " |" for r in rows]
+        lines += [f"## {title}", "", _md_row(header), "|" + "---|" * len(header)]
+        lines += [_md_row(r) for r in rows]
         lines.append("")
+    if data.control_learn or data.control_table2:
+        lines += ["## Control split (fictional entities; never in the scores above)", ""]
+        if data.control_learn:
+            lines += [_md_row(LEARN_HEADER), "|" + "---|" * len(LEARN_HEADER)] + [_md_row(r) for r in _learn_rows(data.control_learn)]
+            lines.append("")
+        ctrl = [c for c in data.control_table2 if c.domain == ALL_DOMAINS]
+        if ctrl:
+            lines += ["| model | strategy | scorer | Overall [CI] | Transfer [CI] | pairs |", "|---|---|---|---|---|---|"]
+            lines += [f"| {c.model} | {c.strategy} | {c.scorer} | {_cell(c.overall_mean, c.overall_std, c.overall_ci)} | "
+                      f"{_transfer_cell(c)} | {c.pairs} |" for c in ctrl]
+            lines.append("")
     if data.base:
-        lines += ["## Base model accuracy (test split)", "", "| model | scorer | lang | n | accuracy | flagged |", "|---|---|---|---|---|---|"]
+        lines += ["## Base model accuracy (test split)", "", "| model | scorer | lang | n | accuracy [95% CI] | flagged |",
+                  "|---|---|---|---|---|---|"]
         for b in data.base:
-            lines.append(f"| {b.model} | {b.scorer} | {b.lang} | {b.n} | {_pct(b.accuracy)} | {'yes' if b.flagged else ''} |")
+            k = round((b.accuracy or 0) * b.n)
+            lines.append(f"| {b.model} | {b.scorer} | {b.lang} | {b.n} | {_pct1(b.accuracy)}{_ci_txt(wilson_ci(k, b.n))} | "
+                         f"{'yes' if b.flagged else ''} |")
         lines.append("")
     if data.asymmetry:
         lines += ["## Directional asymmetry (exact McNemar)", "", "| model | strategy | scorer | pair | L1→L2 only | L2→L1 only | p | stronger |",
@@ -367,5 +582,10 @@ def _markdown(data: ReportData, figures: list[Path]) -> str:
         lines += ["## Figures", ""]
         lines += [f"![{f.stem}]({f.name})" for f in figures]
         lines.append("")
-    lines += ["Files: `table2.csv`, `pairs.csv`, `metrics.json`.", ""]
+    lines += ["Files: `table2.csv`, `pairs.csv`, `learn.csv`, `metrics.json`.", ""]
     return "\n".join(lines)
+
+
+def _md_row(cells: list[str]) -> str:
+    """A Markdown table row; crawled text (model names, notes) cannot break the table or inject markup."""
+    return "| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |"

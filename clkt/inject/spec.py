@@ -101,7 +101,7 @@ class JobOutcome(_Model):
     epochs: list[EpochRecord]
     device: str
     results: list[ResultItem]
-    summary: dict[str, float | int | str | None] = Field(default_factory=dict)
+    summary: dict[str, bool | int | float | str | None] = Field(default_factory=dict)
     # the control split's answers (split "control"): never stored as question results, never in the real scores
     control_results: list[ResultItem] = Field(default_factory=list)
 

@@ -43,3 +43,36 @@ def test_letter_logprob_batching_and_agreement_with_generate(models_data_dir: Pa
             assert g.predicted == lp.predicted, (g.raw, lp.raw)
             agreeing += 1
     assert agreeing >= 3
+
+
+def test_the_scorer_follows_the_kind_and_can_be_set_per_target() -> None:
+    from clkt.config import GpuSettings, TargetSettings
+    from clkt.evaluate.scorers import scorers_for, selection_scorer
+
+    base = TargetSettings(name="b", model="x", kind="base")
+    inst = TargetSettings(name="i", model="y", kind="instruct")
+    gpu = GpuSettings()
+    assert scorers_for(base, gpu) == ["option-loglik"]
+    assert scorers_for(inst, gpu) == ["generate"]
+    assert scorers_for(inst.model_copy(update={"scorers": ["option-loglik", "generate"]}), gpu) == ["option-loglik", "generate"]
+    assert scorers_for(base, GpuSettings(scorers=["letter-logprob"])) == ["letter-logprob"]  # [gpu] for every target
+    own = base.model_copy(update={"scorers": ["generate"]})
+    assert scorers_for(own, GpuSettings(scorers=["letter-logprob"])) == ["generate"]  # the target's own wins
+    assert selection_scorer(["generate", "option-loglik"]) == "option-loglik"
+    assert selection_scorer(["generate", "letter-logprob"]) == "letter-logprob"
+    assert selection_scorer(["generate"]) == "generate"
+
+
+def test_an_unknown_scorer_is_a_config_error_naming_the_key(tmp_path: Path) -> None:
+    from clkt.config import load_settings
+    from clkt.errors import ConfigError
+
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[[spec.targets]]\nname = "t"\nmodel = "m"\nscorers = ["loglik"]\n')
+    with pytest.raises(ConfigError) as e:
+        load_settings(cfg, environ={})
+    assert "spec.targets.0.scorers" in str(e.value)
+    cfg.write_text('[gpu]\nparse = "loose"\n')
+    with pytest.raises(ConfigError) as e:
+        load_settings(cfg, environ={})
+    assert "gpu.parse" in str(e.value)
