@@ -174,6 +174,24 @@ class SpecSettings(_Section):
     strategies: list[Literal["cpt-lora", "sft-lora", "full-ft"]] = Field(
         default_factory=lambda: ["cpt-lora"], min_length=1
     )
+    # the languages a GPU job injects in (None: every language); a subset still tests in every language
+    train_languages: list[str] | None = Field(default=None, min_length=1)
+
+    @model_validator(mode="after")
+    def _train_subset(self) -> SpecSettings:
+        if self.train_languages is not None:
+            bad = [x for x in self.train_languages if x not in self.languages]
+            if bad:
+                raise ValueError(f"train_languages {bad} are not among the spec's languages {self.languages}")
+            if len(set(self.train_languages)) != len(self.train_languages):
+                raise ValueError("train_languages must be distinct")
+        return self
+
+    @property
+    def train_langs(self) -> list[str]:
+        """The languages the GPU jobs inject in (in `languages` order)."""
+        chosen = set(self.train_languages or self.languages)
+        return [x for x in self.languages if x in chosen]
 
     @field_validator("languages")
     @classmethod

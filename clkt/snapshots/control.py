@@ -59,7 +59,17 @@ from clkt.facts import (
 )
 from clkt.snapshots.ids import stable_entity_id, stable_qid
 from clkt.snapshots.content import SnapshotContent
-from clkt.snapshots.layout import CONTROL_DIR, LETTERS, ControlInfo, DocRow, QuestionRow, dumps_row
+from clkt.snapshots.layout import (
+    CONTROL_DIR,
+    LETTERS,
+    AgentInfo,
+    ControlInfo,
+    DocRow,
+    DomainCounts,
+    QuestionRow,
+    SnapshotManifest,
+    dumps_row,
+)
 from clkt.snapshots.select import seeded_key
 
 __all__ = [
@@ -74,6 +84,7 @@ __all__ = [
     "write_control",
     "attach_control",
     "control_info",
+    "write_control_snapshot",
 ]
 
 CONTROL_SOURCE = "control"
@@ -398,3 +409,32 @@ def control_info(content: SnapshotContent, *, domains: Sequence[str], per_domain
         per_domain=per_domain, domains=list(domains),
         entities=len({d.entity_id for d in content.control_docs}), questions=len(content.control_questions_in(first)),
     )
+
+
+def write_control_snapshot(
+    root: Path, *, spec: str, period: str, seed: int, start: date, end: date, languages: Sequence[str],
+    domains: Sequence[str], per_domain: int, built_at: str = "1970-01-01T00:00:00+00:00",
+) -> Path:
+    """A snapshot folder that holds only a control split (no real entity, no store): the positive control of
+    injection on its own (`bench/validity.py`). It loads and runs like any other snapshot."""
+    from clkt.snapshots.export import StagedDir, write_tree  # export imports this module
+
+    if per_domain < 1:
+        raise SnapshotError("a control-only snapshot needs at least one control entity per domain")
+    empty = SnapshotContent(
+        spec=spec, period=period, seed=seed, revision=0, languages=tuple(languages), items=(), docs=(), questions=(),
+        producers=(), prompt_versions={}, redated_entities=0,
+    )
+    content = attach_control(empty, start=start, end=end, domains=domains, per_domain=per_domain)
+    manifest = SnapshotManifest(
+        snapshot_id=content.snapshot_id, spec=spec, period=period, period_start=start.isoformat(),
+        period_end=end.isoformat(), cadence="monthly", seed=seed, val_ratio=0.2, content_sha256=content.content_sha256,
+        languages=list(languages), domains=list(domains), targets=[], agents=AgentInfo(backend="template"),
+        counts={"total": DomainCounts()}, notes=["control split only: fictional entities, no real entity"],
+        control=control_info(content, domains=domains, per_domain=per_domain),
+    )
+    with StagedDir(Path(root)) as staged:
+        write_tree(content, manifest, staged.tmp, built_at=built_at, clkt_version="bench")
+        staged.publish()
+        staged.commit()
+    return Path(root)

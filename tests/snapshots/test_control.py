@@ -150,6 +150,8 @@ async def test_a_control_file_that_disagrees_across_languages_is_refused(store: 
         ("[snapshot]\ncontrol_entities = 1000\n", "snapshot.control_entities"),
         ("[agents.questions_per_domain]\nsports = 0\n", "agents.questions_per_domain"),
         ("[agents.questions_per_domain]\nbooks = 3\n", "agents.questions_per_domain"),
+        ('[spec]\nlanguages = ["en", "fr"]\ntrain_languages = ["ja"]\n', "spec"),
+        ('[spec]\ntrain_languages = []\n', "spec.train_languages"),
     ],
 )
 def test_bad_sizes_name_the_key(tmp_path: Path, toml: str, key: str) -> None:
@@ -165,3 +167,29 @@ def test_question_cap_per_domain(tmp_path: Path) -> None:
     p.write_text("offline_demo = true\n[agents]\nquestions_per_entity = 5\n[agents.questions_per_domain]\nsports = 2\n")
     agents = load_settings(p, environ={}).agents
     assert agents.question_cap("sports") == 2 and agents.question_cap("music") == 5
+
+
+def test_train_languages_subset_keeps_the_spec_order(tmp_path: Path) -> None:
+    p = tmp_path / "clkt.toml"
+    p.write_text('offline_demo = true\n[spec]\nlanguages = ["en", "ja", "fr"]\ntrain_languages = ["fr", "en"]\n')
+    spec = load_settings(p, environ={}).spec
+    assert spec.train_langs == ["en", "fr"]
+    p.write_text('offline_demo = true\n[spec]\nlanguages = ["en", "ja", "fr"]\n')
+    assert load_settings(p, environ={}).spec.train_langs == ["en", "ja", "fr"]
+
+
+async def test_gpu_jobs_only_for_the_train_languages(store: Store, tmp_path: Path) -> None:
+    from sqlalchemy import select
+
+    from clkt.snapshots.service import enqueue_spec_jobs
+    from storage.models import GpuJob
+
+    settings = make_settings(tmp_path)
+    settings = settings.model_copy(update={"spec": settings.spec.model_copy(update={"train_languages": ["fr"]})})
+    await fill_period(store, month_start=JUNE, per_domain=2)
+    res = await build_snapshot(store, settings, period="2025-06", now=NOW)
+    async with store.transaction() as s:
+        await enqueue_spec_jobs(s, settings, res.snapshot_id or "")
+    async with store.session() as s:
+        jobs = (await s.execute(select(GpuJob))).scalars().all()
+    assert [j.train_lang for j in jobs] == ["fr"]
