@@ -26,6 +26,7 @@ __all__ = [
     "mcnemar_exact",
     "wilson_ci",
     "learn_stat",
+    "stat_from_counts",
     "learn_tests",
 ]
 
@@ -117,6 +118,16 @@ class LearnStat(BaseModel):
         }
 
 
+def stat_from_counts(*, n: int, base_correct: int, injected_correct: int, gained: int, lost: int, alpha: float = LEARN_ALPHA) -> LearnStat:
+    """From paired counts (as `GpuJob.summary["control"]` keeps them); inconsistent counts raise ValueError."""
+    if not (0 <= gained <= n and 0 <= lost <= n and injected_correct - base_correct == gained - lost and 0 <= base_correct <= n):
+        raise ValueError(
+            f"inconsistent paired counts: n={n}, base={base_correct}, injected={injected_correct}, gained={gained}, lost={lost}"
+        )
+    return LearnStat(n=n, base_correct=base_correct, injected_correct=injected_correct, gained=gained, lost=lost,
+                     p_value=mcnemar_exact(gained, lost), alpha=alpha)
+
+
 def learn_stat(pairs: Iterable[tuple[bool, bool]], *, alpha: float = LEARN_ALPHA) -> LearnStat:
     """From (base correct, injected correct) per question."""
     n = bc = ic = gained = lost = 0
@@ -147,15 +158,15 @@ class LearnTest(BaseModel):
         return self.stat.learned
 
 
-def learn_tests(outcomes: Sequence[Outcome], *, alpha: float = LEARN_ALPHA) -> list[LearnTest]:
-    """Per (model, strategy, scorer, train language) x (each domain, `all`) x (real, control), over the
-    train-language test questions answered by both the base and the injected model."""
+def learn_tests(outcomes: Sequence[Outcome], *, alpha: float = LEARN_ALPHA, control: bool = False) -> list[LearnTest]:
+    """Per (model, strategy, scorer, train language) x (each domain, `all`), over the train-language test
+    questions answered by both the base and the injected model."""
     base: dict[tuple[str, str, str, str, bool], dict[int, tuple[str, bool]]] = defaultdict(dict)
     inj: dict[tuple[str, str, str, str, bool], dict[int, tuple[str, bool]]] = defaultdict(dict)
     for o in outcomes:
         if o.split != "test" or o.lang != o.train_lang:
             continue
-        key = (o.model, o.strategy, o.scorer, o.train_lang, o.control)
+        key = (o.model, o.strategy, o.scorer, o.train_lang, control)
         (base if o.variant == "base" else inj)[key][o.qid] = (o.domain, o.correct)
     out: list[LearnTest] = []
     for key in sorted(inj):

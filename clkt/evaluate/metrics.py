@@ -66,7 +66,6 @@ class Outcome:
     correct: bool
     predicted: str | None = None
     split: str = "test"
-    control: bool = False  # a fictional entity of the snapshot's control split: never in the real scores
 
 
 class _Frozen(BaseModel):

@@ -14,8 +14,9 @@ and writes into `out_dir` (by default `<data_dir>/reports/<snapshot_id>/`):
 - `report.md`, embedding them, opening with what was learned, what transferred and what is too small to
   say. `render_tables()` gives the rich tables `clkt report` prints.
 
-Control questions (the snapshot's fictional entities) never enter the real scores: they get their own Learn
-and Table-2 rows, as the positive control of injection.
+Control questions (the snapshot's fictional entities) never enter the real scores (they are not store rows):
+each job keeps their paired counts per scorer and language in `GpuJob.summary["control"]`, and the report
+shows them apart, base against injected per language, as the positive control of injection.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from clkt.evaluate.learn import LearnTest, learn_tests, wilson_ci
+from clkt.evaluate.learn import LearnStat, LearnTest, learn_tests, stat_from_counts, wilson_ci
 from clkt.evaluate.metrics import (
     ALL_DOMAINS,
     AVG_DOMAINS,
@@ -55,8 +56,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MIN_CELL_N",
-    "CONTROL_SOURCE",
-    "is_control_source",
+    "ControlLang",
     "ReportData",
     "ReportPaths",
     "report_dir",
@@ -68,7 +68,6 @@ __all__ = [
 ]
 
 MIN_CELL_N = 10  # a Transfer cell on fewer questions (A+B) is too small to say anything: grey, never coloured
-CONTROL_SOURCE = "control"  # the entity source of the snapshot's fictional control split
 
 
 def report_dir(data_dir: Path, snapshot_id: str) -> Path:
@@ -88,6 +87,21 @@ class JobInfo(BaseModel):
     family: str | None = None
     size_b: float | None = None
     parse: str | None = None  # how `generate` read the letters: "strict" or "reference"
+    # the control split's paired counts (GpuJob.summary["control"]): scorer -> test language -> n, base_correct, ...
+    control: dict[str, Any] | None = None
+
+
+class ControlLang(BaseModel):
+    """The control split of one job in one test language: base against injected on the same questions."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model: str
+    strategy: str
+    scorer: str
+    train_lang: str
+    lang: str
+    stat: LearnStat
 
 
 class ReportData(BaseModel):
@@ -103,9 +117,8 @@ class ReportData(BaseModel):
     parse_failures: list[dict[str, Any]] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     learn: list[LearnTest] = Field(default_factory=list)
-    control_learn: list[LearnTest] = Field(default_factory=list)
-    control_table2: list[SummaryCell] = Field(default_factory=list)
-    control_base: list[BaseAccuracy] = Field(default_factory=list)
+    control_learn: list[LearnTest] = Field(default_factory=list)  # the control split in the train language
+    control: list[ControlLang] = Field(default_factory=list)  # ... in every language
     min_cell_n: int = MIN_CELL_N
     summary: list[str] = Field(default_factory=list)  # "In short": learned, transferred, too small to say
 
@@ -147,6 +160,7 @@ async def load_report_data(store: Store, snapshot_id: str, *, seed: int = 0) -> 
             job_id=j.id or 0, model=j.target_model, strategy=j.strategy, train_lang=j.train_lang, status=str(getattr(j.status, "value", j.status)),
             best_epoch=j.best_epoch, error=j.last_error, family=(j.summary or {}).get("target_family"),
             size_b=(j.summary or {}).get("target_size_b"), parse=(j.summary or {}).get("generate_parse"),
+            control=(j.summary or {}).get("control") or None,
         )
         for j in jobs
     ]
@@ -155,16 +169,26 @@ async def load_report_data(store: Store, snapshot_id: str, *, seed: int = 0) -> 
         Outcome(
             model=r.target_model, strategy=r.strategy, scorer=r.scorer, variant=r.variant, train_lang=r.train_lang,
             lang=r.lang, qid=stable_qid(r.source, r.external_id, r.slot), domain=r.domain, correct=r.correct, predicted=r.predicted, split=r.split,
-            control=is_control_source(r.source),
         )
         for r in rows
     ]
     return await asyncio.to_thread(build_report, snapshot_id, langs, infos, outcomes, seed)
 
 
-def is_control_source(source: str) -> bool:
-    """A result of the control split: its entity comes from the snapshot's fictional control source."""
-    return source == CONTROL_SOURCE
+def _control(jobs: list[JobInfo], notes: list[str]) -> list[ControlLang]:
+    out: list[ControlLang] = []
+    for j in jobs:
+        if j.status != "done" or not j.control:
+            continue
+        for scorer, langs in sorted(j.control.items()):
+            for lang, c in sorted(langs.items() if isinstance(langs, dict) else []):
+                try:
+                    stat = stat_from_counts(**{k: int(c[k]) for k in ("n", "base_correct", "injected_correct", "gained", "lost")})
+                except (KeyError, TypeError, ValueError) as e:
+                    notes.append(f"job {j.job_id}: its control counts for {scorer}/{lang} are unreadable ({e}); left out")
+                    continue
+                out.append(ControlLang(model=j.model, strategy=j.strategy, scorer=scorer, train_lang=j.train_lang, lang=lang, stat=stat))
+    return out
 
 
 def build_report(snapshot_id: str, languages: list[str], jobs: list[JobInfo], outcomes: list[Outcome], seed: int = 0) -> ReportData:
@@ -172,8 +196,7 @@ def build_report(snapshot_id: str, languages: list[str], jobs: list[JobInfo], ou
     failed = [j for j in jobs if j.status == "failed"]
     if failed:
         notes.append(f"{len(failed)} job(s) failed: " + "; ".join(f"{j.model}/{j.strategy}/{j.train_lang}: {(j.error or '')[:160]}" for j in failed))
-    real = [o for o in outcomes if not o.control]
-    ctrl = [o for o in outcomes if o.control]
+    real = outcomes  # the control split never reaches the store's results (see _control)
     learn = learn_tests(real)
     not_learned = {(t.model, t.strategy, t.scorer, t.train_lang) for t in learn if t.domain == ALL_DOMAINS and not t.learned}
     for t in learn:
@@ -202,8 +225,13 @@ def build_report(snapshot_id: str, languages: list[str], jobs: list[JobInfo], ou
         snapshot_id=snapshot_id, languages=languages, jobs=jobs,
         table2=summarize(real, languages, seed=seed, not_learned=not_learned),
         pairs=pair_metrics(real, languages), asymmetry=mcnemar_tests(real, languages), base=base,
-        parse_failures=pf, notes=notes, learn=learn, control_learn=learn_tests(ctrl),
-        control_table2=summarize(ctrl, languages, seed=seed) if ctrl else [], control_base=base_accuracy(ctrl),
+        parse_failures=pf, notes=notes, learn=learn,
+    )
+    ctrl = _control(jobs, data.notes)
+    data.control.extend(ctrl)
+    data.control_learn.extend(
+        LearnTest(model=c.model, strategy=c.strategy, scorer=c.scorer, train_lang=c.train_lang, domain=ALL_DOMAINS, control=True, stat=c.stat)
+        for c in ctrl if c.lang == c.train_lang
     )
     missing = [p for p in data.pairs if p.missing and p.domain == ALL_DOMAINS]
     if missing:
@@ -234,6 +262,16 @@ def _in_short(data: ReportData) -> list[str]:
                 f"{_ci_txt(st.injected_ci)} on n = {st.n} {t.train_lang} questions, gain {100 * (st.gain or 0):+.0f} points"
                 f"{_ci_txt(st.gain_ci)}, exact McNemar p = {st.p_value:.3g}."
             )
+    others: dict[tuple[str, str, str, str], list[ControlLang]] = defaultdict(list)
+    for cl in data.control:
+        if cl.lang != cl.train_lang:
+            others[(cl.model, cl.strategy, cl.scorer, cl.train_lang)].append(cl)
+    for (model, strategy, scorer, lt), cls in sorted(others.items()):
+        sig = [cl.lang for cl in cls if cl.stat.learned]
+        out.append(
+            f"Control, other languages: {model} / {strategy} / {scorer} trained in {lt} gained significantly in "
+            f"{len(sig)} of {len(cls)} ({', '.join(sig) or 'none'}); n per language = {', '.join(f'{cl.lang}: {cl.stat.n}' for cl in cls)}."
+        )
     for c in data.table2:
         if c.domain != ALL_DOMAINS:
             continue
@@ -548,17 +586,20 @@ def _markdown(data: ReportData, figures: list[Path]) -> str:
         lines += [f"## {title}", "", _md_row(header), "|" + "---|" * len(header)]
         lines += [_md_row(r) for r in rows]
         lines.append("")
-    if data.control_learn or data.control_table2:
-        lines += ["## Control split (fictional entities; never in the scores above)", ""]
-        if data.control_learn:
-            lines += [_md_row(LEARN_HEADER), "|" + "---|" * len(LEARN_HEADER)] + [_md_row(r) for r in _learn_rows(data.control_learn)]
-            lines.append("")
-        ctrl = [c for c in data.control_table2 if c.domain == ALL_DOMAINS]
-        if ctrl:
-            lines += ["| model | strategy | scorer | Overall [CI] | Transfer [CI] | pairs |", "|---|---|---|---|---|---|"]
-            lines += [f"| {c.model} | {c.strategy} | {c.scorer} | {_cell(c.overall_mean, c.overall_std, c.overall_ci)} | "
-                      f"{_transfer_cell(c)} | {c.pairs} |" for c in ctrl]
-            lines.append("")
+    if data.control:
+        lines += ["## Control split (fictional entities; never in the scores above)", "",
+                  "Base against injected on the same control questions, per test language (exact McNemar).", ""]
+        hdr = ["model", "strategy", "scorer", "train", "test", "n", "base % [CI]", "injected % [CI]", "gain pts [CI]", "McNemar p",
+               "gained"]
+        lines += [_md_row(hdr), "|" + "---|" * len(hdr)]
+        for cl in data.control:
+            st = cl.stat
+            lines.append(_md_row([
+                cl.model, cl.strategy, cl.scorer, cl.train_lang, cl.lang, str(st.n), f"{_pct1(st.base_accuracy)}{_ci_txt(st.base_ci)}",
+                f"{_pct1(st.injected_accuracy)}{_ci_txt(st.injected_ci)}", f"{100 * (st.gain or 0):+.1f}{_ci_txt(st.gain_ci)}",
+                f"{st.p_value:.3g}", "yes" if st.learned else "no",
+            ]))
+        lines.append("")
     if data.base:
         lines += ["## Base model accuracy (test split)", "", "| model | scorer | lang | n | accuracy [95% CI] | flagged |",
                   "|---|---|---|---|---|---|"]

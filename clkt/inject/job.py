@@ -43,7 +43,7 @@ from clkt.inject.trainer import EpochResult, TrainLoop, completed_epochs, epoch_
 from clkt.snapshots.layout import QuestionRow, SnapshotData, load_snapshot_dir
 from clkt.targets.loader import load_target, resolve_device
 
-__all__ = ["run_job", "check_spec", "learn_summary", "is_control", "ProgressWriter", "VAL_FILE", "CKPT_DIR"]
+__all__ = ["run_job", "check_spec", "learn_summary", "ProgressWriter", "VAL_FILE", "CKPT_DIR"]
 
 log = logging.getLogger(__name__)
 
@@ -213,31 +213,25 @@ def run_job(spec: JobSpec) -> JobOutcome:
             summary[f"{variant.value}:{scorer}:accuracy"] = accuracy(subset)
             if scorer == "generate" and subset:
                 summary[f"{variant.value}:generate:parse_failure_rate"] = sum(r.predicted is None for r in subset) / len(subset)
-    summary.update(learn_summary(results, spec.train_lang, control_qids={r.qid for r in test_rows if is_control(r)}))
+    summary.update(learn_summary(results, spec.train_lang))
+    summary.update(learn_summary(control_results, spec.train_lang, prefix="learn-control"))
     return JobOutcome(
         job_id=spec.job_id, best_epoch=best, epochs=records, device=device, results=results, summary=summary,
         control_results=control_results,
     )
 
 
-def is_control(row: QuestionRow) -> bool:
-    """A question of the snapshot's control split (fictional entities): scored apart from the real ones."""
-    return bool(getattr(row, "control", False))
-
-
-def learn_summary(results: list[ResultItem], train_lang: str, *, control_qids: set[int]) -> dict[str, float | int | bool | None]:
-    """Learn per result scorer: `learn:<scorer>:…` over the real questions, `learn-control:<scorer>:…` over
-    the control split, both on the train-language test questions (see `clkt.evaluate.learn`)."""
+def learn_summary(results: list[ResultItem], train_lang: str, *, prefix: str = "learn") -> dict[str, float | int | bool | None]:
+    """Learn per result scorer (`<prefix>:<scorer>:…`, see `clkt.evaluate.learn`): the train-language questions
+    answered by both the base and the injected model (the test split, or the control split's)."""
     out: dict[str, float | int | bool | None] = {}
     for scorer in sorted({r.scorer for r in results}):
-        for prefix, want_control in (("learn", False), ("learn-control", True)):
-            sel = [r for r in results if r.scorer == scorer and r.lang == train_lang and r.split == "test"
-                   and (r.qid in control_qids) == want_control]
-            base = {r.qid: r.correct for r in sel if r.variant is Variant.base}
-            inj = {r.qid: r.correct for r in sel if r.variant is Variant.injected}
-            common = sorted(set(base) & set(inj))
-            if common:
-                out.update(learn_stat((base[q], inj[q]) for q in common).summary(f"{prefix}:{scorer}"))
+        sel = [r for r in results if r.scorer == scorer and r.lang == train_lang and r.split in ("test", CONTROL_SPLIT)]
+        base = {r.qid: r.correct for r in sel if r.variant is Variant.base}
+        inj = {r.qid: r.correct for r in sel if r.variant is Variant.injected}
+        common = sorted(set(base) & set(inj))
+        if common:
+            out.update(learn_stat((base[q], inj[q]) for q in common).summary(f"{prefix}:{scorer}"))
     return out
 
 

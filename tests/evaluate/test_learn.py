@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from scipy.stats import binomtest
 
-from clkt.evaluate.learn import LEARN_ALPHA, learn_stat, learn_tests, mcnemar_exact, wilson_ci
+from clkt.evaluate.learn import LEARN_ALPHA, learn_stat, learn_tests, mcnemar_exact, stat_from_counts, wilson_ci
 from clkt.evaluate.metrics import Outcome
 
 
@@ -58,9 +58,9 @@ def test_not_learned(pairs: list[tuple[bool, bool]]) -> None:
     assert s.p_value >= LEARN_ALPHA or (s.gain or 0) <= 0
 
 
-def _o(qid: int, lang: str, variant: str, correct: bool, *, domain: str = "music", control: bool = False, scorer: str = "option-loglik") -> Outcome:
+def _o(qid: int, lang: str, variant: str, correct: bool, *, domain: str = "music", scorer: str = "option-loglik") -> Outcome:
     return Outcome(model="m", strategy="cpt-lora", scorer=scorer, variant=variant, train_lang="en", lang=lang, qid=qid,
-                   domain=domain, correct=correct, control=control)
+                   domain=domain, correct=correct)
 
 
 def test_learn_tests_pair_base_and_injected_on_the_train_language_only() -> None:
@@ -69,14 +69,18 @@ def test_learn_tests_pair_base_and_injected_on_the_train_language_only() -> None
         dom = "music" if q < 10 else "sports"
         outs += [_o(q, "en", "base", False, domain=dom), _o(q, "en", "injected", q % 10 < 8, domain=dom)]
         outs += [_o(q, "fr", "base", True, domain=dom), _o(q, "fr", "injected", False, domain=dom)]  # not the train language
-    for q in range(100, 110):  # the control split: perfect learning, kept apart
-        outs += [_o(q, "en", "base", False, domain="music", control=True), _o(q, "en", "injected", True, domain="music", control=True)]
     outs.append(_o(999, "en", "injected", True))  # no base answer: not paired, not counted
-    tests = {(t.domain, t.control): t for t in learn_tests(outs)}
-    assert set(tests) == {("music", False), ("sports", False), ("all", False), ("music", True), ("all", True)}
-    real = tests[("all", False)].stat
+    outs.append(_o(998, "en", "base", True))  # no injected answer: not counted either
+    tests = {t.domain: t for t in learn_tests(outs)}
+    assert set(tests) == {"music", "sports", "all"}
+    real = tests["all"].stat
     assert (real.n, real.base_correct, real.injected_correct, real.gained, real.lost) == (20, 0, 16, 16, 0)
-    assert tests[("all", False)].learned
-    assert tests[("music", False)].stat.n == 10
-    ctrl = tests[("all", True)].stat
-    assert (ctrl.n, ctrl.injected_correct) == (10, 10)
+    assert tests["all"].learned and not tests["all"].control
+    assert tests["music"].stat.n == 10
+
+
+def test_stat_from_counts_checks_the_counts() -> None:
+    s = stat_from_counts(n=10, base_correct=2, injected_correct=9, gained=7, lost=0)
+    assert s.learned and s.p_value == pytest.approx(2 * 0.5**7)
+    with pytest.raises(ValueError, match="inconsistent paired counts"):
+        stat_from_counts(n=10, base_correct=2, injected_correct=9, gained=3, lost=0)

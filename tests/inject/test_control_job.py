@@ -74,6 +74,10 @@ async def test_job_injects_and_scores_the_control_split_apart(tmp_path: Path, da
     assert set(counts) == {"en", "fr"}
     assert all(c["n"] == len(control) for c in counts.values())
     assert all(c["gained"] - c["lost"] == c["injected_correct"] - c["base_correct"] for c in counts.values())
+    # Learn of the control split in the train language, apart from the real questions' (part A)
+    assert job.summary["learn-control:letter-logprob:n"] == counts["en"]["n"]
+    assert job.summary["learn-control:letter-logprob:gained"] == counts["en"]["gained"]
+    assert job.summary["learn:letter-logprob:n"] == 2  # the real en test questions (rows 12 and 21)
     # predictions.jsonl keeps them, marked as control; the control documents were injected with the real ones
     preds = [json.loads(line) for line in (job_dir(data_dir, job.id or 0) / "predictions.jsonl").read_text().splitlines()]
     ctl_qids = {q.qid for q in control}
