@@ -15,7 +15,7 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, computed_field
 
 from clkt.evaluate.metrics import ALL_DOMAINS, Outcome
 
@@ -71,30 +71,37 @@ class LearnStat(BaseModel):
     p_value: float  # exact two-sided McNemar
     alpha: float = LEARN_ALPHA
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def base_accuracy(self) -> float | None:
         return self.base_correct / self.n if self.n else None
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def injected_accuracy(self) -> float | None:
         return self.injected_correct / self.n if self.n else None
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def gain(self) -> float | None:
         return (self.injected_correct - self.base_correct) / self.n if self.n else None
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def learned(self) -> bool:
         return self.n > 0 and self.injected_correct > self.base_correct and self.p_value < self.alpha
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def base_ci(self) -> tuple[float, float] | None:
         return wilson_ci(self.base_correct, self.n)
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def injected_ci(self) -> tuple[float, float] | None:
         return wilson_ci(self.injected_correct, self.n)
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def gain_ci(self) -> tuple[float, float] | None:
         if not self.n:
@@ -153,6 +160,7 @@ class LearnTest(BaseModel):
     control: bool = False
     stat: LearnStat
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def learned(self) -> bool:
         return self.stat.learned

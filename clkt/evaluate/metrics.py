@@ -338,6 +338,8 @@ def summarize(
             SummaryCell(
                 model=model, strategy=strategy, scorer=scorer, domain=AVG_DOMAINS, overall_mean=om, overall_std=osd,
                 transfer_mean=tm, transfer_std=tsd, overall_ci=ci_o, transfer_ci=ci_t, pairs=len(per_pair_o),
+                not_interpretable=len({(p.train_lang, p.test_lang) for p in plist if p.domain != ALL_DOMAINS and not p.missing
+                                       and (p.model, p.strategy, p.scorer, p.train_lang) in skip}),
             )
         )
     return out

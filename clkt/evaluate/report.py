@@ -7,7 +7,7 @@ and writes into `out_dir` (by default `<data_dir>/reports/<snapshot_id>/`):
   (A/B/C/D per ordered pair, whether its job learned, whether A+B is too small), `learn.csv` (Learn per
   job: base against injected in the train language, exact McNemar p), `metrics.json` (everything, plus base
   accuracy and the asymmetry tests);
-- `heatmap-<model>-<strategy>-<scorer>.png`: Transfer, L_train x L_test (the paper's Figure 3); every cell
+- `heatmap-<model>-<strategy>-<scorer>.png` (`clkt.evaluate.figures`): Transfer, L_train x L_test (the paper's Figure 3); every cell
   shows its n (A+B); cells under `MIN_CELL_N` questions and the rows of jobs that did not learn are grey;
 - `size-<family>-<strategy>-<scorer>.png`: Overall/Transfer against model size per domain when the spec has
   several sizes of a family (Figure 4);
@@ -281,7 +281,7 @@ def _in_short(data: ReportData) -> list[str]:
         else:
             out.append(
                 f"Transfer, {c.model} / {c.strategy} / {c.scorer}: mean {100 * c.transfer_mean:.1f}%{_ci_txt(c.transfer_ci)} over "
-                f"{c.pairs - c.not_interpretable - c.transfer_undefined} language pairs"
+                f"{c.pairs - c.not_interpretable - c.transfer_undefined} language pair(s)"
                 + (f" ({c.not_interpretable} pairs of jobs that did not learn left out)" if c.not_interpretable else "") + "."
             )
     small = [p for p in data.pairs if p.domain == ALL_DOMAINS and not p.missing and p.table.a + p.table.b < data.min_cell_n]
@@ -344,9 +344,13 @@ def write_report_files(data: ReportData, out: Path) -> ReportPaths:
                         st.gained, st.lost, f"{st.p_value:.4g}", t.learned])
     json_path = out / "metrics.json"
     json_path.write_text(json.dumps(data.model_dump(mode="json"), ensure_ascii=False, indent=1), encoding="utf-8")
-    figures = _heatmaps(data, out) + _size_plots(data, out)
+    from clkt.evaluate.figures import heatmaps, size_plots
+
+    figures = heatmaps(data, out) + size_plots(data, out)
     md = out / "report.md"
-    md.write_text(_markdown(data, figures), encoding="utf-8")
+    from clkt.evaluate.markdown import markdown
+
+    md.write_text(markdown(data, figures), encoding="utf-8")
     return ReportPaths(
         directory=out, markdown=md, json=json_path, table_csv=table_csv, pairs_csv=pairs_csv, figures=figures, learn_csv=learn_csv
     )
@@ -363,98 +367,6 @@ def _reading(data: ReportData, p: PairMetrics) -> str:
     if p.table.a + p.table.b < data.min_cell_n:
         return "too few"
     return "ok"
-
-
-def _heatmaps(data: ReportData, out: Path) -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    langs = data.languages
-    groups: dict[tuple[str, str, str], dict[tuple[str, str], PairMetrics]] = defaultdict(dict)
-    for p in data.pairs:
-        if p.domain == ALL_DOMAINS:
-            groups[(p.model, p.strategy, p.scorer)][(p.train_lang, p.test_lang)] = p
-    paths: list[Path] = []
-    for (model, strategy, scorer), cells in sorted(groups.items()):
-        m = np.full((len(langs), len(langs)), np.nan)
-        labels: dict[tuple[int, int], str] = {}
-        for (lt, ls), p in cells.items():
-            i, j = langs.index(lt), langs.index(ls)
-            reading = _reading(data, p)
-            ab = p.table.a + p.table.b
-            if reading == "ok":
-                m[i, j] = 100 * (p.transfer or 0)
-                labels[(i, j)] = f"{m[i, j]:.0f}\nn={ab}"
-            else:
-                labels[(i, j)] = {"missing": "missing", "undefined": "undef.\nn=0", "not interpretable": f"no learn\nn={ab}",
-                                  "too few": f"too few\nn={ab}"}[reading]
-        fig, ax = plt.subplots(figsize=(1.2 * len(langs) + 2, 1.1 * len(langs) + 1.8))
-        cmap = matplotlib.colormaps["viridis"].with_extremes(bad="#e6e6e6")
-        im = ax.imshow(np.ma.masked_invalid(m), vmin=0, vmax=100, cmap=cmap)
-        ax.set_xticks(range(len(langs)), langs)
-        ax.set_yticks(range(len(langs)), langs)
-        ax.set_xlabel("test language")
-        ax.set_ylabel("train language")
-        for i in range(len(langs)):
-            for j in range(len(langs)):
-                txt = "—" if i == j else labels.get((i, j), "missing")
-                ax.text(j, i, txt, ha="center", va="center", color="black" if np.isnan(m[i, j]) or m[i, j] >= 60 else "white", fontsize=7)
-        ax.set_title(
-            f"Transfer (%) — {model}\n{strategy}, {scorer}; n = A+B; grey: n < {data.min_cell_n}, or the job did not learn",
-            fontsize=8,
-        )
-        fig.colorbar(im, ax=ax, fraction=0.046)
-        fig.tight_layout()
-        path = out / f"heatmap-{_slug(model)}-{_slug(strategy)}-{_slug(scorer)}.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        paths.append(path)
-    return paths
-
-
-def _size_plots(data: ReportData, out: Path) -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    sizes = {j.model: (j.family, j.size_b) for j in data.jobs if j.family and j.size_b}
-    families: dict[str, list[str]] = defaultdict(list)
-    for model, (fam, _) in sizes.items():
-        families[str(fam)].append(model)
-    paths: list[Path] = []
-    for fam, models in sorted(families.items()):
-        if len(models) < 2:
-            continue
-        cells = [c for c in data.table2 if c.model in models]
-        for strategy, scorer in sorted({(c.strategy, c.scorer) for c in cells}):
-            if len({sizes[c.model][1] for c in cells if c.strategy == strategy and c.scorer == scorer}) < 2:
-                continue
-            fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-            for ax, metric in zip(axes, ("overall", "transfer"), strict=True):
-                for dom in sorted({c.domain for c in cells} - {ALL_DOMAINS}):
-                    pts = sorted(
-                        (sizes[c.model][1], getattr(c, f"{metric}_mean"))
-                        for c in cells
-                        if c.domain == dom and c.strategy == strategy and c.scorer == scorer and getattr(c, f"{metric}_mean") is not None
-                    )
-                    if pts:
-                        ax.plot([p[0] for p in pts], [100 * p[1] for p in pts], marker="o", label=dom)
-                ax.set_xscale("log")
-                ax.set_xlabel("parameters (B)")
-                ax.set_ylabel(f"{metric} (%)")
-                ax.set_title(f"{fam}: {metric}")
-                if ax.get_legend_handles_labels()[0]:
-                    ax.legend(fontsize=7)
-            fig.tight_layout()
-            path = out / f"size-{_slug(fam)}-{_slug(strategy)}-{_slug(scorer)}.png"
-            fig.savefig(path, dpi=110)
-            plt.close(fig)
-            paths.append(path)
-    return paths
 
 
 def _domains(data: ReportData) -> list[str]:
@@ -521,6 +433,11 @@ LEARN_HEADER = ["model", "strategy", "scorer", "train", "n", "base % [CI]", "inj
                 "McNemar p", "learned"]
 
 
+def _base_cell(b: BaseAccuracy) -> str:
+    k = round((b.accuracy or 0) * b.n)
+    return f"{_pct1(b.accuracy)}{_ci_txt(wilson_ci(k, b.n))} (n={b.n}){' !' if b.flagged else ''}"
+
+
 def _pct1(v: float | None) -> str:
     return "n/a" if v is None else f"{100 * v:.1f}"
 
@@ -546,87 +463,14 @@ def render_tables(data: ReportData) -> list[Table]:
             t.add_row(*r)
         tables.append(t)
     if data.base:
-        t = Table("model", "scorer", *data.languages, title="Base model accuracy per language (chance = 25%)")
+        t = Table("model", "scorer", *data.languages, title="Base model accuracy per language, % [95% CI] (n; chance = 25%; ! = far above)")
         by: dict[tuple[str, str], dict[str, BaseAccuracy]] = defaultdict(dict)
         for b in data.base:
             by[(b.model, b.scorer)][b.lang] = b
         for (model, scorer), langs in sorted(by.items()):
             t.add_row(model, scorer, *[
-                ("missing" if lang not in langs else f"{100 * (langs[lang].accuracy or 0):.1f}{' !' if langs[lang].flagged else ''}")
+                ("missing" if lang not in langs else _base_cell(langs[lang]))
                 for lang in data.languages
             ])
         tables.append(t)
     return tables
-
-
-def _markdown(data: ReportData, figures: list[Path]) -> str:
-    lines = [f"# LiveCLKTBench report — snapshot `{data.snapshot_id}`", ""]
-    done = sum(j.status == "done" for j in data.jobs)
-    lines += [f"Languages: {', '.join(data.languages)}. Jobs: {done} done of {len(data.jobs)}.", ""]
-    if data.summary:
-        lines += ["## In short", ""] + [f"- {x}" for x in data.summary] + [""]
-    lines += [
-        "Learn = the train language's accuracy after injection against the base model's on the same questions "
-        "(exact McNemar p; a job learned when its gain is positive with p < 0.05). "
-        "Overall = A/(A+B+C+D), Transfer = A/(A+B) per ordered pair (L_train ≠ L_test); cells are mean ± std over "
-        "pairs [bootstrap 95% CI over questions], in %. *undefined*: no pair had a question right in the train language "
-        "(A+B = 0). *not interpretable*: the jobs did not learn, so A+B is what the base model guessed; such pairs are "
-        f"left out of Transfer means (*n.i.* counts them). Heatmap cells with A+B < {data.min_cell_n} are grey.", "",
-    ]
-    for note in data.notes:
-        lines.append(f"> **Note:** {note}")
-    if data.notes:
-        lines.append("")
-    if data.learn:
-        lines += ["## Learn (train language, base vs injected)", "", _md_row(LEARN_HEADER), "|" + "---|" * len(LEARN_HEADER)]
-        lines += [_md_row(r) for r in _learn_rows(data.learn)]
-        lines.append("")
-    for title, label, _, cells in _scenarios(data):
-        header, rows = _grid(data, label, cells)
-        lines += [f"## {title}", "", _md_row(header), "|" + "---|" * len(header)]
-        lines += [_md_row(r) for r in rows]
-        lines.append("")
-    if data.control:
-        lines += ["## Control split (fictional entities; never in the scores above)", "",
-                  "Base against injected on the same control questions, per test language (exact McNemar).", ""]
-        hdr = ["model", "strategy", "scorer", "train", "test", "n", "base % [CI]", "injected % [CI]", "gain pts [CI]", "McNemar p",
-               "gained"]
-        lines += [_md_row(hdr), "|" + "---|" * len(hdr)]
-        for cl in data.control:
-            st = cl.stat
-            lines.append(_md_row([
-                cl.model, cl.strategy, cl.scorer, cl.train_lang, cl.lang, str(st.n), f"{_pct1(st.base_accuracy)}{_ci_txt(st.base_ci)}",
-                f"{_pct1(st.injected_accuracy)}{_ci_txt(st.injected_ci)}", f"{100 * (st.gain or 0):+.1f}{_ci_txt(st.gain_ci)}",
-                f"{st.p_value:.3g}", "yes" if st.learned else "no",
-            ]))
-        lines.append("")
-    if data.base:
-        lines += ["## Base model accuracy (test split)", "", "| model | scorer | lang | n | accuracy [95% CI] | flagged |",
-                  "|---|---|---|---|---|---|"]
-        for b in data.base:
-            k = round((b.accuracy or 0) * b.n)
-            lines.append(f"| {b.model} | {b.scorer} | {b.lang} | {b.n} | {_pct1(b.accuracy)}{_ci_txt(wilson_ci(k, b.n))} | "
-                         f"{'yes' if b.flagged else ''} |")
-        lines.append("")
-    if data.asymmetry:
-        lines += ["## Directional asymmetry (exact McNemar)", "", "| model | strategy | scorer | pair | L1→L2 only | L2→L1 only | p | stronger |",
-                  "|---|---|---|---|---|---|---|---|"]
-        for a in data.asymmetry:
-            p = "n/a" if a.p_value is None else f"{a.p_value:.3g}"
-            lines.append(f"| {a.model} | {a.strategy} | {a.scorer} | {a.lang_1}–{a.lang_2} | {a.forward} | {a.backward} | {p} | {a.stronger or '='} |")
-        lines.append("")
-    if data.parse_failures:
-        lines += ["## Parse failures of `generate`", ""]
-        lines += [f"- {p['model']} / {p['strategy']} / {p['variant']}: {100 * p['rate']:.1f}%" for p in data.parse_failures]
-        lines.append("")
-    if figures:
-        lines += ["## Figures", ""]
-        lines += [f"![{f.stem}]({f.name})" for f in figures]
-        lines.append("")
-    lines += ["Files: `table2.csv`, `pairs.csv`, `learn.csv`, `metrics.json`.", ""]
-    return "\n".join(lines)
-
-
-def _md_row(cells: list[str]) -> str:
-    """A Markdown table row; crawled text (model names, notes) cannot break the table or inject markup."""
-    return "| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |"

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from clkt.errors import JobError, SnapshotError, UserError
-from clkt.evaluate.prompts import EVAL_PROMPT_VERSION
 from clkt.evaluate.learn import learn_stat
+from clkt.evaluate.prompts import EVAL_PROMPT_VERSION
 from clkt.evaluate.runner import accuracy, answer_questions
 from clkt.evaluate.scorers import scorers_for, selection_scorer
 from clkt.inject.spec import (

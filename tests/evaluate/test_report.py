@@ -81,6 +81,8 @@ def test_report_says_what_was_learned_what_transferred_and_what_is_too_small(tmp
     # the stuck job's Transfer is left out of its mean: "not interpretable", never a number
     cells = {c.model: c for c in data.table2 if c.domain == "all"}
     assert cells["stuck"].transfer_mean is None and cells["stuck"].not_interpretable == 1
+    avg = next(c for c in data.table2 if c.model == "stuck" and c.domain == "avg")
+    assert avg.transfer_mean is None and avg.not_interpretable == 1
     assert cells["learner"].transfer_mean == pytest.approx(10 / 30) and cells["learner"].transfer_ci is not None
     assert all(c.overall_ci is not None for c in data.table2 if c.overall_mean is not None)  # a CI beside every mean
     ctrl = {c.lang: c for c in data.control}
