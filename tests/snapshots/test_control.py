@@ -193,3 +193,12 @@ async def test_gpu_jobs_only_for_the_train_languages(store: Store, tmp_path: Pat
     async with store.session() as s:
         jobs = (await s.execute(select(GpuJob))).scalars().all()
     assert [j.train_lang for j in jobs] == ["fr"]
+
+
+def test_the_demo_trains_in_a_subset_of_its_own_languages_only(tmp_path: Path) -> None:
+    assert load_settings(None, environ={}).spec.train_langs == ["en", "zh"]
+    p = tmp_path / "clkt.toml"
+    p.write_text('offline_demo = true\n[spec]\nlanguages = ["en", "ja", "fr"]\n')
+    assert load_settings(p, environ={}).spec.train_langs == ["en", "ja", "fr"]
+    p.write_text('offline_demo = true\n[gpu]\nepochs = 1\n')
+    assert load_settings(p, environ={}).spec.train_langs == ["en", "zh"]
