@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, timezone
 from pathlib import Path
@@ -164,9 +164,9 @@ class _Namer:
         r = self.rng
         return r.choice(_ONSETS) + r.choice(_VOWELS) + r.choice(_CODAS)
 
-    def _fresh(self, make: object) -> str:
+    def _fresh(self, make: Callable[[], str]) -> str:
         for _ in range(1000):
-            name = make()  # type: ignore[operator]
+            name = make()
             if name.casefold() not in self.used and name.casefold() not in _REAL:
                 self.used.add(name.casefold())
                 return name
@@ -195,8 +195,8 @@ class _Namer:
         r = self.rng
         return self._fresh(lambda: f"{r.randint(3, 60)} km {r.choice(_COMPASS)} of {self.place()}, {country}")
 
-    def pool(self, make: object, n: int = _NAMES_PER_POOL) -> tuple[Value, ...]:
-        return tuple(NameV(make()) for _ in range(n))  # type: ignore[operator]
+    def pool(self, make: Callable[[], str], n: int = _NAMES_PER_POOL) -> tuple[Value, ...]:
+        return tuple(NameV(make()) for _ in range(n))
 
 
 def _day(rng: random.Random, start: date, end: date) -> date:
