@@ -143,8 +143,8 @@ def run_job(spec: JobSpec) -> JobOutcome:
             phase=f"val@{epoch}", progress=lambda ph, d, t: progress(JobProgress(phase=ph, done=d, total=t, epoch=epoch)),
         )
         model.train()
-        acc = accuracy(items)
-        f.write_text(json.dumps({"epoch": epoch, "scorer": sel, "accuracy": acc, "n": len(items)}))
+        acc = accuracy([i for i in items if i.scorer == sel])  # option-loglik: acc, not acc_norm
+        f.write_text(json.dumps({"epoch": epoch, "scorer": sel, "accuracy": acc, "n": len(val_rows)}))
         return acc
 
     def on_epoch(res: EpochResult) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from clkt.config import EMBEDDED_TARGET
+from clkt.evaluate.parse import parse_letter
 from clkt.evaluate.prompts import mcq_text
 from clkt.evaluate.scorers import letter_token_ids, score_generate, score_letter_logprob
 from clkt.targets import cached_target
@@ -43,6 +44,14 @@ def test_letter_logprob_batching_and_agreement_with_generate(models_data_dir: Pa
             assert g.predicted == lp.predicted, (g.raw, lp.raw)
             agreeing += 1
     assert agreeing >= 3
+
+    # generation stops once the letter is decided: a prefix of the full completion, parsed the same, never longer
+    full = score_generate(model, tok, prompts, batch_size=5, max_new_tokens=12, stop_early=False)
+    for mode in ("strict", "reference"):
+        stopped = score_generate(model, tok, prompts, batch_size=5, max_new_tokens=12, parse=mode)  # type: ignore[arg-type]
+        for f, st in zip(full, stopped, strict=True):
+            assert f.raw.startswith(st.raw.rstrip("\ufffd")) and st.predicted == parse_letter(f.raw, mode), (mode, f.raw, st.raw)  # type: ignore[arg-type]
+        assert sum(len(st.raw) for st in stopped) < sum(len(f.raw) for f in full)
 
 
 def test_the_scorer_follows_the_kind_and_can_be_set_per_target() -> None:

@@ -68,6 +68,8 @@ async def test_failing_job_then_full_job_end_to_end(tmp_path: Path, data_dir: Pa
     assert all(r.predicted in (None, "A", "B", "C", "D") for r in rows)
     art = job_dir(data_dir, good.id or 0)
     assert (art / "checkpoints" / "epoch-1" / "adapter_model.safetensors").is_file()
+    val = json.loads((art / "checkpoints" / "epoch-1" / "val.json").read_text())
+    assert val["scorer"] == "option-loglik" and val["n"] == 1 and val["accuracy"] in (0.0, 1.0)  # acc only, not acc_norm too
     preds = [json.loads(line) for line in (art / "predictions.jsonl").read_text().splitlines()]
     assert len(preds) == 24
     assert good.summary["epochs"][0]["tokens"] > 0
