@@ -381,6 +381,8 @@ EMBEDDED_DEFAULT: dict[str, Any] = {
         # The one recorded film with full details (Fight Club, 1999) is known to Gemma 3 270M, so the probe drops
         # it: the demo snapshot has no film. The other domains' recordings fill these quotas.
         "quotas": {"movies": 0, "music": 2, "sports": 2, "disasters": 2},
+        # one fictional entity per domain: ~30 control questions per language beside the ~29 real test ones
+        "control_entities": 1,
         "allow_partial": False,
         "check_interval_s": 5.0,
     },
