@@ -2,7 +2,7 @@
 
 A snapshot holding only the control split (fictional entities no model can know; `--per-domain` per domain,
 >= 100 questions per language) goes through the real GPU job (`clkt.inject.job.run_job`) with the demo's
-settings (`[gpu]` of the embedded default; `--epochs` / `--lr` override): base answers, LoRA injection of
+settings (`[gpu]` of the embedded default: lr 2e-3; `--lr` overrides) for the paper's 5 epochs (`--epochs`): base answers, LoRA injection of
 the train-language documents, injected answers in every language, scored as the target's kind says
 (option-loglik for the base model). Figures:
 
@@ -14,7 +14,9 @@ the train-language documents, injected answers in every language, scored as the 
 
 Goals: learn gain >= 0.25 absolute with p < 0.001, on >= 100 questions. Ends with one JSON line. Cost: about
 (questions x languages x 2) option-loglik answers plus 3 epochs over 4 x per-domain documents; measured with
-`--per-domain 1 --languages en,fr` (30 questions): 463 s on 2 CPU cores shared at load average 5-7.
+`--per-domain 1 --languages en,fr` (30 questions): 463 s on 2 CPU cores shared at load average 5-7;
+`--languages en,fr` (120 questions): 3 epochs 221 s (gain +0.20, p 7e-4: gain goal missed), 5 epochs 272 s
+(gain +0.39, p 1e-9: met), load average about 2.
 
     .venv/bin/python bench/validity.py [--per-domain 4] [--train-lang en] [--epochs E] [--lr LR]
 """
@@ -77,7 +79,7 @@ def main() -> int:
     p.add_argument("--per-domain", type=int, default=4, help="control entities per domain (4: about 120 questions)")
     p.add_argument("--languages", default="en,ja,zh,fr,es")
     p.add_argument("--train-lang", default="en")
-    p.add_argument("--epochs", type=int, default=None)
+    p.add_argument("--epochs", type=int, default=5, help="the paper's 5 (the demo runs 3 for its time budget)")
     p.add_argument("--lr", type=float, default=None)
     p.add_argument("--seed", type=int, default=0)
     a = p.parse_args()
