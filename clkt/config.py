@@ -184,6 +184,8 @@ class AgentSettings(_Section):
     prices: dict[str, PriceSettings] = Field(default_factory=dict)
     monthly_budget_usd: float | None = Field(default=None, ge=0, le=10_000_000)
     questions_per_entity: int = Field(default=5, ge=1, le=20)
+    # per-domain caps that replace `questions_per_entity` for their domain (e.g. { sports = 4 })
+    questions_per_domain: dict[Domain, int] = Field(default_factory=dict)
     concurrency: int = Field(default=4, ge=1, le=1024)
     probe_max_new_tokens: int = Field(default=96, ge=8, le=1024)  # target-model probe answer length
 
@@ -204,6 +206,24 @@ class AgentSettings(_Section):
         """The mode of a role (judge, generate, verify, translate): its override, else `mode`."""
         return self.stage_modes.get(role, self.mode)  # type: ignore[call-overload,no-any-return]
 
+    @field_validator("questions_per_domain")
+    @classmethod
+    def _per_domain(cls, v: dict[Domain, int]) -> dict[Domain, int]:
+        bad = {d.value: n for d, n in v.items() if not 1 <= n <= 20}
+        if bad:
+            raise ValueError(f"questions per domain must be between 1 and 20, got {bad}")
+        return v
+
+    def question_cap(self, domain: str) -> int:
+        """How many questions the generator writes per entity of `domain`."""
+        for d, n in self.questions_per_domain.items():
+            if d.value == domain:
+                return n
+        return self.questions_per_entity
+
+
+ScorerLiteral = Literal["option-loglik", "letter-logprob", "generate"]
+
 
 class TargetSettings(_Section):
     """A target model: the model we measure. `model` is a HF id, a local path, or `embedded:<name>`."""
@@ -217,6 +237,8 @@ class TargetSettings(_Section):
     api_key_env: str | None = None
     family: str | None = None
     size_b: float | None = Field(default=None, gt=0, le=100_000)  # parameters in billions (Figure 4)
+    # None: [gpu] scorers, else by kind (base: option-loglik; instruct: generate); see clkt.evaluate.scorers
+    scorers: list[ScorerLiteral] | None = Field(default=None, min_length=1)
 
 
 EMBEDDED_TARGET = TargetSettings(
@@ -240,6 +262,24 @@ class SpecSettings(_Section):
     strategies: list[Literal["cpt-lora", "sft-lora", "full-ft"]] = Field(
         default_factory=lambda: ["cpt-lora"], min_length=1
     )
+    # the languages a GPU job injects in (None: every language); a subset still tests in every language
+    train_languages: list[str] | None = Field(default=None, min_length=1)
+
+    @model_validator(mode="after")
+    def _train_subset(self) -> SpecSettings:
+        if self.train_languages is not None:
+            bad = [x for x in self.train_languages if x not in self.languages]
+            if bad:
+                raise ValueError(f"train_languages {bad} are not among the spec's languages {self.languages}")
+            if len(set(self.train_languages)) != len(self.train_languages):
+                raise ValueError("train_languages must be distinct")
+        return self
+
+    @property
+    def train_langs(self) -> list[str]:
+        """The languages the GPU jobs inject in (in `languages` order)."""
+        chosen = set(self.train_languages or self.languages)
+        return [x for x in self.languages if x in chosen]
 
     @field_validator("languages")
     @classmethod
@@ -270,6 +310,8 @@ class SnapshotSettings(_Section):
     )
     seed: int = Field(default=0, ge=0, le=2**32 - 1)
     val_ratio: float = Field(default=0.2, gt=0, lt=1)
+    # fictional entities per spec domain in every snapshot's control split (0: none); see clkt.snapshots.control
+    control_entities: int = Field(default=2, ge=0, le=100)
     allow_partial: bool = False
     out_dir: Path = Path("snapshots")
     webhook_url: str | None = None
@@ -297,9 +339,9 @@ class GpuSettings(_Section):
     target_modules: list[str] | None = None  # None: the attention projections
     max_seq_len: int = Field(default=1024, ge=16, le=1_048_576)
     packing: bool = False
-    scorers: list[Literal["letter-logprob", "generate"]] = Field(
-        default_factory=lambda: ["letter-logprob", "generate"], min_length=1
-    )
+    # None: each target's own `scorers`, else by its kind (base: option-loglik; instruct: generate)
+    scorers: list[ScorerLiteral] | None = Field(default=None, min_length=1)
+    parse: Literal["strict", "reference"] = "strict"  # how `generate` reads the answer letter
     max_new_tokens: int = Field(default=64, ge=1, le=65536)
     eval_batch_size: int = Field(default=8, ge=1, le=4096)
     job_timeout_s: float = Field(default=6 * 3600, gt=0, le=30 * 86400)
@@ -439,13 +481,16 @@ EMBEDDED_DEFAULT: dict[str, Any] = {
     "offline_demo": True,
     "replay": {"enabled": True, "redate": True},
     "http": {"port": 0},
-    "agents": {"backend": "template", "questions_per_entity": 3, "probe_max_new_tokens": 48},
+    # every question the template engine can ask (at most 8 fact slots per kind; about 7 per recorded entity)
+    "agents": {"backend": "template", "questions_per_entity": 8, "probe_max_new_tokens": 48},
     "spec": {
         "name": "demo",
         "targets": [EMBEDDED_TARGET.model_dump(mode="json")],
         "languages": list(LANGS_DEFAULT),
         "domains": [d.value for d in Domain],
         "strategies": ["cpt-lora"],
+        # inject in two languages (a subset, said in the report), test in all five: fits 20 minutes on 2 cores
+        "train_languages": ["en", "zh"],
     },
     "snapshot": {
         # the replay re-dates items into the last ~28 days, which may straddle two calendar months
@@ -453,14 +498,18 @@ EMBEDDED_DEFAULT: dict[str, Any] = {
         # The one recorded film with full details (Fight Club, 1999) is known to Gemma 3 270M, so the probe drops
         # it: the demo snapshot has no film. The other domains' recordings fill these quotas.
         "quotas": {"movies": 0, "music": 2, "sports": 2, "disasters": 2},
+        # one fictional entity per domain: ~30 control questions per language beside the ~29 real test ones
+        "control_entities": 1,
         "allow_partial": False,
         "check_interval_s": 5.0,
     },
     "gpu": {
         "devices": ["cpu"],
+        # a few short documents learn faster with a higher rate (bench/validity.py: control-only, en 30 q:
+        # 5e-4 x 1 epoch +0.07, 2e-3 x 3 epochs +0.43, p 2e-4)
         "epochs": 3,
+        "learning_rate": 2e-3,
         "max_seq_len": 384,
-        "scorers": ["letter-logprob", "generate"],
         "max_new_tokens": 8,
         "eval_batch_size": 8,
         "torch_threads": 2,
@@ -517,7 +566,11 @@ def load_settings(path: Path | str | None = None, *, environ: Mapping[str, str] 
         except tomllib.TOMLDecodeError as e:
             raise ConfigError("<file>", f"{p} is not valid TOML: {e}") from None
         if data.get("offline_demo"):
+            given_spec = data.get("spec") if isinstance(data.get("spec"), Mapping) else {}
             data = _deep_merge(EMBEDDED_DEFAULT, data)
+            if "languages" in given_spec and "train_languages" not in given_spec:
+                # the demo's train subset is chosen for its own five languages: other languages train in all
+                data["spec"] = {k: v for k, v in data["spec"].items() if k != "train_languages"}
     # a [sources.<name>] table overrides that source's real defaults key by key
     real = {k: v.model_dump(mode="json") for k, v in _real_sources().items()}
     given = data.get("sources", {})

@@ -1,6 +1,8 @@
 """The embedded default end to end at reduced size, as a real `clkt demo` process: crawl (replay server)
--> gate -> probe with Gemma 3 270M -> template questions -> snapshot -> LoRA injection -> evaluation ->
-report. Checks real content, not just that files exist."""
+-> gate -> probe with Gemma 3 270M -> template questions (every one the engine can ask) + the control split
+-> snapshot -> LoRA injection (the demo's rate and epochs, one train language) -> option-loglik evaluation
+-> report. Checks real content, not just that files exist, and what the report concludes: injection learned
+the control split, the base model is not flagged above chance, and every flag agrees with its numbers."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import pytest
 from clkt.snapshots.layout import load_snapshot_dir
 from tests.conftest import REPO
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(2700)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(3300)]
 
 
 def _norm(s: str) -> str:
@@ -32,21 +34,18 @@ def test_demo_end_to_end_reduced(tmp_path: Path, shared_models_dir: Path) -> Non
         f"""
 offline_demo = true
 data_dir = "{data}"
-[agents]
-questions_per_entity = 2
 [spec]
 languages = ["en", "fr"]
+train_languages = ["en"]
 [snapshot]
 out_dir = "{tmp_path / 'snapshots'}"
 quotas = {{ movies = 0, music = 1, sports = 1, disasters = 1 }}
-[gpu]
-epochs = 1
-max_new_tokens = 4
+control_entities = 1
 """
     )
     res = subprocess.run(
-        [sys.executable, "-m", "clkt.cli", "demo", "--config", str(cfg), "--timeout-min", "25"],
-        capture_output=True, text=True, cwd=REPO, timeout=1800,
+        [sys.executable, "-m", "clkt.cli", "demo", "--config", str(cfg), "--timeout-min", "45"],
+        capture_output=True, text=True, cwd=REPO, timeout=3000,
         env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "200", "HF_HUB_OFFLINE": "1"},
     )
     log = res.stdout + res.stderr
@@ -67,10 +66,17 @@ max_new_tokens = 4
     total = snap.manifest.counts["total"]
     assert total.fact_qas == len(qids["en"])
     assert total.val + total.test == 2 * len(qids["en"])
+    assert total.fact_qas >= 4 * 3  # every question the engine can ask (4 to 7 per recorded entity), not 2
+    # the control split: one fictional entity per domain, every language, apart from the real questions
+    ctl = snap.manifest.control
+    assert ctl is not None and ctl.entities == 4 and ctl.questions >= 20
+    control = {lang: snap.control_questions_for(lang) for lang in snap.languages}
+    assert [q.qid for q in control["en"]] == [q.qid for q in control["fr"]]
+    assert not {q.qid for q in control["en"]} & set(qids["en"])
     # every question's answer is stated in its entity's document, in that language
     for lang in snap.languages:
-        docs = {d.entity_id: _norm(d.text) for d in snap.docs_for(lang)}
-        for q in snap.questions_for(lang):
+        docs = {d.entity_id: _norm(d.text) for d in snap.docs_for(lang) + snap.control_docs_for(lang)}
+        for q in snap.questions_for(lang) + control[lang]:
             assert q.options[q.answer_index] == q.options["ABCD".index(q.answer)]
             assert _norm(q.options[q.answer_index]) in docs[q.entity_id], (lang, q.question, q.options)
             distractors = [o for i, o in enumerate(q.options) if i != q.answer_index]
@@ -81,7 +87,27 @@ max_new_tokens = 4
     assert len(reports) == 1
     metrics = json.loads(reports[0].read_text())
     pairs = {(p["train_lang"], p["test_lang"]) for p in metrics["pairs"] if not p["missing"]}
-    assert {("en", "fr"), ("fr", "en")} <= pairs
+    assert pairs == {("en", "fr")}  # one train language (spec.train_languages), tested in both
+    assert [j["train_lang"] for j in metrics["jobs"]] == ["en"] and metrics["jobs"][0]["status"] == "done"
+    # the base model (a 270M base model, scored by option log-likelihood) is at chance: no language flagged
+    assert metrics["base"] and not [b for b in metrics["base"] if b["flagged"]]
+    assert "option-loglik" in {b["scorer"] for b in metrics["base"]} <= {"option-loglik", "option-loglik-norm"}
+    # the positive control: injection moved the fictional entities the right way in the train language (at this
+    # reduced size, 30 questions and a best epoch picked on 4, significance is not expected: the flag must say so)
+    [ctl_learn] = [t for t in metrics["control_learn"] if t["scorer"] == "option-loglik"]
+    st = ctl_learn["stat"]
+    assert st["n"] == len(control["en"])
+    assert st["injected_correct"] > st["base_correct"] and st["gained"] > st["lost"], st  # the direction
+    # every Learn flag agrees with its numbers, and a job that did not learn is said to be not interpretable
+    md = (reports[0].parent / "report.md").read_text()
+    for t in metrics["learn"] + metrics["control_learn"]:
+        s = t["stat"]
+        assert s["learned"] == (s["injected_correct"] > s["base_correct"] and s["p_value"] < 0.05), t
+    real = [t for t in metrics["learn"] if t["scorer"] == "option-loglik" and t["domain"] == "all"]
+    assert len(real) == 1 and real[0]["stat"]["n"] == total.test // 2
+    if not real[0]["stat"]["learned"]:
+        assert "not interpretable" in md
+    assert "Control split" in md and "Learn" in md
     assert (reports[0].parent / "table2.csv").read_text().count("\n") >= 2
     pngs = list(reports[0].parent.glob("*.png")) + list(reports[0].parent.glob("*/*.png"))
     assert pngs
@@ -89,5 +115,4 @@ max_new_tokens = 4
 
     img = mpimg.imread(pngs[0])
     assert img.shape[0] > 50 and img.shape[1] > 50
-    md = (reports[0].parent / "report.md").read_text()
     assert ".png" in md

@@ -6,6 +6,7 @@ English question generated today and the Japanese translation made next week car
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agents.template import disasters, movies, music, sports
@@ -53,8 +54,17 @@ def _documents(facts: EntityFacts, given: RenderedDocument | None) -> dict[str, 
     return docs
 
 
-def plan(facts: EntityFacts, slot: str, *, document: RenderedDocument | None = None) -> Plan | None:
-    """Answer + 3 safe distractors for `slot`, or None when the fact is missing or distractors are unsafe."""
+def plan(
+    facts: EntityFacts,
+    slot: str,
+    *,
+    document: RenderedDocument | None = None,
+    candidates: Sequence[Value] | None = None,
+) -> Plan | None:
+    """Answer + 3 safe distractors for `slot`, or None when the fact is missing or distractors are unsafe.
+
+    `candidates` replaces the slot's own distractor candidates (the control split's fictional entities draw
+    their names from fictional pools, so that a made-up answer is not the odd one out among real names)."""
     spec = slot_spec(facts, slot)
     if spec is None:
         return None
@@ -66,7 +76,8 @@ def plan(facts: EntityFacts, slot: str, *, document: RenderedDocument | None = N
         return None
     rng = seeded_rng(facts.model_dump_json(), slot)
     picked = choose(
-        answer=answer, truths=list(spec.truths(facts)), candidates=spec.candidates(facts, rng), documents=docs,
+        answer=answer, truths=list(spec.truths(facts)),
+        candidates=spec.candidates(facts, rng) if candidates is None else list(candidates), documents=docs,
         slot=slot,
     )
     if picked is None:

@@ -16,6 +16,7 @@ unseen.
 from __future__ import annotations
 
 import math
+import warnings
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -141,6 +142,7 @@ class SummaryCell(_Frozen):
     pairs: int = 0  # pairs with data
     transfer_undefined: int = 0  # pairs with A + B = 0
     missing: int = 0  # pairs without questions
+    not_interpretable: int = 0  # pairs whose job did not learn: left out of the Transfer mean
 
 
 class AsymmetryTest(_Frozen):
@@ -205,14 +207,15 @@ def _mean_std(values: Sequence[float]) -> tuple[float | None, float | None]:
     return float(arr.mean()), float(arr.std(ddof=0))
 
 
-def _bootstrap(
+def _boot_pairs(
     outcomes: Sequence[Outcome], model: str, strategy: str, scorer: str, domain: str, pairs: list[tuple[str, str]],
     rng: np.random.Generator,
-) -> tuple[tuple[float, float] | None, tuple[float, float] | None]:
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Per bootstrap sample (questions resampled) and pair: (Overall, Transfer), NaN where undefined."""
     idx = _index(o for o in outcomes if o.model == model and o.strategy == strategy and o.scorer == scorer)
     qids = sorted({q for k, v in idx.items() if k[4] == domain for q in v})
     if not qids or not pairs:
-        return None, None
+        return None
     pos = {q: i for i, q in enumerate(qids)}
     nq = len(qids)
     ind_a = np.zeros((len(pairs), nq))
@@ -230,21 +233,61 @@ def _bootstrap(
     weights = np.stack([np.bincount(d, minlength=nq) for d in draws]).astype(float)  # (B, nq)
     a, ab, n = weights @ ind_a.T, weights @ ind_ab.T, weights @ ind_n.T  # (B, pairs)
     with np.errstate(invalid="ignore", divide="ignore"):
-        overall = np.where(n > 0, a / n, np.nan)
-        transfer = np.where(ab > 0, a / ab, np.nan)
+        return np.where(n > 0, a / n, np.nan), np.where(ab > 0, a / ab, np.nan)
 
-    def ci(m: np.ndarray) -> tuple[float, float] | None:
-        valid = ~np.all(np.isnan(m), axis=1)
-        if not valid.any():
+
+def _ci(m: np.ndarray | None) -> tuple[float, float] | None:
+    """95% percentile interval of the mean over pairs (NaN pairs left out of each sample's mean)."""
+    if m is None or m.size == 0:
+        return None
+    valid = ~np.all(np.isnan(m), axis=1)
+    if not valid.any():
+        return None
+    means = np.nanmean(m[valid], axis=1)
+    return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+
+
+def _bootstrap(
+    outcomes: Sequence[Outcome], model: str, strategy: str, scorer: str, domain: str, pairs: list[tuple[str, str]],
+    rng: np.random.Generator,
+) -> tuple[tuple[float, float] | None, tuple[float, float] | None]:
+    got = _boot_pairs(outcomes, model, strategy, scorer, domain, pairs, rng)
+    if got is None:
+        return None, None
+    return _ci(got[0]), _ci(got[1])
+
+
+def _bootstrap_avg(
+    outcomes: Sequence[Outcome], model: str, strategy: str, scorer: str, domains: list[str],
+    pairs_o: list[tuple[str, str]], pairs_t: list[tuple[str, str]], rng: np.random.Generator,
+) -> tuple[tuple[float, float] | None, tuple[float, float] | None]:
+    """The average over domains, resampling the questions of each domain apart (a stratified bootstrap)."""
+
+    def one(pairs: list[tuple[str, str]], k: int) -> tuple[float, float] | None:
+        per = [got[k] for d in domains if (got := _boot_pairs(outcomes, model, strategy, scorer, d, pairs, rng)) is not None]
+        if not per:
             return None
-        means = np.nanmean(m[valid], axis=1)
-        return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+        with np.errstate(invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return _ci(np.nanmean(np.stack(per), axis=0))  # (B, pairs): each pair's mean over its domains
 
-    return ci(overall), ci(transfer)
+    return one(pairs_o, 0), one(pairs_t, 1)
 
 
-def summarize(outcomes: Sequence[Outcome], languages: Sequence[str], *, seed: int = 0, bootstrap: bool = True) -> list[SummaryCell]:
-    """Table 2: mean ± std over pairs per model x strategy x scorer x domain, plus `all` and `avg`."""
+JobKey = tuple[str, str, str, str]  # (model, strategy, scorer, train_lang)
+
+
+def summarize(
+    outcomes: Sequence[Outcome], languages: Sequence[str], *, seed: int = 0, bootstrap: bool = True,
+    not_learned: set[JobKey] | None = None,
+) -> list[SummaryCell]:
+    """Table 2: mean ± std over pairs per model x strategy x scorer x domain, plus `all` and `avg`.
+
+    Pairs of the jobs in `not_learned` (no significant in-language gain: `clkt.evaluate.learn`) count in
+    Overall but not in Transfer, whose A+B is then what the base model guessed: `not_interpretable` says
+    how many were left out.
+    """
+    skip = not_learned or set()
     pairs = pair_metrics(outcomes, languages)
     rng = np.random.default_rng(seed)
     by_group: dict[tuple[str, str, str], list[PairMetrics]] = defaultdict(list)
@@ -256,11 +299,15 @@ def summarize(outcomes: Sequence[Outcome], languages: Sequence[str], *, seed: in
         for domain in [*domains, ALL_DOMAINS]:
             sel = [p for p in plist if p.domain == domain]
             ov = [p.overall for p in sel if p.overall is not None]
-            tr = [p.transfer for p in sel if p.transfer is not None]
+            interp = [p for p in sel if (p.model, p.strategy, p.scorer, p.train_lang) not in skip]
+            tr = [p.transfer for p in interp if p.transfer is not None]
             ci_o, ci_t = (None, None)
             if bootstrap:
-                ci_o, ci_t = _bootstrap(
+                ci_o, _ = _bootstrap(
                     outcomes, model, strategy, scorer, domain, [(p.train_lang, p.test_lang) for p in sel if not p.missing], rng
+                )
+                _, ci_t = _bootstrap(
+                    outcomes, model, strategy, scorer, domain, [(p.train_lang, p.test_lang) for p in interp if not p.missing], rng
                 )
             om, osd = _mean_std(ov)
             tm, tsd = _mean_std(tr)
@@ -269,7 +316,7 @@ def summarize(outcomes: Sequence[Outcome], languages: Sequence[str], *, seed: in
                     model=model, strategy=strategy, scorer=scorer, domain=domain, overall_mean=om, overall_std=osd,
                     transfer_mean=tm, transfer_std=tsd, overall_ci=ci_o, transfer_ci=ci_t,
                     pairs=sum(not p.missing for p in sel), transfer_undefined=sum(not p.missing and p.transfer is None for p in sel),
-                    missing=sum(p.missing for p in sel),
+                    missing=sum(p.missing for p in sel), not_interpretable=sum(not p.missing for p in sel) - sum(not p.missing for p in interp),
                 )
             )
         # the average over domains: per pair, the mean of its per-domain values; then mean ± std over pairs
@@ -280,14 +327,19 @@ def summarize(outcomes: Sequence[Outcome], languages: Sequence[str], *, seed: in
                 continue
             if p.overall is not None:
                 per_pair_o[(p.train_lang, p.test_lang)].append(p.overall)
-            if p.transfer is not None:
+            if p.transfer is not None and (p.model, p.strategy, p.scorer, p.train_lang) not in skip:
                 per_pair_t[(p.train_lang, p.test_lang)].append(p.transfer)
         om, osd = _mean_std([float(np.mean(v)) for v in per_pair_o.values()])
         tm, tsd = _mean_std([float(np.mean(v)) for v in per_pair_t.values()])
+        ci_o, ci_t = (None, None)
+        if bootstrap:
+            ci_o, ci_t = _bootstrap_avg(outcomes, model, strategy, scorer, domains, sorted(per_pair_o), sorted(per_pair_t), rng)
         out.append(
             SummaryCell(
                 model=model, strategy=strategy, scorer=scorer, domain=AVG_DOMAINS, overall_mean=om, overall_std=osd,
-                transfer_mean=tm, transfer_std=tsd, pairs=len(per_pair_o),
+                transfer_mean=tm, transfer_std=tsd, overall_ci=ci_o, transfer_ci=ci_t, pairs=len(per_pair_o),
+                not_interpretable=len({(p.train_lang, p.test_lang) for p in plist if p.domain != ALL_DOMAINS and not p.missing
+                                       and (p.model, p.strategy, p.scorer, p.train_lang) in skip}),
             )
         )
     return out

@@ -9,14 +9,22 @@ counts only when it stands as an answer:
 
 A completion that merely lists the options again ("A. Berlin\nB. Paris…") chooses nothing. Anything else is
 unparseable (None) and scored as wrong.
+
+`parse = "reference"` reproduces the reference code's rule instead: the first stand-alone capital A–D
+anywhere in the completion (so the article in "A film…" is answer A). Numbers compared with the paper's must
+use it. `letter_decided` tells generation when it may stop: once more text can no longer change the parse.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
+from typing import Literal
 
-__all__ = ["parse_answer_letter"]
+__all__ = ["ParseMode", "parse_answer_letter", "parse_reference", "parse_letter", "letter_decided"]
+
+ParseMode = Literal["strict", "reference"]
+_REFERENCE = re.compile(r"(?<![A-Za-z0-9_])([A-D])(?![A-Za-z0-9_])")
 
 _LEAD = re.compile(r"^[\s\*_`'\"“”‘’>#\-]*")
 _AT_START = re.compile(r"^[\(\[]?([A-D])(?:[\)\]]|(?=[\s.:,;!?*_`'\"]|$))")
@@ -50,3 +58,33 @@ def parse_answer_letter(text: str) -> str | None:
     if c:
         return next(g for g in c.groups() if g).upper()
     return None
+
+
+def parse_reference(text: str) -> str | None:
+    """The reference code's rule: the first stand-alone capital A–D anywhere, or None."""
+    m = _REFERENCE.search(unicodedata.normalize("NFKC", text or ""))
+    return m.group(1) if m else None
+
+
+def parse_letter(text: str, mode: ParseMode = "strict") -> str | None:
+    return parse_reference(text) if mode == "reference" else parse_answer_letter(text)
+
+
+# Continuations that could still change a parse: a word glued to the letter ("A" -> "Apple"), a word after
+# it ("A " -> "A film"), a second listed option ("A. Berlin" -> "A. Berlin\nB. Paris"), an answer cue.
+_PROBES = ("Zq", " zq", " Zq", "\nB. zq", "\nC) zq", ". zq", "\nAnswer: D")
+
+
+def letter_decided(text: str, mode: ParseMode = "strict") -> bool:
+    """True when the completion names a letter that no continuation of the probed kinds would change.
+
+    Generation stops there (the tokens after the letter cannot change the score). The probes cover every way
+    the parsers' rules look ahead; a test checks stopped and full completions parse the same.
+    """
+    got = parse_letter(text, mode)
+    if got is None:
+        return False
+    if mode == "reference":  # the first stand-alone letter: decided once a non-word character follows it
+        m = _REFERENCE.search(unicodedata.normalize("NFKC", text))
+        return m is not None and m.end() < len(unicodedata.normalize("NFKC", text))
+    return all(parse_answer_letter(text + p) == got for p in _PROBES)

@@ -4,11 +4,19 @@
 and writes into `out_dir` (by default `<data_dir>/reports/<snapshot_id>/`):
 
 - `table2.csv` (model x strategy x scorer x domain, mean ± std over pairs, bootstrap CIs), `pairs.csv`
-  (A/B/C/D per ordered pair), `metrics.json` (everything, plus base accuracy and McNemar tests);
-- `heatmap-<model>-<strategy>-<scorer>.png`: Transfer, L_train x L_test (the paper's Figure 3);
+  (A/B/C/D per ordered pair, whether its job learned, whether A+B is too small), `learn.csv` (Learn per
+  job: base against injected in the train language, exact McNemar p), `metrics.json` (everything, plus base
+  accuracy and the asymmetry tests);
+- `heatmap-<model>-<strategy>-<scorer>.png` (`clkt.evaluate.figures`): Transfer, L_train x L_test (the paper's Figure 3); every cell
+  shows its n (A+B); cells under `MIN_CELL_N` questions and the rows of jobs that did not learn are grey;
 - `size-<family>-<strategy>-<scorer>.png`: Overall/Transfer against model size per domain when the spec has
   several sizes of a family (Figure 4);
-- `report.md`, embedding them. `render_tables()` gives the rich tables `clkt report` prints.
+- `report.md`, embedding them, opening with what was learned, what transferred and what is too small to
+  say. `render_tables()` gives the rich tables `clkt report` prints.
+
+Control questions (the snapshot's fictional entities) never enter the real scores (they are not store rows):
+each job keeps their paired counts per scorer and language in `GpuJob.summary["control"]`, and the report
+shows them apart, base against injected per language, as the positive control of injection.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from clkt.evaluate.learn import LearnStat, LearnTest, learn_tests, stat_from_counts, wilson_ci
 from clkt.evaluate.metrics import (
     ALL_DOMAINS,
     AVG_DOMAINS,
@@ -45,7 +54,20 @@ if TYPE_CHECKING:
 
     from storage.engine import Store
 
-__all__ = ["ReportData", "ReportPaths", "report_dir", "load_report_data", "build_report", "write_report", "write_report_files", "render_tables"]
+__all__ = [
+    "MIN_CELL_N",
+    "ControlLang",
+    "ReportData",
+    "ReportPaths",
+    "report_dir",
+    "load_report_data",
+    "build_report",
+    "write_report",
+    "write_report_files",
+    "render_tables",
+]
+
+MIN_CELL_N = 10  # a Transfer cell on fewer questions (A+B) is too small to say anything: grey, never coloured
 
 
 def report_dir(data_dir: Path, snapshot_id: str) -> Path:
@@ -64,6 +86,22 @@ class JobInfo(BaseModel):
     error: str | None = None
     family: str | None = None
     size_b: float | None = None
+    parse: str | None = None  # how `generate` read the letters: "strict" or "reference"
+    # the control split's paired counts (GpuJob.summary["control"]): scorer -> test language -> n, base_correct, ...
+    control: dict[str, Any] | None = None
+
+
+class ControlLang(BaseModel):
+    """The control split of one job in one test language: base against injected on the same questions."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model: str
+    strategy: str
+    scorer: str
+    train_lang: str
+    lang: str
+    stat: LearnStat
 
 
 class ReportData(BaseModel):
@@ -78,6 +116,18 @@ class ReportData(BaseModel):
     base: list[BaseAccuracy]
     parse_failures: list[dict[str, Any]] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    learn: list[LearnTest] = Field(default_factory=list)
+    control_learn: list[LearnTest] = Field(default_factory=list)  # the control split in the train language
+    control: list[ControlLang] = Field(default_factory=list)  # ... in every language
+    min_cell_n: int = MIN_CELL_N
+    summary: list[str] = Field(default_factory=list)  # "In short": learned, transferred, too small to say
+
+    def job_learned(self, model: str, strategy: str, scorer: str, train_lang: str) -> bool | None:
+        """None: no Learn test (no base or injected answers in the train language)."""
+        for t in self.learn:
+            if (t.model, t.strategy, t.scorer, t.train_lang, t.domain) == (model, strategy, scorer, train_lang, ALL_DOMAINS):
+                return t.learned
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +138,7 @@ class ReportPaths:
     table_csv: Path
     pairs_csv: Path
     figures: list[Path] = field(default_factory=list)
+    learn_csv: Path | None = None
 
 
 async def load_report_data(store: Store, snapshot_id: str, *, seed: int = 0) -> ReportData:
@@ -108,7 +159,8 @@ async def load_report_data(store: Store, snapshot_id: str, *, seed: int = 0) -> 
         JobInfo(
             job_id=j.id or 0, model=j.target_model, strategy=j.strategy, train_lang=j.train_lang, status=str(getattr(j.status, "value", j.status)),
             best_epoch=j.best_epoch, error=j.last_error, family=(j.summary or {}).get("target_family"),
-            size_b=(j.summary or {}).get("target_size_b"),
+            size_b=(j.summary or {}).get("target_size_b"), parse=(j.summary or {}).get("generate_parse"),
+            control=(j.summary or {}).get("control") or None,
         )
         for j in jobs
     ]
@@ -123,23 +175,63 @@ async def load_report_data(store: Store, snapshot_id: str, *, seed: int = 0) -> 
     return await asyncio.to_thread(build_report, snapshot_id, langs, infos, outcomes, seed)
 
 
+def _control(jobs: list[JobInfo], notes: list[str]) -> list[ControlLang]:
+    out: list[ControlLang] = []
+    for j in jobs:
+        if j.status != "done" or not j.control:
+            continue
+        for scorer, langs in sorted(j.control.items()):
+            for lang, c in sorted(langs.items() if isinstance(langs, dict) else []):
+                try:
+                    stat = stat_from_counts(**{k: int(c[k]) for k in ("n", "base_correct", "injected_correct", "gained", "lost")})
+                except (KeyError, TypeError, ValueError) as e:
+                    notes.append(f"job {j.job_id}: its control counts for {scorer}/{lang} are unreadable ({e}); left out")
+                    continue
+                out.append(ControlLang(model=j.model, strategy=j.strategy, scorer=scorer, train_lang=j.train_lang, lang=lang, stat=stat))
+    return out
+
+
 def build_report(snapshot_id: str, languages: list[str], jobs: list[JobInfo], outcomes: list[Outcome], seed: int = 0) -> ReportData:
     notes: list[str] = []
     failed = [j for j in jobs if j.status == "failed"]
     if failed:
         notes.append(f"{len(failed)} job(s) failed: " + "; ".join(f"{j.model}/{j.strategy}/{j.train_lang}: {(j.error or '')[:160]}" for j in failed))
-    base = base_accuracy(outcomes)
+    real = outcomes  # the control split never reaches the store's results (see _control)
+    learn = learn_tests(real)
+    not_learned = {(t.model, t.strategy, t.scorer, t.train_lang) for t in learn if t.domain == ALL_DOMAINS and not t.learned}
+    for t in learn:
+        if t.domain == ALL_DOMAINS and not t.learned:
+            st = t.stat
+            notes.append(
+                f"{t.model} / {t.strategy} / {t.scorer}, trained in {t.train_lang}, did not learn: {t.train_lang} accuracy "
+                f"{st.base_correct}/{st.n} before, {st.injected_correct}/{st.n} after (exact McNemar p = {st.p_value:.3g}); "
+                "its Transfer cells are not interpretable and are left out of the Transfer means"
+            )
+    base = base_accuracy(real)
     for b in base:
         if b.flagged:
             notes.append(
                 f"base model {b.model} answers {b.lang} at {100 * (b.accuracy or 0):.0f}% ({b.scorer}, n={b.n}), far above "
                 "chance (25%): these entities may not be unseen by it"
             )
-    pf = [{"model": m, "strategy": s, "variant": v, "rate": r} for (m, s, v), r in parse_failure_rates(outcomes).items()]
+    parses = sorted({j.parse for j in jobs if j.parse})
+    if parses:
+        notes.append(
+            "`generate` letters parsed with the " + " and ".join(f"`{p}`" for p in parses) + " rule"
+            + ("" if parses == ["reference"] else "; only `reference` (the reference code's rule) compares with the paper's numbers")
+        )
+    pf = [{"model": m, "strategy": s, "variant": v, "rate": r} for (m, s, v), r in parse_failure_rates(real).items()]
     data = ReportData(
-        snapshot_id=snapshot_id, languages=languages, jobs=jobs, table2=summarize(outcomes, languages, seed=seed),
-        pairs=pair_metrics(outcomes, languages), asymmetry=mcnemar_tests(outcomes, languages), base=base,
-        parse_failures=pf, notes=notes,
+        snapshot_id=snapshot_id, languages=languages, jobs=jobs,
+        table2=summarize(real, languages, seed=seed, not_learned=not_learned),
+        pairs=pair_metrics(real, languages), asymmetry=mcnemar_tests(real, languages), base=base,
+        parse_failures=pf, notes=notes, learn=learn,
+    )
+    ctrl = _control(jobs, data.notes)
+    data.control.extend(ctrl)
+    data.control_learn.extend(
+        LearnTest(model=c.model, strategy=c.strategy, scorer=c.scorer, train_lang=c.train_lang, domain=ALL_DOMAINS, control=True, stat=c.stat)
+        for c in ctrl if c.lang == c.train_lang
     )
     missing = [p for p in data.pairs if p.missing and p.domain == ALL_DOMAINS]
     if missing:
@@ -147,7 +239,59 @@ def build_report(snapshot_id: str, languages: list[str], jobs: list[JobInfo], ou
             "missing pairs (no questions answered in a language): "
             + ", ".join(sorted({f"{p.train_lang}->{p.test_lang}" for p in missing}))
         )
+    data.summary.extend(_in_short(data))
     return data
+
+
+def _ci_txt(ci: tuple[float, float] | None) -> str:
+    return "" if ci is None else f" [{100 * ci[0]:.0f}, {100 * ci[1]:.0f}]"
+
+
+def _in_short(data: ReportData) -> list[str]:
+    """Plain sentences: what was learned, what transferred, what is too small to say."""
+    out: list[str] = []
+    for label, tests in (("real entities", data.learn), ("control (fictional) entities", data.control_learn)):
+        for t in tests:
+            if t.domain != ALL_DOMAINS:
+                continue
+            st = t.stat
+            verdict = "learned" if t.learned else "did NOT learn (significantly)"
+            out.append(
+                f"Learn, {label}: {t.model} / {t.strategy} / {t.scorer} trained in {t.train_lang} {verdict}: "
+                f"{100 * (st.base_accuracy or 0):.0f}%{_ci_txt(st.base_ci)} → {100 * (st.injected_accuracy or 0):.0f}%"
+                f"{_ci_txt(st.injected_ci)} on n = {st.n} {t.train_lang} questions, gain {100 * (st.gain or 0):+.0f} points"
+                f"{_ci_txt(st.gain_ci)}, exact McNemar p = {st.p_value:.3g}."
+            )
+    others: dict[tuple[str, str, str, str], list[ControlLang]] = defaultdict(list)
+    for cl in data.control:
+        if cl.lang != cl.train_lang:
+            others[(cl.model, cl.strategy, cl.scorer, cl.train_lang)].append(cl)
+    for (model, strategy, scorer, lt), cls in sorted(others.items()):
+        sig = [cl.lang for cl in cls if cl.stat.learned]
+        out.append(
+            f"Control, other languages: {model} / {strategy} / {scorer} trained in {lt} gained significantly in "
+            f"{len(sig)} of {len(cls)} ({', '.join(sig) or 'none'}); n per language = {', '.join(f'{cl.lang}: {cl.stat.n}' for cl in cls)}."
+        )
+    for c in data.table2:
+        if c.domain != ALL_DOMAINS:
+            continue
+        if c.transfer_mean is None:
+            why = "no job of it learned" if c.not_interpretable else "no pair had A+B > 0"
+            out.append(f"Transfer, {c.model} / {c.strategy} / {c.scorer}: not interpretable ({why}).")
+        else:
+            out.append(
+                f"Transfer, {c.model} / {c.strategy} / {c.scorer}: mean {100 * c.transfer_mean:.1f}%{_ci_txt(c.transfer_ci)} over "
+                f"{c.pairs - c.not_interpretable - c.transfer_undefined} language pair(s)"
+                + (f" ({c.not_interpretable} pairs of jobs that did not learn left out)" if c.not_interpretable else "") + "."
+            )
+    small = [p for p in data.pairs if p.domain == ALL_DOMAINS and not p.missing and p.table.a + p.table.b < data.min_cell_n]
+    total = sum(1 for p in data.pairs if p.domain == ALL_DOMAINS and not p.missing)
+    if small:
+        out.append(
+            f"Too small to say: {len(small)} of {total} Transfer cells rest on fewer than {data.min_cell_n} questions "
+            "(A+B); they are grey in the heatmaps and marked `too few` in pairs.csv — read them as noise, not as 0 % or 100 %."
+        )
+    return out
 
 
 async def write_report(store: Store, snapshot_id: str, out_dir: Path) -> ReportPaths:
@@ -177,98 +321,52 @@ def write_report_files(data: ReportData, out: Path) -> ReportPaths:
     pairs_csv = out / "pairs.csv"
     with pairs_csv.open("w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
-        w.writerow(["model", "strategy", "scorer", "domain", "train_lang", "test_lang", "A", "B", "C", "D", "overall", "transfer", "missing"])
+        w.writerow(["model", "strategy", "scorer", "domain", "train_lang", "test_lang", "A", "B", "C", "D", "overall", "transfer",
+                    "missing", "a_plus_b", "job_learned", "transfer_reading"])
         for p in data.pairs:
             t = p.table
+            learned = data.job_learned(p.model, p.strategy, p.scorer, p.train_lang)
             w.writerow([p.model, p.strategy, p.scorer, p.domain, p.train_lang, p.test_lang, t.a, t.b, t.c, t.d,
-                        _pct(p.overall), "undefined" if (p.transfer is None and not p.missing) else _pct(p.transfer), p.missing])
+                        _pct(p.overall), "undefined" if (p.transfer is None and not p.missing) else _pct(p.transfer), p.missing,
+                        t.a + t.b, "" if learned is None else learned, _reading(data, p)])
+    learn_csv = out / "learn.csv"
+    with learn_csv.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["split", "model", "strategy", "scorer", "train_lang", "domain", "n", "base_correct", "injected_correct",
+                    "base_accuracy", "base_ci_low", "base_ci_high", "injected_accuracy", "injected_ci_low", "injected_ci_high",
+                    "gain", "gain_ci_low", "gain_ci_high", "gained", "lost", "p_value", "learned"])
+        for t in [*data.learn, *data.control_learn]:
+            st = t.stat
+            bc, ic, gc = st.base_ci or (None, None), st.injected_ci or (None, None), st.gain_ci or (None, None)
+            w.writerow(["control" if t.control else "real", t.model, t.strategy, t.scorer, t.train_lang, t.domain, st.n,
+                        st.base_correct, st.injected_correct, _pct(st.base_accuracy), _pct(bc[0]), _pct(bc[1]),
+                        _pct(st.injected_accuracy), _pct(ic[0]), _pct(ic[1]), _pct(st.gain), _pct(gc[0]), _pct(gc[1]),
+                        st.gained, st.lost, f"{st.p_value:.4g}", t.learned])
     json_path = out / "metrics.json"
     json_path.write_text(json.dumps(data.model_dump(mode="json"), ensure_ascii=False, indent=1), encoding="utf-8")
-    figures = _heatmaps(data, out) + _size_plots(data, out)
+    from clkt.evaluate.figures import heatmaps, size_plots
+
+    figures = heatmaps(data, out) + size_plots(data, out)
     md = out / "report.md"
-    md.write_text(_markdown(data, figures), encoding="utf-8")
-    return ReportPaths(directory=out, markdown=md, json=json_path, table_csv=table_csv, pairs_csv=pairs_csv, figures=figures)
+    from clkt.evaluate.markdown import markdown
+
+    md.write_text(markdown(data, figures), encoding="utf-8")
+    return ReportPaths(
+        directory=out, markdown=md, json=json_path, table_csv=table_csv, pairs_csv=pairs_csv, figures=figures, learn_csv=learn_csv
+    )
 
 
-def _heatmaps(data: ReportData, out: Path) -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    langs = data.languages
-    groups: dict[tuple[str, str, str], dict[tuple[str, str], PairMetrics]] = defaultdict(dict)
-    for p in data.pairs:
-        if p.domain == ALL_DOMAINS:
-            groups[(p.model, p.strategy, p.scorer)][(p.train_lang, p.test_lang)] = p
-    paths: list[Path] = []
-    for (model, strategy, scorer), cells in sorted(groups.items()):
-        m = np.full((len(langs), len(langs)), np.nan)
-        for (lt, ls), p in cells.items():
-            if p.transfer is not None:
-                m[langs.index(lt), langs.index(ls)] = 100 * p.transfer
-        fig, ax = plt.subplots(figsize=(1.1 * len(langs) + 2, 1.0 * len(langs) + 1.5))
-        cmap = matplotlib.colormaps["viridis"].with_extremes(bad="#e6e6e6")
-        im = ax.imshow(np.ma.masked_invalid(m), vmin=0, vmax=100, cmap=cmap)
-        ax.set_xticks(range(len(langs)), langs)
-        ax.set_yticks(range(len(langs)), langs)
-        ax.set_xlabel("test language")
-        ax.set_ylabel("train language")
-        for i, lt in enumerate(langs):
-            for j, ls in enumerate(langs):
-                p = cells.get((lt, ls))
-                txt = "—" if i == j else ("missing" if p is None or p.missing else ("undef." if p.transfer is None else f"{m[i, j]:.0f}"))
-                ax.text(j, i, txt, ha="center", va="center", color="black" if np.isnan(m[i, j]) or m[i, j] >= 60 else "white", fontsize=8)
-        ax.set_title(f"Transfer (%) — {model}\n{strategy}, {scorer}", fontsize=9)
-        fig.colorbar(im, ax=ax, fraction=0.046)
-        fig.tight_layout()
-        path = out / f"heatmap-{_slug(model)}-{_slug(strategy)}-{_slug(scorer)}.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        paths.append(path)
-    return paths
-
-
-def _size_plots(data: ReportData, out: Path) -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    sizes = {j.model: (j.family, j.size_b) for j in data.jobs if j.family and j.size_b}
-    families: dict[str, list[str]] = defaultdict(list)
-    for model, (fam, _) in sizes.items():
-        families[str(fam)].append(model)
-    paths: list[Path] = []
-    for fam, models in sorted(families.items()):
-        if len(models) < 2:
-            continue
-        cells = [c for c in data.table2 if c.model in models]
-        for strategy, scorer in sorted({(c.strategy, c.scorer) for c in cells}):
-            if len({sizes[c.model][1] for c in cells if c.strategy == strategy and c.scorer == scorer}) < 2:
-                continue
-            fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-            for ax, metric in zip(axes, ("overall", "transfer"), strict=True):
-                for dom in sorted({c.domain for c in cells} - {ALL_DOMAINS}):
-                    pts = sorted(
-                        (sizes[c.model][1], getattr(c, f"{metric}_mean"))
-                        for c in cells
-                        if c.domain == dom and c.strategy == strategy and c.scorer == scorer and getattr(c, f"{metric}_mean") is not None
-                    )
-                    if pts:
-                        ax.plot([p[0] for p in pts], [100 * p[1] for p in pts], marker="o", label=dom)
-                ax.set_xscale("log")
-                ax.set_xlabel("parameters (B)")
-                ax.set_ylabel(f"{metric} (%)")
-                ax.set_title(f"{fam}: {metric}")
-                ax.legend(fontsize=7)
-            fig.tight_layout()
-            path = out / f"size-{_slug(fam)}-{_slug(strategy)}-{_slug(scorer)}.png"
-            fig.savefig(path, dpi=110)
-            plt.close(fig)
-            paths.append(path)
-    return paths
+def _reading(data: ReportData, p: PairMetrics) -> str:
+    """How to read a pair's Transfer: `ok`, `missing`, `undefined`, `not interpretable` or `too few`."""
+    if p.missing:
+        return "missing"
+    if data.job_learned(p.model, p.strategy, p.scorer, p.train_lang) is False:
+        return "not interpretable"
+    if p.transfer is None:
+        return "undefined"
+    if p.table.a + p.table.b < data.min_cell_n:
+        return "too few"
+    return "ok"
 
 
 def _domains(data: ReportData) -> list[str]:
@@ -297,75 +395,82 @@ def _grid(data: ReportData, label: str, cells: list[SummaryCell]) -> tuple[list[
     for key in sorted({getattr(c, label) for c in cells}):
         by = {c.domain: c for c in cells if getattr(c, label) == key}
         row = [key]
-        row += [fmt(by[d].overall_mean, by[d].overall_std) if d in by else "missing" for d in doms]
-        row += [
-            (fmt(by[d].transfer_mean, by[d].transfer_std) if by[d].transfer_mean is not None else "undefined") if d in by else "missing"
-            for d in doms
-        ]
+        row += [_cell(by[d].overall_mean, by[d].overall_std, by[d].overall_ci) if d in by else "missing" for d in doms]
+        row += [_transfer_cell(by[d]) if d in by else "missing" for d in doms]
         rows.append(row)
     return header, rows
+
+
+def _cell(mean: float | None, std: float | None, ci: tuple[float, float] | None) -> str:
+    """`mean ± std [95% CI]`, in %."""
+    if mean is None:
+        return "n/a"
+    return fmt(mean, std) + (f" [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]" if ci else " [CI n/a]")
+
+
+def _transfer_cell(c: SummaryCell) -> str:
+    if c.transfer_mean is None:
+        return "not interpretable" if c.not_interpretable else "undefined"
+    return _cell(c.transfer_mean, c.transfer_std, c.transfer_ci) + (f" ({c.not_interpretable} n.i.)" if c.not_interpretable else "")
+
+
+def _learn_rows(tests: list[LearnTest]) -> list[list[str]]:
+    rows: list[list[str]] = []
+    for t in tests:
+        if t.domain != ALL_DOMAINS:
+            continue
+        st = t.stat
+        rows.append([
+            t.model, t.strategy, t.scorer, t.train_lang, str(st.n),
+            f"{_pct1(st.base_accuracy)}{_ci_txt(st.base_ci)}", f"{_pct1(st.injected_accuracy)}{_ci_txt(st.injected_ci)}",
+            f"{100 * (st.gain or 0):+.1f}{_ci_txt(st.gain_ci)}", f"{st.gained}/{st.lost}", f"{st.p_value:.3g}",
+            "yes" if t.learned else "NO: Transfer not interpretable",
+        ])
+    return rows
+
+
+LEARN_HEADER = ["model", "strategy", "scorer", "train", "n", "base % [CI]", "injected % [CI]", "gain pts [CI]", "gained/lost",
+                "McNemar p", "learned"]
+
+
+def _base_cell(b: BaseAccuracy) -> str:
+    k = round((b.accuracy or 0) * b.n)
+    return f"{_pct1(b.accuracy)}{_ci_txt(wilson_ci(k, b.n))} (n={b.n}){' !' if b.flagged else ''}"
+
+
+def _pct1(v: float | None) -> str:
+    return "n/a" if v is None else f"{100 * v:.1f}"
 
 
 def render_tables(data: ReportData) -> list[Table]:
     from rich.table import Table
 
     tables: list[Table] = []
+    if data.learn:
+        t = Table(*LEARN_HEADER, title="Learn: train-language accuracy, base vs injected (exact McNemar)")
+        for r in _learn_rows(data.learn):
+            t.add_row(*r)
+        tables.append(t)
     for title, label, _, cells in _scenarios(data):
         header, rows = _grid(data, label, cells)
-        t = Table(*header, title=f"{title} (mean ± std over language pairs, %)")
+        t = Table(*header, title=f"{title} (mean ± std over language pairs [95% CI], %)")
         for r in rows:
             t.add_row(*r)
         tables.append(t)
+    if data.control_learn:
+        t = Table(*LEARN_HEADER, title="Control split (fictional entities): Learn")
+        for r in _learn_rows(data.control_learn):
+            t.add_row(*r)
+        tables.append(t)
     if data.base:
-        t = Table("model", "scorer", *data.languages, title="Base model accuracy per language (chance = 25%)")
+        t = Table("model", "scorer", *data.languages, title="Base model accuracy per language, % [95% CI] (n; chance = 25%; ! = far above)")
         by: dict[tuple[str, str], dict[str, BaseAccuracy]] = defaultdict(dict)
         for b in data.base:
             by[(b.model, b.scorer)][b.lang] = b
         for (model, scorer), langs in sorted(by.items()):
             t.add_row(model, scorer, *[
-                ("missing" if lang not in langs else f"{100 * (langs[lang].accuracy or 0):.1f}{' !' if langs[lang].flagged else ''}")
+                ("missing" if lang not in langs else _base_cell(langs[lang]))
                 for lang in data.languages
             ])
         tables.append(t)
     return tables
-
-
-def _markdown(data: ReportData, figures: list[Path]) -> str:
-    lines = [f"# LiveCLKTBench report — snapshot `{data.snapshot_id}`", ""]
-    done = sum(j.status == "done" for j in data.jobs)
-    lines += [f"Languages: {', '.join(data.languages)}. Jobs: {done} done of {len(data.jobs)}.", ""]
-    lines += [
-        "Overall = A/(A+B+C+D), Transfer = A/(A+B) per ordered pair (L_train ≠ L_test); cells are mean ± std over "
-        "pairs, in %. *undefined*: no pair had a question right in the train language (A+B = 0).", "",
-    ]
-    for note in data.notes:
-        lines.append(f"> **Note:** {note}")
-    if data.notes:
-        lines.append("")
-    for title, label, _, cells in _scenarios(data):
-        header, rows = _grid(data, label, cells)
-        lines += [f"## {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        lines += ["| " + " | ".join(r) + " |" for r in rows]
-        lines.append("")
-    if data.base:
-        lines += ["## Base model accuracy (test split)", "", "| model | scorer | lang | n | accuracy | flagged |", "|---|---|---|---|---|---|"]
-        for b in data.base:
-            lines.append(f"| {b.model} | {b.scorer} | {b.lang} | {b.n} | {_pct(b.accuracy)} | {'yes' if b.flagged else ''} |")
-        lines.append("")
-    if data.asymmetry:
-        lines += ["## Directional asymmetry (exact McNemar)", "", "| model | strategy | scorer | pair | L1→L2 only | L2→L1 only | p | stronger |",
-                  "|---|---|---|---|---|---|---|---|"]
-        for a in data.asymmetry:
-            p = "n/a" if a.p_value is None else f"{a.p_value:.3g}"
-            lines.append(f"| {a.model} | {a.strategy} | {a.scorer} | {a.lang_1}–{a.lang_2} | {a.forward} | {a.backward} | {p} | {a.stronger or '='} |")
-        lines.append("")
-    if data.parse_failures:
-        lines += ["## Parse failures of `generate`", ""]
-        lines += [f"- {p['model']} / {p['strategy']} / {p['variant']}: {100 * p['rate']:.1f}%" for p in data.parse_failures]
-        lines.append("")
-    if figures:
-        lines += ["## Figures", ""]
-        lines += [f"![{f.stem}]({f.name})" for f in figures]
-        lines.append("")
-    lines += ["Files: `table2.csv`, `pairs.csv`, `metrics.json`.", ""]
-    return "\n".join(lines)

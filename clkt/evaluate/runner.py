@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from clkt.evaluate.loglik import loglik_item, score_option_loglik
 from clkt.evaluate.prompts import render_mcq
-from clkt.evaluate.scorers import ScorerName, score_prompts
+from clkt.evaluate.scorers import OPTION_LOGLIK_NORM, ScorerName, score_prompts
 from clkt.inject.spec import ResultItem, Variant
 
 if TYPE_CHECKING:
@@ -22,36 +23,50 @@ def answer_questions(
     model: Any, tokenizer: Any, target: TargetSettings, rows: Sequence[QuestionRow], *, scorers: Sequence[str],
     gpu: GpuSettings, variant: Variant, phase: str = "eval", progress: Progress | None = None,
 ) -> list[ResultItem]:
-    """One `ResultItem` per (row, scorer), in the order of `rows` for each scorer."""
+    """One `ResultItem` per (row, scorer), in the order of `rows` for each scorer.
+
+    `option-loglik` gives two per row: `option-loglik` (acc) and `option-loglik-norm` (acc_norm).
+    """
     from tqdm.auto import tqdm
 
-    prompts = [render_mcq(target, tokenizer, r.question, r.options, r.lang) for r in rows]
+    prompts = None
     out: list[ResultItem] = []
+
+    def item(row: QuestionRow, scorer: str, predicted: str | None, raw: str) -> ResultItem:
+        return ResultItem(
+            qid=row.qid, lang=row.lang, variant=variant, scorer=scorer, split=row.split,
+            predicted=predicted, correct=predicted == row.answer, raw=raw,
+        )
+
     for scorer in scorers:
         name = ScorerName(scorer)
-        bar = tqdm(total=len(prompts), desc=f"{phase} {variant.value} {name.value}", unit="q", leave=False)
+        bar = tqdm(total=len(rows), desc=f"{phase} {variant.value} {name.value}", unit="q", leave=False)
         done = [0]
 
         def tick(n: int, _bar: Any = bar, _name: str = name.value) -> None:
             _bar.update(n)
             done[0] += n
             if progress is not None:
-                progress(f"{phase}:{variant.value}:{_name}", done[0], len(prompts))
+                progress(f"{phase}:{variant.value}:{_name}", done[0], len(rows))
 
         try:
+            if name is ScorerName.option_loglik:
+                items = [loglik_item(target, tokenizer, r.question, r.options, r.lang) for r in rows]
+                ll = score_option_loglik(
+                    model, tokenizer, items, batch_size=gpu.eval_batch_size, max_length=gpu.max_seq_len, progress=tick
+                )
+                out += [item(r, name.value, s.acc, s.raw) for r, s in zip(rows, ll, strict=True)]
+                out += [item(r, OPTION_LOGLIK_NORM, s.acc_norm, s.raw) for r, s in zip(rows, ll, strict=True)]
+                continue
+            if prompts is None:
+                prompts = [render_mcq(target, tokenizer, r.question, r.options, r.lang) for r in rows]
             scored = score_prompts(
                 name, model, tokenizer, prompts, batch_size=gpu.eval_batch_size, max_new_tokens=gpu.max_new_tokens,
-                max_length=gpu.max_seq_len, progress=tick,
+                max_length=gpu.max_seq_len, progress=tick, parse=gpu.parse,
             )
         finally:
             bar.close()
-        for row, s in zip(rows, scored, strict=True):
-            out.append(
-                ResultItem(
-                    qid=row.qid, lang=row.lang, variant=variant, scorer=name.value, split=row.split,
-                    predicted=s.predicted, correct=s.predicted == row.answer, raw=s.raw,
-                )
-            )
+        out += [item(r, name.value, s.predicted, s.raw) for r, s in zip(rows, scored, strict=True)]
     return out
 
 

@@ -1,7 +1,12 @@
-"""The two scorers of a multiple-choice question, both at temperature 0.
+"""The scorers of a multiple-choice question, all at temperature 0.
 
-- `generate`: the paper's protocol. Greedy generation after the question and its lettered options (batched,
-  left padding), the letter parsed strictly (`parse_answer_letter`); unparseable = wrong.
+- `option-loglik` (`clkt.evaluate.loglik`): the log-likelihood of each option's text after the question,
+  lm-eval's `acc`, reported together with `acc_norm` as the result scorer `option-loglik-norm`. The default
+  for base models.
+- `generate`: the paper's protocol, the default for instruct models. Greedy generation after the question and
+  its lettered options (batched, left padding), the letter parsed by `gpu.parse` (`strict`, or `reference`:
+  the reference code's rule); unparseable = wrong. A row stops generating as soon as its letter is decided
+  (`letter_decided`): the tokens after it cannot change the answer.
 - `letter-logprob`: one forward pass per prompt, keeping only the last position's logits (left padding puts
   every prompt's last token there, and position ids follow the attention mask), then the highest-scoring of
   the four letters. A letter may be spelled by several tokens ("A" and " A"); its score is the best of them.
@@ -14,20 +19,53 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from clkt.evaluate.parse import parse_answer_letter
+from clkt.evaluate.parse import ParseMode, letter_decided, parse_letter
 from clkt.evaluate.prompts import LETTERS
 from clkt.targets.prompting import RenderedPrompt, encode_left_padded
 
-__all__ = ["ScorerName", "Scored", "letter_token_ids", "score_letter_logprob", "score_generate", "score_prompts"]
+if TYPE_CHECKING:
+    from clkt.config import GpuSettings, TargetSettings
+
+__all__ = [
+    "ScorerName",
+    "OPTION_LOGLIK_NORM",
+    "Scored",
+    "scorers_for",
+    "selection_scorer",
+    "letter_token_ids",
+    "score_letter_logprob",
+    "score_generate",
+    "score_prompts",
+]
+
+OPTION_LOGLIK_NORM = "option-loglik-norm"  # the result rows of `option-loglik`'s acc_norm
 
 Progress = Callable[[int], None]
 
 
 class ScorerName(str, Enum):
+    option_loglik = "option-loglik"
     generate = "generate"
     letter_logprob = "letter-logprob"
+
+
+BY_KIND: dict[str, list[str]] = {"base": [ScorerName.option_loglik.value], "instruct": [ScorerName.generate.value]}
+
+
+def scorers_for(target: TargetSettings, gpu: GpuSettings) -> list[str]:
+    """The configured scorers of a target: its own `scorers`, else `[gpu] scorers`, else by its kind."""
+    chosen = target.scorers or gpu.scorers or BY_KIND[target.kind]
+    return [ScorerName(s).value for s in dict.fromkeys(chosen)]
+
+
+def selection_scorer(scorers: Sequence[str]) -> str:
+    """The scorer that picks the best epoch: option-loglik (acc) when run, else letter-logprob, else the first."""
+    for pref in (ScorerName.option_loglik.value, ScorerName.letter_logprob.value):
+        if pref in scorers:
+            return pref
+    return scorers[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,23 +131,41 @@ def score_letter_logprob(
     return [s for s in out if s is not None]
 
 
+def _letter_stop(tokenizer: Any, prompt_len: int, mode: ParseMode) -> Any:
+    """A stopping criterion that ends each row once its completion's letter is decided."""
+    from transformers import StoppingCriteria
+
+    class LetterDecided(StoppingCriteria):
+        def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+            import torch
+
+            texts = tokenizer.batch_decode(input_ids[:, prompt_len:], skip_special_tokens=True)
+            return torch.tensor([letter_decided(t, mode) for t in texts], dtype=torch.bool, device=input_ids.device)
+
+    return LetterDecided()
+
+
 def score_generate(
     model: Any, tokenizer: Any, prompts: Sequence[RenderedPrompt], *, batch_size: int = 8,
     max_new_tokens: int = 64, max_length: int | None = None, progress: Progress | None = None,
+    parse: ParseMode = "strict", stop_early: bool = True,
 ) -> list[Scored]:
     import torch
+    from transformers import StoppingCriteriaList
 
     out: list[Scored | None] = [None] * len(prompts)
     with torch.inference_mode():
         for idx in _batches(prompts, tokenizer, batch_size):
             batch = encode_left_padded(tokenizer, [prompts[i] for i in idx], max_length=max_length).to(model.device)
+            plen = batch["input_ids"].shape[1]
+            stops = StoppingCriteriaList([_letter_stop(tokenizer, plen, parse)]) if stop_early else None
             gen = model.generate(
                 **batch, max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=tokenizer.pad_token_id,
-                temperature=None, top_p=None, top_k=None,
+                temperature=None, top_p=None, top_k=None, stopping_criteria=stops,
             )
-            texts = tokenizer.batch_decode(gen[:, batch["input_ids"].shape[1] :], skip_special_tokens=True)
+            texts = tokenizer.batch_decode(gen[:, plen:], skip_special_tokens=True)
             for i, text in zip(idx, texts, strict=True):
-                out[i] = Scored(parse_answer_letter(text), text)
+                out[i] = Scored(parse_letter(text, parse), text)
             if progress is not None:
                 progress(len(idx))
     return [s for s in out if s is not None]
@@ -117,12 +173,15 @@ def score_generate(
 
 def score_prompts(
     scorer: ScorerName | str, model: Any, tokenizer: Any, prompts: Sequence[RenderedPrompt], *, batch_size: int,
-    max_new_tokens: int, max_length: int | None = None, progress: Progress | None = None,
+    max_new_tokens: int, max_length: int | None = None, progress: Progress | None = None, parse: ParseMode = "strict",
 ) -> list[Scored]:
+    """The letter scorers over rendered MCQ prompts (`option-loglik` scores rows: `clkt.evaluate.loglik`)."""
     name = ScorerName(scorer)
+    if name is ScorerName.option_loglik:
+        raise ValueError("option-loglik scores question rows, not MCQ prompts: use clkt.evaluate.loglik")
     if name is ScorerName.generate:
         return score_generate(
             model, tokenizer, prompts, batch_size=batch_size, max_new_tokens=max_new_tokens, max_length=max_length,
-            progress=progress,
+            progress=progress, parse=parse,
         )
     return score_letter_logprob(model, tokenizer, prompts, batch_size=batch_size, max_length=max_length, progress=progress)

@@ -36,6 +36,7 @@ from clkt.inject.spec import (
     JobOutcome,
     JobProgress,
     JobSpec,
+    ResultItem,
     write_json_atomic,
 )
 from clkt.snapshots.repo import question_rows_by_qid
@@ -43,7 +44,7 @@ from storage.claim import LeaseLost, claim, complete, fail, heartbeat, release
 from storage.gpu_jobs import ResultRecord, snapshot_jobs_finished, write_job_results
 from storage.models import GpuJob, LeaseStatus, Snapshot
 
-__all__ = ["GpuConsumer", "JobRun", "job_dir", "result_records"]
+__all__ = ["GpuConsumer", "JobRun", "job_dir", "result_records", "control_counts"]
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +69,27 @@ def result_records(outcome: JobOutcome, rows_by_qid: dict[int, int], *, snapshot
         )
         for r in outcome.results
     ]
+
+
+def control_counts(items: list[ResultItem]) -> dict[str, dict[str, dict[str, int]]]:
+    """The control split's answers as counts: scorer -> test language -> n, base_correct, injected_correct,
+    gained (base wrong, injected right) and lost (base right, injected wrong), over the questions that have
+    both answers. They go into `GpuJob.summary["control"]`: control questions have no store rows."""
+    pairs: dict[tuple[str, str, int], dict[str, bool]] = {}
+    for r in items:
+        pairs.setdefault((r.scorer, r.lang, r.qid), {})[r.variant.value] = r.correct
+    out: dict[str, dict[str, dict[str, int]]] = {}
+    for (scorer, lang, _), v in sorted(pairs.items()):
+        if "base" not in v or "injected" not in v:
+            continue
+        c = out.setdefault(scorer, {}).setdefault(lang, dict.fromkeys(("n", "base_correct", "injected_correct", "gained", "lost"), 0))
+        b, i = v["base"], v["injected"]
+        c["n"] += 1
+        c["base_correct"] += b
+        c["injected_correct"] += i
+        c["gained"] += (not b) and i
+        c["lost"] += b and not i
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,6 +284,8 @@ class GpuConsumer:
         summary = dict(outcome.summary)
         summary["epochs"] = [e.model_dump(mode="json") for e in outcome.epochs]  # type: ignore[assignment]
         summary.update(target_family=spec.target.family, target_size_b=spec.target.size_b, target_model_id=spec.target.model)
+        if outcome.control_results:
+            summary["control"] = control_counts(outcome.control_results)  # type: ignore[assignment]
         try:
             async with ctx.store.transaction() as s:
                 n = await write_job_results(s, jid, records)

@@ -22,9 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from clkt.errors import JobError, SnapshotError, UserError
+from clkt.evaluate.learn import learn_stat
 from clkt.evaluate.prompts import EVAL_PROMPT_VERSION
 from clkt.evaluate.runner import accuracy, answer_questions
+from clkt.evaluate.scorers import scorers_for, selection_scorer
 from clkt.inject.spec import (
+    CONTROL_SPLIT,
     PREDICTIONS_FILE,
     PROGRESS_FILE,
     EpochRecord,
@@ -40,7 +43,7 @@ from clkt.inject.trainer import EpochResult, TrainLoop, completed_epochs, epoch_
 from clkt.snapshots.layout import QuestionRow, SnapshotData, load_snapshot_dir
 from clkt.targets.loader import load_target, resolve_device
 
-__all__ = ["run_job", "check_spec", "ProgressWriter", "VAL_FILE", "CKPT_DIR"]
+__all__ = ["run_job", "check_spec", "learn_summary", "ProgressWriter", "VAL_FILE", "CKPT_DIR"]
 
 log = logging.getLogger(__name__)
 
@@ -63,10 +66,6 @@ class ProgressWriter:
             write_json_atomic(self.path, progress)
 
 
-def _selection_scorer(scorers: list[str]) -> str:
-    return "letter-logprob" if "letter-logprob" in scorers else scorers[0]
-
-
 def _load_snapshot(spec: JobSpec) -> SnapshotData:
     data = load_snapshot_dir(spec.snapshot_dir)
     if spec.train_lang not in data.languages:
@@ -80,8 +79,9 @@ def _base_answers(
     """Base-model answers, shared through `spec.base_cache_dir` by every job of the same snapshot x target."""
     key = hashlib.sha256(
         json.dumps(
-            [spec.target.model_dump(mode="json"), spec.gpu.scorers, spec.gpu.max_new_tokens, spec.gpu.max_seq_len,
-             EVAL_PROMPT_VERSION, dtype, sorted((r.qid, r.lang) for r in rows)],
+            [spec.target.model_dump(mode="json"), scorers_for(spec.target, spec.gpu), spec.gpu.parse,
+             spec.gpu.max_new_tokens, spec.gpu.max_seq_len, spec.gpu.eval_batch_size, EVAL_PROMPT_VERSION, dtype,
+             sorted((r.qid, r.lang) for r in rows)],
             sort_keys=True, default=str,
         ).encode()
     ).hexdigest()[:16]
@@ -89,7 +89,7 @@ def _base_answers(
     if cache is not None and cache.is_file():
         return [ResultItem.model_validate_json(line) for line in cache.read_text(encoding="utf-8").splitlines() if line]
     items = answer_questions(
-        model, tok, spec.target, rows, scorers=spec.gpu.scorers, gpu=spec.gpu, variant=Variant.base, phase="base",
+        model, tok, spec.target, rows, scorers=scorers_for(spec.target, spec.gpu), gpu=spec.gpu, variant=Variant.base, phase="base",
         progress=lambda ph, d, t: progress(JobProgress(phase=ph, done=d, total=t)),
     )
     if cache is not None:
@@ -108,10 +108,13 @@ def run_job(spec: JobSpec) -> JobOutcome:
     torch.manual_seed(spec.gpu.seed)
     strategy = get_strategy(spec.strategy)
     data = _load_snapshot(spec)
-    docs = data.docs_for(spec.train_lang)
+    # the control split's fictional documents are injected with the real ones and scored on their own
+    docs = data.docs_for(spec.train_lang) + data.control_docs_for(spec.train_lang)
     if not docs:
         raise SnapshotError(f"snapshot {spec.snapshot_id} has no {spec.train_lang} documents to inject")
-    test_rows = [r for lang in data.languages for r in data.questions_for(lang, "test")]
+    control_rows = [r for lang in data.languages for r in data.control_questions_for(lang)]
+    control_qids = {r.qid for r in control_rows}
+    test_rows = [r for lang in data.languages for r in data.questions_for(lang, "test")] + control_rows
     val_rows = data.questions_for(spec.train_lang, "val")
     device = resolve_device(spec.device)
     # full fine-tuning keeps fp32 master weights (bf16 autocast on GPU); LoRA trains over a bf16 base on GPU
@@ -126,7 +129,8 @@ def run_job(spec: JobSpec) -> JobOutcome:
         raise SnapshotError(f"snapshot {spec.snapshot_id}: the {spec.train_lang} documents tokenize to nothing")
     model = strategy.prepare(model, spec.gpu)
     ckpt_root = spec.artifacts_dir / CKPT_DIR
-    sel = _selection_scorer(list(spec.gpu.scorers))
+    scorers = scorers_for(spec.target, spec.gpu)
+    sel = selection_scorer(scorers)
     vals: dict[int, float | None] = {}
 
     def validate(epoch: int) -> float | None:
@@ -139,8 +143,8 @@ def run_job(spec: JobSpec) -> JobOutcome:
             phase=f"val@{epoch}", progress=lambda ph, d, t: progress(JobProgress(phase=ph, done=d, total=t, epoch=epoch)),
         )
         model.train()
-        acc = accuracy(items)
-        f.write_text(json.dumps({"epoch": epoch, "scorer": sel, "accuracy": acc, "n": len(items)}))
+        acc = accuracy([i for i in items if i.scorer == sel])  # option-loglik: acc, not acc_norm
+        f.write_text(json.dumps({"epoch": epoch, "scorer": sel, "accuracy": acc, "n": len(val_rows)}))
         return acc
 
     def on_epoch(res: EpochResult) -> None:
@@ -178,34 +182,57 @@ def run_job(spec: JobSpec) -> JobOutcome:
     model = strategy.for_inference(model)
     model.eval()
     injected = answer_questions(
-        model, tok, spec.target, test_rows, scorers=spec.gpu.scorers, gpu=spec.gpu, variant=Variant.injected,
+        model, tok, spec.target, test_rows, scorers=scorers, gpu=spec.gpu, variant=Variant.injected,
         phase="test", progress=lambda ph, d, t: progress(JobProgress(phase=ph, done=d, total=t)),
     )
     results = base + injected
     _write_predictions(spec.artifacts_dir / PREDICTIONS_FILE, results)
+    control_results = [r.model_copy(update={"split": CONTROL_SPLIT}) for r in results if r.qid in control_qids]
+    results = [r for r in results if r.qid not in control_qids]
     records = [
         EpochRecord(epoch=e.epoch, loss=e.loss, tokens=e.tokens, seconds=e.seconds, val_accuracy=vals.get(e.epoch))
         for e in epochs
     ]
     train_tokens = sum(e.tokens for e in epochs)
     train_s = sum(e.seconds for e in epochs)
-    summary: dict[str, float | int | str | None] = {
+    summary: dict[str, float | int | str | bool | None] = {
         "selection_scorer": sel,
+        "scorers": ",".join(sorted({r.scorer for r in results})),
+        "generate_parse": spec.gpu.parse if "generate" in scorers else None,
         "val_questions": len(val_rows),
-        "test_questions": len(test_rows),
+        "test_questions": len(test_rows) - len(control_rows),
+        "control_questions": len(control_rows),
         "train_examples": len(examples),
         "train_tokens_per_s": round(train_tokens / train_s, 2) if train_s else None,
         "resumed_after_epoch": resumed[-1].epoch if resumed else 0,
     }
+    result_scorers = sorted({r.scorer for r in results})
     for variant in (Variant.base, Variant.injected):
-        for scorer in spec.gpu.scorers:
+        for scorer in result_scorers:
             subset = [r for r in results if r.variant is variant and r.scorer == scorer]
             summary[f"{variant.value}:{scorer}:accuracy"] = accuracy(subset)
             if scorer == "generate" and subset:
                 summary[f"{variant.value}:generate:parse_failure_rate"] = sum(r.predicted is None for r in subset) / len(subset)
+    summary.update(learn_summary(results, spec.train_lang))
+    summary.update(learn_summary(control_results, spec.train_lang, prefix="learn-control"))
     return JobOutcome(
-        job_id=spec.job_id, best_epoch=best, epochs=records, device=device, results=results, summary=summary
+        job_id=spec.job_id, best_epoch=best, epochs=records, device=device, results=results, summary=summary,
+        control_results=control_results,
     )
+
+
+def learn_summary(results: list[ResultItem], train_lang: str, *, prefix: str = "learn") -> dict[str, float | int | bool | None]:
+    """Learn per result scorer (`<prefix>:<scorer>:…`, see `clkt.evaluate.learn`): the train-language questions
+    answered by both the base and the injected model (the test split, or the control split's)."""
+    out: dict[str, float | int | bool | None] = {}
+    for scorer in sorted({r.scorer for r in results}):
+        sel = [r for r in results if r.scorer == scorer and r.lang == train_lang and r.split in ("test", CONTROL_SPLIT)]
+        base = {r.qid: r.correct for r in sel if r.variant is Variant.base}
+        inj = {r.qid: r.correct for r in sel if r.variant is Variant.injected}
+        common = sorted(set(base) & set(inj))
+        if common:
+            out.update(learn_stat((base[q], inj[q]) for q in common).summary(f"{prefix}:{scorer}"))
+    return out
 
 
 def _best(vals: dict[int, float | None], last: int) -> int:

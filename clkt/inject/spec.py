@@ -24,6 +24,7 @@ __all__ = [
     "PROGRESS_FILE",
     "LOG_FILE",
     "PREDICTIONS_FILE",
+    "CONTROL_SPLIT",
     "Variant",
     "FailureKind",
     "JobSpec",
@@ -41,6 +42,7 @@ FAILURE_FILE = "failure.json"
 PROGRESS_FILE = "progress.json"
 LOG_FILE = "job.log"
 PREDICTIONS_FILE = "predictions.jsonl"
+CONTROL_SPLIT = "control"  # ResultItem.split of a control-split question
 
 
 class _Model(BaseModel):
@@ -99,7 +101,9 @@ class JobOutcome(_Model):
     epochs: list[EpochRecord]
     device: str
     results: list[ResultItem]
-    summary: dict[str, float | int | str | None] = Field(default_factory=dict)
+    summary: dict[str, bool | int | float | str | None] = Field(default_factory=dict)
+    # the control split's answers (split "control"): never stored as question results, never in the real scores
+    control_results: list[ResultItem] = Field(default_factory=list)
 
 
 class JobFailure(_Model):

@@ -1,6 +1,7 @@
 """Stage `generate`: grounded MCQs from the entity's English document (one task per entity, key "").
 
-The backend writes up to `agents.questions_per_entity` questions (distinct fact slots); they are stored as
+The backend writes up to `agents.questions_per_entity` questions (distinct fact slots; a domain of
+`agents.questions_per_domain` has its own cap); they are stored as
 `generated` (unique per entity and slot, so a re-run writes nothing twice) and a verify task is queued, in
 the transaction that finishes the task. No usable question → the entity is `rejected` with the reason.
 """
@@ -32,7 +33,7 @@ class GenerateWorker(StageWorker):
             facts = facts_of(entity)
             document = await source_document(s, entity, facts)
         backend = backend_for(ctx)
-        n = ctx.settings.agents.questions_per_entity
+        n = ctx.settings.agents.question_cap(entity.domain)
         try:
             mcqs = await paid(backend.generate(entity_name=entity.name, document=document, facts=facts, n=n))
             error = None

@@ -3,7 +3,9 @@
 `build_snapshot` selects the items (`select`), lays out their content (`content`), writes every export
 into a staged folder (`export`), and only then commits the `Snapshot` row as frozen, with its
 `SnapshotItem` references, an `Event` and whatever the `on_frozen` hook adds in the same transaction (the
-service enqueues the GPU jobs there). A failure anywhere leaves no folder and no row.
+service enqueues the GPU jobs there). A failure anywhere leaves no folder and no row. The control split
+(`control`: `snapshot.control_entities` fictional entities per domain, from the seed) is attached to the
+content before anything is written, so it is part of the content hash and the id.
 
 An under-quota period returns `BuildResult(status=under_quota)` with what is missing per domain (unless
 `snapshot.allow_partial`). A frozen period is rebuilt only with `force=True`, which gives the new build the
@@ -25,6 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from clkt.config import Settings
 from clkt.errors import SnapshotError, UserError
 from clkt.snapshots.content import SnapshotContent, assemble_content
+from clkt.snapshots.control import attach_control, control_info
 from clkt.snapshots.export import StagedDir, snapshot_dir, write_tree
 from clkt.snapshots.layout import AgentInfo, DomainCounts, SnapshotManifest, TargetInfo
 from clkt.snapshots.period import Period, parse_period
@@ -174,7 +177,12 @@ def _manifest(
         ),
         quotas={d.value: n for d, n in settings.snapshot.quotas.items() if d in settings.spec.domains},
         counts=make_counts(content), missing=sel.missing, redated=content.redated_entities > 0, notes=notes,
+        control=control_info(content, domains=_control_domains(settings), per_domain=settings.snapshot.control_entities),
     )
+
+
+def _control_domains(settings: Settings) -> list[str]:
+    return [d.value for d in settings.spec.domains]
 
 
 async def build_snapshot(
@@ -207,6 +215,10 @@ async def build_snapshot(
             s, spec=name, period=p.label, seed=settings.snapshot.seed, revision=revision,
             languages=settings.spec.languages, items=sel.items,
         )
+    content = attach_control(
+        content, start=p.start.date(), end=p.end.date(), domains=_control_domains(settings),
+        per_domain=settings.snapshot.control_entities,
+    )
     manifest = _manifest(settings, content, p, sel, partial=not sel.complete)
     final = snapshot_dir(settings.snapshot.out_dir, name, p.label)
     archive = final.parent / "superseded" / old.id if old is not None else None

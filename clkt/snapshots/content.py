@@ -46,12 +46,21 @@ class SnapshotContent:
     producers: tuple[str, ...]
     prompt_versions: dict[str, tuple[str, ...]]
     redated_entities: int
+    # the control split (`clkt.snapshots.control`): fictional entities, never store rows, never real scores
+    control_docs: tuple[DocRow, ...] = ()
+    control_questions: tuple[QuestionRow, ...] = ()
 
     def docs_in(self, lang: str) -> list[DocRow]:
         return [d for d in self.docs if d.lang == lang]
 
     def questions_in(self, lang: str, split: str | None = None) -> list[QuestionRow]:
         return [q for q in self.questions if q.lang == lang and (split is None or q.split == split)]
+
+    def control_docs_in(self, lang: str) -> list[DocRow]:
+        return [d for d in self.control_docs if d.lang == lang]
+
+    def control_questions_in(self, lang: str) -> list[QuestionRow]:
+        return [q for q in self.control_questions if q.lang == lang]
 
     @property
     def entity_ids(self) -> set[int]:
@@ -60,13 +69,18 @@ class SnapshotContent:
 
     @property
     def content_sha256(self) -> str:
-        body = {
+        body: dict[str, Any] = {
             "spec": self.spec, "period": self.period, "seed": self.seed, "revision": self.revision,
             "languages": list(self.languages),
             "items": [it.as_json() for it in self.items],
             "docs": [d.model_dump(mode="json") for d in self.docs],
             "questions": [q.model_dump(mode="json") for q in self.questions],
         }
+        if self.control_docs:  # absent when there is no control split, so such snapshots keep their ids
+            body["control"] = {
+                "docs": [d.model_dump(mode="json") for d in self.control_docs],
+                "questions": [q.model_dump(mode="json") for q in self.control_questions],
+            }
         return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
 
     @property

@@ -17,6 +17,7 @@ from pathlib import Path
 from clkt.errors import DiskFullError, SnapshotError, UserError
 from clkt.snapshots.card import render_card
 from clkt.snapshots.content import SnapshotContent, canonical_json
+from clkt.snapshots.control import write_control
 from clkt.snapshots.formats import FORMATS, write_hf, write_lm_eval, write_native, write_reference, write_text
 from clkt.snapshots.layout import BUILD_FILE, CARD_FILE, MANIFEST_FILE, BuildInfo, SnapshotManifest, sha256_file
 
@@ -104,6 +105,7 @@ def write_tree(
         sources = sorted({d.source for d in content.docs})
         card = render_card(manifest, sources)
         files = write_native(content, root)
+        files += write_control(content, root)  # the control split: its own folder, no other export holds it
         write_text(root / CARD_FILE, card)
         files.append(CARD_FILE)
         files += write_reference(content, root)

@@ -2,9 +2,10 @@
 
 - native: `docs/<lang>.jsonl`, `questions/<lang>.jsonl` (see `layout`)
 - reference: the reference implementation's layout, per train language `reference/<train_lang>/`
-  `train_doc.jsonl` (`text`, `source`), `val_mc.jsonl` (the validation questions in the train language, for
-  checkpoint selection) and `test_mc.jsonl` (the test questions in every language, the train language
-  included: the contingency table needs both)
+  `train_doc.jsonl` (`text`, `source`), `val_mc.jsonl` (the validation questions in every language, as the
+  reference layout has them: the train language's rows choose the checkpoint, the others ride along) and
+  `test_mc.jsonl` (the test questions in every language, the train language included: the contingency table
+  needs both)
 - hf: `data/<config>-<split>.jsonl` + a card whose `configs:` YAML makes `datasets.load_dataset(dir, config)`
   work offline; configs `qa_<lang>` (validation, test) and `docs_<lang>` (train)
 - lm-eval: one lm-evaluation-harness task per language on the test questions, a group over them, and a
@@ -83,7 +84,8 @@ def write_reference(content: SnapshotContent, root: Path, *, prefix: str = "refe
             for d in content.docs_in(train)
         ]
         _jsonl(base / "train_doc.jsonl", docs)
-        _jsonl(base / "val_mc.jsonl", [_mc_row(q, train) for q in content.questions_in(train, "val")])
+        val = [_mc_row(q, train) for lang in content.languages for q in content.questions_in(lang, "val")]
+        _jsonl(base / "val_mc.jsonl", val)
         test: list[dict[str, object]] = []
         for lang in content.languages:
             test.extend(_mc_row(q, train) for q in content.questions_in(lang, "test"))

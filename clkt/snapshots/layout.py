@@ -9,6 +9,8 @@ build.json                 BuildInfo (build time, clkt version): the only file t
 README.md                  the dataset card (provenance and licences of the sources)
 docs/<lang>.jsonl          DocRow, one per selected entity, for every spec language
 questions/<lang>.jsonl     QuestionRow, every qid in every language, options already shuffled
+control/docs|questions/<lang>.jsonl   the control split: fictional entities (see `control`), never in the
+                           real files or the reference / hf / lm_eval exports
 reference/<train_lang>/    the reference implementation's layout (see `formats`)
 hf/, lm_eval/              a `datasets` folder and lm-evaluation-harness tasks (see `formats`)
 ```
@@ -39,12 +41,14 @@ __all__ = [
     "BUILD_FILE",
     "CARD_FILE",
     "LETTERS",
+    "CONTROL_DIR",
     "Split",
     "DocRow",
     "QuestionRow",
     "DomainCounts",
     "TargetInfo",
     "AgentInfo",
+    "ControlInfo",
     "SnapshotManifest",
     "BuildInfo",
     "SnapshotData",
@@ -60,6 +64,7 @@ MANIFEST_FILE = "manifest.json"
 BUILD_FILE = "build.json"
 CARD_FILE = "README.md"
 LETTERS = ("A", "B", "C", "D")
+CONTROL_DIR = "control"  # the control split's files: control/docs/<lang>.jsonl, control/questions/<lang>.jsonl
 
 
 class Split(str, Enum):
@@ -130,6 +135,15 @@ class AgentInfo(_Row):
     prompt_versions: dict[str, list[str]] = Field(default_factory=dict)  # kind -> versions seen
 
 
+class ControlInfo(_Row):
+    """The control split of a snapshot (`clkt.snapshots.control`): what regenerates it, and its size."""
+
+    per_domain: int  # fictional entities per domain of `domains`
+    domains: list[str]
+    entities: int = 0
+    questions: int = 0  # per language, all in the test split
+
+
 class SnapshotManifest(_Row):
     layout_version: int = LAYOUT_VERSION
     snapshot_id: str
@@ -152,6 +166,7 @@ class SnapshotManifest(_Row):
     missing: dict[str, int] = Field(default_factory=dict)  # domain -> entities short of the quota
     redated: bool = False  # the replay server moved some items' dates (offline demo)
     notes: list[str] = Field(default_factory=list)
+    control: ControlInfo | None = None  # None: no control split (control/ absent)
     files: dict[str, str] = Field(default_factory=dict)  # relative path -> sha256 (every file but these two)
 
 
@@ -188,6 +203,8 @@ class SnapshotData(BaseModel):
     manifest: SnapshotManifest
     docs: dict[str, list[DocRow]]
     questions: dict[str, list[QuestionRow]]
+    control_docs: dict[str, list[DocRow]] = Field(default_factory=dict)  # the control split, per language
+    control_questions: dict[str, list[QuestionRow]] = Field(default_factory=dict)
 
     @property
     def languages(self) -> list[str]:
@@ -206,6 +223,14 @@ class SnapshotData(BaseModel):
         if lang not in self.docs:
             raise SnapshotError(f"snapshot {self.manifest.snapshot_id} has no language {lang!r}")
         return list(self.docs[lang])
+
+    def control_docs_for(self, lang: str) -> list[DocRow]:
+        """The control split's documents in `lang` (empty without a control split)."""
+        return list(self.control_docs.get(lang, []))
+
+    def control_questions_for(self, lang: str) -> list[QuestionRow]:
+        """The control split's questions in `lang` (all `test`; empty without a control split)."""
+        return list(self.control_questions.get(lang, []))
 
     def qids(self, split: Split | str | None = None) -> list[int]:
         first = self.manifest.languages[0]
@@ -261,7 +286,34 @@ def load_snapshot_dir(path: Path | str, *, verify_hashes: bool = True) -> Snapsh
                 f"snapshot {manifest.snapshot_id}: questions/{lang}.jsonl does not hold the same qids and splits "
                 f"as questions/{manifest.languages[0]}.jsonl"
             )
-    return SnapshotData(path=root, manifest=manifest, docs=docs, questions=questions)
+    control_docs: dict[str, list[DocRow]] = {}
+    control_questions: dict[str, list[QuestionRow]] = {}
+    if manifest.control is not None and manifest.control.questions:
+        for lang in manifest.languages:
+            control_docs[lang] = [
+                r for r in _read_jsonl(root / CONTROL_DIR / "docs" / f"{lang}.jsonl", DocRow) if isinstance(r, DocRow)
+            ]
+            control_questions[lang] = [
+                r for r in _read_jsonl(root / CONTROL_DIR / "questions" / f"{lang}.jsonl", QuestionRow)
+                if isinstance(r, QuestionRow)
+            ]
+        real = {r.qid for rows in questions.values() for r in rows}
+        ref_c: set[int] | None = None
+        for lang, rows in control_questions.items():
+            got = {r.qid for r in rows}
+            if len(got) != len(rows) or got & real:
+                raise SnapshotError(f"snapshot {manifest.snapshot_id}: control/questions/{lang}.jsonl repeats a qid or shares one with the real questions")
+            if ref_c is None:
+                ref_c = got
+            elif got != ref_c:
+                raise SnapshotError(
+                    f"snapshot {manifest.snapshot_id}: control/questions/{lang}.jsonl does not hold the same qids as "
+                    f"control/questions/{manifest.languages[0]}.jsonl"
+                )
+    return SnapshotData(
+        path=root, manifest=manifest, docs=docs, questions=questions, control_docs=control_docs,
+        control_questions=control_questions,
+    )
 
 
 def dumps_row(row: BaseModel) -> str:

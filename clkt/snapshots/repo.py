@@ -4,12 +4,14 @@ map from a snapshot's public qids back to this store's question rows (for result
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import date
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from clkt.errors import SnapshotError, UserError
 from clkt.snapshots.content import SnapshotContent, assemble_content, load_item_refs
+from clkt.snapshots.control import attach_control
 from clkt.snapshots.layout import SnapshotManifest
 from storage.models import Snapshot
 
@@ -78,6 +80,11 @@ async def load_snapshot(session: AsyncSession, ident: str) -> LoadedSnapshot:
         session, spec=row.spec, period=row.period, seed=manifest.seed, revision=manifest.revision,
         languages=manifest.languages, items=items,
     )
+    if manifest.control is not None:
+        content = attach_control(
+            content, start=date.fromisoformat(manifest.period_start), end=date.fromisoformat(manifest.period_end),
+            domains=manifest.control.domains, per_domain=manifest.control.per_domain,
+        )
     if content.content_sha256 != row.content_sha256:
         raise SnapshotError(
             f"snapshot {row.id}: the rows it references changed since it was frozen "

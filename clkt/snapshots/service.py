@@ -65,7 +65,7 @@ async def enqueue_spec_jobs(session: AsyncSession, settings: Settings, snapshot_
         snapshot_id=snapshot_id,
         targets=[t.name for t in settings.spec.targets],
         strategies=list(settings.spec.strategies),
-        train_langs=list(settings.spec.languages),
+        train_langs=settings.spec.train_langs,
         config=settings.gpu,
         max_attempts=settings.gpu.max_attempts,
     )

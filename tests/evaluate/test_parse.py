@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from clkt.evaluate.parse import parse_answer_letter
+from clkt.evaluate.parse import letter_decided, parse_answer_letter, parse_letter
 
 
 @pytest.mark.parametrize(
@@ -25,3 +25,37 @@ def test_letters_that_answer(text: str, letter: str) -> None:
 )
 def test_not_an_answer(text: str) -> None:
     assert parse_answer_letter(text) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "strict", "reference"),
+    [
+        ("A film directed by Osric", None, "A"),  # the reference rule takes the article as answer A
+        ("The answer is C.", "C", "C"),
+        ("\nA. Berlin\nB. Paris", None, "A"),
+        ("I think so", None, None),
+        ("ABBA is a band; D", None, "D"),  # letters inside words do not count
+        ("答案：C", "C", "C"),
+    ],
+)
+def test_reference_rule_differs_from_strict(text: str, strict: str | None, reference: str | None) -> None:
+    assert parse_letter(text, "strict") == strict
+    assert parse_letter(text, "reference") == reference
+
+
+COMPLETIONS = [
+    "B", "B.", " B. Paris\n\nQuestion: next", "A film about A", "A. Berlin\nB. Paris\nC. Rome", "(C) Paris", "**D**",
+    "The answer is C.", "The answer is Cairo", "Answer: (b) yes", "答案：C。", "正解はB です", "I think A is right",
+    "Because D", "D\n", "A: Tokyo", "Option B is right", "Ａ．", "A Paris", "nothing here",
+]
+
+
+@pytest.mark.parametrize("mode", ["strict", "reference"])
+@pytest.mark.parametrize("full", COMPLETIONS)
+def test_generation_stopped_at_the_decided_letter_parses_as_the_full_completion(full: str, mode: str) -> None:
+    # generation stops at the first prefix where the letter is decided; that prefix must parse as the whole
+    for end in range(1, len(full) + 1):
+        if letter_decided(full[:end], mode):  # type: ignore[arg-type]
+            assert parse_letter(full[:end], mode) == parse_letter(full, mode), (full[:end], full)  # type: ignore[arg-type]
+            break
+    assert not letter_decided("", mode) and not letter_decided("B", mode)  # type: ignore[arg-type]  # "B" may become "But"

@@ -3,6 +3,8 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+import pytest
+
 from clkt.evaluate.metrics import Outcome
 from clkt.evaluate.report import JobInfo, build_report, render_tables, write_report_files
 
@@ -49,3 +51,64 @@ def test_report_files_both_scenarios_and_figures(tmp_path: Path) -> None:
     for f in paths.figures:
         assert mpimg.imread(f).ndim == 3 and f.name in md
     assert len(render_tables(data)) >= 3
+
+
+def _learning(model: str, *, n: int, learn: bool) -> list[Outcome]:
+    """Train en; test en and fr. Base: always wrong. Injected en: right on 3/4 of the questions when it learns,
+    else on 2 of them; fr: right on the en-right questions with q = 2 mod 4 (a third of them)."""
+    out: list[Outcome] = []
+    for q in range(n):
+        en_right = (q % 4 != 0) if learn else (q < 2)
+        for lang, right in (("en", en_right), ("fr", en_right and q % 2 == 0)):
+            out.append(Outcome(model=model, strategy="cpt-lora", scorer="option-loglik", variant="injected", train_lang="en",
+                               lang=lang, qid=q, domain="music", correct=right))
+            out.append(Outcome(model=model, strategy="cpt-lora", scorer="option-loglik", variant="base", train_lang="en",
+                               lang=lang, qid=q, domain="music", correct=False))
+    return out
+
+
+def test_report_says_what_was_learned_what_transferred_and_what_is_too_small(tmp_path: Path) -> None:
+    outcomes = _learning("learner", n=40, learn=True) + _learning("stuck", n=40, learn=False)
+    control = {"option-loglik": {"en": {"n": 20, "base_correct": 5, "injected_correct": 17, "gained": 12, "lost": 0},
+                                 "fr": {"n": 20, "base_correct": 5, "injected_correct": 6, "gained": 2, "lost": 1}}}
+    jobs = [JobInfo(job_id=1, model="learner", strategy="cpt-lora", train_lang="en", status="done", control=control),
+            JobInfo(job_id=2, model="stuck", strategy="cpt-lora", train_lang="en", status="done",
+                    control={"option-loglik": {"en": {"n": 3, "base_correct": 9}}})]  # unreadable: noted, not fatal
+    data = build_report("snap-2", ["en", "fr"], jobs, outcomes)
+    learn = {t.model: t for t in data.learn if t.domain == "all"}
+    assert learn["learner"].learned and learn["learner"].stat.p_value < 1e-6
+    assert not learn["stuck"].learned  # 2 of 40 gained: not significant
+    # the stuck job's Transfer is left out of its mean: "not interpretable", never a number
+    cells = {c.model: c for c in data.table2 if c.domain == "all"}
+    assert cells["stuck"].transfer_mean is None and cells["stuck"].not_interpretable == 1
+    avg = next(c for c in data.table2 if c.model == "stuck" and c.domain == "avg")
+    assert avg.transfer_mean is None and avg.not_interpretable == 1
+    assert cells["learner"].transfer_mean == pytest.approx(10 / 30) and cells["learner"].transfer_ci is not None
+    assert all(c.overall_ci is not None for c in data.table2 if c.overall_mean is not None)  # a CI beside every mean
+    ctrl = {c.lang: c for c in data.control}
+    assert ctrl["en"].stat.learned and not ctrl["fr"].stat.learned
+    assert [t.train_lang for t in data.control_learn] == ["en"]
+    assert any("job 2: its control counts" in n for n in data.notes)
+    paths = write_report_files(data, tmp_path / "r")
+    md = paths.markdown.read_text()
+    short = md.split("## In short")[1].split("##")[0]
+    assert "learner / cpt-lora / option-loglik trained in en learned" in short
+    assert "stuck / cpt-lora / option-loglik trained in en did NOT learn" in short
+    assert "Transfer, stuck / cpt-lora / option-loglik: not interpretable (no job of it learned)" in short
+    assert "Too small to say: 1 of 2 Transfer cells rest on fewer than 10 questions" in short  # stuck: A+B = 2
+    assert "## Control split" in md and "not interpretable" in md
+    pairs = {r["test_lang"] + r["model"]: r for r in csv.DictReader(paths.pairs_csv.open()) if r["domain"] == "all"}
+    assert pairs["frlearner"]["transfer_reading"] == "ok" and pairs["frlearner"]["a_plus_b"] == "30"
+    assert pairs["frstuck"]["transfer_reading"] == "not interpretable" and pairs["frstuck"]["job_learned"] == "False"
+    learn_rows = list(csv.DictReader((tmp_path / "r" / "learn.csv").open()))
+    assert {(r["split"], r["model"]) for r in learn_rows if r["domain"] == "all"} == {("real", "learner"), ("real", "stuck"), ("control", "learner")}
+
+
+def test_a_small_cell_is_too_few_not_a_percentage(tmp_path: Path) -> None:
+    # 6 questions, all learned (p = 0.03): a Transfer cell on A+B = 6 is "too few", not 50 %
+    data = build_report("snap-3", ["en", "fr"], [JobInfo(job_id=1, model="m", strategy="cpt-lora", train_lang="en", status="done")],
+                        _learning("m", n=8, learn=True))
+    assert data.learn[-1].learned
+    paths = write_report_files(data, tmp_path / "r")
+    row = next(r for r in csv.DictReader(paths.pairs_csv.open()) if r["domain"] == "all")
+    assert row["transfer_reading"] == "too few" and row["a_plus_b"] == "6"

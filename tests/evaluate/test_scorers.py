@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from clkt.config import EMBEDDED_TARGET
+from clkt.evaluate.parse import parse_letter
 from clkt.evaluate.prompts import mcq_text
 from clkt.evaluate.scorers import letter_token_ids, score_generate, score_letter_logprob
 from clkt.targets import cached_target
@@ -43,3 +44,44 @@ def test_letter_logprob_batching_and_agreement_with_generate(models_data_dir: Pa
             assert g.predicted == lp.predicted, (g.raw, lp.raw)
             agreeing += 1
     assert agreeing >= 3
+
+    # generation stops once the letter is decided: a prefix of the full completion, parsed the same, never longer
+    full = score_generate(model, tok, prompts, batch_size=5, max_new_tokens=12, stop_early=False)
+    for mode in ("strict", "reference"):
+        stopped = score_generate(model, tok, prompts, batch_size=5, max_new_tokens=12, parse=mode)  # type: ignore[arg-type]
+        for f, st in zip(full, stopped, strict=True):
+            assert f.raw.startswith(st.raw.rstrip("\ufffd")) and st.predicted == parse_letter(f.raw, mode), (mode, f.raw, st.raw)  # type: ignore[arg-type]
+        assert sum(len(st.raw) for st in stopped) < sum(len(f.raw) for f in full)
+
+
+def test_the_scorer_follows_the_kind_and_can_be_set_per_target() -> None:
+    from clkt.config import GpuSettings, TargetSettings
+    from clkt.evaluate.scorers import scorers_for, selection_scorer
+
+    base = TargetSettings(name="b", model="x", kind="base")
+    inst = TargetSettings(name="i", model="y", kind="instruct")
+    gpu = GpuSettings()
+    assert scorers_for(base, gpu) == ["option-loglik"]
+    assert scorers_for(inst, gpu) == ["generate"]
+    assert scorers_for(inst.model_copy(update={"scorers": ["option-loglik", "generate"]}), gpu) == ["option-loglik", "generate"]
+    assert scorers_for(base, GpuSettings(scorers=["letter-logprob"])) == ["letter-logprob"]  # [gpu] for every target
+    own = base.model_copy(update={"scorers": ["generate"]})
+    assert scorers_for(own, GpuSettings(scorers=["letter-logprob"])) == ["generate"]  # the target's own wins
+    assert selection_scorer(["generate", "option-loglik"]) == "option-loglik"
+    assert selection_scorer(["generate", "letter-logprob"]) == "letter-logprob"
+    assert selection_scorer(["generate"]) == "generate"
+
+
+def test_an_unknown_scorer_is_a_config_error_naming_the_key(tmp_path: Path) -> None:
+    from clkt.config import load_settings
+    from clkt.errors import ConfigError
+
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[[spec.targets]]\nname = "t"\nmodel = "m"\nscorers = ["loglik"]\n')
+    with pytest.raises(ConfigError) as e:
+        load_settings(cfg, environ={})
+    assert "spec.targets.0.scorers" in str(e.value)
+    cfg.write_text('[gpu]\nparse = "loose"\n')
+    with pytest.raises(ConfigError) as e:
+        load_settings(cfg, environ={})
+    assert "gpu.parse" in str(e.value)

@@ -63,7 +63,8 @@ QUESTIONS: dict[str, list[tuple[int, int, str, str, list[str], int]]] = {
 }
 
 
-def write_tiny_snapshot(root: Path, *, langs: tuple[str, ...] = ("en", "fr")) -> Path:
+def write_tiny_snapshot(root: Path, *, langs: tuple[str, ...] = ("en", "fr"), control_domains: tuple[str, ...] = ()) -> Path:
+    """The tiny snapshot; `control_domains`: one fictional control entity per domain named (`control/`)."""
     for lang in langs:
         p = docs_path(root, lang)
         p.parent.mkdir(parents=True, exist_ok=True)
@@ -89,11 +90,31 @@ def write_tiny_snapshot(root: Path, *, langs: tuple[str, ...] = ("en", "fr")) ->
             ),
             encoding="utf-8",
         )
+    control = None
+    if control_domains:
+        from datetime import date
+
+        from clkt.snapshots.control import build_control
+        from clkt.snapshots.layout import ControlInfo
+
+        ctl = build_control(
+            spec="tiny", period="2025-06", seed=0, start=date(2025, 6, 1), end=date(2025, 7, 1), languages=langs,
+            domains=control_domains, per_domain=1,
+        )
+        for lang in langs:
+            for sub, rows in (("docs", ctl.docs_in(lang)), ("questions", ctl.questions_in(lang))):
+                f = root / "control" / sub / f"{lang}.jsonl"
+                f.parent.mkdir(parents=True, exist_ok=True)
+                f.write_text("".join(dumps_row(r) + "\n" for r in rows), encoding="utf-8")
+        control = ControlInfo(
+            per_domain=1, domains=list(control_domains), entities=len(ctl.entities), questions=len(ctl.questions_in(langs[0]))
+        )
     manifest = SnapshotManifest(
         snapshot_id=SNAPSHOT_ID, spec="tiny", period="2025-06", period_start="2025-06-01", period_end="2025-07-01",
         cadence="monthly", seed=0, val_ratio=0.3, content_sha256="0" * 64, languages=list(langs),
         domains=["movies", "sports"], targets=[TargetInfo(name="gemma-3-270m", model="embedded:gemma-3-270m")],
         agents=AgentInfo(backend="template"), counts={"total": DomainCounts(entities=2, fact_qas=3, val=1, test=2)},
+        control=control,
     )
     (root / MANIFEST_FILE).write_text(manifest.model_dump_json(indent=1), encoding="utf-8")
     return root

@@ -23,8 +23,11 @@ def _settings(data_dir: Path, tmp_path: Path) -> Settings:
     broken = TargetSettings(name="broken", model=str(tmp_path / "no-such-model"))
     return Settings(
         data_dir=data_dir,
-        spec={"targets": [EMBEDDED_TARGET, broken], "languages": ["en", "fr"]},  # type: ignore[arg-type]
-        gpu={"devices": ["cpu"], "epochs": 1, "max_new_tokens": 4, "max_seq_len": 128, "torch_threads": 2},  # type: ignore[arg-type]
+        # per target: option-loglik (acc + acc_norm rows) and generate, parsed by the reference rule
+        spec={"targets": [EMBEDDED_TARGET.model_copy(update={"scorers": ["option-loglik", "generate"]}), broken],
+              "languages": ["en", "fr"]},  # type: ignore[arg-type]
+        gpu={"devices": ["cpu"], "epochs": 1, "max_new_tokens": 4, "max_seq_len": 128, "torch_threads": 2,
+             "parse": "reference"},  # type: ignore[arg-type]
         daemon={"poll_interval_s": 0.1, "lease_s": 60},  # type: ignore[arg-type]
     )
 
@@ -58,15 +61,24 @@ async def test_failing_job_then_full_job_end_to_end(tmp_path: Path, data_dir: Pa
     # ... and the next job still ran, end to end
     assert good.status == LeaseStatus.done, good.last_error
     assert good.best_epoch == 1 and good.device == "cpu"
-    # 2 test questions x 2 languages x 2 scorers x (base, injected)
-    assert n_results == 16
-    assert {(r.variant, r.scorer) for r in rows} == {(v, s) for v in ("base", "injected") for s in ("letter-logprob", "generate")}
+    # 2 test questions x 2 languages x 3 result scorers x (base, injected)
+    assert n_results == 24
+    result_scorers = ("option-loglik", "option-loglik-norm", "generate")
+    assert {(r.variant, r.scorer) for r in rows} == {(v, s) for v in ("base", "injected") for s in result_scorers}
     assert all(r.predicted in (None, "A", "B", "C", "D") for r in rows)
     art = job_dir(data_dir, good.id or 0)
     assert (art / "checkpoints" / "epoch-1" / "adapter_model.safetensors").is_file()
+    val = json.loads((art / "checkpoints" / "epoch-1" / "val.json").read_text())
+    assert val["scorer"] == "option-loglik" and val["n"] == 1 and val["accuracy"] in (0.0, 1.0)  # acc only, not acc_norm too
     preds = [json.loads(line) for line in (art / "predictions.jsonl").read_text().splitlines()]
-    assert len(preds) == 16
+    assert len(preds) == 24
     assert good.summary["epochs"][0]["tokens"] > 0
+    # Learn per result scorer, on the 2 train-language test questions, with its exact McNemar p
+    assert good.summary["selection_scorer"] == "option-loglik" and good.summary["generate_parse"] == "reference"
+    for scorer in result_scorers:
+        assert good.summary[f"learn:{scorer}:n"] == 2
+        assert 0 < good.summary[f"learn:{scorer}:p_value"] <= 1
+        assert good.summary[f"learn:{scorer}:learned"] is False  # 2 questions can never be significant
     # every job finished: the report was written
     report = data_dir / "reports" / SNAPSHOT_ID
     md = (report / "report.md").read_text()

@@ -45,16 +45,22 @@ async def test_reference_layout_fields(store: Store, tmp_path: Path) -> None:
         assert all(str(d["text"]).startswith(f"[{train}]") for d in docs)
         val, test = _jsonl(base / "val_mc.jsonl"), _jsonl(base / "test_mc.jsonl")
         n_val = len(snap.content.questions_in("en", "val"))
-        assert len(val) == n_val and len(test) == (24 - n_val) * len(LANGS)
+        # every language of each validation question, as the reference layout has them (not the train one only)
+        assert len(val) == n_val * len(LANGS) and len(test) == (24 - n_val) * len(LANGS)
         for row in val + test:
             assert {"question", "answer", "text_answer", "train_lang", "test_lang", "source", "qid"} <= row.keys()
             assert row["train_lang"] == train and row["answer"] in "ABCD"
             lines = str(row["question"]).split("\n")
             assert [ln[:5] for ln in lines[1:]] == ["- A. ", "- B. ", "- C. ", "- D. "]
             assert lines[1 + "ABCD".index(str(row["answer"]))] == f"- {row['answer']}. {row['text_answer']}"
-        assert {r["test_lang"] for r in val} == {train}
+        assert {r["test_lang"] for r in val} == set(LANGS)
+        by_lang = {lang: sorted(r["qid"] for r in val if r["test_lang"] == lang) for lang in LANGS}
+        assert all(q == by_lang[train] for q in by_lang.values())  # the same questions in each language
         assert {r["test_lang"] for r in test} == set(LANGS)
         assert not {r["qid"] for r in val} & {r["qid"] for r in test}
+    card = (root / "README.md").read_text(encoding="utf-8")
+    assert "chosen on the train language's validation questions only" in card
+    assert "'docs_<lang>'" in card and "'qa_<lang>'" in card
 
 
 async def test_hf_export_loads_with_datasets(store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

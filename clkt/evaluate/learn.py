@@ -1,0 +1,198 @@
+"""Learn: did injection teach the model anything, in the language it was trained in?
+
+Per job (model x strategy x scorer x train language): the injected model's accuracy on the train-language
+test questions against the base model's on the same questions, with the exact McNemar test on the paired
+answers (a binomial test on the discordant questions: `gained` = wrong before, right after; `lost` = the
+opposite). A job *learned* when its gain is positive and p < `LEARN_ALPHA`. Transfer = A/(A+B) of a job that
+did not learn is not interpretable: A+B is then mostly what the base model already guessed right.
+
+Accuracies carry Wilson 95% intervals; the gain a Wald interval of a paired difference.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+
+from pydantic import BaseModel, ConfigDict, computed_field
+
+from clkt.evaluate.metrics import ALL_DOMAINS, Outcome
+
+__all__ = [
+    "LEARN_ALPHA",
+    "LearnStat",
+    "LearnTest",
+    "mcnemar_exact",
+    "wilson_ci",
+    "learn_stat",
+    "stat_from_counts",
+    "learn_tests",
+]
+
+LEARN_ALPHA = 0.05  # a job whose in-language gain is not significant at this level did not learn
+Z95 = 1.959963984540054
+
+
+def mcnemar_exact(gained: int, lost: int) -> float:
+    """Two-sided exact McNemar p: binomial(gained; gained + lost, 1/2). 1.0 when no question changed."""
+    if gained < 0 or lost < 0:
+        raise ValueError(f"counts must be >= 0, got gained={gained}, lost={lost}")
+    if gained + lost == 0:
+        return 1.0
+    from scipy.stats import binomtest
+
+    return float(binomtest(gained, gained + lost, 0.5).pvalue)
+
+
+def wilson_ci(k: int, n: int) -> tuple[float, float] | None:
+    """Wilson 95% interval of k/n; None when n = 0."""
+    if n <= 0:
+        return None
+    if not 0 <= k <= n:
+        raise ValueError(f"k must be in [0, n], got k={k}, n={n}")
+    p = k / n
+    den = 1 + Z95**2 / n
+    centre = (p + Z95**2 / (2 * n)) / den
+    half = Z95 * math.sqrt(p * (1 - p) / n + Z95**2 / (4 * n * n)) / den
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+class LearnStat(BaseModel):
+    """Base against injected on the same questions."""
+
+    model_config = ConfigDict(frozen=True)
+
+    n: int
+    base_correct: int
+    injected_correct: int
+    gained: int  # wrong before, right after
+    lost: int  # right before, wrong after
+    p_value: float  # exact two-sided McNemar
+    alpha: float = LEARN_ALPHA
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def base_accuracy(self) -> float | None:
+        return self.base_correct / self.n if self.n else None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def injected_accuracy(self) -> float | None:
+        return self.injected_correct / self.n if self.n else None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def gain(self) -> float | None:
+        return (self.injected_correct - self.base_correct) / self.n if self.n else None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def learned(self) -> bool:
+        return self.n > 0 and self.injected_correct > self.base_correct and self.p_value < self.alpha
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def base_ci(self) -> tuple[float, float] | None:
+        return wilson_ci(self.base_correct, self.n)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def injected_ci(self) -> tuple[float, float] | None:
+        return wilson_ci(self.injected_correct, self.n)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def gain_ci(self) -> tuple[float, float] | None:
+        if not self.n:
+            return None
+        n, g, lo = self.n, self.gained, self.lost
+        d = (g - lo) / n
+        se = math.sqrt(max(0.0, (g + lo) / n - d * d) / n)
+        return max(-1.0, d - Z95 * se), min(1.0, d + Z95 * se)
+
+    def summary(self, prefix: str) -> dict[str, float | int | bool | None]:
+        """Flat `<prefix>:<field>` keys for a job's summary."""
+        return {
+            f"{prefix}:n": self.n,
+            f"{prefix}:base_accuracy": self.base_accuracy,
+            f"{prefix}:injected_accuracy": self.injected_accuracy,
+            f"{prefix}:gain": self.gain,
+            f"{prefix}:gained": self.gained,
+            f"{prefix}:lost": self.lost,
+            f"{prefix}:p_value": self.p_value,
+            f"{prefix}:learned": self.learned,
+        }
+
+
+def stat_from_counts(*, n: int, base_correct: int, injected_correct: int, gained: int, lost: int, alpha: float = LEARN_ALPHA) -> LearnStat:
+    """From paired counts (as `GpuJob.summary["control"]` keeps them); inconsistent counts raise ValueError."""
+    if not (0 <= gained <= n and 0 <= lost <= n and injected_correct - base_correct == gained - lost and 0 <= base_correct <= n):
+        raise ValueError(
+            f"inconsistent paired counts: n={n}, base={base_correct}, injected={injected_correct}, gained={gained}, lost={lost}"
+        )
+    return LearnStat(n=n, base_correct=base_correct, injected_correct=injected_correct, gained=gained, lost=lost,
+                     p_value=mcnemar_exact(gained, lost), alpha=alpha)
+
+
+def learn_stat(pairs: Iterable[tuple[bool, bool]], *, alpha: float = LEARN_ALPHA) -> LearnStat:
+    """From (base correct, injected correct) per question."""
+    n = bc = ic = gained = lost = 0
+    for base, inj in pairs:
+        n += 1
+        bc += bool(base)
+        ic += bool(inj)
+        gained += (not base) and bool(inj)
+        lost += bool(base) and not inj
+    return LearnStat(n=n, base_correct=bc, injected_correct=ic, gained=gained, lost=lost, p_value=mcnemar_exact(gained, lost), alpha=alpha)
+
+
+class LearnTest(BaseModel):
+    """Learn of one job group on one domain (or `all`), for the real or the control questions."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model: str
+    strategy: str
+    scorer: str
+    train_lang: str
+    domain: str
+    control: bool = False
+    stat: LearnStat
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def learned(self) -> bool:
+        return self.stat.learned
+
+
+def learn_tests(outcomes: Sequence[Outcome], *, alpha: float = LEARN_ALPHA, control: bool = False) -> list[LearnTest]:
+    """Per (model, strategy, scorer, train language) x (each domain, `all`), over the train-language test
+    questions answered by both the base and the injected model."""
+    base: dict[tuple[str, str, str, str, bool], dict[int, tuple[str, bool]]] = defaultdict(dict)
+    inj: dict[tuple[str, str, str, str, bool], dict[int, tuple[str, bool]]] = defaultdict(dict)
+    for o in outcomes:
+        if o.split != "test" or o.lang != o.train_lang:
+            continue
+        key = (o.model, o.strategy, o.scorer, o.train_lang, control)
+        (base if o.variant == "base" else inj)[key][o.qid] = (o.domain, o.correct)
+    out: list[LearnTest] = []
+    for key in sorted(inj):
+        b = base.get(key, {})
+        common = sorted(set(b) & set(inj[key]))
+        if not common:
+            continue
+        by_domain: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
+        for q in common:
+            pair = (b[q][1], inj[key][q][1])
+            by_domain[inj[key][q][0]].append(pair)
+            by_domain[ALL_DOMAINS].append(pair)
+        model, strategy, scorer, lang, control = key
+        for dom in [*sorted(d for d in by_domain if d != ALL_DOMAINS), ALL_DOMAINS]:
+            out.append(
+                LearnTest(
+                    model=model, strategy=strategy, scorer=scorer, train_lang=lang, domain=dom, control=control,
+                    stat=learn_stat(by_domain[dom], alpha=alpha),
+                )
+            )
+    return out

@@ -1,0 +1,95 @@
+"""`report.md`: a researcher reads what was learned, what transferred and what is too small to say.
+
+Cells come from `clkt.evaluate.report`; model names and notes may carry crawled text, so every table cell
+goes through `_md_row` (no `|`, no newline can break the table).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from clkt.evaluate.learn import wilson_ci
+from clkt.evaluate.report import (
+    LEARN_HEADER,
+    ReportData,
+    _ci_txt,
+    _grid,
+    _learn_rows,
+    _pct1,
+    _scenarios,
+)
+
+__all__ = ["markdown"]
+
+
+def markdown(data: ReportData, figures: list[Path]) -> str:
+    lines = [f"# LiveCLKTBench report — snapshot `{data.snapshot_id}`", ""]
+    done = sum(j.status == "done" for j in data.jobs)
+    lines += [f"Languages: {', '.join(data.languages)}. Jobs: {done} done of {len(data.jobs)}.", ""]
+    if data.summary:
+        lines += ["## In short", ""] + [f"- {x}" for x in data.summary] + [""]
+    lines += [
+        "Learn = the train language's accuracy after injection against the base model's on the same questions "
+        "(exact McNemar p; a job learned when its gain is positive with p < 0.05). "
+        "Overall = A/(A+B+C+D), Transfer = A/(A+B) per ordered pair (L_train ≠ L_test); cells are mean ± std over "
+        "pairs [bootstrap 95% CI over questions], in %. *undefined*: no pair had a question right in the train language "
+        "(A+B = 0). *not interpretable*: the jobs did not learn, so A+B is what the base model guessed; such pairs are "
+        f"left out of Transfer means (*n.i.* counts them). Heatmap cells with A+B < {data.min_cell_n} are grey.", "",
+    ]
+    for note in data.notes:
+        lines.append(f"> **Note:** {note}")
+    if data.notes:
+        lines.append("")
+    if data.learn:
+        lines += ["## Learn (train language, base vs injected)", "", _md_row(LEARN_HEADER), "|" + "---|" * len(LEARN_HEADER)]
+        lines += [_md_row(r) for r in _learn_rows(data.learn)]
+        lines.append("")
+    for title, label, _, cells in _scenarios(data):
+        header, rows = _grid(data, label, cells)
+        lines += [f"## {title}", "", _md_row(header), "|" + "---|" * len(header)]
+        lines += [_md_row(r) for r in rows]
+        lines.append("")
+    if data.control:
+        lines += ["## Control split (fictional entities; never in the scores above)", "",
+                  "Base against injected on the same control questions, per test language (exact McNemar).", ""]
+        hdr = ["model", "strategy", "scorer", "train", "test", "n", "base % [CI]", "injected % [CI]", "gain pts [CI]", "McNemar p",
+               "gained"]
+        lines += [_md_row(hdr), "|" + "---|" * len(hdr)]
+        for cl in data.control:
+            st = cl.stat
+            lines.append(_md_row([
+                cl.model, cl.strategy, cl.scorer, cl.train_lang, cl.lang, str(st.n), f"{_pct1(st.base_accuracy)}{_ci_txt(st.base_ci)}",
+                f"{_pct1(st.injected_accuracy)}{_ci_txt(st.injected_ci)}", f"{100 * (st.gain or 0):+.1f}{_ci_txt(st.gain_ci)}",
+                f"{st.p_value:.3g}", "yes" if st.learned else "no",
+            ]))
+        lines.append("")
+    if data.base:
+        lines += ["## Base model accuracy (test split)", "", "| model | scorer | lang | n | accuracy [95% CI] | flagged |",
+                  "|---|---|---|---|---|---|"]
+        for b in data.base:
+            k = round((b.accuracy or 0) * b.n)
+            lines.append(f"| {b.model} | {b.scorer} | {b.lang} | {b.n} | {_pct1(b.accuracy)}{_ci_txt(wilson_ci(k, b.n))} | "
+                         f"{'yes' if b.flagged else ''} |")
+        lines.append("")
+    if data.asymmetry:
+        lines += ["## Directional asymmetry (exact McNemar)", "", "| model | strategy | scorer | pair | L1→L2 only | L2→L1 only | p | stronger |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for a in data.asymmetry:
+            p = "n/a" if a.p_value is None else f"{a.p_value:.3g}"
+            lines.append(f"| {a.model} | {a.strategy} | {a.scorer} | {a.lang_1}–{a.lang_2} | {a.forward} | {a.backward} | {p} | {a.stronger or '='} |")
+        lines.append("")
+    if data.parse_failures:
+        lines += ["## Parse failures of `generate`", ""]
+        lines += [f"- {p['model']} / {p['strategy']} / {p['variant']}: {100 * p['rate']:.1f}%" for p in data.parse_failures]
+        lines.append("")
+    if figures:
+        lines += ["## Figures", ""]
+        lines += [f"![{f.stem}]({f.name})" for f in figures]
+        lines.append("")
+    lines += ["Files: `table2.csv`, `pairs.csv`, `learn.csv`, `metrics.json`.", ""]
+    return "\n".join(lines)
+
+
+def _md_row(cells: list[str]) -> str:
+    """A Markdown table row; crawled text (model names, notes) cannot break the table or inject markup."""
+    return "| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |"
