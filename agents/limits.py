@@ -196,27 +196,29 @@ def _int(value: str | None) -> int | None:
         return None
 
 
+# header-name pattern per provider, by its prefix: {field} is limit|remaining|reset, {unit} requests|tokens
+_RATE_HEADER_NAMES = {
+    "x-ratelimit-": "x-ratelimit-{field}-{unit}",  # OpenAI
+    "anthropic-ratelimit-": "anthropic-ratelimit-{unit}-{field}",  # Anthropic
+}
+
+
 def parse_rate_headers(headers: Mapping[str, str]) -> RateHeaders:
     """OpenAI `x-ratelimit-{limit,remaining,reset}-{requests,tokens}`, Anthropic `anthropic-ratelimit-*`."""
     h = {k.lower(): v for k, v in headers.items()}
-    if any(k.startswith("x-ratelimit-") for k in h):
-        return RateHeaders(
-            limit_requests=_int(h.get("x-ratelimit-limit-requests")),
-            limit_tokens=_int(h.get("x-ratelimit-limit-tokens")),
-            remaining_requests=_int(h.get("x-ratelimit-remaining-requests")),
-            remaining_tokens=_int(h.get("x-ratelimit-remaining-tokens")),
-            reset_requests_s=_seconds(h.get("x-ratelimit-reset-requests")),
-            reset_tokens_s=_seconds(h.get("x-ratelimit-reset-tokens")),
-        )
-    if any(k.startswith("anthropic-ratelimit-") for k in h):
-        return RateHeaders(
-            limit_requests=_int(h.get("anthropic-ratelimit-requests-limit")),
-            limit_tokens=_int(h.get("anthropic-ratelimit-tokens-limit")),
-            remaining_requests=_int(h.get("anthropic-ratelimit-requests-remaining")),
-            remaining_tokens=_int(h.get("anthropic-ratelimit-tokens-remaining")),
-            reset_requests_s=_seconds(h.get("anthropic-ratelimit-requests-reset")),
-            reset_tokens_s=_seconds(h.get("anthropic-ratelimit-tokens-reset")),
-        )
+    for prefix, name in _RATE_HEADER_NAMES.items():
+        if any(k.startswith(prefix) for k in h):
+            def get(field: str, unit: str, name: str = name) -> str | None:
+                return h.get(name.format(field=field, unit=unit))
+
+            return RateHeaders(
+                limit_requests=_int(get("limit", "requests")),
+                limit_tokens=_int(get("limit", "tokens")),
+                remaining_requests=_int(get("remaining", "requests")),
+                remaining_tokens=_int(get("remaining", "tokens")),
+                reset_requests_s=_seconds(get("reset", "requests")),
+                reset_tokens_s=_seconds(get("reset", "tokens")),
+            )
     return RateHeaders()
 
 
