@@ -24,8 +24,7 @@ __all__ = ["markdown"]
 
 def markdown(data: ReportData, figures: list[Path]) -> str:
     lines = [f"# LiveCLKTBench report — snapshot `{data.snapshot_id}`", ""]
-    done = sum(j.status == "done" for j in data.jobs)
-    lines += [f"Languages: {', '.join(data.languages)}. Jobs: {done} done of {len(data.jobs)}.", ""]
+    lines += [_header_line(data), ""]
     if data.summary:
         lines += ["## In short", ""] + [f"- {x}" for x in data.summary] + [""]
     lines += [
@@ -88,6 +87,21 @@ def markdown(data: ReportData, figures: list[Path]) -> str:
         lines.append("")
     lines += ["Files: `table2.csv`, `pairs.csv`, `learn.csv`, `metrics.json`.", ""]
     return "\n".join(lines)
+
+
+def _header_line(data: ReportData) -> str:
+    """Languages, the train languages (said plainly when they are a subset), jobs and their best epochs."""
+    done = sum(j.status == "done" for j in data.jobs)
+    trained = [lang for lang in data.languages if any(j.train_lang == lang for j in data.jobs)]
+    text = f"Languages: {', '.join(data.languages)}."
+    if trained and len(trained) < len(data.languages):
+        text += (f" Train languages: {', '.join(trained)} — a subset: only these were injected; every job is tested "
+                 f"in all {len(data.languages)} languages.")
+    text += f" Jobs: {done} done of {len(data.jobs)}."
+    best = [f"{j.model} / {j.strategy} / {j.train_lang}: {j.best_epoch}" for j in data.jobs if j.best_epoch is not None]
+    if best:
+        text += f" Best epoch (chosen on the train language's validation questions): {'; '.join(best)}."
+    return text
 
 
 def _md_row(cells: list[str]) -> str:

@@ -93,6 +93,7 @@ class EpochRecord(_Model):
     tokens: int
     seconds: float
     val_accuracy: float | None = None  # None: no validation questions
+    val_margin: float | None = None  # mean margin of the right option's score (ties of val_accuracy); None: none
 
 
 class JobOutcome(_Model):

@@ -85,6 +85,13 @@ def tokenize_documents(docs: list[DocRow], tokenizer: Any, *, max_len: int, pack
     return [TrainExample(s[:max_len], s[:max_len]) for s in streams if len(s) > 1]
 
 
+def _target_modules(gpu: GpuSettings) -> list[str] | str:
+    """The configured LoRA target modules: a list of module names, peft's "all-linear", or the attention."""
+    if gpu.target_modules == "all-linear":
+        return "all-linear"
+    return list(gpu.target_modules or ATTENTION_MODULES)
+
+
 class _Lora:
     keep_every_epoch: ClassVar[bool] = True
 
@@ -93,7 +100,7 @@ class _Lora:
 
         cfg = LoraConfig(
             r=gpu.lora_r, lora_alpha=gpu.lora_alpha, lora_dropout=gpu.lora_dropout, bias="none",
-            target_modules=list(gpu.target_modules or ATTENTION_MODULES), task_type="CAUSAL_LM",
+            target_modules=_target_modules(gpu), task_type="CAUSAL_LM",
         )
         try:
             return get_peft_model(model, cfg)

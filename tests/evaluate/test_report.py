@@ -112,3 +112,15 @@ def test_a_small_cell_is_too_few_not_a_percentage(tmp_path: Path) -> None:
     paths = write_report_files(data, tmp_path / "r")
     row = next(r for r in csv.DictReader(paths.pairs_csv.open()) if r["domain"] == "all")
     assert row["transfer_reading"] == "too few" and row["a_plus_b"] == "6"
+
+
+def test_report_header_says_when_the_train_languages_are_a_subset(tmp_path: Path) -> None:
+    outcomes = _learning("learner", n=12, learn=True)
+    jobs = [JobInfo(job_id=1, model="learner", strategy="cpt-lora", train_lang="en", status="done", best_epoch=3)]
+    subset = write_report_files(build_report("snap-3", ["en", "fr"], jobs, outcomes), tmp_path / "a").markdown.read_text()
+    head = subset.splitlines()[2]
+    assert "Train languages: en — a subset: only these were injected; every job is tested in all 2 languages." in head
+    assert "Best epoch (chosen on the train language's validation questions): learner / cpt-lora / en: 3." in head
+    both = jobs + [JobInfo(job_id=2, model="learner", strategy="cpt-lora", train_lang="fr", status="failed")]
+    full = write_report_files(build_report("snap-3", ["en", "fr"], both, outcomes), tmp_path / "b").markdown.read_text()
+    assert "Train languages" not in full.splitlines()[2] and "Jobs: 1 done of 2." in full.splitlines()[2]

@@ -99,3 +99,25 @@ def test_sft_pairs_come_from_documents_and_mask_the_prompt() -> None:
 def test_unknown_strategy() -> None:
     with pytest.raises(UserError, match="cpt-lora"):
         get_strategy("magic")
+
+
+def _tiny_llama() -> torch.nn.Module:
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    cfg = LlamaConfig(vocab_size=64, hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
+                      num_key_value_heads=2, max_position_embeddings=32)
+    return LlamaForCausalLM(cfg)
+
+
+def _lora_wrapped(model: torch.nn.Module) -> set[str]:
+    return {name.rsplit(".", 1)[-1] for name, mod in model.named_modules() if hasattr(mod, "lora_A") and mod.lora_A}
+
+
+def test_lora_on_every_linear_layer_or_the_attention_only() -> None:
+    strategy = get_strategy("cpt-lora")
+    attention = _lora_wrapped(strategy.prepare(_tiny_llama(), GpuSettings()))
+    assert attention == {"q_proj", "k_proj", "v_proj", "o_proj"}
+    every = _lora_wrapped(strategy.prepare(_tiny_llama(), GpuSettings(target_modules="all-linear")))
+    assert every == {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}  # not lm_head
+    named = _lora_wrapped(strategy.prepare(_tiny_llama(), GpuSettings(target_modules=["down_proj"])))
+    assert named == {"down_proj"}
