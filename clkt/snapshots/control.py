@@ -22,6 +22,7 @@ event: the event itself (its date inside a period that has not been published) i
 from __future__ import annotations
 
 import dataclasses
+import math
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -255,6 +256,13 @@ def _release(rng: random.Random, nm: _Namer, start: date, end: date) -> tuple[st
     return facts.title, facts, pools
 
 
+def _fictional_mmi(mag: float, depth_km: float) -> float:
+    """A plausible maximum estimated intensity (MMI): it grows with the magnitude, shrinks with the depth
+    (M 6.7 at 18 km -> about 8, M 4.6 at 180 km -> about 3), on USGS's 3 decimals. No random draw, so the
+    rest of the fictional quake (and every entity after it) is what it was before intensities were added."""
+    return round(min(9.6, max(2.0, 1.2 * mag - 2.5 * math.log10(max(depth_km, 5.0)) + 3.0)), 3)
+
+
 def _quake(rng: random.Random, nm: _Namer, start: date, end: date) -> tuple[str, QuakeFacts, dict[str, tuple[Value, ...]]]:
     country = rng.choice(sorted(_QUAKE_COUNTRIES))
     (lat0, lat1), (lon0, lon1) = _QUAKE_COUNTRIES[country]
@@ -267,6 +275,7 @@ def _quake(rng: random.Random, nm: _Namer, start: date, end: date) -> tuple[str,
         longitude=round(rng.uniform(lon0, lon1), 3), alert=rng.choice(("green", "yellow", "orange")),
         tsunami=rng.random() < 0.3, felt=rng.randint(10, 4000), fatalities=rng.randint(0, 40),
     )
+    facts = facts.model_copy(update={"mmi": _fictional_mmi(facts.magnitude, facts.depth_km)})
     return facts.title, facts, {"place": nm.pool(lambda: nm.quake_place(rng.choice(sorted(_QUAKE_COUNTRIES))))}
 
 

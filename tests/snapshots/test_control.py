@@ -87,6 +87,26 @@ def test_names_are_invented_and_distractors_too() -> None:
         assert date(2025, 6, 1) <= day < date(2025, 7, 1), (e.name, day)
 
 
+def test_fictional_quakes_have_a_plausible_intensity_and_are_asked_it_and_their_latitude() -> None:
+    ents = [e for e in control_entities(spec="demo", period="2025-06", seed=3, start=date(2025, 6, 1), end=date(2025, 7, 1),
+                                        domains=("disasters",), per_domain=8) if e.facts.kind == "quake"]
+    assert len(ents) == 4
+    for e in ents:
+        f = e.facts
+        assert f.mmi is not None and 2.0 <= f.mmi <= 9.6, (e.name, f.mmi)  # type: ignore[union-attr]
+    # deeper at the same magnitude: a lower intensity (the intensity is derived, not drawn)
+    from clkt.snapshots.control import _fictional_mmi
+    assert _fictional_mmi(6.7, 18.0) > _fictional_mmi(6.7, 150.0) and _fictional_mmi(7.4, 10.0) > _fictional_mmi(5.0, 10.0)
+    ctl = build_control(spec="demo", period="2025-06", seed=3, start=date(2025, 6, 1), end=date(2025, 7, 1),
+                        languages=ALL_LANGS, domains=("disasters",), per_domain=8)
+    for lang in ALL_LANGS:
+        docs = {d.entity_id: _norm(d.text) for d in ctl.docs_in(lang)}
+        asked = [q for q in ctl.questions_in(lang) if q.slot in ("intensity", "latitude")]
+        assert Counter(q.slot for q in asked) == {"intensity": 4, "latitude": 4}, lang
+        for q in asked:
+            assert _norm(q.text_answer) in docs[q.entity_id] and len(set(q.options)) == 4, (lang, q.options)
+
+
 async def test_snapshot_carries_the_control_split_apart_from_the_real_items(store: Store, tmp_path: Path) -> None:
     settings = make_settings(tmp_path, control_entities=1)
     await fill_period(store, month_start=JUNE, per_domain=2)
