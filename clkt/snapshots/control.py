@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, timezone
 from pathlib import Path
 
-from agents.template import engine
+from agents.template import PROMPT_VERSION, engine
 from agents.template.pools import (
     ACTORS,
     ARTISTS,
@@ -85,6 +85,7 @@ __all__ = [
     "write_control",
     "attach_control",
     "control_info",
+    "check_control_engine",
     "write_control_snapshot",
 ]
 
@@ -114,6 +115,7 @@ _QUAKE_COUNTRIES: dict[str, tuple[tuple[float, float], tuple[float, float]]] = {
     "Philippines": ((5.0, 19.0), (119.0, 127.0)), "New Zealand": ((-46.0, -35.0), (167.0, 178.0)),
 }
 _DISASTER_TYPES = ("flood", "tropical cyclone", "drought", "landslide", "wild fire", "cold wave", "heat wave")
+_ENGINE_BEFORE_RECORDED = "tmpl-1"  # the engine of manifests written before ControlInfo.engine existed
 _NAMES_PER_POOL = 12  # fictional distractor candidates of each kind per entity
 
 _REAL: frozenset[str] = frozenset(
@@ -417,7 +419,19 @@ def control_info(content: SnapshotContent, *, domains: Sequence[str], per_domain
     return ControlInfo(
         per_domain=per_domain, domains=list(domains),
         entities=len({d.entity_id for d in content.control_docs}), questions=len(content.control_questions_in(first)),
+        engine=PROMPT_VERSION,
     )
+
+
+def check_control_engine(info: ControlInfo, snapshot_id: str) -> None:
+    """Refuse to regenerate a control split that an other template engine version wrote: its questions would
+    differ (and the snapshot would no longer hash to its id) for a reason the hash cannot tell."""
+    written = info.engine or _ENGINE_BEFORE_RECORDED
+    if written != PROMPT_VERSION:
+        raise SnapshotError(
+            f"snapshot {snapshot_id}: its control split was written by template engine {written}, this code writes "
+            f"{PROMPT_VERSION}, so it cannot be regenerated; use its exported folder, or rebuild the snapshot"
+        )
 
 
 def write_control_snapshot(

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from agents.template.pools import ACTORS, ARTISTS, COMPANIES, DIRECTORS, LABELS, TEAMS
+from agents.template import PROMPT_VERSION
 from clkt.config import load_settings
 from clkt.errors import ConfigError, SnapshotError
 from clkt.snapshots.builder import build_snapshot
@@ -18,6 +19,7 @@ from clkt.snapshots.control import CONTROL_SOURCE, build_control, control_entiti
 from clkt.snapshots.layout import load_snapshot_dir
 from clkt.snapshots.repo import load_snapshot
 from storage.engine import Store
+from storage.models import Snapshot
 from tests.snapshots.factories import LANGS, fill_period, make_settings
 
 JUNE = datetime(2025, 6, 1, tzinfo=timezone.utc)
@@ -136,6 +138,15 @@ async def test_snapshot_carries_the_control_split_apart_from_the_real_items(stor
     assert loaded.content.control_questions == tuple(
         q for lang in LANGS for q in data.control_questions_for(lang)
     )
+    assert ctl.engine == PROMPT_VERSION
+    # a control split written by another engine version is not regenerated silently into other questions
+    async with store.transaction() as s:
+        row = await s.get(Snapshot, res.snapshot_id)
+        assert row is not None
+        row.manifest = {**row.manifest, "control": {**row.manifest["control"], "engine": None}}  # before tmpl-2
+    async with store.session() as s:
+        with pytest.raises(SnapshotError, match="written by template engine tmpl-1, this code writes tmpl-2"):
+            await load_snapshot(s, res.snapshot_id or "")
 
 
 async def test_control_size_zero_means_no_control_split_and_the_size_changes_the_id(store: Store, tmp_path: Path) -> None:
