@@ -223,6 +223,11 @@ def _mmi(f: QuakeFacts) -> float | None:
     return f.mmi if lo <= round(f.mmi, 1) <= hi else None
 
 
+def _intensity_answer(f: QuakeFacts) -> Value | None:
+    x = _mmi(f)
+    return FloatV(x, "mmi") if x is not None else None
+
+
 def _intensity_candidates(f: QuakeFacts, rng: Random) -> list[Value]:
     x = _mmi(f)
     if x is None:
@@ -279,7 +284,7 @@ QUAKE_SPEC = DomainSpec(
         ),
         "intensity": SlotSpec(
             slot="intensity", question=QQ["intensity"],
-            answer=lambda f: FloatV(x, "mmi") if (x := _mmi(f)) is not None else None,
+            answer=_intensity_answer,
             candidates=_intensity_candidates,
         ),
         "latitude": SlotSpec(
