@@ -491,8 +491,8 @@ EMBEDDED_DEFAULT: dict[str, Any] = {
     "offline_demo": True,
     "replay": {"enabled": True, "redate": True},
     "http": {"port": 0},
-    # every question the template engine can ask (at most 8 fact slots per kind; about 7 per recorded entity)
-    "agents": {"backend": "template", "questions_per_entity": 8, "probe_max_new_tokens": 48},
+    # every question the template engine can ask (at most 9 fact slots per kind, for quakes; about 7 per recorded entity)
+    "agents": {"backend": "template", "questions_per_entity": 9, "probe_max_new_tokens": 48},
     "spec": {
         "name": "demo",
         "targets": [EMBEDDED_TARGET.model_dump(mode="json")],

@@ -183,6 +183,8 @@ SLOTS: dict[str, tuple[str, ...]] = {
     "match": ("date", "competition", "venue", "home_team", "away_team", "final_score", "winner", "spectators"),
     "film": ("release_date", "director", "lead_actor", "runtime", "genre", "budget", "revenue", "production_company"),
     "release": ("artist", "release_date", "label", "track_count", "first_track", "last_track", "release_type"),
-    "quake": ("time", "place", "magnitude", "depth", "alert", "tsunami", "felt", "fatalities"),
+    "quake": (
+        "time", "place", "magnitude", "depth", "alert", "tsunami", "felt", "fatalities", "intensity", "latitude",
+    ),
     "disaster": ("date", "disaster_type", "country", "status", "deaths", "affected", "glide"),
 }

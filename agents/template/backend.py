@@ -15,7 +15,7 @@ import re
 from agents.template.engine import build_mcqs, domain_spec, plan, question_text, slot_spec
 from agents.template.judge import judge_response
 from agents.template.parsing import find_dates, find_numbers, find_scores
-from agents.template.values import DateV, FloatV, IntV, ScoreV, Value
+from agents.template.values import CoordV, DateV, FloatV, IntV, ScoreV, Value
 from agents.types import (
     MCQ,
     KnownVerdict,
@@ -32,7 +32,8 @@ from clkt.facts import EntityFacts, RenderedDocument
 __all__ = ["TemplateBackend", "ENGINE_NAME", "PROMPT_VERSION"]
 
 ENGINE_NAME = "template-engine"
-PROMPT_VERSION = "tmpl-1"  # bump when a template, formatter or distractor rule changes output
+PROMPT_VERSION = "tmpl-2"  # bump when a template, formatter or distractor rule changes output
+# tmpl-2: quake questions on the maximum estimated intensity (MMI) and the epicentre's latitude
 
 
 def _canon(text: str) -> str:
@@ -162,6 +163,6 @@ def _same_type(option: str, truth: Value, lang: str) -> bool:
         return bool(find_dates(option))
     if isinstance(truth, ScoreV):
         return bool(find_scores(option))
-    if isinstance(truth, (IntV, FloatV)):
+    if isinstance(truth, (IntV, FloatV, CoordV)):
         return bool(find_numbers(option, lang))
     return bool(option.strip()) and not find_dates(option)

@@ -5,10 +5,17 @@ from __future__ import annotations
 import re
 from random import Random
 
-from agents.template.distractors import near_floats, near_ints, pool_names, shifted_dates
+from agents.template.distractors import (
+    near_coordinates,
+    near_floats,
+    near_ints,
+    pool_names,
+    shifted_dates,
+    spread_floats,
+)
 from agents.template.pools import COUNTRIES, QUAKE_PLACES
 from agents.template.spec import DomainSpec, SlotSpec
-from agents.template.values import DateV, FloatV, IntV, LabelV, NameV, Value
+from agents.template.values import CoordV, DateV, FloatV, IntV, LabelV, NameV, Value
 from clkt.documents.formatting import Formatter
 from clkt.documents.labels import known_values
 from clkt.facts import DisasterFacts, QuakeFacts
@@ -16,6 +23,8 @@ from clkt.facts import DisasterFacts, QuakeFacts
 __all__ = ["QUAKE_SPEC", "DISASTER_SPEC"]
 
 # Subject phrases (no article) for a quake; "nomag"/"nodate"/"noplace" leave out the fact being asked.
+# None names the coordinates (the latitude question) nor the intensity; the context adds "nommi": the full
+# phrase, or "nomag" when the magnitude reads like the intensity (the question would give the answer away).
 _QUAKE_SUBJECT: dict[str, dict[str, str]] = {
     "en": {
         "quake": "magnitude {mag} earthquake of {date} (UTC) whose epicentre was given as {place}",
@@ -99,6 +108,20 @@ QQ: dict[str, dict[str, str]] = {
         "fr": "Combien de morts ont été signalés pour le {quake} ?",
         "es": "¿Cuántas muertes se informaron por el {quake}?",
     },
+    "intensity": {
+        "en": "What was the maximum estimated intensity (MMI) of the {nommi}?",
+        "ja": "{nommi}の推定最大震度（MMI）はいくつですか？",
+        "zh": "{nommi}的估计最大烈度（MMI）是多少？",
+        "fr": "Quelle était l'intensité maximale estimée (MMI) du {nommi} ?",
+        "es": "¿Cuál fue la intensidad máxima estimada (MMI) del {nommi}?",
+    },
+    "latitude": {
+        "en": "What was the latitude of the epicentre of the {quake}?",
+        "ja": "{quake}の震央の緯度は何度ですか？",
+        "zh": "{quake}的震中纬度是多少？",
+        "fr": "Quelle était la latitude de l'épicentre du {quake} ?",
+        "es": "¿Cuál fue la latitud del epicentro del {quake}?",
+    },
 }
 
 DQ: dict[str, dict[str, str]] = {
@@ -166,9 +189,16 @@ _GLIDE = re.compile(r"^([A-Z]{2})-(\d{4})-(\d{6})-([A-Z]{3})$")
 
 
 # -- earthquakes -----------------------------------------------------------------------------------------
+_MMI_SCALE = (1.0, 10.0)  # Modified Mercalli intensities asked about (as rendered, one decimal)
+_MMI_STEPS = (0.4, 0.6, 0.8, 1.0, 1.3, 1.6, 2.0)
+
+
 def _quake_context(f: QuakeFacts, fmt: Formatter) -> dict[str, str]:
-    base = {"mag": fmt.magnitude(f.magnitude), "date": fmt.date(fmt.utc(f.time_utc).date()), "place": f.place}
-    return {k: v.format(**base) for k, v in _QUAKE_SUBJECT[fmt.lang].items()}
+    mag = fmt.magnitude(f.magnitude)
+    base = {"mag": mag, "date": fmt.date(fmt.utc(f.time_utc).date()), "place": f.place}
+    out = {k: v.format(**base) for k, v in _QUAKE_SUBJECT[fmt.lang].items()}
+    out["nommi"] = out["nomag"] if f.mmi is not None and fmt.intensity(f.mmi) in mag else out["quake"]
+    return out
 
 
 def _quake_anchors(f: QuakeFacts, fmt: Formatter) -> list[str]:
@@ -183,6 +213,27 @@ def _depth_candidates(f: QuakeFacts, rng: Random) -> list[Value]:
     base = max(2.0, abs(f.depth_km) * 0.2)
     steps = [round(base * m, 1) for m in (1.0, 1.5, 2.0, 2.5, 3.0, 4.0)]
     return list(near_floats(f.depth_km, rng, steps=steps, unit="km", minimum=0.0))
+
+
+def _mmi(f: QuakeFacts) -> float | None:
+    """The intensity to ask about: the raw estimate (rendered like the document), if it is on the scale."""
+    if f.mmi is None:
+        return None
+    lo, hi = _MMI_SCALE
+    return f.mmi if lo <= round(f.mmi, 1) <= hi else None
+
+
+def _intensity_answer(f: QuakeFacts) -> Value | None:
+    x = _mmi(f)
+    return FloatV(x, "mmi") if x is not None else None
+
+
+def _intensity_candidates(f: QuakeFacts, rng: Random) -> list[Value]:
+    x = _mmi(f)
+    if x is None:
+        return []
+    lo, hi = _MMI_SCALE
+    return list(spread_floats(round(x, 1), rng, steps=_MMI_STEPS, unit="mmi", minimum=lo, maximum=hi))
 
 
 def _alert_candidates(f: QuakeFacts | DisasterFacts, rng: Random) -> list[Value]:
@@ -230,6 +281,15 @@ QUAKE_SPEC = DomainSpec(
             slot="fatalities", question=QQ["fatalities"],
             answer=lambda f: IntV(f.fatalities) if f.fatalities is not None else None,
             candidates=lambda f, rng: near_ints(f.fatalities or 0, rng, minimum=0),
+        ),
+        "intensity": SlotSpec(
+            slot="intensity", question=QQ["intensity"],
+            answer=_intensity_answer,
+            candidates=_intensity_candidates,
+        ),
+        "latitude": SlotSpec(
+            slot="latitude", question=QQ["latitude"], answer=lambda f: CoordV(f.latitude, "lat"),
+            candidates=lambda f, rng: near_coordinates(f.latitude, rng, axis="lat", avoid=(f.longitude,)),
         ),
     },
 )

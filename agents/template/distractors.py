@@ -13,8 +13,9 @@ import re
 from collections.abc import Iterable, Sequence
 from datetime import date, timedelta
 from random import Random
+from typing import Literal
 
-from agents.template.values import DateV, FloatV, IntV, NameV, ScoreV, Value
+from agents.template.values import CoordV, DateV, FloatV, IntV, NameV, ScoreV, Value
 from agents.types import normalize
 from clkt.documents.formatting import LANGUAGES, formatter
 from clkt.facts import RenderedDocument
@@ -23,6 +24,8 @@ __all__ = [
     "seeded_rng",
     "near_ints",
     "near_floats",
+    "spread_floats",
+    "near_coordinates",
     "shifted_dates",
     "near_scores",
     "pool_names",
@@ -73,6 +76,55 @@ def near_floats(x: float, rng: Random, *, steps: Sequence[float], unit: str, min
             if v >= minimum:
                 cand.append(v)
     return [FloatV(v, unit) for v in dict.fromkeys(cand)]  # type: ignore[arg-type]
+
+
+def spread_floats(
+    x: float, rng: Random, *, steps: Sequence[float], unit: str, minimum: float, maximum: float
+) -> list[FloatV]:
+    """Like `near_floats` within [minimum, maximum], but each step goes one way first (a random direction), the
+    other ways only after every step was used: the first picks never mirror each other around the answer
+    (with near_floats the answer is the midpoint of the first two distractors)."""
+    shuffled = list(steps)
+    rng.shuffle(shuffled)
+    signs = [rng.choice((1, -1)) for _ in shuffled]
+    firsts = [round(x + sg * s, 1) for s, sg in zip(shuffled, signs, strict=True)]
+    seconds = [round(x - sg * s, 1) for s, sg in zip(shuffled, signs, strict=True)]
+    cand = [v for v in (*firsts, *seconds) if minimum <= v <= maximum]
+    return [FloatV(v, unit) for v in dict.fromkeys(cand)]  # type: ignore[arg-type]
+
+
+_COORD_SHIFT_DEG = (0.2, 3.0)  # how far (degrees) a coordinate distractor lies from the true value
+_COORD_DRAWS = 16
+
+
+def near_coordinates(
+    x: float, rng: Random, *, axis: Literal["lat", "lon"] = "lat", avoid: Iterable[float] = ()
+) -> list[CoordV]:
+    """Coordinates 0.2°-3° from `x`, with 3 decimals like the document, in `x`'s hemisphere (so the hemisphere
+    word never gives the answer away) and within ±90° (latitude) or ±180° (longitude).
+
+    Each draw has its own distance and direction (no two options mirror each other around the answer). A draw
+    past the pole goes the other way; one across the equator lands between the equator and `x` instead (so
+    near the equator the answer is not always the option closest to it). A candidate whose digits equal one
+    of `avoid` (the document's other coordinate) is left out: it would be in the document."""
+    limit = 90.0 if axis == "lat" else 180.0
+    positive = x >= 0  # the formatter's hemisphere rule: 0 and -0.0 are north / east
+    banned = {round(abs(a), 3) for a in avoid}
+    lo, hi = _COORD_SHIFT_DEG
+    cand: list[float] = []
+    for _ in range(_COORD_DRAWS):
+        sign, d = rng.choice((1, -1)), rng.uniform(lo, hi)
+        v = x + sign * d
+        if abs(v) > limit:
+            v = x - sign * d
+        elif (v >= 0) != positive:
+            inside = x * rng.uniform(0.1, 0.9)
+            v = inside if round(inside, 3) != 0 else x - sign * d
+        v = round(v, 3)
+        if (v >= 0) != positive or abs(v) > limit or round(abs(v), 3) in banned:
+            continue
+        cand.append(v)
+    return [CoordV(v, axis) for v in dict.fromkeys(cand)]
 
 
 def shifted_dates(d: date, rng: Random) -> list[DateV]:

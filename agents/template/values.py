@@ -13,7 +13,7 @@ from typing import Literal, Union
 from agents.types import normalize
 from clkt.documents.formatting import Formatter
 
-__all__ = ["DateV", "ScoreV", "IntV", "FloatV", "NameV", "LabelV", "Value", "same"]
+__all__ = ["DateV", "ScoreV", "IntV", "FloatV", "CoordV", "NameV", "LabelV", "Value", "same"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,10 +49,25 @@ class IntV:
 @dataclass(frozen=True, slots=True)
 class FloatV:
     x: float
-    unit: Literal["magnitude", "km"] = "magnitude"
+    unit: Literal["magnitude", "km", "mmi"] = "magnitude"
 
     def render(self, fmt: Formatter) -> str:
-        return fmt.km(self.x) if self.unit == "km" else fmt.magnitude(self.x)
+        if self.unit == "km":
+            return fmt.km(self.x)
+        if self.unit == "mmi":
+            return fmt.intensity(self.x)
+        return fmt.magnitude(self.x)
+
+
+@dataclass(frozen=True, slots=True)
+class CoordV:
+    """A signed latitude or longitude in degrees; renders with its hemisphere ("34.213° N", "北緯34.213度")."""
+
+    x: float
+    axis: Literal["lat", "lon"] = "lat"
+
+    def render(self, fmt: Formatter) -> str:
+        return fmt.latitude(self.x) if self.axis == "lat" else fmt.longitude(self.x)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +91,7 @@ class LabelV:
         return fmt.label(self.category, self.key)
 
 
-Value = Union[DateV, ScoreV, IntV, FloatV, NameV, LabelV]
+Value = Union[DateV, ScoreV, IntV, FloatV, CoordV, NameV, LabelV]
 
 
 def same(a: Value, b: Value, fmt: Formatter) -> bool:

@@ -14,70 +14,65 @@ QUAKE_TEXT: dict[str, dict[str, str]] = {
         "place": "The epicentre location was given as {place}.",
         "magnitude": "It had a magnitude of {mag}{mtype}.",
         "depth": "Its depth was {depth}.",
-        "coords": "Coordinates: {lat}° {ns}, {lon}° {ew}.",
+        "coords": "Coordinates: {lat}, {lon}.",
         "alert": "The USGS PAGER alert level was {alert}.",
         "tsunami_yes": "A tsunami flag was issued for this event.",
         "tsunami_no": "No tsunami flag was issued for this event.",
         "felt": "Number of felt reports submitted: {n}.",
         "fatalities": "Number of deaths reported: {n}.",
         "intensity": "The maximum estimated intensity (MMI) was {mmi}.",
-        "N": "N", "S": "S", "E": "E", "W": "W",
     },
     "ja": {
         "time": "地震は{time}に発生した。",
         "place": "震央の位置は{place}とされた。",
         "magnitude": "マグニチュードは{mag}{mtype}であった。",
         "depth": "震源の深さは{depth}であった。",
-        "coords": "座標：{ns}{lat}度、{ew}{lon}度。",
+        "coords": "座標：{lat}、{lon}。",
         "alert": "USGSのPAGER警報レベルは{alert}であった。",
         "tsunami_yes": "この地震には津波フラグが出された。",
         "tsunami_no": "この地震には津波フラグは出されなかった。",
         "felt": "有感報告は{n}件寄せられた。",
         "fatalities": "死者は{n}人と報告された。",
         "intensity": "推定最大震度（MMI）は{mmi}であった。",
-        "N": "北緯", "S": "南緯", "E": "東経", "W": "西経",
     },
     "zh": {
         "time": "地震发生于{time}。",
         "place": "震中位置记录为{place}。",
         "magnitude": "震级为{mag}{mtype}。",
         "depth": "震源深度为{depth}。",
-        "coords": "坐标：{ns}{lat}度，{ew}{lon}度。",
+        "coords": "坐标：{lat}，{lon}。",
         "alert": "USGS PAGER警报级别为{alert}。",
         "tsunami_yes": "此次地震发布了海啸标志。",
         "tsunami_no": "此次地震未发布海啸标志。",
         "felt": "共收到{n}份有感报告。",
         "fatalities": "报告死亡人数为{n}人。",
         "intensity": "估计最大烈度（MMI）为{mmi}。",
-        "N": "北纬", "S": "南纬", "E": "东经", "W": "西经",
     },
     "fr": {
         "time": "Le séisme s'est produit le {time}.",
         "place": "L'épicentre a été localisé comme suit : {place}.",
         "magnitude": "Sa magnitude était de {mag}{mtype}.",
         "depth": "Sa profondeur était de {depth}.",
-        "coords": "Coordonnées : {lat}° {ns}, {lon}° {ew}.",
+        "coords": "Coordonnées : {lat}, {lon}.",
         "alert": "Le niveau d'alerte PAGER de l'USGS était {alert}.",
         "tsunami_yes": "Un indicateur de tsunami a été émis pour cet événement.",
         "tsunami_no": "Aucun indicateur de tsunami n'a été émis pour cet événement.",
         "felt": "Nombre de signalements de secousse ressentie : {n}.",
         "fatalities": "Nombre de morts signalés : {n}.",
         "intensity": "L'intensité maximale estimée (MMI) était de {mmi}.",
-        "N": "N", "S": "S", "E": "E", "W": "O",
     },
     "es": {
         "time": "El terremoto ocurrió el {time}.",
         "place": "La ubicación del epicentro se indicó como {place}.",
         "magnitude": "Tuvo una magnitud de {mag}{mtype}.",
         "depth": "Su profundidad fue de {depth}.",
-        "coords": "Coordenadas: {lat}° {ns}, {lon}° {ew}.",
+        "coords": "Coordenadas: {lat}, {lon}.",
         "alert": "El nivel de alerta PAGER del USGS fue {alert}.",
         "tsunami_yes": "Se emitió un indicador de tsunami para este evento.",
         "tsunami_no": "No se emitió ningún indicador de tsunami para este evento.",
         "felt": "Número de reportes de sismo sentido: {n}.",
         "fatalities": "Número de muertes informadas: {n}.",
         "intensity": "La intensidad máxima estimada (MMI) fue de {mmi}.",
-        "N": "N", "S": "S", "E": "E", "W": "O",
     },
 }
 
@@ -157,14 +152,8 @@ def render_quake(f: QuakeFacts, fmt: Formatter) -> RenderedDocument:
     mtype = mag_type_text(f.mag_type)
     doc.add(t["magnitude"].format(mag=fmt.magnitude(f.magnitude), mtype=f" ({mtype})" if mtype else ""), slot="magnitude")
     doc.add(t["depth"].format(depth=fmt.km(f.depth_km)), slot="depth")
-    doc.add(
-        t["coords"].format(
-            lat=fmt.coordinate(abs(f.latitude)),
-            ns=t["N"] if f.latitude >= 0 else t["S"],
-            lon=fmt.coordinate(abs(f.longitude)),
-            ew=t["E"] if f.longitude >= 0 else t["W"],
-        )
-    )
+    # the coordinates sentence states the latitude (the slot asked about); the longitude rides along
+    doc.add(t["coords"].format(lat=fmt.latitude(f.latitude), lon=fmt.longitude(f.longitude)), slot="latitude")
     if f.alert:
         doc.add(t["alert"].format(alert=fmt.label("alert", f.alert)), slot="alert")
     doc.add(t["tsunami_yes"] if f.tsunami else t["tsunami_no"], slot="tsunami")
@@ -173,7 +162,7 @@ def render_quake(f: QuakeFacts, fmt: Formatter) -> RenderedDocument:
     if f.fatalities is not None:
         doc.add(t["fatalities"].format(n=fmt.integer(f.fatalities)), slot="fatalities")
     if f.mmi is not None:
-        doc.add(t["intensity"].format(mmi=fmt.decimal(f.mmi, 1)))
+        doc.add(t["intensity"].format(mmi=fmt.intensity(f.mmi)), slot="intensity")
     return doc.build()
 
 

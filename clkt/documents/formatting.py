@@ -32,6 +32,14 @@ _MONTHS: dict[str, tuple[str, ...]] = {
         "julio", "agosto", "septiembre", "octubre", "noviembre", "diciembre",
     ),
 }
+# hemisphere words: (north, south, east, west); ja/zh write them before the number, in words
+_HEMISPHERES: dict[str, tuple[str, str, str, str]] = {
+    "en": ("N", "S", "E", "W"),
+    "ja": ("北緯", "南緯", "東経", "西経"),
+    "zh": ("北纬", "南纬", "东经", "西经"),
+    "fr": ("N", "S", "E", "O"),
+    "es": ("N", "S", "E", "O"),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,11 +70,29 @@ class Formatter:
     def magnitude(self, x: float) -> str:
         return self.decimal(x, 1)
 
+    def intensity(self, x: float) -> str:
+        """A (Modified Mercalli) intensity as the USGS estimates it: one decimal, "8.8" / "8,8"."""
+        return self.decimal(x, 1)
+
     def km(self, x: float) -> str:
         return f"{self.decimal(x, 1)} km"
 
     def coordinate(self, x: float) -> str:
         return self.decimal(x, 3)
+
+    def latitude(self, lat: float) -> str:
+        """A signed latitude with its hemisphere: "34.213° N", "北緯34.213度", "34,213° S"."""
+        north, south, _, _ = _HEMISPHERES[self.lang]
+        return self._hemisphere(lat, north if lat >= 0 else south)
+
+    def longitude(self, lon: float) -> str:
+        """A signed longitude with its hemisphere: "118.537° W", "西経118.537度", "118,537° O"."""
+        _, _, east, west = _HEMISPHERES[self.lang]
+        return self._hemisphere(lon, east if lon >= 0 else west)
+
+    def _hemisphere(self, x: float, word: str) -> str:
+        number = self.coordinate(abs(x))
+        return f"{word}{number}度" if self.lang in ("ja", "zh") else f"{number}° {word}"
 
     def minutes(self, n: int) -> str:
         unit = {"en": " minutes", "fr": " minutes", "es": " minutos", "ja": "分", "zh": "分钟"}[self.lang]

@@ -22,13 +22,14 @@ event: the event itself (its date inside a period that has not been published) i
 from __future__ import annotations
 
 import dataclasses
+import math
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, timezone
 from pathlib import Path
 
-from agents.template import engine
+from agents.template import PROMPT_VERSION, engine
 from agents.template.pools import (
     ACTORS,
     ARTISTS,
@@ -84,6 +85,7 @@ __all__ = [
     "write_control",
     "attach_control",
     "control_info",
+    "check_control_engine",
     "write_control_snapshot",
 ]
 
@@ -113,6 +115,7 @@ _QUAKE_COUNTRIES: dict[str, tuple[tuple[float, float], tuple[float, float]]] = {
     "Philippines": ((5.0, 19.0), (119.0, 127.0)), "New Zealand": ((-46.0, -35.0), (167.0, 178.0)),
 }
 _DISASTER_TYPES = ("flood", "tropical cyclone", "drought", "landslide", "wild fire", "cold wave", "heat wave")
+_ENGINE_BEFORE_RECORDED = "tmpl-1"  # the engine of manifests written before ControlInfo.engine existed
 _NAMES_PER_POOL = 12  # fictional distractor candidates of each kind per entity
 
 _REAL: frozenset[str] = frozenset(
@@ -255,6 +258,13 @@ def _release(rng: random.Random, nm: _Namer, start: date, end: date) -> tuple[st
     return facts.title, facts, pools
 
 
+def _fictional_mmi(mag: float, depth_km: float) -> float:
+    """A plausible maximum estimated intensity (MMI): it grows with the magnitude, shrinks with the depth
+    (M 6.7 at 18 km -> about 8, M 4.6 at 180 km -> about 3), on USGS's 3 decimals. No random draw, so the
+    rest of the fictional quake (and every entity after it) is what it was before intensities were added."""
+    return round(min(9.6, max(2.0, 1.2 * mag - 2.5 * math.log10(max(depth_km, 5.0)) + 3.0)), 3)
+
+
 def _quake(rng: random.Random, nm: _Namer, start: date, end: date) -> tuple[str, QuakeFacts, dict[str, tuple[Value, ...]]]:
     country = rng.choice(sorted(_QUAKE_COUNTRIES))
     (lat0, lat1), (lon0, lon1) = _QUAKE_COUNTRIES[country]
@@ -267,6 +277,7 @@ def _quake(rng: random.Random, nm: _Namer, start: date, end: date) -> tuple[str,
         longitude=round(rng.uniform(lon0, lon1), 3), alert=rng.choice(("green", "yellow", "orange")),
         tsunami=rng.random() < 0.3, felt=rng.randint(10, 4000), fatalities=rng.randint(0, 40),
     )
+    facts = facts.model_copy(update={"mmi": _fictional_mmi(facts.magnitude, facts.depth_km)})
     return facts.title, facts, {"place": nm.pool(lambda: nm.quake_place(rng.choice(sorted(_QUAKE_COUNTRIES))))}
 
 
@@ -408,7 +419,19 @@ def control_info(content: SnapshotContent, *, domains: Sequence[str], per_domain
     return ControlInfo(
         per_domain=per_domain, domains=list(domains),
         entities=len({d.entity_id for d in content.control_docs}), questions=len(content.control_questions_in(first)),
+        engine=PROMPT_VERSION,
     )
+
+
+def check_control_engine(info: ControlInfo, snapshot_id: str) -> None:
+    """Refuse to regenerate a control split that an other template engine version wrote: its questions would
+    differ (and the snapshot would no longer hash to its id) for a reason the hash cannot tell."""
+    written = info.engine or _ENGINE_BEFORE_RECORDED
+    if written != PROMPT_VERSION:
+        raise SnapshotError(
+            f"snapshot {snapshot_id}: its control split was written by template engine {written}, this code writes "
+            f"{PROMPT_VERSION}, so it cannot be regenerated; use its exported folder, or rebuild the snapshot"
+        )
 
 
 def write_control_snapshot(

@@ -142,6 +142,9 @@ class ControlInfo(_Row):
     domains: list[str]
     entities: int = 0
     questions: int = 0  # per language, all in the test split
+    # the template engine version that wrote it (`agents.template.PROMPT_VERSION`); regenerating it from the
+    # seed gives the same questions only under that version. None: written before this was recorded (tmpl-1)
+    engine: str | None = None
 
 
 class SnapshotManifest(_Row):

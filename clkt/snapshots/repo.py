@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from clkt.errors import SnapshotError, UserError
 from clkt.snapshots.content import SnapshotContent, assemble_content, load_item_refs
-from clkt.snapshots.control import attach_control
+from clkt.snapshots.control import attach_control, check_control_engine
 from clkt.snapshots.layout import SnapshotManifest
 from storage.models import Snapshot
 
@@ -81,6 +81,7 @@ async def load_snapshot(session: AsyncSession, ident: str) -> LoadedSnapshot:
         languages=manifest.languages, items=items,
     )
     if manifest.control is not None:
+        check_control_engine(manifest.control, row.id)
         content = attach_control(
             content, start=date.fromisoformat(manifest.period_start), end=date.fromisoformat(manifest.period_end),
             domains=manifest.control.domains, per_domain=manifest.control.per_domain,

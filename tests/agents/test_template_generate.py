@@ -100,7 +100,8 @@ EXPECTED_SLOTS = {
     "match": list(SLOTS["match"]),
     "film": list(SLOTS["film"]),
     "release": list(SLOTS["release"]),
-    "quake": ["time", "place", "magnitude", "depth", "felt"],  # no alert/fatalities known; tsunami is yes/no
+    # no alert/fatalities known; tsunami is yes/no
+    "quake": ["time", "place", "magnitude", "depth", "felt", "intensity", "latitude"],
     "disaster": ["date", "disaster_type", "country", "status", "affected", "glide"],
 }
 
@@ -130,6 +131,7 @@ def test_fixture_answers_and_never_true_distractors() -> None:
     assert release["first_track"].answer == "The A Team"
     quake = {m.slot: m for m in _generate(ALL["quake"])}
     assert quake["magnitude"].answer == "6.7" and quake["depth"].answer == "18.2 km"
+    assert quake["intensity"].answer == "8.8" and quake["latitude"].answer == "34.213° N"
 
 
 def test_n_limits_and_draws() -> None:
@@ -142,5 +144,5 @@ def test_protocol_identity() -> None:
     assert ENGINE.name == "template-engine"
     for role in ("judge", "generate", "verify", "translate"):
         assert ENGINE.producer(role) == "template-engine"
-        assert ENGINE.prompt_version(role) == "tmpl-1"
+        assert ENGINE.prompt_version(role) == "tmpl-2"
     assert ENTITY_NAMES["film"] == "Fight Club"

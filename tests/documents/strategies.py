@@ -102,6 +102,8 @@ def quake_facts(draw: st.DrawFn) -> QuakeFacts:
         tsunami=draw(st.booleans()),
         felt=draw(st.none() | st.integers(0, 50_000)),
         fatalities=draw(st.none() | st.integers(0, 300_000)),
+        # USGS estimates: 3 decimals on 0-10 (0 and 10 included: the engine asks only on 1.0-10.0 as rendered)
+        mmi=draw(st.none() | st.floats(0.0, 10.0).map(lambda x: round(x, 3))),
     )
 
 

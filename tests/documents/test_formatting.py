@@ -38,3 +38,23 @@ def test_digits_agree_across_languages(lang: str, n: int, x: float) -> None:
     assert digits(fmt.integer(n)) == digits(en.integer(n))
     assert digits(fmt.usd(abs(n))) == digits(en.usd(abs(n)))
     assert digits(fmt.magnitude(x)) == digits(en.magnitude(x))
+
+
+def test_coordinates_and_intensity() -> None:
+    en, ja, zh, fr, es = (formatter(x) for x in ("en", "ja", "zh", "fr", "es"))
+    assert en.latitude(34.213) == "34.213° N" and en.longitude(-118.537) == "118.537° W"
+    assert ja.latitude(34.213) == "北緯34.213度" and ja.longitude(-118.537) == "西経118.537度"
+    assert zh.latitude(-13.841) == "南纬13.841度" and zh.longitude(142.373) == "东经142.373度"
+    assert fr.latitude(34.213) == "34,213° N" and fr.longitude(-118.537) == "118,537° O"
+    assert es.latitude(-13.841) == "13,841° S" and es.longitude(-67.553) == "67,553° O"
+    assert en.latitude(0.0) == en.latitude(-0.0) == "0.000° N" and en.latitude(-0.0004) == "0.000° S"
+    assert en.intensity(8.794) == "8.8" and fr.intensity(8.794) == "8,8" and es.intensity(3.673) == "3,7"
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+@given(x=st.floats(-180, 180, allow_nan=False))
+def test_coordinate_digits_agree_across_languages(lang: str, x: float) -> None:
+    fmt, en = formatter(lang), formatter("en")
+    digits = lambda s: re.sub(r"\D", "", s)  # noqa: E731
+    assert digits(fmt.latitude(x)) == digits(en.latitude(x)) == digits(en.coordinate(abs(x)))
+    assert digits(fmt.longitude(x)) == digits(en.longitude(x))

@@ -75,6 +75,21 @@ def test_fixture_slots_are_complete() -> None:
     assert "deaths" not in render_document(BURKINA_FLOODS, "en").sentences
 
 
+def test_quake_intensity_and_coordinates_sentences() -> None:
+    for lang, lat, mmi in (
+        ("en", "Coordinates: 34.213° N, 118.537° W.", "The maximum estimated intensity (MMI) was 8.8."),
+        ("ja", "座標：北緯34.213度、西経118.537度。", "推定最大震度（MMI）は8.8であった。"),
+        ("zh", "坐标：北纬34.213度，西经118.537度。", "估计最大烈度（MMI）为8.8。"),
+        ("fr", "Coordonnées : 34,213° N, 118,537° O.", "L'intensité maximale estimée (MMI) était de 8,8."),
+        ("es", "Coordenadas: 34,213° N, 118,537° O.", "La intensidad máxima estimada (MMI) fue de 8,8."),
+    ):
+        doc = render_document(NORTHRIDGE, lang)
+        assert doc.sentences["latitude"] == lat and doc.sentences["intensity"] == mmi, lang
+    # no intensity known: no sentence, no slot (the coordinates are always known)
+    doc = render_document(NORTHRIDGE.model_copy(update={"mmi": None}), "en")
+    assert "intensity" not in doc.sentences and "MMI" not in doc.text and "latitude" in doc.sentences
+
+
 def test_proper_names_untranslated_and_free_text_english_only() -> None:
     docs = render_all(FIGHT_CLUB)
     for lang, doc in docs.items():

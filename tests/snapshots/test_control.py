@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from agents.template.pools import ACTORS, ARTISTS, COMPANIES, DIRECTORS, LABELS, TEAMS
+from agents.template import PROMPT_VERSION
 from clkt.config import load_settings
 from clkt.errors import ConfigError, SnapshotError
 from clkt.snapshots.builder import build_snapshot
@@ -18,6 +19,7 @@ from clkt.snapshots.control import CONTROL_SOURCE, build_control, control_entiti
 from clkt.snapshots.layout import load_snapshot_dir
 from clkt.snapshots.repo import load_snapshot
 from storage.engine import Store
+from storage.models import Snapshot
 from tests.snapshots.factories import LANGS, fill_period, make_settings
 
 JUNE = datetime(2025, 6, 1, tzinfo=timezone.utc)
@@ -87,6 +89,26 @@ def test_names_are_invented_and_distractors_too() -> None:
         assert date(2025, 6, 1) <= day < date(2025, 7, 1), (e.name, day)
 
 
+def test_fictional_quakes_have_a_plausible_intensity_and_are_asked_it_and_their_latitude() -> None:
+    ents = [e for e in control_entities(spec="demo", period="2025-06", seed=3, start=date(2025, 6, 1), end=date(2025, 7, 1),
+                                        domains=("disasters",), per_domain=8) if e.facts.kind == "quake"]
+    assert len(ents) == 4
+    for e in ents:
+        f = e.facts
+        assert f.mmi is not None and 2.0 <= f.mmi <= 9.6, (e.name, f.mmi)  # type: ignore[union-attr]
+    # deeper at the same magnitude: a lower intensity (the intensity is derived, not drawn)
+    from clkt.snapshots.control import _fictional_mmi
+    assert _fictional_mmi(6.7, 18.0) > _fictional_mmi(6.7, 150.0) and _fictional_mmi(7.4, 10.0) > _fictional_mmi(5.0, 10.0)
+    ctl = build_control(spec="demo", period="2025-06", seed=3, start=date(2025, 6, 1), end=date(2025, 7, 1),
+                        languages=ALL_LANGS, domains=("disasters",), per_domain=8)
+    for lang in ALL_LANGS:
+        docs = {d.entity_id: _norm(d.text) for d in ctl.docs_in(lang)}
+        asked = [q for q in ctl.questions_in(lang) if q.slot in ("intensity", "latitude")]
+        assert Counter(q.slot for q in asked) == {"intensity": 4, "latitude": 4}, lang
+        for q in asked:
+            assert _norm(q.text_answer) in docs[q.entity_id] and len(set(q.options)) == 4, (lang, q.options)
+
+
 async def test_snapshot_carries_the_control_split_apart_from_the_real_items(store: Store, tmp_path: Path) -> None:
     settings = make_settings(tmp_path, control_entities=1)
     await fill_period(store, month_start=JUNE, per_domain=2)
@@ -116,6 +138,15 @@ async def test_snapshot_carries_the_control_split_apart_from_the_real_items(stor
     assert loaded.content.control_questions == tuple(
         q for lang in LANGS for q in data.control_questions_for(lang)
     )
+    assert ctl.engine == PROMPT_VERSION
+    # a control split written by another engine version is not regenerated silently into other questions
+    async with store.transaction() as s:
+        row = await s.get(Snapshot, res.snapshot_id)
+        assert row is not None
+        row.manifest = {**row.manifest, "control": {**row.manifest["control"], "engine": None}}  # before tmpl-2
+    async with store.session() as s:
+        with pytest.raises(SnapshotError, match="written by template engine tmpl-1, this code writes tmpl-2"):
+            await load_snapshot(s, res.snapshot_id or "")
 
 
 async def test_control_size_zero_means_no_control_split_and_the_size_changes_the_id(store: Store, tmp_path: Path) -> None:
