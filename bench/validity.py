@@ -79,7 +79,7 @@ def main() -> int:
     p.add_argument("--per-domain", type=int, default=4, help="control entities per domain (4: about 120 questions)")
     p.add_argument("--languages", default="en,ja,zh,fr,es")
     p.add_argument("--train-lang", default="en")
-    p.add_argument("--epochs", type=int, default=5, help="the paper's 5 (the demo runs 3 for its time budget)")
+    p.add_argument("--epochs", type=int, default=5, help="the paper's 5 (the demo's too)")
     p.add_argument("--lr", type=float, default=None)
     p.add_argument("--seed", type=int, default=0)
     a = p.parse_args()
@@ -141,7 +141,8 @@ def main() -> int:
 
     figures = {
         "model": target.model, "device": outcome.device, "scorer": scorer, "train_lang": a.train_lang,
-        "epochs": gpu.epochs, "learning_rate": gpu.learning_rate, "best_epoch": outcome.best_epoch,
+        "epochs": gpu.epochs, "learning_rate": gpu.learning_rate, "target_modules": gpu.target_modules or "attention",
+        "best_epoch": outcome.best_epoch,
         "n_questions": n_questions, "control_entities": len(data.control_docs_for(a.train_lang)),
         "learn_base_accuracy": r3(stat.base_accuracy), "learn_injected_accuracy": r3(stat.injected_accuracy),
         "learn_base_ci": [round(x, 3) for x in stat.base_ci or ()], "learn_injected_ci": [round(x, 3) for x in stat.injected_ci or ()],

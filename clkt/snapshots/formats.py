@@ -16,9 +16,11 @@ Every writer returns the relative paths it wrote; bytes depend only on the conte
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
+from clkt.evaluate.prompts import ANSWER_CUES
 from clkt.snapshots.content import SnapshotContent, canonical_json
 from clkt.snapshots.layout import LETTERS, QuestionRow, docs_path, dumps_row, questions_path
 
@@ -28,6 +30,7 @@ __all__ = [
     "write_reference",
     "write_hf",
     "write_lm_eval",
+    "OPTIONS_TASK_SUFFIX",
     "mc_prompt",
     "lm_eval_task_name",
     "write_text",
@@ -172,17 +175,56 @@ metadata:
 """
 
 
+# `option-loglik` as lm-eval computes it: the options' own text after the bare question and the answer cue
+# (`clkt.evaluate.loglik`, base models), `acc` and the per-character `acc_norm`.
+_OPTIONS_TASK = """task: {task}
+tag: {group}
+custom_dataset: !function clkt_lmeval.load
+dataset_kwargs:
+  lang: {lang}
+test_split: test
+output_type: multiple_choice
+doc_to_text: {text}
+doc_to_choice: "{{{{options}}}}"
+doc_to_target: answer_index
+target_delimiter: " "
+metric_list:
+  - metric: acc
+    aggregation: mean
+    higher_is_better: true
+  - metric: acc_norm
+    aggregation: mean
+    higher_is_better: true
+metadata:
+  version: 1.0
+  snapshot: {snapshot}
+"""
+
+OPTIONS_TASK_SUFFIX = "_options"
+
+
 def write_lm_eval(content: SnapshotContent, root: Path, *, prefix: str = "lm_eval") -> list[str]:
+    """Per language two tasks over the same rows: `<task>` scores the letters A-D after the lettered question
+    (MMLU style), `<task>_options` scores each option's text after the bare question, as clkt's `option-loglik`."""
     base = root / prefix if prefix else root
     out: list[str] = []
     group = lm_eval_task_name(content)
     write_text(base / "clkt_lmeval.py", _LOADER)
     out.append(_rel(root, base / "clkt_lmeval.py"))
     for lang in content.languages:
-        rows = [_mc_row(q, lang) for q in content.questions_in(lang, "test")]
+        rows = [
+            {**_mc_row(q, lang), "stem": q.question.strip(), "options": [o.strip() for o in q.options]}
+            for q in content.questions_in(lang, "test")
+        ]
         _jsonl(base / "data" / f"{lang}-test.jsonl", rows)
         task = lm_eval_task_name(content, lang)
         write_text(base / f"{task}.yaml", _TASK.format(task=task, group=group, lang=lang, snapshot=content.snapshot_id))
-        out += [_rel(root, base / "data" / f"{lang}-test.jsonl"), _rel(root, base / f"{task}.yaml")]
+        # the template as a JSON string (valid YAML): the cue is data, whatever characters it holds
+        text = json.dumps("{{stem}}\n" + ANSWER_CUES.get(lang, ANSWER_CUES["en"]), ensure_ascii=False)
+        opt = task + OPTIONS_TASK_SUFFIX
+        write_text(base / f"{opt}.yaml", _OPTIONS_TASK.format(
+            task=opt, group=group + OPTIONS_TASK_SUFFIX, lang=lang, text=text, snapshot=content.snapshot_id,
+        ))
+        out += [_rel(root, base / "data" / f"{lang}-test.jsonl"), _rel(root, base / f"{task}.yaml"), _rel(root, base / f"{opt}.yaml")]
     return out
 

@@ -13,7 +13,9 @@ from clkt.errors import DiskFullError, UserError
 from clkt.snapshots import export as export_mod
 from clkt.snapshots.builder import build_snapshot
 from clkt.snapshots.export import export_format
-from clkt.snapshots.formats import lm_eval_task_name
+from clkt.config import EMBEDDED_TARGET
+from clkt.evaluate.loglik import loglik_item
+from clkt.snapshots.formats import OPTIONS_TASK_SUFFIX, lm_eval_task_name
 from clkt.snapshots.repo import LoadedSnapshot, load_snapshot
 from storage.engine import Store
 from storage.models import Event, Snapshot, SnapshotItem
@@ -101,6 +103,17 @@ async def test_lm_eval_task_manager_loads_the_tasks(store: Store, tmp_path: Path
     assert task.doc_to_target(doc) == doc["answer_index"]
     assert task.doc_to_choice(doc) == ["A", "B", "C", "D"]
     assert task.doc_to_text(doc).endswith("\nAnswer:") and "- D. " in task.doc_to_text(doc)
+    # the option-text task: what clkt's option-loglik scores (the bare question, the cue, each option's text)
+    opt_names = [n + OPTIONS_TASK_SUFFIX for n in names]
+    assert set(opt_names) <= set(tm.all_tasks)
+    opt = get_task_dict([opt_names[1]], tm)[opt_names[1]]
+    odoc = list(opt.test_docs())[0]
+    q = snap.content.questions_in("ja", "test")[0]
+    item = loglik_item(EMBEDDED_TARGET, None, q.question, q.options, "ja")
+    assert opt.doc_to_text(odoc) == item.context.text  # byte for byte the context option-loglik scores
+    assert [opt.config.target_delimiter + c for c in opt.doc_to_choice(odoc)] == list(item.continuations)
+    assert opt.doc_to_target(odoc) == q.answer_index
+    assert [m["metric"] for m in opt.config.metric_list] == ["acc", "acc_norm"]
 
 
 async def test_export_failure_midway_leaves_nothing(store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
