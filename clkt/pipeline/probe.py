@@ -8,7 +8,10 @@ entity, target, language), so a re-run only asks what is missing. Known by ANY t
 the entity is `known` (dropped; probing stops at the first hit); otherwise → `generating` + a generate task.
 
 Local targets run through transformers in a worker thread, one generation at a time per process (the model
-stays loaded between tasks); `backend = "openai"` targets are asked over HTTP (e.g. a vLLM server).
+stays loaded between tasks); the worker probes up to `CONCURRENCY` entities at once and a `PromptBatcher`
+gathers their prompts into one generation per target (`clkt.targets.batching`: greedy decoding of a small
+batch costs about as much as of one prompt). `backend = "openai"` targets are asked over HTTP (e.g. a vLLM
+server), one request per prompt.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -27,7 +30,8 @@ from clkt.pipeline._entities import facts_of, load_entity, paid, set_entity_stat
 from clkt.pipeline.backends import backend_for
 from clkt.pipeline.batches import batched, prefetch
 from clkt.pipeline.worker import StageWorker, finish
-from clkt.targets.probe import PROBE_PROMPT_VERSION, build_probe_prompt
+from clkt.targets.batching import PromptBatcher
+from clkt.targets.probe import PROBE_PROMPT_VERSION, build_probe_prompt, probe_texts
 from storage.models import EntityStatus, Probe, Stage, Task
 from storage.tasks import enqueue, insert_ignore
 from storage.types import utcnow
@@ -49,8 +53,6 @@ async def probe_target(target: TargetSettings, prompts: list[str], ctx: ServiceC
     max_new = ctx.settings.agents.probe_max_new_tokens
     if target.backend == "openai":
         return [await _ask_openai(target, p, ctx, max_new) for p in prompts]
-    from clkt.targets.probe import probe_texts
-
     device = ctx.settings.gpu.devices[0]
 
     def run() -> list[str]:
@@ -83,10 +85,35 @@ async def _ask_openai(target: TargetSettings, prompt: str, ctx: ServiceContext, 
 
 class ProbeWorker(StageWorker):
     stage = Stage.probe
+    CONCURRENCY: ClassVar[int] = 8  # entities probed at once (their local prompts share one generation)
 
-    def __init__(self, *, concurrency: int = 1, probe_fn: ProbeFn | None = None) -> None:
-        super().__init__(concurrency=concurrency)
-        self.probe_fn: ProbeFn = probe_fn or probe_target
+    def __init__(self, *, concurrency: int | None = None, probe_fn: ProbeFn | None = None) -> None:
+        super().__init__(concurrency=self.CONCURRENCY if concurrency is None else concurrency)
+        self.probe_fn: ProbeFn = probe_fn or self._probe
+        self._batcher: PromptBatcher[str] | None = None
+
+    async def run(self, ctx: ServiceContext) -> None:
+        try:
+            await super().run(ctx)
+        finally:
+            if self._batcher is not None:
+                await self._batcher.aclose()
+                self._batcher = None
+
+    async def _probe(self, target: TargetSettings, prompts: list[str], ctx: ServiceContext) -> list[str]:
+        """`probe_target`, with the prompts of concurrent tasks for the same local target batched together."""
+        if target.backend == "openai":
+            return await probe_target(target, prompts, ctx)
+        if self._batcher is None:
+            targets = {t.name: t for t in ctx.settings.spec.targets}
+            max_new, data_dir, device = ctx.settings.agents.probe_max_new_tokens, ctx.settings.data_dir, ctx.settings.gpu.devices[0]
+
+            def run(name: str, batch: list[str]) -> list[str]:
+                with _LOCAL_LOCK:
+                    return probe_texts(targets[name], batch, data_dir=data_dir, device=device, max_new_tokens=max_new)
+
+            self._batcher = PromptBatcher(run, name="probe-batcher")
+        return await self._batcher.submit(target.name, prompts)
 
     async def process(self, task: Task, ctx: ServiceContext) -> None:
         settings = ctx.settings

@@ -25,7 +25,7 @@ def stage_services(settings: Settings) -> list[Service]:
     check_backend_config(settings)
     n = settings.agents.concurrency
     services: list[Service] = [
-        ProbeWorker(concurrency=1),  # the target model generates one batch at a time anyway
+        ProbeWorker(),  # several entities at once: their prompts share one local generation
         GenerateWorker(concurrency=n),
         VerifyWorker(concurrency=n),
         TranslateWorker(concurrency=n),

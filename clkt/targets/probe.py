@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 __all__ = ["PROBE_INSTRUCTIONS", "SUMMARY_CUES", "PROBE_PROMPT_VERSION", "build_probe_prompt", "probe_texts"]
 
 PROBE_PROMPT_VERSION = "probe-v1"
-PROBE_BATCH_SIZE = 8
+PROBE_BATCH_SIZE = 48  # prompts per `generate` call (the probe stage batches several entities' languages)
 
 PROBE_INSTRUCTIONS: dict[str, str] = {
     "en": "Provide a brief factual summary of '{name}'.",
