@@ -133,7 +133,11 @@ class ServerProcess:
     async def __aexit__(self, *exc: object) -> None:
         assert self.proc is not None
         self.proc.send_signal(signal.SIGINT)
-        await asyncio.to_thread(self.proc.wait)
+        try:
+            await asyncio.to_thread(self.proc.wait, 5)
+        except subprocess.TimeoutExpired:  # SIGINT is ignored when the bench was started in the background
+            self.proc.terminate()
+            await asyncio.to_thread(self.proc.wait)
 
     def stats(self) -> dict[str, Any]:
         with urllib.request.urlopen(self.base_url.removesuffix("/v1") + "/stats", timeout=10) as r:
