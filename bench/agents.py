@@ -29,7 +29,7 @@ real use), so the box's load delays the client under test, not the provider's cl
   same prefix cache on both), tokens per accepted question per stage;
 - batch mode's kill -9 (while a batch create is in flight, twice) and restart: requests submitted twice or
   run twice (goal 0), requests or entities lost (goal 0).
-Ends with one JSON line. Runtime about 3-5 minutes.
+Ends with one JSON line. Runtime about 3-5 minutes on a quiet box; 6-10 under other work at a higher priority.
 
     .venv/bin/python bench/agents.py [--only pacing|batch] [--load-procs N]
 """
