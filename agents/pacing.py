@@ -3,12 +3,12 @@
 `Pacer` is a GCRA (virtual scheduling) on an absolute schedule: each acquisition books the next slot
 `cost / rate` after the previous one, so a late wake-up on a busy event loop does not push the later slots
 back. A slot may start up to `tolerance_s` behind the schedule: a client whose process was starved for a
-moment (a loaded 2-core box) catches up on the time it lost, by at most `tolerance_s x rate` back to back,
-instead of losing that time for good (a tolerance of half an interval lost 13 to 17% of the limit at load
-9 to 12). That is what a provider's limit allows: OpenAI and Anthropic pace per minute with a token bucket that
-refills continuously, and both say a minute's limit may be enforced over shorter intervals (their
-example: 60,000 RPM as 1,000 requests per second), so a burst of up to one second of the limit conforms;
-the default tolerance takes half of that.
+moment (a loaded 2-core box) catches up on the time it lost, by at most `1 + tolerance_s x rate` back to
+back, instead of losing that time for good (the previous tolerance, half an interval, kept at most one
+late slot). That is what a provider's limit allows: Anthropic documents a per-minute token bucket that
+refills continuously (OpenAI's `x-ratelimit-reset-*`, the time until the quota is full again, describes
+the same), and both document that a minute's limit may also be enforced over a shorter interval (OpenAI's example: 60,000 RPM as 1,000 requests per second; Anthropic's: 60 RPM as 1 per
+second), so a burst of up to one second of the limit conforms; the default tolerance takes half of that.
 
 The provider's headers are the source of truth for what remains: `observe()` takes the remaining quota a
 response reports (OpenAI `x-ratelimit-remaining-*`, Anthropic `anthropic-ratelimit-*-remaining`) with the
