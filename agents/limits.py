@@ -2,16 +2,13 @@
 `Retry-After` honoured, the provider's rate-limit headers read, tenacity retries and a timeout per attempt.
 
 One `ProviderLimiter` is shared by every model of a provider (all roles), so the provider's budgets hold
-whatever the mix of agents. Rates are paced by `Pacer`, a GCRA (virtual scheduling) on an absolute
-schedule: each request reserves the next slot `1/rate` after the previous one, so a late wake-up on a busy
-event loop does not push every later slot back (aiolimiter's leaky bucket with a burst of 1 lost that time on
-every call: 0.70 of the limit on a loaded 2-core box), and a small tolerance (`RATE_SLACK`, half an interval)
-lets a late request catch up without sending more than a provider's bucket of 2 holds.
-For HTTP providers the request slot is taken in the HTTP client's request hook, right before the bytes go
-on the wire, so the CPU work between the slot and the socket (building the request) cannot bunch requests
-up at the provider. The same client's response hook reads `x-ratelimit-*` (OpenAI) and
-`anthropic-ratelimit-*` headers: a lower limit than configured lowers the pace, an exhausted remaining
-quota pauses until its reset.
+whatever the mix of agents. Requests and tokens are each paced by an `agents.pacing.Pacer` (GCRA with a
+catch-up tolerance, bounded by the remaining quota the provider's headers report).
+For HTTP providers both slots are taken in the HTTP client's request hook, right before the bytes go on
+the wire, so the CPU work between the slot and the socket (building the request) cannot bunch requests up
+at the provider; the call's token cost reaches the hook through a context variable. The same client's
+response hook reads `x-ratelimit-*` (OpenAI) and `anthropic-ratelimit-*` headers: a lower limit than
+configured lowers the pace, the remaining quotas bound the pacers.
 
 The in-flight cap is AIMD, like TCP: it grows by 1/limit per successful call (about +1 per round of calls)
 up to `max_in_flight` and halves on a 429 (at most once per `HALVE_COOLDOWN_S`, so a volley of 429s from one
@@ -25,14 +22,13 @@ backoff with jitter; anything else (bad request, auth) is raised at once.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import math
-import re
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 from pydantic_ai.exceptions import (
@@ -51,6 +47,7 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_core import to_json
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
+from agents.pacing import Pacer, RateHeaders, parse_rate_headers
 from clkt.config import ProviderSettings
 
 __all__ = [
@@ -58,9 +55,17 @@ __all__ = [
     "estimate_tokens", "parse_rate_headers",
 ]
 
+# the token cost of the call whose HTTP request is about to go (set by RateLimitedModel, read by the hook)
+_WIRE_TOKENS: contextvars.ContextVar[float | None] = contextvars.ContextVar("clkt_wire_tokens", default=None)
+_MARKS = "clkt_pacing_marks"  # httpx request extension: (request mark, token mark) of the pacers
+
 
 class AdaptiveConcurrency:
-    """An AIMD cap on calls in flight: additive increase on success, halve on throttling."""
+    """An AIMD cap on calls in flight: additive increase on success, halve on throttling.
+
+    Waiters queue FIFO and a release wakes only the next one (a condition's notify_all woke every waiter
+    to re-check the cap: O(waiters) wake-ups per call on the event loop).
+    """
 
     HALVE_COOLDOWN_S: ClassVar[float] = 1.0
 
@@ -69,28 +74,43 @@ class AdaptiveConcurrency:
         self.min_limit = min_limit
         self.limit = float(initial if initial is not None else max_limit)
         self.in_flight = 0
-        self._cond: asyncio.Condition | None = None
+        self._waiters: deque[asyncio.Future[None]] = deque()
         self._last_halve = -math.inf
 
-    def _condition(self) -> asyncio.Condition:
-        if self._cond is None:
-            self._cond = asyncio.Condition()
-        return self._cond
-
     async def acquire(self) -> None:
-        cond = self._condition()
-        async with cond:
-            await cond.wait_for(lambda: self.in_flight < int(self.limit))
+        if self.in_flight < int(self.limit) and not self._waiters:
             self.in_flight += 1
+            return
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(fut)
+        try:
+            await fut  # the waker counted this caller in flight
+        except asyncio.CancelledError:
+            if fut.done() and not fut.cancelled():  # woken and cancelled at once: hand the place on
+                self.in_flight -= 1
+                self._wake()
+            elif fut in self._waiters:
+                self._waiters.remove(fut)
+            raise
+
+    @property
+    def waiting(self) -> int:
+        return len(self._waiters)
 
     async def release(self) -> None:
-        cond = self._condition()
-        async with cond:
-            self.in_flight -= 1
-            cond.notify_all()
+        self.in_flight -= 1
+        self._wake()
+
+    def _wake(self) -> None:
+        while self._waiters and self.in_flight < int(self.limit):
+            fut = self._waiters.popleft()
+            if not fut.done():
+                self.in_flight += 1
+                fut.set_result(None)
 
     def on_success(self) -> None:
         self.limit = min(float(self.max_limit), self.limit + 1.0 / max(self.limit, 1.0))
+        self._wake()
 
     def on_throttled(self) -> bool:
         now = time.monotonic()
@@ -116,112 +136,6 @@ def estimate_tokens(messages: list[ModelMessage]) -> int:
     return max(1, len(to_json(messages)) // 4)
 
 
-class Pacer:
-    """GCRA pacing: acquisitions of `cost` are spaced `cost / rate_per_s` apart on an absolute schedule.
-
-    Callers take their slot one at a time (a FIFO lock held through the sleep), each booked when the one
-    before it has actually gone: a wake-up up to `1 + slack` intervals late does not move the later slots,
-    and after a longer stall of the event loop at most `1 + slack` acquisitions go back to back (booking all
-    slots ahead of time would send every overdue one at once after a stall: a volley of 429s).
-    """
-
-    def __init__(self, *, rate_per_s: float, slack: float) -> None:
-        self.rate_per_s = rate_per_s
-        self.slack = slack
-        self._tat = -math.inf  # theoretical arrival time of the next slot
-        self._lock: asyncio.Lock | None = None
-
-    def reserve(self, cost: float = 1.0, *, now: float | None = None) -> float:
-        """Book the next slot for `cost`; return the seconds to wait for it."""
-        now = time.monotonic() if now is None else now
-        interval = cost / self.rate_per_s
-        start = max(self._tat, now - self.slack * interval)
-        self._tat = start + interval
-        return max(0.0, start - now)
-
-    def delay_until(self, t: float) -> None:
-        """No slot starts before `t` (a Retry-After pause or an exhausted quota)."""
-        self._tat = max(self._tat, t)
-
-    async def acquire(self, cost: float = 1.0) -> None:
-        if self._lock is None:
-            self._lock = asyncio.Lock()
-        async with self._lock:
-            wait = self.reserve(cost)
-            if wait > 0:
-                await asyncio.sleep(wait)
-
-
-@dataclass(frozen=True, slots=True)
-class RateHeaders:
-    """What a provider's rate-limit response headers say (None: not sent)."""
-
-    limit_requests: int | None = None  # per minute
-    limit_tokens: int | None = None
-    remaining_requests: int | None = None
-    remaining_tokens: int | None = None
-    reset_requests_s: float | None = None
-    reset_tokens_s: float | None = None
-
-
-_DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?!s))?(?:(\d+(?:\.\d+)?)s)?(?:(\d+(?:\.\d+)?)ms)?")
-
-
-def _seconds(value: str | None, *, now: datetime | None = None) -> float | None:
-    """OpenAI's `6m0s` / `20ms` / `1s`, a bare number of seconds, or Anthropic's RFC 3339 reset time."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    m = _DURATION.fullmatch(value)
-    if m and any(m.groups()):
-        h, mi, s, ms = (float(g) if g else 0.0 for g in m.groups())
-        return h * 3600 + mi * 60 + s + ms / 1000
-    try:
-        at = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if at.tzinfo is None:
-        return None
-    return max(0.0, (at - (now or datetime.now(UTC))).total_seconds())
-
-
-def _int(value: str | None) -> int | None:
-    try:
-        return int(float(value)) if value is not None else None
-    except ValueError:
-        return None
-
-
-# header-name pattern per provider, by its prefix: {field} is limit|remaining|reset, {unit} requests|tokens
-_RATE_HEADER_NAMES = {
-    "x-ratelimit-": "x-ratelimit-{field}-{unit}",  # OpenAI
-    "anthropic-ratelimit-": "anthropic-ratelimit-{unit}-{field}",  # Anthropic
-}
-
-
-def parse_rate_headers(headers: Mapping[str, str]) -> RateHeaders:
-    """OpenAI `x-ratelimit-{limit,remaining,reset}-{requests,tokens}`, Anthropic `anthropic-ratelimit-*`."""
-    h = {k.lower(): v for k, v in headers.items()}
-    for prefix, name in _RATE_HEADER_NAMES.items():
-        if any(k.startswith(prefix) for k in h):
-            def get(field: str, unit: str, name: str = name) -> str | None:
-                return h.get(name.format(field=field, unit=unit))
-
-            return RateHeaders(
-                limit_requests=_int(get("limit", "requests")),
-                limit_tokens=_int(get("limit", "tokens")),
-                remaining_requests=_int(get("remaining", "requests")),
-                remaining_tokens=_int(get("remaining", "tokens")),
-                reset_requests_s=_seconds(get("reset", "requests")),
-                reset_tokens_s=_seconds(get("reset", "tokens")),
-            )
-    return RateHeaders()
-
-
 class ProviderLimiter:
     """RPM + TPM budgets, adaptive in-flight cap, rate-limit headers and Retry-After pauses for one provider.
 
@@ -230,9 +144,11 @@ class ProviderLimiter:
     below `RATE_BACKOFF` x the rate of successes measured over the last `RATE_WINDOW_S`, then climbs back by
     `RATE_GROWTH` per success, never above the limit. The token estimate of a request is calibrated by the
     input tokens the provider reports (`token_scale`), so the TPM pace follows the provider's own count.
+    Both pacers let a starved client catch up by `CATCH_UP_S` of the limit (within what the headers say
+    remains): OpenAI and Anthropic admit bursts of a second of the limit (their short-interval enforcement).
     """
 
-    RATE_SLACK: ClassVar[float] = 0.5  # intervals a late slot may start behind the schedule (< the provider's burst)
+    CATCH_UP_S: ClassVar[float] = 0.5  # how far behind its schedule a slot may start (half the providers' 1 s)
     RATE_DECREASE: ClassVar[float] = 0.7  # multiplicative decrease of the request rate on a 429
     RATE_BACKOFF: ClassVar[float] = 0.9  # ... but not below this share of the success rate just measured
     RATE_MIN_SAMPLES: ClassVar[int] = 20
@@ -247,8 +163,8 @@ class ProviderLimiter:
         self.configured_tpm = tpm
         self.max_rate_per_s = rpm / 60.0
         self.rate_per_s = self.max_rate_per_s
-        self.requests = Pacer(rate_per_s=self.rate_per_s, slack=self.RATE_SLACK)
-        self.tokens = Pacer(rate_per_s=tpm / 60.0, slack=self.RATE_SLACK)
+        self.requests = Pacer(rate_per_s=self.rate_per_s, tolerance_s=self.CATCH_UP_S)
+        self.tokens = Pacer(rate_per_s=tpm / 60.0, tolerance_s=self.CATCH_UP_S)
         self.concurrency = AdaptiveConcurrency(max_limit=max_in_flight)
         self.stats = LimiterStats()
         self.token_scale = 1.0
@@ -274,18 +190,23 @@ class ProviderLimiter:
         while (left := self._paused_until - time.monotonic()) > 0:
             await asyncio.sleep(left)
 
-    async def pace_request(self) -> None:
-        """The request slot (called right before the request goes on the wire)."""
-        await self.requests.acquire()
+    def token_cost(self, tokens: int) -> float:
+        """The TPM cost of a call estimated at `tokens`, in the provider's count (`token_scale`)."""
+        return max(1.0, tokens * self.token_scale)
+
+    async def pace(self, token_cost: float | None) -> tuple[float, float | None]:
+        """The token slot (if a cost is given), then the request slot; returns the pacers' marks."""
+        token_mark = await self.tokens.acquire(token_cost) if token_cost is not None else None
+        return await self.requests.acquire(), token_mark
 
     @asynccontextmanager
-    async def slot(self, tokens: int, *, pace_requests: bool = True) -> AsyncIterator[None]:
+    async def slot(self, tokens: int, *, paced_at_wire: bool = False) -> AsyncIterator[None]:
+        """A place in flight; unless the HTTP hook paces at the wire, the token and request slots too."""
         await self._wait_pause()
         await self.concurrency.acquire()
         try:
-            await self.tokens.acquire(max(1.0, tokens * self.token_scale))
-            if pace_requests:
-                await self.pace_request()
+            if not paced_at_wire:
+                await self.pace(self.token_cost(tokens))
             self.stats.calls += 1
             self.stats.max_in_flight_seen = max(self.stats.max_in_flight_seen, self.concurrency.in_flight)
             yield
@@ -320,8 +241,11 @@ class ProviderLimiter:
         if retry_after is not None and retry_after > 0:
             self.pause(retry_after)
 
-    def on_headers(self, headers: Mapping[str, str]) -> None:
-        """Apply a response's rate-limit headers: announced limits cap the pace, an empty quota pauses."""
+    def on_headers(
+        self, headers: Mapping[str, str], *, marks: tuple[float, float | None] | None = None
+    ) -> None:
+        """Apply a response's rate-limit headers: announced limits cap the pace; the remaining quotas bound
+        the pacers, given `marks` (the pacers' marks of the request this answers: see `Pacer.observe`)."""
         h = parse_rate_headers(headers)
         if h == RateHeaders():
             return
@@ -331,21 +255,32 @@ class ProviderLimiter:
             self._set_rate(min(self.rate_per_s, self.max_rate_per_s))
         if h.limit_tokens and h.limit_tokens / 60.0 < self.tokens.rate_per_s:
             self.tokens.rate_per_s = h.limit_tokens / 60.0
-        if h.remaining_requests is not None and h.remaining_requests <= 0 and h.reset_requests_s:
-            self.pause(h.reset_requests_s)
-        if h.remaining_tokens is not None and h.remaining_tokens <= 0 and h.reset_tokens_s:
-            self.pause(h.reset_tokens_s)
+        if marks is None:
+            return
+        request_mark, token_mark = marks
+        if h.remaining_requests is not None:
+            refill = _refill_per_s(h.limit_requests)
+            self.requests.observe(h.remaining_requests, sent_mark=request_mark, rate_per_s=refill)
+        if h.remaining_tokens is not None and token_mark is not None:
+            refill = _refill_per_s(h.limit_tokens)
+            # the provider counts in its tokens, the pacer in estimated ones scaled to them
+            self.tokens.observe(h.remaining_tokens, sent_mark=token_mark, rate_per_s=refill)
 
     def http_hooks(self) -> dict[str, list[Callable[[Any], Awaitable[None]]]]:
         """httpx event hooks for the provider's client: pace at the wire, read the rate-limit headers."""
 
         async def on_request(request: Any) -> None:
-            await self.pace_request()
+            request.extensions[_MARKS] = await self.pace(_WIRE_TOKENS.get())
 
         async def on_response(response: Any) -> None:
-            self.on_headers(response.headers)
+            self.on_headers(response.headers, marks=response.request.extensions.get(_MARKS))
 
         return {"request": [on_request], "response": [on_response]}
+
+
+def _refill_per_s(limit: int | None) -> float | None:
+    """How fast a reported quota refills: its per-minute limit's rate (None: the pacer's own rate)."""
+    return limit / 60.0 if limit else None
 
 
 def _is_throttle(e: BaseException) -> bool:
@@ -379,7 +314,7 @@ class RateLimitedModel(WrapperModel):
     ) -> None:
         super().__init__(wrapped)
         self.limiter = limiter
-        self.paced_at_wire = paced_at_wire  # the HTTP client's request hook takes the request slot
+        self.paced_at_wire = paced_at_wire  # the HTTP client's request hook takes the token and request slots
         self.timeout_s = timeout_s
         self.max_attempts = max_attempts
         self._backoff = wait_exponential_jitter(initial=self.BACKOFF_INITIAL_S, max=self.BACKOFF_MAX_S)
@@ -408,7 +343,8 @@ class RateLimitedModel(WrapperModel):
         )
         async for attempt in retrying:
             with attempt:
-                async with self.limiter.slot(tokens, pace_requests=not self.paced_at_wire):
+                async with self.limiter.slot(tokens, paced_at_wire=self.paced_at_wire):
+                    wire = _WIRE_TOKENS.set(self.limiter.token_cost(tokens)) if self.paced_at_wire else None
                     try:
                         async with asyncio.timeout(self.timeout_s):
                             response = await self.wrapped.request(messages, model_settings, model_request_parameters)
@@ -420,6 +356,9 @@ class RateLimitedModel(WrapperModel):
                         elif not _retryable(e):
                             self.limiter.stats.failed += 1
                         raise
+                    finally:
+                        if wire is not None:
+                            _WIRE_TOKENS.reset(wire)
                 self.limiter.on_success(estimated_tokens=estimated, input_tokens=response.usage.input_tokens)
                 return response
         raise AssertionError("unreachable: tenacity reraises")  # pragma: no cover

@@ -1,4 +1,5 @@
-"""The pacer (GCRA on an absolute schedule) and the provider's rate-limit headers, without a server."""
+"""The pacer (GCRA on an absolute schedule, catch-up tolerance, quota from headers) and the provider's
+rate-limit headers, without a server (the last test uses the fake provider)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from agents.limits import Pacer, ProviderLimiter, RateHeaders, parse_rate_header
 
 
 def test_late_wake_ups_do_not_push_the_schedule_back() -> None:
-    p = Pacer(rate_per_s=20.0, slack=0.5)
+    p = Pacer(rate_per_s=20.0, tolerance_s=0.025)
     assert p.reserve(now=0.0) == 0.0
     # the second caller books 25 ms on; the third books 20 ms after its slot (0.075): it goes at once, and
     # the fourth keeps the schedule (0.125), not 50 ms after the late one
@@ -19,20 +20,20 @@ def test_late_wake_ups_do_not_push_the_schedule_back() -> None:
     assert p.reserve(now=0.095) == 0.0
     assert p.reserve(now=0.095) == pytest.approx(0.125 - 0.095)
     # 100 calls scheduled from t=1 end 99 intervals later, whatever the lateness of each booking
-    q = Pacer(rate_per_s=20.0, slack=0.5)
+    q = Pacer(rate_per_s=20.0, tolerance_s=0.025)
     starts = [t + q.reserve(now=t) for t in (1.0 + 0.05 * i + 0.02 for i in range(100))]
     assert starts[-1] - starts[0] <= 99 * 0.05 + 1e-9
 
 
-def test_slack_never_lets_more_than_the_burst_through() -> None:
-    p = Pacer(rate_per_s=10.0, slack=0.5)
+def test_tolerance_never_lets_more_than_the_burst_through() -> None:
+    p = Pacer(rate_per_s=10.0, tolerance_s=0.05)
     starts = [p.reserve(now=50.0) + 50.0 for _ in range(5)]  # 5 callers at once after a long idle
     assert starts[1] - starts[0] == pytest.approx(0.05)
     assert all(b - a == pytest.approx(0.1) for a, b in zip(starts[1:], starts[2:]))
 
 
 def test_cost_scales_the_interval_and_delay_until_holds_slots() -> None:
-    p = Pacer(rate_per_s=1000.0, slack=0.0)  # 1000 tokens/s
+    p = Pacer(rate_per_s=1000.0, tolerance_s=0.0)  # 1000 tokens/s
     assert p.reserve(500, now=0.0) == 0.0
     assert p.reserve(500, now=0.0) == pytest.approx(0.5)
     p.delay_until(3.0)
@@ -68,10 +69,63 @@ def test_a_lower_announced_limit_lowers_the_pace_a_higher_one_does_not_raise_it(
     assert lim.rate_per_s == pytest.approx(20.0)  # the configured limit stays the ceiling
 
 
-def test_an_exhausted_quota_pauses_until_its_reset() -> None:
+def test_a_starved_client_catches_up_on_the_slots_it_lost_within_the_tolerance() -> None:
+    p = Pacer(rate_per_s=20.0, tolerance_s=0.5)
+    starts = [t + p.reserve(now=t) for t in (10.0 + 0.05 * i for i in range(20))]  # on schedule, 1 s
+    assert starts == [pytest.approx(10.0 + 0.05 * i) for i in range(20)]
+    # the process is starved for 0.3 s (6 slots missed): what it missed plus the tolerance's credit go at
+    # once (1 + 0.5 s x 20/s), then the schedule holds
+    late = [11.3 + p.reserve(now=11.3) for _ in range(14)]
+    assert late[:11] == [pytest.approx(11.3)] * 11
+    assert late[11:] == [pytest.approx(11.35), pytest.approx(11.4), pytest.approx(11.45)]
+    # over the whole run the pacer never ran ahead of the limit by more than the tolerance: a token bucket
+    # of 1 + 0.5 s of the limit (a provider's second of it holds 20) admits every request
+    sent = starts + late
+    assert all(i + 1 <= 1 + 20.0 * (t - sent[0] + 0.5) + 1e-9 for i, t in enumerate(sent))
+
+
+def test_a_stall_longer_than_the_tolerance_loses_the_rest_instead_of_a_volley() -> None:
+    p = Pacer(rate_per_s=20.0, tolerance_s=0.5)
+    for i in range(10):
+        p.reserve(now=1.0 + 0.05 * i)
+    after = [5.0 + p.reserve(now=5.0) for _ in range(15)]  # 3.5 s of stall
+    assert sum(1 for t in after if t == pytest.approx(5.0)) == 11  # 1 + 0.5 s x 20/s back to back, no more
+
+
+def test_the_reported_quota_bounds_a_catch_up() -> None:
+    p = Pacer(rate_per_s=20.0, tolerance_s=0.5)
+    mark = 0.0
+    for i in range(10):
+        p.reserve(now=1.0 + 0.05 * i)
+        if i == 4:
+            mark = p.sent  # the 5th request's answer will report the quota
+    # its answer (at 1.6 s) says 3 remain, refilling at 20/s: the 5 requests sent since are not in it
+    p.observe(3, sent_mark=mark, rate_per_s=20.0, now=1.6)
+    waits = [p.reserve(now=1.6) for _ in range(4)]
+    # the tolerance alone would let all 4 go now; the quota holds the first until 3 + 20/s x t covers
+    # the 5 sent since plus its own: t = 0.15 s, then one more each 50 ms
+    assert waits == [pytest.approx(0.15), pytest.approx(0.2), pytest.approx(0.25), pytest.approx(0.3)]
+    assert p.quota_waits == 1  # after the first, the schedule itself keeps to the quota's refill
+
+
+def test_a_report_about_an_older_request_does_not_replace_a_newer_one() -> None:
+    p = Pacer(rate_per_s=10.0, tolerance_s=0.0)
+    p.observe(100, sent_mark=5.0, now=0.0)
+    p.observe(0, sent_mark=3.0, now=0.1)  # answered later, sent earlier: staler
+    assert p.quota is not None and p.quota.remaining == 100
+
+
+def test_an_exhausted_quota_waits_one_refill_not_the_full_reset() -> None:
     lim = ProviderLimiter(name="p", rpm=600, tpm=1_000_000, max_in_flight=8)
-    lim.on_headers({"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "2s"})
-    assert lim.requests.reserve() == pytest.approx(2.0, abs=0.1)
+    mark = lim.requests.reserve(now=100.0) + lim.requests.sent
+    # OpenAI's reset is the time until the quota is full again (60 s here); one slot refills in 0.1 s
+    lim.on_headers({"x-ratelimit-limit-requests": "600", "x-ratelimit-remaining-requests": "0",
+                    "x-ratelimit-reset-requests": "1m0s"}, marks=(mark, None))
+    assert lim.requests.quota is not None
+    at = lim.requests.quota.at
+    assert lim.requests.reserve(now=at) == pytest.approx(0.1)
+    lim.on_headers({"x-ratelimit-remaining-requests": "0"})  # no marks (a 429's exception): limits only
+    assert lim.requests.quota.at == at
 
 
 def test_token_estimate_is_calibrated_by_reported_usage() -> None:
@@ -99,7 +153,7 @@ async def test_headers_over_http_bring_a_too_high_limiter_down_to_the_provider_l
     from tests.agents._util import LIVERPOOL_SWANSEA, llm_settings, match_doc
     from tests.fakes.openai_server import FakeOpenAI
 
-    async with FakeOpenAI(rpm=600, burst=2, rate_headers=True, latency_ms=20) as server:
+    async with FakeOpenAI(rpm=600, rate_headers=True, latency_ms=20) as server:  # a second's burst: 10
         s = llm_settings(providers={"fake": {"base_url": server.base_url, "rpm": 1200, "tpm": 10_000_000,
                                              "max_in_flight": 8, "timeout_s": 5.0, "max_attempts": 6}})
         b = LlmBackend(settings=s, cache=MemoryCallCache())

@@ -6,11 +6,19 @@ Routes: `POST /v1/chat/completions` (tool-call answers for the agents, text for 
 `POST /reset`. A scripted reply is a JSON object: `{"status": 429, "retry_after": 1}`, `{"status": 500}`,
 `{"delay_s": 3}` (then the default answer), `{"args": {...}}` (the tool arguments to return) or
 `{"text": "..."}`. Without a script the answer comes from `tests.fakes.llm_responder` (valid for every
-agent role). With `rpm` set, requests beyond the limit (a token bucket of `burst` requests refilled at
-rpm/60 per second) get 429 with `Retry-After` (whole seconds) and `retry-after-ms` (the exact wait), as
-OpenAI sends them; with `tpm` set, the same for tokens (the request's prompt tokens + `max_tokens`, a
-bucket of `token_burst_s` seconds of TPM). With `rate_headers`, every answer carries OpenAI's
-`x-ratelimit-{limit,remaining,reset}-{requests,tokens}` headers.
+agent role).
+
+Limits, modelled on what OpenAI and Anthropic document: a per-minute limit is a token bucket that holds
+the minute's limit and refills continuously at limit/60 per second (Anthropic: "continuously replenished
+up to your maximum limit"; OpenAI's `x-ratelimit-reset-*` is the time until the bucket is full again), and
+it may also be enforced over a shorter interval (both give the example of a minute's limit enforced per
+second): a second bucket holding `burst` requests (default: one second of the limit) or `token_burst_s`
+seconds of TPM, refilled at the same rate. A request is admitted when both buckets hold its cost: 1 for
+requests, its prompt tokens + `max_tokens` for tokens. Otherwise it gets 429 with `Retry-After` (whole
+seconds) and `retry-after-ms` (the exact wait), as OpenAI sends them. With `rate_headers`, every answer
+carries OpenAI's `x-ratelimit-{limit,remaining,reset}-{requests,tokens}`: the minute's limit, what its
+bucket holds after this request, and the time until it is full (the short interval is not reported, as
+neither provider reports it).
 
 Standalone: `python -m tests.fakes.openai_server --port 8099 --rpm 600 --latency-ms 200`.
 """
@@ -34,6 +42,8 @@ from tests.fakes.llm_responder import respond, role_of_schema
 
 __all__ = ["FakeOpenAI", "ServerStats"]
 
+_RATE_HEADERS = web.RequestKey("rate_headers", dict)  # an admitted request's x-ratelimit-* headers
+
 
 @dataclass
 class ServerStats:
@@ -47,6 +57,7 @@ class ServerStats:
     tokens_admitted: int = 0  # the TPM bucket's count of admitted requests
     times: list[float] = field(default_factory=list)  # monotonic arrival time of every request
     ok_times: list[float] = field(default_factory=list)
+    admit_times: list[float] = field(default_factory=list)  # when each request the limits admitted arrived
     bodies: Counter[str] = field(default_factory=Counter)  # sha256 of each request body -> times seen
 
     def as_dict(self) -> dict[str, Any]:
@@ -54,7 +65,7 @@ class ServerStats:
             "calls": self.calls, "ok": self.ok, "status": {str(k): v for k, v in self.status.items()},
             "max_in_flight": self.max_in_flight, "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens, "tokens_admitted": self.tokens_admitted,
-            "times": self.times, "ok_times": self.ok_times,
+            "times": self.times, "ok_times": self.ok_times, "admit_times": self.admit_times,
             "repeated_requests": sum(n - 1 for n in self.bodies.values() if n > 1),
         }
 
@@ -70,7 +81,7 @@ class FakeOpenAI:
         retry_after_s: float = 1.0,
         seed: int = 0,
         tpm: float | None = None,
-        token_burst_s: float = 0.1,
+        token_burst_s: float = 1.0,
         rate_headers: bool = False,
         prefix_cache_min_tokens: int | None = None,
     ) -> None:
@@ -82,6 +93,8 @@ class FakeOpenAI:
         self.tpm = tpm
         self.token_burst = (tpm / 60.0 * token_burst_s) if tpm else 0.0
         self._token_level = self.token_burst
+        self._minute_tokens = float(tpm or 0.0)  # the per-minute buckets start full, as for an idle account
+        self._minute_requests = float(rpm or 0.0)
         self.rate_headers = rate_headers
         self.burst = burst if burst is not None else (max(1.0, rpm / 60.0) if rpm else 1.0)
         self.latency_ms = latency_ms
@@ -133,21 +146,25 @@ class FakeOpenAI:
         dt, self._last = now - self._last, now
         if self.rpm:
             self._tokens = min(self.burst, self._tokens + dt * self.rpm / 60.0)
+            self._minute_requests = min(self.rpm, self._minute_requests + dt * self.rpm / 60.0)
         if self.tpm:
             self._token_level = min(self.token_burst, self._token_level + dt * self.tpm / 60.0)
+            self._minute_tokens = min(self.tpm, self._minute_tokens + dt * self.tpm / 60.0)
         wait = 0.0
-        if self.rpm and self._tokens < 1.0:
-            wait = (1.0 - self._tokens) / (self.rpm / 60.0)
+        if self.rpm and (level := min(self._tokens, self._minute_requests)) < 1.0:
+            wait = (1.0 - level) / (self.rpm / 60.0)
         if self.tpm:
             cost = min(cost, int(self.token_burst))  # a request larger than the bucket waits for a full one
-            if self._token_level < cost:
-                wait = max(wait, (cost - self._token_level) / (self.tpm / 60.0))
+            if (level := min(self._token_level, self._minute_tokens)) < cost:
+                wait = max(wait, (cost - level) / (self.tpm / 60.0))
         if wait > 0:
             return wait
         if self.rpm:
             self._tokens -= 1.0
+            self._minute_requests -= 1.0
         if self.tpm:
             self._token_level -= cost
+            self._minute_tokens -= cost
         self.stats.tokens_admitted += cost
         return 0.0
 
@@ -157,12 +174,12 @@ class FakeOpenAI:
         h: dict[str, str] = {}
         if self.rpm:
             h["x-ratelimit-limit-requests"] = f"{self.rpm:.0f}"
-            h["x-ratelimit-remaining-requests"] = f"{int(self._tokens)}"
-            h["x-ratelimit-reset-requests"] = f"{(self.burst - self._tokens) / (self.rpm / 60.0) * 1000:.0f}ms"
+            h["x-ratelimit-remaining-requests"] = f"{max(0, int(self._minute_requests))}"
+            h["x-ratelimit-reset-requests"] = f"{(self.rpm - self._minute_requests) / (self.rpm / 60.0) * 1000:.0f}ms"
         if self.tpm:
             h["x-ratelimit-limit-tokens"] = f"{self.tpm:.0f}"
-            h["x-ratelimit-remaining-tokens"] = f"{int(self._token_level)}"
-            h["x-ratelimit-reset-tokens"] = f"{(self.token_burst - self._token_level) / (self.tpm / 60.0) * 1000:.0f}ms"
+            h["x-ratelimit-remaining-tokens"] = f"{max(0, int(self._minute_tokens))}"
+            h["x-ratelimit-reset-tokens"] = f"{(self.tpm - self._minute_tokens) / (self.tpm / 60.0) * 1000:.0f}ms"
         return h
 
     def _latency(self) -> float:
@@ -197,6 +214,8 @@ class FakeOpenAI:
             if self.rate_headers:
                 headers["retry-after-ms"] = f"{wait * 1000:.0f}"
             return body, step, web.json_response(err, status=429, headers=headers)
+        request[_RATE_HEADERS] = self._rate_headers()  # the buckets as this request left them
+        st.admit_times.append(st.times[-1])
         return body, step, None
 
     @staticmethod
@@ -247,7 +266,7 @@ class FakeOpenAI:
                 "model": body.get("model", "fake"),
                 "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
                 "usage": usage,
-            }, headers=self._rate_headers())
+            }, headers=request.get(_RATE_HEADERS) or {})
         finally:
             st.in_flight -= 1
 
@@ -297,7 +316,8 @@ class FakeOpenAI:
 
 
 async def _serve(args: argparse.Namespace) -> None:
-    server = FakeOpenAI(rpm=args.rpm, burst=args.burst, tpm=args.tpm, latency_ms=args.latency_ms,
+    server = FakeOpenAI(rpm=args.rpm, burst=args.burst, tpm=args.tpm, token_burst_s=args.token_burst_s,
+                        latency_ms=args.latency_ms,
                         retry_after_s=args.retry_after, rate_headers=args.rate_headers)
     url = await server.start(args.port)
     print(json.dumps({"base_url": url}), flush=True)
@@ -315,6 +335,7 @@ def main() -> None:
     ap.add_argument("--retry-after", type=float, default=1.0)
     ap.add_argument("--burst", type=float, default=None)
     ap.add_argument("--tpm", type=float, default=None)
+    ap.add_argument("--token-burst-s", type=float, default=1.0)
     ap.add_argument("--rate-headers", action="store_true")
     try:
         asyncio.run(_serve(ap.parse_args()))
