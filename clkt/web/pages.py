@@ -38,7 +38,7 @@ __all__ = ["PageContext", "add_pages", "pages_app", "STATIC_DIR", "TEMPLATE_DIR"
 
 TEMPLATE_DIR = Path(__file__).resolve().parents[1] / "templates" / "pages"
 STATIC_DIR = Path(__file__).resolve().parents[1] / "templates" / "static"
-_STATIC = {"pages.css": "text/css", "refresh.js": "text/javascript"}
+_STATIC = {"pages.css": "text/css; charset=utf-8", "refresh.js": "text/javascript; charset=utf-8", "favicon.png": "image/png"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -240,11 +240,10 @@ async def report_file(request: web.Request) -> web.StreamResponse:
 
 
 async def static(request: web.Request) -> web.StreamResponse:
-    name = request.match_info["name"]
+    name = request.match_info.get("name", "favicon.png")
     if name not in _STATIC:
         raise web.HTTPNotFound()
-    resp = web.FileResponse(STATIC_DIR / name, headers={"Content-Type": f"{_STATIC[name]}; charset=utf-8"})
-    return resp
+    return web.FileResponse(STATIC_DIR / name, headers={"Content-Type": _STATIC[name]})
 
 
 def add_pages(app: web.Application, ctx: PageContext) -> None:
@@ -260,6 +259,7 @@ def add_pages(app: web.Application, ctx: PageContext) -> None:
         web.get("/files/snapshot/{id}/{path:.+}", snapshot_file),
         web.get("/files/report/{id}/{path:.+}", report_file),
         web.get("/static/{name}", static),
+        web.get("/favicon.ico", static),
     ])
 
 
