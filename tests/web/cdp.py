@@ -47,6 +47,7 @@ class PageLoad:
     errors: list[str] = field(default_factory=list)  # console errors, exceptions, error log entries
     dialogs: list[str] = field(default_factory=list)  # alert/confirm/prompt messages: a script ran
     text: str = ""  # document.body.innerText
+    value: Any = None  # the value of the `expression` asked for
     screenshot: Path | None = None
 
 
@@ -82,7 +83,8 @@ class Browser:
             raise RuntimeError(f"{method}: {res['error']}")
         return res.get("result", {})
 
-    async def load(self, url: str, *, screenshot: Path | None = None, width: int = 1280, timeout: float = 30.0) -> PageLoad:
+    async def load(self, url: str, *, screenshot: Path | None = None, expression: str | None = None, width: int = 1280,
+                   timeout: float = 30.0) -> PageLoad:
         """Open `url` in a fresh tab, wait for its load event and a quiet moment, collect what it reported."""
         out = PageLoad(url=url)
         target = (await self.send("Target.createTarget", {"url": "about:blank"}))["targetId"]
@@ -119,6 +121,9 @@ class Browser:
             res = await self.send("Runtime.evaluate", {"expression": "document.body ? document.body.innerText : ''",
                                                        "returnByValue": True}, session=sid)
             out.text = str(res.get("result", {}).get("value", ""))
+            if expression is not None:
+                res = await self.send("Runtime.evaluate", {"expression": expression, "returnByValue": True}, session=sid)
+                out.value = res.get("result", {}).get("value")
             if screenshot is not None:
                 m = await self.send("Page.getLayoutMetrics", session=sid)
                 size = m.get("cssContentSize") or m["contentSize"]
@@ -135,19 +140,8 @@ class Browser:
         return out
 
     async def evaluate(self, url: str, expression: str) -> Any:
-        """Open `url`, wait for load, return the value of `expression` in the page."""
-        target = (await self.send("Target.createTarget", {"url": url}))["targetId"]
-        sid = (await self.send("Target.attachToTarget", {"targetId": target, "flatten": True}))["sessionId"]
-        try:
-            for _ in range(200):
-                r = await self.send("Runtime.evaluate", {"expression": "document.readyState", "returnByValue": True}, session=sid)
-                if r.get("result", {}).get("value") == "complete":
-                    break
-                await asyncio.sleep(0.05)
-            r = await self.send("Runtime.evaluate", {"expression": expression, "returnByValue": True}, session=sid)
-            return r.get("result", {}).get("value")
-        finally:
-            await self.send("Target.closeTarget", {"targetId": target})
+        """Open `url`, wait until it has loaded and settled, return the value of `expression` in the page."""
+        return (await self.load(url, expression=expression)).value
 
     @staticmethod
     def _note(ev: dict[str, Any], out: PageLoad) -> None:
