@@ -15,7 +15,10 @@ from storage.types import utcnow
 if TYPE_CHECKING:
     from clkt.sources.http import SourceClient
 
-__all__ = ["CycleOutcome", "SourceLive", "SourceBoard"]
+__all__ = ["CycleOutcome", "SourceLive", "SourceBoard", "MIN_RATE_REQUESTS", "MIN_RATE_S"]
+
+MIN_RATE_REQUESTS = 10  # a cycle with fewer requests shows its count, not a rate
+MIN_RATE_S = 1.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -36,9 +39,10 @@ class CycleOutcome:
 
     @property
     def rate_per_s(self) -> float | None:
-        """Requests per second over the cycle; None for a cycle too short to measure (under 0.1 s)."""
+        """Requests per second over the cycle; None when the cycle is too small to measure a rate (fewer than
+        `MIN_RATE_REQUESTS` requests or under `MIN_RATE_S` seconds): a rate of 1 request in 0.2 s means nothing."""
         d = self.duration_s
-        return self.requests / d if d >= 0.1 else None
+        return self.requests / d if d >= MIN_RATE_S and self.requests >= MIN_RATE_REQUESTS else None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
