@@ -627,8 +627,10 @@ def loopback_warning(settings: Settings) -> str | None:
     """The warning to give when the HTTP endpoint (status, metrics: no authentication) listens beyond loopback."""
     if not settings.http.enabled or settings.http.is_loopback():
         return None
-    return (f"http.host = {settings.http.host!r} exposes /status and /metrics (no authentication) beyond this "
-            "machine; use 127.0.0.1 unless a firewall or proxy guards the port")
+    pages = " and the status pages" if settings.http.pages else ""
+    return (f"http.host = {settings.http.host!r} exposes /status and /metrics{pages} (no authentication) beyond this "
+            "machine; use 127.0.0.1 unless a firewall or proxy guards the port (the Host header must still be a "
+            "loopback name, http.host or one of http.allowed_hosts)")
 
 
 def _attach_secrets(settings: Settings, env: Mapping[str, str]) -> Settings:

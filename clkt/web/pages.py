@@ -147,8 +147,11 @@ async def entity_list(request: web.Request) -> web.Response:
     ctx = request.app[CTX_KEY]
     q = request.query
     size = ctx.settings.http.page_size
-    form = {k: q.get(k, "").strip()[:200] for k in ("q", "domain", "source", "status", "since", "until", "fresh", "page")}
+    form = {k: q.get(k, "").strip()[:200] for k in ("q", "domain", "source", "status", "since", "until", "scope", "page")}
+    form["scope"] = form["scope"] or "fresh"  # the table shows fresh entities unless asked for all
     try:
+        if form["scope"] not in ("fresh", "all"):
+            raise ValueError(f"scope: {form['scope'][:40]!r} is neither 'fresh' nor 'all'")
         if form["domain"] and form["domain"] not in {d.value for d in Domain}:
             raise ValueError(f"domain: unknown {form['domain'][:40]!r}")
         if form["status"] and form["status"] not in {s.value for s in EntityStatus}:
@@ -163,7 +166,7 @@ async def entity_list(request: web.Request) -> web.Response:
     except ValueError as e:
         return _error(request, 400, str(e))
     fresh_from = fresh_after(ctx.settings)
-    if form["fresh"]:
+    if form["scope"] == "fresh":
         since = max(since, fresh_from) if since else fresh_from
     offset = min((page - 1) * size, MAX_OFFSET)
     f = EntityFilter(search=form["q"] or None, domain=form["domain"] or None, source=form["source"] or None,
@@ -171,7 +174,7 @@ async def entity_list(request: web.Request) -> web.Response:
     result = await views.entities(ctx.store, f)
     pages = max(1, math.ceil(result.total / size))
     last_page = min(pages, MAX_OFFSET // size + 1)
-    keep = {k: v for k, v in form.items() if v and k != "page"}
+    keep = {k: v for k, v in form.items() if v and k != "page" and not (k == "scope" and v == "fresh")}
 
     def link(p: int) -> str:
         return "/entities?" + urlencode({**keep, "page": str(p)})
@@ -180,6 +183,7 @@ async def entity_list(request: web.Request) -> web.Response:
         request, "entities.html", title="Fresh entities", active="entities", form=form, result=result, page=page,
         pages=pages, last_page=last_page, link=link, domains=[d.value for d in Domain], statuses=[s.value for s in EntityStatus],
         sources=await views.sources_for_filter(ctx.store), fresh_from=fresh_from,
+        buffer_days=ctx.settings.spec.temporal_buffer_days,
     )
 
 

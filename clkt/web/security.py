@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import ipaddress
+import logging
 from collections.abc import Awaitable, Callable, Iterable
 
 from aiohttp import web
@@ -30,6 +31,7 @@ SECURITY_HEADERS = {
     "Cross-Origin-Opener-Policy": "same-origin",
     "Cross-Origin-Resource-Policy": "same-origin",
 }
+log = logging.getLogger("clkt.web")
 SAFE_METHODS = frozenset({"GET", "HEAD"})
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.", "127.0.0.1", "::1"})
 
@@ -113,6 +115,9 @@ def security_middlewares(guard: HostGuard) -> list[Callable[..., Awaitable[web.S
         except web.HTTPException as e:
             # aiohttp's own 404/405 pages: plain text, with the same headers
             return _secure(_plain(e.status, e.reason, **({"Allow": "GET, HEAD"} if e.status == 405 else {})))
+        except Exception:  # noqa: BLE001 - a page that fails is a 500 with the same headers, logged (redacted)
+            log.exception("%s %s failed", request.method, request.path[:200])
+            return _secure(_plain(500, "internal error: see the daemon's log"))
         return _secure(resp)
 
     return [guard_mw]

@@ -57,6 +57,8 @@ async def seed(store: Store, settings: Settings, root: Path) -> dict[str, int]:
     ids = {
         "hostile": await add_ready_entity(store, domain="music", source="deezer", external_id="evil1", occurred_at=now - timedelta(minutes=3)),
         "ready": await add_ready_entity(store, domain="sports", source="thesportsdb", external_id="777", occurred_at=now - timedelta(minutes=2)),
+        "old": await add_ready_entity(store, domain="disasters", source="usgs", external_id="ci3144585",
+                                      occurred_at=datetime(1994, 6, 9, tzinfo=timezone.utc), status=EntityStatus.ineligible, n_questions=0),
         "known": await add_ready_entity(store, domain="movies", source="tmdb", external_id="550", occurred_at=now - timedelta(minutes=1),
                                         status=EntityStatus.known, n_questions=0),
     }

@@ -50,14 +50,17 @@ async def test_entity_table_filters_search_and_pages(pages: Pages) -> None:
     assert (await c.get("/entities?domain=nope")).status == 400
     assert (await c.get("/entities?since=yesterday")).status == 400
     assert (await c.get("/entities?page=0")).status == 400
-    html = await (await c.get("/entities?since=2026-01-01")).text()
+    html = await (await c.get("/entities?scope=all&since=2026-01-01")).text()
     assert "Velmora Tide" not in html and "777" in html  # occurred 2025-06-01 / in the last days
-    html = await (await c.get("/entities?until=2025-06-30")).text()
+    html = await (await c.get("/entities?scope=all&until=2025-06-30")).text()
     assert "Velmora Tide" in html and "777" not in html
     from storage.entities_query import fresh_after
 
-    html = await (await c.get("/entities?fresh=1")).text()
-    assert f"fresh only (from {fresh_after(pages.settings).date().isoformat()})" in html
+    html = await (await c.get("/entities")).text()  # fresh only by default
+    assert f"fresh only (from {fresh_after(pages.settings).date().isoformat()})" in html and 'value="fresh" selected' in html
+    assert "ci3144585" not in html  # 1994: not fresh
+    assert "ci3144585" in await (await c.get("/entities?scope=all")).text()
+    assert (await c.get("/entities?scope=some")).status == 400
 
 
 async def test_entity_page_documents_questions_probes(pages: Pages) -> None:
