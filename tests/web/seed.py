@@ -44,6 +44,12 @@ async def seed(store: Store, settings: Settings, root: Path) -> dict[str, int]:
     """Fill `store` (and `settings.data_dir`, `root/snap`) with everything a page shows. Returns entity ids."""
     snap_dir = write_tiny_snapshot(root / "snap", control_domains=())
     await seed_store(store, snap_dir)  # entities 1, 2 and their questions; snapshot row
+    if store.dialect == "postgresql":  # seed_store chose the ids: move the sequences past them
+        from sqlalchemy import text
+
+        async with store.transaction() as s:
+            for table in ("entity", "question"):
+                await s.execute(text(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), (SELECT max(id) FROM {table}))"))
     manifest = SnapshotManifest.model_validate_json((snap_dir / MANIFEST_FILE).read_bytes())
     manifest = manifest.model_copy(update={"quotas": {"movies": 1, "sports": 2}, "counts": {
         **manifest.counts, "movies": manifest.counts["total"].model_copy(update={"entities": 1, "fact_qas": 2, "val": 1, "test": 1}),
