@@ -135,3 +135,21 @@ async def test_host_header_is_checked(pages: Pages) -> None:
     assert g.accepts("clkt.lab:8765") and not g.accepts("0.0.0.0:8765") and not g.accepts(None) and not g.accepts("a b")
     assert host_name("[::1]:80") == "::1" and host_name("::1") is None and host_name("x:y") is None
 
+
+
+async def test_running_gpu_job_shows_its_progress(pages: Pages) -> None:
+    from clkt.inject.consumer import job_dir
+    from clkt.inject.spec import PROGRESS_FILE, JobProgress, write_json_atomic
+    from storage.models import GpuJob, LeaseStatus
+
+    async with pages.store.transaction() as s:
+        job = await s.get(GpuJob, 1)
+        assert job is not None
+        job.status = LeaseStatus.leased
+        job.device = "cpu"
+    d = job_dir(pages.settings.data_dir, 1)
+    d.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(d / PROGRESS_FILE, JobProgress(phase="train", done=3, total=12, epoch=2, loss=1.25))
+    html = await (await pages.client.get("/")).text()
+    assert "train epoch 2 3/12" in html and 'value="0.25"' in html and "loss 1.250" in html
+    assert html.count('class="result leased"') == 1 and html.count('class="result done"') == 1
