@@ -17,8 +17,9 @@ from storage.models import EntityStatus, GpuJob, LeaseStatus, Snapshot, SourceCu
 from tests.inject._fixtures import SNAPSHOT_ID, seed_store, write_tiny_snapshot
 from tests.snapshots.factories import add_ready_entity
 
-__all__ = ["HOSTILE_NAME", "SNAPSHOT_ID", "write_config", "seed"]
+__all__ = ["HOSTILE_NAME", "JA_TEXT", "SNAPSHOT_ID", "write_config", "seed"]
 
+JA_TEXT = "スポーツ 777 の試合は 2026 年 12 月 1 日に行われ、4 対 1 で終わった。"
 HOSTILE_NAME = '<script>alert(1)</script><b>x</b><img src=x onerror="alert(2)">'
 
 
@@ -69,11 +70,15 @@ async def seed(store: Store, settings: Settings, root: Path) -> dict[str, int]:
                                         status=EntityStatus.known, n_questions=0),
     }
     async with store.transaction() as s:
-        from storage.models import Entity
+        from sqlalchemy import select
+
+        from storage.models import Document, Entity
 
         e = await s.get(Entity, ids["hostile"])
         assert e is not None
         e.name = HOSTILE_NAME
+        doc = (await s.execute(select(Document).where(Document.entity_id == ids["ready"], Document.lang == "ja"))).scalar_one()
+        doc.text = JA_TEXT
         s.add(SourceCursor(source="deezer", watermark=now - timedelta(hours=1), page=0, state={}))
         s.add(Task(stage=Stage.generate, entity_id=ids["ready"], key="x", status=LeaseStatus.failed, attempts=5,
                    last_error="ValueError: <i>bad</i> output"))

@@ -23,7 +23,7 @@ import pytest
 from storage.engine import Store
 from tests.conftest import REPO, wait_for
 from tests.web.cdp import browser, chromium_path
-from tests.web.seed import HOSTILE_NAME, SNAPSHOT_ID, seed, settings_for, write_config
+from tests.web.seed import HOSTILE_NAME, JA_TEXT, SNAPSHOT_ID, seed, settings_for, write_config
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -88,6 +88,7 @@ async def test_pages_in_headless_chromium_against_a_daemon(tmp_path: Path, chrom
             "entities-filtered": ("/entities?domain=music&q=%3Cscript%3E", [HOSTILE_NAME, "1 entities match"]),
             "entity-hostile": (f"/entities/{ids['hostile']}", [HOSTILE_NAME, "Documents", "[ja] Document about", "[fr] Q2 about",
                                                                "Questions (3)", "Probes"]),
+            "entity-ready": (f"/entities/{ids['ready']}", [JA_TEXT, "[fr] Document about sports 777", "Evidence"]),
             "snapshots": ("/snapshots", [SNAPSHOT_ID, "sports 1/2", "movies 1/1"]),
             "snapshot": (f"/snapshots/{SNAPSHOT_ID}", ["Manifest", "1 short", "Learn (train language", "Table 2", "not interpretable",
                                                        "Language pairs", "Heatmaps", "Snapshot files", "questions/en.jsonl"]),
