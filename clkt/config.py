@@ -22,7 +22,7 @@ import tomllib
 from collections.abc import Mapping
 from datetime import date
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
@@ -373,6 +373,14 @@ class HttpSettings(_Section):
     enabled: bool = True
     host: str = Field(default="127.0.0.1", min_length=1, max_length=253, pattern=r"^[A-Za-z0-9.:\-\[\]]+$")
     port: int = Field(default=8765, ge=0, le=65535)  # 0: a free port
+    # the status pages (`/`, `/entities`, `/snapshots`) beside /healthz /status /metrics
+    pages: bool = True
+    # Host header names accepted besides the loopback names and `host` itself (DNS rebinding: others get 421)
+    allowed_hosts: list[Annotated[str, Field(min_length=1, max_length=253, pattern=r"^[A-Za-z0-9.\-]+$|^\[[0-9A-Fa-f:.]+\]$")]] = Field(
+        default_factory=list, max_length=32
+    )
+    page_size: int = Field(default=50, ge=5, le=500)  # rows per page of the entity table
+    refresh_s: int = Field(default=15, ge=0, le=3600)  # the overview reloads itself every refresh_s (0: never)
 
     def is_loopback(self) -> bool:
         if self.host == "localhost":
@@ -632,8 +640,10 @@ def loopback_warning(settings: Settings) -> str | None:
     """The warning to give when the HTTP endpoint (status, metrics: no authentication) listens beyond loopback."""
     if not settings.http.enabled or settings.http.is_loopback():
         return None
-    return (f"http.host = {settings.http.host!r} exposes /status and /metrics (no authentication) beyond this "
-            "machine; use 127.0.0.1 unless a firewall or proxy guards the port")
+    pages = " and the status pages" if settings.http.pages else ""
+    return (f"http.host = {settings.http.host!r} exposes /status and /metrics{pages} (no authentication) beyond this "
+            "machine; use 127.0.0.1 unless a firewall or proxy guards the port (the Host header must still be a "
+            "loopback name, http.host or one of http.allowed_hosts)")
 
 
 def _attach_secrets(settings: Settings, env: Mapping[str, str]) -> Settings:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from clkt.sources.board import SourceBoard
 from storage.types import utcnow
 
 if TYPE_CHECKING:
@@ -31,6 +32,7 @@ class ServiceContext:
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
     clock: Callable[[], datetime] = utcnow
     extras: dict[str, Any] = field(default_factory=dict)  # e.g. the replay server's base URL
+    sources: SourceBoard = field(default_factory=SourceBoard)  # what each poller is doing (status pages)
     _pause_reason: list[str] = field(default_factory=list)
 
     def pause_reason(self) -> str | None:

@@ -280,7 +280,13 @@ class Daemon:
         return settings.model_copy(update={"sources": sources}), {"replay_url": server.url}
 
     async def _start_http(self, ctx: ServiceContext, stack: AsyncExitStack) -> None:
-        app = web.Application()
+        from clkt.web import HostGuard, PageContext, add_pages, security_middlewares
+
+        http_cfg = ctx.settings.http
+        app = web.Application(middlewares=security_middlewares(HostGuard(host=http_cfg.host, allowed=http_cfg.allowed_hosts)))
+        if http_cfg.pages:
+            add_pages(app, PageContext(settings=ctx.settings, store=ctx.store, board=ctx.sources, paused=ctx.pause_reason,
+                                       owner=self.owner, restarts=self._restarts))
 
         async def healthz(_: web.Request) -> web.Response:
             return web.json_response({"ok": True, "owner": self.owner, "stopping": ctx.stopping.is_set()})
@@ -316,7 +322,8 @@ class Daemon:
         server = site._server  # noqa: SLF001 - aiohttp exposes the bound port only here
         sockets = getattr(server, "sockets", None) or []
         self.http_port = sockets[0].getsockname()[1] if sockets else ctx.settings.http.port
-        log.info("HTTP endpoint on http://%s:%s (/healthz /status /metrics)", ctx.settings.http.host, self.http_port)
+        log.info("HTTP endpoint on http://%s:%s (%s/healthz /status /metrics)", ctx.settings.http.host, self.http_port,
+                 "status pages at /, " if http_cfg.pages else "")
 
     def _write_info(self, settings: Settings) -> None:
         info = {

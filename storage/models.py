@@ -89,6 +89,7 @@ class Entity(SQLModel, table=True):
         UniqueConstraint("source", "external_id", name="uq_entity_source_external"),
         Index("ix_entity_domain_occurred", "domain", "occurred_at"),
         Index("ix_entity_status_occurred", "status", "occurred_at"),
+        Index("ix_entity_occurred", "occurred_at", "id"),  # the status pages' entity table, newest first
     )
 
     id: int | None = Field(default=None, primary_key=True)

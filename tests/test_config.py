@@ -42,6 +42,10 @@ def test_toml_then_env_override(tmp_path: Path) -> None:
         ("[agents]\nbackend = \"llm\"\ngenerator_model = \"openai:a\"\nverifier_model = \"openai:a\"\njudge_model = \"openai:a\"\ntranslator_model = \"openai:a\"\n", {}, "agents", "verifier_model must differ"),
         ("", {"CLKT_GPU__EPOCHS": "0"}, "gpu.epochs", "greater than or equal to 1"),
         ("[http\nport=1", {}, "<file>", "not valid TOML"),
+        ("[http]\npage_size = 0\n", {}, "http.page_size", "greater than or equal to 5"),
+        ("[http]\nrefresh_s = 99999\n", {}, "http.refresh_s", "less than or equal to 3600"),
+        ("[http]\nallowed_hosts = [\"evil.example/x\"]\n", {}, "http.allowed_hosts.0", "match pattern"),
+        ("", {"CLKT_HTTP__ALLOWED_HOSTS": "\"clkt.lab\""}, "http.allowed_hosts", "valid list"),
     ],
 )
 def test_invalid_config_names_key_and_reason(tmp_path: Path, toml: str, env: dict[str, str], key: str, reason: str) -> None:

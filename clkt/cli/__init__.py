@@ -114,7 +114,7 @@ def run_async(fn: Callable[[], Awaitable[T]]) -> T:
         raise fail(msg, code) from None
 
 
-_AREAS = ("clkt.cli.core", "clkt.cli.snapshot", "clkt.cli.worker", "clkt.cli.report", "clkt.cli.demo")
+_AREAS = ("clkt.cli.core", "clkt.cli.snapshot", "clkt.cli.worker", "clkt.cli.report", "clkt.cli.demo", "clkt.cli.serve")
 
 
 _registered: list[str] = []

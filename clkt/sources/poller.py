@@ -85,6 +85,7 @@ class SourcePoller:
                 api_key=ctx.settings.secret(self.settings.api_key_env),
             )
             self._source = SOURCE_TYPES[self.source_name](client=client, settings=self.settings)
+            ctx.sources.register(self.source_name, client)
         return self._source
 
     async def run(self, ctx: ServiceContext) -> None:
@@ -97,18 +98,33 @@ class SourcePoller:
             return
         while not ctx.stopping.is_set():
             wait = self.settings.poll_interval_s
+            ctx.sources.cycle_started(self.source_name)
+            report: CycleReport | None = None
+            result, detail = "ok", ""
             try:
                 report = await self.run_cycle(ctx)
                 log.info("%s cycle: %r", self.name, report)
+                if not report.completed:
+                    result = "partial"
             except SourceBlocked as e:
                 wait = max(self.MIN_BLOCK_WAIT_S, e.retry_after_s or self.settings.breaker_reset_s)
+                result, detail = "blocked", str(e)
                 log.warning("%s blocked: %s; retrying in %.0fs", self.name, e, wait)
             except (SourceError, ClktError) as e:
                 wait = min(wait, max(self.MIN_BLOCK_WAIT_S, self.settings.breaker_reset_s))
+                result, detail = "failed", str(e)
                 log.warning("%s cycle failed: %s; retrying in %.0fs", self.name, e, wait)
-            except Exception:  # noqa: BLE001 - a bug or a store outage must not end the source for good
+            except Exception as e:  # noqa: BLE001 - a bug or a store outage must not end the source for good
                 wait = min(wait, max(self.MIN_BLOCK_WAIT_S, self.settings.breaker_reset_s))
+                result, detail = "failed", f"{type(e).__name__}: {e}"
                 log.exception("%s cycle failed unexpectedly; retrying in %.0fs", self.name, wait)
+            from clkt.logs import redact
+
+            ctx.sources.cycle_ended(
+                self.source_name, result=result, detail=redact(detail), next_in_s=wait,
+                pages=report.pages if report else 0, inserted=report.inserted if report else 0,
+                updated=report.updated if report else 0, skipped=sum(report.skipped.values()) if report else 0,
+            )
             if await ctx.sleep(wait):
                 break
 

@@ -1,0 +1,274 @@
+"""The status pages: server-rendered HTML (jinja2, autoescaped), read-only.
+
+    /                           overview: sources, stage queue and failures, GPU jobs, disk, cost, this period's fill
+    /entities                   the entity table: search, filters (domain, source, status, dates, fresh), pages
+    /entities/{id}              one entity: its document in every language, its questions, its probes
+    /snapshots                  every snapshot with its manifest's counts and quotas
+    /snapshots/{id}             one snapshot: counts, quotas filled, files, and its report (Table 2, Learn, ...)
+    /files/snapshot/{id}/{path} a snapshot folder's file (read-only, traversal-safe)
+    /files/report/{id}/{path}   a report folder's file
+    /static/{name}              the stylesheet and the refresh script
+
+`PageContext` is what a page needs from where it runs: the settings, the store and, inside the daemon, the
+live source board, the pause reason and the daemon's identity (`clkt serve` has no board).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import jinja2
+from aiohttp import web
+
+from clkt.config import Settings
+from clkt.sources.board import SourceBoard
+from clkt.web import views
+from clkt.web.files import file_response, safe_join
+from clkt.web.security import HostGuard, security_middlewares
+from storage.engine import Store
+from storage.status_pages import MAX_OFFSET, EntityFilter
+
+__all__ = ["PageContext", "add_pages", "pages_app", "STATIC_DIR", "TEMPLATE_DIR"]
+
+TEMPLATE_DIR = Path(__file__).resolve().parents[1] / "templates" / "pages"
+STATIC_DIR = Path(__file__).resolve().parents[1] / "templates" / "static"
+_STATIC = {"pages.css": "text/css; charset=utf-8", "refresh.js": "text/javascript; charset=utf-8", "favicon.png": "image/png"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class PageContext:
+    settings: Settings
+    store: Store
+    board: SourceBoard | None = None
+    paused: Callable[[], str | None] = lambda: None
+    owner: str | None = None
+    restarts: dict[str, int] = field(default_factory=dict)
+
+
+CTX_KEY = web.AppKey("clkt_pages", PageContext)
+ENV_KEY = web.AppKey("clkt_jinja", jinja2.Environment)
+
+
+# --- formatting filters --------------------------------------------------------------------------------
+
+def _ts(v: datetime | None) -> str:
+    if v is None:
+        return "—"
+    return v.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _date(v: datetime | None) -> str:
+    return "—" if v is None else v.astimezone(timezone.utc).date().isoformat()
+
+
+def _ago(v: datetime | None, now: datetime | None = None) -> str:
+    if v is None:
+        return "—"
+    now = now or datetime.now(timezone.utc)
+    s = (now - v).total_seconds()
+    future = s < 0
+    s = abs(s)
+    txt = f"{s:.0f} s" if s < 120 else f"{s / 60:.0f} min" if s < 7200 else f"{s / 3600:.1f} h" if s < 172800 else f"{s / 86400:.0f} d"
+    return f"in {txt}" if future else f"{txt} ago"
+
+
+def _usd(v: float | None) -> str:
+    if v is None:
+        return "—"
+    return f"${v:,.2f}" if v >= 1 else f"${v:.4f}"
+
+
+def _pct(v: float | None, digits: int = 1) -> str:
+    return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{100 * v:.{digits}f}%"
+
+
+def _mb(v: float | None) -> str:
+    if v is None:
+        return "—"
+    return f"{v / 1024:,.1f} GiB" if v >= 1024 else f"{v:,.0f} MiB"
+
+
+def _size(n: int) -> str:
+    return f"{n:,} B" if n < 10_000 else f"{n / 1024:,.0f} KiB" if n < 10 * 2**20 else f"{n / 2**20:,.1f} MiB"
+
+
+def _env() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)), autoescape=True, undefined=jinja2.StrictUndefined,
+        trim_blocks=True, lstrip_blocks=True, auto_reload=False,
+    )
+    env.filters.update(ts=_ts, date=_date, ago=_ago, usd=_usd, pct=_pct, mb=_mb, size=_size)
+    return env
+
+
+def _render(request: web.Request, name: str, status: int = 200, **data: Any) -> web.Response:
+    ctx = request.app[CTX_KEY]
+    html = request.app[ENV_KEY].get_template(name).render(
+        offline_demo=ctx.settings.offline_demo, mode="daemon" if ctx.board is not None else "serve",
+        active=data.pop("active", ""), refresh_s=data.pop("refresh_s", 0), **data,
+    )
+    return web.Response(status=status, text=html, content_type="text/html", charset="utf-8")
+
+
+def _error(request: web.Request, status: int, message: str) -> web.Response:
+    return _render(request, "error.html", status=status, title=f"{status}", message=message)
+
+
+# --- handlers ------------------------------------------------------------------------------------------
+
+async def overview(request: web.Request) -> web.Response:
+    ctx = request.app[CTX_KEY]
+    ov = await views.overview(ctx.store, ctx.settings, board=ctx.board, paused=ctx.paused(), owner=ctx.owner, restarts=ctx.restarts)
+    stages = ["gate", "probe", "generate", "verify", "translate"]
+    stages += sorted(set(ov.status.stages) - set(stages))
+    return _render(request, "overview.html", title="Overview", active="overview", ov=ov, stages=stages,
+                   statuses=["pending", "leased", "done", "failed", "cancelled"], refresh_s=ctx.settings.http.refresh_s)
+
+
+def _parse_date(value: str, name: str) -> datetime:
+    try:
+        d = datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError(f"{name}: {value[:40]!r} is not a date (YYYY-MM-DD)") from None
+    return d if d.tzinfo else d.replace(tzinfo=timezone.utc)
+
+
+async def entity_list(request: web.Request) -> web.Response:
+    from clkt.facts import Domain
+    from storage.entities_query import fresh_after
+    from storage.models import EntityStatus
+
+    ctx = request.app[CTX_KEY]
+    q = request.query
+    size = ctx.settings.http.page_size
+    form = {k: q.get(k, "").strip()[:200] for k in ("q", "domain", "source", "status", "since", "until", "scope", "page")}
+    form["scope"] = form["scope"] or "fresh"  # the table shows fresh entities unless asked for all
+    try:
+        if form["scope"] not in ("fresh", "all"):
+            raise ValueError(f"scope: {form['scope'][:40]!r} is neither 'fresh' nor 'all'")
+        if form["domain"] and form["domain"] not in {d.value for d in Domain}:
+            raise ValueError(f"domain: unknown {form['domain'][:40]!r}")
+        if form["status"] and form["status"] not in {s.value for s in EntityStatus}:
+            raise ValueError(f"status: unknown {form['status'][:40]!r}")
+        if len(form["source"]) > 64:
+            raise ValueError("source: too long")
+        since = _parse_date(form["since"], "since") if form["since"] else None
+        until = _parse_date(form["until"], "until") + timedelta(days=1) if form["until"] else None
+        page = int(form["page"]) if form["page"] else 1
+        if page < 1:
+            raise ValueError("page: must be 1 or more")
+    except ValueError as e:
+        return _error(request, 400, str(e))
+    fresh_from = fresh_after(ctx.settings)
+    if form["scope"] == "fresh":
+        since = max(since, fresh_from) if since else fresh_from
+    offset = min((page - 1) * size, MAX_OFFSET)
+    f = EntityFilter(search=form["q"] or None, domain=form["domain"] or None, source=form["source"] or None,
+                     status=form["status"] or None, occurred_after=since, occurred_before=until, offset=offset, limit=size)
+    result = await views.entities(ctx.store, f)
+    pages = max(1, math.ceil(result.total / size))
+    last_page = min(pages, MAX_OFFSET // size + 1)
+    keep = {k: v for k, v in form.items() if v and k != "page" and not (k == "scope" and v == "fresh")}
+
+    def link(p: int) -> str:
+        return "/entities?" + urlencode({**keep, "page": str(p)})
+
+    return _render(
+        request, "entities.html", title="Fresh entities", active="entities", form=form, result=result, page=page,
+        pages=pages, last_page=last_page, link=link, domains=[d.value for d in Domain], statuses=[s.value for s in EntityStatus],
+        sources=await views.sources_for_filter(ctx.store), fresh_from=fresh_from,
+        buffer_days=ctx.settings.spec.temporal_buffer_days,
+    )
+
+
+async def entity_page(request: web.Request) -> web.Response:
+    ctx = request.app[CTX_KEY]
+    raw = request.match_info["id"]
+    if not raw.isdigit() or len(raw) > 18:
+        return _error(request, 404, "no such entity")
+    detail = await views.entity(ctx.store, int(raw))
+    if detail is None:
+        return _error(request, 404, "no such entity")
+    langs = sorted({d.lang for d in detail.documents} | {t.lang for q in detail.questions for t in q.translations})
+    return _render(request, "entity.html", title=detail.row.name[:80], active="entities", e=detail, langs=langs,
+                   languages=list(ctx.settings.spec.languages))
+
+
+async def snapshot_list(request: web.Request) -> web.Response:
+    ctx = request.app[CTX_KEY]
+    snaps = await views.snapshot_list(ctx.store)
+    return _render(request, "snapshots.html", title="Snapshots", active="snapshots", snaps=snaps)
+
+
+async def snapshot_page(request: web.Request) -> web.Response:
+    ctx = request.app[CTX_KEY]
+    sid = request.match_info["id"]
+    if len(sid) > 160:
+        return _error(request, 404, "no such snapshot")
+    view = await views.snapshot_view(ctx.store, ctx.settings, sid)
+    if view is None:
+        return _error(request, 404, "no such snapshot")
+    return _render(request, "snapshot.html", title=f"Snapshot {sid}", active="snapshots", v=view)
+
+
+async def snapshot_file(request: web.Request) -> web.StreamResponse:
+    ctx = request.app[CTX_KEY]
+    from storage.status_pages import snapshot_info
+
+    async with ctx.store.session() as s:
+        info = await snapshot_info(s, request.match_info["id"][:160])
+    root = Path(info.export_path) if info is not None and info.export_path else None
+    path = safe_join(root, request.match_info["path"]) if root is not None else None
+    if path is None:
+        return _error(request, 404, "no such file")
+    return file_response(path)
+
+
+async def report_file(request: web.Request) -> web.StreamResponse:
+    ctx = request.app[CTX_KEY]
+    from clkt.evaluate.report import report_dir
+    from storage.status_pages import snapshot_info
+
+    async with ctx.store.session() as s:
+        info = await snapshot_info(s, request.match_info["id"][:160])
+    path = safe_join(report_dir(ctx.settings.data_dir, info.id), request.match_info["path"]) if info is not None else None
+    if path is None:
+        return _error(request, 404, "no such file")
+    return file_response(path)
+
+
+async def static(request: web.Request) -> web.StreamResponse:
+    name = request.match_info.get("name", "favicon.png")
+    if name not in _STATIC:
+        raise web.HTTPNotFound()
+    return web.FileResponse(STATIC_DIR / name, headers={"Content-Type": _STATIC[name]})
+
+
+def add_pages(app: web.Application, ctx: PageContext) -> None:
+    """The pages' routes on an existing application (the daemon's endpoint)."""
+    app[CTX_KEY] = ctx
+    app[ENV_KEY] = _env()
+    app.add_routes([
+        web.get("/", overview),
+        web.get("/entities", entity_list),
+        web.get("/entities/{id}", entity_page),
+        web.get("/snapshots", snapshot_list),
+        web.get("/snapshots/{id}", snapshot_page),
+        web.get("/files/snapshot/{id}/{path:.+}", snapshot_file),
+        web.get("/files/report/{id}/{path:.+}", report_file),
+        web.get("/static/{name}", static),
+        web.get("/favicon.ico", static),
+    ])
+
+
+def pages_app(ctx: PageContext) -> web.Application:
+    """A stand-alone application with the pages behind the guards (`clkt serve`, tests)."""
+    app = web.Application(middlewares=security_middlewares(HostGuard(host=ctx.settings.http.host, allowed=ctx.settings.http.allowed_hosts)))
+    add_pages(app, ctx)
+    return app

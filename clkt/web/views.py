@@ -1,0 +1,282 @@
+"""What each status page shows, assembled from the store's read queries (`storage.status_pages`, the status
+report of `clkt.status`, the cost summary), the daemon's live source board and the files on disk (GPU job
+progress, snapshot manifests, reports). Frozen records only; the templates format them.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from clkt.config import Settings
+from clkt.evaluate.report import LEARN_HEADER, ReportData, _grid, _learn_rows, _reading, _scenarios, report_dir
+from clkt.snapshots.layout import MANIFEST_FILE, SnapshotManifest
+from clkt.snapshots.period import period_of
+from clkt.sources.board import CycleOutcome, SourceBoard
+from clkt.status import StatusReport, collect_status
+from clkt.web.files import list_files
+from storage.engine import Store
+from storage.llm_cache import CostSummary, cost_summary
+from storage.status_pages import (
+    EntityDetail,
+    EntityFilter,
+    EntityPage,
+    GpuJobInfo,
+    SnapshotInfo,
+    entity_detail,
+    entity_page,
+    entity_sources,
+    gpu_jobs,
+    ready_by_domain,
+    snapshot_info,
+    snapshots,
+    source_cursors,
+)
+from storage.types import utcnow
+
+__all__ = [
+    "SourceRow", "JobRow", "DiskInfo", "FillRow", "Overview", "SnapshotView", "ReportView",
+    "overview", "entities", "entity", "snapshot_list", "snapshot_view", "sources_for_filter",
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SourceRow:
+    name: str
+    domain: str
+    enabled: bool
+    configured_rate_per_s: float
+    live: bool  # a poller of this process reports on it
+    breaker: str | None
+    breaker_reopens_in_s: float | None
+    running_since: datetime | None
+    last: CycleOutcome | None
+    cycles: int
+    next_poll_at: datetime | None
+    watermark: datetime | None
+    cursor_page: int | None
+    cursor_updated_at: datetime | None
+    entities: int
+    skips: dict[str, int]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobRow:
+    job: GpuJobInfo
+    phase: str | None = None
+    done: int = 0
+    total: int = 0
+    epoch: int | None = None
+    loss: float | None = None
+
+    @property
+    def fraction(self) -> float | None:
+        return self.done / self.total if self.total else None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DiskInfo:
+    path: str
+    free_mb: float | None
+    total_mb: float | None
+    min_free_mb: int
+    error: str | None = None
+
+    @property
+    def low(self) -> bool:
+        return self.free_mb is not None and self.free_mb < self.min_free_mb
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FillRow:
+    domain: str
+    ready: int
+    quota: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Overview:
+    generated_at: datetime
+    mode: str  # "daemon" | "serve"
+    owner: str | None
+    offline_demo: bool
+    paused: str | None
+    status: StatusReport
+    sources: list[SourceRow]
+    jobs: list[JobRow]
+    disk: DiskInfo
+    cost: CostSummary
+    period: str
+    period_start: datetime
+    period_end: datetime
+    fill: list[FillRow]
+    restarts: dict[str, int] = field(default_factory=dict)
+
+
+def _source_domains() -> dict[str, str]:
+    from clkt.sources import SOURCE_TYPES
+
+    return {name: t.domain.value for name, t in SOURCE_TYPES.items()}
+
+
+async def overview(
+    store: Store, settings: Settings, *, board: SourceBoard | None, paused: str | None, owner: str | None,
+    restarts: dict[str, int] | None = None,
+) -> Overview:
+    now = utcnow()
+    rep = await collect_status(store, paused=paused)
+    period = period_of(now, settings.snapshot.cadence)
+    async with store.session() as s:
+        cursors = {c.source: c for c in await source_cursors(s)}
+        jobs = await gpu_jobs(s)
+        cost = await cost_summary(s, monthly_budget_usd=settings.agents.monthly_budget_usd, now=now)
+        ready = await ready_by_domain(s, start=period.start, end=period.end)
+    live = {x.source: x for x in (board.snapshot() if board is not None else [])}
+    domains = _source_domains()
+    names = sorted({n for n, src in settings.sources.items() if n in domains} | set(cursors) | set(live) | set(rep.skipped))
+    rows: list[SourceRow] = []
+    for name in names:
+        src = settings.sources.get(name)
+        lv, cur = live.get(name), cursors.get(name)
+        rows.append(SourceRow(
+            name=name, domain=domains.get(name, "?"), enabled=bool(src and src.enabled),
+            configured_rate_per_s=src.rate_per_s if src else 0.0, live=lv is not None,
+            breaker=lv.breaker if lv else None, breaker_reopens_in_s=lv.breaker_reopens_in_s if lv else None,
+            running_since=lv.running_since if lv else None, last=lv.last if lv else None, cycles=lv.cycles if lv else 0,
+            next_poll_at=lv.next_poll_at if lv else None, watermark=cur.watermark if cur else None,
+            cursor_page=cur.page if cur else None, cursor_updated_at=cur.updated_at if cur else None,
+            entities=cur.entities if cur else 0, skips=dict(sorted(rep.skipped.get(name, {}).items())),
+        ))
+    return Overview(
+        generated_at=now, mode="daemon" if board is not None else "serve", owner=owner, offline_demo=settings.offline_demo,
+        paused=paused, status=rep, sources=rows, jobs=[_job_row(settings, j) for j in jobs], disk=_disk(settings), cost=cost,
+        period=period.label, period_start=period.start, period_end=period.end,
+        fill=[FillRow(domain=d.value, ready=ready.get(d.value, 0), quota=q) for d, q in sorted(settings.snapshot.quotas.items(), key=lambda x: x[0].value)],
+        restarts=dict(restarts or {}),
+    )
+
+
+def _job_row(settings: Settings, job: GpuJobInfo) -> JobRow:
+    if job.status != "leased":
+        return JobRow(job=job)
+    from clkt.inject.consumer import job_dir
+    from clkt.inject.spec import PROGRESS_FILE, JobProgress
+
+    try:
+        p = JobProgress.model_validate_json((job_dir(settings.data_dir, job.id) / PROGRESS_FILE).read_bytes())
+    except (OSError, ValidationError):
+        return JobRow(job=job)
+    return JobRow(job=job, phase=p.phase, done=p.done, total=p.total, epoch=p.epoch, loss=p.loss)
+
+
+def _disk(settings: Settings) -> DiskInfo:
+    path = settings.data_dir
+    try:
+        u = shutil.disk_usage(path)
+    except OSError as e:
+        return DiskInfo(path=str(path), free_mb=None, total_mb=None, min_free_mb=settings.daemon.min_free_disk_mb, error=str(e))
+    return DiskInfo(path=str(path), free_mb=u.free / 2**20, total_mb=u.total / 2**20, min_free_mb=settings.daemon.min_free_disk_mb)
+
+
+async def entities(store: Store, f: EntityFilter) -> EntityPage:
+    async with store.session() as s:
+        return await entity_page(s, f)
+
+
+async def sources_for_filter(store: Store) -> list[str]:
+    async with store.session() as s:
+        return await entity_sources(s)
+
+
+async def entity(store: Store, entity_id: int) -> EntityDetail | None:
+    async with store.session() as s:
+        return await entity_detail(s, entity_id)
+
+
+async def snapshot_list(store: Store) -> list[SnapshotInfo]:
+    async with store.session() as s:
+        return await snapshots(s)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReportView:
+    directory: Path
+    data: ReportData | None
+    error: str | None
+    grids: list[tuple[str, list[str], list[list[str]]]]
+    learn_header: list[str]
+    learn_rows: list[list[str]]
+    control_rows: list[list[str]]
+    pairs: list[tuple[Any, str]]  # (PairMetrics, reading) of the pooled domain
+    heatmaps: list[str]
+    files: list[tuple[str, int]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SnapshotView:
+    info: SnapshotInfo
+    manifest: SnapshotManifest | None
+    manifest_note: str | None
+    export_dir: Path | None
+    files: list[tuple[str, int]]  # under the export folder
+    report: ReportView | None
+
+
+def _manifest_from_export(export: Path | None) -> SnapshotManifest | None:
+    if export is None:
+        return None
+    try:
+        return SnapshotManifest.model_validate_json((export / MANIFEST_FILE).read_bytes())
+    except (OSError, ValidationError):
+        return None
+
+
+def _report_view(directory: Path) -> ReportView | None:
+    if not directory.is_dir():
+        return None
+    files = list_files(directory)
+    data: ReportData | None = None
+    error: str | None = None
+    try:
+        data = ReportData.model_validate_json((directory / "metrics.json").read_bytes())
+    except OSError:
+        error = "no metrics.json in the report folder yet"
+    except ValidationError as e:
+        error = f"metrics.json does not validate ({e.error_count()} errors): written by another version?"
+    grids: list[tuple[str, list[str], list[list[str]]]] = []
+    learn: list[list[str]] = []
+    control: list[list[str]] = []
+    pairs: list[tuple[Any, str]] = []
+    if data is not None:
+        for title, label, _, cells in _scenarios(data):
+            header, rows = _grid(data, label, cells)
+            grids.append((title, header, rows))
+        learn = _learn_rows(data.learn)
+        control = _learn_rows(data.control_learn)
+        pairs = [(p, _reading(data, p)) for p in data.pairs if p.domain == "all"]
+    heat = [rel for rel, _ in files if rel.startswith("heatmap-") and rel.endswith(".png")]
+    return ReportView(directory=directory, data=data, error=error, grids=grids, learn_header=LEARN_HEADER, learn_rows=learn,
+                      control_rows=control, pairs=pairs, heatmaps=heat, files=files)
+
+
+async def snapshot_view(store: Store, settings: Settings, snapshot_id: str) -> SnapshotView | None:
+    async with store.session() as s:
+        info = await snapshot_info(s, snapshot_id)
+    if info is None:
+        return None
+    export = Path(info.export_path) if info.export_path else None
+    if export is not None and not export.is_dir():
+        export = None  # an archive, or gone
+    manifest, note = info.manifest, info.manifest_error
+    if manifest is None:
+        manifest = _manifest_from_export(export)
+        if manifest is not None:
+            note = "manifest read from the snapshot folder (the store row has none)"
+    files = list_files(export) if export is not None else []
+    return SnapshotView(info=info, manifest=manifest, manifest_note=note, export_dir=export, files=files,
+                        report=_report_view(report_dir(settings.data_dir, info.id)))

@@ -1,0 +1,328 @@
+"""Read queries of the status pages (`clkt.web`): source cursors, GPU jobs, the entity table, one entity with
+its documents and questions, snapshots, this period's fill. Every function returns frozen records; nothing
+here writes.
+
+The entity table is the only query over the whole entity table at page time: it filters on indexed columns
+(domain, status, occurred_at), searches names with a LIKE whose wildcards in the user's text are literal,
+and pages with LIMIT/OFFSET (OFFSET bounded by `MAX_OFFSET`, so a page number cannot ask SQLite to walk the
+whole table for nothing).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from pydantic import ValidationError
+from sqlalchemy import case, func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from clkt.snapshots.layout import SnapshotManifest
+from storage.models import (
+    Document,
+    Entity,
+    EntityStatus,
+    GpuJob,
+    LeaseStatus,
+    Probe,
+    Question,
+    Snapshot,
+    SnapshotStatus,
+    SourceCursor,
+    Translation,
+)
+
+__all__ = [
+    "MAX_OFFSET",
+    "SourceCursorInfo",
+    "GpuJobInfo",
+    "EntityFilter",
+    "EntityListRow",
+    "EntityPage",
+    "DocumentInfo",
+    "TranslationInfo",
+    "QuestionInfo",
+    "ProbeInfo",
+    "EntityDetail",
+    "SnapshotInfo",
+    "source_cursors",
+    "gpu_jobs",
+    "entity_page",
+    "entity_detail",
+    "entity_sources",
+    "snapshots",
+    "snapshot_info",
+    "ready_by_domain",
+]
+
+MAX_OFFSET = 100_000  # deepest row a page may start at
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SourceCursorInfo:
+    source: str
+    watermark: datetime | None
+    page: int  # 0: between windows; n: the next page of the current window
+    updated_at: datetime
+    entities: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GpuJobInfo:
+    id: int
+    snapshot_id: str
+    target_model: str
+    strategy: str
+    train_lang: str
+    status: str
+    attempts: int
+    max_attempts: int
+    device: str | None
+    best_epoch: int | None
+    last_error: str | None
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EntityFilter:
+    search: str | None = None  # a substring of the name, or an exact external id
+    domain: str | None = None
+    source: str | None = None
+    status: str | None = None
+    occurred_after: datetime | None = None
+    occurred_before: datetime | None = None
+    offset: int = 0
+    limit: int = 50
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EntityListRow:
+    id: int
+    source: str
+    external_id: str
+    domain: str
+    name: str
+    occurred_at: datetime
+    status: str
+    status_reason: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EntityPage:
+    rows: list[EntityListRow]
+    total: int  # rows matching the filter
+    offset: int
+    limit: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DocumentInfo:
+    lang: str
+    origin: str
+    producer: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TranslationInfo:
+    lang: str
+    question: str
+    options: list[str]
+    answer_index: int
+    translator: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QuestionInfo:
+    id: int
+    slot: str
+    lang: str
+    question: str
+    options: list[str]
+    answer_index: int
+    evidence: str
+    status: str
+    status_reason: str | None
+    generator: str
+    translations: list[TranslationInfo] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProbeInfo:
+    target_model: str
+    lang: str
+    known: bool
+    reason: str
+    judge: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EntityDetail:
+    row: EntityListRow
+    redated_from: datetime | None
+    discovered_at: datetime
+    documents: list[DocumentInfo]
+    questions: list[QuestionInfo]
+    probes: list[ProbeInfo]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SnapshotInfo:
+    id: str
+    spec: str
+    period: str
+    status: str
+    partial: bool
+    built_at: datetime
+    export_path: str | None
+    superseded_by: str | None
+    manifest: SnapshotManifest | None  # None: not frozen yet, or unreadable (see `manifest_error`)
+    manifest_error: str | None = None
+
+
+async def source_cursors(session: AsyncSession) -> list[SourceCursorInfo]:
+    counts = dict((await session.execute(select(Entity.source, func.count()).group_by(Entity.source))).all())
+    rows = (await session.execute(
+        select(SourceCursor.source, SourceCursor.watermark, SourceCursor.page, SourceCursor.updated_at).order_by(SourceCursor.source)
+    )).all()
+    out = [SourceCursorInfo(source=s, watermark=w, page=int(p), updated_at=u, entities=int(counts.pop(s, 0))) for s, w, p, u in rows]
+    return out
+
+
+async def entity_sources(session: AsyncSession) -> list[str]:
+    """The sources that have entities or a cursor (the table's source filter)."""
+    a = (await session.execute(select(SourceCursor.source))).scalars().all()
+    b = (await session.execute(select(Entity.source).distinct())).scalars().all()
+    return sorted(set(a) | set(b))
+
+
+async def gpu_jobs(session: AsyncSession, *, limit: int = 200) -> list[GpuJobInfo]:
+    """Running and waiting jobs first, then the most recently finished."""
+    order = case((GpuJob.status == LeaseStatus.leased, 0), (GpuJob.status == LeaseStatus.pending, 1), else_=2)
+    rows = (await session.execute(
+        select(GpuJob.id, GpuJob.snapshot_id, GpuJob.target_model, GpuJob.strategy, GpuJob.train_lang, GpuJob.status,
+               GpuJob.attempts, GpuJob.max_attempts, GpuJob.device, GpuJob.best_epoch, GpuJob.last_error, GpuJob.updated_at)
+        .order_by(order, GpuJob.updated_at.desc(), GpuJob.id.desc()).limit(limit)
+    )).all()
+    return [
+        GpuJobInfo(id=int(r[0]), snapshot_id=r[1], target_model=r[2], strategy=r[3], train_lang=r[4], status=LeaseStatus(r[5]).value,
+                   attempts=int(r[6]), max_attempts=int(r[7]), device=r[8], best_epoch=r[9], last_error=r[10], updated_at=r[11])
+        for r in rows
+    ]
+
+
+def _entity_where(f: EntityFilter) -> list[object]:
+    conds: list[object] = []
+    if f.domain:
+        conds.append(Entity.domain == f.domain)
+    if f.source:
+        conds.append(Entity.source == f.source)
+    if f.status:
+        conds.append(Entity.status == EntityStatus(f.status))
+    if f.occurred_after is not None:
+        conds.append(Entity.occurred_at >= f.occurred_after)
+    if f.occurred_before is not None:
+        conds.append(Entity.occurred_at < f.occurred_before)
+    if f.search:
+        # autoescape: `%` and `_` typed by the user are literal characters, not wildcards
+        conds.append(Entity.name.contains(f.search, autoescape=True) | (Entity.external_id == f.search))  # type: ignore[attr-defined]
+    return conds
+
+
+def _list_row(r: tuple[object, ...]) -> EntityListRow:
+    return EntityListRow(
+        id=int(r[0]), source=str(r[1]), external_id=str(r[2]), domain=str(r[3]), name=str(r[4]),
+        occurred_at=r[5], status=EntityStatus(r[6]).value, status_reason=r[7],  # type: ignore[arg-type]
+    )
+
+
+_LIST_COLS = (Entity.id, Entity.source, Entity.external_id, Entity.domain, Entity.name, Entity.occurred_at, Entity.status,
+              Entity.status_reason)
+
+
+async def entity_page(session: AsyncSession, f: EntityFilter) -> EntityPage:
+    conds = _entity_where(f)
+    offset = max(0, min(f.offset, MAX_OFFSET))
+    limit = max(1, min(f.limit, 500))
+    stmt = select(*_LIST_COLS).where(*conds).order_by(Entity.occurred_at.desc(), Entity.id.desc()).offset(offset).limit(limit)  # type: ignore[arg-type]
+    rows = [_list_row(tuple(r)) for r in (await session.execute(stmt)).all()]
+    total = int((await session.execute(select(func.count()).select_from(Entity).where(*conds))).scalar_one())  # type: ignore[arg-type]
+    return EntityPage(rows=rows, total=total, offset=offset, limit=limit)
+
+
+async def entity_detail(session: AsyncSession, entity_id: int) -> EntityDetail | None:
+    r = (await session.execute(select(*_LIST_COLS, Entity.redated_from, Entity.discovered_at).where(Entity.id == entity_id))).first()
+    if r is None:
+        return None
+    docs = [
+        DocumentInfo(lang=lang, origin=origin, producer=producer, text=text)
+        for lang, origin, producer, text in (await session.execute(
+            select(Document.lang, Document.origin, Document.producer, Document.text).where(Document.entity_id == entity_id)
+            .order_by((Document.origin != "source"), Document.lang)
+        )).all()
+    ]
+    qrows = (await session.execute(
+        select(Question.id, Question.slot, Question.lang, Question.question, Question.options, Question.answer_index,
+               Question.evidence, Question.status, Question.status_reason, Question.generator)
+        .where(Question.entity_id == entity_id).order_by(Question.id)
+    )).all()
+    trans: dict[int, list[TranslationInfo]] = {}
+    if qrows:
+        for qid, lang, text, opts, ans, who in (await session.execute(
+            select(Translation.question_id, Translation.lang, Translation.question, Translation.options, Translation.answer_index,
+                   Translation.translator)
+            .where(Translation.question_id.in_([q[0] for q in qrows])).order_by(Translation.question_id, Translation.lang)  # type: ignore[union-attr]
+        )).all():
+            trans.setdefault(int(qid), []).append(
+                TranslationInfo(lang=lang, question=text, options=list(opts or []), answer_index=int(ans), translator=who)
+            )
+    questions = [
+        QuestionInfo(id=int(q[0]), slot=q[1], lang=q[2], question=q[3], options=list(q[4] or []), answer_index=int(q[5]), evidence=q[6],
+                     status=str(getattr(q[7], "value", q[7])), status_reason=q[8], generator=q[9], translations=trans.get(int(q[0]), []))
+        for q in qrows
+    ]
+    probes = [
+        ProbeInfo(target_model=m, lang=lang, known=bool(k), reason=reason, judge=judge)
+        for m, lang, k, reason, judge in (await session.execute(
+            select(Probe.target_model, Probe.lang, Probe.known, Probe.reason, Probe.judge).where(Probe.entity_id == entity_id)
+            .order_by(Probe.target_model, Probe.lang)
+        )).all()
+    ]
+    return EntityDetail(row=_list_row(tuple(r[:8])), redated_from=r[8], discovered_at=r[9], documents=docs, questions=questions,
+                        probes=probes)
+
+
+def _snapshot_info(row: Snapshot) -> SnapshotInfo:
+    manifest: SnapshotManifest | None = None
+    err: str | None = None
+    if row.manifest:
+        try:
+            manifest = SnapshotManifest.model_validate(row.manifest)
+        except ValidationError as e:
+            err = f"the stored manifest does not validate ({e.error_count()} errors)"
+    return SnapshotInfo(
+        id=row.id, spec=row.spec, period=row.period, status=SnapshotStatus(row.status).value, partial=bool(row.partial),
+        built_at=row.built_at, export_path=row.export_path, superseded_by=row.superseded_by, manifest=manifest, manifest_error=err,
+    )
+
+
+async def snapshots(session: AsyncSession, *, limit: int = 200) -> list[SnapshotInfo]:
+    rows = (await session.execute(
+        select(Snapshot).order_by(Snapshot.period.desc(), Snapshot.built_at.desc()).limit(limit)  # type: ignore[attr-defined]
+    )).scalars().all()
+    return [_snapshot_info(r) for r in rows]
+
+
+async def snapshot_info(session: AsyncSession, snapshot_id: str) -> SnapshotInfo | None:
+    row = await session.get(Snapshot, snapshot_id)
+    return None if row is None else _snapshot_info(row)
+
+
+async def ready_by_domain(session: AsyncSession, *, start: datetime, end: datetime) -> dict[str, int]:
+    """Ready entities per domain that occurred in [start, end): what this period's snapshot can take."""
+    rows = (await session.execute(
+        select(Entity.domain, func.count())
+        .where(Entity.status == EntityStatus.ready, Entity.occurred_at >= start, Entity.occurred_at < end)
+        .group_by(Entity.domain)
+    )).all()
+    return {str(d): int(n) for d, n in rows}
