@@ -53,13 +53,16 @@ async def probe_target(target: TargetSettings, prompts: list[str], ctx: ServiceC
     max_new = ctx.settings.agents.probe_max_new_tokens
     if target.backend == "openai":
         return [await _ask_openai(target, p, ctx, max_new) for p in prompts]
-    device = ctx.settings.gpu.devices[0]
+    return await asyncio.to_thread(_probe_locally, target, prompts, ctx)
 
-    def run() -> list[str]:
-        with _LOCAL_LOCK:
-            return probe_texts(target, prompts, data_dir=ctx.settings.data_dir, device=device, max_new_tokens=max_new)
 
-    return await asyncio.to_thread(run)
+def _probe_locally(target: TargetSettings, prompts: list[str], ctx: ServiceContext) -> list[str]:
+    """Greedy answers of a local target (synchronous: from a worker thread), one generation per process at a time."""
+    with _LOCAL_LOCK:
+        return probe_texts(
+            target, prompts, data_dir=ctx.settings.data_dir, device=ctx.settings.gpu.devices[0],
+            max_new_tokens=ctx.settings.agents.probe_max_new_tokens,
+        )
 
 
 async def _ask_openai(target: TargetSettings, prompt: str, ctx: ServiceContext, max_new: int) -> str:
@@ -106,11 +109,9 @@ class ProbeWorker(StageWorker):
             return await probe_target(target, prompts, ctx)
         if self._batcher is None:
             targets = {t.name: t for t in ctx.settings.spec.targets}
-            max_new, data_dir, device = ctx.settings.agents.probe_max_new_tokens, ctx.settings.data_dir, ctx.settings.gpu.devices[0]
 
             def run(name: str, batch: list[str]) -> list[str]:
-                with _LOCAL_LOCK:
-                    return probe_texts(targets[name], batch, data_dir=data_dir, device=device, max_new_tokens=max_new)
+                return _probe_locally(targets[name], batch, ctx)
 
             self._batcher = PromptBatcher(run, name="probe-batcher")
         return await self._batcher.submit(target.name, prompts)
