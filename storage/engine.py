@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 from sqlalchemy import event, inspect, text
 from sqlalchemy.engine import make_url
@@ -26,13 +26,17 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from clkt.errors import ForeignDatabaseError, StoreError, UserError
 
-__all__ = ["Store", "BUSY_TIMEOUT_MS", "SQLITE_HEADER", "sqlite_path"]
+__all__ = ["Store", "Session", "BUSY_TIMEOUT_MS", "SQLITE_HEADER", "sqlite_path"]
 
 log = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_MS = 30_000
 SQLITE_HEADER = b"SQLite format 3\x00"
 _MIGRATIONS = Path(__file__).parent / "migrations"
+
+# What a repository function takes: one open session (in a transaction when it writes). Code above storage
+# names it by this alias, opens it with `Store.session()` / `Store.transaction()` and never imports SQLAlchemy.
+Session: TypeAlias = AsyncSession
 
 
 class _State(str, Enum):
@@ -170,14 +174,14 @@ class Store:
         await self.engine.dispose()
 
     @asynccontextmanager
-    async def session(self) -> AsyncIterator[AsyncSession]:
+    async def session(self) -> AsyncIterator[Session]:
         if self._state is not _State.open:
             raise UserError(f"Store is {self._state.value}; use `async with Store(...)` or initialize()")
         async with self.sessionmaker() as s:
             yield s
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[AsyncSession]:
+    async def transaction(self) -> AsyncIterator[Session]:
         """A session inside one transaction: committed on success, rolled back on any error."""
         async with self.session() as s:
             async with s.begin():

@@ -7,12 +7,20 @@ and from pydantic models. Statuses are `str` enums so they read well in SQL and 
 from __future__ import annotations
 
 from datetime import datetime
-from enum import Enum
 from typing import Any
 
 from sqlalchemy import Column, Index, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
+from storage.enums import (
+    EntityStatus,
+    LeaseStatus,
+    LlmBatchRequestState,
+    LlmBatchState,
+    QuestionStatus,
+    SnapshotStatus,
+    Stage,
+)
 from storage.types import JSONType, UTCDateTime, utcnow
 
 __all__ = [
@@ -54,33 +62,6 @@ def _ts_opt(**kw: Any) -> Any:
 
 def _json(default_factory: Any = dict) -> Any:
     return Field(default_factory=default_factory, sa_column=Column(JSONType, nullable=False))
-
-
-class EntityStatus(str, Enum):
-    discovered = "discovered"  # crawled, document rendered, waiting for the gate
-    ineligible = "ineligible"  # failed the temporal gate for some target model
-    probing = "probing"  # probe + judge in progress
-    known = "known"  # some target model already knows it: dropped
-    generating = "generating"  # qa-gen / verify / translate in progress
-    ready = "ready"  # verified, translated questions exist
-    rejected = "rejected"  # no question survived verification
-    failed = "failed"  # a stage gave up on it (see Task.last_error)
-
-
-class LeaseStatus(str, Enum):
-    pending = "pending"
-    leased = "leased"
-    done = "done"
-    failed = "failed"
-    cancelled = "cancelled"
-
-
-class Stage(str, Enum):
-    gate = "gate"
-    probe = "probe"
-    generate = "generate"
-    verify = "verify"
-    translate = "translate"
 
 
 class Entity(SQLModel, table=True):
@@ -170,14 +151,6 @@ class Probe(SQLModel, table=True):
     created_at: datetime = _ts()
 
 
-class QuestionStatus(str, Enum):
-    generated = "generated"
-    verified = "verified"
-    rejected = "rejected"
-    translated = "translated"
-    dropped = "dropped"  # translation failed its checks
-
-
 class Question(SQLModel, table=True):
     """A grounded MCQ in the entity's source language (options in generation order)."""
 
@@ -227,13 +200,6 @@ class Translation(SQLModel, table=True):
     prompt_version: str = Field(max_length=32)
     checks: dict[str, Any] = _json()
     created_at: datetime = _ts()
-
-
-class SnapshotStatus(str, Enum):
-    building = "building"
-    frozen = "frozen"
-    failed = "failed"
-    superseded = "superseded"
 
 
 class Snapshot(SQLModel, table=True):
@@ -338,12 +304,6 @@ class LlmCall(SQLModel, table=True):
     batch: bool = False  # answered through a provider batch (batch prices)
 
 
-class LlmBatchState(str, Enum):
-    pending = "pending"  # our row exists; the provider may or may not have the batch yet (reconcile on restart)
-    submitted = "submitted"  # the provider's batch id is known; polled until it ends
-    ended = "ended"  # results collected into the requests
-
-
 class LlmBatch(SQLModel, table=True):
     """One provider batch. The row (with `id`, the idempotency key sent as metadata) is stored before the
     submission, the provider's id as soon as it answers: a restart reconciles a pending row by listing the
@@ -364,12 +324,6 @@ class LlmBatch(SQLModel, table=True):
     updated_at: datetime = _ts()
 
     __table_args__ = (Index("ix_llm_batch_state", "state"),)
-
-
-class LlmBatchRequestState(str, Enum):
-    queued = "queued"  # waiting for the next batch
-    submitted = "submitted"  # in batch `batch_id`
-    done = "done"  # a result arrived (succeeded or errored): `result_status`, `result_body`
 
 
 class LlmBatchRequest(SQLModel, table=True):
