@@ -45,6 +45,7 @@ from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 
 from agents.cache import call_key
+from clkt.calls import BatchRecord, BatchRequestRecord
 from clkt.errors import AgentError, ConfigError, RetryLater
 
 __all__ = [
@@ -69,33 +70,8 @@ class BatchPending(RetryLater):
     """The call is queued for, or waiting in, a provider batch: release the task and come back later."""
 
 
-@dataclass(frozen=True, kw_only=True)
-class BatchRequestRecord:
-    key: str
-    model: str
-    stage: str
-    group: str
-    body: str
-    state: str = "queued"  # queued | submitted | done
-    batch_id: str | None = None
-    result_status: str | None = None  # succeeded | errored | expired | canceled
-    result_body: str | None = None
-    tries: int = 0
-    created_at: datetime | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
-class BatchRecord:
-    id: str
-    model: str
-    provider: str
-    state: str  # pending | submitted | ended
-    provider_batch_id: str | None = None
-    input_file_id: str | None = None
-    provider_status: str | None = None
-    request_count: int = 0
-    polls: int = 0
-    created_at: datetime | None = None
 
 
 class BatchStore(Protocol):

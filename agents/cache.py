@@ -9,7 +9,8 @@ knows cached and batch prices of the hosted models), else 0.
 Volatile message fields (timestamps, run ids, usage) are left out of the key, so the same conversation
 always maps to the same key; a retry after `ModelRetry` is simply a longer conversation with its own key.
 
-`agents/` knows no SQL: the store implements the small `CallCache` protocol (`storage.llm_cache`).
+`agents/` knows no SQL: the store implements the small `CallCache` protocol (`storage.llm_cache`); the
+record both sides share, `CachedCall`, is a kernel fact (`clkt.calls`).
 The monthly budget is checked here, before any paid (uncached) call: once spent, `BudgetExhausted`.
 """
 
@@ -23,13 +24,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from pydantic import BaseModel, Field, TypeAdapter
+from pydantic import TypeAdapter
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models import KnownModelName, Model, ModelRequestParameters
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 from pydantic_core import to_jsonable_python
 
+from clkt.calls import CachedCall, month_start
 from clkt.config import PriceSettings
 from clkt.errors import BudgetExhausted
 
@@ -51,20 +53,6 @@ _KEEP_MESSAGE = ("kind", "instructions", "parts")
 _KEEP_PART = ("part_kind", "content", "tool_name", "args", "tool_call_id", "outcome")
 
 
-class CachedCall(BaseModel):
-    """One provider call as stored: the response, its usage, cost and latency."""
-
-    key: str = Field(min_length=64, max_length=64)
-    model: str
-    stage: str
-    prompt_version: str
-    response: dict[str, Any]  # the ModelResponse as JSON
-    input_tokens: int = 0  # all input tokens, cached ones included
-    output_tokens: int = 0
-    cost_usd: float = 0.0
-    latency_ms: float = 0.0
-    cached_input_tokens: int = 0
-    batch: bool = False
 
 
 class CallCache(Protocol):
@@ -115,8 +103,6 @@ class Budget:
         return self.clock() if self.clock is not None else datetime.now(UTC)
 
 
-def month_start(now: datetime) -> datetime:
-    return now.astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
 
 
 def price_of(model: str, prices: dict[str, PriceSettings]) -> PriceSettings | None:

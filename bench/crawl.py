@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from clkt.config import ReplaySettings, Settings, load_settings  # noqa: E402
 from clkt.context import ServiceContext  # noqa: E402
-from clkt.metrics import Metrics  # noqa: E402
+from clkt.telemetry import Metrics  # noqa: E402
 from clkt.replay import ReplayServer  # noqa: E402
 from clkt.sources import SOURCE_TYPES  # noqa: E402
 from clkt.sources.base import SourceRef  # noqa: E402

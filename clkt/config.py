@@ -20,12 +20,15 @@ import logging
 import os
 import tomllib
 from collections.abc import Mapping
+from contextvars import ContextVar
 from datetime import date
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
+from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
+from pydantic_settings.sources.utils import parse_env_vars
 
 from clkt.errors import ConfigError
 from clkt.facts import Domain
@@ -457,7 +460,11 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        # environment overrides the file (or the embedded default), which overrides class defaults
+        # environment overrides the file (or the embedded default), which overrides class defaults;
+        # `load_settings(environ=...)` reads the given mapping instead of the process environment
+        environ = _ENVIRON.get()
+        if environ is not None:
+            env_settings = _MappingEnvSource(settings_cls, environ=environ)
         return (env_settings, init_settings)
 
     @model_validator(mode="after")
@@ -566,6 +573,20 @@ def _error_key(err: Mapping[str, Any]) -> str:
     return ".".join(loc) or "<root>"
 
 
+_ENVIRON: ContextVar[Mapping[str, str] | None] = ContextVar("clkt_settings_environ", default=None)
+
+
+class _MappingEnvSource(EnvSettingsSource):
+    """pydantic-settings' environment source over a given mapping instead of `os.environ`."""
+
+    def __init__(self, settings_cls: type[BaseSettings], *, environ: Mapping[str, str]) -> None:
+        self._environ = environ
+        super().__init__(settings_cls)
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        return parse_env_vars(self._environ, bool(self.case_sensitive), self.env_ignore_empty, self.env_parse_none_str)
+
+
 def load_settings(path: Path | str | None = None, *, environ: Mapping[str, str] | None = None) -> Settings:
     """Build the Settings from a TOML file (or the embedded default) plus `CLKT_*` overrides."""
     env = dict(os.environ if environ is None else environ)
@@ -606,30 +627,24 @@ def load_settings(path: Path | str | None = None, *, environ: Mapping[str, str] 
         if "options" in table and not isinstance(table["options"], Mapping):
             raise ConfigError(f"sources.{name}.options", "must be a table")
     data = {**data, "sources": _deep_merge(real, given)}
-    # pydantic-settings reads the env itself; run it against the given mapping
-    saved = dict(os.environ)
+    token = _ENVIRON.set(env)  # pydantic-settings reads this mapping, never os.environ
     try:
-        os.environ.clear()
-        os.environ.update({k: v for k, v in env.items() if not k.startswith("CLKT_")})
-        os.environ.update({k: v for k, v in env.items() if k.startswith("CLKT_")})
-        try:
-            settings = Settings(**data)
-        except ValidationError as e:
-            first = e.errors()[0]
-            raise ConfigError(_error_key(first), first.get("msg", "invalid")) from None
-        except SettingsError as e:  # an environment value pydantic-settings cannot decode (e.g. not JSON)
-            import re
+        settings = Settings(**data)
+    except ValidationError as e:
+        first = e.errors()[0]
+        raise ConfigError(_error_key(first), first.get("msg", "invalid")) from None
+    except SettingsError as e:  # an environment value pydantic-settings cannot decode (e.g. not JSON)
+        import re
 
-            m = re.search(r'field "(\w+)"', str(e))
-            prefix = f"CLKT_{m.group(1).upper()}" if m else "CLKT_"
-            names = sorted(k for k in env if k.upper().startswith(prefix)) or [prefix + "..."]
-            raise ConfigError(", ".join(names)[:200], "not a valid value for this setting (lists and tables are "
-                              "JSON, e.g. CLKT_SPEC__LANGUAGES='[\"en\", \"fr\"]')") from None
-        except (TypeError, ValueError) as e:  # what a hostile shape may still raise outside validation
-            raise ConfigError("<root>", f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}") from None
+        m = re.search(r'field "(\w+)"', str(e))
+        prefix = f"CLKT_{m.group(1).upper()}" if m else "CLKT_"
+        names = sorted(k for k in env if k.upper().startswith(prefix)) or [prefix + "..."]
+        raise ConfigError(", ".join(names)[:200], "not a valid value for this setting (lists and tables are "
+                          "JSON, e.g. CLKT_SPEC__LANGUAGES='[\"en\", \"fr\"]')") from None
+    except (TypeError, ValueError) as e:  # what a hostile shape may still raise outside validation
+        raise ConfigError("<root>", f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}") from None
     finally:
-        os.environ.clear()
-        os.environ.update(saved)
+        _ENVIRON.reset(token)
     warning = loopback_warning(settings)
     if warning:
         log.warning("%s", warning)
@@ -665,11 +680,9 @@ def _attach_secrets(settings: Settings, env: Mapping[str, str]) -> Settings:
     register_secrets(secrets.values())  # from here on, `redact` removes them wherever text goes out
     if settings.store_url:
         try:
-            from sqlalchemy.engine import make_url
-
-            password = make_url(settings.store_url).password
-        except Exception:  # noqa: BLE001 - an unparsable URL is reported when the store opens
+            password = urlsplit(settings.store_url).password
+        except ValueError:  # an unparsable URL is reported when the store opens
             password = None
-        if password:
-            register_secrets([str(password)])
+        if password:  # as written in the URL and as the driver receives it
+            register_secrets(sorted({password, unquote(password)}))
     return settings.model_copy(update={"secrets": secrets})

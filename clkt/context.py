@@ -1,4 +1,11 @@
-"""What every daemon service receives: settings, the store, the shared HTTP session, the stop signal."""
+"""What every daemon service receives (`ServiceContext`), and what a service is (`Service`).
+
+The context holds what services share, each under its own name: the settings, the store, the one HTTP
+session, this process's lease owner id, the metrics, the stop signal, the agent backend, the live source
+board and the claiming pause. A service is any object with a `name` and `async def run(ctx)` that loops
+until `ctx.stopping` is set and then returns; it reads its configuration from `ctx.settings` or takes
+it at construction, never both for the same thing.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +14,7 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 from clkt.sources.board import SourceBoard
 from storage.types import utcnow
@@ -15,11 +22,12 @@ from storage.types import utcnow
 if TYPE_CHECKING:
     import aiohttp
 
+    from agents.backend import AgentBackend
     from clkt.config import Settings
-    from clkt.metrics import Metrics
+    from clkt.telemetry import Metrics
     from storage.engine import Store
 
-__all__ = ["ServiceContext"]
+__all__ = ["Service", "ServiceContext"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -31,7 +39,8 @@ class ServiceContext:
     metrics: Metrics
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
     clock: Callable[[], datetime] = utcnow
-    extras: dict[str, Any] = field(default_factory=dict)  # e.g. the replay server's base URL
+    agent_backend: AgentBackend | None = None  # the stages' agents (the daemon builds it at start)
+    replay_url: str | None = None  # the bundled replay server, when the offline demonstration runs it
     sources: SourceBoard = field(default_factory=SourceBoard)  # what each poller is doing (status pages)
     _pause_reason: list[str] = field(default_factory=list)
 
@@ -63,3 +72,9 @@ class ServiceContext:
         except TimeoutError:
             return False
         return True
+
+
+class Service(Protocol):
+    name: str
+
+    async def run(self, ctx: ServiceContext) -> None: ...

@@ -11,6 +11,7 @@ __all__ = [
     "StoreError",
     "StoreLockedError",
     "ForeignDatabaseError",
+    "LeaseLost",
     "RetryLater",
     "SourceError",
     "SourceBlocked",
@@ -52,6 +53,11 @@ class StoreLockedError(StoreError):
 
 class ForeignDatabaseError(StoreError):
     """The store file is corrupt or belongs to something else."""
+
+
+class LeaseLost(StoreError):
+    """The row is no longer leased by us (expired and re-claimed elsewhere, or released): our work on it is
+    void and must not be written."""
 
 
 class RetryLater(ClktError):

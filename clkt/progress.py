@@ -4,14 +4,14 @@ the demo watcher that stops the daemon once the first snapshot's report is writt
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
-from sqlalchemy import select
-
 from clkt.context import ServiceContext
 from clkt.status import collect_status
-from storage.models import GpuJob, LeaseStatus, Snapshot, SnapshotStatus
+from storage.enums import LeaseStatus
+from storage.status_counts import first_frozen_snapshot
 
 __all__ = ["ProgressLogger", "DemoWatcher", "report_dir"]
 
@@ -50,27 +50,25 @@ class DemoWatcher:
     name = "demo-watcher"
     INTERVAL_S: ClassVar[float] = 2.0
 
-    def __init__(self, *, on_done: object) -> None:
-        self.on_done = on_done  # callable(snapshot_id, report_path)
+    def __init__(self, *, on_done: Callable[[str, Path], object]) -> None:
+        self.on_done = on_done  # (snapshot id, the report folder; the export folder without GPU jobs)
         self.result: tuple[str, Path] | None = None
 
     async def run(self, ctx: ServiceContext) -> None:
         while not await ctx.sleep(self.INTERVAL_S):
             async with ctx.store.session() as s:
-                snap = (
-                    await s.execute(select(Snapshot).where(Snapshot.status == SnapshotStatus.frozen).order_by(Snapshot.built_at))
-                ).scalars().first()
-                if snap is None:
-                    continue
-                jobs = (await s.execute(select(GpuJob.status).where(GpuJob.snapshot_id == snap.id))).scalars().all()
+                snap = await first_frozen_snapshot(s)
+            if snap is None:
+                continue
+            jobs = snap.job_statuses
             if not ctx.settings.gpu.enabled:
                 self.result = (snap.id, Path(snap.export_path or ""))
-                self.on_done(snap.id, Path(snap.export_path or ""))  # type: ignore[operator]
+                self.on_done(snap.id, Path(snap.export_path or ""))
                 return
-            if not jobs or any(LeaseStatus(j) not in (LeaseStatus.done, LeaseStatus.failed) for j in jobs):
+            if not jobs or any(j not in (LeaseStatus.done, LeaseStatus.failed) for j in jobs):
                 continue
             rdir = report_dir(ctx.settings.data_dir, snap.id)
             if (rdir / "report.md").exists():
                 self.result = (snap.id, rdir)
-                self.on_done(snap.id, rdir)  # type: ignore[operator]
+                self.on_done(snap.id, rdir)
                 return

@@ -1,24 +1,15 @@
 """Which services the daemon runs for a given configuration.
 
 Each area registers its services here (source pollers, stage workers, snapshot builder, GPU consumer).
-A service is any object with a `name: str` and `async def run(self, ctx: ServiceContext) -> None` that
-loops until `ctx.stopping` is set and then returns (see `clkt.daemon`).
+What a service is: `clkt.context.Service`. Registering one name twice raises.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
-
 from clkt.config import Settings
-from clkt.context import ServiceContext
+from clkt.context import Service
 
-__all__ = ["Service", "build_services"]
-
-
-class Service(Protocol):
-    name: str
-
-    async def run(self, ctx: ServiceContext) -> None: ...
+__all__ = ["build_services"]
 
 
 def build_services(settings: Settings) -> list[Service]:

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, Field
 from rich.table import Table
 from rich.text import Text
-from sqlalchemy import func, select
 
 from storage.engine import Store
-from storage.models import Entity, EntityStatus, GpuJob, LeaseStatus, SkipCount, Snapshot, SnapshotStatus
-from storage.tasks import recent_failures, task_counts
+from storage.llm_cache import CostSummary, cost_summary
+from storage.status_counts import store_counts
 from storage.types import utcnow
 
 __all__ = ["StatusReport", "collect_status", "cost_table", "MIN_ACCEPTED_FOR_RATE"]
@@ -28,41 +28,21 @@ class StatusReport(BaseModel):
     gpu_jobs: dict[str, int] = Field(default_factory=dict)
     snapshots: dict[str, int] = Field(default_factory=dict)
     skipped: dict[str, dict[str, int]] = Field(default_factory=dict)  # source -> reason -> n
-    last_errors: list[dict[str, Any]] = Field(default_factory=list)
-    cost: dict[str, Any] = Field(default_factory=dict)
+    last_errors: list[dict[str, Any]] = Field(default_factory=list)  # stage, entity_id, key, attempts, error
+    cost: dict[str, Any] = Field(default_factory=dict)  # a CostSummary as JSON
     paused: str | None = None
     daemon: dict[str, Any] = Field(default_factory=dict)
 
 
-async def _cost(store: Store) -> dict[str, Any]:
-    try:
-        from storage.llm_cache import cost_summary  # written with the agents work
-    except ImportError:
-        return {}
-    async with store.session() as s:
-        summary = await cost_summary(s)
-    return summary.model_dump(mode="json") if hasattr(summary, "model_dump") else dict(summary)
-
-
 async def collect_status(store: Store, *, paused: str | None = None, daemon: dict[str, Any] | None = None) -> StatusReport:
     async with store.session() as s:
-        ent = dict((EntityStatus(k).value, int(n)) for k, n in (await s.execute(select(Entity.status, func.count()).group_by(Entity.status))).all())
-        dom = dict((k, int(n)) for k, n in (await s.execute(select(Entity.domain, func.count()).group_by(Entity.domain))).all())
-        stages = await task_counts(s)
-        jobs = dict((LeaseStatus(k).value, int(n)) for k, n in (await s.execute(select(GpuJob.status, func.count()).group_by(GpuJob.status))).all())
-        snaps = dict((SnapshotStatus(k).value, int(n)) for k, n in (await s.execute(select(Snapshot.status, func.count()).group_by(Snapshot.status))).all())
-        skipped: dict[str, dict[str, int]] = {}
-        for row in (await s.execute(select(SkipCount))).scalars():
-            skipped.setdefault(row.source, {})[row.reason] = row.count
-        errors = await recent_failures(s)
-        failed_jobs = (
-            await s.execute(select(GpuJob).where(GpuJob.status == LeaseStatus.failed).order_by(GpuJob.updated_at.desc()).limit(5))
-        ).scalars().all()
-        for j in failed_jobs:
-            errors.append(dict(stage="gpu", entity_id=None, key=f"{j.target_model}/{j.strategy}/{j.train_lang}", attempts=j.attempts, error=j.last_error))
+        counts = await store_counts(s)
+        cost = await cost_summary(s)
     return StatusReport(
-        generated_at=utcnow(), entities=ent, entities_by_domain=dom, stages=stages, gpu_jobs=jobs, snapshots=snaps,
-        skipped=skipped, last_errors=errors, cost=await _cost(store), paused=paused, daemon=daemon or {},
+        generated_at=utcnow(), entities=counts.entities, entities_by_domain=counts.entities_by_domain,
+        stages=counts.stages, gpu_jobs=counts.gpu_jobs, snapshots=counts.snapshots, skipped=counts.skipped,
+        last_errors=[asdict(f) for f in counts.failures], cost=cost.model_dump(mode="json"), paused=paused,
+        daemon=daemon or {},
     )
 
 
@@ -73,8 +53,6 @@ def _usd(x: float) -> str:
 def cost_table(cost: dict[str, Any]) -> Table:
     """LLM cost per stage and model as a rich table: calls, input, cached input, output tokens, $, $ per accepted
     question (with n; flagged when n is too small to mean much), batch share."""
-    from storage.llm_cache import CostSummary
-
     summary = CostSummary.model_validate(cost)
     n = summary.accepted_questions
     few = 0 < n < MIN_ACCEPTED_FOR_RATE

@@ -18,16 +18,13 @@ from typing import Any, TypeVar
 from sqlalchemy import and_, func, literal, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from clkt.errors import LeaseLost
 from storage.models import GpuJob, LeaseStatus, Task
 from storage.types import utcnow
 
 __all__ = ["Claimable", "claim", "complete", "fail", "release", "release_owner", "heartbeat", "reap_expired", "LeaseLost"]
 
 Claimable = TypeVar("Claimable", Task, GpuJob)
-
-
-class LeaseLost(Exception):
-    """The row is no longer leased by us (expired and re-claimed, or released)."""
 
 
 def _claimable_filter(table: type[Any], now: datetime) -> Any:

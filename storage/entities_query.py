@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING
+from datetime import datetime
 
 from pydantic import BaseModel
 from sqlalchemy import select
@@ -11,10 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.models import Entity, EntityStatus
 
-if TYPE_CHECKING:
-    from clkt.config import Settings
-
-__all__ = ["EntityQuery", "EntityRow", "query_entities", "fresh_after"]
+__all__ = ["EntityQuery", "EntityRow", "query_entities"]
 
 
 class EntityQuery(BaseModel):
@@ -32,15 +28,6 @@ class EntityRow(BaseModel):
     name: str
     occurred_at: datetime
     status: str
-
-
-def fresh_after(settings: Settings) -> datetime:
-    """The earliest time an entity is fresh for every target of the spec: max(cutoff) + buffer."""
-    from clkt.gate import cutoff_for
-
-    latest = max(cutoff_for(t) for t in settings.spec.targets)
-    start = datetime(latest.year, latest.month, latest.day, tzinfo=timezone.utc)
-    return start + timedelta(days=settings.spec.temporal_buffer_days)
 
 
 async def query_entities(session: AsyncSession, q: EntityQuery) -> list[EntityRow]:

@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from agents.batch import BatchRecord, BatchRequestRecord
+from clkt.calls import BatchRecord, BatchRequestRecord
 from storage.engine import Store
 from storage.models import LlmBatch, LlmBatchRequest, LlmBatchRequestState, LlmBatchState, LlmCall
 from storage.tasks import insert_ignore

@@ -12,7 +12,7 @@ from pydantic import BaseModel, computed_field
 from sqlalchemy import case, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from agents.cache import CachedCall, month_start
+from clkt.calls import CachedCall, month_start
 from storage.engine import Store
 from storage.models import LlmCall, Question, QuestionStatus
 from storage.tasks import insert_ignore

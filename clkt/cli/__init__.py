@@ -11,16 +11,18 @@ from __future__ import annotations
 import sys
 
 if sys.argv[1:2] == ["run"]:
-    # `clkt run`: remember a SIGTERM from the first moment on (run_daemon installs the handler on import),
-    # so one that arrives while the CLI still loads is a clean stop, not exit 143
-    import run_daemon  # noqa: F401
+    # `clkt run`: remember a SIGTERM from the first moment on, so one that arrives while the CLI still
+    # loads is a clean stop, not exit 143
+    from clkt.process import remember_early_stops
+
+    remember_early_stops()
 
 import asyncio
 import importlib
 import importlib.util
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 from rich.console import Console
@@ -30,6 +32,9 @@ from rich.text import Text
 from clkt.config import Settings, load_settings
 from clkt.errors import ClktError, ConfigError
 from clkt.logs import redact, sanitize_text
+
+if TYPE_CHECKING:
+    from storage.engine import Store
 
 __all__ = [
     "app", "main", "load_cli_settings", "open_store", "run_async", "ConfigOption", "console", "fail", "plain",
@@ -98,7 +103,8 @@ def load_cli_settings(config: Path | None) -> Settings:
         raise fail(str(e), 2) from None
 
 
-def open_store(settings: Settings) -> Any:
+def open_store(settings: Settings) -> Store:
+    """The configured store, not yet opened: `async with open_store(settings) as store:` opens and closes it."""
     from storage.engine import Store
 
     return Store(url=settings.resolved_store_url)
@@ -124,9 +130,7 @@ def _register_areas() -> None:
     if _registered:
         return
     _registered.append("yes")
-    for name in _AREAS:
-        if importlib.util.find_spec(name) is None:
-            continue
+    for name in _AREAS:  # every area's module exists: a missing one is an installation error, said as such
         importlib.import_module(name).register(app)
 
 

@@ -23,9 +23,9 @@ def register(app: typer.Typer) -> None:
 
 
 def run(config: ConfigOption = None) -> None:
-    from run_daemon import run_with_settings
+    from clkt.process import run_daemon_process
 
-    raise typer.Exit(run_with_settings(load_cli_settings(config)))
+    raise typer.Exit(run_daemon_process(load_cli_settings(config)))
 
 
 def status(config: ConfigOption = None, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
@@ -91,8 +91,9 @@ def entities(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     from clkt.facts import Domain
-    from storage.entities_query import EntityQuery, fresh_after, query_entities
-    from storage.models import EntityStatus
+    from clkt.cutoff import fresh_after
+    from storage.entities_query import EntityQuery, query_entities
+    from storage.enums import EntityStatus
 
     settings = load_cli_settings(config)
     if domain is not None and domain not in {d.value for d in Domain}:

@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
-import os
-import signal
-import socket
-import uuid
 from typing import Annotated
 
 import typer
 
-from clkt.cli import ConfigOption, console, load_cli_settings, open_store, run_async
+from clkt.cli import ConfigOption, console, load_cli_settings, open_store, plain, run_async
 
 __all__ = ["register"]
 
@@ -28,32 +23,27 @@ def worker(
     import aiohttp
 
     from clkt.context import ServiceContext
+    from clkt.daemon import Supervisor, install_stop_signals, release_leases
     from clkt.inject.consumer import GpuConsumer
     from clkt.logs import setup_logging
-    from clkt.metrics import Metrics
-    from storage.claim import release_owner
-    from storage.models import GpuJob
+    from clkt.owner import new_owner_id
+    from clkt.telemetry import Metrics
 
     settings = load_cli_settings(config)
     setup_logging(settings.log_level, secrets=settings.secrets.values())
     consumer = GpuConsumer(settings=settings, devices=device or None, burst=burst)
 
-    async def go() -> None:
-        owner = f"{socket.gethostname()}:{os.getpid()}:worker-{uuid.uuid4().hex[:8]}"
+    async def consume() -> None:
+        owner = new_owner_id("worker-")
         async with open_store(settings) as store, aiohttp.ClientSession() as http:
             ctx = ServiceContext(settings=settings, store=store, http=http, owner=owner, metrics=Metrics())
-            loop = asyncio.get_running_loop()
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.add_signal_handler(sig, ctx.stopping.set)
-            from clkt.cli import plain
-
+            install_stop_signals(lambda _why: ctx.stopping.set())
             console.print(plain(f"clkt worker {owner}: devices {consumer.devices}; store {settings.resolved_store_url}"))
             try:
-                await consumer.run(ctx)
+                await Supervisor().run([consumer], ctx)
             finally:
-                async with store.transaction() as s:
-                    await release_owner(s, GpuJob, owner=owner)
+                await release_leases(store, owner)
 
-    run_async(go)
+    run_async(consume)
     done = sum(r.status is not None and r.status.value == "done" for r in consumer.finished)
     console.print(f"clkt worker: {len(consumer.finished)} job(s) run, {done} done")

@@ -1,8 +1,8 @@
 """The agent backend of the stage workers, from `settings.agents.backend`.
 
 "template" → the deterministic offline engine (`agents.template.TemplateBackend`); "llm" → the pydantic-ai
-agents (`agents.llm.LlmBackend`) with the call cache in the store. One backend per daemon, built on first
-use and kept in `ctx.extras`; `check_backend_config()` runs at start-up so a missing API key stops the
+agents (`agents.llm.LlmBackend`) with the call cache in the store. One backend per daemon, built at start
+(`ServiceContext.agent_backend`); `check_backend_config()` runs at start-up so a missing API key stops the
 daemon with a clear `ConfigError` instead of failing tasks later.
 """
 
@@ -13,18 +13,15 @@ from typing import TYPE_CHECKING
 
 from agents.backend import AgentBackend
 from clkt.config import Settings
-from clkt.errors import ConfigError
+from clkt.errors import ConfigError, UserError
 
 if TYPE_CHECKING:
-    from agents.cache import CachedCall
+    from clkt.calls import CachedCall
     from clkt.context import ServiceContext
-    from clkt.metrics import Metrics
+    from clkt.telemetry import Metrics
     from storage.engine import Store
 
 __all__ = ["build_backend", "backend_for", "check_backend_config", "uses_batches"]
-
-_EXTRA = "agent_backend"
-
 
 def check_backend_config(settings: Settings) -> None:
     if settings.agents.backend == "llm":
@@ -69,11 +66,10 @@ def uses_batches(settings: Settings) -> bool:
 
 
 def backend_for(ctx: ServiceContext) -> AgentBackend:
-    """The daemon's one backend (built on first use; tests may put their own in `ctx.extras`)."""
-    backend = ctx.extras.get(_EXTRA)
-    if backend is None:
-        backend = ctx.extras[_EXTRA] = build_backend(ctx.settings, store=ctx.store, metrics=ctx.metrics)
-    return backend  # type: ignore[no-any-return]
+    """The daemon's one agent backend (tests give their own through `ServiceContext(agent_backend=...)`)."""
+    if ctx.agent_backend is None:
+        raise UserError("this ServiceContext has no agent backend: build one with build_backend() and pass it")
+    return ctx.agent_backend
 
 
 def _observer(metrics: Metrics) -> Callable[[CachedCall, bool], None]:

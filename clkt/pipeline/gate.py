@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from clkt.config import Settings
 from clkt.context import ServiceContext
-from clkt.gate import cutoff_for, eligible, first_eligible_day
+from clkt.cutoff import cutoff_for, eligible, first_eligible_day
 from clkt.pipeline.worker import StageWorker, finish
 from storage.entities import get_entity, set_status
 from storage.models import EntityStatus, Stage, Task

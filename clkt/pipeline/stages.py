@@ -16,7 +16,7 @@ from clkt.pipeline.translate import TranslateWorker
 from clkt.pipeline.verify import VerifyWorker
 
 if TYPE_CHECKING:
-    from clkt.services import Service
+    from clkt.context import Service
 
 __all__ = ["stage_services"]
 

@@ -46,7 +46,7 @@ from clkt.errors import PayloadError, SourceBlocked, SourceError, SourceHttpErro
 from clkt.sources._breaker import BreakerState, CircuitBreaker
 
 if TYPE_CHECKING:
-    from clkt.metrics import Metrics
+    from clkt.telemetry import Metrics
 
 __all__ = ["SourceClient", "Fetched", "DEFAULT_USER_AGENT", "ORIGINALS_HEADER"]
 

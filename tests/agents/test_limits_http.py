@@ -208,7 +208,7 @@ def test_limiter_paces_the_minute_budget() -> None:
 
 
 async def test_daemon_backend_counts_calls_in_metrics(server: FakeOpenAI, store: object) -> None:
-    from clkt.metrics import Metrics
+    from clkt.telemetry import Metrics
     from clkt.pipeline.backends import build_backend
 
     metrics = Metrics()

@@ -35,13 +35,14 @@ def test_clkt_run_sigterm_early_and_twice_is_a_clean_stop(tmp_path: Path) -> Non
 
 def test_the_process_exits_without_waiting_for_a_worker_thread(tmp_path: Path) -> None:
     script = (
-        "import asyncio, time, run_daemon\n"
+        "import asyncio, time\n"
+        "from clkt.process import exit_now_if_threads_linger, run_without_waiting_for_threads\n"
         "async def main():\n"
         "    asyncio.get_running_loop().run_in_executor(None, time.sleep, 60)  # a long model conversion\n"
         "    await asyncio.sleep(0.1)\n"
         "    return 0\n"
-        "rc = run_daemon._run_without_waiting_for_threads(main())\n"
-        "run_daemon._exit_now_if_threads_linger(rc)\n"
+        "rc = run_without_waiting_for_threads(main())\n"
+        "exit_now_if_threads_linger(rc)\n"
         "raise SystemExit(3)  # not reached when a thread lingers\n"
     )
     t0 = time.monotonic()

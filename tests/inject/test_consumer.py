@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 from clkt.config import EMBEDDED_TARGET, Settings, TargetSettings
 from clkt.context import ServiceContext
 from clkt.inject.consumer import GpuConsumer, job_dir
-from clkt.metrics import Metrics
+from clkt.telemetry import Metrics
 from storage.engine import Store
 from storage.gpu_jobs import enqueue_gpu_jobs, jobs_for_snapshot
 from storage.models import LeaseStatus, QuestionResult

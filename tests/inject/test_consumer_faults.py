@@ -10,7 +10,7 @@ import aiohttp
 from clkt.config import EMBEDDED_TARGET, Settings
 from clkt.context import ServiceContext
 from clkt.inject.consumer import GpuConsumer
-from clkt.metrics import Metrics
+from clkt.telemetry import Metrics
 from storage.engine import Store
 from storage.gpu_jobs import enqueue_gpu_jobs, jobs_for_snapshot
 from storage.models import LeaseStatus

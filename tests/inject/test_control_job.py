@@ -14,7 +14,7 @@ from clkt.config import EMBEDDED_TARGET, Settings
 from clkt.context import ServiceContext
 from clkt.inject.consumer import GpuConsumer, control_counts, job_dir
 from clkt.inject.spec import ResultItem, Variant
-from clkt.metrics import Metrics
+from clkt.telemetry import Metrics
 from clkt.snapshots.layout import load_snapshot_dir
 from storage.engine import Store
 from storage.gpu_jobs import enqueue_gpu_jobs, jobs_for_snapshot

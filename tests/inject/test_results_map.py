@@ -14,7 +14,7 @@ from clkt.context import ServiceContext
 from clkt.errors import JobError
 from clkt.inject.consumer import GpuConsumer, result_records
 from clkt.inject.spec import OUTCOME_FILE, EpochRecord, JobOutcome, ResultItem, Variant, write_json_atomic
-from clkt.metrics import Metrics
+from clkt.telemetry import Metrics
 from clkt.snapshots.layout import load_snapshot_dir
 from clkt.snapshots.repo import question_rows_by_qid
 from storage.claim import claim

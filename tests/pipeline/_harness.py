@@ -18,7 +18,7 @@ from clkt.config import Settings, TargetSettings
 from clkt.context import ServiceContext
 from clkt.documents import render_document
 from clkt.facts import EntityFacts
-from clkt.metrics import Metrics
+from clkt.telemetry import Metrics
 from clkt.pipeline.generate import GenerateWorker
 from clkt.pipeline.probe import ProbeFn, ProbeWorker
 from clkt.pipeline.translate import TranslateWorker

@@ -10,7 +10,7 @@ import pytest
 from clkt.config import Settings, TargetSettings
 from clkt.context import ServiceContext
 from clkt.errors import ModelUnavailableError
-from clkt.metrics import Metrics
+from clkt.telemetry import Metrics
 from clkt.pipeline.probe import probe_target
 from storage.engine import Store
 from tests.fakes.openai_server import FakeOpenAI

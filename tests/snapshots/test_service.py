@@ -16,7 +16,7 @@ from sqlalchemy import select
 
 from clkt.config import Settings
 from clkt.context import ServiceContext
-from clkt.metrics import Metrics
+from clkt.telemetry import Metrics
 from clkt.services import build_services
 from clkt.snapshots.builder import BuildStatus
 from clkt.snapshots.service import SnapshotBuilder

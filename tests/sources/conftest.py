@@ -11,7 +11,7 @@ import pytest
 
 from clkt.config import ReplaySettings, Settings, load_settings
 from clkt.context import ServiceContext
-from clkt.metrics import Metrics
+from clkt.telemetry import Metrics
 from clkt.replay import ReplayServer
 from storage.engine import Store
 

@@ -11,7 +11,7 @@ from sqlalchemy import select
 from clkt.config import TargetSettings
 from clkt.context import ServiceContext
 from clkt.errors import ConfigError
-from clkt.gate import cutoff_for, eligible, lookup_cutoff
+from clkt.cutoff import cutoff_for, eligible, lookup_cutoff
 from clkt.pipeline.gate import GateWorker
 from clkt.replay import ReplayServer
 from clkt.sources.poller import SourcePoller

@@ -13,7 +13,7 @@ import pytest
 
 from clkt.config import SourceSettings
 from clkt.errors import PayloadError, SourceBlocked, SourceError, SourceHttpError
-from clkt.metrics import Metrics
+from clkt.telemetry import Metrics
 from clkt.replay import FaultKind, FaultPlan, FaultRule, ReplayServer
 from clkt.sources.http import SourceClient
 

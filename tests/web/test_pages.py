@@ -54,7 +54,7 @@ async def test_entity_table_filters_search_and_pages(pages: Pages) -> None:
     assert "Velmora Tide" not in html and "777" in html  # occurred 2025-06-01 / in the last days
     html = await (await c.get("/entities?scope=all&until=2025-06-30")).text()
     assert "Velmora Tide" in html and "777" not in html
-    from storage.entities_query import fresh_after
+    from clkt.cutoff import fresh_after
 
     html = await (await c.get("/entities")).text()  # fresh only by default
     assert f"fresh only (from {fresh_after(pages.settings).date().isoformat()})" in html and 'value="fresh" selected' in html

@@ -1,4 +1,6 @@
-"""Prometheus metrics (prometheus-client), one registry per daemon so tests can run several."""
+"""Telemetry: the daemon's Prometheus metrics (prometheus-client), one registry per daemon so tests can run
+several. (The paper's benchmark metrics are `clkt.evaluate.metrics`.)
+"""
 
 from __future__ import annotations
 

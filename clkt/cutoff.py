@@ -1,4 +1,5 @@
-"""The temporal gate: an entity is fresh for a model only if it occurred at least `buffer_days` after the
+"""Knowledge cutoffs and the freshness rule (the temporal gate's rule; its worker is `clkt.pipeline.gate`):
+an entity is fresh for a model only if it occurred at least `buffer_days` after the
 model's knowledge cutoff.
 
 `CUTOFFS` is a small registry of common open models, matched by the longest pattern found in the
@@ -12,10 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 
-from clkt.config import TargetSettings
+from clkt.config import Settings, TargetSettings
 from clkt.errors import ConfigError
 
-__all__ = ["KnownCutoff", "CUTOFFS", "cutoff_for", "lookup_cutoff", "eligible", "first_eligible_day"]
+__all__ = ["KnownCutoff", "CUTOFFS", "cutoff_for", "lookup_cutoff", "eligible", "first_eligible_day", "fresh_after"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,3 +78,10 @@ def eligible(occurred_at: datetime, cutoff: date, buffer_days: int) -> bool:
     if occurred_at.tzinfo is None:
         raise ValueError("occurred_at must be timezone-aware")
     return occurred_at.astimezone(timezone.utc).date() >= first_eligible_day(cutoff, buffer_days)
+
+
+def fresh_after(settings: Settings) -> datetime:
+    """The earliest time an entity is fresh for every target of the spec: max(cutoff) + buffer."""
+    latest = max(cutoff_for(t) for t in settings.spec.targets)
+    start = datetime(latest.year, latest.month, latest.day, tzinfo=timezone.utc)
+    return start + timedelta(days=settings.spec.temporal_buffer_days)

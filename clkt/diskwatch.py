@@ -1,0 +1,44 @@
+"""The disk watch: a service that pauses claiming while the data directory's disk is nearly full.
+
+Below `daemon.min_free_disk_mb` free (or when the data directory cannot be read), every worker stops
+claiming new work (`ServiceContext.set_paused`); claiming resumes once space returns. Nothing is failed:
+work already claimed finishes, and the `clkt_claiming_paused` gauge says why the queue stands still.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import ClassVar
+
+from clkt.context import ServiceContext
+
+__all__ = ["DiskWatch"]
+
+log = logging.getLogger("clkt.daemon")
+
+
+class DiskWatch:
+    name = "disk-watch"
+    INTERVAL_S: ClassVar[float] = 2.0
+
+    async def run(self, ctx: ServiceContext) -> None:
+        limit = ctx.settings.daemon.min_free_disk_mb
+        was_paused = False
+        while not ctx.stopping.is_set():
+            try:
+                free = ctx.free_disk_mb()
+            except OSError as e:
+                free, reason = 0.0, f"data directory unusable: {e}"
+            else:
+                reason = f"disk nearly full: {free:.0f} MiB free < {limit} MiB on {ctx.settings.data_dir}"
+            low = free < limit
+            if low and not was_paused:
+                log.error("%s; claiming paused until space returns", reason)
+                ctx.set_paused(reason)
+            elif not low and was_paused:
+                log.warning("disk space back (%.0f MiB free); claiming resumed", free)
+                ctx.set_paused(None)
+            was_paused = low
+            ctx.metrics.paused.set(1 if ctx.pause_reason() else 0)
+            if await ctx.sleep(self.INTERVAL_S):
+                return

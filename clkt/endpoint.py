@@ -1,0 +1,77 @@
+"""The daemon's loopback HTTP endpoint: `/healthz`, `/status` (JSON), `/metrics` (Prometheus) and, when
+`http.pages` is on, the read-only status pages (`clkt.web`), behind the Host check and security headers.
+
+`start_endpoint()` binds it and returns the bound port (`http.port = 0` asks for any free port); a port in
+use is a `ClktError` naming the setting to change. The caller's exit stack shuts it down.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from contextlib import AsyncExitStack
+
+from aiohttp import web
+
+from clkt.context import ServiceContext
+from clkt.errors import ClktError
+from clkt.status import collect_status
+
+__all__ = ["start_endpoint"]
+
+log = logging.getLogger("clkt.daemon")
+
+
+def _app(ctx: ServiceContext, *, owner: str, restarts: Mapping[str, int]) -> web.Application:
+    from clkt.web import HostGuard, PageContext, add_pages, security_middlewares
+
+    http_cfg = ctx.settings.http
+    app = web.Application(middlewares=security_middlewares(HostGuard(host=http_cfg.host, allowed=http_cfg.allowed_hosts)))
+    if http_cfg.pages:
+        add_pages(app, PageContext(settings=ctx.settings, store=ctx.store, board=ctx.sources, paused=ctx.pause_reason,
+                                   owner=owner, restarts=restarts))
+
+    async def healthz(_: web.Request) -> web.Response:
+        return web.json_response({"ok": True, "owner": owner, "stopping": ctx.stopping.is_set()})
+
+    async def status(_: web.Request) -> web.Response:
+        rep = await collect_status(ctx.store, paused=ctx.pause_reason(), daemon={"owner": owner, "restarts": dict(restarts)})
+        return web.json_response(rep.model_dump(mode="json"))
+
+    async def metrics(_: web.Request) -> web.Response:
+        rep = await collect_status(ctx.store, paused=ctx.pause_reason())
+        for stage, by in rep.stages.items():
+            for st, n in by.items():
+                ctx.metrics.queue.labels(stage, st).set(n)
+        for st, n in rep.gpu_jobs.items():
+            ctx.metrics.queue.labels("gpu", st).set(n)
+        for st, n in rep.entities.items():
+            ctx.metrics.entities.labels(st).set(n)
+        return web.Response(body=ctx.metrics.render(), content_type="text/plain", charset="utf-8")
+
+    app.add_routes([web.get("/healthz", healthz), web.get("/status", status), web.get("/metrics", metrics)])
+    return app
+
+
+async def start_endpoint(
+    ctx: ServiceContext, stack: AsyncExitStack, *, owner: str, restarts: Mapping[str, int]
+) -> int:
+    """Serve the endpoint on `http.host:http.port` until `stack` closes; returns the bound port."""
+    http_cfg = ctx.settings.http
+    runner = web.AppRunner(_app(ctx, owner=owner, restarts=restarts), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, http_cfg.host, http_cfg.port)
+    try:
+        await site.start()
+    except OSError as e:
+        await runner.cleanup()
+        raise ClktError(
+            f"cannot listen on {http_cfg.host}:{http_cfg.port} ({e.strerror or e}); "
+            "is another program using the port? set http.port (or CLKT_HTTP__PORT) to a free port, 0 for any"
+        ) from e
+    stack.push_async_callback(runner.cleanup)
+    addresses = runner.addresses
+    port = int(addresses[0][1]) if addresses else http_cfg.port
+    log.info("HTTP endpoint on http://%s:%s (%s/healthz /status /metrics)", http_cfg.host, port,
+             "status pages at /, " if http_cfg.pages else "")
+    return port
