@@ -61,7 +61,7 @@ def run_daemon_process(settings: Settings) -> int:
         print(f"clkt: {redact(str(e))}", file=sys.stderr)
         rc = 2
     except Exception as e:  # noqa: BLE001 - one line on stderr; the (redacted) traceback only at DEBUG
-        from clkt.cli import describe_error, one_line
+        from clkt.messages import describe_error, one_line
 
         logging.getLogger("clkt").debug("the daemon failed", exc_info=True)
         msg, rc = describe_error(e)

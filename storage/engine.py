@@ -13,23 +13,24 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from enum import Enum
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypeVar
 
 from sqlalchemy import event, inspect, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import DatabaseError, DBAPIError, OperationalError
+from sqlalchemy.exc import DatabaseError, DBAPIError, OperationalError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 from clkt.errors import ForeignDatabaseError, StoreError, UserError
 
-__all__ = ["Store", "Session", "BUSY_TIMEOUT_MS", "SQLITE_HEADER", "sqlite_path"]
+__all__ = ["Store", "Session", "describe_store_error", "BUSY_TIMEOUT_MS", "SQLITE_HEADER", "sqlite_path"]
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
 BUSY_TIMEOUT_MS = 30_000
 SQLITE_HEADER = b"SQLite format 3\x00"
 _MIGRATIONS = Path(__file__).parent / "migrations"
@@ -43,6 +44,15 @@ class _State(str, Enum):
     new = "new"
     open = "open"
     closed = "closed"
+
+
+def describe_store_error(e: BaseException) -> str | None:
+    """One line naming a database driver or SQLAlchemy error (the driver's own cause first); None otherwise."""
+    if isinstance(e, DBAPIError):
+        return f"store error: {type(e.orig).__name__}: {e.orig}"
+    if isinstance(e, SQLAlchemyError):
+        return f"store error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+    return None
 
 
 def sqlite_path(url: str) -> Path | None:
@@ -187,7 +197,7 @@ class Store:
             async with s.begin():
                 yield s
 
-    async def run_with_retry(self, fn: Any, *, tries: int = 5) -> Any:
+    async def run_with_retry(self, fn: Callable[[Session], Awaitable[T]], *, tries: int = 5) -> T:
         """Run `await fn(session)` in a transaction, retrying 'database is locked' (SQLite) a few times."""
         delay = 0.05
         for i in range(tries):
@@ -199,7 +209,7 @@ class Store:
                     raise StoreError(f"store busy: {e.orig}") from e
                 await asyncio.sleep(delay)
                 delay *= 2
-        return None
+        raise StoreError(f"store busy after {tries} tries")  # not reached: the last try raises above
 
 
 def _refuse_foreign(where: str, names: list[str], revs: list[str]) -> None:

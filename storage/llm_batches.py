@@ -55,12 +55,12 @@ class SqlBatchStore:
         await self.store.run_with_retry(lambda s: insert_ignore(s, LlmBatchRequest, [row]))
 
     async def forget_request(self, key: str) -> None:
-        async def go(s: AsyncSession) -> None:
+        async def delete_request(s: AsyncSession) -> None:
             row = await s.get(LlmBatchRequest, key)
             if row is not None and row.state is LlmBatchRequestState.done:
                 await s.delete(row)
 
-        await self.store.run_with_retry(go)
+        await self.store.run_with_retry(delete_request)
 
     async def queued_models(self) -> dict[str, tuple[int, datetime]]:
         async with self.store.session() as s:
@@ -79,7 +79,7 @@ class SqlBatchStore:
         return out
 
     async def open_batch(self, *, batch_id: str, model: str, provider: str, limit: int) -> list[BatchRequestRecord]:
-        async def go(s: AsyncSession) -> list[BatchRequestRecord]:
+        async def take_queued(s: AsyncSession) -> list[BatchRequestRecord]:
             keys = (
                 await s.execute(
                     select(LlmBatchRequest.key)
@@ -101,7 +101,7 @@ class SqlBatchStore:
             rows = (await s.execute(select(LlmBatchRequest).where(LlmBatchRequest.batch_id == batch_id))).scalars()
             return [_req(r) for r in rows]
 
-        return await self.store.run_with_retry(go)  # type: ignore[no-any-return]
+        return await self.store.run_with_retry(take_queued)
 
     async def batch_requests(self, batch_id: str) -> list[BatchRequestRecord]:
         async with self.store.session() as s:
@@ -117,10 +117,10 @@ class SqlBatchStore:
             fields["state"] = LlmBatchState(fields["state"])
         fields["updated_at"] = utcnow()
 
-        async def go(s: AsyncSession) -> None:
+        async def write_batch(s: AsyncSession) -> None:
             await s.execute(update(LlmBatch).where(LlmBatch.id == batch_id).values(**fields))
 
-        await self.store.run_with_retry(go)
+        await self.store.run_with_retry(write_batch)
 
     async def open_batches(self) -> list[BatchRecord]:
         async with self.store.session() as s:
@@ -142,7 +142,7 @@ class SqlBatchStore:
         self, batch_id: str, *, results: dict[str, tuple[str, str | None]], requeue: Sequence[str],
         fail: dict[str, str], provider_status: str,
     ) -> None:
-        async def go(s: AsyncSession) -> None:
+        async def write_results(s: AsyncSession) -> None:
             now = utcnow()
             for key, (status, body) in results.items():
                 await s.execute(
@@ -168,10 +168,10 @@ class SqlBatchStore:
                 .values(state=LlmBatchState.ended, provider_status=provider_status, updated_at=now)
             )
 
-        await self.store.run_with_retry(go)
+        await self.store.run_with_retry(write_results)
 
     async def prune_answered(self) -> int:
-        async def go(s: AsyncSession) -> int:
+        async def delete_answered(s: AsyncSession) -> int:
             res = await s.execute(
                 delete(LlmBatchRequest).where(
                     LlmBatchRequest.state == LlmBatchRequestState.done,
@@ -180,4 +180,4 @@ class SqlBatchStore:
             )
             return int(res.rowcount or 0)
 
-        return await self.store.run_with_retry(go)  # type: ignore[no-any-return]
+        return await self.store.run_with_retry(delete_answered)

@@ -15,7 +15,7 @@ import re
 from agents.template.engine import build_mcqs, domain_spec, plan, question_text, slot_spec
 from agents.template.judge import judge_response
 from agents.template.parsing import find_dates, find_numbers, find_scores
-from agents.template.values import CoordV, DateV, FloatV, IntV, ScoreV, Value
+from agents.template.values import CoordValue, DateValue, FloatValue, IntValue, ScoreValue, Value
 from agents.types import (
     MCQ,
     KnownVerdict,
@@ -159,10 +159,10 @@ class TemplateBackend:
 
 
 def _same_type(option: str, truth: Value, lang: str) -> bool:
-    if isinstance(truth, DateV):
+    if isinstance(truth, DateValue):
         return bool(find_dates(option))
-    if isinstance(truth, ScoreV):
+    if isinstance(truth, ScoreValue):
         return bool(find_scores(option))
-    if isinstance(truth, (IntV, FloatV, CoordV)):
+    if isinstance(truth, (IntValue, FloatValue, CoordValue)):
         return bool(find_numbers(option, lang))
     return bool(option.strip()) and not find_dates(option)

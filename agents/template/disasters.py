@@ -14,8 +14,8 @@ from agents.template.distractors import (
     spread_floats,
 )
 from agents.template.pools import COUNTRIES, QUAKE_PLACES
-from agents.template.spec import DomainSpec, SlotSpec
-from agents.template.values import CoordV, DateV, FloatV, IntV, LabelV, NameV, Value
+from agents.template.slots import DomainTemplates, SlotTemplate
+from agents.template.values import CoordValue, DateValue, FloatValue, IntValue, LabelValue, NameValue, Value
 from clkt.documents.formatting import Formatter
 from clkt.documents.labels import known_values
 from clkt.facts import DisasterFacts, QuakeFacts
@@ -205,8 +205,8 @@ def _quake_anchors(f: QuakeFacts, fmt: Formatter) -> list[str]:
     return [f.place, f.title, fmt.date(fmt.utc(f.time_utc).date())]
 
 
-def _quake_date(f: QuakeFacts) -> DateV:
-    return DateV(Formatter.utc(f.time_utc).date())
+def _quake_date(f: QuakeFacts) -> DateValue:
+    return DateValue(Formatter.utc(f.time_utc).date())
 
 
 def _depth_candidates(f: QuakeFacts, rng: Random) -> list[Value]:
@@ -225,7 +225,7 @@ def _mmi(f: QuakeFacts) -> float | None:
 
 def _intensity_answer(f: QuakeFacts) -> Value | None:
     x = _mmi(f)
-    return FloatV(x, "mmi") if x is not None else None
+    return FloatValue(x, "mmi") if x is not None else None
 
 
 def _intensity_candidates(f: QuakeFacts, rng: Random) -> list[Value]:
@@ -242,53 +242,53 @@ def _alert_candidates(f: QuakeFacts | DisasterFacts, rng: Random) -> list[Value]
         return []
     keys = [k for k in known_values("alert") if k != own]
     rng.shuffle(keys)
-    return [LabelV("alert", k) for k in keys]
+    return [LabelValue("alert", k) for k in keys]
 
 
-QUAKE_SPEC = DomainSpec(
+QUAKE_SPEC = DomainTemplates(
     kind="quake",
     context=_quake_context,
     anchors=_quake_anchors,
     slots={
-        "time": SlotSpec(
+        "time": SlotTemplate(
             slot="time", question=QQ["time"], answer=_quake_date,
             candidates=lambda f, rng: shifted_dates(_quake_date(f).d, rng),
         ),
-        "place": SlotSpec(
-            slot="place", question=QQ["place"], answer=lambda f: NameV(f.place),
+        "place": SlotTemplate(
+            slot="place", question=QQ["place"], answer=lambda f: NameValue(f.place),
             candidates=lambda f, rng: pool_names(QUAKE_PLACES, rng, exclude=(f.place,)),
         ),
-        "magnitude": SlotSpec(
-            slot="magnitude", question=QQ["magnitude"], answer=lambda f: FloatV(round(f.magnitude, 1), "magnitude"),
+        "magnitude": SlotTemplate(
+            slot="magnitude", question=QQ["magnitude"], answer=lambda f: FloatValue(round(f.magnitude, 1), "magnitude"),
             candidates=lambda f, rng: near_floats(
                 f.magnitude, rng, steps=(0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0), unit="magnitude", minimum=0.5
             ),
         ),
-        "depth": SlotSpec(
-            slot="depth", question=QQ["depth"], answer=lambda f: FloatV(round(f.depth_km, 1), "km"),
+        "depth": SlotTemplate(
+            slot="depth", question=QQ["depth"], answer=lambda f: FloatValue(round(f.depth_km, 1), "km"),
             candidates=_depth_candidates,
         ),
-        "alert": SlotSpec(
+        "alert": SlotTemplate(
             slot="alert", question=QQ["alert"],
-            answer=lambda f: LabelV("alert", f.alert.strip().casefold()) if f.alert else None,
+            answer=lambda f: LabelValue("alert", f.alert.strip().casefold()) if f.alert else None,
             candidates=_alert_candidates,
         ),
-        "felt": SlotSpec(
-            slot="felt", question=QQ["felt"], answer=lambda f: IntV(f.felt) if f.felt is not None else None,
+        "felt": SlotTemplate(
+            slot="felt", question=QQ["felt"], answer=lambda f: IntValue(f.felt) if f.felt is not None else None,
             candidates=lambda f, rng: near_ints(f.felt or 0, rng, minimum=1),
         ),
-        "fatalities": SlotSpec(
+        "fatalities": SlotTemplate(
             slot="fatalities", question=QQ["fatalities"],
-            answer=lambda f: IntV(f.fatalities) if f.fatalities is not None else None,
+            answer=lambda f: IntValue(f.fatalities) if f.fatalities is not None else None,
             candidates=lambda f, rng: near_ints(f.fatalities or 0, rng, minimum=0),
         ),
-        "intensity": SlotSpec(
+        "intensity": SlotTemplate(
             slot="intensity", question=QQ["intensity"],
             answer=_intensity_answer,
             candidates=_intensity_candidates,
         ),
-        "latitude": SlotSpec(
-            slot="latitude", question=QQ["latitude"], answer=lambda f: CoordV(f.latitude, "lat"),
+        "latitude": SlotTemplate(
+            slot="latitude", question=QQ["latitude"], answer=lambda f: CoordValue(f.latitude, "lat"),
             candidates=lambda f, rng: near_coordinates(f.latitude, rng, axis="lat", avoid=(f.longitude,)),
         ),
     },
@@ -314,20 +314,20 @@ def _type_candidates(f: DisasterFacts, rng: Random) -> list[Value]:
     related = set().union(*(fam for fam in _FAMILIES if own in fam)) | {own}
     keys = [k for k in known_values("disaster_type") if k not in related and k != "other"]
     rng.shuffle(keys)
-    return [LabelV("disaster_type", k) for k in keys]
+    return [LabelValue("disaster_type", k) for k in keys]
 
 
 def _status_answer(f: DisasterFacts) -> Value | None:
     own = (f.status or "").strip().casefold()
     # "current" and "ongoing" mean nearly the same: only ask when the answer is unambiguous
-    return LabelV("disaster_status", own) if own in ("past", "alert") else None
+    return LabelValue("disaster_status", own) if own in ("past", "alert") else None
 
 
 def _status_candidates(f: DisasterFacts, rng: Random) -> list[Value]:
     own = (f.status or "").strip().casefold()
     keys = [k for k in _STATUSES if k != own]
     rng.shuffle(keys)
-    return [LabelV("disaster_status", k) for k in keys]
+    return [LabelValue("disaster_status", k) for k in keys]
 
 
 def _glide_candidates(f: DisasterFacts, rng: Random) -> list[Value]:
@@ -338,40 +338,40 @@ def _glide_candidates(f: DisasterFacts, rng: Random) -> list[Value]:
     n = int(serial)
     deltas = [d for d in range(-40, 41) if d and 0 < n + d < 1_000_000]
     rng.shuffle(deltas)
-    return [NameV(f"{kind}-{year}-{n + d:06d}-{iso}") for d in deltas]
+    return [NameValue(f"{kind}-{year}-{n + d:06d}-{iso}") for d in deltas]
 
 
-DISASTER_SPEC = DomainSpec(
+DISASTER_SPEC = DomainTemplates(
     kind="disaster",
     context=_disaster_context,
     anchors=_disaster_anchors,
     slots={
-        "date": SlotSpec(
-            slot="date", question=DQ["date"], answer=lambda f: DateV(f.date),
+        "date": SlotTemplate(
+            slot="date", question=DQ["date"], answer=lambda f: DateValue(f.date),
             candidates=lambda f, rng: shifted_dates(f.date, rng),
         ),
-        "disaster_type": SlotSpec(
+        "disaster_type": SlotTemplate(
             slot="disaster_type", question=DQ["disaster_type"],
-            answer=lambda f: LabelV("disaster_type", f.disaster_type.strip()),
+            answer=lambda f: LabelValue("disaster_type", f.disaster_type.strip()),
             candidates=_type_candidates,
         ),
-        "country": SlotSpec(
-            slot="country", question=DQ["country"], answer=lambda f: NameV(f.country),
+        "country": SlotTemplate(
+            slot="country", question=DQ["country"], answer=lambda f: NameValue(f.country),
             candidates=lambda f, rng: pool_names(COUNTRIES, rng, exclude=[f.country, *f.countries]),
-            truths=lambda f: [NameV(c) for c in f.countries],
+            truths=lambda f: [NameValue(c) for c in f.countries],
         ),
-        "status": SlotSpec(slot="status", question=DQ["status"], answer=_status_answer, candidates=_status_candidates),
-        "deaths": SlotSpec(
-            slot="deaths", question=DQ["deaths"], answer=lambda f: IntV(f.deaths) if f.deaths is not None else None,
+        "status": SlotTemplate(slot="status", question=DQ["status"], answer=_status_answer, candidates=_status_candidates),
+        "deaths": SlotTemplate(
+            slot="deaths", question=DQ["deaths"], answer=lambda f: IntValue(f.deaths) if f.deaths is not None else None,
             candidates=lambda f, rng: near_ints(f.deaths or 0, rng, minimum=0),
         ),
-        "affected": SlotSpec(
+        "affected": SlotTemplate(
             slot="affected", question=DQ["affected"],
-            answer=lambda f: IntV(f.affected) if f.affected is not None else None,
+            answer=lambda f: IntValue(f.affected) if f.affected is not None else None,
             candidates=lambda f, rng: near_ints(f.affected or 0, rng, minimum=1),
         ),
-        "glide": SlotSpec(
-            slot="glide", question=DQ["glide"], answer=lambda f: NameV(f.glide) if f.glide else None,
+        "glide": SlotTemplate(
+            slot="glide", question=DQ["glide"], answer=lambda f: NameValue(f.glide) if f.glide else None,
             candidates=_glide_candidates,
         ),
     },

@@ -15,7 +15,7 @@ from datetime import date, timedelta
 from random import Random
 from typing import Literal
 
-from agents.template.values import CoordV, DateV, FloatV, IntV, NameV, ScoreV, Value
+from agents.template.values import CoordValue, DateValue, FloatValue, IntValue, NameValue, ScoreValue, Value
 from agents.types import normalize
 from clkt.documents.formatting import LANGUAGES, formatter
 from clkt.facts import RenderedDocument
@@ -49,7 +49,7 @@ def _round_like(n: int, ref: int) -> int:
     return int(round(n / q) * q) if q > 1 else n
 
 
-def near_ints(n: int, rng: Random, *, minimum: int = 0, unit: str = "count") -> list[IntV]:
+def near_ints(n: int, rng: Random, *, minimum: int = 0, unit: str = "count") -> list[IntValue]:
     """Plausible nearby integers: +-1..5 for small counts, +-4%..35% (rounded alike) for large ones."""
     out: list[int] = []
     if abs(n) < 30:
@@ -63,10 +63,10 @@ def near_ints(n: int, rng: Random, *, minimum: int = 0, unit: str = "count") -> 
         for p in pct:
             for sign in (1, -1) if rng.random() < 0.5 else (-1, 1):
                 out.append(_round_like(int(round(n * (1 + sign * p))), n))
-    return [IntV(v, unit) for v in dict.fromkeys(out) if v >= minimum]  # type: ignore[arg-type]
+    return [IntValue(v, unit) for v in dict.fromkeys(out) if v >= minimum]  # type: ignore[arg-type]
 
 
-def near_floats(x: float, rng: Random, *, steps: Sequence[float], unit: str, minimum: float) -> list[FloatV]:
+def near_floats(x: float, rng: Random, *, steps: Sequence[float], unit: str, minimum: float) -> list[FloatValue]:
     cand: list[float] = []
     shuffled = list(steps)
     rng.shuffle(shuffled)
@@ -75,12 +75,12 @@ def near_floats(x: float, rng: Random, *, steps: Sequence[float], unit: str, min
             v = round(x + sign * s, 1)
             if v >= minimum:
                 cand.append(v)
-    return [FloatV(v, unit) for v in dict.fromkeys(cand)]  # type: ignore[arg-type]
+    return [FloatValue(v, unit) for v in dict.fromkeys(cand)]  # type: ignore[arg-type]
 
 
 def spread_floats(
     x: float, rng: Random, *, steps: Sequence[float], unit: str, minimum: float, maximum: float
-) -> list[FloatV]:
+) -> list[FloatValue]:
     """Like `near_floats` within [minimum, maximum], but each step goes one way first (a random direction), the
     other ways only after every step was used: the first picks never mirror each other around the answer
     (with near_floats the answer is the midpoint of the first two distractors)."""
@@ -90,7 +90,7 @@ def spread_floats(
     firsts = [round(x + sg * s, 1) for s, sg in zip(shuffled, signs, strict=True)]
     seconds = [round(x - sg * s, 1) for s, sg in zip(shuffled, signs, strict=True)]
     cand = [v for v in (*firsts, *seconds) if minimum <= v <= maximum]
-    return [FloatV(v, unit) for v in dict.fromkeys(cand)]  # type: ignore[arg-type]
+    return [FloatValue(v, unit) for v in dict.fromkeys(cand)]  # type: ignore[arg-type]
 
 
 _COORD_SHIFT_DEG = (0.2, 3.0)  # how far (degrees) a coordinate distractor lies from the true value
@@ -99,7 +99,7 @@ _COORD_DRAWS = 16
 
 def near_coordinates(
     x: float, rng: Random, *, axis: Literal["lat", "lon"] = "lat", avoid: Iterable[float] = ()
-) -> list[CoordV]:
+) -> list[CoordValue]:
     """Coordinates 0.2°-3° from `x`, with 3 decimals like the document, in `x`'s hemisphere (so the hemisphere
     word never gives the answer away) and within ±90° (latitude) or ±180° (longitude).
 
@@ -124,42 +124,42 @@ def near_coordinates(
         if (v >= 0) != positive or abs(v) > limit or round(abs(v), 3) in banned:
             continue
         cand.append(v)
-    return [CoordV(v, axis) for v in dict.fromkeys(cand)]
+    return [CoordValue(v, axis) for v in dict.fromkeys(cand)]
 
 
-def shifted_dates(d: date, rng: Random) -> list[DateV]:
+def shifted_dates(d: date, rng: Random) -> list[DateValue]:
     shifts = list(_DATE_SHIFTS)
     rng.shuffle(shifts)
-    out: list[DateV] = []
+    out: list[DateValue] = []
     for s in shifts:
         sign = 1 if rng.random() < 0.5 else -1
         try:
-            out.append(DateV(d + timedelta(days=sign * s)))
-            out.append(DateV(d - timedelta(days=sign * s)))
+            out.append(DateValue(d + timedelta(days=sign * s)))
+            out.append(DateValue(d - timedelta(days=sign * s)))
         except OverflowError:
             continue
     return out
 
 
-def near_scores(home: int, away: int, rng: Random) -> list[ScoreV]:
+def near_scores(home: int, away: int, rng: Random) -> list[ScoreValue]:
     """Nearby final scores, never the real one nor its reversal."""
     deltas = [(1, 0), (0, 1), (-1, 0), (0, -1), (1, 1), (-1, -1), (2, 0), (0, 2), (1, -1), (-1, 1), (2, 1), (1, 2)]
     rng.shuffle(deltas)
-    out: list[ScoreV] = []
+    out: list[ScoreValue] = []
     for dh, da in deltas:
         h, a = home + dh, away + da
         if h < 0 or a < 0 or {(h, a), (a, h)} & {(home, away)}:
             continue
-        out.append(ScoreV(h, a))
+        out.append(ScoreValue(h, a))
     return out
 
 
-def pool_names(pool: Iterable[str], rng: Random, *, exclude: Iterable[str] = ()) -> list[NameV]:
+def pool_names(pool: Iterable[str], rng: Random, *, exclude: Iterable[str] = ()) -> list[NameValue]:
     """Shuffled pool entries, minus any that equals or contains (or is contained in) an excluded name."""
     banned = [normalize(x) for x in exclude if x and x.strip()]
     names = [p for p in dict.fromkeys(pool) if not any(_overlaps(normalize(p), b) for b in banned)]
     rng.shuffle(names)
-    return [NameV(n) for n in names]
+    return [NameValue(n) for n in names]
 
 
 def _overlaps(a: str, b: str) -> bool:
@@ -185,7 +185,7 @@ def choose(
 ) -> list[Value] | None:
     """The first `k` safe distractors (see module doc), or None when there are not enough."""
     picked: list[Value] = []
-    numeric = not isinstance(answer, NameV)
+    numeric = not isinstance(answer, NameValue)
     for cand in candidates:
         if _safe(cand, answer, truths, picked, documents, slot, numeric):
             picked.append(cand)

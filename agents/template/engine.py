@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from agents.template import disasters, movies, music, sports
 from agents.template.distractors import choose, seeded_rng
-from agents.template.spec import DomainSpec, SlotSpec
+from agents.template.slots import DomainTemplates, SlotTemplate
 from agents.template.values import Value
 from agents.types import MCQ, check_against_document
 from clkt.documents import LANGUAGES, formatter, render_document
@@ -20,7 +20,7 @@ from clkt.facts import SLOTS, EntityFacts, RenderedDocument
 
 __all__ = ["SPECS", "Plan", "domain_spec", "slot_spec", "plan", "question_text", "render_options", "build_mcqs"]
 
-SPECS: dict[str, DomainSpec] = {
+SPECS: dict[str, DomainTemplates] = {
     s.kind: s for s in (sports.SPEC, movies.SPEC, music.SPEC, disasters.QUAKE_SPEC, disasters.DISASTER_SPEC)
 }
 
@@ -36,14 +36,14 @@ class Plan:
         return self.values[self.answer_index]
 
 
-def domain_spec(facts: EntityFacts) -> DomainSpec:
+def domain_spec(facts: EntityFacts) -> DomainTemplates:
     try:
         return SPECS[facts.kind]
     except KeyError:
         raise UserError(f"the template engine has no templates for fact kind {facts.kind!r}") from None
 
 
-def slot_spec(facts: EntityFacts, slot: str) -> SlotSpec | None:
+def slot_spec(facts: EntityFacts, slot: str) -> SlotTemplate | None:
     return domain_spec(facts).slots.get(slot)
 
 

@@ -6,8 +6,8 @@ from random import Random
 
 from agents.template.distractors import near_ints, pool_names, shifted_dates
 from agents.template.pools import ACTORS, COMPANIES, DIRECTORS
-from agents.template.spec import DomainSpec, SlotSpec
-from agents.template.values import DateV, IntV, LabelV, NameV, Value
+from agents.template.slots import DomainTemplates, SlotTemplate
+from agents.template.values import DateValue, IntValue, LabelValue, NameValue, Value
 from clkt.documents.formatting import Formatter
 from clkt.documents.labels import known_values
 from clkt.facts import FilmFacts
@@ -94,7 +94,7 @@ def _genre_candidates(f: FilmFacts, rng: Random) -> list[Value]:
     own = {g.strip().casefold() for g in f.genres}
     keys = [k for k in known_values("genre") if k not in own]
     rng.shuffle(keys)
-    return [LabelV("genre", k) for k in keys]
+    return [LabelValue("genre", k) for k in keys]
 
 
 def _money(n: int | None, rng: Random, other: int | None) -> list[Value]:
@@ -103,57 +103,57 @@ def _money(n: int | None, rng: Random, other: int | None) -> list[Value]:
     return [v for v in near_ints(n, rng, minimum=1, unit="usd") if v.n != other]
 
 
-SPEC = DomainSpec(
+SPEC = DomainTemplates(
     kind="film",
     context=_context,
     anchors=_anchors,
     slots={
-        "release_date": SlotSpec(
-            slot="release_date", question=Q["release_date"], answer=lambda f: DateV(f.release_date),
+        "release_date": SlotTemplate(
+            slot="release_date", question=Q["release_date"], answer=lambda f: DateValue(f.release_date),
             candidates=lambda f, rng: shifted_dates(f.release_date, rng),
         ),
-        "director": SlotSpec(
+        "director": SlotTemplate(
             slot="director", question=Q["director"],
-            answer=lambda f: NameV(f.directors[0]) if f.directors else None,
+            answer=lambda f: NameValue(f.directors[0]) if f.directors else None,
             candidates=lambda f, rng: pool_names(DIRECTORS, rng, exclude=_people(f)),
-            truths=lambda f: [NameV(d) for d in f.directors],
+            truths=lambda f: [NameValue(d) for d in f.directors],
         ),
-        "lead_actor": SlotSpec(
+        "lead_actor": SlotTemplate(
             slot="lead_actor", question=Q["lead_actor"],
-            answer=lambda f: NameV(f.cast[0].name) if f.cast else None,
+            answer=lambda f: NameValue(f.cast[0].name) if f.cast else None,
             candidates=lambda f, rng: pool_names(ACTORS, rng, exclude=_people(f)),
-            truths=lambda f: [NameV(c.name) for c in f.cast],
+            truths=lambda f: [NameValue(c.name) for c in f.cast],
         ),
-        "runtime": SlotSpec(
+        "runtime": SlotTemplate(
             slot="runtime", question=Q["runtime"],
-            answer=lambda f: IntV(f.runtime_min, "minutes") if f.runtime_min else None,
+            answer=lambda f: IntValue(f.runtime_min, "minutes") if f.runtime_min else None,
             candidates=lambda f, rng: [
-                IntV(v.n, "minutes")
+                IntValue(v.n, "minutes")
                 for v in near_ints(f.runtime_min or 0, rng, minimum=1)
                 if abs(v.n - (f.runtime_min or 0)) >= 3
             ],
         ),
-        "genre": SlotSpec(
+        "genre": SlotTemplate(
             slot="genre", question=Q["genre"],
-            answer=lambda f: LabelV("genre", _genre_key(f.genres[0])) if f.genres else None,
+            answer=lambda f: LabelValue("genre", _genre_key(f.genres[0])) if f.genres else None,
             candidates=_genre_candidates,
-            truths=lambda f: [LabelV("genre", _genre_key(g)) for g in f.genres],
+            truths=lambda f: [LabelValue("genre", _genre_key(g)) for g in f.genres],
         ),
-        "budget": SlotSpec(
+        "budget": SlotTemplate(
             slot="budget", question=Q["budget"],
-            answer=lambda f: IntV(f.budget_usd, "usd") if f.budget_usd else None,
+            answer=lambda f: IntValue(f.budget_usd, "usd") if f.budget_usd else None,
             candidates=lambda f, rng: _money(f.budget_usd, rng, f.revenue_usd),
         ),
-        "revenue": SlotSpec(
+        "revenue": SlotTemplate(
             slot="revenue", question=Q["revenue"],
-            answer=lambda f: IntV(f.revenue_usd, "usd") if f.revenue_usd else None,
+            answer=lambda f: IntValue(f.revenue_usd, "usd") if f.revenue_usd else None,
             candidates=lambda f, rng: _money(f.revenue_usd, rng, f.budget_usd),
         ),
-        "production_company": SlotSpec(
+        "production_company": SlotTemplate(
             slot="production_company", question=Q["production_company"],
-            answer=lambda f: NameV(f.production_companies[0]) if f.production_companies else None,
+            answer=lambda f: NameValue(f.production_companies[0]) if f.production_companies else None,
             candidates=lambda f, rng: pool_names(COMPANIES, rng, exclude=f.production_companies),
-            truths=lambda f: [NameV(c) for c in f.production_companies],
+            truths=lambda f: [NameValue(c) for c in f.production_companies],
         ),
     },
 )

@@ -6,8 +6,8 @@ from random import Random
 
 from agents.template.distractors import near_ints, pool_names, shifted_dates
 from agents.template.pools import ARTISTS, LABELS
-from agents.template.spec import DomainSpec, SlotSpec
-from agents.template.values import DateV, IntV, LabelV, NameV, Value
+from agents.template.slots import DomainTemplates, SlotTemplate
+from agents.template.values import DateValue, IntValue, LabelValue, NameValue, Value
 from clkt.documents.formatting import Formatter
 from clkt.documents.labels import known_values
 from clkt.documents.music import ordered_tracks, release_type_key
@@ -82,7 +82,7 @@ def _track(f: ReleaseFacts, index: int) -> Value | None:
     titles = ordered_tracks(f)
     if len(titles) < 2 and index != 0:
         return None
-    return NameV(titles[index]) if titles else None
+    return NameValue(titles[index]) if titles else None
 
 
 def _other_tracks(f: ReleaseFacts, rng: Random, index: int) -> list[Value]:
@@ -92,53 +92,53 @@ def _other_tracks(f: ReleaseFacts, rng: Random, index: int) -> list[Value]:
     target = titles[index]
     others = [t for t in dict.fromkeys(titles) if t != target]
     rng.shuffle(others)
-    return [NameV(t) for t in others]
+    return [NameValue(t) for t in others]
 
 
 def _type_answer(f: ReleaseFacts) -> Value | None:
     key = release_type_key(f.release_type)
-    return LabelV("release_type", key) if key in known_values("release_type") else None
+    return LabelValue("release_type", key) if key in known_values("release_type") else None
 
 
 def _type_candidates(f: ReleaseFacts, rng: Random) -> list[Value]:
     own = release_type_key(f.release_type)
     keys = [k for k in _TYPES if k != own]
     rng.shuffle(keys)
-    return [LabelV("release_type", k) for k in keys]
+    return [LabelValue("release_type", k) for k in keys]
 
 
-SPEC = DomainSpec(
+SPEC = DomainTemplates(
     kind="release",
     context=_context,
     anchors=_anchors,
     slots={
-        "artist": SlotSpec(
-            slot="artist", question=Q["artist"], answer=lambda f: NameV(f.artist_credit),
+        "artist": SlotTemplate(
+            slot="artist", question=Q["artist"], answer=lambda f: NameValue(f.artist_credit),
             candidates=lambda f, rng: pool_names(ARTISTS, rng, exclude=[f.artist_credit, *f.artists]),
-            truths=lambda f: [NameV(a) for a in f.artists],
+            truths=lambda f: [NameValue(a) for a in f.artists],
         ),
-        "release_date": SlotSpec(
-            slot="release_date", question=Q["release_date"], answer=lambda f: DateV(f.release_date),
+        "release_date": SlotTemplate(
+            slot="release_date", question=Q["release_date"], answer=lambda f: DateValue(f.release_date),
             candidates=lambda f, rng: shifted_dates(f.release_date, rng),
         ),
-        "label": SlotSpec(
-            slot="label", question=Q["label"], answer=lambda f: NameV(f.label) if f.label else None,
+        "label": SlotTemplate(
+            slot="label", question=Q["label"], answer=lambda f: NameValue(f.label) if f.label else None,
             candidates=lambda f, rng: pool_names(LABELS, rng, exclude=(f.label or "",)),
         ),
-        "track_count": SlotSpec(
+        "track_count": SlotTemplate(
             slot="track_count", question=Q["track_count"],
-            answer=lambda f: IntV(len(f.tracks)) if f.tracks else None,
+            answer=lambda f: IntValue(len(f.tracks)) if f.tracks else None,
             candidates=lambda f, rng: near_ints(len(f.tracks), rng, minimum=1),
         ),
-        "first_track": SlotSpec(
+        "first_track": SlotTemplate(
             slot="first_track", question=Q["first_track"], answer=lambda f: _track(f, 0),
             candidates=lambda f, rng: _other_tracks(f, rng, 0),
         ),
-        "last_track": SlotSpec(
+        "last_track": SlotTemplate(
             slot="last_track", question=Q["last_track"], answer=lambda f: _track(f, -1),
             candidates=lambda f, rng: _other_tracks(f, rng, -1),
         ),
-        "release_type": SlotSpec(
+        "release_type": SlotTemplate(
             slot="release_type", question=Q["release_type"], answer=_type_answer, candidates=_type_candidates,
         ),
     },

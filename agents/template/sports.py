@@ -6,8 +6,8 @@ from random import Random
 
 from agents.template.distractors import near_ints, near_scores, pool_names, shifted_dates
 from agents.template.pools import competitions_for, teams_for, venues_for
-from agents.template.spec import DomainSpec, SlotSpec
-from agents.template.values import DateV, IntV, NameV, ScoreV, Value
+from agents.template.slots import DomainTemplates, SlotTemplate
+from agents.template.values import DateValue, IntValue, NameValue, ScoreValue, Value
 from clkt.documents.formatting import Formatter
 from clkt.facts import MatchFacts
 
@@ -93,12 +93,12 @@ def _anchors(f: MatchFacts, fmt: Formatter) -> list[str]:
 def _winner(f: MatchFacts) -> Value | None:
     if f.home_score == f.away_score:
         return None  # a draw has no winner to ask about
-    return NameV(f.home_team if f.home_score > f.away_score else f.away_team)
+    return NameValue(f.home_team if f.home_score > f.away_score else f.away_team)
 
 
 def _winner_candidates(f: MatchFacts, rng: Random) -> list[Value]:
     loser = f.away_team if f.home_score > f.away_score else f.home_team
-    return [NameV(loser), *pool_names(teams_for(f.sport), rng, exclude=(f.home_team, f.away_team))]
+    return [NameValue(loser), *pool_names(teams_for(f.sport), rng, exclude=(f.home_team, f.away_team))]
 
 
 def _teams(f: MatchFacts, rng: Random) -> list[Value]:
@@ -109,38 +109,38 @@ def _q(slot: str) -> dict[str, str]:
     return Q[slot]
 
 
-SPEC = DomainSpec(
+SPEC = DomainTemplates(
     kind="match",
     context=_context,
     anchors=_anchors,
     slots={
-        "date": SlotSpec(
-            slot="date", question=_q("date"), answer=lambda f: DateV(f.date),
+        "date": SlotTemplate(
+            slot="date", question=_q("date"), answer=lambda f: DateValue(f.date),
             candidates=lambda f, rng: shifted_dates(f.date, rng),
         ),
-        "competition": SlotSpec(
-            slot="competition", question=_q("competition"), answer=lambda f: NameV(f.competition),
+        "competition": SlotTemplate(
+            slot="competition", question=_q("competition"), answer=lambda f: NameValue(f.competition),
             candidates=lambda f, rng: pool_names(competitions_for(f.sport), rng, exclude=(f.competition,)),
         ),
-        "venue": SlotSpec(
-            slot="venue", question=_q("venue"), answer=lambda f: NameV(f.venue) if f.venue else None,
+        "venue": SlotTemplate(
+            slot="venue", question=_q("venue"), answer=lambda f: NameValue(f.venue) if f.venue else None,
             candidates=lambda f, rng: pool_names(venues_for(f.sport), rng, exclude=(f.venue or "",)),
         ),
-        "home_team": SlotSpec(
-            slot="home_team", question=_q("home_team"), answer=lambda f: NameV(f.home_team), candidates=_teams,
+        "home_team": SlotTemplate(
+            slot="home_team", question=_q("home_team"), answer=lambda f: NameValue(f.home_team), candidates=_teams,
         ),
-        "away_team": SlotSpec(
-            slot="away_team", question=_q("away_team"), answer=lambda f: NameV(f.away_team), candidates=_teams,
+        "away_team": SlotTemplate(
+            slot="away_team", question=_q("away_team"), answer=lambda f: NameValue(f.away_team), candidates=_teams,
         ),
-        "final_score": SlotSpec(
-            slot="final_score", question=_q("final_score"), answer=lambda f: ScoreV(f.home_score, f.away_score),
+        "final_score": SlotTemplate(
+            slot="final_score", question=_q("final_score"), answer=lambda f: ScoreValue(f.home_score, f.away_score),
             candidates=lambda f, rng: near_scores(f.home_score, f.away_score, rng),
-            truths=lambda f: (ScoreV(f.away_score, f.home_score),),
+            truths=lambda f: (ScoreValue(f.away_score, f.home_score),),
         ),
-        "winner": SlotSpec(slot="winner", question=_q("winner"), answer=_winner, candidates=_winner_candidates),
-        "spectators": SlotSpec(
+        "winner": SlotTemplate(slot="winner", question=_q("winner"), answer=_winner, candidates=_winner_candidates),
+        "spectators": SlotTemplate(
             slot="spectators", question=_q("spectators"),
-            answer=lambda f: IntV(f.spectators) if f.spectators is not None else None,
+            answer=lambda f: IntValue(f.spectators) if f.spectators is not None else None,
             candidates=lambda f, rng: near_ints(f.spectators or 0, rng, minimum=1),
         ),
     },

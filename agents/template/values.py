@@ -13,11 +13,11 @@ from typing import Literal, Union
 from agents.types import normalize
 from clkt.documents.formatting import Formatter
 
-__all__ = ["DateV", "ScoreV", "IntV", "FloatV", "CoordV", "NameV", "LabelV", "Value", "same"]
+__all__ = ["DateValue", "ScoreValue", "IntValue", "FloatValue", "CoordValue", "NameValue", "LabelValue", "Value", "same"]
 
 
 @dataclass(frozen=True, slots=True)
-class DateV:
+class DateValue:
     d: date
 
     def render(self, fmt: Formatter) -> str:
@@ -25,7 +25,7 @@ class DateV:
 
 
 @dataclass(frozen=True, slots=True)
-class ScoreV:
+class ScoreValue:
     home: int
     away: int
 
@@ -34,7 +34,7 @@ class ScoreV:
 
 
 @dataclass(frozen=True, slots=True)
-class IntV:
+class IntValue:
     n: int
     unit: Literal["count", "minutes", "usd"] = "count"
 
@@ -47,7 +47,7 @@ class IntV:
 
 
 @dataclass(frozen=True, slots=True)
-class FloatV:
+class FloatValue:
     x: float
     unit: Literal["magnitude", "km", "mmi"] = "magnitude"
 
@@ -60,7 +60,7 @@ class FloatV:
 
 
 @dataclass(frozen=True, slots=True)
-class CoordV:
+class CoordValue:
     """A signed latitude or longitude in degrees; renders with its hemisphere ("34.213° N", "北緯34.213度")."""
 
     x: float
@@ -71,7 +71,7 @@ class CoordV:
 
 
 @dataclass(frozen=True, slots=True)
-class NameV:
+class NameValue:
     """A proper name: identical in every language."""
 
     name: str
@@ -81,7 +81,7 @@ class NameV:
 
 
 @dataclass(frozen=True, slots=True)
-class LabelV:
+class LabelValue:
     """A controlled-vocabulary value (genre, alert level, release type...), translated per language."""
 
     category: str
@@ -91,7 +91,7 @@ class LabelV:
         return fmt.label(self.category, self.key)
 
 
-Value = Union[DateV, ScoreV, IntV, FloatV, CoordV, NameV, LabelV]
+Value = Union[DateValue, ScoreValue, IntValue, FloatValue, CoordValue, NameValue, LabelValue]
 
 
 def same(a: Value, b: Value, fmt: Formatter) -> bool:

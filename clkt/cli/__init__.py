@@ -19,7 +19,6 @@ if sys.argv[1:2] == ["run"]:
 
 import asyncio
 import importlib
-import importlib.util
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, TypeVar
@@ -30,8 +29,9 @@ from rich.markup import escape
 from rich.text import Text
 
 from clkt.config import Settings, load_settings
-from clkt.errors import ClktError, ConfigError
+from clkt.errors import ConfigError
 from clkt.logs import redact, sanitize_text
+from clkt.messages import describe_error, one_line
 
 if TYPE_CHECKING:
     from storage.engine import Store
@@ -56,14 +56,6 @@ ConfigOption = Annotated[
 ]
 
 
-MAX_MESSAGE_CHARS = 2000
-
-
-def one_line(text: str) -> str:
-    """`text` as one printable, redacted line: control characters removed, newlines folded, capped."""
-    flat = " ".join(sanitize_text(redact(str(text))).split())
-    return flat if len(flat) <= MAX_MESSAGE_CHARS else flat[:MAX_MESSAGE_CHARS] + "…"
-
 
 def plain(text: object) -> Text:
     """Crawled or stored text for a rich table or print: literal (never markup), control characters removed."""
@@ -73,27 +65,6 @@ def plain(text: object) -> Text:
 def fail(message: str, code: int = 2) -> typer.Exit:
     err_console.print(f"[bold red]clkt:[/] {escape(one_line(message))}", highlight=False)
     return typer.Exit(code)
-
-
-def describe_error(e: BaseException) -> tuple[str, int]:
-    """The one-line cause of an error that escaped a command, and the exit code."""
-    if isinstance(e, ClktError):
-        return str(e), 2
-    if isinstance(e, OSError):
-        where = f" {e.filename}" if getattr(e, "filename", None) else ""
-        return f"{e.strerror or type(e).__name__}:{where}" if e.strerror else f"{type(e).__name__}:{where} {e}", 1
-    try:
-        from sqlalchemy.exc import DBAPIError, SQLAlchemyError
-    except ImportError:  # pragma: no cover - sqlalchemy is a dependency
-        DBAPIError = SQLAlchemyError = ()  # type: ignore[assignment,misc]
-    if isinstance(e, DBAPIError):
-        return f"store error: {type(e.orig).__name__}: {e.orig}", 1
-    if isinstance(e, SQLAlchemyError):
-        return f"store error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}", 1
-    if isinstance(e, MemoryError):
-        return "out of memory", 1
-    text = str(e).splitlines()[0] if str(e) else ""
-    return f"internal error ({type(e).__name__}){': ' + text if text else ''}", 1
 
 
 def load_cli_settings(config: Path | None) -> Settings:

@@ -33,11 +33,11 @@ def status(config: ConfigOption = None, as_json: Annotated[bool, typer.Option("-
 
     settings = load_cli_settings(config)
 
-    async def go():  # type: ignore[no-untyped-def]
+    async def read_status():  # type: ignore[no-untyped-def]
         async with open_store(settings) as store:
             return await collect_status(store)
 
-    rep = run_async(go)
+    rep = run_async(read_status)
     if as_json:
         from clkt.logs import redact
 
@@ -106,12 +106,12 @@ def entities(
         after = max(after, f) if after else f
     q = EntityQuery(domain=domain, occurred_after=after, status=status_, limit=limit)
 
-    async def go():  # type: ignore[no-untyped-def]
+    async def read_entities():  # type: ignore[no-untyped-def]
         async with open_store(settings) as store:
             async with store.session() as s:
                 return await query_entities(s, q)
 
-    rows = run_async(go)
+    rows = run_async(read_entities)
     if as_json:
         for r in rows:
             print(r.model_dump_json())
@@ -125,10 +125,10 @@ def entities(
 def db_upgrade(config: ConfigOption = None) -> None:
     settings = load_cli_settings(config)
 
-    async def go() -> None:
+    async def upgrade() -> None:
         async with open_store(settings):
             pass
 
-    run_async(go)
+    run_async(upgrade)
     console.print(plain(f"store {settings.resolved_store_url} is at the latest migration"))
 

@@ -38,7 +38,7 @@ def demo(
     daemon = Daemon(settings=settings, extra_services=[DemoWatcher(on_done=done)])
     holder["d"] = daemon
 
-    async def go() -> int:
+    async def run_demo() -> int:
         task = asyncio.create_task(daemon.run())
         try:
             return await asyncio.wait_for(asyncio.shield(task), timeout=timeout_min * 60)
@@ -48,7 +48,7 @@ def demo(
             return 1
 
     try:
-        rc = asyncio.run(go())
+        rc = asyncio.run(run_demo())
     except ClktError as e:
         raise fail(str(e), 2) from None
     if not result:

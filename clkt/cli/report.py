@@ -28,12 +28,12 @@ def report(
     settings = load_cli_settings(config)
     out_dir = out or report_dir(settings.data_dir, snapshot)
 
-    async def go():  # type: ignore[no-untyped-def]
+    async def load_report():  # type: ignore[no-untyped-def]
         async with open_store(settings) as store:
             data = await load_report_data(store, snapshot)
             return await asyncio.to_thread(write_report_files, data, out_dir), data
 
-    paths, data = run_async(go)
+    paths, data = run_async(load_report)
     for t in render_tables(data):
         console.print(t)
     for note in data.notes:

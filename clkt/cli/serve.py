@@ -41,7 +41,7 @@ def serve(
     if not http.is_loopback():
         console.print(plain(f"warning: serving on {http.host}, beyond loopback, without authentication"), style="yellow")
 
-    async def go() -> None:
+    async def serve_pages() -> None:
         async with open_store(settings) as store:
             app = pages_app(PageContext(settings=settings, store=store))
             runner = web.AppRunner(app, access_log=None)
@@ -63,6 +63,6 @@ def serve(
                 await runner.cleanup()
 
     try:
-        run_async(go)
+        run_async(serve_pages)
     except KeyboardInterrupt:
         console.print("stopped")

@@ -42,7 +42,7 @@ from agents.template.pools import (
     TEAMS,
     VENUES,
 )
-from agents.template.values import NameV, Value
+from agents.template.values import NameValue, Value
 from agents.types import MCQ, check_against_document
 from clkt.documents import render_document
 from clkt.documents.labels import known_values
@@ -199,7 +199,7 @@ class _Namer:
         return self._fresh(lambda: f"{r.randint(3, 60)} km {r.choice(_COMPASS)} of {self.place()}, {country}")
 
     def pool(self, make: Callable[[], str], n: int = _NAMES_PER_POOL) -> tuple[Value, ...]:
-        return tuple(NameV(make()) for _ in range(n))
+        return tuple(NameValue(make()) for _ in range(n))
 
 
 def _day(rng: random.Random, start: date, end: date) -> date:
@@ -222,7 +222,7 @@ def _match(rng: random.Random, nm: _Namer, start: date, end: date) -> tuple[str,
     pools = {
         "competition": nm.pool(lambda: nm.suffixed(_LEAGUE_SUFFIX, place=False)),
         "venue": nm.pool(lambda: nm.suffixed(_VENUE_SUFFIX)),
-        "home_team": teams, "away_team": teams, "winner": (NameV(loser), *teams),
+        "home_team": teams, "away_team": teams, "winner": (NameValue(loser), *teams),
     }
     return f"{home} – {away}", facts, pools
 

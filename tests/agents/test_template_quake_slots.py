@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from agents.template import TemplateBackend, build_mcqs, plan
 from agents.template.distractors import appears_as_token, near_coordinates, seeded_rng, spread_floats
-from agents.template.values import CoordV, FloatV
+from agents.template.values import CoordValue, FloatValue
 from agents.types import MCQ, check_against_document, normalize
 from clkt.documents import LANGUAGES, render_document
 from clkt.facts import QuakeFacts
@@ -150,7 +150,7 @@ def test_latitude_at_the_equator_and_the_poles_keeps_its_hemisphere() -> None:
         p = plan(facts, "latitude")
         assert p is not None, lat
         for v in p.values:
-            assert isinstance(v, CoordV) and (v.x >= 0) == (lat >= 0) and abs(v.x) <= 90.0, (lat, v)
+            assert isinstance(v, CoordValue) and (v.x >= 0) == (lat >= 0) and abs(v.x) <= 90.0, (lat, v)
         for lang in LANGUAGES:
             doc = render_document(facts, lang)
             assert normalize(_by_slot(facts, lang)["latitude"].answer) in normalize(doc.text)
@@ -182,7 +182,7 @@ def test_spread_floats_property(x: float, key: str) -> None:
     cands: list[Any] = spread_floats(x, seeded_rng(key, "intensity"), steps=(0.4, 0.6, 0.8, 1.0, 1.3, 1.6, 2.0),
                                      unit="mmi", minimum=1.0, maximum=10.0)
     assert len(cands) >= 3 and len({c.x for c in cands}) == len(cands)
-    assert all(isinstance(c, FloatV) and c.unit == "mmi" and 1.0 <= c.x <= 10.0 and c.x != x for c in cands)
+    assert all(isinstance(c, FloatValue) and c.unit == "mmi" and 1.0 <= c.x <= 10.0 and c.x != x for c in cands)
     if 3.0 <= x <= 8.0:  # every step fits both ways: the first picks go one way each, none mirrors another
         first = [c.x for c in cands[:7]]
         assert not any(abs((a + b) / 2 - x) < 1e-6 for i, a in enumerate(first) for b in first[i + 1:])

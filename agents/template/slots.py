@@ -11,7 +11,7 @@ from typing import Any
 from agents.template.values import Value
 from clkt.documents.formatting import Formatter
 
-__all__ = ["SlotSpec", "DomainSpec"]
+__all__ = ["SlotTemplate", "DomainTemplates"]
 
 
 def _no_truths(_facts: Any) -> Sequence[Value]:
@@ -19,7 +19,7 @@ def _no_truths(_facts: Any) -> Sequence[Value]:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class SlotSpec:
+class SlotTemplate:
     slot: str
     question: dict[str, str]  # lang -> template over the domain's context fields
     answer: Callable[[Any], Value | None]
@@ -28,8 +28,8 @@ class SlotSpec:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class DomainSpec:
+class DomainTemplates:
     kind: str
-    slots: dict[str, SlotSpec]
+    slots: dict[str, SlotTemplate]
     context: Callable[[Any, Formatter], dict[str, str]]  # fields the question templates use
     anchors: Callable[[Any, Formatter], list[str]]  # strings that single out the entity ("specific")

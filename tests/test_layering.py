@@ -1,0 +1,170 @@
+"""The dependency rule of the layout (README, Layout), kept by reading every import of the product.
+
+- Only `storage/` talks SQL: nothing else imports SQLAlchemy, SQLModel, alembic, the tables
+  (`storage.models`) or the lease machinery (`storage.claim`).
+- `storage/` and `agents/` import from `clkt` only its kernel (facts, documents, call records, errors,
+  config, logs and redaction); `storage/` imports nothing from `agents/` and `agents/` nothing from `storage/`; the kernel
+  imports nothing above it.
+- Nothing imports `run_daemon` (it is an entry point only).
+- No import cycles between modules (imports inside functions and under TYPE_CHECKING count too).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("clkt", "agents", "storage")
+KERNEL = ("clkt.errors", "clkt.config", "clkt.logs", "clkt.facts", "clkt.calls", "clkt.documents")
+SQL = ("sqlalchemy", "sqlmodel", "alembic", "storage.models", "storage.claim")
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _sources() -> dict[str, Path]:
+    out = {"run_daemon": ROOT / "run_daemon.py"}
+    for pkg in PACKAGES:
+        for p in (ROOT / pkg).rglob("*.py"):
+            if "migrations" in p.parts:
+                continue
+            out[_module_name(p)] = p
+    return out
+
+
+MODULES = _sources()
+
+
+def _imports(name: str, path: Path) -> Iterator[tuple[str, int]]:
+    """Every module `name` imports (absolute names), with its line; `from x import y` yields x.y when that is a
+    module of the product, else x."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                yield a.name, node.lineno
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            for a in node.names:
+                full = f"{base}.{a.name}"
+                yield (full if full in MODULES else base), node.lineno
+
+
+def _within(mod: str, prefixes: tuple[str, ...]) -> bool:
+    return any(mod == p or mod.startswith(p + ".") for p in prefixes)
+
+
+GRAPH: dict[str, list[tuple[str, int]]] = {name: list(_imports(name, path)) for name, path in MODULES.items()}
+
+
+def _violations(select_module: object, forbidden: object) -> list[str]:
+    out = []
+    for name, deps in GRAPH.items():
+        if not select_module(name):  # type: ignore[operator]
+            continue
+        for dep, line in deps:
+            if forbidden(name, dep):  # type: ignore[operator]
+                out.append(f"{MODULES[name].relative_to(ROOT)}:{line} imports {dep}")
+    return sorted(out)
+
+
+def test_the_graph_sees_the_product() -> None:
+    assert len(MODULES) > 150
+    assert any(dep == "sqlalchemy.ext.asyncio" for dep, _ in GRAPH["storage.engine"])  # the parser sees imports
+
+
+def test_only_storage_talks_sql() -> None:
+    assert _violations(lambda m: not m.startswith("storage"), lambda _m, d: _within(d, SQL)) == []
+
+
+def test_storage_and_agents_import_only_the_kernel_of_clkt() -> None:
+    def bad(m: str, d: str) -> bool:
+        if _within(d, ("clkt",)) and d != "clkt" and not _within(d, KERNEL):
+            return True
+        return _within(m, ("storage",)) and _within(d, ("agents",)) or _within(m, ("agents",)) and _within(d, ("storage",))
+
+    assert _violations(lambda m: _within(m, ("storage", "agents")), bad) == []
+
+
+def test_the_kernel_imports_nothing_above_it() -> None:
+    def bad(_m: str, d: str) -> bool:
+        return _within(d, ("storage", "agents")) or (_within(d, ("clkt",)) and d != "clkt" and not _within(d, KERNEL))
+
+    assert _violations(lambda m: _within(m, KERNEL), bad) == []
+
+
+def test_nothing_imports_the_entry_point() -> None:
+    assert _violations(lambda m: True, lambda _m, d: _within(d, ("run_daemon",))) == []
+
+
+def _cycles() -> list[list[str]]:
+    edges = {m: sorted({d for d, _ in deps if d in MODULES and d != m}) for m, deps in GRAPH.items()}
+    # a package's __init__ that only re-exports counts as its modules: skip the edge parent -> child
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found: list[list[str]] = []
+    counter = [0]
+
+    def strong(v: str) -> None:  # Tarjan, iterative enough for this graph's depth
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in edges[v]:
+            if w not in index:
+                strong(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in sorted(edges):
+        if v not in index:
+            strong(v)
+    return found
+
+
+def test_no_import_cycles() -> None:
+    assert _cycles() == []
+
+
+@pytest.mark.parametrize("bad", ["from sqlalchemy import select", "import storage.models", "from storage import claim"])
+def test_the_rule_catches_a_violation(tmp_path: Path, bad: str) -> None:
+    p = ROOT / "clkt" / "__layering_probe__.py"
+    name = "clkt.__layering_probe__"
+    GRAPH[name] = list(_imports(name, _write(p, bad)))
+    MODULES[name] = p
+    try:
+        assert _violations(lambda m: m == name, lambda _m, d: _within(d, SQL))
+    finally:
+        del GRAPH[name], MODULES[name]
+        p.unlink()
+
+
+def _write(p: Path, text: str) -> Path:
+    p.write_text(text + "\n", encoding="utf-8")
+    return p
