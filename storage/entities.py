@@ -1,37 +1,53 @@
-"""Entity repository: upsert crawled entities with their canonical document, count skipped records,
-read and write source cursors.
+"""Entity repository: upsert crawled entities with their canonical document, read them back as
+`StoredEntity` records, the documents of an entity (the source document and its translations), count
+skipped records, read and write source cursors (`CursorRecord`).
 
 `upsert_entity` is keyed by (source, external_id) and a content hash of the payload: a new entity is
 inserted; a changed payload updates the row and its source document (never a second row); an unchanged
 payload writes nothing. The caller runs it inside the transaction that also enqueues the gate task.
+
+Documents belong to this aggregate: one row per (entity, language); `origin` "source" is written by
+`upsert_entity`, "translation" by `add_translated_documents` (the translate stage, insert-or-ignore).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from clkt.facts import EntityRecord, RenderedDocument
 from storage.models import Document, Entity, EntityStatus, LeaseStatus, SkipCount, SourceCursor, Stage, Task
+from storage.tasks import insert_ignore
 from storage.types import utcnow
+
+if TYPE_CHECKING:
+    from agents.types import TranslatedDocument
 
 __all__ = [
     "UpsertOutcome",
     "UpsertResult",
+    "StoredEntity",
+    "CursorRecord",
     "payload_hash",
     "text_hash",
     "upsert_entity",
     "get_entity",
     "entity_by_key",
+    "document_text",
+    "document_langs",
+    "add_translated_documents",
+    "store_unavailable",
     "existing_ids",
     "count_entities",
     "record_skip",
@@ -56,6 +72,49 @@ class UpsertResult:
     outcome: UpsertOutcome
 
 
+@dataclass(frozen=True, slots=True)
+class StoredEntity:
+    """An entity as stored. `facts` is the stored JSON of its `clkt.facts.EntityFacts` (parse it with
+    `clkt.pipeline._entities.facts_of`); the raw API payload is not carried."""
+
+    id: int
+    source: str
+    external_id: str
+    domain: str
+    name: str
+    occurred_at: datetime
+    facts: Mapping[str, Any]
+    content_hash: str
+    status: EntityStatus
+    status_reason: str | None
+    redated_from: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class CursorRecord:
+    """Where a source's poller is: the watermark (end of the last complete window), the next page of the
+    window in progress (0 = none) and that window's bounds in `state` (JSON: `window_start`, `window_end`)."""
+
+    source: str
+    watermark: datetime | None
+    page: int
+    state: Mapping[str, Any]
+
+
+def _entity_of(row: Entity) -> StoredEntity:
+    assert row.id is not None
+    return StoredEntity(
+        id=row.id, source=row.source, external_id=row.external_id, domain=row.domain, name=row.name,
+        occurred_at=row.occurred_at, facts=row.facts, content_hash=row.content_hash, status=EntityStatus(row.status),
+        status_reason=row.status_reason, redated_from=row.redated_from,
+    )
+
+
+def store_unavailable(error: BaseException) -> bool:
+    """True when `error` says the store itself failed (locked, gone), not the data written to it."""
+    return isinstance(error, OperationalError)
+
+
 def payload_hash(payload: Any) -> str:
     raw = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()
@@ -69,14 +128,50 @@ def _dialect(session: AsyncSession) -> str:
     return session.bind.dialect.name if session.bind is not None else "sqlite"
 
 
-async def entity_by_key(session: AsyncSession, source: str, external_id: str) -> Entity | None:
+async def _row_by_key(session: AsyncSession, source: str, external_id: str) -> Entity | None:
     return (
         await session.execute(select(Entity).where(Entity.source == source, Entity.external_id == external_id))
     ).scalar_one_or_none()
 
 
-async def get_entity(session: AsyncSession, entity_id: int) -> Entity | None:
-    return await session.get(Entity, entity_id)
+async def entity_by_key(session: AsyncSession, source: str, external_id: str) -> StoredEntity | None:
+    row = await _row_by_key(session, source, external_id)
+    return None if row is None else _entity_of(row)
+
+
+async def get_entity(session: AsyncSession, entity_id: int) -> StoredEntity | None:
+    row = await session.get(Entity, entity_id)
+    return None if row is None else _entity_of(row)
+
+
+async def document_text(session: AsyncSession, entity_id: int, lang: str) -> str | None:
+    """The text of the entity's document in `lang` (None when there is none)."""
+    row = (
+        await session.execute(select(Document).where(Document.entity_id == entity_id, Document.lang == lang))
+    ).scalar_one_or_none()
+    return None if row is None else row.text
+
+
+async def document_langs(session: AsyncSession, entity_id: int) -> set[str]:
+    """The languages the entity has a document in (source and translations)."""
+    rows = (await session.execute(select(Document).where(Document.entity_id == entity_id))).scalars()
+    return {d.lang for d in rows}
+
+
+async def add_translated_documents(
+    session: AsyncSession, *, entity_id: int, content_hash: str, documents: Sequence[TranslatedDocument],
+    producer: str, prompt_version: str, created_at: datetime,
+) -> int:
+    """Store translations of the entity's document (origin "translation"); an existing language is kept.
+    Returns how many rows were new."""
+    rows = [
+        dict(
+            entity_id=entity_id, lang=d.lang, origin="translation", text=d.text, text_hash=text_hash(d.text),
+            producer=producer, prompt_version=prompt_version, content_hash=content_hash, created_at=created_at,
+        )
+        for d in documents
+    ]
+    return await insert_ignore(session, Document, rows)
 
 
 async def existing_ids(session: AsyncSession, source: str, external_ids: list[str]) -> set[str]:
@@ -119,7 +214,7 @@ async def upsert_entity(
     h = payload_hash(record.payload)
     facts = record.facts.model_dump(mode="json")
     now = utcnow()
-    row = await entity_by_key(session, record.source, record.external_id)
+    row = await _row_by_key(session, record.source, record.external_id)
     if row is None:
         values = dict(
             source=record.source, external_id=record.external_id, domain=record.domain.value, name=record.name,
@@ -132,7 +227,7 @@ async def upsert_entity(
         )
         new_id = res.scalar_one_or_none()
         if new_id is None:  # a concurrent writer inserted it first: fall through to the update path
-            row = await entity_by_key(session, record.source, record.external_id)
+            row = await _row_by_key(session, record.source, record.external_id)
             assert row is not None
         else:
             await _put_document(session, int(new_id), document, h, producer)
@@ -191,16 +286,19 @@ async def skip_counts(session: AsyncSession, source: str | None = None) -> dict[
     return {(s, r): int(n) for s, r, n in (await session.execute(stmt)).all()}
 
 
-async def load_cursor(session: AsyncSession, source: str) -> SourceCursor | None:
-    return await session.get(SourceCursor, source)
+async def load_cursor(session: AsyncSession, source: str) -> CursorRecord | None:
+    row = await session.get(SourceCursor, source)
+    if row is None:
+        return None
+    return CursorRecord(source=row.source, watermark=row.watermark, page=row.page, state=dict(row.state))
 
 
 async def save_cursor(
-    session: AsyncSession, source: str, *, watermark: datetime | None, page: int, state: dict[str, Any],
+    session: AsyncSession, source: str, *, watermark: datetime | None, page: int, state: Mapping[str, Any],
 ) -> None:
     row = await session.get(SourceCursor, source)
     if row is None:
-        session.add(SourceCursor(source=source, watermark=watermark, page=page, state=state, updated_at=utcnow()))
+        session.add(SourceCursor(source=source, watermark=watermark, page=page, state=dict(state), updated_at=utcnow()))
     else:
         row.watermark = watermark
         row.page = page

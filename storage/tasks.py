@@ -1,7 +1,16 @@
-"""Task queue repository: enqueue stage work idempotently, count it for `clkt status`."""
+"""Task queue repository: enqueue stage work idempotently, lease it to stage workers, count it for `clkt status`.
+
+Stage workers see a task only as a `TaskLease` (a frozen record of the claimed row). They claim through
+`claim_tasks()` and end the lease through `complete_task()` / `fail_task()` / `release_task()`, which are
+fenced on the owner (the lease machinery of `storage.claim`): a worker whose lease expired and was
+re-claimed elsewhere gets `LeaseLost` and writes nothing. Each takes the caller's session, so completion
+lands in the transaction that wrote the task's outputs.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import func, select
@@ -9,10 +18,43 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from storage import claim as _claim
+from storage.claim import LeaseLost
 from storage.models import LeaseStatus, Stage, Task
 from storage.types import utcnow
 
-__all__ = ["insert_ignore", "enqueue", "task_counts", "recent_failures"]
+__all__ = [
+    "TaskLease",
+    "LeaseLost",
+    "insert_ignore",
+    "enqueue",
+    "claim_tasks",
+    "complete_task",
+    "fail_task",
+    "release_task",
+    "task_counts",
+    "recent_failures",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class TaskLease:
+    """A task leased to a worker: what the stage needs to do it and to end the lease."""
+
+    id: int
+    stage: Stage
+    entity_id: int
+    key: str
+    attempts: int  # including this one
+    max_attempts: int
+
+
+def _lease_of(row: Task) -> TaskLease:
+    assert row.id is not None
+    return TaskLease(
+        id=row.id, stage=Stage(row.stage), entity_id=row.entity_id, key=row.key, attempts=row.attempts,
+        max_attempts=row.max_attempts,
+    )
 
 
 def _dialect(session: AsyncSession) -> str:
@@ -44,6 +86,35 @@ async def enqueue(
         ],
     )
     return n > 0
+
+
+async def claim_tasks(
+    session: AsyncSession, *, stage: Stage, owner: str, lease: timedelta, limit: int = 1, now: datetime | None = None,
+) -> list[TaskLease]:
+    """Lease up to `limit` claimable tasks of `stage` to `owner` for `lease` (attempts += 1)."""
+    rows = await _claim.claim(session, Task, owner=owner, lease=lease, limit=limit, where=(Task.stage == stage,), now=now)
+    return [_lease_of(r) for r in rows]
+
+
+async def complete_task(session: AsyncSession, task_id: int, *, owner: str) -> None:
+    """Mark the task done, fenced on `owner`'s lease (`LeaseLost` otherwise), in the caller's transaction."""
+    await _claim.complete(session, Task, task_id, owner=owner)
+
+
+async def fail_task(
+    session: AsyncSession, task_id: int, *, owner: str, error: str, retry_in: timedelta | None = None,
+    permanent: bool = False,
+) -> LeaseStatus:
+    """Record a failure (fenced): `pending` again after `retry_in`, or `failed` once the attempts are spent."""
+    return await _claim.fail(session, Task, task_id, owner=owner, error=error, retry_in=retry_in, permanent=permanent)
+
+
+async def release_task(
+    session: AsyncSession, task_id: int, *, owner: str, defer: timedelta | None = None, refund: bool = True,
+    reason: str | None = None,
+) -> None:
+    """Give the lease back without counting a failure (shutdown, `RetryLater`); a no-op when no longer ours."""
+    await _claim.release(session, Task, task_id, owner=owner, defer=defer, refund=refund, reason=reason)
 
 
 async def task_counts(session: AsyncSession) -> dict[str, dict[str, int]]:

@@ -1,4 +1,7 @@
-"""What every generator stage reads and writes about an entity: facts, its source document, its status.
+"""What every generator stage reads about an entity: the entity record, its facts, its source document.
+
+Pure functions over `storage.entities.StoredEntity` records, plus `load_entity` / `source_document`, which
+read through the entity repository (the status is written with `storage.entities.set_status`).
 
 Also `paid()`: a stage's LLM work under the monthly budget. `BudgetExhausted` becomes `RetryLater` with a
 defer to the first day of next month (UTC), so the paid stages pause while the daemon keeps running.
@@ -13,12 +16,11 @@ from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
 from pydantic import TypeAdapter
-from sqlalchemy import select, update
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from clkt.errors import BudgetExhausted, RetryLater, UserError
 from clkt.facts import EntityFacts, RenderedDocument
-from storage.models import Document, Entity, EntityStatus
+from storage.engine import Session
+from storage.entities import StoredEntity, document_text, get_entity
 from storage.types import utcnow
 
 __all__ = [
@@ -28,7 +30,6 @@ __all__ = [
     "load_entity",
     "facts_of",
     "source_document",
-    "set_entity_status",
     "sha256_text",
     "next_month",
     "paid",
@@ -43,42 +44,29 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-async def load_entity(session: AsyncSession, entity_id: int) -> Entity:
-    entity = await session.get(Entity, entity_id)
+async def load_entity(session: Session, entity_id: int) -> StoredEntity:
+    entity = await get_entity(session, entity_id)
     if entity is None:
         raise UserError(f"entity {entity_id} does not exist")
     return entity
 
 
-def facts_of(entity: Entity) -> EntityFacts:
+def facts_of(entity: StoredEntity) -> EntityFacts:
     return FACTS.validate_python(entity.facts)
 
 
-async def source_document(session: AsyncSession, entity: Entity, facts: EntityFacts) -> RenderedDocument:
+async def source_document(session: Session, entity: StoredEntity, facts: EntityFacts) -> RenderedDocument:
     """The entity's English source document, with the renderer's slot sentences when they still match."""
-    row = (
-        await session.execute(select(Document).where(Document.entity_id == entity.id, Document.lang == SOURCE_LANG))
-    ).scalar_one_or_none()
+    text = await document_text(session, entity.id, SOURCE_LANG)
     from clkt.documents import render_document
 
     rendered = render_document(facts, SOURCE_LANG)
-    if row is None:
+    if text is None:
         raise UserError(f"entity {entity.id} has no {SOURCE_LANG} source document")
-    if row.text == rendered.text:
+    if text == rendered.text:
         return rendered
-    sentences = {k: v for k, v in rendered.sentences.items() if v in row.text}
-    return RenderedDocument(lang=SOURCE_LANG, text=row.text, sentences=sentences)
-
-
-async def set_entity_status(
-    session: AsyncSession, entity_id: int, status: EntityStatus, reason: str | None = None
-) -> None:
-    await session.execute(
-        update(Entity)
-        .where(Entity.id == entity_id)
-        .values(status=status, status_reason=reason, updated_at=utcnow())
-        .execution_options(synchronize_session=False)
-    )
+    sentences = {k: v for k, v in rendered.sentences.items() if v in text}
+    return RenderedDocument(lang=SOURCE_LANG, text=text, sentences=sentences)
 
 
 def next_month(now: datetime) -> datetime:

@@ -10,15 +10,14 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import ClassVar
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from clkt.config import Settings
 from clkt.context import ServiceContext
 from clkt.cutoff import cutoff_for, eligible, first_eligible_day
 from clkt.pipeline.worker import StageWorker, finish
+from storage.engine import Session
 from storage.entities import get_entity, set_status
-from storage.models import EntityStatus, Stage, Task
-from storage.tasks import enqueue
+from storage.enums import EntityStatus, Stage
+from storage.tasks import TaskLease, enqueue
 
 __all__ = ["GateWorker"]
 
@@ -44,17 +43,17 @@ class GateWorker(StageWorker):
                 )
         return True, None
 
-    async def process(self, task: Task, ctx: ServiceContext) -> None:
+    async def process(self, task: TaskLease, ctx: ServiceContext) -> None:
         async with ctx.store.transaction() as s:
             await self.decide(s, task)
             await finish(s, task, ctx)
 
-    async def decide(self, session: AsyncSession, task: Task) -> EntityStatus | None:
+    async def decide(self, session: Session, task: TaskLease) -> EntityStatus | None:
         entity = await get_entity(session, task.entity_id)
-        if entity is None or entity.id is None:
+        if entity is None:
             return None
         if entity.status not in (EntityStatus.discovered, EntityStatus.ineligible):
-            return EntityStatus(entity.status)  # already past the gate: nothing to redo
+            return entity.status  # already past the gate: nothing to redo
         ok, reason = self.verdict(entity.occurred_at)
         if ok:
             await set_status(session, entity.id, EntityStatus.probing)

@@ -8,17 +8,17 @@ the transaction that finishes the task. No usable question → the entity is `re
 
 from __future__ import annotations
 
-from typing import Any
-
-from sqlalchemy.ext.asyncio import AsyncSession
-
+from agents.types import MCQ
 from clkt.context import ServiceContext
 from clkt.errors import AgentError
-from clkt.pipeline._entities import SOURCE_LANG, facts_of, load_entity, paid, set_entity_status, source_document
+from clkt.pipeline._entities import SOURCE_LANG, facts_of, load_entity, paid, source_document
 from clkt.pipeline.backends import backend_for
 from clkt.pipeline.worker import StageWorker, finish
-from storage.models import EntityStatus, Question, QuestionStatus, Stage, Task
-from storage.tasks import enqueue, insert_ignore
+from storage.engine import Session
+from storage.entities import set_status
+from storage.enums import EntityStatus, Stage
+from storage.questions import add_questions
+from storage.tasks import TaskLease, enqueue
 from storage.types import utcnow
 
 __all__ = ["GenerateWorker"]
@@ -27,7 +27,7 @@ __all__ = ["GenerateWorker"]
 class GenerateWorker(StageWorker):
     stage = Stage.generate
 
-    async def process(self, task: Task, ctx: ServiceContext) -> None:
+    async def process(self, task: TaskLease, ctx: ServiceContext) -> None:
         async with ctx.store.session() as s:
             entity = await load_entity(s, task.entity_id)
             facts = facts_of(entity)
@@ -39,25 +39,24 @@ class GenerateWorker(StageWorker):
             error = None
         except AgentError as e:
             mcqs, error = [], str(e)
-        rows: list[dict[str, Any]] = []
+        questions: list[MCQ] = []  # one question per fact slot, the first one written
         seen: set[str] = set()
         for q in mcqs:
             if q.slot in seen:
                 continue
             seen.add(q.slot)
-            rows.append(dict(
-                entity_id=task.entity_id, slot=q.slot, lang=SOURCE_LANG, question=q.question, options=list(q.options),
-                answer_index=q.answer_index, evidence=q.evidence, generator=backend.producer("generate"),
-                prompt_version=backend.prompt_version("generate"), status=QuestionStatus.generated,
-                created_at=utcnow(),
-            ))
+            questions.append(q)
+        created_at = utcnow()
         async with ctx.store.transaction() as s:
-            await insert_ignore(s, Question, rows)
-            if rows:
+            await add_questions(
+                s, entity_id=task.entity_id, questions=questions, lang=SOURCE_LANG, generator=backend.producer("generate"),
+                prompt_version=backend.prompt_version("generate"), created_at=created_at,
+            )
+            if questions:
                 await enqueue(s, Stage.verify, task.entity_id, "")
             else:
-                await set_entity_status(s, task.entity_id, EntityStatus.rejected, f"no question generated: {error}"[:500])
+                await set_status(s, task.entity_id, EntityStatus.rejected, f"no question generated: {error}"[:500])
             await finish(s, task, ctx)
 
-    async def on_failed(self, session: AsyncSession, task: Task, error: str) -> None:
-        await set_entity_status(session, task.entity_id, EntityStatus.failed, f"generate: {error}"[:500])
+    async def on_failed(self, session: Session, task: TaskLease, error: str) -> None:
+        await set_status(session, task.entity_id, EntityStatus.failed, f"generate: {error}"[:500])

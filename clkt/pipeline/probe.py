@@ -21,19 +21,19 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from clkt.context import ServiceContext
 from clkt.errors import AgentError, ModelUnavailableError
-from clkt.pipeline._entities import facts_of, load_entity, paid, set_entity_status, source_document
+from clkt.pipeline._entities import facts_of, load_entity, paid, source_document
 from clkt.pipeline.backends import backend_for
 from clkt.pipeline.batches import batched, prefetch
 from clkt.pipeline.worker import StageWorker, finish
 from clkt.targets.batching import PromptBatcher
 from clkt.targets.probe import PROBE_PROMPT_VERSION, build_probe_prompt, probe_texts
-from storage.models import EntityStatus, Probe, Stage, Task
-from storage.tasks import enqueue, insert_ignore
+from storage.engine import Session
+from storage.entities import set_status
+from storage.enums import EntityStatus, Stage
+from storage.questions import ProbeRecord, add_probes, probes_of
+from storage.tasks import TaskLease, enqueue
 from storage.types import utcnow
 
 if TYPE_CHECKING:
@@ -116,13 +116,13 @@ class ProbeWorker(StageWorker):
             self._batcher = PromptBatcher(run, name="probe-batcher")
         return await self._batcher.submit(target.name, prompts)
 
-    async def process(self, task: Task, ctx: ServiceContext) -> None:
+    async def process(self, task: TaskLease, ctx: ServiceContext) -> None:
         settings = ctx.settings
         async with ctx.store.session() as s:
             entity = await load_entity(s, task.entity_id)
             facts = facts_of(entity)
             document = await source_document(s, entity, facts)
-            stored = (await s.execute(select(Probe).where(Probe.entity_id == entity.id))).scalars().all()
+            stored = await probes_of(s, entity.id)
         done = {(p.target_model, p.lang): p for p in stored}
         hit = next((p for p in stored if p.known), None)
         backend = backend_for(ctx)
@@ -139,7 +139,7 @@ class ProbeWorker(StageWorker):
                     backend.judge(entity_name=entity.name, document=document, facts=facts, response=a, lang=lang)
                     for lang, a in zip(todo, answers, strict=True)
                 )
-            rows: list[dict[str, Any]] = []
+            rows: list[ProbeRecord] = []
             for lang, prompt, answer in zip(todo, prompts, answers, strict=True):
                 try:
                     verdict = await paid(
@@ -148,39 +148,35 @@ class ProbeWorker(StageWorker):
                 except AgentError as e:
                     await self._give_up(ctx, task, f"judge failed: {e}")
                     return
-                rows.append(dict(
+                rows.append(ProbeRecord(
                     entity_id=entity.id, target_model=target.name, lang=lang, prompt=prompt, response=answer,
-                    known=verdict.known, matched_facts=list(verdict.matched_facts), reason=verdict.reason,
+                    known=verdict.known, matched_facts=tuple(verdict.matched_facts), reason=verdict.reason,
                     judge=backend.producer("judge"), prompt_version=_version(backend.prompt_version("judge")),
                     created_at=utcnow(),
                 ))
                 if verdict.known:
                     break  # known in one language is enough
-            await ctx.store.run_with_retry(lambda s, rows=rows: insert_ignore(s, Probe, rows))
-            hit = next((_row_probe(r) for r in rows if r["known"]), None)
+            await ctx.store.run_with_retry(lambda s, rows=rows: add_probes(s, rows))
+            hit = next((r for r in rows if r.known), None)
         async with ctx.store.transaction() as s:
             if hit is not None:
                 reason = f"known by {hit.target_model} in {hit.lang}: {hit.reason}"[:500]
-                await set_entity_status(s, task.entity_id, EntityStatus.known, reason)
+                await set_status(s, task.entity_id, EntityStatus.known, reason)
             else:
                 if entity.status in _OPEN:  # a re-run never moves a finished entity back
-                    await set_entity_status(s, task.entity_id, EntityStatus.generating)
+                    await set_status(s, task.entity_id, EntityStatus.generating)
                 await enqueue(s, Stage.generate, task.entity_id, "")
             await finish(s, task, ctx)
 
-    async def _give_up(self, ctx: ServiceContext, task: Task, reason: str) -> None:
+    async def _give_up(self, ctx: ServiceContext, task: TaskLease, reason: str) -> None:
         async with ctx.store.transaction() as s:
-            await set_entity_status(s, task.entity_id, EntityStatus.failed, reason[:500])
+            await set_status(s, task.entity_id, EntityStatus.failed, reason[:500])
             await finish(s, task, ctx)
 
-    async def on_failed(self, session: AsyncSession, task: Task, error: str) -> None:
-        await set_entity_status(session, task.entity_id, EntityStatus.failed, f"probe: {error}"[:500])
+    async def on_failed(self, session: Session, task: TaskLease, error: str) -> None:
+        await set_status(session, task.entity_id, EntityStatus.failed, f"probe: {error}"[:500])
 
 
 def _version(judge_version: str) -> str:
     """The probe row's prompt version: the probe wording and the judge prompt together."""
     return f"{PROBE_PROMPT_VERSION}+{judge_version}"[:32]
-
-
-def _row_probe(row: dict[str, Any]) -> Probe:
-    return Probe(**row)

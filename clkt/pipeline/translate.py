@@ -14,31 +14,29 @@ after a crash free.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
-
-from sqlalchemy import func, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from agents.checks import check_translated_document, check_translated_mcq
 from agents.types import TranslatedDocument, TranslatedMCQ
 from clkt.context import ServiceContext
 from clkt.errors import AgentError
-from clkt.pipeline._entities import (
-    SOURCE_LANG,
-    facts_of,
-    gather_all,
-    load_entity,
-    paid,
-    set_entity_status,
-    sha256_text,
-    source_document,
-)
+from clkt.pipeline._entities import SOURCE_LANG, facts_of, gather_all, load_entity, paid, source_document
 from clkt.pipeline.backends import backend_for
 from clkt.pipeline.batches import batched, prefetch
 from clkt.pipeline.verify import mcq_of
 from clkt.pipeline.worker import StageWorker, finish
-from storage.models import Document, EntityStatus, Question, QuestionStatus, Stage, Task, Translation
-from storage.tasks import insert_ignore
+from storage.engine import Session
+from storage.entities import add_translated_documents, document_langs, set_status
+from storage.enums import EntityStatus, QuestionStatus, Stage
+from storage.questions import (
+    QuestionRecord,
+    TranslationRecord,
+    add_translations,
+    count_questions,
+    move_question,
+    questions_of,
+    translated_langs,
+)
+from storage.tasks import TaskLease
 from storage.types import utcnow
 
 __all__ = ["TranslateWorker", "SOURCE_TRANSLATOR"]
@@ -49,26 +47,16 @@ SOURCE_TRANSLATOR = "source"
 class TranslateWorker(StageWorker):
     stage = Stage.translate
 
-    async def process(self, task: Task, ctx: ServiceContext) -> None:
+    async def process(self, task: TaskLease, ctx: ServiceContext) -> None:
         settings = ctx.settings
         langs = [SOURCE_LANG] + [lang for lang in settings.spec.languages if lang != SOURCE_LANG]
         async with ctx.store.session() as s:
             entity = await load_entity(s, task.entity_id)
             facts = facts_of(entity)
             document = await source_document(s, entity, facts)
-            questions = (
-                await s.execute(
-                    select(Question).where(Question.entity_id == entity.id, Question.status == QuestionStatus.verified)
-                    .order_by(Question.id)
-                )
-            ).scalars().all()
-            docs = {d.lang: d for d in (await s.execute(select(Document).where(Document.entity_id == entity.id))).scalars()}
-            have = {
-                (t.question_id, t.lang)
-                for t in (
-                    await s.execute(select(Translation).where(Translation.question_id.in_([q.id for q in questions])))
-                ).scalars()
-            }
+            questions = await questions_of(s, entity.id, status=QuestionStatus.verified)
+            docs = await document_langs(s, entity.id)
+            have = await translated_langs(s, [q.id for q in questions])
         backend = backend_for(ctx)
         producer, version = backend.producer("translate"), backend.prompt_version("translate")
         sem = asyncio.Semaphore(settings.agents.concurrency)
@@ -83,7 +71,7 @@ class TranslateWorker(StageWorker):
             ])
 
         # 1. the document in every language
-        doc_rows: list[dict[str, Any]] = []
+        documents_out: list[TranslatedDocument] = []
         doc_problem: str | None = None
         for lang in langs[1:]:
             if lang in docs:
@@ -99,18 +87,19 @@ class TranslateWorker(StageWorker):
             if problems or tr is None:
                 doc_problem = f"document translation to {lang} failed: {'; '.join(problems)}"
                 break
-            doc_rows.append(_doc_row(entity.id, entity.content_hash, tr, producer, version, now))
+            documents_out.append(tr)
 
         # 2. every verified question in every language
-        async def one(q: Question) -> tuple[Question, list[dict[str, Any]], str | None]:
+        async def one(q: QuestionRecord) -> tuple[QuestionRecord, list[TranslationRecord], str | None]:
             mcq = mcq_of(q)
-            rows: list[dict[str, Any]] = []
+            rows: list[TranslationRecord] = []
             for lang in langs:
                 if (q.id, lang) in have:
                     continue
                 if lang == SOURCE_LANG:
                     tr = TranslatedMCQ(lang=lang, question=mcq.question, options=list(mcq.options), answer_index=mcq.answer_index)
-                    rows.append(_tr_row(q.id, tr, SOURCE_TRANSLATOR, SOURCE_TRANSLATOR, {"source": True}, now))
+                    rows.append(TranslationRecord(question_id=q.id, translation=tr, translator=SOURCE_TRANSLATOR,
+                                                  prompt_version=SOURCE_TRANSLATOR, checks={"source": True}))
                     continue
                 try:
                     async with sem:
@@ -120,57 +109,35 @@ class TranslateWorker(StageWorker):
                     return q, [], f"translation to {lang} failed: {e}"[:500]
                 if problems:
                     return q, [], f"translation to {lang} failed its checks: {'; '.join(problems)}"[:500]
-                rows.append(_tr_row(q.id, tr, producer, version, {"passed": True}, now))
+                rows.append(TranslationRecord(question_id=q.id, translation=tr, translator=producer,
+                                              prompt_version=version, checks={"passed": True}))
             return q, rows, None
 
         results = [] if doc_problem else await gather_all(one(q) for q in questions)
 
         async with ctx.store.transaction() as s:
             if doc_problem:
-                await set_entity_status(s, task.entity_id, EntityStatus.rejected, doc_problem[:500])
+                await set_status(s, task.entity_id, EntityStatus.rejected, doc_problem[:500])
                 await finish(s, task, ctx)
                 return
-            await insert_ignore(s, Document, doc_rows)
+            await add_translated_documents(
+                s, entity_id=entity.id, content_hash=entity.content_hash, documents=documents_out, producer=producer,
+                prompt_version=version, created_at=now,
+            )
             for q, rows, problem in results:
                 if problem is None:
-                    await insert_ignore(s, Translation, rows)
-                await s.execute(
-                    update(Question).where(Question.id == q.id, Question.status == QuestionStatus.verified)
-                    .values(
-                        status=QuestionStatus.translated if problem is None else QuestionStatus.dropped,
-                        status_reason=problem,
-                    ).execution_options(synchronize_session=False)
+                    await add_translations(s, rows, created_at=now)
+                await move_question(
+                    s, q.id, from_status=QuestionStatus.verified,
+                    to_status=QuestionStatus.translated if problem is None else QuestionStatus.dropped, reason=problem,
                 )
-            survivors = (
-                await s.execute(
-                    select(func.count()).where(
-                        Question.entity_id == task.entity_id, Question.status == QuestionStatus.translated
-                    )
-                )
-            ).scalar()
+            survivors = await count_questions(s, task.entity_id, statuses=[QuestionStatus.translated])
             if survivors:
-                await set_entity_status(s, task.entity_id, EntityStatus.ready)
+                await set_status(s, task.entity_id, EntityStatus.ready)
             else:
-                await set_entity_status(s, task.entity_id, EntityStatus.rejected, "no question survived translation")
+                await set_status(s, task.entity_id, EntityStatus.rejected, "no question survived translation")
             await finish(s, task, ctx)
 
-    async def on_failed(self, session: AsyncSession, task: Task, error: str) -> None:
-        await set_entity_status(session, task.entity_id, EntityStatus.failed, f"translate: {error}"[:500])
+    async def on_failed(self, session: Session, task: TaskLease, error: str) -> None:
+        await set_status(session, task.entity_id, EntityStatus.failed, f"translate: {error}"[:500])
 
-
-def _doc_row(
-    entity_id: int | None, content_hash: str, tr: TranslatedDocument, producer: str, version: str, now: Any
-) -> dict[str, Any]:
-    return dict(
-        entity_id=entity_id, lang=tr.lang, origin="translation", text=tr.text, text_hash=sha256_text(tr.text),
-        producer=producer, prompt_version=version, content_hash=content_hash, created_at=now,
-    )
-
-
-def _tr_row(
-    question_id: int | None, tr: TranslatedMCQ, translator: str, version: str, checks: dict[str, Any], now: Any
-) -> dict[str, Any]:
-    return dict(
-        question_id=question_id, lang=tr.lang, question=tr.question, options=list(tr.options),
-        answer_index=tr.answer_index, translator=translator, prompt_version=version, checks=checks, created_at=now,
-    )

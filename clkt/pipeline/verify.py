@@ -10,19 +10,25 @@ No verified question left → the entity is `rejected`; otherwise a translate ta
 from __future__ import annotations
 
 import asyncio
-from typing import Any
-
-from sqlalchemy import func, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from agents.types import MCQ, CRITERIA, check_against_document
 from clkt.context import ServiceContext
 from clkt.errors import AgentError
-from clkt.pipeline._entities import facts_of, gather_all, load_entity, paid, set_entity_status, source_document
+from clkt.pipeline._entities import facts_of, gather_all, load_entity, paid, source_document
 from clkt.pipeline.backends import backend_for
 from clkt.pipeline.worker import StageWorker, finish
-from storage.models import EntityStatus, Question, QuestionStatus, Stage, Task, Verification
-from storage.tasks import enqueue, insert_ignore
+from storage.engine import Session
+from storage.entities import set_status
+from storage.enums import EntityStatus, QuestionStatus, Stage
+from storage.questions import (
+    QuestionRecord,
+    VerificationRecord,
+    add_verifications,
+    count_questions,
+    move_question,
+    questions_of,
+)
+from storage.tasks import TaskLease, enqueue
 from storage.types import utcnow
 
 __all__ = ["VerifyWorker", "CHECKS_VERIFIER", "mcq_of"]
@@ -30,72 +36,68 @@ __all__ = ["VerifyWorker", "CHECKS_VERIFIER", "mcq_of"]
 CHECKS_VERIFIER = "checks"
 
 
-def mcq_of(q: Question) -> MCQ:
+def mcq_of(q: QuestionRecord) -> MCQ:
     return MCQ(question=q.question, options=list(q.options), answer_index=q.answer_index, evidence=q.evidence, slot=q.slot)
 
 
 class VerifyWorker(StageWorker):
     stage = Stage.verify
 
-    async def process(self, task: Task, ctx: ServiceContext) -> None:
+    async def process(self, task: TaskLease, ctx: ServiceContext) -> None:
         async with ctx.store.session() as s:
             entity = await load_entity(s, task.entity_id)
             facts = facts_of(entity)
             document = await source_document(s, entity, facts)
-            questions = (
-                await s.execute(
-                    select(Question).where(Question.entity_id == entity.id, Question.status == QuestionStatus.generated)
-                )
-            ).scalars().all()
+            questions = await questions_of(s, entity.id, status=QuestionStatus.generated)
         backend = backend_for(ctx)
         sem = asyncio.Semaphore(ctx.settings.agents.concurrency)
 
-        async def one(q: Question) -> tuple[Question, dict[str, Any]]:
+        async def one(q: QuestionRecord) -> VerificationRecord:
             mcq = mcq_of(q)
             problems = check_against_document(mcq, document.text)
             if problems:
-                return q, dict(verifier=CHECKS_VERIFIER, prompt_version=CHECKS_VERIFIER,
-                               criteria={"deterministic_checks": False}, reasons={"checks": "; ".join(problems)},
-                               passed=False)
+                return VerificationRecord(
+                    question_id=q.id, verifier=CHECKS_VERIFIER, prompt_version=CHECKS_VERIFIER,
+                    criteria={"deterministic_checks": False}, reasons={"checks": "; ".join(problems)}, passed=False,
+                )
             async with sem:
                 try:
                     report = await paid(backend.verify(document=document, facts=facts, mcq=mcq))
                 except AgentError as e:
-                    return q, dict(verifier=backend.producer("verify"), prompt_version=backend.prompt_version("verify"),
-                                   criteria={c: False for c in CRITERIA}, reasons={"error": str(e)[:500]}, passed=False)
-            return q, dict(verifier=backend.producer("verify"), prompt_version=backend.prompt_version("verify"),
-                           criteria=report.criteria(), reasons=dict(report.reasons), passed=report.passed)
+                    return VerificationRecord(
+                        question_id=q.id, verifier=backend.producer("verify"),
+                        prompt_version=backend.prompt_version("verify"), criteria={c: False for c in CRITERIA},
+                        reasons={"error": str(e)[:500]}, passed=False,
+                    )
+            return VerificationRecord(
+                question_id=q.id, verifier=backend.producer("verify"), prompt_version=backend.prompt_version("verify"),
+                criteria=report.criteria(), reasons=dict(report.reasons), passed=report.passed,
+            )
 
         results = await gather_all(one(q) for q in questions)
         async with ctx.store.transaction() as s:
-            now = utcnow()
-            await insert_ignore(s, Verification, [dict(question_id=q.id, created_at=now, **v) for q, v in results])
-            for q, v in results:
-                status = QuestionStatus.verified if v["passed"] else QuestionStatus.rejected
-                reason = None if v["passed"] else _reason(v)
-                await s.execute(
-                    update(Question).where(Question.id == q.id, Question.status == QuestionStatus.generated)
-                    .values(status=status, status_reason=reason).execution_options(synchronize_session=False)
+            await add_verifications(s, results, created_at=utcnow())
+            for v in results:
+                await move_question(
+                    s, v.question_id, from_status=QuestionStatus.generated,
+                    to_status=QuestionStatus.verified if v.passed else QuestionStatus.rejected,
+                    reason=None if v.passed else _reason(v),
                 )
-            left = (  # questions that passed verification (later stages may have moved them on)
-                await s.execute(
-                    select(func.count()).where(
-                        Question.entity_id == task.entity_id,
-                        Question.status.in_([QuestionStatus.verified, QuestionStatus.translated, QuestionStatus.dropped]),
-                    )
-                )
-            ).scalar()
+            left = await count_questions(  # questions that passed verification (later stages may have moved them on)
+                s, task.entity_id,
+                statuses=[QuestionStatus.verified, QuestionStatus.translated, QuestionStatus.dropped],
+            )
             if left:
                 await enqueue(s, Stage.translate, task.entity_id, "")
             else:
-                await set_entity_status(s, task.entity_id, EntityStatus.rejected, "no question passed verification")
+                await set_status(s, task.entity_id, EntityStatus.rejected, "no question passed verification")
             await finish(s, task, ctx)
 
-    async def on_failed(self, session: AsyncSession, task: Task, error: str) -> None:
-        await set_entity_status(session, task.entity_id, EntityStatus.failed, f"verify: {error}"[:500])
+    async def on_failed(self, session: Session, task: TaskLease, error: str) -> None:
+        await set_status(session, task.entity_id, EntityStatus.failed, f"verify: {error}"[:500])
 
 
-def _reason(v: dict[str, Any]) -> str:
-    failed = [c for c, ok in v["criteria"].items() if not ok]
-    why = "; ".join(f"{k}: {r}" for k, r in v["reasons"].items() if r)
-    return f"{v['verifier']} failed {failed}" + (f" ({why})" if why else "")
+def _reason(v: VerificationRecord) -> str:
+    failed = [c for c, ok in v.criteria.items() if not ok]
+    why = "; ".join(f"{k}: {r}" for k, r in v.reasons.items() if r)
+    return f"{v.verifier} failed {failed}" + (f" ({why})" if why else "")

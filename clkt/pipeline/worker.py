@@ -1,6 +1,6 @@
 """The lease-claim loop shared by every stage worker.
 
-A `StageWorker` claims `Task` rows of its stage while it has free capacity, runs `process()` for each in a
+A `StageWorker` claims the tasks of its stage (as `storage.tasks.TaskLease` records) while it has free capacity, runs `process()` for each in a
 bounded set of named asyncio tasks, and maps outcomes onto the queue:
 
 - `process()` returns normally → it must have called `finish(session, task, ctx)` inside the same
@@ -19,22 +19,20 @@ from abc import ABC, abstractmethod
 from datetime import timedelta
 from typing import ClassVar
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from clkt.context import ServiceContext
 from clkt.errors import RetryLater
-from storage.claim import LeaseLost, claim, complete, fail, release
-from storage.models import LeaseStatus, Stage, Task
+from storage.engine import Session
+from storage.enums import LeaseStatus, Stage
+from storage.tasks import LeaseLost, TaskLease, claim_tasks, complete_task, fail_task, release_task
 
 __all__ = ["StageWorker", "finish"]
 
 log = logging.getLogger(__name__)
 
 
-async def finish(session: AsyncSession, task: Task, ctx: ServiceContext) -> None:
+async def finish(session: Session, task: TaskLease, ctx: ServiceContext) -> None:
     """Mark `task` done, fenced on our lease, in the caller's transaction."""
-    assert task.id is not None
-    await complete(session, Task, task.id, owner=ctx.owner)
+    await complete_task(session, task.id, owner=ctx.owner)
 
 
 class StageWorker(ABC):
@@ -47,7 +45,7 @@ class StageWorker(ABC):
         self.name = f"stage:{self.stage.value}"
 
     @abstractmethod
-    async def process(self, task: Task, ctx: ServiceContext) -> None:
+    async def process(self, task: TaskLease, ctx: ServiceContext) -> None:
         """Do the work of one task; call `finish()` in the transaction that writes the outputs."""
 
     async def run(self, ctx: ServiceContext) -> None:
@@ -64,7 +62,7 @@ class StageWorker(ABC):
                     await asyncio.wait(inflight, return_when=asyncio.FIRST_COMPLETED)
                     continue
                 async with ctx.store.transaction() as s:
-                    tasks = await claim(s, Task, owner=ctx.owner, lease=lease, limit=free, where=(Task.stage == self.stage,))
+                    tasks = await claim_tasks(s, stage=self.stage, owner=ctx.owner, lease=lease, limit=free)
                 if not tasks:
                     if await ctx.sleep(max(self.IDLE_SLEEP_S, ctx.settings.daemon.poll_interval_s)):
                         break
@@ -82,8 +80,7 @@ class StageWorker(ABC):
             if inflight:
                 await asyncio.gather(*inflight, return_exceptions=True)
 
-    async def _one(self, task: Task, ctx: ServiceContext) -> None:
-        assert task.id is not None
+    async def _one(self, task: TaskLease, ctx: ServiceContext) -> None:
         t0 = time.perf_counter()
         try:
             await self.process(task, ctx)
@@ -105,7 +102,7 @@ class StageWorker(ABC):
             err = redact(f"{type(e).__name__}: {e}")
             try:
                 async with ctx.store.transaction() as s:
-                    status = await fail(s, Task, task.id, owner=ctx.owner, error=err, retry_in=retry_in)
+                    status = await fail_task(s, task.id, owner=ctx.owner, error=err, retry_in=retry_in)
                     if status is LeaseStatus.failed:
                         await self.on_failed(s, task, err)
             except LeaseLost:
@@ -119,13 +116,12 @@ class StageWorker(ABC):
         finally:
             ctx.metrics.stage_seconds.labels(self.stage.value).observe(time.perf_counter() - t0)
 
-    async def on_failed(self, session: AsyncSession, task: Task, error: str) -> None:
+    async def on_failed(self, session: Session, task: TaskLease, error: str) -> None:
         """Hook: a task used up its attempts (e.g. mark the entity failed). Same transaction."""
 
-    async def _release(self, task: Task, ctx: ServiceContext, defer: timedelta, reason: str | None) -> None:
-        assert task.id is not None
+    async def _release(self, task: TaskLease, ctx: ServiceContext, defer: timedelta, reason: str | None) -> None:
         try:
             async with ctx.store.transaction() as s:
-                await release(s, Task, task.id, owner=ctx.owner, defer=defer, reason=reason)
+                await release_task(s, task.id, owner=ctx.owner, defer=defer, reason=reason)
         except Exception as e:  # noqa: BLE001 - best effort; the lease expires anyway
             log.warning("could not release task %s: %s", task.id, e)

@@ -10,7 +10,7 @@ store the document and enqueue the gate task. A `PayloadError` skips the record 
 (`SkipCount`, metric, log); it never stops the poller. So does ANY other exception one record raises
 (`record_failed`, `render_failed`, `store_failed`, with its type), and a list page's items that do not
 parse (`PollPage.skipped`): the page and its neighbours go on. Only a store that cannot be written
-(`OperationalError`: locked, gone) ends the cycle at its page, since skipping would lose good records.
+(locked, gone: `storage.entities.store_unavailable`) ends the cycle at its page, since skipping would lose good records.
 Whatever else escapes a cycle is logged (redacted) and the poller waits and tries again: it never ends
 the service. A record whose fetch fails transiently through the
 client's retries ends the cycle at its page (retried next cycle), and is skipped (`fetch_failed`) only after
@@ -29,8 +29,6 @@ import logging
 from datetime import datetime, timedelta
 from typing import ClassVar
 
-from sqlalchemy.exc import OperationalError
-
 from clkt.config import Settings, SourceSettings
 from clkt.context import ServiceContext
 from clkt.errors import ClktError, ConfigError, PayloadError, SourceBlocked, SourceError, SourceHttpError
@@ -38,8 +36,16 @@ from clkt.facts import EntityRecord
 from clkt.sources import SOURCE_TYPES
 from clkt.sources.base import PollPage, Source, SourceRef, Window
 from clkt.sources.http import SourceClient
-from storage.entities import UpsertOutcome, existing_ids, load_cursor, record_skip, save_cursor, upsert_entity
-from storage.models import Stage
+from storage.entities import (
+    UpsertOutcome,
+    existing_ids,
+    load_cursor,
+    record_skip,
+    save_cursor,
+    store_unavailable,
+    upsert_entity,
+)
+from storage.enums import Stage
 from storage.tasks import enqueue
 
 __all__ = ["SourcePoller", "CycleReport", "source_services"]
@@ -232,9 +238,9 @@ class SourcePoller:
                 res = await upsert_entity(s, record, doc)
                 if res.outcome is UpsertOutcome.inserted:
                     await enqueue(s, Stage.gate, res.entity_id, "", max_attempts=ctx.settings.daemon.max_attempts)
-        except OperationalError:
-            raise  # the store itself fails (locked, gone): end the cycle at this page, lose nothing
         except Exception as e:  # noqa: BLE001 - this record does not store (rolled back whole): skip it
+            if store_unavailable(e):
+                raise  # the store itself fails (locked, gone): end the cycle at this page, lose nothing
             await self._skip(ctx, "store_failed", f"{record.external_id}: {type(e).__name__}: {e}", report)
             return
         if res.outcome is UpsertOutcome.inserted:

@@ -15,9 +15,9 @@ from clkt.cutoff import cutoff_for, eligible, lookup_cutoff
 from clkt.pipeline.gate import GateWorker
 from clkt.replay import ReplayServer
 from clkt.sources.poller import SourcePoller
-from storage.claim import claim
 from storage.engine import Store
 from storage.models import Entity, EntityStatus, LeaseStatus, Stage, Task
+from storage.tasks import claim_tasks
 
 from .conftest import settings_for
 
@@ -71,7 +71,7 @@ async def test_gate_worker_passes_fresh_entities_and_names_the_model_otherwise(
     await SourcePoller(source_name="usgs", settings=settings.sources["usgs"]).run_cycle(ctx)
     worker = GateWorker(settings=settings)
     async with store.transaction() as s:
-        tasks = await claim(s, Task, owner=ctx.owner, lease=timedelta(minutes=1), limit=10, where=(Task.stage == Stage.gate,))
+        tasks = await claim_tasks(s, stage=Stage.gate, owner=ctx.owner, lease=timedelta(minutes=1), limit=10)
     assert len(tasks) == 4
     for t in tasks:
         await worker.process(t, ctx)
