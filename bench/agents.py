@@ -323,7 +323,7 @@ async def child(db: Path, base_url: str) -> None:
     """One 'daemon' run of the four stages on `db` until every entity is final."""
     from pydantic_ai.models import override_allow_model_requests
 
-    from clkt.pipeline.worker import StageWorker
+    from clkt.pipeline.stage_worker import StageWorker
     from storage.engine import Store
     from storage.llm_cache import SqlCallCache
     from tests.pipeline._harness import answers, running, settle
@@ -411,7 +411,7 @@ def pipeline_settings(base_url: str, *, mode: str, db: Path) -> Settings:
 def _fast_batches() -> None:
     from agents.batch import BatchedModel
     from clkt.pipeline.batches import BatchService
-    from clkt.pipeline.worker import StageWorker
+    from clkt.pipeline.stage_worker import StageWorker
 
     StageWorker.IDLE_SLEEP_S = 0.02
     StageWorker.RETRY_BASE_S = 0.05

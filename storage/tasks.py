@@ -13,13 +13,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage import claim as _claim
-from storage.claim import LeaseLost
+from clkt.errors import LeaseLost
 from storage.models import LeaseStatus, Stage, Task
 from storage.types import utcnow
 
@@ -32,8 +31,6 @@ __all__ = [
     "complete_task",
     "fail_task",
     "release_task",
-    "task_counts",
-    "recent_failures",
 ]
 
 
@@ -115,23 +112,3 @@ async def release_task(
 ) -> None:
     """Give the lease back without counting a failure (shutdown, `RetryLater`); a no-op when no longer ours."""
     await _claim.release(session, Task, task_id, owner=owner, defer=defer, refund=refund, reason=reason)
-
-
-async def task_counts(session: AsyncSession) -> dict[str, dict[str, int]]:
-    rows = (await session.execute(select(Task.stage, Task.status, func.count()).group_by(Task.stage, Task.status))).all()
-    out: dict[str, dict[str, int]] = {}
-    for stage, status, n in rows:
-        out.setdefault(Stage(stage).value, {})[LeaseStatus(status).value] = int(n)
-    return out
-
-
-async def recent_failures(session: AsyncSession, limit: int = 10) -> list[dict[str, Any]]:
-    rows = (
-        await session.execute(
-            select(Task).where(Task.status == LeaseStatus.failed).order_by(Task.updated_at.desc()).limit(limit)
-        )
-    ).scalars().all()
-    return [
-        dict(stage=Stage(t.stage).value, entity_id=t.entity_id, key=t.key, attempts=t.attempts, error=t.last_error)
-        for t in rows
-    ]

@@ -13,7 +13,7 @@ from typing import ClassVar
 from clkt.config import Settings
 from clkt.context import ServiceContext
 from clkt.cutoff import cutoff_for, eligible, first_eligible_day
-from clkt.pipeline.worker import StageWorker, finish
+from clkt.pipeline.stage_worker import StageWorker, finish
 from storage.engine import Session
 from storage.entities import get_entity, set_status
 from storage.enums import EntityStatus, Stage

@@ -13,7 +13,7 @@ from clkt.context import ServiceContext
 from clkt.errors import AgentError
 from clkt.pipeline._entities import SOURCE_LANG, facts_of, load_entity, paid, source_document
 from clkt.pipeline.backends import backend_for
-from clkt.pipeline.worker import StageWorker, finish
+from clkt.pipeline.stage_worker import StageWorker, finish
 from storage.engine import Session
 from storage.entities import set_status
 from storage.enums import EntityStatus, Stage

@@ -26,7 +26,7 @@ from clkt.errors import AgentError, ModelUnavailableError
 from clkt.pipeline._entities import facts_of, load_entity, paid, source_document
 from clkt.pipeline.backends import backend_for
 from clkt.pipeline.batches import batched, prefetch
-from clkt.pipeline.worker import StageWorker, finish
+from clkt.pipeline.stage_worker import StageWorker, finish
 from clkt.targets.batching import PromptBatcher
 from clkt.targets.probe import PROBE_PROMPT_VERSION, build_probe_prompt, probe_texts
 from storage.engine import Session

@@ -23,7 +23,7 @@ from clkt.pipeline._entities import SOURCE_LANG, facts_of, gather_all, load_enti
 from clkt.pipeline.backends import backend_for
 from clkt.pipeline.batches import batched, prefetch
 from clkt.pipeline.verify import mcq_of
-from clkt.pipeline.worker import StageWorker, finish
+from clkt.pipeline.stage_worker import StageWorker, finish
 from storage.engine import Session
 from storage.entities import add_translated_documents, document_langs, set_status
 from storage.enums import EntityStatus, QuestionStatus, Stage

@@ -30,6 +30,7 @@ from datetime import datetime, timedelta
 from typing import ClassVar
 
 from clkt.config import Settings, SourceSettings
+from clkt._tasks import cancel_and_wait
 from clkt.context import ServiceContext
 from clkt.errors import ClktError, ConfigError, PayloadError, SourceBlocked, SourceError, SourceHttpError
 from clkt.facts import EntityRecord
@@ -221,9 +222,7 @@ class SourcePoller:
         try:
             await asyncio.gather(*tasks)
         finally:
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await cancel_and_wait(tasks)
 
     async def _ingest(self, ctx: ServiceContext, record: EntityRecord, report: CycleReport) -> None:
         from clkt.documents import render_document

@@ -13,7 +13,7 @@ from clkt.config import load_settings
 from clkt.context import ServiceContext
 from clkt.daemon import Daemon
 from clkt.logs import setup_logging
-from clkt.pipeline.worker import StageWorker, finish
+from clkt.pipeline.stage_worker import StageWorker, finish
 from storage.models import Stage, Task
 
 

@@ -63,12 +63,20 @@ async def add_entity(store: Store, facts: EntityFacts, name: str, *, domain: str
         return e.id
 
 
-def answers(text: str = "I am not sure what this is.") -> ProbeFn:
-    async def probe(target: TargetSettings, prompts: list[str], ctx: ServiceContext) -> list[str]:
-        ctx.extras.setdefault("probe_calls", []).append((target.name, list(prompts)))
-        return [text for _ in prompts]
+class Answers:
+    """A probe function that answers every prompt with `text` and records each call in `calls`."""
 
-    return probe
+    def __init__(self, text: str = "I am not sure what this is.") -> None:
+        self.text = text
+        self.calls: list[tuple[str, list[str]]] = []
+
+    async def __call__(self, target: TargetSettings, prompts: list[str], ctx: ServiceContext) -> list[str]:
+        self.calls.append((target.name, list(prompts)))
+        return [self.text for _ in prompts]
+
+
+def answers(text: str = "I am not sure what this is.") -> Answers:
+    return Answers(text)
 
 
 async def statuses(store: Store) -> dict[int, EntityStatus]:
@@ -82,8 +90,8 @@ async def running(
 ) -> AsyncIterator[ServiceContext]:
     """Run the four workers until the block ends (use `settle()` inside to wait for final statuses)."""
     async with aiohttp.ClientSession() as http:
-        ctx = ServiceContext(settings=settings, store=store, http=http, owner="test-owner", metrics=Metrics())
-        ctx.extras["agent_backend"] = backend
+        ctx = ServiceContext(settings=settings, store=store, http=http, owner="test-owner", metrics=Metrics(),
+                             agent_backend=backend)
         workers = [ProbeWorker(probe_fn=probe_fn), GenerateWorker(concurrency=2), VerifyWorker(concurrency=2),
                    TranslateWorker(concurrency=2)]
         jobs = [asyncio.create_task(w.run(ctx), name=w.name) for w in workers]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pydantic_ai.models
 import pytest
 
-from clkt.pipeline.worker import StageWorker
+from clkt.pipeline.stage_worker import StageWorker
 
 pydantic_ai.models.ALLOW_MODEL_REQUESTS = False
 

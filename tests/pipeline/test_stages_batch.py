@@ -15,7 +15,7 @@ from sqlalchemy import func, select
 from agents.batch import BatchedModel
 from clkt.pipeline.backends import build_backend
 from clkt.pipeline.batches import BatchService
-from clkt.pipeline.worker import StageWorker
+from clkt.pipeline.stage_worker import StageWorker
 from storage.engine import Store
 from storage.llm_cache import cost_summary
 from storage.models import EntityStatus, LlmBatch, LlmCall

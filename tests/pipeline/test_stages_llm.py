@@ -59,12 +59,13 @@ async def test_entities_become_ready_with_questions_in_every_language(store: Sto
     settings = pipeline_settings(tmp_path, agents=LLM_AGENTS)
     ids = await seed(store)
     llm = ScriptedLlm()
-    async with running(settings, store, llm_backend(settings, store, llm), answers()) as ctx:
+    probe = answers()
+    async with running(settings, store, llm_backend(settings, store, llm), probe):
         final = await settle(store, len(ids))
     assert set(final.values()) == {EntityStatus.ready}, final
     # every target x language was probed once, in one batch per target
     assert await count(store, Probe) == len(ids) * 2 * 3
-    assert len(ctx.extras["probe_calls"]) == len(ids) * 2
+    assert len(probe.calls) == len(ids) * 2
     translated = await count(store, Question, Question.status == QuestionStatus.translated)
     assert translated >= len(ids)
     assert await count(store, Translation) == translated * 3

@@ -19,6 +19,7 @@ from abc import ABC, abstractmethod
 from datetime import timedelta
 from typing import ClassVar
 
+from clkt._tasks import cancel_and_wait
 from clkt.context import ServiceContext
 from clkt.errors import RetryLater
 from storage.engine import Session
@@ -75,10 +76,7 @@ class StageWorker(ABC):
             if inflight:
                 await asyncio.wait(inflight, timeout=ctx.settings.daemon.grace_period_s)
         finally:
-            for j in list(inflight):
-                j.cancel()
-            if inflight:
-                await asyncio.gather(*inflight, return_exceptions=True)
+            await cancel_and_wait(inflight)
 
     async def _one(self, task: TaskLease, ctx: ServiceContext) -> None:
         t0 = time.perf_counter()
