@@ -45,12 +45,10 @@ __all__ = [
     "BuildStatus",
     "BuildResult",
     "SnapshotExists",
-    "FrozenHook",
     "check_spec",
     "resolve_period",
     "plan_selection",
     "build_snapshot",
-    "frozen_snapshot",
     "make_counts",
     "clkt_version",
 ]

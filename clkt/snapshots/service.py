@@ -30,11 +30,11 @@ from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt,
 from clkt.config import Settings
 from clkt.context import ServiceContext
 from clkt.errors import ClktError, SnapshotError
-from clkt.snapshots.builder import BuildResult, BuildStatus, SnapshotExists, build_snapshot, frozen_snapshot, plan_selection
+from clkt.snapshots.builder import BuildResult, BuildStatus, SnapshotExists, build_snapshot, plan_selection
 from clkt.snapshots.period import Period, period_of, previous_period
 from storage.engine import Session
 from storage.gpu_jobs import enqueue_gpu_jobs
-from storage.snapshots import SnapshotRecord, add_event, frozen_manifests
+from storage.snapshots import SnapshotRecord, add_event, frozen_manifests, frozen_snapshot
 
 __all__ = ["SnapshotBuilder", "GpuEnqueue", "enqueue_spec_jobs", "post_webhook", "WebhookError"]
 
