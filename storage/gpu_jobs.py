@@ -1,7 +1,11 @@
-"""The GPU job queue's repository: enqueue a snapshot's jobs, write a job's results, read them back.
+"""The GPU job queue's repository: enqueue a snapshot's jobs, lease them, write a job's results, read them back.
 
 A job is one (snapshot, target model, strategy, train language); the unique constraint makes
-`enqueue_gpu_jobs` idempotent. Results are written by `write_job_results` in the caller's transaction,
+`enqueue_gpu_jobs` idempotent. Jobs leave this module as frozen `GpuJobRecord`s, never as rows. The lease
+functions (`claim_gpu_jobs`, `heartbeat_gpu_job`, `complete_gpu_job`, `fail_gpu_job`, `release_gpu_job`,
+`release_gpu_jobs_of`) are the generic lease machinery of `storage.claim` applied to `GpuJob`: the same
+statements, fenced on the owner (a caller whose lease is gone gets `LeaseLost`, re-exported here).
+Results are written by `write_job_results` in the caller's transaction,
 together with the fenced completion of the job (see `clkt.inject.consumer`). Results reference this store's
 question rows; `results_for_snapshot` also returns each question's identity (entity source and external id,
 slot), from which `clkt.snapshots.ids` derives the public qid that the snapshot's files use.
@@ -11,20 +15,31 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import BaseModel
 from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from storage import claim as _lease
+from storage.claim import LeaseLost
 from storage.models import Entity, GpuJob, LeaseStatus, Question, QuestionResult
 from storage.tasks import insert_ignore
 from storage.types import utcnow
 
 __all__ = [
+    "GpuJobRecord",
     "ResultRecord",
     "JobResultRow",
+    "LeaseLost",
     "enqueue_gpu_jobs",
+    "claim_gpu_jobs",
+    "heartbeat_gpu_job",
+    "complete_gpu_job",
+    "fail_gpu_job",
+    "release_gpu_job",
+    "release_gpu_jobs_of",
     "get_job",
     "jobs_for_snapshot",
     "gpu_job_counts",
@@ -32,6 +47,43 @@ __all__ = [
     "write_job_results",
     "results_for_snapshot",
 ]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GpuJobRecord:
+    """One `GpuJob` row: a (snapshot, target model, strategy, train language) job and its lease state."""
+
+    id: int
+    snapshot_id: str
+    target_model: str
+    strategy: str
+    train_lang: str
+    config: dict[str, Any]  # the JSON job config (`clkt.config.GpuSettings` dumped, maybe with a "target")
+    status: LeaseStatus
+    lease_owner: str | None
+    lease_expires_at: datetime | None
+    attempts: int
+    max_attempts: int
+    not_before: datetime
+    last_error: str | None
+    device: str | None
+    best_epoch: int | None
+    artifacts_dir: str | None
+    summary: dict[str, Any]  # the JSON summary the consumer writes on completion
+    created_at: datetime
+    updated_at: datetime
+
+
+def _record(row: GpuJob) -> GpuJobRecord:
+    assert row.id is not None
+    return GpuJobRecord(
+        id=row.id, snapshot_id=row.snapshot_id, target_model=row.target_model, strategy=row.strategy,
+        train_lang=row.train_lang, config=dict(row.config or {}), status=LeaseStatus(row.status),
+        lease_owner=row.lease_owner, lease_expires_at=row.lease_expires_at, attempts=row.attempts,
+        max_attempts=row.max_attempts, not_before=row.not_before, last_error=row.last_error, device=row.device,
+        best_epoch=row.best_epoch, artifacts_dir=row.artifacts_dir, summary=dict(row.summary or {}),
+        created_at=row.created_at, updated_at=row.updated_at,
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -95,13 +147,74 @@ async def enqueue_gpu_jobs(
     return await insert_ignore(session, GpuJob, rows)
 
 
-async def get_job(session: AsyncSession, job_id: int) -> GpuJob | None:
-    return await session.get(GpuJob, job_id)
+async def claim_gpu_jobs(
+    session: AsyncSession, *, owner: str, lease: timedelta, limit: int = 1, now: datetime | None = None
+) -> list[GpuJobRecord]:
+    """Lease up to `limit` claimable jobs (lowest id first; attempts += 1). In the caller's transaction."""
+    return [_record(r) for r in await _lease.claim(session, GpuJob, owner=owner, lease=lease, limit=limit, now=now)]
 
 
-async def jobs_for_snapshot(session: AsyncSession, snapshot_id: str) -> list[GpuJob]:
+async def heartbeat_gpu_job(session: AsyncSession, job_id: int, *, owner: str, lease: timedelta) -> None:
+    """Extend the lease `owner` holds on the job; `LeaseLost` when it no longer holds it."""
+    await _lease.heartbeat(session, GpuJob, job_id, owner=owner, lease=lease)
+
+
+async def complete_gpu_job(
+    session: AsyncSession,
+    job_id: int,
+    *,
+    owner: str,
+    best_epoch: int | None,
+    device: str | None,
+    artifacts_dir: str | None,
+    summary: Mapping[str, Any],
+) -> None:
+    """Mark the job done (fenced on `owner`, else `LeaseLost`) with its outcome; the last error is cleared."""
+    await _lease.complete(
+        session, GpuJob, job_id, owner=owner, best_epoch=best_epoch, device=device, artifacts_dir=artifacts_dir,
+        summary=dict(summary), last_error=None,
+    )
+
+
+async def fail_gpu_job(
+    session: AsyncSession,
+    job_id: int,
+    *,
+    owner: str,
+    error: str,
+    retry_in: timedelta | None = None,
+    permanent: bool = False,
+) -> LeaseStatus:
+    """Record a failure: `pending` again after `retry_in`, or `failed` when permanent or out of attempts."""
+    return await _lease.fail(session, GpuJob, job_id, owner=owner, error=error, retry_in=retry_in, permanent=permanent)
+
+
+async def release_gpu_job(
+    session: AsyncSession,
+    job_id: int,
+    *,
+    owner: str,
+    defer: timedelta | None = None,
+    refund: bool = True,
+    reason: str | None = None,
+) -> None:
+    """Hand the lease back without counting a failure (shutdown); a lease `owner` no longer holds is left alone."""
+    await _lease.release(session, GpuJob, job_id, owner=owner, defer=defer, refund=refund, reason=reason)
+
+
+async def release_gpu_jobs_of(session: AsyncSession, *, owner: str) -> int:
+    """Release every job leased by `owner` (shutdown), refunding the attempt; how many were released."""
+    return await _lease.release_owner(session, GpuJob, owner=owner)
+
+
+async def get_job(session: AsyncSession, job_id: int) -> GpuJobRecord | None:
+    row = await session.get(GpuJob, job_id)
+    return _record(row) if row is not None else None
+
+
+async def jobs_for_snapshot(session: AsyncSession, snapshot_id: str) -> list[GpuJobRecord]:
     rows = await session.execute(select(GpuJob).where(GpuJob.snapshot_id == snapshot_id).order_by(GpuJob.id))
-    return list(rows.scalars().all())
+    return [_record(r) for r in rows.scalars().all()]
 
 
 async def gpu_job_counts(session: AsyncSession, snapshot_id: str | None = None) -> dict[str, int]:

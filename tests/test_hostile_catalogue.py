@@ -520,7 +520,7 @@ def test_a_store_url_password_is_a_secret_everywhere(scratch: Path) -> None:
 
 async def test_snapshot_prefixes_are_literal(store: Any) -> None:
     from clkt.errors import UserError
-    from clkt.snapshots.repo import get_snapshot
+    from storage.snapshots import get_snapshot
     from storage.models import Snapshot
 
     async with store.transaction() as s:

@@ -33,7 +33,7 @@ def _counts_table(title: str, counts: dict[str, Any]) -> Table:
 
 @snapshot_app.command("list", help="Snapshots in the store, newest period first.")
 def list_(config: ConfigOption = None, spec: Annotated[str | None, typer.Option("--spec")] = None) -> None:
-    from clkt.snapshots.repo import list_snapshots
+    from storage.snapshots import list_snapshots
 
     settings = load_cli_settings(config)
 
@@ -57,7 +57,7 @@ def list_(config: ConfigOption = None, spec: Annotated[str | None, typer.Option(
 
 @snapshot_app.command("show", help="A snapshot's Table-3 counts, provenance and audit precision.")
 def show(ident: IdArg, config: ConfigOption = None) -> None:
-    from clkt.snapshots.repo import get_snapshot
+    from storage.snapshots import get_snapshot
 
     settings = load_cli_settings(config)
 
@@ -146,7 +146,7 @@ def export(
     from clkt.snapshots.builder import clkt_version
     from clkt.snapshots.export import export_format
     from clkt.snapshots.formats import FORMATS
-    from clkt.snapshots.repo import load_snapshot
+    from clkt.snapshots.content import load_snapshot
 
     if fmt not in FORMATS:
         raise fail(f"--format: unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
@@ -165,7 +165,7 @@ def export(
 
 @snapshot_app.command("diff", help="Entities and questions added or removed between two snapshots.")
 def diff(a: IdArg, b: IdArg, config: ConfigOption = None) -> None:
-    from clkt.snapshots.repo import diff_snapshots
+    from clkt.snapshots.content import diff_snapshots
 
     settings = load_cli_settings(config)
 
@@ -192,7 +192,7 @@ def audit_sample(
     config: ConfigOption = None,
 ) -> None:
     from clkt.snapshots.audit import sample_pairs, write_sample
-    from clkt.snapshots.repo import load_snapshot
+    from clkt.snapshots.content import load_snapshot
 
     settings = load_cli_settings(config)
 
@@ -211,7 +211,7 @@ def audit_sample(
 @audit_app.command("score", help="Majority vote over annotators' CSVs; precision per domain, stored with the snapshot.")
 def audit_score(files: Annotated[list[Path], typer.Argument(help="annotated CSV files")], config: ConfigOption = None) -> None:
     from clkt.snapshots.audit import score_files
-    from clkt.snapshots.repo import get_snapshot
+    from storage.snapshots import snapshot_row_transitional as get_snapshot  # see its docstring
 
     settings = load_cli_settings(config)
 

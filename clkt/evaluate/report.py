@@ -144,10 +144,10 @@ class ReportPaths:
 async def load_report_data(store: Store, snapshot_id: str, *, seed: int = 0) -> ReportData:
     from clkt.snapshots.ids import stable_qid
     from storage.gpu_jobs import jobs_for_snapshot, results_for_snapshot
-    from storage.models import Snapshot
+    from storage.snapshots import find_snapshot
 
     async with store.session() as s:
-        snap = await s.get(Snapshot, snapshot_id)
+        snap = await find_snapshot(s, snapshot_id)
         if snap is None:
             from clkt.errors import UserError
 
@@ -157,7 +157,7 @@ async def load_report_data(store: Store, snapshot_id: str, *, seed: int = 0) -> 
         manifest = dict(snap.manifest or {})
     infos = [
         JobInfo(
-            job_id=j.id or 0, model=j.target_model, strategy=j.strategy, train_lang=j.train_lang, status=str(getattr(j.status, "value", j.status)),
+            job_id=j.id, model=j.target_model, strategy=j.strategy, train_lang=j.train_lang, status=j.status.value,
             best_epoch=j.best_epoch, error=j.last_error, family=(j.summary or {}).get("target_family"),
             size_b=(j.summary or {}).get("target_size_b"), parse=(j.summary or {}).get("generate_parse"),
             control=(j.summary or {}).get("control") or None,

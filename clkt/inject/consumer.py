@@ -1,10 +1,11 @@
-"""The GPU consumer: claims `GpuJob` rows and runs each in a child process, one at a time per device.
+"""The GPU consumer: claims GPU jobs and runs each in a child process, one at a time per device.
 
 The event loop never runs torch. For each claimed job the consumer writes `<data_dir>/jobs/<id>/spec.json`,
 starts `python -m clkt.inject.run_job` (its output goes to `job.log` beside it), heartbeats the lease while
 the child runs, enforces `gpu.job_timeout_s`, and then, in ONE transaction, writes every per-question result
 and completes the job (fenced on the lease). The child reports the export's public qids; they are mapped
-back to this store's question rows through the snapshot's `SnapshotItem` rows (an unknown qid fails the job).
+back to this store's question rows through the snapshot's items (an unknown qid fails the job). Every read and
+write goes through the repositories (`storage.gpu_jobs`, `storage.snapshots`); jobs are `GpuJobRecord`s.
 A child that fails, crashes or runs out of memory fails that job only; the next job starts as usual. When
 the last job of a snapshot finishes, the report is written.
 """
@@ -39,10 +40,21 @@ from clkt.inject.spec import (
     ResultItem,
     write_json_atomic,
 )
-from clkt.snapshots.repo import question_rows_by_qid
-from storage.claim import LeaseLost, claim, complete, fail, heartbeat, release
-from storage.gpu_jobs import ResultRecord, snapshot_jobs_finished, write_job_results
-from storage.models import GpuJob, LeaseStatus, Snapshot
+from clkt.snapshots.content import question_rows_by_qid
+from storage.enums import LeaseStatus
+from storage.gpu_jobs import (
+    GpuJobRecord,
+    LeaseLost,
+    ResultRecord,
+    claim_gpu_jobs,
+    complete_gpu_job,
+    fail_gpu_job,
+    heartbeat_gpu_job,
+    release_gpu_job,
+    snapshot_jobs_finished,
+    write_job_results,
+)
+from storage.snapshots import find_snapshot
 
 __all__ = ["GpuConsumer", "JobRun", "job_dir", "result_records", "control_counts"]
 
@@ -74,7 +86,7 @@ def result_records(outcome: JobOutcome, rows_by_qid: dict[int, int], *, snapshot
 def control_counts(items: list[ResultItem]) -> dict[str, dict[str, dict[str, int]]]:
     """The control split's answers as counts: scorer -> test language -> n, base_correct, injected_correct,
     gained (base wrong, injected right) and lost (base right, injected wrong), over the questions that have
-    both answers. They go into `GpuJob.summary["control"]`: control questions have no store rows."""
+    both answers. They go into the job's `summary["control"]`: control questions have no store rows."""
     pairs: dict[tuple[str, str, int], dict[str, bool]] = {}
     for r in items:
         pairs.setdefault((r.scorer, r.lang, r.qid), {})[r.variant.value] = r.correct
@@ -142,7 +154,7 @@ class GpuConsumer:
                     return
                 continue
             async with ctx.store.transaction() as s:
-                jobs = await claim(s, GpuJob, owner=ctx.owner, lease=lease, limit=1)
+                jobs = await claim_gpu_jobs(s, owner=ctx.owner, lease=lease, limit=1)
             if not jobs:
                 if self.burst or await ctx.sleep(ctx.settings.daemon.poll_interval_s):
                     return
@@ -152,7 +164,7 @@ class GpuConsumer:
             if run.status in (LeaseStatus.done, LeaseStatus.failed):
                 await self._maybe_report(ctx, jobs[0].snapshot_id)
 
-    async def _job_spec(self, ctx: ServiceContext, job: GpuJob, device: str) -> JobSpec:
+    async def _job_spec(self, ctx: ServiceContext, job: GpuJobRecord, device: str) -> JobSpec:
         target = next((t for t in ctx.settings.spec.targets if t.name == job.target_model), None)
         if target is None:
             raw = job.config.get("target") if isinstance(job.config, dict) else None
@@ -161,7 +173,7 @@ class GpuConsumer:
             names = [t.name for t in ctx.settings.spec.targets]
             raise _PermanentSetup(f"target model {job.target_model!r} is not in the spec (targets: {names})")
         async with ctx.store.session() as s:
-            snap = await s.get(Snapshot, job.snapshot_id)
+            snap = await find_snapshot(s, job.snapshot_id)
         if snap is None or not snap.export_path:
             raise _PermanentSetup(f"snapshot {job.snapshot_id} has no export directory")
         try:
@@ -170,7 +182,6 @@ class GpuConsumer:
         except ValidationError as e:
             raise _PermanentSetup(f"job config is invalid: {e.errors()[0]['msg']}") from e
         data_dir = ctx.settings.data_dir.resolve()
-        assert job.id is not None
         return JobSpec(
             job_id=job.id, snapshot_id=job.snapshot_id, snapshot_dir=Path(snap.export_path).resolve(), target=target,
             strategy=job.strategy, train_lang=job.train_lang, gpu=gpu, data_dir=data_dir,  # type: ignore[arg-type]
@@ -178,8 +189,7 @@ class GpuConsumer:
             base_cache_dir=data_dir / "jobs" / "base" / job.snapshot_id,
         )
 
-    async def _run_job(self, ctx: ServiceContext, job: GpuJob, device: str, lease: timedelta) -> JobRun:
-        assert job.id is not None
+    async def _run_job(self, ctx: ServiceContext, job: GpuJobRecord, device: str, lease: timedelta) -> JobRun:
         jid = job.id
         label = f"job {jid} ({job.target_model} / {job.strategy} / train {job.train_lang} / {job.snapshot_id})"
         try:
@@ -243,7 +253,7 @@ class GpuConsumer:
                 next_beat = now + beat_every
                 try:
                     async with ctx.store.transaction() as s:
-                        await heartbeat(s, GpuJob, jid, owner=ctx.owner, lease=lease)
+                        await heartbeat_gpu_job(s, jid, owner=ctx.owner, lease=lease)
                 except LeaseLost:
                     await self._stop_child(proc)
                     log.warning("%s: lease lost; stopped the job process", label)
@@ -289,9 +299,9 @@ class GpuConsumer:
         try:
             async with ctx.store.transaction() as s:
                 n = await write_job_results(s, jid, records)
-                await complete(
-                    s, GpuJob, jid, owner=ctx.owner, best_epoch=outcome.best_epoch, device=outcome.device,
-                    artifacts_dir=str(spec.artifacts_dir), summary=summary, last_error=None,
+                await complete_gpu_job(
+                    s, jid, owner=ctx.owner, best_epoch=outcome.best_epoch, device=outcome.device,
+                    artifacts_dir=str(spec.artifacts_dir), summary=summary,
                 )
         except LeaseLost:
             log.warning("%s: finished, but its lease was lost; results not written (another worker owns it)", label)
@@ -306,8 +316,8 @@ class GpuConsumer:
         error = redact(error)
         try:
             async with ctx.store.transaction() as s:
-                status = await fail(
-                    s, GpuJob, jid, owner=ctx.owner, error=error, permanent=permanent,
+                status = await fail_gpu_job(
+                    s, jid, owner=ctx.owner, error=error, permanent=permanent,
                     retry_in=timedelta(seconds=self.RETRY_BACKOFF_S),
                 )
         except LeaseLost:
@@ -319,7 +329,7 @@ class GpuConsumer:
     async def _release(self, ctx: ServiceContext, jid: int, reason: str) -> None:
         try:
             async with ctx.store.transaction() as s:
-                await release(s, GpuJob, jid, owner=ctx.owner, reason=reason)
+                await release_gpu_job(s, jid, owner=ctx.owner, reason=reason)
         except Exception:  # shutdown bookkeeping: the lease expires anyway
             log.exception("could not hand back GPU job %d", jid)
 

@@ -3,7 +3,8 @@
 `build_snapshot` selects the items (`select`), lays out their content (`content`), writes every export
 into a staged folder (`export`), and only then commits the `Snapshot` row as frozen, with its
 `SnapshotItem` references, an `Event` and whatever the `on_frozen` hook adds in the same transaction (the
-service enqueues the GPU jobs there). A failure anywhere leaves no folder and no row. The control split
+service enqueues the GPU jobs there): `storage.snapshots.freeze_snapshot` writes them. A failure anywhere
+leaves no folder and no row. The control split
 (`control`: `snapshot.control_entities` fictional entities per domain, from the seed) is attached to the
 content before anything is written, so it is part of the content hash and the id.
 
@@ -15,14 +16,10 @@ next `revision` (part of the hashed content, so a new id) and marks the old one 
 from __future__ import annotations
 
 import importlib.metadata
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
 from pathlib import Path
-
-from sqlalchemy import func, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from clkt.config import Settings
 from clkt.errors import SnapshotError, UserError
@@ -32,25 +29,29 @@ from clkt.snapshots.export import StagedDir, snapshot_dir, write_tree
 from clkt.snapshots.layout import AgentInfo, DomainCounts, SnapshotManifest, TargetInfo
 from clkt.snapshots.period import Period, parse_period
 from clkt.snapshots.select import DomainShortfall, Selection, load_candidates, select_items
-from storage.engine import Store
-from storage.models import Event, Snapshot, SnapshotItem, SnapshotStatus
+from storage.engine import Session, Store
+from storage.snapshots import (
+    FrozenHook,
+    NewSnapshot,
+    NewSnapshotItem,
+    count_revisions,
+    find_snapshot,
+    freeze_snapshot,
+    frozen_snapshot,
+)
 from storage.types import utcnow
 
 __all__ = [
     "BuildStatus",
     "BuildResult",
     "SnapshotExists",
-    "FrozenHook",
     "check_spec",
     "resolve_period",
     "plan_selection",
     "build_snapshot",
-    "frozen_snapshot",
     "make_counts",
     "clkt_version",
 ]
-
-FrozenHook = Callable[[AsyncSession, Snapshot], Awaitable[None]]
 
 
 class SnapshotExists(SnapshotError):
@@ -113,7 +114,7 @@ def resolve_period(settings: Settings, period: str | Period, *, now: datetime) -
     return p
 
 
-async def plan_selection(session: AsyncSession, settings: Settings, period: Period) -> tuple[Selection, dict[str, int]]:
+async def plan_selection(session: Session, settings: Settings, period: Period) -> tuple[Selection, dict[str, int]]:
     snap = settings.snapshot
     pool = await load_candidates(session, spec=settings.spec, period=period)
     sel = select_items(
@@ -121,14 +122,6 @@ async def plan_selection(session: AsyncSession, settings: Settings, period: Peri
         seed=snap.seed, val_ratio=snap.val_ratio,
     )
     return sel, pool.excluded
-
-
-async def frozen_snapshot(session: AsyncSession, spec: str, period: str) -> Snapshot | None:
-    return (
-        await session.execute(
-            select(Snapshot).where(Snapshot.spec == spec, Snapshot.period == period, Snapshot.status == SnapshotStatus.frozen)
-        )
-    ).scalars().first()
 
 
 def make_counts(content: SnapshotContent) -> dict[str, DomainCounts]:
@@ -205,9 +198,7 @@ async def build_snapshot(
         old = await frozen_snapshot(s, name, p.label)
         if old is not None and not force:
             raise SnapshotExists(old.id)
-        revision = int(
-            (await s.execute(select(func.count()).select_from(Snapshot).where(Snapshot.spec == name, Snapshot.period == p.label))).scalar_one()
-        )
+        revision = await count_revisions(s, name, p.label)
         sel, excluded = await plan_selection(s, settings, p)
         if not sel.items or (not sel.complete and not partial_ok):
             return BuildResult(status=BuildStatus.under_quota, spec=name, period=p.label, report=sel.report, excluded=excluded)
@@ -229,43 +220,32 @@ async def build_snapshot(
             current = await frozen_snapshot(s, name, p.label)
             if current is not None and (old is None or current.id != old.id):
                 raise SnapshotExists(current.id)
-            if await s.get(Snapshot, content.snapshot_id) is not None:
+            if await find_snapshot(s, content.snapshot_id) is not None:
                 raise SnapshotError(f"snapshot {content.snapshot_id} already exists in the store")
-            snap = Snapshot(
-                id=content.snapshot_id, spec=name, period=p.label, status=SnapshotStatus.frozen,
-                content_sha256=content.content_sha256, seed=content.seed, partial=manifest.partial,
-                manifest=manifest.model_dump(mode="json"), export_path=str(final), built_at=now,
-            )
-            s.add(snap)
-            await s.flush()
-            s.add_all(
-                SnapshotItem(
-                    snapshot_id=snap.id, question_id=it.question_row, entity_id=it.entity_row, split=it.split,
-                    option_order=list(it.option_order), answer_letter=it.answer_letter,
-                )
-                for it in content.items
-            )
-            if old is not None:
-                await s.execute(
-                    update(Snapshot).where(Snapshot.id == old.id).values(  # type: ignore[arg-type]
-                        status=SnapshotStatus.superseded, superseded_by=snap.id,
-                        export_path=str(archive) if archive is not None else None,
+            await freeze_snapshot(
+                s,
+                snapshot=NewSnapshot(
+                    id=content.snapshot_id, spec=name, period=p.label, content_sha256=content.content_sha256,
+                    seed=content.seed, partial=manifest.partial, manifest=manifest.model_dump(mode="json"),
+                    export_path=str(final), built_at=now,
+                ),
+                items=[
+                    NewSnapshotItem(
+                        question_id=it.question_row, entity_id=it.entity_row, split=it.split,
+                        option_order=it.option_order, answer_letter=it.answer_letter,
                     )
-                )
-            s.add(
-                Event(
-                    ts=now, kind="snapshot.frozen",
-                    message=f"froze {snap.id} ({sum(1 for _ in content.items)} questions)",
-                    data={
-                        "snapshot_id": snap.id, "spec": name, "period": p.label, "partial": manifest.partial,
-                        "superseded": old.id if old is not None else None, "path": str(final),
-                        "counts": {k: v.model_dump() for k, v in manifest.counts.items()},
-                    },
-                )
+                    for it in content.items
+                ],
+                supersedes=old.id if old is not None else None,
+                superseded_export_path=str(archive) if archive is not None else None,
+                event_message=f"froze {content.snapshot_id} ({sum(1 for _ in content.items)} questions)",
+                event_data={
+                    "snapshot_id": content.snapshot_id, "spec": name, "period": p.label, "partial": manifest.partial,
+                    "superseded": old.id if old is not None else None, "path": str(final),
+                    "counts": {k: v.model_dump() for k, v in manifest.counts.items()},
+                },
+                on_frozen=on_frozen,
             )
-            if on_frozen is not None:
-                await on_frozen(s, snap)
-            await s.flush()
             staged.publish()
         staged.commit()
     return BuildResult(

@@ -5,6 +5,11 @@ the store gives the same bytes as at build time; `content_sha256` hashes the sor
 texts and option orders (and the snapshot's identity: spec, period, seed, revision). Only public ids
 (`clkt.snapshots.ids`) are laid out and hashed, never a store's row ids, so the same items give the same
 bytes and the same snapshot id in any store.
+
+Reading a snapshot back (`load_snapshot`: re-assembled from its referenced rows and checked against its
+content hash), comparing two (`diff_snapshots`) and mapping its public qids back to this store's question
+rows (`question_rows_by_qid`, for results read from an export) go through the same functions. The rows are
+read by the snapshots' repository (`storage.snapshots`); nothing here builds a query.
 """
 
 from __future__ import annotations
@@ -13,20 +18,27 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import date
 from typing import Any
-
-from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from clkt.errors import SnapshotError
 from clkt.snapshots.ids import stable_entity_id, stable_qid
-from clkt.snapshots.layout import LETTERS, DocRow, QuestionRow
+from clkt.snapshots.layout import LETTERS, DocRow, QuestionRow, SnapshotManifest
 from clkt.snapshots.select import ItemRef
-from storage.models import Document, Entity, Question, SnapshotItem, Translation
+from storage.engine import Session
+from storage.snapshots import SnapshotRecord, content_rows, get_snapshot, stored_items
 
-__all__ = ["SnapshotContent", "assemble_content", "load_item_refs", "canonical_json"]
-
-_CHUNK = 500
+__all__ = [
+    "SnapshotContent",
+    "LoadedSnapshot",
+    "SnapshotDiff",
+    "assemble_content",
+    "load_item_refs",
+    "load_snapshot",
+    "diff_snapshots",
+    "question_rows_by_qid",
+    "canonical_json",
+]
 
 
 def canonical_json(data: Any) -> str:
@@ -88,28 +100,16 @@ class SnapshotContent:
         return f"{self.spec}-{self.period}-{self.content_sha256[:12]}"
 
 
-def _chunks(ids: Sequence[int]) -> list[list[int]]:
-    return [list(ids[i : i + _CHUNK]) for i in range(0, len(ids), _CHUNK)]
-
-
-async def load_item_refs(session: AsyncSession, snapshot_id: str) -> list[ItemRef]:
+async def load_item_refs(session: Session, snapshot_id: str) -> list[ItemRef]:
     """A snapshot's items from its `SnapshotItem` rows, with their public ids, sorted by public qid."""
-    rows = (
-        await session.execute(
-            select(SnapshotItem, Entity.source, Entity.external_id, Question.slot)
-            .outerjoin(Question, Question.id == SnapshotItem.question_id)
-            .outerjoin(Entity, Entity.id == Question.entity_id)
-            .where(SnapshotItem.snapshot_id == snapshot_id)
-        )
-    ).all()
     items: list[ItemRef] = []
-    for r, source, external_id, slot in rows:
-        if source is None or external_id is None or slot is None:
+    for r in await stored_items(session, snapshot_id):
+        if r.source is None or r.external_id is None or r.slot is None:
             raise SnapshotError(f"snapshot {snapshot_id}: question {r.question_id} it references is gone from the store")
         items.append(
             ItemRef(
-                qid=stable_qid(source, external_id, slot), entity_id=stable_entity_id(source, external_id),
-                question_row=r.question_id, entity_row=r.entity_id, split=r.split, option_order=tuple(r.option_order),
+                qid=stable_qid(r.source, r.external_id, r.slot), entity_id=stable_entity_id(r.source, r.external_id),
+                question_row=r.question_id, entity_row=r.entity_id, split=r.split, option_order=r.option_order,
                 answer_letter=r.answer_letter,
             )
         )
@@ -117,7 +117,7 @@ async def load_item_refs(session: AsyncSession, snapshot_id: str) -> list[ItemRe
 
 
 async def assemble_content(
-    session: AsyncSession,
+    session: Session,
     *,
     spec: str,
     period: str,
@@ -130,26 +130,8 @@ async def assemble_content(
     langs = list(languages)
     qids = sorted(it.question_row for it in items)
     eids = sorted({it.entity_row for it in items})
-    ents: dict[int, Entity] = {}
-    docs: dict[tuple[int, str], Document] = {}
-    qs: dict[int, Question] = {}
-    trs: dict[tuple[int, str], Translation] = {}
-    for chunk in _chunks(eids):
-        for e in (await session.execute(select(Entity).where(Entity.id.in_(chunk)))).scalars():  # type: ignore[union-attr]
-            assert e.id is not None
-            ents[e.id] = e
-        for d in (
-            await session.execute(select(Document).where(Document.entity_id.in_(chunk), Document.lang.in_(langs)))  # type: ignore[attr-defined]
-        ).scalars():
-            docs[(d.entity_id, d.lang)] = d
-    for chunk in _chunks(qids):
-        for q in (await session.execute(select(Question).where(Question.id.in_(chunk)))).scalars():  # type: ignore[union-attr]
-            assert q.id is not None
-            qs[q.id] = q
-        for t in (
-            await session.execute(select(Translation).where(Translation.question_id.in_(chunk), Translation.lang.in_(langs)))  # type: ignore[attr-defined]
-        ).scalars():
-            trs[(t.question_id, t.lang)] = t
+    rows = await content_rows(session, entity_ids=eids, question_ids=qids, languages=langs)
+    ents, docs, qs, trs = rows.entities, rows.documents, rows.questions, rows.translations
     producers: set[str] = set()
     versions: dict[str, set[str]] = {"generator": set(), "translator": set(), "document": set()}
     rank = {lang: i for i, lang in enumerate(langs)}
@@ -212,3 +194,72 @@ async def assemble_content(
         prompt_versions={k: tuple(sorted(v)) for k, v in versions.items() if v},
         redated_entities=sum(1 for eid in eids if ents[eid].redated_from is not None),
     )
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoadedSnapshot:
+    row: SnapshotRecord  # the stored snapshot
+    manifest: SnapshotManifest
+    content: SnapshotContent
+
+
+@dataclass(frozen=True, kw_only=True)
+class SnapshotDiff:
+    """Public entity ids and qids (as in the exports) added, removed or moved between two snapshots."""
+
+    a: str
+    b: str
+    entities_added: list[int]
+    entities_removed: list[int]
+    questions_added: list[int]
+    questions_removed: list[int]
+    split_changed: list[int]
+
+
+async def load_snapshot(session: Session, ident: str) -> LoadedSnapshot:
+    """Re-assemble a snapshot from its referenced rows and check it still hashes to its id."""
+    from clkt.snapshots.control import (  # control imports this module
+        attach_control,
+        check_control_engine,
+    )
+
+    row = await get_snapshot(session, ident)
+    if not row.manifest:
+        raise SnapshotError(f"snapshot {row.id} has no manifest (it was never frozen)")
+    manifest = SnapshotManifest.model_validate(row.manifest)
+    items = await load_item_refs(session, row.id)
+    content = await assemble_content(
+        session, spec=row.spec, period=row.period, seed=manifest.seed, revision=manifest.revision,
+        languages=manifest.languages, items=items,
+    )
+    if manifest.control is not None:
+        check_control_engine(manifest.control, row.id)
+        content = attach_control(
+            content, start=date.fromisoformat(manifest.period_start), end=date.fromisoformat(manifest.period_end),
+            domains=manifest.control.domains, per_domain=manifest.control.per_domain,
+        )
+    if content.content_sha256 != row.content_sha256:
+        raise SnapshotError(
+            f"snapshot {row.id}: the rows it references changed since it was frozen "
+            f"(content sha256 {content.content_sha256[:12]} != {row.content_sha256[:12]})"
+        )
+    return LoadedSnapshot(row=row, manifest=manifest, content=content)
+
+
+async def diff_snapshots(session: Session, a: str, b: str) -> SnapshotDiff:
+    ra, rb = await get_snapshot(session, a), await get_snapshot(session, b)
+    ia = {it.qid: it for it in await load_item_refs(session, ra.id)}
+    ib = {it.qid: it for it in await load_item_refs(session, rb.id)}
+    ea = {it.entity_id for it in ia.values()}
+    eb = {it.entity_id for it in ib.values()}
+    return SnapshotDiff(
+        a=ra.id, b=rb.id,
+        entities_added=sorted(eb - ea), entities_removed=sorted(ea - eb),
+        questions_added=sorted(set(ib) - set(ia)), questions_removed=sorted(set(ia) - set(ib)),
+        split_changed=sorted(q for q in set(ia) & set(ib) if ia[q].split != ib[q].split),
+    )
+
+
+async def question_rows_by_qid(session: Session, snapshot_id: str) -> dict[int, int]:
+    """Public qid (as in the snapshot's files) -> this store's `Question.id`, for the snapshot's items."""
+    return {it.qid: it.question_row for it in await load_item_refs(session, snapshot_id)}

@@ -18,7 +18,7 @@ hf/, lm_eval/              a `datasets` folder and lm-evaluation-harness tasks (
 `qid` and `entity_id` are public ids derived from content (`clkt.snapshots.ids`: sha256 of the entity's
 source and external id, and the question's slot; ints below 2**52), never a store's row ids, so the same
 items give the same files in any store; results map back to `QuestionResult.question_id` through the
-snapshot's `SnapshotItem` rows (`clkt.snapshots.repo.question_rows_by_qid`). The options are in the snapshot's shuffled order (the same permutation in every language) and `answer` is the
+snapshot's `SnapshotItem` rows (`clkt.snapshots.content.question_rows_by_qid`). The options are in the snapshot's shuffled order (the same permutation in every language) and `answer` is the
 letter of `options[answer_index]`. This contract is fixed: fields may be added, never renamed.
 """
 

@@ -4,7 +4,8 @@ Everything here is deterministic given the store's rows and the seed: entities a
 sha256 key of their stable identity (source, external id), sources are taken round-robin so every domain
 is balanced across its sources, and a question's split and option order come from seeded keys of its public
 id (`ids.stable_qid`). No store row id enters a key or an order, so two stores holding the same entities
-select the same items however their rows were numbered.
+select the same items however their rows were numbered. The rows are read by the snapshots' repository
+(`storage.snapshots.candidate_entities`); this module only decides.
 """
 
 from __future__ import annotations
@@ -12,19 +13,16 @@ from __future__ import annotations
 import hashlib
 import math
 import random
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
-
-from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from clkt.config import SpecSettings
 from clkt.errors import SnapshotError
 from clkt.snapshots.ids import stable_entity_id, stable_qid
 from clkt.snapshots.layout import LETTERS
 from clkt.snapshots.period import Period
-from storage.models import Document, Entity, EntityStatus, Probe, Question, QuestionStatus, Translation
+from storage.engine import Session
+from storage.snapshots import candidate_entities
 
 __all__ = [
     "ItemRef",
@@ -36,8 +34,6 @@ __all__ = [
     "select_items",
     "seeded_key",
 ]
-
-_CHUNK = 500  # ids per IN (...) list
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -115,10 +111,6 @@ def seeded_key(seed: int, *parts: object) -> str:
     return hashlib.sha256("\x1f".join([str(seed), *map(str, parts)]).encode()).hexdigest()
 
 
-def _chunks(ids: Sequence[int]) -> list[list[int]]:
-    return [list(ids[i : i + _CHUNK]) for i in range(0, len(ids), _CHUNK)]
-
-
 def _probe_clean(rows: list[tuple[str, bool]], spec: SpecSettings) -> bool:
     """Known by no target, and probed for every target (a probe row names the target or its model)."""
     for t in spec.targets:
@@ -128,69 +120,28 @@ def _probe_clean(rows: list[tuple[str, bool]], spec: SpecSettings) -> bool:
     return True
 
 
-async def load_candidates(session: AsyncSession, *, spec: SpecSettings, period: Period) -> CandidatePool:
+async def load_candidates(session: Session, *, spec: SpecSettings, period: Period) -> CandidatePool:
     """Ready entities of the period that passed the probe for every target and exist in every language."""
     langs = set(spec.languages)
     domains = [d.value for d in spec.domains]
-    ents = (
-        await session.execute(
-            select(Entity).where(
-                Entity.status == EntityStatus.ready,
-                Entity.occurred_at >= period.start,
-                Entity.occurred_at < period.end,
-                Entity.domain.in_(domains),  # type: ignore[attr-defined]
-            )
-        )
-    ).scalars().all()
+    ents = await candidate_entities(session, domains=domains, start=period.start, end=period.end)
     ready: dict[str, int] = {d: 0 for d in domains}
     for e in ents:
         ready[e.domain] = ready.get(e.domain, 0) + 1
-    ids = sorted(e.id for e in ents if e.id is not None)
-    probes: dict[int, list[tuple[str, bool]]] = {}
-    doc_langs: dict[int, set[str]] = {}
-    questions: dict[int, list[Question]] = {}
-    for chunk in _chunks(ids):
-        for eid, model, known in (
-            await session.execute(select(Probe.entity_id, Probe.target_model, Probe.known).where(Probe.entity_id.in_(chunk)))  # type: ignore[attr-defined]
-        ).all():
-            probes.setdefault(eid, []).append((model, bool(known)))
-        for eid, lang in (
-            await session.execute(select(Document.entity_id, Document.lang).where(Document.entity_id.in_(chunk)))  # type: ignore[attr-defined]
-        ).all():
-            doc_langs.setdefault(eid, set()).add(lang)
-        for q in (
-            await session.execute(
-                select(Question).where(Question.entity_id.in_(chunk), Question.status == QuestionStatus.translated)  # type: ignore[attr-defined]
-            )
-        ).scalars().all():
-            questions.setdefault(q.entity_id, []).append(q)
-    qids = sorted(q.id for qs in questions.values() for q in qs if q.id is not None)
-    tr: dict[int, dict[str, tuple[int, int]]] = {}
-    for chunk in _chunks(qids):
-        for qid, lang, opts, ans in (
-            await session.execute(
-                select(Translation.question_id, Translation.lang, Translation.options, Translation.answer_index).where(
-                    Translation.question_id.in_(chunk)  # type: ignore[attr-defined]
-                )
-            )
-        ).all():
-            tr.setdefault(qid, {})[lang] = (len(opts), int(ans))
     excluded: dict[str, int] = {}
     by_domain: dict[str, list[Candidate]] = {d: [] for d in domains}
     for e in ents:
-        assert e.id is not None
-        if not _probe_clean(probes.get(e.id, []), spec):
+        if not _probe_clean([(p.target_model, p.known) for p in e.probes], spec):
             excluded["probe: not probed clean for every target"] = excluded.get("probe: not probed clean for every target", 0) + 1
             continue
-        if not langs <= doc_langs.get(e.id, set()):
+        if not langs <= e.doc_langs:
             excluded["document missing in a spec language"] = excluded.get("document missing in a spec language", 0) + 1
             continue
         usable: dict[int, int] = {}
         rows: dict[int, int] = {}
-        for q in questions.get(e.id, []):
-            assert q.id is not None
-            t = tr.get(q.id, {})
-            if len(q.options) != 4 or not 0 <= q.answer_index < 4:
+        for q in e.questions:
+            t = q.translations
+            if q.n_options != 4 or not 0 <= q.answer_index < 4:
                 continue
             if all(lang in t or lang == q.lang for lang in langs) and all(
                 v == (4, q.answer_index) for lang, v in t.items() if lang in langs

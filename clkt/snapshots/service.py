@@ -25,16 +25,16 @@ from datetime import datetime, timezone
 from typing import Any
 
 import aiohttp
-from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncSession
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from clkt.config import Settings
 from clkt.context import ServiceContext
 from clkt.errors import ClktError, SnapshotError
-from clkt.snapshots.builder import BuildResult, BuildStatus, SnapshotExists, build_snapshot, frozen_snapshot, plan_selection
+from clkt.snapshots.builder import BuildResult, BuildStatus, SnapshotExists, build_snapshot, plan_selection
 from clkt.snapshots.period import Period, period_of, previous_period
-from storage.models import Event, Snapshot, SnapshotStatus
+from storage.engine import Session
+from storage.gpu_jobs import enqueue_gpu_jobs
+from storage.snapshots import SnapshotRecord, add_event, frozen_manifests, frozen_snapshot
 
 __all__ = ["SnapshotBuilder", "GpuEnqueue", "enqueue_spec_jobs", "post_webhook", "WebhookError"]
 
@@ -56,10 +56,8 @@ class _RetryableWebhook(WebhookError):
     pass
 
 
-async def enqueue_spec_jobs(session: AsyncSession, settings: Settings, snapshot_id: str) -> Any:
-    """Enqueue the GPU jobs of the spec for a frozen snapshot (the GPU queue's repository)."""
-    from storage.gpu_jobs import enqueue_gpu_jobs
-
+async def enqueue_spec_jobs(session: Session, settings: Settings, snapshot_id: str) -> int:
+    """Enqueue the GPU jobs of the spec for a frozen snapshot (the GPU queue's repository); how many were new."""
     return await enqueue_gpu_jobs(
         session,
         snapshot_id=snapshot_id,
@@ -133,13 +131,7 @@ class SnapshotBuilder:
     async def _last_rolling_end(self, ctx: ServiceContext) -> datetime | None:
         """The end of the latest frozen rolling window of the spec (windows never overlap)."""
         async with ctx.store.session() as s:
-            rows = (
-                await s.execute(
-                    select(Snapshot.manifest).where(
-                        Snapshot.spec == self.settings.spec.name, Snapshot.status == SnapshotStatus.frozen
-                    )
-                )
-            ).scalars().all()
+            rows = await frozen_manifests(s, self.settings.spec.name)
         ends = [
             datetime.fromisoformat(m["period_end"]).replace(tzinfo=timezone.utc)
             for m in rows
@@ -161,7 +153,7 @@ class SnapshotBuilder:
     ) -> BuildResult:
         settings = self.settings
 
-        async def on_frozen(session: AsyncSession, snap: Snapshot) -> None:
+        async def on_frozen(session: Session, snap: SnapshotRecord) -> None:
             if settings.gpu.enabled:
                 await self._enqueue(session, settings, snap.id)
 
@@ -209,4 +201,4 @@ class SnapshotBuilder:
 
     async def _event(self, ctx: ServiceContext, kind: str, message: str, data: dict[str, Any]) -> None:
         async with ctx.store.transaction() as s:
-            s.add(Event(ts=ctx.clock(), kind=kind, message=message, data=data))
+            await add_event(s, ts=ctx.clock(), kind=kind, message=message, data=data)

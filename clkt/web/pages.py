@@ -142,7 +142,7 @@ def _parse_date(value: str, name: str) -> datetime:
 async def entity_list(request: web.Request) -> web.Response:
     from clkt.facts import Domain
     from clkt.cutoff import fresh_after
-    from storage.models import EntityStatus
+    from storage.enums import EntityStatus
 
     ctx = request.app[CTX_KEY]
     q = request.query

@@ -14,12 +14,11 @@ from clkt.context import ServiceContext
 from clkt.errors import JobError
 from clkt.inject.consumer import GpuConsumer, result_records
 from clkt.inject.spec import OUTCOME_FILE, EpochRecord, JobOutcome, ResultItem, Variant, write_json_atomic
+from clkt.snapshots.content import question_rows_by_qid
 from clkt.telemetry import Metrics
 from clkt.snapshots.layout import load_snapshot_dir
-from clkt.snapshots.repo import question_rows_by_qid
-from storage.claim import claim
 from storage.engine import Store
-from storage.gpu_jobs import enqueue_gpu_jobs
+from storage.gpu_jobs import claim_gpu_jobs, enqueue_gpu_jobs
 from storage.models import GpuJob, LeaseStatus, QuestionResult
 from tests.inject._fixtures import SNAPSHOT_ID, public_qid, seed_store
 
@@ -61,15 +60,15 @@ async def test_consumer_stores_results_by_row_or_fails_on_unknown_qid(tmp_path: 
             await enqueue_gpu_jobs(s, snapshot_id=SNAPSHOT_ID, targets=["gemma-3-270m"], strategies=["cpt-lora"],
                                    train_langs=["en"], config=settings.gpu, max_attempts=3)
         async with store.transaction() as s:
-            (job,) = await claim(s, GpuJob, owner="o", lease=timedelta(seconds=60))
+            (job,) = await claim_gpu_jobs(s, owner="o", lease=timedelta(seconds=60))
         consumer = GpuConsumer(settings=settings)
         async with aiohttp.ClientSession() as http:
             ctx = ServiceContext(settings=settings, store=store, http=http, owner="o", metrics=Metrics())
             spec = await consumer._job_spec(ctx, job, "cpu")
             spec.artifacts_dir.mkdir(parents=True)
             qids = [public_qid(12, 1), public_qid(21, 2)] if known else [public_qid(12, 1), 987654321]
-            write_json_atomic(spec.artifacts_dir / OUTCOME_FILE, _outcome(job.id or 0, qids))
-            run = await consumer._store_outcome(ctx, job.id or 0, spec, "job")
+            write_json_atomic(spec.artifacts_dir / OUTCOME_FILE, _outcome(job.id, qids))
+            run = await consumer._store_outcome(ctx, job.id, spec, "job")
         async with store.session() as s:
             stored = (await s.execute(select(QuestionResult))).scalars().all()
             after = await s.get(GpuJob, job.id)

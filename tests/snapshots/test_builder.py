@@ -11,8 +11,8 @@ from sqlalchemy import select
 
 from clkt.errors import SnapshotError, UserError
 from clkt.snapshots.builder import BuildStatus, SnapshotExists, build_snapshot
+from clkt.snapshots.content import load_snapshot
 from clkt.snapshots.layout import BUILD_FILE, load_snapshot_dir
-from clkt.snapshots.repo import load_snapshot
 from storage.engine import Store
 from storage.models import Event, Snapshot, SnapshotItem, SnapshotStatus
 from tests.snapshots.factories import LANGS, add_ready_entity, fill_period, make_settings

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from agents.template.pools import ACTORS, ARTISTS, COMPANIES, DIRECTORS, LABELS, TEAMS
 from agents.template import PROMPT_VERSION
+from agents.template.pools import ACTORS, ARTISTS, COMPANIES, DIRECTORS, LABELS, TEAMS
 from clkt.config import load_settings
 from clkt.errors import ConfigError, SnapshotError
 from clkt.snapshots.builder import build_snapshot
+from clkt.snapshots.content import load_snapshot
 from clkt.snapshots.control import CONTROL_SOURCE, build_control, control_entities
 from clkt.snapshots.layout import load_snapshot_dir
-from clkt.snapshots.repo import load_snapshot
 from storage.engine import Store
 from storage.models import Snapshot
 from tests.snapshots.factories import LANGS, fill_period, make_settings
