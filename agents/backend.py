@@ -1,6 +1,6 @@
 """The protocol both agent backends implement: the pydantic-ai LLM agents and the template engine.
 
-Each method returns the typed outputs of `agents.types`. `facts` is the entity's structured facts
+Each method returns the typed outputs of `clkt.outputs`. `facts` is the entity's structured facts
 (`clkt.facts.EntityFacts`): the template engine needs them; LLM agents work from the document text.
 `producer` names the model (or "template-engine") and `prompt_version` is stored with every row.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from agents.types import MCQ, KnownVerdict, TranslatedDocument, TranslatedMCQ, VerifierReport
+from clkt.outputs import MCQ, KnownVerdict, TranslatedDocument, TranslatedMCQ, VerifierReport
 from clkt.facts import EntityFacts, RenderedDocument
 
 __all__ = ["AgentBackend"]

@@ -18,7 +18,7 @@ from typing import ClassVar
 
 from lingua import IsoCode639_1, Language, LanguageDetector, LanguageDetectorBuilder
 
-from agents.types import MCQ, TranslatedDocument, TranslatedMCQ
+from clkt.outputs import MCQ, TranslatedDocument, TranslatedMCQ
 from clkt.facts import DisasterFacts, EntityFacts, FilmFacts, MatchFacts, QuakeFacts, ReleaseFacts
 
 __all__ = [

@@ -1,6 +1,6 @@
 """Backend 1: pydantic-ai LLM agents, one per role, with typed outputs and repairing validators.
 
-Each role has an `Agent` whose `output_type` is the typed model of `agents.types`, whose instructions are
+Each role has an `Agent` whose `output_type` is the typed model of `clkt.outputs`, whose instructions are
 the versioned prompt file, and whose output validators raise `ModelRetry` with the reason (evidence not in
 the document, answer given away, duplicate slots, wrong language, numbers or names lost...) so the model
 repairs its answer. After `agents.output_retries` repairs the call fails with `AgentError` naming the last
@@ -26,7 +26,7 @@ from agents._prompting import data_block, load_prompt
 from agents.cache import CallCache
 from agents.checks import check_translated_document, check_translated_mcq
 from agents.models import ROLES, ModelFactory
-from agents.types import MCQ, KnownVerdict, TranslatedDocument, TranslatedMCQ, VerifierReport, check_against_document
+from clkt.outputs import MCQ, KnownVerdict, TranslatedDocument, TranslatedMCQ, VerifierReport, check_against_document
 from clkt.config import Settings
 from clkt.errors import AgentError
 from clkt.facts import EntityFacts, RenderedDocument

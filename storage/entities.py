@@ -32,7 +32,7 @@ from storage.tasks import insert_ignore
 from storage.types import utcnow
 
 if TYPE_CHECKING:
-    from agents.types import TranslatedDocument
+    from clkt.outputs import TranslatedDocument
 
 __all__ = [
     "UpsertOutcome",

@@ -3,12 +3,12 @@
 - probes (`ProbeRecord`): one judged answer per (entity, target model, language), insert-or-ignore, so a
   re-run only asks what is missing;
 - questions (`QuestionRecord`): grounded MCQs in the source language, unique per (entity, slot), written
-  `generated` from the generator's `agents.types.MCQ`s, then moved along `verified` / `rejected` /
+  `generated` from the generator's `clkt.outputs.MCQ`s, then moved along `verified` / `rejected` /
   `translated` / `dropped` by `move_question` (a move only applies to a question still in the expected
   status, so a stale worker cannot move a question back);
 - verifications (`VerificationRecord`): one per (question, verifier), insert-or-ignore;
 - translations (`TranslationRecord`): one per (question, language), from the translator's
-  `agents.types.TranslatedMCQ`, insert-or-ignore.
+  `clkt.outputs.TranslatedMCQ`, insert-or-ignore.
 
 The documents of an entity (source and translated) live with the entity: `storage.entities`.
 Every function takes the caller's session; the stages call them in the transaction that finishes the task.
@@ -23,7 +23,7 @@ from datetime import datetime
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from agents.types import MCQ, TranslatedMCQ
+from clkt.outputs import MCQ, TranslatedMCQ
 from storage.models import Probe, Question, QuestionStatus, Translation, Verification
 from storage.tasks import insert_ignore
 

@@ -308,13 +308,6 @@ async def set_snapshot_audit(session: AsyncSession, ident: str, audit: Mapping[s
     return _record(row)
 
 
-async def snapshot_row_transitional(session: AsyncSession, ident: str) -> Snapshot:
-    """TRANSITIONAL, not part of the API (not in `__all__`): the `Snapshot` row itself, for `clkt audit score`
-    only, which still assigns `row.audit` and adds the row (clkt/cli/snapshot.py, whose body this change may not
-    edit). It goes once that command calls `set_snapshot_audit(s, score.snapshot_id, audit)` instead."""
-    return await _get_row(session, ident)
-
-
 async def stored_items(session: AsyncSession, snapshot_id: str) -> list[StoredItem]:
     """The snapshot's `SnapshotItem` rows with their question's identity (unordered)."""
     rows = (

@@ -10,14 +10,14 @@ whole table for nothing).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
-from pydantic import ValidationError
 from sqlalchemy import case, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from clkt.snapshots.layout import SnapshotManifest
 from storage.models import (
     Document,
     Entity,
@@ -176,8 +176,7 @@ class SnapshotInfo:
     built_at: datetime
     export_path: str | None
     superseded_by: str | None
-    manifest: SnapshotManifest | None  # None: not frozen yet, or unreadable (see `manifest_error`)
-    manifest_error: str | None = None
+    manifest: Mapping[str, Any] | None  # the stored manifest JSON; None: not frozen yet (validated by the pages)
 
 
 async def source_cursors(session: AsyncSession) -> list[SourceCursorInfo]:
@@ -293,16 +292,9 @@ async def entity_detail(session: AsyncSession, entity_id: int) -> EntityDetail |
 
 
 def _snapshot_info(row: Snapshot) -> SnapshotInfo:
-    manifest: SnapshotManifest | None = None
-    err: str | None = None
-    if row.manifest:
-        try:
-            manifest = SnapshotManifest.model_validate(row.manifest)
-        except ValidationError as e:
-            err = f"the stored manifest does not validate ({e.error_count()} errors)"
     return SnapshotInfo(
         id=row.id, spec=row.spec, period=row.period, status=SnapshotStatus(row.status).value, partial=bool(row.partial),
-        built_at=row.built_at, export_path=row.export_path, superseded_by=row.superseded_by, manifest=manifest, manifest_error=err,
+        built_at=row.built_at, export_path=row.export_path, superseded_by=row.superseded_by, manifest=row.manifest or None,
     )
 
 

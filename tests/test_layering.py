@@ -2,8 +2,8 @@
 
 - Only `storage/` talks SQL: nothing else imports SQLAlchemy, SQLModel, alembic, the tables
   (`storage.models`) or the lease machinery (`storage.claim`).
-- `storage/` and `agents/` import from `clkt` only its kernel (facts, documents, call records, errors,
-  config, logs and redaction); `storage/` imports nothing from `agents/` and `agents/` nothing from `storage/`; the kernel
+- `storage/` and `agents/` import from `clkt` only its kernel (facts, documents, the agents' typed
+  outputs, LLM call records, errors, config, logs and redaction); `storage/` imports nothing from `agents/` and `agents/` nothing from `storage/`; the kernel
   imports nothing above it.
 - Nothing imports `run_daemon` (it is an entry point only).
 - No import cycles between modules (imports inside functions and under TYPE_CHECKING count too).
@@ -19,7 +19,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("clkt", "agents", "storage")
-KERNEL = ("clkt.errors", "clkt.config", "clkt.logs", "clkt.facts", "clkt.calls", "clkt.documents")
+KERNEL = ("clkt.errors", "clkt.config", "clkt.logs", "clkt.facts", "clkt.documents", "clkt.outputs", "clkt.calls")
 SQL = ("sqlalchemy", "sqlmodel", "alembic", "storage.models", "storage.claim")
 
 

@@ -16,7 +16,7 @@ from agents.template.engine import build_mcqs, domain_spec, plan, question_text,
 from agents.template.judge import judge_response
 from agents.template.parsing import find_dates, find_numbers, find_scores
 from agents.template.values import CoordValue, DateValue, FloatValue, IntValue, ScoreValue, Value
-from agents.types import (
+from clkt.outputs import (
     MCQ,
     KnownVerdict,
     TranslatedDocument,

@@ -16,7 +16,7 @@ from random import Random
 from typing import Literal
 
 from agents.template.values import CoordValue, DateValue, FloatValue, IntValue, NameValue, ScoreValue, Value
-from agents.types import normalize
+from clkt.outputs import normalize
 from clkt.documents.formatting import LANGUAGES, formatter
 from clkt.facts import RenderedDocument
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import date
 
 from agents.template.parsing import find_dates, find_numbers, find_scores, prepare
-from agents.types import KnownVerdict, normalize
+from clkt.outputs import KnownVerdict, normalize
 from clkt.documents.formatting import Formatter
 from clkt.documents.movies import MAIN_CAST
 from clkt.documents.music import ordered_tracks

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Literal, Union
 
-from agents.types import normalize
+from clkt.outputs import normalize
 from clkt.documents.formatting import Formatter
 
 __all__ = ["DateValue", "ScoreValue", "IntValue", "FloatValue", "CoordValue", "NameValue", "LabelValue", "Value", "same"]

@@ -37,12 +37,12 @@ def list_(config: ConfigOption = None, spec: Annotated[str | None, typer.Option(
 
     settings = load_cli_settings(config)
 
-    async def go() -> list[Any]:
+    async def read_listing() -> list[Any]:
         async with open_store(settings) as store:
             async with store.session() as s:
                 return await list_snapshots(s, spec=spec)
 
-    rows = run_async(go)
+    rows = run_async(read_listing)
     t = Table(title=f"{len(rows)} snapshots")
     t.add_column("id", no_wrap=True)
     for col in ("spec", "period", "status", "entities", "questions", "built (UTC)"):
@@ -61,12 +61,12 @@ def show(ident: IdArg, config: ConfigOption = None) -> None:
 
     settings = load_cli_settings(config)
 
-    async def go() -> Any:
+    async def read_snapshot() -> Any:
         async with open_store(settings) as store:
             async with store.session() as s:
                 return await get_snapshot(s, ident)
 
-    r = run_async(go)
+    r = run_async(read_snapshot)
     m = r.manifest
     console.print(f"[bold]{r.id}[/] — {r.status.value}{' (partial)' if r.partial else ''}")
     console.print(f"spec {r.spec}, period {r.period} ({m.get('period_start')} – {m.get('period_end')}), seed {r.seed}, "
@@ -107,7 +107,7 @@ def build(
         if settings.gpu.enabled:
             await enqueue_spec_jobs(session, settings, snap.id)
 
-    async def go() -> Any:
+    async def run_build() -> Any:
         async with open_store(settings) as store:
             res = await build_snapshot(store, settings, period=period, spec=spec, force=force, on_frozen=on_frozen,
                                        allow_partial=True if partial else None)
@@ -123,7 +123,7 @@ def build(
                 console.print(f"[yellow]webhook failed:[/] {type(e).__name__}: {e}")
         return res
 
-    res = run_async(go)
+    res = run_async(run_build)
     if res.status is not BuildStatus.frozen:
         t = Table("domain", "quota", "selected", "missing", "ready in period", "eligible", title=f"{res.spec} {res.period}: under quota, not frozen")
         for r in res.report:
@@ -146,35 +146,35 @@ def export(
     from clkt.snapshots.builder import clkt_version
     from clkt.snapshots.export import export_format
     from clkt.snapshots.formats import FORMATS
-    from clkt.snapshots.content import load_snapshot
+    from clkt.snapshots.stored import load_snapshot
 
     if fmt not in FORMATS:
         raise fail(f"--format: unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
     settings = load_cli_settings(config)
 
-    async def go() -> list[str]:
+    async def run_export() -> list[str]:
         async with open_store(settings) as store:
             async with store.session() as s:
                 snap = await load_snapshot(s, ident)
         return export_format(snap.content, snap.manifest, fmt, out, built_at=snap.row.built_at.isoformat(),
                              clkt_version=clkt_version())
 
-    files = run_async(go)
+    files = run_async(run_export)
     console.print(f"wrote {len(files)} files to {out}")
 
 
 @snapshot_app.command("diff", help="Entities and questions added or removed between two snapshots.")
 def diff(a: IdArg, b: IdArg, config: ConfigOption = None) -> None:
-    from clkt.snapshots.content import diff_snapshots
+    from clkt.snapshots.stored import diff_snapshots
 
     settings = load_cli_settings(config)
 
-    async def go() -> Any:
+    async def read_diff() -> Any:
         async with open_store(settings) as store:
             async with store.session() as s:
                 return await diff_snapshots(s, a, b)
 
-    d = run_async(go)
+    d = run_async(read_diff)
     console.print(f"{d.a} → {d.b}")
     for label, ids in (("entities added", d.entities_added), ("entities removed", d.entities_removed),
                        ("questions added", d.questions_added), ("questions removed", d.questions_removed),
@@ -192,11 +192,11 @@ def audit_sample(
     config: ConfigOption = None,
 ) -> None:
     from clkt.snapshots.audit import sample_pairs, write_sample
-    from clkt.snapshots.content import load_snapshot
+    from clkt.snapshots.stored import load_snapshot
 
     settings = load_cli_settings(config)
 
-    async def go() -> tuple[Path, Path, int]:
+    async def draw_sample() -> tuple[Path, Path, int]:
         async with open_store(settings) as store:
             async with store.session() as s:
                 snap = await load_snapshot(s, ident)
@@ -204,27 +204,27 @@ def audit_sample(
         c, h = write_sample(pairs, out)
         return c, h, len(pairs)
 
-    c, h, n = run_async(go)
+    c, h, n = run_async(draw_sample)
     console.print(f"{n} pairs → {c} and {h}")
 
 
 @audit_app.command("score", help="Majority vote over annotators' CSVs; precision per domain, stored with the snapshot.")
 def audit_score(files: Annotated[list[Path], typer.Argument(help="annotated CSV files")], config: ConfigOption = None) -> None:
     from clkt.snapshots.audit import score_files
-    from storage.snapshots import snapshot_row_transitional as get_snapshot  # see its docstring
+    from storage.snapshots import set_snapshot_audit
 
     settings = load_cli_settings(config)
 
-    async def go() -> Any:
+    async def store_score() -> Any:
         score = score_files(files)
         async with open_store(settings) as store:
             async with store.transaction() as s:
-                row = await get_snapshot(s, score.snapshot_id)
-                row.audit = {**score.model_dump(mode="json"), "scored_at": datetime.now(timezone.utc).isoformat()}
-                s.add(row)
+                await set_snapshot_audit(
+                    s, score.snapshot_id, {**score.model_dump(mode="json"), "scored_at": datetime.now(timezone.utc).isoformat()}
+                )
         return score
 
-    score = run_async(go)
+    score = run_async(store_score)
     t = Table("domain", "pairs", "correct", "precision", *(f"#{c}" for c in ("unrelated", "too_general", "unverifiable", "wrong_answer")),
               title=f"{score.snapshot_id}: {score.annotators} annotators")
     for d, v in {**score.domains, "overall": score.overall}.items():

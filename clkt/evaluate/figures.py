@@ -11,7 +11,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from clkt.evaluate.metrics import ALL_DOMAINS, PairMetrics
-from clkt.evaluate.report import ReportData, _reading, _slug
+from clkt.evaluate.report_data import ReportData, pair_reading, slug
 
 __all__ = ["heatmaps", "size_plots"]
 
@@ -34,7 +34,7 @@ def heatmaps(data: ReportData, out: Path) -> list[Path]:
         labels: dict[tuple[int, int], str] = {}
         for (lt, ls), p in cells.items():
             i, j = langs.index(lt), langs.index(ls)
-            reading = _reading(data, p)
+            reading = pair_reading(data, p)
             ab = p.table.a + p.table.b
             if reading == "ok":
                 m[i, j] = 100 * (p.transfer or 0)
@@ -60,7 +60,7 @@ def heatmaps(data: ReportData, out: Path) -> list[Path]:
         )
         fig.colorbar(im, ax=ax, fraction=0.046)
         fig.tight_layout()
-        path = out / f"heatmap-{_slug(model)}-{_slug(strategy)}-{_slug(scorer)}.png"
+        path = out / f"heatmap-{slug(model)}-{slug(strategy)}-{slug(scorer)}.png"
         fig.savefig(path, dpi=110)
         plt.close(fig)
         paths.append(path)
@@ -102,7 +102,7 @@ def size_plots(data: ReportData, out: Path) -> list[Path]:
                 if ax.get_legend_handles_labels()[0]:
                     ax.legend(fontsize=7)
             fig.tight_layout()
-            path = out / f"size-{_slug(fam)}-{_slug(strategy)}-{_slug(scorer)}.png"
+            path = out / f"size-{slug(fam)}-{slug(strategy)}-{slug(scorer)}.png"
             fig.savefig(path, dpi=110)
             plt.close(fig)
             paths.append(path)

@@ -9,15 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from clkt.evaluate.learn import wilson_ci
-from clkt.evaluate.report import (
-    LEARN_HEADER,
-    ReportData,
-    _ci_txt,
-    _grid,
-    _learn_rows,
-    _pct1,
-    _scenarios,
-)
+from clkt.evaluate.report_data import LEARN_HEADER, ReportData, ci_text, grid, learn_rows, pct1, scenarios
 
 __all__ = ["markdown"]
 
@@ -41,10 +33,10 @@ def markdown(data: ReportData, figures: list[Path]) -> str:
         lines.append("")
     if data.learn:
         lines += ["## Learn (train language, base vs injected)", "", _md_row(LEARN_HEADER), "|" + "---|" * len(LEARN_HEADER)]
-        lines += [_md_row(r) for r in _learn_rows(data.learn)]
+        lines += [_md_row(r) for r in learn_rows(data.learn)]
         lines.append("")
-    for title, label, _, cells in _scenarios(data):
-        header, rows = _grid(data, label, cells)
+    for title, label, _, cells in scenarios(data):
+        header, rows = grid(data, label, cells)
         lines += [f"## {title}", "", _md_row(header), "|" + "---|" * len(header)]
         lines += [_md_row(r) for r in rows]
         lines.append("")
@@ -57,8 +49,8 @@ def markdown(data: ReportData, figures: list[Path]) -> str:
         for cl in data.control:
             st = cl.stat
             lines.append(_md_row([
-                cl.model, cl.strategy, cl.scorer, cl.train_lang, cl.lang, str(st.n), f"{_pct1(st.base_accuracy)}{_ci_txt(st.base_ci)}",
-                f"{_pct1(st.injected_accuracy)}{_ci_txt(st.injected_ci)}", f"{100 * (st.gain or 0):+.1f}{_ci_txt(st.gain_ci)}",
+                cl.model, cl.strategy, cl.scorer, cl.train_lang, cl.lang, str(st.n), f"{pct1(st.base_accuracy)}{ci_text(st.base_ci)}",
+                f"{pct1(st.injected_accuracy)}{ci_text(st.injected_ci)}", f"{100 * (st.gain or 0):+.1f}{ci_text(st.gain_ci)}",
                 f"{st.p_value:.3g}", "yes" if st.learned else "no",
             ]))
         lines.append("")
@@ -67,7 +59,7 @@ def markdown(data: ReportData, figures: list[Path]) -> str:
                   "|---|---|---|---|---|---|"]
         for b in data.base:
             k = round((b.accuracy or 0) * b.n)
-            lines.append(f"| {b.model} | {b.scorer} | {b.lang} | {b.n} | {_pct1(b.accuracy)}{_ci_txt(wilson_ci(k, b.n))} | "
+            lines.append(f"| {b.model} | {b.scorer} | {b.lang} | {b.n} | {pct1(b.accuracy)}{ci_text(wilson_ci(k, b.n))} | "
                          f"{'yes' if b.flagged else ''} |")
         lines.append("")
     if data.asymmetry:

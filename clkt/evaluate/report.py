@@ -24,29 +24,39 @@ from __future__ import annotations
 import asyncio
 import csv
 import json
-import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field
 
-from clkt.evaluate.learn import LearnStat, LearnTest, learn_tests, stat_from_counts, wilson_ci
+from clkt.evaluate.learn import LearnTest, learn_tests, stat_from_counts
 from clkt.evaluate.metrics import (
     ALL_DOMAINS,
-    AVG_DOMAINS,
-    AsymmetryTest,
     BaseAccuracy,
     Outcome,
-    PairMetrics,
-    SummaryCell,
     base_accuracy,
-    fmt,
     mcnemar_tests,
     pair_metrics,
     parse_failure_rates,
     summarize,
+)
+
+from clkt.evaluate.figures import heatmaps, size_plots
+from clkt.evaluate.markdown import markdown
+from clkt.evaluate.report_data import (
+    LEARN_HEADER,
+    MIN_CELL_N,
+    ControlLang,
+    JobInfo,
+    ReportData,
+    base_cell,
+    grid,
+    in_short,
+    learn_rows,
+    pct,
+    pair_reading,
+    scenarios,
 )
 
 if TYPE_CHECKING:
@@ -54,9 +64,10 @@ if TYPE_CHECKING:
 
     from storage.engine import Store
 
-__all__ = [
+__all__ = [  # the report's data model lives in clkt.evaluate.report_data; re-exported for its readers
     "MIN_CELL_N",
     "ControlLang",
+    "JobInfo",
     "ReportData",
     "ReportPaths",
     "report_dir",
@@ -67,67 +78,9 @@ __all__ = [
     "render_tables",
 ]
 
-MIN_CELL_N = 10  # a Transfer cell on fewer questions (A+B) is too small to say anything: grey, never coloured
-
 
 def report_dir(data_dir: Path, snapshot_id: str) -> Path:
     return data_dir / "reports" / snapshot_id
-
-
-class JobInfo(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    job_id: int
-    model: str
-    strategy: str
-    train_lang: str
-    status: str
-    best_epoch: int | None = None
-    error: str | None = None
-    family: str | None = None
-    size_b: float | None = None
-    parse: str | None = None  # how `generate` read the letters: "strict" or "reference"
-    # the control split's paired counts (GpuJob.summary["control"]): scorer -> test language -> n, base_correct, ...
-    control: dict[str, Any] | None = None
-
-
-class ControlLang(BaseModel):
-    """The control split of one job in one test language: base against injected on the same questions."""
-
-    model_config = ConfigDict(frozen=True)
-
-    model: str
-    strategy: str
-    scorer: str
-    train_lang: str
-    lang: str
-    stat: LearnStat
-
-
-class ReportData(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    snapshot_id: str
-    languages: list[str]
-    jobs: list[JobInfo]
-    table2: list[SummaryCell]
-    pairs: list[PairMetrics]
-    asymmetry: list[AsymmetryTest]
-    base: list[BaseAccuracy]
-    parse_failures: list[dict[str, Any]] = Field(default_factory=list)
-    notes: list[str] = Field(default_factory=list)
-    learn: list[LearnTest] = Field(default_factory=list)
-    control_learn: list[LearnTest] = Field(default_factory=list)  # the control split in the train language
-    control: list[ControlLang] = Field(default_factory=list)  # ... in every language
-    min_cell_n: int = MIN_CELL_N
-    summary: list[str] = Field(default_factory=list)  # "In short": learned, transferred, too small to say
-
-    def job_learned(self, model: str, strategy: str, scorer: str, train_lang: str) -> bool | None:
-        """None: no Learn test (no base or injected answers in the train language)."""
-        for t in self.learn:
-            if (t.model, t.strategy, t.scorer, t.train_lang, t.domain) == (model, strategy, scorer, train_lang, ALL_DOMAINS):
-                return t.learned
-        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,72 +192,13 @@ def build_report(snapshot_id: str, languages: list[str], jobs: list[JobInfo], ou
             "missing pairs (no questions answered in a language): "
             + ", ".join(sorted({f"{p.train_lang}->{p.test_lang}" for p in missing}))
         )
-    data.summary.extend(_in_short(data))
+    data.summary.extend(in_short(data))
     return data
-
-
-def _ci_txt(ci: tuple[float, float] | None) -> str:
-    return "" if ci is None else f" [{100 * ci[0]:.0f}, {100 * ci[1]:.0f}]"
-
-
-def _in_short(data: ReportData) -> list[str]:
-    """Plain sentences: what was learned, what transferred, what is too small to say."""
-    out: list[str] = []
-    for label, tests in (("real entities", data.learn), ("control (fictional) entities", data.control_learn)):
-        for t in tests:
-            if t.domain != ALL_DOMAINS:
-                continue
-            st = t.stat
-            verdict = "learned" if t.learned else "did NOT learn (significantly)"
-            out.append(
-                f"Learn, {label}: {t.model} / {t.strategy} / {t.scorer} trained in {t.train_lang} {verdict}: "
-                f"{100 * (st.base_accuracy or 0):.0f}%{_ci_txt(st.base_ci)} → {100 * (st.injected_accuracy or 0):.0f}%"
-                f"{_ci_txt(st.injected_ci)} on n = {st.n} {t.train_lang} questions, gain {100 * (st.gain or 0):+.0f} points"
-                f"{_ci_txt(st.gain_ci)}, exact McNemar p = {st.p_value:.3g}."
-            )
-    others: dict[tuple[str, str, str, str], list[ControlLang]] = defaultdict(list)
-    for cl in data.control:
-        if cl.lang != cl.train_lang:
-            others[(cl.model, cl.strategy, cl.scorer, cl.train_lang)].append(cl)
-    for (model, strategy, scorer, lt), cls in sorted(others.items()):
-        sig = [cl.lang for cl in cls if cl.stat.learned]
-        out.append(
-            f"Control, other languages: {model} / {strategy} / {scorer} trained in {lt} gained significantly in "
-            f"{len(sig)} of {len(cls)} ({', '.join(sig) or 'none'}); n per language = {', '.join(f'{cl.lang}: {cl.stat.n}' for cl in cls)}."
-        )
-    for c in data.table2:
-        if c.domain != ALL_DOMAINS:
-            continue
-        if c.transfer_mean is None:
-            why = "no job of it learned" if c.not_interpretable else "no pair had A+B > 0"
-            out.append(f"Transfer, {c.model} / {c.strategy} / {c.scorer}: not interpretable ({why}).")
-        else:
-            out.append(
-                f"Transfer, {c.model} / {c.strategy} / {c.scorer}: mean {100 * c.transfer_mean:.1f}%{_ci_txt(c.transfer_ci)} over "
-                f"{c.pairs - c.not_interpretable - c.transfer_undefined} language pair(s)"
-                + (f" ({c.not_interpretable} pairs of jobs that did not learn left out)" if c.not_interpretable else "") + "."
-            )
-    small = [p for p in data.pairs if p.domain == ALL_DOMAINS and not p.missing and p.table.a + p.table.b < data.min_cell_n]
-    total = sum(1 for p in data.pairs if p.domain == ALL_DOMAINS and not p.missing)
-    if small:
-        out.append(
-            f"Too small to say: {len(small)} of {total} Transfer cells rest on fewer than {data.min_cell_n} questions "
-            "(A+B); they are grey in the heatmaps and marked `too few` in pairs.csv — read them as noise, not as 0 % or 100 %."
-        )
-    return out
 
 
 async def write_report(store: Store, snapshot_id: str, out_dir: Path) -> ReportPaths:
     data = await load_report_data(store, snapshot_id)
     return await asyncio.to_thread(write_report_files, data, out_dir)
-
-
-def _slug(s: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", s).strip("_") or "x"
-
-
-def _pct(v: float | None) -> str:
-    return "" if v is None else f"{100 * v:.2f}"
 
 
 def write_report_files(data: ReportData, out: Path) -> ReportPaths:
@@ -316,8 +210,8 @@ def write_report_files(data: ReportData, out: Path) -> ReportPaths:
                     "transfer_mean", "transfer_std", "transfer_ci_low", "transfer_ci_high", "pairs", "transfer_undefined", "missing"])
         for c in data.table2:
             oc, tc = c.overall_ci or (None, None), c.transfer_ci or (None, None)
-            w.writerow([c.model, c.strategy, c.scorer, c.domain, _pct(c.overall_mean), _pct(c.overall_std), _pct(oc[0]), _pct(oc[1]),
-                        _pct(c.transfer_mean), _pct(c.transfer_std), _pct(tc[0]), _pct(tc[1]), c.pairs, c.transfer_undefined, c.missing])
+            w.writerow([c.model, c.strategy, c.scorer, c.domain, pct(c.overall_mean), pct(c.overall_std), pct(oc[0]), pct(oc[1]),
+                        pct(c.transfer_mean), pct(c.transfer_std), pct(tc[0]), pct(tc[1]), c.pairs, c.transfer_undefined, c.missing])
     pairs_csv = out / "pairs.csv"
     with pairs_csv.open("w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
@@ -327,8 +221,8 @@ def write_report_files(data: ReportData, out: Path) -> ReportPaths:
             t = p.table
             learned = data.job_learned(p.model, p.strategy, p.scorer, p.train_lang)
             w.writerow([p.model, p.strategy, p.scorer, p.domain, p.train_lang, p.test_lang, t.a, t.b, t.c, t.d,
-                        _pct(p.overall), "undefined" if (p.transfer is None and not p.missing) else _pct(p.transfer), p.missing,
-                        t.a + t.b, "" if learned is None else learned, _reading(data, p)])
+                        pct(p.overall), "undefined" if (p.transfer is None and not p.missing) else pct(p.transfer), p.missing,
+                        t.a + t.b, "" if learned is None else learned, pair_reading(data, p)])
     learn_csv = out / "learn.csv"
     with learn_csv.open("w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
@@ -339,107 +233,19 @@ def write_report_files(data: ReportData, out: Path) -> ReportPaths:
             st = t.stat
             bc, ic, gc = st.base_ci or (None, None), st.injected_ci or (None, None), st.gain_ci or (None, None)
             w.writerow(["control" if t.control else "real", t.model, t.strategy, t.scorer, t.train_lang, t.domain, st.n,
-                        st.base_correct, st.injected_correct, _pct(st.base_accuracy), _pct(bc[0]), _pct(bc[1]),
-                        _pct(st.injected_accuracy), _pct(ic[0]), _pct(ic[1]), _pct(st.gain), _pct(gc[0]), _pct(gc[1]),
+                        st.base_correct, st.injected_correct, pct(st.base_accuracy), pct(bc[0]), pct(bc[1]),
+                        pct(st.injected_accuracy), pct(ic[0]), pct(ic[1]), pct(st.gain), pct(gc[0]), pct(gc[1]),
                         st.gained, st.lost, f"{st.p_value:.4g}", t.learned])
     json_path = out / "metrics.json"
     json_path.write_text(json.dumps(data.model_dump(mode="json"), ensure_ascii=False, indent=1), encoding="utf-8")
-    from clkt.evaluate.figures import heatmaps, size_plots
 
     figures = heatmaps(data, out) + size_plots(data, out)
     md = out / "report.md"
-    from clkt.evaluate.markdown import markdown
 
     md.write_text(markdown(data, figures), encoding="utf-8")
     return ReportPaths(
         directory=out, markdown=md, json=json_path, table_csv=table_csv, pairs_csv=pairs_csv, figures=figures, learn_csv=learn_csv
     )
-
-
-def _reading(data: ReportData, p: PairMetrics) -> str:
-    """How to read a pair's Transfer: `ok`, `missing`, `undefined`, `not interpretable` or `too few`."""
-    if p.missing:
-        return "missing"
-    if data.job_learned(p.model, p.strategy, p.scorer, p.train_lang) is False:
-        return "not interpretable"
-    if p.transfer is None:
-        return "undefined"
-    if p.table.a + p.table.b < data.min_cell_n:
-        return "too few"
-    return "ok"
-
-
-def _domains(data: ReportData) -> list[str]:
-    doms = sorted({c.domain for c in data.table2} - {ALL_DOMAINS, AVG_DOMAINS})
-    return [*doms, AVG_DOMAINS]
-
-
-def _scenarios(data: ReportData) -> list[tuple[str, str, str, list[SummaryCell]]]:
-    """(title, row label, scorer, cells): rows = models per strategy, and rows = strategies per model."""
-    out: list[tuple[str, str, str, list[SummaryCell]]] = []
-    for scorer in sorted({c.scorer for c in data.table2}):
-        for strategy in sorted({c.strategy for c in data.table2}):
-            cells = [c for c in data.table2 if c.scorer == scorer and c.strategy == strategy]
-            out.append((f"Model comparison — {strategy}, {scorer}", "model", scorer, cells))
-        for model in sorted({c.model for c in data.table2}):
-            cells = [c for c in data.table2 if c.scorer == scorer and c.model == model]
-            if len({c.strategy for c in cells}) > 1:
-                out.append((f"Strategy comparison — {model}, {scorer}", "strategy", scorer, cells))
-    return out
-
-
-def _grid(data: ReportData, label: str, cells: list[SummaryCell]) -> tuple[list[str], list[list[str]]]:
-    doms = _domains(data)
-    header = [label] + [f"{d} Overall" for d in doms] + [f"{d} Transfer" for d in doms]
-    rows: list[list[str]] = []
-    for key in sorted({getattr(c, label) for c in cells}):
-        by = {c.domain: c for c in cells if getattr(c, label) == key}
-        row = [key]
-        row += [_cell(by[d].overall_mean, by[d].overall_std, by[d].overall_ci) if d in by else "missing" for d in doms]
-        row += [_transfer_cell(by[d]) if d in by else "missing" for d in doms]
-        rows.append(row)
-    return header, rows
-
-
-def _cell(mean: float | None, std: float | None, ci: tuple[float, float] | None) -> str:
-    """`mean ± std [95% CI]`, in %."""
-    if mean is None:
-        return "n/a"
-    return fmt(mean, std) + (f" [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]" if ci else " [CI n/a]")
-
-
-def _transfer_cell(c: SummaryCell) -> str:
-    if c.transfer_mean is None:
-        return "not interpretable" if c.not_interpretable else "undefined"
-    return _cell(c.transfer_mean, c.transfer_std, c.transfer_ci) + (f" ({c.not_interpretable} n.i.)" if c.not_interpretable else "")
-
-
-def _learn_rows(tests: list[LearnTest]) -> list[list[str]]:
-    rows: list[list[str]] = []
-    for t in tests:
-        if t.domain != ALL_DOMAINS:
-            continue
-        st = t.stat
-        rows.append([
-            t.model, t.strategy, t.scorer, t.train_lang, str(st.n),
-            f"{_pct1(st.base_accuracy)}{_ci_txt(st.base_ci)}", f"{_pct1(st.injected_accuracy)}{_ci_txt(st.injected_ci)}",
-            f"{100 * (st.gain or 0):+.1f}{_ci_txt(st.gain_ci)}", f"{st.gained}/{st.lost}", f"{st.p_value:.3g}",
-            "yes" if t.learned else "NO: Transfer not interpretable",
-        ])
-    return rows
-
-
-LEARN_HEADER = ["model", "strategy", "scorer", "train", "n", "base % [CI]", "injected % [CI]", "gain pts [CI]", "gained/lost",
-                "McNemar p", "learned"]
-
-
-def _base_cell(b: BaseAccuracy) -> str:
-    k = round((b.accuracy or 0) * b.n)
-    return f"{_pct1(b.accuracy)}{_ci_txt(wilson_ci(k, b.n))} (n={b.n}){' !' if b.flagged else ''}"
-
-
-def _pct1(v: float | None) -> str:
-    return "n/a" if v is None else f"{100 * v:.1f}"
 
 
 def render_tables(data: ReportData) -> list[Table]:
@@ -448,18 +254,18 @@ def render_tables(data: ReportData) -> list[Table]:
     tables: list[Table] = []
     if data.learn:
         t = Table(*LEARN_HEADER, title="Learn: train-language accuracy, base vs injected (exact McNemar)")
-        for r in _learn_rows(data.learn):
+        for r in learn_rows(data.learn):
             t.add_row(*r)
         tables.append(t)
-    for title, label, _, cells in _scenarios(data):
-        header, rows = _grid(data, label, cells)
+    for title, label, _, cells in scenarios(data):
+        header, rows = grid(data, label, cells)
         t = Table(*header, title=f"{title} (mean ± std over language pairs [95% CI], %)")
         for r in rows:
             t.add_row(*r)
         tables.append(t)
     if data.control_learn:
         t = Table(*LEARN_HEADER, title="Control split (fictional entities): Learn")
-        for r in _learn_rows(data.control_learn):
+        for r in learn_rows(data.control_learn):
             t.add_row(*r)
         tables.append(t)
     if data.base:
@@ -469,7 +275,7 @@ def render_tables(data: ReportData) -> list[Table]:
             by[(b.model, b.scorer)][b.lang] = b
         for (model, scorer), langs in sorted(by.items()):
             t.add_row(model, scorer, *[
-                ("missing" if lang not in langs else _base_cell(langs[lang]))
+                ("missing" if lang not in langs else base_cell(langs[lang]))
                 for lang in data.languages
             ])
         tables.append(t)

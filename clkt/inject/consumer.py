@@ -26,9 +26,10 @@ from typing import ClassVar
 from pydantic import ValidationError
 
 from clkt.config import GpuSettings, Settings, TargetSettings
+from clkt._tasks import cancel_and_wait
 from clkt.context import ServiceContext
 from clkt.errors import JobError, SnapshotError
-from clkt.inject.spec import (
+from clkt.inject.contract import (
     FAILURE_FILE,
     LOG_FILE,
     OUTCOME_FILE,
@@ -40,7 +41,7 @@ from clkt.inject.spec import (
     ResultItem,
     write_json_atomic,
 )
-from clkt.snapshots.content import question_rows_by_qid
+from clkt.snapshots.stored import question_rows_by_qid
 from storage.enums import LeaseStatus
 from storage.gpu_jobs import (
     GpuJobRecord,
@@ -113,8 +114,9 @@ class JobRun:
     detail: str = ""
 
 
-class _PermanentSetup(Exception):
-    """The job cannot run as configured (unknown target, no snapshot export)."""
+class JobSetupError(JobError):
+    """The job cannot run as configured (unknown target, no snapshot export, invalid job config): it fails
+    for good at once, without spending its retries."""
 
 
 class GpuConsumer:
@@ -140,9 +142,7 @@ class GpuConsumer:
         try:
             await asyncio.gather(*tasks)
         finally:
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await cancel_and_wait(tasks)
 
     # -- one device ---------------------------------------------------------------------------------------------
 
@@ -171,16 +171,16 @@ class GpuConsumer:
             target = TargetSettings.model_validate(raw) if raw else None
         if target is None:
             names = [t.name for t in ctx.settings.spec.targets]
-            raise _PermanentSetup(f"target model {job.target_model!r} is not in the spec (targets: {names})")
+            raise JobSetupError(f"target model {job.target_model!r} is not in the spec (targets: {names})")
         async with ctx.store.session() as s:
             snap = await find_snapshot(s, job.snapshot_id)
         if snap is None or not snap.export_path:
-            raise _PermanentSetup(f"snapshot {job.snapshot_id} has no export directory")
+            raise JobSetupError(f"snapshot {job.snapshot_id} has no export directory")
         try:
             cfg = {k: v for k, v in (job.config or {}).items() if k in GpuSettings.model_fields}
             gpu = GpuSettings.model_validate(cfg) if cfg else ctx.settings.gpu
         except ValidationError as e:
-            raise _PermanentSetup(f"job config is invalid: {e.errors()[0]['msg']}") from e
+            raise JobSetupError(f"job config is invalid: {e.errors()[0]['msg']}") from e
         data_dir = ctx.settings.data_dir.resolve()
         return JobSpec(
             job_id=job.id, snapshot_id=job.snapshot_id, snapshot_dir=Path(snap.export_path).resolve(), target=target,
@@ -194,7 +194,7 @@ class GpuConsumer:
         label = f"job {jid} ({job.target_model} / {job.strategy} / train {job.train_lang} / {job.snapshot_id})"
         try:
             spec = await self._job_spec(ctx, job, device)
-        except (_PermanentSetup, ValidationError) as e:
+        except (JobSetupError, ValidationError) as e:
             return await self._fail(ctx, jid, f"{label}: {e}", permanent=True)
         spec.artifacts_dir.mkdir(parents=True, exist_ok=True)
         for stale in (OUTCOME_FILE, FAILURE_FILE):

@@ -28,7 +28,7 @@ from clkt.evaluate.learn import learn_stat
 from clkt.evaluate.prompts import EVAL_PROMPT_VERSION
 from clkt.evaluate.runner import accuracy, answer_questions
 from clkt.evaluate.scorers import scorers_for, selection_scorer
-from clkt.inject.spec import (
+from clkt.inject.contract import (
     CONTROL_SPLIT,
     PREDICTIONS_FILE,
     PROGRESS_FILE,

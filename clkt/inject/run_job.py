@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     from clkt.errors import ModelUnavailableError, SnapshotError, UserError
     from clkt.inject.job import check_spec, run_job
-    from clkt.inject.spec import FAILURE_FILE, OUTCOME_FILE, FailureKind, JobFailure, JobSpec, write_json_atomic
+    from clkt.inject.contract import FAILURE_FILE, OUTCOME_FILE, FailureKind, JobFailure, JobSpec, write_json_atomic
     from clkt.inject.trainer import OutOfMemory, TrainingDiverged
 
     spec = JobSpec.model_validate_json(Path(args[0]).read_text(encoding="utf-8"))

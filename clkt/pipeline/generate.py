@@ -8,7 +8,7 @@ the transaction that finishes the task. No usable question → the entity is `re
 
 from __future__ import annotations
 
-from agents.types import MCQ
+from clkt.outputs import MCQ
 from clkt.context import ServiceContext
 from clkt.errors import AgentError
 from clkt.pipeline._entities import SOURCE_LANG, facts_of, load_entity, paid, source_document

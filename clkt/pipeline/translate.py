@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 
 from agents.checks import check_translated_document, check_translated_mcq
-from agents.types import TranslatedDocument, TranslatedMCQ
+from clkt.outputs import TranslatedDocument, TranslatedMCQ
 from clkt.context import ServiceContext
 from clkt.errors import AgentError
 from clkt.pipeline._entities import SOURCE_LANG, facts_of, gather_all, load_entity, paid, source_document

@@ -1,6 +1,6 @@
 """Stage `verify`: deterministic checks, then the verifier on the paper's criteria (one task per entity).
 
-Each `generated` question is checked in code first (`agents.types.check_against_document`: evidence is a
+Each `generated` question is checked in code first (`clkt.outputs.check_against_document`: evidence is a
 verbatim substring, the answer is not given away, the answer is in the document); a question that fails is
 `rejected` without an LLM call (its `Verification` row has verifier "checks"). The rest go to the backend's
 verifier; any failed criterion rejects. Rows are unique per (question, verifier): a re-run adds nothing.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 
-from agents.types import MCQ, CRITERIA, check_against_document
+from clkt.outputs import MCQ, CRITERIA, check_against_document
 from clkt.context import ServiceContext
 from clkt.errors import AgentError
 from clkt.pipeline._entities import facts_of, gather_all, load_entity, paid, source_document

@@ -43,7 +43,7 @@ from agents.template.pools import (
     VENUES,
 )
 from agents.template.values import NameValue, Value
-from agents.types import MCQ, check_against_document
+from clkt.outputs import MCQ, check_against_document
 from clkt.documents import render_document
 from clkt.documents.labels import known_values
 from clkt.errors import SnapshotError
@@ -63,12 +63,9 @@ from clkt.snapshots.content import SnapshotContent
 from clkt.snapshots.layout import (
     CONTROL_DIR,
     LETTERS,
-    AgentInfo,
     ControlInfo,
     DocRow,
-    DomainCounts,
     QuestionRow,
-    SnapshotManifest,
     dumps_row,
 )
 from clkt.snapshots.select import seeded_key
@@ -86,7 +83,6 @@ __all__ = [
     "attach_control",
     "control_info",
     "check_control_engine",
-    "write_control_snapshot",
 ]
 
 CONTROL_SOURCE = "control"
@@ -432,32 +428,3 @@ def check_control_engine(info: ControlInfo, snapshot_id: str) -> None:
             f"snapshot {snapshot_id}: its control split was written by template engine {written}, this code writes "
             f"{PROMPT_VERSION}, so it cannot be regenerated; use its exported folder, or rebuild the snapshot"
         )
-
-
-def write_control_snapshot(
-    root: Path, *, spec: str, period: str, seed: int, start: date, end: date, languages: Sequence[str],
-    domains: Sequence[str], per_domain: int, built_at: str = "1970-01-01T00:00:00+00:00",
-) -> Path:
-    """A snapshot folder that holds only a control split (no real entity, no store): the positive control of
-    injection on its own (`bench/validity.py`). It loads and runs like any other snapshot."""
-    from clkt.snapshots.export import StagedDir, write_tree  # export imports this module
-
-    if per_domain < 1:
-        raise SnapshotError("a control-only snapshot needs at least one control entity per domain")
-    empty = SnapshotContent(
-        spec=spec, period=period, seed=seed, revision=0, languages=tuple(languages), items=(), docs=(), questions=(),
-        producers=(), prompt_versions={}, redated_entities=0,
-    )
-    content = attach_control(empty, start=start, end=end, domains=domains, per_domain=per_domain)
-    manifest = SnapshotManifest(
-        snapshot_id=content.snapshot_id, spec=spec, period=period, period_start=start.isoformat(),
-        period_end=end.isoformat(), cadence="monthly", seed=seed, val_ratio=0.2, content_sha256=content.content_sha256,
-        languages=list(languages), domains=list(domains), targets=[], agents=AgentInfo(backend="template"),
-        counts={"total": DomainCounts()}, notes=["control split only: fictional entities, no real entity"],
-        control=control_info(content, domains=domains, per_domain=per_domain),
-    )
-    with StagedDir(Path(root)) as staged:
-        write_tree(content, manifest, staged.tmp, built_at=built_at, clkt_version="bench")
-        staged.publish()
-        staged.commit()
-    return Path(root)

@@ -14,7 +14,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from clkt.config import Settings
-from clkt.evaluate.report import LEARN_HEADER, ReportData, _grid, _learn_rows, _reading, _scenarios, report_dir
+from clkt.evaluate.report import report_dir
+from clkt.evaluate.report_data import LEARN_HEADER, ReportData, grid, learn_rows, pair_reading, scenarios
 from clkt.snapshots.layout import MANIFEST_FILE, SnapshotManifest
 from clkt.snapshots.period import period_of
 from clkt.sources.board import CycleOutcome, SourceBoard
@@ -165,7 +166,7 @@ def _job_row(settings: Settings, job: GpuJobInfo) -> JobRow:
     if job.status != "leased":
         return JobRow(job=job)
     from clkt.inject.consumer import job_dir
-    from clkt.inject.spec import PROGRESS_FILE, JobProgress
+    from clkt.inject.contract import PROGRESS_FILE, JobProgress
 
     try:
         p = JobProgress.model_validate_json((job_dir(settings.data_dir, job.id) / PROGRESS_FILE).read_bytes())
@@ -198,9 +199,39 @@ async def entity(store: Store, entity_id: int) -> EntityDetail | None:
         return await entity_detail(s, entity_id)
 
 
-async def snapshot_list(store: Store) -> list[SnapshotInfo]:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SnapshotSummary:
+    """A snapshot's row with its manifest validated (None: not frozen yet, or unreadable: `manifest_error`)."""
+
+    id: str
+    spec: str
+    period: str
+    status: str
+    partial: bool
+    built_at: datetime
+    export_path: str | None
+    superseded_by: str | None
+    manifest: SnapshotManifest | None
+    manifest_error: str | None = None
+
+
+def summarize_snapshot(info: SnapshotInfo) -> SnapshotSummary:
+    manifest: SnapshotManifest | None = None
+    err: str | None = None
+    if info.manifest:
+        try:
+            manifest = SnapshotManifest.model_validate(info.manifest)
+        except ValidationError as e:
+            err = f"the stored manifest does not validate ({e.error_count()} errors)"
+    return SnapshotSummary(
+        id=info.id, spec=info.spec, period=info.period, status=info.status, partial=info.partial, built_at=info.built_at,
+        export_path=info.export_path, superseded_by=info.superseded_by, manifest=manifest, manifest_error=err,
+    )
+
+
+async def snapshot_list(store: Store) -> list[SnapshotSummary]:
     async with store.session() as s:
-        return await snapshots(s)
+        return [summarize_snapshot(i) for i in await snapshots(s)]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -219,7 +250,7 @@ class ReportView:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SnapshotView:
-    info: SnapshotInfo
+    info: SnapshotSummary
     manifest: SnapshotManifest | None
     manifest_note: str | None
     export_dir: Path | None
@@ -253,12 +284,12 @@ def _report_view(directory: Path) -> ReportView | None:
     control: list[list[str]] = []
     pairs: list[tuple[Any, str]] = []
     if data is not None:
-        for title, label, _, cells in _scenarios(data):
-            header, rows = _grid(data, label, cells)
+        for title, label, _, cells in scenarios(data):
+            header, rows = grid(data, label, cells)
             grids.append((title, header, rows))
-        learn = _learn_rows(data.learn)
-        control = _learn_rows(data.control_learn)
-        pairs = [(p, _reading(data, p)) for p in data.pairs if p.domain == "all"]
+        learn = learn_rows(data.learn)
+        control = learn_rows(data.control_learn)
+        pairs = [(p, pair_reading(data, p)) for p in data.pairs if p.domain == "all"]
     heat = [rel for rel, _ in files if rel.startswith("heatmap-") and rel.endswith(".png")]
     return ReportView(directory=directory, data=data, error=error, grids=grids, learn_header=LEARN_HEADER, learn_rows=learn,
                       control_rows=control, pairs=pairs, heatmaps=heat, files=files)
@@ -266,9 +297,10 @@ def _report_view(directory: Path) -> ReportView | None:
 
 async def snapshot_view(store: Store, settings: Settings, snapshot_id: str) -> SnapshotView | None:
     async with store.session() as s:
-        info = await snapshot_info(s, snapshot_id)
-    if info is None:
+        stored = await snapshot_info(s, snapshot_id)
+    if stored is None:
         return None
+    info = summarize_snapshot(stored)
     export = Path(info.export_path) if info.export_path else None
     if export is not None and not export.is_dir():
         export = None  # an archive, or gone

@@ -11,7 +11,7 @@ from pydantic_ai.usage import RequestUsage
 
 from agents.cache import cost_usd
 from agents.llm import build_user_prompt
-from agents.types import MCQ
+from clkt.outputs import MCQ
 from clkt.config import PriceSettings
 from tests.agents._util import match_doc
 

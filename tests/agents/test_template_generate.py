@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from agents.backend import AgentBackend
 from agents.template import TemplateBackend
 from agents.template.parsing import digits, find_dates
-from agents.types import MCQ, check_against_document, normalize
+from clkt.outputs import MCQ, check_against_document, normalize
 from clkt.documents import LANGUAGES, render_document
 from clkt.facts import SLOTS
 from tests.documents.samples import ALL, ENTITY_NAMES

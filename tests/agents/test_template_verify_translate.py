@@ -8,7 +8,7 @@ import pytest
 
 from agents.template import TemplateBackend
 from agents.template.engine import question_text
-from agents.types import MCQ
+from clkt.outputs import MCQ
 from clkt.documents import render_document
 from clkt.errors import AgentError, UserError
 from tests.documents.samples import ALL

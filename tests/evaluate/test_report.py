@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from clkt.evaluate.metrics import Outcome
-from clkt.evaluate.report import JobInfo, build_report, render_tables, write_report_files
+from clkt.evaluate.report import build_report, render_tables, write_report_files
+from clkt.evaluate.report_data import JobInfo
 
 
 def _outcomes(model: str, strategy: str) -> list[Outcome]:

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from clkt.inject.job import ValScore, _best, mean_margin
-from clkt.inject.spec import ResultItem, Variant
+from clkt.inject.contract import ResultItem, Variant
 
 
 def _item(qid: int, raw: str, predicted: str = "A") -> ResultItem:

@@ -13,7 +13,7 @@ from sqlalchemy import select
 from clkt.config import EMBEDDED_TARGET, Settings
 from clkt.context import ServiceContext
 from clkt.inject.consumer import GpuConsumer, control_counts, job_dir
-from clkt.inject.spec import ResultItem, Variant
+from clkt.inject.contract import ResultItem, Variant
 from clkt.telemetry import Metrics
 from clkt.snapshots.layout import load_snapshot_dir
 from storage.engine import Store

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from clkt.inject.job import learn_summary
-from clkt.inject.spec import CONTROL_SPLIT, ResultItem, Variant
+from clkt.inject.contract import CONTROL_SPLIT, ResultItem, Variant
 
 
 def _r(qid: int, lang: str, variant: Variant, correct: bool, *, scorer: str = "option-loglik", split: str = "test") -> ResultItem:

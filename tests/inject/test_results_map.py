@@ -13,8 +13,8 @@ from clkt.config import EMBEDDED_TARGET, Settings
 from clkt.context import ServiceContext
 from clkt.errors import JobError
 from clkt.inject.consumer import GpuConsumer, result_records
-from clkt.inject.spec import OUTCOME_FILE, EpochRecord, JobOutcome, ResultItem, Variant, write_json_atomic
-from clkt.snapshots.content import question_rows_by_qid
+from clkt.inject.contract import OUTCOME_FILE, EpochRecord, JobOutcome, ResultItem, Variant, write_json_atomic
+from clkt.snapshots.stored import question_rows_by_qid
 from clkt.telemetry import Metrics
 from clkt.snapshots.layout import load_snapshot_dir
 from storage.engine import Store

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from clkt.config import EMBEDDED_TARGET, GpuSettings
-from clkt.inject.spec import FAILURE_FILE, LOG_FILE, OUTCOME_FILE, JobOutcome, JobSpec, write_json_atomic
+from clkt.inject.contract import FAILURE_FILE, LOG_FILE, OUTCOME_FILE, JobOutcome, JobSpec, write_json_atomic
 
 
 def _start(spec_path: Path, log: Path) -> subprocess.Popen[bytes]:

@@ -11,7 +11,7 @@ from sqlalchemy import select
 
 from clkt.errors import SnapshotError, UserError
 from clkt.snapshots.builder import BuildStatus, SnapshotExists, build_snapshot
-from clkt.snapshots.content import load_snapshot
+from clkt.snapshots.stored import load_snapshot
 from clkt.snapshots.layout import BUILD_FILE, load_snapshot_dir
 from storage.engine import Store
 from storage.models import Event, Snapshot, SnapshotItem, SnapshotStatus

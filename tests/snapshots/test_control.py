@@ -15,7 +15,7 @@ from agents.template.pools import ACTORS, ARTISTS, COMPANIES, DIRECTORS, LABELS,
 from clkt.config import load_settings
 from clkt.errors import ConfigError, SnapshotError
 from clkt.snapshots.builder import build_snapshot
-from clkt.snapshots.content import load_snapshot
+from clkt.snapshots.stored import load_snapshot
 from clkt.snapshots.control import CONTROL_SOURCE, build_control, control_entities
 from clkt.snapshots.layout import load_snapshot_dir
 from storage.engine import Store

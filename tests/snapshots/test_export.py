@@ -14,7 +14,7 @@ from clkt.errors import DiskFullError, UserError
 from clkt.evaluate.loglik import loglik_item
 from clkt.snapshots import export as export_mod
 from clkt.snapshots.builder import build_snapshot
-from clkt.snapshots.content import LoadedSnapshot, load_snapshot
+from clkt.snapshots.stored import LoadedSnapshot, load_snapshot
 from clkt.snapshots.export import export_format
 from clkt.snapshots.formats import OPTIONS_TASK_SUFFIX, lm_eval_task_name
 from storage.engine import Store

@@ -10,7 +10,7 @@ from pathlib import Path
 from sqlalchemy import delete, select
 
 from clkt.snapshots.builder import build_snapshot
-from clkt.snapshots.content import load_snapshot, question_rows_by_qid
+from clkt.snapshots.stored import load_snapshot, question_rows_by_qid
 from clkt.snapshots.ids import stable_entity_id, stable_qid
 from clkt.snapshots.layout import BUILD_FILE, load_snapshot_dir
 from storage.engine import Store

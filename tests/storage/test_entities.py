@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError, OperationalError
 
-from agents.types import TranslatedDocument
+from clkt.outputs import TranslatedDocument
 from storage.engine import Store
 from storage.entities import (
     CursorRecord,

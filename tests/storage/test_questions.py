@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 from sqlalchemy import select
 
-from agents.types import MCQ, TranslatedMCQ
+from clkt.outputs import MCQ, TranslatedMCQ
 from storage.engine import Store
 from storage.enums import QuestionStatus
 from storage.models import Entity, Probe, Question, Translation, Verification

@@ -1,4 +1,5 @@
-"""Typed outputs shared by every agent backend (pydantic-ai LLM agents and the offline template engine).
+"""Typed outputs of the question-writing tasks (judge, generate, verify, translate): kernel facts shared by every
+agent backend (pydantic-ai LLM agents and the offline template engine), the pipeline stages and the store.
 
 Validators enforce what code can enforce; checks that need the document (evidence is a verbatim substring,
 the answer is not given away in the question) live in `check_against_document()` so both backends and the

@@ -1,0 +1,235 @@
+"""The report's data (`ReportData`: jobs, Learn tests, Table 2 cells, pairs, control) and how its cells read.
+
+`clkt.evaluate.report` builds it from the store and writes the files; the Markdown (`clkt.evaluate.markdown`),
+the heatmaps (`clkt.evaluate.figures`), the rich tables and the status pages all format it with the helpers
+here, so a cell reads the same everywhere: n beside every figure, "not interpretable" for the Transfer of a
+job that did not learn, "too few" under `MIN_CELL_N`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from clkt.evaluate.learn import LearnStat, LearnTest, wilson_ci
+from clkt.evaluate.metrics import (
+    ALL_DOMAINS,
+    AVG_DOMAINS,
+    AsymmetryTest,
+    BaseAccuracy,
+    PairMetrics,
+    SummaryCell,
+    fmt,
+)
+
+__all__ = [
+    "MIN_CELL_N", "JobInfo", "ControlLang", "ReportData", "LEARN_HEADER", "ci_text", "in_short", "slug", "pct", "pct1",
+    "pair_reading", "domains_of", "scenarios", "grid", "cell_text", "transfer_cell", "learn_rows", "base_cell",
+]
+
+
+MIN_CELL_N = 10  # a Transfer cell on fewer questions (A+B) is too small to say anything: grey, never coloured
+
+
+class JobInfo(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    job_id: int
+    model: str
+    strategy: str
+    train_lang: str
+    status: str
+    best_epoch: int | None = None
+    error: str | None = None
+    family: str | None = None
+    size_b: float | None = None
+    parse: str | None = None  # how `generate` read the letters: "strict" or "reference"
+    # the control split's paired counts (GpuJob.summary["control"]): scorer -> test language -> n, base_correct, ...
+    control: dict[str, Any] | None = None
+
+
+class ControlLang(BaseModel):
+    """The control split of one job in one test language: base against injected on the same questions."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model: str
+    strategy: str
+    scorer: str
+    train_lang: str
+    lang: str
+    stat: LearnStat
+
+
+class ReportData(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    snapshot_id: str
+    languages: list[str]
+    jobs: list[JobInfo]
+    table2: list[SummaryCell]
+    pairs: list[PairMetrics]
+    asymmetry: list[AsymmetryTest]
+    base: list[BaseAccuracy]
+    parse_failures: list[dict[str, Any]] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    learn: list[LearnTest] = Field(default_factory=list)
+    control_learn: list[LearnTest] = Field(default_factory=list)  # the control split in the train language
+    control: list[ControlLang] = Field(default_factory=list)  # ... in every language
+    min_cell_n: int = MIN_CELL_N
+    summary: list[str] = Field(default_factory=list)  # "In short": learned, transferred, too small to say
+
+    def job_learned(self, model: str, strategy: str, scorer: str, train_lang: str) -> bool | None:
+        """None: no Learn test (no base or injected answers in the train language)."""
+        for t in self.learn:
+            if (t.model, t.strategy, t.scorer, t.train_lang, t.domain) == (model, strategy, scorer, train_lang, ALL_DOMAINS):
+                return t.learned
+        return None
+
+
+def ci_text(ci: tuple[float, float] | None) -> str:
+    return "" if ci is None else f" [{100 * ci[0]:.0f}, {100 * ci[1]:.0f}]"
+
+
+def in_short(data: ReportData) -> list[str]:
+    """Plain sentences: what was learned, what transferred, what is too small to say."""
+    out: list[str] = []
+    for label, tests in (("real entities", data.learn), ("control (fictional) entities", data.control_learn)):
+        for t in tests:
+            if t.domain != ALL_DOMAINS:
+                continue
+            st = t.stat
+            verdict = "learned" if t.learned else "did NOT learn (significantly)"
+            out.append(
+                f"Learn, {label}: {t.model} / {t.strategy} / {t.scorer} trained in {t.train_lang} {verdict}: "
+                f"{100 * (st.base_accuracy or 0):.0f}%{ci_text(st.base_ci)} → {100 * (st.injected_accuracy or 0):.0f}%"
+                f"{ci_text(st.injected_ci)} on n = {st.n} {t.train_lang} questions, gain {100 * (st.gain or 0):+.0f} points"
+                f"{ci_text(st.gain_ci)}, exact McNemar p = {st.p_value:.3g}."
+            )
+    others: dict[tuple[str, str, str, str], list[ControlLang]] = defaultdict(list)
+    for cl in data.control:
+        if cl.lang != cl.train_lang:
+            others[(cl.model, cl.strategy, cl.scorer, cl.train_lang)].append(cl)
+    for (model, strategy, scorer, lt), cls in sorted(others.items()):
+        sig = [cl.lang for cl in cls if cl.stat.learned]
+        out.append(
+            f"Control, other languages: {model} / {strategy} / {scorer} trained in {lt} gained significantly in "
+            f"{len(sig)} of {len(cls)} ({', '.join(sig) or 'none'}); n per language = {', '.join(f'{cl.lang}: {cl.stat.n}' for cl in cls)}."
+        )
+    for c in data.table2:
+        if c.domain != ALL_DOMAINS:
+            continue
+        if c.transfer_mean is None:
+            why = "no job of it learned" if c.not_interpretable else "no pair had A+B > 0"
+            out.append(f"Transfer, {c.model} / {c.strategy} / {c.scorer}: not interpretable ({why}).")
+        else:
+            out.append(
+                f"Transfer, {c.model} / {c.strategy} / {c.scorer}: mean {100 * c.transfer_mean:.1f}%{ci_text(c.transfer_ci)} over "
+                f"{c.pairs - c.not_interpretable - c.transfer_undefined} language pair(s)"
+                + (f" ({c.not_interpretable} pairs of jobs that did not learn left out)" if c.not_interpretable else "") + "."
+            )
+    small = [p for p in data.pairs if p.domain == ALL_DOMAINS and not p.missing and p.table.a + p.table.b < data.min_cell_n]
+    total = sum(1 for p in data.pairs if p.domain == ALL_DOMAINS and not p.missing)
+    if small:
+        out.append(
+            f"Too small to say: {len(small)} of {total} Transfer cells rest on fewer than {data.min_cell_n} questions "
+            "(A+B); they are grey in the heatmaps and marked `too few` in pairs.csv — read them as noise, not as 0 % or 100 %."
+        )
+    return out
+
+
+def slug(s: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", s).strip("_") or "x"
+
+
+def pct(v: float | None) -> str:
+    return "" if v is None else f"{100 * v:.2f}"
+
+
+def pair_reading(data: ReportData, p: PairMetrics) -> str:
+    """How to read a pair's Transfer: `ok`, `missing`, `undefined`, `not interpretable` or `too few`."""
+    if p.missing:
+        return "missing"
+    if data.job_learned(p.model, p.strategy, p.scorer, p.train_lang) is False:
+        return "not interpretable"
+    if p.transfer is None:
+        return "undefined"
+    if p.table.a + p.table.b < data.min_cell_n:
+        return "too few"
+    return "ok"
+
+
+def domains_of(data: ReportData) -> list[str]:
+    doms = sorted({c.domain for c in data.table2} - {ALL_DOMAINS, AVG_DOMAINS})
+    return [*doms, AVG_DOMAINS]
+
+
+def scenarios(data: ReportData) -> list[tuple[str, str, str, list[SummaryCell]]]:
+    """(title, row label, scorer, cells): rows = models per strategy, and rows = strategies per model."""
+    out: list[tuple[str, str, str, list[SummaryCell]]] = []
+    for scorer in sorted({c.scorer for c in data.table2}):
+        for strategy in sorted({c.strategy for c in data.table2}):
+            cells = [c for c in data.table2 if c.scorer == scorer and c.strategy == strategy]
+            out.append((f"Model comparison — {strategy}, {scorer}", "model", scorer, cells))
+        for model in sorted({c.model for c in data.table2}):
+            cells = [c for c in data.table2 if c.scorer == scorer and c.model == model]
+            if len({c.strategy for c in cells}) > 1:
+                out.append((f"Strategy comparison — {model}, {scorer}", "strategy", scorer, cells))
+    return out
+
+
+def grid(data: ReportData, label: str, cells: list[SummaryCell]) -> tuple[list[str], list[list[str]]]:
+    doms = domains_of(data)
+    header = [label] + [f"{d} Overall" for d in doms] + [f"{d} Transfer" for d in doms]
+    rows: list[list[str]] = []
+    for key in sorted({getattr(c, label) for c in cells}):
+        by = {c.domain: c for c in cells if getattr(c, label) == key}
+        row = [key]
+        row += [cell_text(by[d].overall_mean, by[d].overall_std, by[d].overall_ci) if d in by else "missing" for d in doms]
+        row += [transfer_cell(by[d]) if d in by else "missing" for d in doms]
+        rows.append(row)
+    return header, rows
+
+
+def cell_text(mean: float | None, std: float | None, ci: tuple[float, float] | None) -> str:
+    """`mean ± std [95% CI]`, in %."""
+    if mean is None:
+        return "n/a"
+    return fmt(mean, std) + (f" [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]" if ci else " [CI n/a]")
+
+
+def transfer_cell(c: SummaryCell) -> str:
+    if c.transfer_mean is None:
+        return "not interpretable" if c.not_interpretable else "undefined"
+    return cell_text(c.transfer_mean, c.transfer_std, c.transfer_ci) + (f" ({c.not_interpretable} n.i.)" if c.not_interpretable else "")
+
+
+def learn_rows(tests: list[LearnTest]) -> list[list[str]]:
+    rows: list[list[str]] = []
+    for t in tests:
+        if t.domain != ALL_DOMAINS:
+            continue
+        st = t.stat
+        rows.append([
+            t.model, t.strategy, t.scorer, t.train_lang, str(st.n),
+            f"{pct1(st.base_accuracy)}{ci_text(st.base_ci)}", f"{pct1(st.injected_accuracy)}{ci_text(st.injected_ci)}",
+            f"{100 * (st.gain or 0):+.1f}{ci_text(st.gain_ci)}", f"{st.gained}/{st.lost}", f"{st.p_value:.3g}",
+            "yes" if t.learned else "NO: Transfer not interpretable",
+        ])
+    return rows
+
+
+LEARN_HEADER = ["model", "strategy", "scorer", "train", "n", "base % [CI]", "injected % [CI]", "gain pts [CI]", "gained/lost",
+                "McNemar p", "learned"]
+
+
+def base_cell(b: BaseAccuracy) -> str:
+    k = round((b.accuracy or 0) * b.n)
+    return f"{pct1(b.accuracy)}{ci_text(wilson_ci(k, b.n))} (n={b.n}){' !' if b.flagged else ''}"
+
+
+def pct1(v: float | None) -> str:
+    return "n/a" if v is None else f"{100 * v:.1f}"
