@@ -220,8 +220,19 @@ class LlmBackend:
             retries={"output": self.settings.agents.output_retries},
             model_settings={"temperature": 0.0},
         )
-        agent.output_validator(_VALIDATORS[agent_name])
+        agent.output_validator(_on_the_loop(_VALIDATORS[agent_name]))
         return agent
+
+
+def _on_the_loop(validate: Any) -> Any:
+    """The validator as a coroutine function: pydantic-ai runs a plain `def` validator in a worker thread (a
+    thread hand-off and two wake-ups per call, for checks that take microseconds); a coroutine runs inline."""
+
+    async def validator(ctx: RunContext[_Deps], out: Any) -> Any:
+        return validate(ctx, out)
+
+    validator.__name__ = validator.__qualname__ = validate.__name__
+    return validator
 
 
 def _validate_judge(ctx: RunContext[_Deps], out: KnownVerdict) -> KnownVerdict:
