@@ -63,13 +63,20 @@ class Pacer:
         self.sent = 0.0  # units booked in all: the mark `observe()` measures a quota report against
         self.quota: Quota | None = None
         self.quota_waits = 0  # slots the reported quota held back beyond the schedule
+        self.unused_s = 0.0  # schedule time no slot took: behind beyond the tolerance (no caller, or a starved loop)
         self._tat = -math.inf  # theoretical arrival time of the next slot
         self._lock: asyncio.Lock | None = None
 
     def reserve(self, cost: float = 1.0, *, now: float | None = None) -> float:
         """Book the next slot for `cost`; return the seconds to wait for it."""
         now = time.monotonic() if now is None else now
-        start = max(self._tat, now - self.tolerance_s)
+        earliest = now - self.tolerance_s
+        if self._tat < earliest:
+            if self._tat > -math.inf:
+                self.unused_s += earliest - self._tat
+            start = earliest
+        else:
+            start = self._tat
         if self.quota is not None:
             held = self.quota.earliest(cost, self.sent)
             if held > max(start, now):

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import signal
@@ -63,7 +64,8 @@ from tests.documents.samples import ALL, ENTITY_NAMES, LIVERPOOL_SWANSEA  # noqa
 from tests.fakes.openai_server import FakeOpenAI  # noqa: E402
 
 RPM = 1200  # the provider's hard limit: 20 requests/s
-TPM = 900_000  # the TPM phase's limit: about 20 judge requests/s
+JUDGE_CALL_TOKENS = 530  # the fake's count of one bench judge call (prompt + max_tokens): `tokens_per_call`
+TPM = RPM * JUDGE_CALL_TOKENS  # the TPM phase's limit: the RPM phase's 20 judge requests/s, in tokens
 LATENCY_MS = 250.0
 CALLS = 600
 REF_CALLS = 100
@@ -207,6 +209,36 @@ def _cpu_seconds(pid: int) -> float:
         return 0.0
 
 
+class GcTime:
+    """The garbage collector's time in this process while the block runs (its pauses stall the event loop)."""
+
+    def __init__(self) -> None:
+        self.total_s = 0.0
+        self.max_s = 0.0
+        self.collections = [0, 0, 0]
+        self._t = 0.0
+
+    def _cb(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._t = time.perf_counter()
+            return
+        d = time.perf_counter() - self._t
+        self.total_s += d
+        self.max_s = max(self.max_s, d)
+        self.collections[info["generation"]] += 1
+
+    def __enter__(self) -> GcTime:
+        gc.callbacks.append(self._cb)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self._cb)
+
+    def report(self, calls: int) -> dict[str, Any]:
+        return {"ms_per_call": round(self.total_s / max(1, calls) * 1000, 2), "max_pause_ms": round(self.max_s * 1000, 1),
+                "collections_by_generation": self.collections}
+
+
 class LoopLag:
     """How late a 10 ms timer fires on this event loop (the starvation a loaded box inflicts)."""
 
@@ -248,9 +280,10 @@ async def phase_limited(
         backend = LlmBackend(settings=s, cache=MemoryCallCache())
         with BackgroundLoad(load_procs) as load:
             async with LoopLag() as lag:
+                gc_t = GcTime()
                 t0 = time.perf_counter()
                 cpu0 = time.process_time()
-                with override_allow_model_requests(True):
+                with override_allow_model_requests(True), gc_t:
                     await judge_many(backend, CALLS, tag)
                 wall = time.perf_counter() - t0
                 cpu = time.process_time() - cpu0
@@ -265,6 +298,8 @@ async def phase_limited(
             **arrival_fractions(st, rpm=provider_rpm, tpm=provider_tpm),
             "tokens_per_call": round(st["tokens_admitted"] / max(1, st["ok"]), 1),
             "http_429": int(st["status"].get("429", 0)), "client_cpu_ms_per_call": round(cpu / CALLS * 1000, 2),
+            "client_gc": gc_t.report(CALLS),
+            "pacer_unused_s": {"requests": round(lim.requests.unused_s, 2), "tokens": round(lim.tokens.unused_s, 2)},
             "final_in_flight_limit": round(lim.concurrency.limit, 1), "retries": lim.stats.retried,
             "quota_waits": lim.requests.quota_waits + lim.tokens.quota_waits,
             "event_loop_lag": lag.report(), "background_load": load.report(), "loadavg_1m": round(loadavg, 2)}
@@ -542,6 +577,7 @@ async def phase_batch_kill() -> dict[str, Any]:
 async def main(only: str | None = None, load_procs: int = LOAD_PROCS) -> None:
     t0 = time.perf_counter()
     figures: dict[str, Any] = {"provider_rpm": RPM, "latency_ms_mean": LATENCY_MS, "provider_tpm": TPM,
+                               "tpm_phase_calls_per_s_at_limit": round(TPM / 60 / JUDGE_CALL_TOKENS, 1),
                                "calls_per_phase": CALLS, "cpu_cores": os.cpu_count(),
                                "loadavg_1m_start": round(os.getloadavg()[0], 2)}
     goals: dict[str, str] = {}  # figure -> goal as text
