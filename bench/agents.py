@@ -242,8 +242,11 @@ class GcTime:
 class LoopLag:
     """How late a 10 ms timer fires on this event loop (the starvation a loaded box inflicts)."""
 
-    def __init__(self) -> None:
+    def __init__(self, limiter: Any = None) -> None:
         self.lags: list[float] = []
+        self.limiter = limiter
+        self.samples = 0
+        self.cap_bound = 0  # samples where callers waited for the in-flight cap while the request pacer had none
         self._task: asyncio.Task[None] | None = None
 
     async def _run(self) -> None:
@@ -251,6 +254,9 @@ class LoopLag:
             t = time.perf_counter()
             await asyncio.sleep(0.01)
             self.lags.append(time.perf_counter() - t - 0.01)
+            if self.limiter is not None:
+                self.samples += 1
+                self.cap_bound += self.limiter.concurrency.waiting > 0 and self.limiter.requests.waiting == 0
 
     async def __aenter__(self) -> LoopLag:
         self._task = asyncio.create_task(self._run(), name="bench-loop-lag")
@@ -269,6 +275,10 @@ class LoopLag:
         pick = lambda q: round(lags[min(len(lags) - 1, int(q * len(lags)))] * 1000, 1)  # noqa: E731
         return {"p50_ms": pick(0.5), "p99_ms": pick(0.99), "max_ms": round(lags[-1] * 1000, 1)}
 
+    def cap_bound_share(self) -> float:
+        """The share of the time the in-flight cap, not the budget, held the client back."""
+        return round(self.cap_bound / max(1, self.samples), 3)
+
 
 async def phase_limited(
     *, limiter_rpm: int, limiter_tpm: int, server: list[str], tag: str, load_procs: int
@@ -279,7 +289,7 @@ async def phase_limited(
         s = settings(proc.base_url, rpm=limiter_rpm, tpm=limiter_tpm)
         backend = LlmBackend(settings=s, cache=MemoryCallCache())
         with BackgroundLoad(load_procs) as load:
-            async with LoopLag() as lag:
+            async with LoopLag(backend.factory.limiters["bench"]) as lag:
                 gc_t = GcTime()
                 t0 = time.perf_counter()
                 cpu0 = time.process_time()
@@ -302,7 +312,7 @@ async def phase_limited(
             "pacer_unused_s": {"requests": round(lim.requests.unused_s, 2), "tokens": round(lim.tokens.unused_s, 2)},
             "final_in_flight_limit": round(lim.concurrency.limit, 1), "retries": lim.stats.retried,
             "quota_waits": lim.requests.quota_waits + lim.tokens.quota_waits,
-            "event_loop_lag": lag.report(), "background_load": load.report(), "loadavg_1m": round(loadavg, 2)}
+            "event_loop_lag": lag.report(), "in_flight_cap_bound_share": lag.cap_bound_share(), "background_load": load.report(), "loadavg_1m": round(loadavg, 2)}
 
 
 def reference_pattern(base_url: str, n: int) -> dict[str, Any]:
