@@ -14,6 +14,9 @@ The in-flight cap is AIMD, like TCP: it grows by 1/limit per successful call (ab
 up to `max_in_flight` and halves on a 429 (at most once per `HALVE_COOLDOWN_S`, so a volley of 429s from one
 burst halves it once). A 429's `retry-after-ms` / `Retry-After` pauses the whole provider until then.
 
+The per-attempt timeout covers the request, not the pacing wait: at the wire the hook restarts it once the
+slot is taken (a call the budget holds back for longer than the timeout is not timed out for it).
+
 Retries live in this one layer (the provider SDK's own retries are turned off by the model factory):
 rate limits, 5xx, connection errors and timeouts are retried with `Retry-After` or capped exponential
 backoff with jitter; anything else (bad request, auth) is raised at once.
@@ -58,6 +61,10 @@ __all__ = [
 # the token cost of the call whose HTTP request is about to go (set by RateLimitedModel, read by the hook)
 _WIRE_TOKENS: contextvars.ContextVar[float | None] = contextvars.ContextVar("clkt_wire_tokens", default=None)
 _MARKS = "clkt_pacing_marks"  # httpx request extension: (request mark, token mark) of the pacers
+# the attempt's timeout and its length (set by RateLimitedModel, restarted by the hook once the slot is taken)
+_ATTEMPT_TIMEOUT: contextvars.ContextVar[tuple[asyncio.Timeout, float] | None] = contextvars.ContextVar(
+    "clkt_attempt_timeout", default=None
+)
 
 
 class AdaptiveConcurrency:
@@ -270,7 +277,14 @@ class ProviderLimiter:
         """httpx event hooks for the provider's client: pace at the wire, read the rate-limit headers."""
 
         async def on_request(request: Any) -> None:
+            attempt = _ATTEMPT_TIMEOUT.get()
+            if attempt is not None and attempt[0].expired():
+                attempt = None  # already timed out: the cancellation is on its way
+            if attempt is not None:  # the pacing wait, however long the budget holds the call, is not timed
+                attempt[0].reschedule(None)
             request.extensions[_MARKS] = await self.pace(_WIRE_TOKENS.get())
+            if attempt is not None:  # the attempt's time starts at the wire
+                attempt[0].reschedule(asyncio.get_running_loop().time() + attempt[1])
 
         async def on_response(response: Any) -> None:
             self.on_headers(response.headers, marks=response.request.extensions.get(_MARKS))
@@ -345,8 +359,11 @@ class RateLimitedModel(WrapperModel):
             with attempt:
                 async with self.limiter.slot(tokens, paced_at_wire=self.paced_at_wire):
                     wire = _WIRE_TOKENS.set(self.limiter.token_cost(tokens)) if self.paced_at_wire else None
+                    attempt_timeout = None
                     try:
-                        async with asyncio.timeout(self.timeout_s):
+                        async with asyncio.timeout(self.timeout_s) as timeout:
+                            if self.paced_at_wire:  # the hook restarts it once the slot is taken
+                                attempt_timeout = _ATTEMPT_TIMEOUT.set((timeout, self.timeout_s))
                             response = await self.wrapped.request(messages, model_settings, model_request_parameters)
                     except Exception as e:
                         if isinstance(e, ModelHTTPError) and e.headers:
@@ -357,6 +374,8 @@ class RateLimitedModel(WrapperModel):
                             self.limiter.stats.failed += 1
                         raise
                     finally:
+                        if attempt_timeout is not None:
+                            _ATTEMPT_TIMEOUT.reset(attempt_timeout)
                         if wire is not None:
                             _WIRE_TOKENS.reset(wire)
                 self.limiter.on_success(estimated_tokens=estimated, input_tokens=response.usage.input_tokens)

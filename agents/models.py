@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from pydantic_ai.models import Model
 
@@ -125,10 +126,13 @@ def _batch_model(r: ResolvedModel) -> tuple[Model, ProviderKind]:
     raise ConfigError("agents.mode", f"{r.model!r}: provider {r.provider!r} has no batch API")
 
 
-def _provider_model(r: ResolvedModel, limiter: ProviderLimiter | None = None) -> Model:
-    """The provider's pydantic-ai model; with `limiter`, its HTTP client paces at the wire and reads headers."""
-    timeout = r.settings.timeout_s
-    hooks = limiter.http_hooks() if limiter is not None else None
+def _provider_model(r: ResolvedModel, limiter: ProviderLimiter | None = None, *,
+                    clients: dict[str, Any] | None = None) -> Model:
+    """The provider's pydantic-ai model; with `limiter`, its HTTP client paces at the wire and reads headers.
+
+    `clients` (the factory's) holds one SDK client per provider, so every role's model of a provider shares
+    one HTTP connection pool (and one TLS context) instead of each opening its own."""
+    client = clients.get(r.provider) if clients is not None else None
     if r.provider == "anthropic" and r.base_url is None:
         try:
             from anthropic import AsyncAnthropic, DefaultAsyncHttpxClient as AnthropicHttpClient
@@ -136,18 +140,27 @@ def _provider_model(r: ResolvedModel, limiter: ProviderLimiter | None = None) ->
             from pydantic_ai.providers.anthropic import AnthropicProvider
         except ImportError as e:
             raise ConfigError("agents", f"{r.model!r} needs `pip install 'pydantic-ai-slim[anthropic]'`") from e
-        http = AnthropicHttpClient(event_hooks=hooks) if hooks else None
-        client = AsyncAnthropic(api_key=r.api_key, max_retries=0, timeout=timeout, http_client=http)
+        if client is None:
+            hooks = limiter.http_hooks() if limiter is not None else None
+            http = AnthropicHttpClient(event_hooks=hooks) if hooks else None
+            client = AsyncAnthropic(api_key=r.api_key, max_retries=0, timeout=r.settings.timeout_s, http_client=http)
+        if clients is not None:
+            clients[r.provider] = client
         return AnthropicModel(r.name, provider=AnthropicProvider(anthropic_client=client))
     from openai import AsyncOpenAI, DefaultAsyncHttpxClient
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
     from pydantic_ai.providers.openai_compatible import OpenAICompatibleProvider
 
-    http_client = DefaultAsyncHttpxClient(event_hooks=hooks) if hooks else None
-    client = AsyncOpenAI(
-        base_url=r.base_url, api_key=r.api_key or "none", max_retries=0, timeout=timeout, http_client=http_client
-    )
+    if client is None:
+        hooks = limiter.http_hooks() if limiter is not None else None
+        http_client = DefaultAsyncHttpxClient(event_hooks=hooks) if hooks else None
+        client = AsyncOpenAI(
+            base_url=r.base_url, api_key=r.api_key or "none", max_retries=0, timeout=r.settings.timeout_s,
+            http_client=http_client,
+        )
+    if clients is not None:
+        clients[r.provider] = client
     if r.base_url is None:
         return OpenAIChatModel(r.name, provider=OpenAIProvider(openai_client=client))
     return OpenAIChatModel(r.name, provider=OpenAICompatibleProvider(r.provider, openai_client=client))
@@ -165,6 +178,7 @@ class ModelFactory:
     on_call: Callable[[CachedCall, bool], None] | None = None  # (call, cached): metrics
     batch_store: BatchStore | None = None  # batch mode: where queued calls and batches live
     dispatcher: BatchDispatcher | None = None  # batch mode: the daemon's batch service registers models here
+    clients: dict[str, Any] = field(default_factory=dict)  # provider -> its one SDK client (online models)
 
     def __post_init__(self) -> None:
         if self.budget is None and self.settings.agents.monthly_budget_usd is not None:
@@ -196,7 +210,7 @@ class ModelFactory:
         r = resolve_model(self.settings, model, key=f"agents.{attr}")
         if self.settings.agents.mode_of(role) == "batch":
             return self._batched(r, role=role, prompt_version=prompt_version)
-        raw = _provider_model(r, self.limiter(r.provider, r.settings))
+        raw = _provider_model(r, self.limiter(r.provider, r.settings), clients=self.clients)
         return self.wrap(
             raw, model=model, provider=r.provider, stage=role, prompt_version=prompt_version, paced_at_wire=True
         )

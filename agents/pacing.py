@@ -25,6 +25,7 @@ import asyncio
 import math
 import re
 import time
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -51,11 +52,14 @@ class Quota:
 class Pacer:
     """GCRA pacing of one budget, bounded by the provider's reported quota (see the module docstring).
 
-    Callers take their slot one at a time (a FIFO lock held through the sleep), each booked when the one
-    before it has actually gone: after a stall of the event loop longer than `tolerance_s`, the slots
-    missed beyond it are lost rather than sent at once (booking every slot ahead of time would send all the
-    overdue ones in one volley: 429s).
+    Callers wait in one FIFO queue; a single timer, armed for the head's slot, books and wakes every caller
+    whose slot is due when it fires, in one go. So a slot is booked when it is due (not ahead: after a stall
+    of the event loop longer than `tolerance_s`, the slots missed beyond it are lost rather than sent at
+    once, which would be a volley of 429s), and a late timer on a starved loop releases the whole catch-up
+    in one wake-up instead of one lock hand-off (one more turn of the busy loop) per slot.
     """
+
+    EARLY_S = 0.0005  # a timer may fire this much before the slot (the loop's clock and rounding)
 
     def __init__(self, *, rate_per_s: float, tolerance_s: float) -> None:
         self.rate_per_s = rate_per_s
@@ -63,25 +67,44 @@ class Pacer:
         self.sent = 0.0  # units booked in all: the mark `observe()` measures a quota report against
         self.quota: Quota | None = None
         self.quota_waits = 0  # slots the reported quota held back beyond the schedule
+        self.unused_s = 0.0  # schedule time no slot took: behind beyond the tolerance (no caller, or a starved loop)
         self._tat = -math.inf  # theoretical arrival time of the next slot
-        self._lock: asyncio.Lock | None = None
+        self._waiters: deque[tuple[asyncio.Future[float], float]] = deque()  # (woken with its mark, cost)
+        self._timer: asyncio.TimerHandle | None = None
+        self._held: asyncio.Future[float] | None = None  # the head the quota holds back (counted once)
 
-    def reserve(self, cost: float = 1.0, *, now: float | None = None) -> float:
-        """Book the next slot for `cost`; return the seconds to wait for it."""
-        now = time.monotonic() if now is None else now
+    @property
+    def waiting(self) -> int:
+        return len(self._waiters)
+
+    def _start(self, cost: float, now: float) -> tuple[float, bool]:
+        """When a slot for `cost` booked at `now` starts, and whether the reported quota holds it back."""
         start = max(self._tat, now - self.tolerance_s)
         if self.quota is not None:
             held = self.quota.earliest(cost, self.sent)
             if held > max(start, now):
-                self.quota_waits += 1
-                start = held
+                return held, True
+        return start, False
+
+    def _book(self, start: float, cost: float, now: float) -> float:
+        if -math.inf < self._tat < now - self.tolerance_s:
+            self.unused_s += now - self.tolerance_s - self._tat
         self._tat = start + cost / self.rate_per_s
         self.sent += cost
+        return self.sent
+
+    def reserve(self, cost: float = 1.0, *, now: float | None = None) -> float:
+        """Book the next slot for `cost` now, however far ahead it is; return the seconds to wait for it."""
+        now = time.monotonic() if now is None else now
+        start, held = self._start(cost, now)
+        self.quota_waits += held
+        self._book(start, cost, now)
         return max(0.0, start - now)
 
     def delay_until(self, t: float) -> None:
         """No slot starts before `t` (a Retry-After pause)."""
         self._tat = max(self._tat, t)
+        self._rearm()
 
     def observe(self, remaining: float, *, sent_mark: float, rate_per_s: float | None = None,
                 now: float | None = None) -> None:
@@ -93,17 +116,46 @@ class Pacer:
         at = time.monotonic() if now is None else now
         self.quota = Quota(remaining=float(remaining), sent_mark=sent_mark, at=at,
                            rate_per_s=rate_per_s or self.rate_per_s)
+        self._rearm()
 
     async def acquire(self, cost: float = 1.0) -> float:
         """Wait for the next slot; return the mark (`sent` including this cost) to pass to `observe`."""
-        if self._lock is None:
-            self._lock = asyncio.Lock()
-        async with self._lock:
-            wait = self.reserve(cost)
-            mark = self.sent
-            if wait > 0:
-                await asyncio.sleep(wait)
-        return mark
+        if not self._waiters:  # nobody queued: a due slot is taken without yielding to the loop
+            now = time.monotonic()
+            start, _ = self._start(cost, now)
+            if start <= now + self.EARLY_S:
+                return self._book(start, cost, now)
+        fut: asyncio.Future[float] = asyncio.get_running_loop().create_future()
+        self._waiters.append((fut, cost))
+        if len(self._waiters) == 1:
+            self._dispatch()
+        return await fut
+
+    def _rearm(self) -> None:
+        """The schedule or the quota changed: re-time the head's wake-up."""
+        if self._waiters:
+            self._dispatch()
+
+    def _dispatch(self) -> None:
+        """Book and wake every queued caller whose slot is due; arm the timer for the next one."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        now = time.monotonic()
+        while self._waiters:
+            fut, cost = self._waiters[0]
+            if fut.done():  # cancelled while it waited
+                self._waiters.popleft()
+                continue
+            start, held = self._start(cost, now)
+            if start > now + self.EARLY_S:
+                if held and self._held is not fut:
+                    self._held = fut
+                    self.quota_waits += 1
+                self._timer = fut.get_loop().call_later(start - now, self._dispatch)
+                return
+            self._waiters.popleft()
+            fut.set_result(self._book(start, cost, now))
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,13 @@ Figures:
 The three pacing phases run while the box does other work: `LOAD_PROCS` busy processes (default one per
 core) at the client's own priority, for the phase only, reported as `background_load` (how many, at what
 nice, the CPU they got) with the 1-minute load average and the client's event-loop lag (how late a 10 ms
-timer fired: the starvation the pacer has to absorb).
+timer fired: the starvation the pacer has to absorb). Each pacing phase also reports the client's CPU per call
+(`client_cpu_ms_per_call`: at 20 calls/s, 20 ms a call is 0.4 of a core, the margin a loaded 2-core box
+leaves), its garbage collector's time and longest pause (`client_gc`), the schedule time each pacer left
+unused (`pacer_unused_s`: behind beyond its catch-up tolerance; the binding one should be ~0) and the share of
+the time the in-flight cap rather than a budget held the client back (`in_flight_cap_bound_share`; in the TPM
+phase the request pacer is idle by design). The TPM phase's limit is the RPM phase's 20 calls/s in tokens
+(`JUDGE_CALL_TOKENS`, the fake's count of a judge call, `tokens_per_call`), so both ask the same of the client.
 The fake provider's limit is a faithful model of OpenAI's and Anthropic's (`tests.fakes.openai_server`):
 a per-minute token bucket that holds the minute's limit and refills continuously, enforced also over one
 second (a bucket of a second of the limit: both providers document that a minute's limit may be enforced
@@ -38,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import signal
@@ -63,7 +70,8 @@ from tests.documents.samples import ALL, ENTITY_NAMES, LIVERPOOL_SWANSEA  # noqa
 from tests.fakes.openai_server import FakeOpenAI  # noqa: E402
 
 RPM = 1200  # the provider's hard limit: 20 requests/s
-TPM = 900_000  # the TPM phase's limit: about 20 judge requests/s
+JUDGE_CALL_TOKENS = 530  # the fake's count of one bench judge call (prompt + max_tokens): `tokens_per_call`
+TPM = RPM * JUDGE_CALL_TOKENS  # the TPM phase's limit: the RPM phase's 20 judge requests/s, in tokens
 LATENCY_MS = 250.0
 CALLS = 600
 REF_CALLS = 100
@@ -207,11 +215,44 @@ def _cpu_seconds(pid: int) -> float:
         return 0.0
 
 
+class GcTime:
+    """The garbage collector's time in this process while the block runs (its pauses stall the event loop)."""
+
+    def __init__(self) -> None:
+        self.total_s = 0.0
+        self.max_s = 0.0
+        self.collections = [0, 0, 0]
+        self._t = 0.0
+
+    def _cb(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._t = time.perf_counter()
+            return
+        d = time.perf_counter() - self._t
+        self.total_s += d
+        self.max_s = max(self.max_s, d)
+        self.collections[info["generation"]] += 1
+
+    def __enter__(self) -> GcTime:
+        gc.callbacks.append(self._cb)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self._cb)
+
+    def report(self, calls: int) -> dict[str, Any]:
+        return {"ms_per_call": round(self.total_s / max(1, calls) * 1000, 2), "max_pause_ms": round(self.max_s * 1000, 1),
+                "collections_by_generation": self.collections}
+
+
 class LoopLag:
     """How late a 10 ms timer fires on this event loop (the starvation a loaded box inflicts)."""
 
-    def __init__(self) -> None:
+    def __init__(self, limiter: Any = None) -> None:
         self.lags: list[float] = []
+        self.limiter = limiter
+        self.samples = 0
+        self.cap_bound = 0  # samples where callers waited for the in-flight cap while neither pacer held any
         self._task: asyncio.Task[None] | None = None
 
     async def _run(self) -> None:
@@ -219,6 +260,10 @@ class LoopLag:
             t = time.perf_counter()
             await asyncio.sleep(0.01)
             self.lags.append(time.perf_counter() - t - 0.01)
+            if self.limiter is not None:
+                self.samples += 1
+                lim = self.limiter
+                self.cap_bound += lim.concurrency.waiting > 0 and lim.requests.waiting == 0 and lim.tokens.waiting == 0
 
     async def __aenter__(self) -> LoopLag:
         self._task = asyncio.create_task(self._run(), name="bench-loop-lag")
@@ -237,6 +282,10 @@ class LoopLag:
         pick = lambda q: round(lags[min(len(lags) - 1, int(q * len(lags)))] * 1000, 1)  # noqa: E731
         return {"p50_ms": pick(0.5), "p99_ms": pick(0.99), "max_ms": round(lags[-1] * 1000, 1)}
 
+    def cap_bound_share(self) -> float:
+        """The share of the time the in-flight cap, not the budget, held the client back."""
+        return round(self.cap_bound / max(1, self.samples), 3)
+
 
 async def phase_limited(
     *, limiter_rpm: int, limiter_tpm: int, server: list[str], tag: str, load_procs: int
@@ -247,10 +296,11 @@ async def phase_limited(
         s = settings(proc.base_url, rpm=limiter_rpm, tpm=limiter_tpm)
         backend = LlmBackend(settings=s, cache=MemoryCallCache())
         with BackgroundLoad(load_procs) as load:
-            async with LoopLag() as lag:
+            async with LoopLag(backend.factory.limiters["bench"]) as lag:
+                gc_t = GcTime()
                 t0 = time.perf_counter()
                 cpu0 = time.process_time()
-                with override_allow_model_requests(True):
+                with override_allow_model_requests(True), gc_t:
                     await judge_many(backend, CALLS, tag)
                 wall = time.perf_counter() - t0
                 cpu = time.process_time() - cpu0
@@ -265,9 +315,11 @@ async def phase_limited(
             **arrival_fractions(st, rpm=provider_rpm, tpm=provider_tpm),
             "tokens_per_call": round(st["tokens_admitted"] / max(1, st["ok"]), 1),
             "http_429": int(st["status"].get("429", 0)), "client_cpu_ms_per_call": round(cpu / CALLS * 1000, 2),
+            "client_gc": gc_t.report(CALLS),
+            "pacer_unused_s": {"requests": round(lim.requests.unused_s, 2), "tokens": round(lim.tokens.unused_s, 2)},
             "final_in_flight_limit": round(lim.concurrency.limit, 1), "retries": lim.stats.retried,
             "quota_waits": lim.requests.quota_waits + lim.tokens.quota_waits,
-            "event_loop_lag": lag.report(), "background_load": load.report(), "loadavg_1m": round(loadavg, 2)}
+            "event_loop_lag": lag.report(), "in_flight_cap_bound_share": lag.cap_bound_share(), "background_load": load.report(), "loadavg_1m": round(loadavg, 2)}
 
 
 def reference_pattern(base_url: str, n: int) -> dict[str, Any]:
@@ -361,9 +413,15 @@ async def phase_kill_restart() -> dict[str, Any]:
             kill_after = 60
             while server.stats.ok < kill_after and first.poll() is None:
                 await asyncio.sleep(0.01)
-            in_flight_at_kill = server.stats.in_flight
+            ok_at_kill = server.stats.ok
             first.send_signal(signal.SIGKILL)
             await asyncio.to_thread(first.wait)
+            # in flight at the kill: every request the dead daemon sent that was not answered by then, also
+            # those still in the server's socket or not yet admitted when it died (the server's own in-flight
+            # count misses those: a race that counted one of them as repeated after the restart)
+            await asyncio.sleep(1.0)  # the server reads and answers what the dead daemon had sent
+            sent_by_first = server.stats.calls
+            in_flight_at_kill = sent_by_first - ok_at_kill
             ok_before = server.stats.ok
             async with Store(url=f"sqlite+aiosqlite:///{db}") as store:
                 async with store.session() as s:
@@ -375,13 +433,13 @@ async def phase_kill_restart() -> dict[str, Any]:
                 async with store.session() as s:
                     summary = await cost_summary(s)
                 ready = sum(1 for v in (await _statuses(store)).values() if v.value == "ready")
-        answered_not_stored = max(0, ok_before - cached_at_kill)
+        answered_not_stored = max(0, ok_at_kill - cached_at_kill)
         return {
             "entities": n, "ready": ready, "restart_rc": rc, "calls_before_kill": ok_before,
             "calls_total": server.stats.ok, "in_flight_at_kill": in_flight_at_kill,
             "answered_but_unstored_at_kill": answered_not_stored,
             "repeated_requests": repeated,
-            "repeated_after_restart": max(0, repeated - answered_not_stored - in_flight_at_kill),
+            "repeated_after_restart": max(0, repeated - max(0, sent_by_first - cached_at_kill)),  # sent, not stored
             "accepted_questions": summary.accepted_questions,
             "tokens_per_accepted_question": round(summary.tokens_per_accepted_question or 0.0, 1),
             "cost_per_accepted_question_usd": round(summary.cost_per_accepted_question_usd or 0.0, 6),
@@ -542,6 +600,7 @@ async def phase_batch_kill() -> dict[str, Any]:
 async def main(only: str | None = None, load_procs: int = LOAD_PROCS) -> None:
     t0 = time.perf_counter()
     figures: dict[str, Any] = {"provider_rpm": RPM, "latency_ms_mean": LATENCY_MS, "provider_tpm": TPM,
+                               "tpm_phase_calls_per_s_at_limit": round(TPM / 60 / JUDGE_CALL_TOKENS, 1),
                                "calls_per_phase": CALLS, "cpu_cores": os.cpu_count(),
                                "loadavg_1m_start": round(os.getloadavg()[0], 2)}
     goals: dict[str, str] = {}  # figure -> goal as text

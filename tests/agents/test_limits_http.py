@@ -90,6 +90,29 @@ async def test_slow_replies_time_out_and_give_up_after_max_attempts(server: Fake
     assert server.stats.calls == 2
 
 
+async def test_the_attempt_timeout_covers_the_request_not_the_pacing_wait(server: FakeOpenAI) -> None:
+    """A call the budget holds at the wire for longer than the attempt timeout is not timed out for it."""
+    b = LlmBackend(settings=settings_for(server, timeout_s=0.3, max_attempts=1), cache=MemoryCallCache())
+    limiter = b.factory.limiters["fake"]
+    t0 = time.monotonic()
+    limiter.requests.delay_until(t0 + 1.0)  # the request slot: 1 s away, over 3x the timeout
+    limiter.tokens.delay_until(t0 + 0.6)  # and the token slot before it
+    assert await judge(b) is False
+    assert time.monotonic() - t0 >= 0.95  # it waited for its slot ...
+    assert server.stats.ok == 1 and limiter.stats.retried == 0 and limiter.stats.failed == 0  # ... and went
+
+
+async def test_after_a_pacing_wait_a_slow_reply_still_times_out(server: FakeOpenAI) -> None:
+    server.script = [{"delay_s": 3}]
+    b = LlmBackend(settings=settings_for(server, timeout_s=0.3, max_attempts=1), cache=MemoryCallCache())
+    t0 = time.monotonic()
+    b.factory.limiters["fake"].requests.delay_until(t0 + 0.5)
+    with pytest.raises((TimeoutError, AgentError)):
+        await judge(b)
+    assert 0.75 <= time.monotonic() - t0 < 2.0  # the wait, then the timeout from the wire (not the 3 s reply)
+    assert server.stats.calls == 1
+
+
 async def test_a_bad_request_is_not_retried(server: FakeOpenAI) -> None:
     server.script = [{"status": 400}]
     b = LlmBackend(settings=settings_for(server), cache=MemoryCallCache())
