@@ -22,7 +22,7 @@ from sqlalchemy import insert  # noqa: E402
 
 from storage.claim import claim, complete  # noqa: E402
 from storage.engine import Store  # noqa: E402
-from storage.entities_query import EntityQuery, query_entities  # noqa: E402
+from storage.entities import EntityQuery, query_entities  # noqa: E402
 from storage.models import Entity, EntityStatus, LeaseStatus, Stage, Task  # noqa: E402
 from storage.types import utcnow  # noqa: E402
 

@@ -18,20 +18,28 @@ from __future__ import annotations
 import ipaddress
 import logging
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from contextvars import ContextVar
 from datetime import date
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
 from typing import Annotated, Any, Literal
+from urllib.parse import unquote, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
-from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    SettingsError,
+)
 from pydantic_settings.sources.utils import parse_env_vars
 
 from clkt.errors import ConfigError
 from clkt.facts import Domain
+from clkt.logs import redact, register_secrets
 
 __all__ = [
     "Settings",
@@ -494,8 +502,6 @@ class Settings(BaseSettings):
 
     def public_dump(self) -> dict[str, Any]:
         """The config as JSON-able data, safe for logs, the store and manifests (no secrets, no URL password)."""
-        from clkt.logs import redact
-
         out = self.model_dump(mode="json", exclude={"secrets"})
         if out.get("store_url"):
             out["store_url"] = redact(out["store_url"])
@@ -634,7 +640,6 @@ def load_settings(path: Path | str | None = None, *, environ: Mapping[str, str] 
         first = e.errors()[0]
         raise ConfigError(_error_key(first), first.get("msg", "invalid")) from None
     except SettingsError as e:  # an environment value pydantic-settings cannot decode (e.g. not JSON)
-        import re
 
         m = re.search(r'field "(\w+)"', str(e))
         prefix = f"CLKT_{m.group(1).upper()}" if m else "CLKT_"
@@ -675,7 +680,6 @@ def _attach_secrets(settings: Settings, env: Mapping[str, str]) -> Settings:
     # the conventional provider variables pydantic-ai reads
     names |= {"OPENAI_API_KEY", "ANTHROPIC_API_KEY"}
     secrets = {n: SecretStr(env[n]) for n in sorted(names) if env.get(n)}
-    from clkt.logs import register_secrets
 
     register_secrets(secrets.values())  # from here on, `redact` removes them wherever text goes out
     if settings.store_url:

@@ -32,7 +32,11 @@ from clkt.daemon_info import describe_holder, remove_daemon_info, write_daemon_i
 from clkt.diskwatch import DiskWatch
 from clkt.endpoint import start_endpoint
 from clkt.owner import is_dead_local_owner, new_owner_id
+from clkt.pipeline.backends import build_backend
+from clkt.progress import ProgressLogger
+from clkt.replay import start_replay
 from clkt.services import build_services
+from clkt.targets.embedded import check_embedded
 from clkt.telemetry import Metrics
 from storage.engine import Store
 from storage.leases import recover_gpu_leases, recover_stage_leases, release_owned
@@ -148,7 +152,6 @@ class Daemon:
             settings, replay_url = await self._start_replay(settings, stack)
             http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60))
             stack.push_async_callback(http.close)
-            from clkt.pipeline.backends import build_backend
 
             ctx = ServiceContext(
                 settings=settings, store=store, http=http, owner=self.owner, metrics=self.metrics,
@@ -161,7 +164,6 @@ class Daemon:
             write_daemon_info(settings, owner=self.owner, http_port=self.http_port)
             stack.callback(remove_daemon_info, settings)
             await record_holder(store, owner=self.owner)
-            from clkt.progress import ProgressLogger
 
             services: list[Service] = [
                 DiskWatch(), ProgressLogger(),
@@ -177,8 +179,6 @@ class Daemon:
 
     def _check_targets(self, settings: Settings) -> None:
         """Fail loudly at start-up when a bundled target model is missing (how to reinstall it is in the error)."""
-        from clkt.targets.embedded import check_embedded
-
         for t in settings.spec.targets:
             if t.backend == "local" and t.model.startswith("embedded:"):
                 check_embedded(t.model, settings.data_dir / "models")
@@ -198,7 +198,6 @@ class Daemon:
     async def _start_replay(self, settings: Settings, stack: AsyncExitStack) -> tuple[Settings, str | None]:
         if not settings.replay.enabled:
             return settings, None
-        from clkt.replay import start_replay
 
         server = await start_replay(settings.replay)
         stack.push_async_callback(server.close)

@@ -16,6 +16,7 @@ from aiohttp import web
 from clkt.context import ServiceContext
 from clkt.errors import ClktError
 from clkt.status import collect_status
+from clkt.web import HostGuard, PageContext, add_pages, security_middlewares
 
 __all__ = ["start_endpoint"]
 
@@ -23,8 +24,6 @@ log = logging.getLogger("clkt.daemon")
 
 
 def _app(ctx: ServiceContext, *, owner: str, restarts: Mapping[str, int]) -> web.Application:
-    from clkt.web import HostGuard, PageContext, add_pages, security_middlewares
-
     http_cfg = ctx.settings.http
     app = web.Application(middlewares=security_middlewares(HostGuard(host=http_cfg.host, allowed=http_cfg.allowed_hosts)))
     if http_cfg.pages:

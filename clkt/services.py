@@ -8,6 +8,11 @@ from __future__ import annotations
 
 from clkt.config import Settings
 from clkt.context import Service
+from clkt.inject.consumer import GpuConsumer
+from clkt.pipeline.gate import GateWorker
+from clkt.pipeline.stages import stage_services
+from clkt.snapshots.service import SnapshotBuilder
+from clkt.sources.poller import source_services
 
 __all__ = ["build_services"]
 
@@ -15,23 +20,14 @@ __all__ = ["build_services"]
 def build_services(settings: Settings) -> list[Service]:
     services: list[Service] = []
     # --- sources (clkt.sources) ---
-    from clkt.pipeline.gate import GateWorker
-    from clkt.sources.poller import source_services
-
     services.extend(source_services(settings))
     services.append(GateWorker(settings=settings))
     # --- pipeline stages (clkt.pipeline) ---
-    from clkt.pipeline.stages import stage_services
-
     services.extend(stage_services(settings))
     # --- snapshot builder (clkt.snapshots) ---
-    from clkt.snapshots.service import SnapshotBuilder
-
     services.append(SnapshotBuilder(settings=settings))
     # --- GPU consumer (clkt.inject / clkt.evaluate) ---
     if settings.gpu.enabled:
-        from clkt.inject.consumer import GpuConsumer
-
         services.append(GpuConsumer(settings=settings))
     names = [s.name for s in services]
     dup = {n for n in names if names.count(n) > 1}

@@ -68,8 +68,6 @@ async def reap_expired(session: AsyncSession, table: type[Any], *, now: datetime
 
 
 def _concat_error(table: type[Any]) -> Any:
-    from sqlalchemy import func, literal
-
     return func.coalesce(table.last_error + literal(" | "), literal("")) + literal(
         "lease expired on the last allowed attempt (worker died or timed out)"
     )

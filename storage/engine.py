@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from enum import Enum
 from pathlib import Path
 from typing import Any, TypeAlias, TypeVar
+from urllib.parse import quote
 
 from sqlalchemy import event, inspect, text
 from sqlalchemy.engine import make_url
@@ -147,9 +149,6 @@ class Store:
 
     def _check_sqlite_readonly(self, path: Path) -> None:
         """The foreign / unknown-migration checks on a read-only connection: nothing can change the file."""
-        import sqlite3
-        from urllib.parse import quote
-
         # with no -wal/-shm beside it the file is complete: `immutable` reads it without creating them
         # (a WAL-mode file would otherwise get both); with them present, a plain read-only connection
         live = any(path.with_name(path.name + s).exists() for s in ("-wal", "-shm"))

@@ -20,6 +20,8 @@ from datetime import datetime
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel
+
 from sqlalchemy import func, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -38,6 +40,11 @@ __all__ = [
     "UpsertOutcome",
     "UpsertResult",
     "StoredEntity",
+    "EntitySummary",
+    "EntityQuery",
+    "query_entities",
+    "summary_of",
+    "SUMMARY_COLUMNS",
     "CursorRecord",
     "payload_hash",
     "text_hash",
@@ -305,3 +312,50 @@ async def save_cursor(
         row.state = dict(state)
         row.updated_at = utcnow()
     await session.flush()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EntitySummary:
+    """One line of an entity listing (`clkt entities`, the status pages): who, when, where it stands."""
+
+    id: int
+    source: str
+    external_id: str
+    domain: str
+    name: str
+    occurred_at: datetime
+    status: str
+    status_reason: str | None
+
+
+SUMMARY_COLUMNS = (Entity.id, Entity.source, Entity.external_id, Entity.domain, Entity.name, Entity.occurred_at,
+                   Entity.status, Entity.status_reason)
+
+
+def summary_of(r: Sequence[Any]) -> EntitySummary:
+    """An `EntitySummary` from a row of `SUMMARY_COLUMNS`."""
+    return EntitySummary(
+        id=int(r[0]), source=str(r[1]), external_id=str(r[2]), domain=str(r[3]), name=str(r[4]),
+        occurred_at=r[5], status=EntityStatus(r[6]).value, status_reason=r[7],
+    )
+
+
+class EntityQuery(BaseModel):
+    """`clkt entities`: filters (all optional) and how many rows, newest first."""
+
+    domain: str | None = None
+    occurred_after: datetime | None = None
+    status: str | None = None
+    limit: int = 50
+
+
+async def query_entities(session: AsyncSession, q: EntityQuery) -> list[EntitySummary]:
+    stmt = select(*SUMMARY_COLUMNS)
+    if q.domain:
+        stmt = stmt.where(Entity.domain == q.domain)
+    if q.occurred_after:
+        stmt = stmt.where(Entity.occurred_at >= q.occurred_after)
+    if q.status:
+        stmt = stmt.where(Entity.status == EntityStatus(q.status))
+    stmt = stmt.order_by(Entity.occurred_at.desc(), Entity.id.desc()).limit(q.limit)
+    return [summary_of(tuple(r)) for r in (await session.execute(stmt)).all()]

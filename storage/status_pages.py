@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import case, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from storage.entities import SUMMARY_COLUMNS, EntitySummary, summary_of
 from storage.models import (
     Document,
     Entity,
@@ -37,7 +38,6 @@ __all__ = [
     "SourceCursorInfo",
     "GpuJobInfo",
     "EntityFilter",
-    "EntityListRow",
     "EntityPage",
     "DocumentInfo",
     "TranslationInfo",
@@ -96,20 +96,8 @@ class EntityFilter:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class EntityListRow:
-    id: int
-    source: str
-    external_id: str
-    domain: str
-    name: str
-    occurred_at: datetime
-    status: str
-    status_reason: str | None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class EntityPage:
-    rows: list[EntityListRow]
+    rows: list[EntitySummary]
     total: int  # rows matching the filter
     offset: int
     limit: int
@@ -158,7 +146,7 @@ class ProbeInfo:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EntityDetail:
-    row: EntityListRow
+    row: EntitySummary
     redated_from: datetime | None
     discovered_at: datetime
     documents: list[DocumentInfo]
@@ -228,29 +216,18 @@ def _entity_where(f: EntityFilter) -> list[object]:
     return conds
 
 
-def _list_row(r: tuple[object, ...]) -> EntityListRow:
-    return EntityListRow(
-        id=int(r[0]), source=str(r[1]), external_id=str(r[2]), domain=str(r[3]), name=str(r[4]),
-        occurred_at=r[5], status=EntityStatus(r[6]).value, status_reason=r[7],  # type: ignore[arg-type]
-    )
-
-
-_LIST_COLS = (Entity.id, Entity.source, Entity.external_id, Entity.domain, Entity.name, Entity.occurred_at, Entity.status,
-              Entity.status_reason)
-
-
 async def entity_page(session: AsyncSession, f: EntityFilter) -> EntityPage:
     conds = _entity_where(f)
     offset = max(0, min(f.offset, MAX_OFFSET))
     limit = max(1, min(f.limit, 500))
-    stmt = select(*_LIST_COLS).where(*conds).order_by(Entity.occurred_at.desc(), Entity.id.desc()).offset(offset).limit(limit)  # type: ignore[arg-type]
-    rows = [_list_row(tuple(r)) for r in (await session.execute(stmt)).all()]
+    stmt = select(*SUMMARY_COLUMNS).where(*conds).order_by(Entity.occurred_at.desc(), Entity.id.desc()).offset(offset).limit(limit)  # type: ignore[arg-type]
+    rows = [summary_of(tuple(r)) for r in (await session.execute(stmt)).all()]
     total = int((await session.execute(select(func.count()).select_from(Entity).where(*conds))).scalar_one())  # type: ignore[arg-type]
     return EntityPage(rows=rows, total=total, offset=offset, limit=limit)
 
 
 async def entity_detail(session: AsyncSession, entity_id: int) -> EntityDetail | None:
-    r = (await session.execute(select(*_LIST_COLS, Entity.redated_from, Entity.discovered_at).where(Entity.id == entity_id))).first()
+    r = (await session.execute(select(*SUMMARY_COLUMNS, Entity.redated_from, Entity.discovered_at).where(Entity.id == entity_id))).first()
     if r is None:
         return None
     docs = [
@@ -287,7 +264,7 @@ async def entity_detail(session: AsyncSession, entity_id: int) -> EntityDetail |
             .order_by(Probe.target_model, Probe.lang)
         )).all()
     ]
-    return EntityDetail(row=_list_row(tuple(r[:8])), redated_from=r[8], discovered_at=r[9], documents=docs, questions=questions,
+    return EntityDetail(row=summary_of(tuple(r[:8])), redated_from=r[8], discovered_at=r[9], documents=docs, questions=questions,
                         probes=probes)
 
 

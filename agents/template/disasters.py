@@ -58,7 +58,7 @@ _QUAKE_SUBJECT: dict[str, dict[str, str]] = {
     },
 }
 
-QQ: dict[str, dict[str, str]] = {
+QUAKE_QUESTIONS: dict[str, dict[str, str]] = {
     "time": {
         "en": "On what date (UTC) did the {nodate} occur?",
         "ja": "{nodate}が発生したのはいつ（UTC）ですか？",
@@ -124,7 +124,7 @@ QQ: dict[str, dict[str, str]] = {
     },
 }
 
-DQ: dict[str, dict[str, str]] = {
+DISASTER_QUESTIONS: dict[str, dict[str, str]] = {
     "date": {
         "en": "On what date did the disaster recorded as “{name}” begin?",
         "ja": "「{name}」として記録された災害が始まったのはいつですか？",
@@ -251,44 +251,44 @@ QUAKE_SPEC = DomainTemplates(
     anchors=_quake_anchors,
     slots={
         "time": SlotTemplate(
-            slot="time", question=QQ["time"], answer=_quake_date,
+            slot="time", question=QUAKE_QUESTIONS["time"], answer=_quake_date,
             candidates=lambda f, rng: shifted_dates(_quake_date(f).d, rng),
         ),
         "place": SlotTemplate(
-            slot="place", question=QQ["place"], answer=lambda f: NameValue(f.place),
+            slot="place", question=QUAKE_QUESTIONS["place"], answer=lambda f: NameValue(f.place),
             candidates=lambda f, rng: pool_names(QUAKE_PLACES, rng, exclude=(f.place,)),
         ),
         "magnitude": SlotTemplate(
-            slot="magnitude", question=QQ["magnitude"], answer=lambda f: FloatValue(round(f.magnitude, 1), "magnitude"),
+            slot="magnitude", question=QUAKE_QUESTIONS["magnitude"], answer=lambda f: FloatValue(round(f.magnitude, 1), "magnitude"),
             candidates=lambda f, rng: near_floats(
                 f.magnitude, rng, steps=(0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0), unit="magnitude", minimum=0.5
             ),
         ),
         "depth": SlotTemplate(
-            slot="depth", question=QQ["depth"], answer=lambda f: FloatValue(round(f.depth_km, 1), "km"),
+            slot="depth", question=QUAKE_QUESTIONS["depth"], answer=lambda f: FloatValue(round(f.depth_km, 1), "km"),
             candidates=_depth_candidates,
         ),
         "alert": SlotTemplate(
-            slot="alert", question=QQ["alert"],
+            slot="alert", question=QUAKE_QUESTIONS["alert"],
             answer=lambda f: LabelValue("alert", f.alert.strip().casefold()) if f.alert else None,
             candidates=_alert_candidates,
         ),
         "felt": SlotTemplate(
-            slot="felt", question=QQ["felt"], answer=lambda f: IntValue(f.felt) if f.felt is not None else None,
+            slot="felt", question=QUAKE_QUESTIONS["felt"], answer=lambda f: IntValue(f.felt) if f.felt is not None else None,
             candidates=lambda f, rng: near_ints(f.felt or 0, rng, minimum=1),
         ),
         "fatalities": SlotTemplate(
-            slot="fatalities", question=QQ["fatalities"],
+            slot="fatalities", question=QUAKE_QUESTIONS["fatalities"],
             answer=lambda f: IntValue(f.fatalities) if f.fatalities is not None else None,
             candidates=lambda f, rng: near_ints(f.fatalities or 0, rng, minimum=0),
         ),
         "intensity": SlotTemplate(
-            slot="intensity", question=QQ["intensity"],
+            slot="intensity", question=QUAKE_QUESTIONS["intensity"],
             answer=_intensity_answer,
             candidates=_intensity_candidates,
         ),
         "latitude": SlotTemplate(
-            slot="latitude", question=QQ["latitude"], answer=lambda f: CoordValue(f.latitude, "lat"),
+            slot="latitude", question=QUAKE_QUESTIONS["latitude"], answer=lambda f: CoordValue(f.latitude, "lat"),
             candidates=lambda f, rng: near_coordinates(f.latitude, rng, axis="lat", avoid=(f.longitude,)),
         ),
     },
@@ -347,31 +347,31 @@ DISASTER_SPEC = DomainTemplates(
     anchors=_disaster_anchors,
     slots={
         "date": SlotTemplate(
-            slot="date", question=DQ["date"], answer=lambda f: DateValue(f.date),
+            slot="date", question=DISASTER_QUESTIONS["date"], answer=lambda f: DateValue(f.date),
             candidates=lambda f, rng: shifted_dates(f.date, rng),
         ),
         "disaster_type": SlotTemplate(
-            slot="disaster_type", question=DQ["disaster_type"],
+            slot="disaster_type", question=DISASTER_QUESTIONS["disaster_type"],
             answer=lambda f: LabelValue("disaster_type", f.disaster_type.strip()),
             candidates=_type_candidates,
         ),
         "country": SlotTemplate(
-            slot="country", question=DQ["country"], answer=lambda f: NameValue(f.country),
+            slot="country", question=DISASTER_QUESTIONS["country"], answer=lambda f: NameValue(f.country),
             candidates=lambda f, rng: pool_names(COUNTRIES, rng, exclude=[f.country, *f.countries]),
             truths=lambda f: [NameValue(c) for c in f.countries],
         ),
-        "status": SlotTemplate(slot="status", question=DQ["status"], answer=_status_answer, candidates=_status_candidates),
+        "status": SlotTemplate(slot="status", question=DISASTER_QUESTIONS["status"], answer=_status_answer, candidates=_status_candidates),
         "deaths": SlotTemplate(
-            slot="deaths", question=DQ["deaths"], answer=lambda f: IntValue(f.deaths) if f.deaths is not None else None,
+            slot="deaths", question=DISASTER_QUESTIONS["deaths"], answer=lambda f: IntValue(f.deaths) if f.deaths is not None else None,
             candidates=lambda f, rng: near_ints(f.deaths or 0, rng, minimum=0),
         ),
         "affected": SlotTemplate(
-            slot="affected", question=DQ["affected"],
+            slot="affected", question=DISASTER_QUESTIONS["affected"],
             answer=lambda f: IntValue(f.affected) if f.affected is not None else None,
             candidates=lambda f, rng: near_ints(f.affected or 0, rng, minimum=1),
         ),
         "glide": SlotTemplate(
-            slot="glide", question=DQ["glide"], answer=lambda f: NameValue(f.glide) if f.glide else None,
+            slot="glide", question=DISASTER_QUESTIONS["glide"], answer=lambda f: NameValue(f.glide) if f.glide else None,
             candidates=_glide_candidates,
         ),
     },

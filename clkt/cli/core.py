@@ -92,7 +92,7 @@ def entities(
 ) -> None:
     from clkt.facts import Domain
     from clkt.cutoff import fresh_after
-    from storage.entities_query import EntityQuery, query_entities
+    from storage.entities import EntityQuery, EntitySummary, query_entities
     from storage.enums import EntityStatus
 
     settings = load_cli_settings(config)
@@ -106,15 +106,18 @@ def entities(
         after = max(after, f) if after else f
     q = EntityQuery(domain=domain, occurred_after=after, status=status_, limit=limit)
 
-    async def read_entities():  # type: ignore[no-untyped-def]
+    async def read_entities() -> list[EntitySummary]:
         async with open_store(settings) as store:
             async with store.session() as s:
                 return await query_entities(s, q)
 
     rows = run_async(read_entities)
     if as_json:
+        from pydantic import TypeAdapter
+
+        line = TypeAdapter(EntitySummary)
         for r in rows:
-            print(r.model_dump_json())
+            print(line.dump_json(r).decode())
         return
     t = Table("id", "domain", "source", "occurred", "status", "name", title=f"{len(rows)} entities")
     for r in rows:

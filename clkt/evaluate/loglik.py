@@ -15,6 +15,7 @@ is faster (bench/eval.py measures it).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -84,8 +85,6 @@ def _token_logprobs(logits: Any, targets: Any) -> Any:
 
 def _cache_kwarg(model: Any) -> str:
     """`cache` (transformers >= 5.x) or the older `past_key_values`."""
-    import inspect
-
     inner = model.get_base_model() if hasattr(model, "get_base_model") else model  # a peft wrapper takes **kwargs
     return "cache" if "cache" in inspect.signature(inner.forward).parameters else "past_key_values"
 

@@ -29,8 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-
+from clkt.errors import UserError
+from clkt.evaluate.figures import heatmaps, size_plots
 from clkt.evaluate.learn import LearnTest, learn_tests, stat_from_counts
+from clkt.evaluate.markdown import markdown
 from clkt.evaluate.metrics import (
     ALL_DOMAINS,
     BaseAccuracy,
@@ -41,9 +43,6 @@ from clkt.evaluate.metrics import (
     parse_failure_rates,
     summarize,
 )
-
-from clkt.evaluate.figures import heatmaps, size_plots
-from clkt.evaluate.markdown import markdown
 from clkt.evaluate.report_data import (
     LEARN_HEADER,
     MIN_CELL_N,
@@ -54,10 +53,13 @@ from clkt.evaluate.report_data import (
     grid,
     in_short,
     learn_rows,
-    pct,
     pair_reading,
+    pct,
     scenarios,
 )
+from clkt.snapshots.ids import stable_qid
+from storage.gpu_jobs import jobs_for_snapshot, results_for_snapshot
+from storage.snapshots import find_snapshot
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -95,15 +97,9 @@ class ReportPaths:
 
 
 async def load_report_data(store: Store, snapshot_id: str, *, seed: int = 0) -> ReportData:
-    from clkt.snapshots.ids import stable_qid
-    from storage.gpu_jobs import jobs_for_snapshot, results_for_snapshot
-    from storage.snapshots import find_snapshot
-
     async with store.session() as s:
         snap = await find_snapshot(s, snapshot_id)
         if snap is None:
-            from clkt.errors import UserError
-
             raise UserError(f"no snapshot {snapshot_id!r} in the store")
         jobs = await jobs_for_snapshot(s, snapshot_id)
         rows = await results_for_snapshot(s, snapshot_id)

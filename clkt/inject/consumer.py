@@ -25,10 +25,11 @@ from typing import ClassVar
 
 from pydantic import ValidationError
 
-from clkt.config import GpuSettings, Settings, TargetSettings
 from clkt._tasks import cancel_and_wait
+from clkt.config import GpuSettings, Settings, TargetSettings
 from clkt.context import ServiceContext
 from clkt.errors import JobError, SnapshotError
+from clkt.evaluate.report import report_dir, write_report
 from clkt.inject.contract import (
     FAILURE_FILE,
     LOG_FILE,
@@ -41,6 +42,7 @@ from clkt.inject.contract import (
     ResultItem,
     write_json_atomic,
 )
+from clkt.logs import redact
 from clkt.snapshots.stored import question_rows_by_qid
 from storage.enums import LeaseStatus
 from storage.gpu_jobs import (
@@ -129,7 +131,7 @@ class GpuConsumer:
     POLL_S: ClassVar[float] = 0.5  # how often the child is checked
 
     def __init__(self, *, settings: Settings, devices: list[str] | None = None, burst: bool = False) -> None:
-        self.settings = settings
+        # `settings` gives only the default devices: every job reads its configuration from `ctx.settings`
         self.devices = list(devices or settings.gpu.devices)
         self.burst = burst  # stop when no job is claimable (tests, `clkt worker --burst`)
         self.finished: list[JobRun] = []
@@ -311,8 +313,6 @@ class GpuConsumer:
         return JobRun(jid, LeaseStatus.done)
 
     async def _fail(self, ctx: ServiceContext, jid: int, error: str, *, permanent: bool = False) -> JobRun:
-        from clkt.logs import redact
-
         error = redact(error)
         try:
             async with ctx.store.transaction() as s:
@@ -338,7 +338,6 @@ class GpuConsumer:
             finished = await snapshot_jobs_finished(s, snapshot_id)
         if not finished:
             return
-        from clkt.evaluate.report import report_dir, write_report
 
         try:
             paths = await write_report(ctx.store, snapshot_id, report_dir(ctx.settings.data_dir, snapshot_id))

@@ -7,11 +7,20 @@ crash inside torch ends this process, never the daemon.
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
+import signal
 import sys
+import threading
+import time
 import traceback
 from pathlib import Path
+
+from clkt.errors import ModelUnavailableError, SnapshotError, UserError
+from clkt.inject.contract import FAILURE_FILE, OUTCOME_FILE, FailureKind, JobFailure, JobSpec, write_json_atomic
+from clkt.inject.job import check_spec, run_job
+from clkt.inject.trainer import OutOfMemory, TrainingDiverged
 
 __all__ = ["main", "EXIT_OK", "EXIT_RETRYABLE", "EXIT_PERMANENT"]
 
@@ -25,13 +34,8 @@ def _die_with_parent() -> None:
     kernel sends SIGKILL when the parent dies; elsewhere a watchdog thread notices the new parent."""
     parent = os.getppid()
     if sys.platform.startswith("linux"):
-        import ctypes
-        import signal
-
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
-    import threading
-    import time
 
     def watch() -> None:
         while True:
@@ -53,10 +57,6 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
-    from clkt.errors import ModelUnavailableError, SnapshotError, UserError
-    from clkt.inject.job import check_spec, run_job
-    from clkt.inject.contract import FAILURE_FILE, OUTCOME_FILE, FailureKind, JobFailure, JobSpec, write_json_atomic
-    from clkt.inject.trainer import OutOfMemory, TrainingDiverged
 
     spec = JobSpec.model_validate_json(Path(args[0]).read_text(encoding="utf-8"))
     out_dir = spec.artifacts_dir

@@ -17,6 +17,7 @@ from typing import TypeVar
 
 from pydantic import TypeAdapter
 
+from clkt.documents import render_document
 from clkt.errors import BudgetExhausted, RetryLater, UserError
 from clkt.facts import EntityFacts, RenderedDocument
 from storage.engine import Session
@@ -58,7 +59,6 @@ def facts_of(entity: StoredEntity) -> EntityFacts:
 async def source_document(session: Session, entity: StoredEntity, facts: EntityFacts) -> RenderedDocument:
     """The entity's English source document, with the renderer's slot sentences when they still match."""
     text = await document_text(session, entity.id, SOURCE_LANG)
-    from clkt.documents import render_document
 
     rendered = render_document(facts, SOURCE_LANG)
     if text is None:

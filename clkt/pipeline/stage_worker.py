@@ -22,6 +22,7 @@ from typing import ClassVar
 from clkt._tasks import cancel_and_wait
 from clkt.context import ServiceContext
 from clkt.errors import RetryLater
+from clkt.logs import redact
 from storage.engine import Session
 from storage.enums import LeaseStatus, Stage
 from storage.tasks import LeaseLost, TaskLease, claim_tasks, complete_task, fail_task, release_task
@@ -84,8 +85,6 @@ class StageWorker(ABC):
             await self.process(task, ctx)
             ctx.metrics.stage_tasks.labels(self.stage.value, "done").inc()
         except RetryLater as e:
-            from clkt.logs import redact
-
             await asyncio.shield(self._release(task, ctx, e.defer, redact(str(e))))
             ctx.metrics.stage_tasks.labels(self.stage.value, "deferred").inc()
         except asyncio.CancelledError:
@@ -95,7 +94,6 @@ class StageWorker(ABC):
             log.warning("%s: %s", self.name, e)
         except Exception as e:  # noqa: BLE001 - every failure is recorded on the row
             retry_in = timedelta(seconds=self.RETRY_BASE_S * 2 ** max(0, task.attempts - 1))
-            from clkt.logs import redact
 
             err = redact(f"{type(e).__name__}: {e}")
             try:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from clkt.config import Settings
 from clkt.pipeline.backends import check_backend_config, uses_batches
+from clkt.pipeline.batches import BatchService
 from clkt.pipeline.generate import GenerateWorker
 from clkt.pipeline.probe import ProbeWorker
 from clkt.pipeline.translate import TranslateWorker
@@ -31,7 +32,5 @@ def stage_services(settings: Settings) -> list[Service]:
         TranslateWorker(concurrency=n),
     ]
     if uses_batches(settings):
-        from clkt.pipeline.batches import BatchService
-
         services.append(BatchService())
     return services

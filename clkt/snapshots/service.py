@@ -40,7 +40,8 @@ __all__ = ["SnapshotBuilder", "GpuEnqueue", "enqueue_spec_jobs", "post_webhook",
 
 log = logging.getLogger(__name__)
 
-GpuEnqueue = Callable[..., Awaitable[Any]]
+# (session, settings, snapshot id) -> how many GPU jobs were new; called inside the freezing transaction
+GpuEnqueue = Callable[[Session, Settings, str], Awaitable[int]]
 
 
 class WebhookError(SnapshotError):

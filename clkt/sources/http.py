@@ -32,6 +32,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 from urllib.parse import urlencode
 
@@ -43,6 +44,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, sto
 
 from clkt.config import SourceSettings
 from clkt.errors import PayloadError, SourceBlocked, SourceError, SourceHttpError
+from clkt.logs import redact
 from clkt.sources._breaker import BreakerState, CircuitBreaker
 
 if TYPE_CHECKING:
@@ -93,8 +95,6 @@ def _retry_after(value: str | None) -> float | None:
     except ValueError:
         pass
     try:
-        from email.utils import parsedate_to_datetime
-
         return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
     except (TypeError, ValueError):
         return None
@@ -157,8 +157,6 @@ class SourceClient:
         return self.base_url + "/" + path.lstrip("/")
 
     def redact(self, text: str) -> str:
-        from clkt.logs import redact
-
         if self._key:
             text = text.replace(self._key, "***")
         return redact(text)

@@ -29,11 +29,13 @@ import logging
 from datetime import datetime, timedelta
 from typing import ClassVar
 
-from clkt.config import Settings, SourceSettings
 from clkt._tasks import cancel_and_wait
+from clkt.config import Settings, SourceSettings
 from clkt.context import ServiceContext
+from clkt.documents import render_document
 from clkt.errors import ClktError, ConfigError, PayloadError, SourceBlocked, SourceError, SourceHttpError
 from clkt.facts import EntityRecord
+from clkt.logs import redact
 from clkt.sources import SOURCE_TYPES
 from clkt.sources.base import PollPage, Source, SourceRef, Window
 from clkt.sources.http import SourceClient
@@ -125,7 +127,6 @@ class SourcePoller:
                 wait = min(wait, max(self.MIN_BLOCK_WAIT_S, self.settings.breaker_reset_s))
                 result, detail = "failed", f"{type(e).__name__}: {e}"
                 log.exception("%s cycle failed unexpectedly; retrying in %.0fs", self.name, wait)
-            from clkt.logs import redact
 
             ctx.sources.cycle_ended(
                 self.source_name, result=result, detail=redact(detail), next_in_s=wait,
@@ -225,8 +226,6 @@ class SourcePoller:
             await cancel_and_wait(tasks)
 
     async def _ingest(self, ctx: ServiceContext, record: EntityRecord, report: CycleReport) -> None:
-        from clkt.documents import render_document
-
         try:
             doc = render_document(record.facts, "en")
         except Exception as e:  # noqa: BLE001 - a record the renderer cannot take is that record's skip
@@ -253,8 +252,6 @@ class SourcePoller:
             log.info("%s %s entity %s %r", self.name, res.outcome.value, record.external_id, record.name)
 
     async def _skip(self, ctx: ServiceContext, reason: str, detail: str, report: CycleReport) -> None:
-        from clkt.logs import redact
-
         detail = redact(detail)
         report.skipped[reason] = report.skipped.get(reason, 0) + 1
         ctx.metrics.records_skipped.labels(self.source_name, reason).inc()

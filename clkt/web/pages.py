@@ -27,12 +27,16 @@ import jinja2
 from aiohttp import web
 
 from clkt.config import Settings
+from clkt.cutoff import fresh_after
+from clkt.evaluate.report import report_dir
+from clkt.facts import Domain
 from clkt.sources.board import SourceBoard
 from clkt.web import views
 from clkt.web.files import file_response, safe_join
 from clkt.web.security import HostGuard, security_middlewares
 from storage.engine import Store
-from storage.status_pages import MAX_OFFSET, EntityFilter
+from storage.enums import EntityStatus
+from storage.status_pages import MAX_OFFSET, EntityFilter, snapshot_info
 
 __all__ = ["PageContext", "add_pages", "pages_app", "STATIC_DIR", "TEMPLATE_DIR"]
 
@@ -140,10 +144,6 @@ def _parse_date(value: str, name: str) -> datetime:
 
 
 async def entity_list(request: web.Request) -> web.Response:
-    from clkt.facts import Domain
-    from clkt.cutoff import fresh_after
-    from storage.enums import EntityStatus
-
     ctx = request.app[CTX_KEY]
     q = request.query
     size = ctx.settings.http.page_size
@@ -219,7 +219,6 @@ async def snapshot_page(request: web.Request) -> web.Response:
 
 async def snapshot_file(request: web.Request) -> web.StreamResponse:
     ctx = request.app[CTX_KEY]
-    from storage.status_pages import snapshot_info
 
     async with ctx.store.session() as s:
         info = await snapshot_info(s, request.match_info["id"][:160])
@@ -232,8 +231,6 @@ async def snapshot_file(request: web.Request) -> web.StreamResponse:
 
 async def report_file(request: web.Request) -> web.StreamResponse:
     ctx = request.app[CTX_KEY]
-    from clkt.evaluate.report import report_dir
-    from storage.status_pages import snapshot_info
 
     async with ctx.store.session() as s:
         info = await snapshot_info(s, request.match_info["id"][:160])

@@ -16,8 +16,11 @@ from pydantic import ValidationError
 from clkt.config import Settings
 from clkt.evaluate.report import report_dir
 from clkt.evaluate.report_data import LEARN_HEADER, ReportData, grid, learn_rows, pair_reading, scenarios
+from clkt.inject.consumer import job_dir
+from clkt.inject.contract import PROGRESS_FILE, JobProgress
 from clkt.snapshots.layout import MANIFEST_FILE, SnapshotManifest
 from clkt.snapshots.period import period_of
+from clkt.sources import SOURCE_TYPES
 from clkt.sources.board import CycleOutcome, SourceBoard
 from clkt.status import StatusReport, collect_status
 from clkt.web.files import list_files
@@ -120,8 +123,6 @@ class Overview:
 
 
 def _source_domains() -> dict[str, str]:
-    from clkt.sources import SOURCE_TYPES
-
     return {name: t.domain.value for name, t in SOURCE_TYPES.items()}
 
 
@@ -165,8 +166,6 @@ async def overview(
 def _job_row(settings: Settings, job: GpuJobInfo) -> JobRow:
     if job.status != "leased":
         return JobRow(job=job)
-    from clkt.inject.consumer import job_dir
-    from clkt.inject.contract import PROGRESS_FILE, JobProgress
 
     try:
         p = JobProgress.model_validate_json((job_dir(settings.data_dir, job.id) / PROGRESS_FILE).read_bytes())
