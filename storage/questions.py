@@ -30,6 +30,7 @@ from storage.tasks import insert_ignore
 __all__ = [
     "ProbeRecord",
     "QuestionRecord",
+    "question_record",
     "VerificationRecord",
     "TranslationRecord",
     "probes_of",
@@ -75,6 +76,8 @@ class QuestionRecord:
     evidence: str
     status: QuestionStatus
     status_reason: str | None
+    generator: str = ""  # who wrote it (the agent backend's producer name)
+    prompt_version: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,12 +111,14 @@ def _probe_of(row: Probe) -> ProbeRecord:
     )
 
 
-def _question_of(row: Question) -> QuestionRecord:
+def question_record(row: Question) -> QuestionRecord:
+    """The record of a `Question` row (for storage's repositories: rows never leave storage)."""
     assert row.id is not None
     return QuestionRecord(
         id=row.id, entity_id=row.entity_id, slot=row.slot, lang=row.lang, question=row.question,
         options=tuple(row.options), answer_index=row.answer_index, evidence=row.evidence,
-        status=QuestionStatus(row.status), status_reason=row.status_reason,
+        status=QuestionStatus(row.status), status_reason=row.status_reason, generator=row.generator,
+        prompt_version=row.prompt_version,
     )
 
 
@@ -160,7 +165,7 @@ async def questions_of(session: AsyncSession, entity_id: int, *, status: Questio
             select(Question).where(Question.entity_id == entity_id, Question.status == status).order_by(Question.id)
         )
     ).scalars().all()
-    return [_question_of(r) for r in rows]
+    return [question_record(r) for r in rows]
 
 
 async def count_questions(session: AsyncSession, entity_id: int, *, statuses: Collection[QuestionStatus]) -> int:

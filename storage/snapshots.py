@@ -40,6 +40,7 @@ from storage.models import (
     SnapshotStatus,
     Translation,
 )
+from storage.questions import QuestionRecord, question_record
 
 __all__ = [
     "SnapshotRecord",
@@ -51,7 +52,6 @@ __all__ = [
     "CandidateEntity",
     "ContentEntity",
     "ContentDocument",
-    "ContentQuestion",
     "ContentTranslation",
     "ContentRows",
     "FrozenHook",
@@ -182,19 +182,6 @@ class ContentDocument:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ContentQuestion:
-    id: int
-    entity_id: int
-    slot: str
-    lang: str
-    question: str
-    options: tuple[str, ...]
-    answer_index: int
-    generator: str
-    prompt_version: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class ContentTranslation:
     question_id: int
     lang: str
@@ -211,7 +198,7 @@ class ContentRows:
 
     entities: dict[int, ContentEntity]
     documents: dict[tuple[int, str], ContentDocument]
-    questions: dict[int, ContentQuestion]
+    questions: dict[int, QuestionRecord]
     translations: dict[tuple[int, str], ContentTranslation]
 
 
@@ -406,7 +393,7 @@ async def content_rows(
     langs = list(languages)
     ents: dict[int, ContentEntity] = {}
     docs: dict[tuple[int, str], ContentDocument] = {}
-    qs: dict[int, ContentQuestion] = {}
+    qs: dict[int, QuestionRecord] = {}
     trs: dict[tuple[int, str], ContentTranslation] = {}
     for chunk in _chunks(entity_ids):
         for e in (await session.execute(select(Entity).where(Entity.id.in_(chunk)))).scalars():  # type: ignore[union-attr]
@@ -424,11 +411,7 @@ async def content_rows(
     for chunk in _chunks(question_ids):
         for q in (await session.execute(select(Question).where(Question.id.in_(chunk)))).scalars():  # type: ignore[union-attr]
             assert q.id is not None
-            qs[q.id] = ContentQuestion(
-                id=q.id, entity_id=q.entity_id, slot=q.slot, lang=q.lang, question=q.question,
-                options=tuple(q.options), answer_index=q.answer_index, generator=q.generator,
-                prompt_version=q.prompt_version,
-            )
+            qs[q.id] = question_record(q)
         for t in (
             await session.execute(select(Translation).where(Translation.question_id.in_(chunk), Translation.lang.in_(langs)))  # type: ignore[attr-defined]
         ).scalars():
