@@ -26,11 +26,11 @@ from pydantic_ai.models import Model
 from agents._prompting import data_block, load_prompt
 from agents.cache import CallCache
 from agents.checks import check_translated_document, check_translated_mcq
-from agents.models import ROLES, ModelFactory
-from clkt.outputs import MCQ, KnownVerdict, TranslatedDocument, TranslatedMCQ, VerifierReport, check_against_document
+from agents.factory import ROLES, ModelFactory
 from clkt.config import Settings
 from clkt.errors import AgentError
 from clkt.facts import EntityFacts, RenderedDocument
+from clkt.outputs import MCQ, KnownVerdict, TranslatedDocument, TranslatedMCQ, VerifierReport, check_against_document
 
 __all__ = ["MCQSet", "LlmBackend", "LANG_NAMES", "build_user_prompt", "settle_gc"]
 

@@ -8,7 +8,7 @@ Entry point: `TemplateBackend()`. Submodules: `engine` (plan a slot, render it i
 from __future__ import annotations
 
 from agents.template.backend import ENGINE_NAME, PROMPT_VERSION, TemplateBackend
-from agents.template.engine import build_mcqs, plan
 from agents.template.judge import judge_response
+from agents.template.plans import build_mcqs, plan
 
 __all__ = ["TemplateBackend", "ENGINE_NAME", "PROMPT_VERSION", "build_mcqs", "plan", "judge_response"]

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import re
 
-from agents.template.engine import build_mcqs, domain_spec, plan, question_text, slot_spec
 from agents.template.judge import judge_response
 from agents.template.parsing import find_dates, find_numbers, find_scores
+from agents.template.plans import build_mcqs, domain_spec, plan, question_text, slot_spec
 from agents.template.values import CoordValue, DateValue, FloatValue, IntValue, ScoreValue, Value
+from clkt.documents import formatter, render_document
+from clkt.errors import AgentError
+from clkt.facts import EntityFacts, RenderedDocument
 from clkt.outputs import (
     MCQ,
     KnownVerdict,
@@ -25,9 +28,6 @@ from clkt.outputs import (
     check_against_document,
     normalize,
 )
-from clkt.documents import formatter, render_document
-from clkt.errors import AgentError
-from clkt.facts import EntityFacts, RenderedDocument
 
 __all__ = ["TemplateBackend", "ENGINE_NAME", "PROMPT_VERSION"]
 

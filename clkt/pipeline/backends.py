@@ -25,7 +25,7 @@ __all__ = ["build_backend", "backend_for", "check_backend_config", "uses_batches
 
 def check_backend_config(settings: Settings) -> None:
     if settings.agents.backend == "llm":
-        from agents.models import check_llm_config
+        from agents.factory import check_llm_config
 
         check_llm_config(settings)
 
@@ -37,10 +37,9 @@ def build_backend(settings: Settings, *, store: Store, metrics: Metrics | None =
 
         return TemplateBackend()
     if kind == "llm":
+        from agents.factory import ModelFactory
         from agents.llm import LlmBackend
         from storage.llm_cache import SqlCallCache
-
-        from agents.models import ModelFactory
 
         check_backend_config(settings)
         cache = SqlCallCache(store)

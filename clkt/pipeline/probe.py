@@ -2,7 +2,7 @@
 
 For every target of the spec and every spec language, the target is asked at temperature 0 "Provide a
 brief factual summary of '<name>'." (translated; chat template for instruct models, a plain completion
-prompt for base models: `clkt.targets.probe.build_probe_prompt`), and the backend's judge compares each
+prompt for base models: `clkt.targets.summary.build_probe_prompt`), and the backend's judge compares each
 answer with the English document and facts. Judged probes are stored as they are made (unique per
 entity, target, language), so a re-run only asks what is missing. Known by ANY target in ANY language →
 the entity is `known` (dropped; probing stops at the first hit); otherwise → `generating` + a generate task.
@@ -28,7 +28,7 @@ from clkt.pipeline.backends import backend_for
 from clkt.pipeline.batches import batched, prefetch
 from clkt.pipeline.stage_worker import StageWorker, finish
 from clkt.targets.batching import PromptBatcher
-from clkt.targets.probe import PROBE_PROMPT_VERSION, build_probe_prompt, probe_texts
+from clkt.targets.summary import PROBE_PROMPT_VERSION, build_probe_prompt, probe_texts
 from storage.engine import Session
 from storage.entities import set_status
 from storage.enums import EntityStatus, Stage

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, timezone
 from pathlib import Path
 
-from agents.template import PROMPT_VERSION, engine
+from agents.template import PROMPT_VERSION, plans
 from agents.template.pools import (
     ACTORS,
     ARTISTS,
@@ -43,7 +43,6 @@ from agents.template.pools import (
     VENUES,
 )
 from agents.template.values import NameValue, Value
-from clkt.outputs import MCQ, check_against_document
 from clkt.documents import render_document
 from clkt.documents.labels import known_values
 from clkt.errors import SnapshotError
@@ -58,8 +57,9 @@ from clkt.facts import (
     ReleaseFacts,
     Track,
 )
-from clkt.snapshots.ids import stable_entity_id, stable_qid
+from clkt.outputs import MCQ, check_against_document
 from clkt.snapshots.content import SnapshotContent
+from clkt.snapshots.ids import stable_entity_id, stable_qid
 from clkt.snapshots.layout import (
     CONTROL_DIR,
     LETTERS,
@@ -327,20 +327,20 @@ def build_control(
     ents = control_entities(spec=spec, period=period, seed=seed, start=start, end=end, domains=domains, per_domain=per_domain)
     tag = f"{spec}/{period}"
     docs: list[DocRow] = []
-    planned: list[tuple[ControlEntity, int, engine.Plan]] = []
+    planned: list[tuple[ControlEntity, int, plans.Plan]] = []
     for e in ents:
         rendered = {lang: render_document(e.facts, lang) for lang in langs}
         for lang in langs:
             docs.append(DocRow(entity_id=e.entity_id, domain=e.domain, source=CONTROL_SOURCE, lang=lang, name=e.name, text=rendered[lang].text))
         for slot in SLOTS[e.facts.kind]:
             pools = e.candidates.get(slot)
-            p = engine.plan(e.facts, slot, candidates=pools)
+            p = plans.plan(e.facts, slot, candidates=pools)
             if p is None or any(slot not in d.sentences for d in rendered.values()):
                 continue
             ok = True
             for lang, d in rendered.items():
                 mcq = MCQ(
-                    question=engine.question_text(e.facts, slot, lang), options=engine.render_options(p.values, lang),
+                    question=plans.question_text(e.facts, slot, lang), options=plans.render_options(p.values, lang),
                     answer_index=p.answer_index, evidence=d.sentences[slot], slot=slot,
                 )
                 if check_against_document(mcq, d.text):
@@ -357,11 +357,11 @@ def build_control(
         random.Random(seeded_key(seed, tag, "control", "options", qid)).shuffle(others)
         order = others[:target] + [p.answer_index] + others[target:]
         for lang in langs:
-            opts = engine.render_options(p.values, lang)
+            opts = plans.render_options(p.values, lang)
             questions.append(
                 QuestionRow(
                     qid=qid, entity_id=e.entity_id, domain=e.domain, lang=lang, split="test",
-                    question=engine.question_text(e.facts, p.slot, lang), options=[opts[k] for k in order],
+                    question=plans.question_text(e.facts, p.slot, lang), options=[opts[k] for k in order],
                     answer=LETTERS[target], answer_index=target, slot=p.slot, source=CONTROL_SOURCE,
                 )
             )

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from clkt.targets.embedded import EMBEDDED_MODELS, EmbeddedModel, embedded_model, ensure_converted
 from clkt.targets.loader import cached_target, clear_cache, load_target, resolve_device, resolve_target
-from clkt.targets.probe import build_probe_prompt, probe_texts
 from clkt.targets.prompting import RenderedPrompt, encode_left_padded, render_prompt, uses_chat_template
+from clkt.targets.summary import build_probe_prompt, probe_texts
 
 __all__ = [
     "EMBEDDED_MODELS",

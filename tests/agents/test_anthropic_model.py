@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.models import _provider_model, resolve_model
+from agents.factory import _provider_model, resolve_model
 from clkt.config import load_settings
 from clkt.errors import ConfigError
 

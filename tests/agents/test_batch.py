@@ -12,8 +12,8 @@ from pydantic_ai.exceptions import ModelAPIError, ModelHTTPError
 from pydantic_ai.models import override_allow_model_requests
 
 from agents.batch import BatchDispatcher, BatchPending
+from agents.factory import ModelFactory
 from agents.llm import LlmBackend
-from agents.models import ModelFactory
 from clkt.config import Settings
 from clkt.errors import ConfigError
 from storage.engine import Store
@@ -161,7 +161,7 @@ async def test_partial_failure_errors_only_the_failed_requests(
 
 
 async def test_batch_mode_for_a_provider_without_batch_api_is_a_config_error(store: Store) -> None:
-    from agents.models import check_llm_config
+    from agents.factory import check_llm_config
 
     s = Settings(agents={
         "backend": "llm", "mode": "online", "stage_modes": {"translate": "batch"},

@@ -8,8 +8,8 @@ import pytest
 from pydantic import SecretStr
 
 from agents.cache import Budget, MemoryCallCache
+from agents.factory import ModelFactory, check_llm_config
 from agents.llm import LlmBackend
-from agents.models import ModelFactory, check_llm_config
 from clkt.config import Settings, load_settings
 from clkt.errors import BudgetExhausted, ConfigError, RetryLater
 from clkt.pipeline._entities import next_month, paid

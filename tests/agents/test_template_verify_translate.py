@@ -7,10 +7,10 @@ import asyncio
 import pytest
 
 from agents.template import TemplateBackend
-from agents.template.engine import question_text
-from clkt.outputs import MCQ
+from agents.template.plans import question_text
 from clkt.documents import render_document
 from clkt.errors import AgentError, UserError
+from clkt.outputs import MCQ
 from tests.documents.samples import ALL
 
 ENGINE = TemplateBackend()

@@ -135,7 +135,8 @@ def _provider_model(r: ResolvedModel, limiter: ProviderLimiter | None = None, *,
     client = clients.get(r.provider) if clients is not None else None
     if r.provider == "anthropic" and r.base_url is None:
         try:
-            from anthropic import AsyncAnthropic, DefaultAsyncHttpxClient as AnthropicHttpClient
+            from anthropic import AsyncAnthropic
+            from anthropic import DefaultAsyncHttpxClient as AnthropicHttpClient
             from pydantic_ai.models.anthropic import AnthropicModel
             from pydantic_ai.providers.anthropic import AnthropicProvider
         except ImportError as e:

@@ -13,10 +13,10 @@ from agents.template import disasters, movies, music, sports
 from agents.template.distractors import choose, seeded_rng
 from agents.template.slots import DomainTemplates, SlotTemplate
 from agents.template.values import Value
-from clkt.outputs import MCQ, check_against_document
 from clkt.documents import LANGUAGES, formatter, render_document
 from clkt.errors import UserError
 from clkt.facts import SLOTS, EntityFacts, RenderedDocument
+from clkt.outputs import MCQ, check_against_document
 
 __all__ = ["SPECS", "Plan", "domain_spec", "slot_spec", "plan", "question_text", "render_options", "build_mcqs"]
 
