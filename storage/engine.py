@@ -126,6 +126,11 @@ class Store:
             async with self.engine.connect() as conn:
                 await conn.execute(text("SELECT 1"))
                 if self._migrate:
+                    if self.is_sqlite:
+                        # Python's sqlite3 runs DDL outside any transaction unless one is open: without this, a
+                        # process killed mid-migration leaves half a schema ("table ... already exists" at the
+                        # next start). IMMEDIATE also makes a second process wait (busy timeout) while one migrates.
+                        await conn.exec_driver_sql("BEGIN IMMEDIATE")
                     await self._check_foreign(conn)
                     await conn.run_sync(_upgrade)
                     await conn.commit()

@@ -89,3 +89,45 @@ async def test_migrations_match_the_models(tmp_path: Path) -> None:
                 lambda c: compare_metadata(MigrationContext.configure(c, opts={"compare_type": False}), SQLModel.metadata)
             )
     assert diff == []
+
+
+_KILLED_MID_MIGRATION = """
+import asyncio, os, sys
+from sqlalchemy import event
+from storage.engine import Store
+
+store = Store(url=sys.argv[1])
+created = []
+
+@event.listens_for(store.engine.sync_engine, "after_cursor_execute")
+def die_after_some_tables(conn, cursor, statement, *args):
+    if statement.lstrip().upper().startswith("CREATE TABLE"):
+        created.append(statement)
+        if len(created) == 3:  # three tables written, the rest not: the process dies like kill -9
+            os._exit(9)
+
+asyncio.run(store.initialize())
+"""
+
+
+async def test_a_process_killed_mid_migration_leaves_no_half_schema(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    db = tmp_path / "clkt.db"
+    url = f"sqlite+aiosqlite:///{db}"
+    root = Path(__file__).resolve().parents[2]
+    res = subprocess.run([sys.executable, "-c", _KILLED_MID_MIGRATION, url], cwd=root, capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(root)}, timeout=120)
+    assert res.returncode == 9, res.stderr
+    con = sqlite3.connect(db)
+    try:
+        left = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+    finally:
+        con.close()
+    assert left == []  # the killed migration's tables were never committed
+    async with Store(url=url) as store:  # the next start migrates from scratch
+        async with store.session() as s:
+            names = {r[0] for r in (await s.execute(text("SELECT name FROM sqlite_master WHERE type='table'"))).all()}
+    assert {"entity", "task", "daemon_lock", "alembic_version"} <= names
