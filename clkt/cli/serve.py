@@ -52,9 +52,8 @@ def serve(
             except OSError as e:
                 await runner.cleanup()
                 raise ConfigError("http.port", f"cannot listen on {http.host}:{http.port} ({e.strerror or e}); choose another with --port") from None
-            server = site._server  # noqa: SLF001 - aiohttp exposes the bound port only here
-            sockets = getattr(server, "sockets", None) or []
-            bound = sockets[0].getsockname()[1] if sockets else http.port
+            addresses = runner.addresses
+            bound = int(addresses[0][1]) if addresses else http.port
             shown = f"[{http.host}]" if ":" in http.host else http.host
             print(f"clkt serve: status pages on http://{shown}:{bound}/ (store {store.url}); Ctrl-C stops", flush=True)
             try:
