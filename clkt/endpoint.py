@@ -18,7 +18,7 @@ from clkt.errors import ClktError
 from clkt.status import collect_status
 from clkt.web import HostGuard, PageContext, add_pages, security_middlewares
 
-__all__ = ["start_endpoint"]
+__all__ = ["start_endpoint", "listen"]
 
 log = logging.getLogger("clkt.daemon")
 
@@ -52,25 +52,33 @@ def _app(ctx: ServiceContext, *, owner: str, restarts: Mapping[str, int]) -> web
     return app
 
 
+async def listen(app: web.Application, host: str, port: int) -> tuple[web.AppRunner, int]:
+    """Serve `app` on `host:port` (0: any free port); the runner (to clean up) and the bound port. A port that
+    cannot be bound raises the `OSError`, with nothing left open."""
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, host, port).start()
+    except OSError:
+        await runner.cleanup()
+        raise
+    addresses = runner.addresses
+    return runner, int(addresses[0][1]) if addresses else port
+
+
 async def start_endpoint(
     ctx: ServiceContext, stack: AsyncExitStack, *, owner: str, restarts: Mapping[str, int]
 ) -> int:
     """Serve the endpoint on `http.host:http.port` until `stack` closes; returns the bound port."""
     http_cfg = ctx.settings.http
-    runner = web.AppRunner(_app(ctx, owner=owner, restarts=restarts), access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, http_cfg.host, http_cfg.port)
     try:
-        await site.start()
+        runner, port = await listen(_app(ctx, owner=owner, restarts=restarts), http_cfg.host, http_cfg.port)
     except OSError as e:
-        await runner.cleanup()
         raise ClktError(
             f"cannot listen on {http_cfg.host}:{http_cfg.port} ({e.strerror or e}); "
             "is another program using the port? set http.port (or CLKT_HTTP__PORT) to a free port, 0 for any"
         ) from e
     stack.push_async_callback(runner.cleanup)
-    addresses = runner.addresses
-    port = int(addresses[0][1]) if addresses else http_cfg.port
     log.info("HTTP endpoint on http://%s:%s (%s/healthz /status /metrics)", http_cfg.host, port,
              "status pages at /, " if http_cfg.pages else "")
     return port

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from clkt.errors import ClktError
 from clkt.logs import redact, sanitize_text
-from storage.engine import describe_store_error
 
 __all__ = ["MAX_MESSAGE_CHARS", "one_line", "describe_error"]
 
@@ -29,6 +28,10 @@ def describe_error(e: BaseException) -> tuple[str, int]:
     if isinstance(e, OSError):
         where = f" {e.filename}" if getattr(e, "filename", None) else ""
         return f"{e.strerror or type(e).__name__}:{where}" if e.strerror else f"{type(e).__name__}:{where} {e}", 1
+    # imported here, not at the top: every `clkt` command loads this module, most never open the store, and
+    # SQLAlchemy costs half a second to import (a store error means it is loaded already)
+    from storage.engine import describe_store_error
+
     store = describe_store_error(e)
     if store is not None:
         return store, 1

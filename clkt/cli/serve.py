@@ -25,9 +25,8 @@ def serve(
     host: Annotated[str | None, typer.Option("--host", help="bind address (default http.host, loopback)")] = None,
     port: Annotated[int | None, typer.Option("--port", min=0, max=65535, help="port (default http.port; 0: any free port)")] = None,
 ) -> None:
-    from aiohttp import web
-
     from clkt.config import HttpSettings
+    from clkt.endpoint import listen
     from clkt.errors import ConfigError
     from clkt.web import PageContext, pages_app
 
@@ -44,16 +43,10 @@ def serve(
     async def serve_pages() -> None:
         async with open_store(settings) as store:
             app = pages_app(PageContext(settings=settings, store=store))
-            runner = web.AppRunner(app, access_log=None)
-            await runner.setup()
-            site = web.TCPSite(runner, http.host, http.port)
             try:
-                await site.start()
+                runner, bound = await listen(app, http.host, http.port)
             except OSError as e:
-                await runner.cleanup()
                 raise ConfigError("http.port", f"cannot listen on {http.host}:{http.port} ({e.strerror or e}); choose another with --port") from None
-            addresses = runner.addresses
-            bound = int(addresses[0][1]) if addresses else http.port
             shown = f"[{http.host}]" if ":" in http.host else http.host
             print(f"clkt serve: status pages on http://{shown}:{bound}/ (store {store.url}); Ctrl-C stops", flush=True)
             try:
