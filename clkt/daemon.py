@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
 from typing import ClassVar
 
@@ -90,11 +90,11 @@ class Supervisor:
                 backoff = min(backoff * 2, ctx.settings.daemon.restart_backoff_max_s)
 
 
-def install_stop_signals(on_stop: object) -> None:
+def install_stop_signals(on_stop: Callable[[str], object]) -> None:
     """SIGTERM and SIGINT call `on_stop(signal name)` on the running loop."""
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, on_stop, signal.Signals(sig).name)  # type: ignore[arg-type]
+        loop.add_signal_handler(sig, on_stop, signal.Signals(sig).name)
 
 
 async def release_leases(store: Store, owner: str) -> int:

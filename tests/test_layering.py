@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -70,13 +70,13 @@ def _within(mod: str, prefixes: tuple[str, ...]) -> bool:
 GRAPH: dict[str, list[tuple[str, int]]] = {name: list(_imports(name, path)) for name, path in MODULES.items()}
 
 
-def _violations(select_module: object, forbidden: object) -> list[str]:
+def _violations(select_module: Callable[[str], bool], forbidden: Callable[[str, str], bool]) -> list[str]:
     out = []
     for name, deps in GRAPH.items():
-        if not select_module(name):  # type: ignore[operator]
+        if not select_module(name):
             continue
         for dep, line in deps:
-            if forbidden(name, dep):  # type: ignore[operator]
+            if forbidden(name, dep):
                 out.append(f"{MODULES[name].relative_to(ROOT)}:{line} imports {dep}")
     return sorted(out)
 

@@ -29,11 +29,11 @@ def run(config: ConfigOption = None) -> None:
 
 
 def status(config: ConfigOption = None, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
-    from clkt.status import collect_status, cost_table
+    from clkt.status import StatusReport, collect_status, cost_table
 
     settings = load_cli_settings(config)
 
-    async def read_status():  # type: ignore[no-untyped-def]
+    async def read_status() -> StatusReport:
         async with open_store(settings) as store:
             return await collect_status(store)
 
@@ -90,8 +90,8 @@ def entities(
     limit: Annotated[int, typer.Option("--limit", min=1, max=100000)] = 50,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
-    from clkt.facts import Domain
     from clkt.cutoff import fresh_after
+    from clkt.facts import Domain
     from storage.entities import EntityQuery, EntitySummary, query_entities
     from storage.enums import EntityStatus
 
