@@ -18,6 +18,8 @@ import subprocess
 import sys
 import time
 from datetime import datetime, timedelta, timezone
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -205,6 +207,18 @@ class RunResult:
         return self.root / "data" / "clkt.db"
 
 
+@contextmanager
+def _killed_on_failure(proc: subprocess.Popen[bytes]) -> Iterator[None]:
+    """A failed wait must not leave the daemon running after the test (it outlived a failed CI run by an hour)."""
+    try:
+        yield
+    except BaseException:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+        raise
+
+
 def _kill_loop(res: RunResult, cfg: Path, *, kills: int, rng: random.Random,
                kill_window: tuple[float, float]) -> subprocess.Popen[bytes]:
     """Start the daemon, SIGKILL it `kills` times at random moments (restarting it each time); return it."""
@@ -231,8 +245,9 @@ def run(root: Path, llm_url: str, *, languages: list[str], kills: int, seed: int
     res = RunResult(root=root, log=log)
     fake_reset(llm_url)  # the fake counts repeated request bodies per run
     proc = _kill_loop(res, cfg, kills=kills, rng=rng, kill_window=kill_window)
-    wait_drained(res.db, proc, timeout=drain_timeout)  # GPU jobs come later: see run_gpu_phase()
-    rc = stop(proc, info=res.root / "data" / "daemon.json")
+    with _killed_on_failure(proc):
+        wait_drained(res.db, proc, timeout=drain_timeout)  # GPU jobs come later: see run_gpu_phase()
+        rc = stop(proc, info=res.root / "data" / "daemon.json")
     if rc != 0:
         raise AssertionError(f"daemon stop exited {rc}; see {log}")
     after = fake_stats(llm_url)
@@ -284,7 +299,8 @@ def run_gpu_phase(res: RunResult, *, kills: int, seed: int, timeout: float = 180
     assert res.log is not None
     rng = random.Random(seed)
     proc = _kill_loop(res, cfg, kills=kills, rng=rng, kill_window=kill_window)
-    _wait_gpu(res.db, proc, timeout=timeout)
-    rc = stop(proc, info=res.root / "data" / "daemon.json")
+    with _killed_on_failure(proc):
+        _wait_gpu(res.db, proc, timeout=timeout)
+        rc = stop(proc, info=res.root / "data" / "daemon.json")
     if rc != 0:
         raise AssertionError(f"daemon stop exited {rc}; see {res.log}")
