@@ -17,10 +17,11 @@ from typing import Any, TypeVar
 
 from sqlalchemy import and_, func, literal, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from clkt.errors import LeaseLost
 from storage.models import GpuJob, LeaseStatus, Task
-from storage.types import utcnow
+from storage.types import affected_rows, utcnow
 
 __all__ = ["Claimable", "claim", "complete", "fail", "release", "release_owner", "heartbeat", "reap_expired", "LeaseLost"]
 
@@ -64,7 +65,7 @@ async def reap_expired(session: AsyncSession, table: type[Any], *, now: datetime
         )
         .execution_options(synchronize_session=False)
     )
-    return int(res.rowcount or 0)
+    return affected_rows(res)
 
 
 def _concat_error(table: type[Any]) -> Any:
@@ -88,21 +89,21 @@ async def claim(
     await reap_expired(session, table, now=now)
     dialect = session.bind.dialect.name if session.bind is not None else "sqlite"
     inner = (
-        select(table.id)
-        .where(_claimable_filter(table, now), table.attempts < table.max_attempts, *where)
-        .order_by(table.id)
+        select(col(table.id))
+        .where(_claimable_filter(table, now), col(table.attempts) < col(table.max_attempts), *where)
+        .order_by(col(table.id))
         .limit(limit)
     )
     if dialect == "postgresql":
         inner = inner.with_for_update(skip_locked=True)
     stmt = (
         update(table)
-        .where(table.id.in_(inner.scalar_subquery()))
+        .where(col(table.id).in_(inner.scalar_subquery()))
         .values(
             status=LeaseStatus.leased,
             lease_owner=owner,
             lease_expires_at=now + lease,
-            attempts=table.attempts + 1,
+            attempts=col(table.attempts) + 1,
             updated_at=now,
         )
         .returning(table)
@@ -124,7 +125,7 @@ async def complete(session: AsyncSession, table: type[Any], row_id: int, *, owne
         .values(status=LeaseStatus.done, lease_owner=None, lease_expires_at=None, updated_at=utcnow(), **values)
         .execution_options(synchronize_session=False)
     )
-    if not res.rowcount:
+    if not affected_rows(res):
         raise LeaseLost(f"{table.__tablename__} {row_id} is no longer leased by {owner}")
 
 
@@ -192,7 +193,7 @@ async def release_owner(session: AsyncSession, table: type[Any], *, owner: str) 
         )
         .execution_options(synchronize_session=False)
     )
-    return int(res.rowcount or 0)
+    return affected_rows(res)
 
 
 async def heartbeat(session: AsyncSession, table: type[Any], row_id: int, *, owner: str, lease: timedelta) -> None:
@@ -203,5 +204,5 @@ async def heartbeat(session: AsyncSession, table: type[Any], row_id: int, *, own
         .values(lease_expires_at=utcnow() + lease, updated_at=utcnow())
         .execution_options(synchronize_session=False)
     )
-    if not res.rowcount:
+    if not affected_rows(res):
         raise LeaseLost(f"{table.__tablename__} {row_id} is no longer leased by {owner}")

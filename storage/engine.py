@@ -22,7 +22,7 @@ from typing import Any, TypeAlias, TypeVar
 from urllib.parse import quote
 
 from sqlalchemy import event, inspect, text
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.exc import DatabaseError, DBAPIError, OperationalError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
@@ -172,7 +172,7 @@ class Store:
         _refuse_foreign(str(path), names, revs)
 
     async def _check_foreign(self, conn: Any) -> None:
-        def tables(sync_conn: Any) -> list[str]:
+        def tables(sync_conn: Connection) -> list[str]:
             return inspect(sync_conn).get_table_names()
 
         names = await conn.run_sync(tables)

@@ -27,6 +27,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from clkt.facts import EntityRecord, RenderedDocument
 from storage.models import Document, Entity, EntityStatus, LeaseStatus, SkipCount, SourceCursor, Stage, Task
@@ -137,7 +138,7 @@ def _dialect(session: AsyncSession) -> str:
 
 async def _row_by_key(session: AsyncSession, source: str, external_id: str) -> Entity | None:
     return (
-        await session.execute(select(Entity).where(Entity.source == source, Entity.external_id == external_id))
+        await session.execute(select(Entity).where(col(Entity.source) == source, col(Entity.external_id) == external_id))
     ).scalar_one_or_none()
 
 
@@ -154,14 +155,14 @@ async def get_entity(session: AsyncSession, entity_id: int) -> StoredEntity | No
 async def document_text(session: AsyncSession, entity_id: int, lang: str) -> str | None:
     """The text of the entity's document in `lang` (None when there is none)."""
     row = (
-        await session.execute(select(Document).where(Document.entity_id == entity_id, Document.lang == lang))
+        await session.execute(select(Document).where(col(Document.entity_id) == entity_id, col(Document.lang) == lang))
     ).scalar_one_or_none()
     return None if row is None else row.text
 
 
 async def document_langs(session: AsyncSession, entity_id: int) -> set[str]:
     """The languages the entity has a document in (source and translations)."""
-    rows = (await session.execute(select(Document).where(Document.entity_id == entity_id))).scalars()
+    rows = (await session.execute(select(Document).where(col(Document.entity_id) == entity_id))).scalars()
     return {d.lang for d in rows}
 
 
@@ -185,7 +186,7 @@ async def existing_ids(session: AsyncSession, source: str, external_ids: list[st
     if not external_ids:
         return set()
     rows = await session.execute(
-        select(Entity.external_id).where(Entity.source == source, Entity.external_id.in_(external_ids))
+        select(col(Entity.external_id)).where(col(Entity.source) == source, col(Entity.external_id).in_(external_ids))
     )
     return {r[0] for r in rows}
 
@@ -193,13 +194,13 @@ async def existing_ids(session: AsyncSession, source: str, external_ids: list[st
 async def count_entities(session: AsyncSession, source: str | None = None) -> int:
     stmt = select(func.count()).select_from(Entity)
     if source is not None:
-        stmt = stmt.where(Entity.source == source)
+        stmt = stmt.where(col(Entity.source) == source)
     return int((await session.execute(stmt)).scalar_one())
 
 
 async def _put_document(session: AsyncSession, entity_id: int, doc: RenderedDocument, content_hash: str, producer: str) -> None:
     existing = (
-        await session.execute(select(Document).where(Document.entity_id == entity_id, Document.lang == doc.lang))
+        await session.execute(select(Document).where(col(Document.entity_id) == entity_id, col(Document.lang) == doc.lang))
     ).scalar_one_or_none()
     th = text_hash(doc.text)
     if existing is None:
@@ -230,7 +231,7 @@ async def upsert_entity(
         )
         ins = pg_insert(Entity) if _dialect(session) == "postgresql" else sqlite_insert(Entity)
         res = await session.execute(
-            ins.values(**values).on_conflict_do_nothing(index_elements=["source", "external_id"]).returning(Entity.id)
+            ins.values(**values).on_conflict_do_nothing(index_elements=["source", "external_id"]).returning(col(Entity.id))
         )
         new_id = res.scalar_one_or_none()
         if new_id is None:  # a concurrent writer inserted it first: fall through to the update path
@@ -257,7 +258,7 @@ async def upsert_entity(
         row.status_reason = None
         await session.execute(
             update(Task)
-            .where(Task.stage == Stage.gate, Task.entity_id == row.id, Task.status == LeaseStatus.done)
+            .where(col(Task.stage) == Stage.gate, col(Task.entity_id) == row.id, col(Task.status) == LeaseStatus.done)
             .values(status=LeaseStatus.pending, attempts=0, not_before=now, updated_at=now)
             .execution_options(synchronize_session=False)
         )
@@ -268,7 +269,7 @@ async def upsert_entity(
 
 async def set_status(session: AsyncSession, entity_id: int, status: EntityStatus, reason: str | None = None) -> None:
     await session.execute(
-        update(Entity).where(Entity.id == entity_id)
+        update(Entity).where(col(Entity.id) == entity_id)
         .values(status=status, status_reason=reason, updated_at=utcnow())
         .execution_options(synchronize_session=False)
     )
@@ -281,15 +282,15 @@ async def record_skip(session: AsyncSession, source: str, reason: str, detail: s
     ins = pg_insert(SkipCount) if _dialect(session) == "postgresql" else sqlite_insert(SkipCount)
     stmt = ins.values(**values).on_conflict_do_update(
         index_elements=["source", "reason"],
-        set_={"count": SkipCount.count + 1, "last_detail": values["last_detail"], "updated_at": now},
+        set_={"count": col(SkipCount.count) + 1, "last_detail": values["last_detail"], "updated_at": now},
     )
     await session.execute(stmt)
 
 
 async def skip_counts(session: AsyncSession, source: str | None = None) -> dict[tuple[str, str], int]:
-    stmt = select(SkipCount.source, SkipCount.reason, SkipCount.count)
+    stmt = select(col(SkipCount.source), col(SkipCount.reason), col(SkipCount.count))
     if source is not None:
-        stmt = stmt.where(SkipCount.source == source)
+        stmt = stmt.where(col(SkipCount.source) == source)
     return {(s, r): int(n) for s, r, n in (await session.execute(stmt)).all()}
 
 
@@ -328,8 +329,8 @@ class EntitySummary:
     status_reason: str | None
 
 
-SUMMARY_COLUMNS = (Entity.id, Entity.source, Entity.external_id, Entity.domain, Entity.name, Entity.occurred_at,
-                   Entity.status, Entity.status_reason)
+SUMMARY_COLUMNS = (col(Entity.id), col(Entity.source), col(Entity.external_id), col(Entity.domain), col(Entity.name), col(Entity.occurred_at),
+                   col(Entity.status), col(Entity.status_reason))
 
 
 def summary_of(r: Sequence[Any]) -> EntitySummary:
@@ -352,10 +353,10 @@ class EntityQuery(BaseModel):
 async def query_entities(session: AsyncSession, q: EntityQuery) -> list[EntitySummary]:
     stmt = select(*SUMMARY_COLUMNS)
     if q.domain:
-        stmt = stmt.where(Entity.domain == q.domain)
+        stmt = stmt.where(col(Entity.domain) == q.domain)
     if q.occurred_after:
-        stmt = stmt.where(Entity.occurred_at >= q.occurred_after)
+        stmt = stmt.where(col(Entity.occurred_at) >= q.occurred_after)
     if q.status:
-        stmt = stmt.where(Entity.status == EntityStatus(q.status))
-    stmt = stmt.order_by(Entity.occurred_at.desc(), Entity.id.desc()).limit(q.limit)
+        stmt = stmt.where(col(Entity.status) == EntityStatus(q.status))
+    stmt = stmt.order_by(col(Entity.occurred_at).desc(), col(Entity.id).desc()).limit(q.limit)
     return [summary_of(tuple(r)) for r in (await session.execute(stmt)).all()]

@@ -35,7 +35,7 @@ class Stage(str, Enum):
     probe = "probe"
     generate = "generate"
     verify = "verify"
-    translate = "translate"
+    translate = "translate"  # type: ignore[assignment]  # the member shadows str.translate; the stage keeps its name
 
 
 class QuestionStatus(str, Enum):

@@ -16,12 +16,13 @@ from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import case, select, update
+from sqlmodel import col
 
 from storage.claim import release_owner
 from storage.engine import Session
 from storage.enums import LeaseStatus
 from storage.models import GpuJob, Task
-from storage.types import utcnow
+from storage.types import affected_rows, utcnow
 
 __all__ = ["recover_stage_leases", "recover_gpu_leases", "release_owned"]
 
@@ -36,19 +37,19 @@ def _back_to_pending(table: type[Any]) -> dict[str, Any]:
 async def recover_stage_leases(session: Session) -> int:
     """Every leased stage task back to pending, attempts refunded; returns how many."""
     res = await session.execute(
-        update(Task).where(Task.status == LeaseStatus.leased).values(**_back_to_pending(Task))
+        update(Task).where(col(Task.status) == LeaseStatus.leased).values(**_back_to_pending(Task))
         .execution_options(synchronize_session=False)
     )
-    return int(res.rowcount or 0)
+    return affected_rows(res)
 
 
 async def recover_gpu_leases(session: Session, *, is_dead: Callable[[str | None], bool]) -> int:
     """Leased GPU jobs whose owner `is_dead` back to pending, attempts refunded; returns how many."""
-    rows = (await session.execute(select(GpuJob.id, GpuJob.lease_owner).where(GpuJob.status == LeaseStatus.leased))).all()
+    rows = (await session.execute(select(col(GpuJob.id), col(GpuJob.lease_owner)).where(col(GpuJob.status) == LeaseStatus.leased))).all()
     dead = [jid for jid, owner in rows if is_dead(owner)]
     if dead:
         await session.execute(
-            update(GpuJob).where(GpuJob.id.in_(dead), GpuJob.status == LeaseStatus.leased)
+            update(GpuJob).where(col(GpuJob.id).in_(dead), col(GpuJob.status) == LeaseStatus.leased)
             .values(**_back_to_pending(GpuJob)).execution_options(synchronize_session=False)
         )
     return len(dead)

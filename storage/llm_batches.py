@@ -13,12 +13,13 @@ from typing import Any
 
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from clkt.calls import BatchRecord, BatchRequestRecord
 from storage.engine import Store
 from storage.models import LlmBatch, LlmBatchRequest, LlmBatchRequestState, LlmBatchState, LlmCall
 from storage.tasks import insert_ignore
-from storage.types import utcnow
+from storage.types import affected_rows, utcnow
 
 __all__ = ["SqlBatchStore"]
 
@@ -66,9 +67,9 @@ class SqlBatchStore:
         async with self.store.session() as s:
             rows = (
                 await s.execute(
-                    select(LlmBatchRequest.model, func.count(), func.min(LlmBatchRequest.created_at))
-                    .where(LlmBatchRequest.state == LlmBatchRequestState.queued)
-                    .group_by(LlmBatchRequest.model)
+                    select(col(LlmBatchRequest.model), func.count(), func.min(col(LlmBatchRequest.created_at)))
+                    .where(col(LlmBatchRequest.state) == LlmBatchRequestState.queued)
+                    .group_by(col(LlmBatchRequest.model))
                 )
             ).all()
         out: dict[str, tuple[int, datetime]] = {}
@@ -82,9 +83,9 @@ class SqlBatchStore:
         async def take_queued(s: AsyncSession) -> list[BatchRequestRecord]:
             keys = (
                 await s.execute(
-                    select(LlmBatchRequest.key)
-                    .where(LlmBatchRequest.state == LlmBatchRequestState.queued, LlmBatchRequest.model == model)
-                    .order_by(LlmBatchRequest.created_at).limit(limit)
+                    select(col(LlmBatchRequest.key))
+                    .where(col(LlmBatchRequest.state) == LlmBatchRequestState.queued, col(LlmBatchRequest.model) == model)
+                    .order_by(col(LlmBatchRequest.created_at)).limit(limit)
                 )
             ).scalars().all()
             if not keys:
@@ -94,11 +95,11 @@ class SqlBatchStore:
                            request_count=len(keys), created_at=now, updated_at=now))
             await s.execute(
                 update(LlmBatchRequest)
-                .where(LlmBatchRequest.key.in_(keys), LlmBatchRequest.state == LlmBatchRequestState.queued)
+                .where(col(LlmBatchRequest.key).in_(keys), col(LlmBatchRequest.state) == LlmBatchRequestState.queued)
                 .values(state=LlmBatchRequestState.submitted, batch_id=batch_id, updated_at=now)
                 .execution_options(synchronize_session=False)
             )
-            rows = (await s.execute(select(LlmBatchRequest).where(LlmBatchRequest.batch_id == batch_id))).scalars()
+            rows = (await s.execute(select(LlmBatchRequest).where(col(LlmBatchRequest.batch_id) == batch_id))).scalars()
             return [_req(r) for r in rows]
 
         return await self.store.run_with_retry(take_queued)
@@ -107,7 +108,7 @@ class SqlBatchStore:
         async with self.store.session() as s:
             rows = (
                 await s.execute(
-                    select(LlmBatchRequest).where(LlmBatchRequest.batch_id == batch_id).order_by(LlmBatchRequest.key)
+                    select(LlmBatchRequest).where(col(LlmBatchRequest.batch_id) == batch_id).order_by(col(LlmBatchRequest.key))
                 )
             ).scalars().all()
         return [_req(r) for r in rows]
@@ -118,7 +119,7 @@ class SqlBatchStore:
         fields["updated_at"] = utcnow()
 
         async def write_batch(s: AsyncSession) -> None:
-            await s.execute(update(LlmBatch).where(LlmBatch.id == batch_id).values(**fields))
+            await s.execute(update(LlmBatch).where(col(LlmBatch.id) == batch_id).values(**fields))
 
         await self.store.run_with_retry(write_batch)
 
@@ -126,7 +127,7 @@ class SqlBatchStore:
         async with self.store.session() as s:
             rows = (
                 await s.execute(
-                    select(LlmBatch).where(LlmBatch.state != LlmBatchState.ended).order_by(LlmBatch.created_at)
+                    select(LlmBatch).where(col(LlmBatch.state) != LlmBatchState.ended).order_by(col(LlmBatch.created_at))
                 )
             ).scalars().all()
         return [_batch(r) for r in rows]
@@ -134,7 +135,7 @@ class SqlBatchStore:
     async def adopted_provider_ids(self) -> set[str]:
         async with self.store.session() as s:
             ids = (
-                await s.execute(select(LlmBatch.provider_batch_id).where(LlmBatch.provider_batch_id.is_not(None)))
+                await s.execute(select(col(LlmBatch.provider_batch_id)).where(col(LlmBatch.provider_batch_id).is_not(None)))
             ).scalars().all()
         return {i for i in ids if i}
 
@@ -146,25 +147,25 @@ class SqlBatchStore:
             now = utcnow()
             for key, (status, body) in results.items():
                 await s.execute(
-                    update(LlmBatchRequest).where(LlmBatchRequest.key == key, LlmBatchRequest.batch_id == batch_id)
+                    update(LlmBatchRequest).where(col(LlmBatchRequest.key) == key, col(LlmBatchRequest.batch_id) == batch_id)
                     .values(state=LlmBatchRequestState.done, result_status=status, result_body=body, updated_at=now)
                 )
             for key, status in fail.items():
                 await s.execute(
-                    update(LlmBatchRequest).where(LlmBatchRequest.key == key, LlmBatchRequest.batch_id == batch_id)
+                    update(LlmBatchRequest).where(col(LlmBatchRequest.key) == key, col(LlmBatchRequest.batch_id) == batch_id)
                     .values(state=LlmBatchRequestState.done, result_status=status, result_body=None,
-                            tries=LlmBatchRequest.tries + 1, updated_at=now)
+                            tries=col(LlmBatchRequest.tries) + 1, updated_at=now)
                 )
             if requeue:
                 await s.execute(
                     update(LlmBatchRequest)
-                    .where(LlmBatchRequest.key.in_(list(requeue)), LlmBatchRequest.batch_id == batch_id)
-                    .values(state=LlmBatchRequestState.queued, batch_id=None, tries=LlmBatchRequest.tries + 1,
+                    .where(col(LlmBatchRequest.key).in_(list(requeue)), col(LlmBatchRequest.batch_id) == batch_id)
+                    .values(state=LlmBatchRequestState.queued, batch_id=None, tries=col(LlmBatchRequest.tries) + 1,
                             created_at=now, updated_at=now)
                     .execution_options(synchronize_session=False)
                 )
             await s.execute(
-                update(LlmBatch).where(LlmBatch.id == batch_id)
+                update(LlmBatch).where(col(LlmBatch.id) == batch_id)
                 .values(state=LlmBatchState.ended, provider_status=provider_status, updated_at=now)
             )
 
@@ -174,10 +175,10 @@ class SqlBatchStore:
         async def delete_answered(s: AsyncSession) -> int:
             res = await s.execute(
                 delete(LlmBatchRequest).where(
-                    LlmBatchRequest.state == LlmBatchRequestState.done,
-                    LlmBatchRequest.key.in_(select(LlmCall.key)),
+                    col(LlmBatchRequest.state) == LlmBatchRequestState.done,
+                    col(LlmBatchRequest.key).in_(select(col(LlmCall.key))),
                 ).execution_options(synchronize_session=False)
             )
-            return int(res.rowcount or 0)
+            return affected_rows(res)
 
         return await self.store.run_with_retry(delete_answered)

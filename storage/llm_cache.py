@@ -11,6 +11,7 @@ from datetime import datetime
 from pydantic import BaseModel, computed_field
 from sqlalchemy import case, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from clkt.calls import CachedCall, month_start
 from storage.engine import Store
@@ -50,7 +51,7 @@ class SqlCallCache:
 
     async def spent_usd(self, *, since: datetime) -> float:
         async with self.store.session() as s:
-            total = (await s.execute(select(func.sum(LlmCall.cost_usd)).where(LlmCall.created_at >= since))).scalar()
+            total = (await s.execute(select(func.sum(col(LlmCall.cost_usd))).where(col(LlmCall.created_at) >= since))).scalar()
         return float(total or 0.0)
 
 
@@ -97,16 +98,16 @@ async def cost_summary(
     rows = (
         await session.execute(
             select(
-                LlmCall.stage,
-                LlmCall.model,
+                col(LlmCall.stage),
+                col(LlmCall.model),
                 func.count(),
-                func.coalesce(func.sum(LlmCall.input_tokens), 0),
-                func.coalesce(func.sum(LlmCall.cached_input_tokens), 0),
-                func.coalesce(func.sum(LlmCall.output_tokens), 0),
-                func.coalesce(func.sum(LlmCall.cost_usd), 0.0),
-                func.coalesce(func.avg(LlmCall.latency_ms), 0.0),
-                func.coalesce(func.sum(case((LlmCall.batch, 1), else_=0)), 0),
-            ).group_by(LlmCall.stage, LlmCall.model).order_by(LlmCall.stage, LlmCall.model)
+                func.coalesce(func.sum(col(LlmCall.input_tokens)), 0),
+                func.coalesce(func.sum(col(LlmCall.cached_input_tokens)), 0),
+                func.coalesce(func.sum(col(LlmCall.output_tokens)), 0),
+                func.coalesce(func.sum(col(LlmCall.cost_usd)), 0.0),
+                func.coalesce(func.avg(col(LlmCall.latency_ms)), 0.0),
+                func.coalesce(func.sum(case((col(LlmCall.batch), 1), else_=0)), 0),
+            ).group_by(col(LlmCall.stage), col(LlmCall.model)).order_by(col(LlmCall.stage), col(LlmCall.model))
         )
     ).all()
     stages = [
@@ -115,11 +116,11 @@ async def cost_summary(
         for st, m, n, i, ci, o, c, lat, nb in rows
     ]
     accepted = int(
-        (await session.execute(select(func.count()).where(Question.status == QuestionStatus.translated))).scalar() or 0
+        (await session.execute(select(func.count()).where(col(Question.status) == QuestionStatus.translated))).scalar() or 0
     )
     since = month_start(now or utcnow())
     month = float(
-        (await session.execute(select(func.sum(LlmCall.cost_usd)).where(LlmCall.created_at >= since))).scalar() or 0.0
+        (await session.execute(select(func.sum(col(LlmCall.cost_usd))).where(col(LlmCall.created_at) >= since))).scalar() or 0.0
     )
     cost = sum(s.cost_usd for s in stages)
     tokens = sum(s.input_tokens + s.output_tokens for s in stages)

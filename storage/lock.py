@@ -17,6 +17,7 @@ from typing import ClassVar
 from filelock import FileLock, Timeout
 from sqlalchemy import delete, text
 from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlmodel import col
 
 from clkt.errors import StoreLockedError
 from storage.engine import Store
@@ -66,7 +67,7 @@ class StoreLock:
 async def record_holder(store: Store, *, owner: str) -> None:
     """Write who holds the store (`daemon_lock`, one row): owner id, pid and host of this process."""
     async with store.transaction() as s:
-        await s.execute(delete(DaemonLock).where(DaemonLock.name == "daemon"))
+        await s.execute(delete(DaemonLock).where(col(DaemonLock.name) == "daemon"))
         s.add(DaemonLock(name="daemon", owner=owner, pid=os.getpid(), host=socket.gethostname()))
 
 

@@ -22,6 +22,7 @@ from datetime import datetime
 
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from clkt.outputs import MCQ, TranslatedMCQ
 from storage.models import Probe, Question, QuestionStatus, Translation, Verification
@@ -124,7 +125,7 @@ def question_record(row: Question) -> QuestionRecord:
 
 async def probes_of(session: AsyncSession, entity_id: int) -> list[ProbeRecord]:
     """Every stored probe of the entity."""
-    rows = (await session.execute(select(Probe).where(Probe.entity_id == entity_id))).scalars().all()
+    rows = (await session.execute(select(Probe).where(col(Probe.entity_id) == entity_id))).scalars().all()
     return [_probe_of(r) for r in rows]
 
 
@@ -162,7 +163,7 @@ async def questions_of(session: AsyncSession, entity_id: int, *, status: Questio
     """The entity's questions in `status`, oldest first."""
     rows = (
         await session.execute(
-            select(Question).where(Question.entity_id == entity_id, Question.status == status).order_by(Question.id)
+            select(Question).where(col(Question.entity_id) == entity_id, col(Question.status) == status).order_by(col(Question.id))
         )
     ).scalars().all()
     return [question_record(r) for r in rows]
@@ -172,7 +173,7 @@ async def count_questions(session: AsyncSession, entity_id: int, *, statuses: Co
     """How many of the entity's questions are in one of `statuses`."""
     n = (
         await session.execute(
-            select(func.count()).where(Question.entity_id == entity_id, Question.status.in_(list(statuses)))
+            select(func.count()).where(col(Question.entity_id) == entity_id, col(Question.status).in_(list(statuses)))
         )
     ).scalar()
     return int(n or 0)
@@ -184,7 +185,7 @@ async def move_question(
 ) -> None:
     """Set the question's status (and reason) if it is still in `from_status`; otherwise nothing."""
     await session.execute(
-        update(Question).where(Question.id == question_id, Question.status == from_status)
+        update(Question).where(col(Question.id) == question_id, col(Question.status) == from_status)
         .values(status=to_status, status_reason=reason).execution_options(synchronize_session=False)
     )
 
@@ -208,7 +209,7 @@ async def translated_langs(session: AsyncSession, question_ids: Collection[int])
     if not question_ids:
         return set()
     rows = (
-        await session.execute(select(Translation).where(Translation.question_id.in_(list(question_ids))))
+        await session.execute(select(Translation).where(col(Translation.question_id).in_(list(question_ids))))
     ).scalars()
     return {(t.question_id, t.lang) for t in rows}
 

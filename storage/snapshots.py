@@ -3,8 +3,8 @@
 Contracts:
 
 - Reads return frozen records defined here (`SnapshotRecord`, `StoredItem`, `CandidateEntity`,
-  `ContentRows`, ...), never a table row. A record carries the store's row ids (`Entity.id`,
-  `Question.id`) and each question's stable identity (entity source, external id, slot); the public ids
+  `ContentRows`, ...), never a table row. A record carries the store's row ids (`col(Entity.id)`,
+  `col(Question.id)`) and each question's stable identity (entity source, external id, slot); the public ids
   that a snapshot's files and content hash use are derived from that identity above storage
   (`clkt.snapshots.ids`), so nothing here decides an order or a key of the snapshot's content.
 - Large id lists are read in chunks of `_CHUNK` ids per `IN (...)`.
@@ -25,6 +25,7 @@ from typing import Any
 
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from clkt.errors import UserError
 from storage.models import (
@@ -223,9 +224,9 @@ def _record(row: Snapshot) -> SnapshotRecord:
 
 async def list_snapshots(session: AsyncSession, *, spec: str | None = None) -> list[SnapshotRecord]:
     """Newest period first, then newest build first."""
-    q = select(Snapshot).order_by(Snapshot.period.desc(), Snapshot.built_at.desc())  # type: ignore[attr-defined]
+    q = select(Snapshot).order_by(col(Snapshot.period).desc(), col(Snapshot.built_at).desc())
     if spec is not None:
-        q = q.where(Snapshot.spec == spec)
+        q = q.where(col(Snapshot.spec) == spec)
     return [_record(r) for r in (await session.execute(q)).scalars().all()]
 
 
@@ -236,7 +237,7 @@ async def _get_row(session: AsyncSession, ident: str) -> Snapshot:
     if not ident:
         raise UserError("a snapshot id (or a unique prefix of one) is required")
     # autoescape: `%` and `_` in what the user typed are literal characters, not LIKE wildcards
-    rows = (await session.execute(select(Snapshot).where(Snapshot.id.startswith(ident, autoescape=True)))).scalars().all()  # type: ignore[attr-defined]
+    rows = (await session.execute(select(Snapshot).where(col(Snapshot.id).startswith(ident, autoescape=True)))).scalars().all()
     if len(rows) == 1:
         return rows[0]
     if not rows:
@@ -259,7 +260,7 @@ async def frozen_snapshot(session: AsyncSession, spec: str, period: str) -> Snap
     """The spec's frozen snapshot of `period`, if any."""
     row = (
         await session.execute(
-            select(Snapshot).where(Snapshot.spec == spec, Snapshot.period == period, Snapshot.status == SnapshotStatus.frozen)
+            select(Snapshot).where(col(Snapshot.spec) == spec, col(Snapshot.period) == period, col(Snapshot.status) == SnapshotStatus.frozen)
         )
     ).scalars().first()
     return _record(row) if row is not None else None
@@ -270,7 +271,7 @@ async def count_revisions(session: AsyncSession, spec: str, period: str) -> int:
     return int(
         (
             await session.execute(
-                select(func.count()).select_from(Snapshot).where(Snapshot.spec == spec, Snapshot.period == period)
+                select(func.count()).select_from(Snapshot).where(col(Snapshot.spec) == spec, col(Snapshot.period) == period)
             )
         ).scalar_one()
     )
@@ -280,7 +281,7 @@ async def frozen_manifests(session: AsyncSession, spec: str) -> list[dict[str, A
     """The JSON manifests of the spec's frozen snapshots."""
     rows = (
         await session.execute(
-            select(Snapshot.manifest).where(Snapshot.spec == spec, Snapshot.status == SnapshotStatus.frozen)
+            select(col(Snapshot.manifest)).where(col(Snapshot.spec) == spec, col(Snapshot.status) == SnapshotStatus.frozen)
         )
     ).scalars().all()
     return list(rows)
@@ -299,10 +300,10 @@ async def stored_items(session: AsyncSession, snapshot_id: str) -> list[StoredIt
     """The snapshot's `SnapshotItem` rows with their question's identity (unordered)."""
     rows = (
         await session.execute(
-            select(SnapshotItem, Entity.source, Entity.external_id, Question.slot)
-            .outerjoin(Question, Question.id == SnapshotItem.question_id)
-            .outerjoin(Entity, Entity.id == Question.entity_id)
-            .where(SnapshotItem.snapshot_id == snapshot_id)
+            select(SnapshotItem, col(Entity.source), col(Entity.external_id), col(Question.slot))
+            .outerjoin(Question, col(Question.id) == col(SnapshotItem.question_id))
+            .outerjoin(Entity, col(Entity.id) == col(Question.entity_id))
+            .where(col(SnapshotItem.snapshot_id) == snapshot_id)
         )
     ).all()
     return [
@@ -325,10 +326,10 @@ async def candidate_entities(
     ents = (
         await session.execute(
             select(Entity).where(
-                Entity.status == EntityStatus.ready,
-                Entity.occurred_at >= start,
-                Entity.occurred_at < end,
-                Entity.domain.in_(list(domains)),  # type: ignore[attr-defined]
+                col(Entity.status) == EntityStatus.ready,
+                col(Entity.occurred_at) >= start,
+                col(Entity.occurred_at) < end,
+                col(Entity.domain).in_(list(domains)),
             )
         )
     ).scalars().all()
@@ -338,16 +339,16 @@ async def candidate_entities(
     questions: dict[int, list[Question]] = {}
     for chunk in _chunks(ids):
         for eid, model, known in (
-            await session.execute(select(Probe.entity_id, Probe.target_model, Probe.known).where(Probe.entity_id.in_(chunk)))  # type: ignore[attr-defined]
+            await session.execute(select(col(Probe.entity_id), col(Probe.target_model), col(Probe.known)).where(col(Probe.entity_id).in_(chunk)))
         ).all():
             probes.setdefault(eid, []).append(ProbeMark(target_model=model, known=bool(known)))
         for eid, lang in (
-            await session.execute(select(Document.entity_id, Document.lang).where(Document.entity_id.in_(chunk)))  # type: ignore[attr-defined]
+            await session.execute(select(col(Document.entity_id), col(Document.lang)).where(col(Document.entity_id).in_(chunk)))
         ).all():
             doc_langs.setdefault(eid, set()).add(lang)
         for q in (
             await session.execute(
-                select(Question).where(Question.entity_id.in_(chunk), Question.status == QuestionStatus.translated)  # type: ignore[attr-defined]
+                select(Question).where(col(Question.entity_id).in_(chunk), col(Question.status) == QuestionStatus.translated)
             )
         ).scalars().all():
             questions.setdefault(q.entity_id, []).append(q)
@@ -356,8 +357,8 @@ async def candidate_entities(
     for chunk in _chunks(qids):
         for qid, lang, opts, ans in (
             await session.execute(
-                select(Translation.question_id, Translation.lang, Translation.options, Translation.answer_index).where(
-                    Translation.question_id.in_(chunk)  # type: ignore[attr-defined]
+                select(col(Translation.question_id), col(Translation.lang), col(Translation.options), col(Translation.answer_index)).where(
+                    col(Translation.question_id).in_(chunk)
                 )
             )
         ).all():
@@ -396,24 +397,24 @@ async def content_rows(
     qs: dict[int, QuestionRecord] = {}
     trs: dict[tuple[int, str], ContentTranslation] = {}
     for chunk in _chunks(entity_ids):
-        for e in (await session.execute(select(Entity).where(Entity.id.in_(chunk)))).scalars():  # type: ignore[union-attr]
+        for e in (await session.execute(select(Entity).where(col(Entity.id).in_(chunk)))).scalars():
             assert e.id is not None
             ents[e.id] = ContentEntity(
                 id=e.id, source=e.source, external_id=e.external_id, domain=e.domain, name=e.name,
                 redated_from=e.redated_from,
             )
         for d in (
-            await session.execute(select(Document).where(Document.entity_id.in_(chunk), Document.lang.in_(langs)))  # type: ignore[attr-defined]
+            await session.execute(select(Document).where(col(Document.entity_id).in_(chunk), col(Document.lang).in_(langs)))
         ).scalars():
             docs[(d.entity_id, d.lang)] = ContentDocument(
                 entity_id=d.entity_id, lang=d.lang, text=d.text, producer=d.producer, prompt_version=d.prompt_version
             )
     for chunk in _chunks(question_ids):
-        for q in (await session.execute(select(Question).where(Question.id.in_(chunk)))).scalars():  # type: ignore[union-attr]
+        for q in (await session.execute(select(Question).where(col(Question.id).in_(chunk)))).scalars():
             assert q.id is not None
             qs[q.id] = question_record(q)
         for t in (
-            await session.execute(select(Translation).where(Translation.question_id.in_(chunk), Translation.lang.in_(langs)))  # type: ignore[attr-defined]
+            await session.execute(select(Translation).where(col(Translation.question_id).in_(chunk), col(Translation.lang).in_(langs)))
         ).scalars():
             trs[(t.question_id, t.lang)] = ContentTranslation(
                 question_id=t.question_id, lang=t.lang, question=t.question, options=tuple(t.options),
@@ -455,7 +456,7 @@ async def freeze_snapshot(
     )
     if supersedes is not None:
         await session.execute(
-            update(Snapshot).where(Snapshot.id == supersedes).values(  # type: ignore[arg-type]
+            update(Snapshot).where(col(Snapshot.id) == supersedes).values(
                 status=SnapshotStatus.superseded, superseded_by=row.id, export_path=superseded_export_path,
             )
         )

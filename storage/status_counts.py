@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from sqlalchemy import func, select
+from sqlmodel import col
 
 from storage.engine import Session
 from storage.enums import EntityStatus, LeaseStatus, SnapshotStatus, Stage
@@ -54,33 +55,33 @@ class FirstSnapshot:
 async def store_counts(session: Session) -> StoreCounts:
     ent = {
         EntityStatus(k).value: int(n)
-        for k, n in (await session.execute(select(Entity.status, func.count()).group_by(Entity.status))).all()
+        for k, n in (await session.execute(select(col(Entity.status), func.count()).group_by(col(Entity.status)))).all()
     }
-    dom = {k: int(n) for k, n in (await session.execute(select(Entity.domain, func.count()).group_by(Entity.domain))).all()}
+    dom = {k: int(n) for k, n in (await session.execute(select(col(Entity.domain), func.count()).group_by(col(Entity.domain)))).all()}
     stages: dict[str, dict[str, int]] = {}
     for stage, status, n in (
-        await session.execute(select(Task.stage, Task.status, func.count()).group_by(Task.stage, Task.status))
+        await session.execute(select(col(Task.stage), col(Task.status), func.count()).group_by(col(Task.stage), col(Task.status)))
     ).all():
         stages.setdefault(Stage(stage).value, {})[LeaseStatus(status).value] = int(n)
     jobs = {
         LeaseStatus(k).value: int(n)
-        for k, n in (await session.execute(select(GpuJob.status, func.count()).group_by(GpuJob.status))).all()
+        for k, n in (await session.execute(select(col(GpuJob.status), func.count()).group_by(col(GpuJob.status)))).all()
     }
     snaps = {
         SnapshotStatus(k).value: int(n)
-        for k, n in (await session.execute(select(Snapshot.status, func.count()).group_by(Snapshot.status))).all()
+        for k, n in (await session.execute(select(col(Snapshot.status), func.count()).group_by(col(Snapshot.status)))).all()
     }
     skipped: dict[str, dict[str, int]] = {}
     for row in (await session.execute(select(SkipCount))).scalars():
         skipped.setdefault(row.source, {})[row.reason] = row.count
     failed_tasks = (
         await session.execute(
-            select(Task).where(Task.status == LeaseStatus.failed).order_by(Task.updated_at.desc()).limit(FAILED_TASKS_SHOWN)
+            select(Task).where(col(Task.status) == LeaseStatus.failed).order_by(col(Task.updated_at).desc()).limit(FAILED_TASKS_SHOWN)
         )
     ).scalars().all()
     failed_jobs = (
         await session.execute(
-            select(GpuJob).where(GpuJob.status == LeaseStatus.failed).order_by(GpuJob.updated_at.desc()).limit(FAILED_JOBS_SHOWN)
+            select(GpuJob).where(col(GpuJob.status) == LeaseStatus.failed).order_by(col(GpuJob.updated_at).desc()).limit(FAILED_JOBS_SHOWN)
         )
     ).scalars().all()
     failures = [
@@ -97,9 +98,9 @@ async def store_counts(session: Session) -> StoreCounts:
 
 async def first_frozen_snapshot(session: Session) -> FirstSnapshot | None:
     snap = (
-        await session.execute(select(Snapshot).where(Snapshot.status == SnapshotStatus.frozen).order_by(Snapshot.built_at))
+        await session.execute(select(Snapshot).where(col(Snapshot.status) == SnapshotStatus.frozen).order_by(col(Snapshot.built_at)))
     ).scalars().first()
     if snap is None:
         return None
-    statuses = (await session.execute(select(GpuJob.status).where(GpuJob.snapshot_id == snap.id))).scalars().all()
+    statuses = (await session.execute(select(col(GpuJob.status)).where(col(GpuJob.snapshot_id) == snap.id))).scalars().all()
     return FirstSnapshot(id=snap.id, export_path=snap.export_path, job_statuses=[LeaseStatus(s) for s in statuses])

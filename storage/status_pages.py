@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import case, func, select
+from sqlalchemy import ColumnElement, case, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from storage.entities import SUMMARY_COLUMNS, EntitySummary, summary_of
 from storage.models import (
@@ -32,6 +33,7 @@ from storage.models import (
     SourceCursor,
     Translation,
 )
+from storage.types import stored_id
 
 __all__ = [
     "MAX_OFFSET",
@@ -168,9 +170,9 @@ class SnapshotInfo:
 
 
 async def source_cursors(session: AsyncSession) -> list[SourceCursorInfo]:
-    counts = dict((await session.execute(select(Entity.source, func.count()).group_by(Entity.source))).all())
+    counts = dict((await session.execute(select(col(Entity.source), func.count()).group_by(col(Entity.source)))).all())
     rows = (await session.execute(
-        select(SourceCursor.source, SourceCursor.watermark, SourceCursor.page, SourceCursor.updated_at).order_by(SourceCursor.source)
+        select(col(SourceCursor.source), col(SourceCursor.watermark), col(SourceCursor.page), col(SourceCursor.updated_at)).order_by(col(SourceCursor.source))
     )).all()
     out = [SourceCursorInfo(source=s, watermark=w, page=int(p), updated_at=u, entities=int(counts.pop(s, 0))) for s, w, p, u in rows]
     return out
@@ -178,41 +180,41 @@ async def source_cursors(session: AsyncSession) -> list[SourceCursorInfo]:
 
 async def entity_sources(session: AsyncSession) -> list[str]:
     """The sources that have entities or a cursor (the table's source filter)."""
-    a = (await session.execute(select(SourceCursor.source))).scalars().all()
-    b = (await session.execute(select(Entity.source).distinct())).scalars().all()
+    a = (await session.execute(select(col(SourceCursor.source)))).scalars().all()
+    b = (await session.execute(select(col(Entity.source)).distinct())).scalars().all()
     return sorted(set(a) | set(b))
 
 
 async def gpu_jobs(session: AsyncSession, *, limit: int = 200) -> list[GpuJobInfo]:
     """Running and waiting jobs first, then the most recently finished."""
-    order = case((GpuJob.status == LeaseStatus.leased, 0), (GpuJob.status == LeaseStatus.pending, 1), else_=2)
+    order = case((col(GpuJob.status) == LeaseStatus.leased, 0), (col(GpuJob.status) == LeaseStatus.pending, 1), else_=2)
     rows = (await session.execute(
-        select(GpuJob.id, GpuJob.snapshot_id, GpuJob.target_model, GpuJob.strategy, GpuJob.train_lang, GpuJob.status,
-               GpuJob.attempts, GpuJob.max_attempts, GpuJob.device, GpuJob.best_epoch, GpuJob.last_error, GpuJob.updated_at)
-        .order_by(order, GpuJob.updated_at.desc(), GpuJob.id.desc()).limit(limit)
+        select(col(GpuJob.id), col(GpuJob.snapshot_id), col(GpuJob.target_model), col(GpuJob.strategy), col(GpuJob.train_lang), col(GpuJob.status),
+               col(GpuJob.attempts), col(GpuJob.max_attempts), col(GpuJob.device), col(GpuJob.best_epoch), col(GpuJob.last_error), col(GpuJob.updated_at))
+        .order_by(order, col(GpuJob.updated_at).desc(), col(GpuJob.id).desc()).limit(limit)
     )).all()
     return [
-        GpuJobInfo(id=int(r[0]), snapshot_id=r[1], target_model=r[2], strategy=r[3], train_lang=r[4], status=LeaseStatus(r[5]).value,
+        GpuJobInfo(id=stored_id(r[0]), snapshot_id=r[1], target_model=r[2], strategy=r[3], train_lang=r[4], status=LeaseStatus(r[5]).value,
                    attempts=int(r[6]), max_attempts=int(r[7]), device=r[8], best_epoch=r[9], last_error=r[10], updated_at=r[11])
         for r in rows
     ]
 
 
-def _entity_where(f: EntityFilter) -> list[object]:
-    conds: list[object] = []
+def _entity_where(f: EntityFilter) -> list[ColumnElement[bool]]:
+    conds: list[ColumnElement[bool]] = []
     if f.domain:
-        conds.append(Entity.domain == f.domain)
+        conds.append(col(Entity.domain) == f.domain)
     if f.source:
-        conds.append(Entity.source == f.source)
+        conds.append(col(Entity.source) == f.source)
     if f.status:
-        conds.append(Entity.status == EntityStatus(f.status))
+        conds.append(col(Entity.status) == EntityStatus(f.status))
     if f.occurred_after is not None:
-        conds.append(Entity.occurred_at >= f.occurred_after)
+        conds.append(col(Entity.occurred_at) >= f.occurred_after)
     if f.occurred_before is not None:
-        conds.append(Entity.occurred_at < f.occurred_before)
+        conds.append(col(Entity.occurred_at) < f.occurred_before)
     if f.search:
         # autoescape: `%` and `_` typed by the user are literal characters, not wildcards
-        conds.append(Entity.name.contains(f.search, autoescape=True) | (Entity.external_id == f.search))  # type: ignore[attr-defined]
+        conds.append(col(Entity.name).contains(f.search, autoescape=True) | (col(Entity.external_id) == f.search))
     return conds
 
 
@@ -220,48 +222,48 @@ async def entity_page(session: AsyncSession, f: EntityFilter) -> EntityPage:
     conds = _entity_where(f)
     offset = max(0, min(f.offset, MAX_OFFSET))
     limit = max(1, min(f.limit, 500))
-    stmt = select(*SUMMARY_COLUMNS).where(*conds).order_by(Entity.occurred_at.desc(), Entity.id.desc()).offset(offset).limit(limit)  # type: ignore[arg-type]
+    stmt = select(*SUMMARY_COLUMNS).where(*conds).order_by(col(Entity.occurred_at).desc(), col(Entity.id).desc()).offset(offset).limit(limit)
     rows = [summary_of(tuple(r)) for r in (await session.execute(stmt)).all()]
-    total = int((await session.execute(select(func.count()).select_from(Entity).where(*conds))).scalar_one())  # type: ignore[arg-type]
+    total = int((await session.execute(select(func.count()).select_from(Entity).where(*conds))).scalar_one())
     return EntityPage(rows=rows, total=total, offset=offset, limit=limit)
 
 
 async def entity_detail(session: AsyncSession, entity_id: int) -> EntityDetail | None:
-    r = (await session.execute(select(*SUMMARY_COLUMNS, Entity.redated_from, Entity.discovered_at).where(Entity.id == entity_id))).first()
+    r = (await session.execute(select(*SUMMARY_COLUMNS, col(Entity.redated_from), col(Entity.discovered_at)).where(col(Entity.id) == entity_id))).first()
     if r is None:
         return None
     docs = [
         DocumentInfo(lang=lang, origin=origin, producer=producer, text=text)
         for lang, origin, producer, text in (await session.execute(
-            select(Document.lang, Document.origin, Document.producer, Document.text).where(Document.entity_id == entity_id)
-            .order_by((Document.origin != "source"), Document.lang)
+            select(col(Document.lang), col(Document.origin), col(Document.producer), col(Document.text)).where(col(Document.entity_id) == entity_id)
+            .order_by((col(Document.origin) != "source"), col(Document.lang))
         )).all()
     ]
     qrows = (await session.execute(
-        select(Question.id, Question.slot, Question.lang, Question.question, Question.options, Question.answer_index,
-               Question.evidence, Question.status, Question.status_reason, Question.generator)
-        .where(Question.entity_id == entity_id).order_by(Question.id)
+        select(col(Question.id), col(Question.slot), col(Question.lang), col(Question.question), col(Question.options), col(Question.answer_index),
+               col(Question.evidence), col(Question.status), col(Question.status_reason), col(Question.generator))
+        .where(col(Question.entity_id) == entity_id).order_by(col(Question.id))
     )).all()
     trans: dict[int, list[TranslationInfo]] = {}
     if qrows:
         for qid, lang, text, opts, ans, who in (await session.execute(
-            select(Translation.question_id, Translation.lang, Translation.question, Translation.options, Translation.answer_index,
-                   Translation.translator)
-            .where(Translation.question_id.in_([q[0] for q in qrows])).order_by(Translation.question_id, Translation.lang)  # type: ignore[union-attr]
+            select(col(Translation.question_id), col(Translation.lang), col(Translation.question), col(Translation.options), col(Translation.answer_index),
+                   col(Translation.translator))
+            .where(col(Translation.question_id).in_([q[0] for q in qrows])).order_by(col(Translation.question_id), col(Translation.lang))
         )).all():
             trans.setdefault(int(qid), []).append(
                 TranslationInfo(lang=lang, question=text, options=list(opts or []), answer_index=int(ans), translator=who)
             )
     questions = [
-        QuestionInfo(id=int(q[0]), slot=q[1], lang=q[2], question=q[3], options=list(q[4] or []), answer_index=int(q[5]), evidence=q[6],
-                     status=str(getattr(q[7], "value", q[7])), status_reason=q[8], generator=q[9], translations=trans.get(int(q[0]), []))
+        QuestionInfo(id=stored_id(q[0]), slot=q[1], lang=q[2], question=q[3], options=list(q[4] or []), answer_index=int(q[5]), evidence=q[6],
+                     status=str(getattr(q[7], "value", q[7])), status_reason=q[8], generator=q[9], translations=trans.get(stored_id(q[0]), []))
         for q in qrows
     ]
     probes = [
         ProbeInfo(target_model=m, lang=lang, known=bool(k), reason=reason, judge=judge)
         for m, lang, k, reason, judge in (await session.execute(
-            select(Probe.target_model, Probe.lang, Probe.known, Probe.reason, Probe.judge).where(Probe.entity_id == entity_id)
-            .order_by(Probe.target_model, Probe.lang)
+            select(col(Probe.target_model), col(Probe.lang), col(Probe.known), col(Probe.reason), col(Probe.judge)).where(col(Probe.entity_id) == entity_id)
+            .order_by(col(Probe.target_model), col(Probe.lang))
         )).all()
     ]
     return EntityDetail(row=summary_of(tuple(r[:8])), redated_from=r[8], discovered_at=r[9], documents=docs, questions=questions,
@@ -277,7 +279,7 @@ def _snapshot_info(row: Snapshot) -> SnapshotInfo:
 
 async def snapshots(session: AsyncSession, *, limit: int = 200) -> list[SnapshotInfo]:
     rows = (await session.execute(
-        select(Snapshot).order_by(Snapshot.period.desc(), Snapshot.built_at.desc()).limit(limit)  # type: ignore[attr-defined]
+        select(Snapshot).order_by(col(Snapshot.period).desc(), col(Snapshot.built_at).desc()).limit(limit)
     )).scalars().all()
     return [_snapshot_info(r) for r in rows]
 
@@ -290,8 +292,8 @@ async def snapshot_info(session: AsyncSession, snapshot_id: str) -> SnapshotInfo
 async def ready_by_domain(session: AsyncSession, *, start: datetime, end: datetime) -> dict[str, int]:
     """Ready entities per domain that occurred in [start, end): what this period's snapshot can take."""
     rows = (await session.execute(
-        select(Entity.domain, func.count())
-        .where(Entity.status == EntityStatus.ready, Entity.occurred_at >= start, Entity.occurred_at < end)
-        .group_by(Entity.domain)
+        select(col(Entity.domain), func.count())
+        .where(col(Entity.status) == EntityStatus.ready, col(Entity.occurred_at) >= start, col(Entity.occurred_at) < end)
+        .group_by(col(Entity.domain))
     )).all()
     return {str(d): int(n) for d, n in rows}

@@ -16,11 +16,12 @@ from typing import Any
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from storage import claim as _claim
 from clkt.errors import LeaseLost
 from storage.models import LeaseStatus, Stage, Task
-from storage.types import utcnow
+from storage.types import affected_rows, utcnow
 
 __all__ = [
     "TaskLease",
@@ -64,7 +65,7 @@ async def insert_ignore(session: AsyncSession, table: type[Any], rows: list[dict
         return 0
     ins = pg_insert(table) if _dialect(session) == "postgresql" else sqlite_insert(table)
     res = await session.execute(ins.values(rows).on_conflict_do_nothing())
-    return int(res.rowcount or 0)
+    return affected_rows(res)
 
 
 async def enqueue(
@@ -89,7 +90,7 @@ async def claim_tasks(
     session: AsyncSession, *, stage: Stage, owner: str, lease: timedelta, limit: int = 1, now: datetime | None = None,
 ) -> list[TaskLease]:
     """Lease up to `limit` claimable tasks of `stage` to `owner` for `lease` (attempts += 1)."""
-    rows = await _claim.claim(session, Task, owner=owner, lease=lease, limit=limit, where=(Task.stage == stage,), now=now)
+    rows = await _claim.claim(session, Task, owner=owner, lease=lease, limit=limit, where=(col(Task.stage) == stage,), now=now)
     return [_lease_of(r) for r in rows]
 
 

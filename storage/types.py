@@ -1,18 +1,35 @@
-"""Column types shared by the tables: timezone-aware UTC datetimes and JSON."""
+"""Column types shared by the tables (timezone-aware UTC datetimes, JSON) and the typed reads of a result
+(rows an UPDATE/DELETE touched, the id of a stored row)."""
 
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Unpack
 
 from sqlalchemy import JSON, DateTime
+from sqlalchemy.engine import CursorResult, Result
 from sqlalchemy.types import TypeDecorator
 
-__all__ = ["UTCDateTime", "JSONType", "utcnow"]
+__all__ = ["JSONType", "UTCDateTime", "affected_rows", "stored_id", "utcnow"]
 
 
 def utcnow() -> datetime:
     return datetime.now(timezone.utc)
+
+
+def affected_rows(result: Result[Unpack[tuple[Any, ...]]]) -> int:
+    """How many rows an INSERT/UPDATE/DELETE touched (0 when the driver cannot say). The session types every
+    result as `Result`; a DML statement's is a `CursorResult`, which alone has `rowcount`."""
+    if not isinstance(result, CursorResult):
+        raise TypeError(f"no row count on a {type(result).__name__}: not the result of an INSERT, UPDATE or DELETE")
+    return int(result.rowcount or 0)
+
+
+def stored_id(value: int | None) -> int:
+    """The id of a row read back from the store (its column is optional only until the row is inserted)."""
+    if value is None:
+        raise ValueError("a stored row without an id")
+    return value
 
 
 class UTCDateTime(TypeDecorator[datetime]):

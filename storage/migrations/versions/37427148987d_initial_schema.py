@@ -1,14 +1,14 @@
 """initial schema
 
 Revision ID: 37427148987d
-Revises: 
+Revises:
 Create Date: 2026-11-29 12:06:03.101563
 """
 from __future__ import annotations
 
 from alembic import op
 import sqlalchemy as sa
-import sqlmodel
+import sqlmodel.sql.sqltypes
 import storage.types
 
 
