@@ -18,9 +18,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import TypeAdapter
+
 from clkt.errors import SnapshotError
 from clkt.snapshots.ids import stable_entity_id, stable_qid
-from clkt.snapshots.layout import LETTERS, DocRow, QuestionRow
+from clkt.snapshots.layout import LETTERS, DocRow, QuestionRow, SplitName
 from clkt.snapshots.select import ItemRef
 from storage.engine import Session
 from storage.snapshots import content_rows, stored_items
@@ -31,6 +33,8 @@ __all__ = [
     "load_item_refs",
     "canonical_json",
 ]
+
+_SPLIT: TypeAdapter[SplitName] = TypeAdapter(SplitName)  # a stored item's split, checked as the row's field would be
 
 
 def canonical_json(data: Any) -> str:
@@ -172,8 +176,8 @@ async def assemble_content(
                 raise SnapshotError(f"question {it.qid}: the {lang} translation changed the options or the answer")
             q_rows.append(
                 QuestionRow(
-                    qid=it.qid, entity_id=it.entity_id, domain=e.domain, lang=lang, split=it.split,  # type: ignore[arg-type]
-                    question=text, options=[opts[k] for k in it.option_order], answer=it.answer_letter,  # type: ignore[arg-type]
+                    qid=it.qid, entity_id=it.entity_id, domain=e.domain, lang=lang, split=_SPLIT.validate_python(it.split),
+                    question=text, options=[opts[k] for k in it.option_order], answer=LETTERS[new_index],
                     answer_index=new_index, slot=q.slot, source=e.source,
                 )
             )

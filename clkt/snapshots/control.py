@@ -292,7 +292,8 @@ def _disaster(rng: random.Random, nm: _Namer, start: date, end: date) -> tuple[s
     return name, facts, {}
 
 
-_MAKERS = {"sports": (_match,), "movies": (_film,), "music": (_release,), "disasters": (_quake, _disaster)}
+_Maker = Callable[[random.Random, _Namer, date, date], tuple[str, EntityFacts, dict[str, tuple[Value, ...]]]]
+_MAKERS: dict[str, tuple[_Maker, ...]] = {"sports": (_match,), "movies": (_film,), "music": (_release,), "disasters": (_quake, _disaster)}
 
 
 def _seeded(seed: int, *parts: object) -> random.Random:

@@ -41,6 +41,8 @@ __all__ = [
     "BUILD_FILE",
     "CARD_FILE",
     "LETTERS",
+    "Letter",
+    "SplitName",
     "CONTROL_DIR",
     "Split",
     "DocRow",
@@ -63,7 +65,9 @@ LAYOUT_VERSION = 1
 MANIFEST_FILE = "manifest.json"
 BUILD_FILE = "build.json"
 CARD_FILE = "README.md"
-LETTERS = ("A", "B", "C", "D")
+Letter = Literal["A", "B", "C", "D"]
+SplitName = Literal["val", "test"]
+LETTERS: tuple[Letter, Letter, Letter, Letter] = ("A", "B", "C", "D")
 CONTROL_DIR = "control"  # the control split's files: control/docs/<lang>.jsonl, control/questions/<lang>.jsonl
 
 
@@ -94,10 +98,10 @@ class QuestionRow(_Row):
     entity_id: int  # public (stable_entity_id)
     domain: str
     lang: str
-    split: Literal["val", "test"]
+    split: SplitName
     question: str
     options: list[str] = Field(min_length=4, max_length=4)
-    answer: Literal["A", "B", "C", "D"]
+    answer: Letter
     answer_index: int = Field(ge=0, le=3)
     slot: str
     source: str = ""
@@ -277,7 +281,7 @@ def load_snapshot_dir(path: Path | str, *, verify_hashes: bool = True) -> Snapsh
     for lang in manifest.languages:
         docs[lang] = [r for r in _read_jsonl(docs_path(root, lang), DocRow) if isinstance(r, DocRow)]
         questions[lang] = [r for r in _read_jsonl(questions_path(root, lang), QuestionRow) if isinstance(r, QuestionRow)]
-    ref: dict[int, str] | None = None
+    ref: dict[int, SplitName] | None = None
     for lang, rows in questions.items():
         split_of = {r.qid: r.split for r in rows}
         if len(split_of) != len(rows):

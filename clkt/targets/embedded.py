@@ -153,7 +153,8 @@ def _convert(spec: EmbeddedModel, out: Path) -> None:
     except (OSError, ValueError, RuntimeError) as e:
         raise _missing(f"its GGUF file {gguf} cannot be read", spec.name, spec.dist, spec.reinstall_hint, str(e)) from e
     # save_pretrained refuses a quantizer-loaded model; the weights are dequantized already
-    model.hf_quantizer = None
+    # (setattr: torch types a module's attributes as Tensor | Module, and this one is set to None)
+    setattr(model, "hf_quantizer", None)  # noqa: B010
     if hasattr(model.config, "quantization_config"):
         delattr(model.config, "quantization_config")
     if tok.pad_token is None:

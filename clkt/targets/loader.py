@@ -40,7 +40,7 @@ def resolve_target(target: TargetSettings, data_dir: Path) -> Path | str:
         from huggingface_hub import snapshot_download
 
         return Path(snapshot_download(model, local_files_only=True))
-    except Exception:  # not cached (or not a valid id): let from_pretrained try, and explain if it fails
+    except Exception:  # noqa: BLE001  # not cached (or not a valid id): let from_pretrained try, and explain if it fails
         return model
 
 
@@ -70,7 +70,7 @@ def load_target(
     dtype = dtype or default_dtype(device)
     try:
         tok = AutoTokenizer.from_pretrained(str(where))
-        model = AutoModelForCausalLM.from_pretrained(str(where), dtype=dtype)
+        model: torch.nn.Module = AutoModelForCausalLM.from_pretrained(str(where), dtype=dtype)
     except (OSError, ValueError) as e:
         if isinstance(where, str):
             raise ModelUnavailableError(
