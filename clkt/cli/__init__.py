@@ -1,4 +1,5 @@
-"""The `clkt` command line (typer). Areas add their commands through `register(app)` in their module.
+"""The `clkt` command line (typer). Every area adds its commands through `register(app)` in its module;
+what the commands share (the app, the consoles, one-line failures, the store) is in `clkt.cli.common`.
 
 Every failure is ONE line on stderr naming the cause, never a traceback: `main()` maps what escapes a
 command (a `ClktError`, an `OSError`, a driver error, anything else) to `clkt: <cause>` and an exit code
@@ -17,83 +18,15 @@ if sys.argv[1:2] == ["run"]:
 
     remember_early_stops()
 
-import asyncio
-import importlib
-from collections.abc import Awaitable, Callable
-from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, TypeVar
-
 import typer
-from rich.console import Console
 from rich.markup import escape
-from rich.text import Text
 
-from clkt.config import Settings, load_settings
-from clkt.errors import ConfigError
-from clkt.logs import redact, sanitize_text
-from clkt.messages import describe_error, one_line
+from clkt.cli import core, demo, report, serve, snapshot, worker
+from clkt.cli.common import app, describe_error, err_console, one_line
 
-if TYPE_CHECKING:
-    from storage.engine import Store
+__all__ = ["app", "main"]
 
-__all__ = [
-    "app", "main", "load_cli_settings", "open_store", "run_async", "ConfigOption", "console", "fail", "plain",
-    "one_line", "describe_error",
-]
-
-T = TypeVar("T")
-
-app = typer.Typer(
-    name="clkt", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
-    help="A live benchmark of cross-lingual knowledge transfer in LLMs.",
-)
-console = Console()
-err_console = Console(stderr=True, soft_wrap=True)
-
-ConfigOption = Annotated[
-    Path | None,
-    typer.Option("--config", "-c", help="clkt.toml; without it, the embedded offline demonstration config", envvar="CLKT_CONFIG_FILE"),
-]
-
-
-
-def plain(text: object) -> Text:
-    """Crawled or stored text for a rich table or print: literal (never markup), control characters removed."""
-    return Text(sanitize_text(redact(str(text))))
-
-
-def fail(message: str, code: int = 2) -> typer.Exit:
-    err_console.print(f"[bold red]clkt:[/] {escape(one_line(message))}", highlight=False)
-    return typer.Exit(code)
-
-
-def load_cli_settings(config: Path | None) -> Settings:
-    try:
-        return load_settings(config)
-    except ConfigError as e:
-        raise fail(str(e), 2) from None
-
-
-def open_store(settings: Settings) -> Store:
-    """The configured store, not yet opened: `async with open_store(settings) as store:` opens and closes it."""
-    from storage.engine import Store
-
-    return Store(url=settings.resolved_store_url)
-
-
-def run_async(fn: Callable[[], Awaitable[T]]) -> T:
-    try:
-        return asyncio.run(fn())  # type: ignore[arg-type]
-    except (typer.Exit, typer.Abort, KeyboardInterrupt):
-        raise
-    except Exception as e:  # noqa: BLE001 - one line naming the cause, never a traceback
-        msg, code = describe_error(e)
-        raise fail(msg, code) from None
-
-
-_AREAS = ("clkt.cli.core", "clkt.cli.snapshot", "clkt.cli.worker", "clkt.cli.report", "clkt.cli.demo", "clkt.cli.serve")
-
-
+_AREAS = (core, snapshot, worker, report, demo, serve)  # in the order of `clkt --help`
 _registered: list[str] = []
 
 
@@ -101,32 +34,37 @@ def _register_areas() -> None:
     if _registered:
         return
     _registered.append("yes")
-    for name in _AREAS:  # every area's module exists: a missing one is an installation error, said as such
-        importlib.import_module(name).register(app)
+    for area in _AREAS:
+        area.register(app)
+
+
+def _usage_where(e: typer.TyperException) -> str:
+    """`clkt <command>: ` for a usage error (it carries the context of the command it was raised in), else ""."""
+    # typer's public exception base does not declare the usage errors' context (its click's `Context`)
+    path = getattr(getattr(e, "ctx", None), "command_path", None)
+    if not isinstance(path, str):
+        return ""
+    return " ".join(["clkt", *path.split()[1:]]) + ": "
+
+
+def _print_error(message: str) -> None:
+    err_console.print(f"[bold red]clkt:[/] {escape(one_line(message))}", highlight=False)
 
 
 def main(argv: list[str] | None = None) -> None:
     _register_areas()
-    try:  # typer 0.2x carries its own copy of click
-        from typer._click import exceptions as cx
-    except ImportError:  # pragma: no cover - older typer on click itself
-        from click import exceptions as cx  # type: ignore[no-redef]
-
     try:
         rc = app(args=argv if argv is not None else sys.argv[1:], standalone_mode=False)
     except SystemExit:
         raise
-    except cx.NoArgsIsHelpError as e:
-        e.show()  # the help, as asked for by no arguments
+    except typer.TyperException as e:  # typer's public base of its (vendored) click's exceptions
+        if type(e).__name__ == "NoArgsIsHelpError":  # typer itself tells it by name (rich_utils), not by import
+            # the help, as asked for by no arguments (rich has printed it already; the message is the rest)
+            typer.echo(e.format_message(), err=True)
+        else:  # a bad option or argument (naming the command), or another refusal: one line
+            _print_error(_usage_where(e) + e.format_message())
         raise SystemExit(e.exit_code) from None
-    except cx.UsageError as e:  # a bad option or argument: one line, naming it
-        where = " ".join(["clkt", *e.ctx.command_path.split()[1:]]) + ": " if e.ctx is not None else ""
-        err_console.print(f"[bold red]clkt:[/] {escape(one_line(where + e.format_message()))}", highlight=False)
-        raise SystemExit(e.exit_code) from None
-    except cx.ClickException as e:
-        err_console.print(f"[bold red]clkt:[/] {escape(one_line(e.format_message()))}", highlight=False)
-        raise SystemExit(e.exit_code) from None
-    except cx.Abort:
+    except typer.Abort:
         err_console.print("[bold red]clkt:[/] aborted", highlight=False)
         raise SystemExit(130) from None
     except KeyboardInterrupt:
@@ -134,7 +72,7 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(130) from None
     except Exception as e:  # noqa: BLE001 - one line naming the cause, never a traceback
         msg, code = describe_error(e)
-        err_console.print(f"[bold red]clkt:[/] {escape(one_line(msg))}", highlight=False)
+        _print_error(msg)
         raise SystemExit(code) from None
     if isinstance(rc, int) and rc != 0:
         raise SystemExit(rc)

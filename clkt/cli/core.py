@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from clkt.cli import ConfigOption, console, fail, load_cli_settings, open_store, plain, run_async
+from clkt.cli.common import ConfigOption, console, fail, load_cli_settings, open_store, plain, run_async
 
 __all__ = ["register"]
 

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from clkt.cli import ConfigOption, console, fail, load_cli_settings
+from clkt.cli.common import ConfigOption, console, fail, load_cli_settings
 
 __all__ = ["register"]
 

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from clkt.cli import ConfigOption, console, fail, load_cli_settings, open_store, run_async
+from clkt.cli.common import ConfigOption, console, fail, load_cli_settings, open_store, run_async
 
 __all__ = ["register"]
 

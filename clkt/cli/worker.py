@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from clkt.cli import ConfigOption, console, load_cli_settings, open_store, plain, run_async
+from clkt.cli.common import ConfigOption, console, load_cli_settings, open_store, plain, run_async
 
 __all__ = ["register"]
 

@@ -1,0 +1,75 @@
+"""What every `clkt` command shares: the typer app, the consoles, the config option, one-line failures,
+opening the store and running a coroutine (its failure as one line, never a traceback)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.text import Text
+
+from clkt.config import Settings, load_settings
+from clkt.errors import ConfigError
+from clkt.logs import redact, sanitize_text
+from clkt.messages import describe_error, one_line
+
+if TYPE_CHECKING:
+    from storage.engine import Store
+
+__all__ = [
+    "ConfigOption", "app", "console", "describe_error", "err_console", "fail", "load_cli_settings", "one_line",
+    "open_store", "plain", "run_async",
+]
+
+T = TypeVar("T")
+
+app = typer.Typer(
+    name="clkt", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+    help="A live benchmark of cross-lingual knowledge transfer in LLMs.",
+)  # the commands are registered by `clkt.cli` (every area's `register(app)`)
+console = Console()
+err_console = Console(stderr=True, soft_wrap=True)
+
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option("--config", "-c", help="clkt.toml; without it, the embedded offline demonstration config", envvar="CLKT_CONFIG_FILE"),
+]
+
+
+def plain(text: object) -> Text:
+    """Crawled or stored text for a rich table or print: literal (never markup), control characters removed."""
+    return Text(sanitize_text(redact(str(text))))
+
+
+def fail(message: str, code: int = 2) -> typer.Exit:
+    err_console.print(f"[bold red]clkt:[/] {escape(one_line(message))}", highlight=False)
+    return typer.Exit(code)
+
+
+def load_cli_settings(config: Path | None) -> Settings:
+    try:
+        return load_settings(config)
+    except ConfigError as e:
+        raise fail(str(e), 2) from None
+
+
+def open_store(settings: Settings) -> Store:
+    """The configured store, not yet opened: `async with open_store(settings) as store:` opens and closes it."""
+    from storage.engine import Store
+
+    return Store(url=settings.resolved_store_url)
+
+
+def run_async(fn: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    try:
+        return asyncio.run(fn())
+    except (typer.Exit, typer.Abort, KeyboardInterrupt):
+        raise
+    except Exception as e:  # noqa: BLE001 - one line naming the cause, never a traceback
+        msg, code = describe_error(e)
+        raise fail(msg, code) from None
