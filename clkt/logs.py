@@ -22,11 +22,14 @@ import re
 import sys
 import threading
 from collections.abc import Iterable
+from typing import TextIO
 from urllib.parse import quote, quote_plus
 
 from pydantic import SecretStr
 
-__all__ = ["setup_logging", "SecretRedactor", "RedactingFormatter", "redact", "register_secrets", "sanitize_text"]
+__all__ = [
+    "LIBRARY_LOGGERS", "RedactingFormatter", "SecretRedactor", "redact", "register_secrets", "sanitize_text", "setup_logging",
+]
 
 MIN_SECRET_LEN = 4  # shorter values would redact ordinary words
 _lock = threading.Lock()
@@ -94,14 +97,25 @@ class RedactingFormatter(logging.Formatter):
         return sanitize_text(redact(super().format(record)))
 
 
-def setup_logging(level: str = "INFO", *, secrets: Iterable[SecretStr] = (), stream: object = None) -> None:
+# The libraries' loggers that talk at INFO about their own work (alembic: seven "setup plugin" lines at every
+# start; httpx: a line per request; aiohttp.access: one per GET of the endpoint): kept at WARNING (or at our
+# level when it is higher), and heard only when our own level is DEBUG.
+LIBRARY_LOGGERS = (
+    "aiohttp.access", "aiosqlite", "alembic", "anthropic", "datasets", "filelock", "fsspec", "httpcore", "httpx",
+    "huggingface_hub", "matplotlib", "openai", "peft", "urllib3",
+)
+
+
+def setup_logging(level: str = "INFO", *, secrets: Iterable[SecretStr] = (), stream: TextIO | None = None) -> None:
     root = logging.getLogger()
     for h in list(root.handlers):
         root.removeHandler(h)
-    handler = logging.StreamHandler(stream or sys.stderr)  # type: ignore[arg-type]
+    handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(RedactingFormatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s"))
     handler.addFilter(SecretRedactor(secrets))
     root.addHandler(handler)
     root.setLevel(level)
-    for noisy in ("aiohttp.access", "httpx", "httpcore", "urllib3", "filelock", "alembic.runtime.migration"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    ours = root.getEffectiveLevel()
+    libraries = logging.NOTSET if ours <= logging.DEBUG else max(logging.WARNING, ours)  # NOTSET: root's level
+    for name in LIBRARY_LOGGERS:
+        logging.getLogger(name).setLevel(libraries)
