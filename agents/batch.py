@@ -34,19 +34,19 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, ClassVar, Literal, Protocol
+from typing import Any, ClassVar, Literal, Protocol, get_args
 
 import anthropic
 import openai
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models import Model, ModelRequestParameters
-from pydantic_ai.models.batch import Batch, BatchRequest, BatchResult
+from pydantic_ai.models.batch import Batch, BatchRequest, BatchResult, BatchResultStatus
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 
 from agents.cache import call_key
 from clkt.calls import BatchRecord, BatchRequestRecord
-from clkt.errors import AgentError, ConfigError, RetryLater
+from clkt.errors import AgentError, ConfigError, RetryLater, UserError
 
 __all__ = [
     "BatchPending",
@@ -62,6 +62,19 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 ProviderKind = Literal["openai", "anthropic"]
+# a stored request's result status as pydantic-ai's (the store keeps what `close_batch` was given: one of these)
+_RESULT_STATUS: dict[str | None, BatchResultStatus] = {s: s for s in get_args(BatchResultStatus)}
+
+
+def _sdk_client(model: Model) -> Any:
+    """The provider SDK client a batch goes through (the model is one of `agents.factory`'s batch models). The
+    batch APIs are used through the SDK directly, so the client is untyped here."""
+    from pydantic_ai.models.anthropic import AnthropicModel
+    from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
+
+    if isinstance(model, AnthropicModel | OpenAIResponsesModel | OpenAIChatModel):
+        return model.client
+    raise UserError(f"{model.model_name}: not an OpenAI or Anthropic model, it has no batch API client")
 _OPENAI_ENDPOINT = "/v1/responses"
 _METADATA_KEY = "clkt_batch"
 
@@ -180,7 +193,7 @@ class BatchedModel(WrapperModel):
         if rec.result_status == "refused":  # the provider refused the whole batch (see BatchDispatcher._submit)
             await self.store.forget_request(key)
             raise AgentError(f"{self.stage}: the {self.model_label} batch API refused the batch: {rec.result_body}")
-        result = BatchResult(custom_id=key, status=rec.result_status or "errored",  # type: ignore[arg-type]
+        result = BatchResult(custom_id=key, status=_RESULT_STATUS.get(rec.result_status, "errored"),
                              body=rec.result_body)
         try:
             return self.wrapped.batch_decode(result, req)
@@ -254,7 +267,7 @@ class BatchDispatcher:
         await self._submit(b, entry, await self.store.batch_requests(b.id))
 
     async def _find(self, b: BatchRecord, entry: _Entry) -> str | None:
-        client: Any = entry.model.client  # type: ignore[attr-defined]
+        client = _sdk_client(entry.model)
         since = (b.created_at or _now()) - timedelta(seconds=self.reconcile_window_s)
         if entry.provider == "openai":
             async for ob in client.batches.list(limit=100):  # newest first: stop before our row existed
@@ -291,7 +304,7 @@ class BatchDispatcher:
             log.error("batch %s: the provider refused it (%s): %s", b.id, e.status_code, str(e.message)[:200])
 
     async def _send(self, b: BatchRecord, entry: _Entry, reqs: list[BatchRequestRecord]) -> None:
-        client: Any = entry.model.client  # type: ignore[attr-defined]
+        client = _sdk_client(entry.model)
         if entry.provider == "openai":
             file_id = b.input_file_id
             if file_id is None:

@@ -15,7 +15,9 @@ from datetime import date, timedelta
 from random import Random
 from typing import Literal
 
-from agents.template.values import CoordValue, DateValue, FloatValue, IntValue, NameValue, ScoreValue, Value
+from agents.template.values import (
+    CoordValue, DateValue, FloatUnit, FloatValue, IntUnit, IntValue, NameValue, ScoreValue, Value,
+)
 from clkt.outputs import normalize
 from clkt.documents.formatting import LANGUAGES, formatter
 from clkt.facts import RenderedDocument
@@ -49,7 +51,7 @@ def _round_like(n: int, ref: int) -> int:
     return int(round(n / q) * q) if q > 1 else n
 
 
-def near_ints(n: int, rng: Random, *, minimum: int = 0, unit: str = "count") -> list[IntValue]:
+def near_ints(n: int, rng: Random, *, minimum: int = 0, unit: IntUnit = "count") -> list[IntValue]:
     """Plausible nearby integers: +-1..5 for small counts, +-4%..35% (rounded alike) for large ones."""
     out: list[int] = []
     if abs(n) < 30:
@@ -63,10 +65,10 @@ def near_ints(n: int, rng: Random, *, minimum: int = 0, unit: str = "count") -> 
         for p in pct:
             for sign in (1, -1) if rng.random() < 0.5 else (-1, 1):
                 out.append(_round_like(int(round(n * (1 + sign * p))), n))
-    return [IntValue(v, unit) for v in dict.fromkeys(out) if v >= minimum]  # type: ignore[arg-type]
+    return [IntValue(v, unit) for v in dict.fromkeys(out) if v >= minimum]
 
 
-def near_floats(x: float, rng: Random, *, steps: Sequence[float], unit: str, minimum: float) -> list[FloatValue]:
+def near_floats(x: float, rng: Random, *, steps: Sequence[float], unit: FloatUnit, minimum: float) -> list[FloatValue]:
     cand: list[float] = []
     shuffled = list(steps)
     rng.shuffle(shuffled)
@@ -75,11 +77,11 @@ def near_floats(x: float, rng: Random, *, steps: Sequence[float], unit: str, min
             v = round(x + sign * s, 1)
             if v >= minimum:
                 cand.append(v)
-    return [FloatValue(v, unit) for v in dict.fromkeys(cand)]  # type: ignore[arg-type]
+    return [FloatValue(v, unit) for v in dict.fromkeys(cand)]
 
 
 def spread_floats(
-    x: float, rng: Random, *, steps: Sequence[float], unit: str, minimum: float, maximum: float
+    x: float, rng: Random, *, steps: Sequence[float], unit: FloatUnit, minimum: float, maximum: float
 ) -> list[FloatValue]:
     """Like `near_floats` within [minimum, maximum], but each step goes one way first (a random direction), the
     other ways only after every step was used: the first picks never mirror each other around the answer
@@ -90,7 +92,7 @@ def spread_floats(
     firsts = [round(x + sg * s, 1) for s, sg in zip(shuffled, signs, strict=True)]
     seconds = [round(x - sg * s, 1) for s, sg in zip(shuffled, signs, strict=True)]
     cand = [v for v in (*firsts, *seconds) if minimum <= v <= maximum]
-    return [FloatValue(v, unit) for v in dict.fromkeys(cand)]  # type: ignore[arg-type]
+    return [FloatValue(v, unit) for v in dict.fromkeys(cand)]
 
 
 _COORD_SHIFT_DEG = (0.2, 3.0)  # how far (degrees) a coordinate distractor lies from the true value

@@ -13,7 +13,14 @@ from typing import Literal, Union
 from clkt.outputs import normalize
 from clkt.documents.formatting import Formatter
 
-__all__ = ["DateValue", "ScoreValue", "IntValue", "FloatValue", "CoordValue", "NameValue", "LabelValue", "Value", "same"]
+__all__ = [
+    "CoordValue", "DateValue", "FloatUnit", "FloatValue", "IntUnit", "IntValue", "LabelValue", "NameValue", "ScoreValue",
+    "Value", "same",
+]
+
+
+IntUnit = Literal["count", "minutes", "usd"]
+FloatUnit = Literal["magnitude", "km", "mmi"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +43,7 @@ class ScoreValue:
 @dataclass(frozen=True, slots=True)
 class IntValue:
     n: int
-    unit: Literal["count", "minutes", "usd"] = "count"
+    unit: IntUnit = "count"
 
     def render(self, fmt: Formatter) -> str:
         if self.unit == "minutes":
@@ -49,7 +56,7 @@ class IntValue:
 @dataclass(frozen=True, slots=True)
 class FloatValue:
     x: float
-    unit: Literal["magnitude", "km", "mmi"] = "magnitude"
+    unit: FloatUnit = "magnitude"
 
     def render(self, fmt: Formatter) -> str:
         if self.unit == "km":

@@ -19,6 +19,7 @@ from enum import Enum
 from typing import Any
 
 from aiohttp import web
+from aiohttp.typedefs import Handler
 from pydantic import ValidationError
 
 from clkt.config import ReplaySettings
@@ -166,7 +167,7 @@ class ReplayServer:
     # --- middlewares ---------------------------------------------------------------------------------
 
     @web.middleware
-    async def _stats_mw(self, request: web.Request, handler: Any) -> web.StreamResponse:
+    async def _stats_mw(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         if request.path.startswith(_CONTROL):
             return await handler(request)
         at = time.monotonic()
@@ -183,7 +184,7 @@ class ReplayServer:
     LIMIT_SLACK_FRACTION = 0.1
 
     @web.middleware
-    async def _limit_mw(self, request: web.Request, handler: Any) -> web.StreamResponse:
+    async def _limit_mw(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         source = request.path.split("/", 2)[1] if request.path.count("/") >= 1 else ""
         if source not in self.limits:
             return await handler(request)
@@ -201,7 +202,7 @@ class ReplayServer:
         return await handler(request)
 
     @web.middleware
-    async def _fault_mw(self, request: web.Request, handler: Any) -> web.StreamResponse:
+    async def _fault_mw(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         if request.path.startswith(_CONTROL):
             return await handler(request)
         rule = self.faults.choose(request.path, dict(request.query))
@@ -209,7 +210,7 @@ class ReplayServer:
             return await handler(request)
         return await self._inject(rule, request, handler)
 
-    async def _inject(self, rule: FaultRule, request: web.Request, handler: Any) -> web.StreamResponse:
+    async def _inject(self, rule: FaultRule, request: web.Request, handler: Handler) -> web.StreamResponse:
         kind = rule.kind
         if kind is FaultKind.rate_limit:
             return web.json_response(
