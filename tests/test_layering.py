@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 
 import pytest
@@ -22,30 +22,30 @@ PACKAGES = ("clkt", "agents", "storage")
 KERNEL = ("clkt.errors", "clkt.config", "clkt.logs", "clkt.facts", "clkt.documents", "clkt.outputs", "clkt.calls")
 SQL = ("sqlalchemy", "sqlmodel", "alembic", "storage.models", "storage.claim")
 
+Imports = dict[str, list[tuple[str, int]]]
 
-def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+
+def _module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts = parts[:-1]
     return ".".join(parts)
 
 
-def _sources() -> dict[str, Path]:
-    out = {"run_daemon": ROOT / "run_daemon.py"}
+def _sources(root: Path) -> dict[str, Path]:
+    """The modules under `root`: `run_daemon` (when there) and every module of the packages, migrations aside."""
+    out = {"run_daemon": root / "run_daemon.py"} if (root / "run_daemon.py").exists() else {}
     for pkg in PACKAGES:
-        for p in (ROOT / pkg).rglob("*.py"):
+        for p in sorted((root / pkg).rglob("*.py")):
             if "migrations" in p.parts:
                 continue
-            out[_module_name(p)] = p
+            out[_module_name(p, root)] = p
     return out
 
 
-MODULES = _sources()
-
-
-def _imports(name: str, path: Path) -> Iterator[tuple[str, int]]:
+def _imports(name: str, path: Path, known: Collection[str]) -> Iterator[tuple[str, int]]:
     """Every module `name` imports (absolute names), with its line; `from x import y` yields x.y when that is a
-    module of the product, else x."""
+    module of `known` (the product's), else x."""
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     for node in ast.walk(tree):
@@ -60,24 +60,35 @@ def _imports(name: str, path: Path) -> Iterator[tuple[str, int]]:
                 base = ".".join([*anchor, base] if base else anchor)
             for a in node.names:
                 full = f"{base}.{a.name}"
-                yield (full if full in MODULES else base), node.lineno
+                yield (full if full in known else base), node.lineno
+
+
+def build_graph(root: Path, *, known: Collection[str] = ()) -> tuple[dict[str, Path], Imports]:
+    """The modules under `root` and what each imports; `from x import y` resolves against the modules found
+    under `root` and `known` (a probe tree in tmp_path resolves against the product's modules)."""
+    modules = _sources(root)
+    names = set(modules) | set(known)
+    return modules, {name: list(_imports(name, path, names)) for name, path in modules.items()}
 
 
 def _within(mod: str, prefixes: tuple[str, ...]) -> bool:
     return any(mod == p or mod.startswith(p + ".") for p in prefixes)
 
 
-GRAPH: dict[str, list[tuple[str, int]]] = {name: list(_imports(name, path)) for name, path in MODULES.items()}
+MODULES, GRAPH = build_graph(ROOT)
 
 
-def _violations(select_module: Callable[[str], bool], forbidden: Callable[[str, str], bool]) -> list[str]:
+def _violations(
+    select_module: Callable[[str], bool], forbidden: Callable[[str, str], bool],
+    *, graph: Imports = GRAPH, modules: dict[str, Path] = MODULES, root: Path = ROOT,
+) -> list[str]:
     out = []
-    for name, deps in GRAPH.items():
+    for name, deps in graph.items():
         if not select_module(name):
             continue
         for dep, line in deps:
             if forbidden(name, dep):
-                out.append(f"{MODULES[name].relative_to(ROOT)}:{line} imports {dep}")
+                out.append(f"{modules[name].relative_to(root)}:{line} imports {dep}")
     return sorted(out)
 
 
@@ -94,7 +105,7 @@ def test_storage_and_agents_import_only_the_kernel_of_clkt() -> None:
     def bad(m: str, d: str) -> bool:
         if _within(d, ("clkt",)) and d != "clkt" and not _within(d, KERNEL):
             return True
-        return _within(m, ("storage",)) and _within(d, ("agents",)) or _within(m, ("agents",)) and _within(d, ("storage",))
+        return (_within(m, ("storage",)) and _within(d, ("agents",))) or (_within(m, ("agents",)) and _within(d, ("storage",)))
 
     assert _violations(lambda m: _within(m, ("storage", "agents")), bad) == []
 
@@ -152,19 +163,17 @@ def test_no_import_cycles() -> None:
     assert _cycles() == []
 
 
-@pytest.mark.parametrize("bad", ["from sqlalchemy import select", "import storage.models", "from storage import claim"])
-def test_the_rule_catches_a_violation(tmp_path: Path, bad: str) -> None:
-    p = ROOT / "clkt" / "__layering_probe__.py"
-    name = "clkt.__layering_probe__"
-    GRAPH[name] = list(_imports(name, _write(p, bad)))
-    MODULES[name] = p
-    try:
-        assert _violations(lambda m: m == name, lambda _m, d: _within(d, SQL))
-    finally:
-        del GRAPH[name], MODULES[name]
-        p.unlink()
-
-
-def _write(p: Path, text: str) -> Path:
-    p.write_text(text + "\n", encoding="utf-8")
-    return p
+@pytest.mark.parametrize(
+    ("bad", "dep"),
+    [("from sqlalchemy import select", "sqlalchemy"), ("import storage.models", "storage.models"),
+     ("from storage import claim", "storage.claim")],
+)
+def test_the_rule_catches_a_violation(tmp_path: Path, bad: str, dep: str) -> None:
+    probe = tmp_path / "clkt" / "layering_probe.py"  # a module of clkt, outside the checkout
+    probe.parent.mkdir()
+    probe.write_text(bad + "\n", encoding="utf-8")
+    modules, graph = build_graph(tmp_path, known=MODULES)
+    assert list(modules) == ["clkt.layering_probe"]
+    found = _violations(lambda m: m == "clkt.layering_probe", lambda _m, d: _within(d, SQL),
+                        graph=graph, modules=modules, root=tmp_path)
+    assert found == [f"clkt/layering_probe.py:1 imports {dep}"]
