@@ -6,8 +6,10 @@ saves the same CSV. `score_files` reads several annotators' CSVs, takes the majo
 is correct when more than half of its annotators ticked no criterion) and reports precision per domain.
 
 Crawled text cannot break either file: in the CSV (and the CSV the form saves) a cell that a spreadsheet
-would run as a formula (`=`, `+`, `-`, `@`, tab, CR first) is neutralised with a leading `'`; in the HTML
-the embedded data escapes `<`, `>`, `&` and the line separators, so `</script>` or `<!--<script>` stay text.
+would run as a formula (`=`, `+`, `-`, `@`, tab, CR first) is neutralised with a leading `'`; the HTML form
+is a jinja2 template (`clkt/templates/audit/form.html`, autoescaped) and the data of its script is jinja2's
+HTML-safe JSON (`<`, `>`, `&`, `'` and every non-ASCII character, the line separators too, as `\\u` escapes),
+so `</script>`, `<!--<script>` or `{{` stay text.
 `score_files` takes fields of any size, UTF-8 (with or without BOM), UTF-16 with a BOM, and otherwise
 decodes what it can (the columns it reads are ASCII); a malformed file is a `UserError` naming file and line.
 """
@@ -15,14 +17,14 @@ decodes what it can (the columns it reads are ASCII); a malformed file is a `Use
 from __future__ import annotations
 
 import csv
-import html
 import io
-import json
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
+import jinja2
 from pydantic import BaseModel, Field
 
 from clkt.errors import UserError
@@ -128,59 +130,39 @@ def _csv(pairs: Sequence[AuditPair]) -> str:
     return buf.getvalue()
 
 
-def _script_json(value: object) -> str:
-    """JSON safe inside a <script> element: no `<`, `>`, `&` or line separators appear literally."""
-    return (json.dumps(value, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e")
-            .replace("&", "\\u0026").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+@dataclass(frozen=True, kw_only=True)
+class _FormPair:
+    """What the form shows of a pair (every field is text: the template escapes it)."""
+
+    domain: str
+    entity: str
+    qid: int
+    document: str
+    question: str
+    options_text: str
+    answer: str
+
+
+@cache
+def _form_template() -> jinja2.Template:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("clkt", "templates"), autoescape=True, undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+    )
+    return env.get_template("audit/form.html")
 
 
 def _html(pairs: Sequence[AuditPair], title: str) -> str:
-    e = html.escape
-    rows: list[str] = []
-    for i, p in enumerate(pairs):
-        boxes = "".join(
-            f'<label><input type="checkbox" data-c="{c}"> {e(text)}</label><br>' for c, text in CRITERIA.items()
-        )
-        rows.append(
-            f'<section class="pair" data-i="{i}"><h3>{e(p.domain)} — {e(p.entity)} (qid {p.qid})</h3>'
-            f"<details><summary>Document</summary><pre>{e(p.document)}</pre></details>"
-            f"<p><b>{e(p.question)}</b></p><pre>{e(_options_text(p))}</pre><p>Given answer: <b>{e(p.answer)}</b></p>"
-            f'<fieldset><legend>Tick every criterion the pair violates</legend>{boxes}'
-            f'<input type="text" class="notes" placeholder="notes" size="60"></fieldset></section>'
-        )
-    data = _script_json([[p.sample_id, p.snapshot_id, p.domain, p.qid, p.entity, p.document, p.question,
-                          _options_text(p), p.answer] for p in pairs])
-    return f"""<!doctype html>
-<html><head><meta charset="utf-8"><title>{e(title)}</title>
-<style>body{{font-family:sans-serif;max-width:60em;margin:auto}} pre{{white-space:pre-wrap;background:#f4f4f4;padding:.5em}}
-section{{border-bottom:1px solid #ccc;padding:1em 0}}</style></head>
-<body><h1>{e(title)}</h1>
-<p>For each document–question pair, tick the criteria it violates (leave all unticked if the pair is correct),
-then press <b>Save CSV</b> and send the file. Your name: <input id="annotator" placeholder="annotator"></p>
-{''.join(rows)}
-<p><button id="save">Save CSV</button></p>
-<script>
-const DATA = {data};
-const COLS = {json.dumps(COLUMNS)};
-const CRIT = {json.dumps(list(CRITERIA))};
-function q(v) {{ v = String(v); if (/^[=+\\-@\\t\\r]/.test(v)) v = "'" + v;
-  return /[",\\n\\r]/.test(v) ? '"' + v.replace(/"/g, '""') + '"' : v; }}
-document.getElementById('save').onclick = () => {{
-  const lines = [COLS.join(',')];
-  document.querySelectorAll('section.pair').forEach((s) => {{
-    const row = DATA[Number(s.dataset.i)].slice();
-    CRIT.forEach((c) => row.push(s.querySelector('input[data-c="' + c + '"]').checked ? '1' : ''));
-    row.push(s.querySelector('input.notes').value);
-    lines.push(row.map(q).join(','));
-  }});
-  const who = document.getElementById('annotator').value || 'annotator';
-  const a = document.createElement('a');
-  a.href = URL.createObjectURL(new Blob([lines.join('\\n') + '\\n'], {{type: 'text/csv'}}));
-  a.download = 'audit-' + who + '.csv';
-  a.click();
-}};
-</script></body></html>
-"""
+    """The self-contained form (clkt/templates/audit/form.html): crawled text is escaped by jinja2, the data
+    its script saves is `tojson`'s HTML-safe JSON, so `</script>` or `<!--<script>` stay text."""
+    shown = [
+        _FormPair(domain=p.domain, entity=p.entity, qid=p.qid, document=p.document, question=p.question,
+                  options_text=_options_text(p), answer=p.answer)
+        for p in pairs
+    ]
+    data = [[p.sample_id, p.snapshot_id, p.domain, p.qid, p.entity, p.document, p.question, _options_text(p), p.answer]
+            for p in pairs]
+    return _form_template().render(title=title, pairs=shown, criteria=CRITERIA, columns=COLUMNS, data=data)
 
 
 def write_sample(pairs: Sequence[AuditPair], out: Path) -> tuple[Path, Path]:

@@ -46,6 +46,36 @@ def test_fuzz_html_form_has_one_script(text: str) -> None:
     assert page.lower().count("<script") == 1 and page.lower().count("</script") == 1
 
 
+def test_hostile_question_text_is_text_in_the_form() -> None:
+    import html.parser
+    import json
+
+    texts = ["<script>alert(1)</script>", "it's \"quoted\" & 'single'", "{{ 7*7 }} {% if true %}x{% endif %} {# c #}",
+             "</section><h1>x</h1>", " line ", "日本語の質問"]
+    page = _html([pair(i, t) for i, t in enumerate(texts)], "Audit of <b>snap1</b> {{ title }}")
+    seen: list[str] = []
+    tags: list[str] = []
+
+    class Reader(html.parser.HTMLParser):
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            tags.append(tag)
+
+        def handle_data(self, data: str) -> None:
+            seen.append(data)
+
+    Reader(convert_charrefs=True).feed(page)
+    assert tags.count("script") == 1 and tags.count("h1") == 1 and tags.count("section") == len(texts)
+    assert "Audit of <b>snap1</b> {{ title }}" in seen  # the title: text, not markup, not a template
+    for t in texts:
+        assert t in seen  # the question, shown as written (escaped in the HTML, never run or rendered)
+        assert f"doc {t}" in seen
+    assert "49" not in page
+    found = re.search(r"const DATA = (.*);\n", page)
+    assert found is not None
+    data = json.loads(found.group(1))
+    assert [row[6] for row in data] == texts  # the script saves the text as written
+
+
 def test_csv_cells_are_neutralised_and_the_form_js_too() -> None:
     rows = list(csv.reader(io.StringIO(_csv([pair(i, t) for i, t in enumerate(HOSTILE)]))))
     for row in rows[1:]:
