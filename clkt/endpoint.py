@@ -8,14 +8,13 @@ use is a `ClktError` naming the setting to change. The caller's exit stack shuts
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from contextlib import AsyncExitStack
 
 from aiohttp import web
 
 from clkt.context import ServiceContext
 from clkt.errors import ClktError
-from clkt.status import collect_status
+from clkt.status import DaemonInfo, collect_status
 from clkt.web import HostGuard, PageContext, add_pages, security_middlewares
 
 __all__ = ["start_endpoint", "listen"]
@@ -23,7 +22,7 @@ __all__ = ["start_endpoint", "listen"]
 log = logging.getLogger("clkt.daemon")
 
 
-def _app(ctx: ServiceContext, *, owner: str, restarts: Mapping[str, int]) -> web.Application:
+def _app(ctx: ServiceContext, *, owner: str, restarts: dict[str, int]) -> web.Application:
     http_cfg = ctx.settings.http
     app = web.Application(middlewares=security_middlewares(HostGuard(host=http_cfg.host, allowed=http_cfg.allowed_hosts)))
     if http_cfg.pages:
@@ -34,7 +33,7 @@ def _app(ctx: ServiceContext, *, owner: str, restarts: Mapping[str, int]) -> web
         return web.json_response({"ok": True, "owner": owner, "stopping": ctx.stopping.is_set()})
 
     async def status(_: web.Request) -> web.Response:
-        rep = await collect_status(ctx.store, paused=ctx.pause_reason(), daemon={"owner": owner, "restarts": dict(restarts)})
+        rep = await collect_status(ctx.store, paused=ctx.pause_reason(), daemon=DaemonInfo(owner=owner, restarts=dict(restarts)))
         return web.json_response(rep.model_dump(mode="json"))
 
     async def metrics(_: web.Request) -> web.Response:
@@ -67,7 +66,7 @@ async def listen(app: web.Application, host: str, port: int) -> tuple[web.AppRun
 
 
 async def start_endpoint(
-    ctx: ServiceContext, stack: AsyncExitStack, *, owner: str, restarts: Mapping[str, int]
+    ctx: ServiceContext, stack: AsyncExitStack, *, owner: str, restarts: dict[str, int]
 ) -> int:
     """Serve the endpoint on `http.host:http.port` until `stack` closes; returns the bound port."""
     http_cfg = ctx.settings.http

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from datetime import datetime
-from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_serializer
 from rich.table import Table
 from rich.text import Text
 
@@ -15,9 +13,26 @@ from storage.llm_cache import CostSummary, cost_summary
 from storage.status_counts import store_counts
 from storage.types import utcnow
 
-__all__ = ["StatusReport", "collect_status", "cost_table", "MIN_ACCEPTED_FOR_RATE"]
+__all__ = ["MIN_ACCEPTED_FOR_RATE", "DaemonInfo", "FailedWorkInfo", "StatusReport", "collect_status", "cost_table"]
 
 MIN_ACCEPTED_FOR_RATE = 10  # fewer accepted questions: $ per question is shown as too few to mean much
+
+
+class FailedWorkInfo(BaseModel):
+    """A stage task or GPU job that used up its attempts (GPU jobs: stage "gpu", no entity)."""
+
+    stage: str
+    entity_id: int | None
+    key: str
+    attempts: int
+    error: str | None
+
+
+class DaemonInfo(BaseModel):
+    """Who serves the report: the daemon's owner id and its services' restarts (the `/status` endpoint)."""
+
+    owner: str
+    restarts: dict[str, int] = Field(default_factory=dict)  # service -> restarts so far
 
 
 class StatusReport(BaseModel):
@@ -28,21 +43,26 @@ class StatusReport(BaseModel):
     gpu_jobs: dict[str, int] = Field(default_factory=dict)
     snapshots: dict[str, int] = Field(default_factory=dict)
     skipped: dict[str, dict[str, int]] = Field(default_factory=dict)  # source -> reason -> n
-    last_errors: list[dict[str, Any]] = Field(default_factory=list)  # stage, entity_id, key, attempts, error
-    cost: dict[str, Any] = Field(default_factory=dict)  # a CostSummary as JSON
+    last_errors: list[FailedWorkInfo] = Field(default_factory=list)  # newest failed tasks, then GPU jobs
+    cost: CostSummary
     paused: str | None = None
-    daemon: dict[str, Any] = Field(default_factory=dict)
+    daemon: DaemonInfo | None = None  # None: not served by a daemon (`clkt status`)
+
+    @field_serializer("daemon")
+    def _daemon_json(self, daemon: DaemonInfo | None) -> dict[str, object]:
+        return {} if daemon is None else daemon.model_dump()  # no daemon: an empty object, as readers expect
 
 
-async def collect_status(store: Store, *, paused: str | None = None, daemon: dict[str, Any] | None = None) -> StatusReport:
+async def collect_status(store: Store, *, paused: str | None = None, daemon: DaemonInfo | None = None) -> StatusReport:
     async with store.session() as s:
         counts = await store_counts(s)
         cost = await cost_summary(s)
     return StatusReport(
         generated_at=utcnow(), entities=counts.entities, entities_by_domain=counts.entities_by_domain,
         stages=counts.stages, gpu_jobs=counts.gpu_jobs, snapshots=counts.snapshots, skipped=counts.skipped,
-        last_errors=[asdict(f) for f in counts.failures], cost=cost.model_dump(mode="json"), paused=paused,
-        daemon=daemon or {},
+        last_errors=[FailedWorkInfo(stage=f.stage, entity_id=f.entity_id, key=f.key, attempts=f.attempts, error=f.error)
+                     for f in counts.failures],
+        cost=cost, paused=paused, daemon=daemon,
     )
 
 
@@ -50,10 +70,9 @@ def _usd(x: float) -> str:
     return f"${x:,.2f}" if x >= 1 else f"${x:.4f}"
 
 
-def cost_table(cost: dict[str, Any]) -> Table:
+def cost_table(summary: CostSummary) -> Table:
     """LLM cost per stage and model as a rich table: calls, input, cached input, output tokens, $, $ per accepted
     question (with n; flagged when n is too small to mean much), batch share."""
-    summary = CostSummary.model_validate(cost)
     n = summary.accepted_questions
     few = 0 < n < MIN_ACCEPTED_FOR_RATE
     per_q = "$ / accepted q" + (f" (n={n}, too few)" if few else f" (n={n})")

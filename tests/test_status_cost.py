@@ -57,8 +57,46 @@ async def test_cost_per_question_says_when_n_is_too_small(tmp_path: Path) -> Non
     await _seed(tmp_path)
     async with Store(url=f"sqlite+aiosqlite:///{tmp_path / 'clkt.db'}") as store:
         rep = await collect_status(store)
-    cost = {**rep.cost, "accepted_questions": 4}
+    cost = rep.cost.model_copy(update={"accepted_questions": 4})
     console = Console(width=220, record=True)
     console.print(cost_table(cost))
     text = console.export_text()
     assert "n=4, too few" in text and "$0.0033" in text  # 0.013 / 4 per accepted question, total row
+
+
+async def test_the_status_json_keeps_its_keys_and_values(tmp_path: Path) -> None:
+    """The report `/status` and `clkt status --json` emit: the same JSON as the dict-built report had (failed
+    work as plain objects, the cost summary as JSON, the daemon's owner and restarts; `{}` with no daemon)."""
+    from dataclasses import asdict
+
+    from clkt.status import DaemonInfo
+    from storage.llm_cache import cost_summary
+    from storage.models import Entity, EntityStatus, Task
+    from storage.enums import LeaseStatus, Stage
+    from storage.status_counts import store_counts
+
+    await _seed(tmp_path)
+    async with Store(url=f"sqlite+aiosqlite:///{tmp_path / 'clkt.db'}") as store:
+        async with store.transaction() as s:
+            e = Entity(source="tmdb", external_id="1", domain="movies", name="A film", content_hash="h",
+                       occurred_at=utcnow(), status=EntityStatus.discovered)
+            s.add(e)
+            await s.flush()
+            s.add(Task(stage=Stage.probe, entity_id=e.id or 0, key="m", status=LeaseStatus.failed, attempts=5,
+                       last_error="boom"))
+        rep = await collect_status(store, paused="budget", daemon=DaemonInfo(owner="me", restarts={"stage:probe": 2}))
+        bare = await collect_status(store)
+        async with store.session() as s:
+            counts = await store_counts(s)
+            cost = await cost_summary(s)
+    got = rep.model_dump(mode="json")
+    want = {
+        "generated_at": got["generated_at"], "entities": counts.entities, "entities_by_domain": counts.entities_by_domain,
+        "stages": counts.stages, "gpu_jobs": counts.gpu_jobs, "snapshots": counts.snapshots, "skipped": counts.skipped,
+        "last_errors": [asdict(f) for f in counts.failures], "cost": cost.model_dump(mode="json"), "paused": "budget",
+        "daemon": {"owner": "me", "restarts": {"stage:probe": 2}},
+    }
+    assert list(got) == list(want) and got == want
+    assert got["last_errors"] == [{"stage": "probe", "entity_id": 1, "key": "m", "attempts": 5, "error": "boom"}]
+    assert json.loads(rep.model_dump_json()) == got
+    assert bare.model_dump(mode="json")["daemon"] == {} and bare.model_dump(mode="json")["paused"] is None

@@ -62,12 +62,11 @@ def status(config: ConfigOption = None, as_json: Annotated[bool, typer.Option("-
             for reason, n in sorted(by.items()):
                 t.add_row(src, plain(reason), str(n))
         console.print(t)
-    if rep.cost:
-        console.print(cost_table(rep.cost))
+    console.print(cost_table(rep.cost))
     if rep.last_errors:
         t = Table("stage", "entity", "key", "tries", "last error", title="Failed work")
         for e in rep.last_errors:
-            t.add_row(str(e["stage"]), str(e["entity_id"]), plain(e["key"]), str(e["attempts"]), plain(str(e["error"])[:120]))
+            t.add_row(e.stage, str(e.entity_id), plain(e.key), str(e.attempts), plain(str(e.error)[:120]))
         console.print(t)
 
 
