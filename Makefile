@@ -1,10 +1,11 @@
 # Two commands do all the set-up on a fresh machine:  make run  (the daemon, offline demo)  and  make test.
+# make test-fast: the tier without daemon processes or model loads; make lint: ruff and mypy (CI runs both).
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.clkt-installed
 PYTHON ?= python3
 
-.PHONY: setup run demo test bench clean
+.PHONY: setup browser run demo test test-fast lint bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,8 +25,22 @@ run: setup
 demo: setup
 	HF_HUB_OFFLINE=1 $(VENV)/bin/clkt demo $(ARGS)
 
-test: setup
-	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) -m pytest -q -p no:cacheprovider $(ARGS)
+# headless Chromium and a CJK font for the browser tests (Debian's packages, as root or with sudo -n); when
+# they cannot be installed the script says why and the browser tests skip with that reason
+browser:
+	@bash .ci/install_browser.sh
+
+# the whole suite (what CI runs); -rs lists every skipped test with its reason
+test: setup browser
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) -m pytest -q -rs -p no:cacheprovider $(ARGS)
+
+# no daemon process, no model load (tests marked slow, see tests/conftest.py): a few minutes on 2 cores
+test-fast: setup
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) -m pytest -q -rs -p no:cacheprovider -m "not slow and not gpu" $(ARGS)
+
+lint: setup
+	$(VENV)/bin/ruff check clkt agents storage tests bench run_daemon.py
+	$(VENV)/bin/mypy
 
 bench: setup
 	for b in bench/*.py; do HF_HUB_OFFLINE=1 $(PY) $$b || exit 1; done

@@ -1,4 +1,5 @@
-"""Root fixtures: an isolated environment, a real SQLite store in tmp_path, a condition waiter."""
+"""Root fixtures: an isolated environment, a real SQLite store in tmp_path, a condition waiter; and which tests
+are `slow` (a model load or a daemon process): `make test-fast` runs the others, `make test` all of them."""
 
 from __future__ import annotations
 
@@ -17,6 +18,35 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+# What makes a test slow, marked at collection (besides the explicit `@pytest.mark.slow` of tests that start a
+# daemon or load a model in their own body): a fixture that converts or loads the embedded target model, or a
+# folder whose every test runs the daemon process.
+SLOW_FIXTURES = {
+    "models_data_dir": "the embedded target model (converted once, loaded by the test)",
+    "shared_models_dir": "the embedded target model (converted once, loaded by the test)",
+}
+SLOW_FOLDERS = {
+    "daemon": "the daemon process (clkt run / run_daemon.py) in a subprocess",
+}
+
+
+def slow_reason(item: pytest.Item) -> str | None:
+    """Why `item` is slow (None: it is not), from its fixtures and its folder."""
+    for name in getattr(item, "fixturenames", ()):
+        if name in SLOW_FIXTURES:
+            return SLOW_FIXTURES[name]
+    parts = item.path.relative_to(REPO / "tests").parts if item.path.is_relative_to(REPO / "tests") else ()
+    if len(parts) > 1 and parts[0] in SLOW_FOLDERS:
+        return SLOW_FOLDERS[parts[0]]
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("slow") is None and (reason := slow_reason(item)) is not None:
+            item.add_marker(pytest.mark.slow(reason=reason))
 
 
 @pytest.fixture(autouse=True)

@@ -25,14 +25,22 @@ from tests.conftest import REPO, wait_for
 from tests.web.cdp import browser, chromium_path
 from tests.web.seed import HOSTILE_NAME, JA_TEXT, SNAPSHOT_ID, seed, settings_for, write_config
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # slow: a daemon process
+
+# CI (.ci/run) sets it: there a missing Chromium fails the run instead of skipping (read at import: the root
+# conftest clears CLKT_* variables around each test)
+_REQUIRED = os.environ.get("CLKT_TEST_REQUIRE_CHROMIUM") == "1"
 
 
 @pytest.fixture
 def chromium() -> str:
     exe = chromium_path()
     if exe is None:
-        pytest.fail("headless Chromium is required for the browser tests: `apt-get install -y chromium` (.ci/run does it)")
+        why = ("headless Chromium is not installed (`make test` installs Debian's chromium when it runs as root or "
+               "with password-less sudo; else `apt-get install -y chromium fonts-wqy-microhei`)")
+        if _REQUIRED:
+            pytest.fail(why + "; CLKT_TEST_REQUIRE_CHROMIUM=1 requires it")
+        pytest.skip(why)
     return exe
 
 
