@@ -12,7 +12,10 @@ configured lowers the pace, the remaining quotas bound the pacers.
 
 The in-flight cap is AIMD, like TCP: it grows by 1/limit per successful call (about +1 per round of calls)
 up to `max_in_flight` and halves on a 429 (at most once per `HALVE_COOLDOWN_S`, so a volley of 429s from one
-burst halves it once). A 429's `retry-after-ms` / `Retry-After` pauses the whole provider until then.
+burst halves it once). It is a pydantic-ai concurrency limiter (`AbstractConcurrencyLimiter`, with the same
+`max_queued` backpressure as pydantic-ai's `ConcurrencyLimiter`), and each attempt holds its place through
+pydantic-ai's `ConcurrencyLimitedModel`. A 429's `retry-after-ms` / `Retry-After` pauses the whole provider
+until then.
 
 The per-attempt timeout covers the request, not the pacing wait: at the wire the hook restarts it once the
 slot is taken (a call the budget holds back for longer than the timeout is not timed out for it).
@@ -29,12 +32,13 @@ import contextvars
 import math
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from pydantic_ai.concurrency import AbstractConcurrencyLimiter
 from pydantic_ai.exceptions import (
+    ConcurrencyLimitExceeded,
     ModelAPIError,
     ModelConnectionError,
     ModelHTTPError,
@@ -45,6 +49,7 @@ from pydantic_ai.exceptions import (
 )
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models import KnownModelName, Model, ModelRequestParameters
+from pydantic_ai.models.concurrency import ConcurrencyLimitedModel
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 from pydantic_core import to_json
@@ -52,13 +57,16 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 
 from agents.pacing import Pacer, RateHeaders, parse_rate_headers
 from clkt.config import ProviderSettings
+from clkt.errors import UserError
 
 __all__ = [
     "AdaptiveConcurrency", "Pacer", "ProviderLimiter", "RateHeaders", "RateLimitedModel", "LimiterStats",
     "estimate_tokens", "parse_rate_headers",
 ]
 
-# the token cost of the call whose HTTP request is about to go (set by RateLimitedModel, read by the hook)
+# the token estimate of the call an attempt belongs to (set by RateLimitedModel, read by its _Attempt)
+_CALL_TOKENS: contextvars.ContextVar[int | None] = contextvars.ContextVar("clkt_call_tokens", default=None)
+# the token cost of the call whose HTTP request is about to go (set by _Attempt, read by the hook)
 _WIRE_TOKENS: contextvars.ContextVar[float | None] = contextvars.ContextVar("clkt_wire_tokens", default=None)
 _MARKS = "clkt_pacing_marks"  # httpx request extension: (request mark, token mark) of the pacers
 # the attempt's timeout and its length (set by RateLimitedModel, restarted by the hook once the slot is taken)
@@ -67,27 +75,40 @@ _ATTEMPT_TIMEOUT: contextvars.ContextVar[tuple[asyncio.Timeout, float] | None] =
 )
 
 
-class AdaptiveConcurrency:
-    """An AIMD cap on calls in flight: additive increase on success, halve on throttling.
+class AdaptiveConcurrency(AbstractConcurrencyLimiter):
+    """An AIMD cap on calls in flight: additive increase on success, halve on throttling; a pydantic-ai
+    concurrency limiter (`ConcurrencyLimitedModel` takes it), one per provider.
 
     Waiters queue FIFO and a release wakes only the next one (a condition's notify_all woke every waiter
-    to re-check the cap: O(waiters) wake-ups per call on the event loop).
+    to re-check the cap: O(waiters) wake-ups per call on the event loop). With `max_queued`, a caller that
+    would wait behind that many others is refused at once with pydantic-ai's `ConcurrencyLimitExceeded`.
     """
 
     HALVE_COOLDOWN_S: ClassVar[float] = 1.0
 
-    def __init__(self, *, max_limit: int, initial: int | None = None, min_limit: int = 1) -> None:
+    def __init__(
+        self, *, max_limit: int, initial: int | None = None, min_limit: int = 1, max_queued: int | None = None,
+    ) -> None:
+        if max_queued is not None and max_queued < 0:
+            raise UserError(f"max_queued must be >= 0, got {max_queued} (None: no bound)")
         self.max_limit = max_limit
         self.min_limit = min_limit
+        self.max_queued = max_queued
         self.limit = float(initial if initial is not None else max_limit)
         self.in_flight = 0
         self._waiters: deque[asyncio.Future[None]] = deque()
         self._last_halve = -math.inf
 
-    async def acquire(self) -> None:
+    async def acquire(self, source: str = "") -> None:
+        """A place in flight, waiting in turn for one (`source` names the caller in a refusal)."""
         if self.in_flight < int(self.limit) and not self._waiters:
             self.in_flight += 1
             return
+        if self.max_queued is not None and len(self._waiters) >= self.max_queued:
+            raise ConcurrencyLimitExceeded(
+                f"Concurrency queue depth ({len(self._waiters) + 1}) exceeds max_queued ({self.max_queued})"
+                + (f" for {source}" if source else "")
+            )
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiters.append(fut)
         try:
@@ -104,7 +125,7 @@ class AdaptiveConcurrency:
     def waiting(self) -> int:
         return len(self._waiters)
 
-    async def release(self) -> None:
+    def release(self) -> None:
         self.in_flight -= 1
         self._wake()
 
@@ -193,7 +214,8 @@ class ProviderLimiter:
         self.requests.delay_until(self._paused_until)
         self.tokens.delay_until(self._paused_until)
 
-    async def _wait_pause(self) -> None:
+    async def wait_pause(self) -> None:
+        """Until a `Retry-After` pause of the provider is over (before taking a place in flight)."""
         while (left := self._paused_until - time.monotonic()) > 0:
             await asyncio.sleep(left)
 
@@ -206,19 +228,13 @@ class ProviderLimiter:
         token_mark = await self.tokens.acquire(token_cost) if token_cost is not None else None
         return await self.requests.acquire(), token_mark
 
-    @asynccontextmanager
-    async def slot(self, tokens: int, *, paced_at_wire: bool = False) -> AsyncIterator[None]:
-        """A place in flight; unless the HTTP hook paces at the wire, the token and request slots too."""
-        await self._wait_pause()
-        await self.concurrency.acquire()
-        try:
-            if not paced_at_wire:
-                await self.pace(self.token_cost(tokens))
-            self.stats.calls += 1
-            self.stats.max_in_flight_seen = max(self.stats.max_in_flight_seen, self.concurrency.in_flight)
-            yield
-        finally:
-            await self.concurrency.release()
+    async def start_attempt(self, tokens: int, *, paced_at_wire: bool = False) -> None:
+        """In a place in flight: unless the HTTP hook paces at the wire, the token and request slots; then the
+        attempt is counted."""
+        if not paced_at_wire:
+            await self.pace(self.token_cost(tokens))
+        self.stats.calls += 1
+        self.stats.max_in_flight_seen = max(self.stats.max_in_flight_seen, self.concurrency.in_flight)
 
     def on_success(self, *, estimated_tokens: int | None = None, input_tokens: int | None = None) -> None:
         self.stats.ok += 1
@@ -311,8 +327,55 @@ def _retryable(e: BaseException) -> bool:
     )
 
 
+class _Attempt(WrapperModel):
+    """One attempt of a call, run in its place in flight (`ConcurrencyLimitedModel` holds it around this):
+    the pacing, the per-attempt timeout, and what the outcome tells the limiter. The call's token estimate
+    comes from `RateLimitedModel` through `_CALL_TOKENS`."""
+
+    def __init__(self, wrapped: Model, *, limiter: ProviderLimiter, timeout_s: float, paced_at_wire: bool) -> None:
+        super().__init__(wrapped)
+        self.limiter = limiter
+        self.timeout_s = timeout_s
+        self.paced_at_wire = paced_at_wire
+
+    async def request(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> ModelResponse:
+        tokens = _CALL_TOKENS.get()
+        if tokens is None:
+            raise UserError("an attempt runs only inside RateLimitedModel.request")
+        await self.limiter.start_attempt(tokens, paced_at_wire=self.paced_at_wire)
+        wire = _WIRE_TOKENS.set(self.limiter.token_cost(tokens)) if self.paced_at_wire else None
+        attempt_timeout = None
+        try:
+            async with asyncio.timeout(self.timeout_s) as timeout:
+                if self.paced_at_wire:  # the hook restarts it once the slot is taken
+                    attempt_timeout = _ATTEMPT_TIMEOUT.set((timeout, self.timeout_s))
+                return await self.wrapped.request(messages, model_settings, model_request_parameters)
+        except Exception as e:
+            if isinstance(e, ModelHTTPError) and e.headers:
+                self.limiter.on_headers(e.headers)
+            if _is_throttle(e):
+                self.limiter.on_throttled(getattr(e, "retry_after", None))
+            elif not _retryable(e):
+                self.limiter.stats.failed += 1
+            raise
+        finally:
+            if attempt_timeout is not None:
+                _ATTEMPT_TIMEOUT.reset(attempt_timeout)
+            if wire is not None:
+                _WIRE_TOKENS.reset(wire)
+
+
 class RateLimitedModel(WrapperModel):
-    """Sends each request through the provider's limiter, with retries and a per-attempt timeout."""
+    """Sends each request through the provider's limiter, with retries and a per-attempt timeout.
+
+    Each attempt waits out a `Retry-After` pause of the provider, then takes its place in flight through
+    pydantic-ai's `ConcurrencyLimitedModel` (the limiter: the provider's `AdaptiveConcurrency`), is paced and
+    timed inside it, and gives the place back before a retry's backoff."""
 
     BACKOFF_INITIAL_S: ClassVar[float] = 0.5
     BACKOFF_MAX_S: ClassVar[float] = 30.0
@@ -332,6 +395,10 @@ class RateLimitedModel(WrapperModel):
         self.timeout_s = timeout_s
         self.max_attempts = max_attempts
         self._backoff = wait_exponential_jitter(initial=self.BACKOFF_INITIAL_S, max=self.BACKOFF_MAX_S)
+        self._in_flight = ConcurrencyLimitedModel(
+            _Attempt(self.wrapped, limiter=limiter, timeout_s=timeout_s, paced_at_wire=paced_at_wire),
+            limiter=limiter.concurrency,
+        )
 
     def _wait(self, state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
@@ -357,32 +424,15 @@ class RateLimitedModel(WrapperModel):
         )
         async for attempt in retrying:
             with attempt:
-                async with self.limiter.slot(tokens, paced_at_wire=self.paced_at_wire):
-                    wire = _WIRE_TOKENS.set(self.limiter.token_cost(tokens)) if self.paced_at_wire else None
-                    attempt_timeout = None
-                    try:
-                        async with asyncio.timeout(self.timeout_s) as timeout:
-                            if self.paced_at_wire:  # the hook restarts it once the slot is taken
-                                attempt_timeout = _ATTEMPT_TIMEOUT.set((timeout, self.timeout_s))
-                            response = await self.wrapped.request(messages, model_settings, model_request_parameters)
-                    except Exception as e:
-                        if isinstance(e, ModelHTTPError) and e.headers:
-                            self.limiter.on_headers(e.headers)
-                        if _is_throttle(e):
-                            self.limiter.on_throttled(getattr(e, "retry_after", None))
-                        elif not _retryable(e):
-                            self.limiter.stats.failed += 1
-                        raise
-                    finally:
-                        if attempt_timeout is not None:
-                            _ATTEMPT_TIMEOUT.reset(attempt_timeout)
-                        if wire is not None:
-                            _WIRE_TOKENS.reset(wire)
+                await self.limiter.wait_pause()
+                call = _CALL_TOKENS.set(tokens)
+                try:
+                    response = await self._in_flight.request(messages, model_settings, model_request_parameters)
+                finally:
+                    _CALL_TOKENS.reset(call)
                 self.limiter.on_success(estimated_tokens=estimated, input_tokens=response.usage.input_tokens)
                 return response
         raise AssertionError("unreachable: tenacity reraises")  # pragma: no cover
 
     def _count_retry(self) -> None:
         self.limiter.stats.retried += 1
-
-

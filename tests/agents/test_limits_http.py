@@ -200,18 +200,44 @@ async def test_the_in_flight_cap_admits_waiters_one_per_release_in_order() -> No
 
     tasks = [asyncio.create_task(waiter(i)) for i in range(4)]
     await wait_for(lambda: c.waiting == 4)
-    await c.release()
+    c.release()
     await wait_for(lambda: order == [0])
     assert c.in_flight == 2 and c.waiting == 3  # one place freed, one waiter let in
     tasks[1].cancel()  # a cancelled waiter gives its turn up
     await wait_for(lambda: c.waiting == 2)
-    await c.release()
+    c.release()
     await wait_for(lambda: order == [0, 2])
     c.limit = 3.0
     c.on_success()  # the cap grew past 3: the next waiter goes without a release
     await wait_for(lambda: order == [0, 2, 3])
     assert c.in_flight == 3 and c.waiting == 0
     await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def test_the_in_flight_cap_is_a_pydantic_ai_limiter_with_max_queued() -> None:
+    from pydantic_ai.concurrency import AbstractConcurrencyLimiter
+    from pydantic_ai.exceptions import ConcurrencyLimitExceeded
+
+    c = AdaptiveConcurrency(max_limit=1, max_queued=1)
+    assert isinstance(c, AbstractConcurrencyLimiter)
+    await c.acquire("model:a")
+    first = asyncio.create_task(c.acquire("model:a"))
+    await wait_for(lambda: c.waiting == 1)
+    with pytest.raises(ConcurrencyLimitExceeded, match=r"exceeds max_queued \(1\) for model:a"):
+        await c.acquire("model:a")  # a second waiter is refused at once, nothing queued for it
+    assert c.waiting == 1 and c.in_flight == 1
+    c.release()
+    await first
+    assert c.in_flight == 1 and c.waiting == 0
+    c.release()
+    unbounded = AdaptiveConcurrency(max_limit=1)  # the default: no bound on the queue
+    await unbounded.acquire()
+    waiters = [asyncio.create_task(unbounded.acquire()) for _ in range(50)]
+    await wait_for(lambda: unbounded.waiting == 50)
+    for w in waiters:
+        w.cancel()
+    await asyncio.gather(*waiters, return_exceptions=True)
+    assert unbounded.waiting == 0 and unbounded.in_flight == 1
 
 
 def test_a_volley_of_429s_halves_once() -> None:
