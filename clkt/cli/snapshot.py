@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
 from clkt.cli.common import ConfigOption, console, fail, load_cli_settings, open_store, run_async
+
+if TYPE_CHECKING:
+    from clkt.snapshots.layout import DomainCounts
 
 __all__ = ["register"]
 
@@ -24,11 +28,25 @@ def register(app: typer.Typer) -> None:
     app.add_typer(audit_app, name="audit")
 
 
-def _counts_table(title: str, counts: dict[str, Any]) -> Table:
+def _counts_table(title: str, counts: Mapping[str, DomainCounts]) -> Table:
     t = Table("domain", "#entities", "#fact QAs (pre-split)", "#validation", "#test", title=title)
     for d, c in counts.items():
-        t.add_row(d, str(c["entities"]), str(c["fact_qas"]), str(c["val"]), str(c["test"]))
+        t.add_row(d, str(c.entities), str(c.fact_qas), str(c.val), str(c.test))
     return t
+
+
+def _listed_total(stored: Mapping[str, Any]) -> DomainCounts | None:
+    """The total counts of a listed snapshot (None: not frozen, or a manifest that does not validate: the
+    listing still shows the row)."""
+    from pydantic import ValidationError
+
+    from clkt.snapshots.stored import stored_manifest
+
+    try:
+        m = stored_manifest(stored)
+    except ValidationError:
+        return None
+    return None if m is None else m.counts.get("total")
 
 
 @snapshot_app.command("list", help="Snapshots in the store, newest period first.")
@@ -48,15 +66,16 @@ def list_(config: ConfigOption = None, spec: Annotated[str | None, typer.Option(
     for col in ("spec", "period", "status", "entities", "questions", "built (UTC)"):
         t.add_column(col)
     for r in rows:
-        total = (r.manifest.get("counts") or {}).get("total", {})
+        total = _listed_total(r.manifest)
         status = r.status.value + (" (partial)" if r.partial else "")
-        t.add_row(r.id, r.spec, r.period, status, str(total.get("entities", "")), str(total.get("fact_qas", "")),
-                  r.built_at.strftime("%Y-%m-%d %H:%M"))
+        t.add_row(r.id, r.spec, r.period, status, "" if total is None else str(total.entities),
+                  "" if total is None else str(total.fact_qas), r.built_at.strftime("%Y-%m-%d %H:%M"))
     console.print(t)
 
 
 @snapshot_app.command("show", help="A snapshot's Table-3 counts, provenance and audit precision.")
 def show(ident: IdArg, config: ConfigOption = None) -> None:
+    from clkt.snapshots.stored import stored_manifest
     from storage.snapshots import get_snapshot
 
     settings = load_cli_settings(config)
@@ -67,21 +86,23 @@ def show(ident: IdArg, config: ConfigOption = None) -> None:
                 return await get_snapshot(s, ident)
 
     r = run_async(read_snapshot)
-    m = r.manifest
+    m = stored_manifest(r.manifest)  # None: not frozen yet (what a manifest holds is shown as unknown)
     console.print(f"[bold]{r.id}[/] — {r.status.value}{' (partial)' if r.partial else ''}")
-    console.print(f"spec {r.spec}, period {r.period} ({m.get('period_start')} – {m.get('period_end')}), seed {r.seed}, "
-                  f"revision {m.get('revision', 0)}, built {r.built_at.isoformat()}")
-    console.print(f"languages: {', '.join(m.get('languages', []))}; content sha256 {r.content_sha256}")
-    console.print("targets: " + ", ".join(f"{t['name']} (cutoff {t.get('cutoff')})" for t in m.get("targets", [])))
-    agents = m.get("agents", {})
-    console.print(f"agents: {agents.get('backend')} {agents.get('models') or ''} producers {agents.get('producers')}")
+    console.print(f"spec {r.spec}, period {r.period} ({m and m.period_start} – {m and m.period_end}), seed {r.seed}, "
+                  f"revision {m.revision if m else 0}, built {r.built_at.isoformat()}")
+    console.print(f"languages: {', '.join(m.languages if m else [])}; content sha256 {r.content_sha256}")
+    console.print("targets: " + ", ".join(f"{t.name} (cutoff {t.cutoff})" for t in (m.targets if m else [])))
+    if m is None:
+        console.print("agents: None  producers None")
+    else:
+        console.print(f"agents: {m.agents.backend} {m.agents.models or ''} producers {m.agents.producers}")
     if r.superseded_by:
         console.print(f"superseded by {r.superseded_by}")
-    if m.get("missing"):
-        console.print(f"[yellow]short of the quotas:[/] {m['missing']}")
-    for note in m.get("notes", []):
+    if m is not None and m.missing:
+        console.print(f"[yellow]short of the quotas:[/] {m.missing}")
+    for note in m.notes if m else []:
         console.print(f"[yellow]note:[/] {note}")
-    console.print(_counts_table("Benchmark statistics (Table 3)", m.get("counts", {})))
+    console.print(_counts_table("Benchmark statistics (Table 3)", m.counts if m else {}))
     if r.audit:
         t = Table("domain", "pairs", "correct", "precision", title=f"Human audit ({r.audit.get('annotators')} annotators)")
         for d, v in {**r.audit.get("domains", {}), "overall": r.audit.get("overall", {})}.items():
@@ -133,7 +154,7 @@ def build(
             console.print(f"  excluded: {reason}: {n}")
         raise typer.Exit(1)
     console.print(f"[green]{res.describe()}[/]")
-    console.print(_counts_table("Benchmark statistics (Table 3)", {k: v.model_dump() for k, v in res.counts.items()}))
+    console.print(_counts_table("Benchmark statistics (Table 3)", res.counts))
 
 
 @snapshot_app.command("export", help="Write a snapshot in one format into a new folder.")

@@ -1,5 +1,7 @@
 """Snapshots as stored: read one back, compare two, map its public qids to this store's question rows.
 
+`stored_manifest` is how clkt reads the manifest the store keeps as JSON: a typed `SnapshotManifest`.
+
 `load_snapshot` re-assembles a frozen snapshot from the rows its items reference (its control split
 regenerated from the seed) and checks it still hashes to its id; `diff_snapshots` compares two by public ids;
 `question_rows_by_qid` maps an export's qids back to question rows (results read from an export). The rows
@@ -8,8 +10,10 @@ come from the snapshots' repository (`storage.snapshots`); nothing here builds a
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
+from typing import Any
 
 from clkt.errors import SnapshotError
 from clkt.snapshots.content import SnapshotContent, assemble_content, load_item_refs
@@ -18,7 +22,9 @@ from clkt.snapshots.layout import SnapshotManifest
 from storage.engine import Session
 from storage.snapshots import SnapshotRecord, get_snapshot
 
-__all__ = ["LoadedSnapshot", "SnapshotDiff", "load_snapshot", "diff_snapshots", "question_rows_by_qid"]
+__all__ = [
+    "LoadedSnapshot", "SnapshotDiff", "diff_snapshots", "load_snapshot", "question_rows_by_qid", "stored_manifest",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,12 +47,19 @@ class SnapshotDiff:
     split_changed: list[int]
 
 
+def stored_manifest(stored: Mapping[str, Any] | None) -> SnapshotManifest | None:
+    """The typed manifest of a stored snapshot's JSON (`SnapshotRecord.manifest`, `frozen_manifests`); None
+    when it has none (a snapshot not frozen yet). One that does not validate raises pydantic's
+    `ValidationError`."""
+    return SnapshotManifest.model_validate(stored) if stored else None
+
+
 async def load_snapshot(session: Session, ident: str) -> LoadedSnapshot:
     """Re-assemble a snapshot from its referenced rows and check it still hashes to its id."""
     row = await get_snapshot(session, ident)
-    if not row.manifest:
+    manifest = stored_manifest(row.manifest)
+    if manifest is None:
         raise SnapshotError(f"snapshot {row.id} has no manifest (it was never frozen)")
-    manifest = SnapshotManifest.model_validate(row.manifest)
     items = await load_item_refs(session, row.id)
     content = await assemble_content(
         session, spec=row.spec, period=row.period, seed=manifest.seed, revision=manifest.revision,
