@@ -15,7 +15,7 @@ from pathlib import Path
 
 from clkt.errors import UserError
 
-__all__ = ["Prompt", "PROMPT_DIR", "PROMPT_VERSIONS", "load_prompt", "data_block"]
+__all__ = ["PROMPT_DIR", "PROMPT_VERSIONS", "Prompt", "data_block", "load_prompt"]
 
 PROMPT_DIR = Path(__file__).parent / "prompts"
 

@@ -49,13 +49,13 @@ from clkt.calls import BatchRecord, BatchRequestRecord
 from clkt.errors import AgentError, ConfigError, RetryLater, UserError
 
 __all__ = [
+    "BatchDispatcher",
     "BatchPending",
     "BatchRecord",
     "BatchRequestRecord",
+    "BatchStats",
     "BatchStore",
     "BatchedModel",
-    "BatchDispatcher",
-    "BatchStats",
     "ProviderKind",
 ]
 

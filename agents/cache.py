@@ -36,16 +36,16 @@ from clkt.config import PriceSettings
 from clkt.errors import BudgetExhausted
 
 __all__ = [
+    "Budget",
+    "CacheStats",
     "CachedCall",
+    "CachedModel",
     "CallCache",
     "MemoryCallCache",
-    "CachedModel",
-    "CacheStats",
-    "Budget",
     "call_key",
+    "cost_usd",
     "month_start",
     "price_of",
-    "cost_usd",
 ]
 
 _RESPONSE = TypeAdapter(ModelResponse)

@@ -18,18 +18,18 @@ from typing import ClassVar
 
 from lingua import IsoCode639_1, Language, LanguageDetector, LanguageDetectorBuilder
 
-from clkt.outputs import MCQ, TranslatedDocument, TranslatedMCQ
 from clkt.facts import DisasterFacts, EntityFacts, FilmFacts, MatchFacts, QuakeFacts, ReleaseFacts
+from clkt.outputs import MCQ, TranslatedDocument, TranslatedMCQ
 
 __all__ = [
     "LanguageCheck",
+    "check_language",
+    "check_names",
+    "check_numbers",
+    "check_translated_document",
+    "check_translated_mcq",
     "numbers_in",
     "proper_names",
-    "check_language",
-    "check_numbers",
-    "check_names",
-    "check_translated_mcq",
-    "check_translated_document",
 ]
 
 # a number of the source: digits with grouping or decimal marks (1,234 / 1.234 / 6,5 / 1\u202f234)

@@ -60,8 +60,14 @@ from clkt.config import ProviderSettings
 from clkt.errors import UserError
 
 __all__ = [
-    "AdaptiveConcurrency", "Pacer", "ProviderLimiter", "RateHeaders", "RateLimitedModel", "LimiterStats",
-    "estimate_tokens", "parse_rate_headers",
+    "AdaptiveConcurrency",
+    "LimiterStats",
+    "Pacer",
+    "ProviderLimiter",
+    "RateHeaders",
+    "RateLimitedModel",
+    "estimate_tokens",
+    "parse_rate_headers",
 ]
 
 # the token estimate of the call an attempt belongs to (set by RateLimitedModel, read by its _Attempt)
@@ -216,7 +222,8 @@ class ProviderLimiter:
 
     async def wait_pause(self) -> None:
         """Until a `Retry-After` pause of the provider is over (before taking a place in flight)."""
-        while (left := self._paused_until - time.monotonic()) > 0:
+        # a timed sleep to the deadline, re-read after it: a later 429 can push the deadline while we sleep
+        while (left := self._paused_until - time.monotonic()) > 0:  # noqa: ASYNC110
             await asyncio.sleep(left)
 
     def token_cost(self, tokens: int) -> float:

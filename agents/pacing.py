@@ -7,8 +7,9 @@ moment (a loaded 2-core box) catches up on the time it lost, by at most `1 + tol
 back, instead of losing that time for good (the previous tolerance, half an interval, kept at most one
 late slot). That is what a provider's limit allows: Anthropic documents a per-minute token bucket that
 refills continuously (OpenAI's `x-ratelimit-reset-*`, the time until the quota is full again, describes
-the same), and both document that a minute's limit may also be enforced over a shorter interval (OpenAI's example: 60,000 RPM as 1,000 requests per second; Anthropic's: 60 RPM as 1 per
-second), so a burst of up to one second of the limit conforms; the default tolerance takes half of that.
+the same), and both document that a minute's limit may also be enforced over a shorter interval (OpenAI's
+example: 60,000 RPM as 1,000 requests per second; Anthropic's: 60 RPM as 1 per second), so a burst of up
+to one second of the limit conforms; the default tolerance takes half of that.
 
 The provider's headers are the source of truth for what remains: `observe()` takes the remaining quota a
 response reports (OpenAI `x-ratelimit-remaining-*`, Anthropic `anthropic-ratelimit-*-remaining`) with the

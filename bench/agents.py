@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import json
 import os
@@ -114,10 +115,8 @@ PROVIDER_NICE = -5  # the fake provider stands for another machine: the box's lo
 
 
 def _provider_priority() -> None:
-    try:
+    with contextlib.suppress(OSError):  # not permitted: the provider shares the box's CPU with everything else
         os.nice(PROVIDER_NICE)
-    except OSError:  # not permitted: the provider shares the box's CPU with everything else
-        pass
 
 
 class ServerProcess:
@@ -149,7 +148,8 @@ class ServerProcess:
 
     def stats(self) -> dict[str, Any]:
         with urllib.request.urlopen(self.base_url.removesuffix("/v1") + "/stats", timeout=10) as r:
-            return json.loads(r.read())  # type: ignore[no-any-return]
+            stats: dict[str, Any] = json.loads(r.read())
+        return stats
 
 
 def fractions(st: dict[str, Any]) -> tuple[float, float]:
@@ -272,10 +272,8 @@ class LoopLag:
     async def __aexit__(self, *exc: object) -> None:
         assert self._task is not None
         self._task.cancel()
-        try:
+        with contextlib.suppress(asyncio.CancelledError):
             await self._task
-        except asyncio.CancelledError:
-            pass
 
     def report(self) -> dict[str, float]:
         lags = sorted(self.lags) or [0.0]
@@ -319,7 +317,8 @@ async def phase_limited(
             "pacer_unused_s": {"requests": round(lim.requests.unused_s, 2), "tokens": round(lim.tokens.unused_s, 2)},
             "final_in_flight_limit": round(lim.concurrency.limit, 1), "retries": lim.stats.retried,
             "quota_waits": lim.requests.quota_waits + lim.tokens.quota_waits,
-            "event_loop_lag": lag.report(), "in_flight_cap_bound_share": lag.cap_bound_share(), "background_load": load.report(), "loadavg_1m": round(loadavg, 2)}
+            "event_loop_lag": lag.report(), "in_flight_cap_bound_share": lag.cap_bound_share(),
+            "background_load": load.report(), "loadavg_1m": round(loadavg, 2)}
 
 
 def reference_pattern(base_url: str, n: int) -> dict[str, Any]:
@@ -358,8 +357,8 @@ async def phase_reference() -> dict[str, Any]:
 
 # -- kill and restart ----------------------------------------------------------------------------
 async def seed(db: Path, base_url: str) -> int:
-    from tests.pipeline._harness import add_entity
     from storage.engine import Store
+    from tests.pipeline._harness import add_entity
 
     n = 0
     async with Store(url=f"sqlite+aiosqlite:///{db}") as store:
@@ -411,7 +410,8 @@ async def phase_kill_restart() -> dict[str, Any]:
             n = await seed(db, server.base_url)
             first = _spawn(db, server.base_url)
             kill_after = 60
-            while server.stats.ok < kill_after and first.poll() is None:
+            # polls a child process and the fake server's counter (nothing to wait on as an event)
+            while server.stats.ok < kill_after and first.poll() is None:  # noqa: ASYNC110
                 await asyncio.sleep(0.01)
             ok_at_kill = server.stats.ok
             first.send_signal(signal.SIGKILL)
@@ -423,9 +423,8 @@ async def phase_kill_restart() -> dict[str, Any]:
             sent_by_first = server.stats.calls
             in_flight_at_kill = sent_by_first - ok_at_kill
             ok_before = server.stats.ok
-            async with Store(url=f"sqlite+aiosqlite:///{db}") as store:
-                async with store.session() as s:
-                    cached_at_kill = (await cost_summary(s)).calls
+            async with Store(url=f"sqlite+aiosqlite:///{db}") as store, store.session() as s:
+                cached_at_kill = (await cost_summary(s)).calls
             second = _spawn(db, server.base_url)
             rc = await asyncio.to_thread(second.wait)
             repeated = sum(c - 1 for c in server.stats.bodies.values() if c > 1)
@@ -575,7 +574,8 @@ async def phase_batch_kill() -> dict[str, Any]:
             for target in (1, 3):  # mid-create of the 1st batch; mid-create of the 3rd
                 proc = subprocess.Popen([sys.executable, __file__, "--batch-child", str(db), provider.openai_url],
                                         cwd=ROOT)
-                while provider.stats.creates_received < target and proc.poll() is None:
+                # polls a child process and the fake provider's counter (nothing to wait on as an event)
+                while provider.stats.creates_received < target and proc.poll() is None:  # noqa: ASYNC110
                     await asyncio.sleep(0.005)
                 proc.send_signal(signal.SIGKILL)
                 await asyncio.to_thread(proc.wait)

@@ -14,13 +14,14 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests import chaos_harness as ch  # noqa: E402
+from tests import chaos_harness as ch
 
 
-def _compare(a: dict, b: dict, keys: list[str]) -> dict[str, bool]:  # type: ignore[type-arg]
+def _compare(a: dict[str, Any], b: dict[str, Any], keys: list[str]) -> dict[str, bool]:
     return {k: a[k] == b[k] for k in keys}
 
 

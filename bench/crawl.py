@@ -22,7 +22,7 @@ import sys
 import tempfile
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -30,15 +30,15 @@ import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from clkt.config import ReplaySettings, Settings, load_settings  # noqa: E402
-from clkt.context import ServiceContext  # noqa: E402
-from clkt.telemetry import Metrics  # noqa: E402
-from clkt.replay import ReplayServer  # noqa: E402
-from clkt.sources import SOURCE_TYPES  # noqa: E402
-from clkt.sources.base import SourceRef  # noqa: E402
-from clkt.sources.http import SourceClient  # noqa: E402
-from clkt.sources.poller import CycleReport, SourcePoller  # noqa: E402
-from storage.engine import Store  # noqa: E402
+from clkt.config import ReplaySettings, Settings, load_settings
+from clkt.context import ServiceContext
+from clkt.replay import ReplayServer
+from clkt.sources import SOURCE_TYPES
+from clkt.sources.base import SourceRef
+from clkt.sources.http import SourceClient
+from clkt.sources.poller import CycleReport, SourcePoller
+from clkt.telemetry import Metrics
+from storage.engine import Store
 
 # one cheap recorded route per source
 PROBES: dict[str, tuple[str, dict[str, Any]]] = {
@@ -203,7 +203,7 @@ async def main() -> None:
     ap.add_argument("--seconds", type=float, default=20.0, help="length of the rate measurement per source")
     ap.add_argument("--variants", type=int, default=400)
     args = ap.parse_args()
-    started = datetime.now(timezone.utc)
+    started = datetime.now(UTC)
     with tempfile.TemporaryDirectory() as d:
         rate = await bench_rate(args.seconds)
         crawl = await bench_crawl(Path(d))
@@ -226,7 +226,7 @@ async def main() -> None:
         "crawl_entities_per_s": crawl["entities_per_s"],
         "store_ingest_entities_per_s": store["entities_per_s"],
         "rate_wall_s": rate["_wall_s"],
-        "total_s": round((datetime.now(timezone.utc) - started).total_seconds(), 1),
+        "total_s": round((datetime.now(UTC) - started).total_seconds(), 1),
     }
     goals = {"rate_fraction_min": ">= 0.95", "429s_provoked": "== 0", "limit_never_exceeded": True}
     met = min_fraction >= 0.95 and total_429 == 0 and never_exceeded

@@ -32,7 +32,7 @@ from clkt.targets.loader import load_target, resolve_device  # noqa: E402
 def _examples(tok, docs: list[str], max_len: int) -> list[TrainExample]:  # type: ignore[no-untyped-def]
     out = []
     for d in docs:
-        ids = list(tok(d, add_special_tokens=True)["input_ids"])[: max_len - 1] + [tok.eos_token_id]
+        ids = [*list(tok(d, add_special_tokens=True)["input_ids"])[: max_len - 1], tok.eos_token_id]
         out.append(TrainExample(ids, list(ids)))
     return out
 

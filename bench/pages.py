@@ -19,19 +19,19 @@ import statistics
 import sys
 import tempfile
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from aiohttp.test_utils import TestClient, TestServer  # noqa: E402
-from sqlalchemy import insert, text  # noqa: E402
+from aiohttp.test_utils import TestClient, TestServer
+from sqlalchemy import insert, text
 
-from clkt.web import PageContext, pages_app  # noqa: E402
-from storage.engine import Store  # noqa: E402
-from storage.models import Entity, EntityStatus, LeaseStatus, Stage, Task  # noqa: E402
-from storage.types import utcnow  # noqa: E402
-from tests.web.seed import SNAPSHOT_ID, seed, settings_for, write_config  # noqa: E402
+from clkt.web import PageContext, pages_app
+from storage.engine import Store
+from storage.models import Entity, EntityStatus, LeaseStatus, Stage, Task
+from storage.types import utcnow
+from tests.web.seed import SNAPSHOT_ID, seed, settings_for, write_config
 
 DOMAINS = ["movies", "music", "sports", "disasters"]
 SOURCES = {"movies": ["tmdb"], "music": ["musicbrainz", "deezer"], "sports": ["thesportsdb"], "disasters": ["usgs", "gdacs"]}
@@ -41,7 +41,7 @@ GOAL_MS = 200.0
 
 async def fill(store: Store, n: int) -> float:
     t0 = time.perf_counter()
-    base = datetime(2024, 1, 1, tzinfo=timezone.utc)
+    base = datetime(2024, 1, 1, tzinfo=UTC)
     now = utcnow()
     batch = 20_000
     async with store.session() as s:
@@ -138,7 +138,7 @@ async def main() -> None:
                     wall, cpu = await time_page(client, path, args.rounds)
                     p50, p95 = _pcts(wall)
                     figures[f"{name}_cpu_p95_ms"] = round(_pcts(cpu)[1], 1)
-                    s50, s95 = _pcts(await time_select(store, sql, args.rounds))
+                    s50, _s95 = _pcts(await time_select(store, sql, args.rounds))
                     figures[f"{name}_p50_ms"] = round(p50, 1)
                     figures[f"{name}_p95_ms"] = round(p95, 1)
                     figures[f"{name}_select_p50_ms"] = round(s50, 2)

@@ -13,25 +13,25 @@ import statistics
 import sys
 import tempfile
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sqlalchemy import insert  # noqa: E402
+from sqlalchemy import insert
 
-from storage.claim import claim, complete  # noqa: E402
-from storage.engine import Store  # noqa: E402
-from storage.entities import EntityQuery, query_entities  # noqa: E402
-from storage.models import Entity, EntityStatus, LeaseStatus, Stage, Task  # noqa: E402
-from storage.types import utcnow  # noqa: E402
+from storage.claim import claim, complete
+from storage.engine import Store
+from storage.entities import EntityQuery, query_entities
+from storage.models import Entity, EntityStatus, LeaseStatus, Stage, Task
+from storage.types import stored_id, utcnow
 
 DOMAINS = ["movies", "music", "sports", "disasters"]
 
 
 async def fill(store: Store, n: int) -> float:
     t0 = time.perf_counter()
-    base = datetime(2023, 1, 1, tzinfo=timezone.utc)
+    base = datetime(2023, 1, 1, tzinfo=UTC)
     now = utcnow()
     batch = 20_000
     for start in range(0, n, batch):
@@ -49,10 +49,10 @@ async def fill(store: Store, n: int) -> float:
 
 
 async def query_latency(store: Store, rounds: int) -> list[float]:
-    fresh = datetime(2025, 6, 1, tzinfo=timezone.utc)
+    fresh = datetime(2025, 6, 1, tzinfo=UTC)
     q = EntityQuery(domain="sports", occurred_after=fresh, limit=50)
     out = []
-    for i in range(rounds):
+    for _ in range(rounds):
         t0 = time.perf_counter()
         async with store.session() as s:
             rows = await query_entities(s, q)
@@ -84,7 +84,7 @@ async def claim_throughput(url: str, n_tasks: int) -> float:
             if not rows:
                 return
             async with st.transaction() as s:
-                await complete(s, Task, rows[0].id, owner=f"w{k}")  # type: ignore[arg-type]
+                await complete(s, Task, stored_id(rows[0].id), owner=f"w{k}")
             done[k] += 1
 
     t0 = time.perf_counter()

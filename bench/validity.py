@@ -40,8 +40,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from bench.support.targets import add_target_args, target_from_args  # noqa: E402
 from clkt.config import load_settings  # noqa: E402
 from clkt.evaluate.learn import learn_stat  # noqa: E402
-from clkt.inject.job import run_job  # noqa: E402
 from clkt.inject.contract import JobSpec, ResultItem, Variant  # noqa: E402
+from clkt.inject.job import run_job  # noqa: E402
 from clkt.snapshots.control_only import write_control_snapshot  # noqa: E402
 from clkt.snapshots.layout import load_snapshot_dir  # noqa: E402
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-__all__ = ["CachedCall", "BatchRequestRecord", "BatchRecord", "month_start"]
+__all__ = ["BatchRecord", "BatchRequestRecord", "CachedCall", "month_start"]
 
 
 def month_start(now: datetime) -> datetime:

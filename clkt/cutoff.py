@@ -11,12 +11,12 @@ the real cutoff, so the gate errs on the side of excluding entities. `TargetSett
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 
 from clkt.config import Settings, TargetSettings
 from clkt.errors import ConfigError
 
-__all__ = ["KnownCutoff", "CUTOFFS", "cutoff_for", "lookup_cutoff", "eligible", "first_eligible_day", "fresh_after"]
+__all__ = ["CUTOFFS", "KnownCutoff", "cutoff_for", "eligible", "first_eligible_day", "fresh_after", "lookup_cutoff"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,11 +77,11 @@ def eligible(occurred_at: datetime, cutoff: date, buffer_days: int) -> bool:
     """True when `occurred_at` (aware) is at least `buffer_days` after the end of the cutoff day."""
     if occurred_at.tzinfo is None:
         raise ValueError("occurred_at must be timezone-aware")
-    return occurred_at.astimezone(timezone.utc).date() >= first_eligible_day(cutoff, buffer_days)
+    return occurred_at.astimezone(UTC).date() >= first_eligible_day(cutoff, buffer_days)
 
 
 def fresh_after(settings: Settings) -> datetime:
     """The earliest time an entity is fresh for every target of the spec: max(cutoff) + buffer."""
     latest = max(cutoff_for(t) for t in settings.spec.targets)
-    start = datetime(latest.year, latest.month, latest.day, tzinfo=timezone.utc)
+    start = datetime(latest.year, latest.month, latest.day, tzinfo=UTC)
     return start + timedelta(days=settings.spec.temporal_buffer_days)

@@ -15,7 +15,7 @@ from pathlib import Path
 from clkt.config import Settings
 from storage.types import utcnow
 
-__all__ = ["daemon_info_path", "write_daemon_info", "remove_daemon_info", "describe_holder"]
+__all__ = ["daemon_info_path", "describe_holder", "remove_daemon_info", "write_daemon_info"]
 
 
 def daemon_info_path(settings: Settings) -> Path:

@@ -17,7 +17,7 @@ from clkt.errors import ClktError
 from clkt.status import DaemonInfo, collect_status
 from clkt.web import HostGuard, PageContext, add_pages, security_middlewares
 
-__all__ = ["start_endpoint", "listen"]
+__all__ = ["listen", "start_endpoint"]
 
 log = logging.getLogger("clkt.daemon")
 

@@ -10,24 +10,24 @@ from __future__ import annotations
 
 from datetime import date, datetime
 from enum import Enum
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
-    "Domain",
-    "PeriodScore",
-    "MatchFacts",
+    "SLOTS",
     "CastMember",
-    "FilmFacts",
-    "Track",
-    "ReleaseFacts",
-    "QuakeFacts",
     "DisasterFacts",
+    "Domain",
     "EntityFacts",
     "EntityRecord",
+    "FilmFacts",
+    "MatchFacts",
+    "PeriodScore",
+    "QuakeFacts",
+    "ReleaseFacts",
     "RenderedDocument",
-    "SLOTS",
+    "Track",
 ]
 
 
@@ -150,7 +150,7 @@ class DisasterFacts(_Facts):
 
 
 EntityFacts = Annotated[
-    Union[MatchFacts, FilmFacts, ReleaseFacts, QuakeFacts, DisasterFacts],
+    MatchFacts | FilmFacts | ReleaseFacts | QuakeFacts | DisasterFacts,
     Field(discriminator="kind"),
 ]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from clkt.errors import ClktError
 from clkt.logs import redact, sanitize_text
 
-__all__ = ["MAX_MESSAGE_CHARS", "one_line", "describe_error"]
+__all__ = ["MAX_MESSAGE_CHARS", "describe_error", "one_line"]
 
 MAX_MESSAGE_CHARS = 2000
 

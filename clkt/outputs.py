@@ -14,12 +14,12 @@ import unicodedata
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = [
-    "KnownVerdict",
-    "MCQ",
-    "VerifierReport",
-    "TranslatedMCQ",
-    "TranslatedDocument",
     "CRITERIA",
+    "MCQ",
+    "KnownVerdict",
+    "TranslatedDocument",
+    "TranslatedMCQ",
+    "VerifierReport",
     "check_against_document",
     "normalize",
 ]

@@ -10,7 +10,7 @@ import os
 import socket
 import uuid
 
-__all__ = ["new_owner_id", "is_dead_local_owner"]
+__all__ = ["is_dead_local_owner", "new_owner_id"]
 
 
 def new_owner_id(prefix: str = "") -> str:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from clkt.config import Settings
 
-__all__ = ["remember_early_stops", "run_daemon_process", "run_without_waiting_for_threads", "exit_now_if_threads_linger"]
+__all__ = ["exit_now_if_threads_linger", "remember_early_stops", "run_daemon_process", "run_without_waiting_for_threads"]
 
 _early_stop: list[str] = []
 
@@ -60,7 +60,7 @@ def run_daemon_process(settings: Settings) -> int:
         logging.getLogger("clkt").error("%s", e)
         print(f"clkt: {redact(str(e))}", file=sys.stderr)
         rc = 2
-    except Exception as e:  # noqa: BLE001 - one line on stderr; the (redacted) traceback only at DEBUG
+    except Exception as e:
         from clkt.messages import describe_error, one_line
 
         logging.getLogger("clkt").debug("the daemon failed", exc_info=True)

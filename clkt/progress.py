@@ -13,7 +13,7 @@ from clkt.status import collect_status
 from storage.enums import LeaseStatus
 from storage.status_counts import first_frozen_snapshot
 
-__all__ = ["ProgressLogger", "DemoWatcher", "report_dir"]
+__all__ = ["DemoWatcher", "ProgressLogger", "report_dir"]
 
 log = logging.getLogger("clkt.progress")
 

@@ -23,7 +23,7 @@ from clkt.errors import LeaseLost
 from storage.models import GpuJob, LeaseStatus, Task
 from storage.types import affected_rows, utcnow
 
-__all__ = ["Claimable", "claim", "complete", "fail", "release", "release_owner", "heartbeat", "reap_expired", "LeaseLost"]
+__all__ = ["Claimable", "LeaseLost", "claim", "complete", "fail", "heartbeat", "reap_expired", "release", "release_owner"]
 
 Claimable = TypeVar("Claimable", Task, GpuJob)
 

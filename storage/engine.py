@@ -28,7 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from clkt.errors import ForeignDatabaseError, StoreError, UserError
 
-__all__ = ["Store", "Session", "describe_store_error", "BUSY_TIMEOUT_MS", "SQLITE_HEADER", "sqlite_path"]
+__all__ = ["BUSY_TIMEOUT_MS", "SQLITE_HEADER", "Session", "Store", "describe_store_error", "sqlite_path"]
 
 log = logging.getLogger(__name__)
 
@@ -197,9 +197,8 @@ class Store:
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Session]:
         """A session inside one transaction: committed on success, rolled back on any error."""
-        async with self.session() as s:
-            async with s.begin():
-                yield s
+        async with self.session() as s, s.begin():
+            yield s
 
     async def run_with_retry(self, fn: Callable[[Session], Awaitable[T]], *, tries: int = 5) -> T:
         """Run `await fn(session)` in a transaction, retrying 'database is locked' (SQLite) a few times."""

@@ -21,7 +21,6 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
-
 from sqlalchemy import func, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -38,31 +37,31 @@ if TYPE_CHECKING:
     from clkt.outputs import TranslatedDocument
 
 __all__ = [
-    "UpsertOutcome",
-    "UpsertResult",
-    "StoredEntity",
-    "EntitySummary",
-    "EntityQuery",
-    "query_entities",
-    "summary_of",
     "SUMMARY_COLUMNS",
     "CursorRecord",
-    "payload_hash",
-    "text_hash",
-    "upsert_entity",
-    "get_entity",
-    "entity_by_key",
-    "document_text",
-    "document_langs",
+    "EntityQuery",
+    "EntitySummary",
+    "StoredEntity",
+    "UpsertOutcome",
+    "UpsertResult",
     "add_translated_documents",
-    "store_unavailable",
-    "existing_ids",
     "count_entities",
-    "record_skip",
-    "skip_counts",
+    "document_langs",
+    "document_text",
+    "entity_by_key",
+    "existing_ids",
+    "get_entity",
     "load_cursor",
+    "payload_hash",
+    "query_entities",
+    "record_skip",
     "save_cursor",
     "set_status",
+    "skip_counts",
+    "store_unavailable",
+    "summary_of",
+    "text_hash",
+    "upsert_entity",
 ]
 
 SOURCE_LANG = "en"

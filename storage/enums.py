@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-__all__ = ["EntityStatus", "LeaseStatus", "Stage", "QuestionStatus", "SnapshotStatus", "LlmBatchState", "LlmBatchRequestState"]
+__all__ = ["EntityStatus", "LeaseStatus", "LlmBatchRequestState", "LlmBatchState", "QuestionStatus", "SnapshotStatus", "Stage"]
 
 
 class EntityStatus(str, Enum):

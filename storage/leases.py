@@ -24,7 +24,7 @@ from storage.enums import LeaseStatus
 from storage.models import GpuJob, Task
 from storage.types import affected_rows, utcnow
 
-__all__ = ["recover_stage_leases", "recover_gpu_leases", "release_owned"]
+__all__ = ["recover_gpu_leases", "recover_stage_leases", "release_owned"]
 
 
 def _back_to_pending(table: type[Any]) -> dict[str, Any]:

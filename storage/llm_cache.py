@@ -19,7 +19,7 @@ from storage.models import LlmCall, Question, QuestionStatus
 from storage.tasks import insert_ignore
 from storage.types import utcnow
 
-__all__ = ["SqlCallCache", "StageCost", "CostSummary", "cost_summary"]
+__all__ = ["CostSummary", "SqlCallCache", "StageCost", "cost_summary"]
 
 
 class SqlCallCache:
@@ -68,7 +68,7 @@ class StageCost(BaseModel):
     mean_latency_ms: float
     batch_calls: int = 0
 
-    @computed_field  # type: ignore[prop-decorator]
+    @computed_field  # type: ignore[prop-decorator]  # mypy refuses a decorator over @property; pydantic documents it
     @property
     def batch_share(self) -> float:
         return self.batch_calls / self.calls if self.calls else 0.0

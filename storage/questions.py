@@ -31,18 +31,18 @@ from storage.tasks import insert_ignore
 __all__ = [
     "ProbeRecord",
     "QuestionRecord",
-    "question_record",
-    "VerificationRecord",
     "TranslationRecord",
-    "probes_of",
+    "VerificationRecord",
     "add_probes",
     "add_questions",
-    "questions_of",
+    "add_translations",
+    "add_verifications",
     "count_questions",
     "move_question",
-    "add_verifications",
+    "probes_of",
+    "question_record",
+    "questions_of",
     "translated_langs",
-    "add_translations",
 ]
 
 

@@ -15,7 +15,7 @@ from storage.engine import Session
 from storage.enums import EntityStatus, LeaseStatus, SnapshotStatus, Stage
 from storage.models import Entity, GpuJob, SkipCount, Snapshot, Task
 
-__all__ = ["FailedWork", "StoreCounts", "FirstSnapshot", "store_counts", "first_frozen_snapshot"]
+__all__ = ["FailedWork", "FirstSnapshot", "StoreCounts", "first_frozen_snapshot", "store_counts"]
 
 FAILED_TASKS_SHOWN = 10
 FAILED_JOBS_SHOWN = 5

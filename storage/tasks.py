@@ -18,19 +18,19 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
-from storage import claim as _claim
 from clkt.errors import LeaseLost
+from storage import claim as _claim
 from storage.models import LeaseStatus, Stage, Task
 from storage.types import affected_rows, utcnow
 
 __all__ = [
-    "TaskLease",
     "LeaseLost",
-    "insert_ignore",
-    "enqueue",
+    "TaskLease",
     "claim_tasks",
     "complete_task",
+    "enqueue",
     "fail_task",
+    "insert_ignore",
     "release_task",
 ]
 

@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-from typing import Any, Unpack
+from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy import JSON, DateTime
 from sqlalchemy.engine import CursorResult, Result
@@ -14,10 +14,10 @@ __all__ = ["JSONType", "UTCDateTime", "affected_rows", "stored_id", "utcnow"]
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
-def affected_rows(result: Result[Unpack[tuple[Any, ...]]]) -> int:
+def affected_rows(result: Result[*tuple[Any, ...]]) -> int:
     """How many rows an INSERT/UPDATE/DELETE touched (0 when the driver cannot say). The session types every
     result as `Result`; a DML statement's is a `CursorResult`, which alone has `rowcount`."""
     if not isinstance(result, CursorResult):
@@ -43,7 +43,7 @@ class UTCDateTime(TypeDecorator[datetime]):
             return None
         if value.tzinfo is None:
             raise ValueError(f"naive datetime {value!r} given to a UTC column")
-        value = value.astimezone(timezone.utc)
+        value = value.astimezone(UTC)
         if dialect.name == "sqlite":
             return value.replace(tzinfo=None)
         return value
@@ -52,8 +52,8 @@ class UTCDateTime(TypeDecorator[datetime]):
         if value is None:
             return None
         if value.tzinfo is None:
-            return value.replace(tzinfo=timezone.utc)
-        return value.astimezone(timezone.utc)
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
 
 
 JSONType = JSON().with_variant(JSON(none_as_null=True), "postgresql")

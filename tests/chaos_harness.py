@@ -17,10 +17,10 @@ import sqlite3
 import subprocess
 import sys
 import time
-from datetime import datetime, timedelta, timezone
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.request import Request, urlopen
@@ -28,7 +28,7 @@ from urllib.request import Request, urlopen
 REPO = Path(__file__).resolve().parents[1]
 def _period() -> str:
     """The month holding most of the replay's re-dating window (the 28 days up to today)."""
-    today = datetime.now(timezone.utc).date()
+    today = datetime.now(UTC).date()
     day = today if today.day >= 15 else today - timedelta(days=today.day)
     return f"{day.year:04d}-{day.month:02d}"
 
@@ -64,12 +64,12 @@ def start_fake_llm(log: Path) -> tuple[subprocess.Popen[bytes], str]:
 
 def fake_reset(base_url: str) -> None:
     req = Request(base_url.removesuffix("/v1") + "/reset", data=b"{}", method="POST")
-    with urlopen(req, timeout=10):  # noqa: S310 - loopback only
+    with urlopen(req, timeout=10):
         pass
 
 
 def fake_stats(base_url: str) -> dict[str, Any]:
-    with urlopen(base_url.removesuffix("/v1") + "/stats", timeout=10) as r:  # noqa: S310 - loopback only
+    with urlopen(base_url.removesuffix("/v1") + "/stats", timeout=10) as r:
         return json.loads(r.read())
 
 
@@ -281,13 +281,18 @@ def store_facts(db: Path) -> dict[str, Any]:
     return {
         "entities": sorted(_q(db, "SELECT source, external_id FROM entity")),
         "entity_dups": _q(db, "SELECT source, external_id, count(*) FROM entity GROUP BY 1, 2 HAVING count(*) > 1"),
-        "questions": sorted(_q(db, "SELECT e.source, e.external_id, q.slot, q.question, q.status FROM question q JOIN entity e ON e.id = q.entity_id")),
+        "questions": sorted(_q(db, "SELECT e.source, e.external_id, q.slot, q.question, q.status FROM question q "
+                                   "JOIN entity e ON e.id = q.entity_id")),
         "question_dups": _q(db, "SELECT entity_id, slot, count(*) FROM question GROUP BY 1, 2 HAVING count(*) > 1"),
-        "translations": sorted(_q(db, "SELECT e.source, e.external_id, q.slot, t.lang, t.question FROM translation t JOIN question q ON q.id = t.question_id JOIN entity e ON e.id = q.entity_id")),
+        "translations": sorted(_q(db, "SELECT e.source, e.external_id, q.slot, t.lang, t.question FROM translation t "
+                                      "JOIN question q ON q.id = t.question_id JOIN entity e ON e.id = q.entity_id")),
         "translation_dups": _q(db, "SELECT question_id, lang, count(*) FROM translation GROUP BY 1, 2 HAVING count(*) > 1"),
         "statuses": sorted(_q(db, "SELECT e.source, e.external_id, e.status FROM entity e")),
-        "stale_leases": _q(db, "SELECT 'task', count(*) FROM task WHERE status = 'leased' UNION ALL SELECT 'gpu', count(*) FROM gpu_job WHERE status = 'leased'"),
-        "results": sorted(_q(db, "SELECT g.target_model, g.train_lang, e.source, e.external_id, q.slot, r.lang, r.variant, r.scorer, r.predicted, r.correct FROM question_result r JOIN gpu_job g ON g.id = r.job_id JOIN question q ON q.id = r.question_id JOIN entity e ON e.id = q.entity_id")),
+        "stale_leases": _q(db, "SELECT 'task', count(*) FROM task WHERE status = 'leased' UNION ALL "
+                               "SELECT 'gpu', count(*) FROM gpu_job WHERE status = 'leased'"),
+        "results": sorted(_q(db, "SELECT g.target_model, g.train_lang, e.source, e.external_id, q.slot, r.lang, r.variant, "
+                                 "r.scorer, r.predicted, r.correct FROM question_result r JOIN gpu_job g ON g.id = r.job_id "
+                                 "JOIN question q ON q.id = r.question_id JOIN entity e ON e.id = q.entity_id")),
     }
 
 

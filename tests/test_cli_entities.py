@@ -6,7 +6,7 @@ import json
 import os
 import subprocess
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from storage.engine import Store
@@ -17,15 +17,14 @@ from tests.conftest import REPO
 async def _seed(tmp_path: Path) -> Path:
     cfg = tmp_path / "c.toml"
     cfg.write_text(f'data_dir = "{tmp_path}"\n[spec]\ntemporal_buffer_days = 0\n[[spec.targets]]\nname = "t"\nmodel = "x/y"\ncutoff = 2025-01-01\n')
-    async with Store(url=f"sqlite+aiosqlite:///{tmp_path / 'clkt.db'}") as store:
-        async with store.transaction() as s:
-            base = datetime(2024, 12, 1, tzinfo=timezone.utc)
-            for i in range(12):
-                s.add(Entity(
-                    source="thesportsdb" if i % 2 else "tmdb", external_id=str(i), domain="sports" if i % 2 else "movies",
-                    name=f"entity {i}", occurred_at=base + timedelta(days=10 * i), content_hash="h",
-                    status=EntityStatus.ready if i % 3 == 0 else EntityStatus.discovered,
-                ))
+    async with Store(url=f"sqlite+aiosqlite:///{tmp_path / 'clkt.db'}") as store, store.transaction() as s:
+        base = datetime(2024, 12, 1, tzinfo=UTC)
+        for i in range(12):
+            s.add(Entity(
+                source="thesportsdb" if i % 2 else "tmdb", external_id=str(i), domain="sports" if i % 2 else "movies",
+                name=f"entity {i}", occurred_at=base + timedelta(days=10 * i), content_hash="h",
+                status=EntityStatus.ready if i % 3 == 0 else EntityStatus.discovered,
+            ))
     return cfg
 
 

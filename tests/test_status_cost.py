@@ -21,15 +21,14 @@ from tests.conftest import REPO
 async def _seed(tmp_path: Path, *, accepted: int = 0) -> Path:
     cfg = tmp_path / "c.toml"
     cfg.write_text(f'data_dir = "{tmp_path}"\n')
-    async with Store(url=f"sqlite+aiosqlite:///{tmp_path / 'clkt.db'}") as store:
-        async with store.transaction() as s:
-            rows = [("judge", "openai:gpt-4o-mini", True, 1000, 600, 0.001),
-                    ("judge", "openai:gpt-4o-mini", False, 1000, 0, 0.002),
-                    ("generate", "anthropic:claude-x[bold]", True, 3000, 0, 0.01)]
-            for i, (stage, model, batch, inp, cached, usd) in enumerate(rows):
-                s.add(LlmCall(key=f"{i:064d}", model=model, stage=stage, prompt_version="v1", output={},
-                              input_tokens=inp, cached_input_tokens=cached, output_tokens=100, cost_usd=usd,
-                              batch=batch, created_at=utcnow()))
+    async with Store(url=f"sqlite+aiosqlite:///{tmp_path / 'clkt.db'}") as store, store.transaction() as s:
+        rows = [("judge", "openai:gpt-4o-mini", True, 1000, 600, 0.001),
+                ("judge", "openai:gpt-4o-mini", False, 1000, 0, 0.002),
+                ("generate", "anthropic:claude-x[bold]", True, 3000, 0, 0.01)]
+        for i, (stage, model, batch, inp, cached, usd) in enumerate(rows):
+            s.add(LlmCall(key=f"{i:064d}", model=model, stage=stage, prompt_version="v1", output={},
+                          input_tokens=inp, cached_input_tokens=cached, output_tokens=100, cost_usd=usd,
+                          batch=batch, created_at=utcnow()))
     return cfg
 
 
@@ -70,9 +69,9 @@ async def test_the_status_json_keeps_its_keys_and_values(tmp_path: Path) -> None
     from dataclasses import asdict
 
     from clkt.status import DaemonInfo
+    from storage.enums import LeaseStatus, Stage
     from storage.llm_cache import cost_summary
     from storage.models import Entity, EntityStatus, Task
-    from storage.enums import LeaseStatus, Stage
     from storage.status_counts import store_counts
 
     await _seed(tmp_path)

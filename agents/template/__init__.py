@@ -11,4 +11,4 @@ from agents.template.backend import ENGINE_NAME, PROMPT_VERSION, TemplateBackend
 from agents.template.judge import judge_response
 from agents.template.plans import build_mcqs, plan
 
-__all__ = ["TemplateBackend", "ENGINE_NAME", "PROMPT_VERSION", "build_mcqs", "plan", "judge_response"]
+__all__ = ["ENGINE_NAME", "PROMPT_VERSION", "TemplateBackend", "build_mcqs", "judge_response", "plan"]

@@ -29,7 +29,7 @@ from clkt.outputs import (
     normalize,
 )
 
-__all__ = ["TemplateBackend", "ENGINE_NAME", "PROMPT_VERSION"]
+__all__ = ["ENGINE_NAME", "PROMPT_VERSION", "TemplateBackend"]
 
 ENGINE_NAME = "template-engine"
 PROMPT_VERSION = "tmpl-2"  # bump when a template, formatter or distractor rule changes output

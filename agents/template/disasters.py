@@ -20,7 +20,7 @@ from clkt.documents.formatting import Formatter
 from clkt.documents.labels import known_values
 from clkt.facts import DisasterFacts, QuakeFacts
 
-__all__ = ["QUAKE_SPEC", "DISASTER_SPEC"]
+__all__ = ["DISASTER_SPEC", "QUAKE_SPEC"]
 
 # Subject phrases (no article) for a quake; "nomag"/"nodate"/"noplace" leave out the fact being asked.
 # None names the coordinates (the latitude question) nor the intensity; the context adds "nommi": the full

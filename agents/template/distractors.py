@@ -16,23 +16,31 @@ from random import Random
 from typing import Literal
 
 from agents.template.values import (
-    CoordValue, DateValue, FloatUnit, FloatValue, IntUnit, IntValue, NameValue, ScoreValue, Value,
+    CoordValue,
+    DateValue,
+    FloatUnit,
+    FloatValue,
+    IntUnit,
+    IntValue,
+    NameValue,
+    ScoreValue,
+    Value,
 )
-from clkt.outputs import normalize
 from clkt.documents.formatting import LANGUAGES, formatter
 from clkt.facts import RenderedDocument
+from clkt.outputs import normalize
 
 __all__ = [
-    "seeded_rng",
-    "near_ints",
-    "near_floats",
-    "spread_floats",
+    "appears_as_token",
+    "choose",
     "near_coordinates",
-    "shifted_dates",
+    "near_floats",
+    "near_ints",
     "near_scores",
     "pool_names",
-    "choose",
-    "appears_as_token",
+    "seeded_rng",
+    "shifted_dates",
+    "spread_floats",
 ]
 
 _DATE_SHIFTS = (1, 2, 3, 4, 5, 6, 7, 10, 14, 21, 30, 31, 61, 92, 365)
@@ -64,7 +72,7 @@ def near_ints(n: int, rng: Random, *, minimum: int = 0, unit: IntUnit = "count")
         rng.shuffle(pct)
         for p in pct:
             for sign in (1, -1) if rng.random() < 0.5 else (-1, 1):
-                out.append(_round_like(int(round(n * (1 + sign * p))), n))
+                out.append(_round_like(round(n * (1 + sign * p)), n))
     return [IntValue(v, unit) for v in dict.fromkeys(out) if v >= minimum]
 
 

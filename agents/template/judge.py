@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from datetime import date
 
 from agents.template.parsing import find_dates, find_numbers, find_scores, prepare
-from clkt.outputs import KnownVerdict, normalize
 from clkt.documents.formatting import Formatter
 from clkt.documents.movies import MAIN_CAST
 from clkt.documents.music import ordered_tracks
 from clkt.facts import DisasterFacts, EntityFacts, FilmFacts, MatchFacts, QuakeFacts, ReleaseFacts
+from clkt.outputs import KnownVerdict, normalize
 
-__all__ = ["judge_response", "Fact", "facts_of"]
+__all__ = ["Fact", "facts_of", "judge_response"]
 
 # Context words (all five languages, casefolded) that must sit near a number for it to count.
 CONTEXT: dict[str, tuple[str, ...]] = {

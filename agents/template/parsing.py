@@ -11,7 +11,7 @@ import unicodedata
 from dataclasses import dataclass
 from datetime import date
 
-__all__ = ["prepare", "find_dates", "find_numbers", "find_scores", "Number", "digits"]
+__all__ = ["Number", "digits", "find_dates", "find_numbers", "find_scores", "prepare"]
 
 _MONTHS: dict[str, int] = {}
 for _i, _names in enumerate(

@@ -18,7 +18,7 @@ from clkt.errors import UserError
 from clkt.facts import SLOTS, EntityFacts, RenderedDocument
 from clkt.outputs import MCQ, check_against_document
 
-__all__ = ["SPECS", "Plan", "domain_spec", "slot_spec", "plan", "question_text", "render_options", "build_mcqs"]
+__all__ = ["SPECS", "Plan", "build_mcqs", "domain_spec", "plan", "question_text", "render_options", "slot_spec"]
 
 SPECS: dict[str, DomainTemplates] = {
     s.kind: s for s in (sports.SPEC, movies.SPEC, music.SPEC, disasters.QUAKE_SPEC, disasters.DISASTER_SPEC)

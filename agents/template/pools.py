@@ -6,8 +6,21 @@ entry that is also true of the entity.
 
 from __future__ import annotations
 
-__all__ = ["TEAMS", "VENUES", "COMPETITIONS", "DIRECTORS", "ACTORS", "COMPANIES", "ARTISTS", "LABELS",
-           "QUAKE_PLACES", "COUNTRIES", "teams_for", "venues_for", "competitions_for"]
+__all__ = [
+    "ACTORS",
+    "ARTISTS",
+    "COMPANIES",
+    "COMPETITIONS",
+    "COUNTRIES",
+    "DIRECTORS",
+    "LABELS",
+    "QUAKE_PLACES",
+    "TEAMS",
+    "VENUES",
+    "competitions_for",
+    "teams_for",
+    "venues_for",
+]
 
 TEAMS: dict[str, tuple[str, ...]] = {
     "soccer": (

@@ -11,7 +11,7 @@ from typing import Any
 from agents.template.values import Value
 from clkt.documents.formatting import Formatter
 
-__all__ = ["SlotTemplate", "DomainTemplates"]
+__all__ = ["DomainTemplates", "SlotTemplate"]
 
 
 def _no_truths(_facts: Any) -> Sequence[Value]:

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date
-from typing import Literal, Union
+from typing import Literal
 
-from clkt.outputs import normalize
 from clkt.documents.formatting import Formatter
+from clkt.outputs import normalize
 
 __all__ = [
     "CoordValue", "DateValue", "FloatUnit", "FloatValue", "IntUnit", "IntValue", "LabelValue", "NameValue", "ScoreValue",
@@ -98,7 +98,7 @@ class LabelValue:
         return fmt.label(self.category, self.key)
 
 
-Value = Union[DateValue, ScoreValue, IntValue, FloatValue, CoordValue, NameValue, LabelValue]
+Value = DateValue | ScoreValue | IntValue | FloatValue | CoordValue | NameValue | LabelValue
 
 
 def same(a: Value, b: Value, fmt: Formatter) -> bool:

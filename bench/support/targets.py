@@ -9,7 +9,7 @@ from pathlib import Path
 
 from clkt.config import EMBEDDED_TARGET, TargetSettings
 
-__all__ = ["add_target_args", "target_from_args", "synthetic_mcqs", "synthetic_docs"]
+__all__ = ["add_target_args", "synthetic_docs", "synthetic_mcqs", "target_from_args"]
 
 _NAMES = ["Velmora Tide", "Quenford Derby", "Oskarel Lights", "Partenza Nord", "Ilsbrook Quake", "Marrow & Finch"]
 _Q = {
@@ -52,8 +52,9 @@ def synthetic_mcqs(n: int, seed: int = 0) -> list[tuple[str, list[str], str]]:
 
 def synthetic_docs(n: int, words: int = 110, seed: int = 0) -> list[str]:
     rng = random.Random(seed)
-    vocab = ("the film premiered in directed by runs minutes score ended at stadium after goal second half earthquake "
-             "magnitude depth kilometres released album label tracks critics award festival city region").split()
+    vocab = ["the", "film", "premiered", "in", "directed", "by", "runs", "minutes", "score", "ended", "at", "stadium",
+             "after", "goal", "second", "half", "earthquake", "magnitude", "depth", "kilometres", "released", "album",
+             "label", "tracks", "critics", "award", "festival", "city", "region"]
     docs = []
     for i in range(n):
         body = " ".join(rng.choice(vocab) for _ in range(words))

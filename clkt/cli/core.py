@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Annotated
 
 import typer
@@ -77,7 +77,7 @@ def _parse_since(value: str | None) -> datetime | None:
         d = datetime.fromisoformat(value)
     except ValueError:
         raise fail(f"--since: {value!r} is not an ISO date (YYYY-MM-DD)") from None
-    return d if d.tzinfo else d.replace(tzinfo=timezone.utc)
+    return d if d.tzinfo else d.replace(tzinfo=UTC)
 
 
 def entities(
@@ -106,9 +106,8 @@ def entities(
     q = EntityQuery(domain=domain, occurred_after=after, status=status_, limit=limit)
 
     async def read_entities() -> list[EntitySummary]:
-        async with open_store(settings) as store:
-            async with store.session() as s:
-                return await query_entities(s, q)
+        async with open_store(settings) as store, store.session() as s:
+            return await query_entities(s, q)
 
     rows = run_async(read_entities)
     if as_json:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -56,9 +56,8 @@ def list_(config: ConfigOption = None, spec: Annotated[str | None, typer.Option(
     settings = load_cli_settings(config)
 
     async def read_listing() -> list[Any]:
-        async with open_store(settings) as store:
-            async with store.session() as s:
-                return await list_snapshots(s, spec=spec)
+        async with open_store(settings) as store, store.session() as s:
+            return await list_snapshots(s, spec=spec)
 
     rows = run_async(read_listing)
     t = Table(title=f"{len(rows)} snapshots")
@@ -81,9 +80,8 @@ def show(ident: IdArg, config: ConfigOption = None) -> None:
     settings = load_cli_settings(config)
 
     async def read_snapshot() -> Any:
-        async with open_store(settings) as store:
-            async with store.session() as s:
-                return await get_snapshot(s, ident)
+        async with open_store(settings) as store, store.session() as s:
+            return await get_snapshot(s, ident)
 
     r = run_async(read_snapshot)
     m = stored_manifest(r.manifest)  # None: not frozen yet (what a manifest holds is shown as unknown)
@@ -140,7 +138,7 @@ def build(
                     await post_webhook(http, settings.snapshot.webhook_url,
                                        {"event": "snapshot.frozen", "snapshot_id": res.snapshot_id, "spec": res.spec,
                                         "period": res.period, "trigger": "cli"}, tries=3, backoff_s=1.0, timeout_s=10.0)
-            except Exception as e:  # the build stands; the notice is best effort
+            except Exception as e:  # noqa: BLE001 - the build stands; the notice is best effort, its failure said
                 console.print(f"[yellow]webhook failed:[/] {type(e).__name__}: {e}")
         return res
 
@@ -174,9 +172,8 @@ def export(
     settings = load_cli_settings(config)
 
     async def run_export() -> list[str]:
-        async with open_store(settings) as store:
-            async with store.session() as s:
-                snap = await load_snapshot(s, ident)
+        async with open_store(settings) as store, store.session() as s:
+            snap = await load_snapshot(s, ident)
         return export_format(snap.content, snap.manifest, fmt, out, built_at=snap.row.built_at.isoformat(),
                              clkt_version=clkt_version())
 
@@ -191,9 +188,8 @@ def diff(a: IdArg, b: IdArg, config: ConfigOption = None) -> None:
     settings = load_cli_settings(config)
 
     async def read_diff() -> Any:
-        async with open_store(settings) as store:
-            async with store.session() as s:
-                return await diff_snapshots(s, a, b)
+        async with open_store(settings) as store, store.session() as s:
+            return await diff_snapshots(s, a, b)
 
     d = run_async(read_diff)
     console.print(f"{d.a} → {d.b}")
@@ -218,9 +214,8 @@ def audit_sample(
     settings = load_cli_settings(config)
 
     async def draw_sample() -> tuple[Path, Path, int]:
-        async with open_store(settings) as store:
-            async with store.session() as s:
-                snap = await load_snapshot(s, ident)
+        async with open_store(settings) as store, store.session() as s:
+            snap = await load_snapshot(s, ident)
         pairs = sample_pairs(snap.content, fraction=fraction, seed=snap.row.seed if seed is None else seed)
         c, h = write_sample(pairs, out)
         return c, h, len(pairs)
@@ -238,11 +233,10 @@ def audit_score(files: Annotated[list[Path], typer.Argument(help="annotated CSV 
 
     async def store_score() -> Any:
         score = score_files(files)
-        async with open_store(settings) as store:
-            async with store.transaction() as s:
-                await set_snapshot_audit(
-                    s, score.snapshot_id, {**score.model_dump(mode="json"), "scored_at": datetime.now(timezone.utc).isoformat()}
-                )
+        async with open_store(settings) as store, store.transaction() as s:
+            await set_snapshot_audit(
+                s, score.snapshot_id, {**score.model_dump(mode="json"), "scored_at": datetime.now(UTC).isoformat()}
+            )
         return score
 
     score = run_async(store_score)

@@ -15,7 +15,7 @@ from clkt.documents.music import render_release
 from clkt.documents.sports import render_match
 from clkt.facts import DisasterFacts, EntityFacts, FilmFacts, MatchFacts, QuakeFacts, ReleaseFacts, RenderedDocument
 
-__all__ = ["render_document", "render_all", "LANGUAGES", "Formatter", "formatter"]
+__all__ = ["LANGUAGES", "Formatter", "formatter", "render_all", "render_document"]
 
 
 def render_document(facts: EntityFacts, lang: str) -> RenderedDocument:

@@ -6,7 +6,7 @@ from clkt.documents._builder import DocBuilder
 from clkt.documents.formatting import Formatter
 from clkt.facts import DisasterFacts, QuakeFacts, RenderedDocument
 
-__all__ = ["render_quake", "render_disaster", "QUAKE_TEXT", "DISASTER_TEXT", "mag_type_text"]
+__all__ = ["DISASTER_TEXT", "QUAKE_TEXT", "mag_type_text", "render_disaster", "render_quake"]
 
 QUAKE_TEXT: dict[str, dict[str, str]] = {
     "en": {

@@ -8,12 +8,12 @@ across languages (grouping and decimal marks do), proper names are never transla
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 
 from clkt.documents.labels import label_text
 from clkt.errors import UserError
 
-__all__ = ["LANGUAGES", "Formatter", "formatter", "NARROW_NBSP"]
+__all__ = ["LANGUAGES", "NARROW_NBSP", "Formatter", "formatter"]
 
 LANGUAGES: tuple[str, ...] = ("en", "ja", "zh", "fr", "es")
 NARROW_NBSP = "\u202f"  # French digit grouping
@@ -122,7 +122,7 @@ class Formatter:
     @staticmethod
     def utc(dt: datetime) -> datetime:
         """`dt` in UTC (naive datetimes are taken as UTC)."""
-        return dt.astimezone(timezone.utc) if dt.tzinfo is not None else dt.replace(tzinfo=timezone.utc)
+        return dt.astimezone(UTC) if dt.tzinfo is not None else dt.replace(tzinfo=UTC)
 
     def clock(self, dt: datetime) -> str:
         dt = self.utc(dt)

@@ -6,7 +6,7 @@ case-insensitively. Order of each table = (en, ja, zh, fr, es).
 
 from __future__ import annotations
 
-__all__ = ["LABELS", "label_text", "known_values"]
+__all__ = ["LABELS", "known_values", "label_text"]
 
 _ORDER = ("en", "ja", "zh", "fr", "es")
 

@@ -9,7 +9,7 @@ from clkt.documents._builder import DocBuilder
 from clkt.documents.formatting import Formatter
 from clkt.facts import FilmFacts, RenderedDocument
 
-__all__ = ["render_film", "TEXT", "MAIN_CAST"]
+__all__ = ["MAIN_CAST", "TEXT", "render_film"]
 
 MAIN_CAST = 5  # billed cast members named in the document (lead included)
 

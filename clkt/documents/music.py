@@ -6,7 +6,7 @@ from clkt.documents._builder import DocBuilder
 from clkt.documents.formatting import Formatter
 from clkt.facts import ReleaseFacts, RenderedDocument
 
-__all__ = ["render_release", "TEXT", "release_type_key", "ordered_tracks"]
+__all__ = ["TEXT", "ordered_tracks", "release_type_key", "render_release"]
 
 TEXT: dict[str, dict[str, str]] = {
     "en": {

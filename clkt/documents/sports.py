@@ -6,7 +6,7 @@ from clkt.documents._builder import DocBuilder
 from clkt.documents.formatting import Formatter
 from clkt.facts import MatchFacts, RenderedDocument
 
-__all__ = ["render_match", "TEXT"]
+__all__ = ["TEXT", "render_match"]
 
 TEXT: dict[str, dict[str, str]] = {
     "en": {

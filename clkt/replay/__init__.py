@@ -7,13 +7,13 @@ from clkt.replay.routes import ORIGINALS_HEADER, REDATED_HEADER, REPLAY_HEADER
 from clkt.replay.server import ReplayServer, RequestStats, start_replay
 
 __all__ = [
-    "ReplayServer",
-    "RequestStats",
-    "start_replay",
-    "FaultKind",
-    "FaultPlan",
-    "FaultRule",
     "ORIGINALS_HEADER",
     "REDATED_HEADER",
     "REPLAY_HEADER",
+    "FaultKind",
+    "FaultPlan",
+    "FaultRule",
+    "ReplayServer",
+    "RequestStats",
+    "start_replay",
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 from datetime import date
 
@@ -32,10 +33,8 @@ def main() -> None:
     p.add_argument("--days", type=int, default=28)
     args = p.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(_main(args))
-    except KeyboardInterrupt:
-        pass
 
 
 if __name__ == "__main__":

@@ -12,14 +12,14 @@ import copy
 import json
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from functools import cache
 from importlib import resources
 from typing import Any
 from xml.etree import ElementTree as ET
 
-__all__ = ["Item", "Catalog", "load_catalog", "SOURCES", "GDACS_NS"]
+__all__ = ["GDACS_NS", "SOURCES", "Catalog", "Item", "load_catalog"]
 
 SOURCES = ("tmdb", "musicbrainz", "deezer", "thesportsdb", "usgs", "gdacs")
 GDACS_NS = {"gdacs": "http://www.gdacs.org"}
@@ -62,7 +62,7 @@ def _json(path: str) -> Any:
 
 def _day(s: str) -> datetime:
     parts = [int(p) for p in s.split("-")] + [1, 1]
-    return datetime(parts[0], parts[1] or 1, parts[2] or 1, tzinfo=timezone.utc)
+    return datetime(parts[0], parts[1] or 1, parts[2] or 1, tzinfo=UTC)
 
 
 def _tmdb() -> list[Item]:
@@ -125,7 +125,7 @@ def _deezer() -> list[Item]:
 def _sportsdb_time(ev: dict[str, Any]) -> datetime:
     ts = ev.get("strTimestamp")
     if ts:
-        return datetime.fromisoformat(ts.replace("Z", "")).replace(tzinfo=timezone.utc)
+        return datetime.fromisoformat(ts.replace("Z", "")).replace(tzinfo=UTC)
     return _day(ev["dateEvent"])
 
 
@@ -149,13 +149,13 @@ def _usgs() -> list[Item]:
             if feat["id"] in seen:
                 continue
             seen.add(feat["id"])
-            t = datetime.fromtimestamp(feat["properties"]["time"] / 1000, tz=timezone.utc)
+            t = datetime.fromtimestamp(feat["properties"]["time"] / 1000, tz=UTC)
             items.append(Item(id=feat["id"], occurred=t, listing=feat, detail=feat))
     det = _json("usgs/fdsnws-event-ci3144585.json")
     listing = copy.deepcopy(det)
     listing["properties"].pop("products", None)
     listing["properties"]["detail"] = "query?eventid=ci3144585&format=geojson"
-    t = datetime.fromtimestamp(det["properties"]["time"] / 1000, tz=timezone.utc)
+    t = datetime.fromtimestamp(det["properties"]["time"] / 1000, tz=UTC)
     items.append(Item(id=det["id"], occurred=t, listing=listing, detail=det, projected=True))
     return items
 
@@ -171,7 +171,7 @@ def _gdacs() -> tuple[list[Item], str, str]:
     for block, el in zip(blocks, root.iter("item"), strict=True):
         guid = (el.findtext("guid") or "").strip()
         fromdate = el.findtext("gdacs:fromdate", namespaces=GDACS_NS) or el.findtext("pubDate") or ""
-        occurred = parsedate_to_datetime(fromdate).astimezone(timezone.utc)
+        occurred = parsedate_to_datetime(fromdate).astimezone(UTC)
         items.append(Item(id=guid, occurred=occurred, listing=block))
     return items, head, tail
 

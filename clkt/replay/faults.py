@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["FaultKind", "FaultRule", "FaultPlan", "FaultInjector", "drift_json", "HTML_ERROR_PAGE"]
+__all__ = ["HTML_ERROR_PAGE", "FaultInjector", "FaultKind", "FaultPlan", "FaultRule", "drift_json"]
 
 HTML_ERROR_PAGE = (
     "<!DOCTYPE html><html><head><title>502 Bad Gateway</title></head>"

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from email.utils import format_datetime, parsedate_to_datetime
 from typing import Any
 
@@ -50,7 +50,7 @@ class RedatePlan:
 
 def plan_redate(originals: Mapping[str, datetime], *, end: date, days: int) -> RedatePlan:
     """Spread the items' original dates over `[end - days, end)` by rank of distinct date."""
-    distinct = sorted({dt.astimezone(timezone.utc).date() for dt in originals.values()})
+    distinct = sorted({dt.astimezone(UTC).date() for dt in originals.values()})
     k = len(distinct)
     start = end - timedelta(days=days)
     target: dict[date, date] = {}
@@ -58,7 +58,7 @@ def plan_redate(originals: Mapping[str, datetime], *, end: date, days: int) -> R
         offset = round((i + 1) * days / (k + 1))
         target[d] = min(start + timedelta(days=offset), end - timedelta(days=1))
     deltas = {
-        item_id: timedelta(days=(target[dt.astimezone(timezone.utc).date()] - dt.astimezone(timezone.utc).date()).days)
+        item_id: timedelta(days=(target[dt.astimezone(UTC).date()] - dt.astimezone(UTC).date()).days)
         for item_id, dt in originals.items()
     }
     return RedatePlan(deltas=deltas, end=end, days=days)
@@ -78,13 +78,13 @@ def _shift_rfc822(m: re.Match[str], delta: timedelta) -> str:
     except (TypeError, ValueError):
         return m.group(0)
     if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    return format_datetime((dt + delta).astimezone(timezone.utc), usegmt=True)
+        dt = dt.replace(tzinfo=UTC)
+    return format_datetime((dt + delta).astimezone(UTC), usegmt=True)
 
 
 def text_variants(dt: datetime) -> list[str]:
     """Textual renderings of a datetime seen in GDACS prose (day-first and US month-first)."""
-    dt = dt.astimezone(timezone.utc)
+    dt = dt.astimezone(UTC)
     hour12 = dt.hour % 12 or 12
     ampm = "AM" if dt.hour < 12 else "PM"
     return [

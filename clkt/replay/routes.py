@@ -13,7 +13,7 @@ import math
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from email.utils import format_datetime, parsedate_to_datetime
 from typing import Any
 
@@ -22,7 +22,7 @@ from aiohttp import web
 from clkt.replay.catalog import Catalog, Item
 from clkt.replay.redate import RedatePlan, shift_json, shift_text, text_variants
 
-__all__ = ["Served", "ReplayRoutes", "REDATED_HEADER", "ORIGINALS_HEADER", "REPLAY_HEADER"]
+__all__ = ["ORIGINALS_HEADER", "REDATED_HEADER", "REPLAY_HEADER", "ReplayRoutes", "Served"]
 
 REPLAY_HEADER = "X-Clkt-Replay"
 REDATED_HEADER = "X-Clkt-Replay-Redated"
@@ -82,7 +82,7 @@ def _parse_time(s: str | None) -> datetime | None:
         dt = datetime.fromisoformat(s.replace("Z", "+00:00"))
     except ValueError:
         raise web.HTTPBadRequest(text=f"Bad starttime/endtime value {s!r}") from None
-    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
 
 
 def _int(q: Any, name: str, default: int) -> int:
@@ -191,7 +191,8 @@ class ReplayRoutes:
         hi = _parse_day(q.get("primary_release_date.lte") or q.get("release_date.lte"))
         page = _int(q, "page", 1)
         if not 1 <= page <= 500:
-            return self._json(request, {"success": False, "status_code": 22, "status_message": "Invalid page: Pages start at 1 and max at 500. They are expected to be an integer."}, [], status=422)
+            message = "Invalid page: Pages start at 1 and max at 500. They are expected to be an integer."
+            return self._json(request, {"success": False, "status_code": 22, "status_message": message}, [], status=422)
         items = self._window(self.served["tmdb"], lo, hi, lambda s: _parse_day(s.listing.get("release_date")))
         sort = q.get("sort_by", "popularity.desc")
         if sort.startswith("primary_release_date"):
@@ -334,7 +335,7 @@ class ReplayRoutes:
         items = []
         for s in self.served["usgs"]:
             mag = s.listing["properties"].get("mag")
-            if start and s.occurred < start or end and s.occurred > end:
+            if (start and s.occurred < start) or (end and s.occurred > end):
                 continue
             if minmag is not None and (mag is None or mag < minmag):
                 continue

@@ -14,7 +14,7 @@ import asyncio
 import logging
 import time
 from collections import defaultdict, deque
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from enum import Enum
 from typing import Any
 
@@ -115,7 +115,7 @@ class ReplayServer:
     def _plans(self) -> dict[str, RedatePlan] | None:
         if not self.settings.redate:
             return None
-        end = self.settings.redate_end or self._today or datetime.now(timezone.utc).date()
+        end = self.settings.redate_end or self._today or datetime.now(UTC).date()
         self.window = (date.fromordinal(end.toordinal() - self.settings.redate_days), end)
         catalog = load_catalog()
         return {
@@ -124,7 +124,7 @@ class ReplayServer:
         }
 
     def build_app(self) -> web.Application:
-        started = datetime.now(timezone.utc)
+        started = datetime.now(UTC)
         self.routes = ReplayRoutes(catalog=load_catalog(), plans=self._plans(), started=started)
         app = web.Application(middlewares=[self._stats_mw, self._limit_mw, self._fault_mw])
         self.routes.add_to(app)
@@ -228,10 +228,7 @@ class ReplayServer:
         if not isinstance(resp, web.Response) or resp.status != 200 or not isinstance(resp.body, bytes):
             return resp
         body = resp.body
-        if kind is FaultKind.truncated:
-            new = body[: max(1, len(body) // 2)]
-        else:
-            new = drift_json(body, self.faults.rng)
+        new = body[: max(1, len(body) // 2)] if kind is FaultKind.truncated else drift_json(body, self.faults.rng)
         out = web.Response(status=200, body=new, headers={k: v for k, v in resp.headers.items() if k.lower() not in ("content-length", "etag")})
         return out
 

@@ -35,11 +35,11 @@ from clkt.snapshots.select import seeded_key
 __all__ = [
     "CRITERIA",
     "AuditPair",
-    "DomainPrecision",
     "AuditScore",
+    "DomainPrecision",
     "sample_pairs",
-    "write_sample",
     "score_files",
+    "write_sample",
 ]
 
 # column -> the violation an annotator ticks (Appendix B)

@@ -30,8 +30,8 @@ from storage.snapshots import content_rows, stored_items
 __all__ = [
     "SnapshotContent",
     "assemble_content",
-    "load_item_refs",
     "canonical_json",
+    "load_item_refs",
 ]
 
 _SPLIT: TypeAdapter[SplitName] = TypeAdapter(SplitName)  # a stored item's split, checked as the row's field would be

@@ -26,7 +26,7 @@ import math
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta, timezone
+from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 
 from agents.template import PROMPT_VERSION, plans
@@ -71,18 +71,18 @@ from clkt.snapshots.layout import (
 from clkt.snapshots.select import seeded_key
 
 __all__ = [
-    "CONTROL_SOURCE",
     "CONTROL_DIR",
-    "ControlEntity",
+    "CONTROL_SOURCE",
     "ControlContent",
-    "control_entities",
+    "ControlEntity",
+    "attach_control",
     "build_control",
+    "check_control_engine",
     "control_docs_path",
+    "control_entities",
+    "control_info",
     "control_questions_path",
     "write_control",
-    "attach_control",
-    "control_info",
-    "check_control_engine",
 ]
 
 CONTROL_SOURCE = "control"
@@ -266,7 +266,7 @@ def _quake(rng: random.Random, nm: _Namer, start: date, end: date) -> tuple[str,
     (lat0, lat1), (lon0, lon1) = _QUAKE_COUNTRIES[country]
     place = nm.quake_place(country)
     mag = round(rng.uniform(4.6, 7.4), 1)
-    when = datetime.combine(_day(rng, start, end), time(rng.randrange(24), rng.randrange(60)), tzinfo=timezone.utc)
+    when = datetime.combine(_day(rng, start, end), time(rng.randrange(24), rng.randrange(60)), tzinfo=UTC)
     facts = QuakeFacts(
         title=f"M {mag} - {place}", place=place, time_utc=when, magnitude=mag, mag_type="mww",
         depth_km=round(rng.uniform(5, 180), 1), latitude=round(rng.uniform(lat0, lat1), 3),
@@ -356,7 +356,7 @@ def build_control(
         target = i % 4
         others = [k for k in range(4) if k != p.answer_index]
         random.Random(seeded_key(seed, tag, "control", "options", qid)).shuffle(others)
-        order = others[:target] + [p.answer_index] + others[target:]
+        order = [*others[:target], p.answer_index, *others[target:]]
         for lang in langs:
             opts = plans.render_options(p.values, lang)
             questions.append(

@@ -21,7 +21,7 @@ from clkt.snapshots.control import write_control
 from clkt.snapshots.formats import FORMATS, write_hf, write_lm_eval, write_native, write_reference, write_text
 from clkt.snapshots.layout import BUILD_FILE, CARD_FILE, MANIFEST_FILE, BuildInfo, SnapshotManifest, sha256_file
 
-__all__ = ["StagedDir", "write_tree", "export_format", "snapshot_dir"]
+__all__ = ["StagedDir", "export_format", "snapshot_dir", "write_tree"]
 
 
 def snapshot_dir(out_dir: Path, spec: str, period: str) -> Path:

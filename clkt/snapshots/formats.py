@@ -26,13 +26,13 @@ from clkt.snapshots.layout import LETTERS, QuestionRow, docs_path, dumps_row, qu
 
 __all__ = [
     "FORMATS",
-    "write_native",
-    "write_reference",
+    "OPTIONS_TASK_SUFFIX",
+    "lm_eval_task_name",
+    "mc_prompt",
     "write_hf",
     "write_lm_eval",
-    "OPTIONS_TASK_SUFFIX",
-    "mc_prompt",
-    "lm_eval_task_name",
+    "write_native",
+    "write_reference",
     "write_text",
 ]
 

@@ -18,8 +18,9 @@ hf/, lm_eval/              a `datasets` folder and lm-evaluation-harness tasks (
 `qid` and `entity_id` are public ids derived from content (`clkt.snapshots.ids`: sha256 of the entity's
 source and external id, and the question's slot; ints below 2**52), never a store's row ids, so the same
 items give the same files in any store; results map back to `QuestionResult.question_id` through the
-snapshot's `SnapshotItem` rows (`clkt.snapshots.content.question_rows_by_qid`). The options are in the snapshot's shuffled order (the same permutation in every language) and `answer` is the
-letter of `options[answer_index]`. This contract is fixed: fields may be added, never renamed.
+snapshot's `SnapshotItem` rows (`clkt.snapshots.content.question_rows_by_qid`). The options are in the
+snapshot's shuffled order (the same permutation in every language) and `answer` is the letter of
+`options[answer_index]`. This contract is fixed: fields may be added, never renamed.
 """
 
 from __future__ import annotations
@@ -36,29 +37,29 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from clkt.errors import SnapshotError
 
 __all__ = [
-    "LAYOUT_VERSION",
-    "MANIFEST_FILE",
     "BUILD_FILE",
     "CARD_FILE",
-    "LETTERS",
-    "Letter",
-    "SplitName",
     "CONTROL_DIR",
-    "Split",
-    "DocRow",
-    "QuestionRow",
-    "DomainCounts",
-    "TargetInfo",
+    "LAYOUT_VERSION",
+    "LETTERS",
+    "MANIFEST_FILE",
     "AgentInfo",
-    "ControlInfo",
-    "SnapshotManifest",
     "BuildInfo",
+    "ControlInfo",
+    "DocRow",
+    "DomainCounts",
+    "Letter",
+    "QuestionRow",
     "SnapshotData",
+    "SnapshotManifest",
+    "Split",
+    "SplitName",
+    "TargetInfo",
     "docs_path",
-    "questions_path",
-    "sha256_file",
     "dumps_row",
     "load_snapshot_dir",
+    "questions_path",
+    "sha256_file",
 ]
 
 LAYOUT_VERSION = 1

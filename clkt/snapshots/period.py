@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from typing import Literal
 
 from clkt.errors import UserError
 
-__all__ = ["Cadence", "ROLLING_DAYS", "Period", "PeriodError", "period_of", "parse_period", "previous_period"]
+__all__ = ["ROLLING_DAYS", "Cadence", "Period", "PeriodError", "parse_period", "period_of", "previous_period"]
 
 Cadence = Literal["monthly", "weekly", "daily", "rolling"]
 ROLLING_DAYS = 30
@@ -48,7 +48,7 @@ class Period:
 
 
 def _utc(d: date) -> datetime:
-    return datetime(d.year, d.month, d.day, tzinfo=timezone.utc)
+    return datetime(d.year, d.month, d.day, tzinfo=UTC)
 
 
 def _month(year: int, month: int) -> Period:
@@ -78,7 +78,7 @@ def period_of(ts: datetime, cadence: Cadence, *, rolling_days: int = ROLLING_DAY
     days that ends just before `ts`'s day."""
     if ts.tzinfo is None:
         raise UserError(f"naive datetime {ts!r}: periods are computed in UTC")
-    d = ts.astimezone(timezone.utc).date()
+    d = ts.astimezone(UTC).date()
     if cadence == "rolling":
         return _rolling(d - timedelta(days=1), rolling_days)
     if cadence == "monthly":

@@ -25,14 +25,14 @@ from storage.engine import Session
 from storage.snapshots import candidate_entities
 
 __all__ = [
-    "ItemRef",
     "Candidate",
     "CandidatePool",
     "DomainShortfall",
+    "ItemRef",
     "Selection",
     "load_candidates",
-    "select_items",
     "seeded_key",
+    "select_items",
 ]
 
 
@@ -165,7 +165,7 @@ def _round_robin(cands: list[Candidate], quota: int, *, seed: int, tag: str) -> 
     by_source: dict[str, list[Candidate]] = {}
     for c in cands:
         by_source.setdefault(c.source, []).append(c)
-    for src, lst in by_source.items():
+    for lst in by_source.values():
         lst.sort(key=lambda c: seeded_key(seed, tag, "entity", c.source, c.external_id))
     order = sorted(by_source, key=lambda s: seeded_key(seed, tag, "source", s))
     picked: list[Candidate] = []
@@ -241,7 +241,7 @@ def select_items(
             ans = c.answer_index[qid]
             others = [k for k in range(4) if k != ans]
             random.Random(seeded_key(seed, tag, "options", qid)).shuffle(others)
-            order = others[:target] + [ans] + others[target:]
+            order = [*others[:target], ans, *others[target:]]
             items.append(
                 ItemRef(
                     qid=qid, entity_id=c.entity_id, question_row=c.rows[qid], entity_row=c.entity_row, split=split,

@@ -28,7 +28,7 @@ from filelock import FileLock
 
 from clkt.errors import ModelUnavailableError
 
-__all__ = ["EmbeddedModel", "EMBEDDED_MODELS", "EMBEDDED_PREFIX", "embedded_model", "ensure_converted", "MARKER"]
+__all__ = ["EMBEDDED_MODELS", "EMBEDDED_PREFIX", "MARKER", "EmbeddedModel", "embedded_model", "ensure_converted"]
 
 log = logging.getLogger(__name__)
 

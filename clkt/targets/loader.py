@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     from clkt.config import TargetSettings
 
-__all__ = ["resolve_target", "load_target", "resolve_device", "default_dtype", "cached_target", "clear_cache"]
+__all__ = ["cached_target", "clear_cache", "default_dtype", "load_target", "resolve_device", "resolve_target"]
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from clkt.config import TargetSettings
 
-__all__ = ["RenderedPrompt", "uses_chat_template", "render_prompt", "encode_left_padded"]
+__all__ = ["RenderedPrompt", "encode_left_padded", "render_prompt", "uses_chat_template"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ from clkt.targets.prompting import encode_left_padded, render_prompt
 if TYPE_CHECKING:
     from clkt.config import TargetSettings
 
-__all__ = ["PROBE_INSTRUCTIONS", "SUMMARY_CUES", "PROBE_PROMPT_VERSION", "build_probe_prompt", "probe_texts"]
+__all__ = ["PROBE_INSTRUCTIONS", "PROBE_PROMPT_VERSION", "SUMMARY_CUES", "build_probe_prompt", "probe_texts"]
 
 PROBE_PROMPT_VERSION = "probe-v1"
 PROBE_BATCH_SIZE = 48  # prompts per `generate` call (the probe stage batches several entities' languages)

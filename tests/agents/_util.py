@@ -9,7 +9,7 @@ from clkt.documents import render_document
 from clkt.facts import RenderedDocument
 from tests.documents.samples import LIVERPOOL_SWANSEA
 
-__all__ = ["llm_settings", "match_doc", "LIVERPOOL_SWANSEA"]
+__all__ = ["LIVERPOOL_SWANSEA", "llm_settings", "match_doc"]
 
 
 def llm_settings(**agents: Any) -> Settings:

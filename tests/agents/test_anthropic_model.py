@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from agents.factory import _provider_model, resolve_model
-from clkt.config import load_settings
+from clkt.config import Settings, load_settings
 from clkt.errors import ConfigError
 
 
-def _settings(tmp_path: Path, env: dict[str, str]):  # type: ignore[no-untyped-def]
+def _settings(tmp_path: Path, env: dict[str, str]) -> Settings:
     cfg = tmp_path / "c.toml"
     cfg.write_text(
         '[agents]\nbackend = "llm"\njudge_model = "anthropic:claude-3-5-haiku-latest"\n'

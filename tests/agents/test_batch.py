@@ -71,7 +71,7 @@ async def until_answered(d: BatchDispatcher, call: Any, *, rounds: int = 10) -> 
             return await call()
         except BatchPending:
             await d.tick()
-    raise AssertionError("no answer after %d rounds" % rounds)
+    raise AssertionError(f"no answer after {rounds} rounds")
 
 
 @pytest.mark.parametrize("kind", ["openai", "anthropic"])
@@ -259,7 +259,7 @@ async def test_a_refused_batch_gives_its_callers_the_reason_and_no_retry_loop(
         await judge(b, "z")
     await d.tick()  # the create answers 400: the batch ends refused, nothing stays pending
     assert provider.stats.batches_created == 0
-    with pytest.raises(AgentError, match="refused the batch.*400.*not available for batch"):
+    with pytest.raises(AgentError, match=r"refused the batch.*400.*not available for batch"):
         await judge(b, "z")
     with pytest.raises(BatchPending):  # the task's retry queues it again; the provider accepts it this time
         await judge(b, "z")

@@ -8,7 +8,6 @@ import time
 from collections.abc import AsyncIterator, Iterator
 
 import httpx2 as httpx
-
 import pytest
 from pydantic_ai.exceptions import ModelHTTPError
 from pydantic_ai.models import override_allow_model_requests
@@ -18,6 +17,7 @@ from agents.limits import AdaptiveConcurrency, ProviderLimiter, RateLimitedModel
 from agents.llm import LlmBackend
 from clkt.config import Settings
 from clkt.errors import AgentError
+from storage.engine import Store
 from tests.agents._util import LIVERPOOL_SWANSEA, llm_settings, match_doc
 from tests.conftest import wait_for
 from tests.fakes.openai_server import FakeOpenAI
@@ -256,12 +256,12 @@ def test_limiter_paces_the_minute_budget() -> None:
     assert waits == [0.0, pytest.approx(9.5), pytest.approx(19.5)]
 
 
-async def test_daemon_backend_counts_calls_in_metrics(server: FakeOpenAI, store: object) -> None:
-    from clkt.telemetry import Metrics
+async def test_daemon_backend_counts_calls_in_metrics(server: FakeOpenAI, store: Store) -> None:
     from clkt.pipeline.backends import build_backend
+    from clkt.telemetry import Metrics
 
     metrics = Metrics()
-    b = build_backend(settings_for(server), store=store, metrics=metrics)  # type: ignore[arg-type]
+    b = build_backend(settings_for(server), store=store, metrics=metrics)
     assert isinstance(b, LlmBackend)
     await judge(b)
     await judge(b)  # answered by the store's cache

@@ -4,6 +4,7 @@ rate-limit headers, without a server (the last test uses the fake provider)."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from datetime import UTC, datetime, timedelta
 
@@ -30,7 +31,7 @@ def test_tolerance_never_lets_more_than_the_burst_through() -> None:
     p = Pacer(rate_per_s=10.0, tolerance_s=0.05)
     starts = [p.reserve(now=50.0) + 50.0 for _ in range(5)]  # 5 callers at once after a long idle
     assert starts[1] - starts[0] == pytest.approx(0.05)
-    assert all(b - a == pytest.approx(0.1) for a, b in zip(starts[1:], starts[2:]))
+    assert all(b - a == pytest.approx(0.1) for a, b in itertools.pairwise(starts[1:]))
 
 
 def test_cost_scales_the_interval_and_delay_until_holds_slots() -> None:

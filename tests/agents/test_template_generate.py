@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from agents.backend import AgentBackend
 from agents.template import TemplateBackend
 from agents.template.parsing import digits, find_dates
-from clkt.outputs import MCQ, check_against_document, normalize
 from clkt.documents import LANGUAGES, render_document
 from clkt.facts import SLOTS
+from clkt.outputs import MCQ, check_against_document, normalize
 from tests.documents.samples import ALL, ENTITY_NAMES
 from tests.documents.strategies import disaster_facts, film_facts, match_facts, quake_facts, release_facts
 

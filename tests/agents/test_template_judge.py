@@ -8,6 +8,7 @@ import pytest
 
 from agents.template import TemplateBackend
 from clkt.documents import render_document
+from clkt.outputs import KnownVerdict
 from tests.documents.samples import ALL, ENTITY_NAMES
 
 ENGINE = TemplateBackend()
@@ -62,7 +63,7 @@ UNKNOWN = [
 ]
 
 
-def _judge(kind: str, lang: str, response: str):  # type: ignore[no-untyped-def]
+def _judge(kind: str, lang: str, response: str) -> KnownVerdict:
     facts = ALL[kind]
     return asyncio.run(
         ENGINE.judge(

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from agents.template import TemplateBackend, build_mcqs, plan
 from agents.template.distractors import appears_as_token, near_coordinates, seeded_rng, spread_floats
 from agents.template.values import CoordValue, FloatValue
-from clkt.outputs import MCQ, check_against_document, normalize
 from clkt.documents import LANGUAGES, render_document
 from clkt.facts import QuakeFacts
+from clkt.outputs import MCQ, check_against_document, normalize
 from tests.documents.samples import NORTHRIDGE
 
 ENGINE = TemplateBackend()

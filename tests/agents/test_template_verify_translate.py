@@ -10,7 +10,8 @@ from agents.template import TemplateBackend
 from agents.template.plans import question_text
 from clkt.documents import render_document
 from clkt.errors import AgentError, UserError
-from clkt.outputs import MCQ
+from clkt.facts import EntityFacts, RenderedDocument
+from clkt.outputs import MCQ, VerifierReport
 from tests.documents.samples import ALL
 
 ENGINE = TemplateBackend()
@@ -18,12 +19,12 @@ FILM = ALL["film"]
 EN = render_document(FILM, "en")
 
 
-def _mcqs(facts=FILM, doc=EN) -> dict[str, MCQ]:  # type: ignore[no-untyped-def]
+def _mcqs(facts: EntityFacts = FILM, doc: RenderedDocument = EN) -> dict[str, MCQ]:
     out = asyncio.run(ENGINE.generate(entity_name="Fight Club", document=doc, facts=facts, n=20))
     return {m.slot: m for m in out}
 
 
-def _verify(mcq: MCQ, doc=EN, facts=FILM):  # type: ignore[no-untyped-def]
+def _verify(mcq: MCQ, doc: RenderedDocument = EN, facts: EntityFacts = FILM) -> VerifierReport:
     return asyncio.run(ENGINE.verify(document=doc, facts=facts, mcq=mcq))
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 
 from clkt.facts import (
     CastMember,
@@ -21,7 +21,7 @@ LIVERPOOL_SWANSEA = MatchFacts(
     season="2014-2015",
     round="19",
     date=date(2014, 12, 29),
-    kickoff_utc=datetime(2014, 12, 29, 20, 0, tzinfo=timezone.utc),
+    kickoff_utc=datetime(2014, 12, 29, 20, 0, tzinfo=UTC),
     venue="Anfield",
     city="Liverpool",
     country="England",
@@ -80,7 +80,7 @@ PLUS = ReleaseFacts(
 NORTHRIDGE = QuakeFacts(
     title="M 6.7 - 1km NNW of Reseda, CA",
     place="1km NNW of Reseda, CA",
-    time_utc=datetime(1994, 1, 17, 12, 30, 55, 390000, tzinfo=timezone.utc),
+    time_utc=datetime(1994, 1, 17, 12, 30, 55, 390000, tzinfo=UTC),
     magnitude=6.7,
     mag_type="mw",
     depth_km=18.202,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 
 from hypothesis import strategies as st
 
@@ -84,7 +84,7 @@ def release_facts(draw: st.DrawFn) -> ReleaseFacts:
 
 @st.composite
 def quake_facts(draw: st.DrawFn) -> QuakeFacts:
-    when = datetime.combine(draw(dates), datetime.min.time(), tzinfo=timezone.utc) + timedelta(
+    when = datetime.combine(draw(dates), datetime.min.time(), tzinfo=UTC) + timedelta(
         seconds=draw(st.integers(0, 86_399))
     )
     place = f"{draw(st.integers(1, 200))} km {draw(st.sampled_from(['N', 'SSE', 'WNW']))} of {draw(names)}"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 
 import pytest
 from hypothesis import given
@@ -24,7 +24,7 @@ def test_conventions() -> None:
     assert en.minutes(139) == "139 minutes" and ja.minutes(139) == "139分" and zh.minutes(139) == "139分钟"
     assert en.usd(63_000_000) == "US$63,000,000" and zh.usd(5) == "5美元"
     assert en.score(4, 1) == "4–1"
-    dt = datetime(1994, 1, 17, 12, 30, 55, tzinfo=timezone.utc)
+    dt = datetime(1994, 1, 17, 12, 30, 55, tzinfo=UTC)
     assert en.datetime_utc(dt) == "17 January 1994, 12:30 UTC"
     assert ja.label("alert", "Orange") == "オレンジ" and fr.label("genre", "Science Fiction") == "science-fiction"
     assert en.label("genre", "Kaiju") == "Kaiju"  # unknown values stay as sent

@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 
 from clkt.documents import LANGUAGES, render_all, render_document
 from clkt.errors import UserError
-from clkt.facts import SLOTS
+from clkt.facts import SLOTS, EntityFacts
 from tests.documents.samples import ALL, BURKINA_FLOODS, FIGHT_CLUB, LIVERPOOL_SWANSEA, NORTHRIDGE, PLUS
 from tests.documents.strategies import any_facts
 
@@ -113,7 +113,7 @@ def test_draw_and_unknown_values() -> None:
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(facts=any_facts)
-def test_render_is_deterministic_and_sentences_are_verbatim(facts) -> None:  # type: ignore[no-untyped-def]
+def test_render_is_deterministic_and_sentences_are_verbatim(facts: EntityFacts) -> None:
     for lang in LANGUAGES:
         a, b = render_document(facts, lang), render_document(facts.model_copy(deep=True), lang)
         assert a.text.encode() == b.text.encode()

@@ -33,7 +33,7 @@ from aiohttp import web
 
 from tests.fakes.llm_responder import respond, role_of_schema
 
-__all__ = ["FakeBatchProvider", "BatchServerStats", "prompt_text", "shared_prefix_tokens"]
+__all__ = ["BatchServerStats", "FakeBatchProvider", "prompt_text", "shared_prefix_tokens"]
 
 
 def prompt_text(contents: list[Any]) -> str:
@@ -52,7 +52,7 @@ def shared_prefix_tokens(text: str, earlier: list[str], min_tokens: int) -> int:
     best = 0
     for e in earlier:
         n = 0
-        for a, b in zip(e, text):
+        for a, b in zip(e, text, strict=False):  # the common prefix: the shorter one ends it
             if a != b:
                 break
             n += 1
@@ -126,7 +126,7 @@ class FakeBatchProvider:
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.port = int(self._runner.addresses[0][1])
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -270,7 +270,7 @@ class FakeBatchProvider:
     async def _file_create(self, request: web.Request) -> web.Response:
         data = await request.post()
         f = data["file"]
-        content = f.file.read() if hasattr(f, "file") else bytes(str(f), "utf-8")  # type: ignore[union-attr]
+        content = f.file.read() if isinstance(f, web.FileField) else bytes(str(f), "utf-8")
         fid = f"file-{uuid.uuid4().hex[:20]}"
         self.files[fid] = content
         return web.json_response({"id": fid, "object": "file", "bytes": len(content), "created_at": int(time.time()),

@@ -13,7 +13,7 @@ import json
 import re
 from typing import Any
 
-__all__ = ["respond", "role_of_schema", "block"]
+__all__ = ["block", "respond", "role_of_schema"]
 
 _PHRASES = {
     "en": "This is the translated question about the event",

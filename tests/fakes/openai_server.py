@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import hashlib
 import json
 import math
@@ -120,7 +121,7 @@ class FakeOpenAI:
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", port)
         await site.start()
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.port = int(self._runner.addresses[0][1])
         return self.base_url
 
     async def stop(self) -> None:
@@ -337,10 +338,8 @@ def main() -> None:
     ap.add_argument("--tpm", type=float, default=None)
     ap.add_argument("--token-burst-s", type=float, default=1.0)
     ap.add_argument("--rate-headers", action="store_true")
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(_serve(ap.parse_args()))
-    except KeyboardInterrupt:
-        pass
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Mapping
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 
 import aiohttp
 import pytest
@@ -39,7 +39,7 @@ async def original() -> AsyncIterator[ReplayServer]:
 
 
 async def get(http: aiohttp.ClientSession, url: str, **kw: object) -> tuple[int, Mapping[str, str], bytes]:
-    async with http.get(url, **kw) as r:  # type: ignore[arg-type]
+    async with http.get(url, **kw) as r:  # type: ignore[arg-type]  # aiohttp's keywords, passed through
         return r.status, CIMultiDict(r.headers), await r.read()
 
 
@@ -156,8 +156,8 @@ def test_catalog_is_package_data_only() -> None:
     cat = load_catalog()
     assert {k: len(v) for k, v in cat.items.items()} == {
         "tmdb": 20, "musicbrainz": 2, "deezer": 11, "thesportsdb": 2, "usgs": 14, "gdacs": 2}
-    assert all(i.occurred.tzinfo is timezone.utc or i.occurred.utcoffset() is not None for v in cat.items.values() for i in v)
-    assert datetime(2027, 1, 1, tzinfo=timezone.utc) > max(i.occurred for v in cat.items.values() for i in v)
+    assert all(i.occurred.tzinfo is UTC or i.occurred.utcoffset() is not None for v in cat.items.values() for i in v)
+    assert datetime(2027, 1, 1, tzinfo=UTC) > max(i.occurred for v in cat.items.values() for i in v)
 
 
 async def test_enforced_limits_answer_429(http: aiohttp.ClientSession) -> None:

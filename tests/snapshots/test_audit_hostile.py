@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from clkt.errors import UserError
-from clkt.snapshots.audit import CRITERIA, COLUMNS, AuditPair, _csv, _html, score_files, write_sample
+from clkt.snapshots.audit import COLUMNS, CRITERIA, AuditPair, _csv, _html, score_files, write_sample
 
 HOSTILE = ["<!--<script>", "</script><script>alert(1)</script>", "=HYPERLINK(\"http://x\")", "+1+1", "-2+3",
            "@SUM(A1)", "\tTAB", "\u2028line", "a & b > c"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import csv
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import typer
@@ -17,7 +17,7 @@ from storage.engine import Store
 from storage.models import GpuJob, Snapshot
 from tests.snapshots.factories import fill_period, make_settings
 
-JUNE = datetime(2025, 6, 1, tzinfo=timezone.utc)
+JUNE = datetime(2025, 6, 1, tzinfo=UTC)
 
 
 def _app() -> typer.Typer:
@@ -36,11 +36,10 @@ def _fill(url: str, per_domain: int, prefix: str = "x") -> None:
 
 def _rows(url: str) -> tuple[list[Snapshot], list[GpuJob]]:
     async def go() -> tuple[list[Snapshot], list[GpuJob]]:
-        async with Store(url=url) as store:
-            async with store.session() as s:
-                snaps = list((await s.execute(select(Snapshot).order_by(Snapshot.built_at))).scalars().all())
-                jobs = list((await s.execute(select(GpuJob))).scalars().all())
-                return snaps, jobs
+        async with Store(url=url) as store, store.session() as s:
+            snaps = list((await s.execute(select(Snapshot).order_by(Snapshot.built_at))).scalars().all())
+            jobs = list((await s.execute(select(GpuJob))).scalars().all())
+            return snaps, jobs
 
     return asyncio.run(go())
 

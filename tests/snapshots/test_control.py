@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pytest
@@ -14,16 +14,17 @@ from agents.template import PROMPT_VERSION
 from agents.template.pools import ACTORS, ARTISTS, COMPANIES, DIRECTORS, LABELS, TEAMS
 from clkt.config import load_settings
 from clkt.errors import ConfigError, SnapshotError
+from clkt.facts import QuakeFacts
 from clkt.snapshots.builder import build_snapshot
-from clkt.snapshots.stored import load_snapshot
 from clkt.snapshots.control import CONTROL_SOURCE, build_control, control_entities
 from clkt.snapshots.layout import load_snapshot_dir
+from clkt.snapshots.stored import load_snapshot
 from storage.engine import Store
 from storage.models import Snapshot
 from tests.snapshots.factories import LANGS, fill_period, make_settings
 
-JUNE = datetime(2025, 6, 1, tzinfo=timezone.utc)
-NOW = datetime(2025, 7, 3, tzinfo=timezone.utc)
+JUNE = datetime(2025, 6, 1, tzinfo=UTC)
+NOW = datetime(2025, 7, 3, tzinfo=UTC)
 DOMAINS = ("movies", "music", "sports", "disasters")
 ALL_LANGS = ("en", "ja", "zh", "fr", "es")
 
@@ -85,7 +86,7 @@ def test_names_are_invented_and_distractors_too() -> None:
         assert e.name.casefold() not in real
         # dated inside the period
         f = e.facts
-        day = getattr(f, "date", None) or getattr(f, "release_date", None) or f.time_utc.date()  # type: ignore[union-attr]
+        day = getattr(f, "date", None) or getattr(f, "release_date", None) or f.time_utc.date()  # type: ignore[union-attr]  # the kinds with no date have time_utc
         assert date(2025, 6, 1) <= day < date(2025, 7, 1), (e.name, day)
 
 
@@ -95,7 +96,8 @@ def test_fictional_quakes_have_a_plausible_intensity_and_are_asked_it_and_their_
     assert len(ents) == 4
     for e in ents:
         f = e.facts
-        assert f.mmi is not None and 2.0 <= f.mmi <= 9.6, (e.name, f.mmi)  # type: ignore[union-attr]
+        assert isinstance(f, QuakeFacts)
+        assert f.mmi is not None and 2.0 <= f.mmi <= 9.6, (e.name, f.mmi)
     # deeper at the same magnitude: a lower intensity (the intensity is derived, not drawn)
     from clkt.snapshots.control import _fictional_mmi
     assert _fictional_mmi(6.7, 18.0) > _fictional_mmi(6.7, 150.0) and _fictional_mmi(7.4, 10.0) > _fictional_mmi(5.0, 10.0)
@@ -170,7 +172,7 @@ async def test_a_control_file_that_disagrees_across_languages_is_refused(store: 
     f.write_text("\n".join(lines[1:]) + "\n", encoding="utf-8")
     with pytest.raises(SnapshotError, match="sha256"):
         load_snapshot_dir(res.path)
-    with pytest.raises(SnapshotError, match="control/questions/fr.jsonl"):
+    with pytest.raises(SnapshotError, match=r"control/questions/fr\.jsonl"):
         load_snapshot_dir(res.path, verify_hashes=False)
 
 

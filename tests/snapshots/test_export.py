@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -14,15 +14,15 @@ from clkt.errors import DiskFullError, UserError
 from clkt.evaluate.loglik import loglik_item
 from clkt.snapshots import export as export_mod
 from clkt.snapshots.builder import build_snapshot
-from clkt.snapshots.stored import LoadedSnapshot, load_snapshot
 from clkt.snapshots.export import export_format
 from clkt.snapshots.formats import OPTIONS_TASK_SUFFIX, lm_eval_task_name
+from clkt.snapshots.stored import LoadedSnapshot, load_snapshot
 from storage.engine import Store
 from storage.models import Event, Snapshot, SnapshotItem
 from tests.snapshots.factories import LANGS, fill_period, make_settings
 
-JUNE = datetime(2025, 6, 1, tzinfo=timezone.utc)
-NOW = datetime(2025, 7, 3, tzinfo=timezone.utc)
+JUNE = datetime(2025, 6, 1, tzinfo=UTC)
+NOW = datetime(2025, 7, 3, tzinfo=UTC)
 
 
 async def _built(store: Store, tmp_path: Path) -> tuple[Path, LoadedSnapshot]:
@@ -107,7 +107,7 @@ async def test_lm_eval_task_manager_loads_the_tasks(store: Store, tmp_path: Path
     opt_names = [n + OPTIONS_TASK_SUFFIX for n in names]
     assert set(opt_names) <= set(tm.all_tasks)
     opt = get_task_dict([opt_names[1]], tm)[opt_names[1]]
-    odoc = list(opt.test_docs())[0]
+    odoc = next(iter(opt.test_docs()))
     q = snap.content.questions_in("ja", "test")[0]
     item = loglik_item(EMBEDDED_TARGET, None, q.question, q.options, "ja")
     assert opt.doc_to_text(odoc) == item.context.text  # byte for byte the context option-loglik scores

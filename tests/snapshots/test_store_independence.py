@@ -4,21 +4,22 @@ inserted in different orders and numbered from different offsets, build the same
 from __future__ import annotations
 
 import random
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from sqlalchemy import delete, select
+from sqlmodel import col
 
 from clkt.snapshots.builder import build_snapshot
-from clkt.snapshots.stored import load_snapshot, question_rows_by_qid
 from clkt.snapshots.ids import stable_entity_id, stable_qid
 from clkt.snapshots.layout import BUILD_FILE, load_snapshot_dir
+from clkt.snapshots.stored import load_snapshot, question_rows_by_qid
 from storage.engine import Store
 from storage.models import Entity, EntityStatus, Question
 from tests.snapshots.factories import SOURCES, add_ready_entity, make_settings
 
-JUNE = datetime(2025, 6, 1, tzinfo=timezone.utc)
-NOW = datetime(2025, 7, 3, tzinfo=timezone.utc)
+JUNE = datetime(2025, 6, 1, tzinfo=UTC)
+NOW = datetime(2025, 7, 3, tzinfo=UTC)
 
 # (domain, source, external id, occurred_at): 3 per domain, 2 of which each quota takes
 ENTITIES = [
@@ -54,7 +55,7 @@ async def _populate(store: Store, *, shuffled: bool) -> None:
             gone += await _junk(store, f"b{k}-", 1)
         await add_ready_entity(store, domain=domain, source=source, external_id=ext, occurred_at=at)
     async with store.transaction() as s:
-        await s.execute(delete(Entity).where(Entity.id.in_(gone)))  # type: ignore[union-attr]
+        await s.execute(delete(Entity).where(col(Entity.id).in_(gone)))
 
 
 async def _row_ids(store: Store) -> dict[tuple[str, str, str], int]:

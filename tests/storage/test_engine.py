@@ -14,12 +14,11 @@ from storage.engine import Store
 
 async def test_migrations_from_empty_create_every_table(tmp_path: Path) -> None:
     url = f"sqlite+aiosqlite:///{tmp_path / 'new' / 'clkt.db'}"
-    async with Store(url=url) as store:
-        async with store.session() as s:
-            names = {r[0] for r in (await s.execute(text("SELECT name FROM sqlite_master WHERE type='table'"))).all()}
-            mode = (await s.execute(text("PRAGMA journal_mode"))).scalar()
-            fk = (await s.execute(text("PRAGMA foreign_keys"))).scalar()
-            busy = (await s.execute(text("PRAGMA busy_timeout"))).scalar()
+    async with Store(url=url) as store, store.session() as s:
+        names = {r[0] for r in (await s.execute(text("SELECT name FROM sqlite_master WHERE type='table'"))).all()}
+        mode = (await s.execute(text("PRAGMA journal_mode"))).scalar()
+        fk = (await s.execute(text("PRAGMA foreign_keys"))).scalar()
+        busy = (await s.execute(text("PRAGMA busy_timeout"))).scalar()
     assert {"entity", "document", "task", "probe", "question", "verification", "translation", "snapshot",
             "snapshot_item", "gpu_job", "question_result", "llm_call", "source_cursor", "alembic_version"} <= names
     assert mode == "wal" and fk == 1 and busy >= 1000
@@ -83,11 +82,10 @@ async def test_migrations_match_the_models(tmp_path: Path) -> None:
     from alembic.migration import MigrationContext
     from sqlmodel import SQLModel
 
-    async with Store(url=f"sqlite+aiosqlite:///{tmp_path / 'm.db'}") as store:
-        async with store.engine.connect() as conn:
-            diff = await conn.run_sync(
-                lambda c: compare_metadata(MigrationContext.configure(c, opts={"compare_type": False}), SQLModel.metadata)
-            )
+    async with Store(url=f"sqlite+aiosqlite:///{tmp_path / 'm.db'}") as store, store.engine.connect() as conn:
+        diff = await conn.run_sync(
+            lambda c: compare_metadata(MigrationContext.configure(c, opts={"compare_type": False}), SQLModel.metadata)
+        )
     assert diff == []
 
 
@@ -127,7 +125,6 @@ async def test_a_process_killed_mid_migration_leaves_no_half_schema(tmp_path: Pa
     finally:
         con.close()
     assert left == []  # the killed migration's tables were never committed
-    async with Store(url=url) as store:  # the next start migrates from scratch
-        async with store.session() as s:
-            names = {r[0] for r in (await s.execute(text("SELECT name FROM sqlite_master WHERE type='table'"))).all()}
+    async with Store(url=url) as store, store.session() as s:  # the next start migrates from scratch
+        names = {r[0] for r in (await s.execute(text("SELECT name FROM sqlite_master WHERE type='table'"))).all()}
     assert {"entity", "task", "daemon_lock", "alembic_version"} <= names

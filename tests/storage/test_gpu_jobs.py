@@ -43,7 +43,7 @@ async def test_claim_returns_frozen_records_and_complete_is_fenced(store: Store)
     assert isinstance(job, GpuJobRecord) and (job.status, job.lease_owner, job.attempts) == (LeaseStatus.leased, "w1", 1)
     assert (job.snapshot_id, job.target_model, job.train_lang, job.config) == (SID, "m", "en", {"epochs": 2})
     with pytest.raises(dataclasses.FrozenInstanceError):
-        job.status = LeaseStatus.done  # type: ignore[misc]
+        job.status = LeaseStatus.done  # type: ignore[misc]  # the test: the record is frozen
     async with store.transaction() as s:
         await heartbeat_gpu_job(s, job.id, owner="w1", lease=LEASE)
         with pytest.raises(LeaseLost):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import select
@@ -30,8 +30,8 @@ from storage.snapshots import (
 )
 from tests.snapshots.factories import add_ready_entity
 
-JUNE = datetime(2025, 6, 1, tzinfo=timezone.utc)
-JULY = datetime(2025, 7, 1, tzinfo=timezone.utc)
+JUNE = datetime(2025, 6, 1, tzinfo=UTC)
+JULY = datetime(2025, 7, 1, tzinfo=UTC)
 
 
 def _new(sid: str, *, period: str = "2025-06", built_at: datetime = JULY) -> NewSnapshot:
@@ -65,7 +65,7 @@ async def test_freeze_writes_rows_items_event_and_runs_the_hook_in_the_transacti
         )
     assert seen == [rec] and rec.status is SnapshotStatus.frozen and rec.audit == {} and rec.superseded_by is None
     with pytest.raises(dataclasses.FrozenInstanceError):
-        rec.audit = {}  # type: ignore[misc]
+        rec.audit = {}  # type: ignore[misc]  # the test: the record is frozen
     async with store.session() as s:
         (item,) = await stored_items(s, rec.id)
         assert (item.question_id, item.entity_id, item.option_order, item.answer_letter) == (qrow, eid, (2, 0, 1, 3), "B")

@@ -50,7 +50,7 @@ async def test_claim_returns_lease_records_of_one_stage(store: Store) -> None:
         Stage.generate, entity_id, "k", 1, 4,
     )
     with pytest.raises(AttributeError):
-        lease.attempts = 2  # type: ignore[misc]  # frozen
+        lease.attempts = 2  # type: ignore[misc]  # the test: the record is frozen
     row = await _row(store, lease.id)
     assert row.status == LeaseStatus.leased and row.lease_owner == "w"
     async with store.transaction() as s:  # nothing else of that stage is claimable now

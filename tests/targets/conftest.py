@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-
 # read at import: the root conftest clears CLKT_* variables around each test
 _MODELS_DIR = Path(os.environ.get("CLKT_TEST_MODELS_DIR") or Path(tempfile.gettempdir()) / "clkt-test-data")
 

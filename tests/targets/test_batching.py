@@ -10,6 +10,7 @@ import pytest
 
 from clkt.errors import UserError
 from clkt.targets.batching import PromptBatcher
+from tests.conftest import wait_for
 
 
 class Recorder:
@@ -41,8 +42,7 @@ async def test_requests_during_a_run_go_into_the_next_one() -> None:
     rec = Recorder(gate=gate)
     b: PromptBatcher[str] = PromptBatcher(rec, name="t", window_s=0.01)
     first = asyncio.create_task(b.submit("m", ["1"]))
-    while b.runs == 0:
-        await asyncio.sleep(0.005)
+    await wait_for(lambda: b.runs > 0)
     later = [asyncio.create_task(b.submit("m", [str(i)])) for i in (2, 3)]
     await asyncio.sleep(0.05)
     gate.set()
@@ -85,8 +85,7 @@ async def test_close_cancels_the_waiting_callers_and_refuses_new_ones() -> None:
     gate = threading.Event()
     b: PromptBatcher[str] = PromptBatcher(Recorder(gate=gate), name="t", window_s=0.01)
     waiting = asyncio.create_task(b.submit("m", ["a"]))
-    while b.runs == 0:
-        await asyncio.sleep(0.005)
+    await wait_for(lambda: b.runs > 0)
     await b.aclose()
     gate.set()
     with pytest.raises(asyncio.CancelledError):

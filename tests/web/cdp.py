@@ -27,7 +27,7 @@ from typing import Any
 
 import aiohttp
 
-__all__ = ["chromium_path", "PageLoad", "Browser", "browser"]
+__all__ = ["Browser", "PageLoad", "browser", "chromium_path"]
 
 _LISTEN = re.compile(r"DevTools listening on (ws://\S+)")
 
@@ -180,9 +180,12 @@ async def browser(exe: str, *, timeout: float = 60.0) -> AsyncIterator[Browser]:
         ws_url = None
         seen: list[str] = []
 
+        stderr = proc.stderr
+        assert stderr is not None  # started with stderr=PIPE
+
         async def find() -> str:
             while True:
-                line = (await proc.stderr.readline()).decode(errors="replace")  # type: ignore[union-attr]
+                line = (await stderr.readline()).decode(errors="replace")
                 if not line:
                     raise RuntimeError("chromium exited before its DevTools endpoint came up:\n" + "".join(seen[-20:]))
                 seen.append(line)
@@ -193,17 +196,16 @@ async def browser(exe: str, *, timeout: float = 60.0) -> AsyncIterator[Browser]:
         ws_url = await asyncio.wait_for(find(), timeout)
 
         async def drain() -> None:  # keep reading stderr so chromium never blocks on a full pipe
-            while await proc.stderr.readline():  # type: ignore[union-attr]
+            while await stderr.readline():
                 pass
 
         drainer = asyncio.create_task(drain(), name="chromium-stderr")
-        async with aiohttp.ClientSession() as http:
-            async with http.ws_connect(ws_url, max_msg_size=0) as ws:
-                b = Browser(ws)
-                try:
-                    yield b
-                finally:
-                    b._reader.cancel()  # noqa: SLF001
+        async with aiohttp.ClientSession() as http, http.ws_connect(ws_url, max_msg_size=0) as ws:
+            b = Browser(ws)
+            try:
+                yield b
+            finally:
+                b._reader.cancel()
         drainer.cancel()
     finally:
         if proc.returncode is None:

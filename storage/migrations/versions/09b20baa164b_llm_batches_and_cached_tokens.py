@@ -6,11 +6,11 @@ Create Date: 2026-12-01 05:23:52.605789
 """
 from __future__ import annotations
 
-from alembic import op
 import sqlalchemy as sa
 import sqlmodel.sql.sqltypes
-import storage.types
+from alembic import op
 
+import storage.types
 
 revision = '09b20baa164b'
 down_revision = '37427148987d'

@@ -6,11 +6,11 @@ Create Date: 2026-11-29 12:06:03.101563
 """
 from __future__ import annotations
 
-from alembic import op
 import sqlalchemy as sa
 import sqlmodel.sql.sqltypes
-import storage.types
+from alembic import op
 
+import storage.types
 
 revision = '37427148987d'
 down_revision = None

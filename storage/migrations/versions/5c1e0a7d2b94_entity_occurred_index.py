@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from alembic import op
 
-
 revision = '5c1e0a7d2b94'
 down_revision = '09b20baa164b'
 branch_labels = None
