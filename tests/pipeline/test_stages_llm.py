@@ -39,7 +39,8 @@ ROLES = ("judge", "generate", "verify", "translate")
 
 def llm_backend(settings: Settings, store: Store, llm: ScriptedLlm | FunctionModel) -> LlmBackend:
     model = llm.model() if isinstance(llm, ScriptedLlm) else llm
-    return LlmBackend(settings=settings, cache=SqlCallCache(store), raw_models={r: model for r in ROLES})
+    return LlmBackend(agents=settings.agents, languages=settings.spec.languages, cache=SqlCallCache(store),
+                      raw_models={r: model for r in ROLES})
 
 
 async def count(store: Store, table: type, *where: object) -> int:
