@@ -27,7 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from aiohttp.test_utils import TestClient, TestServer  # noqa: E402
 from sqlalchemy import insert, text  # noqa: E402
 
-from clkt.web import PageContext, pages_app  # noqa: E402
+from clkt.services import page_context  # noqa: E402
+from clkt.web import pages_app  # noqa: E402
 from storage.engine import Store  # noqa: E402
 from storage.models import Entity, EntityStatus, LeaseStatus, Stage, Task  # noqa: E402
 from storage.types import utcnow  # noqa: E402
@@ -133,7 +134,7 @@ async def main() -> None:
                                           "loadavg_1min": round(os.getloadavg()[0], 2), "cpus": os.cpu_count()}
             goals: dict[str, str] = {}
             met = True
-            async with TestClient(TestServer(pages_app(PageContext(settings=settings, store=store)), host="127.0.0.1")) as client:
+            async with TestClient(TestServer(pages_app(page_context(settings, store=store)), host="127.0.0.1")) as client:
                 for name, (path, sql) in pages.items():
                     wall, cpu = await time_page(client, path, args.rounds)
                     p50, p95 = _pcts(wall)
