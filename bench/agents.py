@@ -358,8 +358,8 @@ async def phase_reference() -> dict[str, Any]:
 
 # -- kill and restart ----------------------------------------------------------------------------
 async def seed(db: Path, base_url: str) -> int:
-    from tests.pipeline._harness import add_entity
     from storage.engine import Store
+    from tests.pipeline._harness import add_entity
 
     n = 0
     async with Store(url=f"sqlite+aiosqlite:///{db}") as store:

@@ -32,13 +32,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from clkt.config import ReplaySettings, Settings, load_settings  # noqa: E402
 from clkt.context import ServiceContext  # noqa: E402
-from clkt.telemetry import Metrics  # noqa: E402
 from clkt.replay import ReplayServer  # noqa: E402
 from clkt.sources import SOURCE_TYPES  # noqa: E402
 from clkt.sources.base import SourceRef  # noqa: E402
 from clkt.sources.board import SourceBoard  # noqa: E402
 from clkt.sources.http import SourceClient  # noqa: E402
 from clkt.sources.poller import CycleReport, SourcePoller  # noqa: E402
+from clkt.telemetry import Metrics  # noqa: E402
 from storage.engine import Store  # noqa: E402
 
 # one cheap recorded route per source

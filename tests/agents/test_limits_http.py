@@ -8,7 +8,6 @@ import time
 from collections.abc import AsyncIterator, Iterator
 
 import httpx2 as httpx
-
 import pytest
 from pydantic_ai.exceptions import ModelHTTPError
 from pydantic_ai.models import override_allow_model_requests
@@ -231,8 +230,8 @@ def test_limiter_paces_the_minute_budget() -> None:
 
 
 async def test_daemon_backend_counts_calls_in_metrics(server: FakeOpenAI, store: object) -> None:
-    from clkt.telemetry import Metrics
     from clkt.services import agent_backend
+    from clkt.telemetry import Metrics
 
     metrics = Metrics()
     b = agent_backend(settings_for(server), store=store, metrics=metrics)

@@ -7,8 +7,8 @@ import pytest
 from agents._prompting import data_block, load_prompt
 from agents.cache import MemoryCallCache
 from agents.llm import LlmBackend, build_user_prompt
-from clkt.outputs import KnownVerdict, check_against_document
 from clkt.errors import AgentError
+from clkt.outputs import KnownVerdict, check_against_document
 from tests.agents._util import LIVERPOOL_SWANSEA, llm_backend, llm_settings, match_doc
 from tests.fakes.function_llm import ScriptedLlm
 

@@ -13,9 +13,9 @@ from pydantic_ai.models import override_allow_model_requests
 from sqlalchemy import func, select
 
 from agents.batch import BatchedModel
-from clkt.services import agent_backend
 from clkt.pipeline.batches import BatchService
 from clkt.pipeline.stage_worker import StageWorker
+from clkt.services import agent_backend
 from storage.engine import Store
 from storage.llm_cache import cost_summary
 from storage.models import EntityStatus, LlmBatch, LlmCall

@@ -24,9 +24,9 @@ from storage.models import (
     Translation,
     Verification,
 )
+from tests.conftest import wait_for
 from tests.documents.samples import FIGHT_CLUB, LIVERPOOL_SWANSEA, NORTHRIDGE
 from tests.fakes.function_llm import ScriptedLlm
-from tests.conftest import wait_for
 from tests.pipeline._harness import add_entity, answers, pipeline_settings, running, settle
 
 LLM_AGENTS = {

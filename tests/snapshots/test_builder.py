@@ -12,8 +12,8 @@ from sqlalchemy import select
 from clkt.errors import SnapshotError, UserError
 from clkt.services import snapshot_config
 from clkt.snapshots.builder import BuildStatus, SnapshotExists, build_snapshot
-from clkt.snapshots.stored import load_snapshot
 from clkt.snapshots.layout import BUILD_FILE, load_snapshot_dir
+from clkt.snapshots.stored import load_snapshot
 from storage.engine import Store
 from storage.models import Event, Snapshot, SnapshotItem, SnapshotStatus
 from tests.snapshots.factories import LANGS, add_ready_entity, fill_period, make_settings

@@ -16,9 +16,9 @@ from clkt.config import load_settings
 from clkt.errors import ConfigError, SnapshotError
 from clkt.services import snapshot_config
 from clkt.snapshots.builder import build_snapshot
-from clkt.snapshots.stored import load_snapshot
 from clkt.snapshots.control import CONTROL_SOURCE, build_control, control_entities
 from clkt.snapshots.layout import load_snapshot_dir
+from clkt.snapshots.stored import load_snapshot
 from storage.engine import Store
 from storage.models import Snapshot
 from tests.snapshots.factories import LANGS, fill_period, make_settings

@@ -12,12 +12,12 @@ from sqlalchemy import select
 from clkt.config import EMBEDDED_TARGET
 from clkt.errors import DiskFullError, UserError
 from clkt.evaluate.loglik import loglik_item
-from clkt.snapshots import export as export_mod
 from clkt.services import snapshot_config
+from clkt.snapshots import export as export_mod
 from clkt.snapshots.builder import build_snapshot
-from clkt.snapshots.stored import LoadedSnapshot, load_snapshot
 from clkt.snapshots.export import export_format
 from clkt.snapshots.formats import OPTIONS_TASK_SUFFIX, lm_eval_task_name
+from clkt.snapshots.stored import LoadedSnapshot, load_snapshot
 from storage.engine import Store
 from storage.models import Event, Snapshot, SnapshotItem
 from tests.snapshots.factories import LANGS, fill_period, make_settings

@@ -16,11 +16,11 @@ from sqlalchemy import select
 
 from clkt.config import Settings
 from clkt.context import ServiceContext
-from clkt.telemetry import Metrics
 from clkt.services import build_services, snapshot_config
-from clkt.sources.board import SourceBoard
 from clkt.snapshots.builder import BuildStatus
 from clkt.snapshots.service import SnapshotBuilder
+from clkt.sources.board import SourceBoard
+from clkt.telemetry import Metrics
 from storage.engine import Store
 from storage.models import Event, GpuJob, Snapshot, SnapshotStatus
 from tests.conftest import wait_for

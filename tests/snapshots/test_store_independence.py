@@ -11,9 +11,9 @@ from sqlalchemy import delete, select
 
 from clkt.services import snapshot_config
 from clkt.snapshots.builder import build_snapshot
-from clkt.snapshots.stored import load_snapshot, question_rows_by_qid
 from clkt.snapshots.ids import stable_entity_id, stable_qid
 from clkt.snapshots.layout import BUILD_FILE, load_snapshot_dir
+from clkt.snapshots.stored import load_snapshot, question_rows_by_qid
 from storage.engine import Store
 from storage.models import Entity, EntityStatus, Question
 from tests.snapshots.factories import SOURCES, add_ready_entity, make_settings

@@ -10,8 +10,8 @@ from sqlalchemy import select
 
 from clkt.config import TargetSettings
 from clkt.context import ServiceContext
-from clkt.errors import ConfigError
 from clkt.cutoff import cutoff_for, eligible, lookup_cutoff
+from clkt.errors import ConfigError
 from clkt.pipeline.flow import step_of
 from clkt.pipeline.gate import GateWorker
 from clkt.replay import ReplayServer
