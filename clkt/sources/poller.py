@@ -89,7 +89,8 @@ class SourcePoller:
         `board`: where the status pages read what this poller does; `api_key`: the value of its `api_key_env`."""
         if source_name not in SOURCE_TYPES:
             raise ConfigError(f"sources.{source_name}", f"no crawler for this source; known: {sorted(SOURCE_TYPES)}")
-        expected = SourcesSettings.model_fields[source_name].annotation
+        field = SourcesSettings.model_fields.get(source_name)
+        expected = field.annotation if field is not None else None
         if isinstance(expected, type) and not isinstance(settings, expected):
             raise ConfigError(f"sources.{source_name}", f"takes {expected.__name__}, not {type(settings).__name__}")
         self.source_name = source_name
