@@ -5,8 +5,10 @@ A role's model is a pydantic-ai model string `<provider>:<model>`:
   server (vLLM, Ollama, llama.cpp's server, a gateway), e.g. `myvllm:qwen2.5-7b`;
 - `openai:<model>` and `anthropic:<model>`: the hosted APIs (limits from `[agents.providers.openai]` /
   `[agents.providers.anthropic]` when present, else the defaults).
-The key comes only from `settings.secret(provider.api_key_env)` (or the conventional `OPENAI_API_KEY` /
-`ANTHROPIC_API_KEY`); a hosted model without a key is a `ConfigError` at start-up, never a failed call later.
+The key comes only from the secret lookup the caller passes (`Settings.secret`), for `provider.api_key_env`
+(or the conventional `OPENAI_API_KEY` / `ANTHROPIC_API_KEY`); a hosted model without a key is a
+`ConfigError` at start-up, never a failed call later. The factory receives the `[agents]` section and that
+lookup, never the whole configuration.
 
 Each role's model is `CachedModel(RateLimitedModel(<provider model>))`, the limiter shared per provider; a
 role in batch mode (`[agents] mode` or `stage_modes`) is `CachedModel(BatchedModel(<batch-capable model>))`
@@ -25,7 +27,7 @@ from pydantic_ai.models import Model
 from agents.batch import BatchDispatcher, BatchedModel, BatchStore, ProviderKind
 from agents.cache import Budget, CachedCall, CachedModel, CacheStats, CallCache, price_of
 from agents.limits import ProviderLimiter, RateLimitedModel
-from clkt.config import AgentSettings, ProviderSettings, Settings
+from clkt.config import AgentSettings, ProviderSettings, SecretLookup
 from clkt.errors import ConfigError
 
 __all__ = ["ROLES", "ResolvedModel", "ModelFactory", "resolve_model", "check_llm_config"]
@@ -52,12 +54,11 @@ class ResolvedModel:
         return f"ResolvedModel(model={self.model!r}, provider={self.provider!r}, base_url={self.base_url!r})"
 
 
-def resolve_model(settings: Settings, model: str, *, key: str) -> ResolvedModel:
+def resolve_model(agents: AgentSettings, model: str, *, key: str, secret: SecretLookup) -> ResolvedModel:
     """Check one model string against the providers and secrets; `key` names the setting for errors."""
     provider, sep, name = model.partition(":")
     if not sep or not provider or not name:
         raise ConfigError(key, f"model {model!r} must be '<provider>:<model>' (e.g. 'openai:gpt-4o-mini')")
-    agents = settings.agents
     p = agents.providers.get(provider)
     if p is None and provider not in _HOSTED_KEY_ENV:
         raise ConfigError(
@@ -70,27 +71,26 @@ def resolve_model(settings: Settings, model: str, *, key: str) -> ResolvedModel:
     if hosted and provider not in _HOSTED_KEY_ENV:
         raise ConfigError(f"agents.providers.{provider}.base_url", "required for a non-hosted provider")
     env = p.api_key_env or (_HOSTED_KEY_ENV.get(provider) if hosted else None)
-    secret = settings.secret(env)
-    if env and secret is None and (hosted or p.api_key_env):
+    value = secret(env)
+    if env and value is None and (hosted or p.api_key_env):
         raise ConfigError(
             f"agents.providers.{provider}.api_key_env",
             f"{model!r} ({key}) needs an API key: set the environment variable {env}",
         )
     return ResolvedModel(
         model=model, provider=provider, name=name, settings=p, base_url=p.base_url,
-        api_key=secret.get_secret_value() if secret is not None else None,
+        api_key=value.get_secret_value() if value is not None else None,
     )
 
 
-def check_llm_config(settings: Settings) -> dict[str, ResolvedModel]:
+def check_llm_config(agents: AgentSettings, *, secret: SecretLookup) -> dict[str, ResolvedModel]:
     """Start-up check of the LLM backend's configuration: every role's model resolves, keys exist."""
-    agents: AgentSettings = settings.agents
     out: dict[str, ResolvedModel] = {}
     for role, attr in ROLES.items():
         model = getattr(agents, attr)
         if not model:
             raise ConfigError(f"agents.{attr}", "required when backend = 'llm'")
-        out[role] = resolve_model(settings, model, key=f"agents.{attr}")
+        out[role] = resolve_model(agents, model, key=f"agents.{attr}", secret=secret)
     if agents.verifier_model == agents.generator_model and not agents.allow_same_verifier:
         raise ConfigError("agents.verifier_model", "must differ from generator_model unless allow_same_verifier")
     for role, r in out.items():
@@ -171,7 +171,8 @@ def _provider_model(r: ResolvedModel, limiter: ProviderLimiter | None = None, *,
 class ModelFactory:
     """Builds `CachedModel(RateLimitedModel(provider model))` per role; one limiter per provider."""
 
-    settings: Settings
+    agents: AgentSettings
+    secret: SecretLookup  # the providers' API keys by the name of their environment variable
     cache: CallCache
     budget: Budget | None = None
     stats: CacheStats = field(default_factory=CacheStats)
@@ -182,8 +183,8 @@ class ModelFactory:
     clients: dict[str, Any] = field(default_factory=dict)  # provider -> its one SDK client (online models)
 
     def __post_init__(self) -> None:
-        if self.budget is None and self.settings.agents.monthly_budget_usd is not None:
-            self.budget = Budget(monthly_usd=self.settings.agents.monthly_budget_usd)
+        if self.budget is None and self.agents.monthly_budget_usd is not None:
+            self.budget = Budget(monthly_usd=self.agents.monthly_budget_usd)
 
     def limiter(self, provider: str, p: ProviderSettings) -> ProviderLimiter:
         if provider not in self.limiters:
@@ -194,22 +195,22 @@ class ModelFactory:
         self, raw: Model, *, model: str, provider: str, stage: str, prompt_version: str, paced_at_wire: bool = False
     ) -> CachedModel:
         """Limits + cache around any model (the provider's, or a FunctionModel in tests)."""
-        p = self.settings.agents.providers.get(provider) or ProviderSettings()
+        p = self.agents.providers.get(provider) or ProviderSettings()
         limited = RateLimitedModel(
             raw, limiter=self.limiter(provider, p), timeout_s=p.timeout_s, max_attempts=p.max_attempts,
             paced_at_wire=paced_at_wire,
         )
         return CachedModel(
             limited, cache=self.cache, model=model, stage=stage, prompt_version=prompt_version,
-            price=price_of(model, self.settings.agents.prices), budget=self.budget, stats=self.stats,
+            price=price_of(model, self.agents.prices), budget=self.budget, stats=self.stats,
             on_call=self.on_call,
         )
 
     def for_role(self, role: str, *, prompt_version: str) -> CachedModel:
         attr = ROLES[role]
-        model = getattr(self.settings.agents, attr)
-        r = resolve_model(self.settings, model, key=f"agents.{attr}")
-        if self.settings.agents.mode_of(role) == "batch":
+        model = getattr(self.agents, attr)
+        r = resolve_model(self.agents, model, key=f"agents.{attr}", secret=self.secret)
+        if self.agents.mode_of(role) == "batch":
             return self._batched(r, role=role, prompt_version=prompt_version)
         raw = _provider_model(r, self.limiter(r.provider, r.settings), clients=self.clients)
         return self.wrap(
@@ -223,10 +224,10 @@ class ModelFactory:
         self.dispatcher.register(r.model, raw, kind)
         batched = BatchedModel(
             raw, store=self.batch_store, model=r.model, stage=role, prompt_version=prompt_version,
-            defer_s=min(BatchedModel.POLL_DEFER_S, self.settings.agents.batch.poll_interval_s),
+            defer_s=min(BatchedModel.POLL_DEFER_S, self.agents.batch.poll_interval_s),
         )
         return CachedModel(
             batched, cache=self.cache, model=r.model, stage=role, prompt_version=prompt_version,
-            price=price_of(r.model, self.settings.agents.prices), budget=self.budget, stats=self.stats,
+            price=price_of(r.model, self.agents.prices), budget=self.budget, stats=self.stats,
             on_call=self.on_call,
         )

@@ -7,18 +7,19 @@ repairs its answer. After `agents.output_retries` repairs the call fails with `A
 reason. Untrusted text enters the user prompt only through `data_block()`.
 
 Models: `ModelFactory` (limits + cache around the configured provider models), or `raw_models` (tests:
-FunctionModel/TestModel per role, still wrapped with limits + cache).
+FunctionModel/TestModel per role, still wrapped with limits + cache). The backend receives the `[agents]`
+section, the spec's languages and the secret lookup for the providers' keys, never the whole configuration.
 """
 
 from __future__ import annotations
 
 import gc
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SecretStr
 from pydantic_ai import Agent, ModelRetry, RunContext
 from pydantic_ai.exceptions import UnexpectedModelBehavior
 from pydantic_ai.models import Model
@@ -27,7 +28,7 @@ from agents._prompting import data_block, load_prompt
 from agents.cache import CallCache
 from agents.checks import check_translated_document, check_translated_mcq
 from agents.factory import ROLES, ModelFactory
-from clkt.config import Settings
+from clkt.config import AgentSettings, SecretLookup
 from clkt.errors import AgentError
 from clkt.facts import EntityFacts, RenderedDocument
 from clkt.outputs import MCQ, KnownVerdict, TranslatedDocument, TranslatedMCQ, VerifierReport, check_against_document
@@ -141,6 +142,10 @@ def settle_gc() -> None:
         gc.set_threshold(GC_GEN0_THRESHOLD, gen1, gen2)
 
 
+def _no_secrets(_env_name: str | None) -> SecretStr | None:
+    return None
+
+
 class LlmBackend:
     """`AgentBackend` over pydantic-ai agents."""
 
@@ -149,26 +154,30 @@ class LlmBackend:
     def __init__(
         self,
         *,
-        settings: Settings,
+        agents: AgentSettings,
+        languages: Sequence[str],
         cache: CallCache,
+        secret: SecretLookup = _no_secrets,
         raw_models: Mapping[str, Model] | None = None,
         factory: ModelFactory | None = None,
     ) -> None:
-        self.settings = settings
-        self.factory = factory or ModelFactory(settings=settings, cache=cache)
-        self.langs = tuple(settings.spec.languages)
+        """`agents`: the models, retries and prices; `languages`: the spec's (the translations' checks);
+        `secret`: the providers' keys, when no `factory` is given."""
+        self.agent_settings = agents
+        self.factory = factory or ModelFactory(agents=agents, secret=secret, cache=cache)
+        self.langs = tuple(languages)
         self._producers: dict[str, str] = {}
         self.agents: dict[str, Agent[_Deps, Any]] = {}
         for agent_name, role in _AGENTS.items():
             prompt = load_prompt(agent_name)
             if raw_models is not None and role in raw_models:
                 raw = raw_models[role]
-                label = getattr(settings.agents, ROLES[role]) or f"test:{raw.model_name}"
+                label = getattr(agents, ROLES[role]) or f"test:{raw.model_name}"
                 model: Model = self.factory.wrap(
                     raw, model=label, provider=label.partition(":")[0], stage=role, prompt_version=prompt.version
                 )
             else:
-                label = getattr(settings.agents, ROLES[role])
+                label = getattr(agents, ROLES[role])
                 model = self.factory.for_role(role, prompt_version=prompt.version)
             self._producers[role] = label
             self.agents[agent_name] = self._build(agent_name, model, prompt.instructions)
@@ -188,7 +197,8 @@ class LlmBackend:
         prompt = build_user_prompt(
             "judge", entity_name=entity_name, document=document.text, response=response, lang=lang
         )
-        return await self._run("judge", prompt, _Deps(document=document.text, facts=facts, lang=lang))
+        verdict: KnownVerdict = await self._run("judge", prompt, _Deps(document=document.text, facts=facts, lang=lang))
+        return verdict
 
     async def generate(
         self, *, entity_name: str, document: RenderedDocument, facts: EntityFacts, n: int
@@ -199,14 +209,17 @@ class LlmBackend:
 
     async def verify(self, *, document: RenderedDocument, facts: EntityFacts, mcq: MCQ) -> VerifierReport:
         prompt = build_user_prompt("verify", document=document.text, mcq=mcq)
-        return await self._run("verify", prompt, _Deps(document=document.text, facts=facts, source=mcq))
+        deps = _Deps(document=document.text, facts=facts, source=mcq)
+        report: VerifierReport = await self._run("verify", prompt, deps)
+        return report
 
     async def translate_mcq(
         self, *, mcq: MCQ, document: RenderedDocument, facts: EntityFacts, target_lang: str
     ) -> TranslatedMCQ:
         prompt = build_user_prompt("translate_mcq", mcq=mcq, lang=target_lang)
         deps = _Deps(document=document.text, facts=facts, source=mcq, lang=target_lang, langs=self.langs)
-        return await self._run("translate_mcq", prompt, deps)
+        out: TranslatedMCQ = await self._run("translate_mcq", prompt, deps)
+        return out
 
     async def translate_document(
         self, *, document: RenderedDocument, facts: EntityFacts, target_lang: str
@@ -214,7 +227,8 @@ class LlmBackend:
         prompt = build_user_prompt("translate_document", document=document.text, lang=target_lang)
         deps = _Deps(document=document.text, facts=facts, lang=target_lang, langs=self.langs,
                      fact_sentences=tuple(document.sentences.values()))
-        return await self._run("translate_document", prompt, deps)
+        out: TranslatedDocument = await self._run("translate_document", prompt, deps)
+        return out
 
     # -- internals ------------------------------------------------------------------------------
     async def _run(self, agent_name: str, prompt: str, deps: _Deps) -> Any:
@@ -223,7 +237,7 @@ class LlmBackend:
             result = await agent.run(prompt, deps=deps)
         except UnexpectedModelBehavior as e:
             last = deps.reasons[-1] if deps.reasons else str(e)
-            tries = self.settings.agents.output_retries + 1
+            tries = self.agent_settings.output_retries + 1
             raise AgentError(f"{agent_name}: no valid output after {tries} tries: {last}") from e
         return result.output
 
@@ -241,7 +255,7 @@ class LlmBackend:
             instructions=instructions,
             deps_type=_Deps,
             name=agent_name,
-            retries={"output": self.settings.agents.output_retries},
+            retries={"output": self.agent_settings.output_retries},
             model_settings={"temperature": 0.0},
         )
         agent.output_validator(_on_the_loop(_VALIDATORS[agent_name]))

@@ -292,7 +292,7 @@ async def phase_limited(
 
     async with ServerProcess("--retry-after", "1", "--rate-headers", *server) as proc:
         s = settings(proc.base_url, rpm=limiter_rpm, tpm=limiter_tpm)
-        backend = LlmBackend(settings=s, cache=MemoryCallCache())
+        backend = LlmBackend(agents=s.agents, languages=s.spec.languages, secret=s.secret, cache=MemoryCallCache())
         with BackgroundLoad(load_procs) as load:
             async with LoopLag(backend.factory.limiters["bench"]) as lag:
                 gc_t = GcTime()
@@ -383,7 +383,7 @@ async def child(db: Path, base_url: str) -> None:
     StageWorker.RETRY_BASE_S = 0.05
     s = settings(base_url, rpm=60_000, in_flight=8, db=db)
     async with Store(url=s.resolved_store_url) as store:
-        backend = LlmBackend(settings=s, cache=SqlCallCache(store))
+        backend = LlmBackend(agents=s.agents, languages=s.spec.languages, secret=s.secret, cache=SqlCallCache(store))
         with override_allow_model_requests(True):
             async with running(s, store, backend, answers()) as _:
                 n = len(await _statuses(store))
@@ -480,14 +480,14 @@ async def run_pipeline(s: Settings, *, batch: bool) -> None:
     """The four stage workers (+ the llm-batches service in batch mode) until every entity is final."""
     from pydantic_ai.models import override_allow_model_requests
 
-    from clkt.pipeline.backends import build_backend
     from clkt.pipeline.batches import BatchService
+    from clkt.services import agent_backend
     from storage.engine import Store
     from tests.pipeline._harness import answers, running, settle
 
     _fast_batches()
     async with Store(url=s.resolved_store_url) as store:
-        backend = build_backend(s, store=store)
+        backend = agent_backend(s, store=store)
         with override_allow_model_requests(True):
             async with running(s, store, backend, answers()) as ctx:
                 service = asyncio.create_task(BatchService().run(ctx), name="llm-batches") if batch else None

@@ -35,6 +35,7 @@ from clkt.context import ServiceContext
 from clkt.replay import ReplayServer
 from clkt.sources import SOURCE_TYPES
 from clkt.sources.base import SourceRef
+from clkt.sources.board import SourceBoard
 from clkt.sources.http import SourceClient
 from clkt.sources.poller import CycleReport, SourcePoller
 from clkt.telemetry import Metrics
@@ -160,12 +161,15 @@ async def bench_crawl(tmp: Path) -> dict[str, Any]:
             Store(url=f"sqlite+aiosqlite:///{tmp / 'crawl.db'}") as store, aiohttp.ClientSession() as http:
         fast = {"rate_per_s": 1000.0, "burst": 50, "concurrency": 8, "lookback_days": 30}
         sources = {n: s.model_copy(update={"base_url": server.base_url(n), **fast}) for n, s in base.sources.items()}
-        sources["thesportsdb"] = sources["thesportsdb"].model_copy(update={"options": {"leagues": ["4328", "4424"]}})
-        settings = base.model_copy(update={"sources": sources})
-        ctx = ServiceContext(settings=settings, store=store, http=http, owner="bench", metrics=Metrics())
+        sports = base.sources.thesportsdb
+        sources["thesportsdb"] = sources["thesportsdb"].model_copy(
+            update={"options": sports.options.model_copy(update={"leagues": ["4328", "4424"]})})
+        settings = base.model_copy(update={"sources": base.sources.model_copy(update=sources)})
+        ctx = ServiceContext(store=store, http=http, owner="bench", metrics=Metrics())
+        board = SourceBoard()
         t0 = time.perf_counter()
         reports: list[CycleReport] = await asyncio.gather(*(
-            SourcePoller(source_name=n, settings=settings.sources[n]).run_cycle(ctx)
+            SourcePoller(source_name=n, settings=settings.sources[n], daemon=settings.daemon, board=board).run_cycle(ctx)
             for n in SOURCE_TYPES if settings.sources[n].enabled
         ))
         dt = time.perf_counter() - t0
@@ -180,12 +184,12 @@ async def bench_store(tmp: Path, n: int) -> dict[str, Any]:
     base = load_settings(None, environ={})
     async with ReplayServer(settings=ReplaySettings(enabled=True, redate=True)) as server, \
             Store(url=f"sqlite+aiosqlite:///{tmp / 'ingest.db'}") as store, aiohttp.ClientSession() as http:
-        ctx = ServiceContext(settings=base, store=store, http=http, owner="bench", metrics=Metrics())
+        ctx = ServiceContext(store=store, http=http, owner="bench", metrics=Metrics())
         records = []
         for name, ext in (("tmdb", "550"), ("musicbrainz", "94ad3a58-a1cc-46a3-acf4-9cb6c1d6f032"), ("deezer", "302127"),
                           ("thesportsdb", "441613"), ("usgs", "ci3144585")):
             src = base.sources[name].model_copy(update={"base_url": server.base_url(name), "rate_per_s": 1000.0, "burst": 50})
-            poller = SourcePoller(source_name=name, settings=src)
+            poller = SourcePoller(source_name=name, settings=src, daemon=base.daemon, board=SourceBoard())
             records.append((poller, await poller.build_source(ctx).fetch(SourceRef(external_id=ext))))
         report = CycleReport()
         t0 = time.perf_counter()

@@ -27,7 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from aiohttp.test_utils import TestClient, TestServer
 from sqlalchemy import insert, text
 
-from clkt.web import PageContext, pages_app
+from clkt.services import page_context
+from clkt.web import pages_app
 from storage.engine import Store
 from storage.models import Entity, EntityStatus, LeaseStatus, Stage, Task
 from storage.types import utcnow
@@ -133,7 +134,7 @@ async def main() -> None:
                                           "loadavg_1min": round(os.getloadavg()[0], 2), "cpus": os.cpu_count()}
             goals: dict[str, str] = {}
             met = True
-            async with TestClient(TestServer(pages_app(PageContext(settings=settings, store=store)), host="127.0.0.1")) as client:
+            async with TestClient(TestServer(pages_app(page_context(settings, store=store)), host="127.0.0.1")) as client:
                 for name, (path, sql) in pages.items():
                     wall, cpu = await time_page(client, path, args.rounds)
                     p50, p95 = _pcts(wall)

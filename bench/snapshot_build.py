@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from sqlalchemy import insert
 
 from clkt.config import load_settings
+from clkt.services import snapshot_config
 from clkt.snapshots.builder import build_snapshot
 from storage.engine import Store
 from storage.models import Document, Entity, EntityStatus, Probe, Question, QuestionStatus, Translation
@@ -69,7 +70,7 @@ async def main(entities: int, quota: int) -> dict[str, object]:
         async with Store(url=f"sqlite+aiosqlite:///{tmp}/s.db") as store:
             await fill(store, entities)
             t0 = time.perf_counter()
-            res = await build_snapshot(store, settings, period="2025-06", now=datetime(2025, 7, 2, tzinfo=UTC))
+            res = await build_snapshot(store, snapshot_config(settings), period="2025-06", now=datetime(2025, 7, 2, tzinfo=UTC))
             dt = time.perf_counter() - t0
             assert res.path is not None, res.describe()
             size = sum(p.stat().st_size for p in res.path.rglob("*") if p.is_file())

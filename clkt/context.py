@@ -1,29 +1,27 @@
 """What every daemon service receives (`ServiceContext`), and what a service is (`Service`).
 
-The context holds what services share, each under its own name: the settings, the store, the one HTTP
-session, this process's lease owner id, the metrics, the stop signal, the agent backend, the live source
-board and the claiming pause. A service is any object with a `name` and `async def run(ctx)` that loops
-until `ctx.stopping` is set and then returns; it reads its configuration from `ctx.settings` or takes
-it at construction, never both for the same thing.
+The context holds only what services truly share, each under its own name: the store, the one HTTP
+session, this process's lease owner id, the metrics, the stop signal, the clock (every time read and sleep
+of a service goes through `ctx.clock` / `ctx.sleep`), the agent backend, the replay server's URL and the
+claiming pause. A service is any object with a `name` and `async def run(ctx)` that loops until
+`ctx.stopping` is set and then returns. Its configuration is passed, not pulled: it receives its own
+section(s) of the settings in its constructor (the wiring, `clkt.services`, hands them out).
 """
 
 from __future__ import annotations
 
 import asyncio
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
-from clkt.sources.board import SourceBoard
 from storage.types import utcnow
 
 if TYPE_CHECKING:
     import aiohttp
 
     from agents.backend import AgentBackend
-    from clkt.config import Settings
     from clkt.telemetry import Metrics
     from storage.engine import Store
 
@@ -32,7 +30,6 @@ __all__ = ["Service", "ServiceContext"]
 
 @dataclass(frozen=True, kw_only=True)
 class ServiceContext:
-    settings: Settings
     store: Store
     http: aiohttp.ClientSession
     owner: str  # lease owner id of this daemon process: "<host>:<pid>:<random>"
@@ -41,7 +38,6 @@ class ServiceContext:
     clock: Callable[[], datetime] = utcnow
     agent_backend: AgentBackend | None = None  # the stages' agents (the daemon builds it at start)
     replay_url: str | None = None  # the bundled replay server, when the offline demonstration runs it
-    sources: SourceBoard = field(default_factory=SourceBoard)  # what each poller is doing (status pages)
     _pause_reason: list[str] = field(default_factory=list)
 
     def pause_reason(self) -> str | None:
@@ -59,11 +55,6 @@ class ServiceContext:
         self._pause_reason.clear()
         if reason:
             self._pause_reason.append(reason)
-
-    def free_disk_mb(self) -> float:
-        path = self.settings.data_dir
-        path.mkdir(parents=True, exist_ok=True)
-        return shutil.disk_usage(path).free / 2**20
 
     async def sleep(self, seconds: float) -> bool:
         """Sleep unless stopping; True when the daemon is stopping."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
-from clkt.config import Settings, TargetSettings
+from clkt.config import SpecSettings, TargetSettings
 from clkt.errors import ConfigError
 
 __all__ = ["CUTOFFS", "KnownCutoff", "cutoff_for", "eligible", "first_eligible_day", "fresh_after", "lookup_cutoff"]
@@ -80,8 +80,8 @@ def eligible(occurred_at: datetime, cutoff: date, buffer_days: int) -> bool:
     return occurred_at.astimezone(UTC).date() >= first_eligible_day(cutoff, buffer_days)
 
 
-def fresh_after(settings: Settings) -> datetime:
+def fresh_after(spec: SpecSettings) -> datetime:
     """The earliest time an entity is fresh for every target of the spec: max(cutoff) + buffer."""
-    latest = max(cutoff_for(t) for t in settings.spec.targets)
+    latest = max(cutoff_for(t) for t in spec.targets)
     start = datetime(latest.year, latest.month, latest.day, tzinfo=UTC)
-    return start + timedelta(days=settings.spec.temporal_buffer_days)
+    return start + timedelta(days=spec.temporal_buffer_days)

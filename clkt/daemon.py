@@ -12,6 +12,9 @@ Lifecycle of `Daemon.run()`:
    release every lease we hold (shielded), close everything, exit 0.
 
 `clkt worker` is built from the same parts: an owner id, the supervisor, the shielded lease release.
+
+The daemon and the wiring (`clkt.services`) are where the whole `Settings` is read: each service gets its
+own section(s), and the pollers and the status pages share the daemon's one `SourceBoard`.
 """
 
 from __future__ import annotations
@@ -26,16 +29,16 @@ from typing import ClassVar
 import aiohttp
 
 from clkt._tasks import cancel_and_wait
-from clkt.config import Settings
+from clkt.config import DaemonSettings, Settings
 from clkt.context import Service, ServiceContext
 from clkt.daemon_info import describe_holder, remove_daemon_info, write_daemon_info
 from clkt.diskwatch import DiskWatch
 from clkt.endpoint import start_endpoint
 from clkt.owner import is_dead_local_owner, new_owner_id
-from clkt.pipeline.backends import build_backend
 from clkt.progress import ProgressLogger
 from clkt.replay import start_replay
-from clkt.services import build_services
+from clkt.services import agent_backend, build_services, page_context
+from clkt.sources.board import SourceBoard
 from clkt.targets.embedded import check_embedded
 from clkt.telemetry import Metrics
 from storage.engine import Store
@@ -55,7 +58,9 @@ class Supervisor:
 
     RESTART_BACKOFF_START_S: ClassVar[float] = 1.0
 
-    def __init__(self) -> None:
+    def __init__(self, *, daemon: DaemonSettings) -> None:
+        """`daemon`: the grace period at a stop and the longest restart backoff."""
+        self.daemon = daemon
         self.restarts: dict[str, int] = {}
 
     async def run(self, services: Sequence[Service], ctx: ServiceContext) -> None:
@@ -67,7 +72,7 @@ class Supervisor:
                 await asyncio.wait({*running, stop}, return_when=asyncio.FIRST_COMPLETED)
                 running = {t for t in tasks if not t.done()}
             if running:
-                _, late = await asyncio.wait(running, timeout=ctx.settings.daemon.grace_period_s + 1.0)
+                _, late = await asyncio.wait(running, timeout=self.daemon.grace_period_s + 1.0)
                 for t in late:
                     log.warning("service %s did not stop within the grace period; cancelling", t.get_name())
         finally:
@@ -87,7 +92,7 @@ class Supervisor:
                 log.exception("service %s crashed (restart #%d in %.1f s)", svc.name, n, backoff)
                 if await ctx.sleep(backoff):
                     return
-                backoff = min(backoff * 2, ctx.settings.daemon.restart_backoff_max_s)
+                backoff = min(backoff * 2, self.daemon.restart_backoff_max_s)
 
 
 def install_stop_signals(on_stop: Callable[[str], object]) -> None:
@@ -122,7 +127,8 @@ class Daemon:
         self.started = asyncio.Event()
         self.http_port: int | None = None
         self.ctx: ServiceContext | None = None
-        self.supervisor = Supervisor()
+        self.board = SourceBoard()  # what each poller is doing: written by the pollers, read by the status pages
+        self.supervisor = Supervisor(daemon=settings.daemon)
 
     def request_stop(self, why: str = "requested") -> None:
         if not self.stopping.is_set():
@@ -141,7 +147,7 @@ class Daemon:
             install_stop_signals(self.request_stop)
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         store = Store(url=settings.resolved_store_url)
-        lock = StoreLock(holder=lambda: describe_holder(settings))
+        lock = StoreLock(holder=lambda: describe_holder(settings.data_dir))
         async with AsyncExitStack() as stack:
             await lock.acquire(store)
             stack.push_async_callback(lock.release)
@@ -154,20 +160,24 @@ class Daemon:
             stack.push_async_callback(http.close)
 
             ctx = ServiceContext(
-                settings=settings, store=store, http=http, owner=self.owner, metrics=self.metrics,
-                stopping=self.stopping, replay_url=replay_url,
-                agent_backend=build_backend(settings, store=store, metrics=self.metrics),
+                store=store, http=http, owner=self.owner, metrics=self.metrics, stopping=self.stopping,
+                replay_url=replay_url, agent_backend=agent_backend(settings, store=store, metrics=self.metrics),
             )
             self.ctx = ctx
             if settings.http.enabled:
-                self.http_port = await start_endpoint(ctx, stack, owner=self.owner, restarts=self.supervisor.restarts)
-            write_daemon_info(settings, owner=self.owner, http_port=self.http_port)
-            stack.callback(remove_daemon_info, settings)
+                pages = page_context(settings, store=store, board=self.board, paused=ctx.pause_reason, owner=self.owner,
+                                     restarts=self.supervisor.restarts)
+                self.http_port = await start_endpoint(ctx, stack, http_cfg=settings.http, pages=pages, owner=self.owner,
+                                                      restarts=self.supervisor.restarts)
+            write_daemon_info(settings.data_dir, owner=self.owner, http_host=settings.http.host,
+                              http_port=self.http_port, offline_demo=settings.offline_demo)
+            stack.callback(remove_daemon_info, settings.data_dir)
             await record_holder(store, owner=self.owner)
 
             services: list[Service] = [
-                DiskWatch(), ProgressLogger(),
-                *(self._services if self._services is not None else build_services(settings)), *self._extra,
+                DiskWatch(daemon=settings.daemon, data_dir=settings.data_dir), ProgressLogger(),
+                *(self._services if self._services is not None else build_services(settings, board=self.board)),
+                *self._extra,
             ]
             log.info("daemon %s up: %d services: %s", self.owner, len(services), ", ".join(s.name for s in services))
             self.started.set()
@@ -201,9 +211,9 @@ class Daemon:
 
         server = await start_replay(settings.replay)
         stack.push_async_callback(server.close)
-        sources = {
+        sources = settings.sources.model_copy(update={
             name: src.model_copy(update={"base_url": server.base_url(name)}) for name, src in settings.sources.items()
-        }
+        })
         log.warning("replay server on %s: every source points at recorded responses%s", server.url,
                     " re-dated into a recent window" if settings.replay.redate else "")
         return settings.model_copy(update={"sources": sources}), server.url

@@ -8,8 +8,11 @@ work already claimed finishes, and the `clkt_claiming_paused` gauge says why the
 from __future__ import annotations
 
 import logging
+import shutil
+from pathlib import Path
 from typing import ClassVar
 
+from clkt.config import DaemonSettings
 from clkt.context import ServiceContext
 
 __all__ = ["DiskWatch"]
@@ -21,16 +24,25 @@ class DiskWatch:
     name = "disk-watch"
     INTERVAL_S: ClassVar[float] = 2.0
 
+    def __init__(self, *, daemon: DaemonSettings, data_dir: Path) -> None:
+        """`daemon`: the limit (`min_free_disk_mb`); `data_dir`: the directory whose disk is watched."""
+        self.limit_mb = daemon.min_free_disk_mb
+        self.data_dir = data_dir
+
+    def free_disk_mb(self) -> float:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        return shutil.disk_usage(self.data_dir).free / 2**20
+
     async def run(self, ctx: ServiceContext) -> None:
-        limit = ctx.settings.daemon.min_free_disk_mb
+        limit = self.limit_mb
         was_paused = False
         while not ctx.stopping.is_set():
             try:
-                free = ctx.free_disk_mb()
+                free = self.free_disk_mb()
             except OSError as e:
                 free, reason = 0.0, f"data directory unusable: {e}"
             else:
-                reason = f"disk nearly full: {free:.0f} MiB free < {limit} MiB on {ctx.settings.data_dir}"
+                reason = f"disk nearly full: {free:.0f} MiB free < {limit} MiB on {self.data_dir}"
             low = free < limit
             if low and not was_paused:
                 log.error("%s; claiming paused until space returns", reason)

@@ -2,7 +2,8 @@
 `http.pages` is on, the read-only status pages (`clkt.web`), behind the Host check and security headers.
 
 `start_endpoint()` binds it and returns the bound port (`http.port = 0` asks for any free port); a port in
-use is a `ClktError` naming the setting to change. The caller's exit stack shuts it down.
+use is a `ClktError` naming the setting to change. The caller's exit stack shuts it down. It receives the
+`[http]` section and the pages' context (with the daemon's source board) from the daemon.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from contextlib import AsyncExitStack
 
 from aiohttp import web
 
+from clkt.config import HttpSettings
 from clkt.context import ServiceContext
 from clkt.errors import ClktError
 from clkt.status import DaemonInfo, collect_status
@@ -22,12 +24,12 @@ __all__ = ["listen", "start_endpoint"]
 log = logging.getLogger("clkt.daemon")
 
 
-def _app(ctx: ServiceContext, *, owner: str, restarts: dict[str, int]) -> web.Application:
-    http_cfg = ctx.settings.http
+def _app(
+    ctx: ServiceContext, *, http_cfg: HttpSettings, pages: PageContext | None, owner: str, restarts: dict[str, int]
+) -> web.Application:
     app = web.Application(middlewares=security_middlewares(HostGuard(host=http_cfg.host, allowed=http_cfg.allowed_hosts)))
-    if http_cfg.pages:
-        add_pages(app, PageContext(settings=ctx.settings, store=ctx.store, board=ctx.sources, paused=ctx.pause_reason,
-                                   owner=owner, restarts=restarts))
+    if http_cfg.pages and pages is not None:
+        add_pages(app, pages)
 
     async def healthz(_: web.Request) -> web.Response:
         return web.json_response({"ok": True, "owner": owner, "stopping": ctx.stopping.is_set()})
@@ -66,12 +68,14 @@ async def listen(app: web.Application, host: str, port: int) -> tuple[web.AppRun
 
 
 async def start_endpoint(
-    ctx: ServiceContext, stack: AsyncExitStack, *, owner: str, restarts: dict[str, int]
+    ctx: ServiceContext, stack: AsyncExitStack, *, http_cfg: HttpSettings, pages: PageContext | None, owner: str,
+    restarts: dict[str, int],
 ) -> int:
-    """Serve the endpoint on `http.host:http.port` until `stack` closes; returns the bound port."""
-    http_cfg = ctx.settings.http
+    """Serve the endpoint on `http.host:http.port` until `stack` closes; returns the bound port. `pages`: the status
+    pages' context (served when `http.pages` is on)."""
+    app = _app(ctx, http_cfg=http_cfg, pages=pages, owner=owner, restarts=restarts)
     try:
-        runner, port = await listen(_app(ctx, owner=owner, restarts=restarts), http_cfg.host, http_cfg.port)
+        runner, port = await listen(app, http_cfg.host, http_cfg.port)
     except OSError as e:
         raise ClktError(
             f"cannot listen on {http_cfg.host}:{http_cfg.port} ({e.strerror or e}); "

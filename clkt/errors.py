@@ -16,12 +16,12 @@ __all__ = [
     "ModelUnavailableError",
     "PayloadError",
     "RetryLater",
-    "SnapshotError",
     "SourceBlocked",
     "SourceError",
     "SourceHttpError",
     "StoreError",
     "StoreLockedError",
+    "TaskTimeout",
     "UserError",
 ]
 
@@ -66,6 +66,10 @@ class RetryLater(ClktError):
     def __init__(self, reason: str, *, defer: timedelta = timedelta(seconds=30)) -> None:
         self.defer = defer
         super().__init__(reason)
+
+
+class TaskTimeout(ClktError):
+    """One try of a stage task ran past `daemon.task_timeout_s`: that try failed (retried while tries are left)."""
 
 
 class SourceError(ClktError):

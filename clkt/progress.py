@@ -50,8 +50,11 @@ class DemoWatcher:
     name = "demo-watcher"
     INTERVAL_S: ClassVar[float] = 2.0
 
-    def __init__(self, *, on_done: Callable[[str, Path], object]) -> None:
+    def __init__(self, *, on_done: Callable[[str, Path], object], gpu_enabled: bool, data_dir: Path) -> None:
+        """`gpu_enabled`: whether the snapshot gets GPU jobs and a report to wait for; `data_dir`: where reports go."""
         self.on_done = on_done  # (snapshot id, the report folder; the export folder without GPU jobs)
+        self.gpu_enabled = gpu_enabled
+        self.data_dir = data_dir
         self.result: tuple[str, Path] | None = None
 
     async def run(self, ctx: ServiceContext) -> None:
@@ -61,13 +64,13 @@ class DemoWatcher:
             if snap is None:
                 continue
             jobs = snap.job_statuses
-            if not ctx.settings.gpu.enabled:
+            if not self.gpu_enabled:
                 self.result = (snap.id, Path(snap.export_path or ""))
                 self.on_done(snap.id, Path(snap.export_path or ""))
                 return
             if not jobs or any(j not in (LeaseStatus.done, LeaseStatus.failed) for j in jobs):
                 continue
-            rdir = report_dir(ctx.settings.data_dir, snap.id)
+            rdir = report_dir(self.data_dir, snap.id)
             if (rdir / "report.md").exists():
                 self.result = (snap.id, rdir)
                 self.on_done(snap.id, rdir)

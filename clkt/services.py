@@ -1,34 +1,80 @@
-"""Which services the daemon runs for a given configuration.
+"""The wiring: which services the daemon runs for a given configuration, and which section(s) of it each gets.
 
-Each area registers its services here (source pollers, stage workers, snapshot builder, GPU consumer).
-What a service is: `clkt.context.Service`. Registering one name twice raises.
+This module and `clkt.daemon` (with the entry points: `run_daemon.py`, `clkt.process`, the CLI commands) are
+the only readers of the whole `Settings`; every service, worker and page receives its own section(s) in
+its constructor. Each area registers its services here (source pollers, the stage workers of the flow,
+snapshot builder, GPU consumer). What a service is: `clkt.context.Service`. Registering one name twice
+raises.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from agents.backend import AgentBackend
 from clkt.config import Settings
 from clkt.context import Service
 from clkt.inject.consumer import GpuConsumer
-from clkt.pipeline.gate import GateWorker
+from clkt.pipeline.backends import build_backend
+from clkt.pipeline.stage_worker import StageConfig
 from clkt.pipeline.stages import stage_services
+from clkt.snapshots.builder import BuildConfig
 from clkt.snapshots.service import SnapshotBuilder
+from clkt.sources.board import SourceBoard
 from clkt.sources.poller import source_services
+from clkt.telemetry import Metrics
+from clkt.web.pages import PageContext
+from storage.engine import Store
 
-__all__ = ["build_services"]
+__all__ = ["build_services", "stage_config", "snapshot_config", "page_context", "agent_backend"]
 
 
-def build_services(settings: Settings) -> list[Service]:
+def stage_config(settings: Settings) -> StageConfig:
+    """What the stage workers of the flow receive."""
+    return StageConfig(
+        daemon=settings.daemon, spec=settings.spec, agents=settings.agents, data_dir=settings.data_dir,
+        device=settings.gpu.devices[0], secret=settings.secret,
+    )
+
+
+def snapshot_config(settings: Settings) -> BuildConfig:
+    """What building a snapshot reads (the builder service and `clkt snapshot build`)."""
+    return BuildConfig(spec=settings.spec, snapshot=settings.snapshot, agents=settings.agents,
+                       offline_demo=settings.offline_demo)
+
+
+def page_context(
+    settings: Settings, *, store: Store, board: SourceBoard | None = None,
+    paused: Callable[[], str | None] = lambda: None, owner: str | None = None, restarts: dict[str, int] | None = None,
+) -> PageContext:
+    """The status pages' context: the daemon passes its source board, `clkt serve` none."""
+    return PageContext(
+        store=store, http=settings.http, spec=settings.spec, snapshot=settings.snapshot, sources=settings.sources,
+        agents=settings.agents, daemon=settings.daemon, data_dir=settings.data_dir, offline_demo=settings.offline_demo,
+        board=board, paused=paused, owner=owner, restarts=restarts if restarts is not None else {},
+    )
+
+
+def agent_backend(settings: Settings, *, store: Store, metrics: Metrics | None = None) -> AgentBackend:
+    """The stages' one agent backend, from `[agents]` (its LLM calls cached in `store`)."""
+    return build_backend(settings.agents, languages=settings.spec.languages, secret=settings.secret, store=store,
+                         metrics=metrics)
+
+
+def build_services(settings: Settings, *, board: SourceBoard) -> list[Service]:
+    """Every service of the daemon; the pollers report on `board` (the one the status pages read)."""
     services: list[Service] = []
     # --- sources (clkt.sources) ---
-    services.extend(source_services(settings))
-    services.append(GateWorker(settings=settings))
-    # --- pipeline stages (clkt.pipeline) ---
-    services.extend(stage_services(settings))
+    services.extend(source_services(sources=settings.sources, domains=settings.spec.domains, daemon=settings.daemon,
+                                    board=board, secret=settings.secret))
+    # --- the pipeline's stages, gate to translate (clkt.pipeline.flow) ---
+    services.extend(stage_services(stage_config(settings)))
     # --- snapshot builder (clkt.snapshots) ---
-    services.append(SnapshotBuilder(settings=settings))
+    services.append(SnapshotBuilder(config=snapshot_config(settings), gpu=settings.gpu))
     # --- GPU consumer (clkt.inject / clkt.evaluate) ---
     if settings.gpu.enabled:
-        services.append(GpuConsumer(settings=settings))
+        services.append(GpuConsumer(gpu=settings.gpu, daemon=settings.daemon, targets=settings.spec.targets,
+                                    data_dir=settings.data_dir))
     names = [s.name for s in services]
     dup = {n for n in names if names.count(n) > 1}
     if dup:

@@ -69,9 +69,10 @@ async def insert_ignore(session: AsyncSession, table: type[Any], rows: list[dict
 
 
 async def enqueue(
-    session: AsyncSession, stage: Stage, entity_id: int, key: str = "", *, max_attempts: int = 5
+    session: AsyncSession, stage: Stage, entity_id: int, key: str = "", *, max_attempts: int
 ) -> bool:
-    """Add a task unless the same (stage, entity, key) exists; True when it was new."""
+    """Add a task unless the same (stage, entity, key) exists; True when it was new. `max_attempts` has no
+    default: every stage's tasks get the configured `daemon.max_attempts` (`StageWorker.advance`)."""
     now = utcnow()
     n = await insert_ignore(
         session,

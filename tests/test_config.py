@@ -85,3 +85,41 @@ def test_the_documented_example_config_is_valid() -> None:
     assert s.agents.backend == "llm" and s.agents.verifier_model != s.agents.generator_model
     assert s.snapshot.quotas and s.gpu.lora_r == 16 and s.gpu.epochs == 5
     assert len(s.spec.targets) == 2
+
+
+def test_the_demo_profile_is_a_packaged_toml_file_loaded_like_a_users(tmp_path: Path) -> None:
+    from clkt.config import DEMO_PROFILE, EMBEDDED_DEFAULT
+
+    copy = tmp_path / "demo.toml"
+    copy.write_bytes(DEMO_PROFILE.read_bytes())
+    assert load_settings(copy, environ={}) == load_settings(None, environ={})
+    assert EMBEDDED_DEFAULT["offline_demo"] is True and EMBEDDED_DEFAULT["spec"]["train_languages"] == ["en", "zh"]
+    # a user's file that asks for the demonstration is laid over the profile, key by key
+    mine = tmp_path / "mine.toml"
+    mine.write_text('offline_demo = true\n[sources.thesportsdb]\nrate_per_s = 3.0\n[spec]\nlanguages = ["en", "fr"]\n')
+    s = load_settings(mine, environ={})
+    assert s.offline_demo and s.replay.enabled and s.sources.thesportsdb.rate_per_s == 3.0
+    assert s.sources.thesportsdb.options.leagues == ["4328", "4424"] and s.sources.usgs.lookback_days == 29
+    assert s.spec.train_languages is None  # the demo's train subset is for its own languages
+
+
+def test_each_source_has_its_real_defaults_and_typed_options_once() -> None:
+    from clkt.config import MusicBrainzOptions, SourcesSettings
+
+    real = load_settings(REPO / "clkt.example.toml", environ={"OPENAI_API_KEY": "x"}).sources
+    assert SourcesSettings.names() == ["deezer", "gdacs", "musicbrainz", "thesportsdb", "tmdb", "usgs"]
+    assert real.musicbrainz.options == MusicBrainzOptions()
+    assert real.musicbrainz.options.page_size == 100 and real.musicbrainz.rate_per_s == 1.0
+    assert real.musicbrainz.options.query == "status:official AND primarytype:album"
+    assert real.thesportsdb.default_api_key == "123" and real.thesportsdb.options.leagues == ["4328", "4424", "4387"]
+    assert real["usgs"] is real.usgs and dict(real.items())["tmdb"].api_key_env == "TMDB_API_KEY"
+
+
+def test_a_poller_takes_only_its_own_sources_settings() -> None:
+    from clkt.config import DaemonSettings, SourceSettings
+    from clkt.sources.board import SourceBoard
+    from clkt.sources.poller import SourcePoller
+
+    plain = SourceSettings(base_url="http://127.0.0.1:9", rate_per_s=1.0)
+    with pytest.raises(ConfigError, match="sources.usgs: takes UsgsSettings, not SourceSettings"):
+        SourcePoller(source_name="usgs", settings=plain, daemon=DaemonSettings(), board=SourceBoard())

@@ -76,7 +76,7 @@ def _check(s: Settings) -> None:
 
     walk(s.public_dump())
     assert 0 <= s.http.port <= 65535 and s.daemon.lease_s > 0
-    leagues = s.sources["thesportsdb"].options["leagues"]
+    leagues = s.sources.thesportsdb.options.leagues
     assert isinstance(leagues, list) and all(str(x).isdigit() for x in leagues)
 
 

@@ -79,6 +79,9 @@ CONFIG_CASES: list[tuple[str, str]] = [
     ("daemon = {poll_interval_s = 0}", "daemon.poll_interval_s"),
     ("daemon = {min_free_disk_mb = -5}", "daemon.min_free_disk_mb"),
     ("daemon = {unknown = 1}", "daemon.unknown"),
+    ("daemon = {task_timeout_s = 0}", "daemon.task_timeout_s"),
+    ("daemon = {task_timeout_s = inf}", "daemon.task_timeout_s"),
+    ("daemon = {task_timeout_s = 1e9}", "daemon.task_timeout_s"),
     ("[sources.usgs]\nrate_per_s = inf", "sources.usgs.rate_per_s"),
     ("[sources.usgs]\nrate_per_s = 0", "sources.usgs.rate_per_s"),
     ("[sources.usgs]\nburst = 0", "sources.usgs.burst"),
@@ -205,6 +208,8 @@ ENV_CASES: list[tuple[dict[str, str], str]] = [
     ({"CLKT_GPU__EPOCHS": "-1"}, "gpu.epochs"),
     ({"CLKT_SOURCES__USGS__RATE_PER_S": "nan"}, "rate_per_s"),
     ({"CLKT_SOURCES": "{bad"}, "CLKT_SOURCES"),
+    ({"CLKT_SOURCES__NOPE__RATE_PER_S": "1"}, "sources.nope: unknown source"),
+    ({"CLKT_DAEMON__TASK_TIMEOUT_S": "-1"}, "daemon.task_timeout_s"),
     ({"CLKT_DAEMON__GRACE_PERIOD_S": "-inf"}, "daemon.grace_period_s"),
     ({"CLKT_CONFIG_FILE": "/nonexistent/clkt.toml"}, "does not exist"),
 ]

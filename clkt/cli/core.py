@@ -48,8 +48,11 @@ def status(config: ConfigOption = None, as_json: Annotated[bool, typer.Option("-
     for k, n in sorted(rep.entities.items()):
         t.add_row(k, str(n))
     console.print(t)
+    from clkt.pipeline.flow import STAGE_ORDER
+
     t = Table("stage", "pending", "leased", "done", "failed", title="Stage queue")
-    for stage, by in sorted(rep.stages.items()):
+    in_flow = {name: i for i, name in enumerate(STAGE_ORDER)}  # the flow's order, then any other stage by name
+    for stage, by in sorted(rep.stages.items(), key=lambda kv: (in_flow.get(kv[0], len(in_flow)), kv[0])):
         t.add_row(stage, *(str(by.get(k, 0)) for k in ("pending", "leased", "done", "failed")))
     if rep.gpu_jobs:
         t.add_row("gpu", *(str(rep.gpu_jobs.get(k, 0)) for k in ("pending", "leased", "done", "failed")))
@@ -101,7 +104,7 @@ def entities(
         raise fail(f"--status: unknown status {status_!r}; choose from {[s.value for s in EntityStatus]}")
     after = _parse_since(since)
     if fresh:
-        f = fresh_after(settings)
+        f = fresh_after(settings.spec)
         after = max(after, f) if after else f
     q = EntityQuery(domain=domain, occurred_after=after, status=status_, limit=limit)
 

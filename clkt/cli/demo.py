@@ -35,7 +35,8 @@ def demo(
         result.update(snapshot_id=snapshot_id, report=report)
         holder["d"].request_stop("demo finished: report written")
 
-    daemon = Daemon(settings=settings, extra_services=[DemoWatcher(on_done=done)])
+    watcher = DemoWatcher(on_done=done, gpu_enabled=settings.gpu.enabled, data_dir=settings.data_dir)
+    daemon = Daemon(settings=settings, extra_services=[watcher])
     holder["d"] = daemon
 
     async def run_demo() -> int:

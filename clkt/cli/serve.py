@@ -28,7 +28,8 @@ def serve(
     from clkt.config import HttpSettings
     from clkt.endpoint import listen
     from clkt.errors import ConfigError
-    from clkt.web import PageContext, pages_app
+    from clkt.services import page_context
+    from clkt.web import pages_app
 
     settings = load_cli_settings(config)
     try:
@@ -42,7 +43,7 @@ def serve(
 
     async def serve_pages() -> None:
         async with open_store(settings) as store:
-            app = pages_app(PageContext(settings=settings, store=store))
+            app = pages_app(page_context(settings, store=store))
             try:
                 runner, bound = await listen(app, http.host, http.port)
             except OSError as e:

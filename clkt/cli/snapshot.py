@@ -117,6 +117,7 @@ def build(
     force: Annotated[bool, typer.Option("--force", help="rebuild a frozen period as a new revision")] = False,
     partial: Annotated[bool, typer.Option("--partial", help="freeze even if under quota")] = False,
 ) -> None:
+    from clkt.services import snapshot_config
     from clkt.snapshots.builder import BuildStatus, build_snapshot
     from clkt.snapshots.service import enqueue_spec_jobs, post_webhook
 
@@ -124,11 +125,12 @@ def build(
 
     async def on_frozen(session: Any, snap: Any) -> None:
         if settings.gpu.enabled:
-            await enqueue_spec_jobs(session, settings, snap.id)
+            await enqueue_spec_jobs(session, snap.id, spec=settings.spec, gpu=settings.gpu)
 
     async def run_build() -> Any:
         async with open_store(settings) as store:
-            res = await build_snapshot(store, settings, period=period, spec=spec, force=force, on_frozen=on_frozen,
+            res = await build_snapshot(store, snapshot_config(settings), period=period, spec=spec, force=force,
+                                       on_frozen=on_frozen,
                                        allow_partial=True if partial else None)
         if res.status is BuildStatus.frozen and settings.snapshot.webhook_url:
             import aiohttp

@@ -31,16 +31,17 @@ def worker(
 
     settings = load_cli_settings(config)
     setup_logging(settings.log_level, secrets=settings.secrets.values())
-    consumer = GpuConsumer(settings=settings, devices=device or None, burst=burst)
+    consumer = GpuConsumer(gpu=settings.gpu, daemon=settings.daemon, targets=settings.spec.targets,
+                           data_dir=settings.data_dir, devices=device or None, burst=burst)
 
     async def consume() -> None:
         owner = new_owner_id("worker-")
         async with open_store(settings) as store, aiohttp.ClientSession() as http:
-            ctx = ServiceContext(settings=settings, store=store, http=http, owner=owner, metrics=Metrics())
+            ctx = ServiceContext(store=store, http=http, owner=owner, metrics=Metrics())
             install_stop_signals(lambda _why: ctx.stopping.set())
             console.print(plain(f"clkt worker {owner}: devices {consumer.devices}; store {settings.resolved_store_url}"))
             try:
-                await Supervisor().run([consumer], ctx)
+                await Supervisor(daemon=settings.daemon).run([consumer], ctx)
             finally:
                 await release_leases(store, owner)
 

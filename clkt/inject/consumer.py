@@ -18,6 +18,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -26,7 +27,7 @@ from typing import ClassVar
 from pydantic import ValidationError
 
 from clkt._tasks import cancel_and_wait
-from clkt.config import GpuSettings, Settings, TargetSettings
+from clkt.config import DaemonSettings, GpuSettings, TargetSettings
 from clkt.context import ServiceContext
 from clkt.errors import JobError, SnapshotError
 from clkt.evaluate.report import report_dir, write_report
@@ -130,9 +131,15 @@ class GpuConsumer:
     PROGRESS_LOG_S: ClassVar[float] = 30.0
     POLL_S: ClassVar[float] = 0.5  # how often the child is checked
 
-    def __init__(self, *, settings: Settings, devices: list[str] | None = None, burst: bool = False) -> None:
-        # `settings` gives only the default devices: every job reads its configuration from `ctx.settings`
-        self.devices = list(devices or settings.gpu.devices)
+    def __init__(
+        self, *, gpu: GpuSettings, daemon: DaemonSettings, targets: Sequence[TargetSettings], data_dir: Path,
+        devices: list[str] | None = None, burst: bool = False,
+    ) -> None:
+        self.gpu = gpu
+        self.daemon = daemon
+        self.targets = list(targets)
+        self.data_dir = data_dir
+        self.devices = list(devices or gpu.devices)
         self.burst = burst  # stop when no job is claimable (tests, `clkt worker --burst`)
         self.finished: list[JobRun] = []
 
@@ -149,16 +156,16 @@ class GpuConsumer:
     # -- one device ---------------------------------------------------------------------------------------------
 
     async def _slot(self, ctx: ServiceContext, device: str, index: int) -> None:
-        lease = timedelta(seconds=ctx.settings.daemon.lease_s)
+        lease = timedelta(seconds=self.daemon.lease_s)
         while not ctx.stopping.is_set():
             if not ctx.may_claim():
-                if await ctx.sleep(ctx.settings.daemon.poll_interval_s):
+                if await ctx.sleep(self.daemon.poll_interval_s):
                     return
                 continue
             async with ctx.store.transaction() as s:
                 jobs = await claim_gpu_jobs(s, owner=ctx.owner, lease=lease, limit=1)
             if not jobs:
-                if self.burst or await ctx.sleep(ctx.settings.daemon.poll_interval_s):
+                if self.burst or await ctx.sleep(self.daemon.poll_interval_s):
                     return
                 continue
             run = await self._run_job(ctx, jobs[0], device, lease)
@@ -167,12 +174,12 @@ class GpuConsumer:
                 await self._maybe_report(ctx, jobs[0].snapshot_id)
 
     async def _job_spec(self, ctx: ServiceContext, job: GpuJobRecord, device: str) -> JobSpec:
-        target = next((t for t in ctx.settings.spec.targets if t.name == job.target_model), None)
+        target = next((t for t in self.targets if t.name == job.target_model), None)
         if target is None:
             raw = job.config.get("target") if isinstance(job.config, dict) else None
             target = TargetSettings.model_validate(raw) if raw else None
         if target is None:
-            names = [t.name for t in ctx.settings.spec.targets]
+            names = [t.name for t in self.targets]
             raise JobSetupError(f"target model {job.target_model!r} is not in the spec (targets: {names})")
         async with ctx.store.session() as s:
             snap = await find_snapshot(s, job.snapshot_id)
@@ -180,10 +187,10 @@ class GpuConsumer:
             raise JobSetupError(f"snapshot {job.snapshot_id} has no export directory")
         try:
             cfg = {k: v for k, v in (job.config or {}).items() if k in GpuSettings.model_fields}
-            gpu = GpuSettings.model_validate(cfg) if cfg else ctx.settings.gpu
+            gpu = GpuSettings.model_validate(cfg) if cfg else self.gpu
         except ValidationError as e:
             raise JobSetupError(f"job config is invalid: {e.errors()[0]['msg']}") from e
-        data_dir = ctx.settings.data_dir.resolve()
+        data_dir = self.data_dir.resolve()
         return JobSpec(
             job_id=job.id, snapshot_id=job.snapshot_id, snapshot_dir=Path(snap.export_path).resolve(), target=target,
             strategy=job.strategy, train_lang=job.train_lang, gpu=gpu, data_dir=data_dir,  # type: ignore[arg-type]
@@ -236,7 +243,7 @@ class GpuConsumer:
         beat_every = max(1.0, lease.total_seconds() / 3)
         next_beat = started + beat_every
         next_log = started + self.PROGRESS_LOG_S
-        timeout_s = ctx.settings.gpu.job_timeout_s
+        timeout_s = self.gpu.job_timeout_s
         while True:
             try:
                 await asyncio.wait_for(proc.wait(), timeout=self.POLL_S)
@@ -340,7 +347,7 @@ class GpuConsumer:
             return
 
         try:
-            paths = await write_report(ctx.store, snapshot_id, report_dir(ctx.settings.data_dir, snapshot_id))
+            paths = await write_report(ctx.store, snapshot_id, report_dir(self.data_dir, snapshot_id))
         except Exception:
             log.exception("report of snapshot %s failed", snapshot_id)
             return

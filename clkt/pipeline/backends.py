@@ -1,4 +1,4 @@
-"""The agent backend of the stage workers, from `settings.agents.backend`.
+"""The agent backend of the stage workers, from `agents.backend`.
 
 "template" → the deterministic offline engine (`agents.template.TemplateBackend`); "llm" → the pydantic-ai
 agents (`agents.llm.LlmBackend`) with the call cache in the store. One backend per daemon, built at start
@@ -8,11 +8,11 @@ daemon with a clear `ConfigError` instead of failing tasks later.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, get_args
 
 from agents.backend import AgentBackend
-from clkt.config import Settings
+from clkt.config import AgentRole, AgentSettings, SecretLookup
 from clkt.errors import ConfigError, UserError
 
 if TYPE_CHECKING:
@@ -23,15 +23,19 @@ if TYPE_CHECKING:
 
 __all__ = ["build_backend", "backend_for", "check_backend_config", "uses_batches"]
 
-def check_backend_config(settings: Settings) -> None:
-    if settings.agents.backend == "llm":
+def check_backend_config(agents: AgentSettings, *, secret: SecretLookup) -> None:
+    if agents.backend == "llm":
         from agents.factory import check_llm_config
 
-        check_llm_config(settings)
+        check_llm_config(agents, secret=secret)
 
 
-def build_backend(settings: Settings, *, store: Store, metrics: Metrics | None = None) -> AgentBackend:
-    kind = settings.agents.backend
+def build_backend(
+    agents: AgentSettings, *, languages: Sequence[str], secret: SecretLookup, store: Store,
+    metrics: Metrics | None = None,
+) -> AgentBackend:
+    """The backend `agents.backend` names; the LLM one caches its calls in `store` and reads its keys by `secret`."""
+    kind = agents.backend
     if kind == "template":
         from agents.template import TemplateBackend
 
@@ -41,27 +45,27 @@ def build_backend(settings: Settings, *, store: Store, metrics: Metrics | None =
         from agents.llm import LlmBackend
         from storage.llm_cache import SqlCallCache
 
-        check_backend_config(settings)
+        check_backend_config(agents, secret=secret)
         cache = SqlCallCache(store)
-        factory = ModelFactory(settings=settings, cache=cache, on_call=_observer(metrics) if metrics else None)
-        if uses_batches(settings):
+        observer = _observer(metrics) if metrics else None
+        factory = ModelFactory(agents=agents, secret=secret, cache=cache, on_call=observer)
+        if uses_batches(agents):
             from agents.batch import BatchDispatcher
             from storage.llm_batches import SqlBatchStore
 
-            b = settings.agents.batch
+            b = agents.batch
             factory.batch_store = SqlBatchStore(store)
             factory.dispatcher = BatchDispatcher(
                 store=factory.batch_store, max_requests=b.max_requests, flush_after_s=b.flush_after_s,
                 poll_interval_s=b.poll_interval_s, max_tries=b.max_tries,
             )
-        return LlmBackend(settings=settings, cache=cache, factory=factory)
+        return LlmBackend(agents=agents, languages=languages, cache=cache, factory=factory)
     raise ConfigError("agents.backend", f"unknown backend {kind!r}")
 
 
-def uses_batches(settings: Settings) -> bool:
+def uses_batches(agents: AgentSettings) -> bool:
     """Whether any LLM stage runs in batch mode."""
-    a = settings.agents
-    return a.backend == "llm" and any(a.mode_of(role) == "batch" for role in ("judge", "generate", "verify", "translate"))
+    return any(agents.batched(role) for role in get_args(AgentRole))
 
 
 def backend_for(ctx: ServiceContext) -> AgentBackend:

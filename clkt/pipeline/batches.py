@@ -1,6 +1,6 @@
 """The `llm-batches` service: in batch mode, it submits, reconciles, polls and collects the provider batches
 of the LLM stages (`agents.batch.BatchDispatcher`) while the stage workers release their tasks until the
-answers are in (`BatchPending`)."""
+answers are in (`BatchPending`). Whether a role is batched: `AgentSettings.batched(role)`."""
 
 from __future__ import annotations
 
@@ -9,12 +9,11 @@ import logging
 from collections.abc import Awaitable, Iterable
 from typing import Any, ClassVar
 
-from clkt.config import Settings
 from clkt.context import ServiceContext
 from clkt.errors import RetryLater
 from clkt.pipeline.backends import backend_for
 
-__all__ = ["BatchService", "batched", "prefetch"]
+__all__ = ["BatchService", "prefetch"]
 
 log = logging.getLogger(__name__)
 
@@ -39,11 +38,6 @@ class BatchService:
                 delay = self.ERROR_BACKOFF_S
             if await ctx.sleep(delay):
                 break
-
-
-def batched(settings: Settings, role: str) -> bool:
-    """Whether `role`'s LLM calls go through provider batches."""
-    return settings.agents.backend == "llm" and settings.agents.mode_of(role) == "batch"
 
 
 async def prefetch(calls: Iterable[Awaitable[Any]]) -> None:

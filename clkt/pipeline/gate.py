@@ -1,36 +1,37 @@
 """The gate stage worker: pass an entity on to probing only if it is fresh for EVERY target model.
 
 For each `Stage.gate` task: when the entity occurred at least `spec.temporal_buffer_days` after every
-target's knowledge cutoff, it becomes `probing` and one `Stage.probe` task (key "") is enqueued; otherwise
+target's knowledge cutoff, it advances along the flow (`probing`, one `Stage.probe` task, key ""); otherwise
 it becomes `ineligible` with a reason naming the model. Output and task completion share one transaction.
 """
 
 from __future__ import annotations
 
 from datetime import date, datetime
-from typing import ClassVar
+from typing import Self
 
-from clkt.config import Settings
+from clkt.config import DaemonSettings, SpecSettings
 from clkt.context import ServiceContext
 from clkt.cutoff import cutoff_for, eligible, first_eligible_day
-from clkt.pipeline.stage_worker import StageWorker, finish
+from clkt.pipeline.stage_worker import StageConfig, StageWorker, Step, finish
 from storage.engine import Session
 from storage.entities import get_entity, set_status
-from storage.enums import EntityStatus, Stage
-from storage.tasks import TaskLease, enqueue
+from storage.enums import EntityStatus
+from storage.tasks import TaskLease
 
 __all__ = ["GateWorker"]
 
 
 class GateWorker(StageWorker):
-    stage: ClassVar[Stage] = Stage.gate
-
-    def __init__(self, *, settings: Settings, concurrency: int = 2) -> None:
-        super().__init__(concurrency=concurrency)
-        self.buffer_days = settings.spec.temporal_buffer_days
+    def __init__(self, *, step: Step, daemon: DaemonSettings, spec: SpecSettings, concurrency: int = 2) -> None:
+        super().__init__(step=step, daemon=daemon, concurrency=concurrency)
+        self.buffer_days = spec.temporal_buffer_days
         # resolved at construction: an unknown cutoff fails the daemon's start, loudly
-        self.cutoffs: dict[str, date] = {t.name: cutoff_for(t) for t in settings.spec.targets}
-        self.max_attempts = settings.daemon.max_attempts
+        self.cutoffs: dict[str, date] = {t.name: cutoff_for(t) for t in spec.targets}
+
+    @classmethod
+    def from_config(cls, step: Step, config: StageConfig) -> Self:
+        return cls(step=step, daemon=config.daemon, spec=config.spec)
 
     def verdict(self, occurred_at: datetime) -> tuple[bool, str | None]:
         """(True, None) when fresh for every target, else (False, a reason naming the model)."""
@@ -56,8 +57,7 @@ class GateWorker(StageWorker):
             return entity.status  # already past the gate: nothing to redo
         ok, reason = self.verdict(entity.occurred_at)
         if ok:
-            await set_status(session, entity.id, EntityStatus.probing)
-            await enqueue(session, Stage.probe, entity.id, "", max_attempts=self.max_attempts)
-            return EntityStatus.probing
+            await self.advance(session, task)
+            return self.step.status or entity.status
         await set_status(session, entity.id, EntityStatus.ineligible, reason)
         return EntityStatus.ineligible

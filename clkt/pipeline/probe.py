@@ -5,7 +5,8 @@ brief factual summary of '<name>'." (translated; chat template for instruct mode
 prompt for base models: `clkt.targets.summary.build_probe_prompt`), and the backend's judge compares each
 answer with the English document and facts. Judged probes are stored as they are made (unique per
 entity, target, language), so a re-run only asks what is missing. Known by ANY target in ANY language →
-the entity is `known` (dropped; probing stops at the first hit); otherwise → `generating` + a generate task.
+the entity is `known` (dropped; probing stops at the first hit); otherwise it advances along the flow
+(`generating` + a generate task).
 
 Local targets run through transformers in a worker thread, one generation at a time per process (the model
 stays loaded between tasks); the worker probes up to `CONCURRENCY` entities at once and a `PromptBatcher`
@@ -19,56 +20,64 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, ClassVar
+from functools import partial
+from pathlib import Path
+from typing import Any, ClassVar, Self
 
+import aiohttp
+from pydantic import SecretStr
+
+from clkt.config import AgentSettings, DaemonSettings, SecretLookup, SpecSettings, TargetSettings
 from clkt.context import ServiceContext
 from clkt.errors import AgentError, ModelUnavailableError
 from clkt.pipeline._entities import facts_of, load_entity, paid, source_document
 from clkt.pipeline.backends import backend_for
-from clkt.pipeline.batches import batched, prefetch
-from clkt.pipeline.stage_worker import StageWorker, finish
+from clkt.pipeline.batches import prefetch
+from clkt.pipeline.stage_worker import StageConfig, StageWorker, Step, finish
 from clkt.targets.batching import PromptBatcher
 from clkt.targets.summary import PROBE_PROMPT_VERSION, build_probe_prompt, probe_texts
 from storage.engine import Session
 from storage.entities import set_status
-from storage.enums import EntityStatus, Stage
+from storage.enums import EntityStatus
 from storage.questions import ProbeRecord, add_probes, probes_of
-from storage.tasks import TaskLease, enqueue
+from storage.tasks import TaskLease
 from storage.types import utcnow
-
-if TYPE_CHECKING:
-    from clkt.config import TargetSettings
 
 __all__ = ["ProbeFn", "ProbeWorker", "probe_target"]
 
 # (target, prompts, ctx) -> one answer per prompt
-ProbeFn = Callable[["TargetSettings", list[str], ServiceContext], Awaitable[list[str]]]
+ProbeFn = Callable[[TargetSettings, list[str], ServiceContext], Awaitable[list[str]]]
 
 _OPEN = {EntityStatus.discovered, EntityStatus.probing, EntityStatus.generating}
 _LOCAL_LOCK = threading.Lock()  # one local generation at a time per process (CPU/GPU bound)
 
 
-async def probe_target(target: TargetSettings, prompts: list[str], ctx: ServiceContext) -> list[str]:
-    """Greedy answers of `target` to `prompts` (local transformers or an OpenAI-compatible endpoint)."""
-    max_new = ctx.settings.agents.probe_max_new_tokens
+async def probe_target(
+    target: TargetSettings, prompts: list[str], *, http: aiohttp.ClientSession, max_new_tokens: int, data_dir: Path,
+    device: str, api_key: SecretStr | None = None,
+) -> list[str]:
+    """Greedy answers of `target` to `prompts` (local transformers on `device`, or an OpenAI-compatible endpoint
+    with `api_key`), at most `max_new_tokens` each."""
     if target.backend == "openai":
-        return [await _ask_openai(target, p, ctx, max_new) for p in prompts]
-    return await asyncio.to_thread(_probe_locally, target, prompts, ctx)
+        return [await _ask_openai(target, p, http=http, max_new=max_new_tokens, key=api_key) for p in prompts]
+    return await asyncio.to_thread(
+        _probe_locally, target, prompts, data_dir=data_dir, device=device, max_new_tokens=max_new_tokens
+    )
 
 
-def _probe_locally(target: TargetSettings, prompts: list[str], ctx: ServiceContext) -> list[str]:
+def _probe_locally(
+    target: TargetSettings, prompts: list[str], *, data_dir: Path, device: str, max_new_tokens: int
+) -> list[str]:
     """Greedy answers of a local target (synchronous: from a worker thread), one generation per process at a time."""
     with _LOCAL_LOCK:
-        return probe_texts(
-            target, prompts, data_dir=ctx.settings.data_dir, device=ctx.settings.gpu.devices[0],
-            max_new_tokens=ctx.settings.agents.probe_max_new_tokens,
-        )
+        return probe_texts(target, prompts, data_dir=data_dir, device=device, max_new_tokens=max_new_tokens)
 
 
-async def _ask_openai(target: TargetSettings, prompt: str, ctx: ServiceContext, max_new: int) -> str:
+async def _ask_openai(
+    target: TargetSettings, prompt: str, *, http: aiohttp.ClientSession, max_new: int, key: SecretStr | None
+) -> str:
     if not target.base_url:
         raise ModelUnavailableError(f"target {target.name}: backend 'openai' needs base_url")
-    key = ctx.settings.secret(target.api_key_env)
     headers = {"Authorization": f"Bearer {key.get_secret_value()}"} if key is not None else {}
     base = target.base_url.rstrip("/")
     model = target.model
@@ -77,7 +86,7 @@ async def _ask_openai(target: TargetSettings, prompt: str, ctx: ServiceContext, 
         url, body["messages"] = f"{base}/chat/completions", [{"role": "user", "content": prompt}]
     else:
         url, body["prompt"] = f"{base}/completions", prompt
-    async with ctx.http.post(url, json=body, headers=headers) as resp:
+    async with http.post(url, json=body, headers=headers) as resp:
         if resp.status >= 400:
             raise ModelUnavailableError(f"target {target.name}: HTTP {resp.status} from {url}")
         data = await resp.json()
@@ -87,13 +96,29 @@ async def _ask_openai(target: TargetSettings, prompt: str, ctx: ServiceContext, 
 
 
 class ProbeWorker(StageWorker):
-    stage = Stage.probe
     CONCURRENCY: ClassVar[int] = 8  # entities probed at once (their local prompts share one generation)
 
-    def __init__(self, *, concurrency: int | None = None, probe_fn: ProbeFn | None = None) -> None:
-        super().__init__(concurrency=self.CONCURRENCY if concurrency is None else concurrency)
+    def __init__(
+        self, *, step: Step, daemon: DaemonSettings, spec: SpecSettings, agents: AgentSettings, data_dir: Path,
+        device: str, secret: SecretLookup, concurrency: int | None = None, probe_fn: ProbeFn | None = None,
+    ) -> None:
+        """`spec`: the targets and languages; `agents`: the judge's mode and the probe answers' length;
+        `data_dir`/`device`: where local targets are cached and run; `secret`: the targets' API keys;
+        `probe_fn`: instead of asking the targets (tests)."""
+        super().__init__(step=step, daemon=daemon, concurrency=self.CONCURRENCY if concurrency is None else concurrency)
+        self.spec = spec
+        self.agents = agents
+        self.data_dir = data_dir
+        self.device = device
+        self.secret = secret
         self.probe_fn: ProbeFn = probe_fn or self._probe
         self._batcher: PromptBatcher[str] | None = None
+
+    @classmethod
+    def from_config(cls, step: Step, config: StageConfig) -> Self:
+        # several entities at once: their prompts share one local generation
+        return cls(step=step, daemon=config.daemon, spec=config.spec, agents=config.agents, data_dir=config.data_dir,
+                   device=config.device, secret=config.secret)
 
     async def run(self, ctx: ServiceContext) -> None:
         try:
@@ -105,19 +130,24 @@ class ProbeWorker(StageWorker):
 
     async def _probe(self, target: TargetSettings, prompts: list[str], ctx: ServiceContext) -> list[str]:
         """`probe_target`, with the prompts of concurrent tasks for the same local target batched together."""
+        max_new = self.agents.probe_max_new_tokens
         if target.backend == "openai":
-            return await probe_target(target, prompts, ctx)
+            return await probe_target(
+                target, prompts, http=ctx.http, max_new_tokens=max_new, data_dir=self.data_dir, device=self.device,
+                api_key=self.secret(target.api_key_env),
+            )
         if self._batcher is None:
-            targets = {t.name: t for t in ctx.settings.spec.targets}
+            targets = {t.name: t for t in self.spec.targets}
 
             def run(name: str, batch: list[str]) -> list[str]:
-                return _probe_locally(targets[name], batch, ctx)
+                return _probe_locally(
+                    targets[name], batch, data_dir=self.data_dir, device=self.device, max_new_tokens=max_new
+                )
 
             self._batcher = PromptBatcher(run, name="probe-batcher")
         return await self._batcher.submit(target.name, prompts)
 
     async def process(self, task: TaskLease, ctx: ServiceContext) -> None:
-        settings = ctx.settings
         async with ctx.store.session() as s:
             entity = await load_entity(s, task.entity_id)
             facts = facts_of(entity)
@@ -126,15 +156,15 @@ class ProbeWorker(StageWorker):
         done = {(p.target_model, p.lang): p for p in stored}
         hit = next((p for p in stored if p.known), None)
         backend = backend_for(ctx)
-        for target in settings.spec.targets:
+        for target in self.spec.targets:
             if hit is not None:
                 break
-            todo = [lang for lang in settings.spec.languages if (target.name, lang) not in done]
+            todo = [lang for lang in self.spec.languages if (target.name, lang) not in done]
             if not todo:
                 continue
             prompts = [build_probe_prompt(target, entity.name, lang) for lang in todo]
             answers = await self.probe_fn(target, prompts, ctx)
-            if batched(settings, "judge"):  # every language's judgement in one batch round
+            if self.agents.batched(self.step.role):  # every language's judgement in one batch round
                 await prefetch(
                     backend.judge(entity_name=entity.name, document=document, facts=facts, response=a, lang=lang)
                     for lang, a in zip(todo, answers, strict=True)
@@ -156,16 +186,14 @@ class ProbeWorker(StageWorker):
                 ))
                 if verdict.known:
                     break  # known in one language is enough
-            await ctx.store.run_with_retry(lambda s, rows=rows: add_probes(s, rows))
+            await ctx.store.run_with_retry(partial(add_probes, probes=rows))
             hit = next((r for r in rows if r.known), None)
         async with ctx.store.transaction() as s:
             if hit is not None:
                 reason = f"known by {hit.target_model} in {hit.lang}: {hit.reason}"[:500]
                 await set_status(s, task.entity_id, EntityStatus.known, reason)
             else:
-                if entity.status in _OPEN:  # a re-run never moves a finished entity back
-                    await set_status(s, task.entity_id, EntityStatus.generating)
-                await enqueue(s, Stage.generate, task.entity_id, "")
+                await self.advance(s, task, move=entity.status in _OPEN)  # a re-run never moves a finished entity back
             await finish(s, task, ctx)
 
     async def _give_up(self, ctx: ServiceContext, task: TaskLease, reason: str) -> None:

@@ -1,12 +1,16 @@
-"""The lease-claim loop shared by every stage worker.
+"""The lease-claim loop shared by every stage worker, and `Step`, the row type of the flow table.
 
-A `StageWorker` claims the tasks of its stage (as `storage.tasks.TaskLease` records) while it has free capacity, runs `process()` for each in a
-bounded set of named asyncio tasks, and maps outcomes onto the queue:
+A `StageWorker` runs one `Step` of the flow (`clkt.pipeline.flow.FLOW`). It claims the tasks of its stage (as
+`storage.tasks.TaskLease` records) while it has free capacity, runs `process()` for each in a bounded set
+of named asyncio tasks, each try within `daemon.task_timeout_s`, and maps outcomes onto the queue:
 
 - `process()` returns normally → it must have called `finish(session, task, ctx)` inside the same
-  transaction that wrote its outputs (so output and status land together);
+  transaction that wrote its outputs (so output and status land together); an entity that passes the stage
+  is moved on with `advance()` in that transaction: the next stage of its step is enqueued (with
+  `daemon.max_attempts` tries) and the entity gets the step's status;
 - `RetryLater` → lease released, attempts refunded, retried after `defer`;
 - `CancelledError` (shutdown) → lease released (shielded), never recorded as a failure;
+- a try past `daemon.task_timeout_s` → cancelled and recorded as a failed try (`TaskTimeout`);
 - any other exception → `fail()`: retried with backoff until `max_attempts`, then `failed` with the error.
 """
 
@@ -16,18 +20,22 @@ import asyncio
 import logging
 import time
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from datetime import timedelta
-from typing import ClassVar
+from pathlib import Path
+from typing import ClassVar, Self
 
 from clkt._tasks import cancel_and_wait
+from clkt.config import AgentRole, AgentSettings, DaemonSettings, SecretLookup, SpecSettings
 from clkt.context import ServiceContext
-from clkt.errors import RetryLater
+from clkt.errors import RetryLater, TaskTimeout, UserError
 from clkt.logs import redact
 from storage.engine import Session
-from storage.enums import LeaseStatus, Stage
-from storage.tasks import LeaseLost, TaskLease, claim_tasks, complete_task, fail_task, release_task
+from storage.entities import set_status
+from storage.enums import EntityStatus, LeaseStatus, Stage
+from storage.tasks import LeaseLost, TaskLease, claim_tasks, complete_task, enqueue, fail_task, release_task
 
-__all__ = ["StageWorker", "finish"]
+__all__ = ["Step", "StageConfig", "StageWorker", "finish"]
 
 log = logging.getLogger(__name__)
 
@@ -37,27 +45,75 @@ async def finish(session: Session, task: TaskLease, ctx: ServiceContext) -> None
     await complete_task(session, task.id, owner=ctx.owner)
 
 
+@dataclass(frozen=True, kw_only=True)
+class Step:
+    """One stage of the flow: its worker, the agent role it uses, where an entity goes when it passes."""
+
+    stage: Stage
+    worker: type[StageWorker]
+    role: AgentRole | None  # the agent role whose calls the stage makes (None: no agent)
+    next: Stage | None  # the stage an entity that passes is enqueued in (None: the end of the flow)
+    status: EntityStatus | None  # the entity's status once it passes (None: it keeps its status)
+
+
+@dataclass(frozen=True, kw_only=True)
+class StageConfig:
+    """What the stage workers receive from the configuration (the wiring, `clkt.services`, builds it)."""
+
+    daemon: DaemonSettings  # leases, polling, tries and the per-try timeout of every stage's tasks
+    spec: SpecSettings
+    agents: AgentSettings
+    data_dir: Path  # where the probe converts and caches local targets
+    device: str  # where the probe runs local targets (the first of `gpu.devices`)
+    secret: SecretLookup  # the targets' API keys (`api_key_env`), for targets probed over HTTP
+
+
 class StageWorker(ABC):
-    stage: ClassVar[Stage]
     IDLE_SLEEP_S: ClassVar[float] = 0.5
     RETRY_BASE_S: ClassVar[float] = 5.0
 
-    def __init__(self, *, concurrency: int = 2) -> None:
+    def __init__(self, *, step: Step, daemon: DaemonSettings, concurrency: int = 2) -> None:
+        if not issubclass(type(self), step.worker):
+            raise UserError(
+                f"{type(self).__name__} cannot run the {step.stage.value} step (its worker is {step.worker.__name__})"
+            )
+        self.step = step
+        self.stage = step.stage
+        self.daemon = daemon
         self.concurrency = concurrency
         self.name = f"stage:{self.stage.value}"
+
+    @classmethod
+    @abstractmethod
+    def from_config(cls, step: Step, config: StageConfig) -> Self:
+        """The worker of `step`, with the sections of `config` it needs."""
 
     @abstractmethod
     async def process(self, task: TaskLease, ctx: ServiceContext) -> None:
         """Do the work of one task; call `finish()` in the transaction that writes the outputs."""
 
+    async def advance(self, session: Session, task: TaskLease, *, move: bool = True) -> None:
+        """The entity passed this stage: enqueue its next stage (`daemon.max_attempts` tries) and give it the
+        step's status, in the caller's transaction. `move=False` keeps its status (a re-run never moves an
+        entity that already finished back)."""
+        if move and self.step.status is not None:
+            await set_status(session, task.entity_id, self.step.status)
+        if self.step.next is not None:
+            await enqueue(session, self.step.next, task.entity_id, "", max_attempts=self.daemon.max_attempts)
+
     async def run(self, ctx: ServiceContext) -> None:
         sem = asyncio.BoundedSemaphore(self.concurrency)
         inflight: set[asyncio.Task[None]] = set()
-        lease = timedelta(seconds=ctx.settings.daemon.lease_s)
+        lease = timedelta(seconds=self.daemon.lease_s)
+
+        def done(job: asyncio.Task[None]) -> None:
+            inflight.discard(job)
+            sem.release()
+
         try:
             while not ctx.stopping.is_set():
                 if not ctx.may_claim():
-                    await ctx.sleep(ctx.settings.daemon.poll_interval_s)
+                    await ctx.sleep(self.daemon.poll_interval_s)
                     continue
                 free = self.concurrency - len(inflight)
                 if free <= 0:
@@ -66,23 +122,23 @@ class StageWorker(ABC):
                 async with ctx.store.transaction() as s:
                     tasks = await claim_tasks(s, stage=self.stage, owner=ctx.owner, lease=lease, limit=free)
                 if not tasks:
-                    if await ctx.sleep(max(self.IDLE_SLEEP_S, ctx.settings.daemon.poll_interval_s)):
+                    if await ctx.sleep(max(self.IDLE_SLEEP_S, self.daemon.poll_interval_s)):
                         break
                     continue
                 for t in tasks:
                     await sem.acquire()
                     job = asyncio.create_task(self._one(t, ctx), name=f"{self.name}:{t.id}")
                     inflight.add(job)
-                    job.add_done_callback(lambda j: (inflight.discard(j), sem.release()))
+                    job.add_done_callback(done)
             if inflight:
-                await asyncio.wait(inflight, timeout=ctx.settings.daemon.grace_period_s)
+                await asyncio.wait(inflight, timeout=self.daemon.grace_period_s)
         finally:
             await cancel_and_wait(inflight)
 
     async def _one(self, task: TaskLease, ctx: ServiceContext) -> None:
         t0 = time.perf_counter()
         try:
-            await self.process(task, ctx)
+            await self._process_in_time(task, ctx)
             ctx.metrics.stage_tasks.labels(self.stage.value, "done").inc()
         except RetryLater as e:
             await asyncio.shield(self._release(task, ctx, e.defer, redact(str(e))))
@@ -111,6 +167,21 @@ class StageWorker(ABC):
             )
         finally:
             ctx.metrics.stage_seconds.labels(self.stage.value).observe(time.perf_counter() - t0)
+
+    async def _process_in_time(self, task: TaskLease, ctx: ServiceContext) -> None:
+        """`process()` within `daemon.task_timeout_s`; past it the try is cancelled and fails with `TaskTimeout`."""
+        timeout_s = self.daemon.task_timeout_s
+        deadline = asyncio.timeout(timeout_s)
+        try:
+            async with deadline:
+                await self.process(task, ctx)
+        except TimeoutError:
+            if not deadline.expired():
+                raise  # a timeout of the work itself (an HTTP call...): its own error
+            raise TaskTimeout(
+                f"{self.stage.value} task {task.id} (try {task.attempts} of {task.max_attempts}) ran past "
+                f"daemon.task_timeout_s = {timeout_s:g} s"
+            ) from None
 
     async def on_failed(self, session: Session, task: TaskLease, error: str) -> None:
         """Hook: a task used up its attempts (e.g. mark the entity failed). Same transaction."""

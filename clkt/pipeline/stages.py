@@ -1,20 +1,19 @@
-"""The generator stage workers the daemon runs (probe, generate, verify, translate).
+"""The stage workers the daemon runs: one per step of the flow (`clkt.pipeline.flow.FLOW`), in its order,
+plus the `llm-batches` service when a stage runs in batch mode.
 
-`stage_services()` checks the agent backend's configuration first (a missing API key for a configured
-hosted model is a `ConfigError` at start-up). The temporal gate's worker is registered by the sources area.
+`stage_services()` builds every worker from its step (`StageWorker.from_config`: the gate resolves the
+targets' cutoffs, an unknown one fails the start), then checks the agent backend's configuration (a missing
+API key for a configured hosted model is a `ConfigError` at start-up).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from clkt.config import Settings
 from clkt.pipeline.backends import check_backend_config, uses_batches
 from clkt.pipeline.batches import BatchService
-from clkt.pipeline.generate import GenerateWorker
-from clkt.pipeline.probe import ProbeWorker
-from clkt.pipeline.translate import TranslateWorker
-from clkt.pipeline.verify import VerifyWorker
+from clkt.pipeline.flow import FLOW
+from clkt.pipeline.stage_worker import StageConfig
 
 if TYPE_CHECKING:
     from clkt.context import Service
@@ -22,15 +21,9 @@ if TYPE_CHECKING:
 __all__ = ["stage_services"]
 
 
-def stage_services(settings: Settings) -> list[Service]:
-    check_backend_config(settings)
-    n = settings.agents.concurrency
-    services: list[Service] = [
-        ProbeWorker(),  # several entities at once: their prompts share one local generation
-        GenerateWorker(concurrency=n),
-        VerifyWorker(concurrency=n),
-        TranslateWorker(concurrency=n),
-    ]
-    if uses_batches(settings):
+def stage_services(config: StageConfig) -> list[Service]:
+    services: list[Service] = [step.worker.from_config(step, config) for step in FLOW]
+    check_backend_config(config.agents, secret=config.secret)
+    if uses_batches(config.agents):
         services.append(BatchService())
     return services

@@ -6,27 +6,29 @@ each verified question a `Translation` row with the same option order and answer
 passes `agents.checks` (language identified, numbers and proper names kept, option count and answer index
 kept); the LLM translator already repairs failures by retrying, so a failure here drops the question
 (`dropped`, with the reason). A document that fails its checks rejects the entity (no question can be
-asked in that language). When done the entity is `ready` (at least one question survived in all languages)
-or `rejected`. Everything is written in the transaction that finishes the task; the LLM cache makes a re-run
-after a crash free.
+asked in that language). When done the entity advances along the flow to its end, `ready` (at least one
+question survived in all languages), or is `rejected`. Everything is written in the transaction that
+finishes the task; the LLM cache makes a re-run after a crash free.
 """
 
 from __future__ import annotations
 
 import asyncio
+from typing import Self
 
 from agents.checks import check_translated_document, check_translated_mcq
-from clkt.outputs import TranslatedDocument, TranslatedMCQ
+from clkt.config import AgentSettings, DaemonSettings, SpecSettings
 from clkt.context import ServiceContext
 from clkt.errors import AgentError
+from clkt.outputs import TranslatedDocument, TranslatedMCQ
 from clkt.pipeline._entities import SOURCE_LANG, facts_of, gather_all, load_entity, paid, source_document
 from clkt.pipeline.backends import backend_for
-from clkt.pipeline.batches import batched, prefetch
+from clkt.pipeline.batches import prefetch
+from clkt.pipeline.stage_worker import StageConfig, StageWorker, Step, finish
 from clkt.pipeline.verify import mcq_of
-from clkt.pipeline.stage_worker import StageWorker, finish
 from storage.engine import Session
 from storage.entities import add_translated_documents, document_langs, set_status
-from storage.enums import EntityStatus, QuestionStatus, Stage
+from storage.enums import EntityStatus, QuestionStatus
 from storage.questions import (
     QuestionRecord,
     TranslationRecord,
@@ -45,11 +47,21 @@ SOURCE_TRANSLATOR = "source"
 
 
 class TranslateWorker(StageWorker):
-    stage = Stage.translate
+    def __init__(
+        self, *, step: Step, daemon: DaemonSettings, spec: SpecSettings, agents: AgentSettings, concurrency: int = 2
+    ) -> None:
+        """`spec`: the languages; `agents`: the translator's mode and how many of its calls run at once."""
+        super().__init__(step=step, daemon=daemon, concurrency=concurrency)
+        self.spec = spec
+        self.agents = agents
+
+    @classmethod
+    def from_config(cls, step: Step, config: StageConfig) -> Self:
+        return cls(step=step, daemon=config.daemon, spec=config.spec, agents=config.agents,
+                   concurrency=config.agents.concurrency)
 
     async def process(self, task: TaskLease, ctx: ServiceContext) -> None:
-        settings = ctx.settings
-        langs = [SOURCE_LANG] + [lang for lang in settings.spec.languages if lang != SOURCE_LANG]
+        langs = [SOURCE_LANG] + [lang for lang in self.spec.languages if lang != SOURCE_LANG]
         async with ctx.store.session() as s:
             entity = await load_entity(s, task.entity_id)
             facts = facts_of(entity)
@@ -59,10 +71,10 @@ class TranslateWorker(StageWorker):
             have = await translated_langs(s, [q.id for q in questions])
         backend = backend_for(ctx)
         producer, version = backend.producer("translate"), backend.prompt_version("translate")
-        sem = asyncio.Semaphore(settings.agents.concurrency)
+        sem = asyncio.Semaphore(self.agents.concurrency)
         now = utcnow()
 
-        if batched(settings, "translate"):  # every translation of the task in one batch round
+        if self.agents.batched(self.step.role):  # every translation of the task in one batch round
             await prefetch([
                 *(backend.translate_document(document=document, facts=facts, target_lang=lang)
                   for lang in langs[1:] if lang not in docs),
@@ -133,7 +145,7 @@ class TranslateWorker(StageWorker):
                 )
             survivors = await count_questions(s, task.entity_id, statuses=[QuestionStatus.translated])
             if survivors:
-                await set_status(s, task.entity_id, EntityStatus.ready)
+                await self.advance(s, task)
             else:
                 await set_status(s, task.entity_id, EntityStatus.rejected, "no question survived translation")
             await finish(s, task, ctx)

@@ -4,22 +4,24 @@ Each `generated` question is checked in code first (`clkt.outputs.check_against_
 verbatim substring, the answer is not given away, the answer is in the document); a question that fails is
 `rejected` without an LLM call (its `Verification` row has verifier "checks"). The rest go to the backend's
 verifier; any failed criterion rejects. Rows are unique per (question, verifier): a re-run adds nothing.
-No verified question left → the entity is `rejected`; otherwise a translate task is queued.
+No verified question left → the entity is `rejected`; otherwise it advances along the flow (a translate task).
 """
 
 from __future__ import annotations
 
 import asyncio
+from typing import Self
 
-from clkt.outputs import MCQ, CRITERIA, check_against_document
+from clkt.config import AgentSettings, DaemonSettings
 from clkt.context import ServiceContext
 from clkt.errors import AgentError
+from clkt.outputs import CRITERIA, MCQ, check_against_document
 from clkt.pipeline._entities import facts_of, gather_all, load_entity, paid, source_document
 from clkt.pipeline.backends import backend_for
-from clkt.pipeline.stage_worker import StageWorker, finish
+from clkt.pipeline.stage_worker import StageConfig, StageWorker, Step, finish
 from storage.engine import Session
 from storage.entities import set_status
-from storage.enums import EntityStatus, QuestionStatus, Stage
+from storage.enums import EntityStatus, QuestionStatus
 from storage.questions import (
     QuestionRecord,
     VerificationRecord,
@@ -28,7 +30,7 @@ from storage.questions import (
     move_question,
     questions_of,
 )
-from storage.tasks import TaskLease, enqueue
+from storage.tasks import TaskLease
 from storage.types import utcnow
 
 __all__ = ["VerifyWorker", "CHECKS_VERIFIER", "mcq_of"]
@@ -41,7 +43,14 @@ def mcq_of(q: QuestionRecord) -> MCQ:
 
 
 class VerifyWorker(StageWorker):
-    stage = Stage.verify
+    def __init__(self, *, step: Step, daemon: DaemonSettings, agents: AgentSettings, concurrency: int = 2) -> None:
+        """`agents`: how many verifier calls of one task run at once (`concurrency`)."""
+        super().__init__(step=step, daemon=daemon, concurrency=concurrency)
+        self.agents = agents
+
+    @classmethod
+    def from_config(cls, step: Step, config: StageConfig) -> Self:
+        return cls(step=step, daemon=config.daemon, agents=config.agents, concurrency=config.agents.concurrency)
 
     async def process(self, task: TaskLease, ctx: ServiceContext) -> None:
         async with ctx.store.session() as s:
@@ -50,7 +59,7 @@ class VerifyWorker(StageWorker):
             document = await source_document(s, entity, facts)
             questions = await questions_of(s, entity.id, status=QuestionStatus.generated)
         backend = backend_for(ctx)
-        sem = asyncio.Semaphore(ctx.settings.agents.concurrency)
+        sem = asyncio.Semaphore(self.agents.concurrency)
 
         async def one(q: QuestionRecord) -> VerificationRecord:
             mcq = mcq_of(q)
@@ -88,7 +97,7 @@ class VerifyWorker(StageWorker):
                 statuses=[QuestionStatus.verified, QuestionStatus.translated, QuestionStatus.dropped],
             )
             if left:
-                await enqueue(s, Stage.translate, task.entity_id, "")
+                await self.advance(s, task)
             else:
                 await set_status(s, task.entity_id, EntityStatus.rejected, "no question passed verification")
             await finish(s, task, ctx)

@@ -11,6 +11,9 @@ content before anything is written, so it is part of the content hash and the id
 An under-quota period returns `BuildResult(status=under_quota)` with what is missing per domain (unless
 `snapshot.allow_partial`). A frozen period is rebuilt only with `force=True`, which gives the new build the
 next `revision` (part of the hashed content, so a new id) and marks the old one `superseded`.
+
+What a build reads from the configuration is a `BuildConfig`: the spec, the `[snapshot]` section, the
+`[agents]` section (named in the manifest) and whether the offline demonstration built it.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from datetime import datetime
 from enum import Enum
 from pathlib import Path
 
-from clkt.config import Settings
+from clkt.config import AgentSettings, SnapshotSettings, SpecSettings
 from clkt.errors import SnapshotError, UserError
 from clkt.snapshots.content import SnapshotContent, assemble_content
 from clkt.snapshots.control import attach_control, control_info
@@ -42,6 +45,7 @@ from storage.snapshots import (
 from storage.types import utcnow
 
 __all__ = [
+    "BuildConfig",
     "BuildStatus",
     "BuildResult",
     "SnapshotExists",
@@ -52,6 +56,16 @@ __all__ = [
     "make_counts",
     "clkt_version",
 ]
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuildConfig:
+    """What building a snapshot reads from the configuration."""
+
+    spec: SpecSettings
+    snapshot: SnapshotSettings
+    agents: AgentSettings  # the agent backend and its models, named in the manifest
+    offline_demo: bool = False  # the manifest says the embedded offline demonstration built it
 
 
 class SnapshotExists(SnapshotError):
@@ -99,26 +113,27 @@ def clkt_version() -> str:
         return "0+unknown"
 
 
-def check_spec(settings: Settings, spec: str | None) -> str:
-    name = settings.spec.name
-    if spec is not None and spec != name:
-        raise UserError(f"unknown spec {spec!r}: this configuration defines the spec {name!r}")
+def check_spec(spec: SpecSettings, requested: str | None) -> str:
+    """The spec's name; `requested` (a name given on the command line) must be it."""
+    name = spec.name
+    if requested is not None and requested != name:
+        raise UserError(f"unknown spec {requested!r}: this configuration defines the spec {name!r}")
     return name
 
 
-def resolve_period(settings: Settings, period: str | Period, *, now: datetime) -> Period:
-    snap = settings.snapshot
+def resolve_period(snap: SnapshotSettings, period: str | Period, *, now: datetime) -> Period:
     p = period if isinstance(period, Period) else parse_period(period, snap.cadence, rolling_days=snap.rolling_days)
     if p.start > now:
         raise UserError(f"period {p.label} has not started yet (it begins {p.start.date().isoformat()})")
     return p
 
 
-async def plan_selection(session: Session, settings: Settings, period: Period) -> tuple[Selection, dict[str, int]]:
-    snap = settings.snapshot
-    pool = await load_candidates(session, spec=settings.spec, period=period)
+async def plan_selection(
+    session: Session, *, spec: SpecSettings, snap: SnapshotSettings, period: Period
+) -> tuple[Selection, dict[str, int]]:
+    pool = await load_candidates(session, spec=spec, period=period)
     sel = select_items(
-        pool, spec=settings.spec, quotas={d.value: n for d, n in snap.quotas.items()}, period=period,
+        pool, spec=spec, quotas={d.value: n for d, n in snap.quotas.items()}, period=period,
         seed=snap.seed, val_ratio=snap.val_ratio,
     )
     return sel, pool.excluded
@@ -141,9 +156,9 @@ def make_counts(content: SnapshotContent) -> dict[str, DomainCounts]:
 
 
 def _manifest(
-    settings: Settings, content: SnapshotContent, period: Period, sel: Selection, *, partial: bool
+    config: BuildConfig, content: SnapshotContent, period: Period, sel: Selection, *, partial: bool
 ) -> SnapshotManifest:
-    ag = settings.agents
+    ag, spec, snap = config.agents, config.spec, config.snapshot
     models = (
         {k: v for k, v in {"judge": ag.judge_model, "generator": ag.generator_model, "verifier": ag.verifier_model,
                            "translator": ag.translator_model}.items() if v}
@@ -155,32 +170,32 @@ def _manifest(
             f"{content.redated_entities} entities were re-dated by the replay server (offline demonstration): "
             "their dates are not the real event dates"
         )
-    if settings.offline_demo:
+    if config.offline_demo:
         notes.append("built by the embedded offline demonstration")
     return SnapshotManifest(
         snapshot_id=content.snapshot_id, spec=content.spec, period=period.label,
         period_start=period.start.date().isoformat(), period_end=period.end.date().isoformat(),
-        cadence=period.cadence, seed=content.seed, revision=content.revision, val_ratio=settings.snapshot.val_ratio,
+        cadence=period.cadence, seed=content.seed, revision=content.revision, val_ratio=snap.val_ratio,
         partial=partial, content_sha256=content.content_sha256, languages=list(content.languages),
-        domains=[d.value for d in settings.spec.domains],
-        targets=[TargetInfo(name=t.name, model=t.model, cutoff=t.cutoff) for t in settings.spec.targets],
+        domains=[d.value for d in spec.domains],
+        targets=[TargetInfo(name=t.name, model=t.model, cutoff=t.cutoff) for t in spec.targets],
         agents=AgentInfo(
             backend=ag.backend, models=models, producers=list(content.producers),
             prompt_versions={k: list(v) for k, v in content.prompt_versions.items()},
         ),
-        quotas={d.value: n for d, n in settings.snapshot.quotas.items() if d in settings.spec.domains},
+        quotas={d.value: n for d, n in snap.quotas.items() if d in spec.domains},
         counts=make_counts(content), missing=sel.missing, redated=content.redated_entities > 0, notes=notes,
-        control=control_info(content, domains=_control_domains(settings), per_domain=settings.snapshot.control_entities),
+        control=control_info(content, domains=_control_domains(spec), per_domain=snap.control_entities),
     )
 
 
-def _control_domains(settings: Settings) -> list[str]:
-    return [d.value for d in settings.spec.domains]
+def _control_domains(spec: SpecSettings) -> list[str]:
+    return [d.value for d in spec.domains]
 
 
 async def build_snapshot(
     store: Store,
-    settings: Settings,
+    config: BuildConfig,
     *,
     period: str | Period,
     spec: str | None = None,
@@ -191,27 +206,28 @@ async def build_snapshot(
 ) -> BuildResult:
     """Build and freeze the spec's snapshot for `period` (see the module docstring)."""
     now = now or utcnow()
-    name = check_spec(settings, spec)
-    p = resolve_period(settings, period, now=now)
-    partial_ok = settings.snapshot.allow_partial if allow_partial is None else allow_partial
+    snap = config.snapshot
+    name = check_spec(config.spec, spec)
+    p = resolve_period(snap, period, now=now)
+    partial_ok = snap.allow_partial if allow_partial is None else allow_partial
     async with store.session() as s:
         old = await frozen_snapshot(s, name, p.label)
         if old is not None and not force:
             raise SnapshotExists(old.id)
         revision = await count_revisions(s, name, p.label)
-        sel, excluded = await plan_selection(s, settings, p)
+        sel, excluded = await plan_selection(s, spec=config.spec, snap=snap, period=p)
         if not sel.items or (not sel.complete and not partial_ok):
             return BuildResult(status=BuildStatus.under_quota, spec=name, period=p.label, report=sel.report, excluded=excluded)
         content = await assemble_content(
-            s, spec=name, period=p.label, seed=settings.snapshot.seed, revision=revision,
-            languages=settings.spec.languages, items=sel.items,
+            s, spec=name, period=p.label, seed=snap.seed, revision=revision,
+            languages=config.spec.languages, items=sel.items,
         )
     content = attach_control(
-        content, start=p.start.date(), end=p.end.date(), domains=_control_domains(settings),
-        per_domain=settings.snapshot.control_entities,
+        content, start=p.start.date(), end=p.end.date(), domains=_control_domains(config.spec),
+        per_domain=snap.control_entities,
     )
-    manifest = _manifest(settings, content, p, sel, partial=not sel.complete)
-    final = snapshot_dir(settings.snapshot.out_dir, name, p.label)
+    manifest = _manifest(config, content, p, sel, partial=not sel.complete)
+    final = snapshot_dir(snap.out_dir, name, p.label)
     archive = final.parent / "superseded" / old.id if old is not None else None
     StagedDir.sweep(final)
     with StagedDir(final, archive_old_to=archive) as staged:

@@ -27,10 +27,10 @@ from typing import Any
 import aiohttp
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
-from clkt.config import Settings
+from clkt.config import GpuSettings, SpecSettings
 from clkt.context import ServiceContext
 from clkt.errors import ClktError, SnapshotError
-from clkt.snapshots.builder import BuildResult, BuildStatus, SnapshotExists, build_snapshot, plan_selection
+from clkt.snapshots.builder import BuildConfig, BuildResult, BuildStatus, SnapshotExists, build_snapshot, plan_selection
 from clkt.snapshots.period import Period, period_of, previous_period
 from storage.engine import Session
 from storage.gpu_jobs import enqueue_gpu_jobs
@@ -40,8 +40,8 @@ __all__ = ["SnapshotBuilder", "GpuEnqueue", "enqueue_spec_jobs", "post_webhook",
 
 log = logging.getLogger(__name__)
 
-# (session, settings, snapshot id) -> how many GPU jobs were new; called inside the freezing transaction
-GpuEnqueue = Callable[[Session, Settings, str], Awaitable[int]]
+# (session, snapshot id) -> how many GPU jobs were new; called inside the freezing transaction
+GpuEnqueue = Callable[[Session, str], Awaitable[int]]
 
 
 class WebhookError(SnapshotError):
@@ -57,16 +57,16 @@ class _RetryableWebhook(WebhookError):
     pass
 
 
-async def enqueue_spec_jobs(session: Session, settings: Settings, snapshot_id: str) -> int:
+async def enqueue_spec_jobs(session: Session, snapshot_id: str, *, spec: SpecSettings, gpu: GpuSettings) -> int:
     """Enqueue the GPU jobs of the spec for a frozen snapshot (the GPU queue's repository); how many were new."""
     return await enqueue_gpu_jobs(
         session,
         snapshot_id=snapshot_id,
-        targets=[t.name for t in settings.spec.targets],
-        strategies=list(settings.spec.strategies),
-        train_langs=settings.spec.train_langs,
-        config=settings.gpu,
-        max_attempts=settings.gpu.max_attempts,
+        targets=[t.name for t in spec.targets],
+        strategies=list(spec.strategies),
+        train_langs=spec.train_langs,
+        config=gpu,
+        max_attempts=gpu.max_attempts,
     )
 
 
@@ -94,13 +94,19 @@ class SnapshotBuilder:
     WEBHOOK_BACKOFF_S = 1.0
     WEBHOOK_TIMEOUT_S = 10.0
 
-    def __init__(self, *, settings: Settings, enqueue_jobs: GpuEnqueue | None = None) -> None:
-        self.settings = settings
-        self._enqueue = enqueue_jobs if enqueue_jobs is not None else enqueue_spec_jobs
+    def __init__(self, *, config: BuildConfig, gpu: GpuSettings, enqueue_jobs: GpuEnqueue | None = None) -> None:
+        """`config`: what a build reads (spec, `[snapshot]`, `[agents]`, the demo flag); `gpu`: whether and which GPU
+        jobs a frozen snapshot gets (`enqueue_jobs` instead of the spec's jobs: tests)."""
+        self.config = config
+        self.gpu = gpu
+        self._enqueue: GpuEnqueue = (
+            enqueue_jobs if enqueue_jobs is not None
+            else lambda session, snapshot_id: enqueue_spec_jobs(session, snapshot_id, spec=config.spec, gpu=gpu)
+        )
         self._reported: dict[str, str] = {}  # period -> last under-quota signature logged
 
     async def run(self, ctx: ServiceContext) -> None:
-        interval = self.settings.snapshot.check_interval_s
+        interval = self.config.snapshot.check_interval_s
         while not ctx.stopping.is_set():
             try:
                 await self.check(ctx)
@@ -114,8 +120,8 @@ class SnapshotBuilder:
     async def check(self, ctx: ServiceContext) -> list[BuildResult]:
         """One pass: build the last closed period if missing, and the current one if its quotas are full."""
         now = ctx.clock()
-        cadence = self.settings.snapshot.cadence
-        current = period_of(now, cadence, rolling_days=self.settings.snapshot.rolling_days)
+        cadence = self.config.snapshot.cadence
+        current = period_of(now, cadence, rolling_days=self.config.snapshot.rolling_days)
         results: list[BuildResult] = []
         if cadence == "rolling":
             last_end = await self._last_rolling_end(ctx)
@@ -132,7 +138,7 @@ class SnapshotBuilder:
     async def _last_rolling_end(self, ctx: ServiceContext) -> datetime | None:
         """The end of the latest frozen rolling window of the spec (windows never overlap)."""
         async with ctx.store.session() as s:
-            rows = await frozen_manifests(s, self.settings.spec.name)
+            rows = await frozen_manifests(s, self.config.spec.name)
         ends = [
             datetime.fromisoformat(m["period_end"]).replace(tzinfo=timezone.utc)
             for m in rows
@@ -142,29 +148,28 @@ class SnapshotBuilder:
 
     async def _is_frozen(self, ctx: ServiceContext, p: Period) -> bool:
         async with ctx.store.session() as s:
-            return await frozen_snapshot(s, self.settings.spec.name, p.label) is not None
+            return await frozen_snapshot(s, self.config.spec.name, p.label) is not None
 
     async def _quotas_filled(self, ctx: ServiceContext, p: Period) -> bool:
         async with ctx.store.session() as s:
-            sel, _ = await plan_selection(s, self.settings, p)
+            sel, _ = await plan_selection(s, spec=self.config.spec, snap=self.config.snapshot, period=p)
         return bool(sel.items) and sel.complete
 
     async def _build(
         self, ctx: ServiceContext, p: Period, now: datetime, *, trigger: str, allow_partial: bool | None = None
     ) -> BuildResult:
-        settings = self.settings
-
         async def on_frozen(session: Session, snap: SnapshotRecord) -> None:
-            if settings.gpu.enabled:
-                await self._enqueue(session, settings, snap.id)
+            if self.gpu.enabled:
+                await self._enqueue(session, snap.id)
 
         try:
             res = await build_snapshot(
-                ctx.store, settings, period=p, now=now, on_frozen=on_frozen, allow_partial=allow_partial
+                ctx.store, self.config, period=p, now=now, on_frozen=on_frozen, allow_partial=allow_partial
             )
         except SnapshotExists as e:  # built meanwhile (e.g. by `clkt snapshot build`)
             log.info("%s", e)
-            return BuildResult(status=BuildStatus.frozen, spec=settings.spec.name, period=p.label, report=[], snapshot_id=e.snapshot_id)
+            return BuildResult(status=BuildStatus.frozen, spec=self.config.spec.name, period=p.label, report=[],
+                               snapshot_id=e.snapshot_id)
         if res.status is BuildStatus.under_quota:
             sig = repr(sorted(res.missing.items()))
             if self._reported.get(p.label) != sig:
@@ -182,7 +187,7 @@ class SnapshotBuilder:
         return res
 
     async def _notify(self, ctx: ServiceContext, res: BuildResult, trigger: str) -> None:
-        url = self.settings.snapshot.webhook_url
+        url = self.config.snapshot.webhook_url
         if not url:
             return
         payload = {

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from clkt.sources.base import PollPage, Source, SourceRef, Window
 from clkt.sources.deezer import DeezerSource
 from clkt.sources.gdacs import GdacsSource
@@ -21,8 +23,8 @@ __all__ = [
     "Fetched",
 ]
 
-# source name (the key of `settings.sources`) -> implementation
-SOURCE_TYPES: dict[str, type[Source]] = {
+# source name (a field of `clkt.config.SourcesSettings`) -> implementation
+SOURCE_TYPES: dict[str, type[Source[Any]]] = {
     cls.name: cls
     for cls in (TmdbSource, MusicBrainzSource, DeezerSource, TheSportsDbSource, UsgsSource, GdacsSource)
 }

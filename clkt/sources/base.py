@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, model_validator
@@ -23,6 +23,8 @@ from clkt.facts import Domain, EntityRecord
 from clkt.sources.http import SourceClient
 
 __all__ = ["Window", "SourceRef", "PollPage", "Source", "is_loopback", "skipped_of"]
+
+S = TypeVar("S", bound=SourceSettings)
 
 
 class Window(BaseModel):
@@ -73,16 +75,17 @@ def is_loopback(url: str) -> bool:
     return host in ("127.0.0.1", "localhost", "::1")
 
 
-class Source(ABC):
+class Source(ABC, Generic[S]):
+    """One API's crawler over its own settings class (`clkt.config.sources`), whose `options` are typed."""
+
     name: ClassVar[str]
     domain: ClassVar[Domain]
     requires_key: ClassVar[bool] = False
     paged: ClassVar[bool] = True  # False: the window is one page (a feed); a skipped page ends the window
 
-    def __init__(self, *, client: SourceClient, settings: SourceSettings) -> None:
+    def __init__(self, *, client: SourceClient, settings: S) -> None:
         self.client = client
         self.settings = settings
-        self.options = dict(settings.options)
 
     def check(self) -> None:
         """Fail loudly at start when the source cannot work (a required key is missing)."""
@@ -97,6 +100,3 @@ class Source(ABC):
     @abstractmethod
     async def fetch(self, ref: SourceRef) -> EntityRecord:
         """The full record of one reference; `PayloadError` when it must be skipped."""
-
-    def option(self, key: str, default: Any) -> Any:
-        return self.options.get(key, default)

@@ -8,10 +8,22 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from clkt.config import DeezerSettings
 from clkt.errors import PayloadError, SourceBlocked
 from clkt.facts import Domain, EntityRecord, ReleaseFacts, Track
 from clkt.sources._parse import (
-    Items, arr, aware, each, guard, obj, opt_date, opt_int, opt_str, req_date, req_int, req_str,
+    Items,
+    arr,
+    aware,
+    each,
+    guard,
+    obj,
+    opt_date,
+    opt_int,
+    opt_str,
+    req_date,
+    req_int,
+    req_str,
 )
 from clkt.sources.base import PollPage, Source, SourceRef, Window, skipped_of
 
@@ -88,13 +100,13 @@ def parse_album(payload: object) -> EntityRecord:
     )
 
 
-class DeezerSource(Source):
+class DeezerSource(Source[DeezerSettings]):
     name: ClassVar[str] = "deezer"
     domain: ClassVar[Domain] = Domain.music
 
     async def poll(self, window: Window, page: int) -> PollPage:
-        limit = int(self.option("page_size", 50))
-        editorial = str(self.option("editorial_id", "0"))
+        limit = self.settings.options.page_size
+        editorial = str(self.settings.options.editorial_id)
         index = (page - 1) * limit
         got = await self.client.get_json(f"editorial/{editorial}/releases", params={"index": index, "limit": limit},
                                          cache=True)

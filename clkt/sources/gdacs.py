@@ -14,6 +14,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any, ClassVar
 from xml.etree import ElementTree as ET
 
+from clkt.config import GdacsSettings
 from clkt.errors import PayloadError
 from clkt.facts import DisasterFacts, Domain, EntityRecord
 from clkt.sources._parse import Items, each, guard, obj, opt_int, opt_str, plausible_year, req_str
@@ -122,12 +123,13 @@ def _xml(body: bytes) -> ET.Element:
     from defusedxml.ElementTree import fromstring
 
     try:
-        return fromstring(body)
+        root: ET.Element = fromstring(body)
     except DefusedXmlException as e:
         raise ValueError(f"the feed is refused: {type(e).__name__}") from None
+    return root
 
 
-class GdacsSource(Source):
+class GdacsSource(Source[GdacsSettings]):
     name: ClassVar[str] = "gdacs"
     domain: ClassVar[Domain] = Domain.disasters
     paged: ClassVar[bool] = False
@@ -146,6 +148,6 @@ class GdacsSource(Source):
     async def fetch(self, ref: SourceRef) -> EntityRecord:
         if ref.listing is None:
             raise PayloadError("missing_field", f"{ref.external_id}: no feed item")
-        skip = frozenset(str(x) for x in self.option("skip_types", ["EQ"]))
+        skip = frozenset(str(x) for x in self.settings.options.skip_types)
         rec = parse_item(ref.listing, skip_types=skip)
         return rec.model_copy(update={"redated_from": ref.redated_from})

@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import ClassVar
 
+from clkt.config import MusicBrainzSettings
 from clkt.errors import PayloadError
 from clkt.facts import Domain, EntityRecord, ReleaseFacts, Track
 from clkt.sources._parse import Items, arr, aware, each, guard, obj, opt_int, opt_str, parse_partial_date, req_str
@@ -26,7 +27,8 @@ def _credit(rows: list[object]) -> tuple[list[str], str]:
         r = obj(row, "artist-credit")
         name = req_str(r, "name")
         artists.append(name)
-        credit += name + (r.get("joinphrase") if isinstance(r.get("joinphrase"), str) else "")
+        joinphrase = r.get("joinphrase")
+        credit += name + (joinphrase if isinstance(joinphrase, str) else "")
     return artists, credit.strip()
 
 
@@ -89,16 +91,16 @@ def parse_release(payload: object) -> EntityRecord:
     )
 
 
-class MusicBrainzSource(Source):
+class MusicBrainzSource(Source[MusicBrainzSettings]):
     name: ClassVar[str] = "musicbrainz"
     domain: ClassVar[Domain] = Domain.music
 
     async def poll(self, window: Window, page: int) -> PollPage:
-        limit = int(self.option("page_size", 100))
+        limit = self.settings.options.page_size
         lo = window.start.date().isoformat()
         hi = (window.end - timedelta(microseconds=1)).date().isoformat()
         query = f"date:[{lo} TO {hi}]"
-        extra = self.option("query", "status:official AND primarytype:album")
+        extra = self.settings.options.query
         if extra:
             query += f" AND {extra}"
         offset = (page - 1) * limit

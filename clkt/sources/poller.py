@@ -26,18 +26,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import ClassVar
+from typing import Any, ClassVar
+
+from pydantic import SecretStr
 
 from clkt._tasks import cancel_and_wait
-from clkt.config import Settings, SourceSettings
+from clkt.config import DaemonSettings, SecretLookup, SourceSettings, SourcesSettings
 from clkt.context import ServiceContext
 from clkt.documents import render_document
 from clkt.errors import ClktError, ConfigError, PayloadError, SourceBlocked, SourceError, SourceHttpError
-from clkt.facts import EntityRecord
+from clkt.facts import Domain, EntityRecord
 from clkt.logs import redact
 from clkt.sources import SOURCE_TYPES
 from clkt.sources.base import PollPage, Source, SourceRef, Window
+from clkt.sources.board import SourceBoard
 from clkt.sources.http import SourceClient
 from storage.entities import (
     UpsertOutcome,
@@ -77,24 +81,36 @@ class SourcePoller:
     FETCH_RETRY_CYCLES: ClassVar[int] = 5  # cycles a transiently failing record is retried before it is skipped
     MAX_SKIPPED_PAGE: ClassVar[int] = 1000  # past this page number a failing page ends the window instead
 
-    def __init__(self, *, source_name: str, settings: SourceSettings) -> None:
+    def __init__(
+        self, *, source_name: str, settings: SourceSettings, daemon: DaemonSettings, board: SourceBoard,
+        api_key: SecretStr | None = None,
+    ) -> None:
+        """`settings`: this source's section (`settings.sources.<name>`); `daemon`: the gate tasks' `max_attempts`;
+        `board`: where the status pages read what this poller does; `api_key`: the value of its `api_key_env`."""
         if source_name not in SOURCE_TYPES:
             raise ConfigError(f"sources.{source_name}", f"no crawler for this source; known: {sorted(SOURCE_TYPES)}")
+        field = SourcesSettings.model_fields.get(source_name)
+        expected = field.annotation if field is not None else None
+        if isinstance(expected, type) and not isinstance(settings, expected):
+            raise ConfigError(f"sources.{source_name}", f"takes {expected.__name__}, not {type(settings).__name__}")
         self.source_name = source_name
         self.settings = settings
+        self.daemon = daemon
+        self.board = board
+        self.api_key = api_key
         self.name = f"source:{source_name}"
-        self._source: Source | None = None
+        self._source: Source[Any] | None = None
         self._fetch_failures: dict[str, int] = {}
         self._page_failures: dict[tuple[str, int], int] = {}
 
-    def build_source(self, ctx: ServiceContext) -> Source:
+    def build_source(self, ctx: ServiceContext) -> Source[Any]:
         if self._source is None:
             client = SourceClient(
                 name=self.source_name, settings=self.settings, session=ctx.http, metrics=ctx.metrics,
-                api_key=ctx.settings.secret(self.settings.api_key_env),
+                api_key=self.api_key,
             )
             self._source = SOURCE_TYPES[self.source_name](client=client, settings=self.settings)
-            ctx.sources.register(self.source_name, client)
+            self.board.register(self.source_name, client)
         return self._source
 
     async def run(self, ctx: ServiceContext) -> None:
@@ -107,7 +123,7 @@ class SourcePoller:
             return
         while not ctx.stopping.is_set():
             wait = self.settings.poll_interval_s
-            ctx.sources.cycle_started(self.source_name)
+            self.board.cycle_started(self.source_name)
             report: CycleReport | None = None
             result, detail = "ok", ""
             try:
@@ -128,7 +144,7 @@ class SourcePoller:
                 result, detail = "failed", f"{type(e).__name__}: {e}"
                 log.exception("%s cycle failed unexpectedly; retrying in %.0fs", self.name, wait)
 
-            ctx.sources.cycle_ended(
+            self.board.cycle_ended(
                 self.source_name, result=result, detail=redact(detail), next_in_s=wait,
                 pages=report.pages if report else 0, inserted=report.inserted if report else 0,
                 updated=report.updated if report else 0, skipped=sum(report.skipped.values()) if report else 0,
@@ -188,7 +204,9 @@ class SourcePoller:
             page = result.next_page
         return report
 
-    async def _ingest_page(self, ctx: ServiceContext, source: Source, refs: list[SourceRef], report: CycleReport) -> None:
+    async def _ingest_page(
+        self, ctx: ServiceContext, source: Source[Any], refs: list[SourceRef], report: CycleReport
+    ) -> None:
         sem = asyncio.Semaphore(self.settings.concurrency)
 
         async def one(ref: SourceRef) -> None:
@@ -235,7 +253,7 @@ class SourcePoller:
             async with ctx.store.transaction() as s:
                 res = await upsert_entity(s, record, doc)
                 if res.outcome is UpsertOutcome.inserted:
-                    await enqueue(s, Stage.gate, res.entity_id, "", max_attempts=ctx.settings.daemon.max_attempts)
+                    await enqueue(s, Stage.gate, res.entity_id, "", max_attempts=self.daemon.max_attempts)
         except Exception as e:  # noqa: BLE001 - this record does not store (rolled back whole): skip it
             if store_unavailable(e):
                 raise  # the store itself fails (locked, gone): end the cycle at this page, lose nothing
@@ -260,14 +278,18 @@ class SourcePoller:
             await record_skip(s, self.source_name, reason, detail)
 
 
-def source_services(settings: Settings) -> list[SourcePoller]:
-    """One poller per enabled source that has a crawler (and whose domain the spec asks for)."""
-    wanted = {d.value for d in settings.spec.domains}
+def source_services(
+    *, sources: SourcesSettings, domains: Sequence[Domain], daemon: DaemonSettings, board: SourceBoard,
+    secret: SecretLookup,
+) -> list[SourcePoller]:
+    """One poller per enabled source that has a crawler (and whose domain the spec asks for), all on `board`."""
+    wanted = {d.value for d in domains}
     out = []
-    for name, src in sorted(settings.sources.items()):
+    for name, src in sorted(sources.items()):
         if not src.enabled or name not in SOURCE_TYPES:
             continue
         if SOURCE_TYPES[name].domain.value not in wanted:
             continue
-        out.append(SourcePoller(source_name=name, settings=src))
+        out.append(SourcePoller(source_name=name, settings=src, daemon=daemon, board=board,
+                                api_key=secret(src.api_key_env)))
     return out

@@ -11,9 +11,23 @@ import re
 from datetime import date, datetime, timedelta, timezone
 from typing import ClassVar
 
+from clkt.config import TheSportsDbSettings
 from clkt.errors import PayloadError
 from clkt.facts import Domain, EntityRecord, MatchFacts, PeriodScore
-from clkt.sources._parse import Items, arr, aware, bounded, each, guard, obj, opt_int, opt_str, plausible_year, req_date, req_str
+from clkt.sources._parse import (
+    Items,
+    arr,
+    aware,
+    bounded,
+    each,
+    guard,
+    obj,
+    opt_int,
+    opt_str,
+    plausible_year,
+    req_date,
+    req_str,
+)
 from clkt.sources.base import PollPage, Source, SourceRef, Window, skipped_of
 
 __all__ = ["TheSportsDbSource", "parse_event", "parse_events", "FINISHED", "NOT_FINISHED"]
@@ -97,7 +111,7 @@ def parse_event(payload: object) -> EntityRecord:
     )
 
 
-class TheSportsDbSource(Source):
+class TheSportsDbSource(Source[TheSportsDbSettings]):
     name: ClassVar[str] = "thesportsdb"
     domain: ClassVar[Domain] = Domain.sports
 
@@ -105,7 +119,7 @@ class TheSportsDbSource(Source):
         return self.client.api_key or self.settings.default_api_key or "123"
 
     def _slots(self, window: Window) -> list[tuple[date, str]]:
-        leagues = [str(x) for x in self.option("leagues", ["4328"])]
+        leagues = [str(x) for x in self.settings.options.leagues]
         first = window.start.date()
         last = (window.end - timedelta(microseconds=1)).date()
         days = [first + timedelta(days=i) for i in range((last - first).days + 1)]

@@ -6,13 +6,27 @@ director or a cast). Auth: a v3 key as `api_key=`, or a v4 read-access token as 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any, ClassVar
 
+from clkt.config import TmdbSettings
 from clkt.errors import PayloadError
 from clkt.facts import CastMember, Domain, EntityRecord, FilmFacts
 from clkt.sources._parse import (
-    Items, arr, aware, bounded, each, guard, obj, opt_date, opt_int, opt_str, req_date, req_int, req_str,
+    Items,
+    arr,
+    aware,
+    bounded,
+    each,
+    guard,
+    obj,
+    opt_date,
+    opt_int,
+    opt_str,
+    req_date,
+    req_int,
+    req_str,
 )
 from clkt.sources.base import PollPage, Source, SourceRef, Window, skipped_of
 
@@ -39,6 +53,11 @@ def parse_discover(payload: object) -> tuple[Items[SourceRef], int]:
     return each(arr(p, "results"), "discover result", one), opt_int(p, "total_pages") or 1
 
 
+def _billing_order(c: Mapping[str, Any]) -> int:
+    order = opt_int(c, "order")
+    return order if order is not None else 10**6
+
+
 @guard
 def parse_movie(payload: object) -> EntityRecord:
     d = obj(payload, "movie")
@@ -52,7 +71,7 @@ def parse_movie(payload: object) -> EntityRecord:
     released = req_date(d, "release_date")
     credits = obj(d.get("credits") or {}, "credits")
     cast_rows = [obj(c, "cast member") for c in arr(credits, "cast")]
-    cast_rows.sort(key=lambda c: opt_int(c, "order") if opt_int(c, "order") is not None else 10**6)
+    cast_rows.sort(key=_billing_order)
     cast = [CastMember(name=req_str(c, "name"), character=opt_str(c, "character")) for c in cast_rows[:MAX_CAST]]
     directors: list[str] = []
     for c in arr(credits, "crew"):
@@ -97,7 +116,7 @@ def parse_movie(payload: object) -> EntityRecord:
     )
 
 
-class TmdbSource(Source):
+class TmdbSource(Source[TmdbSettings]):
     name: ClassVar[str] = "tmdb"
     domain: ClassVar[Domain] = Domain.movies
     requires_key: ClassVar[bool] = True
@@ -119,8 +138,8 @@ class TmdbSource(Source):
             "include_adult": "false",
             "page": page,
         })
-        if self.option("language", None):
-            params["language"] = self.option("language", None)
+        if self.settings.options.language:
+            params["language"] = self.settings.options.language
         got = await self.client.get_json("discover/movie", params=params, headers=headers, cache=True)
         if got.data is None:
             raise PayloadError("not_found", got.url)

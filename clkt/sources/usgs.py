@@ -9,10 +9,23 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import ClassVar
 
+from clkt.config import UsgsSettings
 from clkt.errors import PayloadError
 from clkt.facts import Domain, EntityRecord, QuakeFacts
 from clkt.sources._parse import (
-    Items, arr, bounded, each, guard, obj, opt_float, opt_int, opt_str, plausible_year, req_float, req_int, req_str,
+    Items,
+    arr,
+    bounded,
+    each,
+    guard,
+    obj,
+    opt_float,
+    opt_int,
+    opt_str,
+    plausible_year,
+    req_float,
+    req_int,
+    req_str,
 )
 from clkt.sources.base import PollPage, Source, SourceRef, Window, skipped_of
 
@@ -88,16 +101,16 @@ def parse_quake(payload: object) -> EntityRecord:
     )
 
 
-class UsgsSource(Source):
+class UsgsSource(Source[UsgsSettings]):
     name: ClassVar[str] = "usgs"
     domain: ClassVar[Domain] = Domain.disasters
 
     async def poll(self, window: Window, page: int) -> PollPage:
-        limit = int(self.option("page_size", 200))
+        limit = self.settings.options.page_size
         params = {
             "format": "geojson", "eventtype": "earthquake", "orderby": "time-asc",
             "starttime": _iso(window.start), "endtime": _iso(window.end),
-            "minmagnitude": self.option("min_magnitude", 5.5), "limit": limit, "offset": (page - 1) * limit + 1,
+            "minmagnitude": self.settings.options.min_magnitude, "limit": limit, "offset": (page - 1) * limit + 1,
         }
         got = await self.client.get_json("query", params=params, cache=True)
         parsed: Items[SourceRef] = Items() if got.data is None else parse_quake_list(got.data)

@@ -9,8 +9,9 @@
     /files/report/{id}/{path}   a report folder's file
     /static/{name}              the stylesheet and the refresh script
 
-`PageContext` is what a page needs from where it runs: the settings, the store and, inside the daemon, the
-live source board, the pause reason and the daemon's identity (`clkt serve` has no board).
+`PageContext` is what a page needs from where it runs: the store, the sections of the configuration the pages
+read and, inside the daemon, the live source board (the pollers' own), the pause reason and the daemon's
+identity (`clkt serve` has no board). The wiring builds it (`clkt.services.page_context`).
 """
 
 from __future__ import annotations
@@ -26,10 +27,11 @@ from urllib.parse import urlencode
 import jinja2
 from aiohttp import web
 
-from clkt.config import Settings
+from clkt.config import AgentSettings, DaemonSettings, HttpSettings, SnapshotSettings, SourcesSettings, SpecSettings
 from clkt.cutoff import fresh_after
 from clkt.evaluate.report import report_dir
 from clkt.facts import Domain
+from clkt.pipeline.flow import STAGE_ORDER
 from clkt.sources.board import SourceBoard
 from clkt.web import views
 from clkt.web.files import file_response, safe_join
@@ -47,8 +49,15 @@ _STATIC = {"pages.css": "text/css; charset=utf-8", "refresh.js": "text/javascrip
 
 @dataclass(frozen=True, kw_only=True)
 class PageContext:
-    settings: Settings
     store: Store
+    http: HttpSettings  # the Host check, the entity table's page size, the overview's reload
+    spec: SpecSettings  # the freshness rule and the languages
+    snapshot: SnapshotSettings  # this period and its quotas
+    sources: SourcesSettings  # the configured sources and their rates
+    agents: AgentSettings  # the monthly budget
+    daemon: DaemonSettings  # the disk limit
+    data_dir: Path  # reports, GPU jobs' progress, the disk shown
+    offline_demo: bool = False
     board: SourceBoard | None = None
     paused: Callable[[], str | None] = lambda: None
     owner: str | None = None
@@ -114,7 +123,7 @@ def _env() -> jinja2.Environment:
 def _render(request: web.Request, name: str, status: int = 200, **data: Any) -> web.Response:
     ctx = request.app[CTX_KEY]
     html = request.app[ENV_KEY].get_template(name).render(
-        offline_demo=ctx.settings.offline_demo, mode="daemon" if ctx.board is not None else "serve",
+        offline_demo=ctx.offline_demo, mode="daemon" if ctx.board is not None else "serve",
         active=data.pop("active", ""), refresh_s=data.pop("refresh_s", 0), **data,
     )
     return web.Response(status=status, text=html, content_type="text/html", charset="utf-8")
@@ -128,11 +137,15 @@ def _error(request: web.Request, status: int, message: str) -> web.Response:
 
 async def overview(request: web.Request) -> web.Response:
     ctx = request.app[CTX_KEY]
-    ov = await views.overview(ctx.store, ctx.settings, board=ctx.board, paused=ctx.paused(), owner=ctx.owner, restarts=ctx.restarts)
-    stages = ["gate", "probe", "generate", "verify", "translate"]
+    ov = await views.overview(
+        ctx.store, sources=ctx.sources, snapshot=ctx.snapshot, agents=ctx.agents, daemon=ctx.daemon,
+        data_dir=ctx.data_dir, offline_demo=ctx.offline_demo, board=ctx.board, paused=ctx.paused(), owner=ctx.owner,
+        restarts=ctx.restarts,
+    )
+    stages = list(STAGE_ORDER)  # the flow's order (clkt.pipeline.flow)
     stages += sorted(set(ov.status.stages) - set(stages))
     return _render(request, "overview.html", title="Overview", active="overview", ov=ov, stages=stages,
-                   statuses=["pending", "leased", "done", "failed", "cancelled"], refresh_s=ctx.settings.http.refresh_s)
+                   statuses=["pending", "leased", "done", "failed", "cancelled"], refresh_s=ctx.http.refresh_s)
 
 
 def _parse_date(value: str, name: str) -> datetime:
@@ -146,7 +159,7 @@ def _parse_date(value: str, name: str) -> datetime:
 async def entity_list(request: web.Request) -> web.Response:
     ctx = request.app[CTX_KEY]
     q = request.query
-    size = ctx.settings.http.page_size
+    size = ctx.http.page_size
     form = {k: q.get(k, "").strip()[:200] for k in ("q", "domain", "source", "status", "since", "until", "scope", "page")}
     form["scope"] = form["scope"] or "fresh"  # the table shows fresh entities unless asked for all
     try:
@@ -165,7 +178,7 @@ async def entity_list(request: web.Request) -> web.Response:
             raise ValueError("page: must be 1 or more")
     except ValueError as e:
         return _error(request, 400, str(e))
-    fresh_from = fresh_after(ctx.settings)
+    fresh_from = fresh_after(ctx.spec)
     if form["scope"] == "fresh":
         since = max(since, fresh_from) if since else fresh_from
     offset = min((page - 1) * size, MAX_OFFSET)
@@ -183,7 +196,7 @@ async def entity_list(request: web.Request) -> web.Response:
         request, "entities.html", title="Fresh entities", active="entities", form=form, result=result, page=page,
         pages=pages, last_page=last_page, link=link, domains=[d.value for d in Domain], statuses=[s.value for s in EntityStatus],
         sources=await views.sources_for_filter(ctx.store), fresh_from=fresh_from,
-        buffer_days=ctx.settings.spec.temporal_buffer_days,
+        buffer_days=ctx.spec.temporal_buffer_days,
     )
 
 
@@ -197,7 +210,7 @@ async def entity_page(request: web.Request) -> web.Response:
         return _error(request, 404, "no such entity")
     langs = sorted({d.lang for d in detail.documents} | {t.lang for q in detail.questions for t in q.translations})
     return _render(request, "entity.html", title=detail.row.name[:80], active="entities", e=detail, langs=langs,
-                   languages=list(ctx.settings.spec.languages))
+                   languages=list(ctx.spec.languages))
 
 
 async def snapshot_list(request: web.Request) -> web.Response:
@@ -211,7 +224,7 @@ async def snapshot_page(request: web.Request) -> web.Response:
     sid = request.match_info["id"]
     if len(sid) > 160:
         return _error(request, 404, "no such snapshot")
-    view = await views.snapshot_view(ctx.store, ctx.settings, sid)
+    view = await views.snapshot_view(ctx.store, sid, data_dir=ctx.data_dir)
     if view is None:
         return _error(request, 404, "no such snapshot")
     return _render(request, "snapshot.html", title=f"Snapshot {sid}", active="snapshots", v=view)
@@ -234,7 +247,7 @@ async def report_file(request: web.Request) -> web.StreamResponse:
 
     async with ctx.store.session() as s:
         info = await snapshot_info(s, request.match_info["id"][:160])
-    path = safe_join(report_dir(ctx.settings.data_dir, info.id), request.match_info["path"]) if info is not None else None
+    path = safe_join(report_dir(ctx.data_dir, info.id), request.match_info["path"]) if info is not None else None
     if path is None:
         return _error(request, 404, "no such file")
     return file_response(path)
@@ -266,6 +279,7 @@ def add_pages(app: web.Application, ctx: PageContext) -> None:
 
 def pages_app(ctx: PageContext) -> web.Application:
     """A stand-alone application with the pages behind the guards (`clkt serve`, tests)."""
-    app = web.Application(middlewares=security_middlewares(HostGuard(host=ctx.settings.http.host, allowed=ctx.settings.http.allowed_hosts)))
+    guard = HostGuard(host=ctx.http.host, allowed=ctx.http.allowed_hosts)
+    app = web.Application(middlewares=security_middlewares(guard))
     add_pages(app, ctx)
     return app

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from clkt.config import Settings
+from clkt.config import AgentSettings, DaemonSettings, SnapshotSettings, SourcesSettings
 from clkt.evaluate.report import report_dir
 from clkt.evaluate.report_data import LEARN_HEADER, ReportData, grid, learn_rows, pair_reading, scenarios
 from clkt.inject.consumer import job_dir
@@ -127,23 +127,25 @@ def _source_domains() -> dict[str, str]:
 
 
 async def overview(
-    store: Store, settings: Settings, *, board: SourceBoard | None, paused: str | None, owner: str | None,
-    restarts: dict[str, int] | None = None,
+    store: Store, *, sources: SourcesSettings, snapshot: SnapshotSettings, agents: AgentSettings,
+    daemon: DaemonSettings, data_dir: Path, offline_demo: bool, board: SourceBoard | None, paused: str | None,
+    owner: str | None, restarts: dict[str, int] | None = None,
 ) -> Overview:
     now = utcnow()
     rep = await collect_status(store, paused=paused)
-    period = period_of(now, settings.snapshot.cadence)
+    period = period_of(now, snapshot.cadence)
     async with store.session() as s:
         cursors = {c.source: c for c in await source_cursors(s)}
         jobs = await gpu_jobs(s)
-        cost = await cost_summary(s, monthly_budget_usd=settings.agents.monthly_budget_usd, now=now)
+        cost = await cost_summary(s, monthly_budget_usd=agents.monthly_budget_usd, now=now)
         ready = await ready_by_domain(s, start=period.start, end=period.end)
     live = {x.source: x for x in (board.snapshot() if board is not None else [])}
     domains = _source_domains()
-    names = sorted({n for n, src in settings.sources.items() if n in domains} | set(cursors) | set(live) | set(rep.skipped))
+    configured = dict(sources.items())
+    names = sorted({n for n in configured if n in domains} | set(cursors) | set(live) | set(rep.skipped))
     rows: list[SourceRow] = []
     for name in names:
-        src = settings.sources.get(name)
+        src = configured.get(name)
         lv, cur = live.get(name), cursors.get(name)
         rows.append(SourceRow(
             name=name, domain=domains.get(name, "?"), enabled=bool(src and src.enabled),
@@ -155,32 +157,33 @@ async def overview(
             entities=cur.entities if cur else 0, skips=dict(sorted(rep.skipped.get(name, {}).items())),
         ))
     return Overview(
-        generated_at=now, mode="daemon" if board is not None else "serve", owner=owner, offline_demo=settings.offline_demo,
-        paused=paused, status=rep, sources=rows, jobs=[_job_row(settings, j) for j in jobs], disk=_disk(settings), cost=cost,
+        generated_at=now, mode="daemon" if board is not None else "serve", owner=owner, offline_demo=offline_demo,
+        paused=paused, status=rep, sources=rows, jobs=[_job_row(data_dir, j) for j in jobs],
+        disk=_disk(data_dir, min_free_mb=daemon.min_free_disk_mb), cost=cost,
         period=period.label, period_start=period.start, period_end=period.end,
-        fill=[FillRow(domain=d.value, ready=ready.get(d.value, 0), quota=q) for d, q in sorted(settings.snapshot.quotas.items(), key=lambda x: x[0].value)],
+        fill=[FillRow(domain=d.value, ready=ready.get(d.value, 0), quota=q)
+              for d, q in sorted(snapshot.quotas.items(), key=lambda x: x[0].value)],
         restarts=dict(restarts or {}),
     )
 
 
-def _job_row(settings: Settings, job: GpuJobInfo) -> JobRow:
+def _job_row(data_dir: Path, job: GpuJobInfo) -> JobRow:
     if job.status != "leased":
         return JobRow(job=job)
 
     try:
-        p = JobProgress.model_validate_json((job_dir(settings.data_dir, job.id) / PROGRESS_FILE).read_bytes())
+        p = JobProgress.model_validate_json((job_dir(data_dir, job.id) / PROGRESS_FILE).read_bytes())
     except (OSError, ValidationError):
         return JobRow(job=job)
     return JobRow(job=job, phase=p.phase, done=p.done, total=p.total, epoch=p.epoch, loss=p.loss)
 
 
-def _disk(settings: Settings) -> DiskInfo:
-    path = settings.data_dir
+def _disk(path: Path, *, min_free_mb: int) -> DiskInfo:
     try:
         u = shutil.disk_usage(path)
     except OSError as e:
-        return DiskInfo(path=str(path), free_mb=None, total_mb=None, min_free_mb=settings.daemon.min_free_disk_mb, error=str(e))
-    return DiskInfo(path=str(path), free_mb=u.free / 2**20, total_mb=u.total / 2**20, min_free_mb=settings.daemon.min_free_disk_mb)
+        return DiskInfo(path=str(path), free_mb=None, total_mb=None, min_free_mb=min_free_mb, error=str(e))
+    return DiskInfo(path=str(path), free_mb=u.free / 2**20, total_mb=u.total / 2**20, min_free_mb=min_free_mb)
 
 
 async def entities(store: Store, f: EntityFilter) -> EntityPage:
@@ -294,7 +297,7 @@ def _report_view(directory: Path) -> ReportView | None:
                       control_rows=control, pairs=pairs, heatmaps=heat, files=files)
 
 
-async def snapshot_view(store: Store, settings: Settings, snapshot_id: str) -> SnapshotView | None:
+async def snapshot_view(store: Store, snapshot_id: str, *, data_dir: Path) -> SnapshotView | None:
     async with store.session() as s:
         stored = await snapshot_info(s, snapshot_id)
     if stored is None:
@@ -310,4 +313,4 @@ async def snapshot_view(store: Store, settings: Settings, snapshot_id: str) -> S
             note = "manifest read from the snapshot folder (the store row has none)"
     files = list_files(export) if export is not None else []
     return SnapshotView(info=info, manifest=manifest, manifest_note=note, export_dir=export, files=files,
-                        report=_report_view(report_dir(settings.data_dir, info.id)))
+                        report=_report_view(report_dir(data_dir, info.id)))

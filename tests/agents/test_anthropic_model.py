@@ -25,7 +25,7 @@ def test_anthropic_model_string_builds_an_anthropic_model(tmp_path: Path) -> Non
     from pydantic_ai.models.anthropic import AnthropicModel
 
     s = _settings(tmp_path, {"ANTHROPIC_API_KEY": "sk-ant-test", "OPENAI_API_KEY": "sk-test"})
-    model = _provider_model(resolve_model(s, "anthropic:claude-3-5-haiku-latest", key="agents.generator_model"))
+    model = _provider_model(resolve_model(s.agents, "anthropic:claude-3-5-haiku-latest", key="agents.generator_model", secret=s.secret))
     assert isinstance(model, AnthropicModel)
     assert model.model_name == "claude-3-5-haiku-latest"
 
@@ -33,5 +33,5 @@ def test_anthropic_model_string_builds_an_anthropic_model(tmp_path: Path) -> Non
 def test_missing_anthropic_key_is_a_clear_error(tmp_path: Path) -> None:
     s = _settings(tmp_path, {"OPENAI_API_KEY": "sk-test"})
     with pytest.raises(ConfigError) as ei:
-        resolve_model(s, "anthropic:claude-3-5-haiku-latest", key="agents.generator_model")
+        resolve_model(s.agents, "anthropic:claude-3-5-haiku-latest", key="agents.generator_model", secret=s.secret)
     assert "ANTHROPIC_API_KEY" in str(ei.value)

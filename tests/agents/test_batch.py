@@ -12,14 +12,13 @@ from pydantic_ai.exceptions import ModelAPIError, ModelHTTPError
 from pydantic_ai.models import override_allow_model_requests
 
 from agents.batch import BatchDispatcher, BatchPending
-from agents.factory import ModelFactory
 from agents.llm import LlmBackend
 from clkt.config import Settings
 from clkt.errors import ConfigError
 from storage.engine import Store
 from storage.llm_batches import SqlBatchStore
 from storage.llm_cache import SqlCallCache, cost_summary
-from tests.agents._util import LIVERPOOL_SWANSEA, match_doc
+from tests.agents._util import LIVERPOOL_SWANSEA, check_config, llm_backend, match_doc, model_factory
 from tests.fakes.batch_server import FakeBatchProvider
 
 PRICE = {"input_per_mtok": 2.0, "output_per_mtok": 8.0, "cached_input_per_mtok": 0.5}
@@ -55,8 +54,8 @@ def backend(s: Settings, store: Store) -> tuple[LlmBackend, BatchDispatcher]:
     cache = SqlCallCache(store)
     bstore = SqlBatchStore(store)
     d = BatchDispatcher(store=bstore, flush_after_s=0, poll_interval_s=0.0, max_tries=s.agents.batch.max_tries)
-    f = ModelFactory(settings=s, cache=cache, batch_store=bstore, dispatcher=d)
-    return LlmBackend(settings=s, cache=cache, factory=f), d
+    f = model_factory(s, cache=cache, batch_store=bstore, dispatcher=d)
+    return llm_backend(s, cache=cache, factory=f), d
 
 
 async def judge(b: LlmBackend, name: str) -> bool:
@@ -161,7 +160,6 @@ async def test_partial_failure_errors_only_the_failed_requests(
 
 
 async def test_batch_mode_for_a_provider_without_batch_api_is_a_config_error(store: Store) -> None:
-    from agents.factory import check_llm_config
 
     s = Settings(agents={
         "backend": "llm", "mode": "online", "stage_modes": {"translate": "batch"},
@@ -169,7 +167,7 @@ async def test_batch_mode_for_a_provider_without_batch_api_is_a_config_error(sto
         "providers": {"vllm": {"base_url": "http://127.0.0.1:9/v1"}},
     })
     with pytest.raises(ConfigError) as e:
-        check_llm_config(s)
+        check_config(s)
     assert "agents.stage_modes.translate" in str(e.value) and "no batch API" in str(e.value)
 
 

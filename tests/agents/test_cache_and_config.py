@@ -8,15 +8,15 @@ import pytest
 from pydantic import SecretStr
 
 from agents.cache import Budget, MemoryCallCache
-from agents.factory import ModelFactory, check_llm_config
 from agents.llm import LlmBackend
 from clkt.config import Settings, load_settings
 from clkt.errors import BudgetExhausted, ConfigError, RetryLater
 from clkt.pipeline._entities import next_month, paid
 from clkt.services import build_services
+from clkt.sources.board import SourceBoard
 from storage.engine import Store
 from storage.llm_cache import SqlCallCache, cost_summary
-from tests.agents._util import LIVERPOOL_SWANSEA, llm_settings, match_doc
+from tests.agents._util import LIVERPOOL_SWANSEA, check_config, llm_backend, llm_settings, match_doc, model_factory
 from tests.fakes.function_llm import ScriptedLlm
 
 ROLES = ("judge", "generate", "verify", "translate")
@@ -24,7 +24,7 @@ ROLES = ("judge", "generate", "verify", "translate")
 
 def backend(settings: Settings, cache: object, llm: ScriptedLlm, **kw: object) -> LlmBackend:
     model = llm.model()
-    return LlmBackend(settings=settings, cache=cache, raw_models={r: model for r in ROLES}, **kw)  # type: ignore[arg-type]
+    return llm_backend(settings, cache=cache, raw_models={r: model for r in ROLES}, **kw)  # type: ignore[arg-type]
 
 
 async def run_all(b: LlmBackend) -> None:
@@ -94,8 +94,8 @@ async def test_budget_cap_pauses_paid_calls(store: Store) -> None:
     assert info.value.defer == datetime(2025, 4, 1, tzinfo=UTC) - now
     # next month the budget is fresh
     later = Budget(monthly_usd=5.0, clock=lambda: datetime.now(UTC) + timedelta(days=40))
-    b2 = LlmBackend(settings=settings, cache=cache, raw_models={r: llm.model() for r in ROLES},
-                    factory=ModelFactory(settings=settings, cache=cache, budget=later))
+    b2 = llm_backend(settings, cache=cache, raw_models={r: llm.model() for r in ROLES},
+                    factory=model_factory(settings, cache=cache, budget=later))
     await b2.judge(entity_name="D", document=doc, facts=LIVERPOOL_SWANSEA, response="?", lang="en")
     async with store.session() as s:
         summary = await cost_summary(s, monthly_budget_usd=5.0)
@@ -112,29 +112,29 @@ def test_missing_api_key_for_a_hosted_model_is_a_startup_error() -> None:
         "verifier_model": "openai:gpt-4o-mini", "translator_model": "openai:gpt-4o-mini",
     })
     with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
-        check_llm_config(settings)
+        check_config(settings)
     with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
-        build_services(settings)
+        build_services(settings, board=SourceBoard())
     ok = settings.model_copy(update={"secrets": {"OPENAI_API_KEY": SecretStr("sk-test")}})
-    assert check_llm_config(ok)["generate"].name == "gpt-4o"
-    assert "sk-test" not in repr(check_llm_config(ok))
+    assert check_config(ok)["generate"].name == "gpt-4o"
+    assert "sk-test" not in repr(check_config(ok))
 
 
 def test_a_named_key_variable_must_be_set() -> None:
     settings = llm_settings(providers={"fake": {"base_url": "http://127.0.0.1:9/v1", "api_key_env": "FAKE_KEY"}})
     with pytest.raises(ConfigError, match="FAKE_KEY"):
-        check_llm_config(settings)
+        check_config(settings)
 
 
 def test_unknown_provider_and_bad_model_strings_are_named() -> None:
     with pytest.raises(ConfigError, match="unknown provider 'nope'"):
-        check_llm_config(llm_settings(judge_model="nope:x"))
+        check_config(llm_settings(judge_model="nope:x"))
     with pytest.raises(ConfigError, match="provider>:<model>"):
-        check_llm_config(llm_settings(judge_model="gpt-4o"))
+        check_config(llm_settings(judge_model="gpt-4o"))
 
 
 def test_local_openai_compatible_provider_needs_no_key() -> None:
-    resolved = check_llm_config(llm_settings())
+    resolved = check_config(llm_settings())
     assert resolved["judge"].base_url == "http://127.0.0.1:9/v1" and resolved["judge"].api_key is None
 
 

@@ -18,7 +18,7 @@ from agents.llm import LlmBackend
 from clkt.config import Settings
 from clkt.errors import AgentError
 from storage.engine import Store
-from tests.agents._util import LIVERPOOL_SWANSEA, llm_settings, match_doc
+from tests.agents._util import LIVERPOOL_SWANSEA, llm_backend, llm_settings, match_doc
 from tests.conftest import wait_for
 from tests.fakes.openai_server import FakeOpenAI
 
@@ -54,7 +54,7 @@ async def judge(b: LlmBackend, name: str = "Liverpool vs Swansea") -> bool:
 
 
 async def test_end_to_end_over_http(server: FakeOpenAI) -> None:
-    b = LlmBackend(settings=settings_for(server), cache=MemoryCallCache())
+    b = llm_backend(settings_for(server), cache=MemoryCallCache())
     doc = match_doc()
     mcqs = await b.generate(entity_name="Liverpool vs Swansea", document=doc, facts=LIVERPOOL_SWANSEA, n=2)
     assert mcqs and all(q.evidence in doc.text for q in mcqs)
@@ -66,7 +66,7 @@ async def test_end_to_end_over_http(server: FakeOpenAI) -> None:
 
 async def test_429_with_retry_after_is_honoured(server: FakeOpenAI) -> None:
     server.script = [{"status": 429, "retry_after": 1}]
-    b = LlmBackend(settings=settings_for(server), cache=MemoryCallCache())
+    b = llm_backend(settings_for(server), cache=MemoryCallCache())
     assert await judge(b) is False
     assert server.stats.calls == 2 and server.stats.status[429] == 1
     gap = server.stats.times[1] - server.stats.times[0]
@@ -77,14 +77,14 @@ async def test_429_with_retry_after_is_honoured(server: FakeOpenAI) -> None:
 
 async def test_500s_are_retried_then_succeed(server: FakeOpenAI) -> None:
     server.script = [{"status": 500}, {"status": 502}]
-    b = LlmBackend(settings=settings_for(server), cache=MemoryCallCache())
+    b = llm_backend(settings_for(server), cache=MemoryCallCache())
     assert await judge(b) is False
     assert server.stats.calls == 3 and b.factory.limiters["fake"].stats.retried == 2
 
 
 async def test_slow_replies_time_out_and_give_up_after_max_attempts(server: FakeOpenAI) -> None:
     server.script = [{"delay_s": 1.5}] * 3
-    b = LlmBackend(settings=settings_for(server, timeout_s=0.3, max_attempts=2), cache=MemoryCallCache())
+    b = llm_backend(settings_for(server, timeout_s=0.3, max_attempts=2), cache=MemoryCallCache())
     with pytest.raises((TimeoutError, AgentError)):
         await judge(b)
     assert server.stats.calls == 2
@@ -92,7 +92,7 @@ async def test_slow_replies_time_out_and_give_up_after_max_attempts(server: Fake
 
 async def test_the_attempt_timeout_covers_the_request_not_the_pacing_wait(server: FakeOpenAI) -> None:
     """A call the budget holds at the wire for longer than the attempt timeout is not timed out for it."""
-    b = LlmBackend(settings=settings_for(server, timeout_s=0.3, max_attempts=1), cache=MemoryCallCache())
+    b = llm_backend(settings_for(server, timeout_s=0.3, max_attempts=1), cache=MemoryCallCache())
     limiter = b.factory.limiters["fake"]
     t0 = time.monotonic()
     limiter.requests.delay_until(t0 + 1.0)  # the request slot: 1 s away, over 3x the timeout
@@ -104,7 +104,7 @@ async def test_the_attempt_timeout_covers_the_request_not_the_pacing_wait(server
 
 async def test_after_a_pacing_wait_a_slow_reply_still_times_out(server: FakeOpenAI) -> None:
     server.script = [{"delay_s": 3}]
-    b = LlmBackend(settings=settings_for(server, timeout_s=0.3, max_attempts=1), cache=MemoryCallCache())
+    b = llm_backend(settings_for(server, timeout_s=0.3, max_attempts=1), cache=MemoryCallCache())
     t0 = time.monotonic()
     b.factory.limiters["fake"].requests.delay_until(t0 + 0.5)
     with pytest.raises((TimeoutError, AgentError)):
@@ -115,7 +115,7 @@ async def test_after_a_pacing_wait_a_slow_reply_still_times_out(server: FakeOpen
 
 async def test_a_bad_request_is_not_retried(server: FakeOpenAI) -> None:
     server.script = [{"status": 400}]
-    b = LlmBackend(settings=settings_for(server), cache=MemoryCallCache())
+    b = llm_backend(settings_for(server), cache=MemoryCallCache())
     with pytest.raises(ModelHTTPError):
         await judge(b)
     assert server.stats.calls == 1
@@ -123,7 +123,7 @@ async def test_a_bad_request_is_not_retried(server: FakeOpenAI) -> None:
 
 async def test_in_flight_cap_holds_under_fan_out(server: FakeOpenAI) -> None:
     server.latency_ms = 50
-    b = LlmBackend(settings=settings_for(server, max_in_flight=3), cache=MemoryCallCache())
+    b = llm_backend(settings_for(server, max_in_flight=3), cache=MemoryCallCache())
     await asyncio.gather(*(judge(b, f"entity {i}") for i in range(12)))
     assert server.stats.ok == 12
     assert server.stats.max_in_flight <= 3
@@ -131,7 +131,7 @@ async def test_in_flight_cap_holds_under_fan_out(server: FakeOpenAI) -> None:
 
 async def test_rpm_limit_is_respected_without_429s() -> None:
     async with FakeOpenAI(rpm=600) as server:  # 10 requests/s, a second of it at once
-        b = LlmBackend(settings=settings_for(server, rpm=600), cache=MemoryCallCache())
+        b = llm_backend(settings_for(server, rpm=600), cache=MemoryCallCache())
         await asyncio.gather(*(judge(b, f"entity {i}") for i in range(15)))
         assert server.stats.ok == 15
         assert server.stats.status.get(429, 0) == 0
@@ -156,7 +156,7 @@ async def test_a_starved_client_catches_up_on_lost_slots_without_429s() -> None:
     """The event loop blocked for 0.4 s (a loaded box starving the process): the 4 slots missed are sent
     right after, within the provider's second of burst, and no request is refused."""
     async with FakeOpenAI(rpm=600, rate_headers=True, latency_ms=20) as server:
-        b = LlmBackend(settings=settings_for(server, rpm=600, max_in_flight=8), cache=MemoryCallCache())
+        b = llm_backend(settings_for(server, rpm=600, max_in_flight=8), cache=MemoryCallCache())
 
         async def starve() -> None:
             for n in (8, 20):
@@ -257,11 +257,11 @@ def test_limiter_paces_the_minute_budget() -> None:
 
 
 async def test_daemon_backend_counts_calls_in_metrics(server: FakeOpenAI, store: Store) -> None:
-    from clkt.pipeline.backends import build_backend
+    from clkt.services import agent_backend
     from clkt.telemetry import Metrics
 
     metrics = Metrics()
-    b = build_backend(settings_for(server), store=store, metrics=metrics)
+    b = agent_backend(settings_for(server), store=store, metrics=metrics)
     assert isinstance(b, LlmBackend)
     await judge(b)
     await judge(b)  # answered by the store's cache

@@ -7,16 +7,16 @@ import pytest
 from agents._prompting import data_block, load_prompt
 from agents.cache import MemoryCallCache
 from agents.llm import LlmBackend, build_user_prompt
-from clkt.outputs import KnownVerdict, check_against_document
 from clkt.errors import AgentError
-from tests.agents._util import LIVERPOOL_SWANSEA, llm_settings, match_doc
+from clkt.outputs import KnownVerdict, check_against_document
+from tests.agents._util import LIVERPOOL_SWANSEA, llm_backend, llm_settings, match_doc
 from tests.fakes.function_llm import ScriptedLlm
 
 
 def backend_with(llm: ScriptedLlm, **agents: object) -> LlmBackend:
     model = llm.model()
     roles = ("judge", "generate", "verify", "translate")
-    return LlmBackend(settings=llm_settings(**agents), cache=MemoryCallCache(), raw_models={r: model for r in roles})
+    return llm_backend(llm_settings(**agents), cache=MemoryCallCache(), raw_models={r: model for r in roles})
 
 
 async def test_judge_returns_typed_verdict_and_names_producer() -> None:

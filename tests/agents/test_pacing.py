@@ -187,14 +187,13 @@ async def test_headers_over_http_bring_a_too_high_limiter_down_to_the_provider_l
     from pydantic_ai.models import override_allow_model_requests
 
     from agents.cache import MemoryCallCache
-    from agents.llm import LlmBackend
-    from tests.agents._util import LIVERPOOL_SWANSEA, llm_settings, match_doc
+    from tests.agents._util import LIVERPOOL_SWANSEA, llm_backend, llm_settings, match_doc
     from tests.fakes.openai_server import FakeOpenAI
 
     async with FakeOpenAI(rpm=600, rate_headers=True, latency_ms=20) as server:  # a second's burst: 10
         s = llm_settings(providers={"fake": {"base_url": server.base_url, "rpm": 1200, "tpm": 10_000_000,
                                              "max_in_flight": 8, "timeout_s": 5.0, "max_attempts": 6}})
-        b = LlmBackend(settings=s, cache=MemoryCallCache())
+        b = llm_backend(s, cache=MemoryCallCache())
         with override_allow_model_requests(True):
             for batch in range(3):
                 await asyncio.gather(*(

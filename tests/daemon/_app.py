@@ -8,23 +8,27 @@ from __future__ import annotations
 import asyncio
 import sys
 from pathlib import Path
+from typing import Self
 
-from clkt.config import load_settings
+from clkt.config import DaemonSettings, load_settings
 from clkt.context import ServiceContext
 from clkt.daemon import Daemon
 from clkt.logs import setup_logging
-from clkt.pipeline.stage_worker import StageWorker, finish
+from clkt.pipeline.stage_worker import StageConfig, StageWorker, Step, finish
 from storage.models import Stage, Task
 
 
 class SlowProbe(StageWorker):
     """Claims probe tasks and takes 1.5 s each (so SIGTERM lands while work is in flight)."""
 
-    stage = Stage.probe
-
-    def __init__(self, marker: Path) -> None:
-        super().__init__(concurrency=2)
+    def __init__(self, marker: Path, *, daemon: DaemonSettings) -> None:
+        step = Step(stage=Stage.probe, worker=SlowProbe, role=None, next=None, status=None)  # a flow of its own
+        super().__init__(step=step, daemon=daemon, concurrency=2)
         self.marker = marker
+
+    @classmethod
+    def from_config(cls, step: Step, config: StageConfig) -> Self:
+        raise NotImplementedError("built by hand (a marker folder)")
 
     async def process(self, task: Task, ctx: ServiceContext) -> None:
         (self.marker / f"started-{task.id}").touch()
@@ -65,7 +69,8 @@ def main() -> int:
     marker = Path(sys.argv[2])
     setup_logging("INFO", secrets=settings.secrets.values())
     Daemon.RESTART_BACKOFF_START_S = 0.1
-    daemon = Daemon(settings=settings, services=[SlowProbe(marker), Crasher(marker), Ticker(marker)])
+    daemon = Daemon(settings=settings,
+                    services=[SlowProbe(marker, daemon=settings.daemon), Crasher(marker), Ticker(marker)])
     try:
         return asyncio.run(daemon.run())
     except Exception as e:  # noqa: BLE001

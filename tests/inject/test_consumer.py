@@ -47,9 +47,11 @@ async def test_failing_job_then_full_job_end_to_end(tmp_path: Path, data_dir: Pa
                 config=settings.gpu, max_attempts=2,
             )
         assert (n, again) == (2, 0)  # idempotent
-        consumer = GpuConsumer(settings=settings, burst=True)
+        consumer = GpuConsumer(
+            gpu=settings.gpu, daemon=settings.daemon, targets=settings.spec.targets,
+            data_dir=settings.data_dir, burst=True)
         async with aiohttp.ClientSession() as http:
-            ctx = ServiceContext(settings=settings, store=store, http=http, owner="test-owner", metrics=Metrics())
+            ctx = ServiceContext(store=store, http=http, owner="test-owner", metrics=Metrics())
             await consumer.run(ctx)
         async with store.session() as s:
             broken, good = await jobs_for_snapshot(s, SNAPSHOT_ID)

@@ -37,9 +37,11 @@ async def test_job_timeout_fails_the_attempt_and_keeps_it_retryable(tmp_path: Pa
     settings = _settings(tmp_path / "data", job_timeout_s=0.5)
     async with Store(url=f"sqlite+aiosqlite:///{tmp_path}/s.db") as store:
         await _setup(store, tiny_snapshot, settings)
-        consumer = GpuConsumer(settings=settings, burst=True)
+        consumer = GpuConsumer(
+            gpu=settings.gpu, daemon=settings.daemon, targets=settings.spec.targets,
+            data_dir=settings.data_dir, burst=True)
         async with aiohttp.ClientSession() as http:
-            await consumer.run(ServiceContext(settings=settings, store=store, http=http, owner="o", metrics=Metrics()))
+            await consumer.run(ServiceContext(store=store, http=http, owner="o", metrics=Metrics()))
         async with store.session() as s:
             (job,) = await jobs_for_snapshot(s, SNAPSHOT_ID)
     assert job.status == LeaseStatus.pending and job.attempts == 1  # retried later (backoff), not lost
@@ -51,9 +53,11 @@ async def test_stopping_hands_the_job_back_without_spending_an_attempt(tmp_path:
     settings = _settings(tmp_path / "data")
     async with Store(url=f"sqlite+aiosqlite:///{tmp_path}/s.db") as store:
         await _setup(store, tiny_snapshot, settings)
-        consumer = GpuConsumer(settings=settings)
+        consumer = GpuConsumer(
+            gpu=settings.gpu, daemon=settings.daemon, targets=settings.spec.targets,
+            data_dir=settings.data_dir)
         async with aiohttp.ClientSession() as http:
-            ctx = ServiceContext(settings=settings, store=store, http=http, owner="o", metrics=Metrics())
+            ctx = ServiceContext(store=store, http=http, owner="o", metrics=Metrics())
             task = asyncio.create_task(consumer.run(ctx))
             spec = tmp_path / "data" / "jobs" / "1" / "spec.json"
             await wait_for(spec.exists, timeout=20)

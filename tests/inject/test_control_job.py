@@ -61,8 +61,10 @@ async def test_job_injects_and_scores_the_control_split_apart(tmp_path: Path, da
                 config=settings.gpu, max_attempts=1,
             )
         async with aiohttp.ClientSession() as http:
-            ctx = ServiceContext(settings=settings, store=store, http=http, owner="t", metrics=Metrics())
-            await GpuConsumer(settings=settings, burst=True).run(ctx)
+            ctx = ServiceContext(store=store, http=http, owner="t", metrics=Metrics())
+            await GpuConsumer(
+                gpu=settings.gpu, daemon=settings.daemon, targets=settings.spec.targets,
+                data_dir=settings.data_dir, burst=True).run(ctx)
         async with store.session() as s:
             [job] = await jobs_for_snapshot(s, SNAPSHOT_ID)
             rows = (await s.execute(select(QuestionResult).where(QuestionResult.job_id == job.id))).scalars().all()

@@ -61,9 +61,11 @@ async def test_consumer_stores_results_by_row_or_fails_on_unknown_qid(tmp_path: 
                                    train_langs=["en"], config=settings.gpu, max_attempts=3)
         async with store.transaction() as s:
             (job,) = await claim_gpu_jobs(s, owner="o", lease=timedelta(seconds=60))
-        consumer = GpuConsumer(settings=settings)
+        consumer = GpuConsumer(
+            gpu=settings.gpu, daemon=settings.daemon, targets=settings.spec.targets,
+            data_dir=settings.data_dir)
         async with aiohttp.ClientSession() as http:
-            ctx = ServiceContext(settings=settings, store=store, http=http, owner="o", metrics=Metrics())
+            ctx = ServiceContext(store=store, http=http, owner="o", metrics=Metrics())
             spec = await consumer._job_spec(ctx, job, "cpu")
             spec.artifacts_dir.mkdir(parents=True)
             qids = [public_qid(12, 1), public_qid(21, 2)] if known else [public_qid(12, 1), 987654321]

@@ -6,7 +6,7 @@ import asyncio
 import hashlib
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,22 +18,24 @@ from clkt.config import Settings, TargetSettings
 from clkt.context import ServiceContext
 from clkt.documents import render_document
 from clkt.facts import EntityFacts
-from clkt.telemetry import Metrics
+from clkt.pipeline.flow import step_of
 from clkt.pipeline.generate import GenerateWorker
 from clkt.pipeline.probe import ProbeFn, ProbeWorker
+from clkt.pipeline.stage_worker import StageWorker
 from clkt.pipeline.translate import TranslateWorker
 from clkt.pipeline.verify import VerifyWorker
+from clkt.telemetry import Metrics
 from storage.engine import Store
 from storage.models import Document, Entity, EntityStatus, Stage
 from storage.tasks import enqueue
 from tests.conftest import wait_for
 
-__all__ = ["add_entity", "pipeline_settings", "running", "settle", "statuses", "FINAL", "answers"]
+__all__ = ["add_entity", "pipeline_settings", "running", "settle", "statuses", "stage_workers", "FINAL", "answers"]
 
 FINAL = {EntityStatus.known, EntityStatus.ready, EntityStatus.rejected, EntityStatus.failed}
-TARGETS = [
-    TargetSettings(name="tiny-base", model="local:/nowhere", kind="base"),
-    TargetSettings(name="tiny-chat", model="local:/nowhere-2", kind="instruct"),
+TARGETS = [  # (cutoffs for the gate, when a test runs it)
+    TargetSettings(name="tiny-base", model="local:/nowhere", kind="base", cutoff=date(2024, 1, 1)),
+    TargetSettings(name="tiny-chat", model="local:/nowhere-2", kind="instruct", cutoff=date(2024, 1, 1)),
 ]
 
 
@@ -46,7 +48,9 @@ def pipeline_settings(tmp_path: Path, *, agents: dict[str, Any] | None = None, l
     )
 
 
-async def add_entity(store: Store, facts: EntityFacts, name: str, *, domain: str, external_id: str) -> int:
+async def add_entity(
+    store: Store, facts: EntityFacts, name: str, *, domain: str, external_id: str, max_attempts: int = 5
+) -> int:
     doc = render_document(facts, "en")
     payload = facts.model_dump(mode="json")
     content_hash = hashlib.sha256(repr(payload).encode()).hexdigest()
@@ -59,7 +63,7 @@ async def add_entity(store: Store, facts: EntityFacts, name: str, *, domain: str
         assert e.id is not None
         s.add(Document(entity_id=e.id, lang="en", origin="source", text=doc.text,
                        text_hash=hashlib.sha256(doc.text.encode()).hexdigest(), content_hash=content_hash))
-        await enqueue(s, Stage.probe, e.id, "")
+        await enqueue(s, Stage.probe, e.id, "", max_attempts=max_attempts)
         return e.id
 
 
@@ -84,16 +88,27 @@ async def statuses(store: Store) -> dict[int, EntityStatus]:
         return {e.id: EntityStatus(e.status) for e in (await s.execute(select(Entity))).scalars()}
 
 
+def stage_workers(settings: Settings, probe_fn: ProbeFn | None) -> list[StageWorker]:
+    """The four generator stages' workers, each with its sections of `settings` (`probe_fn`: instead of the targets)."""
+    d, agents, spec = settings.daemon, settings.agents, settings.spec
+    return [
+        ProbeWorker(step=step_of(Stage.probe), daemon=d, spec=spec, agents=agents, data_dir=settings.data_dir,
+                    device=settings.gpu.devices[0], secret=settings.secret, probe_fn=probe_fn),
+        GenerateWorker(step=step_of(Stage.generate), daemon=d, agents=agents, concurrency=2),
+        VerifyWorker(step=step_of(Stage.verify), daemon=d, agents=agents, concurrency=2),
+        TranslateWorker(step=step_of(Stage.translate), daemon=d, spec=spec, agents=agents, concurrency=2),
+    ]
+
+
 @asynccontextmanager
 async def running(
-    settings: Settings, store: Store, backend: AgentBackend, probe_fn: ProbeFn
+    settings: Settings, store: Store, backend: AgentBackend, probe_fn: ProbeFn | None
 ) -> AsyncIterator[ServiceContext]:
-    """Run the four workers until the block ends (use `settle()` inside to wait for final statuses)."""
+    """Run the four workers until the block ends (use `settle()` inside to wait for final statuses); `probe_fn`
+    None: the targets are asked for real."""
     async with aiohttp.ClientSession() as http:
-        ctx = ServiceContext(settings=settings, store=store, http=http, owner="test-owner", metrics=Metrics(),
-                             agent_backend=backend)
-        workers = [ProbeWorker(probe_fn=probe_fn), GenerateWorker(concurrency=2), VerifyWorker(concurrency=2),
-                   TranslateWorker(concurrency=2)]
+        ctx = ServiceContext(store=store, http=http, owner="test-owner", metrics=Metrics(), agent_backend=backend)
+        workers = stage_workers(settings, probe_fn)
         jobs = [asyncio.create_task(w.run(ctx), name=w.name) for w in workers]
         try:
             yield ctx

@@ -10,8 +10,7 @@ import pytest
 from sqlalchemy import select
 
 from clkt.config import EMBEDDED_TARGET, Settings
-from clkt.pipeline.backends import build_backend
-from clkt.pipeline.probe import probe_target
+from clkt.services import agent_backend
 from storage.engine import Store
 from storage.models import Probe
 from tests.documents.samples import LIVERPOOL_SWANSEA
@@ -31,7 +30,7 @@ async def test_embedded_target_probe_is_stored_and_judged(store: Store) -> None:
         daemon={"poll_interval_s": 0.05},
     )
     await add_entity(store, LIVERPOOL_SWANSEA, "Liverpool vs Swansea", domain="sports", external_id="m1")
-    async with running(settings, store, build_backend(settings, store=store), probe_target) as _:
+    async with running(settings, store, agent_backend(settings, store=store), None) as _:  # the target is asked
         final = await settle(store, 1, timeout=600)
     assert set(final.values()) <= FINAL
     async with store.session() as s:

@@ -13,9 +13,9 @@ from pydantic_ai.models import override_allow_model_requests
 from sqlalchemy import func, select
 
 from agents.batch import BatchedModel
-from clkt.pipeline.backends import build_backend
 from clkt.pipeline.batches import BatchService
 from clkt.pipeline.stage_worker import StageWorker
+from clkt.services import agent_backend
 from storage.engine import Store
 from storage.llm_cache import cost_summary
 from storage.models import EntityStatus, LlmBatch, LlmCall
@@ -50,7 +50,7 @@ async def test_entities_become_ready_through_provider_batches(store: Store, tmp_
     async with FakeBatchProvider() as provider:
         url = provider.openai_url if kind == "openai" else provider.anthropic_url
         settings = pipeline_settings(tmp_path, agents=agents(kind, url))
-        backend = build_backend(settings, store=store)
+        backend = agent_backend(settings, store=store)
         await add_entity(store, LIVERPOOL_SWANSEA, "Liverpool vs Swansea", domain="sports", external_id="m1")
         await add_entity(store, NORTHRIDGE, "M 6.7 - Northridge", domain="disasters", external_id="q1")
         async with running(settings, store, backend, answers()) as ctx:
@@ -74,15 +74,16 @@ async def test_entities_become_ready_through_provider_batches(store: Store, tmp_
 
 def test_the_batch_service_runs_only_when_a_stage_is_in_batch_mode(tmp_path: Path) -> None:
     from clkt.pipeline.stages import stage_services
+    from clkt.services import stage_config
 
     url = "http://127.0.0.1:9/v1"
     batch = pipeline_settings(tmp_path, agents=agents("openai", url))
     online = pipeline_settings(tmp_path, agents={**agents("openai", url), "mode": "online", "stage_modes": {}})
     one_stage = pipeline_settings(tmp_path, agents={**agents("openai", url), "mode": "online",
                                                     "stage_modes": {"translate": "batch"}})
-    assert "llm-batches" in [s.name for s in stage_services(batch)]
-    assert "llm-batches" not in [s.name for s in stage_services(online)]
-    assert "llm-batches" in [s.name for s in stage_services(one_stage)]
+    assert "llm-batches" in [s.name for s in stage_services(stage_config(batch))]
+    assert "llm-batches" not in [s.name for s in stage_services(stage_config(online))]
+    assert "llm-batches" in [s.name for s in stage_services(stage_config(one_stage))]
     assert one_stage.agents.mode_of("translate") == "batch" and one_stage.agents.mode_of("judge") == "online"
 
 

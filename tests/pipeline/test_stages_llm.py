@@ -24,9 +24,9 @@ from storage.models import (
     Translation,
     Verification,
 )
+from tests.conftest import wait_for
 from tests.documents.samples import FIGHT_CLUB, LIVERPOOL_SWANSEA, NORTHRIDGE
 from tests.fakes.function_llm import ScriptedLlm
-from tests.conftest import wait_for
 from tests.pipeline._harness import add_entity, answers, pipeline_settings, running, settle
 
 LLM_AGENTS = {
@@ -39,7 +39,8 @@ ROLES = ("judge", "generate", "verify", "translate")
 
 def llm_backend(settings: Settings, store: Store, llm: ScriptedLlm | FunctionModel) -> LlmBackend:
     model = llm.model() if isinstance(llm, ScriptedLlm) else llm
-    return LlmBackend(settings=settings, cache=SqlCallCache(store), raw_models={r: model for r in ROLES})
+    return LlmBackend(agents=settings.agents, languages=settings.spec.languages, cache=SqlCallCache(store),
+                      raw_models={r: model for r in ROLES})
 
 
 async def count(store: Store, table: type, *where: object) -> int:

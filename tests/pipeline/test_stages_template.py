@@ -8,7 +8,7 @@ from sqlalchemy import func, select
 
 from agents.template import TemplateBackend
 from clkt.documents import render_document
-from clkt.pipeline.backends import build_backend
+from clkt.services import agent_backend
 from storage.engine import Store
 from storage.models import Document, EntityStatus, LlmCall, Probe, Question, QuestionStatus, Translation
 from tests.documents.samples import ALL, ENTITY_NAMES, LIVERPOOL_SWANSEA
@@ -28,7 +28,7 @@ async def test_every_domain_becomes_ready_in_five_languages(store: Store, tmp_pa
     for i, (key, facts) in enumerate(ALL.items()):
         domain = {"match": "sports", "film": "movies", "release": "music"}.get(facts.kind, "disasters")
         ids.append(await add_entity(store, facts, ENTITY_NAMES[key], domain=domain, external_id=f"e{i}"))
-    backend = build_backend(settings, store=store)
+    backend = agent_backend(settings, store=store)
     assert isinstance(backend, TemplateBackend)
     async with running(settings, store, backend, answers()) as _:
         final = await settle(store, len(ids))
@@ -49,7 +49,7 @@ async def test_the_fact_matcher_drops_an_entity_the_target_knows(store: Store, t
     doc = render_document(LIVERPOOL_SWANSEA, "en").text
     assert "44,621" in doc
     knows = "Liverpool beat Swansea 4–1 at Anfield in front of 44,621 spectators."
-    backend = build_backend(settings, store=store)
+    backend = agent_backend(settings, store=store)
     async with running(settings, store, backend, answers(knows)) as _:
         final = await settle(store, 1)
     assert list(final.values()) == [EntityStatus.known]

@@ -10,9 +10,10 @@ import pytest
 from sqlalchemy import select
 
 from clkt.errors import SnapshotError, UserError
+from clkt.services import snapshot_config
 from clkt.snapshots.builder import BuildStatus, SnapshotExists, build_snapshot
-from clkt.snapshots.stored import load_snapshot
 from clkt.snapshots.layout import BUILD_FILE, load_snapshot_dir
+from clkt.snapshots.stored import load_snapshot
 from storage.engine import Store
 from storage.models import Event, Snapshot, SnapshotItem, SnapshotStatus
 from tests.snapshots.factories import LANGS, add_ready_entity, fill_period, make_settings
@@ -31,7 +32,7 @@ async def test_build_freezes_and_exports_native_layout(store: Store, tmp_path: P
     # noise: another month, a known entity, an entity of the period that is not ready
     await add_ready_entity(store, domain="movies", source="tmdb", external_id="may", occurred_at=datetime(2025, 5, 30, tzinfo=timezone.utc))
     await add_ready_entity(store, domain="movies", source="tmdb", external_id="known", occurred_at=JUNE, known_by=("gemma-3-270m",))
-    res = await build_snapshot(store, settings, period="2025-06", now=NOW)
+    res = await build_snapshot(store, snapshot_config(settings), period="2025-06", now=NOW)
     assert res.status is BuildStatus.frozen, res.describe()
     assert res.snapshot_id and res.snapshot_id.startswith("demo-2025-06-") and len(res.snapshot_id) == len("demo-2025-06-") + 12
     assert res.path == tmp_path / "snapshots" / "demo" / "2025-06"
@@ -65,7 +66,7 @@ async def test_build_freezes_and_exports_native_layout(store: Store, tmp_path: P
 async def test_split_proportions_and_no_qid_across_splits(store: Store, tmp_path: Path) -> None:
     settings = make_settings(tmp_path, quotas={"movies": 5, "music": 5, "sports": 5, "disasters": 5})
     await fill_period(store, month_start=JUNE, per_domain=5, n_questions=5)
-    res = await build_snapshot(store, settings, period="2025-06", now=NOW)
+    res = await build_snapshot(store, snapshot_config(settings), period="2025-06", now=NOW)
     assert res.path is not None
     data = load_snapshot_dir(res.path)
     val, test = set(data.qids("val")), set(data.qids("test"))
@@ -85,7 +86,7 @@ async def test_deterministic_bytes(tmp_path: Path) -> None:
         settings = make_settings(root)
         async with Store(url=f"sqlite+aiosqlite:///{root / 's.db'}") as store:
             await fill_period(store, month_start=JUNE, per_domain=3)
-            res = await build_snapshot(store, settings, period="2025-06", now=NOW if run == "a" else NOW.replace(day=9))
+            res = await build_snapshot(store, snapshot_config(settings), period="2025-06", now=NOW if run == "a" else NOW.replace(day=9))
             assert res.path is not None
             files = _files(res.path)
             # a re-export from the store reproduces the build's files
@@ -104,7 +105,7 @@ async def test_seed_changes_selection(store: Store, tmp_path: Path) -> None:
     picks = []
     for seed in (0, 1, 2):
         settings = make_settings(tmp_path / f"s{seed}", seed=seed)
-        res = await build_snapshot(store, settings, period="2025-06", now=NOW, force=True)
+        res = await build_snapshot(store, snapshot_config(settings), period="2025-06", now=NOW, force=True)
         assert res.path is not None
         picks.append(frozenset(d.name for d in load_snapshot_dir(res.path).docs_for("en")))
     assert len(set(picks)) > 1
@@ -116,7 +117,7 @@ async def test_balanced_across_sources(store: Store, tmp_path: Path) -> None:
         await add_ready_entity(store, domain="music", source="musicbrainz", external_id=f"mb{i}", occurred_at=JUNE)
     await add_ready_entity(store, domain="music", source="deezer", external_id="dz0", occurred_at=JUNE)
     await add_ready_entity(store, domain="music", source="deezer", external_id="dz1", occurred_at=JUNE)
-    res = await build_snapshot(store, settings, period="2025-06", now=NOW)
+    res = await build_snapshot(store, snapshot_config(settings), period="2025-06", now=NOW)
     assert res.path is not None
     srcs = Counter(d.source for d in load_snapshot_dir(res.path).docs_for("en"))
     assert srcs == {"musicbrainz": 2, "deezer": 2}
@@ -126,7 +127,7 @@ async def test_under_quota_reports_missing_and_freezes_nothing(store: Store, tmp
     settings = make_settings(tmp_path)
     await fill_period(store, month_start=JUNE, per_domain=1)
     await add_ready_entity(store, domain="sports", source="thesportsdb", external_id="half", occurred_at=JUNE, langs=("en", "ja"))
-    res = await build_snapshot(store, settings, period="2025-06", now=NOW)
+    res = await build_snapshot(store, snapshot_config(settings), period="2025-06", now=NOW)
     assert res.status is BuildStatus.under_quota
     assert res.missing == {"movies": 1, "music": 1, "sports": 1, "disasters": 1}
     sports = next(r for r in res.report if r.domain == "sports")
@@ -136,7 +137,7 @@ async def test_under_quota_reports_missing_and_freezes_nothing(store: Store, tmp
     async with store.session() as s:
         assert (await s.execute(select(Snapshot))).first() is None
     # allow_partial freezes what there is, and says so
-    partial = await build_snapshot(store, make_settings(tmp_path, allow_partial=True), period="2025-06", now=NOW)
+    partial = await build_snapshot(store, snapshot_config(make_settings(tmp_path, allow_partial=True)), period="2025-06", now=NOW)
     assert partial.status is BuildStatus.frozen and partial.partial and partial.path is not None
     assert load_snapshot_dir(partial.path).manifest.missing == {"movies": 1, "music": 1, "sports": 1, "disasters": 1}
 
@@ -144,10 +145,10 @@ async def test_under_quota_reports_missing_and_freezes_nothing(store: Store, tmp
 async def test_rebuild_refused_without_force_and_force_supersedes(store: Store, tmp_path: Path) -> None:
     settings = make_settings(tmp_path)
     await fill_period(store, month_start=JUNE, per_domain=2)
-    first = await build_snapshot(store, settings, period="2025-06", now=NOW)
+    first = await build_snapshot(store, snapshot_config(settings), period="2025-06", now=NOW)
     with pytest.raises(SnapshotExists):
-        await build_snapshot(store, settings, period="2025-06", now=NOW)
-    second = await build_snapshot(store, settings, period="2025-06", now=NOW, force=True)
+        await build_snapshot(store, snapshot_config(settings), period="2025-06", now=NOW)
+    second = await build_snapshot(store, snapshot_config(settings), period="2025-06", now=NOW, force=True)
     assert second.snapshot_id != first.snapshot_id and second.superseded == first.snapshot_id
     async with store.session() as s:
         old = await s.get(Snapshot, first.snapshot_id)
@@ -162,11 +163,11 @@ async def test_bad_period_and_spec(store: Store, tmp_path: Path) -> None:
     settings = make_settings(tmp_path)
     for bad in ("2025-13", "June", "2025-6-1"):
         with pytest.raises(UserError, match="period"):
-            await build_snapshot(store, settings, period=bad, now=NOW)
+            await build_snapshot(store, snapshot_config(settings), period=bad, now=NOW)
     with pytest.raises(UserError, match="not started"):
-        await build_snapshot(store, settings, period="2099-01", now=NOW)
+        await build_snapshot(store, snapshot_config(settings), period="2099-01", now=NOW)
     with pytest.raises(UserError, match="unknown spec"):
-        await build_snapshot(store, settings, period="2025-06", spec="other", now=NOW)
+        await build_snapshot(store, snapshot_config(settings), period="2025-06", spec="other", now=NOW)
 
 
 async def test_loader_detects_tampering_and_stale_temp_dirs_are_swept(store: Store, tmp_path: Path) -> None:
@@ -174,7 +175,7 @@ async def test_loader_detects_tampering_and_stale_temp_dirs_are_swept(store: Sto
     await fill_period(store, month_start=JUNE, per_domain=2)
     stale = tmp_path / "snapshots" / "demo" / ".2025-06.tmp-deadbeef"
     stale.mkdir(parents=True)
-    res = await build_snapshot(store, settings, period="2025-06", now=NOW)
+    res = await build_snapshot(store, snapshot_config(settings), period="2025-06", now=NOW)
     assert res.path is not None and not stale.exists()
     q = res.path / "questions" / "ja.jsonl"
     q.write_text(q.read_text().replace("[ja]", "[xx]", 1))

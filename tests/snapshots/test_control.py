@@ -15,6 +15,7 @@ from agents.template.pools import ACTORS, ARTISTS, COMPANIES, DIRECTORS, LABELS,
 from clkt.config import load_settings
 from clkt.errors import ConfigError, SnapshotError
 from clkt.facts import QuakeFacts
+from clkt.services import snapshot_config
 from clkt.snapshots.builder import build_snapshot
 from clkt.snapshots.control import CONTROL_SOURCE, build_control, control_entities
 from clkt.snapshots.layout import load_snapshot_dir
@@ -114,7 +115,7 @@ def test_fictional_quakes_have_a_plausible_intensity_and_are_asked_it_and_their_
 async def test_snapshot_carries_the_control_split_apart_from_the_real_items(store: Store, tmp_path: Path) -> None:
     settings = make_settings(tmp_path, control_entities=1)
     await fill_period(store, month_start=JUNE, per_domain=2)
-    res = await build_snapshot(store, settings, period="2025-06", now=NOW)
+    res = await build_snapshot(store, snapshot_config(settings), period="2025-06", now=NOW)
     assert res.path is not None
     data = load_snapshot_dir(res.path)
     ctl = data.manifest.control
@@ -153,19 +154,19 @@ async def test_snapshot_carries_the_control_split_apart_from_the_real_items(stor
 
 async def test_control_size_zero_means_no_control_split_and_the_size_changes_the_id(store: Store, tmp_path: Path) -> None:
     await fill_period(store, month_start=JUNE, per_domain=2)
-    none = await build_snapshot(store, make_settings(tmp_path / "a", control_entities=0), period="2025-06", now=NOW)
+    none = await build_snapshot(store, snapshot_config(make_settings(tmp_path / "a", control_entities=0)), period="2025-06", now=NOW)
     assert none.path is not None
     data = load_snapshot_dir(none.path)
     assert data.manifest.control is None and not (none.path / "control").exists()
     assert data.control_questions_for("en") == []
-    two = await build_snapshot(store, make_settings(tmp_path / "b", control_entities=2), period="2025-06", now=NOW, force=True)
+    two = await build_snapshot(store, snapshot_config(make_settings(tmp_path / "b", control_entities=2)), period="2025-06", now=NOW, force=True)
     assert two.snapshot_id != none.snapshot_id
 
 
 async def test_a_control_file_that_disagrees_across_languages_is_refused(store: Store, tmp_path: Path) -> None:
     settings = make_settings(tmp_path, control_entities=1)
     await fill_period(store, month_start=JUNE, per_domain=1)
-    res = await build_snapshot(store, settings, period="2025-06", now=NOW, allow_partial=True)
+    res = await build_snapshot(store, snapshot_config(settings), period="2025-06", now=NOW, allow_partial=True)
     assert res.path is not None
     f = res.path / "control" / "questions" / "fr.jsonl"
     lines = f.read_text(encoding="utf-8").splitlines()
@@ -220,9 +221,9 @@ async def test_gpu_jobs_only_for_the_train_languages(store: Store, tmp_path: Pat
     settings = make_settings(tmp_path)
     settings = settings.model_copy(update={"spec": settings.spec.model_copy(update={"train_languages": ["fr"]})})
     await fill_period(store, month_start=JUNE, per_domain=2)
-    res = await build_snapshot(store, settings, period="2025-06", now=NOW)
+    res = await build_snapshot(store, snapshot_config(settings), period="2025-06", now=NOW)
     async with store.transaction() as s:
-        await enqueue_spec_jobs(s, settings, res.snapshot_id or "")
+        await enqueue_spec_jobs(s, res.snapshot_id or "", spec=settings.spec, gpu=settings.gpu)
     async with store.session() as s:
         jobs = (await s.execute(select(GpuJob))).scalars().all()
     assert [j.train_lang for j in jobs] == ["fr"]

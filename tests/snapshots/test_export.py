@@ -12,6 +12,7 @@ from sqlalchemy import select
 from clkt.config import EMBEDDED_TARGET
 from clkt.errors import DiskFullError, UserError
 from clkt.evaluate.loglik import loglik_item
+from clkt.services import snapshot_config
 from clkt.snapshots import export as export_mod
 from clkt.snapshots.builder import build_snapshot
 from clkt.snapshots.export import export_format
@@ -28,7 +29,7 @@ NOW = datetime(2025, 7, 3, tzinfo=UTC)
 async def _built(store: Store, tmp_path: Path) -> tuple[Path, LoadedSnapshot]:
     settings = make_settings(tmp_path)
     await fill_period(store, month_start=JUNE, per_domain=2)
-    res = await build_snapshot(store, settings, period="2025-06", now=NOW)
+    res = await build_snapshot(store, snapshot_config(settings), period="2025-06", now=NOW)
     assert res.path is not None and res.snapshot_id is not None
     async with store.session() as s:
         return res.path, await load_snapshot(s, res.snapshot_id)
@@ -125,7 +126,7 @@ async def test_export_failure_midway_leaves_nothing(store: Store, tmp_path: Path
 
     monkeypatch.setattr(export_mod, "write_hf", boom)  # after native + reference were written
     with pytest.raises(DiskFullError):
-        await build_snapshot(store, settings, period="2025-06", now=NOW)
+        await build_snapshot(store, snapshot_config(settings), period="2025-06", now=NOW)
     spec_dir = tmp_path / "snapshots" / "demo"
     assert list(spec_dir.iterdir()) == []  # no half folder, no temporary folder
     async with store.session() as s:
@@ -133,7 +134,7 @@ async def test_export_failure_midway_leaves_nothing(store: Store, tmp_path: Path
         assert (await s.execute(select(SnapshotItem))).first() is None
         assert (await s.execute(select(Event))).first() is None
     monkeypatch.undo()
-    res = await build_snapshot(store, settings, period="2025-06", now=NOW)
+    res = await build_snapshot(store, snapshot_config(settings), period="2025-06", now=NOW)
     assert res.path is not None and res.path.is_dir()
 
 
@@ -145,7 +146,7 @@ async def test_commit_failure_removes_the_published_folder(store: Store, tmp_pat
         raise RuntimeError("crash after the files were written")
 
     with pytest.raises(RuntimeError):
-        await build_snapshot(store, settings, period="2025-06", now=NOW, on_frozen=hook)
+        await build_snapshot(store, snapshot_config(settings), period="2025-06", now=NOW, on_frozen=hook)
     assert list((tmp_path / "snapshots" / "demo").iterdir()) == []
     async with store.session() as s:
         assert (await s.execute(select(Snapshot))).first() is None

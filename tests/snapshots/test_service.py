@@ -16,10 +16,11 @@ from sqlalchemy import select
 
 from clkt.config import Settings
 from clkt.context import ServiceContext
-from clkt.telemetry import Metrics
-from clkt.services import build_services
+from clkt.services import build_services, snapshot_config
 from clkt.snapshots.builder import BuildStatus
 from clkt.snapshots.service import SnapshotBuilder
+from clkt.sources.board import SourceBoard
+from clkt.telemetry import Metrics
 from storage.engine import Store
 from storage.models import Event, GpuJob, Snapshot, SnapshotStatus
 from tests.conftest import wait_for
@@ -40,8 +41,8 @@ class Hook:
     def __init__(self) -> None:
         self.calls: list[str] = []
 
-    async def __call__(self, session: Any, settings: Settings, snapshot_id: str) -> None:
-        assert settings.spec.name == "demo"
+    async def __call__(self, session: Any, snapshot_id: str) -> None:
+        assert snapshot_id.startswith("demo-")  # a snapshot of the service's spec
         self.calls.append(snapshot_id)
 
 
@@ -69,8 +70,12 @@ async def http() -> AsyncIterator[aiohttp.ClientSession]:
         yield s
 
 
-def _ctx(settings: Settings, store: Store, http: aiohttp.ClientSession, clock: Clock) -> ServiceContext:
-    return ServiceContext(settings=settings, store=store, http=http, owner="test:1:x", metrics=Metrics(), clock=clock)
+def _ctx(store: Store, http: aiohttp.ClientSession, clock: Clock) -> ServiceContext:
+    return ServiceContext(store=store, http=http, owner="test:1:x", metrics=Metrics(), clock=clock)
+
+
+def _builder(settings: Settings, hook: Hook) -> SnapshotBuilder:
+    return SnapshotBuilder(config=snapshot_config(settings), gpu=settings.gpu, enqueue_jobs=hook)
 
 
 async def _events(store: Store, kind: str) -> list[Event]:
@@ -85,8 +90,8 @@ async def test_month_boundary_builds_the_closed_month(
     await fill_period(store, month_start=JUNE, per_domain=1)  # quotas are 2: June never fills early
     clock = Clock(datetime(2025, 6, 30, 23, 59, 59, tzinfo=timezone.utc))
     hook = Hook()
-    svc = SnapshotBuilder(settings=settings, enqueue_jobs=hook)
-    ctx = _ctx(settings, store, http, clock)
+    svc = _builder(settings, hook)
+    ctx = _ctx(store, http, clock)
     res = await svc.check(ctx)
     assert [r.status for r in res] == [BuildStatus.under_quota]  # May: nothing; June still open
     assert res[0].period == "2025-05"
@@ -111,8 +116,8 @@ async def test_quota_fill_builds_the_current_month_early_once(
     settings = make_settings(tmp_path)
     clock = Clock(datetime(2025, 6, 10, tzinfo=timezone.utc))
     hook = Hook()
-    svc = SnapshotBuilder(settings=settings, enqueue_jobs=hook)
-    ctx = _ctx(settings, store, http, clock)
+    svc = _builder(settings, hook)
+    ctx = _ctx(store, http, clock)
     await fill_period(store, month_start=JUNE, per_domain=1)
     assert not [r for r in await svc.check(ctx) if r.period == "2025-06"]  # 1 of 2 per domain: wait
     await fill_period(store, month_start=JUNE, per_domain=1, prefix="y")
@@ -136,8 +141,8 @@ async def test_webhook_failure_never_blocks_the_build(
     webhook["status"] = 503
     settings = make_settings(tmp_path, webhook_url=webhook["url"])
     await fill_period(store, month_start=JUNE, per_domain=2)
-    svc = SnapshotBuilder(settings=settings, enqueue_jobs=Hook())
-    res = await svc.check(_ctx(settings, store, http, Clock(datetime(2025, 7, 5, tzinfo=timezone.utc))))
+    svc = _builder(settings, Hook())
+    res = await svc.check(_ctx(store, http, Clock(datetime(2025, 7, 5, tzinfo=timezone.utc))))
     assert [r.status for r in res] == [BuildStatus.frozen]
     assert webhook["hits"] == SnapshotBuilder.WEBHOOK_TRIES
     failed = await _events(store, "snapshot.webhook_failed")
@@ -147,9 +152,9 @@ async def test_webhook_failure_never_blocks_the_build(
 async def test_run_loop_enqueues_gpu_jobs_and_stops(store: Store, tmp_path: Path, http: aiohttp.ClientSession) -> None:
     """The registered service, with the real GPU queue repository: one job per target x strategy x language."""
     settings = make_settings(tmp_path, check_interval_s=3600.0)
-    svc = next(s for s in build_services(settings) if s.name == "snapshot-builder")
+    svc = next(s for s in build_services(settings, board=SourceBoard()) if s.name == "snapshot-builder")
     await fill_period(store, month_start=JUNE, per_domain=2)
-    ctx = _ctx(settings, store, http, Clock(datetime(2025, 7, 5, tzinfo=timezone.utc)))
+    ctx = _ctx(store, http, Clock(datetime(2025, 7, 5, tzinfo=timezone.utc)))
 
     async def jobs() -> list[GpuJob]:
         async with store.session() as s:
@@ -176,8 +181,8 @@ async def test_rolling_cadence_builds_when_the_window_fills_and_never_overlaps(
     await fill_period(store, month_start=JUNE, per_domain=1, prefix="y")  # June 1..
     clock = Clock(datetime(2025, 6, 10, 8, tzinfo=timezone.utc))
     hook = Hook()
-    svc = SnapshotBuilder(settings=settings, enqueue_jobs=hook)
-    ctx = _ctx(settings, store, http, clock)
+    svc = _builder(settings, hook)
+    ctx = _ctx(store, http, clock)
     (res,) = await svc.check(ctx)
     assert res.status is BuildStatus.frozen and res.period == "2025-06-09"
     assert res.path == tmp_path / "snapshots" / "demo" / "2025-06-09"

@@ -10,6 +10,7 @@ from pathlib import Path
 from sqlalchemy import delete, select
 from sqlmodel import col
 
+from clkt.services import snapshot_config
 from clkt.snapshots.builder import build_snapshot
 from clkt.snapshots.ids import stable_entity_id, stable_qid
 from clkt.snapshots.layout import BUILD_FILE, load_snapshot_dir
@@ -73,7 +74,7 @@ async def test_two_stores_with_different_row_ids_build_identical_snapshots(tmp_p
         settings = make_settings(root)
         async with Store(url=f"sqlite+aiosqlite:///{root / 's.db'}") as store:
             await _populate(store, shuffled=shuffled)
-            res = await build_snapshot(store, settings, period="2025-06", now=NOW if run == "a" else NOW.replace(day=9))
+            res = await build_snapshot(store, snapshot_config(settings), period="2025-06", now=NOW if run == "a" else NOW.replace(day=9))
             assert res.path is not None and res.snapshot_id is not None, res.describe()
             async with store.session() as s:
                 loaded = await load_snapshot(s, res.snapshot_id)  # re-assembled from the rows: still hashes right

@@ -9,10 +9,12 @@ from typing import Any
 import aiohttp
 import pytest
 
-from clkt.config import ReplaySettings, Settings, load_settings
+from clkt.config import ReplaySettings, Settings, SourcesSettings, load_settings
 from clkt.context import ServiceContext
-from clkt.telemetry import Metrics
 from clkt.replay import ReplayServer
+from clkt.sources.board import SourceBoard
+from clkt.sources.poller import SourcePoller
+from clkt.telemetry import Metrics
 from storage.engine import Store
 
 REDATE_END = date(2026, 3, 1)
@@ -42,8 +44,15 @@ def settings_for(server: ReplayServer, **per_source: dict[str, Any]) -> Settings
     sources = {}
     for name, src in base.sources.items():
         upd = {"base_url": server.base_url(name), **FAST, **per_source.get(name, {})}
-        sources[name] = src.model_copy(update=upd)
-    return base.model_copy(update={"sources": sources})
+        sources[name] = type(src).model_validate({**src.model_dump(), **upd})
+    return base.model_copy(update={"sources": SourcesSettings.model_validate(sources)})
+
+
+def poller_for(settings: Settings, name: str, *, board: SourceBoard | None = None) -> SourcePoller:
+    """The poller of source `name` as the daemon wires it (its section, the daemon section, a board, its key)."""
+    src = settings.sources[name]
+    return SourcePoller(source_name=name, settings=src, daemon=settings.daemon, board=board or SourceBoard(),
+                        api_key=settings.secret(src.api_key_env))
 
 
 @pytest.fixture
@@ -53,9 +62,8 @@ async def http() -> AsyncIterator[aiohttp.ClientSession]:
 
 
 @pytest.fixture
-def make_ctx(store: Store, http: aiohttp.ClientSession) -> Callable[[Settings], ServiceContext]:
-    def make(settings: Settings, *, now: datetime = NOW) -> ServiceContext:
-        return ServiceContext(settings=settings, store=store, http=http, owner="test:1:x", metrics=Metrics(),
-                              clock=lambda: now)
+def make_ctx(store: Store, http: aiohttp.ClientSession) -> Callable[..., ServiceContext]:
+    def make(*, now: datetime = NOW) -> ServiceContext:
+        return ServiceContext(store=store, http=http, owner="test:1:x", metrics=Metrics(), clock=lambda: now)
 
     return make

@@ -10,16 +10,16 @@ from sqlalchemy import select
 
 from clkt.config import TargetSettings
 from clkt.context import ServiceContext
-from clkt.errors import ConfigError
 from clkt.cutoff import cutoff_for, eligible, lookup_cutoff
+from clkt.errors import ConfigError
+from clkt.pipeline.flow import step_of
 from clkt.pipeline.gate import GateWorker
 from clkt.replay import ReplayServer
-from clkt.sources.poller import SourcePoller
 from storage.engine import Store
 from storage.models import Entity, EntityStatus, LeaseStatus, Stage, Task
 from storage.tasks import claim_tasks
 
-from .conftest import settings_for
+from .conftest import poller_for, settings_for
 
 
 @pytest.mark.parametrize(
@@ -67,9 +67,9 @@ async def test_gate_worker_passes_fresh_entities_and_names_the_model_otherwise(
         TargetSettings(name="recent-model", model="x/y", cutoff=date(2025, 8, 20)),  # +183 days = 2026-02-19
     ]
     settings = base.model_copy(update={"spec": base.spec.model_copy(update={"targets": targets})})
-    ctx = make_ctx(settings)
-    await SourcePoller(source_name="usgs", settings=settings.sources["usgs"]).run_cycle(ctx)
-    worker = GateWorker(settings=settings)
+    ctx = make_ctx()
+    await poller_for(settings, "usgs").run_cycle(ctx)
+    worker = GateWorker(step=step_of(Stage.gate), daemon=settings.daemon, spec=settings.spec)
     async with store.transaction() as s:
         tasks = await claim_tasks(s, stage=Stage.gate, owner=ctx.owner, lease=timedelta(minutes=1), limit=10)
     assert len(tasks) == 4
@@ -96,4 +96,4 @@ def test_gate_worker_refuses_an_unknown_cutoff(replay: ReplayServer) -> None:
     base = settings_for(replay)
     spec = base.spec.model_copy(update={"targets": [TargetSettings(name="m", model="acme/unknown")]})
     with pytest.raises(ConfigError):
-        GateWorker(settings=base.model_copy(update={"spec": spec}))
+        GateWorker(step=step_of(Stage.gate), daemon=base.daemon, spec=spec)

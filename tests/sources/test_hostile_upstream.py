@@ -16,12 +16,11 @@ from sqlalchemy import func, select
 
 from clkt.context import ServiceContext
 from clkt.replay.server import ReplayServer
-from clkt.sources.poller import SourcePoller
 from storage.engine import Store
 from storage.entities import load_cursor, skip_counts
 from storage.models import Document, Entity, SkipCount, Stage, Task
 
-from .conftest import settings_for
+from .conftest import poller_for, settings_for
 from .test_parsers import data
 
 MakeCtx = Callable[..., ServiceContext]
@@ -101,8 +100,8 @@ async def test_one_bad_record_among_good_ones_leaves_every_good_one_stored(
 ) -> None:
     settings = settings_for(replay, usgs={"base_url": str(hostile.make_url("/usgs")), "max_body_bytes": 200_000,
                                                  "breaker_failures": 100})
-    ctx = make_ctx(settings)
-    poller = SourcePoller(source_name="usgs", settings=settings.sources["usgs"])
+    ctx = make_ctx()
+    poller = poller_for(settings, "usgs")
     report = await poller.run_cycle(ctx)
     assert report.completed, report
     assert report.inserted == 3
@@ -137,8 +136,8 @@ async def test_an_echoed_key_never_reaches_the_store_or_the_log(
     buf = io.StringIO()
     setup_logging("DEBUG", stream=buf)  # the product's own log handler
     settings = settings_for(replay, tmdb={"base_url": str(hostile.make_url("/tmdb")), "breaker_failures": 100})
-    ctx = make_ctx(settings)
-    poller = SourcePoller(source_name="tmdb", settings=settings.sources["tmdb"])
+    ctx = make_ctx()
+    poller = poller_for(settings, "tmdb")
     source = poller.build_source(ctx)
     source.client._key = KEY  # what TMDB_API_KEY would give
     report = await poller.run_cycle(ctx)
@@ -192,8 +191,10 @@ async def test_an_unexpected_error_in_a_cycle_never_ends_the_source(
 
     from tests.conftest import wait_for
 
-    ctx = make_ctx(settings_for(replay))
-    poller = SourcePoller(source_name="usgs", settings=ctx.settings.sources["usgs"])
+    settings = settings_for(replay)
+
+    ctx = make_ctx()
+    poller = poller_for(settings, "usgs")
     source = poller.build_source(ctx)
     real_poll = source.poll
     calls = []
@@ -236,8 +237,8 @@ async def test_a_list_page_that_never_decodes_is_skipped_after_some_cycles(
     app.router.add_get("/tmdb/movie/{id}", movie)
     server = await aiohttp_server(app)
     settings = settings_for(replay, tmdb={"base_url": str(server.make_url("/tmdb")), "breaker_failures": 100})
-    ctx = make_ctx(settings)
-    poller = SourcePoller(source_name="tmdb", settings=settings.sources["tmdb"])
+    ctx = make_ctx()
+    poller = poller_for(settings, "tmdb")
     poller.FETCH_RETRY_CYCLES = 3  # type: ignore[misc]
     from clkt.errors import PayloadError
 

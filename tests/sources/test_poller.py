@@ -22,7 +22,7 @@ from storage.engine import Store
 from storage.entities import entity_by_key, load_cursor, skip_counts
 from storage.models import Document, Entity, EntityStatus, LeaseStatus, Stage, Task
 
-from .conftest import settings_for
+from .conftest import poller_for, settings_for
 
 MakeCtx = Callable[..., ServiceContext]
 
@@ -47,10 +47,11 @@ def sports(server: ReplayServer) -> Settings:
 
 
 async def test_full_crawl_of_every_source(replay: ReplayServer, store: Store, make_ctx: MakeCtx) -> None:
-    ctx = make_ctx(sports(replay))
+    settings = sports(replay)
+    ctx = make_ctx()
     expected = {"tmdb": 1, "musicbrainz": 1, "deezer": 1, "thesportsdb": 2, "usgs": 4, "gdacs": 0}
     for name, n in expected.items():
-        report = await SourcePoller(source_name=name, settings=ctx.settings.sources[name]).run_cycle(ctx)
+        report = await poller_for(settings, name).run_cycle(ctx)
         assert report.completed and report.inserted == n, (name, report)
     assert await count(store, Entity) == 9
     assert await count(store, Document, Document.lang == "en", Document.origin == "source") == 9
@@ -67,7 +68,7 @@ async def test_full_crawl_of_every_source(replay: ReplayServer, store: Store, ma
     assert cursor is not None and cursor.page == 0 and cursor.watermark == ctx.clock()
     # a second cycle re-reads the overlap window: nothing changes, nothing is duplicated
     for name in expected:
-        report = await SourcePoller(source_name=name, settings=ctx.settings.sources[name]).run_cycle(ctx)
+        report = await poller_for(settings, name).run_cycle(ctx)
         assert report.inserted == 0 and report.updated == 0, (name, report)
     assert await count(store, Entity) == 9
 
@@ -76,8 +77,8 @@ async def test_restart_resumes_from_the_cursor_without_gap_or_recrawl(
     replay: ReplayServer, store: Store, make_ctx: MakeCtx, http: aiohttp.ClientSession
 ) -> None:
     settings = settings_for(replay, deezer={"options": {"page_size": 3}})
-    first_ctx = make_ctx(settings)
-    poller = SourcePoller(source_name="deezer", settings=settings.sources["deezer"])
+    first_ctx = make_ctx()
+    poller = poller_for(settings, "deezer")
     source = poller.build_source(first_ctx)
     real_poll = source.poll
     pages_seen: list[int] = []
@@ -96,7 +97,7 @@ async def test_restart_resumes_from_the_cursor_without_gap_or_recrawl(
         cur = await load_cursor(s, "deezer")
     assert cur is not None and cur.page == 3 and cur.watermark is None
     # a new process: a new poller and context
-    second = await SourcePoller(source_name="deezer", settings=settings.sources["deezer"]).run_cycle(make_ctx(settings))
+    second = await poller_for(settings, "deezer").run_cycle(make_ctx())
     assert second.completed and second.pages == 2  # pages 3 and 4 only
     assert await route_count(replay, http, "/deezer/editorial/{id}/releases") == 4  # no page read twice
     assert await route_count(replay, http, "/deezer/album/{id}") == 11  # every album once: no gap, no re-crawl
@@ -107,8 +108,9 @@ async def test_restart_resumes_from_the_cursor_without_gap_or_recrawl(
 
 
 async def test_updates_never_duplicate(replay: ReplayServer, store: Store, make_ctx: MakeCtx) -> None:
-    ctx = make_ctx(sports(replay))
-    poller = SourcePoller(source_name="thesportsdb", settings=ctx.settings.sources["thesportsdb"])
+    settings = sports(replay)
+    ctx = make_ctx()
+    poller = poller_for(settings, "thesportsdb")
     source = poller.build_source(ctx)
     await poller.run_cycle(ctx)
     async with store.session() as s:
@@ -144,9 +146,10 @@ async def test_drift_and_garbage_never_crash_the_poller(
         FaultRule(kind=FaultKind.drift, route="/usgs/query", rate=0.7),
         FaultRule(kind=FaultKind.drift, route="/thesportsdb/*/lookupevent.php"),
     )
-    ctx = make_ctx(sports(replay))
+    settings = sports(replay)
+    ctx = make_ctx()
     for name in ("usgs", "thesportsdb"):
-        report = await SourcePoller(source_name=name, settings=ctx.settings.sources[name]).run_cycle(ctx)
+        report = await poller_for(settings, name).run_cycle(ctx)
         assert report.completed
     async with store.session() as s:
         skips = await skip_counts(s)
@@ -160,17 +163,19 @@ async def test_a_blocked_source_does_not_move_its_cursor(
     replay: ReplayServer, store: Store, make_ctx: MakeCtx, http: aiohttp.ClientSession
 ) -> None:
     await set_faults(replay, http, FaultRule(kind=FaultKind.rate_limit, route="/usgs/*", retry_after_s=600))
-    ctx = make_ctx(settings_for(replay))
+    settings = settings_for(replay)
+    ctx = make_ctx()
     with pytest.raises(SourceBlocked):
-        await SourcePoller(source_name="usgs", settings=ctx.settings.sources["usgs"]).run_cycle(ctx)
+        await poller_for(settings, "usgs").run_cycle(ctx)
     async with store.session() as s:
         assert await load_cursor(s, "usgs") is None
     assert await count(store, Entity) == 0
 
 
 async def test_run_loop_crawls_and_stops_promptly(replay: ReplayServer, store: Store, make_ctx: MakeCtx) -> None:
-    ctx = make_ctx(settings_for(replay))
-    poller = SourcePoller(source_name="usgs", settings=ctx.settings.sources["usgs"])
+    settings = settings_for(replay)
+    ctx = make_ctx()
+    poller = poller_for(settings, "usgs")
     task = asyncio.create_task(poller.run(ctx))
     from tests.conftest import wait_for
 
@@ -202,8 +207,8 @@ async def test_a_record_that_keeps_failing_is_skipped_not_fatal(
 ) -> None:
     await set_faults(replay, http, FaultRule(kind=FaultKind.server_error, route="/thesportsdb/*/lookupevent.php"))
     settings = settings_for(replay, thesportsdb={"options": {"leagues": ["4328", "4424"]}, "breaker_failures": 100})
-    ctx = make_ctx(settings)
-    poller = SourcePoller(source_name="thesportsdb", settings=settings.sources["thesportsdb"])
+    ctx = make_ctx()
+    poller = poller_for(settings, "thesportsdb")
     poller.FETCH_RETRY_CYCLES = 2  # type: ignore[misc]
     # the first cycles end at the failing page (retried later, cursor not past it); then the records are skipped
     report = await _cycle_until_complete(poller, ctx)
@@ -217,8 +222,8 @@ async def test_a_transient_record_failure_is_retried_next_cycle_not_skipped(
     # the detail route fails for a while (more than the client's retries), then recovers
     await set_faults(replay, http, FaultRule(kind=FaultKind.server_error, route="/thesportsdb/*/lookupevent.php", limit=6))
     settings = settings_for(replay, thesportsdb={"options": {"leagues": ["4328", "4424"]}, "breaker_failures": 100})
-    ctx = make_ctx(settings)
-    poller = SourcePoller(source_name="thesportsdb", settings=settings.sources["thesportsdb"])
+    ctx = make_ctx()
+    poller = poller_for(settings, "thesportsdb")
     report = await _cycle_until_complete(poller, ctx)
     async with store.session() as s:
         assert ("thesportsdb", "fetch_failed") not in await skip_counts(s)

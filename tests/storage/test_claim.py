@@ -28,8 +28,8 @@ async def _seed(store: Store, n: int) -> None:
 async def test_enqueue_is_idempotent(store: Store) -> None:
     await _seed(store, 3)
     async with store.transaction() as s:
-        assert await enqueue(s, Stage.probe, 1, key="0") is False
-        assert await enqueue(s, Stage.probe, 1, key="new") is True
+        assert await enqueue(s, Stage.probe, 1, key="0", max_attempts=3) is False
+        assert await enqueue(s, Stage.probe, 1, key="new", max_attempts=3) is True
         assert (await s.execute(select(func.count()).select_from(Task))).scalar() == 4
 
 

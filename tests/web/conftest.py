@@ -10,7 +10,8 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from clkt.config import Settings
-from clkt.web import PageContext, pages_app
+from clkt.services import page_context
+from clkt.web import pages_app
 from storage.engine import Store
 from tests.web.seed import seed, settings_for, write_config
 
@@ -29,5 +30,5 @@ async def pages(tmp_path: Path) -> AsyncIterator[Pages]:
     settings = settings_for(write_config(tmp_path, extra='[agents]\nmonthly_budget_usd = 20.0'))
     async with Store(url=settings.resolved_store_url) as store:
         ids = await seed(store, settings, tmp_path)
-        async with TestClient(TestServer(pages_app(PageContext(settings=settings, store=store)), host="127.0.0.1")) as client:
+        async with TestClient(TestServer(pages_app(page_context(settings, store=store)), host="127.0.0.1")) as client:
             yield Pages(client=client, settings=settings, store=store, ids=ids, root=tmp_path)

@@ -57,7 +57,7 @@ async def test_entity_table_filters_search_and_pages(pages: Pages) -> None:
     from clkt.cutoff import fresh_after
 
     html = await (await c.get("/entities")).text()  # fresh only by default
-    assert f"fresh only (from {fresh_after(pages.settings).date().isoformat()})" in html and 'value="fresh" selected' in html
+    assert f"fresh only (from {fresh_after(pages.settings.spec).date().isoformat()})" in html and 'value="fresh" selected' in html
     assert "ci3144585" not in html  # 1994: not fresh
     assert "ci3144585" in await (await c.get("/entities?scope=all")).text()
     assert (await c.get("/entities?scope=some")).status == 400

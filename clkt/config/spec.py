@@ -1,0 +1,96 @@
+"""`[spec]`: the benchmark spec (whom we measure, in which languages, on which domains) and its targets."""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from clkt.config._base import LANGS_DEFAULT, SUPPORTED_LANGS, Section
+from clkt.facts import Domain
+
+__all__ = ["ScorerLiteral", "TargetSettings", "EMBEDDED_TARGET", "SpecSettings"]
+
+
+ScorerLiteral = Literal["option-loglik", "letter-logprob", "generate"]
+
+
+class TargetSettings(Section):
+    """A target model: the model we measure. `model` is a HF id, a local path, or `embedded:<name>`."""
+
+    name: str
+    model: str
+    cutoff: date | None = None  # None: look up the registry of known cutoffs
+    kind: Literal["base", "instruct"] = "base"
+    backend: Literal["local", "openai"] = "local"
+    base_url: str | None = None  # for backend = "openai" (e.g. a vLLM server of the target)
+    api_key_env: str | None = None
+    family: str | None = None
+    size_b: float | None = Field(default=None, gt=0, le=100_000)  # parameters in billions (Figure 4)
+    # None: [gpu] scorers, else by kind (base: option-loglik; instruct: generate); see clkt.evaluate.scorers
+    scorers: list[ScorerLiteral] | None = Field(default=None, min_length=1)
+
+
+EMBEDDED_TARGET = TargetSettings(
+    name="gemma-3-270m",
+    model="embedded:gemma-3-270m",
+    cutoff=date(2024, 8, 1),
+    kind="base",
+    family="gemma-3",
+    size_b=0.27,
+)
+
+
+Strategy = Literal["cpt-lora", "sft-lora", "full-ft"]
+
+
+def _default_strategies() -> list[Strategy]:
+    return ["cpt-lora"]
+
+
+class SpecSettings(Section):
+    """The benchmark spec: whom we measure, in which languages, on which domains."""
+
+    name: str = Field(default="default", pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")
+    targets: list[TargetSettings] = Field(default_factory=lambda: [EMBEDDED_TARGET], min_length=1)
+    languages: list[str] = Field(default_factory=lambda: list(LANGS_DEFAULT), min_length=2)
+    domains: list[Domain] = Field(default_factory=lambda: list(Domain), min_length=1)
+    temporal_buffer_days: int = Field(default=183, ge=0, le=3650)
+    strategies: list[Strategy] = Field(default_factory=_default_strategies, min_length=1)
+    # the languages a GPU job injects in (None: every language); a subset still tests in every language
+    train_languages: list[str] | None = Field(default=None, min_length=1)
+
+    @model_validator(mode="after")
+    def _train_subset(self) -> SpecSettings:
+        if self.train_languages is not None:
+            bad = [x for x in self.train_languages if x not in self.languages]
+            if bad:
+                raise ValueError(f"train_languages {bad} are not among the spec's languages {self.languages}")
+            if len(set(self.train_languages)) != len(self.train_languages):
+                raise ValueError("train_languages must be distinct")
+        return self
+
+    @property
+    def train_langs(self) -> list[str]:
+        """The languages the GPU jobs inject in (in `languages` order)."""
+        chosen = set(self.train_languages or self.languages)
+        return [x for x in self.languages if x in chosen]
+
+    @field_validator("languages")
+    @classmethod
+    def _langs(cls, v: list[str]) -> list[str]:
+        bad = [x for x in v if x not in SUPPORTED_LANGS]
+        if bad:
+            raise ValueError(f"unsupported language(s) {bad}; supported: {sorted(SUPPORTED_LANGS)}")
+        if len(set(v)) != len(v):
+            raise ValueError("languages must be distinct")
+        return v
+
+    @field_validator("targets")
+    @classmethod
+    def _targets(cls, v: list[TargetSettings]) -> list[TargetSettings]:
+        names = [t.name for t in v]
+        if len(set(names)) != len(names):
+            raise ValueError("target names must be distinct")
+        return v
