@@ -1,7 +1,7 @@
 """Bench: does the instrument measure? The embedded target on a control-only snapshot.
 
 A snapshot holding only the control split (fictional entities no model can know; `--per-domain` per domain,
->= 100 questions per language) goes through the real GPU job (`clkt.inject.job.run_job`) with the demo's
+>= 100 questions per language) goes through the real GPU job (`clkt.inject.job.InjectionJob`) with the demo's
 settings (`[gpu]` of the embedded default: lr 2e-3; `--lr` overrides) for the paper's 5 epochs (`--epochs`): base answers, LoRA injection of
 the train-language documents, injected answers in every language, scored as the target's kind says
 (option-loglik for the base model). Figures:
@@ -39,9 +39,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from bench.support.targets import add_target_args, target_from_args  # noqa: E402
 from clkt.config import load_settings  # noqa: E402
-from clkt.evaluate.learn import learn_stat  # noqa: E402
-from clkt.inject.job import run_job  # noqa: E402
-from clkt.inject.contract import JobSpec, ResultItem, Variant  # noqa: E402
+from clkt.evaluate.results import ResultItem, Variant  # noqa: E402
+from clkt.inject.contract import JobSpec  # noqa: E402
+from clkt.inject.job import InjectionJob  # noqa: E402
+from clkt.report.learn import learn_stat  # noqa: E402
 from clkt.snapshots.control_only import write_control_snapshot  # noqa: E402
 from clkt.snapshots.layout import load_snapshot_dir  # noqa: E402
 
@@ -111,7 +112,7 @@ def main() -> int:
         )
         spec.artifacts_dir.mkdir()
         t0 = time.perf_counter()
-        outcome = run_job(spec)
+        outcome = InjectionJob(spec).run()
         runtime = time.perf_counter() - t0
     items = outcome.control_results
     scorer = _scorer(items)

@@ -16,7 +16,7 @@ from typing import Any
 from storage.engine import Store
 from storage.gpu_jobs import ResultRecord, enqueue_gpu_jobs, write_job_results
 
-__all__ = ["LANGS", "SNAPSHOT_ID", "old_summary", "seed_report_store"]
+__all__ = ["LANGS", "MODELS", "SNAPSHOT_ID", "old_summary", "seed_report_store"]
 
 SNAPSHOT_ID = "golden-2025-06-000000000000"
 LANGS = ("en", "fr", "ja")

@@ -16,10 +16,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from clkt.evaluate.report import report_dir, write_report
+import pytest
+
+from clkt.evaluate.summary import JobSummary
+from clkt.report.writer import report_dir, write_report
 from storage.engine import Store
 from tests.conftest import REPO
-from tests.report._store import SNAPSHOT_ID, seed_report_store
+from tests.report._store import MODELS, SNAPSHOT_ID, old_summary, seed_report_store
 
 GOLDEN = Path(__file__).parent / "golden"
 TEXT_FILES = ("report.md", "table2.csv", "pairs.csv", "learn.csv", "metrics.json")
@@ -37,9 +40,17 @@ def assert_golden(out: Path) -> None:
     assert pngs == _figures()
 
 
-async def test_the_report_of_an_old_store_is_byte_identical(tmp_path: Path) -> None:
+@pytest.mark.parametrize("shape", ["flat (previous version)", "typed"])
+async def test_the_report_of_a_store_is_byte_identical(tmp_path: Path, shape: str) -> None:
+    summaries = None
+    if shape == "typed":  # what this version's consumer stores: the typed summary, dumped
+        summaries = {
+            (m, t): JobSummary.model_validate(old_summary(m, t, control=m == "large")).model_dump(mode="json")
+            for m in MODELS for t in ("en", "fr")
+        }
+        assert all("scores" in v and "learn:generate:n" not in v for v in summaries.values())
     async with Store(url=f"sqlite+aiosqlite:///{tmp_path / 'clkt.db'}") as store:
-        await seed_report_store(store)
+        await seed_report_store(store, summaries=summaries)
         await write_report(store, SNAPSHOT_ID, report_dir(tmp_path, SNAPSHOT_ID))
     assert_golden(report_dir(tmp_path, SNAPSHOT_ID))
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 from scipy.stats import binomtest
 
-from clkt.evaluate.learn import mcnemar_exact, wilson_ci
-from clkt.evaluate.metrics import Outcome, mcnemar_tests
+from clkt.report.metrics import Outcome, mcnemar_tests
+from clkt.report.stats import mcnemar_exact, wilson_ci
 
 # (gained, lost, two-sided exact McNemar p)
 MCNEMAR = [

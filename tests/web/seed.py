@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from clkt.config import Settings, load_settings
-from clkt.evaluate.report import report_dir, write_report
+from clkt.report.writer import report_dir, write_report
 from clkt.snapshots.layout import MANIFEST_FILE, SnapshotManifest
 from storage.engine import Store
 from storage.entities import record_skip

@@ -4,7 +4,7 @@ import dataclasses
 
 import pytest
 
-from clkt.evaluate.metrics import (
+from clkt.report.metrics import (
     ALL_DOMAINS,
     AVG_DOMAINS,
     Outcome,
