@@ -107,7 +107,8 @@ async def record_report(
     session: AsyncSession, *, snapshot_id: str, fingerprint: str, jobs: int, path: str, written_at: datetime | None = None,
 ) -> ReportRecord:
     """Record (or replace) the snapshot's report, in the caller's transaction."""
-    values = dict(snapshot_id=snapshot_id, fingerprint=fingerprint, jobs=jobs, path=path, written_at=written_at or utcnow())
+    values = {"snapshot_id": snapshot_id, "fingerprint": fingerprint, "jobs": jobs, "path": path,
+              "written_at": written_at or utcnow()}
     bind = session.get_bind()
     ins = pg_insert(SnapshotReport) if bind.dialect.name == "postgresql" else sqlite_insert(SnapshotReport)
     update = {k: v for k, v in values.items() if k != "snapshot_id"}

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -36,7 +37,7 @@ log = logging.getLogger(__name__)
 class _Failure:
     fingerprint: str  # of the jobs the failed report was built from: other jobs are tried at once
     tries: int
-    next_try: float  # time.monotonic()
+    next_try: float  # on the service's clock (time.monotonic)
 
 
 class ReportService:
@@ -51,22 +52,26 @@ class ReportService:
         self.poll_interval_s = daemon.poll_interval_s
         self.burst = burst
         self.written: list[ReportRecord] = []  # the reports this service wrote, in order
+        self.passes = 0  # how many times `run` looked for due reports
+        self.clock: Callable[[], float] = time.monotonic  # the backoff's clock (tests move it)
         self._failures: dict[str, _Failure] = {}
 
     async def run(self, ctx: ServiceContext) -> None:
         while True:
             await self.write_due(ctx)
+            self.passes += 1
             if self.burst:
                 return
             if await ctx.sleep(self.poll_interval_s):
                 await self.write_due(ctx)  # stopping: the report of a job that just finished is not left behind
+                self.passes += 1
                 return
 
     async def write_due(self, ctx: ServiceContext) -> list[ReportRecord]:
         """Write every due report that is not waiting out a backoff; the ones written."""
         async with ctx.store.session() as s:
             due = await due_reports(s)
-        now = time.monotonic()
+        now = self.clock()
         out: list[ReportRecord] = []
         for d in due:
             failed = self._failures.get(d.snapshot_id)
@@ -87,11 +92,11 @@ class ReportService:
                 )
         except asyncio.CancelledError:
             raise
-        except Exception:  # noqa: BLE001 - a report that fails never takes the daemon down: logged, tried later
+        except Exception:  # a report that fails never takes the daemon down: logged, tried again later
             before = self._failures.get(sid)
             tries = before.tries + 1 if before is not None and before.fingerprint == due.fingerprint else 1
             delay = min(self.RETRY_BACKOFF_START_S * 2 ** (tries - 1), self.RETRY_BACKOFF_MAX_S)
-            self._failures[sid] = _Failure(due.fingerprint, tries, time.monotonic() + delay)
+            self._failures[sid] = _Failure(due.fingerprint, tries, self.clock() + delay)
             log.exception("report of snapshot %s failed (try %d); trying again in %.0f s", sid, tries, delay)
             return None
         self._failures.pop(sid, None)

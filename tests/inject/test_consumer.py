@@ -8,6 +8,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 from sqlalchemy import func, select
+from sqlmodel import col
 
 from clkt.config import EMBEDDED_TARGET, Settings, TargetSettings
 from clkt.context import ServiceContext
@@ -56,8 +57,8 @@ async def test_failing_job_then_full_job_end_to_end(tmp_path: Path, data_dir: Pa
             await ReportService(data_dir=settings.data_dir, daemon=settings.daemon, burst=True).run(ctx)
         async with store.session() as s:
             broken, good = await jobs_for_snapshot(s, SNAPSHOT_ID)
-            n_results = (await s.execute(select(func.count()).select_from(QuestionResult).where(QuestionResult.job_id == good.id))).scalar_one()
-            rows = (await s.execute(select(QuestionResult).where(QuestionResult.job_id == good.id))).scalars().all()
+            n_results = (await s.execute(select(func.count()).select_from(QuestionResult).where(col(QuestionResult.job_id) == good.id))).scalar_one()
+            rows = (await s.execute(select(QuestionResult).where(col(QuestionResult.job_id) == good.id))).scalars().all()
     # the broken target failed for good, with a reason naming what is missing
     assert broken.status == LeaseStatus.failed and broken.attempts == 1
     assert "model-unavailable" in (broken.last_error or "") and "no-such-model" in (broken.last_error or "")

@@ -9,6 +9,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 from sqlalchemy import select
+from sqlmodel import col
 
 from clkt.config import EMBEDDED_TARGET, Settings
 from clkt.context import ServiceContext
@@ -66,7 +67,7 @@ async def test_job_injects_and_scores_the_control_split_apart(tmp_path: Path, da
             await make_consumer(settings, burst=True).run(ctx)
         async with store.session() as s:
             [job] = await jobs_for_snapshot(s, SNAPSHOT_ID)
-            rows = (await s.execute(select(QuestionResult).where(QuestionResult.job_id == job.id))).scalars().all()
+            rows = (await s.execute(select(QuestionResult).where(col(QuestionResult.job_id) == job.id))).scalars().all()
     summary = JobSummary.from_stored(job.summary)
     assert summary is not None and summary.control_questions == 2 * len(control), job.last_error
     # the real results: only the real test questions (rows 12 and 21), never a control one
