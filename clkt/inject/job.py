@@ -41,7 +41,9 @@ from clkt.report.learn import learn_stat
 from clkt.snapshots.layout import DocRow, QuestionRow, load_snapshot_dir
 from clkt.targets.loader import load_target, resolve_device
 
-__all__ = ["CKPT_DIR", "InjectionJob", "JobQuestions", "ProgressWriter", "check_spec", "learn_summaries", "score_summaries"]
+__all__ = [
+    "CKPT_DIR", "InjectionJob", "JobQuestions", "ProgressWriter", "Training", "check_spec", "learn_summaries", "score_summaries",
+]
 
 log = logging.getLogger(__name__)
 

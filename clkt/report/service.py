@@ -2,7 +2,7 @@
 
 Every `daemon.poll_interval_s` it asks the store which reports are due (`storage.reports.due_reports`: every
 GPU job of the snapshot done or failed, and no report recorded from exactly those jobs), writes each into
-`<data_dir>/reports/<snapshot>/` (`clkt.report.writer.write_report`) and records it (`record_report`: the
+`<data_dir>/reports/<snapshot>/` (`clkt.report.writer.write_report`; file by file atomically) and records it (`record_report`: the
 jobs' fingerprint, the folder, when), so it neither rewrites a report every poll nor forgets one after a
 restart, and "a report was written for snapshot X" can be read from the store. A job that runs again, or
 joins the snapshot later, makes the recorded report stale: it is written again once every job has finished.
@@ -17,6 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import secrets
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -85,10 +88,10 @@ class ReportService:
     async def _write(self, ctx: ServiceContext, due: FinishedJobs) -> ReportRecord | None:
         sid = due.snapshot_id
         try:
-            paths = await write_report(ctx.store, sid, report_dir(self.data_dir, sid))
+            out = await self._write_files(ctx, sid)
             async with ctx.store.transaction() as s:
                 record = await record_report(
-                    s, snapshot_id=sid, fingerprint=due.fingerprint, jobs=due.jobs, path=str(paths.directory.resolve()),
+                    s, snapshot_id=sid, fingerprint=due.fingerprint, jobs=due.jobs, path=str(out.resolve()),
                 )
         except asyncio.CancelledError:
             raise
@@ -101,5 +104,24 @@ class ReportService:
             return None
         self._failures.pop(sid, None)
         self.written.append(record)
-        log.info("snapshot %s: every GPU job finished; report written to %s", sid, paths.markdown)
+        log.info("snapshot %s: every GPU job finished; report written to %s", sid, out / "report.md")
         return record
+
+    async def _write_files(self, ctx: ServiceContext, snapshot_id: str) -> Path:
+        """The report written beside its folder, then each file moved in (`os.replace`, report.md last): a
+        reader, or another process writing the same report (a worker beside the daemon), never sees a file
+        half written."""
+        out = report_dir(self.data_dir, snapshot_id)
+        tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
+        try:
+            await write_report(ctx.store, snapshot_id, tmp)
+            await asyncio.to_thread(_move_into, tmp, out)
+        finally:
+            await asyncio.to_thread(shutil.rmtree, tmp, True)
+        return out
+
+
+def _move_into(src: Path, dst: Path) -> None:
+    dst.mkdir(parents=True, exist_ok=True)
+    for f in sorted(src.iterdir(), key=lambda p: (p.name == "report.md", p.name)):
+        os.replace(f, dst / f.name)

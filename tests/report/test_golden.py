@@ -68,3 +68,21 @@ def test_clkt_report_prints_and_writes_the_same(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr
     assert res.stdout.replace(str(tmp_path), "<data_dir>") == (GOLDEN / "clkt-report.stdout").read_text(encoding="utf-8")
     assert_golden(report_dir(tmp_path, SNAPSHOT_ID))
+
+
+async def test_the_report_writer_service_writes_the_same_files(tmp_path: Path) -> None:
+    import aiohttp
+
+    from clkt.config import DaemonSettings, Settings
+    from clkt.context import ServiceContext
+    from clkt.report.service import ReportService
+    from clkt.telemetry import Metrics
+
+    async with Store(url=f"sqlite+aiosqlite:///{tmp_path / 'clkt.db'}") as store, aiohttp.ClientSession() as http:
+        await seed_report_store(store)
+        ctx = ServiceContext(settings=Settings(data_dir=tmp_path), store=store, http=http, owner="o", metrics=Metrics())
+        (record,) = await ReportService(data_dir=tmp_path, daemon=DaemonSettings()).write_due(ctx)
+    out = report_dir(tmp_path, SNAPSHOT_ID)
+    assert Path(record.path) == out.resolve() and record.jobs == 5
+    assert_golden(out)
+    assert [p.name for p in out.parent.iterdir()] == [SNAPSHOT_ID]  # no temporary folder left beside it
