@@ -1,7 +1,7 @@
 """Bench: does the instrument measure? The embedded target on a control-only snapshot.
 
 A snapshot holding only the control split (fictional entities no model can know; `--per-domain` per domain,
->= 100 questions per language) goes through the real GPU job (`clkt.inject.job.run_job`) with the demo's
+>= 100 questions per language) goes through the real GPU job (`clkt.inject.job.InjectionJob`) with the demo's
 settings (`[gpu]` of the embedded default: lr 2e-3; `--lr` overrides) for the paper's 5 epochs (`--epochs`): base answers, LoRA injection of
 the train-language documents, injected answers in every language, scored as the target's kind says
 (option-loglik for the base model). Figures:
@@ -37,13 +37,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from bench.support.targets import add_target_args, target_from_args  # noqa: E402
-from clkt.config import load_settings  # noqa: E402
-from clkt.evaluate.learn import learn_stat  # noqa: E402
-from clkt.inject.contract import JobSpec, ResultItem, Variant  # noqa: E402
-from clkt.inject.job import run_job  # noqa: E402
-from clkt.snapshots.control_only import write_control_snapshot  # noqa: E402
-from clkt.snapshots.layout import load_snapshot_dir  # noqa: E402
+from bench.support.targets import add_target_args, target_from_args
+from clkt.config import load_settings
+from clkt.evaluate.results import ResultItem, Variant
+from clkt.inject.contract import JobSpec
+from clkt.inject.job import InjectionJob
+from clkt.report.learn import learn_stat
+from clkt.snapshots.control_only import write_control_snapshot
+from clkt.snapshots.layout import load_snapshot_dir
 
 GOAL_GAIN = 0.25
 GOAL_P = 0.001
@@ -111,7 +112,7 @@ def main() -> int:
         )
         spec.artifacts_dir.mkdir()
         t0 = time.perf_counter()
-        outcome = run_job(spec)
+        outcome = InjectionJob(spec).run()
         runtime = time.perf_counter() - t0
     items = outcome.control_results
     scorer = _scorer(items)

@@ -1,5 +1,6 @@
 """A service that logs one progress line at an interval (entities, stage queues, snapshots, GPU jobs), and
-the demo watcher that stops the daemon once the first snapshot's report is written."""
+the demo watcher that stops the daemon once the first snapshot's report is written (recorded in the store
+by the `report-writer` service, `clkt.report.service`)."""
 
 from __future__ import annotations
 
@@ -9,17 +10,14 @@ from pathlib import Path
 from typing import ClassVar
 
 from clkt.context import ServiceContext
+from clkt.report.writer import report_dir
 from clkt.status import collect_status
-from storage.enums import LeaseStatus
+from storage.reports import current_report
 from storage.status_counts import first_frozen_snapshot
 
-__all__ = ["DemoWatcher", "ProgressLogger", "report_dir"]
+__all__ = ["DemoWatcher", "ProgressLogger"]
 
 log = logging.getLogger("clkt.progress")
-
-
-def report_dir(data_dir: Path, snapshot_id: str) -> Path:
-    return data_dir / "reports" / snapshot_id
 
 
 class ProgressLogger:
@@ -45,7 +43,8 @@ class ProgressLogger:
 
 
 class DemoWatcher:
-    """Stops the daemon when the first frozen snapshot has all its GPU jobs finished and its report."""
+    """Stops the daemon when the first frozen snapshot has all its GPU jobs finished and its report written from
+    exactly those jobs."""
 
     name = "demo-watcher"
     INTERVAL_S: ClassVar[float] = 2.0
@@ -63,15 +62,14 @@ class DemoWatcher:
                 snap = await first_frozen_snapshot(s)
             if snap is None:
                 continue
-            jobs = snap.job_statuses
             if not self.gpu_enabled:
                 self.result = (snap.id, Path(snap.export_path or ""))
                 self.on_done(snap.id, Path(snap.export_path or ""))
                 return
-            if not jobs or any(j not in (LeaseStatus.done, LeaseStatus.failed) for j in jobs):
-                continue
-            rdir = report_dir(self.data_dir, snap.id)
-            if (rdir / "report.md").exists():
+            async with ctx.store.session() as s:
+                report = await current_report(s, snap.id)
+            if report is not None:
+                rdir = report_dir(self.data_dir, snap.id)
                 self.result = (snap.id, rdir)
                 self.on_done(snap.id, rdir)
                 return

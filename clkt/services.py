@@ -3,7 +3,7 @@
 This module and `clkt.daemon` (with the entry points: `run_daemon.py`, `clkt.process`, the CLI commands) are
 the only readers of the whole `Settings`; every service, worker and page receives its own section(s) in
 its constructor. Each area registers its services here (source pollers, the stage workers of the flow,
-snapshot builder, GPU consumer). What a service is: `clkt.context.Service`. Registering one name twice
+snapshot builder, GPU consumer, report writer). What a service is: `clkt.context.Service`. Registering one name twice
 raises.
 """
 
@@ -19,6 +19,7 @@ from clkt.pipeline.backends import build_backend
 from clkt.pipeline.stage_worker import StageConfig
 from clkt.pipeline.stages import stage_services
 from clkt.snapshots.builder import BuildConfig
+from clkt.report.service import ReportService
 from clkt.snapshots.service import SnapshotBuilder
 from clkt.sources.board import SourceBoard
 from clkt.sources.poller import source_services
@@ -71,10 +72,11 @@ def build_services(settings: Settings, *, board: SourceBoard) -> list[Service]:
     services.extend(stage_services(stage_config(settings)))
     # --- snapshot builder (clkt.snapshots) ---
     services.append(SnapshotBuilder(config=snapshot_config(settings), gpu=settings.gpu))
-    # --- GPU consumer (clkt.inject / clkt.evaluate) ---
+    # --- GPU consumer (clkt.inject / clkt.evaluate), and the report of each snapshot once its jobs finished ---
     if settings.gpu.enabled:
         services.append(GpuConsumer(gpu=settings.gpu, daemon=settings.daemon, targets=settings.spec.targets,
                                     data_dir=settings.data_dir))
+        services.append(ReportService(data_dir=settings.data_dir, daemon=settings.daemon))
     names = [s.name for s in services]
     dup = {n for n in names if names.count(n) > 1}
     if dup:

@@ -1,5 +1,5 @@
 """Telemetry: the daemon's Prometheus metrics (prometheus-client), one registry per daemon so tests can run
-several. (The paper's benchmark metrics are `clkt.evaluate.metrics`.)
+several. (The paper's benchmark metrics are `clkt.report.metrics`.)
 """
 
 from __future__ import annotations

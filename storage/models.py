@@ -43,6 +43,7 @@ __all__ = [
     "SkipCount",
     "Snapshot",
     "SnapshotItem",
+    "SnapshotReport",
     "SnapshotStatus",
     "SourceCursor",
     "Stage",
@@ -231,6 +232,19 @@ class SnapshotItem(SQLModel, table=True):
     split: str = Field(max_length=8)  # "val" | "test"
     option_order: list[int] = _json(list)  # permutation applied to Question.options
     answer_letter: str = Field(max_length=1)
+
+
+class SnapshotReport(SQLModel, table=True):
+    """The report last written for a snapshot, and the fingerprint of the finished GPU jobs it was built from."""
+
+    __tablename__ = "snapshot_report"
+    __table_args__ = (Index("ix_snapshot_report_written", "written_at"),)
+
+    snapshot_id: str = Field(primary_key=True, foreign_key="snapshot.id", max_length=160, ondelete="CASCADE")
+    fingerprint: str = Field(max_length=64)  # sha256 of the jobs' (id, status, attempts, updated_at)
+    jobs: int = 0  # how many jobs (done + failed) it was built from
+    path: str  # the report folder (report.md, CSV, JSON, figures)
+    written_at: datetime = _ts()
 
 
 class GpuJob(SQLModel, table=True):

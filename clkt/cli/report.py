@@ -23,7 +23,7 @@ def report(
 ) -> None:
     import asyncio
 
-    from clkt.evaluate.report import load_report_data, render_tables, report_dir, write_report_files
+    from clkt.report.writer import load_report_data, render_tables, report_dir, write_report_files
 
     settings = load_cli_settings(config)
     out_dir = out or report_dir(settings.data_dir, snapshot)

@@ -1,4 +1,6 @@
-"""`clkt worker`: consume GPU jobs only (for a GPU machine next to the daemon's store)."""
+"""`clkt worker`: consume GPU jobs only (for a GPU machine next to the daemon's store), and write the report of
+each snapshot whose jobs have all finished (the `report-writer` service, as the daemon runs it beside its GPU
+consumer)."""
 
 from __future__ import annotations
 
@@ -27,12 +29,17 @@ def worker(
     from clkt.inject.consumer import GpuConsumer
     from clkt.logs import setup_logging
     from clkt.owner import new_owner_id
+    from clkt.report.service import ReportService
     from clkt.telemetry import Metrics
 
     settings = load_cli_settings(config)
     setup_logging(settings.log_level, secrets=settings.secrets.values())
-    consumer = GpuConsumer(gpu=settings.gpu, daemon=settings.daemon, targets=settings.spec.targets,
-                           data_dir=settings.data_dir, devices=device or None, burst=burst)
+    consumer = GpuConsumer(
+        gpu=settings.gpu, daemon=settings.daemon, targets=settings.spec.targets, data_dir=settings.data_dir,
+        devices=device or None, burst=burst,
+    )
+    # the report of each snapshot whose jobs have all finished: the report step is its own service
+    reporter = ReportService(data_dir=settings.data_dir, daemon=settings.daemon, burst=burst)
 
     async def consume() -> None:
         owner = new_owner_id("worker-")
@@ -41,7 +48,12 @@ def worker(
             install_stop_signals(lambda _why: ctx.stopping.set())
             console.print(plain(f"clkt worker {owner}: devices {consumer.devices}; store {settings.resolved_store_url}"))
             try:
-                await Supervisor(daemon=settings.daemon).run([consumer], ctx)
+                if burst:  # every claimable job first, then one pass of the reports that became due
+                    await Supervisor(daemon=settings.daemon).run([consumer], ctx)
+                    if not ctx.stopping.is_set():
+                        await Supervisor(daemon=settings.daemon).run([reporter], ctx)
+                else:
+                    await Supervisor(daemon=settings.daemon).run([consumer, reporter], ctx)
             finally:
                 await release_leases(store, owner)
 

@@ -20,7 +20,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from clkt.evaluate.prompts import ANSWER_CUES, LETTERS
+from clkt.documents.answer_cues import answer_cue
+from clkt.evaluate.prompts import LETTERS
 from clkt.targets.prompting import RenderedPrompt, render_prompt, uses_chat_template
 
 if TYPE_CHECKING:
@@ -56,7 +57,7 @@ def loglik_item(target: TargetSettings, tokenizer: Any, question: str, options: 
         ctx = render_prompt(target, tokenizer, question.strip())
         conts = tuple(o.strip() for o in options)
     else:
-        ctx = RenderedPrompt(f"{question.strip()}\n{ANSWER_CUES.get(lang, ANSWER_CUES['en'])}", True)
+        ctx = RenderedPrompt(f"{question.strip()}\n{answer_cue(lang)}", True)
         conts = tuple(" " + o.strip() for o in options)  # lm-eval's target_delimiter
     return LoglikItem(ctx, conts, tuple(max(1, len(o.strip())) for o in options))
 

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from clkt.documents.answer_cues import answer_cue
 from clkt.targets.prompting import RenderedPrompt, render_prompt, uses_chat_template
 
 if TYPE_CHECKING:
     from clkt.config import TargetSettings
 
-__all__ = ["LETTERS", "EVAL_PROMPT_VERSION", "INSTRUCTIONS", "ANSWER_CUES", "mcq_text", "render_mcq"]
+__all__ = ["LETTERS", "EVAL_PROMPT_VERSION", "INSTRUCTIONS", "mcq_text", "render_mcq"]
 
 LETTERS = ("A", "B", "C", "D")
 EVAL_PROMPT_VERSION = "mcq-v1"
@@ -43,11 +44,6 @@ INSTRUCTIONS: dict[str, str] = {
     "hi": "निम्नलिखित बहुविकल्पीय प्रश्न का उत्तर सही विकल्प के अक्षर से दीजिए।",
 }
 
-ANSWER_CUES: dict[str, str] = {
-    "en": "Answer:", "ja": "答え:", "zh": "答案:", "fr": "Réponse :", "es": "Respuesta:", "de": "Antwort:",
-    "it": "Risposta:", "pt": "Resposta:", "ko": "정답:", "ru": "Ответ:", "ar": "الإجابة:", "hi": "उत्तर:",
-}
-
 
 def mcq_text(question: str, options: list[str], lang: str, *, cue: bool = True) -> str:
     if len(options) != 4:
@@ -55,7 +51,7 @@ def mcq_text(question: str, options: list[str], lang: str, *, cue: bool = True) 
     body = "\n".join(f"{letter}. {opt}" for letter, opt in zip(LETTERS, options, strict=True))
     text = f"{INSTRUCTIONS.get(lang, INSTRUCTIONS['en'])}\n\n{question.strip()}\n{body}"
     if cue:
-        text += f"\n{ANSWER_CUES.get(lang, ANSWER_CUES['en'])}"
+        text += f"\n{answer_cue(lang)}"
     return text
 
 

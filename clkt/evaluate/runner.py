@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 from clkt.evaluate.loglik import loglik_item, score_option_loglik
 from clkt.evaluate.prompts import render_mcq
+from clkt.evaluate.results import ResultItem, Variant
 from clkt.evaluate.scorers import OPTION_LOGLIK_NORM, ScorerName, score_prompts
-from clkt.inject.contract import ResultItem, Variant
 
 if TYPE_CHECKING:
     from clkt.config import GpuSettings, TargetSettings

@@ -6,8 +6,13 @@ the child runs, enforces `gpu.job_timeout_s`, and then, in ONE transaction, writ
 and completes the job (fenced on the lease). The child reports the export's public qids; they are mapped
 back to this store's question rows through the snapshot's items (an unknown qid fails the job). Every read and
 write goes through the repositories (`storage.gpu_jobs`, `storage.snapshots`); jobs are `GpuJobRecord`s.
-A child that fails, crashes or runs out of memory fails that job only; the next job starts as usual. When
-the last job of a snapshot finishes, the report is written.
+A child that fails, crashes or runs out of memory fails that job only; the next job starts as usual. The
+job's typed summary (`clkt.evaluate.summary.JobSummary`) is stored completed with the epochs, the target's
+identity and the control split's counts. The report is not written here: `clkt.report.service.ReportService`
+writes it once every job of the snapshot has finished.
+
+The consumer reads no settings from the context: its sections come in its constructor (`gpu` is the default
+job configuration, `daemon` gives the lease and the poll interval, `targets` the spec's target models).
 """
 
 from __future__ import annotations
@@ -30,7 +35,8 @@ from clkt._tasks import cancel_and_wait
 from clkt.config import DaemonSettings, GpuSettings, TargetSettings
 from clkt.context import ServiceContext
 from clkt.errors import JobError, SnapshotError
-from clkt.evaluate.report import report_dir, write_report
+from clkt.evaluate.results import ResultItem
+from clkt.evaluate.summary import ControlCounts, JobSummary
 from clkt.inject.contract import (
     FAILURE_FILE,
     LOG_FILE,
@@ -40,7 +46,6 @@ from clkt.inject.contract import (
     JobOutcome,
     JobProgress,
     JobSpec,
-    ResultItem,
     write_json_atomic,
 )
 from clkt.logs import redact
@@ -55,12 +60,11 @@ from storage.gpu_jobs import (
     fail_gpu_job,
     heartbeat_gpu_job,
     release_gpu_job,
-    snapshot_jobs_finished,
     write_job_results,
 )
 from storage.snapshots import find_snapshot
 
-__all__ = ["GpuConsumer", "JobRun", "job_dir", "result_records", "control_counts"]
+__all__ = ["GpuConsumer", "JobRun", "completed_summary", "control_counts", "job_dir", "result_records"]
 
 log = logging.getLogger(__name__)
 
@@ -87,10 +91,10 @@ def result_records(outcome: JobOutcome, rows_by_qid: dict[int, int], *, snapshot
     ]
 
 
-def control_counts(items: list[ResultItem]) -> dict[str, dict[str, dict[str, int]]]:
+def control_counts(items: list[ResultItem]) -> dict[str, dict[str, ControlCounts]]:
     """The control split's answers as counts: scorer -> test language -> n, base_correct, injected_correct,
     gained (base wrong, injected right) and lost (base right, injected wrong), over the questions that have
-    both answers. They go into the job's `summary["control"]`: control questions have no store rows."""
+    both answers. They go into the job summary's `control`: control questions have no store rows."""
     pairs: dict[tuple[str, str, int], dict[str, bool]] = {}
     for r in items:
         pairs.setdefault((r.scorer, r.lang, r.qid), {})[r.variant.value] = r.correct
@@ -105,7 +109,16 @@ def control_counts(items: list[ResultItem]) -> dict[str, dict[str, dict[str, int
         c["injected_correct"] += i
         c["gained"] += (not b) and i
         c["lost"] += b and not i
-    return out
+    return {scorer: {lang: ControlCounts(**c) for lang, c in langs.items()} for scorer, langs in out.items()}
+
+
+def completed_summary(outcome: JobOutcome, target: TargetSettings) -> JobSummary:
+    """The job's summary as stored: what the job measured, with its epochs, the target's identity and the
+    control split's counts."""
+    return outcome.summary.model_copy(update={
+        "epochs": list(outcome.epochs), "target_family": target.family, "target_size_b": target.size_b,
+        "target_model_id": target.model, "control": control_counts(outcome.control_results) if outcome.control_results else {},
+    })
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,8 +148,9 @@ class GpuConsumer:
         self, *, gpu: GpuSettings, daemon: DaemonSettings, targets: Sequence[TargetSettings], data_dir: Path,
         devices: list[str] | None = None, burst: bool = False,
     ) -> None:
-        self.gpu = gpu
-        self.daemon = daemon
+        self.gpu = gpu  # the default job configuration (a job's stored config overrides it) and the job timeout
+        self.lease = timedelta(seconds=daemon.lease_s)
+        self.poll_interval_s = daemon.poll_interval_s
         self.targets = list(targets)
         self.data_dir = data_dir
         self.devices = list(devices or gpu.devices)
@@ -156,22 +170,19 @@ class GpuConsumer:
     # -- one device ---------------------------------------------------------------------------------------------
 
     async def _slot(self, ctx: ServiceContext, device: str, index: int) -> None:
-        lease = timedelta(seconds=self.daemon.lease_s)
+        lease = self.lease
         while not ctx.stopping.is_set():
             if not ctx.may_claim():
-                if await ctx.sleep(self.daemon.poll_interval_s):
+                if await ctx.sleep(self.poll_interval_s):
                     return
                 continue
             async with ctx.store.transaction() as s:
                 jobs = await claim_gpu_jobs(s, owner=ctx.owner, lease=lease, limit=1)
             if not jobs:
-                if self.burst or await ctx.sleep(self.daemon.poll_interval_s):
+                if self.burst or await ctx.sleep(self.poll_interval_s):
                     return
                 continue
-            run = await self._run_job(ctx, jobs[0], device, lease)
-            self.finished.append(run)
-            if run.status in (LeaseStatus.done, LeaseStatus.failed):
-                await self._maybe_report(ctx, jobs[0].snapshot_id)
+            self.finished.append(await self._run_job(ctx, jobs[0], device, lease))
 
     async def _job_spec(self, ctx: ServiceContext, job: GpuJobRecord, device: str) -> JobSpec:
         target = next((t for t in self.targets if t.name == job.target_model), None)
@@ -300,17 +311,13 @@ class GpuConsumer:
             records = result_records(outcome, rows_by_qid, snapshot_id=spec.snapshot_id)
         except (JobError, SnapshotError) as e:
             return await self._fail(ctx, jid, f"{label}: {e}", permanent=True)
-        summary = dict(outcome.summary)
-        summary["epochs"] = [e.model_dump(mode="json") for e in outcome.epochs]  # type: ignore[assignment]
-        summary.update(target_family=spec.target.family, target_size_b=spec.target.size_b, target_model_id=spec.target.model)
-        if outcome.control_results:
-            summary["control"] = control_counts(outcome.control_results)  # type: ignore[assignment]
+        summary = completed_summary(outcome, spec.target)
         try:
             async with ctx.store.transaction() as s:
                 n = await write_job_results(s, jid, records)
                 await complete_gpu_job(
                     s, jid, owner=ctx.owner, best_epoch=outcome.best_epoch, device=outcome.device,
-                    artifacts_dir=str(spec.artifacts_dir), summary=summary,
+                    artifacts_dir=str(spec.artifacts_dir), summary=summary.model_dump(mode="json"),
                 )
         except LeaseLost:
             log.warning("%s: finished, but its lease was lost; results not written (another worker owns it)", label)
@@ -339,19 +346,6 @@ class GpuConsumer:
                 await release_gpu_job(s, jid, owner=ctx.owner, reason=reason)
         except Exception:  # shutdown bookkeeping: the lease expires anyway
             log.exception("could not hand back GPU job %d", jid)
-
-    async def _maybe_report(self, ctx: ServiceContext, snapshot_id: str) -> None:
-        async with ctx.store.session() as s:
-            finished = await snapshot_jobs_finished(s, snapshot_id)
-        if not finished:
-            return
-
-        try:
-            paths = await write_report(ctx.store, snapshot_id, report_dir(self.data_dir, snapshot_id))
-        except Exception:
-            log.exception("report of snapshot %s failed", snapshot_id)
-            return
-        log.info("snapshot %s: every GPU job finished; report written to %s", snapshot_id, paths.markdown)
 
 
 def _read_failure(path: Path) -> JobFailure | None:

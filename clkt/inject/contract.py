@@ -2,7 +2,9 @@
 
 The parent writes `JobSpec` as `<artifacts>/spec.json` and starts `python -m clkt.inject.run_job`; the child
 writes `JobOutcome` to `<artifacts>/outcome.json` (atomically) on success, or `JobFailure` to
-`<artifacts>/failure.json` before exiting with a non-zero status.
+`<artifacts>/failure.json` before exiting with a non-zero status. The records an outcome carries (results,
+epochs, the typed summary) are evaluation records, below this module: `clkt.evaluate.results` and
+`clkt.evaluate.summary`.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from clkt.config import GpuSettings, TargetSettings
+from clkt.evaluate.results import EpochRecord, ResultItem
+from clkt.evaluate.summary import JobSummary
 
 __all__ = [
     "SPEC_FILE",
@@ -24,12 +28,8 @@ __all__ = [
     "PROGRESS_FILE",
     "LOG_FILE",
     "PREDICTIONS_FILE",
-    "CONTROL_SPLIT",
-    "Variant",
     "FailureKind",
     "JobSpec",
-    "ResultItem",
-    "EpochRecord",
     "JobOutcome",
     "JobFailure",
     "JobProgress",
@@ -42,16 +42,10 @@ FAILURE_FILE = "failure.json"
 PROGRESS_FILE = "progress.json"
 LOG_FILE = "job.log"
 PREDICTIONS_FILE = "predictions.jsonl"
-CONTROL_SPLIT = "control"  # ResultItem.split of a control-split question
 
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Variant(str, Enum):
-    base = "base"
-    injected = "injected"
 
 
 class FailureKind(str, Enum):
@@ -76,33 +70,13 @@ class JobSpec(_Model):
     base_cache_dir: Path | None = None  # base-model answers shared by the jobs of one (snapshot, target)
 
 
-class ResultItem(_Model):
-    qid: int
-    lang: str
-    variant: Variant
-    scorer: str
-    split: str
-    predicted: str | None
-    correct: bool
-    raw: str = ""
-
-
-class EpochRecord(_Model):
-    epoch: int  # 1-based
-    loss: float
-    tokens: int
-    seconds: float
-    val_accuracy: float | None = None  # None: no validation questions
-    val_margin: float | None = None  # mean margin of the right option's score (ties of val_accuracy); None: none
-
-
 class JobOutcome(_Model):
     job_id: int
     best_epoch: int
     epochs: list[EpochRecord]
     device: str
     results: list[ResultItem]
-    summary: dict[str, bool | int | float | str | None] = Field(default_factory=dict)
+    summary: JobSummary  # what the job measured; the consumer completes it (epochs, target, control counts)
     # the control split's answers (split "control"): never stored as question results, never in the real scores
     control_results: list[ResultItem] = Field(default_factory=list)
 

@@ -1,7 +1,7 @@
 """The job process: `python -m clkt.inject.run_job <artifacts>/spec.json`.
 
-Runs one `JobSpec` (see `clkt.inject.job`) and writes `outcome.json` (exit 0) or `failure.json` (exit 3 for
-a failure that retrying cannot fix, 1 otherwise). The GPU consumer starts it, so an out-of-memory error or a
+Runs one `JobSpec` (`clkt.inject.job.InjectionJob`) and writes `outcome.json` (exit 0) or `failure.json`
+(exit 3 for a failure that retrying cannot fix, 1 otherwise). The GPU consumer starts it, so an out-of-memory error or a
 crash inside torch ends this process, never the daemon.
 """
 
@@ -19,7 +19,7 @@ from pathlib import Path
 
 from clkt.errors import ModelUnavailableError, SnapshotError, UserError
 from clkt.inject.contract import FAILURE_FILE, OUTCOME_FILE, FailureKind, JobFailure, JobSpec, write_json_atomic
-from clkt.inject.job import check_spec, run_job
+from clkt.inject.job import InjectionJob, check_spec
 from clkt.inject.trainer import OutOfMemory, TrainingDiverged
 
 __all__ = ["main", "EXIT_OK", "EXIT_RETRYABLE", "EXIT_PERMANENT"]
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         check_spec(spec)
-        outcome = run_job(spec)
+        outcome = InjectionJob(spec).run()
     except TrainingDiverged as e:
         return failed(FailureKind.nan_loss, str(e), True)
     except OutOfMemory as e:

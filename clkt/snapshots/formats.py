@@ -20,7 +20,7 @@ import json
 import re
 from pathlib import Path
 
-from clkt.evaluate.prompts import ANSWER_CUES
+from clkt.documents.answer_cues import answer_cue
 from clkt.snapshots.content import SnapshotContent, canonical_json
 from clkt.snapshots.layout import LETTERS, QuestionRow, docs_path, dumps_row, questions_path
 
@@ -220,7 +220,7 @@ def write_lm_eval(content: SnapshotContent, root: Path, *, prefix: str = "lm_eva
         task = lm_eval_task_name(content, lang)
         write_text(base / f"{task}.yaml", _TASK.format(task=task, group=group, lang=lang, snapshot=content.snapshot_id))
         # the template as a JSON string (valid YAML): the cue is data, whatever characters it holds
-        text = json.dumps("{{stem}}\n" + ANSWER_CUES.get(lang, ANSWER_CUES["en"]), ensure_ascii=False)
+        text = json.dumps("{{stem}}\n" + answer_cue(lang), ensure_ascii=False)
         opt = task + OPTIONS_TASK_SUFFIX
         write_text(base / f"{opt}.yaml", _OPTIONS_TASK.format(
             task=opt, group=group + OPTIONS_TASK_SUFFIX, lang=lang, text=text, snapshot=content.snapshot_id,

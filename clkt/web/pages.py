@@ -29,9 +29,9 @@ from aiohttp import web
 
 from clkt.config import AgentSettings, DaemonSettings, HttpSettings, SnapshotSettings, SourcesSettings, SpecSettings
 from clkt.cutoff import fresh_after
-from clkt.evaluate.report import report_dir
 from clkt.facts import Domain
 from clkt.pipeline.flow import STAGE_ORDER
+from clkt.report.writer import report_dir
 from clkt.sources.board import SourceBoard
 from clkt.web import views
 from clkt.web.files import file_response, safe_join

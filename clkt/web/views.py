@@ -14,10 +14,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from clkt.config import AgentSettings, DaemonSettings, SnapshotSettings, SourcesSettings
-from clkt.evaluate.report import report_dir
-from clkt.evaluate.report_data import LEARN_HEADER, ReportData, grid, learn_rows, pair_reading, scenarios
 from clkt.inject.consumer import job_dir
 from clkt.inject.contract import PROGRESS_FILE, JobProgress
+from clkt.report.data import LEARN_HEADER, ReportData, grid, learn_rows, pair_reading, scenarios
+from clkt.report.writer import report_dir
 from clkt.snapshots.layout import MANIFEST_FILE, SnapshotManifest
 from clkt.snapshots.period import period_of
 from clkt.sources import SOURCE_TYPES

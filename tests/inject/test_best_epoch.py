@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from clkt.inject.job import ValScore, _best, mean_margin
-from clkt.inject.contract import ResultItem, Variant
+from clkt.evaluate.results import ResultItem, Variant
+from clkt.inject.best_epoch import ValScore, best_epoch, mean_margin
 
 
 def _item(qid: int, raw: str, predicted: str = "A") -> ResultItem:
@@ -30,18 +30,18 @@ def test_margin_is_none_without_per_option_scores() -> None:
 
 def test_tied_accuracy_is_broken_by_margin_not_by_order() -> None:
     vals = {1: ValScore(3 / 7, 0.1), 2: ValScore(4 / 7, 0.2), 3: ValScore(4 / 7, 0.9), 4: ValScore(2 / 7, 2.0)}
-    assert _best(vals, 4) == 3  # epochs 2 and 3 tie on accuracy; 3 separates right from wrong options better
+    assert best_epoch(vals, 4) == 3  # epochs 2 and 3 tie on accuracy; 3 separates right from wrong options better
 
 
 def test_accuracy_comes_before_margin() -> None:
-    assert _best({1: ValScore(0.5, 5.0), 2: ValScore(0.6, -1.0)}, 2) == 2
+    assert best_epoch({1: ValScore(0.5, 5.0), 2: ValScore(0.6, -1.0)}, 2) == 2
 
 
 def test_earliest_when_margins_are_missing_or_equal() -> None:
-    assert _best({1: ValScore(0.5), 2: ValScore(0.5)}, 2) == 1  # generate: no margin
-    assert _best({1: ValScore(0.5, 1.0), 2: ValScore(0.5, 1.0)}, 2) == 1
-    assert _best({1: ValScore(0.5, None), 2: ValScore(0.5, 3.0)}, 2) == 1  # one epoch without a margin: no mixing
-    assert _best({}, 3) == 3 and _best({1: ValScore(None), 2: ValScore(None)}, 2) == 2
+    assert best_epoch({1: ValScore(0.5), 2: ValScore(0.5)}, 2) == 1  # generate: no margin
+    assert best_epoch({1: ValScore(0.5, 1.0), 2: ValScore(0.5, 1.0)}, 2) == 1
+    assert best_epoch({1: ValScore(0.5, None), 2: ValScore(0.5, 3.0)}, 2) == 1  # one epoch without a margin: no mixing
+    assert best_epoch({}, 3) == 3 and best_epoch({1: ValScore(None), 2: ValScore(None)}, 2) == 2
 
 
 def test_val_file_of_an_older_job_reads_without_margin(tmp_path: Path) -> None:

@@ -8,15 +8,18 @@ from pathlib import Path
 import aiohttp
 import pytest
 from sqlalchemy import func, select
+from sqlmodel import col
 
 from clkt.config import EMBEDDED_TARGET, Settings, TargetSettings
 from clkt.context import ServiceContext
-from clkt.inject.consumer import GpuConsumer, job_dir
+from clkt.evaluate.summary import JobSummary
+from clkt.inject.consumer import job_dir
+from clkt.report.service import ReportService
 from clkt.telemetry import Metrics
 from storage.engine import Store
 from storage.gpu_jobs import enqueue_gpu_jobs, jobs_for_snapshot
 from storage.models import LeaseStatus, QuestionResult
-from tests.inject._fixtures import SNAPSHOT_ID, seed_store
+from tests.inject._fixtures import SNAPSHOT_ID, make_consumer, seed_store
 
 
 def _settings(data_dir: Path, tmp_path: Path) -> Settings:
@@ -47,16 +50,15 @@ async def test_failing_job_then_full_job_end_to_end(tmp_path: Path, data_dir: Pa
                 config=settings.gpu, max_attempts=2,
             )
         assert (n, again) == (2, 0)  # idempotent
-        consumer = GpuConsumer(
-            gpu=settings.gpu, daemon=settings.daemon, targets=settings.spec.targets,
-            data_dir=settings.data_dir, burst=True)
+        consumer = make_consumer(settings, burst=True)
         async with aiohttp.ClientSession() as http:
             ctx = ServiceContext(store=store, http=http, owner="test-owner", metrics=Metrics())
             await consumer.run(ctx)
+            await ReportService(data_dir=settings.data_dir, daemon=settings.daemon, burst=True).run(ctx)
         async with store.session() as s:
             broken, good = await jobs_for_snapshot(s, SNAPSHOT_ID)
-            n_results = (await s.execute(select(func.count()).select_from(QuestionResult).where(QuestionResult.job_id == good.id))).scalar_one()
-            rows = (await s.execute(select(QuestionResult).where(QuestionResult.job_id == good.id))).scalars().all()
+            n_results = (await s.execute(select(func.count()).select_from(QuestionResult).where(col(QuestionResult.job_id) == good.id))).scalar_one()
+            rows = (await s.execute(select(QuestionResult).where(col(QuestionResult.job_id) == good.id))).scalars().all()
     # the broken target failed for good, with a reason naming what is missing
     assert broken.status == LeaseStatus.failed and broken.attempts == 1
     assert "model-unavailable" in (broken.last_error or "") and "no-such-model" in (broken.last_error or "")
@@ -74,14 +76,15 @@ async def test_failing_job_then_full_job_end_to_end(tmp_path: Path, data_dir: Pa
     assert val["scorer"] == "option-loglik" and val["n"] == 1 and val["accuracy"] in (0.0, 1.0)  # acc only, not acc_norm too
     preds = [json.loads(line) for line in (art / "predictions.jsonl").read_text().splitlines()]
     assert len(preds) == 24
-    assert good.summary["epochs"][0]["tokens"] > 0
+    summary = JobSummary.from_stored(good.summary)
+    assert summary is not None and summary.epochs[0].tokens > 0
     # Learn per result scorer, on the 2 train-language test questions, with its exact McNemar p
-    assert good.summary["selection_scorer"] == "option-loglik" and good.summary["generate_parse"] == "reference"
+    assert summary.selection_scorer == "option-loglik" and summary.generate_parse == "reference"
     for scorer in result_scorers:
-        assert good.summary[f"learn:{scorer}:n"] == 2
-        assert 0 < good.summary[f"learn:{scorer}:p_value"] <= 1
-        assert good.summary[f"learn:{scorer}:learned"] is False  # 2 questions can never be significant
-    # every job finished: the report was written
+        assert summary.learn[scorer].n == 2
+        assert 0 < summary.learn[scorer].p_value <= 1
+        assert summary.learn[scorer].learned is False  # 2 questions can never be significant
+    # every job finished: the report service wrote the report
     report = data_dir / "reports" / SNAPSHOT_ID
     md = (report / "report.md").read_text()
     assert "Model comparison — cpt-lora" in md and "broken" in md  # the failed job is noted

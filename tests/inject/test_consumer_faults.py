@@ -9,13 +9,12 @@ import aiohttp
 
 from clkt.config import EMBEDDED_TARGET, Settings
 from clkt.context import ServiceContext
-from clkt.inject.consumer import GpuConsumer
 from clkt.telemetry import Metrics
 from storage.engine import Store
 from storage.gpu_jobs import enqueue_gpu_jobs, jobs_for_snapshot
 from storage.models import LeaseStatus
 from tests.conftest import wait_for
-from tests.inject._fixtures import SNAPSHOT_ID, seed_store
+from tests.inject._fixtures import SNAPSHOT_ID, make_consumer, seed_store
 
 
 def _settings(data_dir: Path, **gpu: object) -> Settings:
@@ -37,9 +36,7 @@ async def test_job_timeout_fails_the_attempt_and_keeps_it_retryable(tmp_path: Pa
     settings = _settings(tmp_path / "data", job_timeout_s=0.5)
     async with Store(url=f"sqlite+aiosqlite:///{tmp_path}/s.db") as store:
         await _setup(store, tiny_snapshot, settings)
-        consumer = GpuConsumer(
-            gpu=settings.gpu, daemon=settings.daemon, targets=settings.spec.targets,
-            data_dir=settings.data_dir, burst=True)
+        consumer = make_consumer(settings, burst=True)
         async with aiohttp.ClientSession() as http:
             await consumer.run(ServiceContext(store=store, http=http, owner="o", metrics=Metrics()))
         async with store.session() as s:
@@ -53,9 +50,7 @@ async def test_stopping_hands_the_job_back_without_spending_an_attempt(tmp_path:
     settings = _settings(tmp_path / "data")
     async with Store(url=f"sqlite+aiosqlite:///{tmp_path}/s.db") as store:
         await _setup(store, tiny_snapshot, settings)
-        consumer = GpuConsumer(
-            gpu=settings.gpu, daemon=settings.daemon, targets=settings.spec.targets,
-            data_dir=settings.data_dir)
+        consumer = make_consumer(settings)
         async with aiohttp.ClientSession() as http:
             ctx = ServiceContext(store=store, http=http, owner="o", metrics=Metrics())
             task = asyncio.create_task(consumer.run(ctx))

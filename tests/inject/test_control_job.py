@@ -9,17 +9,19 @@ from pathlib import Path
 import aiohttp
 import pytest
 from sqlalchemy import select
+from sqlmodel import col
 
 from clkt.config import EMBEDDED_TARGET, Settings
 from clkt.context import ServiceContext
-from clkt.inject.consumer import GpuConsumer, control_counts, job_dir
-from clkt.inject.contract import ResultItem, Variant
-from clkt.telemetry import Metrics
+from clkt.evaluate.results import ResultItem, Variant
+from clkt.evaluate.summary import ControlCounts, JobSummary
+from clkt.inject.consumer import control_counts, job_dir
 from clkt.snapshots.layout import load_snapshot_dir
+from clkt.telemetry import Metrics
 from storage.engine import Store
 from storage.gpu_jobs import enqueue_gpu_jobs, jobs_for_snapshot
 from storage.models import QuestionResult
-from tests.inject._fixtures import SNAPSHOT_ID, public_qid, seed_store, write_tiny_snapshot
+from tests.inject._fixtures import SNAPSHOT_ID, make_consumer, public_qid, seed_store, write_tiny_snapshot
 
 
 def _item(qid: int, lang: str, variant: Variant, correct: bool, scorer: str = "s") -> ResultItem:
@@ -36,8 +38,8 @@ def test_control_counts_pair_base_and_injected_per_question() -> None:
     ]
     assert control_counts(items) == {
         "s": {
-            "en": {"n": 3, "base_correct": 2, "injected_correct": 2, "gained": 1, "lost": 1},
-            "fr": {"n": 1, "base_correct": 0, "injected_correct": 0, "gained": 0, "lost": 0},
+            "en": ControlCounts(n=3, base_correct=2, injected_correct=2, gained=1, lost=1),
+            "fr": ControlCounts(n=1, base_correct=0, injected_correct=0, gained=0, lost=0),
         }
     }
 
@@ -62,26 +64,25 @@ async def test_job_injects_and_scores_the_control_split_apart(tmp_path: Path, da
             )
         async with aiohttp.ClientSession() as http:
             ctx = ServiceContext(store=store, http=http, owner="t", metrics=Metrics())
-            await GpuConsumer(
-                gpu=settings.gpu, daemon=settings.daemon, targets=settings.spec.targets,
-                data_dir=settings.data_dir, burst=True).run(ctx)
+            await make_consumer(settings, burst=True).run(ctx)
         async with store.session() as s:
             [job] = await jobs_for_snapshot(s, SNAPSHOT_ID)
-            rows = (await s.execute(select(QuestionResult).where(QuestionResult.job_id == job.id))).scalars().all()
-    assert job.summary.get("control_questions") == 2 * len(control), job.last_error
+            rows = (await s.execute(select(QuestionResult).where(col(QuestionResult.job_id) == job.id))).scalars().all()
+    summary = JobSummary.from_stored(job.summary)
+    assert summary is not None and summary.control_questions == 2 * len(control), job.last_error
     # the real results: only the real test questions (rows 12 and 21), never a control one
     assert {r.question_id for r in rows} == {12, 21}
     # the control answers: counts per test language, every control question paired
-    counts = job.summary["control"]["letter-logprob"]
+    counts = summary.control["letter-logprob"]
     assert set(counts) == {"en", "fr"}
-    assert all(c["n"] == len(control) for c in counts.values())
-    assert all(c["gained"] - c["lost"] == c["injected_correct"] - c["base_correct"] for c in counts.values())
+    assert all(c.n == len(control) for c in counts.values())
+    assert all(c.gained - c.lost == c.injected_correct - c.base_correct for c in counts.values())
     # Learn of the control split in the train language, apart from the real questions' (part A)
-    assert job.summary["learn-control:letter-logprob:n"] == counts["en"]["n"]
-    assert job.summary["learn-control:letter-logprob:gained"] == counts["en"]["gained"]
-    assert job.summary["learn:letter-logprob:n"] == 2  # the real en test questions (rows 12 and 21)
+    assert summary.learn_control["letter-logprob"].n == counts["en"].n
+    assert summary.learn_control["letter-logprob"].gained == counts["en"].gained
+    assert summary.learn["letter-logprob"].n == 2  # the real en test questions (rows 12 and 21)
     # predictions.jsonl keeps them, marked as control; the control documents were injected with the real ones
     preds = [json.loads(line) for line in (job_dir(data_dir, job.id or 0) / "predictions.jsonl").read_text().splitlines()]
     ctl_qids = {q.qid for q in control}
     assert {p["qid"] for p in preds} >= ctl_qids | {public_qid(12, 1), public_qid(21, 2)}
-    assert job.summary["train_examples"] >= 3
+    assert summary.train_examples >= 3

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from clkt.inject.job import learn_summary
-from clkt.inject.contract import CONTROL_SPLIT, ResultItem, Variant
+from clkt.evaluate.results import CONTROL_SPLIT, ResultItem, Variant
+from clkt.inject.job import learn_summaries
 
 
 def _r(qid: int, lang: str, variant: Variant, correct: bool, *, scorer: str = "option-loglik", split: str = "test") -> ResultItem:
@@ -19,10 +19,10 @@ def test_learn_summary_pairs_the_train_language_per_scorer() -> None:
         items += [_r(q, "fr", Variant.base, True), _r(q, "fr", Variant.injected, False)]  # other language: ignored
         items += [_r(q, "en", Variant.base, q < 6, scorer="generate"), _r(q, "en", Variant.injected, q < 6, scorer="generate")]
     items.append(_r(99, "en", Variant.injected, True))  # unpaired: ignored
-    s = learn_summary(items, "en")
-    assert s["learn:option-loglik:n"] == 12 and s["learn:option-loglik:gained"] == 12
-    assert s["learn:option-loglik:p_value"] == pytest.approx(2 * 0.5**12) and s["learn:option-loglik:learned"] is True
-    assert s["learn:generate:gain"] == 0 and s["learn:generate:p_value"] == 1.0 and s["learn:generate:learned"] is False
-    ctrl = learn_summary([r.model_copy(update={"split": CONTROL_SPLIT}) for r in items], "en", prefix="learn-control")
-    assert ctrl["learn-control:option-loglik:n"] == 12
-    assert learn_summary([], "en") == {}
+    s = learn_summaries(items, "en")
+    assert s["option-loglik"].n == 12 and s["option-loglik"].gained == 12
+    assert s["option-loglik"].p_value == pytest.approx(2 * 0.5**12) and s["option-loglik"].learned is True
+    assert s["generate"].gain == 0 and s["generate"].p_value == 1.0 and s["generate"].learned is False
+    ctrl = learn_summaries([r.model_copy(update={"split": CONTROL_SPLIT}) for r in items], "en")
+    assert ctrl["option-loglik"].n == 12
+    assert learn_summaries([], "en") == {}

@@ -12,15 +12,17 @@ from sqlalchemy import select
 from clkt.config import EMBEDDED_TARGET, Settings
 from clkt.context import ServiceContext
 from clkt.errors import JobError
-from clkt.inject.consumer import GpuConsumer, result_records
-from clkt.inject.contract import OUTCOME_FILE, EpochRecord, JobOutcome, ResultItem, Variant, write_json_atomic
+from clkt.evaluate.results import EpochRecord, ResultItem, Variant
+from clkt.evaluate.summary import JobSummary
+from clkt.inject.consumer import result_records
+from clkt.inject.contract import OUTCOME_FILE, JobOutcome, write_json_atomic
+from clkt.snapshots.layout import load_snapshot_dir
 from clkt.snapshots.stored import question_rows_by_qid
 from clkt.telemetry import Metrics
-from clkt.snapshots.layout import load_snapshot_dir
 from storage.engine import Store
 from storage.gpu_jobs import claim_gpu_jobs, enqueue_gpu_jobs
 from storage.models import GpuJob, LeaseStatus, QuestionResult
-from tests.inject._fixtures import SNAPSHOT_ID, public_qid, seed_store
+from tests.inject._fixtures import SNAPSHOT_ID, make_consumer, public_qid, seed_store
 
 
 def _outcome(job_id: int, qids: list[int]) -> JobOutcome:
@@ -30,6 +32,7 @@ def _outcome(job_id: int, qids: list[int]) -> JobOutcome:
             ResultItem(qid=q, lang=lang, variant=Variant.injected, scorer="generate", split="test", predicted="A", correct=True)
             for q in qids for lang in ("en", "fr")
         ],
+        summary=JobSummary(selection_scorer="generate", scorers=["generate"], test_questions=2 * len(qids)),
     )
 
 
@@ -61,9 +64,7 @@ async def test_consumer_stores_results_by_row_or_fails_on_unknown_qid(tmp_path: 
                                    train_langs=["en"], config=settings.gpu, max_attempts=3)
         async with store.transaction() as s:
             (job,) = await claim_gpu_jobs(s, owner="o", lease=timedelta(seconds=60))
-        consumer = GpuConsumer(
-            gpu=settings.gpu, daemon=settings.daemon, targets=settings.spec.targets,
-            data_dir=settings.data_dir)
+        consumer = make_consumer(settings)
         async with aiohttp.ClientSession() as http:
             ctx = ServiceContext(store=store, http=http, owner="o", metrics=Metrics())
             spec = await consumer._job_spec(ctx, job, "cpu")

@@ -56,7 +56,7 @@ def test_killed_mid_training_resumes_from_last_epoch(tmp_path: Path, data_dir: P
     outcome = JobOutcome.model_validate_json((art / OUTCOME_FILE).read_text())
     assert [e.epoch for e in outcome.epochs] == [1, 2, 3]
     assert outcome.epochs[0].loss == pytest.approx(saved["loss"])  # epoch 1 was not trained again
-    assert outcome.summary["resumed_after_epoch"] == len(finished_before) >= 1
+    assert outcome.summary.resumed_after_epoch == len(finished_before) >= 1
     assert "resuming after epoch" in (art / LOG_FILE).read_text()
     assert all(e.val_accuracy is not None for e in outcome.epochs)
     assert 1 <= outcome.best_epoch <= 3

@@ -7,8 +7,10 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from sqlmodel import col, select, update
+
 from clkt.config import Settings, load_settings
-from clkt.evaluate.report import report_dir, write_report
+from clkt.report.writer import report_dir, write_report
 from clkt.snapshots.layout import MANIFEST_FILE, SnapshotManifest
 from storage.engine import Store
 from storage.entities import record_skip
@@ -70,14 +72,12 @@ async def seed(store: Store, settings: Settings, root: Path) -> dict[str, int]:
                                         status=EntityStatus.known, n_questions=0),
     }
     async with store.transaction() as s:
-        from sqlalchemy import select
-
         from storage.models import Document, Entity
 
         e = await s.get(Entity, ids["hostile"])
         assert e is not None
         e.name = HOSTILE_NAME
-        doc = (await s.execute(select(Document).where(Document.entity_id == ids["ready"], Document.lang == "ja"))).scalar_one()
+        doc = (await s.execute(select(Document).where(col(Document.entity_id) == ids["ready"], col(Document.lang) == "ja"))).scalar_one()
         doc.text = JA_TEXT
         s.add(SourceCursor(source="deezer", watermark=now - timedelta(hours=1), page=0, state={}))
         s.add(Task(stage=Stage.generate, entity_id=ids["ready"], key="x", status=LeaseStatus.failed, attempts=5,
@@ -89,14 +89,15 @@ async def seed(store: Store, settings: Settings, root: Path) -> dict[str, int]:
         await enqueue_gpu_jobs(s, snapshot_id=SNAPSHOT_ID, targets=["m"], strategies=["cpt-lora"], train_langs=["en", "fr"],
                                config={}, max_attempts=1)
     async with store.transaction() as s:
-        for job in (await s.execute(GpuJob.__table__.select())).all():
+        for job in (await s.execute(select(GpuJob))).scalars().all():
+            assert job.id is not None
             recs = [
                 ResultRecord(question_id=q, lang=lang, variant=v, scorer="generate", split="test", predicted="A",
                              correct=(v == "injected" and lang == job.train_lang) or q == 12)
                 for q in (12, 21) for lang in ("en", "fr") for v in ("base", "injected")
             ]
             await write_job_results(s, job.id, recs)
-        await s.execute(GpuJob.__table__.update().values(status=LeaseStatus.done, best_epoch=2))
+        await s.execute(update(GpuJob).values(status=LeaseStatus.done, best_epoch=2))
     await write_report(store, SNAPSHOT_ID, report_dir(settings.data_dir, SNAPSHOT_ID))
     return ids
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from scipy.stats import binomtest
 
-from clkt.evaluate.learn import LEARN_ALPHA, learn_stat, learn_tests, mcnemar_exact, stat_from_counts, wilson_ci
-from clkt.evaluate.metrics import Outcome
+from clkt.report.learn import LEARN_ALPHA, learn_stat, learn_tests, stat_from_counts
+from clkt.report.metrics import Outcome
+from clkt.report.stats import mcnemar_exact, wilson_ci
 
 
 def test_mcnemar_exact_matches_the_binomial_on_discordant_pairs() -> None:
@@ -40,8 +41,8 @@ def test_learn_stat_counts_gain_and_significance() -> None:
     assert s.learned
     lo, hi = s.gain_ci or (0, 0)
     assert lo < s.gain < hi  # type: ignore[operator]
-    d = s.summary("learn:option-loglik")
-    assert d["learn:option-loglik:learned"] is True and d["learn:option-loglik:n"] == 40
+    d = s.to_summary()  # what a job's summary keeps
+    assert d.learned is True and d.n == 40 and (d.gained, d.lost, d.p_value, d.gain) == (15, 0, s.p_value, s.gain)
 
 
 @pytest.mark.parametrize(

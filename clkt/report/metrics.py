@@ -8,9 +8,9 @@ of the contingency (the injected model's correctness in L_train, in L_test):
 Overall = A / (A+B+C+D); Transfer = A / (A+B) — undefined (None, never 0) when A+B = 0. A pair whose test
 language has no answers is *missing* (reported, not counted). Per model x strategy x scorer x domain: mean ±
 std over the ordered pairs (the paper's Table 2), the average over domains, seeded bootstrap 95% confidence
-intervals (resampling questions), McNemar's exact test per language pair for directional asymmetry, and the
-base model's accuracy per language with a flag where it is far above chance (25%): the entities may not be
-unseen.
+intervals (resampling questions), McNemar's exact test per language pair for directional asymmetry (the one
+McNemar of `clkt.report.stats`), and the base model's accuracy per language with a flag where it is far above
+chance (25%): the entities may not be unseen.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ from itertools import permutations
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
+
+from clkt.report.stats import mcnemar_exact
 
 __all__ = [
     "Outcome",
@@ -283,7 +285,7 @@ def summarize(
 ) -> list[SummaryCell]:
     """Table 2: mean ± std over pairs per model x strategy x scorer x domain, plus `all` and `avg`.
 
-    Pairs of the jobs in `not_learned` (no significant in-language gain: `clkt.evaluate.learn`) count in
+    Pairs of the jobs in `not_learned` (no significant in-language gain: `clkt.report.learn`) count in
     Overall but not in Transfer, whose A+B is then what the base model guessed: `not_interpretable` says
     how many were left out.
     """
@@ -347,8 +349,6 @@ def summarize(
 
 def mcnemar_tests(outcomes: Sequence[Outcome], languages: Sequence[str]) -> list[AsymmetryTest]:
     """Per unordered language pair: is L1->L2 transfer different from L2->L1 on the same questions?"""
-    from scipy.stats import binomtest
-
     idx = _index(outcomes)
     groups = sorted({(k[0], k[1], k[2]) for k in idx})
     out: list[AsymmetryTest] = []
@@ -362,7 +362,7 @@ def mcnemar_tests(outcomes: Sequence[Outcome], languages: Sequence[str]) -> list
                 common = set(fwd) & set(bwd)
                 f = sum(1 for q in common if fwd[q] and not bwd[q])
                 b = sum(1 for q in common if bwd[q] and not fwd[q])
-                p = float(binomtest(f, f + b, 0.5).pvalue) if f + b else None
+                p = mcnemar_exact(f, b) if f + b else None
                 stronger = None if f == b else (f"{l1}->{l2}" if f > b else f"{l2}->{l1}")
                 out.append(
                     AsymmetryTest(

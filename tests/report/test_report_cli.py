@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from sqlmodel import select, update
+
 from storage.engine import Store
 from storage.gpu_jobs import ResultRecord, enqueue_gpu_jobs, write_job_results
 from storage.models import GpuJob, LeaseStatus
@@ -22,7 +24,8 @@ async def test_report_command_prints_table2_and_writes_files(tmp_path: Path) -> 
             await enqueue_gpu_jobs(s, snapshot_id=SNAPSHOT_ID, targets=["m"], strategies=["cpt-lora"], train_langs=["en", "fr"],
                                    config={}, max_attempts=1)
         async with store.transaction() as s:
-            for job in (await s.execute(GpuJob.__table__.select())).all():
+            for job in (await s.execute(select(GpuJob))).scalars().all():
+                assert job.id is not None
                 train = job.train_lang
                 recs = [
                     ResultRecord(question_id=q, lang=lang, variant=v, scorer="generate", split="test",
@@ -30,7 +33,7 @@ async def test_report_command_prints_table2_and_writes_files(tmp_path: Path) -> 
                     for q in (12, 21) for lang in ("en", "fr") for v in ("base", "injected")
                 ]
                 await write_job_results(s, job.id, recs)
-            await s.execute(GpuJob.__table__.update().values(status=LeaseStatus.done))
+            await s.execute(update(GpuJob).values(status=LeaseStatus.done))
     cfg = tmp_path / "c.toml"
     cfg.write_text(f'data_dir = "{tmp_path}"\n')
     res = subprocess.run([sys.executable, "-m", "clkt.cli", "report", SNAPSHOT_ID, "--config", str(cfg)], capture_output=True,

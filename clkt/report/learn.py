@@ -6,7 +6,7 @@ answers (a binomial test on the discordant questions: `gained` = wrong before, r
 opposite). A job *learned* when its gain is positive and p < `LEARN_ALPHA`. Transfer = A/(A+B) of a job that
 did not learn is not interpretable: A+B is then mostly what the base model already guessed right.
 
-Accuracies carry Wilson 95% intervals; the gain a Wald interval of a paired difference.
+Accuracies carry Wilson 95% intervals; the gain a Wald interval of a paired difference (`clkt.report.stats`).
 """
 
 from __future__ import annotations
@@ -17,45 +17,20 @@ from collections.abc import Iterable, Sequence
 
 from pydantic import BaseModel, ConfigDict, computed_field
 
-from clkt.evaluate.metrics import ALL_DOMAINS, Outcome
+from clkt.evaluate.summary import LearnSummary
+from clkt.report.metrics import ALL_DOMAINS, Outcome
+from clkt.report.stats import Z95, mcnemar_exact, wilson_ci
 
 __all__ = [
     "LEARN_ALPHA",
     "LearnStat",
     "LearnTest",
-    "mcnemar_exact",
-    "wilson_ci",
     "learn_stat",
     "stat_from_counts",
     "learn_tests",
 ]
 
 LEARN_ALPHA = 0.05  # a job whose in-language gain is not significant at this level did not learn
-Z95 = 1.959963984540054
-
-
-def mcnemar_exact(gained: int, lost: int) -> float:
-    """Two-sided exact McNemar p: binomial(gained; gained + lost, 1/2). 1.0 when no question changed."""
-    if gained < 0 or lost < 0:
-        raise ValueError(f"counts must be >= 0, got gained={gained}, lost={lost}")
-    if gained + lost == 0:
-        return 1.0
-    from scipy.stats import binomtest
-
-    return float(binomtest(gained, gained + lost, 0.5).pvalue)
-
-
-def wilson_ci(k: int, n: int) -> tuple[float, float] | None:
-    """Wilson 95% interval of k/n; None when n = 0."""
-    if n <= 0:
-        return None
-    if not 0 <= k <= n:
-        raise ValueError(f"k must be in [0, n], got k={k}, n={n}")
-    p = k / n
-    den = 1 + Z95**2 / n
-    centre = (p + Z95**2 / (2 * n)) / den
-    half = Z95 * math.sqrt(p * (1 - p) / n + Z95**2 / (4 * n * n)) / den
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 class LearnStat(BaseModel):
@@ -111,22 +86,16 @@ class LearnStat(BaseModel):
         se = math.sqrt(max(0.0, (g + lo) / n - d * d) / n)
         return max(-1.0, d - Z95 * se), min(1.0, d + Z95 * se)
 
-    def summary(self, prefix: str) -> dict[str, float | int | bool | None]:
-        """Flat `<prefix>:<field>` keys for a job's summary."""
-        return {
-            f"{prefix}:n": self.n,
-            f"{prefix}:base_accuracy": self.base_accuracy,
-            f"{prefix}:injected_accuracy": self.injected_accuracy,
-            f"{prefix}:gain": self.gain,
-            f"{prefix}:gained": self.gained,
-            f"{prefix}:lost": self.lost,
-            f"{prefix}:p_value": self.p_value,
-            f"{prefix}:learned": self.learned,
-        }
+    def to_summary(self) -> LearnSummary:
+        """The numbers a job's summary keeps (`clkt.evaluate.summary.LearnSummary`)."""
+        return LearnSummary(
+            n=self.n, base_accuracy=self.base_accuracy, injected_accuracy=self.injected_accuracy, gain=self.gain,
+            gained=self.gained, lost=self.lost, p_value=self.p_value, learned=self.learned,
+        )
 
 
 def stat_from_counts(*, n: int, base_correct: int, injected_correct: int, gained: int, lost: int, alpha: float = LEARN_ALPHA) -> LearnStat:
-    """From paired counts (as `GpuJob.summary["control"]` keeps them); inconsistent counts raise ValueError."""
+    """From paired counts (as a job summary's `control` keeps them); inconsistent counts raise ValueError."""
     if not (0 <= gained <= n and 0 <= lost <= n and injected_correct - base_correct == gained - lost and 0 <= base_correct <= n):
         raise ValueError(
             f"inconsistent paired counts: n={n}, base={base_correct}, injected={injected_correct}, gained={gained}, lost={lost}"

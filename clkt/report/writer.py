@@ -1,13 +1,13 @@
 """The report of a snapshot: the paper's Table 2 (both scenarios), heatmaps, size curves, CSV/JSON/Markdown.
 
-`write_report(store, snapshot_id, out_dir)` reads the finished jobs' results, computes `clkt.evaluate.metrics`
+`write_report(store, snapshot_id, out_dir)` reads the finished jobs' results, computes `clkt.report.metrics`
 and writes into `out_dir` (by default `<data_dir>/reports/<snapshot_id>/`):
 
 - `table2.csv` (model x strategy x scorer x domain, mean ± std over pairs, bootstrap CIs), `pairs.csv`
   (A/B/C/D per ordered pair, whether its job learned, whether A+B is too small), `learn.csv` (Learn per
   job: base against injected in the train language, exact McNemar p), `metrics.json` (everything, plus base
   accuracy and the asymmetry tests);
-- `heatmap-<model>-<strategy>-<scorer>.png` (`clkt.evaluate.figures`): Transfer, L_train x L_test (the paper's Figure 3); every cell
+- `heatmap-<model>-<strategy>-<scorer>.png` (`clkt.report.figures`): Transfer, L_train x L_test (the paper's Figure 3); every cell
   shows its n (A+B); cells under `MIN_CELL_N` questions and the rows of jobs that did not learn are grey;
 - `size-<family>-<strategy>-<scorer>.png`: Overall/Transfer against model size per domain when the spec has
   several sizes of a family (Figure 4);
@@ -15,8 +15,13 @@ and writes into `out_dir` (by default `<data_dir>/reports/<snapshot_id>/`):
   say. `render_tables()` gives the rich tables `clkt report` prints.
 
 Control questions (the snapshot's fictional entities) never enter the real scores (they are not store rows):
-each job keeps their paired counts per scorer and language in `GpuJob.summary["control"]`, and the report
-shows them apart, base against injected per language, as the positive control of injection.
+each job keeps their paired counts per scorer and language in its summary's `control`
+(`clkt.evaluate.summary.JobSummary`, read in either stored shape), and the report shows them apart, base
+against injected per language, as the positive control of injection. A job whose stored summary cannot be
+read is reported without it (no family, size, parse rule or control counts), with a note saying so.
+
+The report is written by the `report-writer` service (`clkt.report.service`) once every GPU job of the
+snapshot has finished, and by `clkt report`.
 """
 
 from __future__ import annotations
@@ -29,21 +34,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pydantic import ValidationError
+
 from clkt.errors import UserError
-from clkt.evaluate.figures import heatmaps, size_plots
-from clkt.evaluate.learn import LearnTest, learn_tests, stat_from_counts
-from clkt.evaluate.markdown import markdown
-from clkt.evaluate.metrics import (
-    ALL_DOMAINS,
-    BaseAccuracy,
-    Outcome,
-    base_accuracy,
-    mcnemar_tests,
-    pair_metrics,
-    parse_failure_rates,
-    summarize,
-)
-from clkt.evaluate.report_data import (
+from clkt.evaluate.summary import JobSummary
+from clkt.report.data import (
     LEARN_HEADER,
     MIN_CELL_N,
     ControlLang,
@@ -57,6 +52,19 @@ from clkt.evaluate.report_data import (
     pct,
     scenarios,
 )
+from clkt.report.figures import heatmaps, size_plots
+from clkt.report.learn import LearnTest, learn_tests, stat_from_counts
+from clkt.report.markdown import markdown
+from clkt.report.metrics import (
+    ALL_DOMAINS,
+    BaseAccuracy,
+    Outcome,
+    base_accuracy,
+    mcnemar_tests,
+    pair_metrics,
+    parse_failure_rates,
+    summarize,
+)
 from clkt.snapshots.ids import stable_qid
 from storage.gpu_jobs import jobs_for_snapshot, results_for_snapshot
 from storage.snapshots import find_snapshot
@@ -66,7 +74,7 @@ if TYPE_CHECKING:
 
     from storage.engine import Store
 
-__all__ = [  # the report's data model lives in clkt.evaluate.report_data; re-exported for its readers
+__all__ = [  # the report's data model lives in clkt.report.data; re-exported for its readers
     "MIN_CELL_N",
     "ControlLang",
     "JobInfo",
@@ -104,15 +112,20 @@ async def load_report_data(store: Store, snapshot_id: str, *, seed: int = 0) -> 
         jobs = await jobs_for_snapshot(s, snapshot_id)
         rows = await results_for_snapshot(s, snapshot_id)
         manifest = dict(snap.manifest or {})
-    infos = [
-        JobInfo(
+    infos: list[JobInfo] = []
+    unreadable: list[str] = []
+    for j in jobs:
+        try:
+            summary = JobSummary.from_stored(j.summary)
+        except ValidationError as e:
+            summary = None
+            unreadable.append(f"job {j.id}: its stored summary is unreadable ({e.errors()[0]['msg']}); reported without it")
+        infos.append(JobInfo(
             job_id=j.id, model=j.target_model, strategy=j.strategy, train_lang=j.train_lang, status=j.status.value,
-            best_epoch=j.best_epoch, error=j.last_error, family=(j.summary or {}).get("target_family"),
-            size_b=(j.summary or {}).get("target_size_b"), parse=(j.summary or {}).get("generate_parse"),
-            control=(j.summary or {}).get("control") or None,
-        )
-        for j in jobs
-    ]
+            best_epoch=j.best_epoch, error=j.last_error, family=summary.target_family if summary else None,
+            size_b=summary.target_size_b if summary else None, parse=summary.generate_parse if summary else None,
+            control=(summary.control or None) if summary else None,
+        ))
     langs = list(manifest.get("languages") or sorted({r.lang for r in rows} | {j.train_lang for j in jobs}))
     outcomes = [
         Outcome(
@@ -121,7 +134,9 @@ async def load_report_data(store: Store, snapshot_id: str, *, seed: int = 0) -> 
         )
         for r in rows
     ]
-    return await asyncio.to_thread(build_report, snapshot_id, langs, infos, outcomes, seed)
+    data = await asyncio.to_thread(build_report, snapshot_id, langs, infos, outcomes, seed)
+    data.notes.extend(unreadable)
+    return data
 
 
 def _control(jobs: list[JobInfo], notes: list[str]) -> list[ControlLang]:
@@ -130,10 +145,11 @@ def _control(jobs: list[JobInfo], notes: list[str]) -> list[ControlLang]:
         if j.status != "done" or not j.control:
             continue
         for scorer, langs in sorted(j.control.items()):
-            for lang, c in sorted(langs.items() if isinstance(langs, dict) else []):
+            for lang, c in sorted(langs.items()):
                 try:
-                    stat = stat_from_counts(**{k: int(c[k]) for k in ("n", "base_correct", "injected_correct", "gained", "lost")})
-                except (KeyError, TypeError, ValueError) as e:
+                    stat = stat_from_counts(n=c.n, base_correct=c.base_correct, injected_correct=c.injected_correct,
+                                            gained=c.gained, lost=c.lost)
+                except ValueError as e:
                     notes.append(f"job {j.job_id}: its control counts for {scorer}/{lang} are unreadable ({e}); left out")
                     continue
                 out.append(ControlLang(model=j.model, strategy=j.strategy, scorer=scorer, train_lang=j.train_lang, lang=lang, stat=stat))
@@ -214,11 +230,11 @@ def write_report_files(data: ReportData, out: Path) -> ReportPaths:
         w.writerow(["model", "strategy", "scorer", "domain", "train_lang", "test_lang", "A", "B", "C", "D", "overall", "transfer",
                     "missing", "a_plus_b", "job_learned", "transfer_reading"])
         for p in data.pairs:
-            t = p.table
+            ct = p.table
             learned = data.job_learned(p.model, p.strategy, p.scorer, p.train_lang)
-            w.writerow([p.model, p.strategy, p.scorer, p.domain, p.train_lang, p.test_lang, t.a, t.b, t.c, t.d,
+            w.writerow([p.model, p.strategy, p.scorer, p.domain, p.train_lang, p.test_lang, ct.a, ct.b, ct.c, ct.d,
                         pct(p.overall), "undefined" if (p.transfer is None and not p.missing) else pct(p.transfer), p.missing,
-                        t.a + t.b, "" if learned is None else learned, pair_reading(data, p)])
+                        ct.a + ct.b, "" if learned is None else learned, pair_reading(data, p)])
     learn_csv = out / "learn.csv"
     with learn_csv.open("w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)

@@ -1,7 +1,7 @@
 """The report's data (`ReportData`: jobs, Learn tests, Table 2 cells, pairs, control) and how its cells read.
 
-`clkt.evaluate.report` builds it from the store and writes the files; the Markdown (`clkt.evaluate.markdown`),
-the heatmaps (`clkt.evaluate.figures`), the rich tables and the status pages all format it with the helpers
+`clkt.report.writer` builds it from the store and writes the files; the Markdown (`clkt.report.markdown`),
+the heatmaps (`clkt.report.figures`), the rich tables and the status pages all format it with the helpers
 here, so a cell reads the same everywhere: n beside every figure, "not interpretable" for the Transfer of a
 job that did not learn, "too few" under `MIN_CELL_N`.
 """
@@ -14,8 +14,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from clkt.evaluate.learn import LearnStat, LearnTest, wilson_ci
-from clkt.evaluate.metrics import (
+from clkt.evaluate.summary import ControlCounts
+from clkt.report.learn import LearnStat, LearnTest
+from clkt.report.metrics import (
     ALL_DOMAINS,
     AVG_DOMAINS,
     AsymmetryTest,
@@ -24,6 +25,7 @@ from clkt.evaluate.metrics import (
     SummaryCell,
     fmt,
 )
+from clkt.report.stats import wilson_ci
 
 __all__ = [
     "MIN_CELL_N", "JobInfo", "ControlLang", "ReportData", "LEARN_HEADER", "ci_text", "in_short", "slug", "pct", "pct1",
@@ -47,8 +49,8 @@ class JobInfo(BaseModel):
     family: str | None = None
     size_b: float | None = None
     parse: str | None = None  # how `generate` read the letters: "strict" or "reference"
-    # the control split's paired counts (GpuJob.summary["control"]): scorer -> test language -> n, base_correct, ...
-    control: dict[str, Any] | None = None
+    # the control split's paired counts (the job summary's `control`): scorer -> test language -> counts
+    control: dict[str, dict[str, ControlCounts]] | None = None
 
 
 class ControlLang(BaseModel):

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
-from clkt.evaluate.metrics import ALL_DOMAINS, PairMetrics
-from clkt.evaluate.report_data import ReportData, pair_reading, slug
+from clkt.report.data import ReportData, pair_reading, slug
+from clkt.report.metrics import ALL_DOMAINS, PairMetrics
 
 __all__ = ["heatmaps", "size_plots"]
 

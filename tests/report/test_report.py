@@ -5,9 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from clkt.evaluate.metrics import Outcome
-from clkt.evaluate.report import build_report, render_tables, write_report_files
-from clkt.evaluate.report_data import JobInfo
+from clkt.evaluate.summary import ControlCounts
+from clkt.report.data import JobInfo
+from clkt.report.metrics import Outcome
+from clkt.report.writer import build_report, render_tables, write_report_files
 
 
 def _outcomes(model: str, strategy: str) -> list[Outcome]:
@@ -70,11 +71,12 @@ def _learning(model: str, *, n: int, learn: bool) -> list[Outcome]:
 
 def test_report_says_what_was_learned_what_transferred_and_what_is_too_small(tmp_path: Path) -> None:
     outcomes = _learning("learner", n=40, learn=True) + _learning("stuck", n=40, learn=False)
-    control = {"option-loglik": {"en": {"n": 20, "base_correct": 5, "injected_correct": 17, "gained": 12, "lost": 0},
-                                 "fr": {"n": 20, "base_correct": 5, "injected_correct": 6, "gained": 2, "lost": 1}}}
+    control = {"option-loglik": {"en": ControlCounts(n=20, base_correct=5, injected_correct=17, gained=12, lost=0),
+                                 "fr": ControlCounts(n=20, base_correct=5, injected_correct=6, gained=2, lost=1)}}
     jobs = [JobInfo(job_id=1, model="learner", strategy="cpt-lora", train_lang="en", status="done", control=control),
             JobInfo(job_id=2, model="stuck", strategy="cpt-lora", train_lang="en", status="done",
-                    control={"option-loglik": {"en": {"n": 3, "base_correct": 9}}})]  # unreadable: noted, not fatal
+                    control={"option-loglik": {"en": ControlCounts(n=3, base_correct=9, injected_correct=0, gained=0, lost=0)}})]
+    # ^ inconsistent counts (9 right of 3): noted, not fatal
     data = build_report("snap-2", ["en", "fr"], jobs, outcomes)
     learn = {t.model: t for t in data.learn if t.domain == "all"}
     assert learn["learner"].learned and learn["learner"].stat.p_value < 1e-6
@@ -125,3 +127,19 @@ def test_report_header_says_when_the_train_languages_are_a_subset(tmp_path: Path
     both = jobs + [JobInfo(job_id=2, model="learner", strategy="cpt-lora", train_lang="fr", status="failed")]
     full = write_report_files(build_report("snap-3", ["en", "fr"], both, outcomes), tmp_path / "b").markdown.read_text()
     assert "Train languages" not in full.splitlines()[2] and "Jobs: 1 done of 2." in full.splitlines()[2]
+
+
+async def test_a_job_whose_stored_summary_is_unreadable_is_reported_without_it(tmp_path: Path) -> None:
+    from clkt.report.writer import load_report_data
+    from storage.engine import Store
+    from tests.report._store import SNAPSHOT_ID, seed_report_store
+
+    broken = {"selection_scorer": "generate", "scores": "not a list"}
+    async with Store(url=f"sqlite+aiosqlite:///{tmp_path / 'clkt.db'}") as store:
+        await seed_report_store(store, summaries={("small", "en"): broken})
+        data = await load_report_data(store, SNAPSHOT_ID)
+    (note,) = [n for n in data.notes if "stored summary is unreadable" in n]
+    assert note.startswith("job 1: ") and "reported without it" in note
+    job = next(j for j in data.jobs if j.job_id == 1)
+    assert (job.family, job.size_b, job.parse, job.control) == (None, None, None, None)
+    assert next(j for j in data.jobs if j.job_id == 2).family == "fam"  # the others keep theirs

@@ -1,6 +1,6 @@
 """`report.md`: a researcher reads what was learned, what transferred and what is too small to say.
 
-Cells come from `clkt.evaluate.report`; model names and notes may carry crawled text, so every table cell
+Cells come from `clkt.report.writer`; model names and notes may carry crawled text, so every table cell
 goes through `_md_row` (no `|`, no newline can break the table).
 """
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clkt.evaluate.learn import wilson_ci
-from clkt.evaluate.report_data import LEARN_HEADER, ReportData, ci_text, grid, learn_rows, pct1, scenarios
+from clkt.report.data import LEARN_HEADER, ReportData, ci_text, grid, learn_rows, pct1, scenarios
+from clkt.report.stats import wilson_ci
 
 __all__ = ["markdown"]
 
