@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from clkt.outputs import MCQ, KnownVerdict, TranslatedDocument, TranslatedMCQ, VerifierReport
 from clkt.facts import EntityFacts, RenderedDocument
+from clkt.outputs import MCQ, KnownVerdict, TranslatedDocument, TranslatedMCQ, VerifierReport
 
 __all__ = ["AgentBackend"]
 

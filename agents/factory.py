@@ -30,7 +30,7 @@ from agents.limits import ProviderLimiter, RateLimitedModel
 from clkt.config import AgentSettings, ProviderSettings, SecretLookup
 from clkt.errors import ConfigError
 
-__all__ = ["ROLES", "ResolvedModel", "ModelFactory", "resolve_model", "check_llm_config"]
+__all__ = ["ROLES", "ModelFactory", "ResolvedModel", "check_llm_config", "resolve_model"]
 
 ROLES: dict[str, str] = {  # agent role -> the AgentSettings field naming its model
     "judge": "judge_model",

@@ -33,7 +33,7 @@ from clkt.errors import AgentError
 from clkt.facts import EntityFacts, RenderedDocument
 from clkt.outputs import MCQ, KnownVerdict, TranslatedDocument, TranslatedMCQ, VerifierReport, check_against_document
 
-__all__ = ["MCQSet", "LlmBackend", "LANG_NAMES", "build_user_prompt", "settle_gc"]
+__all__ = ["LANG_NAMES", "LlmBackend", "MCQSet", "build_user_prompt", "settle_gc"]
 
 LANG_NAMES = {
     "en": "English", "ja": "Japanese", "zh": "Chinese (Simplified)", "fr": "French", "es": "Spanish",

@@ -37,14 +37,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from bench.support.targets import add_target_args, target_from_args
-from clkt.config import load_settings
-from clkt.evaluate.results import ResultItem, Variant
-from clkt.inject.contract import JobSpec
-from clkt.inject.job import InjectionJob
-from clkt.report.learn import learn_stat
-from clkt.snapshots.control_only import write_control_snapshot
-from clkt.snapshots.layout import load_snapshot_dir
+from bench.support.targets import add_target_args, target_from_args  # noqa: E402
+from clkt.config import load_settings  # noqa: E402
+from clkt.evaluate.results import ResultItem, Variant  # noqa: E402
+from clkt.inject.contract import JobSpec  # noqa: E402
+from clkt.inject.job import InjectionJob  # noqa: E402
+from clkt.report.learn import learn_stat  # noqa: E402
+from clkt.snapshots.control_only import write_control_snapshot  # noqa: E402
+from clkt.snapshots.layout import load_snapshot_dir  # noqa: E402
 
 GOAL_GAIN = 0.25
 GOAL_P = 0.001

@@ -86,7 +86,7 @@ class Supervisor:
                 return
             except asyncio.CancelledError:
                 raise
-            except Exception:  # noqa: BLE001 - a crashing service never takes the daemon down
+            except Exception:
                 n = self.restarts[svc.name] = self.restarts.get(svc.name, 0) + 1
                 ctx.metrics.service_restarts.labels(svc.name).inc()
                 log.exception("service %s crashed (restart #%d in %.1f s)", svc.name, n, backoff)

@@ -18,8 +18,8 @@ from clkt.inject.consumer import GpuConsumer
 from clkt.pipeline.backends import build_backend
 from clkt.pipeline.stage_worker import StageConfig
 from clkt.pipeline.stages import stage_services
-from clkt.snapshots.builder import BuildConfig
 from clkt.report.service import ReportService
+from clkt.snapshots.builder import BuildConfig
 from clkt.snapshots.service import SnapshotBuilder
 from clkt.sources.board import SourceBoard
 from clkt.sources.poller import source_services
@@ -27,7 +27,7 @@ from clkt.telemetry import Metrics
 from clkt.web.pages import PageContext
 from storage.engine import Store
 
-__all__ = ["build_services", "stage_config", "snapshot_config", "page_context", "agent_backend"]
+__all__ = ["agent_backend", "build_services", "page_context", "snapshot_config", "stage_config"]
 
 
 def stage_config(settings: Settings) -> StageConfig:

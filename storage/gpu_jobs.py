@@ -30,22 +30,22 @@ from storage.types import utcnow
 
 __all__ = [
     "GpuJobRecord",
-    "ResultRecord",
     "JobResultRow",
     "LeaseLost",
-    "enqueue_gpu_jobs",
+    "ResultRecord",
     "claim_gpu_jobs",
-    "heartbeat_gpu_job",
     "complete_gpu_job",
+    "enqueue_gpu_jobs",
     "fail_gpu_job",
+    "get_job",
+    "gpu_job_counts",
+    "heartbeat_gpu_job",
+    "jobs_for_snapshot",
     "release_gpu_job",
     "release_gpu_jobs_of",
-    "get_job",
-    "jobs_for_snapshot",
-    "gpu_job_counts",
+    "results_for_snapshot",
     "snapshot_jobs_finished",
     "write_job_results",
-    "results_for_snapshot",
 ]
 
 

@@ -39,7 +39,8 @@ def test_toml_then_env_override(tmp_path: Path) -> None:
         ("[sources.nope]\nenabled = true\n", {}, "sources.nope", "unknown source"),
         ("[daemon]\ngrace_period_s = \"soon\"\n", {}, "daemon.grace_period_s", "valid number"),
         ("typo_key = 1\n", {}, "typo_key", "Extra inputs are not permitted"),
-        ("[agents]\nbackend = \"llm\"\ngenerator_model = \"openai:a\"\nverifier_model = \"openai:a\"\njudge_model = \"openai:a\"\ntranslator_model = \"openai:a\"\n", {}, "agents", "verifier_model must differ"),
+        ("[agents]\nbackend = \"llm\"\ngenerator_model = \"openai:a\"\nverifier_model = \"openai:a\"\n"
+         "judge_model = \"openai:a\"\ntranslator_model = \"openai:a\"\n", {}, "agents", "verifier_model must differ"),
         ("", {"CLKT_GPU__EPOCHS": "0"}, "gpu.epochs", "greater than or equal to 1"),
         ("[http\nport=1", {}, "<file>", "not valid TOML"),
         ("[http]\npage_size = 0\n", {}, "http.page_size", "greater than or equal to 5"),
@@ -121,5 +122,5 @@ def test_a_poller_takes_only_its_own_sources_settings() -> None:
     from clkt.sources.poller import SourcePoller
 
     plain = SourceSettings(base_url="http://127.0.0.1:9", rate_per_s=1.0)
-    with pytest.raises(ConfigError, match="sources.usgs: takes UsgsSettings, not SourceSettings"):
+    with pytest.raises(ConfigError, match=r"sources\.usgs: takes UsgsSettings, not SourceSettings"):
         SourcePoller(source_name="usgs", settings=plain, daemon=DaemonSettings(), board=SourceBoard())

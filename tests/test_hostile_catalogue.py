@@ -19,6 +19,7 @@ import gzip
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -268,7 +269,7 @@ def test_cli_arguments(argv: list[str], needle: str, scratch: Path, capsys: pyte
 
 def test_crawled_text_is_printed_as_text(scratch: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import asyncio
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from storage.engine import Store
     from storage.models import Entity, EntityStatus
@@ -276,11 +277,10 @@ def test_crawled_text_is_printed_as_text(scratch: Path, capsys: pytest.CaptureFi
     cfg = _cfg(scratch, "[gpu]\nenabled = false")
 
     async def seed() -> None:
-        async with Store(url=f"sqlite+aiosqlite:///{scratch / 'data' / 'clkt.db'}") as store:
-            async with store.transaction() as s:
-                s.add(Entity(source="tmdb", external_id="1", domain="movies", name="Evil [/x] [bold]\x1b[31mred\x1b]0;t\x07",
-                             occurred_at=datetime(2026, 1, 1, tzinfo=timezone.utc), content_hash="h",
-                             status=EntityStatus.discovered))
+        async with Store(url=f"sqlite+aiosqlite:///{scratch / 'data' / 'clkt.db'}") as store, store.transaction() as s:
+            s.add(Entity(source="tmdb", external_id="1", domain="movies", name="Evil [/x] [bold]\x1b[31mred\x1b]0;t\x07",
+                         occurred_at=datetime(2026, 1, 1, tzinfo=UTC), content_hash="h",
+                         status=EntityStatus.discovered))
 
     (scratch / "data").mkdir()
     asyncio.run(seed())
@@ -525,8 +525,8 @@ def test_a_store_url_password_is_a_secret_everywhere(scratch: Path) -> None:
 
 async def test_snapshot_prefixes_are_literal(store: Any) -> None:
     from clkt.errors import UserError
-    from storage.snapshots import get_snapshot
     from storage.models import Snapshot
+    from storage.snapshots import get_snapshot
 
     async with store.transaction() as s:
         s.add(Snapshot(id="demo-2026-01-abc123", spec="demo", period="2026-01"))

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict, SecretStr
 
-__all__ = ["Section", "SecretLookup", "LANGS_DEFAULT", "SUPPORTED_LANGS"]
+__all__ = ["LANGS_DEFAULT", "SUPPORTED_LANGS", "SecretLookup", "Section"]
 
 LANGS_DEFAULT = ["en", "ja", "zh", "fr", "es"]
 SUPPORTED_LANGS = {"en", "ja", "zh", "fr", "es", "de", "it", "pt", "ko", "ru", "ar", "hi"}

@@ -9,7 +9,7 @@ from pydantic import Field, field_validator, model_validator
 from clkt.config._base import Section
 from clkt.facts import Domain
 
-__all__ = ["AgentMode", "AgentRole", "ProviderSettings", "PriceSettings", "BatchSettings", "AgentSettings"]
+__all__ = ["AgentMode", "AgentRole", "AgentSettings", "BatchSettings", "PriceSettings", "ProviderSettings"]
 
 AgentMode = Literal["online", "batch"]
 # the agent roles of the pipeline (`clkt.pipeline.flow` says which stage uses which)

@@ -13,7 +13,7 @@ from clkt.config._base import Section
 from clkt.config.spec import ScorerLiteral
 from clkt.facts import Domain
 
-__all__ = ["SnapshotSettings", "GpuSettings", "DaemonSettings", "HttpSettings", "ReplaySettings"]
+__all__ = ["DaemonSettings", "GpuSettings", "HttpSettings", "ReplaySettings", "SnapshotSettings"]
 
 
 class SnapshotSettings(Section):

@@ -24,7 +24,7 @@ from clkt.config.sources import SourcesSettings
 from clkt.config.spec import SpecSettings
 from clkt.logs import redact
 
-__all__ = ["Settings", "MappingEnvSource", "LoadSources", "settings_sources"]
+__all__ = ["LoadSources", "MappingEnvSource", "Settings", "settings_sources"]
 
 
 class MappingEnvSource(EnvSettingsSource):

@@ -17,21 +17,21 @@ from pydantic import Field, field_validator, model_validator
 from clkt.config._base import Section
 
 __all__ = [
-    "SourceOptions",
-    "TmdbOptions",
-    "MusicBrainzOptions",
     "DeezerOptions",
-    "TheSportsDbOptions",
-    "UsgsOptions",
-    "GdacsOptions",
-    "SourceSettings",
-    "TmdbSettings",
-    "MusicBrainzSettings",
     "DeezerSettings",
-    "TheSportsDbSettings",
-    "UsgsSettings",
+    "GdacsOptions",
     "GdacsSettings",
+    "MusicBrainzOptions",
+    "MusicBrainzSettings",
+    "SourceOptions",
+    "SourceSettings",
     "SourcesSettings",
+    "TheSportsDbOptions",
+    "TheSportsDbSettings",
+    "TmdbOptions",
+    "TmdbSettings",
+    "UsgsOptions",
+    "UsgsSettings",
 ]
 
 

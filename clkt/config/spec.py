@@ -10,7 +10,7 @@ from pydantic import Field, field_validator, model_validator
 from clkt.config._base import LANGS_DEFAULT, SUPPORTED_LANGS, Section
 from clkt.facts import Domain
 
-__all__ = ["ScorerLiteral", "TargetSettings", "EMBEDDED_TARGET", "SpecSettings"]
+__all__ = ["EMBEDDED_TARGET", "ScorerLiteral", "SpecSettings", "TargetSettings"]
 
 
 ScorerLiteral = Literal["option-loglik", "letter-logprob", "generate"]

@@ -21,7 +21,7 @@ import re
 import unicodedata
 from typing import Literal
 
-__all__ = ["ParseMode", "parse_answer_letter", "parse_reference", "parse_letter", "letter_decided"]
+__all__ = ["ParseMode", "letter_decided", "parse_answer_letter", "parse_letter", "parse_reference"]
 
 ParseMode = Literal["strict", "reference"]
 _REFERENCE = re.compile(r"(?<![A-Za-z0-9_])([A-D])(?![A-Za-z0-9_])")

@@ -24,7 +24,7 @@ from clkt.targets.prompting import RenderedPrompt, render_prompt, uses_chat_temp
 if TYPE_CHECKING:
     from clkt.config import TargetSettings
 
-__all__ = ["LETTERS", "EVAL_PROMPT_VERSION", "INSTRUCTIONS", "mcq_text", "render_mcq"]
+__all__ = ["EVAL_PROMPT_VERSION", "INSTRUCTIONS", "LETTERS", "mcq_text", "render_mcq"]
 
 LETTERS = ("A", "B", "C", "D")
 EVAL_PROMPT_VERSION = "mcq-v1"

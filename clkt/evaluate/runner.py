@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from clkt.config import GpuSettings, TargetSettings
     from clkt.snapshots.layout import QuestionRow
 
-__all__ = ["answer_questions", "accuracy"]
+__all__ = ["accuracy", "answer_questions"]
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 
@@ -43,11 +43,11 @@ def answer_questions(
         bar = tqdm(total=len(rows), desc=f"{phase} {variant.value} {name.value}", unit="q", leave=False)
         done = [0]
 
-        def tick(n: int, _bar: Any = bar, _name: str = name.value) -> None:
+        def tick(n: int, _bar: Any = bar, _name: str = name.value, _done: list[int] = done) -> None:
             _bar.update(n)
-            done[0] += n
+            _done[0] += n
             if progress is not None:
-                progress(f"{phase}:{variant.value}:{_name}", done[0], len(rows))
+                progress(f"{phase}:{variant.value}:{_name}", _done[0], len(rows))
 
         try:
             if name is ScorerName.option_loglik:

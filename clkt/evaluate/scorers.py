@@ -29,15 +29,15 @@ if TYPE_CHECKING:
     from clkt.config import GpuSettings, TargetSettings
 
 __all__ = [
-    "ScorerName",
     "OPTION_LOGLIK_NORM",
     "Scored",
+    "ScorerName",
+    "letter_token_ids",
+    "score_generate",
+    "score_letter_logprob",
+    "score_prompts",
     "scorers_for",
     "selection_scorer",
-    "letter_token_ids",
-    "score_letter_logprob",
-    "score_generate",
-    "score_prompts",
 ]
 
 OPTION_LOGLIK_NORM = "option-loglik-norm"  # the result rows of `option-loglik`'s acc_norm

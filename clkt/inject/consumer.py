@@ -203,7 +203,7 @@ class GpuConsumer:
             raise JobSetupError(f"job config is invalid: {e.errors()[0]['msg']}") from e
         data_dir = self.data_dir.resolve()
         return JobSpec(
-            job_id=job.id, snapshot_id=job.snapshot_id, snapshot_dir=Path(snap.export_path).resolve(), target=target,
+            job_id=job.id, snapshot_id=job.snapshot_id, snapshot_dir=Path(snap.export_path).resolve(), target=target,  # noqa: ASYNC240 - once per job
             strategy=job.strategy, train_lang=job.train_lang, gpu=gpu, data_dir=data_dir,  # type: ignore[arg-type]
             artifacts_dir=job_dir(data_dir, job.id), device=device,
             base_cache_dir=data_dir / "jobs" / "base" / job.snapshot_id,

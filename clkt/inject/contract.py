@@ -22,17 +22,17 @@ from clkt.evaluate.results import EpochRecord, ResultItem
 from clkt.evaluate.summary import JobSummary
 
 __all__ = [
-    "SPEC_FILE",
-    "OUTCOME_FILE",
     "FAILURE_FILE",
-    "PROGRESS_FILE",
     "LOG_FILE",
+    "OUTCOME_FILE",
     "PREDICTIONS_FILE",
+    "PROGRESS_FILE",
+    "SPEC_FILE",
     "FailureKind",
-    "JobSpec",
-    "JobOutcome",
     "JobFailure",
+    "JobOutcome",
     "JobProgress",
+    "JobSpec",
     "write_json_atomic",
 ]
 

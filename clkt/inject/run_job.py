@@ -22,7 +22,7 @@ from clkt.inject.contract import FAILURE_FILE, OUTCOME_FILE, FailureKind, JobFai
 from clkt.inject.job import InjectionJob, check_spec
 from clkt.inject.trainer import OutOfMemory, TrainingDiverged
 
-__all__ = ["main", "EXIT_OK", "EXIT_RETRYABLE", "EXIT_PERMANENT"]
+__all__ = ["EXIT_OK", "EXIT_PERMANENT", "EXIT_RETRYABLE", "main"]
 
 EXIT_OK = 0
 EXIT_RETRYABLE = 1
@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         return failed(FailureKind.bad_input, str(e), True)
     except MemoryError as e:
         return failed(FailureKind.out_of_memory, f"out of host memory: {e}", True)
-    except Exception as e:  # torch errors and the like: record, let the queue retry
+    except Exception as e:  # noqa: BLE001 - torch errors and the like: record, let the queue retry
         if "out of memory" in str(e).lower():
             return failed(FailureKind.out_of_memory, str(e)[:2000], True)
         traceback.print_exc()

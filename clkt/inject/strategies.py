@@ -24,15 +24,15 @@ if TYPE_CHECKING:
     from clkt.snapshots.layout import DocRow
 
 __all__ = [
-    "TrainExample",
-    "InjectionStrategy",
-    "CptLora",
-    "SftLora",
-    "FullFinetune",
-    "STRATEGIES",
-    "get_strategy",
     "ATTENTION_MODULES",
+    "STRATEGIES",
     "TELL_ME",
+    "CptLora",
+    "FullFinetune",
+    "InjectionStrategy",
+    "SftLora",
+    "TrainExample",
+    "get_strategy",
     "tokenize_documents",
 ]
 

@@ -29,13 +29,13 @@ if TYPE_CHECKING:
     from clkt.inject.strategies import InjectionStrategy, TrainExample
 
 __all__ = [
-    "TrainingDiverged",
-    "OutOfMemory",
     "EpochResult",
+    "OutOfMemory",
     "TrainLoop",
+    "TrainingDiverged",
+    "collate",
     "completed_epochs",
     "epoch_dir",
-    "collate",
 ]
 
 log = logging.getLogger(__name__)

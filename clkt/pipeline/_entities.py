@@ -25,15 +25,15 @@ from storage.entities import StoredEntity, document_text, get_entity
 from storage.types import utcnow
 
 __all__ = [
-    "gather_all",
-    "SOURCE_LANG",
     "FACTS",
-    "load_entity",
+    "SOURCE_LANG",
     "facts_of",
-    "source_document",
-    "sha256_text",
+    "gather_all",
+    "load_entity",
     "next_month",
     "paid",
+    "sha256_text",
+    "source_document",
 ]
 
 SOURCE_LANG = "en"

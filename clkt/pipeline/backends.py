@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from clkt.telemetry import Metrics
     from storage.engine import Store
 
-__all__ = ["build_backend", "backend_for", "check_backend_config", "uses_batches"]
+__all__ = ["backend_for", "build_backend", "check_backend_config", "uses_batches"]
 
 def check_backend_config(agents: AgentSettings, *, secret: SecretLookup) -> None:
     if agents.backend == "llm":

@@ -35,7 +35,7 @@ from storage.entities import set_status
 from storage.enums import EntityStatus, LeaseStatus, Stage
 from storage.tasks import LeaseLost, TaskLease, claim_tasks, complete_task, enqueue, fail_task, release_task
 
-__all__ = ["Step", "StageConfig", "StageWorker", "finish"]
+__all__ = ["StageConfig", "StageWorker", "Step", "finish"]
 
 log = logging.getLogger(__name__)
 
@@ -183,7 +183,7 @@ class StageWorker(ABC):
                 f"daemon.task_timeout_s = {timeout_s:g} s"
             ) from None
 
-    async def on_failed(self, session: Session, task: TaskLease, error: str) -> None:
+    async def on_failed(self, session: Session, task: TaskLease, error: str) -> None:  # noqa: B027 - optional hook
         """Hook: a task used up its attempts (e.g. mark the entity failed). Same transaction."""
 
     async def _release(self, task: TaskLease, ctx: ServiceContext, defer: timedelta, reason: str | None) -> None:

@@ -41,7 +41,7 @@ from storage.questions import (
 from storage.tasks import TaskLease
 from storage.types import utcnow
 
-__all__ = ["TranslateWorker", "SOURCE_TRANSLATOR"]
+__all__ = ["SOURCE_TRANSLATOR", "TranslateWorker"]
 
 SOURCE_TRANSLATOR = "source"
 

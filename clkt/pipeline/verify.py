@@ -33,7 +33,7 @@ from storage.questions import (
 from storage.tasks import TaskLease
 from storage.types import utcnow
 
-__all__ = ["VerifyWorker", "CHECKS_VERIFIER", "mcq_of"]
+__all__ = ["CHECKS_VERIFIER", "VerifyWorker", "mcq_of"]
 
 CHECKS_VERIFIER = "checks"
 

@@ -28,8 +28,24 @@ from clkt.report.metrics import (
 from clkt.report.stats import wilson_ci
 
 __all__ = [
-    "MIN_CELL_N", "JobInfo", "ControlLang", "ReportData", "LEARN_HEADER", "ci_text", "in_short", "slug", "pct", "pct1",
-    "pair_reading", "domains_of", "scenarios", "grid", "cell_text", "transfer_cell", "learn_rows", "base_cell",
+    "LEARN_HEADER",
+    "MIN_CELL_N",
+    "ControlLang",
+    "JobInfo",
+    "ReportData",
+    "base_cell",
+    "cell_text",
+    "ci_text",
+    "domains_of",
+    "grid",
+    "in_short",
+    "learn_rows",
+    "pair_reading",
+    "pct",
+    "pct1",
+    "scenarios",
+    "slug",
+    "transfer_cell",
 ]
 
 

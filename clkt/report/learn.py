@@ -26,8 +26,8 @@ __all__ = [
     "LearnStat",
     "LearnTest",
     "learn_stat",
-    "stat_from_counts",
     "learn_tests",
+    "stat_from_counts",
 ]
 
 LEARN_ALPHA = 0.05  # a job whose in-language gain is not significant at this level did not learn

@@ -28,22 +28,22 @@ from pydantic import BaseModel, ConfigDict
 from clkt.report.stats import mcnemar_exact
 
 __all__ = [
-    "Outcome",
-    "Contingency",
-    "PairMetrics",
-    "SummaryCell",
-    "AsymmetryTest",
-    "BaseAccuracy",
     "ALL_DOMAINS",
     "AVG_DOMAINS",
     "BASE_FLAG_ACCURACY",
     "BASE_FLAG_P",
-    "contingency",
-    "pair_metrics",
-    "summarize",
-    "mcnemar_tests",
+    "AsymmetryTest",
+    "BaseAccuracy",
+    "Contingency",
+    "Outcome",
+    "PairMetrics",
+    "SummaryCell",
     "base_accuracy",
+    "contingency",
+    "mcnemar_tests",
+    "pair_metrics",
     "parse_failure_rates",
+    "summarize",
 ]
 
 ALL_DOMAINS = "all"  # every domain pooled

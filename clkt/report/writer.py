@@ -80,12 +80,12 @@ __all__ = [  # the report's data model lives in clkt.report.data; re-exported fo
     "JobInfo",
     "ReportData",
     "ReportPaths",
-    "report_dir",
-    "load_report_data",
     "build_report",
+    "load_report_data",
+    "render_tables",
+    "report_dir",
     "write_report",
     "write_report_files",
-    "render_tables",
 ]
 
 

@@ -46,15 +46,15 @@ from storage.types import utcnow
 
 __all__ = [
     "BuildConfig",
-    "BuildStatus",
     "BuildResult",
+    "BuildStatus",
     "SnapshotExists",
-    "check_spec",
-    "resolve_period",
-    "plan_selection",
     "build_snapshot",
-    "make_counts",
+    "check_spec",
     "clkt_version",
+    "make_counts",
+    "plan_selection",
+    "resolve_period",
 ]
 
 

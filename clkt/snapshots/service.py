@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import aiohttp
@@ -36,7 +36,7 @@ from storage.engine import Session
 from storage.gpu_jobs import enqueue_gpu_jobs
 from storage.snapshots import SnapshotRecord, add_event, frozen_manifests, frozen_snapshot
 
-__all__ = ["SnapshotBuilder", "GpuEnqueue", "enqueue_spec_jobs", "post_webhook", "WebhookError"]
+__all__ = ["GpuEnqueue", "SnapshotBuilder", "WebhookError", "enqueue_spec_jobs", "post_webhook"]
 
 log = logging.getLogger(__name__)
 
@@ -140,7 +140,7 @@ class SnapshotBuilder:
         async with ctx.store.session() as s:
             rows = await frozen_manifests(s, self.config.spec.name)
         ends = [
-            datetime.fromisoformat(m["period_end"]).replace(tzinfo=timezone.utc)
+            datetime.fromisoformat(m["period_end"]).replace(tzinfo=UTC)
             for m in rows
             if m.get("cadence") == "rolling" and m.get("period_end")
         ]
@@ -201,7 +201,7 @@ class SnapshotBuilder:
                 ctx.http, url, payload, tries=self.WEBHOOK_TRIES, backoff_s=self.WEBHOOK_BACKOFF_S,
                 timeout_s=self.WEBHOOK_TIMEOUT_S,
             )
-        except (aiohttp.ClientError, asyncio.TimeoutError, WebhookError) as e:
+        except (TimeoutError, aiohttp.ClientError, WebhookError) as e:
             log.warning("snapshot webhook failed for %s: %s", res.snapshot_id, e)
             await self._event(ctx, "snapshot.webhook_failed", f"webhook failed for {res.snapshot_id}: {e}", {"snapshot_id": res.snapshot_id})
 

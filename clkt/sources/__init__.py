@@ -15,12 +15,12 @@ from clkt.sources.usgs import UsgsSource
 
 __all__ = [
     "SOURCE_TYPES",
-    "Source",
-    "SourceRef",
-    "PollPage",
-    "Window",
-    "SourceClient",
     "Fetched",
+    "PollPage",
+    "Source",
+    "SourceClient",
+    "SourceRef",
+    "Window",
 ]
 
 # source name (a field of `clkt.config.SourcesSettings`) -> implementation

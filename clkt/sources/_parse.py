@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Iterable, Mapping
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from typing import Any, Generic, ParamSpec, TypeVar
 
 from pydantic import ValidationError
@@ -22,9 +22,26 @@ from pydantic import ValidationError
 from clkt.errors import PayloadError
 
 __all__ = [
-    "guard", "obj", "arr", "req_str", "opt_str", "req_int", "opt_int", "req_float", "opt_float", "req_date",
-    "opt_date", "parse_partial_date", "aware", "each", "Items", "bounded", "MAX_TEXT_CHARS", "MIN_YEAR", "MAX_YEAR",
+    "MAX_TEXT_CHARS",
+    "MAX_YEAR",
+    "MIN_YEAR",
+    "Items",
+    "arr",
+    "aware",
+    "bounded",
+    "each",
+    "guard",
+    "obj",
+    "opt_date",
+    "opt_float",
+    "opt_int",
+    "opt_str",
+    "parse_partial_date",
     "plausible_year",
+    "req_date",
+    "req_float",
+    "req_int",
+    "req_str",
 ]
 
 P = ParamSpec("P")
@@ -208,5 +225,5 @@ def parse_partial_date(s: str, key: str) -> tuple[date, str]:
 def aware(d: date | datetime) -> datetime:
     """Midnight UTC of a date, or a datetime made aware (naive = UTC)."""
     if isinstance(d, datetime):
-        return d if d.tzinfo else d.replace(tzinfo=timezone.utc)
-    return datetime(d.year, d.month, d.day, tzinfo=timezone.utc)
+        return d if d.tzinfo else d.replace(tzinfo=UTC)
+    return datetime(d.year, d.month, d.day, tzinfo=UTC)

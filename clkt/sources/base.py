@@ -22,7 +22,7 @@ from clkt.errors import ConfigError
 from clkt.facts import Domain, EntityRecord
 from clkt.sources.http import SourceClient
 
-__all__ = ["Window", "SourceRef", "PollPage", "Source", "is_loopback", "skipped_of"]
+__all__ = ["PollPage", "Source", "SourceRef", "Window", "is_loopback", "skipped_of"]
 
 S = TypeVar("S", bound=SourceSettings)
 

@@ -15,7 +15,7 @@ from storage.types import utcnow
 if TYPE_CHECKING:
     from clkt.sources.http import SourceClient
 
-__all__ = ["CycleOutcome", "SourceLive", "SourceBoard", "MIN_RATE_REQUESTS", "MIN_RATE_S"]
+__all__ = ["MIN_RATE_REQUESTS", "MIN_RATE_S", "CycleOutcome", "SourceBoard", "SourceLive"]
 
 MIN_RATE_REQUESTS = 10  # a cycle with fewer requests shows its count, not a rate
 MIN_RATE_S = 1.0

@@ -9,7 +9,7 @@ Eligibility: impact figures (the population exposed, or a death toll).
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any, ClassVar
 from xml.etree import ElementTree as ET
@@ -20,7 +20,7 @@ from clkt.facts import DisasterFacts, Domain, EntityRecord
 from clkt.sources._parse import Items, each, guard, obj, opt_int, opt_str, plausible_year, req_str
 from clkt.sources.base import PollPage, Source, SourceRef, Window, skipped_of
 
-__all__ = ["GdacsSource", "parse_rss", "parse_item", "item_to_payload", "EVENT_TYPES"]
+__all__ = ["EVENT_TYPES", "GdacsSource", "item_to_payload", "parse_item", "parse_rss"]
 
 NS = {
     "gdacs": "http://www.gdacs.org",
@@ -46,7 +46,7 @@ def _rfc822(s: str, key: str) -> datetime:
         dt = parsedate_to_datetime(s)
     except (TypeError, ValueError, IndexError, OverflowError):
         raise PayloadError("bad_date", f"{key}={s[:40]!r}") from None
-    return plausible_year((dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)).astimezone(timezone.utc), key)
+    return plausible_year((dt if dt.tzinfo else dt.replace(tzinfo=UTC)).astimezone(UTC), key)
 
 
 def item_to_payload(el: ET.Element) -> dict[str, Any]:

@@ -50,7 +50,7 @@ from clkt.sources._breaker import BreakerState, CircuitBreaker
 if TYPE_CHECKING:
     from clkt.telemetry import Metrics
 
-__all__ = ["SourceClient", "Fetched", "DEFAULT_USER_AGENT", "ORIGINALS_HEADER"]
+__all__ = ["DEFAULT_USER_AGENT", "ORIGINALS_HEADER", "Fetched", "SourceClient"]
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ class Fetched(Generic[T]):
 
     @property
     def found(self) -> bool:
-        return self.data is not None and 200 <= self.status < 300 or self.status == 304
+        return (self.data is not None and 200 <= self.status < 300) or self.status == 304
 
 
 def _retry_after(value: str | None) -> float | None:
@@ -269,7 +269,7 @@ class SourceClient:
             self._count("too_large")
             self.breaker.release_trial()
             raise
-        except (TimeoutError, asyncio.TimeoutError):
+        except TimeoutError:
             self._count("timeout")
             self.breaker.record_failure()
             raise _Transient(f"timeout after {self.settings.timeout_s:g}s") from None

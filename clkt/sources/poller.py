@@ -55,7 +55,7 @@ from storage.entities import (
 from storage.enums import Stage
 from storage.tasks import enqueue
 
-__all__ = ["SourcePoller", "CycleReport", "source_services"]
+__all__ = ["CycleReport", "SourcePoller", "source_services"]
 
 log = logging.getLogger(__name__)
 
@@ -139,7 +139,7 @@ class SourcePoller:
                 wait = min(wait, max(self.MIN_BLOCK_WAIT_S, self.settings.breaker_reset_s))
                 result, detail = "failed", str(e)
                 log.warning("%s cycle failed: %s; retrying in %.0fs", self.name, e, wait)
-            except Exception as e:  # noqa: BLE001 - a bug or a store outage must not end the source for good
+            except Exception as e:
                 wait = min(wait, max(self.MIN_BLOCK_WAIT_S, self.settings.breaker_reset_s))
                 result, detail = "failed", f"{type(e).__name__}: {e}"
                 log.exception("%s cycle failed unexpectedly; retrying in %.0fs", self.name, wait)
@@ -161,10 +161,8 @@ class SourcePoller:
                        end=datetime.fromisoformat(cur.state["window_end"]))
             return w, cur.page, cur.watermark
         watermark = cur.watermark if cur is not None else None
-        if watermark is None:
-            start = now - timedelta(days=self.settings.lookback_days)
-        else:
-            start = watermark - timedelta(hours=self.settings.overlap_hours)
+        start = (now - timedelta(days=self.settings.lookback_days) if watermark is None
+                 else watermark - timedelta(hours=self.settings.overlap_hours))
         return Window(start=start, end=max(now, start)), 1, watermark
 
     async def run_cycle(self, ctx: ServiceContext) -> CycleReport:
@@ -254,7 +252,7 @@ class SourcePoller:
                 res = await upsert_entity(s, record, doc)
                 if res.outcome is UpsertOutcome.inserted:
                     await enqueue(s, Stage.gate, res.entity_id, "", max_attempts=self.daemon.max_attempts)
-        except Exception as e:  # noqa: BLE001 - this record does not store (rolled back whole): skip it
+        except Exception as e:
             if store_unavailable(e):
                 raise  # the store itself fails (locked, gone): end the cycle at this page, lose nothing
             await self._skip(ctx, "store_failed", f"{record.external_id}: {type(e).__name__}: {e}", report)

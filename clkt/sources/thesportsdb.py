@@ -8,7 +8,7 @@ score. Baseball box scores in `strResult` become per-inning period scores.
 from __future__ import annotations
 
 import re
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from typing import ClassVar
 
 from clkt.config import TheSportsDbSettings
@@ -30,7 +30,7 @@ from clkt.sources._parse import (
 )
 from clkt.sources.base import PollPage, Source, SourceRef, Window, skipped_of
 
-__all__ = ["TheSportsDbSource", "parse_event", "parse_events", "FINISHED", "NOT_FINISHED"]
+__all__ = ["FINISHED", "NOT_FINISHED", "TheSportsDbSource", "parse_event", "parse_events"]
 
 FINISHED = {"FT", "AET", "PEN", "AOT", "AP", "Match Finished", "Finished", "FT_PEN", "After Over Time"}
 NOT_FINISHED = {"NS", "Not Started", "TBD", "PST", "Postponed", "CANC", "Cancelled", "ABD", "Abandoned", "SUSP",
@@ -91,7 +91,7 @@ def parse_event(payload: object) -> EntityRecord:
     ts = opt_str(e, "strTimestamp")
     if ts:
         try:
-            kickoff = plausible_year(aware(datetime.fromisoformat(ts.replace("Z", "+00:00"))).astimezone(timezone.utc),
+            kickoff = plausible_year(aware(datetime.fromisoformat(ts.replace("Z", "+00:00"))).astimezone(UTC),
                                      "strTimestamp")
         except ValueError:
             raise PayloadError("bad_date", f"strTimestamp={ts[:40]!r}") from None

@@ -30,7 +30,7 @@ from clkt.sources._parse import (
 )
 from clkt.sources.base import PollPage, Source, SourceRef, Window, skipped_of
 
-__all__ = ["TmdbSource", "parse_movie", "parse_discover"]
+__all__ = ["TmdbSource", "parse_discover", "parse_movie"]
 
 MAX_CAST = 10
 MAX_PAGES = 500  # TMDB serves at most 500 pages of a query

@@ -6,7 +6,7 @@ Eligibility: an earthquake (`type` "earthquake") with a magnitude and a location
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import ClassVar
 
 from clkt.config import UsgsSettings
@@ -33,7 +33,7 @@ __all__ = ["UsgsSource", "parse_quake", "parse_quake_list"]
 
 
 def _iso(dt: datetime) -> str:
-    return dt.astimezone(timezone.utc).replace(tzinfo=None).isoformat(timespec="seconds")
+    return dt.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="seconds")
 
 
 @guard
@@ -73,7 +73,7 @@ def parse_quake(payload: object) -> EntityRecord:
     mag = bounded(req_float(props, "mag"), "mag", -2.0, 10.5)
     ms = req_int(props, "time")
     try:
-        when = plausible_year(datetime.fromtimestamp(ms / 1000, tz=timezone.utc), "time")
+        when = plausible_year(datetime.fromtimestamp(ms / 1000, tz=UTC), "time")
     except (OverflowError, OSError, ValueError):
         raise PayloadError("bad_date", f"time={ms}") from None
     geom = obj(f.get("geometry"), "geometry")

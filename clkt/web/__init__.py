@@ -4,4 +4,4 @@ serving (`clkt.web.files`)."""
 from clkt.web.pages import PageContext, add_pages, pages_app
 from clkt.web.security import HostGuard, security_middlewares
 
-__all__ = ["PageContext", "add_pages", "pages_app", "HostGuard", "security_middlewares"]
+__all__ = ["HostGuard", "PageContext", "add_pages", "pages_app", "security_middlewares"]

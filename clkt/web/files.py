@@ -14,7 +14,7 @@ from pathlib import Path, PurePosixPath
 
 from aiohttp import web
 
-__all__ = ["MAX_FILE_BYTES", "safe_join", "file_response", "list_files"]
+__all__ = ["MAX_FILE_BYTES", "file_response", "list_files", "safe_join"]
 
 MAX_FILE_BYTES = 512 * 2**20
 _TYPES = {

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -40,7 +40,7 @@ from storage.engine import Store
 from storage.enums import EntityStatus
 from storage.status_pages import MAX_OFFSET, EntityFilter, snapshot_info
 
-__all__ = ["PageContext", "add_pages", "pages_app", "STATIC_DIR", "TEMPLATE_DIR"]
+__all__ = ["STATIC_DIR", "TEMPLATE_DIR", "PageContext", "add_pages", "pages_app"]
 
 TEMPLATE_DIR = Path(__file__).resolve().parents[1] / "templates" / "pages"
 STATIC_DIR = Path(__file__).resolve().parents[1] / "templates" / "static"
@@ -73,17 +73,17 @@ ENV_KEY = web.AppKey("clkt_jinja", jinja2.Environment)
 def _ts(v: datetime | None) -> str:
     if v is None:
         return "—"
-    return v.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return v.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _date(v: datetime | None) -> str:
-    return "—" if v is None else v.astimezone(timezone.utc).date().isoformat()
+    return "—" if v is None else v.astimezone(UTC).date().isoformat()
 
 
 def _ago(v: datetime | None, now: datetime | None = None) -> str:
     if v is None:
         return "—"
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     s = (now - v).total_seconds()
     future = s < 0
     s = abs(s)
@@ -153,7 +153,7 @@ def _parse_date(value: str, name: str) -> datetime:
         d = datetime.fromisoformat(value)
     except ValueError:
         raise ValueError(f"{name}: {value[:40]!r} is not a date (YYYY-MM-DD)") from None
-    return d if d.tzinfo else d.replace(tzinfo=timezone.utc)
+    return d if d.tzinfo else d.replace(tzinfo=UTC)
 
 
 async def entity_list(request: web.Request) -> web.Response:

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Iterable
 
 from aiohttp import web
 
-__all__ = ["CSP", "SECURITY_HEADERS", "host_name", "HostGuard", "security_middlewares"]
+__all__ = ["CSP", "SECURITY_HEADERS", "HostGuard", "host_name", "security_middlewares"]
 
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
@@ -115,7 +115,7 @@ def security_middlewares(guard: HostGuard) -> list[Callable[..., Awaitable[web.S
         except web.HTTPException as e:
             # aiohttp's own 404/405 pages: plain text, with the same headers
             return _secure(_plain(e.status, e.reason, **({"Allow": "GET, HEAD"} if e.status == 405 else {})))
-        except Exception:  # noqa: BLE001 - a page that fails is a 500 with the same headers, logged (redacted)
+        except Exception:
             log.exception("%s %s failed", request.method, request.path[:200])
             return _secure(_plain(500, "internal error: see the daemon's log"))
         return _secure(resp)

@@ -44,8 +44,19 @@ from storage.status_pages import (
 from storage.types import utcnow
 
 __all__ = [
-    "SourceRow", "JobRow", "DiskInfo", "FillRow", "Overview", "SnapshotView", "ReportView",
-    "overview", "entities", "entity", "snapshot_list", "snapshot_view", "sources_for_filter",
+    "DiskInfo",
+    "FillRow",
+    "JobRow",
+    "Overview",
+    "ReportView",
+    "SnapshotView",
+    "SourceRow",
+    "entities",
+    "entity",
+    "overview",
+    "snapshot_list",
+    "snapshot_view",
+    "sources_for_filter",
 ]
 
 

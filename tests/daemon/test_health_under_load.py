@@ -54,14 +54,14 @@ def test_cli_and_metrics_answer_while_the_daemon_works(tmp_path: Path) -> None:
             assert ents.returncode == 0, ents.stderr
             assert ents.stdout.strip()
             assert time.monotonic() - t0 < 30
-        with urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:  # noqa: S310 - loopback
+        with urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
             early = r.read().decode()
         ch.wait_drained(db, proc, timeout=480, stable_s=4.0)  # a loaded 2-core machine needs the margin
-        with urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:  # noqa: S310 - loopback
+        with urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
             late = r.read().decode()
-        with urlopen(f"http://127.0.0.1:{port}/status", timeout=10) as r:  # noqa: S310 - loopback
+        with urlopen(f"http://127.0.0.1:{port}/status", timeout=10) as r:
             status = json.loads(r.read())
-        with urlopen(f"http://127.0.0.1:{port}/healthz", timeout=10) as r:  # noqa: S310 - loopback
+        with urlopen(f"http://127.0.0.1:{port}/healthz", timeout=10) as r:
             assert json.loads(r.read())["ok"] is True
     finally:
         rc = ch.stop(proc) if proc.poll() is None else proc.returncode

@@ -6,7 +6,7 @@ back to (question row ids 11, 12, 21 and the snapshot's `SnapshotItem` rows).
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -124,7 +124,7 @@ async def seed_store(store: Any, export_path: Path) -> None:
     """The store rows the results point at (snapshot, entities, questions, snapshot items)."""
     from storage.models import Entity, Question, Snapshot, SnapshotItem, SnapshotStatus
 
-    now = datetime(2025, 6, 1, tzinfo=timezone.utc)
+    now = datetime(2025, 6, 1, tzinfo=UTC)
     async with store.transaction() as s:
         s.add(Snapshot(id=SNAPSHOT_ID, spec="tiny", period="2025-06", status=SnapshotStatus.frozen, export_path=str(export_path)))
         for e, name, _ in DOCS["en"]:

@@ -5,11 +5,11 @@ from pathlib import Path
 import pytest
 
 from tests.inject._fixtures import write_tiny_snapshot
-from tests.targets.conftest import models_data_dir  # noqa: F401  (shared fixture)
+from tests.targets.conftest import models_data_dir  # noqa: F401 - the shared fixture, for these tests
 
 
 @pytest.fixture()
-def data_dir(tmp_path: Path, models_data_dir: Path) -> Path:
+def data_dir(tmp_path: Path, models_data_dir: Path) -> Path:  # noqa: F811 - the fixture imported above
     """A fresh data dir that shares the converted bundled models."""
     d = tmp_path / "data"
     d.mkdir()

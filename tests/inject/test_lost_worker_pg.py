@@ -76,16 +76,14 @@ async def _reset_and_seed(tmp_path: Path) -> None:
 
 async def _jobs() -> list:  # type: ignore[type-arg]
     assert PG_URL
-    async with Store(url=PG_URL, migrate=False) as store:
-        async with store.session() as s:
-            return list(await jobs_for_snapshot(s, SNAPSHOT_ID))
+    async with Store(url=PG_URL, migrate=False) as store, store.session() as s:
+        return list(await jobs_for_snapshot(s, SNAPSHOT_ID))
 
 
 async def _results_per_job() -> dict[int, int]:
     assert PG_URL
-    async with Store(url=PG_URL, migrate=False) as store:
-        async with store.session() as s:
-            rows = (await s.execute(select(QuestionResult.job_id, func.count()).group_by(QuestionResult.job_id))).all()
+    async with Store(url=PG_URL, migrate=False) as store, store.session() as s:
+        rows = (await s.execute(select(QuestionResult.job_id, func.count()).group_by(QuestionResult.job_id))).all()
     return {int(j): int(n) for j, n in rows}
 
 

@@ -28,8 +28,7 @@ async def test_worker_burst_fails_a_job_of_an_unknown_target_and_exits(tmp_path:
                          text=True, cwd=REPO, timeout=120, env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "200"})
     assert res.returncode == 0, res.stderr
     assert "1 job(s) run, 0 done" in res.stdout
-    async with Store(url=url) as store:
-        async with store.session() as s:
-            (job,) = await jobs_for_snapshot(s, SNAPSHOT_ID)
+    async with Store(url=url) as store, store.session() as s:
+        (job,) = await jobs_for_snapshot(s, SNAPSHOT_ID)
     assert job.status == LeaseStatus.failed and "not-in-spec" in (job.last_error or "") and "not in the spec" in (job.last_error or "")
     assert (tmp_path / "reports" / SNAPSHOT_ID / "report.md").is_file()  # its snapshot's jobs are all finished

@@ -30,7 +30,7 @@ from storage.models import Document, Entity, EntityStatus, Stage
 from storage.tasks import enqueue
 from tests.conftest import wait_for
 
-__all__ = ["add_entity", "pipeline_settings", "running", "settle", "statuses", "stage_workers", "FINAL", "answers"]
+__all__ = ["FINAL", "add_entity", "answers", "pipeline_settings", "running", "settle", "stage_workers", "statuses"]
 
 FINAL = {EntityStatus.known, EntityStatus.ready, EntityStatus.rejected, EntityStatus.failed}
 TARGETS = [  # (cutoffs for the gate, when a test runs it)

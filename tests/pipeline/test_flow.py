@@ -6,6 +6,7 @@ through the real poller, then run through every stage's worker on a real SQLite 
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, date, datetime
@@ -45,7 +46,7 @@ Process = Callable[[StageWorker, TaskLease, ServiceContext], Awaitable[None]]
 def test_the_flow_is_one_chain_through_every_stage() -> None:
     assert [s.stage for s in FLOW] == list(Stage)
     assert STAGE_ORDER == ("gate", "probe", "generate", "verify", "translate")
-    for step, after in zip(FLOW, FLOW[1:], strict=False):
+    for step, after in itertools.pairwise(FLOW):
         assert step.next is after.stage
     assert FLOW[-1].next is None and FLOW[-1].status is EntityStatus.ready
     assert [s.role for s in FLOW] == [None, "judge", "generate", "verify", "translate"]

@@ -73,7 +73,7 @@ def test_clkt_report_prints_and_writes_the_same(tmp_path: Path) -> None:
 async def test_the_report_writer_service_writes_the_same_files(tmp_path: Path) -> None:
     import aiohttp
 
-    from clkt.config import DaemonSettings, Settings
+    from clkt.config import DaemonSettings
     from clkt.context import ServiceContext
     from clkt.report.service import ReportService
     from clkt.telemetry import Metrics

@@ -124,7 +124,7 @@ def test_report_header_says_when_the_train_languages_are_a_subset(tmp_path: Path
     head = subset.splitlines()[2]
     assert "Train languages: en — a subset: only these were injected; every job is tested in all 2 languages." in head
     assert "Best epoch (chosen on the train language's validation questions): learner / cpt-lora / en: 3." in head
-    both = jobs + [JobInfo(job_id=2, model="learner", strategy="cpt-lora", train_lang="fr", status="failed")]
+    both = [*jobs, JobInfo(job_id=2, model="learner", strategy="cpt-lora", train_lang="fr", status="failed")]
     full = write_report_files(build_report("snap-3", ["en", "fr"], both, outcomes), tmp_path / "b").markdown.read_text()
     assert "Train languages" not in full.splitlines()[2] and "Jobs: 1 done of 2." in full.splitlines()[2]
 

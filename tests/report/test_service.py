@@ -13,7 +13,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from clkt.config import DaemonSettings, Settings
+from clkt.config import DaemonSettings
 from clkt.context import ServiceContext
 from clkt.report.service import ReportService
 from clkt.report.writer import report_dir

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +13,7 @@ from clkt.config import Settings, load_settings
 from storage.engine import Store
 from storage.models import Document, Entity, EntityStatus, Probe, Question, QuestionStatus, Translation
 
-__all__ = ["LANGS", "make_settings", "add_ready_entity", "fill_period"]
+__all__ = ["LANGS", "add_ready_entity", "fill_period", "make_settings"]
 
 LANGS = ("en", "ja", "fr")
 SOURCES = {"movies": ("tmdb",), "music": ("musicbrainz", "deezer"), "sports": ("thesportsdb",), "disasters": ("usgs", "gdacs")}
@@ -66,7 +66,7 @@ async def add_ready_entity(
         e = Entity(
             source=source, external_id=external_id, domain=domain, name=f"{domain} {external_id}",
             occurred_at=occurred_at, payload={}, facts={}, content_hash=_h(external_id), status=status,
-            redated_from=datetime(2024, 1, 1, tzinfo=timezone.utc) if redated else None,
+            redated_from=datetime(2024, 1, 1, tzinfo=UTC) if redated else None,
         )
         s.add(e)
         await s.flush()

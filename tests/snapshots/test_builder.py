@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -18,8 +18,8 @@ from storage.engine import Store
 from storage.models import Event, Snapshot, SnapshotItem, SnapshotStatus
 from tests.snapshots.factories import LANGS, add_ready_entity, fill_period, make_settings
 
-JUNE = datetime(2025, 6, 1, tzinfo=timezone.utc)
-NOW = datetime(2025, 7, 3, tzinfo=timezone.utc)
+JUNE = datetime(2025, 6, 1, tzinfo=UTC)
+NOW = datetime(2025, 7, 3, tzinfo=UTC)
 
 
 def _files(root: Path) -> dict[str, bytes]:
@@ -30,7 +30,7 @@ async def test_build_freezes_and_exports_native_layout(store: Store, tmp_path: P
     settings = make_settings(tmp_path)
     await fill_period(store, month_start=JUNE, per_domain=3)
     # noise: another month, a known entity, an entity of the period that is not ready
-    await add_ready_entity(store, domain="movies", source="tmdb", external_id="may", occurred_at=datetime(2025, 5, 30, tzinfo=timezone.utc))
+    await add_ready_entity(store, domain="movies", source="tmdb", external_id="may", occurred_at=datetime(2025, 5, 30, tzinfo=UTC))
     await add_ready_entity(store, domain="movies", source="tmdb", external_id="known", occurred_at=JUNE, known_by=("gemma-3-270m",))
     res = await build_snapshot(store, snapshot_config(settings), period="2025-06", now=NOW)
     assert res.status is BuildStatus.frozen, res.describe()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,7 @@ from storage.models import Event, GpuJob, Snapshot, SnapshotStatus
 from tests.conftest import wait_for
 from tests.snapshots.factories import fill_period, make_settings
 
-JUNE = datetime(2025, 6, 1, tzinfo=timezone.utc)
+JUNE = datetime(2025, 6, 1, tzinfo=UTC)
 
 
 class Clock:
@@ -88,7 +88,7 @@ async def test_month_boundary_builds_the_closed_month(
 ) -> None:
     settings = make_settings(tmp_path, allow_partial=True, webhook_url=webhook["url"])
     await fill_period(store, month_start=JUNE, per_domain=1)  # quotas are 2: June never fills early
-    clock = Clock(datetime(2025, 6, 30, 23, 59, 59, tzinfo=timezone.utc))
+    clock = Clock(datetime(2025, 6, 30, 23, 59, 59, tzinfo=UTC))
     hook = Hook()
     svc = _builder(settings, hook)
     ctx = _ctx(store, http, clock)
@@ -98,14 +98,14 @@ async def test_month_boundary_builds_the_closed_month(
     assert len(await _events(store, "snapshot.under_quota")) == 1
     await svc.check(ctx)
     assert len(await _events(store, "snapshot.under_quota")) == 1  # the same shortfall is logged once
-    clock.now = datetime(2025, 7, 1, 0, 0, 1, tzinfo=timezone.utc)
+    clock.now = datetime(2025, 7, 1, 0, 0, 1, tzinfo=UTC)
     res = await svc.check(ctx)
     built = [r for r in res if r.status is BuildStatus.frozen]
     assert [r.period for r in built] == ["2025-06"] and built[0].partial
     assert hook.calls == [built[0].snapshot_id]
     assert [w["snapshot_id"] for w in webhook["received"]] == [built[0].snapshot_id]
     assert webhook["received"][0]["counts"]["total"]["entities"] == 4
-    clock.now = datetime(2025, 7, 2, tzinfo=timezone.utc)
+    clock.now = datetime(2025, 7, 2, tzinfo=UTC)
     assert all(r.status is not BuildStatus.frozen for r in await svc.check(ctx))
     assert hook.calls == [built[0].snapshot_id]
 
@@ -114,7 +114,7 @@ async def test_quota_fill_builds_the_current_month_early_once(
     store: Store, tmp_path: Path, http: aiohttp.ClientSession
 ) -> None:
     settings = make_settings(tmp_path)
-    clock = Clock(datetime(2025, 6, 10, tzinfo=timezone.utc))
+    clock = Clock(datetime(2025, 6, 10, tzinfo=UTC))
     hook = Hook()
     svc = _builder(settings, hook)
     ctx = _ctx(store, http, clock)
@@ -127,7 +127,7 @@ async def test_quota_fill_builds_the_current_month_early_once(
     assert hook.calls == [june[0].snapshot_id]
     await fill_period(store, month_start=JUNE, per_domain=1, prefix="z")
     assert not [r for r in await svc.check(ctx) if r.period == "2025-06"]  # once
-    clock.now = datetime(2025, 7, 1, 1, tzinfo=timezone.utc)
+    clock.now = datetime(2025, 7, 1, 1, tzinfo=UTC)
     assert not [r for r in await svc.check(ctx) if r.period == "2025-06"]  # not rebuilt at the close
     async with store.session() as s:
         rows = (await s.execute(select(Snapshot))).scalars().all()
@@ -142,7 +142,7 @@ async def test_webhook_failure_never_blocks_the_build(
     settings = make_settings(tmp_path, webhook_url=webhook["url"])
     await fill_period(store, month_start=JUNE, per_domain=2)
     svc = _builder(settings, Hook())
-    res = await svc.check(_ctx(store, http, Clock(datetime(2025, 7, 5, tzinfo=timezone.utc))))
+    res = await svc.check(_ctx(store, http, Clock(datetime(2025, 7, 5, tzinfo=UTC))))
     assert [r.status for r in res] == [BuildStatus.frozen]
     assert webhook["hits"] == SnapshotBuilder.WEBHOOK_TRIES
     failed = await _events(store, "snapshot.webhook_failed")
@@ -154,7 +154,7 @@ async def test_run_loop_enqueues_gpu_jobs_and_stops(store: Store, tmp_path: Path
     settings = make_settings(tmp_path, check_interval_s=3600.0)
     svc = next(s for s in build_services(settings, board=SourceBoard()) if s.name == "snapshot-builder")
     await fill_period(store, month_start=JUNE, per_domain=2)
-    ctx = _ctx(store, http, Clock(datetime(2025, 7, 5, tzinfo=timezone.utc)))
+    ctx = _ctx(store, http, Clock(datetime(2025, 7, 5, tzinfo=UTC)))
 
     async def jobs() -> list[GpuJob]:
         async with store.session() as s:
@@ -177,19 +177,19 @@ async def test_rolling_cadence_builds_when_the_window_fills_and_never_overlaps(
 ) -> None:
     """Items straddling a month boundary fill one rolling window; the next window waits until it is fresh."""
     settings = make_settings(tmp_path, cadence="rolling", rolling_days=30)
-    await fill_period(store, month_start=datetime(2025, 5, 25, tzinfo=timezone.utc), per_domain=1)  # May 25..
+    await fill_period(store, month_start=datetime(2025, 5, 25, tzinfo=UTC), per_domain=1)  # May 25..
     await fill_period(store, month_start=JUNE, per_domain=1, prefix="y")  # June 1..
-    clock = Clock(datetime(2025, 6, 10, 8, tzinfo=timezone.utc))
+    clock = Clock(datetime(2025, 6, 10, 8, tzinfo=UTC))
     hook = Hook()
     svc = _builder(settings, hook)
     ctx = _ctx(store, http, clock)
     (res,) = await svc.check(ctx)
     assert res.status is BuildStatus.frozen and res.period == "2025-06-09"
     assert res.path == tmp_path / "snapshots" / "demo" / "2025-06-09"
-    clock.now = datetime(2025, 7, 8, tzinfo=timezone.utc)
-    await fill_period(store, month_start=datetime(2025, 6, 20, tzinfo=timezone.utc), per_domain=2, prefix="z")
+    clock.now = datetime(2025, 7, 8, tzinfo=UTC)
+    await fill_period(store, month_start=datetime(2025, 6, 20, tzinfo=UTC), per_domain=2, prefix="z")
     assert await svc.check(ctx) == []  # the window [Jun 8, Jul 8) overlaps the frozen one
-    clock.now = datetime(2025, 7, 10, tzinfo=timezone.utc)
+    clock.now = datetime(2025, 7, 10, tzinfo=UTC)
     (res2,) = await svc.check(ctx)
     assert res2.status is BuildStatus.frozen and res2.period == "2025-07-09"
     assert len(hook.calls) == 2

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from typing import Any
 
 import aiohttp
@@ -18,7 +18,7 @@ from clkt.telemetry import Metrics
 from storage.engine import Store
 
 REDATE_END = date(2026, 3, 1)
-NOW = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 FAST = {"rate_per_s": 1000.0, "burst": 50, "concurrency": 4, "timeout_s": 2.0, "lookback_days": 30,
         "breaker_failures": 3, "breaker_reset_s": 0.5}
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 
 import pytest
 from sqlalchemy import select
@@ -51,7 +51,7 @@ def test_config_overrides_and_unknown_models() -> None:
 
 def test_eligible_boundary() -> None:
     cutoff = date(2024, 8, 31)
-    first = datetime(2025, 3, 2, tzinfo=timezone.utc)  # cutoff + 183 days
+    first = datetime(2025, 3, 2, tzinfo=UTC)  # cutoff + 183 days
     assert eligible(first, cutoff, 183)
     assert not eligible(first - timedelta(seconds=1), cutoff, 183)
     with pytest.raises(ValueError):

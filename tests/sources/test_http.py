@@ -4,18 +4,19 @@ the retry budget, the breaker opens and closes, transient faults are retried, co
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import logging
 from typing import Any
 
 import aiohttp
-import asyncio
 import pytest
 
 from clkt.config import SourceSettings
 from clkt.errors import PayloadError, SourceBlocked, SourceError, SourceHttpError
-from clkt.telemetry import Metrics
 from clkt.replay import FaultKind, FaultPlan, FaultRule, ReplayServer
 from clkt.sources.http import SourceClient
+from clkt.telemetry import Metrics
 
 EVENT = {"format": "geojson", "eventid": "usp0006dzc"}
 
@@ -70,7 +71,7 @@ async def test_retry_after_is_honoured_without_spending_retries(
     route = (await stats(replay, http))["routes"]["/usgs/query"]
     assert route["statuses"] == {"429": 4, "200": 1}  # 4 rate limits and only 2 tries allowed: not spent
     times = route["times"]
-    gaps = [b - a for a, b in zip(times, times[1:])]
+    gaps = [b - a for a, b in itertools.pairwise(times)]
     assert min(gaps) >= 0.09  # each retry waited for Retry-After
 
 
@@ -91,9 +92,8 @@ async def test_breaker_opens_and_closes(
     await set_faults(replay, http, FaultRule(kind=FaultKind.server_error))
     with pytest.raises(SourceError):
         await c.get_json("query", params=EVENT)  # 2 failures
-    with caplog.at_level(logging.WARNING):
-        with pytest.raises((SourceError, SourceBlocked)):
-            await c.get_json("query", params=EVENT)  # the 3rd failure opens the circuit
+    with caplog.at_level(logging.WARNING), pytest.raises((SourceError, SourceBlocked)):
+        await c.get_json("query", params=EVENT)  # the 3rd failure opens the circuit
     assert "circuit OPEN" in caplog.text
     assert metrics.breaker_open.labels("usgs")._value.get() == 1
     seen = (await stats(replay, http))["total"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from importlib import resources
 from typing import Any
 from xml.etree import ElementTree as ET
@@ -111,7 +111,7 @@ def test_sportsdb_events_parse_and_render() -> None:
     assert isinstance(rec.facts, MatchFacts)
     assert (rec.facts.home_score, rec.facts.away_score) == (7, 11)
     assert [(p.home, p.away) for p in rec.facts.periods][:3] == [(0, 0), (0, 5), (0, 5)]
-    assert rec.occurred_at == datetime(2023, 11, 1, 0, 3, tzinfo=timezone.utc)
+    assert rec.occurred_at == datetime(2023, 11, 1, 0, 3, tzinfo=UTC)
     assert parse_events(mlb)[0].external_id == "1917406"
     assert "Texas Rangers" in render_document(rec.facts, "en").text
 

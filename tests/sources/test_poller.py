@@ -211,7 +211,7 @@ async def test_a_record_that_keeps_failing_is_skipped_not_fatal(
     poller = poller_for(settings, "thesportsdb")
     poller.FETCH_RETRY_CYCLES = 2  # type: ignore[misc]
     # the first cycles end at the failing page (retried later, cursor not past it); then the records are skipped
-    report = await _cycle_until_complete(poller, ctx)
+    await _cycle_until_complete(poller, ctx)
     async with store.session() as s:
         assert (await skip_counts(s))[("thesportsdb", "fetch_failed")] == 2
 
@@ -224,7 +224,7 @@ async def test_a_transient_record_failure_is_retried_next_cycle_not_skipped(
     settings = settings_for(replay, thesportsdb={"options": {"leagues": ["4328", "4424"]}, "breaker_failures": 100})
     ctx = make_ctx()
     poller = poller_for(settings, "thesportsdb")
-    report = await _cycle_until_complete(poller, ctx)
+    await _cycle_until_complete(poller, ctx)
     async with store.session() as s:
         assert ("thesportsdb", "fetch_failed") not in await skip_counts(s)
         n = (await s.execute(select(func.count()).select_from(Entity).where(Entity.source == "thesportsdb"))).scalar()

@@ -4,7 +4,7 @@ its manifest and a report written from stored results (no model needed)."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from sqlmodel import col, select, update
@@ -19,7 +19,7 @@ from storage.models import EntityStatus, GpuJob, LeaseStatus, Snapshot, SourceCu
 from tests.inject._fixtures import SNAPSHOT_ID, seed_store, write_tiny_snapshot
 from tests.snapshots.factories import add_ready_entity
 
-__all__ = ["HOSTILE_NAME", "JA_TEXT", "SNAPSHOT_ID", "write_config", "seed"]
+__all__ = ["HOSTILE_NAME", "JA_TEXT", "SNAPSHOT_ID", "seed", "write_config"]
 
 JA_TEXT = "スポーツ 777 の試合は 2026 年 12 月 1 日に行われ、4 対 1 で終わった。"
 HOSTILE_NAME = '<script>alert(1)</script><b>x</b><img src=x onerror="alert(2)">'
@@ -62,12 +62,12 @@ async def seed(store: Store, settings: Settings, root: Path) -> dict[str, int]:
         row = await s.get(Snapshot, SNAPSHOT_ID)
         assert row is not None
         row.manifest = manifest.model_dump(mode="json")
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     ids = {
         "hostile": await add_ready_entity(store, domain="music", source="deezer", external_id="evil1", occurred_at=now - timedelta(minutes=3)),
         "ready": await add_ready_entity(store, domain="sports", source="thesportsdb", external_id="777", occurred_at=now - timedelta(minutes=2)),
         "old": await add_ready_entity(store, domain="disasters", source="usgs", external_id="ci3144585",
-                                      occurred_at=datetime(1994, 6, 9, tzinfo=timezone.utc), status=EntityStatus.ineligible, n_questions=0),
+                                      occurred_at=datetime(1994, 6, 9, tzinfo=UTC), status=EntityStatus.ineligible, n_questions=0),
         "known": await add_ready_entity(store, domain="movies", source="tmdb", external_id="550", occurred_at=now - timedelta(minutes=1),
                                         status=EntityStatus.known, n_questions=0),
     }

@@ -10,7 +10,7 @@ from yarl import URL
 from clkt.web.files import safe_join
 from clkt.web.security import CSP, HostGuard, host_name
 from tests.web.conftest import Pages
-from tests.web.seed import HOSTILE_NAME, SNAPSHOT_ID
+from tests.web.seed import SNAPSHOT_ID
 
 
 async def test_hostile_name_is_escaped_everywhere(pages: Pages) -> None:

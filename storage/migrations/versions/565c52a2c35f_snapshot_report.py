@@ -6,11 +6,11 @@ Create Date: 2026-12-01 19:29:45.172371
 """
 from __future__ import annotations
 
-from alembic import op
 import sqlalchemy as sa
 import sqlmodel
-import storage.types
+from alembic import op
 
+import storage.types
 
 revision = '565c52a2c35f'
 down_revision = '5c1e0a7d2b94'
