@@ -21,12 +21,13 @@ from typing import Any
 from pydantic import BaseModel
 from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from storage import claim as _lease
 from storage.claim import LeaseLost
 from storage.models import Entity, GpuJob, LeaseStatus, Question, QuestionResult
 from storage.tasks import insert_ignore
-from storage.types import utcnow
+from storage.types import stored_id, utcnow
 
 __all__ = [
     "GpuJobRecord",
@@ -213,14 +214,14 @@ async def get_job(session: AsyncSession, job_id: int) -> GpuJobRecord | None:
 
 
 async def jobs_for_snapshot(session: AsyncSession, snapshot_id: str) -> list[GpuJobRecord]:
-    rows = await session.execute(select(GpuJob).where(GpuJob.snapshot_id == snapshot_id).order_by(GpuJob.id))
+    rows = await session.execute(select(GpuJob).where(col(GpuJob.snapshot_id) == snapshot_id).order_by(col(GpuJob.id)))
     return [_record(r) for r in rows.scalars().all()]
 
 
 async def gpu_job_counts(session: AsyncSession, snapshot_id: str | None = None) -> dict[str, int]:
-    stmt = select(GpuJob.status, func.count()).group_by(GpuJob.status)
+    stmt = select(col(GpuJob.status), func.count()).group_by(col(GpuJob.status))
     if snapshot_id is not None:
-        stmt = stmt.where(GpuJob.snapshot_id == snapshot_id)
+        stmt = stmt.where(col(GpuJob.snapshot_id) == snapshot_id)
     return {LeaseStatus(s).value: int(n) for s, n in (await session.execute(stmt)).all()}
 
 
@@ -234,7 +235,7 @@ async def snapshot_jobs_finished(session: AsyncSession, snapshot_id: str) -> boo
 
 async def write_job_results(session: AsyncSession, job_id: int, records: Iterable[ResultRecord]) -> int:
     """Replace the job's results with `records` (in the caller's transaction: all or nothing)."""
-    await session.execute(delete(QuestionResult).where(QuestionResult.job_id == job_id))
+    await session.execute(delete(QuestionResult).where(col(QuestionResult.job_id) == job_id))
     rows = [
         dict(
             job_id=job_id, question_id=r.question_id, lang=r.lang, variant=r.variant, scorer=r.scorer,
@@ -251,22 +252,23 @@ async def write_job_results(session: AsyncSession, job_id: int, records: Iterabl
 async def results_for_snapshot(session: AsyncSession, snapshot_id: str, *, done_only: bool = True) -> list[JobResultRow]:
     stmt = (
         select(
-            GpuJob.id, GpuJob.target_model, GpuJob.strategy, GpuJob.train_lang, QuestionResult.question_id,
-            QuestionResult.lang, QuestionResult.variant, QuestionResult.scorer, QuestionResult.split,
-            QuestionResult.predicted, QuestionResult.correct, Entity.domain, Entity.source, Entity.external_id,
-            Question.slot,
+            col(GpuJob.id), col(GpuJob.target_model), col(GpuJob.strategy), col(GpuJob.train_lang),
+            col(QuestionResult.question_id), col(QuestionResult.lang), col(QuestionResult.variant),
+            col(QuestionResult.scorer), col(QuestionResult.split), col(QuestionResult.predicted),
+            col(QuestionResult.correct), col(Entity.domain), col(Entity.source), col(Entity.external_id),
+            col(Question.slot),
         )
-        .join(QuestionResult, QuestionResult.job_id == GpuJob.id)
-        .join(Question, Question.id == QuestionResult.question_id)
-        .join(Entity, Entity.id == Question.entity_id)
-        .where(GpuJob.snapshot_id == snapshot_id)
-        .order_by(GpuJob.id, QuestionResult.id)
+        .join(QuestionResult, col(QuestionResult.job_id) == col(GpuJob.id))
+        .join(Question, col(Question.id) == col(QuestionResult.question_id))
+        .join(Entity, col(Entity.id) == col(Question.entity_id))
+        .where(col(GpuJob.snapshot_id) == snapshot_id)
+        .order_by(col(GpuJob.id), col(QuestionResult.id))
     )
     if done_only:
-        stmt = stmt.where(GpuJob.status == LeaseStatus.done)
+        stmt = stmt.where(col(GpuJob.status) == LeaseStatus.done)
     return [
         JobResultRow(
-            job_id=r[0], target_model=r[1], strategy=r[2], train_lang=r[3], question_id=r[4], lang=r[5],
+            job_id=stored_id(r[0]), target_model=r[1], strategy=r[2], train_lang=r[3], question_id=r[4], lang=r[5],
             variant=r[6], scorer=r[7], split=r[8], predicted=r[9], correct=bool(r[10]), domain=r[11], source=r[12],
             external_id=r[13], slot=r[14],
         )

@@ -55,7 +55,7 @@ class TrainExample:
 
 class InjectionStrategy(Protocol):
     name: str
-    keep_every_epoch: bool  # False: only the best and the last epoch's weights are kept (large checkpoints)
+    keep_every_epoch: ClassVar[bool]  # False: only the best and the last epoch's weights are kept (large checkpoints)
 
     def examples(self, docs: list[DocRow], tokenizer: Any, *, target: TargetSettings, gpu: GpuSettings) -> list[TrainExample]: ...
 

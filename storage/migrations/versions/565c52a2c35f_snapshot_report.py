@@ -7,7 +7,7 @@ Create Date: 2026-12-01 19:29:45.172371
 from __future__ import annotations
 
 import sqlalchemy as sa
-import sqlmodel
+import sqlmodel.sql.sqltypes
 from alembic import op
 
 import storage.types
