@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
+from clkt import clock
 from storage.types import utcnow
 
 if TYPE_CHECKING:
@@ -57,9 +58,9 @@ class ServiceContext:
             self._pause_reason.append(reason)
 
     async def sleep(self, seconds: float) -> bool:
-        """Sleep unless stopping; True when the daemon is stopping."""
+        """Sleep `seconds` of the process's clock (`clkt.clock`) unless stopping; True when the daemon is stopping."""
         try:
-            await asyncio.wait_for(self.stopping.wait(), timeout=seconds)
+            await asyncio.wait_for(self.stopping.wait(), timeout=max(0.0, clock.current().real_seconds(seconds)))
         except TimeoutError:
             return False
         return True

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-__all__ = ["EntityStatus", "LeaseStatus", "LlmBatchRequestState", "LlmBatchState", "QuestionStatus", "SnapshotStatus", "Stage"]
+__all__ = ["EntityStatus", "LeaseStatus", "LlmBatchRequestState", "LlmBatchState", "QuestionStatus", "SnapshotStatus", "SnapshotTargetStatus", "Stage"]
 
 
 class EntityStatus(str, Enum):
@@ -51,6 +51,12 @@ class SnapshotStatus(str, Enum):
     frozen = "frozen"
     failed = "failed"
     superseded = "superseded"
+
+
+class SnapshotTargetStatus(str, Enum):
+    probing = "probing"  # a target added after the freeze is being asked about the snapshot's entities
+    ready = "ready"  # valid for the target (minus its exclusions): its GPU jobs may run
+    out_of_window = "out_of_window"  # the period is before the target's cutoff + buffer: never valid for it
 
 
 class LlmBatchState(str, Enum):

@@ -6,7 +6,7 @@ and from pydantic models. Statuses are `str` enums so they read well in SQL and 
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 from sqlalchemy import Column, Index, UniqueConstraint
@@ -19,6 +19,7 @@ from storage.enums import (
     LlmBatchState,
     QuestionStatus,
     SnapshotStatus,
+    SnapshotTargetStatus,
     Stage,
 )
 from storage.types import JSONType, UTCDateTime, utcnow
@@ -42,11 +43,15 @@ __all__ = [
     "QuestionStatus",
     "SkipCount",
     "Snapshot",
+    "SnapshotExclusion",
     "SnapshotItem",
     "SnapshotReport",
     "SnapshotStatus",
+    "SnapshotTarget",
+    "SnapshotTargetStatus",
     "SourceCursor",
     "Stage",
+    "TargetModel",
     "Task",
     "Translation",
     "Verification",
@@ -245,6 +250,51 @@ class SnapshotReport(SQLModel, table=True):
     jobs: int = 0  # how many jobs (done + failed) it was built from
     path: str  # the report folder (report.md, CSV, JSON, figures)
     written_at: datetime = _ts()
+
+
+class TargetModel(SQLModel, table=True):
+    """Every target model a spec of this store has had. Its name is its identity (probes, exclusions and GPU jobs
+    name it), so a name keeps its model for good; a target removed from the config stays, inactive, with its
+    results."""
+
+    __tablename__ = "target"
+
+    name: str = Field(primary_key=True, max_length=256)
+    model: str = Field(max_length=1024)  # HF id, local path or embedded:<name>
+    kind: str = Field(max_length=16)  # base | instruct
+    cutoff: date | None = None  # the declared knowledge cutoff (None: the registry's, resolved by the gate)
+    active: bool = True  # in the configuration the daemon last started with
+    first_seen_at: datetime = _ts()
+    last_seen_at: datetime = _ts()
+
+
+class SnapshotTarget(SQLModel, table=True):
+    """Whether a frozen snapshot is valid for a target, and on how many of its entities: `ready` with the
+    entities it recognised excluded (`SnapshotExclusion`), `probing` while a target added after the freeze is
+    asked about them, `out_of_window` when the snapshot's period is before the target's cutoff + buffer."""
+
+    __tablename__ = "snapshot_target"
+    __table_args__ = (Index("ix_snapshot_target_target", "target_name", "status"),)
+
+    snapshot_id: str = Field(primary_key=True, foreign_key="snapshot.id", max_length=160, ondelete="CASCADE")
+    target_name: str = Field(primary_key=True, max_length=256)
+    status: SnapshotTargetStatus = Field(max_length=16)
+    entities: int = 0  # real entities of the snapshot
+    excluded: int = 0  # of them, recognised by the target
+    updated_at: datetime = _ts()
+
+
+class SnapshotExclusion(SQLModel, table=True):
+    """An entity of a frozen snapshot that a target (added after the freeze) recognised: left out of that
+    target's jobs and results for that snapshot. The snapshot's files never change."""
+
+    __tablename__ = "snapshot_exclusion"
+
+    snapshot_id: str = Field(primary_key=True, foreign_key="snapshot.id", max_length=160, ondelete="CASCADE")
+    target_name: str = Field(primary_key=True, max_length=256)
+    entity_id: int = Field(primary_key=True, foreign_key="entity.id")
+    reason: str = Field(default="", max_length=500)
+    probed_at: datetime = _ts()
 
 
 class GpuJob(SQLModel, table=True):

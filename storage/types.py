@@ -10,11 +10,14 @@ from sqlalchemy import JSON, DateTime
 from sqlalchemy.engine import CursorResult, Result
 from sqlalchemy.types import TypeDecorator
 
+from clkt import clock as _clock
+
 __all__ = ["JSONType", "UTCDateTime", "affected_rows", "stored_id", "utcnow"]
 
 
 def utcnow() -> datetime:
-    return datetime.now(UTC)
+    """Now, aware UTC, by the process's clock (`clkt.clock`: real time unless a simulated clock is installed)."""
+    return _clock.now()
 
 
 def affected_rows(result: Result[*tuple[Any, ...]]) -> int:
