@@ -8,6 +8,12 @@ entity, target, language), so a re-run only asks what is missing. Known by ANY t
 the entity is `known` (dropped; probing stops at the first hit); otherwise it advances along the flow
 (`generating` + a generate task).
 
+A task whose key names a target (`probe_only_key(name)`) asks only that target, in every spec language (up to
+its first "known"), stores the verdicts and changes nothing else: not the entity's status, no next stage.
+Such tasks observe: a target added after a snapshot froze is asked about that snapshot's entities, and entities
+the gate turned away are sampled to see what a target knew before its declared cutoff. A key naming a target
+that is not (or no longer) in the spec finishes the task with nothing asked.
+
 Local targets run through transformers in a worker thread, one generation at a time per process (the model
 stays loaded between tasks); the worker probes up to `CONCURRENCY` entities at once and a `PromptBatcher`
 gathers their prompts into one generation per target (`clkt.targets.batching`: greedy decoding of a small
@@ -30,6 +36,7 @@ from pydantic import SecretStr
 from clkt.config import AgentSettings, DaemonSettings, SecretLookup, SpecSettings, TargetSettings
 from clkt.context import ServiceContext
 from clkt.errors import AgentError, ModelUnavailableError
+from clkt.facts import EntityFacts, RenderedDocument
 from clkt.pipeline._entities import facts_of, load_entity, paid, source_document
 from clkt.pipeline.backends import backend_for
 from clkt.pipeline.batches import prefetch
@@ -43,7 +50,7 @@ from storage.questions import ProbeRecord, add_probes, probes_of
 from storage.tasks import TaskLease
 from storage.types import utcnow
 
-__all__ = ["ProbeFn", "ProbeWorker", "probe_target"]
+__all__ = ["ProbeFn", "ProbeWorker", "probe_only_key", "probe_target", "target_of_key"]
 
 # (target, prompts, ctx) -> one answer per prompt
 ProbeFn = Callable[[TargetSettings, list[str], ServiceContext], Awaitable[list[str]]]
@@ -154,39 +161,23 @@ class ProbeWorker(StageWorker):
             document = await source_document(s, entity, facts)
             stored = await probes_of(s, entity.id)
         done = {(p.target_model, p.lang): p for p in stored}
+        only = target_of_key(task.key)
+        if only is not None:  # observe: one target, nothing advances
+            target = next((t for t in self.spec.targets if t.name == only), None)
+            if target is not None and not any(p.known for p in stored if p.target_model == only):
+                await self._ask(ctx, target, entity.id, entity.name, document, facts, done)  # a failure is retried
+            async with ctx.store.transaction() as s:
+                await finish(s, task, ctx)
+            return
         hit = next((p for p in stored if p.known), None)
-        backend = backend_for(ctx)
         for target in self.spec.targets:
             if hit is not None:
                 break
-            todo = [lang for lang in self.spec.languages if (target.name, lang) not in done]
-            if not todo:
-                continue
-            prompts = [build_probe_prompt(target, entity.name, lang) for lang in todo]
-            answers = await self.probe_fn(target, prompts, ctx)
-            if self.agents.batched(self.step.role):  # every language's judgement in one batch round
-                await prefetch(
-                    backend.judge(entity_name=entity.name, document=document, facts=facts, response=a, lang=lang)
-                    for lang, a in zip(todo, answers, strict=True)
-                )
-            rows: list[ProbeRecord] = []
-            for lang, prompt, answer in zip(todo, prompts, answers, strict=True):
-                try:
-                    verdict = await paid(
-                        backend.judge(entity_name=entity.name, document=document, facts=facts, response=answer, lang=lang)
-                    )
-                except AgentError as e:
-                    await self._give_up(ctx, task, f"judge failed: {e}")
-                    return
-                rows.append(ProbeRecord(
-                    entity_id=entity.id, target_model=target.name, lang=lang, prompt=prompt, response=answer,
-                    known=verdict.known, matched_facts=tuple(verdict.matched_facts), reason=verdict.reason,
-                    judge=backend.producer("judge"), prompt_version=_version(backend.prompt_version("judge")),
-                    created_at=utcnow(),
-                ))
-                if verdict.known:
-                    break  # known in one language is enough
-            await ctx.store.run_with_retry(partial(add_probes, probes=rows))
+            try:
+                rows = await self._ask(ctx, target, entity.id, entity.name, document, facts, done)
+            except AgentError as e:
+                await self._give_up(ctx, task, f"judge failed: {e}")
+                return
             hit = next((r for r in rows if r.known), None)
         async with ctx.store.transaction() as s:
             if hit is not None:
@@ -196,6 +187,44 @@ class ProbeWorker(StageWorker):
                 await self.advance(s, task, move=entity.status in _OPEN)  # a re-run never moves a finished entity back
             await finish(s, task, ctx)
 
+    async def _ask(
+        self, ctx: ServiceContext, target: TargetSettings, entity_id: int, name: str, document: RenderedDocument,
+        facts: EntityFacts, done: dict[tuple[str, str], ProbeRecord],
+    ) -> list[ProbeRecord]:
+        """Ask `target` about the entity in every spec language it has no verdict in yet (up to the first
+        "known"), judge and store the answers; the new verdicts. `AgentError` when the judge failed (the
+        verdicts judged before it are kept)."""
+        todo = [lang for lang in self.spec.languages if (target.name, lang) not in done]
+        if not todo:
+            return []
+        backend = backend_for(ctx)
+        prompts = [build_probe_prompt(target, name, lang) for lang in todo]
+        answers = await self.probe_fn(target, prompts, ctx)
+        if self.agents.batched(self.step.role):  # every language's judgement in one batch round
+            await prefetch(
+                backend.judge(entity_name=name, document=document, facts=facts, response=a, lang=lang)
+                for lang, a in zip(todo, answers, strict=True)
+            )
+        rows: list[ProbeRecord] = []
+        for lang, prompt, answer in zip(todo, prompts, answers, strict=True):
+            try:
+                verdict = await paid(
+                    backend.judge(entity_name=name, document=document, facts=facts, response=answer, lang=lang)
+                )
+            except AgentError:
+                await ctx.store.run_with_retry(partial(add_probes, probes=rows))
+                raise
+            rows.append(ProbeRecord(
+                entity_id=entity_id, target_model=target.name, lang=lang, prompt=prompt, response=answer,
+                known=verdict.known, matched_facts=tuple(verdict.matched_facts), reason=verdict.reason,
+                judge=backend.producer("judge"), prompt_version=_version(backend.prompt_version("judge")),
+                created_at=utcnow(),
+            ))
+            if verdict.known:
+                break  # known in one language is enough
+        await ctx.store.run_with_retry(partial(add_probes, probes=rows))
+        return rows
+
     async def _give_up(self, ctx: ServiceContext, task: TaskLease, reason: str) -> None:
         async with ctx.store.transaction() as s:
             await set_status(s, task.entity_id, EntityStatus.failed, reason[:500])
@@ -203,6 +232,19 @@ class ProbeWorker(StageWorker):
 
     async def on_failed(self, session: Session, task: TaskLease, error: str) -> None:
         await set_status(session, task.entity_id, EntityStatus.failed, f"probe: {error}"[:500])
+
+
+_ONLY = "target:"
+
+
+def probe_only_key(target: str) -> str:
+    """The key of a probe task that asks only `target` and changes nothing else (see the module docstring)."""
+    return f"{_ONLY}{target}"
+
+
+def target_of_key(key: str) -> str | None:
+    """The target a probe task's key names, or None for the entity's full probe (key "")."""
+    return key[len(_ONLY):] if key.startswith(_ONLY) else None
 
 
 def _version(judge_version: str) -> str:
