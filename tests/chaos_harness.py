@@ -4,6 +4,7 @@ Runs the real daemon (`run_daemon.py`) as a subprocess against the bundled repla
 (429, 5xx, timeouts, truncated JSON, HTML error pages) and, for the LLM path, against the fake
 OpenAI-compatible server (which counts every request body it sees). One run is left alone; the other is
 killed with SIGKILL at random moments and restarted, many times. Then the invariants are compared.
+At the root of tests/ beside `test_chaos.py` (cross-cutting: the whole daemon), and imported by `bench/chaos.py`.
 """
 
 from __future__ import annotations
