@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from storage.engine import Store
-from tests.waiting import handles_signal, wait_for, wait_until  # noqa: F401 - the tests import them from here
+from tests.waiting import handles_signal as handles_signal  # the condition waiters: the tests import them from here
+from tests.waiting import wait_for as wait_for
+from tests.waiting import wait_until as wait_until
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
