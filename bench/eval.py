@@ -20,7 +20,9 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -32,10 +34,10 @@ from clkt.evaluate.parse import parse_letter  # noqa: E402
 from clkt.evaluate.prompts import render_mcq  # noqa: E402
 from clkt.evaluate.scorers import _batches, _positions, score_generate, score_letter_logprob  # noqa: E402
 from clkt.targets.loader import load_target, resolve_device  # noqa: E402
-from clkt.targets.prompting import encode_left_padded  # noqa: E402
+from clkt.targets.prompting import RenderedPrompt, encode_left_padded  # noqa: E402
 
 
-def bare_forward(model, tok, prompts, batch_size: int) -> None:  # type: ignore[no-untyped-def]
+def bare_forward(model: Any, tok: Any, prompts: Sequence[RenderedPrompt], batch_size: int) -> None:
     import torch
 
     with torch.inference_mode():
@@ -52,7 +54,7 @@ def _sync() -> None:
         torch.cuda.synchronize()
 
 
-def timed(fn, reps: int = 1) -> float:  # type: ignore[no-untyped-def]
+def timed(fn: Callable[[], object], reps: int = 1) -> float:
     best = float("inf")
     for _ in range(reps):
         _sync()
@@ -88,9 +90,9 @@ def main() -> int:
     reps = 3 if device.startswith("cuda") else 1  # on CPU: run the whole bench twice instead
     t_fwd = timed(lambda: bare_forward(model, tok, prompts, a.batch_size), reps)
     t_lp = timed(lambda: score_letter_logprob(model, tok, prompts, batch_size=a.batch_size), reps)
-    got: dict[str, list] = {}  # type: ignore[type-arg]
+    got: dict[str, list[Any]] = {}
 
-    def run(key: str, fn):  # type: ignore[no-untyped-def]
+    def run(key: str, fn: Callable[[], list[Any]]) -> Callable[[], None]:
         def go() -> None:
             t = time.perf_counter()
             got[key] = fn()
@@ -111,7 +113,7 @@ def main() -> int:
     for mode in ("strict", "reference"):
         stop_t[mode] = timed(run(mode, lambda m=mode: score_generate(model, tok, prompts, batch_size=a.batch_size,
                                                                       max_new_tokens=a.max_new_tokens, parse=m)))
-        agree[mode] = sum(parse_letter(f.raw, mode) == s.predicted for f, s in zip(got["full"], got[mode], strict=True)) / len(prompts)  # type: ignore[arg-type]
+        agree[mode] = sum(parse_letter(f.raw, mode) == s.predicted for f, s in zip(got["full"], got[mode], strict=True)) / len(prompts)
 
     def new_tokens(key: str) -> float:
         return sum(len(tok.encode(x.raw, add_special_tokens=False)) for x in got[key]) / len(prompts)
@@ -137,7 +139,7 @@ def main() -> int:
         "generate_stop_agreement_reference": ">= 1.0", "generate_stop_speedup": ">= 2.0",
         "option_loglik_shared_agreement": ">= 0.98", "option_loglik_shared_speedup": ">= 1.2",
     }
-    met = all(figures[k] >= float(v.split()[1]) for k, v in goals.items())  # type: ignore[operator]
+    met = all(figures[k] >= float(v.split()[1]) for k, v in goals.items())
     print(json.dumps({"bench": "eval", "figures": figures, "goals": goals, "met": met}))
     return 0
 

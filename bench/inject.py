@@ -17,19 +17,20 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from bench.support.targets import add_target_args, synthetic_docs, target_from_args  # noqa: E402
-from clkt.config import GpuSettings  # noqa: E402
+from clkt.config import GpuSettings, TargetSettings  # noqa: E402
 from clkt.inject.strategies import CptLora, TrainExample  # noqa: E402
 from clkt.inject.trainer import TrainLoop, collate  # noqa: E402
 from clkt.targets.loader import load_target, resolve_device  # noqa: E402
 
 
-def _examples(tok, docs: list[str], max_len: int) -> list[TrainExample]:  # type: ignore[no-untyped-def]
+def _examples(tok: Any, docs: list[str], max_len: int) -> list[TrainExample]:
     out = []
     for d in docs:
         ids = [*list(tok(d, add_special_tokens=True)["input_ids"])[: max_len - 1], tok.eos_token_id]
@@ -37,7 +38,7 @@ def _examples(tok, docs: list[str], max_len: int) -> list[TrainExample]:  # type
     return out
 
 
-def ours(target, a, gpu: GpuSettings, examples: list[TrainExample], device: str) -> float:  # type: ignore[no-untyped-def]
+def ours(target: TargetSettings, a: argparse.Namespace, gpu: GpuSettings, examples: list[TrainExample], device: str) -> float:
     import torch
 
     dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
@@ -51,7 +52,7 @@ def ours(target, a, gpu: GpuSettings, examples: list[TrainExample], device: str)
     return res[-1].tokens / res[-1].seconds
 
 
-def trainer(target, a, gpu: GpuSettings, examples: list[TrainExample], device: str) -> float:  # type: ignore[no-untyped-def]
+def trainer(target: TargetSettings, a: argparse.Namespace, gpu: GpuSettings, examples: list[TrainExample], device: str) -> float:
     import torch
     from transformers import Trainer, TrainingArguments
 
@@ -61,7 +62,7 @@ def trainer(target, a, gpu: GpuSettings, examples: list[TrainExample], device: s
     model.train()
     rows = [{"input_ids": e.input_ids, "labels": e.labels} for e in examples]
 
-    def coll(batch):  # type: ignore[no-untyped-def]
+    def coll(batch: list[dict[str, list[int]]]) -> dict[str, Any]:
         return collate([TrainExample(b["input_ids"], b["labels"]) for b in batch], tok.pad_token_id or 0)
 
     with tempfile.TemporaryDirectory() as d:

@@ -4,6 +4,7 @@ Runs the real daemon (`run_daemon.py`) as a subprocess against the bundled repla
 (429, 5xx, timeouts, truncated JSON, HTML error pages) and, for the LLM path, against the fake
 OpenAI-compatible server (which counts every request body it sees). One run is left alone; the other is
 killed with SIGKILL at random moments and restarted, many times. Then the invariants are compared.
+At the root of tests/ beside `test_chaos.py` (cross-cutting: the whole daemon), and imported by `bench/chaos.py`.
 """
 
 from __future__ import annotations
@@ -18,12 +19,14 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.request import Request, urlopen
+
+from tests.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[1]
 def _period() -> str:
@@ -157,33 +160,42 @@ def progress(db: Path) -> tuple[int, ...]:
 
 def wait_drained(db: Path, proc: subprocess.Popen[bytes], *, timeout: float, stable_s: float = 8.0) -> None:
     """Until every source has a cursor, no stage work is open and nothing changed for `stable_s`."""
-    deadline = time.monotonic() + timeout
     last: tuple[int, ...] | None = None
     since = time.monotonic()
-    while time.monotonic() < deadline:
+
+    def drained() -> bool:
+        nonlocal last, since
         if proc.poll() is not None:
             raise AssertionError(f"daemon exited with {proc.returncode} while draining")
         p = progress(db)
         if p != last:
             last, since = p, time.monotonic()
-        elif p[0] > 0 and p[1] == 0 and p[3] >= len(SOURCES) and time.monotonic() - since >= stable_s:
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"not drained within {timeout}s: {last}")
+            return False
+        return p[0] > 0 and p[1] == 0 and p[3] >= len(SOURCES) and time.monotonic() - since >= stable_s
+
+    try:
+        wait_until(drained, timeout=timeout, interval=0.5)
+    except AssertionError as e:
+        if proc.poll() is not None:
+            raise
+        raise AssertionError(f"not drained within {timeout}s: {last}") from e
 
 
 def stop(proc: subprocess.Popen[bytes], timeout: float = 60, *, info: Path | None = None) -> int:
     """SIGTERM once the daemon is up (`info` = its daemon.json): a signal in the first milliseconds of a
     process, before Python runs any of our code, takes the OS default action."""
     if info is not None:
-        deadline = time.monotonic() + timeout
-        while proc.poll() is None and time.monotonic() < deadline:
+
+        def up() -> bool:
+            if proc.poll() is not None:
+                return True
             try:  # a killed predecessor leaves its daemon.json behind: wait for this process's own
-                if json.loads(info.read_text()).get("pid") == proc.pid:
-                    break
+                return bool(json.loads(info.read_text()).get("pid") == proc.pid)
             except (OSError, ValueError):
-                pass
-            time.sleep(0.1)
+                return False
+
+        with suppress(AssertionError):  # one that never says it is up still gets its SIGTERM, as before
+            wait_until(up, timeout=timeout, interval=0.1)
     proc.send_signal(signal.SIGTERM)
     return proc.wait(timeout=timeout)
 
@@ -226,7 +238,7 @@ def _kill_loop(res: RunResult, cfg: Path, *, kills: int, rng: random.Random,
     proc = start_daemon(cfg, res.log)
     t0 = time.monotonic()
     for _ in range(kills):
-        time.sleep(rng.uniform(*kill_window))
+        time.sleep(rng.uniform(*kill_window))  # the random kill moment is what the harness tests, not a wait
         if proc.poll() is not None:
             raise AssertionError(f"daemon died by itself with {proc.returncode}; see {res.log}")
         proc.send_signal(signal.SIGKILL)
@@ -257,15 +269,15 @@ def run(root: Path, llm_url: str, *, languages: list[str], kills: int, seed: int
 
 
 def _wait_gpu(db: Path, proc: subprocess.Popen[bytes], *, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def finished() -> bool:
         rows = _q(db, "SELECT status FROM gpu_job")
         if rows and all(r[0] in ("done", "failed") for r in rows):
-            return
+            return True
         if proc.poll() is not None:
             raise AssertionError("daemon exited while GPU jobs were running")
-        time.sleep(1.0)
-    raise AssertionError("GPU jobs did not finish in time")
+        return False
+
+    wait_until(finished, timeout=timeout, interval=1.0, what="GPU jobs did not finish in time")
 
 
 def snapshot_files(root: Path) -> dict[str, str]:

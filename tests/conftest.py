@@ -1,17 +1,19 @@
-"""Root fixtures: an isolated environment, a real SQLite store in tmp_path, a condition waiter; and which tests
+"""Root fixtures: an isolated environment, a real SQLite store in tmp_path, the condition waiters (from
+`tests/waiting.py`); and which tests
 are `slow` (a model load or a daemon process): `make test-fast` runs the others, `make test` all of them."""
 
 from __future__ import annotations
 
-import asyncio
 import os
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from storage.engine import Store
+from tests.waiting import handles_signal as handles_signal  # the condition waiters: the tests import them from here
+from tests.waiting import wait_for as wait_for
+from tests.waiting import wait_until as wait_until
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -66,20 +68,6 @@ def db_url(tmp_path: Path) -> str:
 async def store(db_url: str) -> AsyncIterator[Store]:
     async with Store(url=db_url) as s:
         yield s
-
-
-async def wait_for(cond: Callable[[], object], *, timeout: float = 10.0, interval: float = 0.02) -> None:
-    """Wait on a condition (sync or async callable), never on a fixed sleep."""
-    deadline = time.monotonic() + timeout
-    while True:
-        res = cond()
-        if asyncio.iscoroutine(res):
-            res = await res
-        if res:
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s: {cond}")
-        await asyncio.sleep(interval)
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,7 @@
 """Short chaos test (CI): the real daemon with API faults on and the LLM path on a fake provider, killed
 with SIGKILL a handful of times and restarted, against one uninterrupted run. The long version is
-`bench/chaos.py`."""
+`bench/chaos.py`.
+At the root of tests/ because it is cross-cutting: the whole daemon, every stage and the store at once."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """Configuration is passed, not pulled: only the entry points and the wiring name the whole `Settings`; every
-other module receives its section(s) (`clkt.config.SpecSettings`, `DaemonSettings`...) in a constructor."""
+other module receives its section(s) (`clkt.config.SpecSettings`, `DaemonSettings`...) in a constructor.
+At the root of tests/ because it is cross-cutting, like `test_layering.py`: it reads every module of the product."""
 
 from __future__ import annotations
 

@@ -2,7 +2,8 @@
 -> gate -> probe with Gemma 3 270M -> template questions (every one the engine can ask) + the control split
 -> snapshot -> LoRA injection (the demo's rate and epochs, one train language) -> option-loglik evaluation
 -> report. Checks real content, not just that files exist, and what the report concludes: injection learned
-the control split, the base model is not flagged above chance, and every flag agrees with its numbers."""
+the control split, the base model is not flagged above chance, and every flag agrees with its numbers.
+At the root of tests/ because it is cross-cutting: every area of the product in one run."""
 
 from __future__ import annotations
 

@@ -9,7 +9,8 @@ upstream payloads and HTTP faults. Each row asserts its clear error and that not
 - the HTTP rows run the real `SourceClient` against a local server and assert the error class, its
   message, and that the API key is not in it.
 
-To extend: add a row to a table.
+To extend: add a row to a table. At the root of tests/ because it is cross-cutting: its rows reach the CLI, the
+config, the store, the parsers and the HTTP layer.
 """
 
 from __future__ import annotations

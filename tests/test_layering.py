@@ -1,4 +1,5 @@
-"""The dependency rule of the layout (README, Layout), kept by reading every import of the product.
+"""The dependency rule of the layout (README, Layout), kept by reading every import of the product (at the root
+of tests/ because it is cross-cutting: it reads every module).
 
 - Only `storage/` talks SQL: nothing else imports SQLAlchemy, SQLModel, alembic, the tables
   (`storage.models`) or the lease machinery (`storage.claim`).

@@ -1,4 +1,5 @@
-"""The layering of scoring and reporting (README, Layout), on the import graph of `tests/test_layering.py`.
+"""The layering of scoring and reporting (README, Layout), on the import graph of `tests/test_layering.py`
+(at the root of tests/ beside it: cross-cutting).
 
 - `clkt.evaluate` (what runs on the GPU side) imports neither `clkt.inject` (which drives it) nor
   `clkt.report` (which reads what was stored);

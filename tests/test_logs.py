@@ -1,5 +1,6 @@
 """`clkt.logs.setup_logging`: the libraries' chatter stays below our own level (alembic's seven "setup plugin"
-INFO lines at every start of the store), and is heard when our level is DEBUG."""
+INFO lines at every start of the store), and is heard when our level is DEBUG.
+(`clkt/logs.py` is a top-level module of clkt: its tests are `tests/test_logs.py`.)"""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The demo watcher: the daemon of `clkt demo` stops once the first snapshot's report is recorded in the store."""
+"""The demo watcher: the daemon of `clkt demo` stops once the first snapshot's report is recorded in the store.
+(`clkt/progress.py` is a top-level module of clkt: its tests are `tests/test_progress.py`.)"""
 
 from __future__ import annotations
 

@@ -23,12 +23,19 @@ def report(
 ) -> None:
     import asyncio
 
-    from clkt.report.writer import load_report_data, render_tables, report_dir, write_report_files
+    from clkt.report.writer import (
+        ReportData,
+        ReportPaths,
+        load_report_data,
+        render_tables,
+        report_dir,
+        write_report_files,
+    )
 
     settings = load_cli_settings(config)
     out_dir = out or report_dir(settings.data_dir, snapshot)
 
-    async def load_report():  # type: ignore[no-untyped-def]
+    async def load_report() -> tuple[ReportPaths, ReportData]:
         async with open_store(settings) as store:
             data = await load_report_data(store, snapshot)
             return await asyncio.to_thread(write_report_files, data, out_dir), data

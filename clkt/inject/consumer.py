@@ -27,12 +27,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, cast
 
 from pydantic import ValidationError
 
 from clkt._tasks import cancel_and_wait
 from clkt.config import DaemonSettings, GpuSettings, TargetSettings
+from clkt.config.spec import Strategy
 from clkt.context import ServiceContext
 from clkt.errors import JobError, SnapshotError
 from clkt.evaluate.results import ResultItem
@@ -204,7 +205,8 @@ class GpuConsumer:
         data_dir = self.data_dir.resolve()
         return JobSpec(
             job_id=job.id, snapshot_id=job.snapshot_id, snapshot_dir=Path(snap.export_path).resolve(), target=target,  # noqa: ASYNC240 - once per job
-            strategy=job.strategy, train_lang=job.train_lang, gpu=gpu, data_dir=data_dir,  # type: ignore[arg-type]
+            # a stored name (str); JobSpec validates it against the Literal (else ValidationError: a permanent failure)
+            strategy=cast(Strategy, job.strategy), train_lang=job.train_lang, gpu=gpu, data_dir=data_dir,
             artifacts_dir=job_dir(data_dir, job.id), device=device,
             base_cache_dir=data_dir / "jobs" / "base" / job.snapshot_id,
         )

@@ -88,8 +88,9 @@ async def gather_all(calls: Iterable[Awaitable[T]]) -> list[T]:
     """`asyncio.gather` that lets every call finish before raising the first error: a call already sent to a
     paid provider gets its answer stored in the call cache instead of running on, orphaned, while the task's
     retry sends it a second time."""
-    results = await asyncio.gather(*calls, return_exceptions=True)
-    for r in results:
+    out: list[T] = []
+    for r in await asyncio.gather(*calls, return_exceptions=True):
         if isinstance(r, BaseException):
             raise r
-    return results  # type: ignore[return-value]
+        out.append(r)
+    return out

@@ -46,37 +46,37 @@ class LearnStat(BaseModel):
     p_value: float  # exact two-sided McNemar
     alpha: float = LEARN_ALPHA
 
-    @computed_field  # type: ignore[prop-decorator]
+    @computed_field  # type: ignore[prop-decorator]  # mypy refuses a decorator over @property; pydantic documents it
     @property
     def base_accuracy(self) -> float | None:
         return self.base_correct / self.n if self.n else None
 
-    @computed_field  # type: ignore[prop-decorator]
+    @computed_field  # type: ignore[prop-decorator]  # mypy refuses a decorator over @property; pydantic documents it
     @property
     def injected_accuracy(self) -> float | None:
         return self.injected_correct / self.n if self.n else None
 
-    @computed_field  # type: ignore[prop-decorator]
+    @computed_field  # type: ignore[prop-decorator]  # mypy refuses a decorator over @property; pydantic documents it
     @property
     def gain(self) -> float | None:
         return (self.injected_correct - self.base_correct) / self.n if self.n else None
 
-    @computed_field  # type: ignore[prop-decorator]
+    @computed_field  # type: ignore[prop-decorator]  # mypy refuses a decorator over @property; pydantic documents it
     @property
     def learned(self) -> bool:
         return self.n > 0 and self.injected_correct > self.base_correct and self.p_value < self.alpha
 
-    @computed_field  # type: ignore[prop-decorator]
+    @computed_field  # type: ignore[prop-decorator]  # mypy refuses a decorator over @property; pydantic documents it
     @property
     def base_ci(self) -> tuple[float, float] | None:
         return wilson_ci(self.base_correct, self.n)
 
-    @computed_field  # type: ignore[prop-decorator]
+    @computed_field  # type: ignore[prop-decorator]  # mypy refuses a decorator over @property; pydantic documents it
     @property
     def injected_ci(self) -> tuple[float, float] | None:
         return wilson_ci(self.injected_correct, self.n)
 
-    @computed_field  # type: ignore[prop-decorator]
+    @computed_field  # type: ignore[prop-decorator]  # mypy refuses a decorator over @property; pydantic documents it
     @property
     def gain_ci(self) -> tuple[float, float] | None:
         if not self.n:
@@ -129,7 +129,7 @@ class LearnTest(BaseModel):
     control: bool = False
     stat: LearnStat
 
-    @computed_field  # type: ignore[prop-decorator]
+    @computed_field  # type: ignore[prop-decorator]  # mypy refuses a decorator over @property; pydantic documents it
     @property
     def learned(self) -> bool:
         return self.stat.learned

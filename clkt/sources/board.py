@@ -73,7 +73,8 @@ class SourceBoard:
     def cycle_started(self, source: str) -> None:
         client = self._clients.get(source)
         self._started_mono[source] = (time.monotonic(), client.requests if client is not None else 0)
-        self._set(source, running_since=utcnow(), next_poll_at=None)
+        if (cur := self._live.get(source)) is not None:
+            self._live[source] = replace(cur, running_since=utcnow(), next_poll_at=None)
 
     def cycle_ended(self, source: str, *, result: str, detail: str = "", pages: int = 0, inserted: int = 0, updated: int = 0,
                     skipped: int = 0, next_in_s: float | None = None) -> None:
@@ -92,11 +93,6 @@ class SourceBoard:
             cur, running_since=None, last=outcome, cycles=cur.cycles + 1,
             next_poll_at=None if next_in_s is None else now + timedelta(seconds=next_in_s),
         )
-
-    def _set(self, source: str, **kw: object) -> None:
-        cur = self._live.get(source)
-        if cur is not None:
-            self._live[source] = replace(cur, **kw)  # type: ignore[arg-type]
 
     def snapshot(self) -> list[SourceLive]:
         """Every registered source, with its breaker read now."""

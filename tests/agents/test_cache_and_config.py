@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from pydantic import SecretStr
 
-from agents.cache import Budget, MemoryCallCache
+from agents.cache import Budget, CallCache, MemoryCallCache
 from agents.llm import LlmBackend
 from clkt.config import Settings, load_settings
 from clkt.errors import BudgetExhausted, ConfigError, RetryLater
@@ -22,9 +23,9 @@ from tests.fakes.function_llm import ScriptedLlm
 ROLES = ("judge", "generate", "verify", "translate")
 
 
-def backend(settings: Settings, cache: object, llm: ScriptedLlm, **kw: object) -> LlmBackend:
+def backend(settings: Settings, cache: CallCache, llm: ScriptedLlm, **kw: Any) -> LlmBackend:
     model = llm.model()
-    return llm_backend(settings, cache=cache, raw_models={r: model for r in ROLES}, **kw)  # type: ignore[arg-type]
+    return llm_backend(settings, cache=cache, raw_models={r: model for r in ROLES}, **kw)
 
 
 async def run_all(b: LlmBackend) -> None:

@@ -161,7 +161,7 @@ async def test_a_starved_client_catches_up_on_lost_slots_without_429s() -> None:
         async def starve() -> None:
             for n in (8, 20):
                 await wait_for(lambda n=n: server.stats.ok >= n, timeout=30)
-                time.sleep(0.4)  # noqa: ASYNC251 - the stall under test
+                time.sleep(0.4)  # noqa: ASYNC251 - the stall under test (a starved event loop), not a wait
 
         await asyncio.gather(*(judge(b, f"entity {i}") for i in range(36)), starve())
         assert server.stats.ok == 36

@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from agents.limits import Pacer, ProviderLimiter, RateHeaders, parse_rate_headers
+from tests.conftest import wait_for
 
 
 def test_late_wake_ups_do_not_push_the_schedule_back() -> None:
@@ -106,8 +107,9 @@ async def test_waiters_keep_the_schedule_and_a_late_timer_wakes_the_whole_catch_
         woke.append((i, loop.time()))
 
     tasks = [asyncio.create_task(one(i)) for i in range(20)]
-    await asyncio.sleep(0.12)  # the first 5 (1 + 0.2 s x 20/s) at once, then one each 50 ms
-    time.sleep(0.3)  # noqa: ASYNC251 - the loop stalls: 6 slots come due meanwhile
+    # the first 5 (1 + 0.2 s x 20/s) at once, then one each 50 ms: the schedule runs once 7 have woken
+    await wait_for(lambda: len(woke) >= 7, interval=0.001)
+    time.sleep(0.3)  # noqa: ASYNC251 - the stall under test (not a wait): 6 slots come due meanwhile
     await asyncio.gather(*tasks)
     assert [i for i, _ in woke] == list(range(20))  # FIFO
     t = [w for _, w in woke]
@@ -122,7 +124,7 @@ async def test_a_cancelled_waiter_takes_no_slot() -> None:
     assert await p.acquire() == 1.0  # due: taken at once
     a = asyncio.create_task(p.acquire())
     b = asyncio.create_task(p.acquire())
-    await asyncio.sleep(0.01)
+    await wait_for(lambda: p.waiting == 2, interval=0.001)  # both queued behind the first
     a.cancel()
     t0 = time.monotonic()
     assert await b == 2.0  # b took the slot a left, 100 ms after the first, not 200

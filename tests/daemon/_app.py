@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sys
 from pathlib import Path
 from typing import Self
@@ -18,8 +19,24 @@ from clkt.pipeline.stage_worker import StageConfig, StageWorker, Step, finish
 from storage.models import Stage, Task
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class CountingContext(ServiceContext):
+    """The daemon's context as one worker sees it, counting in `refused` every claim poll refused while
+    claiming is paused: the positive signal that the worker had its chance to claim (and did not)."""
+
+    refused: Path
+
+    def may_claim(self) -> bool:
+        ok = super().may_claim()
+        if not ok:
+            n = int(self.refused.read_text()) if self.refused.exists() else 0
+            self.refused.write_text(str(n + 1))
+        return ok
+
+
 class SlowProbe(StageWorker):
-    """Claims probe tasks and takes 1.5 s each (so SIGTERM lands while work is in flight)."""
+    """Claims probe tasks and takes 1.5 s each (so SIGTERM lands while work is in flight); counts in
+    `<marker>/refused-polls` each claim poll refused while claiming is paused."""
 
     def __init__(self, marker: Path, *, daemon: DaemonSettings) -> None:
         step = Step(stage=Stage.probe, worker=SlowProbe, role=None, next=None, status=None)  # a flow of its own
@@ -30,9 +47,14 @@ class SlowProbe(StageWorker):
     def from_config(cls, step: Step, config: StageConfig) -> Self:
         raise NotImplementedError("built by hand (a marker folder)")
 
+    async def run(self, ctx: ServiceContext) -> None:
+        # the same context (its stop event and pause list are shared objects), seen through CountingContext
+        shared = {f.name: getattr(ctx, f.name) for f in dataclasses.fields(ctx)}
+        await super().run(CountingContext(**shared, refused=self.marker / "refused-polls"))
+
     async def process(self, task: Task, ctx: ServiceContext) -> None:
         (self.marker / f"started-{task.id}").touch()
-        await asyncio.sleep(1.5)
+        await asyncio.sleep(1.5)  # the work itself (not a wait): long enough for a SIGTERM to land mid-task
         async with ctx.store.transaction() as s:
             await finish(s, task, ctx)
         (self.marker / f"done-{task.id}").touch()
@@ -59,7 +81,7 @@ class Ticker:
 
     async def run(self, ctx: ServiceContext) -> None:
         i = 0
-        while not await ctx.sleep(0.1):
+        while not await ctx.sleep(0.1):  # the service's own tick (the product's interruptible sleep), not a wait
             i += 1
             (self.marker / "ticks").write_text(str(i))
 

@@ -7,17 +7,25 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
-from tests.daemon.test_daemon import _seed_tasks, _start, _wait
+from tests.conftest import REPO, wait_until
+from tests.daemon.test_daemon import _seed_tasks, _start
+
+
+def _count(path: Path) -> int:
+    """A counter file of the test daemon (`tests/daemon/_app.py`); empty or missing reads as 0."""
+    try:
+        return int(path.read_text() or 0)
+    except FileNotFoundError:
+        return 0
 
 
 @pytest.fixture
-def small_fs(tmp_path: Path):  # type: ignore[no-untyped-def]
+def small_fs(tmp_path: Path) -> Iterator[Path]:
     mnt = tmp_path / "small"
     mnt.mkdir()
     res = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48m", "tmpfs", str(mnt)], capture_output=True, text=True)
@@ -40,18 +48,23 @@ def test_disk_full_pauses_claiming_and_resumes_without_corruption(tmp_path: Path
     ballast = small_fs / "ballast"
     try:
         db = small_fs / "data" / "clkt.db"
-        _wait(lambda: (small_fs / "data" / "daemon.json").exists())
+        wait_until(lambda: (small_fs / "data" / "daemon.json").exists(), timeout=30)
         # fill the disk to below the threshold, then give the daemon work
         free = os.statvfs(small_fs).f_bavail * os.statvfs(small_fs).f_frsize
         with ballast.open("wb") as fh:
             fh.write(b"\0" * (free - 8 * 2**20))
-        _wait(lambda: "claiming paused" in log.read_text(), timeout=20)
+        wait_until(lambda: "claiming paused" in log.read_text(), timeout=20)
+        refused = marker / "refused-polls"
+        before = _count(refused)
         _seed_tasks(db, 4)
-        time.sleep(2.0)  # several claim polls: none may start while paused
+        # the probe worker looks at the queue each poll_interval_s (0.1 s) and counts each refused look:
+        # 5 more since the work was there, then none may have started while paused
+        wait_until(lambda: _count(refused) >= before + 5, timeout=20,
+                   what="5 claim polls refused while paused")
         assert not list(marker.glob("started-*")), "claimed work while the disk was full"
         ballast.unlink()
-        _wait(lambda: "claiming resumed" in log.read_text(), timeout=20)
-        _wait(lambda: len(list(marker.glob("done-*"))) == 4, timeout=30)
+        wait_until(lambda: "claiming resumed" in log.read_text(), timeout=20)
+        wait_until(lambda: len(list(marker.glob("done-*"))) == 4, timeout=30)
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=20) == 0
     finally:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, handles_signal, wait_until
 
 SECRET = "sk-test-0123456789abcdef-SECRET"
 
@@ -65,16 +65,8 @@ def _start(cfg: Path, marker: Path, log: Path, env_extra: dict[str, str] | None 
     )
 
 
-def _wait(cond, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.05)
-
-
 @pytest.fixture
-def daemon_env(tmp_path: Path):  # type: ignore[no-untyped-def]
+def daemon_env(tmp_path: Path) -> tuple[Path, Path]:
     cfg = _config(tmp_path)
     # migrate the store first so we can seed work
     subprocess.run([sys.executable, "-m", "clkt.cli", "db", "upgrade", "--config", str(cfg)], check=False, cwd=REPO,
@@ -88,11 +80,11 @@ def test_sigterm_exits_zero_within_grace_and_leaves_no_lease(tmp_path: Path) -> 
     marker, log = tmp_path / "m", tmp_path / "daemon.log"
     proc = _start(cfg, marker, log, {"TMDB_API_KEY": SECRET})
     try:
-        _wait(lambda: (tmp_path / "data" / "daemon.json").exists())
+        wait_until(lambda: (tmp_path / "data" / "daemon.json").exists(), timeout=30)
         _seed_tasks(db, 6)
-        _wait(lambda: any(p.name.startswith("started-") for p in marker.iterdir()))
-        _wait(lambda: (marker / "crash-2").exists())
-        _wait(lambda: (marker / "ticks").exists() and int((marker / "ticks").read_text() or 0) > 3)
+        wait_until(lambda: any(p.name.startswith("started-") for p in marker.iterdir()), timeout=30)
+        wait_until(lambda: (marker / "crash-2").exists(), timeout=30)
+        wait_until(lambda: (marker / "ticks").exists() and int((marker / "ticks").read_text() or 0) > 3, timeout=30)
         t0 = time.monotonic()
         proc.send_signal(signal.SIGTERM)
         rc = proc.wait(timeout=15)
@@ -125,7 +117,7 @@ def test_second_daemon_is_refused_and_port_in_use_is_reported(tmp_path: Path) ->
     marker, log = tmp_path / "m", tmp_path / "d1.log"
     first = _start(cfg, marker, log)
     try:
-        _wait(lambda: (tmp_path / "data" / "daemon.json").exists())
+        wait_until(lambda: (tmp_path / "data" / "daemon.json").exists(), timeout=30)
         info = json.loads((tmp_path / "data" / "daemon.json").read_text())
         second = subprocess.run(
             [sys.executable, str(REPO / "tests/daemon/_app.py"), str(cfg), str(tmp_path / "m2")],
@@ -159,7 +151,7 @@ def test_restart_after_kill_refunds_interrupted_attempts(tmp_path: Path) -> None
     db = tmp_path / "data" / "clkt.db"
     marker, log = tmp_path / "m", tmp_path / "daemon.log"
     first = _start(cfg, marker, log)
-    _wait(lambda: (tmp_path / "data" / "daemon.json").exists())
+    wait_until(lambda: (tmp_path / "data" / "daemon.json").exists(), timeout=30)
     first.send_signal(signal.SIGTERM)
     assert first.wait(timeout=20) == 0
     _seed_tasks(db, 1)
@@ -171,7 +163,7 @@ def test_restart_after_kill_refunds_interrupted_attempts(tmp_path: Path) -> None
     con.close()
     proc = _start(cfg, marker, log)
     try:
-        _wait(lambda: any(marker.glob("done-*")), timeout=30)
+        wait_until(lambda: any(marker.glob("done-*")), timeout=30)
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=20) == 0
     finally:
@@ -190,7 +182,10 @@ def test_sigterm_during_startup_is_a_clean_stop(tmp_path: Path) -> None:
     proc = subprocess.Popen([sys.executable, str(REPO / "run_daemon.py"), "--config", str(cfg)], stdout=log.open("wb"),
                             stderr=subprocess.STDOUT, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
     try:
-        time.sleep(0.7)  # past the interpreter's own start, inside clkt's imports / start-up
+        # the entry point's first act is to catch SIGTERM (`remember_early_stops`): the signal goes in then,
+        # while clkt's heavy imports and start-up still run
+        wait_until(lambda: handles_signal(proc.pid, signal.SIGTERM) or proc.poll() is not None, timeout=60,
+                   what="run_daemon.py to catch SIGTERM")
         proc.send_signal(signal.SIGTERM)
         rc = proc.wait(timeout=60)
     finally:

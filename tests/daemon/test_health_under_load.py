@@ -12,7 +12,7 @@ from pathlib import Path
 from urllib.request import urlopen
 
 from tests import chaos_harness as ch
-from tests.conftest import REPO
+from tests.conftest import REPO, wait_until
 
 
 def _metric(text: str, name: str, **labels: str) -> float:
@@ -33,15 +33,17 @@ def test_cli_and_metrics_answer_while_the_daemon_works(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     try:
         info_path = tmp_path / "run" / "data" / "daemon.json"
-        deadline = time.monotonic() + 60
-        while not info_path.exists():
-            assert time.monotonic() < deadline and proc.poll() is None, (tmp_path / "daemon.log").read_text()[-3000:]
-            time.sleep(0.1)
-        port = json.loads(info_path.read_text())["http_port"]
         db = tmp_path / "run" / "data" / "clkt.db"
-        while ch.progress(db)[0] == 0:
-            assert time.monotonic() < deadline
-            time.sleep(0.2)
+        deadline = time.monotonic() + 60
+
+        def up() -> bool:
+            assert proc.poll() is None, (tmp_path / "daemon.log").read_text()[-3000:]
+            return info_path.exists()
+
+        wait_until(up, timeout=60, interval=0.1, what="the daemon's daemon.json")
+        port = json.loads(info_path.read_text())["http_port"]
+        wait_until(lambda: ch.progress(db)[0] > 0, timeout=deadline - time.monotonic(), interval=0.2,
+                   what="a first entity in the store")
         # readers while the writers are busy
         for _ in range(3):
             t0 = time.monotonic()

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.conftest import REPO
+from tests.conftest import REPO, handles_signal, wait_until
 
 
 def test_clkt_run_sigterm_early_and_twice_is_a_clean_stop(tmp_path: Path) -> None:
@@ -20,11 +20,16 @@ def test_clkt_run_sigterm_early_and_twice_is_a_clean_stop(tmp_path: Path) -> Non
     proc = subprocess.Popen([sys.executable, "-m", "clkt.cli", "run", "--config", str(cfg)], stdout=log.open("wb"),
                             stderr=subprocess.STDOUT, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
     try:
-        time.sleep(0.3)  # inside the CLI's own imports, before any daemon code runs
+        # the CLI's first act is to catch SIGTERM (`remember_early_stops`): the signal goes in then, inside the
+        # CLI's own imports, before any daemon code runs
+        wait_until(lambda: handles_signal(proc.pid, signal.SIGTERM) or proc.poll() is not None, timeout=60,
+                   what="clkt run to catch SIGTERM")
         proc.send_signal(signal.SIGTERM)
-        time.sleep(0.5)
+        # a second one while stopping: once the daemon says it stops (or the process has already ended)
+        wait_until(lambda: proc.poll() is not None or "stopping (" in log.read_text(), timeout=60,
+                   what="the daemon to say it stops")
         if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)  # a second one while stopping
+            proc.send_signal(signal.SIGTERM)
         rc = proc.wait(timeout=90)
     finally:
         if proc.poll() is None:
@@ -39,7 +44,7 @@ def test_the_process_exits_without_waiting_for_a_worker_thread(tmp_path: Path) -
         "from clkt.process import exit_now_if_threads_linger, run_without_waiting_for_threads\n"
         "async def main():\n"
         "    asyncio.get_running_loop().run_in_executor(None, time.sleep, 60)  # a long model conversion\n"
-        "    await asyncio.sleep(0.1)\n"
+        "    await asyncio.sleep(0.1)  # the daemon's short run (not a wait), then it returns\n"
         "    return 0\n"
         "rc = run_without_waiting_for_threads(main())\n"
         "exit_now_if_threads_linger(rc)\n"

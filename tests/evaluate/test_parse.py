@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from clkt.evaluate.parse import letter_decided, parse_answer_letter, parse_letter
+from clkt.evaluate.parse import ParseMode, letter_decided, parse_answer_letter, parse_letter
 
 
 @pytest.mark.parametrize(
@@ -52,10 +52,10 @@ COMPLETIONS = [
 
 @pytest.mark.parametrize("mode", ["strict", "reference"])
 @pytest.mark.parametrize("full", COMPLETIONS)
-def test_generation_stopped_at_the_decided_letter_parses_as_the_full_completion(full: str, mode: str) -> None:
+def test_generation_stopped_at_the_decided_letter_parses_as_the_full_completion(full: str, mode: ParseMode) -> None:
     # generation stops at the first prefix where the letter is decided; that prefix must parse as the whole
     for end in range(1, len(full) + 1):
-        if letter_decided(full[:end], mode):  # type: ignore[arg-type]
-            assert parse_letter(full[:end], mode) == parse_letter(full, mode), (full[:end], full)  # type: ignore[arg-type]
+        if letter_decided(full[:end], mode):
+            assert parse_letter(full[:end], mode) == parse_letter(full, mode), (full[:end], full)
             break
-    assert not letter_decided("", mode) and not letter_decided("B", mode)  # type: ignore[arg-type]  # "B" may become "But"
+    assert not letter_decided("", mode) and not letter_decided("B", mode)  # "B" may become "But"

@@ -48,9 +48,9 @@ def test_letter_logprob_batching_and_agreement_with_generate(models_data_dir: Pa
     # generation stops once the letter is decided: a prefix of the full completion, parsed the same, never longer
     full = score_generate(model, tok, prompts, batch_size=5, max_new_tokens=12, stop_early=False)
     for mode in ("strict", "reference"):
-        stopped = score_generate(model, tok, prompts, batch_size=5, max_new_tokens=12, parse=mode)  # type: ignore[arg-type]
+        stopped = score_generate(model, tok, prompts, batch_size=5, max_new_tokens=12, parse=mode)
         for f, st in zip(full, stopped, strict=True):
-            assert f.raw.startswith(st.raw.rstrip("\ufffd")) and st.predicted == parse_letter(f.raw, mode), (mode, f.raw, st.raw)  # type: ignore[arg-type]
+            assert f.raw.startswith(st.raw.rstrip("\ufffd")) and st.predicted == parse_letter(f.raw, mode), (mode, f.raw, st.raw)
         assert sum(len(st.raw) for st in stopped) < sum(len(f.raw) for f in full)
 
 

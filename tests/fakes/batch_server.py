@@ -303,7 +303,7 @@ class FakeBatchProvider:
         body = await request.json()
         self.stats.creates_received += 1
         if self.create_delay_s:
-            await asyncio.sleep(self.create_delay_s)
+            await asyncio.sleep(self.create_delay_s)  # the fake's configured latency (not a wait)
         if self.plan and self.plan[0].get("refuse"):
             self.plan.pop(0)
             return web.json_response({"error": {"message": "model not available for batch", "type":
@@ -370,7 +370,7 @@ class FakeBatchProvider:
         body = await request.json()
         self.stats.creates_received += 1
         if self.create_delay_s:
-            await asyncio.sleep(self.create_delay_s)
+            await asyncio.sleep(self.create_delay_s)  # the fake's configured latency (not a wait)
         if self.plan and self.plan[0].get("refuse"):
             self.plan.pop(0)
             return web.json_response({"type": "error", "error": {"type": "invalid_request_error",

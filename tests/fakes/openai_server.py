@@ -234,6 +234,7 @@ class FakeOpenAI:
         st.in_flight += 1
         st.max_in_flight = max(st.max_in_flight, st.in_flight)
         try:
+            # the fake's configured latency (scripted, or drawn from its distribution), not a wait
             await asyncio.sleep(float(step.get("delay_s", 0)) if step else self._latency())
             prompt = "\n".join(str(m.get("content") or "") for m in body.get("messages", []) if m.get("role") == "user")
             tools = body.get("tools") or []
@@ -275,7 +276,7 @@ class FakeOpenAI:
         body, step, early = await self._common(request)
         if early is not None:
             return early
-        await asyncio.sleep(float(step.get("delay_s", 0)) if step else self._latency())
+        await asyncio.sleep(float(step.get("delay_s", 0)) if step else self._latency())  # its latency, not a wait
         text = step["text"] if step and "text" in step else " I have no information about that."
         self.stats.ok += 1
         self.stats.status[200] = self.stats.status.get(200, 0) + 1

@@ -16,8 +16,10 @@ from clkt.snapshots.layout import (
     AgentInfo,
     DocRow,
     DomainCounts,
+    Letter,
     QuestionRow,
     SnapshotManifest,
+    SplitName,
     TargetInfo,
     docs_path,
     dumps_row,
@@ -26,6 +28,7 @@ from clkt.snapshots.layout import (
 
 SNAPSHOT_ID = "tiny-2025-06-000000000000"
 SOURCE = "fixture"
+LETTERS: tuple[Letter, ...] = ("A", "B", "C", "D")
 
 
 def public_qid(row: int, entity: int) -> int:
@@ -48,7 +51,7 @@ DOCS: dict[str, list[tuple[int, str, str]]] = {
         (2, "Quenford Derby", "Le Quenford Derby du 3 mai 2025 s'est terminé 4-1 à Harlow Park."),
     ],
 }
-QUESTIONS: dict[str, list[tuple[int, int, str, str, list[str], int]]] = {
+QUESTIONS: dict[str, list[tuple[int, int, SplitName, str, list[str], int]]] = {
     # question row id, entity row id, split, question, options, answer index
     "en": [
         (11, 1, "val", "Who directed Velmora Tide?", ["Osric Palandri", "Mara Lenz", "Ivo Tesk", "Ana Roe"], 0),
@@ -82,8 +85,8 @@ def write_tiny_snapshot(root: Path, *, langs: tuple[str, ...] = ("en", "fr"), co
                 dumps_row(
                     QuestionRow(
                         qid=public_qid(qid, e), entity_id=public_entity_id(e), domain="movies" if e == 1 else "sports",
-                        lang=lang, split=split,  # type: ignore[arg-type]
-                        question=text, options=opts, answer="ABCD"[ans], answer_index=ans, slot=f"s{qid}",  # type: ignore[arg-type]
+                        lang=lang, split=split,
+                        question=text, options=opts, answer=LETTERS[ans], answer_index=ans, slot=f"s{qid}",
                     )
                 ) + "\n"
                 for qid, e, split, text, opts, ans in QUESTIONS[lang]

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import func, select
 from sqlmodel import col
 
-from clkt.config import EMBEDDED_TARGET, Settings, TargetSettings
+from clkt.config import EMBEDDED_TARGET, DaemonSettings, GpuSettings, Settings, SpecSettings, TargetSettings
 from clkt.context import ServiceContext
 from clkt.evaluate.summary import JobSummary
 from clkt.inject.consumer import job_dir
@@ -27,11 +27,10 @@ def _settings(data_dir: Path, tmp_path: Path) -> Settings:
     return Settings(
         data_dir=data_dir,
         # per target: option-loglik (acc + acc_norm rows) and generate, parsed by the reference rule
-        spec={"targets": [EMBEDDED_TARGET.model_copy(update={"scorers": ["option-loglik", "generate"]}), broken],
-              "languages": ["en", "fr"]},  # type: ignore[arg-type]
-        gpu={"devices": ["cpu"], "epochs": 1, "max_new_tokens": 4, "max_seq_len": 128, "torch_threads": 2,
-             "parse": "reference"},  # type: ignore[arg-type]
-        daemon={"poll_interval_s": 0.1, "lease_s": 60},  # type: ignore[arg-type]
+        spec=SpecSettings(targets=[EMBEDDED_TARGET.model_copy(update={"scorers": ["option-loglik", "generate"]}), broken],
+                          languages=["en", "fr"]),
+        gpu=GpuSettings(devices=["cpu"], epochs=1, max_new_tokens=4, max_seq_len=128, torch_threads=2, parse="reference"),
+        daemon=DaemonSettings(poll_interval_s=0.1, lease_s=60),
     )
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import aiohttp
 
-from clkt.config import EMBEDDED_TARGET, Settings
+from clkt.config import EMBEDDED_TARGET, DaemonSettings, GpuSettings, Settings, SpecSettings
 from clkt.context import ServiceContext
 from clkt.telemetry import Metrics
 from storage.engine import Store
@@ -19,9 +19,9 @@ from tests.inject._fixtures import SNAPSHOT_ID, make_consumer, seed_store
 
 def _settings(data_dir: Path, **gpu: object) -> Settings:
     return Settings(
-        data_dir=data_dir, spec={"targets": [EMBEDDED_TARGET], "languages": ["en", "fr"]},  # type: ignore[arg-type]
-        gpu={"devices": ["cpu"], "epochs": 1, **gpu},  # type: ignore[arg-type]
-        daemon={"poll_interval_s": 0.05, "lease_s": 60},  # type: ignore[arg-type]
+        data_dir=data_dir, spec=SpecSettings(targets=[EMBEDDED_TARGET], languages=["en", "fr"]),
+        gpu=GpuSettings.model_validate({"devices": ["cpu"], "epochs": 1, **gpu}),
+        daemon=DaemonSettings(poll_interval_s=0.05, lease_s=60),
     )
 
 

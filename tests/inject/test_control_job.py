@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import select
 from sqlmodel import col
 
-from clkt.config import EMBEDDED_TARGET, Settings
+from clkt.config import EMBEDDED_TARGET, DaemonSettings, GpuSettings, Settings, SpecSettings
 from clkt.context import ServiceContext
 from clkt.evaluate.results import ResultItem, Variant
 from clkt.evaluate.summary import ControlCounts, JobSummary
@@ -51,9 +51,9 @@ async def test_job_injects_and_scores_the_control_split_apart(tmp_path: Path, da
     assert control
     settings = Settings(
         data_dir=data_dir,
-        spec={"targets": [EMBEDDED_TARGET], "languages": ["en", "fr"]},  # type: ignore[arg-type]
-        gpu={"devices": ["cpu"], "epochs": 1, "max_seq_len": 256, "torch_threads": 2, "scorers": ["letter-logprob"]},  # type: ignore[arg-type]
-        daemon={"poll_interval_s": 0.1, "lease_s": 60},  # type: ignore[arg-type]
+        spec=SpecSettings(targets=[EMBEDDED_TARGET], languages=["en", "fr"]),
+        gpu=GpuSettings(devices=["cpu"], epochs=1, max_seq_len=256, torch_threads=2, scorers=["letter-logprob"]),
+        daemon=DaemonSettings(poll_interval_s=0.1, lease_s=60),
     )
     async with Store(url=f"sqlite+aiosqlite:///{tmp_path}/s.db") as store:
         await seed_store(store, snap)

@@ -10,17 +10,17 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from clkt.inject.contract import PROGRESS_FILE, JobProgress
 from storage.engine import Store
-from storage.gpu_jobs import enqueue_gpu_jobs, jobs_for_snapshot
+from storage.gpu_jobs import GpuJobRecord, enqueue_gpu_jobs, jobs_for_snapshot
 from storage.models import LeaseStatus, QuestionResult
-from tests.conftest import REPO
+from tests.conftest import REPO, wait_until
 from tests.inject._fixtures import SNAPSHOT_ID, seed_store, write_tiny_snapshot
 
 PG_URL = os.environ.get("CLKT_TEST_PG_URL")
@@ -74,7 +74,7 @@ async def _reset_and_seed(tmp_path: Path) -> None:
     assert n == 2
 
 
-async def _jobs() -> list:  # type: ignore[type-arg]
+async def _jobs() -> list[GpuJobRecord]:
     assert PG_URL
     async with Store(url=PG_URL, migrate=False) as store, store.session() as s:
         return list(await jobs_for_snapshot(s, SNAPSHOT_ID))
@@ -87,13 +87,23 @@ async def _results_per_job() -> dict[int, int]:
     return {int(j): int(n) for j, n in rows}
 
 
-def _wait(cond, timeout: float, what: str) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+def _phase(job_dir: Path) -> str | None:
+    """The phase a job process reports in its `progress.json` (None before its first report)."""
+    try:
+        return JobProgress.model_validate_json((job_dir / PROGRESS_FILE).read_text()).phase
+    except (OSError, ValueError):
+        return None
+
+
+def _running(spec: Path) -> bool:
+    """Whether a live process runs the job of `spec` (`python -m clkt.inject.run_job <spec>`)."""
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if str(spec).encode() in cmdline.read_bytes().split(b"\0"):
+                return True
+        except OSError:  # the process ended meanwhile
+            continue
+    return False
 
 
 def test_a_worker_killed_mid_job_loses_nothing_and_duplicates_nothing(tmp_path: Path) -> None:
@@ -104,19 +114,23 @@ def test_a_worker_killed_mid_job_loses_nothing_and_duplicates_nothing(tmp_path: 
     daemon = _spawn(["run_daemon.py", "--config", str(daemon_cfg)], tmp_path / "daemon.log")
     procs = [daemon]
     try:
-        _wait(lambda: (tmp_path / "daemon-data" / "daemon.json").exists(), 90, "the daemon to be up")
+        wait_until(lambda: (tmp_path / "daemon-data" / "daemon.json").exists(), timeout=90, interval=0.5,
+                   what="the daemon to be up")
         a = _spawn(["-m", "clkt.cli", "worker", "--config", str(a_cfg)], tmp_path / "a.log")
         procs.append(a)
         # A is in the middle of a job: its job process is training (the job log has grown)
-        _wait(lambda: any(p.stat().st_size > 0 for p in (tmp_path / "a-data" / "jobs").glob("*/job.log")), 120,
-              "worker A's job to start")
-        time.sleep(3.0)
+        # A is in the middle of a job: its job process has loaded the model and reports a working phase
+        # (base answers, training, validation, test) in progress.json
+        wait_until(lambda: any(_phase(p.parent) not in (None, "loading")
+                               for p in (tmp_path / "a-data" / "jobs").glob("*/job.log")),
+                   timeout=120, interval=0.5, what="worker A's job to be past loading")
         (a_job_dir,) = [p.parent for p in (tmp_path / "a-data" / "jobs").glob("*/job.log")]
         a.send_signal(signal.SIGKILL)
         a.wait(timeout=10)
         b = _spawn(["-m", "clkt.cli", "worker", "--config", str(b_cfg)], tmp_path / "b.log")
         procs.append(b)
-        _wait(lambda: all(j.status == LeaseStatus.done for j in asyncio.run(_jobs())), 720, "worker B to finish every job")
+        wait_until(lambda: all(j.status == LeaseStatus.done for j in asyncio.run(_jobs())), timeout=720, interval=0.5,
+                   what="worker B to finish every job")
         b.send_signal(signal.SIGTERM)
         assert b.wait(timeout=60) == 0, (tmp_path / "b.log").read_text()[-2000:]
         daemon.send_signal(signal.SIGTERM)
@@ -132,8 +146,9 @@ def test_a_worker_killed_mid_job_loses_nothing_and_duplicates_nothing(tmp_path: 
     assert all(results.get(j.id or 0) == RESULTS_PER_JOB for j in jobs), results
     killed = next(j for j in jobs if str(j.id) == a_job_dir.name)
     assert killed.attempts == 2  # A's interrupted attempt, then B's
-    # A's orphaned job process died with A: it never wrote an outcome
-    time.sleep(2.0)
+    # A's orphaned job process died with A: no process runs its job any more, and it never wrote an outcome
+    wait_until(lambda: not _running(a_job_dir / "spec.json"), timeout=30, interval=0.2,
+               what="A's orphaned job process to be gone")
     assert not (a_job_dir / "outcome.json").exists()
     # the report is complete: both train languages
     report = tmp_path / "b-data" / "reports" / SNAPSHOT_ID / "report.md"

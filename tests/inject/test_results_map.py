@@ -9,7 +9,7 @@ import aiohttp
 import pytest
 from sqlalchemy import select
 
-from clkt.config import EMBEDDED_TARGET, Settings
+from clkt.config import EMBEDDED_TARGET, GpuSettings, Settings, SpecSettings
 from clkt.context import ServiceContext
 from clkt.errors import JobError
 from clkt.evaluate.results import EpochRecord, ResultItem, Variant
@@ -54,8 +54,8 @@ async def test_public_qids_map_back_to_question_rows(tmp_path: Path, tiny_snapsh
 @pytest.mark.parametrize("known", [True, False])
 async def test_consumer_stores_results_by_row_or_fails_on_unknown_qid(tmp_path: Path, tiny_snapshot: Path, known: bool) -> None:
     settings = Settings(
-        data_dir=tmp_path / "data", spec={"targets": [EMBEDDED_TARGET], "languages": ["en", "fr"]},  # type: ignore[arg-type]
-        gpu={"devices": ["cpu"]},  # type: ignore[arg-type]
+        data_dir=tmp_path / "data", spec=SpecSettings(targets=[EMBEDDED_TARGET], languages=["en", "fr"]),
+        gpu=GpuSettings(devices=["cpu"]),
     )
     async with Store(url=f"sqlite+aiosqlite:///{tmp_path}/s.db") as store:
         await seed_store(store, tiny_snapshot)

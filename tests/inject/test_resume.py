@@ -7,13 +7,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from clkt.config import EMBEDDED_TARGET, GpuSettings
 from clkt.inject.contract import FAILURE_FILE, LOG_FILE, OUTCOME_FILE, JobOutcome, JobSpec, write_json_atomic
+from tests.conftest import wait_until
 
 
 def _start(spec_path: Path, log: Path) -> subprocess.Popen[bytes]:
@@ -38,11 +38,12 @@ def test_killed_mid_training_resumes_from_last_epoch(tmp_path: Path, data_dir: P
     write_json_atomic(spec_path, spec)
     first_state = art / "checkpoints" / "epoch-1" / "state.json"
     proc = _start(spec_path, art / LOG_FILE)
-    deadline = time.monotonic() + 240
-    while not first_state.exists():
+
+    def epoch_1_saved() -> bool:
         assert proc.poll() is None, (art / LOG_FILE).read_text()[-3000:]
-        assert time.monotonic() < deadline, "epoch 1 never finished"
-        time.sleep(0.05)
+        return first_state.exists()
+
+    wait_until(epoch_1_saved, timeout=240, what="epoch 1 never finished")
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     assert not (art / OUTCOME_FILE).exists()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Mapping
 from datetime import UTC, date, datetime
+from typing import Any
 
 import aiohttp
 import pytest
@@ -38,8 +39,8 @@ async def original() -> AsyncIterator[ReplayServer]:
         yield s
 
 
-async def get(http: aiohttp.ClientSession, url: str, **kw: object) -> tuple[int, Mapping[str, str], bytes]:
-    async with http.get(url, **kw) as r:  # type: ignore[arg-type]  # aiohttp's keywords, passed through
+async def get(http: aiohttp.ClientSession, url: str, **kw: Any) -> tuple[int, Mapping[str, str], bytes]:
+    async with http.get(url, **kw) as r:  # aiohttp's keywords, passed through
         return r.status, CIMultiDict(r.headers), await r.read()
 
 

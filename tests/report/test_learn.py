@@ -40,7 +40,7 @@ def test_learn_stat_counts_gain_and_significance() -> None:
     assert s.p_value == pytest.approx(2 * 0.5**15)
     assert s.learned
     lo, hi = s.gain_ci or (0, 0)
-    assert lo < s.gain < hi  # type: ignore[operator]
+    assert s.gain is not None and lo < s.gain < hi
     d = s.to_summary()  # what a job's summary keeps
     assert d.learned is True and d.n == 40 and (d.gained, d.lost, d.p_value, d.gain) == (15, 0, s.p_value, s.gain)
 

@@ -14,7 +14,7 @@ from agents.template import PROMPT_VERSION
 from agents.template.pools import ACTORS, ARTISTS, COMPANIES, DIRECTORS, LABELS, TEAMS
 from clkt.config import load_settings
 from clkt.errors import ConfigError, SnapshotError
-from clkt.facts import QuakeFacts
+from clkt.facts import FilmFacts, QuakeFacts, ReleaseFacts
 from clkt.services import snapshot_config
 from clkt.snapshots.builder import build_snapshot
 from clkt.snapshots.control import CONTROL_SOURCE, build_control, control_entities
@@ -87,7 +87,7 @@ def test_names_are_invented_and_distractors_too() -> None:
         assert e.name.casefold() not in real
         # dated inside the period
         f = e.facts
-        day = getattr(f, "date", None) or getattr(f, "release_date", None) or f.time_utc.date()  # type: ignore[union-attr]  # the kinds with no date have time_utc
+        day = f.time_utc.date() if isinstance(f, QuakeFacts) else f.release_date if isinstance(f, FilmFacts | ReleaseFacts) else f.date
         assert date(2025, 6, 1) <= day < date(2025, 7, 1), (e.name, day)
 
 

@@ -185,7 +185,7 @@ def test_a_traceback_is_redacted_in_the_log_line() -> None:
 
 
 async def test_an_unexpected_error_in_a_cycle_never_ends_the_source(
-    replay: ReplayServer, store: Store, make_ctx: MakeCtx,
+    replay: ReplayServer, store: Store, make_ctx: MakeCtx, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     import asyncio
 
@@ -205,7 +205,7 @@ async def test_an_unexpected_error_in_a_cycle_never_ends_the_source(
             raise ZeroDivisionError("a bug in a list parser")  # not a ClktError
         return await real_poll(window, page)
 
-    source.poll = flaky  # type: ignore[method-assign]
+    monkeypatch.setattr(source, "poll", flaky)
     task = asyncio.create_task(poller.run(ctx))
 
     async def crawled() -> bool:
@@ -220,6 +220,7 @@ async def test_an_unexpected_error_in_a_cycle_never_ends_the_source(
 
 async def test_a_list_page_that_never_decodes_is_skipped_after_some_cycles(
     aiohttp_server: Any, replay: ReplayServer, store: Store, make_ctx: MakeCtx, fast_retries: None,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     async def discover(request: web.Request) -> web.Response:
         if request.query.get("page") == "1":
@@ -239,7 +240,7 @@ async def test_a_list_page_that_never_decodes_is_skipped_after_some_cycles(
     settings = settings_for(replay, tmdb={"base_url": str(server.make_url("/tmdb")), "breaker_failures": 100})
     ctx = make_ctx()
     poller = poller_for(settings, "tmdb")
-    poller.FETCH_RETRY_CYCLES = 3  # type: ignore[misc]
+    monkeypatch.setattr(poller, "FETCH_RETRY_CYCLES", 3)  # this poller only
     from clkt.errors import PayloadError
 
     for _ in range(2):  # the page is retried (cursor kept) for a while...

@@ -17,6 +17,7 @@ from clkt.errors import PayloadError, SourceBlocked, SourceError, SourceHttpErro
 from clkt.replay import FaultKind, FaultPlan, FaultRule, ReplayServer
 from clkt.sources.http import SourceClient
 from clkt.telemetry import Metrics
+from tests.conftest import wait_for
 
 EVENT = {"format": "geojson", "eventid": "usp0006dzc"}
 
@@ -101,7 +102,7 @@ async def test_breaker_opens_and_closes(
         await c.get_json("query", params=EVENT)
     assert (await stats(replay, http))["total"] == seen  # open: nothing reached the server
     await set_faults(replay, http)  # the source recovers
-    await asyncio.sleep(0.35)  # breaker_reset_s
+    await wait_for(lambda: c.breaker.remaining_s() == 0, timeout=5)  # the open circuit's pause (breaker_reset_s)
     got = await c.get_json("query", params=EVENT)  # the half-open trial succeeds
     assert got.status == 200
     assert metrics.breaker_open.labels("usgs")._value.get() == 0

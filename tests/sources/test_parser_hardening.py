@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from clkt.errors import PayloadError
+from clkt.facts import FilmFacts, ReleaseFacts
 from clkt.sources._parse import MAX_TEXT_CHARS, opt_str
 from clkt.sources.deezer import parse_album, parse_releases
 from clkt.sources.gdacs import _xml, parse_item, parse_rss
@@ -97,15 +98,21 @@ def test_sportsdb_implausible_values(key: str, value: str) -> None:
     assert e.value.reason in ("implausible_value", "bad_date")
 
 
+def _tracks(release: dict[str, Any]) -> int:
+    facts = parse_release(release).facts
+    assert isinstance(facts, ReleaseFacts)
+    return len(facts.tracks)
+
+
 def test_musicbrainz_video_items_are_not_tracks() -> None:
     rel = copy.deepcopy(data("musicbrainz/release-lookup-94ad3a58.json"))
-    n = len(parse_release(rel).facts.tracks)  # type: ignore[union-attr]
+    n = _tracks(rel)
     dvd = {"format": "DVD-Video", "tracks": [
         {"title": f"Video {i}", "length": 200000, "recording": {"title": f"Video {i}", "video": True}} for i in range(5)
     ]}
     rel["media"].append(dvd)
     rel["media"][0]["tracks"][0].setdefault("recording", {})["video"] = False
-    assert len(parse_release(rel).facts.tracks) == n  # type: ignore[union-attr]
+    assert _tracks(rel) == n
 
 
 def test_innings_pattern_on_hostile_results() -> None:
@@ -121,7 +128,7 @@ def test_huge_text_fields_are_capped() -> None:
     s = opt_str({"overview": "word " * 1_000_000}, "overview")
     assert s is not None and len(s) <= MAX_TEXT_CHARS + 1
     rec = parse_movie(tmdb_550() | {"overview": "x" * 2_000_000})
-    assert len(rec.facts.overview or "") <= MAX_TEXT_CHARS + 1  # type: ignore[union-attr]
+    assert isinstance(rec.facts, FilmFacts) and len(rec.facts.overview or "") <= MAX_TEXT_CHARS + 1
 
 
 # --- fuzz: one bad item never fails a list page ------------------------------------------------------

@@ -74,7 +74,7 @@ async def test_full_crawl_of_every_source(replay: ReplayServer, store: Store, ma
 
 
 async def test_restart_resumes_from_the_cursor_without_gap_or_recrawl(
-    replay: ReplayServer, store: Store, make_ctx: MakeCtx, http: aiohttp.ClientSession
+    replay: ReplayServer, store: Store, make_ctx: MakeCtx, http: aiohttp.ClientSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     settings = settings_for(replay, deezer={"options": {"page_size": 3}})
     first_ctx = make_ctx()
@@ -90,7 +90,7 @@ async def test_restart_resumes_from_the_cursor_without_gap_or_recrawl(
             first_ctx.stopping.set()  # the daemon goes down after the 2nd page
         return got
 
-    source.poll = crash_after_two  # type: ignore[method-assign]
+    monkeypatch.setattr(source, "poll", crash_after_two)
     first = await poller.run_cycle(first_ctx)
     assert not first.completed and first.pages == 2
     async with store.session() as s:
@@ -203,13 +203,14 @@ async def _cycle_until_complete(poller: SourcePoller, ctx: ServiceContext, tries
 
 
 async def test_a_record_that_keeps_failing_is_skipped_not_fatal(
-    replay: ReplayServer, store: Store, make_ctx: MakeCtx, http: aiohttp.ClientSession, fast_retries: None
+    replay: ReplayServer, store: Store, make_ctx: MakeCtx, http: aiohttp.ClientSession, fast_retries: None,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     await set_faults(replay, http, FaultRule(kind=FaultKind.server_error, route="/thesportsdb/*/lookupevent.php"))
     settings = settings_for(replay, thesportsdb={"options": {"leagues": ["4328", "4424"]}, "breaker_failures": 100})
     ctx = make_ctx()
     poller = poller_for(settings, "thesportsdb")
-    poller.FETCH_RETRY_CYCLES = 2  # type: ignore[misc]
+    monkeypatch.setattr(poller, "FETCH_RETRY_CYCLES", 2)  # this poller only
     # the first cycles end at the failing page (retried later, cursor not past it); then the records are skipped
     await _cycle_until_complete(poller, ctx)
     async with store.session() as s:

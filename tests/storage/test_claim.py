@@ -50,8 +50,8 @@ async def test_concurrent_claimers_never_share_a_row(db_url: str, round_: int) -
             if not rows:
                 return
             got[name].extend(r.id for r in rows if r.id is not None)
-            # a short pause between claims (a real worker does work here): without it, on a loaded machine, the
-            # first claimer's thread can drain all 200 rows before another gets a turn, which says nothing
+            # a short pause between claims (a real worker does work here; the work, not a wait): without it, on a
+            # loaded machine, the first claimer's thread can drain all 200 rows before another gets a turn
             await asyncio.sleep(0.002)
 
     await asyncio.gather(*(worker(f"w{i}", st) for i, st in enumerate(stores)))

@@ -44,7 +44,7 @@ async def test_requests_during_a_run_go_into_the_next_one() -> None:
     first = asyncio.create_task(b.submit("m", ["1"]))
     await wait_for(lambda: b.runs > 0)
     later = [asyncio.create_task(b.submit("m", [str(i)])) for i in (2, 3)]
-    await asyncio.sleep(0.05)
+    await wait_for(lambda: len(b._queue) == 2)  # both queued while the first run holds the gate
     gate.set()
     assert await first == ["m:1"] and [await t for t in later] == [["m:2"], ["m:3"]]
     assert rec.calls == [("m", ["1"]), ("m", ["2", "3"])]
@@ -74,7 +74,7 @@ async def test_a_cancelled_caller_loses_only_its_answers() -> None:
     b: PromptBatcher[str] = PromptBatcher(rec, name="t", window_s=0.05)
     gone = asyncio.create_task(b.submit("m", ["gone"]))
     kept = asyncio.create_task(b.submit("m", ["kept"]))
-    await asyncio.sleep(0)
+    await wait_for(lambda: len(b._queue) == 2, interval=0.001)  # both queued, inside the 50 ms window
     gone.cancel()
     assert await kept == ["m:KEPT"]
     assert rec.calls == [("m", ["kept"])]  # the cancelled caller's prompt was never run

@@ -9,6 +9,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from clkt.context import ServiceContext
 from clkt.daemon import Daemon
 from tests.conftest import wait_for
 from tests.web.seed import settings_for, write_config
@@ -17,7 +18,7 @@ from tests.web.seed import settings_for, write_config
 class Idle:
     name = "idle"
 
-    async def run(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    async def run(self, ctx: ServiceContext) -> None:
         await ctx.stopping.wait()
 
 

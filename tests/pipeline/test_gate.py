@@ -18,8 +18,7 @@ from clkt.replay import ReplayServer
 from storage.engine import Store
 from storage.models import Entity, EntityStatus, LeaseStatus, Stage, Task
 from storage.tasks import claim_tasks
-
-from .conftest import poller_for, settings_for
+from tests.sources.conftest import poller_for, settings_for
 
 
 @pytest.mark.parametrize(

@@ -75,7 +75,8 @@ def test_secrets_come_from_env_only_and_never_dump(tmp_path: Path) -> None:
     cfg = tmp_path / "c.toml"
     cfg.write_text('[sources.tmdb]\napi_key_env = "MY_TMDB"\n')
     s = load_settings(cfg, environ={"MY_TMDB": "sekrit-value-123"})
-    assert s.secret("MY_TMDB") is not None and s.secret("MY_TMDB").get_secret_value() == "sekrit-value-123"  # type: ignore[union-attr]
+    secret = s.secret("MY_TMDB")
+    assert secret is not None and secret.get_secret_value() == "sekrit-value-123"
     assert "sekrit-value-123" not in repr(s)
     assert "sekrit-value-123" not in str(s.public_dump())
     assert "sekrit-value-123" not in s.model_dump_json()
