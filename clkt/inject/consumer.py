@@ -49,6 +49,7 @@ from clkt.inject.contract import (
     write_json_atomic,
 )
 from clkt.logs import redact
+from clkt.roster.exclusions import excluded_public_ids
 from clkt.snapshots.stored import question_rows_by_qid
 from storage.enums import LeaseStatus
 from storage.gpu_jobs import (
@@ -194,6 +195,10 @@ class GpuConsumer:
             raise JobSetupError(f"target model {job.target_model!r} is not in the spec (targets: {names})")
         async with ctx.store.session() as s:
             snap = await find_snapshot(s, job.snapshot_id)
+            try:  # the target's exclusions on the snapshot: the job runs on the rest
+                exclude = await excluded_public_ids(s, job.snapshot_id, job.target_model) if snap is not None else []
+            except SnapshotError as e:
+                raise JobSetupError(str(e)) from e
         if snap is None or not snap.export_path:
             raise JobSetupError(f"snapshot {job.snapshot_id} has no export directory")
         try:
@@ -206,7 +211,7 @@ class GpuConsumer:
             job_id=job.id, snapshot_id=job.snapshot_id, snapshot_dir=Path(snap.export_path).resolve(), target=target,  # noqa: ASYNC240 - once per job
             strategy=job.strategy, train_lang=job.train_lang, gpu=gpu, data_dir=data_dir,  # type: ignore[arg-type]
             artifacts_dir=job_dir(data_dir, job.id), device=device,
-            base_cache_dir=data_dir / "jobs" / "base" / job.snapshot_id,
+            base_cache_dir=data_dir / "jobs" / "base" / job.snapshot_id, exclude_entities=exclude,
         )
 
     async def _run_job(self, ctx: ServiceContext, job: GpuJobRecord, device: str, lease: timedelta) -> JobRun:
