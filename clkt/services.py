@@ -78,7 +78,7 @@ def build_services(settings: Settings, *, board: SourceBoard) -> list[Service]:
     # --- GPU consumer (clkt.inject / clkt.evaluate), and the report of each snapshot once its jobs finished ---
     if settings.gpu.enabled:
         services.append(GpuConsumer(gpu=settings.gpu, daemon=settings.daemon, targets=settings.spec.targets,
-                                    data_dir=settings.data_dir))
+                                    data_dir=settings.data_dir, retention=settings.retention))
         services.append(ReportService(data_dir=settings.data_dir, daemon=settings.daemon))
     names = [s.name for s in services]
     dup = {n for n in names if names.count(n) > 1}

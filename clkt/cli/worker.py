@@ -37,7 +37,7 @@ def worker(
     setup_logging(settings.log_level, secrets=settings.secrets.values())
     consumer = GpuConsumer(
         gpu=settings.gpu, daemon=settings.daemon, targets=settings.spec.targets, data_dir=settings.data_dir,
-        devices=device or None, burst=burst,
+        devices=device or None, burst=burst, retention=settings.retention,
     )
     # the report of each snapshot whose jobs have all finished: the report step is its own service
     reporter = ReportService(data_dir=settings.data_dir, daemon=settings.daemon, burst=burst)

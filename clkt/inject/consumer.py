@@ -32,7 +32,7 @@ from typing import ClassVar
 from pydantic import ValidationError
 
 from clkt._tasks import cancel_and_wait
-from clkt.config import DaemonSettings, GpuSettings, TargetSettings
+from clkt.config import DaemonSettings, GpuSettings, RetentionSettings, TargetSettings
 from clkt.context import ServiceContext
 from clkt.errors import JobError, SnapshotError
 from clkt.evaluate.results import ResultItem
@@ -49,6 +49,7 @@ from clkt.inject.contract import (
     write_json_atomic,
 )
 from clkt.logs import redact
+from clkt.retention.apply import after_job_commit
 from clkt.roster.exclusions import excluded_public_ids
 from clkt.snapshots.stored import question_rows_by_qid
 from storage.enums import LeaseStatus
@@ -147,7 +148,7 @@ class GpuConsumer:
 
     def __init__(
         self, *, gpu: GpuSettings, daemon: DaemonSettings, targets: Sequence[TargetSettings], data_dir: Path,
-        devices: list[str] | None = None, burst: bool = False,
+        devices: list[str] | None = None, burst: bool = False, retention: RetentionSettings | None = None,
     ) -> None:
         self.gpu = gpu  # the default job configuration (a job's stored config overrides it) and the job timeout
         self.lease = timedelta(seconds=daemon.lease_s)
@@ -156,6 +157,7 @@ class GpuConsumer:
         self.data_dir = data_dir
         self.devices = list(devices or gpu.devices)
         self.burst = burst  # stop when no job is claimable (tests, `clkt worker --burst`)
+        self.retention = retention or RetentionSettings()  # what a committed job's folder keeps (clkt.retention)
         self.finished: list[JobRun] = []
 
     async def run(self, ctx: ServiceContext) -> None:
@@ -327,6 +329,7 @@ class GpuConsumer:
         except LeaseLost:
             log.warning("%s: finished, but its lease was lost; results not written (another worker owns it)", label)
             return JobRun(jid, None, "lease lost")
+        await after_job_commit(ctx.store, job_id=jid, data_dir=self.data_dir, retention=self.retention)
         ctx.metrics.gpu_jobs.labels(outcome="done").inc()
         log.info("%s: done, best epoch %d, %d results", label, outcome.best_epoch, n)
         return JobRun(jid, LeaseStatus.done)
