@@ -8,7 +8,7 @@ means): `clkt.roster` does.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -40,6 +40,7 @@ __all__ = [
     "observe_progress",
     "observe_tasks",
     "open_entities_unprobed_by",
+    "probing_progress",
     "snapshot_entity_ids",
     "snapshots_of_spec",
     "verdicts_of",
@@ -187,3 +188,20 @@ async def open_entities_unprobed_by(
         col(Entity.id).not_in(in_snapshot), col(Entity.id).not_in(probed),
     ).order_by(col(Entity.id))
     return [stored_id(e) for e in (await session.execute(stmt)).scalars().all()]
+
+
+async def probing_progress(
+    session: AsyncSession, *, key_of: Callable[[str], str]
+) -> dict[tuple[str, str], tuple[int, int]]:
+    """(snapshot id, target) of every probing row -> (its observe tasks ended, its entities); `key_of(target)` is
+    the key of the target's observing tasks."""
+    rows = (await session.execute(
+        select(col(SnapshotTarget.snapshot_id), col(SnapshotTarget.target_name)).where(
+            col(SnapshotTarget.status) == SnapshotTargetStatus.probing)
+    )).all()
+    out: dict[tuple[str, str], tuple[int, int]] = {}
+    for sid, name in rows:
+        ids = await snapshot_entity_ids(session, sid)
+        ended, _ = await observe_progress(session, key=key_of(name), entity_ids=ids)
+        out[(sid, name)] = (ended, len(ids))
+    return out
