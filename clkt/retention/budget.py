@@ -3,8 +3,8 @@
 With the default `[retention]` (and after each commit's retention, or `clkt gc`):
 
     data_dir  <=  models + store + exports_inside + best_adapters                        (measured: fixed or referenced)
-                + done_jobs x JOB_FILES_BYTES + answers x ANSWER_BYTES                     (each committed job's results)
-                + reports x REPORT_BYTES + reported_jobs x REPORT_JOB_BYTES                (each snapshot's current report)
+                + done_jobs x JOB_FILES_BYTES + answers x ANSWER_BYTES          (each committed job's results, 32 KiB, 1 KiB)
+                + reports x REPORT_BYTES + reported_jobs x REPORT_JOB_BYTES     (each current report, 512 KiB, 256 KiB)
                 + log_cap                                  (daemon_log_max_bytes x (daemon_log_backups + 1), or 0)
                 + in_flight + failed                                   (measured: jobs not committed; exempt)
 
@@ -60,10 +60,13 @@ class Budget(BaseModel):
     after_gc_bytes: int  # what the data directory holds once the plan is applied
     within: bool  # after_gc_bytes <= bound_bytes
 
-    JOB_FILES_BYTES: ClassVar[int] = 64 * 1024  # spec.json, state.json, val.json, summary files of one job
-    ANSWER_BYTES: ClassVar[int] = 2048  # one stored answer in predictions.jsonl + outcome.json (control share too)
-    REPORT_BYTES: ClassVar[int] = 1 << 20  # report.md, the CSVs and metrics.json of one snapshot
-    REPORT_JOB_BYTES: ClassVar[int] = 512 * 1024  # the figures one more job adds to its snapshot's report
+    # measured (tests/roster/test_late_target_job.py, Gemma 3 270M, all-linear LoRA r=16): spec, state, val, the
+    # adapter's config and README ~8 KB; ~410 B per stored answer in predictions.jsonl + outcome.json (~720 B with
+    # the control split's answers at the demo's share); a one-job report ~80 KB; the best adapter 15.2 MB
+    JOB_FILES_BYTES: ClassVar[int] = 32 * 1024  # spec.json, state.json, val.json, the adapter's config and README
+    ANSWER_BYTES: ClassVar[int] = 1024  # one stored answer in predictions.jsonl + outcome.json (control share too)
+    REPORT_BYTES: ClassVar[int] = 512 * 1024  # report.md, the CSVs and metrics.json of one snapshot
+    REPORT_JOB_BYTES: ClassVar[int] = 256 * 1024  # the figures one more job adds to its snapshot's report
 
 
 def _sum(plan: GcPlan, category: str) -> int:

@@ -47,10 +47,12 @@ def with_targets(settings: Settings, *targets: TargetSettings, **daemon: Any) ->
     return settings.model_copy(update=update_)
 
 
-async def build_june(store: Store, tmp_path: Path, *, period: str = "2025-06") -> tuple[Settings, BuildResult]:
+async def build_june(
+    store: Store, tmp_path: Path, *, period: str = "2025-06", **snapshot: Any
+) -> tuple[Settings, BuildResult]:
     """A daemon's first start with the embedded target alone, then two ready entities per domain in `period`
-    with real facts (the probe's judge reads them), frozen by the builder."""
-    settings = make_settings(tmp_path)
+    with real facts (the probe's judge reads them), frozen by the builder (`snapshot`: `[snapshot]` fields)."""
+    settings = make_settings(tmp_path, **snapshot)
     await prepare_targets(store, spec=settings.spec, daemon=settings.daemon)  # the daemon's first start
     start = datetime.fromisoformat(f"{period}-01").replace(tzinfo=UTC)
     ids = await fill_period(store, month_start=start, per_domain=2, n_questions=3)

@@ -210,3 +210,16 @@ async def test_open_period_entities_probed_before_a_target_joined_are_asked_by_i
     tasks = dict(await _tasks(store, probe_only_key("late-chat")))
     assert july in tasks and stale not in tasks and len(tasks) == 8 + 1
     assert (await prepare_targets(store, spec=restarted.spec, daemon=restarted.daemon)).open_tasks == 0  # idempotent
+
+
+async def test_a_worker_checks_the_names_and_writes_nothing(store: Store, tmp_path) -> None:
+    from clkt.roster import check_worker_targets
+
+    settings, _ = await build_june(store, tmp_path)
+    renamed = with_targets(settings, EMBEDDED_TARGET.model_copy(update={"model": "/elsewhere"}))
+    with pytest.raises(ConfigError, match="give the new model a new name"):
+        await check_worker_targets(store, renamed.spec)
+    fewer_more = with_targets(settings, LATE)  # a worker's config naming other targets changes no registry row
+    await check_worker_targets(store, fewer_more.spec)
+    async with store.session() as s:
+        assert [(t.name, t.active) for t in await list_targets(s)] == [("gemma-3-270m", True)]
