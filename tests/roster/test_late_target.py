@@ -223,3 +223,29 @@ async def test_a_worker_checks_the_names_and_writes_nothing(store: Store, tmp_pa
     await check_worker_targets(store, fewer_more.spec)
     async with store.session() as s:
         assert [(t.name, t.active) for t in await list_targets(s)] == [("gemma-3-270m", True)]
+
+
+async def test_the_daemon_runs_the_late_targets_service(store: Store, tmp_path) -> None:
+    import asyncio
+
+    from clkt.services import build_services
+    from clkt.sources.board import SourceBoard
+    from tests.conftest import wait_for
+
+    settings, res = await build_june(store, tmp_path)
+    restarted = with_targets(settings, EMBEDDED_TARGET, LATE, poll_interval_s=0.02)
+    (svc,) = [s for s in build_services(restarted, board=SourceBoard()) if s.name == "late-targets"]
+    assert isinstance(svc, LateTargetService)
+    await prepare_targets(store, spec=restarted.spec, daemon=restarted.daemon)
+    async with probe_running(restarted, store, Answers()) as ctx:
+        task = asyncio.create_task(svc.run(ctx))
+
+        async def ready() -> bool:
+            async with store.session() as s:
+                rows = await snapshot_targets(s, snapshot_id=res.snapshot_id, target="late-chat")
+            return rows[0].status is SnapshotTargetStatus.ready
+
+        await wait_for(ready, timeout=20)
+        ctx.stopping.set()
+        await asyncio.wait_for(task, timeout=10)
+    assert [(r.target_name, r.valid) for r in svc.finished] == [("late-chat", 8)]
