@@ -2,7 +2,8 @@
 
 Lifecycle of `Daemon.run()`:
 1. take the store lock (a second daemon on the same store is refused: `storage.lock`), open the store
-   (migrations), check the bundled target models;
+   (migrations), check the bundled target models, record the configuration's targets (`clkt.roster.startup`: a
+   name that now names another model is refused);
 2. put back the leases a previous (killed) daemon left (`storage.leases`);
 3. in the offline demonstration, start the bundled replay server and point every source at it;
 4. start the loopback endpoint (`clkt.endpoint`), write the info file (`clkt.daemon_info`);
@@ -37,6 +38,7 @@ from clkt.endpoint import start_endpoint
 from clkt.owner import is_dead_local_owner, new_owner_id
 from clkt.progress import ProgressLogger
 from clkt.replay import start_replay
+from clkt.roster.startup import prepare_targets
 from clkt.services import agent_backend, build_services, page_context
 from clkt.sources.board import SourceBoard
 from clkt.targets.embedded import check_embedded
@@ -154,6 +156,9 @@ class Daemon:
             stack.push_async_callback(store.close)
             await store.initialize()
             self._check_targets(settings)
+            # the targets into the registry (a name now naming another model: ConfigError, nothing started), and a
+            # target that joined after a freeze probed on the snapshots in its window
+            await prepare_targets(store, spec=settings.spec, daemon=settings.daemon)
             await self._recover_leases(store)
             settings, replay_url = await self._start_replay(settings, stack)
             http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60))

@@ -22,6 +22,8 @@ import re
 import sys
 import threading
 from collections.abc import Iterable
+from logging.handlers import RotatingFileHandler
+from pathlib import Path
 from typing import TextIO
 from urllib.parse import quote, quote_plus
 
@@ -106,14 +108,26 @@ LIBRARY_LOGGERS = (
 )
 
 
-def setup_logging(level: str = "INFO", *, secrets: Iterable[SecretStr] = (), stream: TextIO | None = None) -> None:
+def setup_logging(
+    level: str = "INFO", *, secrets: Iterable[SecretStr] = (), stream: TextIO | None = None, log_file: Path | None = None,
+    max_bytes: int = 10 << 20, backups: int = 5,
+) -> None:
+    """The root logger to `stream` (stderr), redacted; `log_file`: also to that file, rotated at `max_bytes` with
+    `backups` older files kept (`logging.handlers.RotatingFileHandler`: at most max_bytes x (backups + 1) on disk)."""
     root = logging.getLogger()
     for h in list(root.handlers):
         root.removeHandler(h)
-    handler = logging.StreamHandler(stream or sys.stderr)
-    handler.setFormatter(RedactingFormatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s"))
-    handler.addFilter(SecretRedactor(secrets))
-    root.addHandler(handler)
+        if isinstance(h, logging.FileHandler):
+            h.close()
+    handlers: list[logging.Handler] = [logging.StreamHandler(stream or sys.stderr)]
+    if log_file is not None:
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        handlers.append(RotatingFileHandler(log_file, maxBytes=max_bytes, backupCount=backups, encoding="utf-8"))
+    redactor = SecretRedactor(secrets)
+    for handler in handlers:
+        handler.setFormatter(RedactingFormatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s"))
+        handler.addFilter(redactor)
+        root.addHandler(handler)
     root.setLevel(level)
     ours = root.getEffectiveLevel()
     libraries = logging.NOTSET if ours <= logging.DEBUG else max(logging.WARNING, ours)  # NOTSET: root's level

@@ -44,7 +44,9 @@ def run_daemon_process(settings: Settings) -> int:
     from clkt.errors import ClktError
     from clkt.logs import redact, setup_logging
 
-    setup_logging(settings.log_level, secrets=settings.secrets.values())
+    ret = settings.retention  # the daemon's log file, rotated (none: stderr only)
+    setup_logging(settings.log_level, secrets=settings.secrets.values(), log_file=ret.log_file(settings.data_dir),
+                  max_bytes=ret.daemon_log_max_bytes, backups=ret.daemon_log_backups)
     daemon = Daemon(settings=settings)
 
     def stop_now(signum: int, _frame: Any) -> None:

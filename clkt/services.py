@@ -19,6 +19,7 @@ from clkt.pipeline.backends import build_backend
 from clkt.pipeline.stage_worker import StageConfig
 from clkt.pipeline.stages import stage_services
 from clkt.report.service import ReportService
+from clkt.roster.service import LateTargetService
 from clkt.snapshots.builder import BuildConfig
 from clkt.snapshots.service import SnapshotBuilder
 from clkt.sources.board import SourceBoard
@@ -72,10 +73,12 @@ def build_services(settings: Settings, *, board: SourceBoard) -> list[Service]:
     services.extend(stage_services(stage_config(settings)))
     # --- snapshot builder (clkt.snapshots) ---
     services.append(SnapshotBuilder(config=snapshot_config(settings), gpu=settings.gpu))
+    # --- targets over time (clkt.roster): a target added after a freeze, ready on a snapshot once probed ---
+    services.append(LateTargetService(spec=settings.spec, daemon=settings.daemon, gpu=settings.gpu))
     # --- GPU consumer (clkt.inject / clkt.evaluate), and the report of each snapshot once its jobs finished ---
     if settings.gpu.enabled:
         services.append(GpuConsumer(gpu=settings.gpu, daemon=settings.daemon, targets=settings.spec.targets,
-                                    data_dir=settings.data_dir))
+                                    data_dir=settings.data_dir, retention=settings.retention))
         services.append(ReportService(data_dir=settings.data_dir, daemon=settings.daemon))
     names = [s.name for s in services]
     dup = {n for n in names if names.count(n) > 1}

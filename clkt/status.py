@@ -8,12 +8,18 @@ from pydantic import BaseModel, Field, field_serializer
 from rich.table import Table
 from rich.text import Text
 
-from storage.engine import Store
+from storage.engine import Session, Store
+from storage.enums import SnapshotTargetStatus
 from storage.llm_cache import CostSummary, cost_summary
 from storage.status_counts import store_counts
+from storage.target_probes import probing_progress
+from storage.targets import list_targets, snapshot_targets
 from storage.types import utcnow
 
-__all__ = ["MIN_ACCEPTED_FOR_RATE", "DaemonInfo", "FailedWorkInfo", "StatusReport", "collect_status", "cost_table"]
+__all__ = [
+    "MIN_ACCEPTED_FOR_RATE", "DaemonInfo", "FailedWorkInfo", "RegisteredTarget", "SnapshotValidity", "StatusReport",
+    "TargetsStatus", "collect_status", "cost_table",
+]
 
 MIN_ACCEPTED_FOR_RATE = 10  # fewer accepted questions: $ per question is shown as too few to mean much
 
@@ -35,6 +41,49 @@ class DaemonInfo(BaseModel):
     restarts: dict[str, int] = Field(default_factory=dict)  # service -> restarts so far
 
 
+class RegisteredTarget(BaseModel):
+    """A target the store has had (`active`: in the configuration the daemon last started with)."""
+
+    name: str
+    model: str
+    active: bool
+
+
+class SnapshotValidity(BaseModel):
+    """One frozen snapshot's validity for one target: `valid` = entities - excluded when ready (else 0); while
+    probing, how many of its entities the target was asked about so far."""
+
+    snapshot_id: str
+    target: str
+    status: str  # ready | probing | out_of_window
+    entities: int
+    excluded: int
+    valid: int
+    probed: int | None = None  # probing: observe tasks ended
+
+
+class TargetsStatus(BaseModel):
+    """Targets over time (`clkt.roster`): the registry and every (snapshot, target) validity row."""
+
+    targets: list[RegisteredTarget] = Field(default_factory=list)
+    snapshots: list[SnapshotValidity] = Field(default_factory=list)
+
+    @property
+    def probing(self) -> list[SnapshotValidity]:
+        return [v for v in self.snapshots if v.status == "probing"]
+
+    def notes(self) -> list[str]:
+        """One sentence per target still being probed on old snapshots."""
+        by: dict[str, list[SnapshotValidity]] = {}
+        for v in self.probing:
+            by.setdefault(v.target, []).append(v)
+        return [
+            f"target {t} is being probed on {len(vs)} earlier snapshot(s) ({sum(v.probed or 0 for v in vs)} of "
+            f"{sum(v.entities for v in vs)} entities asked); its GPU jobs there start once each is ready"
+            for t, vs in sorted(by.items())
+        ]
+
+
 class StatusReport(BaseModel):
     generated_at: datetime
     entities: dict[str, int] = Field(default_factory=dict)  # by status
@@ -47,6 +96,7 @@ class StatusReport(BaseModel):
     cost: CostSummary
     paused: str | None = None
     daemon: DaemonInfo | None = None  # None: not served by a daemon (`clkt status`)
+    targets: TargetsStatus = Field(default_factory=TargetsStatus)  # per target and snapshot: how many entities valid
 
     @field_serializer("daemon")
     def _daemon_json(self, daemon: DaemonInfo | None) -> dict[str, object]:
@@ -57,12 +107,31 @@ async def collect_status(store: Store, *, paused: str | None = None, daemon: Dae
     async with store.session() as s:
         counts = await store_counts(s)
         cost = await cost_summary(s)
+        targets = await _targets(s)
     return StatusReport(
         generated_at=utcnow(), entities=counts.entities, entities_by_domain=counts.entities_by_domain,
         stages=counts.stages, gpu_jobs=counts.gpu_jobs, snapshots=counts.snapshots, skipped=counts.skipped,
         last_errors=[FailedWorkInfo(stage=f.stage, entity_id=f.entity_id, key=f.key, attempts=f.attempts, error=f.error)
                      for f in counts.failures],
-        cost=cost, paused=paused, daemon=daemon,
+        cost=cost, paused=paused, daemon=daemon, targets=targets,
+    )
+
+
+async def _targets(session: Session) -> TargetsStatus:
+    rows = await snapshot_targets(session)
+    progress: dict[tuple[str, str], tuple[int, int]] = {}
+    if any(r.status is SnapshotTargetStatus.probing for r in rows):
+        from clkt.pipeline.probe import probe_only_key  # the observing tasks' key (the stages load slowly: only now)
+
+        progress = await probing_progress(session, key_of=probe_only_key)
+    return TargetsStatus(
+        targets=[RegisteredTarget(name=t.name, model=t.model, active=t.active) for t in await list_targets(session)],
+        snapshots=[
+            SnapshotValidity(snapshot_id=r.snapshot_id, target=r.target_name, status=r.status.value, entities=r.entities,
+                             excluded=r.excluded, valid=r.valid,
+                             probed=progress[(r.snapshot_id, r.target_name)][0] if (r.snapshot_id, r.target_name) in progress else None)
+            for r in rows
+        ],
     )
 
 

@@ -264,6 +264,9 @@ class TargetModel(SQLModel, table=True):
     kind: str = Field(max_length=16)  # base | instruct
     cutoff: date | None = None  # the declared knowledge cutoff (None: the registry's, resolved by the gate)
     active: bool = True  # in the configuration the daemon last started with
+    # the first instant an entity is fresh for it (its resolved cutoff + the spec's temporal buffer), as of the
+    # last start; what `v_fresh_entities` reads (None: not recorded yet)
+    fresh_from: datetime | None = _ts_opt()
     first_seen_at: datetime = _ts()
     last_seen_at: datetime = _ts()
 

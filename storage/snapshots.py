@@ -9,9 +9,11 @@ Contracts:
   (`clkt.snapshots.ids`), so nothing here decides an order or a key of the snapshot's content.
 - Large id lists are read in chunks of `_CHUNK` ids per `IN (...)`.
 - `freeze_snapshot` writes, in the caller's transaction and in this order: the frozen `Snapshot` row (flushed),
-  its `SnapshotItem` rows, the superseding of the previous revision, the `snapshot.frozen` event, then the
-  caller's hook (which enqueues the GPU jobs in the same transaction), then a flush, so a failing write
-  raises before the caller publishes the export folder.
+  its `SnapshotItem` rows, the superseding of the previous revision, the `snapshot.frozen` event, a `ready`
+  validity row (`storage.targets`) for every target it was built for (the selection kept only entities every
+  one of them was probed clean on, so each is valid on all of them), then the caller's hook (which enqueues
+  the GPU jobs in the same transaction), then a flush, so a failing write raises before the caller publishes
+  the export folder.
 - `manifest`, `audit` and an event's `data` are JSON payloads (`dict[str, Any]` as the JSON columns keep
   them), not rows.
 """
@@ -39,9 +41,11 @@ from storage.models import (
     Snapshot,
     SnapshotItem,
     SnapshotStatus,
+    SnapshotTargetStatus,
     Translation,
 )
 from storage.questions import QuestionRecord, question_record
+from storage.targets import record_snapshot_target
 
 __all__ = [
     "CandidateEntity",
@@ -436,10 +440,11 @@ async def freeze_snapshot(
     event_message: str,
     event_data: Mapping[str, Any],
     on_frozen: FrozenHook | None = None,
+    targets: Sequence[str] = (),
 ) -> SnapshotRecord:
     """Write a frozen snapshot, its items, the superseding of `supersedes` (whose export moved to
-    `superseded_export_path`) and its `snapshot.frozen` event; then run `on_frozen` and flush (see the module
-    docstring). In the caller's transaction."""
+    `superseded_export_path`), its `snapshot.frozen` event and a `ready` row for each of `targets` (the targets
+    it was built for); then run `on_frozen` and flush (see the module docstring). In the caller's transaction."""
     row = Snapshot(
         id=snapshot.id, spec=snapshot.spec, period=snapshot.period, status=SnapshotStatus.frozen,
         content_sha256=snapshot.content_sha256, seed=snapshot.seed, partial=snapshot.partial,
@@ -461,6 +466,10 @@ async def freeze_snapshot(
             )
         )
     session.add(Event(ts=snapshot.built_at, kind="snapshot.frozen", message=event_message, data=dict(event_data)))
+    entities = len({it.entity_id for it in items})
+    for name in dict.fromkeys(targets):
+        await record_snapshot_target(session, snapshot_id=row.id, target=name, status=SnapshotTargetStatus.ready,
+                                     entities=entities, now=snapshot.built_at)
     record = _record(row)
     if on_frozen is not None:
         await on_frozen(session, record)

@@ -35,6 +35,7 @@ __all__ = [
     "TargetRecord",
     "TargetSync",
     "add_exclusions",
+    "check_targets",
     "excluded_entities",
     "exclusion_counts",
     "exclusions_of",
@@ -53,6 +54,7 @@ class TargetIdentity:
     model: str
     kind: str
     cutoff: date | None = None
+    fresh_from: datetime | None = None  # resolved cutoff + the spec's temporal buffer (`v_fresh_entities`)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -64,6 +66,7 @@ class TargetRecord:
     active: bool
     first_seen_at: datetime
     last_seen_at: datetime
+    fresh_from: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -102,8 +105,25 @@ class ExclusionRecord:
 def _target(row: TargetModel) -> TargetRecord:
     return TargetRecord(
         name=row.name, model=row.model, kind=row.kind, cutoff=row.cutoff, active=row.active,
-        first_seen_at=row.first_seen_at, last_seen_at=row.last_seen_at,
+        first_seen_at=row.first_seen_at, last_seen_at=row.last_seen_at, fresh_from=row.fresh_from,
     )
+
+
+def _refuse_renames(rows: dict[str, TargetModel], targets: Sequence[TargetIdentity]) -> None:
+    for t in targets:
+        old = rows.get(t.name)
+        if old is not None and old.model != t.model:
+            raise ConfigError(
+                "spec.targets",
+                f"target {t.name!r} is model {old.model!r} in this store (since {old.first_seen_at.date().isoformat()}), "
+                f"not {t.model!r}: its probes and results belong to that model; give the new model a new name",
+            )
+
+
+async def check_targets(session: AsyncSession, targets: Sequence[TargetIdentity]) -> None:
+    """`ConfigError` when a known name now names another model, writing nothing (a GPU worker's check: its
+    configuration must not change the daemon's registry)."""
+    _refuse_renames({r.name: r for r in (await session.execute(select(TargetModel))).scalars().all()}, targets)
 
 
 async def sync_targets(
@@ -113,26 +133,21 @@ async def sync_targets(
     anything when a known name now names another model."""
     now = now or utcnow()
     rows = {r.name: r for r in (await session.execute(select(TargetModel))).scalars().all()}
-    for t in targets:
-        old = rows.get(t.name)
-        if old is not None and old.model != t.model:
-            raise ConfigError(
-                "spec.targets",
-                f"target {t.name!r} is model {old.model!r} in this store (since {old.first_seen_at.date().isoformat()}), "
-                f"not {t.model!r}: its probes and results belong to that model; give the new model a new name",
-            )
+    _refuse_renames(rows, targets)
     added: list[str] = []
     returned: list[str] = []
     for t in targets:
         old = rows.get(t.name)
         if old is None:
             session.add(TargetModel(name=t.name, model=t.model, kind=t.kind, cutoff=t.cutoff, active=True,
-                                    first_seen_at=now, last_seen_at=now))
+                                    fresh_from=t.fresh_from, first_seen_at=now, last_seen_at=now))
             added.append(t.name)
             continue
         if not old.active:
             returned.append(t.name)
         old.active, old.kind, old.cutoff, old.last_seen_at = True, t.kind, t.cutoff, now
+        if t.fresh_from is not None:
+            old.fresh_from = t.fresh_from
     names = {t.name for t in targets}
     removed = [n for n, r in sorted(rows.items()) if n not in names and r.active]
     for n in removed:

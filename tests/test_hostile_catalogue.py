@@ -149,6 +149,18 @@ CONFIG_CASES: list[tuple[str, str]] = [
     ("[daemon]\n[daemon]", "not valid TOML"),
     ("[replay]\nredate_days = 0", "replay.redate_days"),
     ("[replay]\nfaults = 3", "replay.faults"),
+    # a retention setting that would remove what a result references, and the settings' bounds
+    ('[retention]\nepoch_adapters = "none"', "would remove each committed job's best adapter"),
+    ('[retention]\nepoch_adapters = "some"', "retention.epoch_adapters"),
+    ('[retention]\nbase_caches = "never"', "retention.base_caches"),
+    ("[retention]\njob_logs_days = -1", "retention.job_logs_days"),
+    ("[retention]\njob_logs_days = 100000", "retention.job_logs_days"),
+    ('[retention]\nold_reports = "all"', "retention.old_reports"),
+    ("[retention]\ndaemon_log_max_bytes = 10", "retention.daemon_log_max_bytes"),
+    ("[retention]\ndaemon_log_max_bytes = inf", "retention.daemon_log_max_bytes"),
+    ("[retention]\ndaemon_log_backups = 0", "retention.daemon_log_backups"),
+    ('[retention]\ndaemon_log = ""', "retention.daemon_log"),
+    ("[retention]\nkeep_everything = true", "retention.keep_everything"),
 ]
 
 

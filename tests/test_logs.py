@@ -77,3 +77,34 @@ def test_library_levels_follow_ours(ours: str, libraries: int) -> None:
     logging.getLogger("alembic.runtime.plugins").info("setup plugin x")
     assert ("setup plugin x" in buf.getvalue()) is (ours == "DEBUG")
     assert ("HTTP Request" in buf.getvalue()) is (ours == "DEBUG")
+
+
+@pytest.mark.usefixtures("_restore_logging")
+def test_the_daemon_log_file_rotates_within_its_size_and_count(tmp_path: Path) -> None:
+    """`[retention] daemon_log`: a rotating file beside stderr (redacted like it), at most max_bytes x (backups + 1)."""
+    import io
+
+    from pydantic import SecretStr
+
+    from clkt.config import RetentionSettings
+
+    ret = RetentionSettings(daemon_log=Path("logs/clkt.log"), daemon_log_max_bytes=64 * 1024, daemon_log_backups=2)
+    log_file = ret.log_file(tmp_path)
+    assert log_file == tmp_path / "logs" / "clkt.log"
+    buf = io.StringIO()
+    setup_logging("INFO", secrets=[SecretStr("hunter2-secret-key")], stream=buf, log_file=log_file,
+                  max_bytes=ret.daemon_log_max_bytes, backups=ret.daemon_log_backups)
+    log = logging.getLogger("clkt.test")
+    for i in range(3000):  # ~300 KB of lines: the file rotates several times
+        log.info("line %05d with the key hunter2-secret-key and some padding to make it long enough", i)
+    for h in logging.getLogger().handlers:
+        h.flush()
+    files = sorted(p.name for p in log_file.parent.iterdir())
+    assert files == ["clkt.log", "clkt.log.1", "clkt.log.2"]  # the newest, and its 2 backups: no more
+    sizes = [p.stat().st_size for p in log_file.parent.iterdir()]
+    assert max(sizes) <= ret.daemon_log_max_bytes and sum(sizes) <= ret.log_cap_bytes
+    text = log_file.read_text(encoding="utf-8")
+    assert "line 02999" in text and "hunter2-secret-key" not in text and "***" in text  # redacted like stderr
+    assert "line 02999" in buf.getvalue()
+    setup_logging("INFO", stream=buf)  # set up again without a file: the file handler is closed, not leaked
+    assert not any(isinstance(h, logging.FileHandler) for h in logging.getLogger().handlers)

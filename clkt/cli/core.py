@@ -59,6 +59,16 @@ def status(config: ConfigOption = None, as_json: Annotated[bool, typer.Option("-
     console.print(t)
     if rep.snapshots:
         console.print("Snapshots: " + ", ".join(f"{k}={v}" for k, v in sorted(rep.snapshots.items())))
+    if rep.targets.snapshots:  # targets over time: how many entities of each snapshot are valid for each target
+        inactive = {x.name for x in rep.targets.targets if not x.active}
+        t = Table("snapshot", "target", "status", "entities", "excluded", "valid", title="Targets per snapshot")
+        for v in rep.targets.snapshots:
+            status = v.status + (f" ({v.probed}/{v.entities} asked)" if v.probed is not None else "")
+            t.add_row(v.snapshot_id, plain(v.target + (" (inactive)" if v.target in inactive else "")), status,
+                      str(v.entities), str(v.excluded), str(v.valid))
+        console.print(t)
+    for note in rep.targets.notes():
+        console.print(plain(note))
     if rep.skipped:
         t = Table("source", "reason", "n", title="Skipped records")
         for src, by in sorted(rep.skipped.items()):

@@ -30,13 +30,14 @@ def worker(
     from clkt.logs import setup_logging
     from clkt.owner import new_owner_id
     from clkt.report.service import ReportService
+    from clkt.roster.startup import check_worker_targets
     from clkt.telemetry import Metrics
 
     settings = load_cli_settings(config)
     setup_logging(settings.log_level, secrets=settings.secrets.values())
     consumer = GpuConsumer(
         gpu=settings.gpu, daemon=settings.daemon, targets=settings.spec.targets, data_dir=settings.data_dir,
-        devices=device or None, burst=burst,
+        devices=device or None, burst=burst, retention=settings.retention,
     )
     # the report of each snapshot whose jobs have all finished: the report step is its own service
     reporter = ReportService(data_dir=settings.data_dir, daemon=settings.daemon, burst=burst)
@@ -44,6 +45,7 @@ def worker(
     async def consume() -> None:
         owner = new_owner_id("worker-")
         async with open_store(settings) as store, aiohttp.ClientSession() as http:
+            await check_worker_targets(store, settings.spec)  # a target name naming another model: refused
             ctx = ServiceContext(store=store, http=http, owner=owner, metrics=Metrics())
             install_stop_signals(lambda _why: ctx.stopping.set())
             console.print(plain(f"clkt worker {owner}: devices {consumer.devices}; store {settings.resolved_store_url}"))

@@ -32,7 +32,7 @@ from typing import ClassVar, cast
 from pydantic import ValidationError
 
 from clkt._tasks import cancel_and_wait
-from clkt.config import DaemonSettings, GpuSettings, TargetSettings
+from clkt.config import DaemonSettings, GpuSettings, RetentionSettings, TargetSettings
 from clkt.config.spec import Strategy
 from clkt.context import ServiceContext
 from clkt.errors import JobError, SnapshotError
@@ -50,6 +50,8 @@ from clkt.inject.contract import (
     write_json_atomic,
 )
 from clkt.logs import redact
+from clkt.retention.apply import after_job_commit
+from clkt.roster.exclusions import excluded_public_ids
 from clkt.snapshots.stored import question_rows_by_qid
 from storage.enums import LeaseStatus
 from storage.gpu_jobs import (
@@ -147,7 +149,7 @@ class GpuConsumer:
 
     def __init__(
         self, *, gpu: GpuSettings, daemon: DaemonSettings, targets: Sequence[TargetSettings], data_dir: Path,
-        devices: list[str] | None = None, burst: bool = False,
+        devices: list[str] | None = None, burst: bool = False, retention: RetentionSettings | None = None,
     ) -> None:
         self.gpu = gpu  # the default job configuration (a job's stored config overrides it) and the job timeout
         self.lease = timedelta(seconds=daemon.lease_s)
@@ -156,6 +158,7 @@ class GpuConsumer:
         self.data_dir = data_dir
         self.devices = list(devices or gpu.devices)
         self.burst = burst  # stop when no job is claimable (tests, `clkt worker --burst`)
+        self.retention = retention or RetentionSettings()  # what a committed job's folder keeps (clkt.retention)
         self.finished: list[JobRun] = []
 
     async def run(self, ctx: ServiceContext) -> None:
@@ -195,6 +198,10 @@ class GpuConsumer:
             raise JobSetupError(f"target model {job.target_model!r} is not in the spec (targets: {names})")
         async with ctx.store.session() as s:
             snap = await find_snapshot(s, job.snapshot_id)
+            try:  # the target's exclusions on the snapshot: the job runs on the rest
+                exclude = await excluded_public_ids(s, job.snapshot_id, job.target_model) if snap is not None else []
+            except SnapshotError as e:
+                raise JobSetupError(str(e)) from e
         if snap is None or not snap.export_path:
             raise JobSetupError(f"snapshot {job.snapshot_id} has no export directory")
         try:
@@ -208,7 +215,7 @@ class GpuConsumer:
             # a stored name (str); JobSpec validates it against the Literal (else ValidationError: a permanent failure)
             strategy=cast(Strategy, job.strategy), train_lang=job.train_lang, gpu=gpu, data_dir=data_dir,
             artifacts_dir=job_dir(data_dir, job.id), device=device,
-            base_cache_dir=data_dir / "jobs" / "base" / job.snapshot_id,
+            base_cache_dir=data_dir / "jobs" / "base" / job.snapshot_id, exclude_entities=exclude,
         )
 
     async def _run_job(self, ctx: ServiceContext, job: GpuJobRecord, device: str, lease: timedelta) -> JobRun:
@@ -324,6 +331,7 @@ class GpuConsumer:
         except LeaseLost:
             log.warning("%s: finished, but its lease was lost; results not written (another worker owns it)", label)
             return JobRun(jid, None, "lease lost")
+        await after_job_commit(ctx.store, job_id=jid, data_dir=self.data_dir, retention=self.retention)
         ctx.metrics.gpu_jobs.labels(outcome="done").inc()
         log.info("%s: done, best epoch %d, %d results", label, outcome.best_epoch, n)
         return JobRun(jid, LeaseStatus.done)

@@ -68,6 +68,9 @@ class JobSpec(_Model):
     artifacts_dir: Path
     device: str = "auto"
     base_cache_dir: Path | None = None  # base-model answers shared by the jobs of one (snapshot, target)
+    # public entity ids (as the snapshot's files name them) whose documents and questions this job leaves out:
+    # the target's exclusions on the snapshot (a target added after the freeze recognised them; clkt.roster)
+    exclude_entities: list[int] = Field(default_factory=list)
 
 
 class JobOutcome(_Model):

@@ -132,14 +132,15 @@ class InjectionJob:
         data = load_snapshot_dir(spec.snapshot_dir)
         if spec.train_lang not in data.languages:
             raise SnapshotError(f"snapshot {spec.snapshot_id} has no language {spec.train_lang!r} (has {data.languages})")
+        out = set(spec.exclude_entities)  # the target's exclusions: their documents and questions are left out
         # the control split's fictional documents are injected with the real ones and scored on their own
-        docs = data.docs_for(spec.train_lang) + data.control_docs_for(spec.train_lang)
+        docs = [d for d in data.docs_for(spec.train_lang) if d.entity_id not in out] + data.control_docs_for(spec.train_lang)
         if not docs:
             raise SnapshotError(f"snapshot {spec.snapshot_id} has no {spec.train_lang} documents to inject")
         control_rows = [r for lang in data.languages for r in data.control_questions_for(lang)]
-        test_rows = [r for lang in data.languages for r in data.questions_for(lang, "test")] + control_rows
-        return JobQuestions(docs=docs, test_rows=test_rows, control_rows=control_rows,
-                            val_rows=data.questions_for(spec.train_lang, "val"))
+        test_rows = [r for lang in data.languages for r in data.questions_for(lang, "test") if r.entity_id not in out]
+        return JobQuestions(docs=docs, test_rows=test_rows + control_rows, control_rows=control_rows,
+                            val_rows=[r for r in data.questions_for(spec.train_lang, "val") if r.entity_id not in out])
 
     def load_model(self) -> tuple[Any, Any]:
         import torch

@@ -9,7 +9,8 @@ the entity is `known` (dropped; probing stops at the first hit); otherwise it ad
 (`generating` + a generate task).
 
 A task whose key names a target (`probe_only_key(name)`) asks only that target, in every spec language (up to
-its first "known"), stores the verdicts and changes nothing else: not the entity's status, no next stage.
+its first "known"), stores the verdicts and changes nothing else: not the entity's status, no next stage, and
+when its tries are spent it fails alone (the entity keeps its status).
 Such tasks observe: a target added after a snapshot froze is asked about that snapshot's entities, and entities
 the gate turned away are sampled to see what a target knew before its declared cutoff. A key naming a target
 that is not (or no longer) in the spec finishes the task with nothing asked.
@@ -231,6 +232,8 @@ class ProbeWorker(StageWorker):
             await finish(s, task, ctx)
 
     async def on_failed(self, session: Session, task: TaskLease, error: str) -> None:
+        if target_of_key(task.key) is not None:
+            return  # an observing task changes nothing, its failure neither (its reader decides: clkt.roster)
         await set_status(session, task.entity_id, EntityStatus.failed, f"probe: {error}"[:500])
 
 

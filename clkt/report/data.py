@@ -33,6 +33,7 @@ __all__ = [
     "ControlLang",
     "JobInfo",
     "ReportData",
+    "TargetValidity",
     "base_cell",
     "cell_text",
     "ci_text",
@@ -69,6 +70,22 @@ class JobInfo(BaseModel):
     control: dict[str, dict[str, ControlCounts]] | None = None
 
 
+class TargetValidity(BaseModel):
+    """How many of the snapshot's entities were valid for a target whose jobs ran on it: a target added after the
+    freeze is excluded from what it recognised (clkt.roster); its jobs have only the other entities' questions."""
+
+    model_config = ConfigDict(frozen=True)
+
+    target: str
+    status: str
+    entities: int
+    excluded: int
+
+    @property
+    def valid(self) -> int:
+        return self.entities - self.excluded
+
+
 class ControlLang(BaseModel):
     """The control split of one job in one test language: base against injected on the same questions."""
 
@@ -99,6 +116,9 @@ class ReportData(BaseModel):
     control: list[ControlLang] = Field(default_factory=list)  # ... in every language
     min_cell_n: int = MIN_CELL_N
     summary: list[str] = Field(default_factory=list)  # "In short": learned, transferred, too small to say
+    # per target whose jobs ran on the snapshot: its entities and exclusions (left out of metrics.json when none
+    # were recorded, as for a snapshot of the previous version)
+    targets: list[TargetValidity] = Field(default_factory=list, exclude_if=lambda v: not v)
 
     def job_learned(self, model: str, strategy: str, scorer: str, train_lang: str) -> bool | None:
         """None: no Learn test (no base or injected answers in the train language)."""

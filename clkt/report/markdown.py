@@ -93,6 +93,14 @@ def _header_line(data: ReportData) -> str:
     best = [f"{j.model} / {j.strategy} / {j.train_lang}: {j.best_epoch}" for j in data.jobs if j.best_epoch is not None]
     if best:
         text += f" Best epoch (chosen on the train language's validation questions): {'; '.join(best)}."
+    excluded = [t for t in data.targets if t.excluded]
+    if excluded:
+        text += (" Targets with exclusions (joined after the freeze; entities they recognised, or could not be asked "
+                 "about, are left out of their jobs, which ran on the rest): "
+                 + "; ".join(f"{t.target}: {t.excluded} of {t.entities} entities excluded, {t.valid} valid"
+                             for t in excluded) + ".")
+    elif data.targets:
+        text += f" No target had exclusions: every job ran on all {max(t.entities for t in data.targets)} entities."
     return text
 
 

@@ -44,6 +44,7 @@ from clkt.report.data import (
     ControlLang,
     JobInfo,
     ReportData,
+    TargetValidity,
     base_cell,
     grid,
     in_short,
@@ -68,6 +69,7 @@ from clkt.report.metrics import (
 from clkt.snapshots.ids import stable_qid
 from storage.gpu_jobs import jobs_for_snapshot, results_for_snapshot
 from storage.snapshots import find_snapshot
+from storage.targets import snapshot_targets
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -112,6 +114,7 @@ async def load_report_data(store: Store, snapshot_id: str, *, seed: int = 0) -> 
         jobs = await jobs_for_snapshot(s, snapshot_id)
         rows = await results_for_snapshot(s, snapshot_id)
         manifest = dict(snap.manifest or {})
+        validity = await snapshot_targets(s, snapshot_id=snapshot_id)
     infos: list[JobInfo] = []
     unreadable: list[str] = []
     for j in jobs:
@@ -136,7 +139,11 @@ async def load_report_data(store: Store, snapshot_id: str, *, seed: int = 0) -> 
     ]
     data = await asyncio.to_thread(build_report, snapshot_id, langs, infos, outcomes, seed)
     data.notes.extend(unreadable)
-    return data
+    ran = {j.target_model for j in jobs}  # every target whose jobs ran on it, each on its valid entities
+    return data.model_copy(update={"targets": [
+        TargetValidity(target=v.target_name, status=v.status.value, entities=v.entities, excluded=v.excluded)
+        for v in validity if v.target_name in ran
+    ]})
 
 
 def _control(jobs: list[JobInfo], notes: list[str]) -> list[ControlLang]:

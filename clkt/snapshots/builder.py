@@ -261,6 +261,7 @@ async def build_snapshot(
                     "counts": {k: v.model_dump() for k, v in manifest.counts.items()},
                 },
                 on_frozen=on_frozen,
+                targets=[t.name for t in config.spec.targets],
             )
             staged.publish()
         staged.commit()

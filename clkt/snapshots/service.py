@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -57,12 +57,15 @@ class _RetryableWebhook(WebhookError):
     pass
 
 
-async def enqueue_spec_jobs(session: Session, snapshot_id: str, *, spec: SpecSettings, gpu: GpuSettings) -> int:
-    """Enqueue the GPU jobs of the spec for a frozen snapshot (the GPU queue's repository); how many were new."""
+async def enqueue_spec_jobs(
+    session: Session, snapshot_id: str, *, spec: SpecSettings, gpu: GpuSettings, targets: Sequence[str] | None = None
+) -> int:
+    """Enqueue the GPU jobs of the spec for a frozen snapshot (the GPU queue's repository): every target x strategy
+    x train language (`targets`: only these, e.g. a target that joined after the freeze); how many were new."""
     return await enqueue_gpu_jobs(
         session,
         snapshot_id=snapshot_id,
-        targets=[t.name for t in spec.targets],
+        targets=list(targets) if targets is not None else [t.name for t in spec.targets],
         strategies=list(spec.strategies),
         train_langs=spec.train_langs,
         config=gpu,

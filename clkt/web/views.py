@@ -41,6 +41,7 @@ from storage.status_pages import (
     snapshots,
     source_cursors,
 )
+from storage.targets import SnapshotTargetRecord, snapshot_targets
 from storage.types import utcnow
 
 __all__ = [
@@ -269,6 +270,7 @@ class SnapshotView:
     export_dir: Path | None
     files: list[tuple[str, int]]  # under the export folder
     report: ReportView | None
+    targets: list[SnapshotTargetRecord] = field(default_factory=list)  # its validity per target (clkt.roster)
 
 
 def _manifest_from_export(export: Path | None) -> SnapshotManifest | None:
@@ -311,6 +313,7 @@ def _report_view(directory: Path) -> ReportView | None:
 async def snapshot_view(store: Store, snapshot_id: str, *, data_dir: Path) -> SnapshotView | None:
     async with store.session() as s:
         stored = await snapshot_info(s, snapshot_id)
+        targets = await snapshot_targets(s, snapshot_id=stored.id) if stored is not None else []
     if stored is None:
         return None
     info = summarize_snapshot(stored)
@@ -324,4 +327,4 @@ async def snapshot_view(store: Store, snapshot_id: str, *, data_dir: Path) -> Sn
             note = "manifest read from the snapshot folder (the store row has none)"
     files = list_files(export) if export is not None else []
     return SnapshotView(info=info, manifest=manifest, manifest_note=note, export_dir=export, files=files,
-                        report=_report_view(report_dir(data_dir, info.id)))
+                        report=_report_view(report_dir(data_dir, info.id)), targets=targets)
