@@ -15,7 +15,7 @@ API keys never live in the config: a source or provider names the *environment v
 its key (`api_key_env`), and `Settings.secret(name)` (a `SecretLookup`) returns it as a `SecretStr`.
 
 The modules: `sources` (one settings class per domain API), `agents`, `spec` (the spec and its targets),
-`sections` (snapshot, gpu, daemon, http, replay), `settings` (the root), `loader` (files, environment,
+`sections` (snapshot, gpu, daemon, http, replay), `publish` (the Hub), `settings` (the root), `loader` (files, environment,
 errors, secrets).
 """
 
@@ -24,6 +24,7 @@ from __future__ import annotations
 from clkt.config._base import LANGS_DEFAULT, SUPPORTED_LANGS, SecretLookup
 from clkt.config.agents import AgentMode, AgentRole, AgentSettings, BatchSettings, PriceSettings, ProviderSettings
 from clkt.config.loader import DEMO_PROFILE, EMBEDDED_DEFAULT, load_settings, loopback_warning
+from clkt.config.publish import PublishSettings
 from clkt.config.sections import DaemonSettings, GpuSettings, HttpSettings, ReplaySettings, SnapshotSettings
 from clkt.config.settings import Settings
 from clkt.config.sources import (
@@ -66,6 +67,7 @@ __all__ = [
     "MusicBrainzSettings",
     "PriceSettings",
     "ProviderSettings",
+    "PublishSettings",
     "ReplaySettings",
     "ScorerLiteral",
     "SecretLookup",

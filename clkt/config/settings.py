@@ -19,6 +19,7 @@ from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSetti
 from pydantic_settings.sources.utils import parse_env_vars
 
 from clkt.config.agents import AgentSettings
+from clkt.config.publish import PublishSettings
 from clkt.config.sections import DaemonSettings, GpuSettings, HttpSettings, ReplaySettings, SnapshotSettings
 from clkt.config.sources import SourcesSettings
 from clkt.config.spec import SpecSettings
@@ -69,6 +70,7 @@ class Settings(BaseSettings):
     snapshot: SnapshotSettings = Field(default_factory=SnapshotSettings)
     gpu: GpuSettings = Field(default_factory=GpuSettings)
     daemon: DaemonSettings = Field(default_factory=DaemonSettings)
+    publish: PublishSettings = Field(default_factory=PublishSettings)
     # resolved at load time from the env vars named by api_key_env; never dumped
     secrets: dict[str, SecretStr] = Field(default_factory=dict, exclude=True, repr=False)
 
