@@ -90,8 +90,8 @@ def publish(
             console.print(plain(f"note: {target} already existed and is public: --private applies to a repo it creates"))
         return
     if res.transient:
-        raise fail(f"the Hub did not answer ({res.error}); nothing half-committed: the publish task waits and is tried "
-                   "again (by the daemon when it publishes by itself, or by this command)", 1)
+        raise fail(f"{res.error}; nothing half-committed: the publish task waits and is tried again (by the daemon "
+                   "when it publishes by itself, or by this command)", 1)
     raise fail(str(res.error), 2 if res.status is LeaseStatus.failed else 1)
 
 

@@ -10,3 +10,9 @@ the newest snapshots' test questions held back; errata.
 - `service`: the daemon's `publisher` (automatic publishing) and the freezing transaction's hook
 - `errata`: `clkt snapshot retract`
 """
+
+import logging
+
+# a process that configured no logging (a CLI command) prints nothing of ours but its one line: no "last resort"
+# handler for these records (the daemon's root handler still gets them)
+logging.getLogger(__name__).addHandler(logging.NullHandler())

@@ -4,22 +4,28 @@ real frozen snapshots with finished GPU jobs and a recorded report (`seed_snapsh
 
 from __future__ import annotations
 
+import json
 import random
 import socket
 import traceback
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 
 from clkt.config import Settings, load_settings
+from clkt.context import ServiceContext
+from clkt.owner import new_owner_id
 from clkt.publish.publisher import Publisher
 from clkt.publish.runner import TryResult, run_task
 from clkt.services import snapshot_config
 from clkt.snapshots.builder import build_snapshot
 from clkt.snapshots.content import load_item_refs
+from clkt.telemetry import Metrics
 from storage.engine import Store
 from storage.gpu_jobs import ResultRecord, enqueue_gpu_jobs, write_job_results
 from storage.publish import claim_publish_tasks, enqueue_publish
@@ -84,7 +90,10 @@ def _toml(v: object) -> str:
     return str(v)
 
 
-def publish_settings(tmp_path: Path, hub_url: str | None, *, environ: dict[str, str] | None = None, **publish: object) -> Settings:
+def publish_settings(
+    tmp_path: Path, hub_url: str | None, *, environ: dict[str, str] | None = None, store_url: str | None = None,
+    **publish: object,
+) -> Settings:
     """The snapshot tests' settings (`make_settings`: 3 languages, monthly, quotas of 2) with `[publish]` pointed at the
     stand-in; the token in the environment given (default: HF_TOKEN)."""
     make_settings(tmp_path)
@@ -94,6 +103,8 @@ def publish_settings(tmp_path: Path, hub_url: str | None, *, environ: dict[str, 
         values["endpoint"] = hub_url
     lines = ["[publish]", *[f"{k} = {_toml(v)}" for k, v in values.items()]]
     text = toml.read_text().replace("[spec]\n", "[gpu]\nenabled = false\n[spec]\n")  # no GPU jobs of the spec
+    if store_url is not None:
+        text = f'store_url = "{store_url}"\n' + text
     toml.write_text(text + "\n".join(lines) + "\n")
     return load_settings(toml, environ={"HF_TOKEN": TOKEN} if environ is None else environ)
 
@@ -159,3 +170,28 @@ async def publish_now(
         leases = await claim_publish_tasks(s, owner=owner, lease=timedelta(seconds=60), task_id=task.id)
     assert leases, "the publish task could not be claimed"
     return await run_task(store, leases[0], owner=owner, publisher=publisher, publish=cfg, lease_s=60)
+
+
+@asynccontextmanager
+async def service_ctx(store: Store) -> AsyncIterator[ServiceContext]:
+    async with aiohttp.ClientSession() as http:
+        yield ServiceContext(store=store, http=http, owner=new_owner_id("test-"), metrics=Metrics())
+
+
+def held_test_items(frozen: Path) -> tuple[set[int], set[str]]:
+    """The test split of a frozen folder: its qids and every language's question text."""
+    qids: set[int] = set()
+    texts: set[str] = set()
+    for f in sorted((frozen / "questions").glob("*.jsonl")):
+        for line in f.read_text(encoding="utf-8").splitlines():
+            row = json.loads(line)
+            if row["split"] == "test":
+                qids.add(int(row["qid"]))
+                texts.add(row["question"])
+    return qids, texts
+
+
+def leaks(hub: FakeHub, repo: str, needles: Iterable[str]) -> list[tuple[str, str, str]]:
+    """(commit, path, needle) for every needle found in any byte of any file of any commit of the repo."""
+    wanted = [(n, n.encode("utf-8")) for n in needles]
+    return [(oid[:8], path, n) for oid, path, data in hub.every_committed_file(repo) for n, b in wanted if b in data]
