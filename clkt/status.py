@@ -11,7 +11,9 @@ from rich.text import Text
 from storage.engine import Session, Store
 from storage.enums import LeaseStatus
 from storage.llm_cache import CostSummary, cost_summary
-from storage.publish import publish_task_counts, publish_tasks, recent_revisions, retraction_count
+from storage.publish import publish_task_counts, publish_tasks
+from storage.publish_revisions import recent_revisions
+from storage.retractions import retraction_count
 from storage.status_counts import store_counts
 from storage.types import utcnow
 

@@ -1,20 +1,16 @@
-"""Publishing's repository: the publish queue, the revisions published to the Hub, the retractions (errata), and
-the per-question answers a publish revision carries.
+"""The publish queue: publishing a snapshot to a Hub repo and branch as a task on the lease machinery of
+`storage.claim` (the same claim, heartbeat and fenced completion as stage tasks and GPU jobs).
 
-- `publish_task` is a lease queue table (`storage.claim`: the same claim, heartbeat, fenced completion as stage
-  tasks and GPU jobs). One row per (repo, branch, snapshot); `enqueue_publish` puts it back to `pending` (a task
-  that is running is marked asked again: `finish_publish_task` then sends it back to `pending` instead of `done`).
-  A Hub that does not answer spends no attempt (`defer_publish_task`: released with a growing `not_before`,
-  `hub_failures` + 1); other failures spend attempts (`fail_publish_task`).
-- `publish_revision` is what was committed: one row per Hub commit, with the `state_key` it was built from.
-- `retraction` holds the retracted questions by their public qid.
-
-Records leave this module as frozen dataclasses; statuses are `storage.enums.LeaseStatus`.
+One row per (repo, branch, snapshot). `enqueue_publish` puts it back to `pending`; a task that is running is marked
+asked again, and `finish_publish_task` then sends it back to `pending` instead of `done`. A Hub that does not answer
+spends no attempt (`defer_publish_task`: released with a growing `not_before`, `hub_failures` + 1); other failures
+spend attempts (`fail_publish_task`). What was committed is in `storage.publish_revisions`, the errata in
+`storage.retractions`. Records leave this module as frozen dataclasses; statuses are `storage.enums.LeaseStatus`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -23,26 +19,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from storage import claim as _lease
-from storage.models import (
-    Entity,
-    GpuJob,
-    LeaseStatus,
-    PublishRevision,
-    PublishTask,
-    Question,
-    QuestionResult,
-    Retraction,
-)
+from storage.models import LeaseStatus, PublishTask
 from storage.tasks import insert_ignore
 from storage.types import affected_rows, stored_id, utcnow
 
 __all__ = [
-    "PredictionRow",
     "PublishLease",
     "PublishTaskRecord",
-    "RetractionRecord",
-    "RevisionRecord",
-    "add_retraction",
     "claim_publish_tasks",
     "defer_publish_task",
     "enqueue_publish",
@@ -50,18 +33,11 @@ __all__ = [
     "find_publish_task",
     "finish_publish_task",
     "heartbeat_publish_task",
-    "latest_revisions",
-    "predictions_for_snapshot",
     "publish_task_counts",
     "publish_tasks",
-    "recent_revisions",
-    "record_revision",
     "recover_publish_leases",
     "release_publish_tasks_of",
     "reset_failed_publish_tasks",
-    "retraction_count",
-    "retractions_of",
-    "revisions_of",
 ]
 
 
@@ -101,54 +77,6 @@ class PublishLease:
         return self.task.id
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RevisionRecord:
-    """One publish revision (one Hub commit) of a snapshot on a repo and branch."""
-
-    repo: str
-    branch: str
-    snapshot_id: str
-    revision: int
-    state_key: str
-    commit_oid: str
-    held: bool
-    retracted: int
-    report_fingerprint: str | None
-    files: int
-    found_on_hub: bool
-    committed_at: datetime
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RetractionRecord:
-    snapshot_id: str
-    qid: int
-    question_id: int | None
-    reason: str
-    retracted_at: datetime
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PredictionRow:
-    """One stored answer of a finished GPU job, with the question's identity (the public qid derives from it)."""
-
-    job_id: int
-    target_model: str
-    strategy: str
-    train_lang: str
-    lang: str
-    variant: str
-    scorer: str
-    split: str
-    predicted: str | None
-    correct: bool
-    raw: str
-    domain: str
-    source: str
-    external_id: str
-    slot: str
-
-
 def _task(row: PublishTask) -> PublishTaskRecord:
     return PublishTaskRecord(
         id=stored_id(row.id), repo=row.repo, branch=row.branch, snapshot_id=row.snapshot_id, private=row.private,
@@ -157,19 +85,6 @@ def _task(row: PublishTask) -> PublishTaskRecord:
         not_before=row.not_before, last_error=row.last_error, hub_failures=row.hub_failures, outcome=row.outcome,
         requested_at=row.requested_at, created_at=row.created_at, updated_at=row.updated_at,
     )
-
-
-def _revision(row: PublishRevision) -> RevisionRecord:
-    return RevisionRecord(
-        repo=row.repo, branch=row.branch, snapshot_id=row.snapshot_id, revision=row.revision, state_key=row.state_key,
-        commit_oid=row.commit_oid, held=row.held, retracted=row.retracted, report_fingerprint=row.report_fingerprint,
-        files=row.files, found_on_hub=row.found_on_hub, committed_at=row.committed_at,
-    )
-
-
-def _retraction(row: Retraction) -> RetractionRecord:
-    return RetractionRecord(snapshot_id=row.snapshot_id, qid=row.qid, question_id=row.question_id, reason=row.reason,
-                            retracted_at=row.retracted_at)
 
 
 # -- the queue -----------------------------------------------------------------------------------------------------
@@ -319,111 +234,3 @@ async def publish_tasks(session: AsyncSession, *, limit: int = 50) -> list[Publi
 async def publish_task_counts(session: AsyncSession) -> dict[str, int]:
     rows = (await session.execute(select(col(PublishTask.status), func.count()).group_by(col(PublishTask.status)))).all()
     return {LeaseStatus(s).value: int(n) for s, n in rows}
-
-
-# -- revisions -----------------------------------------------------------------------------------------------------
-
-
-async def record_revision(
-    session: AsyncSession, *, repo: str, branch: str, snapshot_id: str, revision: int, state_key: str, commit_oid: str,
-    held: bool, retracted: int, report_fingerprint: str | None, files: int, found_on_hub: bool = False,
-    committed_at: datetime | None = None,
-) -> RevisionRecord:
-    """Record a revision committed to the Hub (idempotent on (repo, branch, snapshot, revision)), in the caller's
-    transaction; the stored record."""
-    await insert_ignore(session, PublishRevision, [dict(
-        repo=repo, branch=branch, snapshot_id=snapshot_id, revision=revision, state_key=state_key, commit_oid=commit_oid,
-        held=held, retracted=retracted, report_fingerprint=report_fingerprint, files=files, found_on_hub=found_on_hub,
-        committed_at=committed_at or utcnow(),
-    )])
-    row = (await session.execute(select(PublishRevision).where(
-        col(PublishRevision.repo) == repo, col(PublishRevision.branch) == branch,
-        col(PublishRevision.snapshot_id) == snapshot_id, col(PublishRevision.revision) == revision,
-    ))).scalars().one()
-    return _revision(row)
-
-
-async def revisions_of(session: AsyncSession, *, repo: str, branch: str, snapshot_id: str) -> list[RevisionRecord]:
-    """The snapshot's revisions on (repo, branch), oldest first."""
-    rows = (await session.execute(select(PublishRevision).where(
-        col(PublishRevision.repo) == repo, col(PublishRevision.branch) == branch,
-        col(PublishRevision.snapshot_id) == snapshot_id,
-    ).order_by(col(PublishRevision.revision)))).scalars().all()
-    return [_revision(r) for r in rows]
-
-
-async def latest_revisions(session: AsyncSession, *, repo: str, branch: str) -> dict[str, RevisionRecord]:
-    """Snapshot id -> its latest revision on (repo, branch)."""
-    rows = (await session.execute(select(PublishRevision).where(
-        col(PublishRevision.repo) == repo, col(PublishRevision.branch) == branch,
-    ).order_by(col(PublishRevision.snapshot_id), col(PublishRevision.revision)))).scalars().all()
-    return {r.snapshot_id: _revision(r) for r in rows}
-
-
-async def recent_revisions(session: AsyncSession, *, limit: int = 20) -> list[RevisionRecord]:
-    """The latest revisions committed anywhere, newest first."""
-    rows = (await session.execute(
-        select(PublishRevision).order_by(col(PublishRevision.committed_at).desc(), col(PublishRevision.id).desc())
-        .limit(limit)
-    )).scalars().all()
-    return [_revision(r) for r in rows]
-
-
-# -- retractions ---------------------------------------------------------------------------------------------------
-
-
-async def add_retraction(
-    session: AsyncSession, *, snapshot_id: str, qid: int, question_id: int | None, reason: str,
-    at: datetime | None = None,
-) -> tuple[RetractionRecord, bool]:
-    """Record the retraction of question `qid` of the snapshot (in the caller's transaction); (the record, whether it
-    is new). A question already retracted keeps its first reason and date."""
-    n = await insert_ignore(session, Retraction, [dict(
-        snapshot_id=snapshot_id, qid=qid, question_id=question_id, reason=reason, retracted_at=at or utcnow(),
-    )])
-    row = await session.get(Retraction, (snapshot_id, qid), populate_existing=True)
-    assert row is not None
-    return _retraction(row), n > 0
-
-
-async def retractions_of(session: AsyncSession, snapshot_ids: Sequence[str]) -> list[RetractionRecord]:
-    """The retractions of these snapshots, by snapshot, date, then qid."""
-    if not snapshot_ids:
-        return []
-    rows = (await session.execute(
-        select(Retraction).where(col(Retraction.snapshot_id).in_(list(snapshot_ids)))
-        .order_by(col(Retraction.snapshot_id), col(Retraction.retracted_at), col(Retraction.qid))
-    )).scalars().all()
-    return [_retraction(r) for r in rows]
-
-
-async def retraction_count(session: AsyncSession) -> int:
-    return int((await session.execute(select(func.count()).select_from(Retraction))).scalar_one())
-
-
-# -- what a revision publishes of the results -----------------------------------------------------------------------
-
-
-async def predictions_for_snapshot(session: AsyncSession, snapshot_id: str) -> list[PredictionRow]:
-    """Every stored answer of the snapshot's finished (`done`) GPU jobs, by job, then result row."""
-    stmt = (
-        select(
-            col(GpuJob.id), col(GpuJob.target_model), col(GpuJob.strategy), col(GpuJob.train_lang),
-            col(QuestionResult.lang), col(QuestionResult.variant), col(QuestionResult.scorer), col(QuestionResult.split),
-            col(QuestionResult.predicted), col(QuestionResult.correct), col(QuestionResult.raw), col(Entity.domain),
-            col(Entity.source), col(Entity.external_id), col(Question.slot),
-        )
-        .join(QuestionResult, col(QuestionResult.job_id) == col(GpuJob.id))
-        .join(Question, col(Question.id) == col(QuestionResult.question_id))
-        .join(Entity, col(Entity.id) == col(Question.entity_id))
-        .where(col(GpuJob.snapshot_id) == snapshot_id, col(GpuJob.status) == LeaseStatus.done)
-        .order_by(col(GpuJob.id), col(QuestionResult.id))
-    )
-    return [
-        PredictionRow(
-            job_id=stored_id(r[0]), target_model=r[1], strategy=r[2], train_lang=r[3], lang=r[4], variant=r[5],
-            scorer=r[6], split=r[7], predicted=r[8], correct=bool(r[9]), raw=r[10] or "", domain=r[11], source=r[12],
-            external_id=r[13], slot=r[14],
-        )
-        for r in (await session.execute(stmt)).all()
-    ]

@@ -17,7 +17,7 @@ from datetime import datetime
 from clkt.publish.state import Hold, PublishState
 from clkt.snapshots.card import SOURCE_LICENCES
 from clkt.snapshots.layout import SnapshotManifest
-from storage.publish import RetractionRecord
+from storage.retractions import RetractionRecord
 
 __all__ = [
     "CITATION",

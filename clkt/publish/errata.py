@@ -19,7 +19,9 @@ from clkt.snapshots.content import load_item_refs
 from clkt.snapshots.ids import PUBLIC_ID_BITS
 from storage.engine import Store
 from storage.enums import SnapshotStatus
-from storage.publish import RetractionRecord, add_retraction, enqueue_publish, revisions_of
+from storage.publish import enqueue_publish
+from storage.publish_revisions import revisions_of
+from storage.retractions import RetractionRecord, add_retraction
 from storage.snapshots import get_snapshot
 
 __all__ = ["MAX_REASON_CHARS", "Retracted", "clean_reason", "retract"]

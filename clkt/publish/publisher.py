@@ -17,7 +17,6 @@ try did not finish is redone whole by the next one, which reads the Hub's histor
 from __future__ import annotations
 
 import asyncio
-import importlib.metadata
 import logging
 import re
 import secrets
@@ -32,25 +31,20 @@ from pydantic import SecretStr
 
 from clkt.config import PublishSettings
 from clkt.errors import SnapshotError, UserError
-from clkt.publish.card import EarlierRevision, RepoEntry
+from clkt.publish.card import EarlierRevision
 from clkt.publish.hub import HubClient, HubCommit, HubUnavailable
-from clkt.publish.state import SnapshotPlan, hold_of, marker, parse_marker, plan_snapshot
-from clkt.publish.tree import SnapshotMaterial, job_key, snapshot_folder, write_repo_files, write_snapshot_folder
-from clkt.report.writer import load_report_data
-from clkt.snapshots.builder import clkt_version
+from clkt.publish.material import gather_material, known_sources, repo_entries
+from clkt.publish.state import SnapshotPlan, marker, parse_marker, plan_snapshot
+from clkt.publish.tree import snapshot_folder, write_repo_files, write_snapshot_folder
 from clkt.snapshots.layout import SnapshotData, load_snapshot_dir
 from storage.engine import Store
-from storage.enums import LeaseStatus, SnapshotStatus
-from storage.gpu_jobs import GpuJobRecord, jobs_for_snapshot
-from storage.publish import (
-    PredictionRow,
+from storage.enums import SnapshotStatus
+from storage.publish_revisions import (
     RevisionRecord,
-    latest_revisions,
-    predictions_for_snapshot,
-    retractions_of,
     revisions_of,
 )
-from storage.snapshots import SnapshotRecord, find_snapshot, list_snapshots
+from storage.retractions import retractions_of
+from storage.snapshots import SnapshotRecord, find_snapshot
 
 __all__ = [
     "HubFactory", "OutcomeKind", "PublishOutcome", "PublishRefused", "PublishTarget", "Publisher", "frozen_snapshot_data",
@@ -110,16 +104,6 @@ class PublishOutcome:
                 f"{self.commit_oid[:12]} ({', '.join(extra)})")
 
 
-def _versions() -> dict[str, str]:
-    out: dict[str, str] = {"clkt": clkt_version()}
-    for name in _LIBRARIES[1:]:
-        try:
-            out[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            continue
-    return out
-
-
 def _hub_revisions(history: list[HubCommit], snapshot_id: str) -> list[tuple[int, str, HubCommit]]:
     """(revision, state key, commit) of every commit of the branch that names the snapshot, newest first."""
     out: list[tuple[int, str, HubCommit]] = []
@@ -130,9 +114,8 @@ def _hub_revisions(history: list[HubCommit], snapshot_id: str) -> list[tuple[int
     return out
 
 
-def _staging_name(repo: str, branch: str, snapshot_id: str, revision: int) -> str:
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{repo}@{branch}")
-    return f"{safe}--{snapshot_id}-r{revision}-{secrets.token_hex(4)}"
+def _staging_prefix(repo: str, branch: str, snapshot_id: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", f"{repo}@{branch}") + f"--{snapshot_id}-r"
 
 
 async def frozen_snapshot_data(store: Store, snapshot_id: str) -> tuple[SnapshotRecord, SnapshotData]:
@@ -212,21 +195,25 @@ class Publisher:
             return outcome(OutcomeKind.unchanged, rev, commit.oid, recorded=known)
         revision = max([0, *(r for r, _, _ in on_hub), *(r.revision for r in local)]) + 1
         earlier = self._earlier(on_hub, local)
-        material = await self._material(plan, data, revision=revision, history=earlier)
-        stage = self.staging_dir / _staging_name(target.repo, target.branch, record.id, revision)
+        material = await gather_material(self.store, self.publish_cfg, plan, data, revision=revision, history=earlier)
+        prefix = _staging_prefix(target.repo, target.branch, record.id)
+        for left in self.staging_dir.glob(prefix + "*"):  # what a killed try of this task left (we hold its lease)
+            await asyncio.to_thread(shutil.rmtree, left, True)
+        stage = self.staging_dir / f"{prefix}{revision}-{secrets.token_hex(4)}"
         try:
             hub_files = await self._call(lambda: hub.files(target.branch), "listing the repo's files")
             paths = await asyncio.to_thread(write_snapshot_folder, stage, material)
             folder = snapshot_folder(record.id) + "/"
             deletions = sorted(p for p in hub_files if p.startswith(folder) and p not in set(paths))
             after = (set(hub_files) - set(deletions)) | set(paths)
-            entries = await self._repo_entries(target, after, plan)
+            entries = await repo_entries(self.store, self.publish_cfg, repo=target.repo, branch=target.branch,
+                                         after=after, plan=plan)
             async with self.store.session() as s:
                 known_ids = [e.snapshot_id for e in entries if e.period is not None]
                 errata = await retractions_of(s, known_ids)
             root_files = await asyncio.to_thread(
                 write_repo_files, stage, repo=target.repo, paths=after, entries=entries, retractions=errata,
-                languages=data.languages, sources=sorted(_all_sources()),
+                languages=data.languages, sources=known_sources(),
             )
             additions = [(p, stage / p) for p in [*paths, *root_files]]
             size = sum(local_path.stat().st_size for _, local_path in additions)
@@ -265,75 +252,3 @@ class Publisher:
             parts.append(f"Removed {len(deletions)} file(s) of the previous revision.")
         return "\n".join(parts)
 
-    async def _material(
-        self, plan: SnapshotPlan, data: SnapshotData, *, revision: int, history: list[EarlierRevision]
-    ) -> SnapshotMaterial:
-        cfg, sid = self.publish_cfg, plan.record.id
-        report = None
-        predictions: list[PredictionRow] = []
-        jobs: list[GpuJobRecord] = []
-        adapters: dict[str, Path] = {}
-        if plan.report is not None:
-            retracted = frozenset(plan.state.retracted)
-            if cfg.include_report:
-                report = await load_report_data(self.store, sid, exclude_qids=retracted)
-            async with self.store.session() as s:
-                if cfg.include_predictions:
-                    predictions = await predictions_for_snapshot(s, sid)
-                all_jobs = await jobs_for_snapshot(s, sid)
-            if cfg.include_configs:
-                jobs = all_jobs
-            if cfg.include_adapters:
-                adapters = _adapters(all_jobs)
-        return SnapshotMaterial(plan=plan, data=data, report=report, predictions=predictions, jobs=jobs,
-                                adapters=adapters, revision=revision, history=history, versions=_versions())
-
-    async def _repo_entries(self, target: PublishTarget, after: set[str], plan: SnapshotPlan) -> list[RepoEntry]:
-        """The snapshot folders the branch will hold, newest period first, as the repo's card lists them."""
-        folders = {p.split("/")[1] for p in after if p.startswith("snapshots/") and p.count("/") >= 2}
-        async with self.store.session() as s:
-            latest = await latest_revisions(s, repo=target.repo, branch=target.branch)
-            records = {r.id: r for r in await list_snapshots(s)}
-            entries: list[RepoEntry] = []
-            for sid in folders:
-                rec = records.get(sid)
-                if sid == plan.record.id:
-                    entries.append(RepoEntry(snapshot_id=sid, period=plan.record.period, revision=None,
-                                             hold=plan.hold.describe(), retracted=len(plan.state.retracted),
-                                             report=plan.state.report_fingerprint is not None and self.publish_cfg.include_report))
-                    continue
-                last = latest.get(sid)
-                if rec is None or last is None:
-                    entries.append(RepoEntry(snapshot_id=sid, period=rec.period if rec else None, revision=None,
-                                             hold="unknown (published from another store)", retracted=0, report=False))
-                    continue
-                hold = await hold_of(s, rec, periods=self.publish_cfg.hold_back_periods)
-                text = ("released" if hold.periods else "not held") if not last.held else (
-                    hold.describe() if hold.held else "held; released in its next revision")
-                entries.append(RepoEntry(snapshot_id=sid, period=rec.period, revision=last.revision, hold=text,
-                                         retracted=last.retracted, report=last.report_fingerprint is not None))
-        entries.sort(key=lambda e: (e.period or "", e.snapshot_id), reverse=True)
-        return entries
-
-
-def _all_sources() -> list[str]:
-    from clkt.snapshots.card import SOURCE_LICENCES
-
-    return list(SOURCE_LICENCES)
-
-
-def _adapters(jobs: list[GpuJobRecord]) -> dict[str, Path]:
-    """The best epoch's adapter folder of every finished LoRA job whose artifacts are on this machine."""
-    from clkt.inject.job import CKPT_DIR
-    from clkt.inject.trainer import epoch_dir
-
-    out: dict[str, Path] = {}
-    for j in jobs:
-        if j.status is not LeaseStatus.done or j.strategy not in LORA_STRATEGIES or not j.artifacts_dir or j.best_epoch is None:
-            continue
-        folder = epoch_dir(Path(j.artifacts_dir) / CKPT_DIR, j.best_epoch)
-        if (folder / "adapter_model.safetensors").is_file():
-            out[job_key(j)] = folder
-        else:
-            log.info("job %s: no adapter at %s (not published)", j.id, folder)
-    return out

@@ -41,8 +41,8 @@ from storage.publish import (
     fail_publish_task,
     finish_publish_task,
     heartbeat_publish_task,
-    record_revision,
 )
+from storage.publish_revisions import record_revision
 
 __all__ = ["TryResult", "backoff_s", "run_task"]
 

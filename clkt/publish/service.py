@@ -38,15 +38,14 @@ from clkt.publish.state import SnapshotPlan, hold_of, plan_snapshot
 from storage.engine import Session
 from storage.enums import LeaseStatus, SnapshotStatus
 from storage.publish import (
-    RevisionRecord,
     claim_publish_tasks,
     enqueue_publish,
     find_publish_task,
-    latest_revisions,
     recover_publish_leases,
     release_publish_tasks_of,
     reset_failed_publish_tasks,
 )
+from storage.publish_revisions import RevisionRecord, latest_revisions
 from storage.snapshots import FrozenHook, SnapshotRecord, list_snapshots
 
 __all__ = ["PublishService", "freeze_hook", "why_publish"]

@@ -33,8 +33,8 @@ from clkt.snapshots.period import Cadence, Period, parse_period, period_of
 from clkt.snapshots.stored import stored_manifest
 from storage.engine import Session
 from storage.enums import SnapshotStatus
-from storage.publish import RetractionRecord, retractions_of
 from storage.reports import ReportRecord, current_report
+from storage.retractions import RetractionRecord, retractions_of
 from storage.snapshots import SnapshotRecord, list_snapshots
 
 __all__ = [

@@ -49,7 +49,8 @@ from clkt.snapshots.content import canonical_json
 from clkt.snapshots.ids import stable_entity_id, stable_qid
 from clkt.snapshots.layout import MANIFEST_FILE, SnapshotData, sha256_file
 from storage.gpu_jobs import GpuJobRecord
-from storage.publish import PredictionRow, RetractionRecord
+from storage.publish_revisions import PredictionRow
+from storage.retractions import RetractionRecord
 
 __all__ = [
     "SnapshotMaterial",

@@ -18,7 +18,7 @@ from clkt.report.metrics import ALL_DOMAINS
 from clkt.services import publish_service
 from clkt.snapshots.layout import load_snapshot_dir
 from storage.engine import Store
-from storage.publish import latest_revisions
+from storage.publish_revisions import latest_revisions
 from tests.fakes.hub_server import FakeHub
 from tests.publish.conftest import (
     REPO,

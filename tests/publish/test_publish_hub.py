@@ -12,7 +12,8 @@ import pytest
 from clkt.publish.publisher import OutcomeKind
 from storage.engine import Store
 from storage.enums import LeaseStatus
-from storage.publish import find_publish_task, revisions_of
+from storage.publish import find_publish_task
+from storage.publish_revisions import revisions_of
 from tests.fakes.hub_server import FakeHub
 from tests.publish.conftest import REPO, TOKEN, publish_now, publish_settings, seed_snapshot
 from tests.snapshots.factories import LANGS
@@ -180,3 +181,32 @@ async def test_datasets_reads_every_config_of_a_clone(
         for name in datasets.get_dataset_config_names(str(folder)):
             assert len(datasets.load_dataset(str(folder), name, cache_dir=cache)) >= 1
 
+
+
+async def test_best_adapters_and_another_branch(store: Store, tmp_path: Path, hub: FakeHub) -> None:
+    from sqlmodel import col, select
+
+    from storage.models import GpuJob
+
+    settings = publish_settings(tmp_path, hub.url, hold_back_periods=0, include_adapters=True)
+    sid = await seed_snapshot(store, settings, month=6, prefix="a")
+    weights = b"\x00\x01safetensors-bytes\xff" * 10
+    async with store.transaction() as s:
+        for job in (await s.execute(select(GpuJob).where(col(GpuJob.snapshot_id) == sid))).scalars():
+            best = tmp_path / "jobs" / str(job.id) / "checkpoints" / "epoch-1"
+            best.mkdir(parents=True)
+            (best / "adapter_model.safetensors").write_bytes(weights)
+            (best / "adapter_config.json").write_text('{"r": 16}')
+            (best / "optimizer.pt").write_bytes(b"not published")
+            job.artifacts_dir = str(tmp_path / "jobs" / str(job.id))
+    (settings.data_dir / "publish" / f"clkt-lab_live-bench_staging--{sid}-r1-dead").mkdir(parents=True)  # a killed try's
+
+    res = await publish_now(store, settings, sid, branch="staging")
+    assert res.outcome is not None and res.outcome.branch == "staging", res.error
+    tree = hub.tree(REPO, "staging")
+    base = f"snapshots/{sid}/adapters/gemma-3-270m__cpt-lora__"
+    assert {tree[f"{base}{lang}/adapter_model.safetensors"] for lang in ("en", "fr")} == {weights}
+    assert f"{base}en/adapter_config.json" in tree and not any(p.endswith("optimizer.pt") for p in tree)
+    assert [c.title for c in hub.history(REPO, "main")] == ["initial commit"]  # main untouched
+    assert not any((settings.data_dir / "publish").iterdir())  # no staging folder left, the killed one's included
+    _every_request_went_to_the_stand_in(hub)

@@ -16,7 +16,8 @@ from clkt.services import build_services, publish_service
 from clkt.sources.board import SourceBoard
 from storage.engine import Store
 from storage.enums import LeaseStatus
-from storage.publish import find_publish_task, latest_revisions
+from storage.publish import find_publish_task
+from storage.publish_revisions import latest_revisions
 from tests.conftest import REPO as ROOT
 from tests.conftest import wait_for
 from tests.fakes.hub_server import FakeHub

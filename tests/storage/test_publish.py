@@ -11,23 +11,19 @@ from storage.engine import Store
 from storage.enums import LeaseStatus, SnapshotStatus
 from storage.models import Snapshot
 from storage.publish import (
-    add_retraction,
     claim_publish_tasks,
     defer_publish_task,
     enqueue_publish,
     fail_publish_task,
     finish_publish_task,
     heartbeat_publish_task,
-    latest_revisions,
     publish_task_counts,
-    record_revision,
     recover_publish_leases,
     release_publish_tasks_of,
     reset_failed_publish_tasks,
-    retraction_count,
-    retractions_of,
-    revisions_of,
 )
+from storage.publish_revisions import latest_revisions, record_revision, revisions_of
+from storage.retractions import add_retraction, retraction_count, retractions_of
 from storage.types import utcnow
 
 LEASE = timedelta(seconds=60)

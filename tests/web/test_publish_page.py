@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from storage.publish import add_retraction, claim_publish_tasks, defer_publish_task, enqueue_publish, record_revision
+from storage.publish import claim_publish_tasks, defer_publish_task, enqueue_publish
+from storage.publish_revisions import record_revision
+from storage.retractions import add_retraction
 from tests.web.conftest import Pages
 from tests.web.seed import SNAPSHOT_ID
 
