@@ -36,6 +36,7 @@ __all__ = [
     "publish_task_counts",
     "publish_tasks",
     "recover_publish_leases",
+    "release_publish_task",
     "release_publish_tasks_of",
     "reset_failed_publish_tasks",
 ]
@@ -188,6 +189,11 @@ async def defer_publish_task(session: AsyncSession, task_id: int, *, owner: str,
     )
     if affected_rows(res):
         await _lease.release(session, PublishTask, task_id, owner=owner, defer=defer, refund=True, reason=reason)
+
+
+async def release_publish_task(session: AsyncSession, task_id: int, *, owner: str) -> None:
+    """Give the lease back, refunded, without counting a failure (a try cancelled by a stop); fenced on `owner`."""
+    await _lease.release(session, PublishTask, task_id, owner=owner, refund=True)
 
 
 async def release_publish_tasks_of(session: AsyncSession, *, owner: str) -> int:

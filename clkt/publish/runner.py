@@ -41,6 +41,7 @@ from storage.publish import (
     fail_publish_task,
     finish_publish_task,
     heartbeat_publish_task,
+    release_publish_task,
 )
 from storage.publish_revisions import record_revision
 
@@ -116,7 +117,7 @@ async def run_task(
     except asyncio.CancelledError:
         async def give_back() -> None:
             async with store.transaction() as s:
-                await defer_publish_task(s, task.id, owner=owner, reason="stopped while publishing", defer=timedelta(0))
+                await release_publish_task(s, task.id, owner=owner)
 
         await asyncio.shield(give_back())
         raise

@@ -126,3 +126,26 @@ async def test_a_publish_killed_mid_commit_is_resumed_and_committed_once(
         latest = await latest_revisions(s, repo=REPO, branch="main")
         task = await find_publish_task(s, repo=REPO, branch="main", snapshot_id=a)
     assert latest[a].revision == 1 and task is not None and task.status is LeaseStatus.done
+
+
+async def test_a_stop_mid_commit_gives_the_lease_back_and_the_next_try_publishes_once(
+    store: Store, tmp_path: Path, hub: FakeHub
+) -> None:
+    settings = publish_settings(tmp_path, hub.url, repo=REPO, on_report=True, hold_back_periods=0)
+    a = await seed_snapshot(store, settings, month=6, prefix="a")
+    hub.faults["commit"] = ["hang"]
+    svc = publish_service(settings)
+    async with service_ctx(store) as ctx:
+        running = asyncio.create_task(svc.run(ctx), name="publisher")
+        await asyncio.wait_for(hub.hanging.wait(), timeout=60)
+        running.cancel()  # the supervisor cancels a service that outlives the grace period
+        with pytest.raises(asyncio.CancelledError):
+            await running
+        async with store.session() as s:
+            task = await find_publish_task(s, repo=REPO, branch="main", snapshot_id=a)
+        assert task is not None and task.status is LeaseStatus.pending and task.attempts == 0
+        hub.release.set()  # the abandoned request ends; the Hub applied nothing
+        assert _titles(hub) == ["initial commit"]
+        again = publish_service(settings, burst=True)
+        await again.run(ctx)
+    assert _titles(hub) == [f"Publish {a} revision 1", "initial commit"]

@@ -30,14 +30,14 @@ LEASE = timedelta(seconds=60)
 T = dict(repo="lab/bench", branch="main", private=False, max_attempts=2)
 
 
-async def _snap(store: Store, sid: str = "demo-2025-06-aaaaaaaaaaaa") -> str:
+async def _snap(store: Store, sid: str) -> str:
     async with store.transaction() as s:
         s.add(Snapshot(id=sid, spec="demo", period="2025-06", status=SnapshotStatus.frozen, manifest={}))
     return sid
 
 
 async def test_the_queue_enqueues_once_claims_with_a_lease_and_asks_again(store: Store) -> None:
-    sid = await _snap(store)
+    sid = await _snap(store, "demo-2025-06-aaaaaaaaaaa1")
     async with store.transaction() as s:
         a = await enqueue_publish(s, snapshot_id=sid, reason="frozen", **T)
         b = await enqueue_publish(s, snapshot_id=sid, reason="report", **T)
@@ -64,7 +64,7 @@ async def test_the_queue_enqueues_once_claims_with_a_lease_and_asks_again(store:
 
 
 async def test_a_hub_failure_spends_no_attempt_other_failures_do(store: Store) -> None:
-    sid = await _snap(store)
+    sid = await _snap(store, "demo-2025-06-aaaaaaaaaaa2")
     async with store.transaction() as s:
         await enqueue_publish(s, snapshot_id=sid, reason="frozen", **T)
     for _ in range(5):  # the Hub is down five times: no attempt spent, the backoff counts
@@ -87,7 +87,7 @@ async def test_a_hub_failure_spends_no_attempt_other_failures_do(store: Store) -
 
 
 async def test_leases_of_dead_or_stopping_owners_come_back_refunded(store: Store) -> None:
-    sid = await _snap(store)
+    sid = await _snap(store, "demo-2025-06-aaaaaaaaaaa3")
     async with store.transaction() as s:
         await enqueue_publish(s, snapshot_id=sid, reason="frozen", **T)
         await claim_publish_tasks(s, owner="host:1:dead", lease=LEASE)
@@ -102,7 +102,7 @@ async def test_leases_of_dead_or_stopping_owners_come_back_refunded(store: Store
 
 
 async def test_revisions_and_retractions(store: Store) -> None:
-    sid = await _snap(store)
+    sid = await _snap(store, "demo-2025-06-aaaaaaaaaaa4")
     async with store.transaction() as s:
         kw = dict(repo="lab/bench", branch="main", snapshot_id=sid, state_key="a" * 64, commit_oid="c1", held=True,
                   retracted=0, report_fingerprint=None, files=20)
