@@ -66,7 +66,8 @@ class SnapshotCard:
     sources: list[str]
     state: PublishState
     hold: Hold
-    retractions: list[RetractionRecord]
+    retractions: list[RetractionRecord]  # those that may be named (none of a held test split)
+    held_retractions: int  # retracted questions of the held test split: counted, never named
     revision: int
     history: list[EarlierRevision]  # the earlier revisions on this repo and branch, oldest first
     published: dict[str, dict[str, int]]  # language -> split -> questions in this revision
@@ -132,18 +133,26 @@ def _citation(snapshot_id: str | None, content_sha256: str | None) -> list[str]:
     return [*lines, "The method (LiveCLKTBench):", "", "```bibtex", CITATION, "```", ""]
 
 
-def errata_markdown(retractions: Sequence[RetractionRecord], *, title: str) -> str:
-    """`ERRATA.md`: every retraction with its reason and date (by qid; never the question's text)."""
+def _held_note(held: int) -> list[str]:
+    if not held:
+        return []
+    return [f"{held} retracted question(s) of a test split still held back are left out and not listed here (not even",
+            "by qid): they are listed, with their reasons and dates, in the commit that releases that split.", ""]
+
+
+def errata_markdown(retractions: Sequence[RetractionRecord], *, title: str, held: int = 0) -> str:
+    """`ERRATA.md`: every retraction with its reason and date (by qid; never the question's text); `held`: how many
+    more there are of held test splits (counted, never named)."""
     lines = [f"# {title}", ""]
     if not retractions:
-        return "\n".join([*lines, "No question has been retracted.", ""])
+        return "\n".join([*lines, "No question has been retracted." if not held else "", *_held_note(held), ""])
     lines += ["Retracted questions are left out of every publish revision after their retraction (all languages,",
               "the predictions and the report). The frozen snapshot's own files keep them, and earlier revisions stay",
               "readable in this repo's history.", "",
               "| snapshot | qid | retracted (UTC) | reason |", "|---|---:|---|---|"]
     for r in retractions:
         lines.append(f"| `{r.snapshot_id}` | {r.qid} | {r.retracted_at.strftime('%Y-%m-%d %H:%M')} | {_cell(r.reason)} |")
-    return "\n".join([*lines, ""])
+    return "\n".join([*lines, "", *_held_note(held)])
 
 
 def _hold_lines(state: PublishState, hold: Hold) -> list[str]:
@@ -195,8 +204,9 @@ def render_snapshot_card(card: SnapshotCard, configs: Sequence[Config]) -> str:
                   "predictions and the report): see `../ERRATA.md`.", ""]
         lines += [f"- qid {r.qid} ({r.retracted_at.date().isoformat()}): {_cell(r.reason)}" for r in card.retractions]
         lines.append("")
-    else:
+    elif not card.held_retractions:
         lines += ["None.", ""]
+    lines += _held_note(card.held_retractions)
     lines += [
         "## Files", "",
         "- `hf/`: this folder; `datasets.load_dataset('<folder>/hf', 'qa_<lang>')` (validation and test) and",

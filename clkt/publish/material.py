@@ -10,18 +10,20 @@ from pathlib import Path
 from clkt.config import PublishSettings
 from clkt.publish.card import EarlierRevision, RepoEntry
 from clkt.publish.state import SnapshotPlan, hold_of
-from clkt.publish.tree import SnapshotMaterial, job_key
+from clkt.publish.tree import SnapshotMaterial, held_test_qids, job_key
 from clkt.report.writer import load_report_data
 from clkt.snapshots.builder import clkt_version
 from clkt.snapshots.card import SOURCE_LICENCES
+from clkt.snapshots.content import load_item_refs
 from clkt.snapshots.layout import SnapshotData
 from storage.engine import Store
 from storage.enums import LeaseStatus
 from storage.gpu_jobs import GpuJobRecord, jobs_for_snapshot
 from storage.publish_revisions import PredictionRow, latest_revisions, predictions_for_snapshot
+from storage.retractions import RetractionRecord, retractions_of
 from storage.snapshots import list_snapshots
 
-__all__ = ["LORA_STRATEGIES", "gather_material", "known_sources", "library_versions", "repo_entries"]
+__all__ = ["LORA_STRATEGIES", "gather_material", "known_sources", "library_versions", "repo_entries", "repo_errata"]
 
 log = logging.getLogger(__name__)
 LORA_STRATEGIES = ("cpt-lora", "sft-lora")
@@ -116,3 +118,31 @@ def _adapters(jobs: list[GpuJobRecord]) -> dict[str, Path]:
         else:
             log.info("job %s: no adapter at %s (not published)", j.id, folder)
     return out
+
+
+async def repo_errata(
+    store: Store, *, repo: str, branch: str, snapshot_ids: list[str], plan: SnapshotPlan, data: SnapshotData,
+) -> tuple[list[RetractionRecord], int]:
+    """The retractions the repo's `ERRATA.md` names, and how many it only counts: those of a test split the branch
+    still holds back (this snapshot's by this revision, another's by its latest revision) are never named."""
+    this_held = held_test_qids(data) if plan.state.held else frozenset()
+    named: list[RetractionRecord] = []
+    hidden = 0
+    async with store.session() as s:
+        latest = await latest_revisions(s, repo=repo, branch=branch)
+        tests: dict[str, frozenset[int]] = {}
+        for r in await retractions_of(s, snapshot_ids):
+            if r.snapshot_id == plan.record.id:
+                held = r.qid in this_held
+            elif r.snapshot_id in latest and latest[r.snapshot_id].held:
+                if r.snapshot_id not in tests:
+                    tests[r.snapshot_id] = frozenset(it.qid for it in await load_item_refs(s, r.snapshot_id)
+                                                     if it.split == "test")
+                held = r.qid in tests[r.snapshot_id]
+            else:
+                held = False
+            if held:
+                hidden += 1
+            else:
+                named.append(r)
+    return named, hidden

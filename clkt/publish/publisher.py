@@ -33,7 +33,7 @@ from clkt.config import PublishSettings
 from clkt.errors import SnapshotError, UserError
 from clkt.publish.card import EarlierRevision
 from clkt.publish.hub import HubClient, HubCommit, HubUnavailable
-from clkt.publish.material import gather_material, known_sources, repo_entries
+from clkt.publish.material import gather_material, known_sources, repo_entries, repo_errata
 from clkt.publish.state import SnapshotPlan, marker, parse_marker, plan_snapshot
 from clkt.publish.tree import snapshot_folder, write_repo_files, write_snapshot_folder
 from clkt.snapshots.layout import SnapshotData, load_snapshot_dir
@@ -43,7 +43,6 @@ from storage.publish_revisions import (
     RevisionRecord,
     revisions_of,
 )
-from storage.retractions import retractions_of
 from storage.snapshots import SnapshotRecord, find_snapshot
 
 __all__ = [
@@ -208,12 +207,13 @@ class Publisher:
             after = (set(hub_files) - set(deletions)) | set(paths)
             entries = await repo_entries(self.store, self.publish_cfg, repo=target.repo, branch=target.branch,
                                          after=after, plan=plan)
-            async with self.store.session() as s:
-                known_ids = [e.snapshot_id for e in entries if e.period is not None]
-                errata = await retractions_of(s, known_ids)
+            errata, held_errata = await repo_errata(
+                self.store, repo=target.repo, branch=target.branch, plan=plan, data=data,
+                snapshot_ids=[e.snapshot_id for e in entries if e.period is not None],
+            )
             root_files = await asyncio.to_thread(
                 write_repo_files, stage, repo=target.repo, paths=after, entries=entries, retractions=errata,
-                languages=data.languages, sources=known_sources(),
+                languages=data.languages, sources=known_sources(), held_retractions=held_errata,
             )
             additions = [(p, stage / p) for p in [*paths, *root_files]]
             size = sum(local_path.stat().st_size for _, local_path in additions)

@@ -55,6 +55,7 @@ from storage.retractions import RetractionRecord
 __all__ = [
     "SnapshotMaterial",
     "configs_of",
+    "held_test_qids",
     "job_key",
     "snapshot_folder",
     "write_repo_files",
@@ -219,10 +220,17 @@ def write_snapshot_folder(root: Path, mat: SnapshotMaterial) -> list[str]:
                 (base / rel).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(f, base / rel)
                 written.append(rel)
-    _write(base / "ERRATA.md", errata_markdown(plan.retractions, title=f"Errata of {plan.record.id}"))
+    # a retracted question of a held test split is counted, never named (not even by qid) until the split is released
+    hidden = held_test_qids(data) if state.held else frozenset()
+    named = [r for r in plan.retractions if r.qid not in hidden]
+    n_hidden = len(plan.retractions) - len(named)
+    _write(base / "ERRATA.md", errata_markdown(named, title=f"Errata of {plan.record.id}", held=n_hidden))
     written.append("ERRATA.md")
+    shown_state = state.model_dump(mode="json")
+    shown_state["retracted"] = sorted(r.qid for r in named)
     publish_info = {
-        "snapshot_id": plan.record.id, "revision": mat.revision, "state_key": state.key, "state": state.model_dump(mode="json"),
+        "snapshot_id": plan.record.id, "revision": mat.revision, "state_key": state.key, "state": shown_state,
+        "retracted_in_held_test_split": n_hidden,
         "hold": plan.hold.describe(), "held_until_period": plan.hold.until_period,
         "held_expected_release": plan.hold.expected.isoformat() if plan.hold.expected else None,
         "earlier_revisions": [{"revision": r.revision, "commit": r.commit_oid, "committed_at": r.committed_at.isoformat()}
@@ -232,7 +240,7 @@ def write_snapshot_folder(root: Path, mat: SnapshotMaterial) -> list[str]:
     written.append("publish.json")
     card = SnapshotCard(
         manifest=data.manifest, sources=sorted({d.source for rows in data.docs.values() for d in rows}), state=state,
-        hold=plan.hold, retractions=plan.retractions, revision=mat.revision, history=mat.history, published=published,
+        hold=plan.hold, retractions=named, held_retractions=n_hidden, revision=mat.revision, history=mat.history, published=published,
         has_report=mat.report is not None, predictions=len(by_job), jobs=len(mat.jobs),
         adapters=len(mat.adapters), manifest_sha256=sha256_file(frozen / MANIFEST_FILE),
     )
@@ -248,9 +256,14 @@ def write_snapshot_folder(root: Path, mat: SnapshotMaterial) -> list[str]:
     return sorted(f"{snapshot_folder(plan.record.id)}/{rel}" for rel in written)
 
 
+def held_test_qids(data: SnapshotData) -> frozenset[int]:
+    """The qids of a snapshot's test split (what a hold keeps back)."""
+    return frozenset(data.qids("test"))
+
+
 def write_repo_files(
     root: Path, *, repo: str, paths: Iterable[str], entries: Sequence[RepoEntry], retractions: Sequence[RetractionRecord],
-    languages: Sequence[str], sources: Sequence[str],
+    languages: Sequence[str], sources: Sequence[str], held_retractions: int = 0,
 ) -> list[str]:
     """The repo's `README.md` (a config per language of every snapshot folder in `paths`, the repo's files after this
     commit) and `ERRATA.md`; their paths."""
@@ -265,6 +278,6 @@ def write_repo_files(
         for c in configs_of(by_snapshot.get(sid, []), prefix=f"{sid}-", languages=languages):
             configs.append(Config(name=c.name, files=tuple((s, f"{snapshot_folder(sid)}/{p}") for s, p in c.files)))
     _write(root / "README.md", render_repo_card(repo, entries, configs, languages=languages, sources=sources))
-    _write(root / "ERRATA.md", errata_markdown(retractions, title=f"Errata of {repo}"))
+    _write(root / "ERRATA.md", errata_markdown(retractions, title=f"Errata of {repo}", held=held_retractions))
     return ["ERRATA.md", "README.md"]
 

@@ -140,3 +140,29 @@ async def test_a_retraction_leaves_the_question_out_of_the_next_revision(store: 
     assert old.title == f"Publish {a} revision 1"
     assert q in {row["qid"] for row in _rows(old.files[base + "hf/data/qa_en-test.jsonl"])}
     assert q in {row.qid for row in load_snapshot_dir(frozen, verify_hashes=True).questions["en"]}
+
+
+async def test_a_retracted_held_question_is_counted_not_named_until_its_split_is_released(
+    store: Store, tmp_path: Path, hub: FakeHub
+) -> None:
+    settings = publish_settings(tmp_path, hub.url, repo=REPO, on_freeze=True, hold_back_periods=1)
+    hook = freeze_hook(settings.publish)
+    svc = publish_service(settings, burst=True)
+    a = await seed_snapshot(store, settings, month=5, prefix="a", on_frozen=hook)
+    await _burst(store, svc)
+    qids, texts = held_test_items(settings.snapshot.out_dir / "demo" / "2025-05")
+    q = min(qids)
+    r = await retract(store, a, q, reason="secret-reason-xyz: the options repeat", publish=settings.publish)
+    assert r.asked_publish  # automatic publishing: the next revision is asked for in the same transaction
+    await _burst(store, svc)
+    assert hub.history(REPO)[0].title == f"Publish {a} revision 2"
+    assert leaks(hub, REPO, [str(q), "secret-reason-xyz", *texts]) == []
+    for path in ("ERRATA.md", f"snapshots/{a}/ERRATA.md"):
+        assert "1 retracted question(s) of a test split still held back" in hub.tree(REPO)[path].decode()
+    await seed_snapshot(store, settings, month=6, prefix="b", on_frozen=hook)  # releases a
+    await _burst(store, svc)
+    tree = hub.tree(REPO)
+    for path in ("ERRATA.md", f"snapshots/{a}/ERRATA.md"):
+        assert str(q) in tree[path].decode() and "secret-reason-xyz" in tree[path].decode()
+    released = _rows(tree[f"snapshots/{a}/hf/data/qa_en-test.jsonl"])
+    assert q not in {row["qid"] for row in released} and len(released) == len(qids) - 1
