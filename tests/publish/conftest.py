@@ -66,10 +66,16 @@ def loopback_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
 
 @pytest.fixture
 def online_hub_client(monkeypatch: pytest.MonkeyPatch) -> None:
-    """huggingface_hub read HF_HUB_OFFLINE=1 when it was imported (the suite runs offline): let it talk to the stand-in."""
+    """huggingface_hub read HF_HUB_OFFLINE=1 when it was imported (the suite runs offline): let it talk to the stand-in.
+    Its LFS / Xet upload path (taken only for files the Hub's pre-upload calls `lfs`) fails the test if it is ever taken."""
+    import huggingface_hub._commit_api
     import huggingface_hub.constants
 
+    def no_lfs_or_xet(**_: Any) -> None:
+        raise AssertionError("huggingface_hub took its LFS / Xet upload path: every file must travel inline")
+
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(huggingface_hub._commit_api, "_upload_files", no_lfs_or_xet)
 
 
 @pytest.fixture
