@@ -3,7 +3,7 @@
 This module and `clkt.daemon` (with the entry points: `run_daemon.py`, `clkt.process`, the CLI commands) are
 the only readers of the whole `Settings`; every service, worker and page receives its own section(s) in
 its constructor. Each area registers its services here (source pollers, the stage workers of the flow,
-snapshot builder, GPU consumer, report writer). What a service is: `clkt.context.Service`. Registering one name twice
+snapshot builder, GPU consumer, report writer, publisher). What a service is: `clkt.context.Service`. Registering one name twice
 raises.
 """
 
@@ -14,10 +14,12 @@ from collections.abc import Callable
 from agents.backend import AgentBackend
 from clkt.config import Settings
 from clkt.context import Service
+from clkt.errors import ConfigError
 from clkt.inject.consumer import GpuConsumer
 from clkt.pipeline.backends import build_backend
 from clkt.pipeline.stage_worker import StageConfig
 from clkt.pipeline.stages import stage_services
+from clkt.publish.service import PublishService, freeze_hook
 from clkt.report.service import ReportService
 from clkt.roster.service import LateTargetService
 from clkt.snapshots.builder import BuildConfig
@@ -28,7 +30,7 @@ from clkt.telemetry import Metrics
 from clkt.web.pages import PageContext
 from storage.engine import Store
 
-__all__ = ["agent_backend", "build_services", "page_context", "snapshot_config", "stage_config"]
+__all__ = ["agent_backend", "build_services", "page_context", "publish_service", "snapshot_config", "stage_config"]
 
 
 def stage_config(settings: Settings) -> StageConfig:
@@ -63,6 +65,16 @@ def agent_backend(settings: Settings, *, store: Store, metrics: Metrics | None =
                          metrics=metrics)
 
 
+def publish_service(settings: Settings, *, burst: bool = False) -> PublishService:
+    """The daemon's `publisher`; a `ConfigError` (nothing started) when its Hub token is not in the environment."""
+    token = settings.secret(settings.publish.token_env)
+    if token is None:
+        raise ConfigError("publish.token_env", f"{settings.publish.token_env} is not set: publishing by itself "
+                          "(publish.on_freeze / on_report) needs a Hub token with write access in that variable")
+    return PublishService(publish=settings.publish, daemon=settings.daemon, spec_name=settings.spec.name,
+                          data_dir=settings.data_dir, token=token, burst=burst)
+
+
 def build_services(settings: Settings, *, board: SourceBoard) -> list[Service]:
     """Every service of the daemon; the pollers report on `board` (the one the status pages read)."""
     services: list[Service] = []
@@ -71,8 +83,9 @@ def build_services(settings: Settings, *, board: SourceBoard) -> list[Service]:
                                     board=board, secret=settings.secret))
     # --- the pipeline's stages, gate to translate (clkt.pipeline.flow) ---
     services.extend(stage_services(stage_config(settings)))
-    # --- snapshot builder (clkt.snapshots) ---
-    services.append(SnapshotBuilder(config=snapshot_config(settings), gpu=settings.gpu))
+    # --- snapshot builder (clkt.snapshots), and the publisher's tasks in its freezing transaction (clkt.publish) ---
+    services.append(SnapshotBuilder(config=snapshot_config(settings), gpu=settings.gpu,
+                                    on_frozen=freeze_hook(settings.publish)))
     # --- targets over time (clkt.roster): a target added after a freeze, ready on a snapshot once probed ---
     services.append(LateTargetService(spec=settings.spec, daemon=settings.daemon, gpu=settings.gpu))
     # --- GPU consumer (clkt.inject / clkt.evaluate), and the report of each snapshot once its jobs finished ---
@@ -80,6 +93,9 @@ def build_services(settings: Settings, *, board: SourceBoard) -> list[Service]:
         services.append(GpuConsumer(gpu=settings.gpu, daemon=settings.daemon, targets=settings.spec.targets,
                                     data_dir=settings.data_dir, retention=settings.retention))
         services.append(ReportService(data_dir=settings.data_dir, daemon=settings.daemon))
+    # --- publishing to the Hugging Face Hub by itself ([publish] repo + on_freeze / on_report) ---
+    if settings.publish.automatic:
+        services.append(publish_service(settings))
     names = [s.name for s in services]
     dup = {n for n in names if names.count(n) > 1}
     if dup:

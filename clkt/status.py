@@ -1,4 +1,4 @@
-"""One status report for `/status` and `clkt status`: queue counts, entities, jobs, errors, skips, cost."""
+"""One status report for `/status` and `clkt status`: queue counts, entities, jobs, errors, skips, cost, publishing."""
 
 from __future__ import annotations
 
@@ -9,18 +9,22 @@ from rich.table import Table
 from rich.text import Text
 
 from storage.engine import Session, Store
-from storage.enums import SnapshotTargetStatus
+from storage.enums import LeaseStatus, SnapshotTargetStatus
 from storage.llm_cache import CostSummary, cost_summary
+from storage.publish import publish_task_counts, publish_tasks
+from storage.publish_revisions import recent_revisions
+from storage.retractions import retraction_count
 from storage.status_counts import store_counts
 from storage.target_probes import probing_progress
 from storage.targets import list_targets, snapshot_targets
 from storage.types import utcnow
 
 __all__ = [
-    "MIN_ACCEPTED_FOR_RATE", "DaemonInfo", "FailedWorkInfo", "RegisteredTarget", "SnapshotValidity", "StatusReport",
-    "TargetsStatus", "collect_status", "cost_table",
+    "MIN_ACCEPTED_FOR_RATE", "DaemonInfo", "FailedWorkInfo", "PublishStatus", "PublishTaskInfo", "PublishedRevisionInfo",
+    "RegisteredTarget", "SnapshotValidity", "StatusReport", "TargetsStatus", "collect_status", "cost_table", "publish_status",
 ]
 
+MAX_PUBLISH_TASKS_SHOWN = 20
 MIN_ACCEPTED_FOR_RATE = 10  # fewer accepted questions: $ per question is shown as too few to mean much
 
 
@@ -82,6 +86,41 @@ class TargetsStatus(BaseModel):
             f"{sum(v.entities for v in vs)} entities asked); its GPU jobs there start once each is ready"
             for t, vs in sorted(by.items())
         ]
+class PublishTaskInfo(BaseModel):
+    """A publish task that is waiting, running or has failed (`clkt.publish`)."""
+
+    snapshot_id: str
+    repo: str
+    branch: str
+    status: str
+    reason: str
+    attempts: int
+    hub_failures: int  # consecutive tries the Hub did not answer
+    not_before: datetime  # a pending task is tried again from then
+    last_error: str | None
+    outcome: str | None
+
+
+class PublishedRevisionInfo(BaseModel):
+    """A publish revision: one Hub commit of a snapshot."""
+
+    snapshot_id: str
+    repo: str
+    branch: str
+    revision: int
+    commit: str
+    held: bool  # its test split was held back
+    retracted: int
+    committed_at: datetime
+
+
+class PublishStatus(BaseModel):
+    """Publishing to the Hugging Face Hub: the queue, the latest revisions, the errata."""
+
+    tasks: dict[str, int] = Field(default_factory=dict)  # by status
+    open_tasks: list[PublishTaskInfo] = Field(default_factory=list)  # pending, leased and failed, latest first
+    revisions: list[PublishedRevisionInfo] = Field(default_factory=list)  # newest first
+    retractions: int = 0
 
 
 class StatusReport(BaseModel):
@@ -97,6 +136,7 @@ class StatusReport(BaseModel):
     paused: str | None = None
     daemon: DaemonInfo | None = None  # None: not served by a daemon (`clkt status`)
     targets: TargetsStatus = Field(default_factory=TargetsStatus)  # per target and snapshot: how many entities valid
+    publish: PublishStatus = Field(default_factory=PublishStatus)
 
     @field_serializer("daemon")
     def _daemon_json(self, daemon: DaemonInfo | None) -> dict[str, object]:
@@ -108,12 +148,13 @@ async def collect_status(store: Store, *, paused: str | None = None, daemon: Dae
         counts = await store_counts(s)
         cost = await cost_summary(s)
         targets = await _targets(s)
+        publish = await _publish_status(s)
     return StatusReport(
         generated_at=utcnow(), entities=counts.entities, entities_by_domain=counts.entities_by_domain,
         stages=counts.stages, gpu_jobs=counts.gpu_jobs, snapshots=counts.snapshots, skipped=counts.skipped,
         last_errors=[FailedWorkInfo(stage=f.stage, entity_id=f.entity_id, key=f.key, attempts=f.attempts, error=f.error)
                      for f in counts.failures],
-        cost=cost, paused=paused, daemon=daemon, targets=targets,
+        cost=cost, paused=paused, daemon=daemon, targets=targets, publish=publish,
     )
 
 
@@ -132,6 +173,31 @@ async def _targets(session: Session) -> TargetsStatus:
                              probed=progress[(r.snapshot_id, r.target_name)][0] if (r.snapshot_id, r.target_name) in progress else None)
             for r in rows
         ],
+    )
+
+
+async def publish_status(store: Store) -> PublishStatus:
+    """Publishing's part of the status alone (the status pages' `/publish`)."""
+    async with store.session() as s:
+        return await _publish_status(s)
+
+
+async def _publish_status(session: Session) -> PublishStatus:
+    tasks = await publish_tasks(session, limit=200)
+    return PublishStatus(
+        tasks=await publish_task_counts(session),
+        open_tasks=[
+            PublishTaskInfo(snapshot_id=t.snapshot_id, repo=t.repo, branch=t.branch, status=t.status.value, reason=t.reason,
+                            attempts=t.attempts, hub_failures=t.hub_failures, not_before=t.not_before,
+                            last_error=t.last_error, outcome=t.outcome)
+            for t in tasks if t.status in (LeaseStatus.pending, LeaseStatus.leased, LeaseStatus.failed)
+        ][:MAX_PUBLISH_TASKS_SHOWN],
+        revisions=[
+            PublishedRevisionInfo(snapshot_id=r.snapshot_id, repo=r.repo, branch=r.branch, revision=r.revision,
+                                  commit=r.commit_oid, held=r.held, retracted=r.retracted, committed_at=r.committed_at)
+            for r in await recent_revisions(session, limit=MAX_PUBLISH_TASKS_SHOWN)
+        ],
+        retractions=await retraction_count(session),
     )
 
 

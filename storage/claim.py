@@ -1,7 +1,7 @@
 """The one lease-based claim used by every stage (and by the GPU queue).
 
 A claimable table has: status, lease_owner, lease_expires_at, attempts, max_attempts, not_before,
-last_error, updated_at (see `Task` and `GpuJob`). `claim()` takes up to `limit` rows that are pending (or
+last_error, updated_at (see `Task`, `GpuJob` and `PublishTask`). `claim()` takes up to `limit` rows that are pending (or
 whose lease expired) in one statement: `UPDATE ... WHERE id IN (SELECT ... LIMIT n) RETURNING` on SQLite
 (the write lock makes it atomic), `... FOR UPDATE SKIP LOCKED` on PostgreSQL. Rows whose lease expired
 after their last allowed attempt are marked `failed` with the reason kept.
@@ -20,12 +20,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from clkt.errors import LeaseLost
-from storage.models import GpuJob, LeaseStatus, Task
+from storage.models import GpuJob, LeaseStatus, PublishTask, Task
 from storage.types import affected_rows, utcnow
 
 __all__ = ["Claimable", "LeaseLost", "claim", "complete", "fail", "heartbeat", "reap_expired", "release", "release_owner"]
 
-Claimable = TypeVar("Claimable", Task, GpuJob)
+Claimable = TypeVar("Claimable", Task, GpuJob, PublishTask)
 
 
 def _claimable_filter(table: type[Any], now: datetime) -> Any:

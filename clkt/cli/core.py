@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
 
 from clkt.cli.common import ConfigOption, console, fail, load_cli_settings, open_store, plain, run_async
+
+if TYPE_CHECKING:
+    from clkt.status import PublishStatus
 
 __all__ = ["register"]
 
@@ -69,6 +72,7 @@ def status(config: ConfigOption = None, as_json: Annotated[bool, typer.Option("-
         console.print(t)
     for note in rep.targets.notes():
         console.print(plain(note))
+    _print_publish(rep.publish)
     if rep.skipped:
         t = Table("source", "reason", "n", title="Skipped records")
         for src, by in sorted(rep.skipped.items()):
@@ -80,6 +84,28 @@ def status(config: ConfigOption = None, as_json: Annotated[bool, typer.Option("-
         t = Table("stage", "entity", "key", "tries", "last error", title="Failed work")
         for e in rep.last_errors:
             t.add_row(e.stage, str(e.entity_id), plain(e.key), str(e.attempts), plain(str(e.error)[:120]))
+        console.print(t)
+
+
+def _print_publish(pub: PublishStatus) -> None:
+    """Publishing to the Hub (`clkt.publish`): the queue, what waits or failed and why, the latest revisions."""
+    if not pub.tasks and not pub.revisions and not pub.retractions:
+        return
+    console.print("Publishing: " + (", ".join(f"{k}={v}" for k, v in sorted(pub.tasks.items())) or "no task")
+                  + f"; {pub.retractions} retraction(s)")
+    if pub.open_tasks:
+        t = Table("snapshot", "repo@branch", "status", "why", "tries", "Hub failures", "next try (UTC)", "last error",
+                  title="Publish tasks waiting, running or failed")
+        for p in pub.open_tasks:
+            t.add_row(plain(p.snapshot_id), plain(f"{p.repo}@{p.branch}"), p.status, plain(p.reason), str(p.attempts),
+                      str(p.hub_failures), p.not_before.strftime("%Y-%m-%d %H:%M:%S"), plain(str(p.last_error or "")[:120]))
+        console.print(t)
+    if pub.revisions:
+        t = Table("snapshot", "repo@branch", "revision", "commit", "test split", "retracted", "committed (UTC)",
+                  title="Latest publish revisions")
+        for r in pub.revisions[:10]:
+            t.add_row(plain(r.snapshot_id), plain(f"{r.repo}@{r.branch}"), str(r.revision), r.commit[:12],
+                      "held" if r.held else "published", str(r.retracted), r.committed_at.strftime("%Y-%m-%d %H:%M"))
         console.print(t)
 
 

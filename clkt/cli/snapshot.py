@@ -1,4 +1,5 @@
-"""`clkt snapshot list|show|build|export|diff` and `clkt audit sample|score`."""
+"""`clkt snapshot list|show|build|export|diff` (and `publish|retract`, from `clkt.cli.publish`) and
+`clkt audit sample|score`."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import typer
 from rich.table import Table
 
 from clkt.cli.common import ConfigOption, console, fail, load_cli_settings, open_store, run_async
+from clkt.cli.publish import add_commands as add_publish_commands
 
 if TYPE_CHECKING:
     from clkt.snapshots.layout import DomainCounts
@@ -117,15 +119,20 @@ def build(
     force: Annotated[bool, typer.Option("--force", help="rebuild a frozen period as a new revision")] = False,
     partial: Annotated[bool, typer.Option("--partial", help="freeze even if under quota")] = False,
 ) -> None:
+    from clkt.publish.service import freeze_hook
     from clkt.services import snapshot_config
     from clkt.snapshots.builder import BuildStatus, build_snapshot
     from clkt.snapshots.service import enqueue_spec_jobs, post_webhook
 
     settings = load_cli_settings(config)
 
+    publish_hook = freeze_hook(settings.publish)
+
     async def on_frozen(session: Any, snap: Any) -> None:
         if settings.gpu.enabled:
             await enqueue_spec_jobs(session, snap.id, spec=settings.spec, gpu=settings.gpu)
+        if publish_hook is not None:  # the daemon publishes by itself: it also publishes what this build froze
+            await publish_hook(session, snap)
 
     async def run_build() -> Any:
         async with open_store(settings) as store:
@@ -247,3 +254,6 @@ def audit_score(files: Annotated[list[Path], typer.Argument(help="annotated CSV 
     for d, v in {**score.domains, "overall": score.overall}.items():
         t.add_row(d, str(v.pairs), str(v.correct), f"{v.precision:.1%}", *(str(n) for n in v.violations.values()))
     console.print(t)
+
+
+add_publish_commands(snapshot_app)  # `clkt snapshot publish` and `clkt snapshot retract`

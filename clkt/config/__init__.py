@@ -15,8 +15,8 @@ API keys never live in the config: a source or provider names the *environment v
 its key (`api_key_env`), and `Settings.secret(name)` (a `SecretLookup`) returns it as a `SecretStr`.
 
 The modules: `sources` (one settings class per domain API), `agents`, `spec` (the spec and its targets),
-`sections` (snapshot, gpu, daemon, http, replay), `retention` (what the data directory keeps), `settings` (the
-root), `loader` (files, environment, errors, secrets).
+`sections` (snapshot, gpu, daemon, http, replay), `retention` (what the data directory keeps), `publish` (the Hub),
+`settings` (the root), `loader` (files, environment, errors, secrets).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from __future__ import annotations
 from clkt.config._base import LANGS_DEFAULT, SUPPORTED_LANGS, SecretLookup
 from clkt.config.agents import AgentMode, AgentRole, AgentSettings, BatchSettings, PriceSettings, ProviderSettings
 from clkt.config.loader import DEMO_PROFILE, EMBEDDED_DEFAULT, load_settings, loopback_warning
+from clkt.config.publish import PublishSettings
 from clkt.config.retention import RetentionSettings
 from clkt.config.sections import DaemonSettings, GpuSettings, HttpSettings, ReplaySettings, SnapshotSettings
 from clkt.config.settings import Settings
@@ -67,6 +68,7 @@ __all__ = [
     "MusicBrainzSettings",
     "PriceSettings",
     "ProviderSettings",
+    "PublishSettings",
     "ReplaySettings",
     "RetentionSettings",
     "ScorerLiteral",

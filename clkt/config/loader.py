@@ -178,8 +178,9 @@ def _attach_secrets(settings: Settings, env: Mapping[str, str]) -> Settings:
     for t in settings.spec.targets:
         if t.api_key_env:
             names.add(t.api_key_env)
-    # the conventional provider variables pydantic-ai reads
-    names |= {"OPENAI_API_KEY", "ANTHROPIC_API_KEY"}
+    names.add(settings.publish.token_env)  # the Hub token (clkt.publish)
+    # the conventional provider variables pydantic-ai reads, and huggingface_hub's
+    names |= {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "HF_TOKEN"}
     secrets = {n: SecretStr(env[n]) for n in sorted(names) if env.get(n)}
 
     register_secrets(secrets.values())  # from here on, `redact` removes them wherever text goes out

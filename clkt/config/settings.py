@@ -19,6 +19,7 @@ from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSetti
 from pydantic_settings.sources.utils import parse_env_vars
 
 from clkt.config.agents import AgentSettings
+from clkt.config.publish import PublishSettings
 from clkt.config.retention import RetentionSettings
 from clkt.config.sections import DaemonSettings, GpuSettings, HttpSettings, ReplaySettings, SnapshotSettings
 from clkt.config.sources import SourcesSettings
@@ -71,6 +72,7 @@ class Settings(BaseSettings):
     gpu: GpuSettings = Field(default_factory=GpuSettings)
     daemon: DaemonSettings = Field(default_factory=DaemonSettings)
     retention: RetentionSettings = Field(default_factory=RetentionSettings)
+    publish: PublishSettings = Field(default_factory=PublishSettings)
     # resolved at load time from the env vars named by api_key_env; never dumped
     secrets: dict[str, SecretStr] = Field(default_factory=dict, exclude=True, repr=False)
 

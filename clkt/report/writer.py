@@ -106,7 +106,11 @@ class ReportPaths:
     learn_csv: Path | None = None
 
 
-async def load_report_data(store: Store, snapshot_id: str, *, seed: int = 0) -> ReportData:
+async def load_report_data(
+    store: Store, snapshot_id: str, *, seed: int = 0, exclude_qids: frozenset[int] = frozenset()
+) -> ReportData:
+    """The report's data from the stored results; `exclude_qids`: public qids left out of every figure (the
+    snapshot's retracted questions, when a publish revision recomputes its report: `clkt.publish`)."""
     async with store.session() as s:
         snap = await find_snapshot(s, snapshot_id)
         if snap is None:
@@ -137,8 +141,13 @@ async def load_report_data(store: Store, snapshot_id: str, *, seed: int = 0) -> 
         )
         for r in rows
     ]
+    left_out = {o.qid for o in outcomes} & exclude_qids
+    if exclude_qids:
+        outcomes = [o for o in outcomes if o.qid not in exclude_qids]
     data = await asyncio.to_thread(build_report, snapshot_id, langs, infos, outcomes, seed)
     data.notes.extend(unreadable)
+    if left_out:
+        data.notes.append(f"{len(left_out)} retracted question(s) are left out of every figure (see ERRATA.md)")
     ran = {j.target_model for j in jobs}  # every target whose jobs ran on it, each on its valid entities
     return data.model_copy(update={"targets": [
         TargetValidity(target=v.target_name, status=v.status.value, entities=v.entities, excluded=v.excluded)
@@ -215,8 +224,10 @@ def build_report(snapshot_id: str, languages: list[str], jobs: list[JobInfo], ou
     return data
 
 
-async def write_report(store: Store, snapshot_id: str, out_dir: Path) -> ReportPaths:
-    data = await load_report_data(store, snapshot_id)
+async def write_report(
+    store: Store, snapshot_id: str, out_dir: Path, *, exclude_qids: frozenset[int] = frozenset()
+) -> ReportPaths:
+    data = await load_report_data(store, snapshot_id, exclude_qids=exclude_qids)
     return await asyncio.to_thread(write_report_files, data, out_dir)
 
 

@@ -6,9 +6,9 @@ Every `snapshot.check_interval_s` (by `ctx.clock`, UTC) it looks at two periods 
   as an `Event`, and tried again at the next check while late items may still finish the pipeline);
 - the current one: built early, once, as soon as every domain's quota is filled (never partial).
 
-A build logs an `Event`, enqueues the spec's GPU jobs (model x strategy x train language) in the same
-transaction that freezes the snapshot, then POSTs a JSON notice to `snapshot.webhook_url` (retried with
-backoff; a failure is logged as an `Event` and never undoes or blocks the build).
+A build logs an `Event`, enqueues the spec's GPU jobs (model x strategy x train language) and whatever the
+`on_frozen` hook adds (the publisher's tasks) in the same transaction that freezes the snapshot, then POSTs a
+JSON notice to `snapshot.webhook_url` (retried with backoff; a failure is logged as an `Event` and never undoes or blocks the build).
 
 With `cadence = "rolling"` there is no closing: the window of the last `rolling_days` complete days is built
 as soon as its quotas fill, and the next one only once it no longer overlaps the last frozen window (an
@@ -34,7 +34,7 @@ from clkt.snapshots.builder import BuildConfig, BuildResult, BuildStatus, Snapsh
 from clkt.snapshots.period import Period, period_of, previous_period
 from storage.engine import Session
 from storage.gpu_jobs import enqueue_gpu_jobs
-from storage.snapshots import SnapshotRecord, add_event, frozen_manifests, frozen_snapshot
+from storage.snapshots import FrozenHook, SnapshotRecord, add_event, frozen_manifests, frozen_snapshot
 
 __all__ = ["GpuEnqueue", "SnapshotBuilder", "WebhookError", "enqueue_spec_jobs", "post_webhook"]
 
@@ -97,9 +97,13 @@ class SnapshotBuilder:
     WEBHOOK_BACKOFF_S = 1.0
     WEBHOOK_TIMEOUT_S = 10.0
 
-    def __init__(self, *, config: BuildConfig, gpu: GpuSettings, enqueue_jobs: GpuEnqueue | None = None) -> None:
+    def __init__(
+        self, *, config: BuildConfig, gpu: GpuSettings, enqueue_jobs: GpuEnqueue | None = None,
+        on_frozen: FrozenHook | None = None,
+    ) -> None:
         """`config`: what a build reads (spec, `[snapshot]`, `[agents]`, the demo flag); `gpu`: whether and which GPU
-        jobs a frozen snapshot gets (`enqueue_jobs` instead of the spec's jobs: tests)."""
+        jobs a frozen snapshot gets (`enqueue_jobs` instead of the spec's jobs: tests); `on_frozen`: what else the
+        freezing transaction does (the publisher's tasks, `clkt.publish.service.freeze_hook`)."""
         self.config = config
         self.gpu = gpu
         self._enqueue: GpuEnqueue = (
@@ -107,6 +111,7 @@ class SnapshotBuilder:
             else lambda session, snapshot_id: enqueue_spec_jobs(session, snapshot_id, spec=config.spec, gpu=gpu)
         )
         self._reported: dict[str, str] = {}  # period -> last under-quota signature logged
+        self._on_frozen = on_frozen
 
     async def run(self, ctx: ServiceContext) -> None:
         interval = self.config.snapshot.check_interval_s
@@ -164,6 +169,8 @@ class SnapshotBuilder:
         async def on_frozen(session: Session, snap: SnapshotRecord) -> None:
             if self.gpu.enabled:
                 await self._enqueue(session, snap.id)
+            if self._on_frozen is not None:
+                await self._on_frozen(session, snap)
 
         try:
             res = await build_snapshot(

@@ -5,6 +5,7 @@
     /entities/{id}              one entity: its document in every language, its questions, its probes
     /snapshots                  every snapshot with its manifest's counts and quotas
     /snapshots/{id}             one snapshot: counts, quotas filled, files, and its report (Table 2, Learn, ...)
+    /publish                    publishing to the Hub: the publish queue, the revisions committed, the retractions
     /files/snapshot/{id}/{path} a snapshot folder's file (read-only, traversal-safe)
     /files/report/{id}/{path}   a report folder's file
     /static/{name}              the stylesheet and the refresh script
@@ -33,6 +34,7 @@ from clkt.facts import Domain
 from clkt.pipeline.flow import STAGE_ORDER
 from clkt.report.writer import report_dir
 from clkt.sources.board import SourceBoard
+from clkt.status import publish_status
 from clkt.web import views
 from clkt.web.files import file_response, safe_join
 from clkt.web.security import HostGuard, security_middlewares
@@ -230,6 +232,11 @@ async def snapshot_page(request: web.Request) -> web.Response:
     return _render(request, "snapshot.html", title=f"Snapshot {sid}", active="snapshots", v=view)
 
 
+async def publish_page(request: web.Request) -> web.Response:
+    ctx = request.app[CTX_KEY]
+    return _render(request, "publish.html", title="Publishing", active="publish", pub=await publish_status(ctx.store))
+
+
 async def snapshot_file(request: web.Request) -> web.StreamResponse:
     ctx = request.app[CTX_KEY]
 
@@ -270,6 +277,7 @@ def add_pages(app: web.Application, ctx: PageContext) -> None:
         web.get("/entities/{id}", entity_page),
         web.get("/snapshots", snapshot_list),
         web.get("/snapshots/{id}", snapshot_page),
+        web.get("/publish", publish_page),
         web.get("/files/snapshot/{id}/{path:.+}", snapshot_file),
         web.get("/files/report/{id}/{path:.+}", report_file),
         web.get("/static/{name}", static),

@@ -95,6 +95,7 @@ async def test_the_status_json_keeps_its_keys_and_values(tmp_path: Path) -> None
         "last_errors": [asdict(f) for f in counts.failures], "cost": cost.model_dump(mode="json"), "paused": "budget",
         "daemon": {"owner": "me", "restarts": {"stage:probe": 2}},
         "targets": {"targets": [], "snapshots": []},  # targets over time (clkt.status.TargetsStatus): none recorded
+        "publish": {"tasks": {}, "open_tasks": [], "revisions": [], "retractions": 0},
     }
     assert list(got) == list(want) and got == want
     assert got["last_errors"] == [{"stage": "probe", "entity_id": 1, "key": "m", "attempts": 5, "error": "boom"}]

@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from storage.engine import Store
 from tests.storage import test_claim as claim_tests
+from tests.storage import test_publish as publish_tests
 
 PG_URL = os.environ.get("CLKT_TEST_PG_URL")
 pytestmark = pytest.mark.skipif(not PG_URL, reason="CLKT_TEST_PG_URL not set (no PostgreSQL server for this run)")
@@ -69,3 +70,20 @@ async def test_pg_lease_expiring_on_last_attempt(pg_store: Store) -> None:
 
 async def test_pg_release_owner(pg_store: Store) -> None:
     await claim_tests.test_release_owner_refunds_attempts(pg_store)
+
+
+
+async def test_pg_publish_queue(pg_store: Store) -> None:
+    await publish_tests.test_the_queue_enqueues_once_claims_with_a_lease_and_asks_again(pg_store)
+
+
+async def test_pg_publish_hub_failures(pg_store: Store) -> None:
+    await publish_tests.test_a_hub_failure_spends_no_attempt_other_failures_do(pg_store)
+
+
+async def test_pg_publish_lease_recovery(pg_store: Store) -> None:
+    await publish_tests.test_leases_of_dead_or_stopping_owners_come_back_refunded(pg_store)
+
+
+async def test_pg_publish_revisions_and_retractions(pg_store: Store) -> None:
+    await publish_tests.test_revisions_and_retractions(pg_store)

@@ -1,0 +1,268 @@
+"""The cards of a published repo: each snapshot's dataset card (`snapshots/<id>/hf/README.md`), the repo's card
+(`README.md`, with a `datasets` config for every language of every published snapshot) and the errata
+(`ERRATA.md`, the repo's and each snapshot's).
+
+Every card states what is held back and until when, what was retracted and why, the licence and provenance of
+every source, the snapshot's hashes and how to cite it. A card never holds a question's text: the errata name a
+retracted question by its qid only (it may be a held test question).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from clkt.publish.state import Hold, PublishState
+from clkt.snapshots.card import SOURCE_LICENCES
+from clkt.snapshots.layout import SnapshotManifest
+from storage.retractions import RetractionRecord
+
+__all__ = [
+    "CITATION",
+    "Config",
+    "EarlierRevision",
+    "RepoEntry",
+    "SnapshotCard",
+    "errata_markdown",
+    "front_matter",
+    "render_repo_card",
+    "render_snapshot_card",
+]
+
+CITATION = """@misc{guo2025liveclktbench,
+  title  = {LiveCLKTBench: Towards Reliable Evaluation of Cross-Lingual Knowledge Transfer in Multilingual LLMs},
+  author = {Guo, Pei-Fu and Tsai, Yun-Da and Hsu, Chun-Chia and Chen, Kai-Xin and Tsai, Ya-An and
+            Chang, Kai-Wei and Peng, Nanyun and Yeh, Mi-Yen and Lin, Shou-De},
+  year   = {2025},
+  note   = {National Taiwan University, University of California, Los Angeles, Academia Sinica}
+}"""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Config:
+    """A `datasets` config: its name and its files per split (paths relative to the card)."""
+
+    name: str
+    files: tuple[tuple[str, str], ...]  # (split, path)
+
+
+@dataclass(frozen=True, kw_only=True)
+class EarlierRevision:
+    """A revision of the snapshot already on the branch (from the Hub's history; held and retracted when this store
+    recorded it)."""
+
+    revision: int
+    commit_oid: str
+    committed_at: datetime
+    held: bool | None = None
+    retracted: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class SnapshotCard:
+    manifest: SnapshotManifest
+    sources: list[str]
+    state: PublishState
+    hold: Hold
+    retractions: list[RetractionRecord]  # those that may be named (none of a held test split)
+    held_retractions: int  # retracted questions of the held test split: counted, never named
+    revision: int
+    history: list[EarlierRevision]  # the earlier revisions on this repo and branch, oldest first
+    published: dict[str, dict[str, int]]  # language -> split -> questions in this revision
+    has_report: bool
+    predictions: int  # files
+    jobs: int
+    adapters: int
+    manifest_sha256: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class RepoEntry:
+    """A snapshot folder of the repo, as the repo's card lists it."""
+
+    snapshot_id: str
+    period: str | None  # None: published from another store (only its files are known)
+    revision: int | None
+    hold: str  # "held until ..." / "released" / "not held" / "unknown"
+    retracted: int
+    report: bool
+
+
+def _cell(text: str) -> str:
+    """Text for one Markdown table cell: one line, no pipe."""
+    return " ".join(text.replace("|", "/").split())
+
+
+def _q(text: str) -> str:
+    """A YAML scalar: a JSON string is one (quoted, escaped), whatever characters `text` holds."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+def front_matter(configs: Sequence[Config], *, languages: Sequence[str], pretty_name: str) -> str:
+    """The YAML header that makes `datasets.load_dataset(folder, config)` read every config (the first is the default)."""
+    lines = ["---", *(["configs:"] if configs else [])]
+    for i, c in enumerate(configs):
+        lines += [f"- config_name: {_q(c.name)}", "  data_files:"]
+        for split, path in c.files:
+            lines += [f"  - split: {_q(split)}", f"    path: {_q(path)}"]
+        if i == 0:
+            lines.append("  default: true")
+    lines += ["language:", *[f"- {_q(lang)}" for lang in sorted(set(languages))], "license: other",
+              f"pretty_name: {_q(pretty_name)}", "task_categories:", "- multiple-choice", "tags:",
+              *[f"- {t}" for t in ("cross-lingual", "knowledge-transfer", "live-benchmark", "clkt")], "---", "", ""]
+    return "\n".join(lines)
+
+
+def _licences(sources: Sequence[str]) -> list[str]:
+    out = ["## Provenance and licences", "",
+           "Documents were rendered from the public APIs below; questions were generated, verified and translated",
+           "automatically. The licence of each source applies to the facts taken from it.", ""]
+    for s in sources:
+        provider, terms = SOURCE_LICENCES.get(s, (s, "See the source's own terms of use."))
+        out.append(f"- **{s}**: {provider}. {terms}")
+    return [*out, ""]
+
+
+def _citation(snapshot_id: str | None, content_sha256: str | None) -> list[str]:
+    lines = ["## Citation", ""]
+    if snapshot_id:
+        lines += [f"Cite the snapshot id `{snapshot_id}` (content sha256 `{content_sha256}`): it is content-addressed",
+                  "and never changes once frozen; a publish revision only leaves items out (held back, retracted).", ""]
+    return [*lines, "The method (LiveCLKTBench):", "", "```bibtex", CITATION, "```", ""]
+
+
+def _held_note(held: int) -> list[str]:
+    if not held:
+        return []
+    return [f"{held} retracted question(s) of a test split still held back are left out and not listed here (not even",
+            "by qid): they are listed, with their reasons and dates, in the commit that releases that split.", ""]
+
+
+def errata_markdown(retractions: Sequence[RetractionRecord], *, title: str, held: int = 0) -> str:
+    """`ERRATA.md`: every retraction with its reason and date (by qid; never the question's text); `held`: how many
+    more there are of held test splits (counted, never named)."""
+    lines = [f"# {title}", ""]
+    if not retractions:
+        return "\n".join([*lines, "No question has been retracted." if not held else "", *_held_note(held), ""])
+    lines += ["Retracted questions are left out of every publish revision after their retraction (all languages,",
+              "the predictions and the report). The frozen snapshot's own files keep them, and earlier revisions stay",
+              "readable in this repo's history.", "",
+              "| snapshot | qid | retracted (UTC) | reason |", "|---|---:|---|---|"]
+    for r in retractions:
+        lines.append(f"| `{r.snapshot_id}` | {r.qid} | {r.retracted_at.strftime('%Y-%m-%d %H:%M')} | {_cell(r.reason)} |")
+    return "\n".join([*lines, "", *_held_note(held)])
+
+
+def _hold_lines(state: PublishState, hold: Hold) -> list[str]:
+    if state.held:
+        what = "test questions and answers" + (" and its documents" if state.hold_documents else "")
+        return ["## Held back", "",
+                f"This snapshot's {what} are **held back** so that they do not leak into the pretraining of the next",
+                f"models: it is among the newest {hold.periods} frozen snapshot(s) of its spec. They are {hold.describe()};",
+                "they are then published in a new revision. Validation questions"
+                + ("" if state.hold_documents else ", documents") + " and metadata are published now.", ""]
+    if hold.periods:
+        return ["## Held back", "", "Nothing: the test split was released (a newer snapshot was frozen).", ""]
+    return []
+
+
+def render_snapshot_card(card: SnapshotCard, configs: Sequence[Config]) -> str:
+    """The dataset card of one published snapshot (its `hf/README.md`)."""
+    m, st = card.manifest, card.state
+    targets = ", ".join(f"{t.name} ({t.model}, cutoff {t.cutoff or 'from the registry'})" for t in m.targets)
+    lines = [
+        f"# {m.snapshot_id} (publish revision {card.revision})", "",
+        "A frozen release of a live benchmark of cross-lingual knowledge transfer (the LiveCLKTBench method):",
+        "documents about real-world entities that occurred after the target models' knowledge cutoffs and that the",
+        "target models were probed not to know, with grounded multiple-choice questions in every language.", "",
+        "## Contents", "",
+        f"- spec `{m.spec}`, period `{m.period}` ({m.period_start} to {m.period_end}, exclusive, UTC); languages "
+        f"{', '.join(m.languages)}",
+        f"- target models: {targets}",
+        f"- questions and translations: {m.agents.backend} backend"
+        + (f" ({', '.join(f'{k}={v}' for k, v in sorted(m.agents.models.items()))})" if m.agents.models else ""),
+        "",
+        "| domain | #entities | #fact QAs (pre-split) | #validation | #test |", "|---|---:|---:|---:|---:|",
+        *[f"| {d} | {c.entities} | {c.fact_qas} | {c.val} | {c.test} |" for d, c in m.counts.items()],
+        "",
+        "The counts are the frozen snapshot's (instances over all languages). Published in this revision, per language:",
+        "",
+        "| language | validation | test |", "|---|---:|---:|",
+        *[f"| {lang} | {by.get('validation', 0)} | {by.get('test', 0)} |" for lang, by in card.published.items()],
+        "",
+    ]
+    if m.partial:
+        lines += [f"**Partial snapshot**: short of the quotas by {m.missing}.", ""]
+    if m.redated:
+        lines += ["**Offline demonstration data**: recorded items were re-dated; do not use this as a benchmark result.", ""]
+    lines += _hold_lines(st, card.hold)
+    lines += ["## Errata", ""]
+    if card.retractions:
+        lines += [f"{len(card.retractions)} question(s) retracted and left out of this revision (all languages, the",
+                  "predictions and the report): see `../ERRATA.md`.", ""]
+        lines += [f"- qid {r.qid} ({r.retracted_at.date().isoformat()}): {_cell(r.reason)}" for r in card.retractions]
+        lines.append("")
+    elif not card.held_retractions:
+        lines += ["None.", ""]
+    lines += _held_note(card.held_retractions)
+    lines += [
+        "## Files", "",
+        "- `hf/`: this folder; `datasets.load_dataset('<folder>/hf', 'qa_<lang>')` (validation and test) and",
+        "  `'docs_<lang>'` (the documents, split `train`)",
+        "- `manifest.json`: the frozen snapshot's manifest (counts, targets, sha256 of every frozen file)",
+        "- `report/`: " + ("Table 2 (`table2.csv`), language pairs (`pairs.csv`), Learn (`learn.csv`), `metrics.json`, "
+                           "heatmaps and `report.md`, computed from the stored results without the retracted questions"
+                           if card.has_report else "not yet (the GPU jobs have not all finished)"),
+        f"- `predictions/`: {card.predictions} file(s), every job's answer to every published question per variant and"
+        " scorer (`predicted` is empty when no letter was read; `raw` the generated text)",
+        f"- `jobs/`: {card.jobs} job config(s): strategy, LoRA settings, seeds, the job's summary and library versions",
+        f"- `adapters/`: {card.adapters} LoRA adapter(s) of the best epoch",
+        "- `publish.json`: this revision's state; `SHA256SUMS`: the sha256 of every file of this revision",
+        "",
+        "## Hashes", "",
+        f"- content sha256 of the frozen snapshot: `{m.content_sha256}`",
+        f"- sha256 of its `manifest.json` (which lists the sha256 of every frozen file): `{card.manifest_sha256}`",
+        f"- state of this publish revision: `{st.key}`",
+        "",
+        "## Revisions", "",
+        *[f"- revision {r.revision}: commit `{r.commit_oid}` ({r.committed_at.date().isoformat()}"
+          + (", test split held" if r.held else "") + (f", {r.retracted} retracted" if r.retracted else "") + ")"
+          for r in card.history],
+        f"- revision {card.revision}: this commit",
+        "",
+    ]
+    lines += _licences(card.sources)
+    lines += _citation(m.snapshot_id, m.content_sha256)
+    return front_matter(configs, languages=m.languages, pretty_name=f"clkt {m.snapshot_id}") + "\n".join(lines)
+
+
+def render_repo_card(repo: str, entries: Sequence[RepoEntry], configs: Sequence[Config], *, languages: Sequence[str],
+                     sources: Sequence[str]) -> str:
+    """The repo's `README.md`: every published snapshot, what is held and until when, how to load each config."""
+    first = configs[0].name if configs else "<snapshot id>-qa_<lang>"
+    lines = [
+        f"# {repo}: a live benchmark of cross-lingual knowledge transfer", "",
+        "Each period clkt freezes a snapshot of fresh, verified multiple-choice questions about real-world entities",
+        "that the target models were probed not to know, and publishes it here with its report, every model's",
+        "answer to every question, and the configuration of every job, so that each score can be reproduced.", "",
+        "## Snapshots", "",
+        "| snapshot | period | publish revision | test split | retracted | report |", "|---|---|---:|---|---:|---|",
+        *[f"| `{e.snapshot_id}` | {e.period or '?'} | {e.revision or '?'} | {_cell(e.hold)} | {e.retracted} | "
+          f"{'yes' if e.report else 'not yet'} |" for e in entries],
+        "",
+        "## Held back", "",
+        "The test questions and answers of the newest snapshots are held back (not in any file of this repo) so",
+        "that they do not leak into the pretraining data of the next models; each is released in a new commit",
+        "when enough newer snapshots are frozen (the table says until when).", "",
+        "## Loading", "",
+        "```python", "import datasets", f'ds = datasets.load_dataset("{repo}", "{first}")', "```", "",
+        "Configs: `<snapshot id>-qa_<lang>` (validation, test), `<snapshot id>-docs_<lang>` (train: the documents),",
+        "`<snapshot id>-predictions` (every job's answers). Each snapshot's folder has its own card",
+        "(`snapshots/<id>/hf/README.md`).", "",
+        "## Errata", "", "Every retraction, with its reason and date: `ERRATA.md`.", "",
+    ]
+    lines += _licences(sources)
+    lines += _citation(None, None)
+    return front_matter(configs, languages=languages or ["en"], pretty_name=f"clkt: {repo}") + "\n".join(lines)
