@@ -2,8 +2,10 @@
 
 A `SourceClient` wraps the daemon's shared `aiohttp.ClientSession` for one source:
 
-- a leaky-bucket limiter (aiolimiter) of `rate_per_s` (times `RATE_SAFETY`, 0.97) with a bucket of
-  `burst`, and a concurrency cap;
+- a leaky-bucket limiter of `rate_per_s` (times `RATE_SAFETY`, 0.97) with a bucket of `burst`, whose
+  units leak only once their request is done (`clkt.sources._limiter`: what arrives at the provider within
+  any window stays within its limit, however long a granted request waits for its connection), and a
+  concurrency cap;
 - tenacity retries with jittered exponential backoff on 5xx, timeouts, connection errors and bodies
   that do not decode (truncated JSON, an HTML error page where JSON was expected);
 - `429` (and `503` with `Retry-After`) pauses the whole source for `Retry-After` seconds and tries
@@ -37,7 +39,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 from urllib.parse import urlencode
 
 import aiohttp
-from aiolimiter import AsyncLimiter
 from multidict import CIMultiDict, CIMultiDictProxy
 from pydantic import SecretStr
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt, wait_random_exponential
@@ -46,6 +47,7 @@ from clkt.config import SourceSettings
 from clkt.errors import PayloadError, SourceBlocked, SourceError, SourceHttpError
 from clkt.logs import redact
 from clkt.sources._breaker import BreakerState, CircuitBreaker
+from clkt.sources._limiter import RequestLimiter
 
 if TYPE_CHECKING:
     from clkt.telemetry import Metrics
@@ -135,7 +137,7 @@ class SourceClient:
         self._key = key or None
         self.base_url = settings.base_url.rstrip("/")
         self.user_agent = settings.user_agent or DEFAULT_USER_AGENT
-        self.limiter = AsyncLimiter(settings.burst, settings.burst / (settings.rate_per_s * self.RATE_SAFETY))
+        self.limiter = RequestLimiter(rate_per_s=settings.rate_per_s * self.RATE_SAFETY, burst=settings.burst)
         self.concurrency = asyncio.Semaphore(settings.concurrency)
         self.breaker = CircuitBreaker(
             name=name, failures=settings.breaker_failures, reset_s=settings.breaker_reset_s, on_change=self._breaker_changed,
