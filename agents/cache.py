@@ -25,7 +25,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Protocol
 
 from pydantic import TypeAdapter
@@ -35,6 +35,7 @@ from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 from pydantic_core import to_jsonable_python
 
+from clkt import clock as _clock
 from clkt.calls import CachedCall, month_start
 from clkt.config import PriceSettings
 from clkt.errors import BudgetExhausted
@@ -83,7 +84,7 @@ class MemoryCallCache:
         return hit[1] if hit else None
 
     async def put(self, call: CachedCall) -> None:
-        self.calls.setdefault(call.key, (datetime.now(UTC), call))
+        self.calls.setdefault(call.key, (_clock.now(), call))
 
     async def spent_usd(self, *, since: datetime) -> float:
         return sum(c.cost_usd for ts, c in self.calls.values() if ts >= since)
@@ -124,10 +125,10 @@ class CacheStats:
 @dataclass(frozen=True, kw_only=True)
 class Budget:
     monthly_usd: float
-    clock: Any = None  # () -> aware datetime; None: now (UTC)
+    clock: Any = None  # () -> aware datetime; None: the process's clock (`clkt.clock`), as the stored calls' times
 
     def now(self) -> datetime:
-        return self.clock() if self.clock is not None else datetime.now(UTC)
+        return self.clock() if self.clock is not None else _clock.now()
 
 
 

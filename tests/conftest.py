@@ -6,11 +6,12 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from clkt import clock
 from storage.engine import Store
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -55,6 +56,14 @@ def _isolate_environment(monkeypatch: pytest.MonkeyPatch) -> None:
         if k.startswith("CLKT_"):
             monkeypatch.delenv(k, raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+@pytest.fixture(autouse=True)
+def _restore_clock() -> Iterator[None]:
+    """A test that installs a clock (`clkt.clock.install`) never leaves it to the next one."""
+    before = clock.current()
+    yield
+    clock.install(before)
 
 
 @pytest.fixture

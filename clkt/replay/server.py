@@ -14,7 +14,7 @@ import asyncio
 import logging
 import time
 from collections import defaultdict, deque
-from datetime import UTC, date, datetime
+from datetime import date
 from enum import Enum
 from typing import Any
 
@@ -22,6 +22,7 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 from pydantic import ValidationError
 
+from clkt import clock
 from clkt.config import ReplaySettings
 from clkt.errors import UserError
 from clkt.replay.catalog import load_catalog
@@ -115,7 +116,7 @@ class ReplayServer:
     def _plans(self) -> dict[str, RedatePlan] | None:
         if not self.settings.redate:
             return None
-        end = self.settings.redate_end or self._today or datetime.now(UTC).date()
+        end = self.settings.redate_end or self._today or clock.now().date()
         self.window = (date.fromordinal(end.toordinal() - self.settings.redate_days), end)
         catalog = load_catalog()
         return {
@@ -124,7 +125,7 @@ class ReplayServer:
         }
 
     def build_app(self) -> web.Application:
-        started = datetime.now(UTC)
+        started = clock.now()
         self.routes = ReplayRoutes(catalog=load_catalog(), plans=self._plans(), started=started)
         app = web.Application(middlewares=[self._stats_mw, self._limit_mw, self._fault_mw])
         self.routes.add_to(app)
