@@ -142,10 +142,24 @@ class HttpSettings(Section):
 
 
 class ReplaySettings(Section):
-    """The bundled replay server of recorded real API responses (tests and the offline demo)."""
+    """The bundled replay server of recorded real API responses (tests and the offline demo), or, with
+    `mode = "generator"`, a living upstream: a stream of new fictional entities for every source."""
 
     enabled: bool = False
+    mode: Literal["recorded", "generator"] = "recorded"
     redate: bool = True  # move recorded items into a recent window so they pass the temporal gate
     redate_end: date | None = None  # None: today
     redate_days: int = Field(default=28, ge=1, le=3650)
     faults: dict[str, Any] = Field(default_factory=dict)
+    # generator mode: the stream's seed, its rate (new entities per source per week of the clock) and the
+    # moment it began (nothing is published before it; unset: the stream has always been flowing)
+    seed: int = Field(default=0, ge=0, le=2**31 - 1)
+    entities_per_week: float = Field(default=3.0, ge=0.01, le=1000.0)
+    generator_start: datetime | None = None
+
+    @field_validator("generator_start")
+    @classmethod
+    def _aware_generator_start(cls, v: datetime | None) -> datetime | None:
+        if v is not None and (v.tzinfo is None or v.utcoffset() is None):
+            raise ValueError("needs a timezone (e.g. 2026-01-01T00:00:00Z): a naive time is ambiguous")
+        return v.astimezone(UTC) if v is not None else None
