@@ -41,7 +41,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.support.year import GEMMA, SMOLLM, Daemon, Plan, StoreView, dir_bytes, month_start, write_config
+from bench.support.year import GEMMA, SMOLLM, SOURCES, Daemon, Plan, StoreView, dir_bytes, month_start, write_config
 
 MB = 2**20
 
@@ -54,6 +54,8 @@ def _args() -> argparse.Namespace:
     ap.add_argument("--rate", type=float, default=1.5, help="new entities per source per simulated week")
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--languages", default="en,fr")
+    ap.add_argument("--sources", default=",".join(SOURCES), help="the sources polled (the others are disabled)")
+    ap.add_argument("--probe-tokens", type=int, default=16, help="the length of a target's probe answer")
     ap.add_argument("--add-target-month", type=int, default=6, help="0: no second target")
     ap.add_argument("--gpu-from-month", type=int, default=11, help="0: no GPU jobs")
     ap.add_argument("--wait-jobs-min", type=float, default=10.0,
@@ -106,7 +108,8 @@ class Year:
         targets = [GEMMA] + ([SMOLLM] if a.add_target_month and clock_start >= self.month_begin(a.add_target_month) else [])
         gpu = bool(a.gpu_from_month) and clock_start >= self.gpu_switch()
         return Plan(data_dir=self.data, clock_start=clock_start, speed=a.speed, generator_start=self.start, rate=a.rate,
-                    seed=a.seed, targets=tuple(targets), gpu=gpu, languages=tuple(a.languages.split(",")))
+                    seed=a.seed, targets=tuple(targets), gpu=gpu, languages=tuple(a.languages.split(",")),
+                    sources=tuple(a.sources.split(",")), probe_tokens=a.probe_tokens)
 
     def launch(self, clock_start: datetime) -> None:
         self.phase += 1

@@ -21,7 +21,7 @@ SOURCES = ("tmdb", "musicbrainz", "deezer", "thesportsdb", "usgs", "gdacs")
 GEMMA = {"name": "gemma-3-270m", "model": "embedded:gemma-3-270m"}
 SMOLLM = {"name": "smollm2-135m-instruct", "model": "embedded:smollm2-135m-instruct", "kind": "instruct"}
 
-__all__ = ["GEMMA", "SMOLLM", "Daemon", "Plan", "StoreView", "dir_bytes", "month_start", "write_config"]
+__all__ = ["GEMMA", "SMOLLM", "SOURCES", "Daemon", "Plan", "StoreView", "dir_bytes", "month_start", "write_config"]
 
 
 def month_start(year: int, month: int) -> datetime:
@@ -43,6 +43,8 @@ class Plan:
     gpu: bool
     languages: tuple[str, ...] = ("en", "fr")
     questions_per_entity: int = 3
+    sources: tuple[str, ...] = SOURCES  # the others are disabled
+    probe_tokens: int = 16  # how long a target's probe answer may be
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -68,7 +70,8 @@ def write_config(plan: Plan, path: Path) -> Path:
         "replay": {"enabled": True, "mode": "generator", "seed": plan.seed, "entities_per_week": plan.rate,
                    "generator_start": plan.generator_start},
         "http": {"port": 0, "pages": True},
-        "agents": {"backend": "template", "questions_per_entity": plan.questions_per_entity, "probe_max_new_tokens": 16},
+        "agents": {"backend": "template", "questions_per_entity": plan.questions_per_entity,
+                   "probe_max_new_tokens": plan.probe_tokens},
         "spec": {"name": "year", "languages": list(plan.languages), "train_languages": [plan.languages[0]],
                  "strategies": ["cpt-lora"]},
         "snapshot": {"cadence": "monthly", "allow_partial": True, "control_entities": 0, "check_interval_s": 3600.0,
@@ -81,8 +84,8 @@ def write_config(plan: Plan, path: Path) -> Path:
                    "poll_interval_s": 3600.0, "grace_period_s": 5.0, "task_timeout_s": 3600.0},
     }
     for name in SOURCES:  # a loopback upstream: its own rate, polled four times a simulated day
-        sections[f"sources.{name}"] = {"poll_interval_s": 6 * 3600.0, "lookback_days": 3, "rate_per_s": 50.0,
-                                       "burst": 20, "concurrency": 4}
+        sections[f"sources.{name}"] = {"enabled": name in plan.sources, "poll_interval_s": 6 * 3600.0,
+                                       "lookback_days": 3, "rate_per_s": 50.0, "burst": 20, "concurrency": 4}
     for k, v in plan.extra.items():
         sections.setdefault(k.split(":")[0], {})[k.split(":")[1]] = v
     lines = [f'data_dir = "{d}"', 'log_level = "INFO"']

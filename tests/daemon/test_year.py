@@ -1,7 +1,8 @@
 """Three simulated months of the real daemon (`clkt run` on a simulated calendar, against the replay server's
 living upstream), as bench/year.py runs the year, at a reduced rate and without GPU jobs: three snapshots, each
 frozen once within a simulated day after its month closed, no entity in two snapshots, no failed and no stuck
-task. About four minutes of real time (slow: a daemon process and the embedded target model)."""
+task. Three sources at one entity a week each, short probe answers: about four minutes of real time (slow: a
+daemon process and the embedded target model)."""
 
 from __future__ import annotations
 
@@ -21,8 +22,9 @@ pytestmark = pytest.mark.slow
 def test_three_simulated_months(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     proc = subprocess.run(
-        [sys.executable, str(REPO / "bench" / "year.py"), "--months", "3", "--speed", "28800", "--rate", "0.75",
-         "--add-target-month", "0", "--gpu-from-month", "0", "--max-wall-min", "8", "--keep", str(tmp_path / "year")],
+        [sys.executable, str(REPO / "bench" / "year.py"), "--months", "3", "--speed", "28800", "--rate", "1",
+         "--sources", "tmdb,thesportsdb,usgs", "--probe-tokens", "8", "--add-target-month", "0",
+         "--gpu-from-month", "0", "--max-wall-min", "8", "--keep", str(tmp_path / "year")],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
