@@ -8,6 +8,9 @@ Pricing (`cost_usd`): the config's `[agents.prices."<model>"]` when given (cache
 knows cached and batch prices of the hosted models), else 0.
 Volatile message fields (timestamps, run ids, usage) are left out of the key, so the same conversation
 always maps to the same key; a retry after `ModelRetry` is simply a longer conversation with its own key.
+One call per key at a time (`InFlight`, shared by the models of one factory): a second asker of a key whose
+call is on its way waits for that answer and reads it from the cache, instead of paying for it again (two
+entities with the same document ask the same translations; two stage tasks may ask them at the same moment).
 
 `agents/` knows no SQL: the store implements the small `CallCache` protocol (`storage.llm_cache`); the
 record both sides share, `CachedCall`, is a kernel fact (`clkt.calls`).
@@ -16,12 +19,13 @@ The monthly budget is checked here, before any paid (uncached) call: once spent,
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Protocol
 
 from pydantic import TypeAdapter
@@ -31,6 +35,7 @@ from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 from pydantic_core import to_jsonable_python
 
+from clkt import clock as _clock
 from clkt.calls import CachedCall, month_start
 from clkt.config import PriceSettings
 from clkt.errors import BudgetExhausted
@@ -41,6 +46,7 @@ __all__ = [
     "CachedCall",
     "CachedModel",
     "CallCache",
+    "InFlight",
     "MemoryCallCache",
     "call_key",
     "cost_usd",
@@ -78,10 +84,32 @@ class MemoryCallCache:
         return hit[1] if hit else None
 
     async def put(self, call: CachedCall) -> None:
-        self.calls.setdefault(call.key, (datetime.now(UTC), call))
+        self.calls.setdefault(call.key, (_clock.now(), call))
 
     async def spent_usd(self, *, since: datetime) -> float:
         return sum(c.cost_usd for ts, c in self.calls.values() if ts >= since)
+
+
+class InFlight:
+    """The keys whose call is on its way in this process, each with the event set when its caller is done
+    (answer stored, or failed). Shared by every `CachedModel` over the same cache."""
+
+    def __init__(self) -> None:
+        self._calls: dict[str, asyncio.Event] = {}
+
+    def __len__(self) -> int:
+        return len(self._calls)
+
+    async def lead(self, key: str) -> None:
+        """Wait until no other caller of `key` is on its way, then become its caller (`done(key)` after)."""
+        while (other := self._calls.get(key)) is not None:
+            await other.wait()
+        self._calls[key] = asyncio.Event()
+
+    def done(self, key: str) -> None:
+        event = self._calls.pop(key, None)
+        if event is not None:
+            event.set()
 
 
 @dataclass
@@ -97,10 +125,10 @@ class CacheStats:
 @dataclass(frozen=True, kw_only=True)
 class Budget:
     monthly_usd: float
-    clock: Any = None  # () -> aware datetime; None: now (UTC)
+    clock: Any = None  # () -> aware datetime; None: the process's clock (`clkt.clock`), as the stored calls' times
 
     def now(self) -> datetime:
-        return self.clock() if self.clock is not None else datetime.now(UTC)
+        return self.clock() if self.clock is not None else _clock.now()
 
 
 
@@ -178,8 +206,10 @@ class CachedModel(WrapperModel):
         budget: Budget | None = None,
         stats: CacheStats | None = None,
         on_call: Callable[[CachedCall, bool], None] | None = None,
+        in_flight: InFlight | None = None,
     ) -> None:
         super().__init__(wrapped)
+        self.in_flight = in_flight if in_flight is not None else InFlight()
         self.on_call = on_call  # (call, cached) -> None: metrics
         self.cache = cache
         self.model_label = model
@@ -202,6 +232,20 @@ class CachedModel(WrapperModel):
             model_settings=model_settings,
             params=model_request_parameters,
         )
+        # the cache is read only once no other caller of this key is on its way: its answer is stored by then
+        await self.in_flight.lead(key)
+        try:
+            return await self._answer(key, messages, model_settings, model_request_parameters)
+        finally:
+            self.in_flight.done(key)
+
+    async def _answer(
+        self,
+        key: str,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> ModelResponse:
         hit = await self.cache.get(key)
         if hit is not None:
             self.stats.hits += 1

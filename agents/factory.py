@@ -25,7 +25,7 @@ from typing import Any
 from pydantic_ai.models import Model
 
 from agents.batch import BatchDispatcher, BatchedModel, BatchStore, ProviderKind
-from agents.cache import Budget, CachedCall, CachedModel, CacheStats, CallCache, price_of
+from agents.cache import Budget, CachedCall, CachedModel, CacheStats, CallCache, InFlight, price_of
 from agents.limits import ProviderLimiter, RateLimitedModel
 from clkt.config import AgentSettings, ProviderSettings, SecretLookup
 from clkt.errors import ConfigError
@@ -181,6 +181,7 @@ class ModelFactory:
     batch_store: BatchStore | None = None  # batch mode: where queued calls and batches live
     dispatcher: BatchDispatcher | None = None  # batch mode: the daemon's batch service registers models here
     clients: dict[str, Any] = field(default_factory=dict)  # provider -> its one SDK client (online models)
+    in_flight: InFlight = field(default_factory=InFlight)  # one call per key at a time, whatever the role
 
     def __post_init__(self) -> None:
         if self.budget is None and self.agents.monthly_budget_usd is not None:
@@ -203,7 +204,7 @@ class ModelFactory:
         return CachedModel(
             limited, cache=self.cache, model=model, stage=stage, prompt_version=prompt_version,
             price=price_of(model, self.agents.prices), budget=self.budget, stats=self.stats,
-            on_call=self.on_call,
+            on_call=self.on_call, in_flight=self.in_flight,
         )
 
     def for_role(self, role: str, *, prompt_version: str) -> CachedModel:
@@ -229,5 +230,5 @@ class ModelFactory:
         return CachedModel(
             batched, cache=self.cache, model=r.model, stage=role, prompt_version=prompt_version,
             price=price_of(r.model, self.agents.prices), budget=self.budget, stats=self.stats,
-            on_call=self.on_call,
+            on_call=self.on_call, in_flight=self.in_flight,
         )

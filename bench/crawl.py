@@ -4,7 +4,8 @@
    TMDB 20/s...), sends requests as fast as its limiter allows for about `--seconds`, all sources at once over
    one shared aiohttp session, while the replay server ENFORCES the same limits (429 beyond them). Figures:
    achieved steady rate / allowed rate per source (server-side timestamps; the initial burst excluded),
-   the busiest 1-second window, and the number of 429s provoked (goal: 0).
+   the busiest 1-second window, the number of 429s provoked (goal: 0) and the fewest spare requests the
+   provider's bucket had left at any arrival (`provider_spare_min`; below 0 is a 429).
 2. Crawl: every poller runs one cycle over the re-dated recordings into a fresh SQLite store (limits lifted):
    records (ingested + skipped) per second end to end.
 3. Store: ingest throughput of the write path (render + upsert + document + gate task, one transaction
@@ -58,6 +59,20 @@ async def _hammer(client: SourceClient, path: str, params: dict[str, Any], secon
     decode = (lambda b: b) if path.endswith(".xml") else json.loads
     await asyncio.gather(*(client.get(path, params=params, decode=decode) for _ in range(n)))
     return n
+
+
+def _spare_tokens(times: list[float], rate: float, burst: int) -> float:
+    """The fewest spare requests the provider's bucket (the replay server's: burst plus its slack) had left at
+    any arrival; below 0 a request was refused."""
+    cap = burst + max(1.0, ReplayServer.LIMIT_SLACK_FRACTION * burst)
+    tokens, last, low = cap, (min(times) if times else 0.0), cap
+    for t in sorted(times):
+        tokens = min(cap, tokens + (t - last) * rate)
+        last = t
+        low = min(low, tokens - 1.0)
+        if tokens >= 1.0:
+            tokens -= 1.0
+    return round(low, 2)
 
 
 def _busiest(times: list[float], width: float = 1.0) -> int:
@@ -149,7 +164,7 @@ def _rate_figures(snap: dict[str, Any], limits: dict[str, tuple[float, int]], ou
         out[name] = {
             "allowed_per_s": rate, "burst": burst, "requests": n, "achieved_per_s": round(steady, 3),
             "fraction": round(steady / rate, 3), "busiest_1s": _busiest(times), "allowed_1s": rate + burst,
-            "429s": st["statuses"].get("429", 0),
+            "429s": st["statuses"].get("429", 0), "spare_min": _spare_tokens(times, rate, burst),
         }
     out["_wall_s"] = round(snap["_wall_s"], 1)
     return out
@@ -215,7 +230,8 @@ async def main() -> None:
     per_source = {k: v for k, v in rate.items() if not k.startswith("_")}
     for name, fig in per_source.items():
         print(f"{name:12s} allowed {fig['allowed_per_s']:>5}/s achieved {fig['achieved_per_s']:>7}/s "
-              f"({fig['fraction']:.3f}) busiest 1s {fig['busiest_1s']} (<= {fig['allowed_1s']}) 429s {fig['429s']}",
+              f"({fig['fraction']:.3f}) busiest 1s {fig['busiest_1s']} (<= {fig['allowed_1s']}) 429s {fig['429s']} "
+              f"spare {fig['spare_min']}",
               file=sys.stderr)
     min_fraction = min(v["fraction"] for v in per_source.values())
     total_429 = sum(v["429s"] for v in per_source.values())
@@ -225,6 +241,7 @@ async def main() -> None:
         "rate_fraction": {k: v["fraction"] for k, v in per_source.items()},
         "busiest_1s": {k: v["busiest_1s"] for k, v in per_source.items()},
         "429s_provoked": total_429,
+        "provider_spare_min": {k: v["spare_min"] for k, v in per_source.items()},
         "crawl_records_per_s": crawl["records_per_s"],
         "crawl_entities": crawl["entities"],
         "crawl_entities_per_s": crawl["entities_per_s"],

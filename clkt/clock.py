@@ -5,6 +5,12 @@ and every wait through `sleep()`. By default that is the system clock. A `Simula
 start-up, with `install()`) runs faster than real time from a chosen start: a simulated second lasts
 `1 / speed` real seconds, so a year of polling, period checks, leases, breakers and backoffs passes in
 minutes without any of them knowing. Part of the kernel: it imports nothing of the product.
+
+A wait of a simulated clock never lasts less than `min_real_sleep_s` of real time (default 0.05 s) when it
+is positive: at 14,400x a 2-second poll would be 0.14 ms, and the services' loops would spin. Such a short
+wait then lasts longer in simulated time than it asked for (0.05 s real is 12 simulated minutes at 14,400x);
+waits longer than the floor are exact. `real_wait(s)` is the real length of a wait (what `ServiceContext.sleep`
+waits on); `real_seconds(s)` the exact conversion (for timeouts handed to libraries).
 """
 
 from __future__ import annotations
@@ -34,6 +40,10 @@ class Clock(Protocol):
         """How many real seconds `seconds` of this clock's time last (for timeouts handed to libraries)."""
         ...
 
+    def real_wait(self, seconds: float) -> float:
+        """How many real seconds a wait of `seconds` of this clock's time lasts (`sleep`'s own length)."""
+        ...
+
 
 class SystemClock:
     """Real time."""
@@ -50,20 +60,30 @@ class SystemClock:
     def real_seconds(self, seconds: float) -> float:
         return seconds
 
+    def real_wait(self, seconds: float) -> float:
+        return max(0.0, seconds)
+
     def __repr__(self) -> str:
         return "SystemClock()"
 
 
 class SimulatedClock:
-    """Time that starts at `start` and runs `speed` times faster than real time (speed >= 1)."""
+    """Time that starts at `start` and runs `speed` times faster than real time (speed >= 1); no positive wait
+    lasts less than `min_real_sleep_s` real seconds."""
 
-    def __init__(self, *, start: datetime, speed: float) -> None:
+    MIN_REAL_SLEEP_S = 0.05
+
+    def __init__(self, *, start: datetime, speed: float, min_real_sleep_s: float | None = None) -> None:
         if start.tzinfo is None:
             raise ValueError("the simulated clock's start must be timezone-aware")
         if not speed >= 1.0:  # also refuses nan
             raise ValueError(f"the simulated clock's speed must be >= 1, got {speed}")
+        floor = self.MIN_REAL_SLEEP_S if min_real_sleep_s is None else min_real_sleep_s
+        if not 0.0 <= floor <= 60.0:
+            raise ValueError(f"the simulated clock's min_real_sleep_s must be in [0, 60], got {floor}")
         self.start = start.astimezone(UTC)
         self.speed = float(speed)
+        self.min_real_sleep_s = float(floor)
         self._t0 = time.monotonic()
 
     def elapsed(self) -> float:
@@ -77,10 +97,15 @@ class SimulatedClock:
         return self.elapsed()
 
     async def sleep(self, seconds: float) -> None:
-        await asyncio.sleep(max(0.0, seconds) / self.speed)
+        await asyncio.sleep(self.real_wait(seconds))
 
     def real_seconds(self, seconds: float) -> float:
         return seconds / self.speed
+
+    def real_wait(self, seconds: float) -> float:
+        if seconds <= 0.0:
+            return 0.0
+        return max(seconds / self.speed, self.min_real_sleep_s)
 
     def __repr__(self) -> str:
         return f"SimulatedClock(start={self.start.isoformat()}, speed={self.speed:g})"

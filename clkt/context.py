@@ -57,10 +57,14 @@ class ServiceContext:
         if reason:
             self._pause_reason.append(reason)
 
-    async def sleep(self, seconds: float) -> bool:
-        """Sleep `seconds` of the process's clock (`clkt.clock`) unless stopping; True when the daemon is stopping."""
+    async def sleep(self, seconds: float, *, min_real_s: float = 0.0) -> bool:
+        """Sleep `seconds` of the process's clock (`clkt.clock`) unless stopping; True when the daemon is stopping.
+        `min_real_s`: at least this long in real time (a housekeeping loop under a fast simulated clock)."""
+        wait = clock.current().real_wait(seconds)
+        if seconds > 0:
+            wait = max(wait, min_real_s)
         try:
-            await asyncio.wait_for(self.stopping.wait(), timeout=max(0.0, clock.current().real_seconds(seconds)))
+            await asyncio.wait_for(self.stopping.wait(), timeout=wait)
         except TimeoutError:
             return False
         return True

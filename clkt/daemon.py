@@ -219,6 +219,10 @@ class Daemon:
         sources = settings.sources.model_copy(update={
             name: src.model_copy(update={"base_url": server.base_url(name)}) for name, src in settings.sources.items()
         })
-        log.warning("replay server on %s: every source points at recorded responses%s", server.url,
-                    " re-dated into a recent window" if settings.replay.redate else "")
+        if settings.replay.mode == "generator":
+            log.warning("replay server on %s: every source points at a generated stream of fictional entities",
+                        server.url)
+        else:
+            log.warning("replay server on %s: every source points at recorded responses%s", server.url,
+                        " re-dated into a recent window" if settings.replay.redate else "")
         return settings.model_copy(update={"sources": sources}), server.url

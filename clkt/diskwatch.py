@@ -22,7 +22,8 @@ log = logging.getLogger("clkt.daemon")
 
 class DiskWatch:
     name = "disk-watch"
-    INTERVAL_S: ClassVar[float] = 2.0
+    INTERVAL_S: ClassVar[float] = 2.0  # of the process's clock
+    MIN_REAL_INTERVAL_S: ClassVar[float] = 0.5  # the disk fills in real time: no faster, whatever the clock's speed
 
     def __init__(self, *, daemon: DaemonSettings, data_dir: Path) -> None:
         """`daemon`: the limit (`min_free_disk_mb`); `data_dir`: the directory whose disk is watched."""
@@ -52,5 +53,5 @@ class DiskWatch:
                 ctx.set_paused(None)
             was_paused = low
             ctx.metrics.paused.set(1 if ctx.pause_reason() else 0)
-            if await ctx.sleep(self.INTERVAL_S):
+            if await ctx.sleep(self.INTERVAL_S, min_real_s=self.MIN_REAL_INTERVAL_S):
                 return

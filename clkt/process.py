@@ -6,6 +6,9 @@ honoured as a clean stop once the daemon runs. `run_daemon_process(settings)` ru
 the exit code: 0 clean stop, 2 invalid config or refused start (store locked, port in use, foreign store),
 1 anything else (one redacted line on stderr; the traceback only at DEBUG).
 
+With `[daemon] clock_start` (a test setting), the process's clock is a `clkt.clock.SimulatedClock` from that
+moment at `clock_speed` times real time, installed before anything reads the time (`install_daemon_clock`).
+
 Once stopped, the process exits at once instead of waiting for worker threads (a model conversion can take a
 minute; it is atomic and re-done next start). This module imports nothing heavy at import time.
 """
@@ -22,9 +25,12 @@ from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from clkt.config import Settings
+    from clkt.config import DaemonSettings, Settings
 
-__all__ = ["exit_now_if_threads_linger", "remember_early_stops", "run_daemon_process", "run_without_waiting_for_threads"]
+__all__ = [
+    "exit_now_if_threads_linger", "install_daemon_clock", "remember_early_stops", "run_daemon_process",
+    "run_without_waiting_for_threads",
+]
 
 _early_stop: list[str] = []
 
@@ -39,6 +45,22 @@ def remember_early_stops() -> None:
         signal.signal(signal.SIGTERM, _remember)
 
 
+def install_daemon_clock(daemon: DaemonSettings) -> bool:
+    """Install the simulated calendar `daemon.clock_start` / `clock_speed` as the process's clock (True), or
+    leave the system clock (False, when no start is set)."""
+    from clkt import clock
+
+    if daemon.clock_start is None:
+        return False
+    clock.install(clock.SimulatedClock(start=daemon.clock_start, speed=daemon.clock_speed))
+    logging.getLogger("clkt").warning(
+        "SIMULATED CLOCK: the daemon's calendar starts at %s and runs %gx faster than real time (a simulated day "
+        "lasts %.1f real seconds); request-rate limits of the upstreams stay in real time",
+        daemon.clock_start.isoformat(), daemon.clock_speed, 86400 / daemon.clock_speed,
+    )
+    return True
+
+
 def run_daemon_process(settings: Settings) -> int:
     from clkt.daemon import Daemon
     from clkt.errors import ClktError
@@ -47,6 +69,7 @@ def run_daemon_process(settings: Settings) -> int:
     ret = settings.retention  # the daemon's log file, rotated (none: stderr only)
     setup_logging(settings.log_level, secrets=settings.secrets.values(), log_file=ret.log_file(settings.data_dir),
                   max_bytes=ret.daemon_log_max_bytes, backups=ret.daemon_log_backups)
+    install_daemon_clock(settings.daemon)
     daemon = Daemon(settings=settings)
 
     def stop_now(signum: int, _frame: Any) -> None:

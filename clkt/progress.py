@@ -22,11 +22,12 @@ log = logging.getLogger("clkt.progress")
 
 class ProgressLogger:
     name = "progress"
-    INTERVAL_S: ClassVar[float] = 15.0
+    INTERVAL_S: ClassVar[float] = 15.0  # of the process's clock
+    MIN_REAL_INTERVAL_S: ClassVar[float] = 1.0  # a line for people: never more often, whatever the clock's speed
 
     async def run(self, ctx: ServiceContext) -> None:
         last = ""
-        while not await ctx.sleep(self.INTERVAL_S):
+        while not await ctx.sleep(self.INTERVAL_S, min_real_s=self.MIN_REAL_INTERVAL_S):
             rep = await collect_status(ctx.store, paused=ctx.pause_reason())
             ents = " ".join(f"{k}={v}" for k, v in sorted(rep.entities.items())) or "none yet"
             stages = " ".join(

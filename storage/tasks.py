@@ -30,6 +30,7 @@ __all__ = [
     "complete_task",
     "enqueue",
     "fail_task",
+    "heartbeat_task",
     "insert_ignore",
     "release_task",
 ]
@@ -98,6 +99,12 @@ async def claim_tasks(
 async def complete_task(session: AsyncSession, task_id: int, *, owner: str) -> None:
     """Mark the task done, fenced on `owner`'s lease (`LeaseLost` otherwise), in the caller's transaction."""
     await _claim.complete(session, Task, task_id, owner=owner)
+
+
+async def heartbeat_task(session: AsyncSession, task_id: int, *, owner: str, lease: timedelta) -> None:
+    """Extend `owner`'s lease of the task to `lease` from now (a long try of a live worker); `LeaseLost` when
+    it is no longer ours."""
+    await _claim.heartbeat(session, Task, task_id, owner=owner, lease=lease)
 
 
 async def fail_task(

@@ -5,11 +5,12 @@ are `slow` (a model load or a daemon process): `make test-fast` runs the others,
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
+from clkt import clock
 from storage.engine import Store
 from tests.waiting import handles_signal as handles_signal  # the condition waiters: the tests import them from here
 from tests.waiting import wait_for as wait_for
@@ -57,6 +58,14 @@ def _isolate_environment(monkeypatch: pytest.MonkeyPatch) -> None:
         if k.startswith("CLKT_"):
             monkeypatch.delenv(k, raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+@pytest.fixture(autouse=True)
+def _restore_clock() -> Iterator[None]:
+    """A test that installs a clock (`clkt.clock.install`) never leaves it to the next one."""
+    before = clock.current()
+    yield
+    clock.install(before)
 
 
 @pytest.fixture

@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
+from clkt import clock
 from clkt.cli.common import ConfigOption, console, fail, load_cli_settings, open_store, run_async
 from clkt.cli.publish import add_commands as add_publish_commands
 
@@ -244,7 +244,7 @@ def audit_score(files: Annotated[list[Path], typer.Argument(help="annotated CSV 
         score = score_files(files)
         async with open_store(settings) as store, store.transaction() as s:
             await set_snapshot_audit(
-                s, score.snapshot_id, {**score.model_dump(mode="json"), "scored_at": datetime.now(UTC).isoformat()}
+                s, score.snapshot_id, {**score.model_dump(mode="json"), "scored_at": clock.now().isoformat()}
             )
         return score
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import ipaddress
-from datetime import date
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from clkt.config._base import Section
 from clkt.config.spec import ScorerLiteral
@@ -76,6 +76,11 @@ class GpuSettings(Section):
         return v
 
 
+MAX_CLOCK_SPEED = 100_000.0  # a simulated day in under a second of real time
+CLOCK_START_MIN = datetime(2000, 1, 1, tzinfo=UTC)
+CLOCK_START_MAX = datetime(2100, 1, 1, tzinfo=UTC)
+
+
 class DaemonSettings(Section):
     grace_period_s: float = Field(default=30.0, ge=0, le=3600)
     lease_s: float = Field(default=300.0, gt=0, le=7 * 86400)
@@ -86,6 +91,31 @@ class DaemonSettings(Section):
     max_attempts: int = Field(default=5, ge=1, le=100)
     # one try of a stage task runs at most this long; past it the try fails ("timed out") and is retried
     task_timeout_s: float = Field(default=1800.0, gt=0, le=86400)
+    # TEST SETTING, a simulated calendar: the daemon's clock starts at `clock_start` (timezone-aware) and runs
+    # `clock_speed` times faster than real time (polling, periods, leases, breakers, backoffs); unset: real time
+    clock_start: datetime | None = None
+    clock_speed: float = Field(default=1.0, ge=1.0, le=MAX_CLOCK_SPEED)
+
+    @field_validator("clock_start")
+    @classmethod
+    def _aware_start(cls, v: datetime | None) -> datetime | None:
+        if v is None:
+            return None
+        if v.tzinfo is None or v.utcoffset() is None:
+            raise ValueError("needs a timezone (e.g. 2026-01-01T00:00:00Z): a naive time is ambiguous")
+        if not CLOCK_START_MIN <= v.astimezone(UTC) <= CLOCK_START_MAX:
+            raise ValueError(f"must lie between {CLOCK_START_MIN:%Y-%m-%d} and {CLOCK_START_MAX:%Y-%m-%d}")
+        return v.astimezone(UTC)
+
+    @model_validator(mode="after")
+    def _speed_needs_start(self) -> DaemonSettings:
+        if self.clock_speed != 1.0 and self.clock_start is None:
+            raise ValueError("clock_speed needs clock_start (the simulated calendar's first moment)")
+        return self
+
+    @property
+    def simulated_clock(self) -> bool:
+        return self.clock_start is not None
 
 
 HostName = Annotated[str, Field(min_length=1, max_length=253, pattern=r"^[A-Za-z0-9.\-]+$|^\[[0-9A-Fa-f:.]+\]$")]
@@ -112,10 +142,24 @@ class HttpSettings(Section):
 
 
 class ReplaySettings(Section):
-    """The bundled replay server of recorded real API responses (tests and the offline demo)."""
+    """The bundled replay server of recorded real API responses (tests and the offline demo), or, with
+    `mode = "generator"`, a living upstream: a stream of new fictional entities for every source."""
 
     enabled: bool = False
+    mode: Literal["recorded", "generator"] = "recorded"
     redate: bool = True  # move recorded items into a recent window so they pass the temporal gate
     redate_end: date | None = None  # None: today
     redate_days: int = Field(default=28, ge=1, le=3650)
     faults: dict[str, Any] = Field(default_factory=dict)
+    # generator mode: the stream's seed, its rate (new entities per source per week of the clock) and the
+    # moment it began (nothing is published before it; unset: the stream has always been flowing)
+    seed: int = Field(default=0, ge=0, le=2**31 - 1)
+    entities_per_week: float = Field(default=3.0, ge=0.01, le=1000.0)
+    generator_start: datetime | None = None
+
+    @field_validator("generator_start")
+    @classmethod
+    def _aware_generator_start(cls, v: datetime | None) -> datetime | None:
+        if v is not None and (v.tzinfo is None or v.utcoffset() is None):
+            raise ValueError("needs a timezone (e.g. 2026-01-01T00:00:00Z): a naive time is ambiguous")
+        return v.astimezone(UTC) if v is not None else None

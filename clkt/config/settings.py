@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 from pydantic_settings.sources.utils import parse_env_vars
 
@@ -75,6 +75,18 @@ class Settings(BaseSettings):
     publish: PublishSettings = Field(default_factory=PublishSettings)
     # resolved at load time from the env vars named by api_key_env; never dumped
     secrets: dict[str, SecretStr] = Field(default_factory=dict, exclude=True, repr=False)
+
+    @model_validator(mode="after")
+    def _simulated_clock_without_batches(self) -> Settings:
+        # a provider batch found again after a restart is matched by the provider's (real) timestamps
+        if self.daemon.clock_start is not None and any(
+            self.agents.batched(role) for role in ("judge", "generate", "verify", "translate")
+        ):
+            raise ValueError(
+                "daemon.clock_start (a simulated calendar) cannot run provider batches (agents.mode / stage_modes "
+                "'batch'): their timestamps are the provider's real ones"
+            )
+        return self
 
     @classmethod
     def settings_customise_sources(

@@ -4,13 +4,18 @@ A `StageWorker` runs one `Step` of the flow (`clkt.pipeline.flow.FLOW`). It clai
 `storage.tasks.TaskLease` records) while it has free capacity, runs `process()` for each in a bounded set
 of named asyncio tasks, each try within `daemon.task_timeout_s`, and maps outcomes onto the queue:
 
+- while a try runs, its lease is renewed every third of `daemon.lease_s` (of the process's clock): a live
+  worker keeps its task however long the try lasts (within `task_timeout_s`), and only a dead worker's
+  lease expires and is claimed again;
 - `process()` returns normally → it must have called `finish(session, task, ctx)` inside the same
   transaction that wrote its outputs (so output and status land together); an entity that passes the stage
   is moved on with `advance()` in that transaction: the next stage of its step is enqueued (with
   `daemon.max_attempts` tries) and the entity gets the step's status;
 - `RetryLater` → lease released, attempts refunded, retried after `defer`;
 - `CancelledError` (shutdown) → lease released (shielded), never recorded as a failure;
-- a try past `daemon.task_timeout_s` → cancelled and recorded as a failed try (`TaskTimeout`);
+- a try past `daemon.task_timeout_s` → cancelled and recorded as a failed try (`TaskTimeout`); the timeout is
+  real time (it bounds work, which a simulated calendar does not make faster), the leases and the retry
+  backoff are the process's clock (`clkt.clock`, through the store's `utcnow` and `ctx.sleep`);
 - any other exception → `fail()`: retried with backoff until `max_attempts`, then `failed` with the error.
 """
 
@@ -33,7 +38,16 @@ from clkt.logs import redact
 from storage.engine import Session
 from storage.entities import set_status
 from storage.enums import EntityStatus, LeaseStatus, Stage
-from storage.tasks import LeaseLost, TaskLease, claim_tasks, complete_task, enqueue, fail_task, release_task
+from storage.tasks import (
+    LeaseLost,
+    TaskLease,
+    claim_tasks,
+    complete_task,
+    enqueue,
+    fail_task,
+    heartbeat_task,
+    release_task,
+)
 
 __all__ = ["StageConfig", "StageWorker", "Step", "finish"]
 
@@ -172,6 +186,7 @@ class StageWorker(ABC):
         """`process()` within `daemon.task_timeout_s`; past it the try is cancelled and fails with `TaskTimeout`."""
         timeout_s = self.daemon.task_timeout_s
         deadline = asyncio.timeout(timeout_s)
+        beat = asyncio.create_task(self._heartbeat(task, ctx), name=f"{self.name}:{task.id}:lease")
         try:
             async with deadline:
                 await self.process(task, ctx)
@@ -182,6 +197,20 @@ class StageWorker(ABC):
                 f"{self.stage.value} task {task.id} (try {task.attempts} of {task.max_attempts}) ran past "
                 f"daemon.task_timeout_s = {timeout_s:g} s"
             ) from None
+        finally:
+            await cancel_and_wait([beat])
+
+    async def _heartbeat(self, task: TaskLease, ctx: ServiceContext) -> None:
+        """Renew the lease every third of `daemon.lease_s` while the try runs; stop once it is no longer ours."""
+        lease = timedelta(seconds=self.daemon.lease_s)
+        while not await ctx.sleep(self.daemon.lease_s / 3):
+            try:
+                async with ctx.store.transaction() as s:
+                    await heartbeat_task(s, task.id, owner=ctx.owner, lease=lease)
+            except LeaseLost:
+                return  # finished meanwhile, or expired and taken: the fenced completion tells the try
+            except Exception as e:  # noqa: BLE001 - a store hiccup: the next beat tries again (the lease has 2/3 left)
+                log.warning("%s: could not renew the lease of task %s: %s", self.name, task.id, e)
 
     async def on_failed(self, session: Session, task: TaskLease, error: str) -> None:  # noqa: B027 - optional hook
         """Hook: a task used up its attempts (e.g. mark the entity failed). Same transaction."""

@@ -3,6 +3,9 @@
     async with ReplayServer(settings=ReplaySettings(redate=True)) as server:
         server.base_url("musicbrainz")   # "http://127.0.0.1:<port>/musicbrainz"
 
+With `mode = "generator"` it serves, under the same routes, a living stream of fictional entities instead
+(`clkt.replay.generator`: `seed`, `entities_per_week`, `generator_start`), dated by the process's clock.
+
 Control endpoints (JSON): `GET /_control/stats` (requests per route: count, statuses, timestamps),
 `POST /_control/reset` (clear the stats), `GET|POST|DELETE /_control/faults` (see `clkt.replay.faults`),
 `GET /_control/info` (re-dating window, items per source).
@@ -14,7 +17,7 @@ import asyncio
 import logging
 import time
 from collections import defaultdict, deque
-from datetime import UTC, date, datetime
+from datetime import date
 from enum import Enum
 from typing import Any
 
@@ -22,12 +25,15 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 from pydantic import ValidationError
 
+from clkt import clock
 from clkt.config import ReplaySettings
 from clkt.errors import UserError
 from clkt.replay.catalog import load_catalog
 from clkt.replay.faults import HTML_ERROR_PAGE, FaultInjector, FaultKind, FaultPlan, FaultRule, drift_json
+from clkt.replay.generator import GeneratorRoutes
 from clkt.replay.redate import RedatePlan, plan_redate
 from clkt.replay.routes import ReplayRoutes
+from clkt.replay.stream import EntityStream
 
 __all__ = ["ReplayServer", "RequestStats", "start_replay"]
 
@@ -96,6 +102,7 @@ class ReplayServer:
         self._runner: web.AppRunner | None = None
         self._state = _State.new
         self.routes: ReplayRoutes | None = None
+        self.generator: GeneratorRoutes | None = None
         self.window: tuple[date, date] | None = None
 
     @property
@@ -113,9 +120,9 @@ class ReplayServer:
         await self.close()
 
     def _plans(self) -> dict[str, RedatePlan] | None:
-        if not self.settings.redate:
+        if not self.settings.redate or self.settings.mode == "generator":
             return None
-        end = self.settings.redate_end or self._today or datetime.now(UTC).date()
+        end = self.settings.redate_end or self._today or clock.now().date()
         self.window = (date.fromordinal(end.toordinal() - self.settings.redate_days), end)
         catalog = load_catalog()
         return {
@@ -124,10 +131,16 @@ class ReplayServer:
         }
 
     def build_app(self) -> web.Application:
-        started = datetime.now(UTC)
-        self.routes = ReplayRoutes(catalog=load_catalog(), plans=self._plans(), started=started)
         app = web.Application(middlewares=[self._stats_mw, self._limit_mw, self._fault_mw])
-        self.routes.add_to(app)
+        if self.settings.mode == "generator":
+            st = self.settings
+            self.generator = GeneratorRoutes(
+                stream=EntityStream(seed=st.seed, entities_per_week=st.entities_per_week, start=st.generator_start)
+            )
+            self.generator.add_to(app)
+        else:
+            self.routes = ReplayRoutes(catalog=load_catalog(), plans=self._plans(), started=clock.now())
+            self.routes.add_to(app)
         app.router.add_get("/_control/stats", self._get_stats)
         app.router.add_post("/_control/reset", self._reset)
         app.router.add_get("/_control/faults", self._get_faults)
@@ -149,7 +162,14 @@ class ReplayServer:
         self.port = runner.addresses[0][1]
         self._state = _State.running
         n = sum(len(v) for v in load_catalog().items.values())
-        if self.window:
+        if self.generator is not None:
+            st = self.settings
+            log.warning(
+                "replay server on %s: GENERATED fictional entities (seed %d, %g per source per week%s), dated by "
+                "the process's clock", self.url, st.seed, st.entities_per_week,
+                f", from {st.generator_start.isoformat()}" if st.generator_start else "",
+            )
+        elif self.window:
             log.warning(
                 "replay server on %s: %d RECORDED items RE-DATED into %s..%s (original dates in the "
                 "X-Clkt-Replay-Original-Dates header)", self.url, n, self.window[0], self.window[1],
@@ -258,8 +278,12 @@ class ReplayServer:
         return web.json_response(self.faults.status())
 
     async def _info(self, _: web.Request) -> web.Response:
+        if self.generator is not None:
+            return web.json_response({"mode": "generator", "redated": False, "window": None,
+                                      "items": self.generator.published_so_far()})
         assert self.routes is not None
         return web.json_response({
+            "mode": "recorded",
             "redated": self.window is not None,
             "window": [d.isoformat() for d in self.window] if self.window else None,
             "items": {src: len(v) for src, v in self.routes.served.items()},

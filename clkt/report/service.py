@@ -20,12 +20,12 @@ import logging
 import os
 import secrets
 import shutil
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
+from clkt import clock
 from clkt.config import DaemonSettings
 from clkt.context import ServiceContext
 from clkt.report.writer import report_dir, write_report
@@ -40,7 +40,7 @@ log = logging.getLogger(__name__)
 class _Failure:
     fingerprint: str  # of the jobs the failed report was built from: other jobs are tried at once
     tries: int
-    next_try: float  # on the service's clock (time.monotonic)
+    next_try: float  # on the service's clock (the process's clock: `clkt.clock.monotonic`)
 
 
 class ReportService:
@@ -56,7 +56,7 @@ class ReportService:
         self.burst = burst
         self.written: list[ReportRecord] = []  # the reports this service wrote, in order
         self.passes = 0  # how many times `run` looked for due reports
-        self.clock: Callable[[], float] = time.monotonic  # the backoff's clock (tests move it)
+        self.clock: Callable[[], float] = clock.monotonic  # the backoff's clock (tests move it)
         self._failures: dict[str, _Failure] = {}
 
     async def run(self, ctx: ServiceContext) -> None:

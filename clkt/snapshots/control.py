@@ -82,6 +82,7 @@ __all__ = [
     "control_entities",
     "control_info",
     "control_questions_path",
+    "fictional_entity",
     "write_control",
 ]
 
@@ -294,6 +295,20 @@ def _disaster(rng: random.Random, nm: _Namer, start: date, end: date) -> tuple[s
 
 _Maker = Callable[[random.Random, _Namer, date, date], tuple[str, EntityFacts, dict[str, tuple[Value, ...]]]]
 _MAKERS: dict[str, tuple[_Maker, ...]] = {"sports": (_match,), "movies": (_film,), "music": (_release,), "disasters": (_quake, _disaster)}
+
+
+_KINDS: dict[str, _Maker] = {"match": _match, "film": _film, "release": _release, "quake": _quake, "disaster": _disaster}
+
+
+def fictional_entity(kind: str, rng: random.Random, *, start: date, end: date) -> tuple[str, EntityFacts]:
+    """One fictional entity of `kind` ("match", "film", "release", "quake" or "disaster"), dated in
+    [start, end), drawn from `rng` by the control split's own makers and name pools (the replay server's
+    generator mode reuses them for its stream): its name and facts."""
+    maker = _KINDS.get(kind)
+    if maker is None:
+        raise SnapshotError(f"no fictional entities of kind {kind!r}; known: {sorted(_KINDS)}")
+    name, facts, _ = maker(rng, _Namer(rng), start, end)
+    return name, facts
 
 
 def _seeded(seed: int, *parts: object) -> random.Random:

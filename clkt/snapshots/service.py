@@ -27,6 +27,7 @@ from typing import Any
 import aiohttp
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
+from clkt import clock
 from clkt.config import GpuSettings, SpecSettings
 from clkt.context import ServiceContext
 from clkt.errors import ClktError, SnapshotError
@@ -79,7 +80,7 @@ async def post_webhook(http: aiohttp.ClientSession, url: str, payload: dict[str,
         stop=stop_after_attempt(tries),
         wait=wait_exponential(multiplier=backoff_s, max=backoff_s * 16),
         retry=retry_if_exception_type((aiohttp.ClientError, asyncio.TimeoutError, _RetryableWebhook)),
-        reraise=True,
+        reraise=True, sleep=clock.sleep,  # backoffs on the process's clock
     ):
         with attempt:
             async with http.post(url, json=payload, timeout=aiohttp.ClientTimeout(total=timeout_s)) as resp:

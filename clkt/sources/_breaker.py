@@ -1,13 +1,13 @@
 """A per-source circuit breaker: closed → open after N consecutive failures → half-open after a pause →
-closed on the first success (or open again on a failure)."""
+closed on the first success (or open again on a failure). Its pause is in the process's clock (`clkt.clock`)."""
 
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from enum import Enum
 
+from clkt import clock as _clock
 from clkt.errors import SourceBlocked
 
 __all__ = ["BreakerState", "CircuitBreaker"]
@@ -23,7 +23,7 @@ class BreakerState(str, Enum):
 
 class CircuitBreaker:
     def __init__(
-        self, *, name: str, failures: int, reset_s: float, clock: Callable[[], float] = time.monotonic,
+        self, *, name: str, failures: int, reset_s: float, clock: Callable[[], float] = _clock.monotonic,
         on_change: Callable[[BreakerState], None] | None = None,
     ) -> None:
         self.name = name

@@ -5,11 +5,11 @@ the persistent side (cursor, skips) is in the store; `clkt serve` without a daem
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from clkt import clock
 from storage.types import utcnow
 
 if TYPE_CHECKING:
@@ -72,7 +72,7 @@ class SourceBoard:
 
     def cycle_started(self, source: str) -> None:
         client = self._clients.get(source)
-        self._started_mono[source] = (time.monotonic(), client.requests if client is not None else 0)
+        self._started_mono[source] = (clock.monotonic(), client.requests if client is not None else 0)
         if (cur := self._live.get(source)) is not None:
             self._live[source] = replace(cur, running_since=utcnow(), next_poll_at=None)
 
@@ -82,9 +82,9 @@ class SourceBoard:
         if cur is None:
             return
         client = self._clients.get(source)
-        t0, req0 = self._started_mono.pop(source, (time.monotonic(), client.requests if client else 0))
+        t0, req0 = self._started_mono.pop(source, (clock.monotonic(), client.requests if client else 0))
         now = utcnow()
-        started = cur.running_since or (now - timedelta(seconds=time.monotonic() - t0))
+        started = cur.running_since or (now - timedelta(seconds=clock.monotonic() - t0))
         outcome = CycleOutcome(
             started_at=started, ended_at=now, result=result, detail=detail[:300], pages=pages, inserted=inserted, updated=updated,
             skipped=skipped, requests=(client.requests - req0) if client is not None else 0,

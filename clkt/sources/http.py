@@ -2,13 +2,16 @@
 
 A `SourceClient` wraps the daemon's shared `aiohttp.ClientSession` for one source:
 
-- a leaky-bucket limiter (aiolimiter) of `rate_per_s` (times `RATE_SAFETY`, 0.97) with a bucket of
-  `burst`, and a concurrency cap;
+- a leaky-bucket limiter of `rate_per_s` (times `RATE_SAFETY`, 0.97) with a bucket of `burst`, whose
+  units leak only once their request is done (`clkt.sources._limiter`: what arrives at the provider within
+  any window stays within its limit, however long a granted request waits for its connection), and a
+  concurrency cap; both in real time, whatever clock the daemon runs on (a provider's limit is real);
 - tenacity retries with jittered exponential backoff on 5xx, timeouts, connection errors and bodies
   that do not decode (truncated JSON, an HTML error page where JSON was expected);
 - `429` (and `503` with `Retry-After`) pauses the whole source for `Retry-After` seconds and tries
   again without spending the retry budget; a pause longer than `MAX_RETRY_AFTER_S` raises
-  `SourceBlocked` so the poller backs off instead;
+  `SourceBlocked` so the poller backs off instead; these pauses and the retries' backoffs are waits of the
+  process's clock (`clkt.clock`: a simulated calendar makes them shorter in real time, as the poll interval);
 - a circuit breaker per source (`breaker_failures`, `breaker_reset_s`), metric `breaker_open`;
 - ETag / If-Modified-Since on the requests that ask for it (`cache=True`), answered from memory on 304;
 - the configured User-Agent; the API key is never logged (`redact()`);
@@ -37,15 +40,16 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 from urllib.parse import urlencode
 
 import aiohttp
-from aiolimiter import AsyncLimiter
 from multidict import CIMultiDict, CIMultiDictProxy
 from pydantic import SecretStr
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
+from clkt import clock
 from clkt.config import SourceSettings
 from clkt.errors import PayloadError, SourceBlocked, SourceError, SourceHttpError
 from clkt.logs import redact
 from clkt.sources._breaker import BreakerState, CircuitBreaker
+from clkt.sources._limiter import RequestLimiter
 
 if TYPE_CHECKING:
     from clkt.telemetry import Metrics
@@ -95,7 +99,7 @@ def _retry_after(value: str | None) -> float | None:
     except ValueError:
         pass
     try:
-        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+        return max(0.0, parsedate_to_datetime(value).timestamp() - clock.now().timestamp())
     except (TypeError, ValueError):
         return None
 
@@ -135,7 +139,7 @@ class SourceClient:
         self._key = key or None
         self.base_url = settings.base_url.rstrip("/")
         self.user_agent = settings.user_agent or DEFAULT_USER_AGENT
-        self.limiter = AsyncLimiter(settings.burst, settings.burst / (settings.rate_per_s * self.RATE_SAFETY))
+        self.limiter = RequestLimiter(rate_per_s=settings.rate_per_s * self.RATE_SAFETY, burst=settings.burst)
         self.concurrency = asyncio.Semaphore(settings.concurrency)
         self.breaker = CircuitBreaker(
             name=name, failures=settings.breaker_failures, reset_s=settings.breaker_reset_s, on_change=self._breaker_changed,
@@ -180,7 +184,7 @@ class SourceClient:
                 if e.retry_after_s > self.MAX_RETRY_AFTER_S or waits == self.MAX_RATE_LIMIT_WAITS:
                     raise SourceBlocked(f"{self.name}: rate limited (Retry-After {e.retry_after_s:.0f}s)",
                                         retry_after_s=e.retry_after_s) from None
-                self._blocked_until = max(self._blocked_until, time.monotonic() + e.retry_after_s)
+                self._blocked_until = max(self._blocked_until, clock.monotonic() + e.retry_after_s)
                 log.warning("source %s: rate limited on %s; pausing the source %.1fs (Retry-After)",
                             self.name, shown, e.retry_after_s)
         raise AssertionError("unreachable")
@@ -226,7 +230,7 @@ class SourceClient:
                             decode: Callable[[bytes], T]) -> Fetched[T]:
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self.MAX_TRIES), wait=self._wait, retry=retry_if_exception_type(_Transient),
-            reraise=True,
+            reraise=True, sleep=clock.sleep,
         )
         try:
             async for attempt in retrying:
@@ -241,9 +245,9 @@ class SourceClient:
     async def _once(self, full: str, shown: str, headers: dict[str, str], cache: bool,
                     decode: Callable[[bytes], T]) -> Fetched[T]:
         async with self.concurrency:
-            pause = self._blocked_until - time.monotonic()
+            pause = self._blocked_until - clock.monotonic()
             if pause > 0:
-                await asyncio.sleep(pause)
+                await clock.sleep(pause)
             self.breaker.before_request()
             async with self.limiter:
                 return await self._send(full, shown, headers, cache, decode)

@@ -28,6 +28,7 @@ from urllib.parse import urlencode
 import jinja2
 from aiohttp import web
 
+from clkt import clock
 from clkt.config import AgentSettings, DaemonSettings, HttpSettings, SnapshotSettings, SourcesSettings, SpecSettings
 from clkt.cutoff import fresh_after
 from clkt.facts import Domain
@@ -85,7 +86,7 @@ def _date(v: datetime | None) -> str:
 def _ago(v: datetime | None, now: datetime | None = None) -> str:
     if v is None:
         return "—"
-    now = now or datetime.now(UTC)
+    now = now or clock.now()
     s = (now - v).total_seconds()
     future = s < 0
     s = abs(s)

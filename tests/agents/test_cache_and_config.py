@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from pydantic import SecretStr
+from pydantic_ai.messages import ModelMessage, ModelResponse
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from agents.cache import Budget, CallCache, MemoryCallCache
 from agents.llm import LlmBackend
@@ -73,6 +76,47 @@ async def test_a_changed_prompt_or_model_is_a_new_key() -> None:
     await b2.judge(entity_name="A", document=doc, facts=LIVERPOOL_SWANSEA, response="?", lang="en")
     assert llm.calls["judge"] == 3
     assert len(cache.calls) == 3
+
+
+
+class _SlowLlm(ScriptedLlm):
+    """The scripted answers, each after `delay_s` (so that two askers overlap); the first `fail` calls raise."""
+
+    def __init__(self, *, delay_s: float, fail: int = 0) -> None:
+        super().__init__()
+        self.delay_s, self.fail = delay_s, fail
+
+    def model(self, name: str = "slow") -> FunctionModel:
+        async def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+            await asyncio.sleep(self.delay_s)
+            if self.fail > 0:
+                self.fail -= 1
+                raise RuntimeError("provider down")
+            return self._fn(messages, info)
+
+        return FunctionModel(answer, model_name=name)
+
+
+async def test_the_same_call_asked_at_once_is_paid_once(store: Store) -> None:
+    # two entities with the same document ask the same translation; two stage tasks may ask it at the same moment
+    llm = _SlowLlm(delay_s=0.05)
+    b = backend(llm_settings(), SqlCallCache(store), llm)
+    doc = match_doc()
+    out = await asyncio.gather(*(
+        b.translate_document(document=doc, facts=LIVERPOOL_SWANSEA, target_lang="fr") for _ in range(3)))
+    assert llm.calls["translate_document"] == 1 and len({o.model_dump_json() for o in out}) == 1
+    assert b.factory.stats.misses == 1 and b.factory.stats.hits == 2 and len(b.factory.in_flight) == 0
+
+
+async def test_a_failed_call_lets_the_waiting_asker_try_itself() -> None:
+    llm = _SlowLlm(delay_s=0.05, fail=1)
+    b = backend(llm_settings(), MemoryCallCache(), llm)
+    doc = match_doc()
+    first, second = await asyncio.gather(
+        b.translate_document(document=doc, facts=LIVERPOOL_SWANSEA, target_lang="fr"),
+        b.translate_document(document=doc, facts=LIVERPOOL_SWANSEA, target_lang="fr"), return_exceptions=True)
+    assert isinstance(first, Exception) and not isinstance(second, BaseException)
+    assert b.factory.stats.misses == 1 and len(b.factory.in_flight) == 0
 
 
 async def test_budget_cap_pauses_paid_calls(store: Store) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import time
 from typing import Any
 
 import aiohttp
@@ -59,6 +60,36 @@ async def test_limiter_is_never_exceeded(replay: ReplayServer, http: aiohttp.Cli
     # a leaky bucket of `burst` draining at `rate`: at most burst + rate * w requests in any window w
     for width in (0.25, 0.5, 1.0):
         assert max_in_window(times, width) <= burst + rate * width + 1
+
+
+
+class _StalledClient(SourceClient):
+    """A client whose `stall_at`-th granted request holds the event loop for `stall_s` before it is sent: what
+    a slow connection handshake or a busy loop does to the first requests of a cycle."""
+
+    def __init__(self, *args: Any, stall_at: int, stall_s: float, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.stall_at, self.stall_s, self.granted = stall_at, stall_s, 0
+
+    async def _send(self, *args: Any, **kw: Any) -> Any:
+        self.granted += 1
+        if self.granted == self.stall_at:
+            time.sleep(self.stall_s)  # noqa: ASYNC251 - blocks the loop on purpose: the granted requests wait, unsent
+        return await super()._send(*args, **kw)
+
+
+async def test_granted_requests_that_wait_do_not_bunch_at_the_provider(http: aiohttp.ClientSession) -> None:
+    # the provider enforces the same limit (burst 4, 20/s; 1 request of slack). A limiter that counts at the
+    # grant leaks while the first wave waits unsent and lets the next wave go at once: 8 arrive together
+    rate, burst = 20.0, 4
+    async with ReplayServer(limits={"usgs": (rate, burst)}) as server:
+        settings = SourceSettings(base_url=server.base_url("usgs"), rate_per_s=rate, burst=burst, concurrency=8,
+                                  timeout_s=5.0)
+        c = _StalledClient(name="usgs", settings=settings, session=http, stall_at=burst, stall_s=0.3)
+        await asyncio.gather(*(c.get_json("query", params=EVENT) for _ in range(12)))
+        route = (await stats(server, http))["routes"]["/usgs/query"]
+    assert route["statuses"] == {"200": 12}
+    assert max_in_window(route["times"], 0.05) <= burst + 1
 
 
 async def test_retry_after_is_honoured_without_spending_retries(

@@ -1,0 +1,322 @@
+"""The replay server's generator mode: the real endpoint shapes over a living stream of fictional entities.
+
+`[replay] mode = "generator"` serves, under the same `/<source>/...` routes as the recordings, what
+`clkt.replay.stream.EntityStream` publishes by the process's clock: every list route pages and filters by date
+the way the real API (and the recorded routes) do, so the pollers' cursors, lookback and overlap work
+unchanged, and every detail route finds an entity from its id (each API's own "not found" otherwise, also
+for an entity not yet published). Nothing is kept per entity: a request generates what it lists.
+
+Deviations from the real APIs, all harmless to the pollers: TMDB's `popularity.desc` order is the release
+order; Deezer's editorials all list the one stream; a GDACS feed lists the last 7 days of alerts (at most 100);
+TheSportsDB's matches are soccer matches of fictional competitions in the three default league ids.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Iterable
+from datetime import UTC, date, datetime, time, timedelta
+from email.utils import format_datetime
+from typing import Any
+
+from aiohttp import web
+
+from clkt import clock
+from clkt.replay import payloads
+from clkt.replay.stream import SOURCES, EntityStream, Generated
+
+__all__ = ["GENERATOR_HEADER", "GeneratorRoutes"]
+
+GENERATOR_HEADER = "X-Clkt-Replay-Generated"
+_MB_DATE = re.compile(r"date:\[\s*(\S+)\s+TO\s+(\S+)\s*\]", re.I)
+USGS_SEARCH_LIMIT = 20000  # the real API refuses a query that matches more
+
+
+def _midnight(d: date) -> datetime:
+    return datetime.combine(d, time(0), tzinfo=UTC)
+
+
+def _parse_day(s: str | None) -> date | None:
+    if not s or s == "*":
+        return None
+    try:
+        return date.fromisoformat(s[:10])
+    except ValueError:
+        raise web.HTTPBadRequest(text=f"invalid date {s!r}") from None
+
+
+def _parse_time(s: str | None) -> datetime | None:
+    if not s:
+        return None
+    try:
+        dt = datetime.fromisoformat(s.replace("Z", "+00:00"))
+    except ValueError:
+        raise web.HTTPBadRequest(text=f"Bad starttime/endtime value {s!r}") from None
+    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
+
+
+def _int(q: Any, name: str, default: int) -> int:
+    try:
+        return int(q.get(name, default))
+    except ValueError:
+        raise web.HTTPBadRequest(text=f"invalid {name}") from None
+
+
+class GeneratorRoutes:
+    """Handlers over one `EntityStream`; the time is the process's clock at each request."""
+
+    TMDB_PAGE_SIZE = 20
+    MB_DEFAULT_LIMIT = 25
+    DEEZER_DEFAULT_LIMIT = 25
+    GDACS_FEED_DAYS = 7
+    GDACS_FEED_MAX = 100
+    USGS_DEFAULT_DAYS = 30  # the real API's default start: 30 days before now
+
+    def __init__(self, *, stream: EntityStream) -> None:
+        self.stream = stream
+
+    def add_to(self, app: web.Application) -> None:
+        r = app.router
+        r.add_get("/tmdb/discover/movie", self.tmdb_discover)
+        r.add_get(r"/tmdb/movie/{id:\d+}", self.tmdb_movie)
+        r.add_get(r"/tmdb/movie/{id:\d+}/credits", self.tmdb_credits)
+        r.add_get(r"/tmdb/movie/{id:\d+}/release_dates", self.tmdb_release_dates)
+        r.add_get("/musicbrainz/release", self.mb_search)
+        r.add_get("/musicbrainz/release/{mbid}", self.mb_lookup)
+        r.add_get("/deezer/editorial/{id}/releases", self.deezer_releases)
+        r.add_get("/deezer/album/{id}", self.deezer_album)
+        r.add_get("/deezer/album/{id}/tracks", self.deezer_tracks)
+        r.add_get("/thesportsdb/{key}/eventsday.php", self.sportsdb_eventsday)
+        r.add_get("/thesportsdb/{key}/lookupevent.php", self.sportsdb_lookup)
+        r.add_get("/usgs/query", self.usgs_query)
+        r.add_get("/gdacs/xml/rss.xml", self.gdacs_rss)
+
+    def published_so_far(self) -> dict[str, int]:
+        """How many entities each source has published by now (for `/_control/info`)."""
+        now = clock.now()
+        return {s: self.stream.count_between(s, self.stream.start, now, now=now) for s in SOURCES}
+
+    # --- helpers -------------------------------------------------------------------------------------
+
+    def _find(self, source: str, external_id: str) -> Generated | None:
+        i = self.stream.index_of(source, external_id)
+        if i is None or not self.stream.visible(source, i, now=clock.now()):
+            return None
+        return self.stream.entity(source, i)
+
+    def _entities(self, source: str, indices: Iterable[int]) -> list[Generated]:
+        return [self.stream.entity(source, i) for i in indices]
+
+    @staticmethod
+    def _respond(request: web.Request, body: bytes, ctype: str, *, status: int = 200, conditional: bool = False) -> web.Response:
+        headers = {"X-Clkt-Replay": "true", GENERATOR_HEADER: "true"}
+        if conditional and status == 200:
+            etag = '"' + hashlib.sha256(body).hexdigest()[:20] + '"'
+            headers["ETag"] = etag
+            headers["Last-Modified"] = format_datetime(clock.now().replace(microsecond=0), usegmt=True)
+            inm = request.headers.get("If-None-Match")
+            if inm is not None and (etag in [t.strip() for t in inm.split(",")] or inm.strip() == "*"):
+                return web.Response(status=304, headers=headers)
+        return web.Response(status=status, body=body, content_type=ctype, charset="utf-8", headers=headers)
+
+    def _json(self, request: web.Request, data: Any, *, status: int = 200, conditional: bool = False) -> web.Response:
+        return self._respond(request, json.dumps(data, ensure_ascii=False).encode(), "application/json",
+                             status=status, conditional=conditional)
+
+    def _page(self, source: str, lo: datetime, hi: datetime, *, offset: int, limit: int, newest_first: bool = False,
+              ) -> tuple[int, list[Generated]]:
+        """(total, the entities at positions [offset, offset + limit)) of the window [lo, hi), oldest first
+        unless `newest_first`."""
+        now = clock.now()
+        total = self.stream.count_between(source, lo, hi, now=now)
+        if offset >= total or limit <= 0:
+            return total, []
+        if not newest_first:
+            return total, self._entities(source, self.stream.nth_between(source, lo, hi, now=now, offset=offset, limit=limit))
+        first = max(0, total - offset - limit)
+        n = total - offset - first
+        got = self.stream.nth_between(source, lo, hi, now=now, offset=first, limit=n)
+        return total, self._entities(source, reversed(got))
+
+    # --- TMDB ----------------------------------------------------------------------------------------
+
+    async def tmdb_discover(self, request: web.Request) -> web.Response:
+        q = request.query
+        lo = _parse_day(q.get("primary_release_date.gte") or q.get("release_date.gte"))
+        hi = _parse_day(q.get("primary_release_date.lte") or q.get("release_date.lte"))
+        page = _int(q, "page", 1)
+        if not 1 <= page <= 500:
+            message = "Invalid page: Pages start at 1 and max at 500. They are expected to be an integer."
+            return self._json(request, {"success": False, "status_code": 22, "status_message": message}, status=422)
+        n = self.TMDB_PAGE_SIZE
+        total, items = self._page(
+            "tmdb", _midnight(lo) if lo else self.stream.start, _midnight(hi) + timedelta(days=1) if hi else clock.now(),
+            offset=(page - 1) * n, limit=n, newest_first=q.get("sort_by", "").endswith(".desc"),
+        )
+        data = {"page": page, "results": [payloads.tmdb_discover_result(g) for g in items],
+                "total_pages": max(1, math.ceil(total / n)), "total_results": total}
+        return self._json(request, data, conditional=True)
+
+    def _tmdb_404(self, request: web.Request) -> web.Response:
+        return self._json(request, {"success": False, "status_code": 34,
+                                    "status_message": "The resource you requested could not be found."}, status=404)
+
+    async def tmdb_movie(self, request: web.Request) -> web.Response:
+        g = self._find("tmdb", request.match_info["id"])
+        if g is None:
+            return self._tmdb_404(request)
+        parts = {p.strip() for p in request.query.get("append_to_response", "").split(",")}
+        return self._json(request, payloads.tmdb_movie(g, credits="credits" in parts, release_dates="release_dates" in parts))
+
+    async def tmdb_credits(self, request: web.Request) -> web.Response:
+        g = self._find("tmdb", request.match_info["id"])
+        if g is None:
+            return self._tmdb_404(request)
+        return self._json(request, {"id": int(g.external_id), **payloads.tmdb_movie(g, credits=True, release_dates=False)["credits"]})
+
+    async def tmdb_release_dates(self, request: web.Request) -> web.Response:
+        g = self._find("tmdb", request.match_info["id"])
+        if g is None:
+            return self._tmdb_404(request)
+        return self._json(request, {"id": int(g.external_id),
+                                    **payloads.tmdb_movie(g, credits=False, release_dates=True)["release_dates"]})
+
+    # --- MusicBrainz ---------------------------------------------------------------------------------
+
+    async def mb_search(self, request: web.Request) -> web.Response:
+        q = request.query
+        m = _MB_DATE.search(q.get("query", ""))
+        lo = _parse_day(m.group(1)) if m else None
+        hi = _parse_day(m.group(2)) if m else None
+        limit = min(max(_int(q, "limit", self.MB_DEFAULT_LIMIT), 1), 100)
+        offset = max(_int(q, "offset", 0), 0)
+        total, items = self._page(
+            "musicbrainz", _midnight(lo) if lo else self.stream.start,
+            _midnight(hi) + timedelta(days=1) if hi else clock.now(), offset=offset, limit=limit,
+        )
+        data = {"created": clock.now().replace(microsecond=0).isoformat().replace("+00:00", "Z"), "count": total,
+                "offset": offset, "releases": [payloads.mb_search_entry(g) for g in items]}
+        return self._json(request, data, conditional=True)
+
+    async def mb_lookup(self, request: web.Request) -> web.Response:
+        g = self._find("musicbrainz", request.match_info["mbid"])
+        if g is None:
+            return self._json(request, {"error": "Not Found",
+                                        "help": "For usage, please see: https://musicbrainz.org/development/mmd"}, status=404)
+        return self._json(request, payloads.mb_lookup(g))
+
+    # --- Deezer --------------------------------------------------------------------------------------
+
+    def _deezer_no_data(self, request: web.Request) -> web.Response:
+        return self._json(request, {"error": {"type": "DataException", "message": "no data", "code": 800}})
+
+    async def deezer_releases(self, request: web.Request) -> web.Response:
+        if not request.match_info["id"].isdigit():
+            return self._deezer_no_data(request)
+        index = max(_int(request.query, "index", 0), 0)
+        limit = max(_int(request.query, "limit", self.DEEZER_DEFAULT_LIMIT), 1)
+        total, items = self._page("deezer", self.stream.start, clock.now(), offset=index, limit=limit, newest_first=True)
+        data: dict[str, Any] = {"data": [payloads.deezer_release(g) for g in items], "total": total}
+        if index + limit < total:
+            data["next"] = f"{request.url.origin()}/deezer/editorial/{request.match_info['id']}/releases?index={index + limit}"
+        return self._json(request, data, conditional=True)
+
+    async def deezer_album(self, request: web.Request) -> web.Response:
+        g = self._find("deezer", request.match_info["id"])
+        if g is None:
+            return self._deezer_no_data(request)
+        return self._json(request, payloads.deezer_album(g))
+
+    async def deezer_tracks(self, request: web.Request) -> web.Response:
+        g = self._find("deezer", request.match_info["id"])
+        if g is None:
+            return self._deezer_no_data(request)
+        tracks = payloads.deezer_album(g)["tracks"]["data"]
+        return self._json(request, {"data": tracks, "total": len(tracks)})
+
+    # --- TheSportsDB ---------------------------------------------------------------------------------
+
+    async def sportsdb_eventsday(self, request: web.Request) -> web.Response:
+        q = request.query
+        d = _parse_day(q.get("d"))
+        if d is None:
+            return self._json(request, {"events": None})
+        league, sport = q.get("l"), q.get("s")
+        now = clock.now()
+        events = []
+        for i in self.stream.occurred_between("thesportsdb", _midnight(d), _midnight(d) + timedelta(days=1), now=now):
+            g = self.stream.entity("thesportsdb", i)
+            ev = payloads.sportsdb_event(g, league=self.stream.league(i))
+            if league and league not in (ev["idLeague"], ev["strLeague"]):
+                continue
+            if sport and sport != ev["strSport"]:
+                continue
+            events.append(ev)
+        return self._json(request, {"events": events or None}, conditional=True)
+
+    async def sportsdb_lookup(self, request: web.Request) -> web.Response:
+        g = self._find("thesportsdb", request.query.get("id", ""))
+        if g is None:
+            return self._json(request, {"events": None})
+        return self._json(request, {"events": [payloads.sportsdb_event(g, league=self.stream.league(g.index))]})
+
+    # --- USGS ----------------------------------------------------------------------------------------
+
+    async def usgs_query(self, request: web.Request) -> web.Response:
+        q = request.query
+        if "eventid" in q:
+            g = self._find("usgs", q["eventid"])
+            if g is None:
+                return web.Response(status=404, text="Error 404: Not Found\n\nUnknown eventid\n",
+                                    headers={"X-Clkt-Replay": "true", GENERATOR_HEADER: "true"})
+            return self._json(request, payloads.usgs_feature(g))
+        now = clock.now()
+        end = _parse_time(q.get("endtime")) or now
+        start = _parse_time(q.get("starttime")) or (now - timedelta(days=self.USGS_DEFAULT_DAYS))
+        try:
+            minmag = float(q["minmagnitude"]) if "minmagnitude" in q else None
+            maxmag = float(q["maxmagnitude"]) if "maxmagnitude" in q else None
+        except ValueError:
+            raise web.HTTPBadRequest(text="Bad minmagnitude/maxmagnitude") from None
+        limit = _int(q, "limit", USGS_SEARCH_LIMIT)
+        offset = _int(q, "offset", 1)
+        if limit < 1 or limit > USGS_SEARCH_LIMIT or offset < 1:
+            raise web.HTTPBadRequest(text="Bad limit/offset")
+        # the end is inclusive at the API (the start too): [start, end + 1 s) at its second precision
+        window_end = end + timedelta(seconds=1)
+        if self.stream.count_between("usgs", start, window_end, now=now) > USGS_SEARCH_LIMIT:
+            raise web.HTTPBadRequest(text=f"Error 400: Bad Request\n\n{USGS_SEARCH_LIMIT} matching events exceeds search limit")
+        features = []
+        for i in self.stream.occurred_between("usgs", start, window_end, now=now):
+            f = payloads.usgs_feature(self.stream.entity("usgs", i))
+            mag = f["properties"]["mag"]
+            if (minmag is not None and mag < minmag) or (maxmag is not None and mag > maxmag):
+                continue
+            features.append(f)
+        order = q.get("orderby", "time")
+        if order.startswith("magnitude"):
+            features.sort(key=lambda f: (f["properties"]["mag"], f["id"]), reverse=order == "magnitude")
+        elif order == "time":
+            features.reverse()  # newest first, the API's default
+        chunk = features[offset - 1: offset - 1 + limit]
+        data = {
+            "type": "FeatureCollection",
+            "metadata": {"generated": int(now.timestamp() * 1000), "url": str(request.url),
+                         "title": "USGS Earthquakes (clkt replay: generated, fictional)", "status": 200,
+                         "api": "1.12.3", "limit": limit, "offset": offset, "count": len(chunk)},
+            "features": chunk,
+        }
+        return self._json(request, data, conditional=True)
+
+    # --- GDACS ---------------------------------------------------------------------------------------
+
+    async def gdacs_rss(self, request: web.Request) -> web.Response:
+        now = clock.now()
+        _, items = self._page("gdacs", now - timedelta(days=self.GDACS_FEED_DAYS), now, offset=0,
+                              limit=self.GDACS_FEED_MAX, newest_first=True)
+        body = payloads.GDACS_HEAD + "\n    ".join(
+            payloads.gdacs_item(g, event_type=self.stream.gdacs_type(g.index)) for g in items) + payloads.GDACS_TAIL
+        return self._respond(request, body.encode("utf-8"), "application/rss+xml", conditional=True)

@@ -1,0 +1,203 @@
+"""The living upstream's timeline: which fictional entity each source publishes when (replay `mode = "generator"`).
+
+Every source has its own stream of entities numbered 0, 1, 2... from a fixed origin (2000-01-01 UTC). Entity
+`i` occurs inside the i-th slot of `7 days / entities_per_week` (at a seeded point of it, so the occurrence
+times rise with the index and no two entities share a moment) and is published a little later, as the real
+API would list it: a film or an album the day it is released, a match once it is over, a quake minutes after,
+a disaster alert hours after it began (always within a day: the pollers' default overlap). An entity is
+visible once it is published by the process's clock (`clkt.clock.now()`, so it follows a simulated calendar)
+and if it occurred at or after the stream's start.
+
+Everything is a pure function of (seed, source, index): nothing is stored, so memory stays flat however long
+the stream runs (a small LRU keeps the last facts drawn). Ids encode the index (and a tag of the seed), so a
+detail route finds its entity again from the id alone, and two entities never share one. The facts are drawn
+by the control split's makers (`clkt.snapshots.control.fictional_entity`: invented names of people, teams,
+venues, labels and towns, plausible numbers), dated on the entity's day.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import random
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from functools import lru_cache
+
+from clkt.facts import EntityFacts, MatchFacts, QuakeFacts
+from clkt.snapshots.control import fictional_entity
+
+__all__ = ["KIND_OF", "LEAGUES", "ORIGIN", "SOURCES", "EntityStream", "Generated"]
+
+ORIGIN = datetime(2000, 1, 1, tzinfo=UTC)
+SOURCES = ("tmdb", "musicbrainz", "deezer", "thesportsdb", "usgs", "gdacs")
+KIND_OF = {"tmdb": "film", "musicbrainz": "release", "deezer": "release", "thesportsdb": "match", "usgs": "quake",
+           "gdacs": "disaster"}
+LEAGUES = ("4328", "4424", "4387")  # the league ids TheSportsDB's poller asks for by default; matches take turns
+# how long after it occurred an entity is listed: (least, most) seconds, always under a day
+_LAG_S = {"tmdb": (0, 6 * 3600), "musicbrainz": (0, 6 * 3600), "deezer": (0, 6 * 3600),
+          "thesportsdb": (2 * 3600, 3 * 3600), "usgs": (60, 1800), "gdacs": (3600, 12 * 3600)}
+_NUMERIC_BASE = {"tmdb": 7, "deezer": 8, "thesportsdb": 9}  # leading digit of the numeric ids
+_INDEX_DIGITS = 9  # up to a billion entities per source and seed
+_MB_ID = re.compile(r"^c1c7(?P<tag>[0-9a-f]{4})-0000-4000-8000-(?P<i>[0-9a-f]{12})$")
+_USGS_ID = re.compile(r"^cg(?P<tag>\d{3})(?P<i>\d{9})$")
+_GDACS_ID = re.compile(r"^[A-Z]{2}(?P<tag>\d{3})(?P<i>\d{9})$")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Generated:
+    """Entity `index` of `source`: when it occurred and was published, its id, and its fictional facts."""
+
+    source: str
+    index: int
+    external_id: str
+    occurred: datetime
+    published: datetime
+    name: str
+    facts: EntityFacts
+    rng_seed: int  # for the payload's own seeded details (ids of people, popularity...)
+
+    def rng(self, purpose: str) -> random.Random:
+        return random.Random(f"{self.rng_seed}/{purpose}")
+
+
+class EntityStream:
+    """The streams of every source for one seed and rate; `start`: nothing occurred before it is listed."""
+
+    def __init__(self, *, seed: int, entities_per_week: float, start: datetime | None = None) -> None:
+        if not entities_per_week > 0 or not math.isfinite(entities_per_week):
+            raise ValueError(f"entities_per_week must be a positive number, got {entities_per_week}")
+        if start is not None and start.tzinfo is None:
+            raise ValueError("the stream's start must be timezone-aware")
+        self.seed = seed
+        self.tag = seed % 1000
+        self.per_week = float(entities_per_week)
+        self.step_s = 7 * 86400 / self.per_week
+        self.start = (start or ORIGIN).astimezone(UTC)
+        self._draw = lru_cache(maxsize=2048)(self._generate)
+
+    # --- the timeline ------------------------------------------------------------------------------
+
+    def _unit(self, source: str, index: int, purpose: str) -> float:
+        h = hashlib.sha256(f"clkt-stream/{self.seed}/{source}/{index}/{purpose}".encode()).digest()
+        return int.from_bytes(h[:8], "big") / 2**64
+
+    def occurred(self, source: str, index: int) -> datetime:
+        at = (index + 0.05 + 0.9 * self._unit(source, index, "at")) * self.step_s
+        return ORIGIN + timedelta(seconds=round(at))
+
+    def published(self, source: str, index: int) -> datetime:
+        lo, hi = _LAG_S[source]
+        return self.occurred(source, index) + timedelta(seconds=round(lo + (hi - lo) * self._unit(source, index, "lag")))
+
+    def first_at_or_after(self, source: str, t: datetime) -> int:
+        """The first index that occurred at or after `t` (and not before the stream's start)."""
+        t = max(t, self.start)
+        i = max(0, math.floor((t - ORIGIN).total_seconds() / self.step_s))
+        return i if self.occurred(source, i) >= t else i + 1
+
+    def last_before(self, source: str, t: datetime) -> int:
+        """The last index that occurred strictly before `t` (-1 when none)."""
+        i = math.floor((t - ORIGIN).total_seconds() / self.step_s)
+        if i < 0:
+            return -1
+        return i if self.occurred(source, i) < t else i - 1
+
+    def occurred_between(self, source: str, lo: datetime, hi: datetime, *, now: datetime) -> Iterator[int]:
+        """Indices that occurred in [lo, hi) and are visible at `now`, oldest first (lazily)."""
+        first = self.first_at_or_after(source, lo)
+        last = self.last_before(source, min(hi, now))
+        for i in range(first, last + 1):
+            if self.published(source, i) <= now:
+                yield i
+
+    def count_between(self, source: str, lo: datetime, hi: datetime, *, now: datetime) -> int:
+        """How many `occurred_between` yields, without walking the whole range (only its unpublished tail)."""
+        first = self.first_at_or_after(source, lo)
+        last = self.last_before(source, min(hi, now))
+        if last < first:
+            return 0
+        tail = math.ceil(_LAG_S[source][1] / self.step_s) + 1  # only the last few can still be unpublished
+        hidden = sum(1 for i in range(max(first, last - tail), last + 1) if self.published(source, i) > now)
+        return last - first + 1 - hidden
+
+    def nth_between(self, source: str, lo: datetime, hi: datetime, *, now: datetime, offset: int, limit: int) -> list[int]:
+        """`limit` indices of `occurred_between` from its `offset`-th on (skipping without generating)."""
+        first = self.first_at_or_after(source, lo)
+        last = self.last_before(source, min(hi, now))
+        tail_start = last - (math.ceil(_LAG_S[source][1] / self.step_s) + 1)
+        out: list[int] = []
+        i, seen = first, 0
+        # before the tail every index is published: jump straight to the offset
+        if offset > 0 and first + offset < tail_start:
+            i, seen = first + offset, offset
+        while i <= last and len(out) < limit:
+            if self.published(source, i) <= now:
+                if seen >= offset:
+                    out.append(i)
+                seen += 1
+            i += 1
+        return out
+
+    # --- ids ---------------------------------------------------------------------------------------
+
+    def external_id(self, source: str, index: int) -> str:
+        if source in _NUMERIC_BASE:
+            return str((_NUMERIC_BASE[source] * 1000 + self.tag) * 10**_INDEX_DIGITS + index)
+        if source == "musicbrainz":
+            return f"c1c7{self.tag:04x}-0000-4000-8000-{index:012x}"
+        if source == "usgs":
+            return f"cg{self.tag:03d}{index:09d}"
+        if source == "gdacs":
+            return f"{self.gdacs_type(index)}{self.tag:03d}{index:09d}"
+        raise KeyError(source)
+
+    def index_of(self, source: str, external_id: str) -> int | None:
+        """The index an id names in this stream, or None (another seed's, or no id of ours)."""
+        s = external_id.strip()
+        if source in _NUMERIC_BASE:
+            if not s.isdigit():
+                return None
+            n = int(s)
+            head, index = divmod(n, 10**_INDEX_DIGITS)
+            return index if head == _NUMERIC_BASE[source] * 1000 + self.tag else None
+        pattern = {"musicbrainz": _MB_ID, "usgs": _USGS_ID, "gdacs": _GDACS_ID}.get(source)
+        m = pattern.match(s) if pattern is not None else None
+        if m is None:
+            return None
+        tag = int(m["tag"], 16) if source == "musicbrainz" else int(m["tag"])
+        index = int(m["i"], 16) if source == "musicbrainz" else int(m["i"])
+        if tag != self.tag or self.external_id(source, index) != s:
+            return None
+        return index
+
+    def gdacs_type(self, index: int) -> str:
+        """A disaster's GDACS event type, known from its index alone (it is part of the id)."""
+        return ("FL", "TC", "DR", "WF", "FL", "TC")[math.floor(self._unit("gdacs", index, "type") * 6)]
+
+    def league(self, index: int) -> str:
+        return LEAGUES[index % len(LEAGUES)]
+
+    # --- the entities ------------------------------------------------------------------------------
+
+    def visible(self, source: str, index: int, *, now: datetime) -> bool:
+        return index >= 0 and self.occurred(source, index) >= self.start and self.published(source, index) <= now
+
+    def entity(self, source: str, index: int) -> Generated:
+        return self._draw(source, index)
+
+    def _generate(self, source: str, index: int) -> Generated:
+        occurred = self.occurred(source, index)
+        day = occurred.date()
+        seed = int.from_bytes(hashlib.sha256(f"clkt-stream/{self.seed}/{source}/{index}/facts".encode()).digest()[:8], "big")
+        name, facts = fictional_entity(KIND_OF[source], random.Random(seed), start=day, end=day + timedelta(days=1))
+        if isinstance(facts, QuakeFacts):
+            facts = facts.model_copy(update={"time_utc": occurred.replace(microsecond=0)})
+        elif isinstance(facts, MatchFacts):
+            facts = facts.model_copy(update={"kickoff_utc": occurred.replace(second=0, microsecond=0)})
+        return Generated(
+            source=source, index=index, external_id=self.external_id(source, index), occurred=occurred,
+            published=self.published(source, index), name=name, facts=facts, rng_seed=seed,
+        )
