@@ -30,6 +30,7 @@ __all__ = [
     "Entity",
     "EntityStatus",
     "Event",
+    "GpuEngineStatus",
     "GpuJob",
     "LeaseStatus",
     "LlmBatch",
@@ -460,3 +461,17 @@ class DaemonLock(SQLModel, table=True):
     host: str = Field(max_length=128)
     started_at: datetime = _ts()
     heartbeat_at: datetime = _ts()
+
+
+class GpuEngineStatus(SQLModel, table=True):
+    """What the GPU consumer of one process last said about its engine: ready, or why GPU jobs wait (the Ray
+    cluster unreachable, no node offering what a job asks for). Read by `clkt status` and the status page."""
+
+    __tablename__ = "gpu_engine_status"
+
+    owner: str = Field(primary_key=True, max_length=128)
+    engine: str = Field(max_length=16)
+    state: str = Field(max_length=16)
+    detail: str = ""
+    address: str | None = Field(default=None, max_length=512)
+    updated_at: datetime = _ts()
