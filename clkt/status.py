@@ -9,11 +9,14 @@ from rich.table import Table
 from rich.text import Text
 
 from storage.engine import Store
+from storage.gpu_engines import latest_engine_status
 from storage.llm_cache import CostSummary, cost_summary
 from storage.status_counts import store_counts
 from storage.types import utcnow
 
-__all__ = ["MIN_ACCEPTED_FOR_RATE", "DaemonInfo", "FailedWorkInfo", "StatusReport", "collect_status", "cost_table"]
+__all__ = [
+    "MIN_ACCEPTED_FOR_RATE", "DaemonInfo", "FailedWorkInfo", "GpuEngineInfo", "StatusReport", "collect_status", "cost_table",
+]
 
 MIN_ACCEPTED_FOR_RATE = 10  # fewer accepted questions: $ per question is shown as too few to mean much
 
@@ -26,6 +29,25 @@ class FailedWorkInfo(BaseModel):
     key: str
     attempts: int
     error: str | None
+
+
+class GpuEngineInfo(BaseModel):
+    """What the GPU consumer last said about its engine (`[gpu] engine = "ray"`): ready, or why GPU jobs wait."""
+
+    engine: str
+    state: str  # ready | connecting | unreachable | unschedulable | stopped
+    detail: str
+    address: str | None = None
+    updated_at: datetime
+
+    @property
+    def waiting(self) -> bool:
+        return self.state != "ready"
+
+    def line(self) -> str:
+        where = f" ({self.address})" if self.address else ""
+        why = "GPU jobs wait: " if self.state in ("connecting", "unreachable", "unschedulable") else ""
+        return f"GPU engine {self.engine}{where}: {self.state} — {why}{self.detail}"
 
 
 class DaemonInfo(BaseModel):
@@ -47,6 +69,7 @@ class StatusReport(BaseModel):
     cost: CostSummary
     paused: str | None = None
     daemon: DaemonInfo | None = None  # None: not served by a daemon (`clkt status`)
+    gpu_engine: GpuEngineInfo | None = None  # None: the local engine (always ready), or no consumer ran yet
 
     @field_serializer("daemon")
     def _daemon_json(self, daemon: DaemonInfo | None) -> dict[str, object]:
@@ -57,12 +80,15 @@ async def collect_status(store: Store, *, paused: str | None = None, daemon: Dae
     async with store.session() as s:
         counts = await store_counts(s)
         cost = await cost_summary(s)
+        engine = await latest_engine_status(s)
     return StatusReport(
         generated_at=utcnow(), entities=counts.entities, entities_by_domain=counts.entities_by_domain,
         stages=counts.stages, gpu_jobs=counts.gpu_jobs, snapshots=counts.snapshots, skipped=counts.skipped,
         last_errors=[FailedWorkInfo(stage=f.stage, entity_id=f.entity_id, key=f.key, attempts=f.attempts, error=f.error)
                      for f in counts.failures],
         cost=cost, paused=paused, daemon=daemon,
+        gpu_engine=GpuEngineInfo(engine=engine.engine, state=engine.state, detail=engine.detail, address=engine.address,
+                                 updated_at=engine.updated_at) if engine is not None else None,
     )
 
 
