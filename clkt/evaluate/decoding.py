@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from clkt.evaluate.loglik import cache_kwarg
 from clkt.evaluate.memory import BatchSizer, is_oom
 from clkt.evaluate.parse import ParseMode, letter_decided
 from clkt.targets.prompting import RenderedPrompt
@@ -144,12 +145,12 @@ def _forward(model: Any, ids: Any, mask: Any, cache: Any, *, prefill: bool) -> t
         "cache_position": torch.arange(past, past + ids.shape[1], device=ids.device),
     }
     if cache is not None:
-        kwargs["past_key_values"] = cache
+        kwargs[cache_kwarg(model)] = cache
     try:
         out = model(**kwargs, logits_to_keep=1) if prefill else model(**kwargs)
     except TypeError:  # a model class without `logits_to_keep`
         out = model(**kwargs)
-    return out.logits[:, -1, :], out.past_key_values
+    return out.logits[:, -1, :], getattr(out, "cache", None) or out.past_key_values
 
 
 def generate_continuous(
@@ -176,7 +177,10 @@ def generate_continuous(
             try:
                 free = sizer.size - len(batch)
                 if queue and free > 0 and (not batch.rows or free >= max(1, int(sizer.size * REFILL_FRACTION))):
-                    _refill(model, batch, [queue.popleft() for _ in range(min(free, len(queue)))], enc, pad, dev)
+                    take = [queue[i] for i in range(min(free, len(queue)))]
+                    _refill(model, batch, take, enc, pad, dev)
+                    for _ in take:  # only once they are in the batch: an out-of-memory error leaves them queued
+                        queue.popleft()
                 _step(model, tokenizer, batch, eos, max_new_tokens, parse, out, dev, progress)
             except RuntimeError as e:
                 if not is_oom(e):

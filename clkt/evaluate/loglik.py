@@ -28,7 +28,7 @@ from clkt.targets.prompting import RenderedPrompt, render_prompt, uses_chat_temp
 if TYPE_CHECKING:
     from clkt.config import TargetSettings
 
-__all__ = ["LoglikItem", "LoglikScored", "loglik_item", "score_option_loglik"]
+__all__ = ["LoglikItem", "LoglikScored", "cache_kwarg", "loglik_item", "score_option_loglik"]
 
 Progress = Callable[[int], None]
 
@@ -85,7 +85,7 @@ def _token_logprobs(logits: Any, targets: Any) -> Any:
     return logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, dim=-1)
 
 
-def _cache_kwarg(model: Any) -> str:
+def cache_kwarg(model: Any) -> str:
     """`cache` (transformers >= 5.x) or the older `past_key_values`."""
     inner = model.get_base_model() if hasattr(model, "get_base_model") else model  # a peft wrapper takes **kwargs
     return "cache" if "cache" in inspect.signature(inner.forward).parameters else "past_key_values"
@@ -119,7 +119,7 @@ def _shared(model: Any, pad: int, ctxs: list[list[int]], conts: list[list[list[i
     cpos = pos[:, -1:].repeat_interleave(k, dim=0) + 1 + torch.arange(lo).unsqueeze(0)
     res = model(
         input_ids=cids.to(dev), attention_mask=full_mask.to(dev), position_ids=cpos.to(dev), use_cache=True,
-        **{_cache_kwarg(model): cache},
+        **{cache_kwarg(model): cache},
     )
     first = _token_logprobs(last.repeat_interleave(k, dim=0), cids[:, 0].to(dev))  # (b*k,)
     rest = _token_logprobs(res.logits[:, :-1, :], cids[:, 1:].to(dev)) if lo > 1 else None  # (b*k, lo-1)

@@ -7,7 +7,8 @@ Out (daemon -> worker node):
 
 Back (worker node -> the daemon's `<data_dir>/jobs/<id>/`, `artifacts_bundle`): `outcome.json` or
 `failure.json`, `predictions.jsonl`, `progress.json`, every epoch's `state.json` and `val.json` (the
-validation records), the best epoch's adapter (or trainable weights) without its optimizer state, and the
+validation records), the best epoch's LoRA adapter without its optimizer state (not full-ft's weights, as
+large as the model), and the
 job's log (its last `LOG_TAIL_BYTES`, appended to the daemon's `job.log`); under `base/`, the base answers
 the job computed, for the daemon's base cache.
 
@@ -28,7 +29,8 @@ __all__ = ["BASE_PREFIX", "LOG_TAIL_BYTES", "artifacts_bundle", "base_files", "p
 
 BASE_PREFIX = "base/"
 LOG_TAIL_BYTES = 4 * 2**20
-_SKIP = {"optim.pt"}  # the optimizer state resumes a run on its own node only
+# the optimizer state resumes a run on its own node only; full-ft's weights are as large as the model
+_SKIP = {"optim.pt", "model.safetensors"}
 
 
 def pack(files: Iterable[tuple[str, bytes]]) -> bytes:

@@ -161,7 +161,7 @@ class ModelCache:
             self.size, self.max_bytes = size, max_bytes
             self._evict(0)
 
-    def keys(self) -> list[tuple[str, str, str]]:
+    def resident(self) -> list[tuple[str, str, str]]:
         with self._lock:
             return list(self._models)
 
