@@ -309,8 +309,8 @@ class GpuConsumer:
         try:
             ended = await self._supervise(ctx, run, jid, spec, lease, label)
         except asyncio.CancelledError:
-            await run.hand_back()
-            await asyncio.shield(self._release(ctx, jid, "shutdown: the job was cancelled"))
+            why = await run.hand_back()
+            await asyncio.shield(self._release(ctx, jid, f"{why} (the job was cancelled)"))
             raise
         if isinstance(ended, JobRun):
             return ended
@@ -363,8 +363,8 @@ class GpuConsumer:
                 return end
             now = clock.monotonic()
             if ctx.stopping.is_set():
-                await run.hand_back()
-                await asyncio.shield(self._release(ctx, jid, "shutdown: handed back, resumes from its last epoch"))
+                why = await run.hand_back()
+                await asyncio.shield(self._release(ctx, jid, why))
                 return JobRun(jid, None, "handed back at shutdown")
             if now - started > timeout_s:
                 await run.stop()

@@ -78,8 +78,9 @@ class RunningJob(ABC):
         """End the run now (a timeout, a lost lease); returns once it has ended."""
 
     @abstractmethod
-    async def hand_back(self) -> None:
-        """The daemon stops: end the run or leave it running for the next daemon to find (engine's choice)."""
+    async def hand_back(self) -> str:
+        """The daemon stops: end the run or leave it running for the next daemon to find (the engine's choice);
+        returns what happens to it, for the job's record."""
 
 
 class JobEngine(ABC):

@@ -53,8 +53,9 @@ class LocalRun(RunningJob):
             except TimeoutError:
                 continue
 
-    async def hand_back(self) -> None:
+    async def hand_back(self) -> str:
         await self.stop()  # its checkpoints stay in the data dir: the next run resumes from the last epoch
+        return "shutdown: handed back, resumes from its last epoch"
 
 
 class LocalEngine(JobEngine):

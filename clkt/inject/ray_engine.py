@@ -92,9 +92,10 @@ class RayRun(RunningJob):
         if await self.wait(self.STOP_WAIT_S) is None:
             self.finish(JobEnd(kind=EndKind.unavailable, detail="the Ray driver did not confirm the stop", where=self.where))
 
-    async def hand_back(self) -> None:
+    async def hand_back(self) -> str:
         """Left running on the cluster: the next daemon's driver finds it by name (or it ends on its own)."""
         self.engine.forget(self.job_id)
+        return "shutdown: handed back; its run goes on on the Ray cluster and is found again at the next start"
 
 
 class RayEngine(JobEngine):

@@ -37,8 +37,8 @@ class FakeRun(RunningJob):
     async def stop(self) -> None:
         return None
 
-    async def hand_back(self) -> None:
-        return None
+    async def hand_back(self) -> str:
+        return "shutdown: left running"
 
 
 class FakeEngine(JobEngine):
