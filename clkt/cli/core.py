@@ -60,6 +60,10 @@ def status(config: ConfigOption = None, as_json: Annotated[bool, typer.Option("-
     if rep.gpu_jobs:
         t.add_row("gpu", *(str(rep.gpu_jobs.get(k, 0)) for k in ("pending", "leased", "done", "failed")))
     console.print(t)
+    if rep.gpu_engine is not None:
+        line = plain(rep.gpu_engine.line() + f" (as of {rep.gpu_engine.updated_at:%Y-%m-%d %H:%M:%S} UTC)")
+        line.stylize("yellow" if rep.gpu_engine.waiting else "green")
+        console.print(line)
     if rep.snapshots:
         console.print("Snapshots: " + ", ".join(f"{k}={v}" for k, v in sorted(rep.snapshots.items())))
     if rep.targets.snapshots:  # targets over time: how many entities of each snapshot are valid for each target

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
 import ipaddress
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from clkt.config._base import Section
 from clkt.config.spec import ScorerLiteral
@@ -60,11 +61,70 @@ class GpuSettings(Section):
     scorers: list[ScorerLiteral] | None = Field(default=None, min_length=1)
     parse: Literal["strict", "reference"] = "strict"  # how `generate` reads the answer letter
     max_new_tokens: int = Field(default=64, ge=1, le=65536)
-    eval_batch_size: int = Field(default=8, ge=1, le=4096)
+    # None: found automatically (the largest that fits: `eval_batch_max` on a GPU, 8 on a CPU, halved on
+    # out-of-memory); a number: that size (an out-of-memory error retries the job at half of it)
+    eval_batch_size: int | None = Field(default=None, ge=1, le=4096)
+    eval_batch_max: int = Field(default=64, ge=1, le=4096)  # where the automatic size starts on a GPU
     job_timeout_s: float = Field(default=6 * 3600, gt=0, le=30 * 86400)
     max_attempts: int = Field(default=3, ge=1, le=100)
     torch_threads: int | None = Field(default=None, ge=1, le=1024)
     seed: int = Field(default=0, ge=0, le=2**32 - 1)
+    # -- where GPU jobs run (clkt.inject.engine) --
+    engine: Literal["local", "ray"] = "local"  # local: a child process per device; ray: Ray work on a cluster
+    # the cluster's address (`ray start --head` prints it: "<head ip>:6379"), or "auto" (the local one)
+    ray_address: str | None = Field(default=None, max_length=512, validate_default=True)
+    ray_namespace: str = Field(default="clkt", min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")
+    num_gpus: float = Field(default=1.0, gt=0, le=1024)  # per job; fractions share a GPU between small jobs
+    num_cpus: float = Field(default=1.0, ge=0, le=1024)  # per job
+    resources: dict[str, float] = Field(default_factory=dict, max_length=32)  # custom Ray resources per job
+    ray_max_jobs: int = Field(default=8, ge=1, le=4096)  # jobs in flight on the cluster at once
+    # on each worker node: scratch space of its jobs and the converted embedded models (None: <tmp>/clkt-ray)
+    ray_worker_dir: Path | None = None
+    # -- sized for 7-9B models --
+    gradient_checkpointing: bool = False  # recompute activations in the backward pass: less memory, ~30 % slower
+    # None: transformers' choice for the model; "flash_attention_2" needs the flash-attn package (checked at start)
+    attn_implementation: Literal["sdpa", "eager", "flash_attention_2"] | None = Field(default=None, validate_default=True)
+    # None: `batch_size`; smaller: each batch of `batch_size` runs in micro-batches with the gradients accumulated
+    # (same update; an out-of-memory error in training retries the job at half the micro-batch)
+    micro_batch_size: int | None = Field(default=None, ge=1, le=4096)
+    # -- the probe stage's local targets --
+    # None: a GPU that no job trains on when the machine has more than one, else the first of `devices`, shared
+    # (then bounded by `probe_cache_size` models and `probe_cache_gb` of weights)
+    probe_device: str | None = Field(default=None, min_length=1, max_length=64)
+    probe_cache_size: int = Field(default=2, ge=1, le=16)  # targets kept loaded, least recently used evicted
+    probe_cache_gb: float | None = Field(default=None, gt=0, le=100_000)  # bound of their weights (None: by count)
+
+    @field_validator("attn_implementation")
+    @classmethod
+    def _attention(cls, v: str | None, info: ValidationInfo) -> str | None:
+        # on the local engine the jobs run here: an implementation that is not installed is refused at start
+        # (on Ray the nodes are checked by the job itself, which fails at once with the reason)
+        if v == "flash_attention_2" and info.data.get("engine", "local") == "local" and not _installed("flash_attn"):
+            raise ValueError('"flash_attention_2" needs the flash-attn package, which is not installed '
+                             '(pip install flash-attn, on a CUDA machine), or use "sdpa"')
+        return v
+
+    @field_validator("ray_address")
+    @classmethod
+    def _address(cls, v: str | None, info: ValidationInfo) -> str | None:
+        if info.data.get("engine") != "ray":
+            return v
+        if not v or not v.strip():
+            raise ValueError('engine = "ray" needs the address of a running cluster (`ray start --head` prints it, '
+                             'e.g. "10.0.0.5:6379"; "auto" for the cluster of this machine)')
+        if not _installed("ray"):
+            raise ValueError("engine = \"ray\" needs the ray package, which is not installed (pip install 'clkt[ray]')")
+        return v.strip()
+
+    @field_validator("resources")
+    @classmethod
+    def _resources(cls, v: dict[str, float]) -> dict[str, float]:
+        for name, amount in v.items():
+            if not name.strip() or name in ("CPU", "GPU", "memory", "object_store_memory"):
+                raise ValueError(f"{name!r} is not a custom resource name (use num_cpus / num_gpus for CPU and GPU)")
+            if not 0 < amount <= 1e6:
+                raise ValueError(f"resource {name!r}: {amount} must be > 0 and <= 1e6")
+        return v
 
     @field_validator("target_modules", mode="before")
     @classmethod
@@ -79,6 +139,12 @@ class GpuSettings(Section):
 MAX_CLOCK_SPEED = 100_000.0  # a simulated day in under a second of real time
 CLOCK_START_MIN = datetime(2000, 1, 1, tzinfo=UTC)
 CLOCK_START_MAX = datetime(2100, 1, 1, tzinfo=UTC)
+def _installed(module: str) -> bool:
+    """Whether `module` can be imported here (without importing it)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 class DaemonSettings(Section):

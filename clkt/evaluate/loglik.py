@@ -21,13 +21,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from clkt.documents.answer_cues import answer_cue
+from clkt.evaluate.memory import BatchSizer
 from clkt.evaluate.prompts import LETTERS
 from clkt.targets.prompting import RenderedPrompt, render_prompt, uses_chat_template
 
 if TYPE_CHECKING:
     from clkt.config import TargetSettings
 
-__all__ = ["LoglikItem", "LoglikScored", "loglik_item", "score_option_loglik"]
+__all__ = ["LoglikItem", "LoglikScored", "cache_kwarg", "loglik_item", "score_option_loglik"]
 
 Progress = Callable[[int], None]
 
@@ -84,7 +85,7 @@ def _token_logprobs(logits: Any, targets: Any) -> Any:
     return logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, dim=-1)
 
 
-def _cache_kwarg(model: Any) -> str:
+def cache_kwarg(model: Any) -> str:
     """`cache` (transformers >= 5.x) or the older `past_key_values`."""
     inner = model.get_base_model() if hasattr(model, "get_base_model") else model  # a peft wrapper takes **kwargs
     return "cache" if "cache" in inspect.signature(inner.forward).parameters else "past_key_values"
@@ -118,7 +119,7 @@ def _shared(model: Any, pad: int, ctxs: list[list[int]], conts: list[list[list[i
     cpos = pos[:, -1:].repeat_interleave(k, dim=0) + 1 + torch.arange(lo).unsqueeze(0)
     res = model(
         input_ids=cids.to(dev), attention_mask=full_mask.to(dev), position_ids=cpos.to(dev), use_cache=True,
-        **{_cache_kwarg(model): cache},
+        **{cache_kwarg(model): cache},
     )
     first = _token_logprobs(last.repeat_interleave(k, dim=0), cids[:, 0].to(dev))  # (b*k,)
     rest = _token_logprobs(res.logits[:, :-1, :], cids[:, 1:].to(dev)) if lo > 1 else None  # (b*k, lo-1)
@@ -154,9 +155,10 @@ def _whole(model: Any, pad: int, ctxs: list[list[int]], conts: list[list[list[in
 
 def score_option_loglik(
     model: Any, tokenizer: Any, items: Sequence[LoglikItem], *, batch_size: int = 8, max_length: int | None = None,
-    share_prefix: bool = True, progress: Progress | None = None,
+    share_prefix: bool = True, progress: Progress | None = None, sizer: BatchSizer | None = None,
 ) -> list[LoglikScored]:
-    """`batch_size` questions per forward pass (4x as many sequences for the options), in the input order."""
+    """`batch_size` questions per forward pass (4x as many sequences for the options), in the input order; with
+    a `sizer`, its size (halved on an out-of-memory error when automatic)."""
     import torch
 
     if not items:
@@ -166,17 +168,21 @@ def score_option_loglik(
     order = sorted(range(len(items)), key=lambda i: len(ctxs[i]) + max(len(o) for o in conts[i]))
     out: list[LoglikScored | None] = [None] * len(items)
     run = _shared if share_prefix else _whole
+
+    def batch(idx: list[int]) -> None:
+        sums = run(model, pad, [ctxs[i] for i in idx], [conts[i] for i in idx])
+        for i, s in zip(idx, sums, strict=True):
+            norm = [v / n for v, n in zip(s, items[i].lengths, strict=True)]
+            out[i] = LoglikScored(
+                acc=LETTERS[max(range(len(s)), key=s.__getitem__)],
+                acc_norm=LETTERS[max(range(len(norm)), key=norm.__getitem__)],
+                logliks=tuple(s),
+            )
+
+    def done(idx: list[int], _: None) -> None:
+        if progress is not None:
+            progress(len(idx))
+
     with torch.inference_mode():
-        for start in range(0, len(order), batch_size):
-            idx = order[start : start + batch_size]
-            sums = run(model, pad, [ctxs[i] for i in idx], [conts[i] for i in idx])
-            for i, s in zip(idx, sums, strict=True):
-                norm = [v / n for v, n in zip(s, items[i].lengths, strict=True)]
-                out[i] = LoglikScored(
-                    acc=LETTERS[max(range(len(s)), key=s.__getitem__)],
-                    acc_norm=LETTERS[max(range(len(norm)), key=norm.__getitem__)],
-                    logliks=tuple(s),
-                )
-            if progress is not None:
-                progress(len(idx))
+        (sizer or BatchSizer(size=batch_size, automatic=False)).run(order, batch, on_done=done)
     return [s for s in out if s is not None]

@@ -1,11 +1,16 @@
-"""Answer a set of snapshot questions with a loaded model, with every configured scorer."""
+"""Answer a set of snapshot questions with a loaded model, with every configured scorer.
+
+The batch size of each scorer comes from `sizers` (one `BatchSizer` per scorer, kept by the job across its
+passes so an automatic size found once holds), or a fresh one from `gpu.eval_batch_size` per call.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from clkt.evaluate.loglik import loglik_item, score_option_loglik
+from clkt.evaluate.memory import BatchSizer
 from clkt.evaluate.prompts import render_mcq
 from clkt.evaluate.results import ResultItem, Variant
 from clkt.evaluate.scorers import OPTION_LOGLIK_NORM, ScorerName, score_prompts
@@ -22,10 +27,12 @@ Progress = Callable[[str, int, int], None]  # (phase, done, total)
 def answer_questions(
     model: Any, tokenizer: Any, target: TargetSettings, rows: Sequence[QuestionRow], *, scorers: Sequence[str],
     gpu: GpuSettings, variant: Variant, phase: str = "eval", progress: Progress | None = None,
+    sizers: MutableMapping[str, BatchSizer] | None = None,
 ) -> list[ResultItem]:
     """One `ResultItem` per (row, scorer), in the order of `rows` for each scorer.
 
-    `option-loglik` gives two per row: `option-loglik` (acc) and `option-loglik-norm` (acc_norm).
+    `option-loglik` gives two per row: `option-loglik` (acc) and `option-loglik-norm` (acc_norm). `sizers`: the
+    job's batch size per scorer (missing ones are added, from `gpu`).
     """
     from tqdm.auto import tqdm
 
@@ -38,8 +45,10 @@ def answer_questions(
             predicted=predicted, correct=predicted == row.answer, raw=raw,
         )
 
+    sizers = {} if sizers is None else sizers
     for scorer in scorers:
         name = ScorerName(scorer)
+        sizer = sizers.setdefault(name.value, BatchSizer.for_job(gpu, str(getattr(model, "device", "cpu")), name=name.value))
         bar = tqdm(total=len(rows), desc=f"{phase} {variant.value} {name.value}", unit="q", leave=False)
         done = [0]
 
@@ -53,7 +62,7 @@ def answer_questions(
             if name is ScorerName.option_loglik:
                 items = [loglik_item(target, tokenizer, r.question, r.options, r.lang) for r in rows]
                 ll = score_option_loglik(
-                    model, tokenizer, items, batch_size=gpu.eval_batch_size, max_length=gpu.max_seq_len, progress=tick
+                    model, tokenizer, items, batch_size=sizer.size, max_length=gpu.max_seq_len, progress=tick, sizer=sizer,
                 )
                 out += [item(r, name.value, s.acc, s.raw) for r, s in zip(rows, ll, strict=True)]
                 out += [item(r, OPTION_LOGLIK_NORM, s.acc_norm, s.raw) for r, s in zip(rows, ll, strict=True)]
@@ -61,8 +70,8 @@ def answer_questions(
             if prompts is None:
                 prompts = [render_mcq(target, tokenizer, r.question, r.options, r.lang) for r in rows]
             scored = score_prompts(
-                name, model, tokenizer, prompts, batch_size=gpu.eval_batch_size, max_new_tokens=gpu.max_new_tokens,
-                max_length=gpu.max_seq_len, progress=tick, parse=gpu.parse,
+                name, model, tokenizer, prompts, batch_size=sizer.size, max_new_tokens=gpu.max_new_tokens,
+                max_length=gpu.max_seq_len, progress=tick, parse=gpu.parse, sizer=sizer,
             )
         finally:
             bar.close()

@@ -74,6 +74,8 @@ class JobSummary(_Model):
     scores: list[ScorerScore] = Field(default_factory=list)  # base then injected, scorers sorted
     learn: dict[str, LearnSummary] = Field(default_factory=dict)  # result scorer -> Learn (real test questions)
     learn_control: dict[str, LearnSummary] = Field(default_factory=dict)  # ... on the control split
+    eval_batch_sizes: dict[str, int] = Field(default_factory=dict)  # scorer -> the evaluation batch size it ran at
+    ran_on: str | None = None  # where the job process ran: this machine ("local") or a cluster node ("ray:<node>")
     # --- added by the consumer on completion
     epochs: list[EpochRecord] = Field(default_factory=list)
     target_family: str | None = None

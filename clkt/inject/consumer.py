@@ -1,28 +1,34 @@
-"""The GPU consumer: claims GPU jobs and runs each in a child process, one at a time per device.
+"""The GPU consumer: claims GPU jobs and hands each to the engine (`clkt.inject.engine`), one per slot.
 
 The event loop never runs torch. For each claimed job the consumer writes `<data_dir>/jobs/<id>/spec.json`,
-starts `python -m clkt.inject.run_job` (its output goes to `job.log` beside it), heartbeats the lease while
-the child runs, enforces `gpu.job_timeout_s`, and then, in ONE transaction, writes every per-question result
-and completes the job (fenced on the lease). The child reports the export's public qids; they are mapped
-back to this store's question rows through the snapshot's items (an unknown qid fails the job). Every read and
-write goes through the repositories (`storage.gpu_jobs`, `storage.snapshots`); jobs are `GpuJobRecord`s.
-A child that fails, crashes or runs out of memory fails that job only; the next job starts as usual. The
-job's typed summary (`clkt.evaluate.summary.JobSummary`) is stored completed with the epochs, the target's
-identity and the control split's counts. The report is not written here: `clkt.report.service.ReportService`
-writes it once every job of the snapshot has finished.
+submits it to the engine (`LocalEngine`: a child process on this machine, one slot per device; `RayEngine`:
+Ray work on a cluster, `gpu.ray_max_jobs` slots), heartbeats the lease while it runs, enforces
+`gpu.job_timeout_s`, and then, in ONE transaction, writes every per-question result and completes the job
+(fenced on the lease): whatever the engine, the run ends with its files in that folder, and this daemon
+commits them once. The child reports the export's public qids; they are mapped back to this store's question
+rows through the snapshot's items (an unknown qid fails the job). Every read and write goes through the
+repositories (`storage.gpu_jobs`, `storage.snapshots`, `storage.gpu_engines`); jobs are `GpuJobRecord`s.
+
+How a run ends decides what happens to the job: a failure that retrying cannot fix fails it once with its
+reason; an out-of-memory failure is retried at a smaller batch size (stored in the job's config) until none is
+left; a crash or a timeout is retried after `RETRY_BACKOFF_S`; a run whose cluster node was lost runs again at
+once elsewhere (an attempt spent); a run whose engine went away (the cluster unreachable) is handed back
+without spending one. Jobs are claimed only while the engine is ready; why they wait is recorded in the store
+(`clkt status`, the status page). The job's typed summary (`clkt.evaluate.summary.JobSummary`) is stored
+completed with the epochs, the target's identity, the control split's counts and where it ran. The report is
+not written here: `clkt.report.service.ReportService` writes it once every job of the snapshot has finished.
 
 The consumer reads no settings from the context: its sections come in its constructor (`gpu` is the default
-job configuration, `daemon` gives the lease and the poll interval, `targets` the spec's target models).
+job configuration and the engine's, `daemon` gives the lease and the poll interval, `targets` the spec's target
+models).
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
-import os
 import signal
-import sys
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -31,6 +37,7 @@ from typing import ClassVar, cast
 
 from pydantic import ValidationError
 
+from clkt import clock
 from clkt._tasks import cancel_and_wait
 from clkt.config import DaemonSettings, GpuSettings, RetentionSettings, TargetSettings
 from clkt.config.spec import Strategy
@@ -43,17 +50,22 @@ from clkt.inject.contract import (
     LOG_FILE,
     OUTCOME_FILE,
     PROGRESS_FILE,
+    FailureKind,
     JobFailure,
     JobOutcome,
     JobProgress,
     JobSpec,
     write_json_atomic,
 )
+from clkt.inject.engine import EndKind, EngineStatus, JobEnd, JobEngine, RunningJob
+from clkt.inject.local_engine import LocalEngine
 from clkt.logs import redact
 from clkt.retention.apply import after_job_commit
 from clkt.roster.exclusions import excluded_public_ids
 from clkt.snapshots.stored import question_rows_by_qid
+from storage.engine import Store
 from storage.enums import LeaseStatus
+from storage.gpu_engines import record_engine_status
 from storage.gpu_jobs import (
     GpuJobRecord,
     LeaseLost,
@@ -63,17 +75,32 @@ from storage.gpu_jobs import (
     fail_gpu_job,
     heartbeat_gpu_job,
     release_gpu_job,
+    set_gpu_job_config,
     write_job_results,
 )
 from storage.snapshots import find_snapshot
 
-__all__ = ["GpuConsumer", "JobRun", "completed_summary", "control_counts", "job_dir", "result_records"]
+__all__ = [
+    "ENGINE_FIELDS", "GpuConsumer", "JobRun", "build_engine", "completed_summary", "control_counts", "job_dir", "result_records",
+    "store_key",
+]
 
 log = logging.getLogger(__name__)
 
 
+# the `[gpu]` keys that say where jobs run: always the consumer's own, whatever a job's stored config says
+ENGINE_FIELDS = ("engine", "ray_address", "ray_namespace", "num_gpus", "num_cpus", "resources", "ray_max_jobs", "ray_worker_dir")
+
+
 def job_dir(data_dir: Path, job_id: int) -> Path:
     return data_dir / "jobs" / str(job_id)
+
+
+def store_key(store: Store) -> str:
+    """A short stable id of the store, naming its runs on a shared cluster."""
+    where = store.sqlite_file
+    ident = str(where.resolve()) if where is not None else store.url
+    return hashlib.sha256(ident.encode()).hexdigest()[:10]
 
 
 def result_records(outcome: JobOutcome, rows_by_qid: dict[int, int], *, snapshot_id: str) -> list[ResultRecord]:
@@ -92,6 +119,16 @@ def result_records(outcome: JobOutcome, rows_by_qid: dict[int, int], *, snapshot
         )
         for r in outcome.results
     ]
+
+
+def build_engine(gpu: GpuSettings, *, data_dir: Path, devices: list[str], store_key: str, log_dir: Path) -> JobEngine:
+    """The engine `gpu.engine` names: the local one on `devices`, or Ray (`store_key` names this store's runs on a
+    shared cluster; `log_dir` receives the Ray driver's log)."""
+    if gpu.engine == "ray":
+        from clkt.inject.ray_engine import RayEngine
+
+        return RayEngine(gpu=gpu, data_dir=data_dir, store_key=store_key, log_dir=log_dir)
+    return LocalEngine(devices=devices)
 
 
 def control_counts(items: list[ResultItem]) -> dict[str, dict[str, ControlCounts]]:
@@ -115,12 +152,13 @@ def control_counts(items: list[ResultItem]) -> dict[str, dict[str, ControlCounts
     return {scorer: {lang: ControlCounts(**c) for lang, c in langs.items()} for scorer, langs in out.items()}
 
 
-def completed_summary(outcome: JobOutcome, target: TargetSettings) -> JobSummary:
-    """The job's summary as stored: what the job measured, with its epochs, the target's identity and the
-    control split's counts."""
+def completed_summary(outcome: JobOutcome, target: TargetSettings, *, ran_on: str | None = None) -> JobSummary:
+    """The job's summary as stored: what the job measured, with its epochs, the target's identity, the
+    control split's counts and where it ran."""
     return outcome.summary.model_copy(update={
         "epochs": list(outcome.epochs), "target_family": target.family, "target_size_b": target.size_b,
         "target_model_id": target.model, "control": control_counts(outcome.control_results) if outcome.control_results else {},
+        "ran_on": ran_on or outcome.summary.ran_on,
     })
 
 
@@ -139,19 +177,22 @@ class JobSetupError(JobError):
 
 
 class GpuConsumer:
-    """Service `gpu-consumer`: one slot per configured device, each running one job at a time."""
+    """Service `gpu-consumer`: one claiming loop per engine slot, each running one job at a time."""
 
     name = "gpu-consumer"
     RETRY_BACKOFF_S: ClassVar[float] = 30.0  # before a crashed or timed-out job is tried again
-    KILL_GRACE_S: ClassVar[float] = 10.0  # SIGTERM -> SIGKILL
+    LOST_RETRY_S: ClassVar[float] = 1.0  # before a job whose cluster node was lost runs again
+    UNAVAILABLE_DEFER_S: ClassVar[float] = 5.0  # a job handed back because the engine went away
     PROGRESS_LOG_S: ClassVar[float] = 30.0
-    POLL_S: ClassVar[float] = 0.5  # how often the child is checked
+    POLL_S: ClassVar[float] = 0.5  # how often a run is checked
+    STATUS_RECORD_S: ClassVar[float] = 60.0  # the engine's status is written on each change and at least this often
 
     def __init__(
         self, *, gpu: GpuSettings, daemon: DaemonSettings, targets: Sequence[TargetSettings], data_dir: Path,
         devices: list[str] | None = None, burst: bool = False, retention: RetentionSettings | None = None,
+        engine: JobEngine | None = None,
     ) -> None:
-        self.gpu = gpu  # the default job configuration (a job's stored config overrides it) and the job timeout
+        self.gpu = gpu  # the default job configuration (a job's stored config overrides it), the engine and the timeout
         self.lease = timedelta(seconds=daemon.lease_s)
         self.poll_interval_s = daemon.poll_interval_s
         self.targets = list(targets)
@@ -159,24 +200,65 @@ class GpuConsumer:
         self.devices = list(devices or gpu.devices)
         self.burst = burst  # stop when no job is claimable (tests, `clkt worker --burst`)
         self.retention = retention or RetentionSettings()  # what a committed job's folder keeps (clkt.retention)
+        self.engine = engine  # None: built at `run` from `gpu.engine`
         self.finished: list[JobRun] = []
 
     async def run(self, ctx: ServiceContext) -> None:
+        engine = self.engine or build_engine(
+            self.gpu, data_dir=self.data_dir.resolve(), devices=self.devices, store_key=store_key(ctx.store),
+            log_dir=self.data_dir / "jobs",
+        )
+        self.engine = engine
+        await engine.start()
         tasks = [
-            asyncio.create_task(self._slot(ctx, device, i), name=f"gpu-consumer:{device}:{i}")
-            for i, device in enumerate(self.devices)
+            asyncio.create_task(self._slot(ctx, engine, slot), name=f"gpu-consumer:{slot}")
+            for slot in engine.slots()
         ]
+        watch = asyncio.create_task(self._watch_engine(ctx, engine), name="gpu-consumer:engine-status")
         try:
             await asyncio.gather(*tasks)
         finally:
-            await cancel_and_wait(tasks)
+            await cancel_and_wait([*tasks, watch])
+            await engine.close()
+            await asyncio.shield(self._record(ctx, engine.status()))
 
-    # -- one device ---------------------------------------------------------------------------------------------
+    # -- the engine's status ------------------------------------------------------------------------------------
 
-    async def _slot(self, ctx: ServiceContext, device: str, index: int) -> None:
+    async def _watch_engine(self, ctx: ServiceContext, engine: JobEngine) -> None:
+        """Record the engine's status in the store on every change (and every `STATUS_RECORD_S`): what `clkt
+        status` and the status page show about why GPU jobs wait."""
+        if engine.name == "local":
+            return  # always ready: nothing to tell
+        last: EngineStatus | None = None
+        last_at = 0.0
+        while True:
+            status = engine.status()
+            now = clock.monotonic()
+            if status != last or now - last_at >= self.STATUS_RECORD_S:
+                if last is None or status.state != last.state:
+                    level = logging.INFO if status.claimable else logging.WARNING
+                    log.log(level, "GPU engine %s: %s%s", status.engine, status.state.value, f" ({status.detail})" if status.detail else "")
+                await self._record(ctx, status)
+                last, last_at = status, now
+            if await ctx.sleep(min(1.0, self.poll_interval_s)):
+                return
+
+    async def _record(self, ctx: ServiceContext, status: EngineStatus) -> None:
+        if status.engine == "local":
+            return
+        try:
+            async with ctx.store.transaction() as s:
+                await record_engine_status(s, owner=ctx.owner, engine=status.engine, state=status.state.value,
+                                           detail=redact(status.detail), address=status.address)
+        except Exception:  # bookkeeping: the next change writes it again
+            log.exception("could not record the GPU engine's status")
+
+    # -- one slot -----------------------------------------------------------------------------------------------
+
+    async def _slot(self, ctx: ServiceContext, engine: JobEngine, slot: str) -> None:
         lease = self.lease
         while not ctx.stopping.is_set():
-            if not ctx.may_claim():
+            if not ctx.may_claim() or not engine.status().claimable:
                 if await ctx.sleep(self.poll_interval_s):
                     return
                 continue
@@ -186,7 +268,7 @@ class GpuConsumer:
                 if self.burst or await ctx.sleep(self.poll_interval_s):
                     return
                 continue
-            self.finished.append(await self._run_job(ctx, jobs[0], device, lease))
+            self.finished.append(await self._run_job(ctx, engine, jobs[0], slot, lease))
 
     async def _job_spec(self, ctx: ServiceContext, job: GpuJobRecord, device: str) -> JobSpec:
         target = next((t for t in self.targets if t.name == job.target_model), None)
@@ -206,6 +288,8 @@ class GpuConsumer:
             raise JobSetupError(f"snapshot {job.snapshot_id} has no export directory")
         try:
             cfg = {k: v for k, v in (job.config or {}).items() if k in GpuSettings.model_fields}
+            if cfg:  # what the job computes is its own; where it runs is this consumer's
+                cfg.update({k: getattr(self.gpu, k) for k in ENGINE_FIELDS})
             gpu = GpuSettings.model_validate(cfg) if cfg else self.gpu
         except ValidationError as e:
             raise JobSetupError(f"job config is invalid: {e.errors()[0]['msg']}") from e
@@ -218,11 +302,11 @@ class GpuConsumer:
             base_cache_dir=data_dir / "jobs" / "base" / job.snapshot_id, exclude_entities=exclude,
         )
 
-    async def _run_job(self, ctx: ServiceContext, job: GpuJobRecord, device: str, lease: timedelta) -> JobRun:
+    async def _run_job(self, ctx: ServiceContext, engine: JobEngine, job: GpuJobRecord, slot: str, lease: timedelta) -> JobRun:
         jid = job.id
         label = f"job {jid} ({job.target_model} / {job.strategy} / train {job.train_lang} / {job.snapshot_id})"
         try:
-            spec = await self._job_spec(ctx, job, device)
+            spec = await self._job_spec(ctx, job, slot if engine.name == "local" else "auto")
         except (JobSetupError, ValidationError) as e:
             return await self._fail(ctx, jid, f"{label}: {e}", permanent=True)
         spec.artifacts_dir.mkdir(parents=True, exist_ok=True)
@@ -230,53 +314,70 @@ class GpuConsumer:
             (spec.artifacts_dir / stale).unlink(missing_ok=True)
         spec_path = spec.artifacts_dir / "spec.json"
         write_json_atomic(spec_path, spec)
-        log.info("%s: starting on %s (attempt %d of %d)", label, device, job.attempts, job.max_attempts)
-        with (spec.artifacts_dir / LOG_FILE).open("ab") as logf:
-            proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "clkt.inject.run_job", str(spec_path),
-                stdout=logf, stderr=asyncio.subprocess.STDOUT, stdin=asyncio.subprocess.DEVNULL,
-                start_new_session=True,
-            )
+        log.info("%s: starting on %s (attempt %d of %d)", label, slot, job.attempts, job.max_attempts)
+        run = await engine.submit(spec, spec_path, slot=slot)
         try:
-            ended = await self._supervise(ctx, proc, jid, spec, lease, label)
+            ended = await self._supervise(ctx, run, jid, spec, lease, label)
         except asyncio.CancelledError:
-            await self._stop_child(proc)
-            await asyncio.shield(self._release(ctx, jid, "shutdown: the job was cancelled"))
+            why = await run.hand_back()
+            await asyncio.shield(self._release(ctx, jid, f"{why} (the job was cancelled)"))
             raise
-        if ended is not None:
+        if isinstance(ended, JobRun):
             return ended
-        rc = proc.returncode
+        return await self._ended(ctx, ended, job, spec, label)
+
+    async def _ended(self, ctx: ServiceContext, end: JobEnd, job: GpuJobRecord, spec: JobSpec, label: str) -> JobRun:
+        """Store or fail the job as its run ended."""
+        jid = job.id
+        if end.kind is EndKind.lost:
+            return await self._fail(ctx, jid, f"{label}: {end.detail or 'the node running it was lost'}; it runs again",
+                                    retry_s=self.LOST_RETRY_S)
+        if end.kind is EndKind.unavailable:
+            reason = f"handed back: {end.detail or 'the GPU engine went away'}"
+            await asyncio.shield(self._release(ctx, jid, f"{label}: {reason}", defer_s=self.UNAVAILABLE_DEFER_S))
+            log.warning("%s: %s", label, reason)
+            return JobRun(jid, None, reason)
+        rc = end.returncode
         if rc == 0 and (spec.artifacts_dir / OUTCOME_FILE).is_file():
-            return await self._store_outcome(ctx, jid, spec, label)
+            return await self._store_outcome(ctx, jid, spec, label, ran_on=end.where or None)
         failure = _read_failure(spec.artifacts_dir / FAILURE_FILE)
         if failure is not None:
-            return await self._fail(ctx, jid, f"{label}: {failure.kind.value}: {failure.message}", permanent=failure.permanent)
+            return await self._job_failed(ctx, job, failure, label)
         how = f"killed by signal {-rc}" if rc is not None and rc < 0 else f"exit code {rc}"
         hint = " (out of host memory?)" if rc == -signal.SIGKILL else ""
-        return await self._fail(ctx, jid, f"{label}: the job process died ({how}){hint}; see {spec.artifacts_dir / LOG_FILE}")
+        tail = f": {end.detail}" if end.detail else ""
+        return await self._fail(ctx, jid, f"{label}: the job process died ({how}){hint}{tail}; see {spec.artifacts_dir / LOG_FILE}")
+
+    async def _job_failed(self, ctx: ServiceContext, job: GpuJobRecord, failure: JobFailure, label: str) -> JobRun:
+        error = f"{label}: {failure.kind.value}: {failure.message}"
+        retry = failure.retry_with
+        if failure.kind is FailureKind.out_of_memory and retry is not None and not failure.permanent:
+            changes = retry.model_dump(exclude_none=True)
+            config = {**(job.config or self.gpu.model_dump(mode="json")), **changes}
+            said = ", ".join(f"{k} = {v}" for k, v in changes.items())
+            return await self._fail(ctx, job.id, f"{error}; retried with {said}", config=config)
+        return await self._fail(ctx, job.id, error, permanent=failure.permanent)
 
     async def _supervise(
-        self, ctx: ServiceContext, proc: asyncio.subprocess.Process, jid: int, spec: JobSpec, lease: timedelta, label: str
-    ) -> JobRun | None:
-        """Wait for the child while heartbeating; a JobRun when the consumer ended the job itself."""
-        started = time.monotonic()
+        self, ctx: ServiceContext, run: RunningJob, jid: int, spec: JobSpec, lease: timedelta, label: str
+    ) -> JobEnd | JobRun:
+        """Wait for the run while heartbeating; how it ended, or a JobRun when the consumer ended it itself."""
+        started = clock.monotonic()
         beat_every = max(1.0, lease.total_seconds() / 3)
         next_beat = started + beat_every
         next_log = started + self.PROGRESS_LOG_S
         timeout_s = self.gpu.job_timeout_s
         while True:
-            try:
-                await asyncio.wait_for(proc.wait(), timeout=self.POLL_S)
-                return None
-            except TimeoutError:
-                pass
-            now = time.monotonic()
+            end = await run.wait(self.POLL_S)
+            if end is not None:
+                return end
+            now = clock.monotonic()
             if ctx.stopping.is_set():
-                await self._stop_child(proc)
-                await asyncio.shield(self._release(ctx, jid, "shutdown: handed back, resumes from its last epoch"))
+                why = await run.hand_back()
+                await asyncio.shield(self._release(ctx, jid, why))
                 return JobRun(jid, None, "handed back at shutdown")
             if now - started > timeout_s:
-                await self._stop_child(proc)
+                await run.stop()
                 return await self._fail(ctx, jid, f"{label}: timed out after {timeout_s:.0f}s (gpu.job_timeout_s)")
             if now >= next_beat:
                 next_beat = now + beat_every
@@ -284,8 +385,8 @@ class GpuConsumer:
                     async with ctx.store.transaction() as s:
                         await heartbeat_gpu_job(s, jid, owner=ctx.owner, lease=lease)
                 except LeaseLost:
-                    await self._stop_child(proc)
-                    log.warning("%s: lease lost; stopped the job process", label)
+                    await run.stop()
+                    log.warning("%s: lease lost; stopped the job", label)
                     return JobRun(jid, None, "lease lost")
             if now >= next_log:
                 next_log = now + self.PROGRESS_LOG_S
@@ -295,21 +396,7 @@ class GpuConsumer:
                     extra += f" loss {p.loss:.3f}" if p.loss is not None else ""
                     log.info("%s: %s %d/%d%s", label, p.phase, p.done, p.total, extra)
 
-    async def _stop_child(self, proc: asyncio.subprocess.Process) -> None:
-        if proc.returncode is not None:
-            return
-        for sig, wait_s in ((signal.SIGTERM, self.KILL_GRACE_S), (signal.SIGKILL, 30.0)):
-            try:
-                os.killpg(proc.pid, sig)
-            except ProcessLookupError:
-                return
-            try:
-                await asyncio.wait_for(proc.wait(), timeout=wait_s)
-                return
-            except TimeoutError:
-                continue
-
-    async def _store_outcome(self, ctx: ServiceContext, jid: int, spec: JobSpec, label: str) -> JobRun:
+    async def _store_outcome(self, ctx: ServiceContext, jid: int, spec: JobSpec, label: str, *, ran_on: str | None = None) -> JobRun:
         try:
             outcome = JobOutcome.model_validate_json((spec.artifacts_dir / OUTCOME_FILE).read_bytes())
         except (OSError, ValidationError) as e:
@@ -320,7 +407,7 @@ class GpuConsumer:
             records = result_records(outcome, rows_by_qid, snapshot_id=spec.snapshot_id)
         except (JobError, SnapshotError) as e:
             return await self._fail(ctx, jid, f"{label}: {e}", permanent=True)
-        summary = completed_summary(outcome, spec.target)
+        summary = completed_summary(outcome, spec.target, ran_on=ran_on)
         try:
             async with ctx.store.transaction() as s:
                 n = await write_job_results(s, jid, records)
@@ -333,16 +420,21 @@ class GpuConsumer:
             return JobRun(jid, None, "lease lost")
         await after_job_commit(ctx.store, job_id=jid, data_dir=self.data_dir, retention=self.retention)
         ctx.metrics.gpu_jobs.labels(outcome="done").inc()
-        log.info("%s: done, best epoch %d, %d results", label, outcome.best_epoch, n)
+        log.info("%s: done, best epoch %d, %d results%s", label, outcome.best_epoch, n, f" (ran on {ran_on})" if ran_on else "")
         return JobRun(jid, LeaseStatus.done)
 
-    async def _fail(self, ctx: ServiceContext, jid: int, error: str, *, permanent: bool = False) -> JobRun:
+    async def _fail(
+        self, ctx: ServiceContext, jid: int, error: str, *, permanent: bool = False, retry_s: float | None = None,
+        config: dict[str, object] | None = None,
+    ) -> JobRun:
         error = redact(error)
         try:
             async with ctx.store.transaction() as s:
+                if config is not None:
+                    await set_gpu_job_config(s, jid, owner=ctx.owner, config=config)
                 status = await fail_gpu_job(
                     s, jid, owner=ctx.owner, error=error, permanent=permanent,
-                    retry_in=timedelta(seconds=self.RETRY_BACKOFF_S),
+                    retry_in=timedelta(seconds=self.RETRY_BACKOFF_S if retry_s is None else retry_s),
                 )
         except LeaseLost:
             return JobRun(jid, None, "lease lost")
@@ -350,10 +442,11 @@ class GpuConsumer:
         log.error("%s%s", error, "" if status is LeaseStatus.failed else " (will retry)")
         return JobRun(jid, status, error)
 
-    async def _release(self, ctx: ServiceContext, jid: int, reason: str) -> None:
+    async def _release(self, ctx: ServiceContext, jid: int, reason: str, *, defer_s: float = 0.0) -> None:
         try:
             async with ctx.store.transaction() as s:
-                await release_gpu_job(s, jid, owner=ctx.owner, reason=reason)
+                await release_gpu_job(s, jid, owner=ctx.owner, reason=reason,
+                                      defer=timedelta(seconds=defer_s) if defer_s else None)
         except Exception:  # shutdown bookkeeping: the lease expires anyway
             log.exception("could not hand back GPU job %d", jid)
 

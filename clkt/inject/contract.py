@@ -33,6 +33,7 @@ __all__ = [
     "JobOutcome",
     "JobProgress",
     "JobSpec",
+    "RetryWith",
     "write_json_atomic",
 ]
 
@@ -84,10 +85,18 @@ class JobOutcome(_Model):
     control_results: list[ResultItem] = Field(default_factory=list)
 
 
+class RetryWith(_Model):
+    """The smaller sizes an out-of-memory failure asks the next attempt to run with (stored in the job's config)."""
+
+    eval_batch_size: int | None = Field(default=None, ge=1)
+    micro_batch_size: int | None = Field(default=None, ge=1)
+
+
 class JobFailure(_Model):
     kind: FailureKind
     message: str
-    permanent: bool  # True: retrying cannot help (NaN, OOM, a model that is not there)
+    permanent: bool  # True: retrying cannot help (NaN, a model that is not there, OOM at the smallest sizes)
+    retry_with: RetryWith | None = None  # out of memory: what the next attempt changes
 
 
 class JobProgress(_Model):

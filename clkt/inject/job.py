@@ -1,10 +1,11 @@
 """One GPU job, run inside the child process (`InjectionJob(spec).run()`): one method per step.
 
 1. `load_snapshot`: the snapshot directory's documents and questions (test, validation, control split).
-2. `load_model`: the target model on the job's device, in the job's dtype.
+2. `load_model`: the target model on the job's device, in the job's dtype, with `gpu.attn_implementation`.
 3. `base_pass`: the test split in every language with the base model (cached per snapshot x target, since
    every job of that pair asks the same questions).
-4. `prepare_strategy`: the train-language documents as training examples, the model made trainable.
+4. `prepare_strategy`: the train-language documents as training examples, the model made trainable (with
+   gradient checkpointing when `gpu.gradient_checkpointing`).
 5. `train`: one checkpoint per epoch; after each, the accuracy on the validation split in the train language
    (`validate`); a rerun resumes after the last finished epoch.
 6. `pick_best_epoch`: the best epoch (`clkt.inject.best_epoch`), its weights loaded for inference.
@@ -13,6 +14,8 @@
 9. `summarise`: the typed `JobSummary` (`clkt.evaluate.summary`) the `JobOutcome` carries.
 
 Killed anywhere, a rerun resumes: finished epochs are checkpoints, their validation accuracies are files.
+Every pass of a scorer runs at that scorer's evaluation batch size (`self.sizers`, `clkt.evaluate.memory`):
+found once (automatic) and kept for the rest of the job, and reported in the summary.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from clkt.errors import JobError, SnapshotError, UserError
+from clkt.evaluate.memory import BatchSizer
 from clkt.evaluate.prompts import EVAL_PROMPT_VERSION
 from clkt.evaluate.results import CONTROL_SPLIT, EpochRecord, ResultItem, Variant
 from clkt.evaluate.runner import accuracy, answer_questions
@@ -42,7 +46,8 @@ from clkt.snapshots.layout import DocRow, QuestionRow, load_snapshot_dir
 from clkt.targets.loader import load_target, resolve_device
 
 __all__ = [
-    "CKPT_DIR", "InjectionJob", "JobQuestions", "ProgressWriter", "Training", "check_spec", "learn_summaries", "score_summaries",
+    "CKPT_DIR", "InjectionJob", "JobQuestions", "ProgressWriter", "Training", "check_spec", "enable_checkpointing",
+    "learn_summaries", "score_summaries",
 ]
 
 log = logging.getLogger(__name__)
@@ -100,6 +105,8 @@ class InjectionJob:
         self.progress = ProgressWriter(spec.artifacts_dir / PROGRESS_FILE)
         self.device = ""  # set by `load_model`: the resolved device ("cpu", "cuda", ...) and the weights' dtype
         self.dtype = ""
+        self.sizers: dict[str, BatchSizer] = {}  # scorer -> its evaluation batch size, for the whole job
+        self.base_from_cache = False
 
     def run(self) -> JobOutcome:
         import torch
@@ -151,7 +158,8 @@ class InjectionJob:
         dtype = torch.float32 if (spec.strategy == "full-ft" or not self.device.startswith("cuda")) else torch.bfloat16
         self.dtype = str(dtype)
         self.progress(JobProgress(phase="loading"), force=True)
-        return load_target(spec.target, data_dir=spec.data_dir, device=self.device, dtype=dtype)
+        return load_target(spec.target, data_dir=spec.data_dir, device=self.device, dtype=dtype,
+                           attn_implementation=spec.gpu.attn_implementation)
 
     def base_pass(self, model: Any, tok: Any, rows: list[QuestionRow]) -> list[ResultItem]:
         """Base-model answers, shared through `spec.base_cache_dir` by every job of the same snapshot x target."""
@@ -166,7 +174,10 @@ class InjectionJob:
         ).hexdigest()[:16]
         cache = spec.base_cache_dir / f"{spec.target.name}-{key}.jsonl" if spec.base_cache_dir else None
         if cache is not None and cache.is_file():
+            self.base_from_cache = True
+            log.info("base pass: %d answers read from the shared cache %s", len(rows), cache.name)
             return [ResultItem.model_validate_json(line) for line in cache.read_text(encoding="utf-8").splitlines() if line]
+        log.info("base pass: answering %d questions with the base model", len(rows))
         items = self._answer(model, tok, rows, scorers=self.scorers, variant=Variant.base, phase="base")
         if cache is not None:
             cache.parent.mkdir(parents=True, exist_ok=True)
@@ -180,7 +191,10 @@ class InjectionJob:
         examples = self.strategy.examples(docs, tok, target=spec.target, gpu=spec.gpu)
         if not examples:
             raise SnapshotError(f"snapshot {spec.snapshot_id}: the {spec.train_lang} documents tokenize to nothing")
-        return self.strategy.prepare(model, spec.gpu), examples
+        model = self.strategy.prepare(model, spec.gpu)
+        if spec.gpu.gradient_checkpointing:
+            enable_checkpointing(model)
+        return model, examples
 
     def train(self, model: Any, tok: Any, examples: list[TrainExample], val_rows: list[QuestionRow]) -> Training:
         """Every epoch, validated after it; earlier checkpoints pruned unless the strategy keeps them all."""
@@ -274,6 +288,7 @@ class InjectionJob:
             scores=score_summaries(results),
             learn=learn_summaries(results, self.spec.train_lang),
             learn_control=learn_summaries(control_results, self.spec.train_lang),
+            eval_batch_sizes={name: z.settled for name, z in sorted(self.sizers.items())},
         )
 
     # -- helpers ------------------------------------------------------------------------------------------------
@@ -285,6 +300,7 @@ class InjectionJob:
         return answer_questions(
             model, tok, self.spec.target, rows, scorers=scorers, gpu=self.spec.gpu, variant=variant, phase=phase,
             progress=lambda ph, d, t: self.progress(JobProgress(phase=ph, done=d, total=t, epoch=epoch)),
+            sizers=self.sizers,
         )
 
     def _prune(self, vals: dict[int, ValScore], last: int) -> None:
@@ -295,6 +311,17 @@ class InjectionJob:
             if e not in keep:
                 for f in epoch_dir(self.ckpt_root, e).glob("*.safetensors"):
                     f.unlink()
+
+
+def enable_checkpointing(model: Any) -> None:
+    """Gradient checkpointing on the (peft-wrapped) model: activations recomputed in the backward pass. The
+    non-reentrant kind, which needs no input gradients under frozen base weights and replays the dropout's
+    random state, so a step computes the same loss and gradients as without it."""
+    inner = model.get_base_model() if hasattr(model, "get_base_model") else model
+    if not getattr(inner, "supports_gradient_checkpointing", False):
+        raise UserError(f"gradient_checkpointing: {type(inner).__name__} does not support gradient checkpointing")
+    inner.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    inner.config.use_cache = False
 
 
 def score_summaries(results: list[ResultItem]) -> list[ScorerScore]:

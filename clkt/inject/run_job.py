@@ -2,7 +2,8 @@
 
 Runs one `JobSpec` (`clkt.inject.job.InjectionJob`) and writes `outcome.json` (exit 0) or `failure.json`
 (exit 3 for a failure that retrying cannot fix, 1 otherwise). The GPU consumer starts it, so an out-of-memory error or a
-crash inside torch ends this process, never the daemon.
+crash inside torch ends this process, never the daemon. An out-of-memory error is retried at a smaller size
+(`retry_with`: half the training micro-batch, or half the configured evaluation batch) until there is none.
 """
 
 from __future__ import annotations
@@ -18,11 +19,20 @@ import traceback
 from pathlib import Path
 
 from clkt.errors import ModelUnavailableError, SnapshotError, UserError
-from clkt.inject.contract import FAILURE_FILE, OUTCOME_FILE, FailureKind, JobFailure, JobSpec, write_json_atomic
+from clkt.evaluate.memory import OutOfMemory
+from clkt.inject.contract import (
+    FAILURE_FILE,
+    OUTCOME_FILE,
+    FailureKind,
+    JobFailure,
+    JobSpec,
+    RetryWith,
+    write_json_atomic,
+)
 from clkt.inject.job import InjectionJob, check_spec
-from clkt.inject.trainer import OutOfMemory, TrainingDiverged
+from clkt.inject.trainer import TrainingDiverged
 
-__all__ = ["EXIT_OK", "EXIT_PERMANENT", "EXIT_RETRYABLE", "main"]
+__all__ = ["EXIT_OK", "EXIT_PERMANENT", "EXIT_RETRYABLE", "main", "oom_retry"]
 
 EXIT_OK = 0
 EXIT_RETRYABLE = 1
@@ -48,6 +58,18 @@ def _die_with_parent() -> None:
         os._exit(EXIT_RETRYABLE)
 
 
+def oom_retry(e: OutOfMemory, spec: JobSpec) -> RetryWith | None:
+    """The smaller size the next attempt runs at after `e`, or None when there is none left."""
+    size = e.batch_size
+    if size is None or size <= 1:
+        return None
+    if e.where == "train":
+        return RetryWith(micro_batch_size=size // 2)
+    if e.where == "eval" and spec.gpu.eval_batch_size is not None:  # an automatic size has halved to 1 already
+        return RetryWith(eval_batch_size=size // 2)
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     _die_with_parent()
@@ -62,8 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     out_dir = spec.artifacts_dir
     (out_dir / FAILURE_FILE).unlink(missing_ok=True)
 
-    def failed(kind: FailureKind, message: str, permanent: bool) -> int:
-        write_json_atomic(out_dir / FAILURE_FILE, JobFailure(kind=kind, message=message, permanent=permanent))
+    def failed(kind: FailureKind, message: str, permanent: bool, retry: RetryWith | None = None) -> int:
+        write_json_atomic(out_dir / FAILURE_FILE, JobFailure(kind=kind, message=message, permanent=permanent, retry_with=retry))
         logging.getLogger("clkt.inject").error("job %d failed (%s): %s", spec.job_id, kind.value, message)
         return EXIT_PERMANENT if permanent else EXIT_RETRYABLE
 
@@ -73,7 +95,11 @@ def main(argv: list[str] | None = None) -> int:
     except TrainingDiverged as e:
         return failed(FailureKind.nan_loss, str(e), True)
     except OutOfMemory as e:
-        return failed(FailureKind.out_of_memory, str(e), True)
+        retry = oom_retry(e, spec)
+        if retry is None:
+            hint = "" if spec.gpu.gradient_checkpointing or e.where != "train" else " (gpu.gradient_checkpointing = true saves memory)"
+            return failed(FailureKind.out_of_memory, f"{e}; nothing smaller to retry at{hint}", True)
+        return failed(FailureKind.out_of_memory, str(e), False, retry)
     except ModelUnavailableError as e:
         return failed(FailureKind.model_unavailable, str(e), True)
     except (SnapshotError, UserError) as e:

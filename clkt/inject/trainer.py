@@ -6,7 +6,10 @@ overheads. Each epoch ends with an atomic checkpoint `epoch-<n>/` (the strategy'
 safetensors, `state.json`, and the optimizer/scheduler state `optim.pt`, kept for the last epoch only), so a job
 killed at any point restarts after its last finished epoch with the same data order and schedule.
 
-A non-finite loss raises `TrainingDiverged`; CUDA out-of-memory raises `OutOfMemory`.
+A batch of `gpu.batch_size` examples may run in micro-batches of `gpu.micro_batch_size` (the gradients
+accumulated, each micro-batch's loss weighted by its share of the batch's loss tokens: the same update as the
+whole batch). A non-finite loss raises `TrainingDiverged`; a device out-of-memory error raises `OutOfMemory`
+(`where="train"`, with the micro-batch size that did not fit: the job is retried at half of it).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clkt.errors import JobError
+from clkt.evaluate.memory import OutOfMemory, is_oom
 
 if TYPE_CHECKING:
     from clkt.config import GpuSettings
@@ -47,10 +51,6 @@ OPTIM_FILE = "optim.pt"
 
 class TrainingDiverged(JobError):
     """The loss became NaN or infinite."""
-
-
-class OutOfMemory(JobError):
-    """The model or a batch does not fit in the device's memory."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,12 +93,6 @@ def collate(batch: list[TrainExample], pad_id: int) -> dict[str, Any]:
     return {"input_ids": ids, "attention_mask": mask, "labels": labels}
 
 
-def _is_oom(e: BaseException) -> bool:
-    import torch
-
-    return isinstance(e, torch.cuda.OutOfMemoryError) or "out of memory" in str(e).lower()
-
-
 class TrainLoop:
     """Train `model` on `examples` for `gpu.epochs` epochs, checkpointing under `ckpt_root`."""
 
@@ -120,6 +114,7 @@ class TrainLoop:
         self.on_step = on_step
         self.on_epoch = on_epoch
         self.steps_per_epoch = math.ceil(len(examples) / gpu.batch_size)
+        self.micro_batch_size = min(gpu.micro_batch_size or gpu.batch_size, gpu.batch_size)
 
     def _optimizer(self) -> tuple[Any, Any]:
         import torch
@@ -165,8 +160,11 @@ class TrainLoop:
             try:
                 res = self._epoch(epoch, opt, sched)
             except RuntimeError as e:
-                if _is_oom(e):
-                    raise OutOfMemory(f"out of memory while training on {self.device}: {e}") from e
+                if is_oom(e):
+                    raise OutOfMemory(
+                        f"out of memory while training on {self.device} (micro-batch {self.micro_batch_size}): {e}"[:2000],
+                        where="train", batch_size=self.micro_batch_size,
+                    ) from e
                 raise
             self._checkpoint(res, opt, sched)
             results.append(res)
@@ -196,12 +194,17 @@ class TrainLoop:
         bs = self.gpu.batch_size
         trainable = [p for p in self.model.parameters() if p.requires_grad]
         for step in range(self.steps_per_epoch):
-            batch = collate([self.examples[i] for i in order[step * bs : (step + 1) * bs]], self.pad_id)
-            tokens += int(batch["attention_mask"].sum())
-            batch = {k: v.to(self.device, non_blocking=True) for k, v in batch.items()}
-            with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=use_amp):
-                loss = self.model(**batch, use_cache=False).loss
-            loss.backward()
+            examples = [self.examples[i] for i in order[step * bs : (step + 1) * bs]]
+            if self.micro_batch_size >= len(examples):
+                batch = collate(examples, self.pad_id)
+                tokens += int(batch["attention_mask"].sum())
+                batch = {k: v.to(self.device, non_blocking=True) for k, v in batch.items()}
+                with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=use_amp):
+                    loss = self.model(**batch, use_cache=False).loss
+                loss.backward()
+            else:
+                loss, n = self._accumulate(examples, use_amp)
+                tokens += n
             if self.gpu.max_grad_norm > 0:
                 torch.nn.utils.clip_grad_norm_(trainable, self.gpu.max_grad_norm)
             opt.step()
@@ -217,6 +220,28 @@ class TrainLoop:
                     self.on_step(epoch, step + 1, value)
             bar.update(1)
         return EpochResult(epoch, float(running) / self.steps_per_epoch, tokens, time.perf_counter() - t0)
+
+    def _accumulate(self, examples: list[TrainExample], use_amp: bool) -> tuple[Any, int]:
+        """One batch as micro-batches, gradients accumulated: each micro-batch's mean loss weighted by its share
+        of the batch's loss tokens (the shifted labels that are not -100), so the sum is the batch's mean loss."""
+        import torch
+
+        mb = self.micro_batch_size
+        chunks = [collate(examples[i : i + mb], self.pad_id) for i in range(0, len(examples), mb)]
+        counts = [int((c["labels"][:, 1:] != -100).sum()) for c in chunks]
+        total = max(1, sum(counts))
+        loss = torch.zeros((), device=self.device)
+        tokens = 0
+        for chunk, k in zip(chunks, counts, strict=True):
+            tokens += int(chunk["attention_mask"].sum())
+            if k == 0:  # no loss token in this micro-batch: it adds nothing to the gradient
+                continue
+            chunk = {key: v.to(self.device, non_blocking=True) for key, v in chunk.items()}
+            with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=use_amp):
+                part = self.model(**chunk, use_cache=False).loss * (k / total)
+            part.backward()
+            loss = loss + part.detach()
+        return loss, tokens
 
     def _checkpoint(self, res: EpochResult, opt: Any, sched: Any) -> None:
         import torch

@@ -78,7 +78,7 @@ class StageConfig:
     spec: SpecSettings
     agents: AgentSettings
     data_dir: Path  # where the probe converts and caches local targets
-    device: str  # where the probe runs local targets (the first of `gpu.devices`)
+    device: str  # where the probe runs local targets (`clkt.targets.loader.probe_device`)
     secret: SecretLookup  # the targets' API keys (`api_key_env`), for targets probed over HTTP
 
 

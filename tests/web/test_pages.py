@@ -157,3 +157,17 @@ async def test_running_gpu_job_shows_its_progress(pages: Pages) -> None:
     html = await (await pages.client.get("/")).text()
     assert "train epoch 2 3/12" in html and 'value="0.25"' in html and "loss 1.250" in html
     assert html.count('class="result leased"') == 1 and html.count('class="result done"') == 1
+
+
+async def test_overview_says_why_gpu_jobs_wait(pages: Pages) -> None:
+    from storage.gpu_engines import record_engine_status
+
+    html = await (await pages.client.get("/")).text()
+    assert 'id="gpu-engine"' not in html  # the local engine: nothing to say
+    async with pages.store.transaction() as s:
+        await record_engine_status(s, owner="h:1:x", engine="ray", state="unschedulable", address="10.0.0.5:6379",
+                                   detail="a GPU job asks for GPU 4 and no node of the cluster offers it; <b>1 node</b>")
+    html = await (await pages.client.get("/")).text()
+    assert 'id="gpu-engine" class="bad"' in html
+    assert "GPU engine ray (10.0.0.5:6379): unschedulable — GPU jobs wait: a GPU job asks for GPU 4" in html
+    assert "&lt;b&gt;1 node&lt;/b&gt;" in html

@@ -1,0 +1,251 @@
+"""Greedy generation that does not wait for its slowest row: rows leave the batch once decided, new ones join.
+
+`generate_continuous` keeps up to `sizer.size` prompts decoding at once. After every step, a row whose letter
+is decided (`letter_decided`), that produced an end-of-sequence token or `max_new_tokens` tokens leaves the
+batch (its rows of the KV cache are dropped), and prompts from the queue (sorted by length, as the static
+batches are) are prefilled together and join it: their cache rows are left-padded to the running cache's
+length (or the other way round) and stacked, the attention mask hides the padding and each row's positions
+follow its own mask, as left-padded batches do. The tokens a row generates are those `model.generate` would
+give it at temperature 0 (the same argmax of the same logits, up to float rounding of other paddings): a test
+checks the answers on the demo's questions against the static batches.
+
+It runs on transformers' dynamic cache (full-attention layers, and sliding-window layers while every row fits
+in the window); `supports_continuous` says whether a model qualifies, and generation settings that
+`model.generate` would apply beyond the argmax (repetition penalty and the like) send it to the static
+batches too (`clkt.evaluate.scorers.score_generate`). An out-of-memory error puts the batch's rows back in
+the queue at a smaller size (`BatchSizer`).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from clkt.evaluate.loglik import cache_kwarg
+from clkt.evaluate.memory import BatchSizer, is_oom
+from clkt.evaluate.parse import ParseMode, letter_decided
+from clkt.targets.prompting import RenderedPrompt
+
+__all__ = ["REFILL_FRACTION", "generate_continuous", "supports_continuous"]
+
+REFILL_FRACTION = 0.25  # refill once this share of the batch is free (or the batch is empty)
+
+# generation settings under which `model.generate` does more than take the argmax
+_PROCESSING = {
+    "repetition_penalty": 1.0, "no_repeat_ngram_size": 0, "encoder_repetition_penalty": 1.0, "bad_words_ids": None,
+    "min_length": 0, "min_new_tokens": None, "suppress_tokens": None, "begin_suppress_tokens": None,
+    "forced_bos_token_id": None, "forced_eos_token_id": None, "sequence_bias": None, "exponential_decay_length_penalty": None,
+}
+
+
+def _eos_ids(model: Any, tokenizer: Any) -> set[int]:
+    cfg = getattr(model, "generation_config", None)
+    eos = getattr(cfg, "eos_token_id", None) if cfg is not None else None
+    if eos is None:
+        eos = tokenizer.eos_token_id
+    if eos is None:
+        return set()
+    return {int(e) for e in (eos if isinstance(eos, (list, tuple)) else [eos])}
+
+
+def supports_continuous(model: Any, *, longest: int) -> bool:
+    """Whether `model`'s greedy decoding can run continuously for rows of up to `longest` tokens (prompt + new)."""
+    cfg = getattr(model, "generation_config", None)
+    if cfg is not None:
+        for key, neutral in _PROCESSING.items():
+            value = getattr(cfg, key, neutral)
+            if value not in (neutral, None) and not (key == "min_length" and value == 0):
+                return False
+    config = getattr(model, "config", None)
+    if config is None or getattr(config, "is_encoder_decoder", False):
+        return False
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    window = getattr(text, "sliding_window", None)
+    layer_types = getattr(text, "layer_types", None) or []
+    if any(t not in ("full_attention", "sliding_attention") for t in layer_types):
+        return False  # linear attention, chunked attention, state-space layers: no plain cache rows
+    return not (window and (layer_types == [] or "sliding_attention" in layer_types) and longest >= int(window) - 1)
+
+
+@dataclass(slots=True)
+class _Row:
+    index: int  # position in the caller's prompts
+    tokens: list[int] = field(default_factory=list)
+
+
+class _Batch:
+    """The rows decoding together: their cache, attention mask and next-token logits."""
+
+    def __init__(self) -> None:
+        self.rows: list[_Row] = []
+        self.cache: Any = None
+        self.mask: Any = None  # (rows, cache length), 1 for real tokens
+        self.logits: Any = None  # (rows, vocab): the next token of each row
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def clear(self) -> None:
+        self.rows, self.cache, self.mask, self.logits = [], None, None, None
+
+
+def _layers(cache: Any) -> list[Any]:
+    layers = getattr(cache, "layers", None)
+    if layers is None:
+        raise TypeError(f"{type(cache).__name__} has no cache layers")
+    return list(layers)
+
+
+def _pad_left(cache: Any, mask: Any, n: int) -> Any:
+    """`n` empty (masked) columns before every row of `cache`; returns the longer mask."""
+    import torch
+
+    if n <= 0:
+        return mask
+    for layer in _layers(cache):
+        for name in ("keys", "values"):
+            t = getattr(layer, name)
+            setattr(layer, name, torch.cat([t.new_zeros((*t.shape[:2], n, t.shape[3])), t], dim=2))
+        if hasattr(layer, "cumulative_length"):
+            layer.cumulative_length = int(layer.keys.shape[2])
+    return torch.cat([mask.new_zeros((mask.shape[0], n)), mask], dim=1)
+
+
+def _stack(into: Any, other: Any) -> None:
+    import torch
+
+    for a, b in zip(_layers(into), _layers(other), strict=True):
+        a.keys = torch.cat([a.keys, b.keys], dim=0)
+        a.values = torch.cat([a.values, b.values], dim=0)
+
+
+def _trim(cache: Any, mask: Any) -> Any:
+    """Drop the leading columns no row uses any more; returns the shorter mask."""
+    used = mask.any(dim=0).nonzero()
+    first = int(used[0]) if used.numel() else mask.shape[1]
+    if first == 0:
+        return mask
+    for layer in _layers(cache):
+        layer.keys = layer.keys[:, :, first:, :]
+        layer.values = layer.values[:, :, first:, :]
+        if hasattr(layer, "cumulative_length"):
+            layer.cumulative_length = int(layer.keys.shape[2])
+    return mask[:, first:]
+
+
+def _forward(model: Any, ids: Any, mask: Any, cache: Any, *, prefill: bool) -> tuple[Any, Any]:
+    import torch
+
+    past = 0 if cache is None else int(mask.shape[1] - ids.shape[1])
+    pos = (mask.long().cumsum(-1) - 1).clamp(min=0)[:, -ids.shape[1] :]
+    kwargs: dict[str, Any] = {
+        "input_ids": ids, "attention_mask": mask, "position_ids": pos, "use_cache": True,
+        "cache_position": torch.arange(past, past + ids.shape[1], device=ids.device),
+    }
+    if cache is not None:
+        kwargs[cache_kwarg(model)] = cache
+    try:
+        out = model(**kwargs, logits_to_keep=1) if prefill else model(**kwargs)
+    except TypeError:  # a model class without `logits_to_keep`
+        out = model(**kwargs)
+    return out.logits[:, -1, :], getattr(out, "cache", None) or out.past_key_values
+
+
+def generate_continuous(
+    model: Any, tokenizer: Any, prompts: Sequence[RenderedPrompt], *, sizer: BatchSizer, max_new_tokens: int,
+    max_length: int | None = None, parse: ParseMode = "strict", progress: Callable[[int], None] | None = None,
+) -> list[str]:
+    """The greedy completion of every prompt (up to its decided letter), in the input order."""
+    import torch
+
+    add = prompts[0].add_special_tokens if prompts else True
+    kwargs: dict[str, Any] = {}
+    if max_length is not None:  # as `encode_left_padded`: keep the end of an over-long prompt
+        tokenizer.truncation_side = "left"
+        kwargs = {"truncation": True, "max_length": max_length}
+    enc = [list(tokenizer(p.text, add_special_tokens=add, **kwargs)["input_ids"]) for p in prompts]
+    queue: deque[int] = deque(sorted(range(len(prompts)), key=lambda i: len(enc[i])))
+    eos = _eos_ids(model, tokenizer)
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    out: list[str | None] = [None] * len(prompts)
+    batch = _Batch()
+    dev = model.device
+    with torch.inference_mode():
+        while queue or batch.rows:
+            try:
+                free = sizer.size - len(batch)
+                if queue and free > 0 and (not batch.rows or free >= max(1, int(sizer.size * REFILL_FRACTION))):
+                    take = [queue[i] for i in range(min(free, len(queue)))]
+                    _refill(model, batch, take, enc, pad, dev)
+                    for _ in take:  # only once they are in the batch: an out-of-memory error leaves them queued
+                        queue.popleft()
+                _step(model, tokenizer, batch, eos, max_new_tokens, parse, out, dev, progress)
+            except RuntimeError as e:
+                if not is_oom(e):
+                    raise
+                queue.extendleft(reversed([r.index for r in batch.rows]))
+                batch.clear()
+                sizer.shrink(e)
+    return [t if t is not None else "" for t in out]
+
+
+def _refill(model: Any, batch: _Batch, take: list[int], enc: list[list[int]], pad: int, dev: Any) -> None:
+    import torch
+
+    n = max(len(enc[i]) for i in take)
+    ids = torch.full((len(take), n), pad, dtype=torch.long)
+    mask = torch.zeros((len(take), n), dtype=torch.long)
+    for r, i in enumerate(take):
+        ids[r, n - len(enc[i]) :] = torch.tensor(enc[i])
+        mask[r, n - len(enc[i]) :] = 1
+    ids, mask = ids.to(dev), mask.to(dev)
+    logits, cache = _forward(model, ids, mask, None, prefill=True)
+    rows = [_Row(i) for i in take]
+    if not batch.rows:
+        batch.rows, batch.cache, batch.mask, batch.logits = rows, cache, mask, logits
+        return
+    width = batch.mask.shape[1]
+    if n < width:
+        mask = _pad_left(cache, mask, width - n)
+    elif n > width:
+        batch.mask = _pad_left(batch.cache, batch.mask, n - width)
+    _stack(batch.cache, cache)
+    batch.mask = torch.cat([batch.mask, mask], dim=0)
+    batch.logits = torch.cat([batch.logits, logits], dim=0)
+    batch.rows += rows
+
+
+def _step(
+    model: Any, tokenizer: Any, batch: _Batch, eos: set[int], max_new_tokens: int, parse: ParseMode,
+    out: list[str | None], dev: Any, progress: Callable[[int], None] | None,
+) -> None:
+    """Take each row's next token; rows that are done leave; the others run one more position."""
+    import torch
+
+    nxt = batch.logits.argmax(dim=-1).tolist()
+    keep: list[int] = []
+    finished = 0
+    for r, (row, tok) in enumerate(zip(batch.rows, nxt, strict=True)):
+        row.tokens.append(int(tok))
+        text = tokenizer.decode(row.tokens, skip_special_tokens=True)
+        if int(tok) in eos or len(row.tokens) >= max_new_tokens or letter_decided(text, parse):
+            out[row.index] = text
+            finished += 1
+        else:
+            keep.append(r)
+    if finished and progress is not None:
+        progress(finished)
+    if not keep:
+        batch.clear()
+        return
+    if len(keep) < len(batch.rows):
+        idx = torch.tensor(keep, device=dev)
+        batch.cache.batch_select_indices(idx)
+        batch.rows = [batch.rows[r] for r in keep]
+        batch.mask = _trim(batch.cache, batch.mask[idx])
+        nxt = [nxt[r] for r in keep]
+    batch.mask = torch.cat([batch.mask, batch.mask.new_ones((len(keep), 1))], dim=1)
+    ids = torch.tensor(nxt, dtype=torch.long, device=dev).unsqueeze(1)
+    batch.logits, batch.cache = _forward(model, ids, batch.mask, batch.cache, prefill=False)

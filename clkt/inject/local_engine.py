@@ -1,0 +1,80 @@
+"""The local engine: each GPU job in a child process on this machine (`python -m clkt.inject.run_job`).
+
+One slot per configured device (`gpu.devices`, or `clkt worker --device`), one job at a time on each. The
+child reads the snapshot from the export folder the store names and writes everything into
+`<data_dir>/jobs/<id>/` (its output goes to `job.log` there); it dies with the daemon (see `run_job`). At a
+stop the child is ended (SIGTERM, then SIGKILL) and the next run resumes from its last finished epoch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import ClassVar
+
+from clkt.inject.contract import LOG_FILE, JobSpec
+from clkt.inject.engine import EndKind, EngineState, EngineStatus, JobEnd, JobEngine, RunningJob
+
+__all__ = ["LocalEngine", "LocalRun"]
+
+
+class LocalRun(RunningJob):
+    """A job process of this machine."""
+
+    KILL_GRACE_S: ClassVar[float] = 10.0  # SIGTERM -> SIGKILL
+
+    def __init__(self, proc: asyncio.subprocess.Process, *, device: str) -> None:
+        self.proc = proc
+        self.where = "local"
+        self.device = device
+
+    async def wait(self, timeout_s: float) -> JobEnd | None:
+        try:
+            await asyncio.wait_for(self.proc.wait(), timeout=timeout_s)
+        except TimeoutError:
+            return None
+        return JobEnd(kind=EndKind.exited, returncode=self.proc.returncode, where=self.where)
+
+    async def stop(self) -> None:
+        proc = self.proc
+        if proc.returncode is not None:
+            return
+        for sig, wait_s in ((signal.SIGTERM, self.KILL_GRACE_S), (signal.SIGKILL, 30.0)):
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                return
+            try:
+                await asyncio.wait_for(proc.wait(), timeout=wait_s)
+                return
+            except TimeoutError:
+                continue
+
+    async def hand_back(self) -> str:
+        await self.stop()  # its checkpoints stay in the data dir: the next run resumes from the last epoch
+        return "shutdown: handed back, resumes from its last epoch"
+
+
+class LocalEngine(JobEngine):
+    name = "local"
+
+    def __init__(self, *, devices: list[str]) -> None:
+        self.devices = list(devices)
+
+    def slots(self) -> list[str]:
+        return list(self.devices)
+
+    def status(self) -> EngineStatus:
+        return EngineStatus(engine=self.name, state=EngineState.ready)
+
+    async def submit(self, spec: JobSpec, spec_path: Path, *, slot: str) -> RunningJob:
+        with (spec.artifacts_dir / LOG_FILE).open("ab") as logf:
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "clkt.inject.run_job", str(spec_path),
+                stdout=logf, stderr=asyncio.subprocess.STDOUT, stdin=asyncio.subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        return LocalRun(proc, device=slot)

@@ -1,0 +1,117 @@
+"""Continuous generation gives the tokens the static batches give: on tiny random models (fast), then on the
+demo's questions with the embedded instruct target (slow); out of memory halves the batch and loses no row."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from clkt.config import TargetSettings
+from clkt.evaluate.decoding import supports_continuous
+from clkt.evaluate.memory import BatchSizer, OutOfMemory
+from clkt.evaluate.scorers import score_generate
+from clkt.targets.prompting import RenderedPrompt
+from tests.evaluate._tiny import prompts, tiny_model, tiny_tokenizer
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _rendered(texts: list[str]) -> list[RenderedPrompt]:
+    return [RenderedPrompt(t, True) for t in texts]
+
+
+@pytest.mark.parametrize("kind", ["llama", "gemma3"])
+@pytest.mark.parametrize("parse", ["strict", "reference"])
+@pytest.mark.parametrize("batch", [1, 3, 8])
+def test_continuous_matches_static_batches(kind: str, parse: str, batch: int) -> None:
+    torch.set_num_threads(1)
+    model, tok = tiny_model(kind, seed=batch), tiny_tokenizer()
+    ps = _rendered(prompts(21, seed=batch))
+    assert supports_continuous(model, longest=40)
+    static = score_generate(model, tok, ps, batch_size=batch, max_new_tokens=12, parse=parse, continuous=False)  # type: ignore[arg-type]
+    cont = score_generate(model, tok, ps, batch_size=batch, max_new_tokens=12, parse=parse, continuous=True)  # type: ignore[arg-type]
+    assert [c.raw for c in cont] == [s.raw for s in static]
+    assert [c.predicted for c in cont] == [s.predicted for s in static]
+    assert len({len(s.raw.split()) for s in static}) > 1  # rows really did stop at different lengths
+
+
+def test_a_sliding_window_shorter_than_the_rows_falls_back_to_static_batches() -> None:
+    model = tiny_model("gemma3", sliding_window=16)
+    assert not supports_continuous(model, longest=40)
+    tok = tiny_tokenizer()
+    ps = _rendered(prompts(6, seed=3))
+    a = score_generate(model, tok, ps, batch_size=4, max_new_tokens=8, continuous=True)
+    b = score_generate(model, tok, ps, batch_size=4, max_new_tokens=8, continuous=False)
+    assert [x.raw for x in a] == [x.raw for x in b]
+
+
+def test_generation_settings_beyond_the_argmax_fall_back_to_static_batches() -> None:
+    model = tiny_model()
+    model.generation_config.repetition_penalty = 1.3
+    assert not supports_continuous(model, longest=10)
+
+
+class _OomAbove:
+    """The tiny model, raising CUDA's out-of-memory error for any forward pass over more than `limit` rows."""
+
+    def __init__(self, model: Any, limit: int) -> None:
+        self.model, self.limit, self.ooms = model, limit, 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.model, name)
+
+    def __call__(self, **kw: Any) -> Any:
+        if kw["input_ids"].shape[0] > self.limit:
+            self.ooms += 1
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return self.model(**kw)
+
+    def generate(self, **kw: Any) -> Any:
+        if kw["input_ids"].shape[0] > self.limit:
+            self.ooms += 1
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return self.model.generate(**kw)
+
+
+@pytest.mark.parametrize("continuous", [True, False])
+def test_out_of_memory_halves_an_automatic_batch_and_keeps_every_row(continuous: bool) -> None:
+    model, tok = tiny_model(seed=5), tiny_tokenizer()
+    ps = _rendered(prompts(17, seed=5))
+    want = score_generate(model, tok, ps, batch_size=2, max_new_tokens=10, continuous=False)
+    flaky = _OomAbove(model, limit=2)
+    sizer = BatchSizer(size=8, automatic=True, name="generate")
+    got = score_generate(flaky, tok, ps, max_new_tokens=10, continuous=continuous, sizer=sizer)
+    assert [g.raw for g in got] == [w.raw for w in want]
+    assert sizer.settled == 2 and sizer.halvings == 2 and flaky.ooms >= 2
+
+
+def test_out_of_memory_at_a_configured_batch_raises_for_the_job_to_retry() -> None:
+    model, tok = tiny_model(seed=6), tiny_tokenizer()
+    flaky = _OomAbove(model, limit=2)
+    with pytest.raises(OutOfMemory) as err:
+        score_generate(flaky, tok, _rendered(prompts(9, seed=6)), batch_size=4, max_new_tokens=6)
+    assert err.value.where == "eval" and err.value.batch_size == 4
+
+
+@pytest.mark.slow
+def test_same_answers_as_static_batches_on_the_demo_questions(models_data_dir: Path) -> None:
+    """Every question of the demo's snapshot (5 languages) with the embedded instruct target, at the demo's
+    settings (8 new tokens, batches of 8): continuous generation gives the same completions."""
+    from clkt.evaluate.prompts import render_mcq
+    from clkt.snapshots.layout import QuestionRow
+    from clkt.targets.loader import load_target
+
+    torch.set_num_threads(2)
+    target = TargetSettings(name="smol", model="embedded:smollm2-135m-instruct", kind="instruct")
+    model, tok = load_target(target, data_dir=models_data_dir, device="cpu")
+    rows = [QuestionRow.model_validate_json(line) for f in sorted((REPO / "tests/fixtures/demo_questions").glob("*.jsonl"))
+            for line in f.read_text(encoding="utf-8").splitlines() if line]
+    assert len(rows) == 265
+    ps = [render_mcq(target, tok, r.question, r.options, r.lang) for r in rows]
+    static = score_generate(model, tok, ps, batch_size=8, max_new_tokens=8, continuous=False)
+    cont = score_generate(model, tok, ps, batch_size=8, max_new_tokens=8, continuous=True)
+    assert [c.predicted for c in cont] == [s.predicted for s in static]
+    assert sum(c.raw == s.raw for c, s in zip(cont, static, strict=True)) >= 0.98 * len(rows)
