@@ -1,0 +1,208 @@
+"""Pooling answers over a window of snapshots: per-question correctness (`storage.result_packs`) → counts per
+entity → sums, the paper's metrics over the sums, and a bootstrap over entities.
+
+Counts per *unit*, an entity of a snapshot, in columns (`Layout`): for every ordered language pair (L_train,
+L_test) of a job trained in L_train, the contingency A/B/C/D of `clkt.report.metrics` (the injected model's
+correctness in L_train and in L_test, on the test questions answered in both); for every train language, the
+Learn counts of `clkt.report.learn` (base against injected on the same train-language questions: n, base
+right, injected right, gained, lost). Sums over units are sums of per-question indicators, so pooled numbers
+are exactly what one counts by hand from the predictions; the metrics over sums are those of the report:
+Overall = mean over pairs of A/(A+B+C+D), Transfer = mean over the interpretable pairs of A/(A+B).
+
+The bootstrap resamples units, never questions: the questions of one entity (and its language pairs) are not
+independent, so they travel together. It is stratified by snapshot (each snapshot's entities are drawn with
+replacement among themselves, as many as it has): a snapshot is a fixed sample of its period, and one set of
+draws gives the pooled interval and every snapshot's own. Draws come from a seeded generator: the same store
+and seed give the same intervals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from itertools import pairwise
+
+import numpy as np
+
+from storage.result_packs import BASE_ANSWERED, BASE_CORRECT, INJECTED_ANSWERED, INJECTED_CORRECT, ResultPackRecord
+
+__all__ = [
+    "LEARN_FIELDS",
+    "PAIR_FIELDS",
+    "Answers",
+    "Layout",
+    "Pooled",
+    "bit",
+    "decode",
+    "nanmean",
+    "percentile_ci",
+    "pool",
+    "stratified_sums",
+    "unit_keys",
+]
+
+PAIR_FIELDS = ("a", "b", "c", "d")
+LEARN_FIELDS = ("n", "base_correct", "injected_correct", "gained", "lost")
+_SHIFT = np.int64(40)  # a unit key: snapshot index << 40 | entity id
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Answers:
+    """One job's test answers of one scorer, the entities excluded for its target removed."""
+
+    snapshot: int  # index of the job's snapshot in the window
+    train_lang: str
+    langs: tuple[str, ...]  # the pack's language positions
+    qids: np.ndarray
+    ents: np.ndarray
+    flags: np.ndarray  # uint64 per question
+
+
+def decode(pack: ResultPackRecord, *, snapshot: int, train_lang: str, excluded: frozenset[int] = frozenset()) -> Answers:
+    qids = np.frombuffer(pack.question_ids, dtype="<i8").astype(np.int64)
+    ents = np.frombuffer(pack.entity_ids, dtype="<i8").astype(np.int64)
+    flags = np.frombuffer(pack.flags, dtype="<u8").astype(np.uint64)
+    if excluded:
+        keep = ~np.isin(ents, np.fromiter(excluded, dtype=np.int64, count=len(excluded)))
+        qids, ents, flags = qids[keep], ents[keep], flags[keep]
+    return Answers(snapshot=snapshot, train_lang=train_lang, langs=pack.langs, qids=qids, ents=ents, flags=flags)
+
+
+def bit(flags: np.ndarray, field_start: int, position: int) -> np.ndarray:
+    """The flag of a language position (a boolean per question)."""
+    return ((flags >> np.uint64(field_start + position)) & np.uint64(1)).astype(bool)
+
+
+def unit_keys(a: Answers) -> np.ndarray:
+    return (np.int64(a.snapshot) << _SHIFT) | a.ents
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """The columns of the per-unit counts: 4 per ordered pair (A, B, C, D), then 5 per train language."""
+
+    languages: tuple[str, ...]
+    trains: tuple[str, ...]
+    pairs: tuple[tuple[str, str], ...] = field(init=False)
+    pair_index: dict[tuple[str, str], int] = field(init=False)
+    train_index: dict[str, int] = field(init=False)
+
+    def __post_init__(self) -> None:
+        pairs = tuple((lt, ls) for lt in self.trains for ls in self.languages if ls != lt)
+        object.__setattr__(self, "pairs", pairs)
+        object.__setattr__(self, "pair_index", {p: i for i, p in enumerate(pairs)})
+        object.__setattr__(self, "train_index", {t: i for i, t in enumerate(self.trains)})
+
+    @property
+    def width(self) -> int:
+        return 4 * len(self.pairs) + 5 * len(self.trains)
+
+    def pair_col(self, pair: int, fld: int = 0) -> int:
+        return 4 * pair + fld
+
+    def learn_col(self, train: int, fld: int = 0) -> int:
+        return 4 * len(self.pairs) + 5 * train + fld
+
+    def pair_sums(self, s: np.ndarray) -> np.ndarray:
+        """(..., P, 4): A, B, C, D per pair."""
+        p = len(self.pairs)
+        return s[..., : 4 * p].reshape(*s.shape[:-1], p, 4)
+
+    def learn_sums(self, s: np.ndarray) -> np.ndarray:
+        """(..., T, 5): n, base right, injected right, gained, lost per train language."""
+        p = len(self.pairs)
+        return s[..., 4 * p :].reshape(*s.shape[:-1], len(self.trains), 5)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Pooled:
+    """Counts per unit (rows: units sorted by snapshot, then entity) in a layout's columns."""
+
+    layout: Layout
+    keys: np.ndarray  # (U,) unit keys, ascending
+    strata: np.ndarray  # (U,) the unit's snapshot index
+    counts: np.ndarray  # (U, width) float64
+    questions: dict[int, int]  # snapshot index -> distinct test questions answered by the injected model
+
+    def stratum(self, s: int) -> slice:
+        lo, hi = np.searchsorted(self.strata, [s, s + 1])
+        return slice(int(lo), int(hi))
+
+    @property
+    def snapshots(self) -> list[int]:
+        return sorted({int(s) for s in np.unique(self.strata)})
+
+
+def pool(answers: Sequence[Answers], layout: Layout) -> Pooled:
+    """The per-unit counts of a group's jobs (see the module docstring)."""
+    w = layout.width
+    keys = np.unique(np.concatenate([unit_keys(a) for a in answers])) if answers else np.zeros(0, dtype=np.int64)
+    flat: list[np.ndarray] = []
+    questions: dict[int, set[int]] = {}
+    for a in answers:
+        if a.train_lang not in a.langs or a.train_lang not in layout.train_index:
+            continue
+        u = np.searchsorted(keys, unit_keys(a)).astype(np.int64) * w
+        ti = a.langs.index(a.train_lang)
+        ans_t, cor_t = bit(a.flags, INJECTED_ANSWERED, ti), bit(a.flags, INJECTED_CORRECT, ti)
+        answered_any = ans_t.copy()
+        for si, ls in enumerate(a.langs):
+            pair = layout.pair_index.get((a.train_lang, ls))
+            if pair is None:
+                continue
+            ans_s = bit(a.flags, INJECTED_ANSWERED, si)
+            answered_any |= ans_s
+            valid = ans_t & ans_s
+            cor_s = bit(a.flags, INJECTED_CORRECT, si)
+            col = layout.pair_col(pair) + 2 * (~cor_t).astype(np.int64) + (~cor_s).astype(np.int64)
+            flat.append((u + col)[valid])
+        base = layout.learn_col(layout.train_index[a.train_lang])
+        both = bit(a.flags, BASE_ANSWERED, ti) & ans_t
+        bc = bit(a.flags, BASE_CORRECT, ti)
+        for fld, mask in enumerate((both, both & bc, both & cor_t, both & ~bc & cor_t, both & bc & ~cor_t)):
+            flat.append(u[mask] + base + fld)
+        questions.setdefault(a.snapshot, set()).update(a.qids[answered_any].tolist())
+    size = len(keys) * w
+    counts = np.bincount(np.concatenate(flat), minlength=size).astype(np.float64) if flat else np.zeros(size)
+    return Pooled(
+        layout=layout, keys=keys, strata=(keys >> _SHIFT).astype(np.int64), counts=counts.reshape(len(keys), w),
+        questions={s: len(q) for s, q in sorted(questions.items())},
+    )
+
+
+def stratified_sums(
+    counts: np.ndarray, strata: np.ndarray, rng: np.random.Generator, samples: int
+) -> dict[int, np.ndarray]:
+    """Per stratum, the column sums of `samples` draws of its units with replacement ((samples, width) each).
+    The pooled draw is the sum over strata."""
+    out: dict[int, np.ndarray] = {}
+    if counts.size == 0:
+        return out
+    lows = np.searchsorted(strata, np.unique(strata))
+    bounds = [*lows.tolist(), len(strata)]
+    rows = np.arange(samples, dtype=np.int64)[:, None]
+    for lo, hi in pairwise(bounds):
+        n = hi - lo
+        draws = rng.integers(0, n, size=(samples, n))
+        weights = np.bincount((rows * n + draws).ravel(), minlength=samples * n).reshape(samples, n)
+        # float32 sums of integer counts are exact below 2**24
+        out[int(strata[lo])] = (weights.astype(np.float32) @ counts[lo:hi].astype(np.float32)).astype(np.float64)
+    return out
+
+
+def nanmean(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    """The mean of the defined values along `axis`; NaN where none is defined (no warning)."""
+    ok = ~np.isnan(x)
+    n = ok.sum(axis=axis)
+    total = np.where(ok, x, 0.0).sum(axis=axis)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n > 0, total / np.maximum(n, 1), np.nan)
+
+
+def percentile_ci(draws: np.ndarray) -> tuple[float, float] | None:
+    """The 95% percentile interval of the defined draws; None when no draw is defined."""
+    ok = draws[~np.isnan(draws)]
+    if ok.size == 0:
+        return None
+    lo, hi = np.percentile(ok, [2.5, 97.5])
+    return float(lo), float(hi)
