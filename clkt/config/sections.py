@@ -59,6 +59,9 @@ class GpuSettings(Section):
     # None: each target's own `scorers`, else by its kind (base: option-loglik; instruct: generate)
     scorers: list[ScorerLiteral] | None = Field(default=None, min_length=1)
     parse: Literal["strict", "reference"] = "strict"  # how `generate` reads the answer letter
+    # CircularEval beside the plain letter scorers (generate, letter-logprob): each test question under the four
+    # rotations of its options, right only if right under all, stored as `<scorer>-circular` (clkt.evaluate.circular)
+    circular: bool = False
     max_new_tokens: int = Field(default=64, ge=1, le=65536)
     eval_batch_size: int = Field(default=8, ge=1, le=4096)
     job_timeout_s: float = Field(default=6 * 3600, gt=0, le=30 * 86400)

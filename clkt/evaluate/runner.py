@@ -1,10 +1,12 @@
-"""Answer a set of snapshot questions with a loaded model, with every configured scorer."""
+"""Answer a set of snapshot questions with a loaded model, with every configured scorer (and, when enabled, the
+letter scorers' CircularEval variants: `clkt.evaluate.circular`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from clkt.evaluate.circular import CIRCULAR_SCORERS, LetterScorer, circular_enabled, circular_items
 from clkt.evaluate.loglik import loglik_item, score_option_loglik
 from clkt.evaluate.prompts import render_mcq
 from clkt.evaluate.results import ResultItem, Variant
@@ -67,7 +69,24 @@ def answer_questions(
         finally:
             bar.close()
         out += [item(r, name.value, s.predicted, s.raw) for r, s in zip(rows, scored, strict=True)]
+        if name.value in CIRCULAR_SCORERS and circular_enabled(target, gpu):  # CircularEval: clkt.evaluate.circular
+            out += circular_items(rows, [s.predicted for s in scored], _letters(name, model, tokenizer, target, gpu),
+                                  scorer=name.value, variant=variant)
     return out
+
+
+def _letters(name: ScorerName, model: Any, tokenizer: Any, target: TargetSettings, gpu: GpuSettings) -> LetterScorer:
+    """The letter scorer `name` over question rows (their MCQ prompts), for CircularEval's rotated rows."""
+
+    def score(rows: Sequence[QuestionRow]) -> list[str | None]:
+        prompts = [render_mcq(target, tokenizer, r.question, r.options, r.lang) for r in rows]
+        scored = score_prompts(
+            name, model, tokenizer, prompts, batch_size=gpu.eval_batch_size, max_new_tokens=gpu.max_new_tokens,
+            max_length=gpu.max_seq_len, parse=gpu.parse,
+        )
+        return [s.predicted for s in scored]
+
+    return score
 
 
 def accuracy(items: Sequence[ResultItem]) -> float | None:
