@@ -231,6 +231,8 @@ class ProbeWorker(StageWorker):
             await finish(s, task, ctx)
 
     async def on_failed(self, session: Session, task: TaskLease, error: str) -> None:
+        if target_of_key(task.key) is not None:
+            return  # an observing task that gave up changes nothing either: the entity keeps its status
         await set_status(session, task.entity_id, EntityStatus.failed, f"probe: {error}"[:500])
 
 

@@ -45,7 +45,9 @@ def chromium() -> str:
 
 
 async def _start_daemon(tmp_path: Path) -> tuple[subprocess.Popen[bytes], str, Path]:
-    cfg = write_config(tmp_path, extra="[replay]\nenabled = true\nredate = false\n[daemon]\npoll_interval_s = 0.2\n")
+    # no observing probe of the rejected entities either: no model is loaded
+    cfg = write_config(tmp_path, extra="[replay]\nenabled = true\nredate = false\n[daemon]\npoll_interval_s = 0.2\n"
+                                       "[spec]\nineligible_probe_rate = 0.0\n")
     settings = settings_for(cfg)
     async with Store(url=settings.resolved_store_url) as store:
         ids = await seed(store, settings, tmp_path)
