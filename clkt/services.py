@@ -76,7 +76,7 @@ def build_services(settings: Settings, *, board: SourceBoard) -> list[Service]:
     if settings.gpu.enabled:
         services.append(GpuConsumer(gpu=settings.gpu, daemon=settings.daemon, targets=settings.spec.targets,
                                     data_dir=settings.data_dir))
-        services.append(ReportService(data_dir=settings.data_dir, daemon=settings.daemon))
+        services.append(ReportService(data_dir=settings.data_dir, daemon=settings.daemon, spec=settings.spec))
     names = [s.name for s in services]
     dup = {n for n in names if names.count(n) > 1}
     if dup:

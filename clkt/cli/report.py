@@ -30,7 +30,7 @@ def report(
 
     async def load_report():  # type: ignore[no-untyped-def]
         async with open_store(settings) as store:
-            data = await load_report_data(store, snapshot)
+            data = await load_report_data(store, snapshot, spec=settings.spec)
             return await asyncio.to_thread(write_report_files, data, out_dir), data
 
     paths, data = run_async(load_report)

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from clkt.evaluate.summary import ControlCounts
+from clkt.report.cutoff_curve import TargetKnowledge
 from clkt.report.learn import LearnStat, LearnTest
 from clkt.report.metrics import (
     ALL_DOMAINS,
@@ -99,6 +100,9 @@ class ReportData(BaseModel):
     control: list[ControlLang] = Field(default_factory=list)  # ... in every language
     min_cell_n: int = MIN_CELL_N
     summary: list[str] = Field(default_factory=list)  # "In short": learned, transferred, too small to say
+    # the cutoff each target of the report really has, from the probe verdicts (`clkt.report.cutoff_curve`);
+    # empty when the store holds no verdict of them (then metrics.json has no `knowledge` key)
+    knowledge: list[TargetKnowledge] = Field(default_factory=list)
 
     def job_learned(self, model: str, strategy: str, scorer: str, train_lang: str) -> bool | None:
         """None: no Learn test (no base or injected answers in the train language)."""
