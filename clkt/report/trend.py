@@ -41,7 +41,7 @@ def trend_png(board: Leaderboard) -> bytes:
     from matplotlib.figure import Figure
 
     periods = [s.period for s in board.snapshots]
-    fig = Figure(figsize=(max(6.0, 0.45 * len(periods) + 4), 4.2))
+    fig = Figure(figsize=(max(9.0, 0.5 * len(periods) + 6), 4.2))
     axes = fig.subplots(1, 2, sharex=True)
     x = list(range(len(periods)))
     for ax, metric in zip(axes, ("overall", "transfer"), strict=True):
@@ -58,7 +58,7 @@ def trend_png(board: Leaderboard) -> bytes:
                 hi.append(100 * ci[1])
             (line,) = ax.plot(x, ys, marker="o", markersize=3, label=_label(r, board.rows))
             ax.fill_between(x, lo, hi, alpha=0.18, color=line.get_color(), linewidth=0)
-        ax.set_title(f"{metric.capitalize()} (%) per snapshot, 95% band (bootstrap over entities)", fontsize=8)
+        ax.set_title(f"{metric.capitalize()} (%) per snapshot, 95% band", fontsize=9)
         ax.set_ylim(0, 100)
         ax.set_xticks(x, periods, rotation=60, fontsize=7)
         ax.grid(alpha=0.3)
@@ -72,7 +72,7 @@ def known_rate_png(curves: Sequence[TargetKnowledge]) -> bytes:
     from matplotlib.figure import Figure
 
     months = sorted({m.month for c in curves for m in c.months})
-    fig = Figure(figsize=(max(6.0, 0.3 * len(months) + 4), 4.2))
+    fig = Figure(figsize=(max(9.0, 0.3 * len(months) + 6), 4.2))
     ax = fig.subplots()
     pos = {m: i for i, m in enumerate(months)}
     for c in curves:
@@ -91,8 +91,8 @@ def known_rate_png(curves: Sequence[TargetKnowledge]) -> bytes:
             inside = [i for m, i in pos.items() if m >= start]
             if inside:
                 ax.axvline(inside[0] - 0.5, color=line.get_color(), linestyle="--", linewidth=1)
-    ax.set_title("Known-rate by month of occurrence (%), Wilson 95% band; dotted: floor; dashed: window start; "
-                 "red ring: alarm", fontsize=8)
+    ax.set_title("Known-rate by month of occurrence (%), Wilson 95% band; dotted: floor; dashed: window start; red: alarm",
+                 fontsize=9)
     ax.set_ylim(0, 100)
     ax.set_xticks(range(len(months)), months, rotation=60, fontsize=7)
     ax.grid(alpha=0.3)
