@@ -5,23 +5,35 @@ say anything are never ranked."""
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 from itertools import permutations
 
 import pytest
 
 from clkt.report.leaderboard import rank_rows
 from clkt.report.leaderboard_data import Estimate, LeaderRow, LearnEstimate
-from clkt.report.learn import learn_stat
+from clkt.report.learn import LearnStat, learn_stat
 from clkt.report.metrics import ALL_DOMAINS, Outcome, contingency, summarize
 from clkt.report.window import LeaderboardQuery, load_leaderboard
 from storage.engine import Store
 from storage.gpu_jobs import results_for_snapshot
-from tests.report._window_store import LANGS, PERIODS, SPEC, TARGETS, WindowStore, seed_window_store
+from tests.report._window_store import LANGS, PERIODS, SPEC, WindowStore, seed_window_store
 
 TRAINS = ("en", "fr")
 
 
-async def _hand(store: Store, info: WindowStore, target: str, scorer: str, periods: tuple[str, ...] = PERIODS) -> dict[str, object]:
+@dataclass
+class Hand:
+    pairs: dict[tuple[str, str], list[int]]  # A, B, C, D
+    overall: float
+    transfer: float | None
+    learn: LearnStat
+    questions: int
+    outcomes: list[Outcome]
+    learned: list[str]
+
+
+async def _hand(store: Store, info: WindowStore, target: str, scorer: str, periods: tuple[str, ...] = PERIODS) -> Hand:
     """Overall, Transfer, Learn and every pair's A/B/C/D by hand: plain loops over the stored predictions of the
     snapshots valid for `target`, its excluded entities left out."""
     pair: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0, 0])
@@ -58,10 +70,8 @@ async def _hand(store: Store, info: WindowStore, target: str, scorer: str, perio
     overall = [a / (a + b + c + d) for (a, b, c, d) in pair.values() if a + b + c + d]
     transfer = [a / (a + b) for (lt, _), (a, b, _c, _d) in pair.items() if a + b and learned[lt]]
     all_learn = learn_stat([p for v in learn_pairs.values() for p in v])
-    return {
-        "pairs": dict(pair), "overall": sum(overall) / len(overall), "transfer": sum(transfer) / len(transfer) if transfer else None,
-        "learn": all_learn, "questions": questions, "outcomes": outcomes, "learned": sorted(lt for lt, ok in learned.items() if ok),
-    }
+    return Hand(pairs=dict(pair), overall=sum(overall) / len(overall), transfer=sum(transfer) / len(transfer) if transfer else None,
+                learn=all_learn, questions=questions, outcomes=outcomes, learned=sorted(lt for lt, ok in learned.items() if ok))
 
 
 async def test_pooled_numbers_equal_the_hand_computation(store: Store) -> None:
@@ -73,20 +83,20 @@ async def test_pooled_numbers_equal_the_hand_computation(store: Store) -> None:
     assert set(rows) == {("alpha", "generate"), ("alpha", "option-loglik"), ("beta", "generate")}
     for (target, scorer), row in rows.items():
         hand = await _hand(store, info, target, scorer)
-        assert row.overall.value == pytest.approx(hand["overall"], abs=1e-12)
-        assert row.transfer.value == pytest.approx(hand["transfer"], abs=1e-12)
-        assert row.questions == hand["questions"]
-        assert row.learned_langs == hand["learned"]
-        lr = hand["learn"]
-        assert (row.learn.n, row.learn.gained, row.learn.lost) == (lr.n, lr.gained, lr.lost)  # type: ignore[attr-defined]
-        assert row.learn.injected.value == pytest.approx(lr.injected_accuracy)  # type: ignore[attr-defined]
-        assert row.learn.p_value == pytest.approx(lr.p_value)  # type: ignore[attr-defined]
+        assert row.overall.value == pytest.approx(hand.overall, abs=1e-12)
+        assert row.transfer.value == pytest.approx(hand.transfer, abs=1e-12)
+        assert row.questions == hand.questions
+        assert row.learned_langs == hand.learned
+        lr = hand.learn
+        assert (row.learn.n, row.learn.gained, row.learn.lost) == (lr.n, lr.gained, lr.lost)
+        assert row.learn.injected.value == pytest.approx(lr.injected_accuracy)
+        assert row.learn.p_value == pytest.approx(lr.p_value)
         got = {(p.train_lang, p.test_lang): [p.table.a, p.table.b, p.table.c, p.table.d] for p in row.pairs}
-        assert got == hand["pairs"]
-        assert row.overall.n == sum(sum(v) for v in hand["pairs"].values())  # type: ignore[attr-defined]
+        assert got == hand.pairs
+        assert row.overall.n == sum(sum(v) for v in hand.pairs.values())
         # and the same as the report's own Table 2 on the pooled predictions (its `all` cell)
-        cell = next(c for c in summarize(hand["outcomes"], list(LANGS), bootstrap=False,  # type: ignore[arg-type]
-                                         not_learned={(target, "cpt-lora", scorer, lt) for lt in TRAINS if lt not in hand["learned"]})  # type: ignore[operator]
+        not_learned = {(target, "cpt-lora", scorer, lt) for lt in TRAINS if lt not in hand.learned}
+        cell = next(c for c in summarize(hand.outcomes, list(LANGS), bootstrap=False, not_learned=not_learned)
                     if c.domain == ALL_DOMAINS)
         assert row.overall.value == pytest.approx(cell.overall_mean, abs=1e-12)
         assert row.transfer.value == pytest.approx(cell.transfer_mean, abs=1e-12)
@@ -94,9 +104,9 @@ async def test_pooled_numbers_equal_the_hand_computation(store: Store) -> None:
             if col.status != "ok":
                 continue
             one = await _hand(store, info, target, scorer, periods=(col.period,))
-            assert col.overall.value == pytest.approx(one["overall"], abs=1e-12)
-            assert col.transfer.value == pytest.approx(one["transfer"], abs=1e-12)
-            assert col.questions == one["questions"]
+            assert col.overall.value == pytest.approx(one.overall, abs=1e-12)
+            assert col.transfer.value == pytest.approx(one.transfer, abs=1e-12)
+            assert col.questions == one.questions
     beta = rows[("beta", "generate")]
     assert [c.status for c in beta.per_snapshot] == ["ok", "ok", "not valid"]  # 2025-03 is `probing` for beta
     assert beta.per_snapshot[1].questions == 30  # two of the 12 entities (3 questions each) excluded
