@@ -40,6 +40,7 @@ __all__ = [
     "PackedAnswer",
     "ResultPackRecord",
     "build_packs",
+    "packs_from_results",
     "result_packs",
     "write_result_packs",
 ]
@@ -165,11 +166,12 @@ async def result_packs(session: AsyncSession, job_ids: Collection[int], *, score
         stmt_any = select(col(ResultPack.job_id)).where(col(ResultPack.job_id).in_(ids[i : i + _CHUNK])).distinct()
         have.update(int(j) for j in (await session.execute(stmt_any)).scalars().all())
     for job in (j for j in ids if j not in have):
-        out.extend(await _packs_from_results(session, job, scorer=scorer))
+        out.extend(await packs_from_results(session, job, scorer=scorer))
     return sorted(out, key=lambda p: (p.job_id, p.scorer))
 
 
-async def _packs_from_results(session: AsyncSession, job_id: int, *, scorer: str | None) -> list[ResultPackRecord]:
+async def packs_from_results(session: AsyncSession, job_id: int, *, scorer: str | None = None) -> list[ResultPackRecord]:
+    """A job's packs built from its stored results (never written)."""
     stmt = (
         select(col(QuestionResult.question_id), col(Question.entity_id), col(QuestionResult.lang), col(QuestionResult.variant),
                col(QuestionResult.scorer), col(QuestionResult.correct))

@@ -23,9 +23,21 @@ import numpy as np
 
 from clkt.report.data import MIN_CELL_N
 from clkt.report.leaderboard_data import MIN_QUESTIONS, Estimate, LeaderRow, LearnEstimate, PairCell, SnapshotColumn
-from clkt.report.learn import stat_from_counts
+from clkt.report.learn import LEARN_ALPHA, stat_from_counts
 from clkt.report.metrics import BOOTSTRAP_SAMPLES, Contingency
-from clkt.report.pooled import Answers, Layout, Pooled, decode, nanmean, percentile_ci, pool, stratified_sums
+from clkt.report.pooled import (
+    Answers,
+    Layout,
+    Pooled,
+    boot_matrix,
+    decode,
+    expand,
+    nanmean,
+    percentile_ci,
+    pool,
+    stratified_sums,
+)
+from clkt.report.stats import mcnemar_significant
 from storage.leaderboard import WindowData, WindowJob
 
 __all__ = [
@@ -57,10 +69,11 @@ def transfer_of(layout: Layout, s: np.ndarray, interpretable: np.ndarray) -> np.
 
 
 def learned_trains(layout: Layout, s: np.ndarray) -> np.ndarray:
-    """Per train language, whether it learned (a positive gain with McNemar p < LEARN_ALPHA), from point sums."""
+    """Per train language, whether it learned: `LearnStat.learned` (a positive gain with exact McNemar p <
+    `LEARN_ALPHA`), decided by `mcnemar_significant` (the same decision, without scipy: it is taken per snapshot)."""
     out = []
     for n, bc, ic, g, lo in layout.learn_sums(s).astype(int).tolist():
-        out.append(n > 0 and stat_from_counts(n=n, base_correct=bc, injected_correct=ic, gained=g, lost=lo).learned)
+        out.append(n > 0 and ic > bc and mcnemar_significant(g, lo, LEARN_ALPHA))
     return np.asarray(out, dtype=bool)
 
 
@@ -123,6 +136,17 @@ def _learn(layout: Layout, s: np.ndarray, draws: np.ndarray | None) -> LearnEsti
     )
 
 
+def _gain(layout: Layout, s: np.ndarray, draws: np.ndarray | None) -> Estimate:
+    """Learn's gain (injected - base accuracy on the same train-language questions), without its test."""
+    n, bc, ic = (int(v) for v in layout.learn_sums(s).sum(axis=-2)[:3])
+    ci = None
+    if draws is not None and n:
+        d = layout.learn_sums(draws).sum(axis=-2)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ci = percentile_ci(np.where(d[:, 0] > 0, (d[:, 2] - d[:, 1]) / np.maximum(d[:, 0], 1), np.nan))
+    return Estimate(value=(ic - bc) / n if n else None, ci=ci, n=n)
+
+
 def _estimates(
     layout: Layout, s: np.ndarray, draws: np.ndarray | None
 ) -> tuple[Estimate, Estimate, np.ndarray]:
@@ -169,8 +193,9 @@ def _row(
 ) -> LeaderRow:
     target, strategy, scorer = group
     layout = pooled.layout
-    strata = stratified_sums(pooled.counts, pooled.strata, group_seed(seed, *group), samples) if samples else {}
-    total = np.sum(list(strata.values()), axis=0) if strata else None
+    reduced = stratified_sums(boot_matrix(layout, pooled.counts), pooled.strata, group_seed(seed, *group), samples) if samples else {}
+    strata = {k: expand(layout, v) for k, v in reduced.items()}
+    total = expand(layout, np.sum(list(reduced.values()), axis=0)) if reduced else None
     s = pooled.counts.sum(axis=0)
     overall, transfer, interp = _estimates(layout, s, total)
     learn = _learn(layout, s, total)
@@ -185,7 +210,7 @@ def _row(
         rows = pooled.stratum(i)
         ss = pooled.counts[rows].sum(axis=0)
         o, tr, _ = _estimates(layout, ss, strata.get(i))
-        g = _learn(layout, ss, strata.get(i)).gain
+        g = _gain(layout, ss, strata.get(i))
         columns.append(SnapshotColumn(
             snapshot_id=snap.id, period=snap.period, status="ok", questions=pooled.questions[i],
             entities=rows.stop - rows.start, overall=o, transfer=tr, learn_gain=g,

@@ -33,7 +33,9 @@ __all__ = [
     "Layout",
     "Pooled",
     "bit",
+    "boot_matrix",
     "decode",
+    "expand",
     "nanmean",
     "percentile_ci",
     "pool",
@@ -178,16 +180,40 @@ def stratified_sums(
     out: dict[int, np.ndarray] = {}
     if counts.size == 0:
         return out
+    from threadpoolctl import threadpool_limits
+
     lows = np.searchsorted(strata, np.unique(strata))
     bounds = [*lows.tolist(), len(strata)]
-    rows = np.arange(samples, dtype=np.int64)[:, None]
-    for lo, hi in pairwise(bounds):
-        n = hi - lo
-        draws = rng.integers(0, n, size=(samples, n))
-        weights = np.bincount((rows * n + draws).ravel(), minlength=samples * n).reshape(samples, n)
-        # float32 sums of integer counts are exact below 2**24
-        out[int(strata[lo])] = (weights.astype(np.float32) @ counts[lo:hi].astype(np.float32)).astype(np.float64)
+    rows = np.arange(samples, dtype=np.intp)[:, None]
+    # one BLAS thread: these products are small, and OpenBLAS's threads fight over a busy machine's cores (10x slower)
+    with threadpool_limits(limits=1, user_api="blas"):
+        for lo, hi in pairwise(bounds):
+            n = hi - lo
+            draws = rng.integers(0, n, size=(samples, n))
+            weights = np.bincount((rows * n + draws).ravel(), minlength=samples * n).reshape(samples, n)
+            # float32 sums of integer counts are exact below 2**24
+            out[int(strata[lo])] = (weights.astype(np.float32) @ counts[lo:hi].astype(np.float32)).astype(np.float64)
     return out
+
+
+def boot_matrix(layout: Layout, counts: np.ndarray) -> np.ndarray:
+    """The per-unit columns a draw needs, (U, 3P + 3T): per pair A, A+B and n; per train language n, base right,
+    injected right (a third fewer columns to multiply than the full counts)."""
+    t, lrn = layout.pair_sums(counts), layout.learn_sums(counts)
+    return np.concatenate([t[..., 0], t[..., 0] + t[..., 1], t.sum(axis=-1), lrn[..., 0], lrn[..., 1], lrn[..., 2]], axis=-1)
+
+
+def expand(layout: Layout, r: np.ndarray) -> np.ndarray:
+    """Draws of `boot_matrix` columns back in the layout's columns (B, width): A, B = (A+B) - A, C = 0, D = n - (A+B)
+    per pair and n, base right, injected right, 0, 0 per train language, which give Overall, Transfer, Learn's
+    accuracies and gain exactly as the full counts would."""
+    p, t = len(layout.pairs), len(layout.trains)
+    a, ab, n = r[:, :p], r[:, p : 2 * p], r[:, 2 * p : 3 * p]
+    ln, lb, li = r[:, 3 * p : 3 * p + t], r[:, 3 * p + t : 3 * p + 2 * t], r[:, 3 * p + 2 * t :]
+    zp, zt = np.zeros_like(a), np.zeros_like(ln)
+    pairs = np.stack([a, ab - a, zp, n - ab], axis=-1).reshape(len(r), 4 * p)
+    learn = np.stack([ln, lb, li, zt, zt], axis=-1).reshape(len(r), 5 * t)
+    return np.concatenate([pairs, learn], axis=-1)
 
 
 def nanmean(x: np.ndarray, axis: int = -1) -> np.ndarray:

@@ -25,7 +25,6 @@ from clkt.report.compare import compare_targets
 from clkt.report.leaderboard import build_rows
 from clkt.report.leaderboard_data import MIN_QUESTIONS, Leaderboard, LeaderRow, WindowInfo
 from clkt.report.metrics import BOOTSTRAP_SAMPLES
-from clkt.snapshots.audit import neutralise_cell
 from clkt.snapshots.period import Cadence, Period, PeriodError, parse_period
 from storage.leaderboard import (
     PredictionRow,
@@ -240,6 +239,8 @@ async def load_leaderboard(store: Store, q: LeaderboardQuery) -> Leaderboard:
 def prediction_cells(r: PredictionRow) -> list[str]:
     """A predictions CSV row: `predicted` empty when no letter was read, `correct` 1 or 0; every cell neutralised
     against spreadsheet formulas (crawled text may name a target or strategy)."""
+    from clkt.snapshots.audit import neutralise_cell  # the audit CSVs' rule (imported here: it pulls jinja2 in)
+
     return [neutralise_cell(x) for x in (
         r.snapshot_id, r.question_id, r.lang, r.target, r.strategy, r.job_id, r.train_lang, r.variant, r.scorer,
         r.entity_id, r.split, r.predicted or "", int(r.correct),
