@@ -89,8 +89,10 @@ class BoardCache:
 
     async def board(self, store: Store, q: LeaderboardQuery) -> Leaderboard:
         pooled = await self.pooled(store, q)
-        if q.compare is None:
-            return pooled.board
+        return pooled.board if q.compare is None else await self.compared(store, pooled, q)
+
+    async def compared(self, store: Store, pooled: Pooled, q: LeaderboardQuery) -> Leaderboard:
+        """The window's board with the comparison `q.compare` (of the window `pooled` holds)."""
         async with store.session() as s:
             await check_query(s, q)  # the compared targets: known?
             key: tuple[object, ...] = (q, await window_fingerprint(s))
@@ -162,13 +164,16 @@ async def leaderboard_view(
     if bool(a) != bool(b):
         return view(form, error="choose two targets to compare (a and b), or neither")
     try:
-        board = await cache.board(store, _query(form, spec, snapshot, (a, b) if a else None))
+        pooled = await cache.pooled(store, _query(form, spec, snapshot, None))
+        board = pooled.board
         if not a and board.rows:  # by default, compare the two best-ranked targets of the first strategy x scorer
             first = (board.rows[0].strategy, board.rows[0].scorer)
             top = [r.target for r in board.rows if r.rank is not None and (r.strategy, r.scorer) == first]
             if len(top) >= 2:
-                form = {**form, "a": top[0], "b": top[1]}
-                board = await cache.board(store, _query(form, spec, snapshot, (top[0], top[1])))
+                a, b = top[0], top[1]
+                form = {**form, "a": a, "b": b}
+        if a:
+            board = await cache.compared(store, pooled, _query(form, spec, snapshot, (a, b)))
     except LeaderboardError as e:
         return view(form, error=str(e))
     return view(form, board)
