@@ -15,7 +15,14 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from clkt.report.window import LeaderboardQuery, load_leaderboard
 from storage.engine import Store
 from storage.knowledge import known_by_month, probe_fingerprint
-from storage.leaderboard import iter_predictions, known_names, spec_names, window_data, window_fingerprint, window_snapshots
+from storage.leaderboard import (
+    iter_predictions,
+    known_names,
+    spec_names,
+    window_data,
+    window_fingerprint,
+    window_snapshots,
+)
 from storage.questions import ProbeRecord, add_probes
 from tests.report._window_store import LANGS, SPEC, WindowStore, seed_window_store
 
