@@ -5,6 +5,7 @@ runner adds the `<scorer>-circular` results beside the plain ones only when enab
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -114,3 +115,33 @@ def test_the_runner_adds_the_circular_results_beside_the_plain_ones(monkeypatch:
         return
     assert len(circ) == 20 and sum(i.correct for i in circ) == 0  # 0 %
     assert calls == [20, 60]  # the plain pass, then the three other rotations in one call
+
+
+@pytest.mark.slow
+def test_circular_on_the_embedded_model(models_data_dir: Path) -> None:
+    """The real letter scorer under the four rotations: a question right circularly is right plainly, with the
+    same letter; every rotation's pick is recorded."""
+    from clkt.config import EMBEDDED_TARGET
+    from clkt.targets import cached_target
+
+    model, tok = cached_target(EMBEDDED_TARGET, data_dir=models_data_dir)
+    rows = [
+        QuestionRow(qid=i, entity_id=i, domain="music", lang=lang, split="test", question=q, options=o, answer=LETTERS[k], answer_index=k,
+                    slot="s")
+        for i, (q, o, lang, k) in enumerate([
+            ("What is the capital of France?", ["Berlin", "Paris", "Rome", "Madrid"], "en", 1),
+            ("How many legs does a spider have?", ["Six", "Ten", "Four", "Eight"], "en", 3),
+            ("Which planet is known as the red planet?", ["Venus", "Jupiter", "Mars", "Saturn"], "en", 2),
+            ("¿Cuál es la capital de España?", ["Lisboa", "Madrid", "París", "Roma"], "es", 1),
+        ])
+    ]
+    items = runner.answer_questions(model, tok, EMBEDDED_TARGET, rows, scorers=["letter-logprob"], gpu=GpuSettings(circular=True),
+                                    variant=Variant.base)
+    plain = {i.qid: i for i in items if i.scorer == "letter-logprob"}
+    circ = {i.qid: i for i in items if i.scorer == "letter-logprob-circular"}
+    assert set(plain) == set(circ) == {0, 1, 2, 3}
+    for q, c in circ.items():
+        assert len(c.raw) == 4 and c.raw[0] == plain[q].predicted  # rotation 0 is the plain answer
+        if c.correct:
+            assert plain[q].correct and c.predicted == plain[q].predicted
+    assert sum(c.correct for c in circ.values()) <= sum(p.correct for p in plain.values())
