@@ -5,7 +5,7 @@ quiet otherwise; shown by `clkt status`, the status data and every report of the
 from __future__ import annotations
 
 import json
-from datetime import UTC, date, datetime
+from datetime import date
 from pathlib import Path
 
 from rich.console import Console
@@ -18,11 +18,10 @@ from clkt.status import collect_status, knowledge_table
 from storage.engine import Store
 from storage.gpu_jobs import ResultRecord, enqueue_gpu_jobs, write_job_results
 from storage.knowledge import KnownMonth, known_by_month
-from storage.questions import ProbeRecord, add_probes
+from tests.report._knowledge_store import MONTHS, probed_store
 
 CUTOFF = date(2024, 8, 31)  # + 183 days: the window opens 2025-03-02, so 2025-04 is its first whole month
 WINDOW = TargetWindow(declared_cutoff=CUTOFF, window_start=date(2025, 3, 2))
-MONTHS = [f"{y}-{m:02d}" for y in (2024, 2025) for m in range(1, 13)][:21]  # 2024-01 .. 2025-09
 
 
 def _months(known: dict[str, int], n: int = 20) -> list[KnownMonth]:
@@ -66,38 +65,8 @@ SPEC = SpecSettings(name="k", languages=["en", "fr"], targets=[
 ])
 
 
-async def _probed_store(store: Store, *, knew_window_month: bool) -> None:
-    """Entities of every month with verdicts of `gemma` (in both languages when unknown, up to the first "known"
-    otherwise) and of `late` on a few only: the full probe stopped at `gemma`, which knew the others."""
-    from storage.models import Entity
-
-    rates = {m: (15 if m < "2024-09" else 1) for m in MONTHS}
-    if knew_window_month:
-        rates["2025-05"] = 12
-    probes: list[ProbeRecord] = []
-    async with store.transaction() as s:
-        eid = 0
-        for m in MONTHS:
-            y, mo = (int(x) for x in m.split("-"))
-            for i in range(20):
-                eid += 1
-                s.add(Entity(id=eid, source="f", external_id=str(eid), domain="music", name=f"e{eid}",
-                             occurred_at=datetime(y, mo, 1 + i, 12, tzinfo=UTC), content_hash="x"))
-                known = i < rates[m]
-                for lang in (["en"] if known else ["en", "fr"]):
-                    probes.append(ProbeRecord(entity_id=eid, target_model="gemma", lang=lang, prompt="p", response="r", known=known,
-                                              matched_facts=(), reason="", judge="fact-matcher", prompt_version="v",
-                                              created_at=datetime(2026, 1, 1, tzinfo=UTC)))
-                if not known and i % 4 == 0:
-                    probes.append(ProbeRecord(entity_id=eid, target_model="late", lang="en", prompt="p", response="r", known=False,
-                                              matched_facts=(), reason="", judge="fact-matcher", prompt_version="v",
-                                              created_at=datetime(2026, 1, 1, tzinfo=UTC)))
-        await s.flush()
-        await add_probes(s, probes)
-
-
 async def test_the_verdicts_by_month_from_the_store(store: Store) -> None:
-    await _probed_store(store, knew_window_month=True)
+    await probed_store(store, knew_window_month=True)
     async with store.session() as s:
         rows = await known_by_month(s)
     gemma = {r.month: r for r in rows if r.target == "gemma"}
@@ -112,7 +81,7 @@ async def test_the_verdicts_by_month_from_the_store(store: Store) -> None:
 
 
 async def test_status_and_reports_show_the_alarm(store: Store, tmp_path: Path) -> None:
-    await _probed_store(store, knew_window_month=True)
+    await probed_store(store, knew_window_month=True)
     rep = await collect_status(store, spec=SPEC)
     assert rep.knowledge is not None and [t.target for t in rep.knowledge.alarms] == ["gemma"]
     assert json.loads(rep.model_dump_json())["knowledge"]["targets"][0]["alarm_months"] == ["2025-05"]
@@ -145,7 +114,7 @@ async def test_status_and_reports_show_the_alarm(store: Store, tmp_path: Path) -
 
 
 async def test_a_quiet_store_reports_no_alarm(store: Store) -> None:
-    await _probed_store(store, knew_window_month=False)
+    await probed_store(store, knew_window_month=False)
     rep = await collect_status(store, spec=SPEC)
     assert rep.knowledge is not None and rep.knowledge.alarms == []
     gemma = next(t for t in rep.knowledge.targets if t.target == "gemma")
