@@ -19,10 +19,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from clkt.report.leaderboard import group_seed
 from clkt.report.leaderboard_data import MIN_QUESTIONS, CompareLine, Comparison, Estimate, LeaderRow
-from clkt.report.metrics import BOOTSTRAP_SAMPLES
-from clkt.report.pooled import bit, decode, nanmean, percentile_ci, stratified_sums
+from clkt.report.pooled import Draws, bit, decode, nanmean, percentile_ci
 from clkt.report.stats import mcnemar_exact
 from storage.leaderboard import WindowData
 from storage.result_packs import INJECTED_ANSWERED, INJECTED_CORRECT
@@ -51,9 +49,9 @@ def _ratio(num: np.ndarray, den: np.ndarray, keep: np.ndarray) -> np.ndarray:
 
 def compare_targets(
     data: WindowData, rows: Sequence[LeaderRow], *, target_a: str, target_b: str, strategy: str, scorer_a: str,
-    scorer_b: str, languages: Sequence[str], seed: int = 0, samples: int = BOOTSTRAP_SAMPLES,
-    min_questions: int = MIN_QUESTIONS,
+    scorer_b: str, languages: Sequence[str], draws: Draws | None, min_questions: int = MIN_QUESTIONS,
 ) -> Comparison:
+    """`draws`: the window's (`clkt.report.leaderboard.window_draws`): the same entities drawn for both targets."""
     index = {s.id: i for i, s in enumerate(data.snapshots)}
     job = {(j.snapshot_id, j.target, j.strategy, j.train_lang): j for j in data.jobs}
     pack = {(p.job_id, p.scorer): p for p in data.packs}
@@ -118,10 +116,8 @@ def compare_targets(
         counts = np.bincount(flat, minlength=len(all_keys) * width).astype(np.float64).reshape(len(all_keys), width)
     else:
         counts = np.zeros((0, width))
-    strata = (all_keys >> _SHIFT).astype(np.int64)
-    rng = group_seed(seed, "compare", target_a, target_b, strategy, scorer_a, scorer_b)
-    per = stratified_sums(counts, strata, rng, samples) if samples and len(all_keys) else {}
-    draws = np.sum(list(per.values()), axis=0) if per else None
+    per = draws.sums(all_keys, counts) if draws is not None else {}
+    boot_sums = np.sum(list(per.values()), axis=0) if per else None
     point = counts.sum(axis=0)
     too_few = len(questions) < min_questions
     interp = np.asarray([lt in learned.get((target_a, scorer_a), set()) and lt in learned.get((target_b, scorer_b), set())
@@ -144,7 +140,7 @@ def compare_targets(
     c_point = pair_cols(point)
     for scope, keep in scopes:
         got = metrics(point, keep)
-        boot = metrics(draws, keep) if draws is not None else None
+        boot = metrics(boot_sums, keep) if boot_sums is not None else None
         for k, name in ((0, "Overall"), (1, "Transfer")):
             va, vb = got[2 * k], got[2 * k + 1]
             a_only, b_only = int(disc[keep, 2 * k].sum()), int(disc[keep, 2 * k + 1].sum())
@@ -162,7 +158,7 @@ def compare_targets(
                 verdict=_verdict(diff, target_a, target_b, too_few),
             ))
         if scope == "all pairs":
-            lines.append(_learn_line(point, draws, len(pairs), len(trains), disc_learn, target_a, target_b, too_few))
+            lines.append(_learn_line(point, boot_sums, len(pairs), len(trains), disc_learn, target_a, target_b, too_few))
     notes: list[str] = []
     if not both:
         notes.append(f"no snapshot of the window is valid for both {target_a} and {target_b}")

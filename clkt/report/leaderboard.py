@@ -15,7 +15,6 @@ own: rows the intervals cannot separate share a rank (`tied`).
 
 from __future__ import annotations
 
-import zlib
 from collections import defaultdict
 from collections.abc import Sequence
 
@@ -27,6 +26,7 @@ from clkt.report.learn import LEARN_ALPHA, stat_from_counts
 from clkt.report.metrics import BOOTSTRAP_SAMPLES, Contingency
 from clkt.report.pooled import (
     Answers,
+    Draws,
     Layout,
     Pooled,
     boot_matrix,
@@ -35,19 +35,20 @@ from clkt.report.pooled import (
     nanmean,
     percentile_ci,
     pool,
-    stratified_sums,
+    universes,
 )
 from clkt.report.stats import mcnemar_significant
 from storage.leaderboard import WindowData, WindowJob
+from storage.result_packs import ResultPackRecord
 
 __all__ = [
     "build_rows",
     "group_answers",
-    "group_seed",
     "learned_trains",
     "overall_of",
     "rank_rows",
     "transfer_of",
+    "window_draws",
 ]
 
 # -- the metrics over sums ---------------------------------------------------------------------------------------
@@ -86,9 +87,18 @@ def _value(x: np.ndarray) -> float | None:
     return None if np.isnan(v) else v
 
 
-def group_seed(seed: int, *parts: str) -> np.random.Generator:
-    """A generator for one group's draws: the seed and the group's names (independent of the other groups)."""
-    return np.random.default_rng([seed, zlib.crc32("\x1f".join(parts).encode("utf-8"))])
+def window_draws(data: WindowData, *, seed: int, samples: int) -> Draws | None:
+    """The bootstrap's draws of the window (`clkt.report.pooled.Draws`), over each snapshot's entities; None
+    without draws."""
+    if samples <= 0:
+        return None
+    index = {s.id: i for i, s in enumerate(data.snapshots)}
+    snap_of = {j.id: index[j.snapshot_id] for j in data.jobs}
+    by: dict[int, list[ResultPackRecord]] = defaultdict(list)
+    for p in data.packs:
+        if p.job_id in snap_of:
+            by[snap_of[p.job_id]].append(p)
+    return Draws(universes=universes(by), names={i: s.id for i, s in enumerate(data.snapshots)}, seed=seed, samples=samples)
 
 
 # -- rows -------------------------------------------------------------------------------------------------------
@@ -188,12 +198,10 @@ def _pairs(layout: Layout, s: np.ndarray, draws: np.ndarray | None, interp: np.n
     return out
 
 
-def _row(
-    group: Group, pooled: Pooled, data: WindowData, *, seed: int, samples: int, min_questions: int
-) -> LeaderRow:
+def _row(group: Group, pooled: Pooled, data: WindowData, *, draws: Draws | None, min_questions: int) -> LeaderRow:
     target, strategy, scorer = group
     layout = pooled.layout
-    reduced = stratified_sums(boot_matrix(layout, pooled.counts), pooled.strata, group_seed(seed, *group), samples) if samples else {}
+    reduced = draws.sums(pooled.keys, boot_matrix(layout, pooled.counts)) if draws is not None else {}
     strata = {k: expand(layout, v) for k, v in reduced.items()}
     total = expand(layout, np.sum(list(reduced.values()), axis=0)) if reduced else None
     s = pooled.counts.sum(axis=0)
@@ -228,15 +236,17 @@ def _row(
 
 def build_rows(
     data: WindowData, languages: Sequence[str], *, seed: int = 0, samples: int = BOOTSTRAP_SAMPLES,
-    min_questions: int = MIN_QUESTIONS,
+    min_questions: int = MIN_QUESTIONS, draws: Draws | None = None,
 ) -> list[LeaderRow]:
-    """One row per (target, strategy, scorer) with answers in the window, ranked (see the module docstring)."""
+    """One row per (target, strategy, scorer) with answers in the window, ranked (see the module docstring);
+    `draws`: the window's (`window_draws`, made from `seed` and `samples` when not given)."""
+    draws = draws if draws is not None else window_draws(data, seed=seed, samples=samples)
     rows = []
     for group, answers in group_answers(data).items():
         pooled = pool(answers, _layout(answers, languages))
         if not len(pooled.keys):
             continue
-        rows.append(_row(group, pooled, data, seed=seed, samples=samples, min_questions=min_questions))
+        rows.append(_row(group, pooled, data, draws=draws, min_questions=min_questions))
     return rank_rows(rows)
 
 

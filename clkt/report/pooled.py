@@ -9,16 +9,17 @@ right, injected right, gained, lost). Sums over units are sums of per-question i
 are exactly what one counts by hand from the predictions; the metrics over sums are those of the report:
 Overall = mean over pairs of A/(A+B+C+D), Transfer = mean over the interpretable pairs of A/(A+B).
 
-The bootstrap resamples units, never questions: the questions of one entity (and its language pairs) are not
-independent, so they travel together. It is stratified by snapshot (each snapshot's entities are drawn with
-replacement among themselves, as many as it has): a snapshot is a fixed sample of its period, and one set of
-draws gives the pooled interval and every snapshot's own. Draws come from a seeded generator: the same store
-and seed give the same intervals.
+The bootstrap (`Draws`) resamples entities, never questions: the questions of one entity (and its language
+pairs) are not independent, so they travel together. It is stratified by snapshot (each snapshot's entities are
+drawn with replacement among themselves, as many as it has): a snapshot is a fixed sample of its period, and one
+set of draws gives the pooled interval and every snapshot's own. Draws come from a generator seeded by the seed
+and the snapshot's id: the same store and seed give the same intervals.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import zlib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 
@@ -30,6 +31,7 @@ __all__ = [
     "LEARN_FIELDS",
     "PAIR_FIELDS",
     "Answers",
+    "Draws",
     "Layout",
     "Pooled",
     "bit",
@@ -39,13 +41,14 @@ __all__ = [
     "nanmean",
     "percentile_ci",
     "pool",
-    "stratified_sums",
     "unit_keys",
+    "universes",
 ]
 
 PAIR_FIELDS = ("a", "b", "c", "d")
 LEARN_FIELDS = ("n", "base_correct", "injected_correct", "gained", "lost")
 _SHIFT = np.int64(40)  # a unit key: snapshot index << 40 | entity id
+_MASK = np.int64((1 << 40) - 1)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -65,7 +68,9 @@ def decode(pack: ResultPackRecord, *, snapshot: int, train_lang: str, excluded: 
     ents = np.frombuffer(pack.entity_ids, dtype="<i8").astype(np.int64)
     flags = np.frombuffer(pack.flags, dtype="<u8").astype(np.uint64)
     if excluded:
-        keep = ~np.isin(ents, np.fromiter(excluded, dtype=np.int64, count=len(excluded)))
+        ex = np.fromiter(excluded, dtype=np.int64, count=len(excluded))
+        # a few exclusions (the usual case): one comparison each beats np.isin's hashing
+        keep = ~(ents[:, None] == ex[None, :]).any(axis=1) if len(ex) <= 32 else ~np.isin(ents, ex)
         qids, ents, flags = qids[keep], ents[keep], flags[keep]
     return Answers(snapshot=snapshot, train_lang=train_lang, langs=pack.langs, qids=qids, ents=ents, flags=flags)
 
@@ -135,65 +140,120 @@ class Pooled:
         return sorted({int(s) for s in np.unique(self.strata)})
 
 
+def _merged(answers: Sequence[Answers]) -> list[tuple[str, tuple[str, ...], np.ndarray, np.ndarray, np.ndarray]]:
+    """The answers of the jobs with the same train language and language positions, concatenated:
+    (train language, langs, unit keys, question keys, flags) (fewer, larger numpy operations)."""
+    by: dict[tuple[str, tuple[str, ...]], list[Answers]] = {}
+    for a in answers:
+        by.setdefault((a.train_lang, a.langs), []).append(a)
+    out = []
+    for (train, langs), group in sorted(by.items()):
+        units = np.concatenate([unit_keys(a) for a in group])
+        qkeys = np.concatenate([(np.int64(a.snapshot) << _SHIFT) | a.qids for a in group])
+        out.append((train, langs, units, qkeys, np.concatenate([a.flags for a in group])))
+    return out
+
+
 def pool(answers: Sequence[Answers], layout: Layout) -> Pooled:
     """The per-unit counts of a group's jobs (see the module docstring)."""
     w = layout.width
     keys = np.unique(np.concatenate([unit_keys(a) for a in answers])) if answers else np.zeros(0, dtype=np.int64)
     flat: list[np.ndarray] = []
-    questions: dict[int, set[int]] = {}
-    for a in answers:
-        if a.train_lang not in a.langs or a.train_lang not in layout.train_index:
+    answered: list[np.ndarray] = []
+    for train, langs, units, qkeys, flags in _merged(answers):
+        if train not in langs or train not in layout.train_index:
             continue
-        u = np.searchsorted(keys, unit_keys(a)).astype(np.int64) * w
-        ti = a.langs.index(a.train_lang)
-        ans_t, cor_t = bit(a.flags, INJECTED_ANSWERED, ti), bit(a.flags, INJECTED_CORRECT, ti)
+        u = np.searchsorted(keys, units).astype(np.int64) * w
+        ti = langs.index(train)
+        ans_t, cor_t = bit(flags, INJECTED_ANSWERED, ti), bit(flags, INJECTED_CORRECT, ti)
         answered_any = ans_t.copy()
-        for si, ls in enumerate(a.langs):
-            pair = layout.pair_index.get((a.train_lang, ls))
+        for si, ls in enumerate(langs):
+            pair = layout.pair_index.get((train, ls))
             if pair is None:
                 continue
-            ans_s = bit(a.flags, INJECTED_ANSWERED, si)
+            ans_s = bit(flags, INJECTED_ANSWERED, si)
             answered_any |= ans_s
             valid = ans_t & ans_s
-            cor_s = bit(a.flags, INJECTED_CORRECT, si)
+            cor_s = bit(flags, INJECTED_CORRECT, si)
             col = layout.pair_col(pair) + 2 * (~cor_t).astype(np.int64) + (~cor_s).astype(np.int64)
             flat.append((u + col)[valid])
-        base = layout.learn_col(layout.train_index[a.train_lang])
-        both = bit(a.flags, BASE_ANSWERED, ti) & ans_t
-        bc = bit(a.flags, BASE_CORRECT, ti)
+        base = layout.learn_col(layout.train_index[train])
+        both = bit(flags, BASE_ANSWERED, ti) & ans_t
+        bc = bit(flags, BASE_CORRECT, ti)
         for fld, mask in enumerate((both, both & bc, both & cor_t, both & ~bc & cor_t, both & bc & ~cor_t)):
             flat.append(u[mask] + base + fld)
-        questions.setdefault(a.snapshot, set()).update(a.qids[answered_any].tolist())
+        answered.append(qkeys[answered_any])
     size = len(keys) * w
     counts = np.bincount(np.concatenate(flat), minlength=size).astype(np.float64) if flat else np.zeros(size)
+    distinct = np.unique(np.concatenate(answered)) if answered else np.zeros(0, dtype=np.int64)
+    per = np.unique(distinct >> _SHIFT, return_counts=True)
     return Pooled(
         layout=layout, keys=keys, strata=(keys >> _SHIFT).astype(np.int64), counts=counts.reshape(len(keys), w),
-        questions={s: len(q) for s, q in sorted(questions.items())},
+        questions={int(k): int(n) for k, n in zip(*per, strict=True)},
     )
 
 
-def stratified_sums(
-    counts: np.ndarray, strata: np.ndarray, rng: np.random.Generator, samples: int
-) -> dict[int, np.ndarray]:
-    """Per stratum, the column sums of `samples` draws of its units with replacement ((samples, width) each).
-    The pooled draw is the sum over strata."""
-    out: dict[int, np.ndarray] = {}
-    if counts.size == 0:
-        return out
-    from threadpoolctl import threadpool_limits
+class Draws:
+    """The bootstrap's draws of a window: per snapshot, `samples` resamples with replacement of its entities (all
+    of them: every entity a job of the window answered), as counts (samples x entities), made once per snapshot
+    from the seed and the snapshot's id and shared by every row and comparison of the window.
 
-    lows = np.searchsorted(strata, np.unique(strata))
-    bounds = [*lows.tolist(), len(strata)]
-    rows = np.arange(samples, dtype=np.intp)[:, None]
-    # one BLAS thread: these products are small, and OpenBLAS's threads fight over a busy machine's cores (10x slower)
-    with threadpool_limits(limits=1, user_api="blas"):
-        for lo, hi in pairwise(bounds):
-            n = hi - lo
-            draws = rng.integers(0, n, size=(samples, n))
-            weights = np.bincount((rows * n + draws).ravel(), minlength=samples * n).reshape(samples, n)
-            # float32 sums of integer counts are exact below 2**24
-            out[int(strata[lo])] = (weights.astype(np.float32) @ counts[lo:hi].astype(np.float32)).astype(np.float64)
-    return out
+    An entity a target did not answer or excluded contributes nothing to that target's sums: its excluded
+    entities are a domain of the snapshot's sample, so how many valid entities a draw holds varies from draw to
+    draw as it would from sample to sample (the domain estimate of survey sampling). Shared draws also make a
+    comparison paired, and the same query on the same store gives the same intervals."""
+
+    def __init__(self, *, universes: Mapping[int, np.ndarray], names: Mapping[int, str], seed: int, samples: int) -> None:
+        self.universes = dict(universes)  # snapshot index -> its entity ids, ascending
+        self.names = dict(names)  # snapshot index -> snapshot id (seeds its draws)
+        self.seed = seed
+        self.samples = samples
+        self._weights: dict[int, np.ndarray] = {}
+
+    def weights(self, s: int) -> np.ndarray:
+        """(samples, entities) float32 counts of the snapshot's draws."""
+        got = self._weights.get(s)
+        if got is None:
+            n = len(self.universes[s])
+            rng = np.random.default_rng([self.seed, zlib.crc32(self.names[s].encode("utf-8"))])
+            rows = np.arange(self.samples, dtype=np.intp)[:, None]
+            draws = rng.integers(0, n, size=(self.samples, n))
+            got = np.bincount((rows * n + draws).ravel(), minlength=self.samples * n).reshape(self.samples, n).astype(np.float32)
+            self._weights[s] = got
+        return got
+
+    def sums(self, keys: np.ndarray, counts: np.ndarray) -> dict[int, np.ndarray]:
+        """Per snapshot, the column sums of the draws ((samples, columns) each) of per-unit `counts` whose units are
+        `keys` (ascending unit keys). The pooled draw is the sum over snapshots."""
+        from threadpoolctl import threadpool_limits
+
+        out: dict[int, np.ndarray] = {}
+        if not len(keys):
+            return out
+        strata = keys >> _SHIFT
+        lows = np.searchsorted(strata, np.unique(strata))
+        bounds = [*lows.tolist(), len(strata)]
+        # one BLAS thread: these products are small, and OpenBLAS's threads fight over a busy machine's cores (10x slower)
+        with threadpool_limits(limits=1, user_api="blas"):
+            for lo, hi in pairwise(bounds):
+                s = int(strata[lo])
+                universe = self.universes[s]
+                pos = np.searchsorted(universe, keys[lo:hi] & _MASK)
+                if not np.array_equal(universe[np.minimum(pos, len(universe) - 1)], keys[lo:hi] & _MASK):
+                    raise ValueError(f"snapshot {self.names[s]}: a unit outside its entities")
+                full = np.zeros((len(universe), counts.shape[1]), dtype=np.float32)  # the others contribute nothing
+                full[pos] = counts[lo:hi]
+                # float32 sums of integer counts are exact below 2**24
+                out[s] = (self.weights(s) @ full).astype(np.float64)
+        return out
+
+
+def universes(snapshots: Mapping[int, Sequence[ResultPackRecord]]) -> dict[int, np.ndarray]:
+    """Per snapshot index, the entity ids of its packs (every target's, before exclusions), ascending."""
+    return {
+        s: np.unique(np.concatenate([np.frombuffer(p.entity_ids, dtype="<i8").astype(np.int64) for p in packs]))
+        for s, packs in snapshots.items() if packs
+    }
 
 
 def boot_matrix(layout: Layout, counts: np.ndarray) -> np.ndarray:

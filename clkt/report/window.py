@@ -22,9 +22,10 @@ from clkt.errors import UserError
 from clkt.evaluate.circular import CIRCULAR_SCORERS, circular_name
 from clkt.evaluate.scorers import OPTION_LOGLIK_NORM, ScorerName
 from clkt.report.compare import compare_targets
-from clkt.report.leaderboard import build_rows
+from clkt.report.leaderboard import build_rows, window_draws
 from clkt.report.leaderboard_data import MIN_QUESTIONS, Leaderboard, LeaderRow, WindowInfo
 from clkt.report.metrics import BOOTSTRAP_SAMPLES
+from clkt.report.pooled import Draws
 from clkt.snapshots.period import Cadence, Period, PeriodError, parse_period
 from storage.leaderboard import (
     PredictionRow,
@@ -174,11 +175,13 @@ class Pooled:
     window: Window
     board: Leaderboard
     rows: list[LeaderRow]
+    draws: Draws | None  # the window's bootstrap draws (the comparison's too)
 
 
 def build_board(w: Window, q: LeaderboardQuery) -> Pooled:
     """The pooled rows of the window (CPU work: run it off the event loop); `q.compare` is not looked at."""
-    rows = build_rows(w.data, q.languages, seed=q.seed, samples=q.samples, min_questions=q.min_questions)
+    draws = window_draws(w.data, seed=q.seed, samples=q.samples)
+    rows = build_rows(w.data, q.languages, min_questions=q.min_questions, draws=draws)
     shown = [r for r in rows if not q.targets or r.target in q.targets]
     notes = list(w.notes)
     for t in sorted({t for _, t in w.data.ready} - {r.target for r in shown}):
@@ -196,7 +199,7 @@ def build_board(w: Window, q: LeaderboardQuery) -> Pooled:
         snapshots=[WindowInfo(snapshot_id=s.id, period=s.period) for s in w.snapshots], languages=_languages(w, q),
         rows=shown, min_questions=q.min_questions, bootstrap=q.samples, seed=q.seed, notes=notes,
     )
-    return Pooled(window=w, board=board, rows=rows)
+    return Pooled(window=w, board=board, rows=rows, draws=draws)
 
 
 def with_comparison(p: Pooled, q: LeaderboardQuery) -> Leaderboard:
@@ -216,7 +219,7 @@ def with_comparison(p: Pooled, q: LeaderboardQuery) -> Leaderboard:
         return p.board.model_copy(update={"notes": [*p.board.notes, note]})
     comparison = compare_targets(
         p.window.data, rows, target_a=a, target_b=b, strategy=strategy, scorer_a=sa, scorer_b=sb,
-        languages=p.board.languages, seed=q.seed, samples=q.samples, min_questions=q.min_questions,
+        languages=p.board.languages, draws=p.draws, min_questions=q.min_questions,
     )
     return p.board.model_copy(update={"comparison": comparison})
 
