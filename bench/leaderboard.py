@@ -219,7 +219,7 @@ async def main() -> None:
         figures["cli_help_s"] = _pcts(_cli(cfg, ["--help"], 3))
         cli = _pcts(_cli(cfg, ["leaderboard"], args.rounds))
         figures["cli_s"] = cli
-        figures["cli_json_s"] = _pcts(_cli(cfg, ["leaderboard", "--json"], 3))
+        figures["cli_json_s"] = _pcts(_cli(cfg, ["leaderboard", "--json"], 2))
     figures["load_before"] = [round(x, 2) for x in load_before]
     figures["load_after"] = [round(x, 2) for x in os.getloadavg()]
     figures["cpus"] = os.cpu_count()
