@@ -35,7 +35,8 @@ def _app(
         return web.json_response({"ok": True, "owner": owner, "stopping": ctx.stopping.is_set()})
 
     async def status(_: web.Request) -> web.Response:
-        rep = await collect_status(ctx.store, paused=ctx.pause_reason(), daemon=DaemonInfo(owner=owner, restarts=dict(restarts)))
+        rep = await collect_status(ctx.store, paused=ctx.pause_reason(), daemon=DaemonInfo(owner=owner, restarts=dict(restarts)),
+                                   spec=pages.spec if pages is not None else None)
         return web.json_response(rep.model_dump(mode="json"))
 
     async def metrics(_: web.Request) -> web.Response:

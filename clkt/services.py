@@ -95,7 +95,7 @@ def build_services(settings: Settings, *, board: SourceBoard) -> list[Service]:
     if settings.gpu.enabled:
         services.append(GpuConsumer(gpu=settings.gpu, daemon=settings.daemon, targets=settings.spec.targets,
                                     data_dir=settings.data_dir, retention=settings.retention))
-        services.append(ReportService(data_dir=settings.data_dir, daemon=settings.daemon))
+        services.append(ReportService(data_dir=settings.data_dir, daemon=settings.daemon, spec=settings.spec))
     # --- publishing to the Hugging Face Hub by itself ([publish] repo + on_freeze / on_report) ---
     if settings.publish.automatic:
         services.append(publish_service(settings))

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field, field_serializer
 from rich.table import Table
 from rich.text import Text
 
+from clkt.report.cutoff_curve import RULE, TargetKnowledge, knowledge_curves, knowledge_windows
 from storage.engine import Session, Store
 from storage.enums import LeaseStatus, SnapshotTargetStatus
 from storage.gpu_engines import latest_engine_status
+from storage.knowledge import known_by_month
 from storage.llm_cache import CostSummary, cost_summary
 from storage.publish import publish_task_counts, publish_tasks
 from storage.publish_revisions import recent_revisions
@@ -20,10 +23,13 @@ from storage.target_probes import probing_progress
 from storage.targets import list_targets, snapshot_targets
 from storage.types import utcnow
 
+if TYPE_CHECKING:
+    from clkt.config import SpecSettings
+
 __all__ = [
-    "MIN_ACCEPTED_FOR_RATE", "DaemonInfo", "FailedWorkInfo", "GpuEngineInfo", "PublishStatus", "PublishTaskInfo",
-    "PublishedRevisionInfo", "RegisteredTarget", "SnapshotValidity", "StatusReport", "TargetsStatus", "collect_status",
-    "cost_table", "publish_status",
+    "MIN_ACCEPTED_FOR_RATE", "DaemonInfo", "FailedWorkInfo", "GpuEngineInfo", "KnowledgeStatus", "PublishStatus",
+    "PublishTaskInfo", "PublishedRevisionInfo", "RegisteredTarget", "SnapshotValidity", "StatusReport", "TargetsStatus",
+    "collect_status", "cost_table", "knowledge_table", "publish_status",
 ]
 
 MAX_PUBLISH_TASKS_SHOWN = 20
@@ -107,6 +113,8 @@ class TargetsStatus(BaseModel):
             f"{sum(v.entities for v in vs)} entities asked); its GPU jobs there start once each is ready"
             for t, vs in sorted(by.items())
         ]
+
+
 class PublishTaskInfo(BaseModel):
     """A publish task that is waiting, running or has failed (`clkt.publish`)."""
 
@@ -144,6 +152,17 @@ class PublishStatus(BaseModel):
     retractions: int = 0
 
 
+class KnowledgeStatus(BaseModel):
+    """The cutoff each target really has, from its probe verdicts (`clkt.report.cutoff_curve`), and the rule."""
+
+    targets: list[TargetKnowledge] = Field(default_factory=list)
+    rule: str = RULE
+
+    @property
+    def alarms(self) -> list[TargetKnowledge]:
+        return [t for t in self.targets if t.alarm]
+
+
 class StatusReport(BaseModel):
     generated_at: datetime
     entities: dict[str, int] = Field(default_factory=dict)  # by status
@@ -159,25 +178,35 @@ class StatusReport(BaseModel):
     targets: TargetsStatus = Field(default_factory=TargetsStatus)  # per target and snapshot: how many entities valid
     publish: PublishStatus = Field(default_factory=PublishStatus)
     gpu_engine: GpuEngineInfo | None = None  # None: the local engine (always ready), or no consumer ran yet
+    knowledge: KnowledgeStatus | None = None  # None: not asked for (collected with the spec's targets)
 
     @field_serializer("daemon")
     def _daemon_json(self, daemon: DaemonInfo | None) -> dict[str, object]:
         return {} if daemon is None else daemon.model_dump()  # no daemon: an empty object, as readers expect
 
 
-async def collect_status(store: Store, *, paused: str | None = None, daemon: DaemonInfo | None = None) -> StatusReport:
+async def collect_status(
+    store: Store, *, paused: str | None = None, daemon: DaemonInfo | None = None, spec: SpecSettings | None = None,
+) -> StatusReport:
+    """The report; with `spec`, also the known-rate curves and contamination alarms of its targets (and of the
+    store's other targets, by their stored cutoff)."""
+    knowledge = None
     async with store.session() as s:
         counts = await store_counts(s)
         cost = await cost_summary(s)
         targets = await _targets(s)
         publish = await _publish_status(s)
         engine = await latest_engine_status(s)
+        if spec is not None:
+            rows = await known_by_month(s)
+            extra = {t.name: t.cutoff for t in await list_targets(s)}
+            knowledge = KnowledgeStatus(targets=knowledge_curves(rows, knowledge_windows(spec, extra)))
     return StatusReport(
         generated_at=utcnow(), entities=counts.entities, entities_by_domain=counts.entities_by_domain,
         stages=counts.stages, gpu_jobs=counts.gpu_jobs, snapshots=counts.snapshots, skipped=counts.skipped,
         last_errors=[FailedWorkInfo(stage=f.stage, entity_id=f.entity_id, key=f.key, attempts=f.attempts, error=f.error)
                      for f in counts.failures],
-        cost=cost, paused=paused, daemon=daemon, targets=targets, publish=publish,
+        cost=cost, paused=paused, daemon=daemon, targets=targets, publish=publish, knowledge=knowledge,
         gpu_engine=GpuEngineInfo(engine=engine.engine, state=engine.state, detail=engine.detail, address=engine.address,
                                  updated_at=engine.updated_at) if engine is not None else None,
     )
@@ -258,4 +287,18 @@ def cost_table(summary: CostSummary) -> Table:
         f" of {_usd(budget)} budget" + (" (spent: paid stages paused)" if summary.budget_exhausted else "")
         if budget is not None else ""
     )
+    return t
+
+
+def knowledge_table(k: KnowledgeStatus) -> Table:
+    """Per target: its floor, the effective cutoff the verdicts give, the declared one, and the alarm."""
+    t = Table("target", "declared cutoff", "window from", "months", "floor", "effective cutoff", "alarm",
+              title="Knowledge cutoffs (probe verdicts by month of occurrence)", caption=k.rule)
+    for x in k.targets:
+        floor = f"{100 * x.floor:.1f}% (n={x.floor_n})" if x.floor is not None else x.note
+        eff = x.effective_cutoff or ("none above the floor" if x.floor is not None else "—")
+        alarm = Text("ALARM: " + ", ".join(x.alarm_months) + " above the floor: declared cutoff probably too early", style="bold red") \
+            if x.alarm else Text("no")
+        t.add_row(Text(x.target), str(x.declared_cutoff or "unknown"), str(x.window_start or "unknown"), str(len(x.months)),
+                  Text(floor), eff, alarm)
     return t

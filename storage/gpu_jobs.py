@@ -26,6 +26,7 @@ from sqlmodel import col
 from storage import claim as _lease
 from storage.claim import LeaseLost
 from storage.models import Entity, GpuJob, LeaseStatus, Question, QuestionResult
+from storage.result_packs import write_result_packs
 from storage.tasks import insert_ignore
 from storage.types import affected_rows, stored_id, utcnow
 
@@ -248,8 +249,10 @@ async def snapshot_jobs_finished(session: AsyncSession, snapshot_id: str) -> boo
 
 
 async def write_job_results(session: AsyncSession, job_id: int, records: Iterable[ResultRecord]) -> int:
-    """Replace the job's results with `records` (in the caller's transaction: all or nothing)."""
+    """Replace the job's results with `records`, and its result packs (`storage.result_packs`) with theirs, in
+    the caller's transaction: all or nothing."""
     await session.execute(delete(QuestionResult).where(col(QuestionResult.job_id) == job_id))
+    records = list(records)
     rows = [
         dict(
             job_id=job_id, question_id=r.question_id, lang=r.lang, variant=r.variant, scorer=r.scorer,
@@ -260,6 +263,7 @@ async def write_job_results(session: AsyncSession, job_id: int, records: Iterabl
     total = 0
     for i in range(0, len(rows), 500):
         total += await insert_ignore(session, QuestionResult, rows[i : i + 500])
+    await write_result_packs(session, job_id, [(r.question_id, r.lang, r.variant, r.scorer, r.split, r.correct) for r in records])
     return total
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, Column, Index, UniqueConstraint
+from sqlalchemy import BigInteger, Column, Index, LargeBinary, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from storage.enums import (
@@ -44,6 +44,7 @@ __all__ = [
     "Question",
     "QuestionResult",
     "QuestionStatus",
+    "ResultPack",
     "Retraction",
     "SkipCount",
     "Snapshot",
@@ -537,6 +538,8 @@ class Retraction(SQLModel, table=True):
     question_id: int | None = Field(default=None, foreign_key="question.id")  # this store's row, when known
     reason: str = Field(max_length=2000)
     retracted_at: datetime = _ts()
+
+
 class GpuEngineStatus(SQLModel, table=True):
     """What the GPU consumer of one process last said about its engine: ready, or why GPU jobs wait (the Ray
     cluster unreachable, no node offering what a job asks for). Read by `clkt status` and the status page."""
@@ -549,3 +552,21 @@ class GpuEngineStatus(SQLModel, table=True):
     detail: str = ""
     address: str | None = Field(default=None, max_length=512)
     updated_at: datetime = _ts()
+
+
+class ResultPack(SQLModel, table=True):
+    """A finished job's test-split answers of one scorer, packed for reading many snapshots at once (the
+    leaderboard, `storage.result_packs`): per question (ascending id) its entity and one 64-bit word of flags,
+    four 16-bit fields over the positions of `langs` (injected answered, injected correct, base answered, base
+    correct). Derived from `question_result`, written in the same transaction by `write_job_results`."""
+
+    __tablename__ = "result_pack"
+
+    job_id: int = Field(primary_key=True, foreign_key="gpu_job.id", ondelete="CASCADE")
+    scorer: str = Field(primary_key=True, max_length=32)
+    langs: str = Field(max_length=200)  # comma-separated; a language's position is its bit in each field
+    questions: int = 0
+    question_ids: bytes = Field(sa_column=Column(LargeBinary, nullable=False))  # little-endian int64 each
+    entity_ids: bytes = Field(sa_column=Column(LargeBinary, nullable=False))  # little-endian int64 each
+    flags: bytes = Field(sa_column=Column(LargeBinary, nullable=False))  # little-endian uint64 each
+    created_at: datetime = _ts()

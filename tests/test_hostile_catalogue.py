@@ -306,6 +306,11 @@ ARG_CASES: list[tuple[list[str], str]] = [
     (["report", "nosuch"], "nosuch"),
     (["nosuch"], "No such command"),
     (["entities", "--limit", "many"], "--limit"),
+    (["leaderboard", "--from", "2025-W01"], "invalid period '2025-W01'"),
+    (["leaderboard", "--seed", "-1"], "--seed"),
+    (["leaderboard", "--bootstrap", "5"], "--bootstrap"),
+    (["leaderboard", "--compare", "a"], "unexpected extra argument"),  # --compare takes two names: here "a" and "--config"
+    (["leaderboard"], "no frozen snapshot of spec"),  # an empty store
 ]
 
 

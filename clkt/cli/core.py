@@ -32,13 +32,13 @@ def run(config: ConfigOption = None) -> None:
 
 
 def status(config: ConfigOption = None, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
-    from clkt.status import StatusReport, collect_status, cost_table
+    from clkt.status import StatusReport, collect_status, cost_table, knowledge_table
 
     settings = load_cli_settings(config)
 
     async def read_status() -> StatusReport:
         async with open_store(settings) as store:
-            return await collect_status(store)
+            return await collect_status(store, spec=settings.spec)
 
     rep = run_async(read_status)
     if as_json:
@@ -84,6 +84,8 @@ def status(config: ConfigOption = None, as_json: Annotated[bool, typer.Option("-
                 t.add_row(src, plain(reason), str(n))
         console.print(t)
     console.print(cost_table(rep.cost))
+    if rep.knowledge is not None and rep.knowledge.targets:
+        console.print(knowledge_table(rep.knowledge))
     if rep.last_errors:
         t = Table("stage", "entity", "key", "tries", "last error", title="Failed work")
         for e in rep.last_errors:

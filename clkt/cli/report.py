@@ -37,7 +37,7 @@ def report(
 
     async def load_report() -> tuple[ReportPaths, ReportData]:
         async with open_store(settings) as store:
-            data = await load_report_data(store, snapshot)
+            data = await load_report_data(store, snapshot, spec=settings.spec)
             return await asyncio.to_thread(write_report_files, data, out_dir), data
 
     paths, data = run_async(load_report)

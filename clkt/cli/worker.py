@@ -40,7 +40,7 @@ def worker(
         devices=device or None, burst=burst, retention=settings.retention,
     )
     # the report of each snapshot whose jobs have all finished: the report step is its own service
-    reporter = ReportService(data_dir=settings.data_dir, daemon=settings.daemon, burst=burst)
+    reporter = ReportService(data_dir=settings.data_dir, daemon=settings.daemon, burst=burst, spec=settings.spec)
 
     async def consume() -> None:
         owner = new_owner_id("worker-")

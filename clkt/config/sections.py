@@ -60,6 +60,9 @@ class GpuSettings(Section):
     # None: each target's own `scorers`, else by its kind (base: option-loglik; instruct: generate)
     scorers: list[ScorerLiteral] | None = Field(default=None, min_length=1)
     parse: Literal["strict", "reference"] = "strict"  # how `generate` reads the answer letter
+    # CircularEval beside the plain letter scorers (generate, letter-logprob): each test question under the four
+    # rotations of its options, right only if right under all, stored as `<scorer>-circular` (clkt.evaluate.circular)
+    circular: bool = False
     max_new_tokens: int = Field(default=64, ge=1, le=65536)
     # None: found automatically (the largest that fits: `eval_batch_max` on a GPU, 8 on a CPU, halved on
     # out-of-memory); a number: that size (an out-of-memory error retries the job at half of it)

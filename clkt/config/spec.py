@@ -30,6 +30,7 @@ class TargetSettings(Section):
     size_b: float | None = Field(default=None, gt=0, le=100_000)  # parameters in billions (Figure 4)
     # None: [gpu] scorers, else by kind (base: option-loglik; instruct: generate); see clkt.evaluate.scorers
     scorers: list[ScorerLiteral] | None = Field(default=None, min_length=1)
+    circular: bool | None = None  # None: [gpu] circular (CircularEval of the letter scorers; clkt.evaluate.circular)
 
 
 EMBEDDED_TARGET = TargetSettings(
@@ -60,6 +61,10 @@ class SpecSettings(Section):
     strategies: list[Strategy] = Field(default_factory=_default_strategies, min_length=1)
     # the languages a GPU job injects in (None: every language); a subset still tests in every language
     train_languages: list[str] | None = Field(default=None, min_length=1)
+    # the share of entities the temporal gate turns away that every target is asked about anyway (observing probe
+    # tasks, no status change), chosen by entity id: the known-rate curve then sees months before each declared
+    # cutoff (clkt.report.cutoff_curve). 0 = none, 1 = every rejected entity
+    ineligible_probe_rate: float = Field(default=0.05, ge=0, le=1)
 
     @model_validator(mode="after")
     def _train_subset(self) -> SpecSettings:

@@ -1,4 +1,5 @@
-"""Answer a set of snapshot questions with a loaded model, with every configured scorer.
+"""Answer a set of snapshot questions with a loaded model, with every configured scorer (and, when enabled, the
+letter scorers' CircularEval variants: `clkt.evaluate.circular`).
 
 The batch size of each scorer comes from `sizers` (one `BatchSizer` per scorer, kept by the job across its
 passes so an automatic size found once holds), or a fresh one from `gpu.eval_batch_size` per call.
@@ -9,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from clkt.evaluate.circular import CIRCULAR_SCORERS, LetterScorer, circular_enabled, circular_items
 from clkt.evaluate.loglik import loglik_item, score_option_loglik
 from clkt.evaluate.memory import BatchSizer
 from clkt.evaluate.prompts import render_mcq
@@ -76,7 +78,27 @@ def answer_questions(
         finally:
             bar.close()
         out += [item(r, name.value, s.predicted, s.raw) for r, s in zip(rows, scored, strict=True)]
+        if name.value in CIRCULAR_SCORERS and circular_enabled(target, gpu):  # CircularEval: clkt.evaluate.circular
+            out += circular_items(rows, [s.predicted for s in scored], _letters(name, model, tokenizer, target, gpu, sizer),
+                                  scorer=name.value, variant=variant)
     return out
+
+
+def _letters(
+    name: ScorerName, model: Any, tokenizer: Any, target: TargetSettings, gpu: GpuSettings, sizer: BatchSizer,
+) -> LetterScorer:
+    """The letter scorer `name` over question rows (their MCQ prompts), for CircularEval's rotated rows, at the
+    batch size the plain pass settled on (`sizer`)."""
+
+    def score(rows: Sequence[QuestionRow]) -> list[str | None]:
+        prompts = [render_mcq(target, tokenizer, r.question, r.options, r.lang) for r in rows]
+        scored = score_prompts(
+            name, model, tokenizer, prompts, batch_size=sizer.size, max_new_tokens=gpu.max_new_tokens,
+            max_length=gpu.max_seq_len, parse=gpu.parse, sizer=sizer,
+        )
+        return [s.predicted for s in scored]
+
+    return score
 
 
 def accuracy(items: Sequence[ResultItem]) -> float | None:

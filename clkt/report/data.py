@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from clkt.evaluate.summary import ControlCounts
+from clkt.report.cutoff_curve import TargetKnowledge
 from clkt.report.learn import LearnStat, LearnTest
 from clkt.report.metrics import (
     ALL_DOMAINS,
@@ -119,6 +120,9 @@ class ReportData(BaseModel):
     # per target whose jobs ran on the snapshot: its entities and exclusions (left out of metrics.json when none
     # were recorded, as for a snapshot of the previous version)
     targets: list[TargetValidity] = Field(default_factory=list, exclude_if=lambda v: not v)
+    # the cutoff each target of the report really has, from the probe verdicts (`clkt.report.cutoff_curve`);
+    # empty when the store holds no verdict of them (then metrics.json has no `knowledge` key)
+    knowledge: list[TargetKnowledge] = Field(default_factory=list)
 
     def job_learned(self, model: str, strategy: str, scorer: str, train_lang: str) -> bool | None:
         """None: no Learn test (no base or injected answers in the train language)."""

@@ -73,6 +73,8 @@ def markdown(data: ReportData, figures: list[Path]) -> str:
         lines += ["## Parse failures of `generate`", ""]
         lines += [f"- {p['model']} / {p['strategy']} / {p['variant']}: {100 * p['rate']:.1f}%" for p in data.parse_failures]
         lines.append("")
+    if data.knowledge:
+        lines += _knowledge(data)
     if figures:
         lines += ["## Figures", ""]
         lines += [f"![{f.stem}]({f.name})" for f in figures]
@@ -107,3 +109,23 @@ def _header_line(data: ReportData) -> str:
 def _md_row(cells: list[str]) -> str:
     """A Markdown table row; crawled text (model names, notes) cannot break the table or inject markup."""
     return "| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |"
+
+
+def _knowledge(data: ReportData) -> list[str]:
+    """What the probe verdicts say each target of the report knew, by month of occurrence (only with verdicts)."""
+    from clkt.report.cutoff_curve import RULE
+
+    lines = ["## Knowledge cutoff (probe verdicts by month of occurrence)", "", RULE, ""]
+    for k in data.knowledge:
+        lines.append(f"- {'**ALARM** ' if k.alarm else ''}{k.summary}".replace("|", "\\|").replace("\n", " "))
+    lines.append("")
+    hdr = ["target", "month", "asked", "known", "known-rate % [CI]", "window", "vs floor"]
+    lines += [_md_row(hdr), "|" + "---|" * len(hdr)]
+    for k in data.knowledge:
+        for m in k.months:
+            vs = ("floor" if m.floor_month else "not tested" if m.p_value is None
+                  else f"above (p={m.p_value:.2g})" if m.above_floor else "at floor")
+            lines.append(_md_row([k.target, m.month, str(m.asked), str(m.known), f"{pct1(m.rate)}{ci_text(m.ci)}",
+                                  "inside" if m.in_window else "before", vs]))
+    lines.append("")
+    return lines

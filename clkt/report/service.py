@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from clkt import clock
-from clkt.config import DaemonSettings
+from clkt.config import DaemonSettings, SpecSettings
 from clkt.context import ServiceContext
 from clkt.report.writer import report_dir, write_report
 from storage.reports import FinishedJobs, ReportRecord, due_reports, record_report
@@ -50,8 +50,10 @@ class ReportService:
     RETRY_BACKOFF_START_S: ClassVar[float] = 30.0
     RETRY_BACKOFF_MAX_S: ClassVar[float] = 3600.0
 
-    def __init__(self, *, data_dir: Path, daemon: DaemonSettings, burst: bool = False) -> None:
+    def __init__(self, *, data_dir: Path, daemon: DaemonSettings, burst: bool = False, spec: SpecSettings | None = None) -> None:
+        """`spec`: its targets' declared cutoffs and buffer, for the reports' knowledge-cutoff section (its alarm)."""
         self.data_dir = data_dir
+        self.spec = spec
         self.poll_interval_s = daemon.poll_interval_s
         self.burst = burst
         self.written: list[ReportRecord] = []  # the reports this service wrote, in order
@@ -114,7 +116,7 @@ class ReportService:
         out = report_dir(self.data_dir, snapshot_id)
         tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
         try:
-            await write_report(ctx.store, snapshot_id, tmp)
+            await write_report(ctx.store, snapshot_id, tmp, spec=self.spec)
             await asyncio.to_thread(_move_into, tmp, out)
         finally:
             await asyncio.to_thread(shutil.rmtree, tmp, True)

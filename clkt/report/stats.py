@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["Z95", "mcnemar_exact", "wilson_ci"]
+__all__ = ["Z95", "mcnemar_exact", "mcnemar_significant", "wilson_ci"]
 
 Z95 = 1.959963984540054  # the 97.5% normal quantile (scipy.special.ndtri(0.975), to the last bit)
 
@@ -29,6 +29,47 @@ def mcnemar_exact(gained: int, lost: int) -> float:
     from scipy.stats import binomtest
 
     return float(binomtest(gained, gained + lost, 0.5).pvalue)
+
+
+def mcnemar_significant(gained: int, lost: int, alpha: float) -> bool:
+    """Whether `mcnemar_exact(gained, lost) < alpha`, without scipy (the leaderboard decides it for every snapshot x
+    train language). With n = gained + lost and m = min(gained, lost), the two-sided p of a fair binomial is
+    2 * sum(C(n, i), i <= m) / 2**n (1 when 2m >= n). Decided by the normal approximation where it is farther from
+    `alpha` than its Berry-Esseen bound, else summed in floats from the largest term down, and, only when that
+    lies within 1e-9 of `alpha`, again in exact integers against `alpha` as the exact fraction it is. Agrees
+    with `mcnemar_exact(...) < alpha` except where scipy's float p lies within rounding of `alpha`
+    (tests/report/test_stats_significant.py checks a grid)."""
+    if gained < 0 or lost < 0:
+        raise ValueError(f"counts must be >= 0, got gained={gained}, lost={lost}")
+    n, m = gained + lost, min(gained, lost)
+    if n == 0 or 2 * m >= n:
+        return alpha > 1.0
+    # the normal approximation (continuity-corrected) decides when it is far from alpha: Berry-Esseen bounds each
+    # tail's error by 0.4748 / sqrt(n) for a fair coin
+    z = (n - 2 * m - 1) / math.sqrt(n)
+    normal, bound = math.erfc(max(z, 0.0) / math.sqrt(2.0)), 2 * 0.4748 / math.sqrt(n)
+    if normal - bound > alpha:
+        return False
+    if normal + bound < alpha:
+        return True
+    term = math.exp(math.lgamma(n + 1) - math.lgamma(m + 1) - math.lgamma(n - m + 1) - n * math.log(2.0))
+    total = term
+    for i in range(m, 0, -1):
+        term *= i / (n - i + 1)
+        total += term
+        if term < total * 1e-18:
+            break
+    p = 2.0 * total
+    if abs(p - alpha) > 1e-9 * alpha:
+        return p < alpha
+    from fractions import Fraction
+
+    c = exact = 1
+    for i in range(1, m + 1):
+        c = c * (n - i + 1) // i
+        exact += c
+    a = Fraction(alpha)
+    return 2 * exact * a.denominator < a.numerator * (1 << n)
 
 
 def wilson_ci(k: int, n: int) -> tuple[float, float] | None:

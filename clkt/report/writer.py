@@ -38,6 +38,7 @@ from pydantic import ValidationError
 
 from clkt.errors import UserError
 from clkt.evaluate.summary import JobSummary
+from clkt.report.cutoff_curve import TargetWindow, knowledge_curves, knowledge_windows
 from clkt.report.data import (
     LEARN_HEADER,
     MIN_CELL_N,
@@ -68,12 +69,14 @@ from clkt.report.metrics import (
 )
 from clkt.snapshots.ids import stable_qid
 from storage.gpu_jobs import jobs_for_snapshot, results_for_snapshot
+from storage.knowledge import known_by_month
 from storage.snapshots import find_snapshot
-from storage.targets import snapshot_targets
+from storage.targets import list_targets, snapshot_targets
 
 if TYPE_CHECKING:
     from rich.table import Table
 
+    from clkt.config import SpecSettings
     from storage.engine import Store
 
 __all__ = [  # the report's data model lives in clkt.report.data; re-exported for its readers
@@ -107,10 +110,13 @@ class ReportPaths:
 
 
 async def load_report_data(
-    store: Store, snapshot_id: str, *, seed: int = 0, exclude_qids: frozenset[int] = frozenset()
+    store: Store, snapshot_id: str, *, seed: int = 0, exclude_qids: frozenset[int] = frozenset(),
+    spec: SpecSettings | None = None,
 ) -> ReportData:
     """The report's data from the stored results; `exclude_qids`: public qids left out of every figure (the
-    snapshot's retracted questions, when a publish revision recomputes its report: `clkt.publish`)."""
+    snapshot's retracted questions, when a publish revision recomputes its report: `clkt.publish`); `spec`: the
+    declared cutoffs and the buffer of its targets (the knowledge section's windows and alarm); without it, the
+    store's registry gives the cutoffs and no window is known."""
     async with store.session() as s:
         snap = await find_snapshot(s, snapshot_id)
         if snap is None:
@@ -119,6 +125,8 @@ async def load_report_data(
         rows = await results_for_snapshot(s, snapshot_id)
         manifest = dict(snap.manifest or {})
         validity = await snapshot_targets(s, snapshot_id=snapshot_id)
+        verdicts = await known_by_month(s, targets=sorted({j.target_model for j in jobs})) if jobs else []
+        registry = {t.name: t.cutoff for t in await list_targets(s)}
     infos: list[JobInfo] = []
     unreadable: list[str] = []
     for j in jobs:
@@ -148,6 +156,12 @@ async def load_report_data(
     data.notes.extend(unreadable)
     if left_out:
         data.notes.append(f"{len(left_out)} retracted question(s) are left out of every figure (see ERRATA.md)")
+    if verdicts:
+        windows = knowledge_windows(spec, registry) if spec is not None else {
+            name: TargetWindow(declared_cutoff=cutoff, window_start=None) for name, cutoff in registry.items()
+        }
+        data.knowledge.extend(knowledge_curves(verdicts, windows))
+        data.notes.extend(f"contamination alarm: {k.summary}" for k in data.knowledge if k.alarm)
     ran = {j.target_model for j in jobs}  # every target whose jobs ran on it, each on its valid entities
     return data.model_copy(update={"targets": [
         TargetValidity(target=v.target_name, status=v.status.value, entities=v.entities, excluded=v.excluded)
@@ -225,9 +239,10 @@ def build_report(snapshot_id: str, languages: list[str], jobs: list[JobInfo], ou
 
 
 async def write_report(
-    store: Store, snapshot_id: str, out_dir: Path, *, exclude_qids: frozenset[int] = frozenset()
+    store: Store, snapshot_id: str, out_dir: Path, *, exclude_qids: frozenset[int] = frozenset(),
+    spec: SpecSettings | None = None,
 ) -> ReportPaths:
-    data = await load_report_data(store, snapshot_id, exclude_qids=exclude_qids)
+    data = await load_report_data(store, snapshot_id, exclude_qids=exclude_qids, spec=spec)
     return await asyncio.to_thread(write_report_files, data, out_dir)
 
 
@@ -267,7 +282,8 @@ def write_report_files(data: ReportData, out: Path) -> ReportPaths:
                         pct(st.injected_accuracy), pct(ic[0]), pct(ic[1]), pct(st.gain), pct(gc[0]), pct(gc[1]),
                         st.gained, st.lost, f"{st.p_value:.4g}", t.learned])
     json_path = out / "metrics.json"
-    json_path.write_text(json.dumps(data.model_dump(mode="json"), ensure_ascii=False, indent=1), encoding="utf-8")
+    dumped = data.model_dump(mode="json", exclude={"knowledge"} if not data.knowledge else None)
+    json_path.write_text(json.dumps(dumped, ensure_ascii=False, indent=1), encoding="utf-8")
 
     figures = heatmaps(data, out) + size_plots(data, out)
     md = out / "report.md"

@@ -6,6 +6,9 @@
     /snapshots                  every snapshot with its manifest's counts and quotas
     /snapshots/{id}             one snapshot: counts, quotas filled, files, and its report (Table 2, Learn, ...)
     /publish                    publishing to the Hub: the publish queue, the revisions committed, the retractions
+    /leaderboard                results pooled over a window of snapshots per target, a paired comparison, the
+                                known-rate curves (`clkt.web.leaderboard`); its trend.png, known-rate.png and
+                                predictions.csv
     /files/snapshot/{id}/{path} a snapshot folder's file (read-only, traversal-safe)
     /files/report/{id}/{path}   a report folder's file
     /static/{name}              the stylesheet and the refresh script
@@ -33,11 +36,14 @@ from clkt.config import AgentSettings, DaemonSettings, HttpSettings, SnapshotSet
 from clkt.cutoff import fresh_after
 from clkt.facts import Domain
 from clkt.pipeline.flow import STAGE_ORDER
+from clkt.report.leaderboard_data import LeaderRow, PairCell
+from clkt.report.window import LeaderboardError
 from clkt.report.writer import report_dir
 from clkt.sources.board import SourceBoard
 from clkt.status import publish_status
 from clkt.web import views
 from clkt.web.files import file_response, safe_join
+from clkt.web.leaderboard import BoardCache, form_of, known_rate_image, leaderboard_view, predictions_rows, trend_image
 from clkt.web.security import HostGuard, security_middlewares
 from storage.engine import Store
 from storage.enums import EntityStatus
@@ -69,6 +75,7 @@ class PageContext:
 
 CTX_KEY = web.AppKey("clkt_pages", PageContext)
 ENV_KEY = web.AppKey("clkt_jinja", jinja2.Environment)
+BOARD_KEY = web.AppKey("clkt_leaderboard", BoardCache)
 
 
 # --- formatting filters --------------------------------------------------------------------------------
@@ -143,7 +150,7 @@ async def overview(request: web.Request) -> web.Response:
     ov = await views.overview(
         ctx.store, sources=ctx.sources, snapshot=ctx.snapshot, agents=ctx.agents, daemon=ctx.daemon,
         data_dir=ctx.data_dir, offline_demo=ctx.offline_demo, board=ctx.board, paused=ctx.paused(), owner=ctx.owner,
-        restarts=ctx.restarts,
+        restarts=ctx.restarts, spec=ctx.spec,
     )
     stages = list(STAGE_ORDER)  # the flow's order (clkt.pipeline.flow)
     stages += sorted(set(ov.status.stages) - set(stages))
@@ -261,6 +268,63 @@ async def report_file(request: web.Request) -> web.StreamResponse:
     return file_response(path)
 
 
+async def leaderboard(request: web.Request) -> web.Response:
+    ctx = request.app[CTX_KEY]
+    try:
+        form = form_of(request.query)
+    except ValueError as e:
+        return _error(request, 400, str(e))
+    v = await leaderboard_view(ctx.store, request.app[BOARD_KEY], spec=ctx.spec, snapshot=ctx.snapshot, form=form)
+    return _render(request, "leaderboard.html", status=400 if v.error else 200, title="Leaderboard", active="leaderboard", v=v,
+                   pairs_of=_pairs_of)
+
+
+def _pairs_of(row: LeaderRow, languages: list[str]) -> list[tuple[str, list[PairCell | None]]]:
+    """A row's language pairs as the heatmap's rows: (train language, the cell of each test language or None)."""
+    by = {(p.train_lang, p.test_lang): p for p in row.pairs}
+    return [(lt, [by.get((lt, ls)) for ls in languages]) for lt in row.train_langs]
+
+
+async def leaderboard_image(request: web.Request) -> web.Response:
+    ctx = request.app[CTX_KEY]
+    try:
+        form = form_of(request.query)
+        if request.match_info["name"] == "trend.png":
+            png = await trend_image(ctx.store, request.app[BOARD_KEY], spec=ctx.spec, snapshot=ctx.snapshot, form=form)
+        else:
+            png = await known_rate_image(ctx.store, request.app[BOARD_KEY], spec=ctx.spec)
+    except (ValueError, LeaderboardError) as e:
+        return web.Response(status=400, text=str(e), content_type="text/plain")
+    return web.Response(body=png, content_type="image/png")
+
+
+async def leaderboard_csv(request: web.Request) -> web.StreamResponse:
+    import csv
+    import io
+
+    ctx = request.app[CTX_KEY]
+    try:
+        rows = predictions_rows(ctx.store, spec=ctx.spec, snapshot=ctx.snapshot, form=form_of(request.query))
+        first = await anext(rows)
+    except (ValueError, LeaderboardError) as e:
+        return web.Response(status=400, text=str(e), content_type="text/plain")
+    resp = web.StreamResponse(headers={"Content-Type": "text/csv; charset=utf-8",
+                                       "Content-Disposition": 'attachment; filename="predictions.csv"'})
+    await resp.prepare(request)
+    buf = io.StringIO()
+    out = csv.writer(buf, lineterminator="\n")
+    out.writerow(first)
+    async for row in rows:
+        out.writerow(row)
+        if buf.tell() > 1 << 16:
+            await resp.write(buf.getvalue().encode("utf-8"))
+            buf.seek(0)
+            buf.truncate()
+    await resp.write(buf.getvalue().encode("utf-8"))
+    await resp.write_eof()
+    return resp
+
+
 async def static(request: web.Request) -> web.StreamResponse:
     name = request.match_info.get("name", "favicon.png")
     if name not in _STATIC:
@@ -272,6 +336,7 @@ def add_pages(app: web.Application, ctx: PageContext) -> None:
     """The pages' routes on an existing application (the daemon's endpoint)."""
     app[CTX_KEY] = ctx
     app[ENV_KEY] = _env()
+    app[BOARD_KEY] = BoardCache()
     app.add_routes([
         web.get("/", overview),
         web.get("/entities", entity_list),
@@ -279,6 +344,9 @@ def add_pages(app: web.Application, ctx: PageContext) -> None:
         web.get("/snapshots", snapshot_list),
         web.get("/snapshots/{id}", snapshot_page),
         web.get("/publish", publish_page),
+        web.get("/leaderboard", leaderboard),
+        web.get("/leaderboard/{name:trend\\.png|known-rate\\.png}", leaderboard_image),
+        web.get("/leaderboard/predictions.csv", leaderboard_csv),
         web.get("/files/snapshot/{id}/{path:.+}", snapshot_file),
         web.get("/files/report/{id}/{path:.+}", report_file),
         web.get("/static/{name}", static),

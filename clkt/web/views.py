@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from clkt.config import AgentSettings, DaemonSettings, SnapshotSettings, SourcesSettings
+from clkt.config import AgentSettings, DaemonSettings, SnapshotSettings, SourcesSettings, SpecSettings
 from clkt.inject.consumer import job_dir
 from clkt.inject.contract import PROGRESS_FILE, JobProgress
 from clkt.report.data import LEARN_HEADER, ReportData, grid, learn_rows, pair_reading, scenarios
@@ -141,10 +141,10 @@ def _source_domains() -> dict[str, str]:
 async def overview(
     store: Store, *, sources: SourcesSettings, snapshot: SnapshotSettings, agents: AgentSettings,
     daemon: DaemonSettings, data_dir: Path, offline_demo: bool, board: SourceBoard | None, paused: str | None,
-    owner: str | None, restarts: dict[str, int] | None = None,
+    owner: str | None, restarts: dict[str, int] | None = None, spec: SpecSettings | None = None,
 ) -> Overview:
     now = utcnow()
-    rep = await collect_status(store, paused=paused)
+    rep = await collect_status(store, paused=paused, spec=spec)
     period = period_of(now, snapshot.cadence)
     async with store.session() as s:
         cursors = {c.source: c for c in await source_cursors(s)}

@@ -65,7 +65,8 @@ async def test_gate_worker_passes_fresh_entities_and_names_the_model_otherwise(
         TargetSettings(name="old-model", model="meta-llama/Llama-3.1-8B"),
         TargetSettings(name="recent-model", model="x/y", cutoff=date(2025, 8, 20)),  # +183 days = 2026-02-19
     ]
-    settings = base.model_copy(update={"spec": base.spec.model_copy(update={"targets": targets})})
+    # no sampled observation of the rejected entities here (test_gate_samples_rejections_for_observing_probes)
+    settings = base.model_copy(update={"spec": base.spec.model_copy(update={"targets": targets, "ineligible_probe_rate": 0.0})})
     ctx = make_ctx()
     await poller_for(settings, "usgs").run_cycle(ctx)
     worker = GateWorker(step=step_of(Stage.gate), daemon=settings.daemon, spec=settings.spec)

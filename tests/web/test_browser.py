@@ -45,7 +45,9 @@ def chromium() -> str:
 
 
 async def _start_daemon(tmp_path: Path) -> tuple[subprocess.Popen[bytes], str, Path]:
-    cfg = write_config(tmp_path, extra="[replay]\nenabled = true\nredate = false\n[daemon]\npoll_interval_s = 0.2\n")
+    # no observing probe of the rejected entities either: no model is loaded
+    cfg = write_config(tmp_path, extra="[replay]\nenabled = true\nredate = false\n[daemon]\npoll_interval_s = 0.2\n"
+                                       "[spec]\nineligible_probe_rate = 0.0\n")
     settings = settings_for(cfg)
     async with Store(url=settings.resolved_store_url) as store:
         ids = await seed(store, settings, tmp_path)
@@ -130,3 +132,49 @@ async def test_pages_in_headless_chromium_against_a_daemon(tmp_path: Path, chrom
             proc.kill()
             raise
     assert rc == 0, log.read_text()[-3000:]
+
+
+async def test_the_leaderboard_in_headless_chromium(tmp_path: Path, chromium: str) -> None:
+    """`/leaderboard` of a store with a window of snapshots, served by the pages application on loopback (no daemon
+    needed: the page reads the store only): no console error or CSP refusal, both PNGs drawn, the hostile target
+    name shown as text, the window chosen by the two selectors' query."""
+    from aiohttp.test_utils import TestServer
+
+    from clkt.services import page_context
+    from clkt.web import pages_app
+    from tests.report._window_store import seed_window_store
+    from tests.web.test_leaderboard_page import seed_probes
+
+    settings = settings_for(write_config(tmp_path, extra='[spec]\nname = "lb"\nlanguages = ["en", "fr", "ja"]\n'))
+    shots = tmp_path / "screenshots"
+    async with Store(url=settings.resolved_store_url) as store:
+        await seed_window_store(store)
+        await seed_probes(store)
+        server = TestServer(pages_app(page_context(settings, store=store)), host="127.0.0.1")
+        await server.start_server()
+        base = str(server.make_url("")).rstrip("/")
+        try:
+            async with browser(chromium) as b:
+                for name, path, expected in (
+                    ("leaderboard", "/leaderboard", ["Leaderboard", "Window 2025-01 .. 2025-03", "cpt-lora, generate", "Paired comparison",
+                                                     "on the 66 questions valid for both", "into ja", "The cutoff each model really has",
+                                                     HOSTILE_NAME]),
+                    ("leaderboard-window", "/leaderboard?from=2025-02&to=2025-03&a=beta&b=alpha",
+                     ["Window 2025-02 .. 2025-03", "beta (generate) against alpha (generate)"]),
+                ):
+                    shot = shots / f"{name}.png"
+                    page = await b.load(base + path, screenshot=shot)
+                    print(f"screenshot: {shot}")
+                    assert page.status == 200, (name, page.status)
+                    assert page.errors == [] and page.dialogs == [], (name, page.errors, page.dialogs)
+                    for text in expected:
+                        assert text in page.text, (name, text)
+                    assert shot.stat().st_size > 10_000
+                imgs = await b.evaluate(base + "/leaderboard", "[...document.images].map(i => [i.id, i.complete && i.naturalWidth > 300])")
+                assert imgs == [["trend", True], ["known-rate", True]]
+                chosen = await b.evaluate(base + "/leaderboard?from=2025-02", "document.querySelector('select[name=from]').value")
+                assert chosen == "2025-02"
+                n = await b.evaluate(base + "/leaderboard", "document.querySelectorAll('#cutoff-summary script, #cutoff-summary b').length")
+                assert n == 0
+        finally:
+            await server.close()

@@ -1,0 +1,203 @@
+"""`clkt leaderboard`: Learn, Overall and Transfer per target pooled over a window of snapshots, with n and a
+bootstrap interval over entities, one column per snapshot, the window's language pairs, a paired comparison of
+two targets (`--compare A B`) and the predictions behind every figure (`--predictions FILE.csv`).
+
+Refused with one line and exit 2 (`clkt.report.window`): an unknown spec, target, strategy or scorer, a period
+that does not parse for `snapshot.cadence`, `--from` after `--to`, a window with no snapshot, `--json` with `--csv`.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from clkt.cli.common import ConfigOption, console, err_console, fail, load_cli_settings, open_store, plain, run_async
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from clkt.report.leaderboard_data import Comparison, Estimate, Leaderboard, LeaderRow
+
+__all__ = ["register"]
+
+
+def register(app: typer.Typer) -> None:
+    app.command("leaderboard", help="Results pooled over a window of snapshots per target, with CIs; paired comparisons.")(leaderboard)
+
+
+def _pct(e: Estimate) -> str:
+    if e.value is None:
+        return "n/a"
+    ci = f" [{100 * e.ci[0]:.1f}, {100 * e.ci[1]:.1f}]" if e.ci else ""
+    return f"{100 * e.value:.1f}{ci}"
+
+
+def _rank(r: LeaderRow) -> str:
+    if r.too_few:
+        return "too few"
+    if r.rank is None:
+        return "—"
+    return f"={r.rank}" if r.tied else str(r.rank)
+
+
+def _tables(board: Leaderboard) -> list[Table]:
+    from rich.table import Table
+
+    out: list[Table] = []
+    groups = sorted({(r.strategy, r.scorer) for r in board.rows})
+    for strategy, scorer in groups:
+        rows = [r for r in board.rows if (r.strategy, r.scorer) == (strategy, scorer)]
+        t = Table("rank", "target", "snapshots", "questions", "entities", "Learn: injected % [CI] (base, gain, p)",
+                  "Overall % [CI] (n)", "Transfer % [CI] (n)",
+                  title=f"{strategy}, {scorer} — pooled over the window; 95% CI from a bootstrap over entities; "
+                        f"'=' marks ranks the CIs cannot separate")
+        for r in rows:
+            lr = r.learn
+            learn = (f"{_pct(lr.injected)} (base {100 * (lr.base or 0):.1f}, gain {100 * (lr.gain.value or 0):+.1f}, "
+                     f"p={lr.p_value:.2g}{'' if lr.learned else ', NOT learned'}; n={lr.n})")
+            transfer = f"{_pct(r.transfer)} (n={r.transfer.n})" + (f", {r.not_interpretable} n.i. pairs" if r.not_interpretable else "")
+            t.add_row(_rank(r), plain(r.target), str(r.snapshots), str(r.questions), str(r.entities), learn,
+                      f"{_pct(r.overall)} (n={r.overall.n})", transfer)
+        out.append(t)
+        per = Table("target", *[s.period for s in board.snapshots],
+                    title=f"{strategy}, {scorer} — per snapshot: Overall / Transfer % (questions)")
+        for r in rows:
+            cells = []
+            for c in r.per_snapshot:
+                if c.status != "ok":
+                    cells.append(c.status)
+                    continue
+                o = "n/a" if c.overall.value is None else f"{100 * c.overall.value:.0f}"
+                tr = "n/a" if c.transfer.value is None else f"{100 * c.transfer.value:.0f}"
+                cells.append(f"{o} / {tr} ({c.questions})")
+            per.add_row(plain(r.target), *cells)
+        out.append(per)
+    for r in board.rows:
+        langs = [x for x in board.languages if any(p.test_lang == x for p in r.pairs)]
+        t = Table("train \\ test", *langs, title=f"Transfer % per language pair over the window (n = A+B) — {r.target}, {r.strategy}, {r.scorer}")
+        for lt in r.train_langs:
+            cells = []
+            for ls in langs:
+                p = next((p for p in r.pairs if p.train_lang == lt and p.test_lang == ls), None)
+                if p is None:
+                    cells.append("—")
+                elif p.reading == "ok":
+                    cells.append(f"{_pct(p.transfer)} (n={p.transfer.n})")
+                else:
+                    cells.append(f"{p.reading} (n={p.transfer.n})")
+            t.add_row(lt, *cells)
+        out.append(t)
+    if board.comparison is not None:
+        out.append(_comparison_table(board.comparison))
+    return out
+
+
+def _comparison_table(c: Comparison) -> Table:
+    from rich.table import Table
+
+    t = Table("metric", "scope", f"{c.target_a} % [CI]", f"{c.target_b} % [CI]", "a - b pts [CI]", "n", "McNemar a only / b only, p",
+              "verdict",
+              title=f"{c.target_a} ({c.scorer_a}) vs {c.target_b} ({c.scorer_b}), {c.strategy}: on the {c.questions} questions "
+                    f"({c.entities} entities, {len(c.snapshots)} snapshots, {c.question_pairs} question x pair units) valid "
+                    "for both; paired bootstrap over entities")
+    for line in c.lines:
+        d = line.diff
+        diff = "n/a" if d.value is None else f"{100 * d.value:+.1f}" + (f" [{100 * d.ci[0]:+.1f}, {100 * d.ci[1]:+.1f}]" if d.ci else "")
+        p = "n/a" if line.p_value is None else f"{line.p_value:.3g}"
+        t.add_row(line.metric, line.scope, _pct(line.a), _pct(line.b), diff, str(d.n), f"{line.a_only} / {line.b_only}, p={p}",
+                  plain(line.verdict))
+    return t
+
+
+def _csv(board: Leaderboard) -> str:
+    from clkt.snapshots.audit import neutralise_cell
+
+    def num(v: float | None) -> str:
+        return "" if v is None else f"{v:.6f}"
+
+    def est(e: Estimate) -> list[str]:
+        lo, hi = e.ci or (None, None)
+        return [num(e.value), num(lo), num(hi), str(e.n)]
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    head = ["target", "strategy", "scorer", "rank", "tied", "too_few", "snapshots", "questions", "entities",
+            "learn_injected", "learn_injected_ci_low", "learn_injected_ci_high", "learn_n", "learn_base", "learn_gain",
+            "learn_gain_ci_low", "learn_gain_ci_high", "learn_p_value", "learned",
+            "overall", "overall_ci_low", "overall_ci_high", "overall_n", "transfer", "transfer_ci_low", "transfer_ci_high", "transfer_n"]
+    head += [f"{s.period} {m}" for s in board.snapshots for m in ("overall", "transfer", "questions")]
+    w.writerow(head)
+    for r in board.rows:
+        lr = r.learn
+        row = [r.target, r.strategy, r.scorer, "" if r.rank is None else str(r.rank), str(r.tied), str(r.too_few), str(r.snapshots),
+               str(r.questions), str(r.entities), *est(lr.injected), num(lr.base), *est(lr.gain)[:3], f"{lr.p_value:.6g}", str(lr.learned),
+               *est(r.overall), *est(r.transfer)]
+        for c in r.per_snapshot:
+            row += [num(c.overall.value), num(c.transfer.value), str(c.questions)] if c.status == "ok" else [c.status, c.status, "0"]
+        w.writerow([neutralise_cell(x) for x in row])
+    return buf.getvalue()
+
+
+def leaderboard(
+    config: ConfigOption = None,
+    spec: Annotated[str | None, typer.Option("--spec", help="the spec (default: the configured one)")] = None,
+    period_from: Annotated[str | None, typer.Option("--from", help="first period of the window (default: the first held)")] = None,
+    period_to: Annotated[str | None, typer.Option("--to", help="last period of the window (default: the last held)")] = None,
+    strategy: Annotated[str | None, typer.Option("--strategy", help="only this injection strategy")] = None,
+    scorer: Annotated[str | None, typer.Option("--scorer", help="only this result scorer (e.g. generate-circular)")] = None,
+    target: Annotated[list[str] | None, typer.Option("--target", help="only this target (repeatable)")] = None,
+    compare: Annotated[tuple[str, str] | None, typer.Option("--compare", help="compare two targets: --compare A B")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="the leaderboard as JSON")] = False,
+    as_csv: Annotated[bool, typer.Option("--csv", help="the rows as CSV")] = False,
+    predictions: Annotated[Path | None, typer.Option("--predictions", help="write the predictions behind it as CSV")] = None,
+    seed: Annotated[int, typer.Option("--seed", min=0, max=2**32 - 1, help="the bootstrap's seed")] = 0,
+    min_questions: Annotated[int | None, typer.Option("--min-questions", min=1, max=1_000_000,
+                                                      help="fewer distinct test questions: too few, not ranked (default 50)")] = None,
+    bootstrap: Annotated[int | None, typer.Option("--bootstrap", min=100, max=10_000, help="bootstrap draws (default 1000)")] = None,
+) -> None:
+    from clkt.report.leaderboard_data import MIN_QUESTIONS
+    from clkt.report.metrics import BOOTSTRAP_SAMPLES
+    from clkt.report.window import LeaderboardQuery, load_leaderboard, write_predictions
+
+    if as_json and as_csv:
+        raise fail("--json and --csv: choose one")
+    settings = load_cli_settings(config)
+    name = spec or settings.spec.name
+    q = LeaderboardQuery(
+        spec=name, cadence=settings.snapshot.cadence, rolling_days=settings.snapshot.rolling_days, period_from=period_from,
+        period_to=period_to, strategy=strategy, scorer=scorer, targets=tuple(target or ()), compare=compare,
+        languages=tuple(settings.spec.languages) if name == settings.spec.name else (), seed=seed,
+        min_questions=min_questions or MIN_QUESTIONS, samples=bootstrap or BOOTSTRAP_SAMPLES,
+    )
+    if predictions is not None and not predictions.parent.is_dir():
+        raise fail(f"--predictions: no folder {predictions.parent}")
+
+    async def read() -> tuple[Leaderboard, int | None]:
+        async with open_store(settings) as store:
+            board = await load_leaderboard(store, q)
+            rows = await write_predictions(store, q, predictions) if predictions is not None else None
+            return board, rows
+
+    board, written = run_async(read)
+    if as_json:
+        sys.stdout.write(board.model_dump_json(indent=1) + "\n")
+    elif as_csv:
+        sys.stdout.write(_csv(board))
+    else:
+        console.print(f"[bold]Leaderboard[/] — spec {plain(board.spec)}, {board.cadence} window {board.window_from} .. "
+                      f"{board.window_to} ({len(board.snapshots)} snapshots); {board.bootstrap} bootstrap draws over entities, "
+                      f"seed {board.seed}; rows on fewer than {board.min_questions} questions are too few to rank")
+        for t in _tables(board):
+            console.print(t)
+        for note in board.notes:
+            console.print("[yellow]note:[/]", plain(note))
+        if board.comparison is not None:
+            for note in board.comparison.notes:
+                console.print("[yellow]note:[/]", plain(note))
+    if predictions is not None:
+        (err_console if as_json or as_csv else console).print(plain(f"predictions: {predictions} ({written} rows)"))

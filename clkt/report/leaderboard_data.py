@@ -1,0 +1,141 @@
+"""The leaderboard's data: what `clkt leaderboard --json` prints and the page shows (see
+`clkt.report.leaderboard` for the pooled rows, `clkt.report.compare` for the paired comparison)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from clkt.report.data import MIN_CELL_N
+from clkt.report.metrics import BOOTSTRAP_SAMPLES, Contingency
+
+__all__ = [
+    "MIN_QUESTIONS",
+    "CompareLine",
+    "Comparison",
+    "Estimate",
+    "LeaderRow",
+    "Leaderboard",
+    "LearnEstimate",
+    "PairCell",
+    "SnapshotColumn",
+    "WindowInfo",
+]
+
+MIN_QUESTIONS = 50  # a row (or a comparison) on fewer distinct test questions is `too_few`: shown, never ranked
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class Estimate(_Frozen):
+    value: float | None
+    ci: tuple[float, float] | None = None
+    n: int = 0  # what it rests on: Overall, question x pair units; Transfer, A+B; Learn, train-language questions
+
+
+class LearnEstimate(_Frozen):
+    """Learn pooled over the train languages: base against injected on the same train-language questions."""
+
+    n: int
+    base: float | None
+    injected: Estimate
+    gain: Estimate
+    gained: int
+    lost: int
+    p_value: float  # exact McNemar on the paired answers
+    learned: bool
+
+
+class SnapshotColumn(_Frozen):
+    snapshot_id: str
+    period: str
+    status: str  # "ok", "not valid" (no ready snapshot_target row for the target), "no results"
+    questions: int = 0
+    entities: int = 0
+    overall: Estimate = Estimate(value=None)
+    transfer: Estimate = Estimate(value=None)
+    learn_gain: Estimate = Estimate(value=None)
+
+
+class PairCell(_Frozen):
+    train_lang: str
+    test_lang: str
+    table: Contingency
+    overall: Estimate
+    transfer: Estimate
+    reading: str  # ok, missing, undefined (A+B = 0), not interpretable (not learned), too few (A+B < MIN_CELL_N)
+
+
+class LeaderRow(_Frozen):
+    target: str
+    strategy: str
+    scorer: str
+    snapshots: int  # valid snapshots with results
+    questions: int  # distinct test questions
+    entities: int
+    train_langs: list[str]
+    learned_langs: list[str]  # the train languages that learned (pooled): their pairs count in Transfer
+    overall: Estimate
+    transfer: Estimate
+    learn: LearnEstimate
+    not_interpretable: int  # pairs left out of Transfer (their train language was not learned)
+    too_few: bool
+    rank: int | None = None
+    tied: bool = False
+    pairs: list[PairCell] = Field(default_factory=list)
+    per_snapshot: list[SnapshotColumn] = Field(default_factory=list)
+
+
+class WindowInfo(_Frozen):
+    snapshot_id: str
+    period: str
+
+
+class CompareLine(_Frozen):
+    """One metric of a paired comparison: both targets on the same questions, their difference and its test."""
+
+    metric: str  # "Overall", "Transfer" or "Learn"
+    scope: str  # "all pairs", "into <lang>" (the pairs whose test language it is), "train language"
+    a: Estimate
+    b: Estimate
+    diff: Estimate  # a - b, with the paired bootstrap interval
+    a_only: int  # McNemar's discordant units: right for a only ...
+    b_only: int  # ... and for b only
+    p_value: float | None  # exact McNemar; None when there is no unit
+    verdict: str  # the better target's name, "tie" (the interval holds 0), "too few" or "n/a"
+
+
+class Comparison(_Frozen):
+    """Two targets compared on the questions valid for both (see `clkt.report.compare`)."""
+
+    target_a: str
+    target_b: str
+    strategy: str
+    scorer_a: str
+    scorer_b: str
+    snapshots: list[str]  # valid for both, with both targets' results
+    entities: int
+    questions: int  # distinct test questions answered by both
+    question_pairs: int  # question x language-pair units of Overall
+    too_few: bool
+    lines: list[CompareLine] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+
+class Leaderboard(_Frozen):
+    spec: str
+    cadence: str
+    window_from: str
+    window_to: str
+    snapshots: list[WindowInfo]
+    languages: list[str]
+    rows: list[LeaderRow]
+    comparison: Comparison | None = None
+    min_questions: int = MIN_QUESTIONS
+    min_cell_n: int = MIN_CELL_N
+    bootstrap: int = BOOTSTRAP_SAMPLES
+    seed: int = 0
+    notes: list[str] = Field(default_factory=list)
+
+

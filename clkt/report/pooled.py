@@ -1,0 +1,294 @@
+"""Pooling answers over a window of snapshots: per-question correctness (`storage.result_packs`) → counts per
+entity → sums, the paper's metrics over the sums, and a bootstrap over entities.
+
+Counts per *unit*, an entity of a snapshot, in columns (`Layout`): for every ordered language pair (L_train,
+L_test) of a job trained in L_train, the contingency A/B/C/D of `clkt.report.metrics` (the injected model's
+correctness in L_train and in L_test, on the test questions answered in both); for every train language, the
+Learn counts of `clkt.report.learn` (base against injected on the same train-language questions: n, base
+right, injected right, gained, lost). Sums over units are sums of per-question indicators, so pooled numbers
+are exactly what one counts by hand from the predictions; the metrics over sums are those of the report:
+Overall = mean over pairs of A/(A+B+C+D), Transfer = mean over the interpretable pairs of A/(A+B).
+
+The bootstrap (`Draws`) resamples entities, never questions: the questions of one entity (and its language
+pairs) are not independent, so they travel together. It is stratified by snapshot (each snapshot's entities are
+drawn with replacement among themselves, as many as it has): a snapshot is a fixed sample of its period, and one
+set of draws gives the pooled interval and every snapshot's own. Draws come from a generator seeded by the seed
+and the snapshot's id: the same store and seed give the same intervals.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import pairwise
+
+import numpy as np
+
+from storage.result_packs import BASE_ANSWERED, BASE_CORRECT, INJECTED_ANSWERED, INJECTED_CORRECT, ResultPackRecord
+
+__all__ = [
+    "LEARN_FIELDS",
+    "PAIR_FIELDS",
+    "Answers",
+    "Draws",
+    "Layout",
+    "Pooled",
+    "bit",
+    "boot_matrix",
+    "decode",
+    "expand",
+    "nanmean",
+    "percentile_ci",
+    "pool",
+    "unit_keys",
+    "universes",
+]
+
+PAIR_FIELDS = ("a", "b", "c", "d")
+LEARN_FIELDS = ("n", "base_correct", "injected_correct", "gained", "lost")
+_SHIFT = np.int64(40)  # a unit key: snapshot index << 40 | entity id
+_MASK = np.int64((1 << 40) - 1)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Answers:
+    """One job's test answers of one scorer, the entities excluded for its target removed."""
+
+    snapshot: int  # index of the job's snapshot in the window
+    train_lang: str
+    langs: tuple[str, ...]  # the pack's language positions
+    qids: np.ndarray
+    ents: np.ndarray
+    flags: np.ndarray  # uint64 per question
+
+
+def decode(pack: ResultPackRecord, *, snapshot: int, train_lang: str, excluded: frozenset[int] = frozenset()) -> Answers:
+    qids = np.frombuffer(pack.question_ids, dtype="<i8").astype(np.int64)
+    ents = np.frombuffer(pack.entity_ids, dtype="<i8").astype(np.int64)
+    flags = np.frombuffer(pack.flags, dtype="<u8").astype(np.uint64)
+    if excluded:
+        ex = np.fromiter(excluded, dtype=np.int64, count=len(excluded))
+        # a few exclusions (the usual case): one comparison each beats np.isin's hashing
+        keep = ~(ents[:, None] == ex[None, :]).any(axis=1) if len(ex) <= 32 else ~np.isin(ents, ex)
+        qids, ents, flags = qids[keep], ents[keep], flags[keep]
+    return Answers(snapshot=snapshot, train_lang=train_lang, langs=pack.langs, qids=qids, ents=ents, flags=flags)
+
+
+def bit(flags: np.ndarray, field_start: int, position: int) -> np.ndarray:
+    """The flag of a language position (a boolean per question)."""
+    return ((flags >> np.uint64(field_start + position)) & np.uint64(1)).astype(bool)
+
+
+def unit_keys(a: Answers) -> np.ndarray:
+    return (np.int64(a.snapshot) << _SHIFT) | a.ents
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """The columns of the per-unit counts: 4 per ordered pair (A, B, C, D), then 5 per train language."""
+
+    languages: tuple[str, ...]
+    trains: tuple[str, ...]
+    pairs: tuple[tuple[str, str], ...] = field(init=False)
+    pair_index: dict[tuple[str, str], int] = field(init=False)
+    train_index: dict[str, int] = field(init=False)
+
+    def __post_init__(self) -> None:
+        pairs = tuple((lt, ls) for lt in self.trains for ls in self.languages if ls != lt)
+        object.__setattr__(self, "pairs", pairs)
+        object.__setattr__(self, "pair_index", {p: i for i, p in enumerate(pairs)})
+        object.__setattr__(self, "train_index", {t: i for i, t in enumerate(self.trains)})
+
+    @property
+    def width(self) -> int:
+        return 4 * len(self.pairs) + 5 * len(self.trains)
+
+    def pair_col(self, pair: int, fld: int = 0) -> int:
+        return 4 * pair + fld
+
+    def learn_col(self, train: int, fld: int = 0) -> int:
+        return 4 * len(self.pairs) + 5 * train + fld
+
+    def pair_sums(self, s: np.ndarray) -> np.ndarray:
+        """(..., P, 4): A, B, C, D per pair."""
+        p = len(self.pairs)
+        return s[..., : 4 * p].reshape(*s.shape[:-1], p, 4)
+
+    def learn_sums(self, s: np.ndarray) -> np.ndarray:
+        """(..., T, 5): n, base right, injected right, gained, lost per train language."""
+        p = len(self.pairs)
+        return s[..., 4 * p :].reshape(*s.shape[:-1], len(self.trains), 5)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Pooled:
+    """Counts per unit (rows: units sorted by snapshot, then entity) in a layout's columns."""
+
+    layout: Layout
+    keys: np.ndarray  # (U,) unit keys, ascending
+    strata: np.ndarray  # (U,) the unit's snapshot index
+    counts: np.ndarray  # (U, width) float64
+    questions: dict[int, int]  # snapshot index -> distinct test questions answered by the injected model
+
+    def stratum(self, s: int) -> slice:
+        lo, hi = np.searchsorted(self.strata, [s, s + 1])
+        return slice(int(lo), int(hi))
+
+    @property
+    def snapshots(self) -> list[int]:
+        return sorted({int(s) for s in np.unique(self.strata)})
+
+
+def _merged(answers: Sequence[Answers]) -> list[tuple[str, tuple[str, ...], np.ndarray, np.ndarray, np.ndarray]]:
+    """The answers of the jobs with the same train language and language positions, concatenated:
+    (train language, langs, unit keys, question keys, flags) (fewer, larger numpy operations)."""
+    by: dict[tuple[str, tuple[str, ...]], list[Answers]] = {}
+    for a in answers:
+        by.setdefault((a.train_lang, a.langs), []).append(a)
+    out = []
+    for (train, langs), group in sorted(by.items()):
+        units = np.concatenate([unit_keys(a) for a in group])
+        qkeys = np.concatenate([(np.int64(a.snapshot) << _SHIFT) | a.qids for a in group])
+        out.append((train, langs, units, qkeys, np.concatenate([a.flags for a in group])))
+    return out
+
+
+def pool(answers: Sequence[Answers], layout: Layout) -> Pooled:
+    """The per-unit counts of a group's jobs (see the module docstring)."""
+    w = layout.width
+    keys = np.unique(np.concatenate([unit_keys(a) for a in answers])) if answers else np.zeros(0, dtype=np.int64)
+    flat: list[np.ndarray] = []
+    answered: list[np.ndarray] = []
+    for train, langs, units, qkeys, flags in _merged(answers):
+        if train not in langs or train not in layout.train_index:
+            continue
+        u = np.searchsorted(keys, units).astype(np.int64) * w
+        ti = langs.index(train)
+        ans_t, cor_t = bit(flags, INJECTED_ANSWERED, ti), bit(flags, INJECTED_CORRECT, ti)
+        answered_any = ans_t.copy()
+        for si, ls in enumerate(langs):
+            pair = layout.pair_index.get((train, ls))
+            if pair is None:
+                continue
+            ans_s = bit(flags, INJECTED_ANSWERED, si)
+            answered_any |= ans_s
+            valid = ans_t & ans_s
+            cor_s = bit(flags, INJECTED_CORRECT, si)
+            col = layout.pair_col(pair) + 2 * (~cor_t).astype(np.int64) + (~cor_s).astype(np.int64)
+            flat.append((u + col)[valid])
+        base = layout.learn_col(layout.train_index[train])
+        both = bit(flags, BASE_ANSWERED, ti) & ans_t
+        bc = bit(flags, BASE_CORRECT, ti)
+        for fld, mask in enumerate((both, both & bc, both & cor_t, both & ~bc & cor_t, both & bc & ~cor_t)):
+            flat.append(u[mask] + base + fld)
+        answered.append(qkeys[answered_any])
+    size = len(keys) * w
+    counts = np.bincount(np.concatenate(flat), minlength=size).astype(np.float64) if flat else np.zeros(size)
+    distinct = np.unique(np.concatenate(answered)) if answered else np.zeros(0, dtype=np.int64)
+    per = np.unique(distinct >> _SHIFT, return_counts=True)
+    return Pooled(
+        layout=layout, keys=keys, strata=(keys >> _SHIFT).astype(np.int64), counts=counts.reshape(len(keys), w),
+        questions={int(k): int(n) for k, n in zip(*per, strict=True)},
+    )
+
+
+class Draws:
+    """The bootstrap's draws of a window: per snapshot, `samples` resamples with replacement of its entities (all
+    of them: every entity a job of the window answered), as counts (samples x entities), made once per snapshot
+    from the seed and the snapshot's id and shared by every row and comparison of the window.
+
+    An entity a target did not answer or excluded contributes nothing to that target's sums: its excluded
+    entities are a domain of the snapshot's sample, so how many valid entities a draw holds varies from draw to
+    draw as it would from sample to sample (the domain estimate of survey sampling). Shared draws also make a
+    comparison paired, and the same query on the same store gives the same intervals."""
+
+    def __init__(self, *, universes: Mapping[int, np.ndarray], names: Mapping[int, str], seed: int, samples: int) -> None:
+        self.universes = dict(universes)  # snapshot index -> its entity ids, ascending
+        self.names = dict(names)  # snapshot index -> snapshot id (seeds its draws)
+        self.seed = seed
+        self.samples = samples
+        self._weights: dict[int, np.ndarray] = {}
+
+    def weights(self, s: int) -> np.ndarray:
+        """(samples, entities) float32 counts of the snapshot's draws."""
+        got = self._weights.get(s)
+        if got is None:
+            n = len(self.universes[s])
+            rng = np.random.default_rng([self.seed, zlib.crc32(self.names[s].encode("utf-8"))])
+            rows = np.arange(self.samples, dtype=np.intp)[:, None]
+            draws = rng.integers(0, n, size=(self.samples, n))
+            got = np.bincount((rows * n + draws).ravel(), minlength=self.samples * n).reshape(self.samples, n).astype(np.float32)
+            self._weights[s] = got
+        return got
+
+    def sums(self, keys: np.ndarray, counts: np.ndarray) -> dict[int, np.ndarray]:
+        """Per snapshot, the column sums of the draws ((samples, columns) each) of per-unit `counts` whose units are
+        `keys` (ascending unit keys). The pooled draw is the sum over snapshots."""
+        from threadpoolctl import threadpool_limits
+
+        out: dict[int, np.ndarray] = {}
+        if not len(keys):
+            return out
+        strata = keys >> _SHIFT
+        lows = np.searchsorted(strata, np.unique(strata))
+        bounds = [*lows.tolist(), len(strata)]
+        # one BLAS thread: these products are small, and OpenBLAS's threads fight over a busy machine's cores (10x slower)
+        with threadpool_limits(limits=1, user_api="blas"):
+            for lo, hi in pairwise(bounds):
+                s = int(strata[lo])
+                universe = self.universes[s]
+                pos = np.searchsorted(universe, keys[lo:hi] & _MASK)
+                if not np.array_equal(universe[np.minimum(pos, len(universe) - 1)], keys[lo:hi] & _MASK):
+                    raise ValueError(f"snapshot {self.names[s]}: a unit outside its entities")
+                full = np.zeros((len(universe), counts.shape[1]), dtype=np.float32)  # the others contribute nothing
+                full[pos] = counts[lo:hi]
+                # float32 sums of integer counts are exact below 2**24
+                out[s] = (self.weights(s) @ full).astype(np.float64)
+        return out
+
+
+def universes(snapshots: Mapping[int, Sequence[ResultPackRecord]]) -> dict[int, np.ndarray]:
+    """Per snapshot index, the entity ids of its packs (every target's, before exclusions), ascending."""
+    return {
+        s: np.unique(np.concatenate([np.frombuffer(p.entity_ids, dtype="<i8").astype(np.int64) for p in packs]))
+        for s, packs in snapshots.items() if packs
+    }
+
+
+def boot_matrix(layout: Layout, counts: np.ndarray) -> np.ndarray:
+    """The per-unit columns a draw needs, (U, 3P + 3T): per pair A, A+B and n; per train language n, base right,
+    injected right (a third fewer columns to multiply than the full counts)."""
+    t, lrn = layout.pair_sums(counts), layout.learn_sums(counts)
+    return np.concatenate([t[..., 0], t[..., 0] + t[..., 1], t.sum(axis=-1), lrn[..., 0], lrn[..., 1], lrn[..., 2]], axis=-1)
+
+
+def expand(layout: Layout, r: np.ndarray) -> np.ndarray:
+    """Draws of `boot_matrix` columns back in the layout's columns (B, width): A, B = (A+B) - A, C = 0, D = n - (A+B)
+    per pair and n, base right, injected right, 0, 0 per train language, which give Overall, Transfer, Learn's
+    accuracies and gain exactly as the full counts would."""
+    p, t = len(layout.pairs), len(layout.trains)
+    a, ab, n = r[:, :p], r[:, p : 2 * p], r[:, 2 * p : 3 * p]
+    ln, lb, li = r[:, 3 * p : 3 * p + t], r[:, 3 * p + t : 3 * p + 2 * t], r[:, 3 * p + 2 * t :]
+    zp, zt = np.zeros_like(a), np.zeros_like(ln)
+    pairs = np.stack([a, ab - a, zp, n - ab], axis=-1).reshape(len(r), 4 * p)
+    learn = np.stack([ln, lb, li, zt, zt], axis=-1).reshape(len(r), 5 * t)
+    return np.concatenate([pairs, learn], axis=-1)
+
+
+def nanmean(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    """The mean of the defined values along `axis`; NaN where none is defined (no warning)."""
+    ok = ~np.isnan(x)
+    n = ok.sum(axis=axis)
+    total = np.where(ok, x, 0.0).sum(axis=axis)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n > 0, total / np.maximum(n, 1), np.nan)
+
+
+def percentile_ci(draws: np.ndarray) -> tuple[float, float] | None:
+    """The 95% percentile interval of the defined draws; None when no draw is defined."""
+    ok = draws[~np.isnan(draws)]
+    if ok.size == 0:
+        return None
+    lo, hi = np.percentile(ok, [2.5, 97.5])
+    return float(lo), float(hi)

@@ -1,0 +1,272 @@
+"""A leaderboard query over the store: the window of periods it names, checked, then pooled (`clkt.report.leaderboard`),
+compared (`clkt.report.compare`) and traced back to its predictions (`write_predictions`).
+
+A query that cannot be answered is refused with one `LeaderboardError` (a `UserError`: `clkt` exits 2) naming
+what is wrong: a spec with no frozen snapshot, a period label that does not parse for the cadence, a start after
+the end, a window with no snapshot in it, an unknown target, strategy or result scorer, a comparison of a target
+with itself. The window is every frozen (not superseded) snapshot of the spec whose period starts inside
+[start of `--from`, end of `--to`) (default: all of them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, get_args
+
+from clkt.config.spec import Strategy
+from clkt.errors import UserError
+from clkt.evaluate.circular import CIRCULAR_SCORERS, circular_name
+from clkt.evaluate.scorers import OPTION_LOGLIK_NORM, ScorerName
+from clkt.report.compare import compare_targets
+from clkt.report.leaderboard import build_rows, window_draws
+from clkt.report.leaderboard_data import MIN_QUESTIONS, Leaderboard, LeaderRow, WindowInfo
+from clkt.report.metrics import BOOTSTRAP_SAMPLES
+from clkt.report.pooled import Draws
+from clkt.snapshots.period import Cadence, Period, PeriodError, parse_period
+from storage.leaderboard import (
+    PredictionRow,
+    WindowData,
+    WindowSnapshot,
+    iter_predictions,
+    known_names,
+    spec_names,
+    window_data,
+    window_snapshots,
+)
+
+if TYPE_CHECKING:
+    from storage.engine import Session, Store
+
+__all__ = [
+    "PREDICTION_COLUMNS",
+    "RESULT_SCORERS",
+    "LeaderboardError",
+    "LeaderboardQuery",
+    "Pooled",
+    "Window",
+    "build_board",
+    "build_leaderboard",
+    "check_query",
+    "load_leaderboard",
+    "prediction_cells",
+    "resolve_window",
+    "with_comparison",
+    "write_predictions",
+]
+
+# every result scorer name a job can store (the plain scorers, acc_norm, the CircularEval variants)
+RESULT_SCORERS = frozenset({s.value for s in ScorerName} | {OPTION_LOGLIK_NORM} | {circular_name(s) for s in CIRCULAR_SCORERS})
+# the scorer a comparison uses for a target when none is named: the first of these it has results of
+_PREFERRED = ("generate", "option-loglik", "letter-logprob")
+PREDICTION_COLUMNS = ("snapshot_id", "question_id", "lang", "target", "strategy", "job_id", "train_lang", "variant", "scorer",
+                      "entity_id", "split", "predicted", "correct")
+
+
+class LeaderboardError(UserError):
+    """A leaderboard query that cannot be answered (one line naming what is wrong)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class LeaderboardQuery:
+    spec: str
+    cadence: Cadence = "monthly"
+    rolling_days: int = 30
+    period_from: str | None = None
+    period_to: str | None = None
+    strategy: str | None = None
+    scorer: str | None = None
+    targets: tuple[str, ...] = ()  # only these targets' rows (every target when empty)
+    compare: tuple[str, str] | None = None
+    languages: tuple[str, ...] = ()  # the order of languages (the spec's); others follow, sorted
+    seed: int = 0
+    min_questions: int = MIN_QUESTIONS
+    samples: int = BOOTSTRAP_SAMPLES
+    names: tuple[str, str] = ("--from", "--to")  # how the two period bounds are named in messages
+
+
+@dataclass(frozen=True, kw_only=True)
+class Window:
+    label_from: str
+    label_to: str
+    snapshots: list[WindowSnapshot]
+    data: WindowData
+    notes: list[str] = field(default_factory=list)
+
+
+def _period(label: str, name: str, q: LeaderboardQuery) -> Period:
+    try:
+        return parse_period(label, q.cadence, rolling_days=q.rolling_days)
+    except PeriodError as e:
+        raise LeaderboardError(f"{name}: {e}") from None
+
+
+def _unknown(kind: str, name: str, known: Sequence[str]) -> LeaderboardError:
+    return LeaderboardError(f"unknown {kind} {name!r}; known: {', '.join(sorted(known)) or 'none'}")
+
+
+async def check_query(session: Session, q: LeaderboardQuery) -> tuple[list[WindowSnapshot], list[str]]:
+    """The query checked against the store (see the module docstring): the window's snapshots, and notes on the
+    snapshots left out."""
+    if q.compare is not None and q.compare[0] == q.compare[1]:
+        raise LeaderboardError(f"--compare needs two different targets, got {q.compare[0]!r} twice")
+    start = _period(q.period_from, q.names[0], q) if q.period_from else None
+    end = _period(q.period_to, q.names[1], q) if q.period_to else None
+    if start is not None and end is not None and start.start > end.start:
+        raise LeaderboardError(f"{q.names[0]} {start.label} is after {q.names[1]} {end.label}")
+    specs = await spec_names(session)
+    if q.spec not in specs:
+        raise LeaderboardError(f"no frozen snapshot of spec {q.spec!r} in the store (specs with snapshots: "
+                               f"{', '.join(specs) or 'none'})")
+    names = await known_names(session)
+    for t in (*q.targets, *(q.compare or ())):
+        if t not in names.targets:
+            raise _unknown("target", t, list(names.targets))
+    strategies = set(get_args(Strategy)) | names.strategies
+    if q.strategy is not None and q.strategy not in strategies:
+        raise _unknown("strategy", q.strategy, list(strategies))
+    scorers = RESULT_SCORERS | names.scorers
+    if q.scorer is not None and q.scorer not in scorers:
+        raise _unknown("scorer", q.scorer, list(scorers))
+    all_snaps = await window_snapshots(session, q.spec)
+    notes: list[str] = []
+    chosen: list[WindowSnapshot] = []
+    for snap in all_snaps:
+        try:
+            p = parse_period(snap.period, q.cadence, rolling_days=q.rolling_days)
+        except PeriodError:
+            notes.append(f"snapshot {snap.id}: its period {snap.period!r} is not a {q.cadence} period; left out")
+            continue
+        if (start is None or p.start >= start.start) and (end is None or p.start < end.end):
+            chosen.append(snap)
+    if not chosen:
+        held = ", ".join(sorted({x.period for x in all_snaps})) or "none"
+        raise LeaderboardError(
+            f"no snapshot of spec {q.spec!r} in the window {q.period_from or 'first'} .. {q.period_to or 'last'} "
+            f"(its periods: {held})"
+        )
+    return chosen, notes
+
+
+async def resolve_window(store: Store, q: LeaderboardQuery) -> Window:
+    """Check the query against the store (`check_query`) and read the window's data."""
+    async with store.session() as s:
+        chosen, notes = await check_query(s, q)
+        targets = set(q.targets) | set(q.compare or ()) if q.targets else None
+        data = await window_data(s, chosen, targets=targets, strategies={q.strategy} if q.strategy else None, scorer=q.scorer)
+    return Window(label_from=chosen[0].period, label_to=chosen[-1].period, snapshots=chosen, data=data, notes=notes)
+
+
+def _compare_scorer(rows: Sequence[LeaderRow], target: str, strategy: str, chosen: str | None) -> str | None:
+    have = sorted({r.scorer for r in rows if r.target == target and r.strategy == strategy})
+    if chosen is not None:
+        return chosen if chosen in have else None
+    return next((p for p in _PREFERRED if p in have), have[0] if have else None)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Pooled:
+    """A window's leaderboard without a comparison, and every row computed (a comparison reads the rows of its
+    targets even when `--target` leaves them out of the board)."""
+
+    window: Window
+    board: Leaderboard
+    rows: list[LeaderRow]
+    draws: Draws | None  # the window's bootstrap draws (the comparison's too)
+
+
+def build_board(w: Window, q: LeaderboardQuery) -> Pooled:
+    """The pooled rows of the window (CPU work: run it off the event loop); `q.compare` is not looked at."""
+    draws = window_draws(w.data, seed=q.seed, samples=q.samples)
+    rows = build_rows(w.data, q.languages, min_questions=q.min_questions, draws=draws)
+    shown = [r for r in rows if not q.targets or r.target in q.targets]
+    notes = list(w.notes)
+    for t in sorted({t for _, t in w.data.ready} - {r.target for r in shown}):
+        if not q.targets or t in q.targets:
+            notes.append(f"target {t}: valid snapshots in the window but no finished results"
+                         + (f" of {q.strategy}" if q.strategy else "") + (f" scored {q.scorer}" if q.scorer else ""))
+    for t in sorted({j.target for j in w.data.jobs} - {t for _, t in w.data.ready}):
+        if not q.targets or t in q.targets:
+            notes.append(f"target {t}: finished jobs in the window, but no snapshot of it is valid for {t} yet "
+                         "(its snapshot_target rows are not `ready`): not pooled")
+    if not w.data.ready:
+        notes.append("no snapshot of the window is valid (`ready`) for any target yet")
+    board = Leaderboard(
+        spec=q.spec, cadence=q.cadence, window_from=w.label_from, window_to=w.label_to,
+        snapshots=[WindowInfo(snapshot_id=s.id, period=s.period) for s in w.snapshots], languages=_languages(w, q),
+        rows=shown, min_questions=q.min_questions, bootstrap=q.samples, seed=q.seed, notes=notes,
+    )
+    return Pooled(window=w, board=board, rows=rows, draws=draws)
+
+
+def with_comparison(p: Pooled, q: LeaderboardQuery) -> Leaderboard:
+    """The board with the comparison of `q.compare` (the first strategy both targets have unless one is named;
+    each target's scorer: `q.scorer`, else the first of generate, option-loglik, letter-logprob it has)."""
+    if q.compare is None:
+        return p.board
+    a, b = q.compare
+    rows = p.rows
+    common = sorted({r.strategy for r in rows if r.target == a} & {r.strategy for r in rows if r.target == b})
+    strategy = q.strategy or (common[0] if common else None)
+    sa = _compare_scorer(rows, a, strategy, q.scorer) if strategy else None
+    sb = _compare_scorer(rows, b, strategy, q.scorer) if strategy else None
+    if strategy is None or sa is None or sb is None:
+        note = (f"no comparison: {a} and {b} have no results of one strategy" + (f" and scorer {q.scorer}" if q.scorer else "")
+                + " in the window")
+        return p.board.model_copy(update={"notes": [*p.board.notes, note]})
+    comparison = compare_targets(
+        p.window.data, rows, target_a=a, target_b=b, strategy=strategy, scorer_a=sa, scorer_b=sb,
+        languages=p.board.languages, draws=p.draws, min_questions=q.min_questions,
+    )
+    return p.board.model_copy(update={"comparison": comparison})
+
+
+def build_leaderboard(w: Window, q: LeaderboardQuery) -> Leaderboard:
+    """The pooled rows of the window and, when asked for, the comparison (CPU work: run it off the event loop)."""
+    return with_comparison(build_board(w, q), q)
+
+
+def _languages(w: Window, q: LeaderboardQuery) -> list[str]:
+    seen = {lang for p in w.data.packs for lang in p.langs}
+    return [x for x in q.languages if x in seen] + sorted(seen - set(q.languages))
+
+
+async def load_leaderboard(store: Store, q: LeaderboardQuery) -> Leaderboard:
+    w = await resolve_window(store, q)
+    return await asyncio.to_thread(build_leaderboard, w, q)
+
+
+def prediction_cells(r: PredictionRow) -> list[str]:
+    """A predictions CSV row: `predicted` empty when no letter was read, `correct` 1 or 0; every cell neutralised
+    against spreadsheet formulas (crawled text may name a target or strategy)."""
+    from clkt.snapshots.audit import neutralise_cell  # the audit CSVs' rule (imported here: it pulls jinja2 in)
+
+    return [neutralise_cell(x) for x in (
+        r.snapshot_id, r.question_id, r.lang, r.target, r.strategy, r.job_id, r.train_lang, r.variant, r.scorer,
+        r.entity_id, r.split, r.predicted or "", int(r.correct),
+    )]
+
+
+async def write_predictions(store: Store, q: LeaderboardQuery, path: Path) -> int:
+    """The per-question predictions behind the leaderboard's figures as CSV (`PREDICTION_COLUMNS`: the first three
+    join with the snapshot's questions), cells neutralised against formulas; how many rows. Written to a
+    temporary file beside `path`, then renamed: a failure leaves no half-written file."""
+    w = await resolve_window(store, q)
+    jobs = [j for j in w.data.jobs if (j.snapshot_id, j.target) in w.data.ready and (not q.targets or j.target in q.targets)]
+    tmp = path.with_name(path.name + ".part")
+    n = 0
+    try:
+        with tmp.open("w", newline="", encoding="utf-8") as fh:
+            out = csv.writer(fh, lineterminator="\n")
+            out.writerow(PREDICTION_COLUMNS)
+            async with store.session() as s:
+                async for r in iter_predictions(s, jobs, w.data.exclusions, scorer=q.scorer):
+                    out.writerow(prediction_cells(r))
+                    n += 1
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return n

@@ -1,0 +1,118 @@
+"""`clkt leaderboard`: the pooled table, JSON and CSV, the comparison, the predictions CSV behind the figures, and
+one clear line with exit 2 for every bad input."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import clkt.cli as cli
+from storage.engine import Store
+from tests.conftest import REPO
+from tests.report._window_store import WindowStore, seed_window_store
+
+
+@pytest.fixture(scope="module")
+def lb_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, WindowStore]:
+    root = tmp_path_factory.mktemp("lb")
+
+    async def seed() -> WindowStore:
+        async with Store(url=f"sqlite+aiosqlite:///{root / 'clkt.db'}") as store:
+            return await seed_window_store(store)
+
+    info = asyncio.run(seed())
+    cfg = root / "c.toml"
+    cfg.write_text(f'data_dir = "{root}"\n[spec]\nname = "lb"\nlanguages = ["en", "fr", "ja"]\n', encoding="utf-8")
+    return cfg, info
+
+
+def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    capsys.readouterr()
+    try:
+        cli.main(argv)
+        code = 0
+    except SystemExit as e:
+        code = int(e.code) if isinstance(e.code, int) else 1
+    got = capsys.readouterr()
+    return code, got.out, got.err
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--from", "2024-01", "--to", "2024-06"], "no snapshot of spec 'lb' in the window 2024-01 .. 2024-06 (its periods: 2025-01, 2025-02, 2025-03)"),
+        (["--from", "2025-03", "--to", "2025-01"], "--from 2025-03 is after --to 2025-01"),
+        (["--spec", "nope"], "no frozen snapshot of spec 'nope' in the store (specs with snapshots: lb, other)"),
+        (["--target", "gamma"], "unknown target 'gamma'; known: alpha, beta"),
+        (["--compare", "alpha", "gamma"], "unknown target 'gamma'"),
+        (["--compare", "alpha", "alpha"], "--compare needs two different targets"),
+        (["--strategy", "magic"], "unknown strategy 'magic'; known: cpt-lora, full-ft, sft-lora"),
+        (["--scorer", "vibes"], "unknown scorer 'vibes'; known: generate, generate-circular, letter-logprob"),
+        (["--from", "2025-W03"], "--from: invalid period '2025-W03' for the monthly cadence: expected YYYY-MM"),
+        (["--to", "2025-13"], "--to: invalid period '2025-13': month 13 out of range"),
+        (["--json", "--csv"], "--json and --csv: choose one"),
+        (["--predictions", "/nonexistent/dir/p.csv"], "--predictions: no folder /nonexistent/dir"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(lb_store: tuple[Path, WindowStore], capsys: pytest.CaptureFixture[str],
+                                          args: list[str], says: str) -> None:
+    cfg, _ = lb_store
+    code, out, err = _run(["leaderboard", "--config", str(cfg), *args], capsys)
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("clkt: ") and says in lines[0], err
+    assert out == ""
+
+
+def test_json_csv_and_the_predictions_behind_them(lb_store: tuple[Path, WindowStore], capsys: pytest.CaptureFixture[str],
+                                                  tmp_path: Path) -> None:
+    cfg, info = lb_store
+    code, out, err = _run(["leaderboard", "--config", str(cfg), "--json", "--compare", "alpha", "beta", "--scorer", "generate",
+                           "--min-questions", "10"], capsys)
+    assert code == 0, err
+    board = json.loads(out)
+    assert [r["target"] for r in board["rows"]] == ["alpha", "beta"] and board["comparison"]["questions"] == 66
+    assert [s["period"] for s in board["snapshots"]] == ["2025-01", "2025-02", "2025-03"]
+    code, out, err = _run(["leaderboard", "--config", str(cfg), "--csv", "--from", "2025-02"], capsys)
+    assert code == 0, err
+    table = list(csv.DictReader(out.splitlines()))
+    assert {(r["target"], r["scorer"]) for r in table} == {("alpha", "generate"), ("alpha", "option-loglik"), ("beta", "generate")}
+    assert all(r["too_few"] == "True" for r in table if r["target"] == "beta")  # 30 questions in 2025-02 only
+    assert "2025-03 overall" in table[0] and "2025-01 overall" not in table[0]
+    pred = tmp_path / "p.csv"
+    code, out, err = _run(["leaderboard", "--config", str(cfg), "--predictions", str(pred), "--scorer", "generate",
+                           "--target", "beta"], capsys)
+    assert code == 0, err
+    assert "predictions:" in out and "p.csv (792 rows)" in out and "Leaderboard" in out
+    rows = list(csv.reader(pred.read_text(encoding="utf-8").splitlines()))
+    assert rows[0][:3] == ["snapshot_id", "question_id", "lang"]  # joins with v_snapshot_questions
+    assert rows[0] == ["snapshot_id", "question_id", "lang", "target", "strategy", "job_id", "train_lang", "variant", "scorer",
+                       "entity_id", "split", "predicted", "correct"]
+    body = rows[1:]
+    assert {r[3] for r in body} == {"beta"} and {r[8] for r in body} == {"generate"}
+    s2 = info.snapshots["2025-02"]
+    excluded = info.excluded[(s2, "beta")]
+    assert not any(r[0] == s2 and int(r[9]) in excluded for r in body)  # the exclusions are not behind the figures
+    assert {r[0] for r in body} == {info.snapshots["2025-01"], s2}  # nor the snapshot not valid for beta
+    # 22 entities x 3 questions x 3 languages x 2 variants x 2 train languages
+    assert len(body) == 22 * 3 * 3 * 2 * 2
+    assert not (tmp_path / "p.csv.part").exists()
+
+
+def test_the_command_prints_the_tables(lb_store: tuple[Path, WindowStore]) -> None:
+    cfg, _ = lb_store
+    res = subprocess.run([sys.executable, "-m", "clkt.cli", "leaderboard", "--config", str(cfg), "--compare", "alpha", "beta"],
+                         capture_output=True, text=True, cwd=REPO, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "240"})
+    assert res.returncode == 0, res.stderr
+    text = res.stdout
+    for needle in ("Leaderboard — spec lb, monthly window 2025-01 .. 2025-03 (3 snapshots)", "cpt-lora, generate", "too few",
+                   "per snapshot: Overall / Transfer", "not valid", "Transfer % per language pair over the window",
+                   "alpha (generate) vs beta (generate), cpt-lora: on the 66 questions", "into ja"):
+        assert needle in text, needle
