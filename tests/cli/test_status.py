@@ -96,6 +96,7 @@ async def test_the_status_json_keeps_its_keys_and_values(tmp_path: Path) -> None
         "daemon": {"owner": "me", "restarts": {"stage:probe": 2}},
         "targets": {"targets": [], "snapshots": []},  # targets over time (clkt.status.TargetsStatus): none recorded
         "publish": {"tasks": {}, "open_tasks": [], "revisions": [], "retractions": 0},
+        "gpu_engine": None,  # the local engine, or no consumer ran yet
         "knowledge": None,  # the known-rate curves: only when collected with the spec (`clkt status`, the pages)
     }
     assert list(got) == list(want) and got == want
