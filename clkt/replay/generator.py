@@ -26,6 +26,7 @@ from aiohttp import web
 
 from clkt import clock
 from clkt.replay import payloads
+from clkt.replay.query import parse_day, parse_time, query_int
 from clkt.replay.stream import SOURCES, EntityStream, Generated
 
 __all__ = ["GENERATOR_HEADER", "GeneratorRoutes"]
@@ -38,31 +39,6 @@ USGS_SEARCH_LIMIT = 20000  # the real API refuses a query that matches more
 def _midnight(d: date) -> datetime:
     return datetime.combine(d, time(0), tzinfo=UTC)
 
-
-def _parse_day(s: str | None) -> date | None:
-    if not s or s == "*":
-        return None
-    try:
-        return date.fromisoformat(s[:10])
-    except ValueError:
-        raise web.HTTPBadRequest(text=f"invalid date {s!r}") from None
-
-
-def _parse_time(s: str | None) -> datetime | None:
-    if not s:
-        return None
-    try:
-        dt = datetime.fromisoformat(s.replace("Z", "+00:00"))
-    except ValueError:
-        raise web.HTTPBadRequest(text=f"Bad starttime/endtime value {s!r}") from None
-    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
-
-
-def _int(q: Any, name: str, default: int) -> int:
-    try:
-        return int(q.get(name, default))
-    except ValueError:
-        raise web.HTTPBadRequest(text=f"invalid {name}") from None
 
 
 class GeneratorRoutes:
@@ -145,9 +121,9 @@ class GeneratorRoutes:
 
     async def tmdb_discover(self, request: web.Request) -> web.Response:
         q = request.query
-        lo = _parse_day(q.get("primary_release_date.gte") or q.get("release_date.gte"))
-        hi = _parse_day(q.get("primary_release_date.lte") or q.get("release_date.lte"))
-        page = _int(q, "page", 1)
+        lo = parse_day(q.get("primary_release_date.gte") or q.get("release_date.gte"))
+        hi = parse_day(q.get("primary_release_date.lte") or q.get("release_date.lte"))
+        page = query_int(q, "page", 1)
         if not 1 <= page <= 500:
             message = "Invalid page: Pages start at 1 and max at 500. They are expected to be an integer."
             return self._json(request, {"success": False, "status_code": 22, "status_message": message}, status=422)
@@ -189,10 +165,10 @@ class GeneratorRoutes:
     async def mb_search(self, request: web.Request) -> web.Response:
         q = request.query
         m = _MB_DATE.search(q.get("query", ""))
-        lo = _parse_day(m.group(1)) if m else None
-        hi = _parse_day(m.group(2)) if m else None
-        limit = min(max(_int(q, "limit", self.MB_DEFAULT_LIMIT), 1), 100)
-        offset = max(_int(q, "offset", 0), 0)
+        lo = parse_day(m.group(1)) if m else None
+        hi = parse_day(m.group(2)) if m else None
+        limit = min(max(query_int(q, "limit", self.MB_DEFAULT_LIMIT), 1), 100)
+        offset = max(query_int(q, "offset", 0), 0)
         total, items = self._page(
             "musicbrainz", _midnight(lo) if lo else self.stream.start,
             _midnight(hi) + timedelta(days=1) if hi else clock.now(), offset=offset, limit=limit,
@@ -216,8 +192,8 @@ class GeneratorRoutes:
     async def deezer_releases(self, request: web.Request) -> web.Response:
         if not request.match_info["id"].isdigit():
             return self._deezer_no_data(request)
-        index = max(_int(request.query, "index", 0), 0)
-        limit = max(_int(request.query, "limit", self.DEEZER_DEFAULT_LIMIT), 1)
+        index = max(query_int(request.query, "index", 0), 0)
+        limit = max(query_int(request.query, "limit", self.DEEZER_DEFAULT_LIMIT), 1)
         total, items = self._page("deezer", self.stream.start, clock.now(), offset=index, limit=limit, newest_first=True)
         data: dict[str, Any] = {"data": [payloads.deezer_release(g) for g in items], "total": total}
         if index + limit < total:
@@ -241,7 +217,7 @@ class GeneratorRoutes:
 
     async def sportsdb_eventsday(self, request: web.Request) -> web.Response:
         q = request.query
-        d = _parse_day(q.get("d"))
+        d = parse_day(q.get("d"))
         if d is None:
             return self._json(request, {"events": None})
         league, sport = q.get("l"), q.get("s")
@@ -274,15 +250,15 @@ class GeneratorRoutes:
                                     headers={"X-Clkt-Replay": "true", GENERATOR_HEADER: "true"})
             return self._json(request, payloads.usgs_feature(g))
         now = clock.now()
-        end = _parse_time(q.get("endtime")) or now
-        start = _parse_time(q.get("starttime")) or (now - timedelta(days=self.USGS_DEFAULT_DAYS))
+        end = parse_time(q.get("endtime")) or now
+        start = parse_time(q.get("starttime")) or (now - timedelta(days=self.USGS_DEFAULT_DAYS))
         try:
             minmag = float(q["minmagnitude"]) if "minmagnitude" in q else None
             maxmag = float(q["maxmagnitude"]) if "maxmagnitude" in q else None
         except ValueError:
             raise web.HTTPBadRequest(text="Bad minmagnitude/maxmagnitude") from None
-        limit = _int(q, "limit", USGS_SEARCH_LIMIT)
-        offset = _int(q, "offset", 1)
+        limit = query_int(q, "limit", USGS_SEARCH_LIMIT)
+        offset = query_int(q, "offset", 1)
         if limit < 1 or limit > USGS_SEARCH_LIMIT or offset < 1:
             raise web.HTTPBadRequest(text="Bad limit/offset")
         # the end is inclusive at the API (the start too): [start, end + 1 s) at its second precision

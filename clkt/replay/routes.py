@@ -13,13 +13,14 @@ import math
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from email.utils import format_datetime, parsedate_to_datetime
 from typing import Any
 
 from aiohttp import web
 
 from clkt.replay.catalog import Catalog, Item
+from clkt.replay.query import parse_day, parse_time, query_int
 from clkt.replay.redate import RedatePlan, shift_json, shift_text, text_variants
 
 __all__ = ["ORIGINALS_HEADER", "REDATED_HEADER", "REPLAY_HEADER", "ReplayRoutes", "Served"]
@@ -65,31 +66,6 @@ def _serve(item: Item, plan: RedatePlan | None) -> Served:
         extras={k: shift_json(v, delta, years=years) for k, v in item.extras.items()},
     )
 
-
-def _parse_day(s: str | None) -> date | None:
-    if not s:
-        return None
-    try:
-        return date.fromisoformat(s[:10])
-    except ValueError:
-        raise web.HTTPBadRequest(text=f"invalid date {s!r}") from None
-
-
-def _parse_time(s: str | None) -> datetime | None:
-    if not s:
-        return None
-    try:
-        dt = datetime.fromisoformat(s.replace("Z", "+00:00"))
-    except ValueError:
-        raise web.HTTPBadRequest(text=f"Bad starttime/endtime value {s!r}") from None
-    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
-
-
-def _int(q: Any, name: str, default: int) -> int:
-    try:
-        return int(q.get(name, default))
-    except ValueError:
-        raise web.HTTPBadRequest(text=f"invalid {name}") from None
 
 
 class ReplayRoutes:
@@ -187,13 +163,13 @@ class ReplayRoutes:
 
     async def tmdb_discover(self, request: web.Request) -> web.Response:
         q = request.query
-        lo = _parse_day(q.get("primary_release_date.gte") or q.get("release_date.gte"))
-        hi = _parse_day(q.get("primary_release_date.lte") or q.get("release_date.lte"))
-        page = _int(q, "page", 1)
+        lo = parse_day(q.get("primary_release_date.gte") or q.get("release_date.gte"))
+        hi = parse_day(q.get("primary_release_date.lte") or q.get("release_date.lte"))
+        page = query_int(q, "page", 1)
         if not 1 <= page <= 500:
             message = "Invalid page: Pages start at 1 and max at 500. They are expected to be an integer."
             return self._json(request, {"success": False, "status_code": 22, "status_message": message}, [], status=422)
-        items = self._window(self.served["tmdb"], lo, hi, lambda s: _parse_day(s.listing.get("release_date")))
+        items = self._window(self.served["tmdb"], lo, hi, lambda s: parse_day(s.listing.get("release_date")))
         sort = q.get("sort_by", "popularity.desc")
         if sort.startswith("primary_release_date"):
             items.sort(key=lambda s: (s.listing["release_date"], s.id), reverse=sort.endswith(".desc"))
@@ -239,10 +215,10 @@ class ReplayRoutes:
         m = _MB_DATE.search(q.get("query", ""))
         lo = hi = None
         if m:
-            lo = None if m.group(1) == "*" else _parse_day(m.group(1))
-            hi = None if m.group(2) == "*" else _parse_day(m.group(2))
-        limit = min(max(_int(q, "limit", self.MB_DEFAULT_LIMIT), 1), 100)
-        offset = max(_int(q, "offset", 0), 0)
+            lo = None if m.group(1) == "*" else parse_day(m.group(1))
+            hi = None if m.group(2) == "*" else parse_day(m.group(2))
+        limit = min(max(query_int(q, "limit", self.MB_DEFAULT_LIMIT), 1), 100)
+        offset = max(query_int(q, "offset", 0), 0)
 
         def day(s: Served) -> date | None:
             raw = str(s.listing.get("date") or "")
@@ -270,8 +246,8 @@ class ReplayRoutes:
         # one editorial list was recorded (106 "Electro"); it is also a true subset of 0 "All"
         if request.match_info["id"] not in ("0", "106"):
             return self._deezer_no_data(request)
-        index = max(_int(request.query, "index", 0), 0)
-        limit = max(_int(request.query, "limit", self.DEEZER_DEFAULT_LIMIT), 1)
+        index = max(query_int(request.query, "index", 0), 0)
+        limit = max(query_int(request.query, "limit", self.DEEZER_DEFAULT_LIMIT), 1)
         items = sorted(self.served["deezer"], key=lambda s: (s.listing.get("release_date", ""), s.id), reverse=True)
         chunk = items[index: index + limit]
         data: dict[str, Any] = {"data": [s.listing for s in chunk], "total": len(items)}
@@ -295,7 +271,7 @@ class ReplayRoutes:
 
     async def sportsdb_eventsday(self, request: web.Request) -> web.Response:
         q = request.query
-        d = _parse_day(q.get("d"))
+        d = parse_day(q.get("d"))
         if d is None:
             return self._json(request, {"events": None}, [])
         league, sport = q.get("l"), q.get("s")
@@ -322,14 +298,14 @@ class ReplayRoutes:
             if s is None or s.detail is None:
                 return web.Response(status=404, text="Error 404: Not Found\n\nUnknown eventid\n", headers=self._headers([]))
             return self._json(request, s.detail, [s])
-        start, end = _parse_time(q.get("starttime")), _parse_time(q.get("endtime"))
+        start, end = parse_time(q.get("starttime")), parse_time(q.get("endtime"))
         try:
             minmag = float(q["minmagnitude"]) if "minmagnitude" in q else None
             maxmag = float(q["maxmagnitude"]) if "maxmagnitude" in q else None
         except ValueError:
             raise web.HTTPBadRequest(text="Bad minmagnitude/maxmagnitude") from None
-        limit = _int(q, "limit", 20000)
-        offset = _int(q, "offset", 1)
+        limit = query_int(q, "limit", 20000)
+        offset = query_int(q, "offset", 1)
         if limit < 1 or limit > 20000 or offset < 1:
             raise web.HTTPBadRequest(text="Bad limit/offset")
         items = []

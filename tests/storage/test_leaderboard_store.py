@@ -3,14 +3,11 @@ validity, exclusions, packs and predictions, the probe verdicts by month, and th
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from sqlalchemy import text
-from sqlalchemy.ext.asyncio import create_async_engine
 
 from clkt.report.window import LeaderboardQuery, load_leaderboard
 from storage.engine import Store
@@ -25,23 +22,12 @@ from storage.leaderboard import (
 )
 from storage.questions import ProbeRecord, add_probes
 from tests.report._window_store import LANGS, SPEC, WindowStore, seed_window_store
+from tests.storage._urls import BACKENDS, empty_store_url
 
-PG_URL = os.environ.get("CLKT_TEST_PG_URL")
 
-
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=BACKENDS)
 async def seeded(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[tuple[Store, WindowStore]]:
-    if request.param == "sqlite":
-        url = f"sqlite+aiosqlite:///{tmp_path / 'clkt.db'}"
-    else:
-        if not PG_URL:
-            pytest.skip("CLKT_TEST_PG_URL not set (no PostgreSQL server for this run)")
-        url = PG_URL
-        engine = create_async_engine(url)
-        async with engine.begin() as conn:
-            await conn.execute(text("DROP SCHEMA public CASCADE"))
-            await conn.execute(text("CREATE SCHEMA public"))
-        await engine.dispose()
+    url = await empty_store_url(request.param, tmp_path / 'clkt.db')
     async with Store(url=url) as store:
         info = await seed_window_store(store)
         yield store, info

@@ -4,37 +4,24 @@ On SQLite, and on PostgreSQL when CLKT_TEST_PG_URL is set."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy import text
-from sqlalchemy.ext.asyncio import create_async_engine
 
 from storage.engine import Store
 from storage.gpu_jobs import claim_gpu_jobs, complete_gpu_job, enqueue_gpu_jobs, fail_gpu_job
 from storage.reports import current_report, due_reports, find_report, finished_snapshots, record_report, reports_written
 from tests.inject._fixtures import SNAPSHOT_ID, seed_store
+from tests.storage._urls import BACKENDS, empty_store_url
 
-PG_URL = os.environ.get("CLKT_TEST_PG_URL")
 LEASE = timedelta(seconds=60)
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=BACKENDS)
 async def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
-    if request.param == "sqlite":
-        url = f"sqlite+aiosqlite:///{tmp_path / 'clkt.db'}"
-    else:
-        if not PG_URL:
-            pytest.skip("CLKT_TEST_PG_URL not set (no PostgreSQL server for this run)")
-        url = PG_URL
-        engine = create_async_engine(url)
-        async with engine.begin() as conn:
-            await conn.execute(text("DROP SCHEMA public CASCADE"))
-            await conn.execute(text("CREATE SCHEMA public"))
-        await engine.dispose()
+    url = await empty_store_url(request.param, tmp_path / 'clkt.db')
     async with Store(url=url) as store:
         await seed_store(store, tmp_path / "export")
         yield store

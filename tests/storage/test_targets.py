@@ -4,14 +4,11 @@ CLKT_TEST_PG_URL is set."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy import text
-from sqlalchemy.ext.asyncio import create_async_engine
 
 from clkt.errors import ConfigError
 from storage.engine import Store
@@ -28,26 +25,16 @@ from storage.targets import (
     sync_targets,
 )
 from tests.inject._fixtures import SNAPSHOT_ID, seed_store
+from tests.storage._urls import BACKENDS, empty_store_url
 
-PG_URL = os.environ.get("CLKT_TEST_PG_URL")
 T0 = datetime(2026, 1, 5, tzinfo=UTC)
 GEMMA = TargetIdentity(name="gemma", model="embedded:gemma-3-270m", kind="base", cutoff=date(2024, 8, 1))
 SMOL = TargetIdentity(name="smol", model="embedded:smollm2-135m-instruct", kind="instruct")
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=BACKENDS)
 async def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
-    if request.param == "sqlite":
-        url = f"sqlite+aiosqlite:///{tmp_path / 'clkt.db'}"
-    else:
-        if not PG_URL:
-            pytest.skip("CLKT_TEST_PG_URL not set (no PostgreSQL server for this run)")
-        url = PG_URL
-        engine = create_async_engine(url)
-        async with engine.begin() as conn:
-            await conn.execute(text("DROP SCHEMA public CASCADE"))
-            await conn.execute(text("CREATE SCHEMA public"))
-        await engine.dispose()
+    url = await empty_store_url(request.param, tmp_path / 'clkt.db')
     async with Store(url=url) as store:
         await seed_store(store, tmp_path / "export")
         yield store

@@ -5,7 +5,6 @@ store, `v_snapshot_questions` equals a built snapshot's files, `v_fresh_entities
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import AsyncIterator
 from datetime import UTC, date, datetime
@@ -14,7 +13,6 @@ from typing import Any
 
 import pytest
 from sqlalchemy import inspect, text
-from sqlalchemy.ext.asyncio import create_async_engine
 
 from clkt.config import TargetSettings
 from clkt.report.metrics import ALL_DOMAINS
@@ -27,8 +25,8 @@ from storage.targets import TargetIdentity, record_snapshot_target, sync_targets
 from tests.conftest import REPO
 from tests.report._store import SNAPSHOT_ID, seed_report_store
 from tests.roster._flow import build_june
+from tests.storage._urls import BACKENDS, empty_store_url
 
-PG_URL = os.environ.get("CLKT_TEST_PG_URL")
 VIEWS = ("v_fresh_entities", "v_snapshot_questions", "v_job_results", "v_pair_results", "v_snapshot_targets")
 
 
@@ -44,19 +42,9 @@ def documented() -> dict[str, list[str]]:
     return out
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=BACKENDS)
 async def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
-    if request.param == "sqlite":
-        url = f"sqlite+aiosqlite:///{tmp_path / 'data' / 'clkt.db'}"
-    else:
-        if not PG_URL:
-            pytest.skip("CLKT_TEST_PG_URL not set (no PostgreSQL server for this run)")
-        url = PG_URL
-        engine = create_async_engine(url)
-        async with engine.begin() as conn:
-            await conn.execute(text("DROP SCHEMA public CASCADE"))
-            await conn.execute(text("CREATE SCHEMA public"))
-        await engine.dispose()
+    url = await empty_store_url(request.param, tmp_path / 'data' / 'clkt.db')
     async with Store(url=url) as store:
         yield store
 
