@@ -142,10 +142,10 @@ async def seed_store(store: Any, export_path: Path) -> None:
                                option_order=[0, 1, 2, 3], answer_letter="ABCD"[ans]))
 
 
-
-
 def make_consumer(settings: Any, **kw: Any) -> Any:
-    """A `GpuConsumer` wired from `settings` the way the daemon wires it (its sections, the spec's targets)."""
+    """A `GpuConsumer` wired from `settings` the way the daemon wires it (its sections, the spec's targets, what
+    retention keeps of a committed job)."""
     from clkt.inject.consumer import GpuConsumer
 
+    kw.setdefault("retention", settings.retention)
     return GpuConsumer(gpu=settings.gpu, daemon=settings.daemon, targets=settings.spec.targets, data_dir=settings.data_dir, **kw)

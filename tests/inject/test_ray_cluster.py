@@ -57,11 +57,13 @@ class LocalCluster:
     def address(self) -> str:
         return str(self.cluster.address)
 
-    def replace_gpu_node(self) -> None:
-        """The node with the logical GPUs is removed (its runs die with it), then another one joins."""
-        self.cluster.remove_node(self.gpu_node)
+    async def replace_gpu_node(self) -> None:
+        """The node with the logical GPUs is removed (its runs die with it), then another one joins. The removal
+        and the wait run in a thread (the consumer goes on meanwhile); the new node is started on the main thread,
+        where Ray (2.60) installs its SIGTERM handler (`signal` works there only), a moment's block of the loop."""
+        await asyncio.to_thread(self.cluster.remove_node, self.gpu_node)
         self.gpu_node = self.cluster.add_node(num_cpus=1, num_gpus=2)
-        self.cluster.wait_for_nodes()
+        await asyncio.to_thread(self.cluster.wait_for_nodes)
 
 
 @pytest.fixture(scope="module")
@@ -91,6 +93,7 @@ def _settings(tmp_path: Path, address: str, worker_dir: Path, **gpu: Any) -> Set
         gpu={"engine": "ray", "ray_address": address, "num_gpus": 1, "num_cpus": 0, "ray_max_jobs": 2,  # type: ignore[arg-type]
              "ray_worker_dir": str(worker_dir), **JOB, **gpu},
         daemon={"poll_interval_s": 0.2, "lease_s": 60},  # type: ignore[arg-type]
+        retention={"job_logs_days": 1},  # type: ignore[arg-type]  # the tests read a committed job's log
     )
 
 
@@ -181,7 +184,7 @@ async def test_a_node_lost_mid_job_runs_the_job_again_elsewhere_committed_once(
         consumer = make_consumer(settings)
         async with _consumer(store, consumer):
             await wait_for(lambda: (p := _phase(settings.data_dir, 1)) is not None and p.phase == "train", timeout=240)
-            await asyncio.to_thread(cluster.replace_gpu_node)  # mid-training
+            await cluster.replace_gpu_node()  # mid-training
 
             async def done() -> bool:
                 return (await _jobs(store))[0].status == LeaseStatus.done
@@ -207,6 +210,8 @@ port = {port}
 poll_interval_s = 0.2
 grace_period_s = 2
 lease_s = 60
+[retention]
+job_logs_days = 1
 [spec]
 languages = ["en", "fr"]
 [gpu]
