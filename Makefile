@@ -36,7 +36,7 @@ test: setup browser
 
 # no daemon process, no model load (tests marked slow, see tests/conftest.py): a few minutes on 2 cores
 test-fast: setup
-	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) -m pytest -q -rs -p no:cacheprovider -m "not slow" $(ARGS)
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) -m pytest -q -rs -p no:cacheprovider -m "not slow" -n auto $(ARGS)
 
 lint: setup
 	$(VENV)/bin/ruff check clkt agents storage tests bench run_daemon.py

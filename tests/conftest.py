@@ -46,6 +46,19 @@ def slow_reason(item: pytest.Item) -> str | None:
     return None
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist (`make test-fast` runs one worker per core) each worker gets a PostgreSQL database of its
+    own beside `CLKT_TEST_PG_URL`'s (created once, emptied by each test as before): the store tests reset the
+    public schema, which two workers must not do to each other."""
+    worker, url = os.environ.get("PYTEST_XDIST_WORKER"), os.environ.get("CLKT_TEST_PG_URL")
+    if worker and url:
+        import asyncio
+
+        from tests.storage._urls import worker_database
+
+        os.environ["CLKT_TEST_PG_URL"] = asyncio.run(worker_database(url, worker))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("slow") is None and (reason := slow_reason(item)) is not None:

@@ -70,6 +70,7 @@ def test_bad_input_is_one_line_and_exit_2(lb_store: tuple[Path, WindowStore], ca
     assert out == ""
 
 
+@pytest.mark.usefixtures("wide_console")
 def test_json_csv_and_the_predictions_behind_them(lb_store: tuple[Path, WindowStore], capsys: pytest.CaptureFixture[str],
                                                   tmp_path: Path) -> None:
     cfg, info = lb_store

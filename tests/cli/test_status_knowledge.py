@@ -12,8 +12,8 @@ from storage.engine import Store
 from tests.report._knowledge_store import probed_store
 
 
-def test_clkt_status_prints_the_knowledge_table_with_its_alarm(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.usefixtures("wide_console")
+def test_clkt_status_prints_the_knowledge_table_with_its_alarm(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     async def seed() -> None:
         async with Store(url=f"sqlite+aiosqlite:///{tmp_path / 'clkt.db'}") as store:
             await probed_store(store, knew_window_month=True)
@@ -22,7 +22,6 @@ def test_clkt_status_prints_the_knowledge_table_with_its_alarm(tmp_path: Path, c
     cfg = tmp_path / "c.toml"
     cfg.write_text(f'data_dir = "{tmp_path}"\n[spec]\nlanguages = ["en", "fr"]\n'
                    '[[spec.targets]]\nname = "gemma"\nmodel = "embedded:gemma-3-270m"\ncutoff = 2024-08-31\n', encoding="utf-8")
-    monkeypatch.setenv("COLUMNS", "250")
     capsys.readouterr()
     cli.main(["status", "--config", str(cfg)])
     out = capsys.readouterr().out

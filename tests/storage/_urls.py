@@ -7,10 +7,10 @@ import os
 from pathlib import Path
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import make_url, text
 from sqlalchemy.ext.asyncio import create_async_engine
 
-__all__ = ["BACKENDS", "PG_URL", "empty_store_url"]
+__all__ = ["BACKENDS", "PG_URL", "empty_store_url", "worker_database"]
 
 PG_URL = os.environ.get("CLKT_TEST_PG_URL")
 BACKENDS = ["sqlite", "postgresql"]  # a fixture's params
@@ -28,3 +28,19 @@ async def empty_store_url(backend: str, sqlite_file: Path) -> str:
         await conn.execute(text("CREATE SCHEMA public"))
     await engine.dispose()
     return PG_URL
+
+
+async def worker_database(url: str, worker: str) -> str:
+    """`url` with its database named for the pytest-xdist `worker` (`clkt_test` -> `clkt_test_gw0`), created when
+    missing, through the server's own database."""
+    base = make_url(url)
+    name = f"{base.database or 'postgres'}_{worker}"
+    engine = create_async_engine(base, isolation_level="AUTOCOMMIT")
+    try:
+        async with engine.connect() as conn:
+            found = (await conn.execute(text("SELECT 1 FROM pg_database WHERE datname = :n"), {"n": name})).first()
+            if found is None:
+                await conn.execute(text(f'CREATE DATABASE "{name}"'))
+    finally:
+        await engine.dispose()
+    return base.set(database=name).render_as_string(hide_password=False)
