@@ -26,7 +26,7 @@ from aiohttp import web
 
 from clkt import clock
 from clkt.replay import payloads
-from clkt.replay.query import parse_day, parse_time, query_int
+from clkt.replay.query import add_api_routes, parse_day, parse_time, query_int
 from clkt.replay.stream import SOURCES, EntityStream, Generated
 
 __all__ = ["GENERATOR_HEADER", "GeneratorRoutes"]
@@ -55,20 +55,7 @@ class GeneratorRoutes:
         self.stream = stream
 
     def add_to(self, app: web.Application) -> None:
-        r = app.router
-        r.add_get("/tmdb/discover/movie", self.tmdb_discover)
-        r.add_get(r"/tmdb/movie/{id:\d+}", self.tmdb_movie)
-        r.add_get(r"/tmdb/movie/{id:\d+}/credits", self.tmdb_credits)
-        r.add_get(r"/tmdb/movie/{id:\d+}/release_dates", self.tmdb_release_dates)
-        r.add_get("/musicbrainz/release", self.mb_search)
-        r.add_get("/musicbrainz/release/{mbid}", self.mb_lookup)
-        r.add_get("/deezer/editorial/{id}/releases", self.deezer_releases)
-        r.add_get("/deezer/album/{id}", self.deezer_album)
-        r.add_get("/deezer/album/{id}/tracks", self.deezer_tracks)
-        r.add_get("/thesportsdb/{key}/eventsday.php", self.sportsdb_eventsday)
-        r.add_get("/thesportsdb/{key}/lookupevent.php", self.sportsdb_lookup)
-        r.add_get("/usgs/query", self.usgs_query)
-        r.add_get("/gdacs/xml/rss.xml", self.gdacs_rss)
+        add_api_routes(app, self)
 
     def published_so_far(self) -> dict[str, int]:
         """How many entities each source has published by now (for `/_control/info`)."""

@@ -1,4 +1,5 @@
-"""Query parameters as the replayed APIs read them; a bad value is the 400 the real API answers."""
+"""The replayed APIs' surface, shared by the recorded routes and the generator: their routes (`add_api_routes`) and
+how they read query parameters (a bad value is the 400 the real API answers)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,30 @@ from typing import Any
 
 from aiohttp import web
 
-__all__ = ["parse_day", "parse_time", "query_int"]
+__all__ = ["API_ROUTES", "add_api_routes", "parse_day", "parse_time", "query_int"]
+
+# (path, handler method name): every route the replay server serves for the six sources, in either mode
+API_ROUTES: tuple[tuple[str, str], ...] = (
+    ("/tmdb/discover/movie", "tmdb_discover"),
+    (r"/tmdb/movie/{id:\d+}", "tmdb_movie"),
+    (r"/tmdb/movie/{id:\d+}/credits", "tmdb_credits"),
+    (r"/tmdb/movie/{id:\d+}/release_dates", "tmdb_release_dates"),
+    ("/musicbrainz/release", "mb_search"),
+    ("/musicbrainz/release/{mbid}", "mb_lookup"),
+    ("/deezer/editorial/{id}/releases", "deezer_releases"),
+    ("/deezer/album/{id}", "deezer_album"),
+    ("/deezer/album/{id}/tracks", "deezer_tracks"),
+    ("/thesportsdb/{key}/eventsday.php", "sportsdb_eventsday"),
+    ("/thesportsdb/{key}/lookupevent.php", "sportsdb_lookup"),
+    ("/usgs/query", "usgs_query"),
+    ("/gdacs/xml/rss.xml", "gdacs_rss"),
+)
+
+
+def add_api_routes(app: web.Application, handlers: object) -> None:
+    """Every route of `API_ROUTES` on `app`, served by the method of that name of `handlers`."""
+    for path, name in API_ROUTES:
+        app.router.add_get(path, getattr(handlers, name))
 
 
 def parse_day(s: str | None) -> date | None:
