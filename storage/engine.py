@@ -4,6 +4,10 @@
 manager. SQLite gets WAL, a busy timeout and foreign keys on every connection; PostgreSQL runs the same
 code through asyncpg.
 
+A store already at `HEAD_REVISION` (the usual start) is opened without loading the migration scripts or taking
+the write lock: one read of `alembic_version` decides it (tests/storage/test_engine.py keeps the constant equal
+to the scripts' head; a new migration updates it).
+
 A store that is refused is left untouched: an existing SQLite file is first inspected through a separate
 READ-ONLY connection (header, tables, migration history) before the engine's first connection sets WAL
 or anything else; its bytes and mtime stay as they were.
@@ -28,7 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from clkt.errors import ForeignDatabaseError, StoreError, UserError
 
-__all__ = ["BUSY_TIMEOUT_MS", "SQLITE_HEADER", "Session", "Store", "describe_store_error", "sqlite_path"]
+__all__ = ["BUSY_TIMEOUT_MS", "HEAD_REVISION", "SQLITE_HEADER", "Session", "Store", "describe_store_error", "sqlite_path"]
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +40,7 @@ T = TypeVar("T")
 BUSY_TIMEOUT_MS = 30_000
 SQLITE_HEADER = b"SQLite format 3\x00"
 _MIGRATIONS = Path(__file__).parent / "migrations"
+HEAD_REVISION = "bc47c6ff3049"  # the newest migration (storage/migrations/versions): update with every new one
 
 # What a repository function takes: one open session (in a transaction when it writes). Code above storage
 # names it by this alias, opens it with `Store.session()` / `Store.transaction()` and never imports SQLAlchemy.
@@ -125,7 +130,7 @@ class Store:
         try:
             async with self.engine.connect() as conn:
                 await conn.execute(text("SELECT 1"))
-                if self._migrate:
+                if self._migrate and not await _at_head(conn):
                     if self.is_sqlite:
                         # Python's sqlite3 runs DDL outside any transaction unless one is open: without this, a
                         # process killed mid-migration leaves half a schema ("table ... already exists" at the
@@ -221,13 +226,25 @@ def _refuse_foreign(where: str, names: list[str], revs: list[str]) -> None:
             f"the store {where} holds tables {sorted(names)[:5]} but no clkt migration history: it belongs to "
             "something else; nothing was changed"
         )
-    known = _known_revisions() if revs else set()
+    known = {HEAD_REVISION} if revs == [HEAD_REVISION] else _known_revisions() if revs else set()
     for rev in revs:
         if rev not in known:
             raise ForeignDatabaseError(
                 f"the store {where} is at migration {rev!r}, unknown to this clkt (a newer version or another "
                 "program); nothing was changed"
             )
+
+
+async def _at_head(conn: Any) -> bool:
+    """Whether the store's migration history is exactly the head (nothing to check or apply); a store without
+    the table (new, or foreign) is not, and the caller's checks then run."""
+    try:
+        revs = [r for (r,) in (await conn.execute(text("SELECT version_num FROM alembic_version"))).all()]
+    except DBAPIError:
+        await conn.rollback()  # PostgreSQL: the failed statement aborted the transaction
+        return False
+    await conn.rollback()
+    return revs == [HEAD_REVISION]
 
 
 def _alembic_config(connection: Any = None) -> Any:

@@ -15,11 +15,12 @@ from collections.abc import AsyncIterator, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from storage.enums import LeaseStatus, SnapshotStatus, SnapshotTargetStatus
+from storage.fingerprints import window_fingerprint
 from storage.models import (
     GpuJob,
     Question,
@@ -205,18 +206,3 @@ async def iter_predictions(
                 train_lang=j.train_lang, variant=variant, scorer=sc, entity_id=int(entity), split=sp, predicted=predicted,
                 correct=bool(correct),
             )
-
-
-async def window_fingerprint(session: AsyncSession) -> tuple[object, ...]:
-    """What the leaderboard reads, in a few numbers that change whenever it does: the snapshots, the finished
-    jobs, the validity rows and the exclusions (counts and latest times)."""
-    out: list[object] = []
-    for stmt in (
-        select(func.count(), func.max(col(Snapshot.built_at)), func.max(col(Snapshot.status))),
-        select(func.count(), func.max(col(GpuJob.updated_at)), func.max(col(GpuJob.id))).where(col(GpuJob.status) == LeaseStatus.done),
-        select(func.count(), func.max(col(SnapshotTarget.updated_at))),
-        select(func.count(), func.max(col(SnapshotExclusion.probed_at))),
-        select(func.count(), func.max(col(ResultPack.created_at))),
-    ):
-        out.extend((await session.execute(stmt)).one())
-    return tuple(out)

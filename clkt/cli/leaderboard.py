@@ -2,7 +2,8 @@
 bootstrap interval over entities, one column per snapshot, the window's language pairs, a paired comparison of
 two targets (`--compare A B`) and the predictions behind every figure (`--predictions FILE.csv`).
 
-Refused with one line and exit 2 (`clkt.report.window`): an unknown spec, target, strategy or scorer, a period
+A result is kept in the data dir and read back while the store has not changed (`clkt.report.board_cache`;
+`--no-cache` computes afresh). Refused with one line and exit 2 (`clkt.report.window`): an unknown spec, target, strategy or scorer, a period
 that does not parse for `snapshot.cadence`, `--from` after `--to`, a window with no snapshot, `--json` with `--csv`.
 """
 
@@ -159,10 +160,11 @@ def leaderboard(
     min_questions: Annotated[int | None, typer.Option("--min-questions", min=1, max=1_000_000,
                                                       help="fewer distinct test questions: too few, not ranked (default 50)")] = None,
     bootstrap: Annotated[int | None, typer.Option("--bootstrap", min=100, max=10_000, help="bootstrap draws (default 1000)")] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="compute afresh, not from the kept result of an unchanged store")] = False,
 ) -> None:
-    from clkt.report.leaderboard_data import MIN_QUESTIONS
-    from clkt.report.metrics import BOOTSTRAP_SAMPLES
-    from clkt.report.window import LeaderboardQuery, load_leaderboard, write_predictions
+    from clkt.report.basics import BOOTSTRAP_SAMPLES
+    from clkt.report.board_cache import board_cache_dir, cached_leaderboard
+    from clkt.report.leaderboard_data import MIN_QUESTIONS, LeaderboardQuery
 
     if as_json and as_csv:
         raise fail("--json and --csv: choose one")
@@ -179,8 +181,12 @@ def leaderboard(
 
     async def read() -> tuple[Leaderboard, int | None]:
         async with open_store(settings) as store:
-            board = await load_leaderboard(store, q)
-            rows = await write_predictions(store, q, predictions) if predictions is not None else None
+            board, _ = await cached_leaderboard(store, q, cache_dir=board_cache_dir(settings.data_dir), refresh=no_cache)
+            rows = None
+            if predictions is not None:
+                from clkt.report.window import write_predictions
+
+                rows = await write_predictions(store, q, predictions)
             return board, rows
 
     board, written = run_async(read)

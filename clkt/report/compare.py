@@ -66,7 +66,7 @@ def compare_targets(
     disc = np.zeros((len(pairs), 4), dtype=np.int64)  # Overall a-only, b-only; Transfer a-only, b-only
     disc_learn = np.zeros(2, dtype=np.int64)
     used: set[str] = set()
-    questions: set[tuple[int, int]] = set()
+    question_keys: list[np.ndarray] = []  # snapshot index << 40 | question id, of every valid pair
     for s in both:
         excluded = data.exclusions.get((s.id, target_a), frozenset()) | data.exclusions.get((s.id, target_b), frozenset())
         for lt in trains:
@@ -102,7 +102,7 @@ def compare_targets(
                 both_t = valid & cor_at & cor_bt
                 disc[p] += [int((valid & a_a & ~a_b).sum()), int((valid & ~a_a & a_b).sum()),
                             int((both_t & cor_as & ~cor_bs).sum()), int((both_t & ~cor_as & cor_bs).sum())]
-                questions.update((index[s.id], int(q)) for q in qids[valid])
+                question_keys.append((np.int64(index[s.id]) << _SHIFT) | qids[valid])
             t = trains.index(lt)
             lv = ans_at & ans_bt
             base = _PAIR * len(pairs) + _TRAIN * t
@@ -119,7 +119,8 @@ def compare_targets(
     per = draws.sums(all_keys, counts) if draws is not None else {}
     boot_sums = np.sum(list(per.values()), axis=0) if per else None
     point = counts.sum(axis=0)
-    too_few = len(questions) < min_questions
+    questions = len(np.unique(np.concatenate(question_keys))) if question_keys else 0
+    too_few = questions < min_questions
     interp = np.asarray([lt in learned.get((target_a, scorer_a), set()) and lt in learned.get((target_b, scorer_b), set())
                          for lt, _ in pairs], dtype=bool)
 
@@ -167,7 +168,7 @@ def compare_targets(
                      f"under {strategy}")
     return Comparison(
         target_a=target_a, target_b=target_b, strategy=strategy, scorer_a=scorer_a, scorer_b=scorer_b,
-        snapshots=[s.id for s in both if s.id in used], entities=len(all_keys), questions=len(questions),
+        snapshots=[s.id for s in both if s.id in used], entities=len(all_keys), questions=questions,
         question_pairs=int(c_point[..., 0].sum()), too_few=too_few, lines=lines, notes=notes,
     )
 

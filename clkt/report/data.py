@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from clkt.evaluate.summary import ControlCounts
+from clkt.report.basics import MIN_CELL_N
 from clkt.report.cutoff_curve import TargetKnowledge
 from clkt.report.learn import LearnStat, LearnTest
 from clkt.report.metrics import (
@@ -51,7 +52,6 @@ __all__ = [
 ]
 
 
-MIN_CELL_N = 10  # a Transfer cell on fewer questions (A+B) is too small to say anything: grey, never coloured
 
 
 class JobInfo(BaseModel):

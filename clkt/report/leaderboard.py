@@ -15,15 +15,16 @@ own: rows the intervals cannot separate share a rank (`tied`).
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from clkt.report.data import MIN_CELL_N
+from clkt.report.basics import BOOTSTRAP_SAMPLES, MIN_CELL_N, Contingency
 from clkt.report.leaderboard_data import MIN_QUESTIONS, Estimate, LeaderRow, LearnEstimate, PairCell, SnapshotColumn
 from clkt.report.learn import LEARN_ALPHA, stat_from_counts
-from clkt.report.metrics import BOOTSTRAP_SAMPLES, Contingency
 from clkt.report.pooled import (
     Answers,
     Draws,
@@ -33,6 +34,7 @@ from clkt.report.pooled import (
     decode,
     expand,
     nanmean,
+    one_blas_thread,
     percentile_ci,
     pool,
     universes,
@@ -50,6 +52,8 @@ __all__ = [
     "transfer_of",
     "window_draws",
 ]
+
+ROW_THREADS = min(4, os.cpu_count() or 1)  # rows built at once (same rows, same order, whatever the number)
 
 # -- the metrics over sums ---------------------------------------------------------------------------------------
 
@@ -241,13 +245,24 @@ def build_rows(
     """One row per (target, strategy, scorer) with answers in the window, ranked (see the module docstring);
     `draws`: the window's (`window_draws`, made from `seed` and `samples` when not given)."""
     draws = draws if draws is not None else window_draws(data, seed=seed, samples=samples)
-    rows = []
-    for group, answers in group_answers(data).items():
+    groups = list(group_answers(data).items())
+
+    def one(item: tuple[Group, list[Answers]]) -> LeaderRow | None:
+        group, answers = item
         pooled = pool(answers, _layout(answers, languages))
-        if not len(pooled.keys):
-            continue
-        rows.append(_row(group, pooled, data, draws=draws, min_questions=min_questions))
-    return rank_rows(rows)
+        return _row(group, pooled, data, draws=draws, min_questions=min_questions) if len(pooled.keys) else None
+
+    with one_blas_thread():
+        if draws is not None:
+            for s in draws.universes:  # made once, before the rows share them
+                draws.weights(s)
+        workers = min(len(groups), ROW_THREADS)
+        if workers > 1:  # numpy's sorts, searches and products release the GIL: rows in parallel
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="leaderboard-row") as ex:
+                got = list(ex.map(one, groups))
+        else:
+            got = [one(g) for g in groups]
+    return rank_rows([r for r in got if r is not None])
 
 
 def rank_rows(rows: Sequence[LeaderRow]) -> list[LeaderRow]:

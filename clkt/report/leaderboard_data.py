@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from pydantic import BaseModel, ConfigDict, Field
 
-from clkt.report.data import MIN_CELL_N
-from clkt.report.metrics import BOOTSTRAP_SAMPLES, Contingency
+from clkt.report.basics import BOOTSTRAP_SAMPLES, MIN_CELL_N, Contingency
+from clkt.snapshots.period import Cadence
 
 __all__ = [
     "MIN_QUESTIONS",
@@ -15,6 +17,7 @@ __all__ = [
     "Estimate",
     "LeaderRow",
     "Leaderboard",
+    "LeaderboardQuery",
     "LearnEstimate",
     "PairCell",
     "SnapshotColumn",
@@ -22,6 +25,26 @@ __all__ = [
 ]
 
 MIN_QUESTIONS = 50  # a row (or a comparison) on fewer distinct test questions is `too_few`: shown, never ranked
+
+
+@dataclass(frozen=True, kw_only=True)
+class LeaderboardQuery:
+    """A leaderboard's question: `clkt leaderboard`'s options, the page's form (checked by `clkt.report.window`)."""
+
+    spec: str
+    cadence: Cadence = "monthly"
+    rolling_days: int = 30
+    period_from: str | None = None
+    period_to: str | None = None
+    strategy: str | None = None
+    scorer: str | None = None
+    targets: tuple[str, ...] = ()  # only these targets' rows (every target when empty)
+    compare: tuple[str, str] | None = None
+    languages: tuple[str, ...] = ()  # the order of languages (the spec's); others follow, sorted
+    seed: int = 0
+    min_questions: int = MIN_QUESTIONS
+    samples: int = BOOTSTRAP_SAMPLES
+    names: tuple[str, str] = ("--from", "--to")  # how the two period bounds are named in messages
 
 
 class _Frozen(BaseModel):

@@ -25,6 +25,7 @@ from itertools import permutations
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from clkt.report.basics import BOOTSTRAP_SAMPLES, Contingency
 from clkt.report.stats import mcnemar_exact
 
 __all__ = [
@@ -50,7 +51,6 @@ ALL_DOMAINS = "all"  # every domain pooled
 AVG_DOMAINS = "avg"  # the average over domains (Table 2's last column)
 BASE_FLAG_ACCURACY = 0.40  # a base accuracy above this ...
 BASE_FLAG_P = 0.01  # ... and significantly above 25% (one-sided binomial) flags the language
-BOOTSTRAP_SAMPLES = 1000
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -72,25 +72,6 @@ class Outcome:
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True)
-
-
-class Contingency(_Frozen):
-    a: int = 0
-    b: int = 0
-    c: int = 0
-    d: int = 0
-
-    @property
-    def n(self) -> int:
-        return self.a + self.b + self.c + self.d
-
-    @property
-    def overall(self) -> float | None:
-        return self.a / self.n if self.n else None
-
-    @property
-    def transfer(self) -> float | None:
-        return self.a / (self.a + self.b) if self.a + self.b else None
 
 
 def contingency(train_correct: dict[int, bool], test_correct: dict[int, bool]) -> Contingency:

@@ -18,10 +18,13 @@ and the snapshot's id: the same store and seed give the same intervals.
 
 from __future__ import annotations
 
+import threading
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import pairwise
+from typing import Any
 
 import numpy as np
 
@@ -39,6 +42,7 @@ __all__ = [
     "decode",
     "expand",
     "nanmean",
+    "one_blas_thread",
     "percentile_ci",
     "pool",
     "unit_keys",
@@ -225,16 +229,13 @@ class Draws:
     def sums(self, keys: np.ndarray, counts: np.ndarray) -> dict[int, np.ndarray]:
         """Per snapshot, the column sums of the draws ((samples, columns) each) of per-unit `counts` whose units are
         `keys` (ascending unit keys). The pooled draw is the sum over snapshots."""
-        from threadpoolctl import threadpool_limits
-
         out: dict[int, np.ndarray] = {}
         if not len(keys):
             return out
         strata = keys >> _SHIFT
         lows = np.searchsorted(strata, np.unique(strata))
         bounds = [*lows.tolist(), len(strata)]
-        # one BLAS thread: these products are small, and OpenBLAS's threads fight over a busy machine's cores (10x slower)
-        with threadpool_limits(limits=1, user_api="blas"):
+        with one_blas_thread():
             for lo, hi in pairwise(bounds):
                 s = int(strata[lo])
                 universe = self.universes[s]
@@ -246,6 +247,34 @@ class Draws:
                 # float32 sums of integer counts are exact below 2**24
                 out[s] = (self.weights(s) @ full).astype(np.float64)
         return out
+
+
+_blas_lock = threading.Lock()
+_blas_holders = 0
+_blas_limiter: Any = None
+
+
+@contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """One BLAS thread inside: the bootstrap's products are small, and OpenBLAS's threads fight over a busy
+    machine's cores (10x slower). The limit is the process's: the first holder sets it and the last restores it,
+    so rows built on several threads (`clkt.report.leaderboard.build_rows`) set it once (threadpoolctl inspects
+    the loaded libraries at every change)."""
+    global _blas_holders, _blas_limiter
+    with _blas_lock:
+        if _blas_holders == 0:
+            from threadpoolctl import threadpool_limits
+
+            _blas_limiter = threadpool_limits(limits=1, user_api="blas")
+        _blas_holders += 1
+    try:
+        yield
+    finally:
+        with _blas_lock:
+            _blas_holders -= 1
+            if _blas_holders == 0 and _blas_limiter is not None:
+                _blas_limiter.restore_original_limits()
+                _blas_limiter = None
 
 
 def universes(snapshots: Mapping[int, Sequence[ResultPackRecord]]) -> dict[int, np.ndarray]:

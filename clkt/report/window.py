@@ -23,10 +23,9 @@ from clkt.evaluate.circular import CIRCULAR_SCORERS, circular_name
 from clkt.evaluate.scorers import OPTION_LOGLIK_NORM, ScorerName
 from clkt.report.compare import compare_targets
 from clkt.report.leaderboard import build_rows, window_draws
-from clkt.report.leaderboard_data import MIN_QUESTIONS, Leaderboard, LeaderRow, WindowInfo
-from clkt.report.metrics import BOOTSTRAP_SAMPLES
+from clkt.report.leaderboard_data import Leaderboard, LeaderboardQuery, LeaderRow, WindowInfo
 from clkt.report.pooled import Draws
-from clkt.snapshots.period import Cadence, Period, PeriodError, parse_period
+from clkt.snapshots.period import Period, PeriodError, parse_period
 from storage.leaderboard import (
     PredictionRow,
     WindowData,
@@ -68,24 +67,6 @@ PREDICTION_COLUMNS = ("snapshot_id", "question_id", "lang", "target", "strategy"
 
 class LeaderboardError(UserError):
     """A leaderboard query that cannot be answered (one line naming what is wrong)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class LeaderboardQuery:
-    spec: str
-    cadence: Cadence = "monthly"
-    rolling_days: int = 30
-    period_from: str | None = None
-    period_to: str | None = None
-    strategy: str | None = None
-    scorer: str | None = None
-    targets: tuple[str, ...] = ()  # only these targets' rows (every target when empty)
-    compare: tuple[str, str] | None = None
-    languages: tuple[str, ...] = ()  # the order of languages (the spec's); others follow, sorted
-    seed: int = 0
-    min_questions: int = MIN_QUESTIONS
-    samples: int = BOOTSTRAP_SAMPLES
-    names: tuple[str, str] = ("--from", "--to")  # how the two period bounds are named in messages
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -117,3 +117,19 @@ def test_the_command_prints_the_tables(lb_store: tuple[Path, WindowStore]) -> No
                    "per snapshot: Overall / Transfer", "not valid", "Transfer % per language pair over the window",
                    "alpha (generate) vs beta (generate), cpt-lora: on the 66 questions", "into ja"):
         assert needle in text, needle
+
+
+def test_a_result_is_kept_and_read_back_while_the_store_is_unchanged(
+    lb_store: tuple[Path, WindowStore], capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg, _ = lb_store
+    kept = cfg.parent / "cache" / "leaderboard"
+    argv = ["leaderboard", "--config", str(cfg), "--json", "--seed", "11"]
+    code, first, _ = _run(argv, capsys)
+    assert code == 0 and len(list(kept.glob("*.json"))) >= 1
+    files = {p.name: p.stat().st_mtime_ns for p in kept.glob("*.json")}
+    code, again, _ = _run(argv, capsys)
+    assert code == 0 and again == first
+    assert {p.name: p.stat().st_mtime_ns for p in kept.glob("*.json")} == files  # read, not written again
+    code, fresh, _ = _run([*argv, "--no-cache"], capsys)
+    assert code == 0 and json.loads(fresh) == json.loads(first)

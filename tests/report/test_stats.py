@@ -1,7 +1,9 @@
 """The statistics of the report, pinned to the values they had before they moved onto scipy's `binomtest`.
 
 Every number here is the exact float the hand-written code gave (`repr`), so a change of library or formula
-that moves a single bit of a report (metrics.json keeps full precision) fails here first.
+that moves a single bit of a report (metrics.json keeps full precision) fails here first. McNemar's p is now the
+exact fraction correctly rounded (`clkt.report.stats`): the same floats, but for (200, 170), one ulp above the
+value the float sum (and scipy) gave.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import pytest
 from scipy.stats import binomtest
 
+from clkt.report import stats
 from clkt.report.metrics import Outcome, mcnemar_tests
 from clkt.report.stats import mcnemar_exact, wilson_ci
 
@@ -27,7 +30,7 @@ MCNEMAR = [
     (20, 3, 0.00048828125),
     (50, 50, 1.0),
     (1, 30, 2.9802322387695312e-08),
-    (200, 170, 0.1315365203209573),
+    (200, 170, 0.13153652032095733),  # the exact fraction correctly rounded (scipy, and the old float sum: 1 ulp below)
 ]
 
 # (k, n, Wilson 95% interval of k/n)
@@ -94,3 +97,21 @@ def test_wilson_is_scipys_wilson_without_continuity_correction(k: int, n: int, c
 def test_wilson_refuses_k_outside_0_n(k: int, n: int) -> None:
     with pytest.raises(ValueError, match=r"k must be in \[0, n\]"):
         wilson_ci(k, n)
+
+
+def test_mcnemar_exact_agrees_with_scipy_on_a_grid() -> None:
+    """The exact sums (every snapshot) and the saddle-point path (pooled windows) are scipy's `binomtest` to 1e-12."""
+    for g in range(0, 90, 3):
+        for lost in range(0, 90, 2):
+            want = binomtest(g, g + lost, 0.5).pvalue if g + lost else 1.0
+            assert mcnemar_exact(g, lost) == pytest.approx(want, rel=1e-12, abs=0), (g, lost)
+    for g, lost in ((5000, 4800), (9000, 11000), (60000, 59000), (100000, 99000), (30000, 29950), (200000, 190000), (7000, 2)):
+        assert mcnemar_exact(g, lost) == pytest.approx(binomtest(g, g + lost, 0.5).pvalue, rel=1e-12, abs=1e-300), (g, lost)
+
+
+def test_the_float_path_is_the_exact_sum(monkeypatch: pytest.MonkeyPatch) -> None:
+    exact = {(m, n - m): mcnemar_exact(m, n - m) for n in range(1, 300, 7) for m in range(n // 2 + 1)}
+    monkeypatch.setattr(stats, "EXACT_MAX_N", 0)
+    for (g, lost), p in exact.items():
+        assert mcnemar_exact(g, lost) == pytest.approx(p, rel=1e-12, abs=0), (g, lost)
+        assert mcnemar_exact(lost, g) == mcnemar_exact(g, lost)

@@ -128,3 +128,54 @@ async def test_a_process_killed_mid_migration_leaves_no_half_schema(tmp_path: Pa
     async with Store(url=url) as store, store.session() as s:  # the next start migrates from scratch
         names = {r[0] for r in (await s.execute(text("SELECT name FROM sqlite_master WHERE type='table'"))).all()}
     assert {"entity", "task", "daemon_lock", "alembic_version"} <= names
+
+
+def test_head_revision_is_the_newest_migration() -> None:
+    """`HEAD_REVISION` is what the scripts say is the head: a new migration that forgets to update it fails here."""
+    from alembic.script import ScriptDirectory
+
+    from storage.engine import HEAD_REVISION, _alembic_config
+
+    assert ScriptDirectory.from_config(_alembic_config()).get_heads() == [HEAD_REVISION]
+
+
+_OPEN_AT_HEAD = """
+import asyncio, sys
+from storage.engine import Store
+asyncio.run(Store(url=sys.argv[1]).__aenter__())
+print(sorted(m for m in sys.modules if m.split('.')[0] == 'alembic'))
+"""
+
+
+async def test_a_store_at_head_opens_without_the_migration_scripts(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    url = f"sqlite+aiosqlite:///{tmp_path / 'clkt.db'}"
+    async with Store(url=url):  # created and migrated
+        pass
+    root = Path(__file__).resolve().parents[2]
+    res = subprocess.run([sys.executable, "-c", _OPEN_AT_HEAD, url], cwd=root, capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(root)}, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "[]"  # alembic never imported: one read of alembic_version decided it
+
+
+async def test_a_store_one_migration_behind_is_upgraded_to_head(tmp_path: Path) -> None:
+    from alembic.script import ScriptDirectory
+
+    from storage.engine import HEAD_REVISION, _alembic_config
+
+    db = tmp_path / "clkt.db"
+    url = f"sqlite+aiosqlite:///{db}"
+    async with Store(url=url):
+        pass
+    previous = ScriptDirectory.from_config(_alembic_config()).get_revision(HEAD_REVISION).down_revision
+    async with Store(url=url, migrate=False) as store, store.transaction() as s:
+        await s.execute(text("DROP TABLE result_pack"))  # the head migration's table, undone by hand
+        await s.execute(text("UPDATE alembic_version SET version_num = :r"), {"r": previous})
+    async with Store(url=url) as store, store.session() as s:
+        rev = (await s.execute(text("SELECT version_num FROM alembic_version"))).scalar()
+        names = {r[0] for r in (await s.execute(text("SELECT name FROM sqlite_master WHERE type='table'"))).all()}
+    assert rev == HEAD_REVISION and "result_pack" in names
