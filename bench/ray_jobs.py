@@ -7,7 +7,7 @@ snapshot: 2 documents, 4 test and 2 validation questions per language; `--epochs
 many slots as the cluster has GPUs (`cpu` devices), in one run, side by side:
 
 - `ray_overhead`: Ray's wall time over the local engine's, minus 1 (goal: <= 0.15), `--rounds` runs of each
-  alternating, the best of each compared (every wall is printed). The cluster is started, and the consumer's
+  alternating, their total walls compared (every wall is printed, and the best of each as `ray_overhead_best_of`). The cluster is started, and the consumer's
   engine connected to it (`ray_connect_s`: the driver process joining the cluster), before the jobs are queued
   and the clock runs: a user's cluster runs already, and a daemon connects once at its start;
 - a third run on Ray in which the non-head node (and its runs) is removed once `--remove-after` jobs are done:
@@ -122,7 +122,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--remove-after", type=int, default=2, help="jobs committed before the node is removed")
-    p.add_argument("--rounds", type=int, default=2, help="local and Ray runs, alternating (the best of each is compared)")
+    p.add_argument("--rounds", type=int, default=2, help="local and Ray runs, alternating (their totals are compared)")
     p.add_argument("--models-dir", type=Path, default=Path(tempfile.gettempdir()) / "clkt-test-data" / "models")
     a = p.parse_args()
     from ray.cluster_utils import Cluster
@@ -161,7 +161,8 @@ def main() -> int:
         "jobs": JOBS, "parallel_slots": slots, "epochs": a.epochs, "load_avg_1m": round(os.getloadavg()[0], 2),
         "rounds": a.rounds, "local_walls_s": walls["local"], "ray_walls_s": walls["ray"],
         "local_wall_s": local["wall_s"], "ray_wall_s": ray["wall_s"], "ray_connect_s": ray["connect_s"],
-        "ray_overhead": round(ray["wall_s"] / local["wall_s"] - 1, 3),
+        "ray_overhead": round(sum(walls["ray"]) / sum(walls["local"]) - 1, 3),
+        "ray_overhead_best_of": round(ray["wall_s"] / local["wall_s"] - 1, 3),
         "local_done": local["done"], "ray_done": ray["done"],
         "node_lost_wall_s": lost["wall_s"], "node_lost_committed": lost["done"], "node_lost_attempts": lost["attempts"],
         "committed_twice": twice + lost["twice"],

@@ -6,6 +6,7 @@ With the default `[retention]` (and after each commit's retention, or `clkt gc`)
                 + done_jobs x JOB_FILES_BYTES + answers x ANSWER_BYTES          (each committed job's results, 32 KiB, 1 KiB)
                 + reports x REPORT_BYTES + reported_jobs x REPORT_JOB_BYTES     (each current report, 512 KiB, 256 KiB)
                 + log_cap                                  (daemon_log_max_bytes x (daemon_log_backups + 1), or 0)
+                + kept_results                   (measured: `clkt leaderboard`'s newest results, a bounded count)
                 + in_flight + failed                                   (measured: jobs not committed; exempt)
 
 `models` is the converted target models (a constant: it does not grow with time), `store` the SQLite files (their
@@ -49,6 +50,7 @@ class BudgetTerms(BaseModel):
     reports: int
     reported_jobs: int
     log_cap: int
+    kept_results: int  # measured: clkt leaderboard's kept results (at most CACHE_KEEP files)
     in_flight: int  # exempt: jobs not committed yet, and the base caches they read
     failed: int  # exempt: failed jobs keep their folders
 
@@ -81,6 +83,7 @@ def budget_terms(plan: GcPlan, state: StoreState, answers: dict[int, int], reten
         best_adapters=_sum(plan, "best adapters"), done_jobs=len(done),
         answers=sum(answers.get(j.id, 0) for j in done), reports=len(reported),
         reported_jobs=sum(1 for j in state.jobs.values() if j.snapshot_id in reported), log_cap=retention.log_cap_bytes,
+        kept_results=_sum(plan, "kept results"),
         in_flight=_sum(plan, "jobs in flight") + _sum(plan, "base caches"), failed=_sum(plan, "failed jobs"),
     )
 
@@ -88,7 +91,7 @@ def budget_terms(plan: GcPlan, state: StoreState, answers: dict[int, int], reten
 def _bound(t: BudgetTerms) -> int:
     return (t.models + t.store + t.exports_inside + t.best_adapters + t.done_jobs * Budget.JOB_FILES_BYTES
             + t.answers * Budget.ANSWER_BYTES + t.reports * Budget.REPORT_BYTES + t.reported_jobs * Budget.REPORT_JOB_BYTES
-            + t.log_cap + t.in_flight + t.failed)
+            + t.log_cap + t.kept_results + t.in_flight + t.failed)
 
 
 async def budget_of(store: Store, *, data_dir: Path, retention: RetentionSettings) -> tuple[Budget, GcPlan]:

@@ -36,6 +36,7 @@ from clkt.config import RetentionSettings
 from clkt.inject.best_epoch import VAL_FILE
 from clkt.inject.contract import LOG_FILE, PROGRESS_FILE
 from clkt.inject.trainer import OPTIM_FILE
+from clkt.report.board_cache import CACHE_KEEP
 from storage.engine import Store
 from storage.enums import LeaseStatus
 from storage.retention import JobFiles, job_files, jobs_in_flight, recorded_reports, snapshot_folders
@@ -318,6 +319,8 @@ def _rest(plan: GcPlan, data_dir: Path, state: StoreState, retention: RetentionS
         elif log_file is not None and (here == log_file.resolve().parent or (
                 p.is_file() and p.name.startswith(log_file.name) and log_file.resolve().parent == root)):
             plan.keep("daemon logs", log_why, p)
+        elif p.name == "cache" and p.is_dir():
+            plan.keep("kept results", f"clkt leaderboard's results, the newest {CACHE_KEEP} (clkt.report.board_cache)", p)
         elif any(e.resolve().is_relative_to(here) for e in exports):
             plan.keep("snapshot exports", "a frozen snapshot never changes", p)
         else:
