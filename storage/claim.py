@@ -82,16 +82,18 @@ async def claim(
     lease: timedelta,
     limit: int = 1,
     where: tuple[Any, ...] = (),
+    first: tuple[Any, ...] = (),
     now: datetime | None = None,
 ) -> list[Claimable]:
-    """Lease up to `limit` claimable rows of `table` matching `where`; returns them (attempts += 1)."""
+    """Lease up to `limit` claimable rows of `table` matching `where`, oldest first (after the orderings `first`,
+    when given); returns them (attempts += 1)."""
     now = now or utcnow()
     await reap_expired(session, table, now=now)
     dialect = session.bind.dialect.name if session.bind is not None else "sqlite"
     inner = (
         select(col(table.id))
         .where(_claimable_filter(table, now), col(table.attempts) < col(table.max_attempts), *where)
-        .order_by(col(table.id))
+        .order_by(*first, col(table.id))
         .limit(limit)
     )
     if dialect == "postgresql":

@@ -91,8 +91,13 @@ async def enqueue(
 async def claim_tasks(
     session: AsyncSession, *, stage: Stage, owner: str, lease: timedelta, limit: int = 1, now: datetime | None = None,
 ) -> list[TaskLease]:
-    """Lease up to `limit` claimable tasks of `stage` to `owner` for `lease` (attempts += 1)."""
-    rows = await _claim.claim(session, Task, owner=owner, lease=lease, limit=limit, where=(col(Task.stage) == stage,), now=now)
+    """Lease up to `limit` claimable tasks of `stage` to `owner` for `lease` (attempts += 1), oldest first; in the
+    probe stage an entity's own probe (key "") before the observing tasks (a target added late asking about frozen
+    snapshots' entities, the gate's sampled rejects): a backlog of those never holds up the entities a period's
+    snapshot waits for."""
+    first = (col(Task.key) != "",) if stage == Stage.probe else ()
+    rows = await _claim.claim(session, Task, owner=owner, lease=lease, limit=limit, where=(col(Task.stage) == stage,),
+                              first=first, now=now)
     return [_lease_of(r) for r in rows]
 
 

@@ -3,17 +3,20 @@
 `generate_continuous` keeps up to `sizer.size` prompts decoding at once. After every step, a row whose letter
 is decided (`letter_decided`), that produced an end-of-sequence token or `max_new_tokens` tokens leaves the
 batch (its rows of the KV cache are dropped), and prompts from the queue (sorted by length, as the static
-batches are) are prefilled together and join it: their cache rows are left-padded to the running cache's
-length (or the other way round) and stacked, the attention mask hides the padding and each row's positions
-follow its own mask, as left-padded batches do. The tokens a row generates are those `model.generate` would
-give it at temperature 0 (the same argmax of the same logits, up to float rounding of other paddings): a test
-checks the answers on the demo's questions against the static batches.
+batches are) join it. They are prefilled a few at a time (`PREFILL_AHEAD`), ahead of need: on a CPU a forward
+pass costs about the same for one row as for several, so a row that leaves is replaced by one already prefilled,
+and the prompts cost a quarter of the passes (at most `PREFILL_AHEAD` rows wait prefilled beside the batch).
+A joining row's cache is left-padded to the running cache's length (or the other way round) and stacked, the
+attention mask hides the padding and each row's positions follow its own mask, as left-padded batches do. The
+tokens a row generates are those `model.generate` would give it at temperature 0 (the same argmax of the same
+logits, up to float rounding of other paddings): a test checks the answers on the demo's questions against the
+static batches.
 
 It runs on transformers' dynamic cache (full-attention layers, and sliding-window layers while every row fits
 in the window); `supports_continuous` says whether a model qualifies, and generation settings that
 `model.generate` would apply beyond the argmax (repetition penalty and the like) send it to the static
 batches too (`clkt.evaluate.scorers.score_generate`). An out-of-memory error puts the batch's rows back in
-the queue at a smaller size (`BatchSizer`).
+the queue, with the rows prefilled ahead, at a smaller size (`BatchSizer`).
 """
 
 from __future__ import annotations
@@ -28,13 +31,14 @@ from clkt.evaluate.memory import BatchSizer, is_oom
 from clkt.evaluate.parse import ParseMode, letter_decided
 from clkt.targets.prompting import RenderedPrompt
 
-__all__ = ["REFILL_FRACTION", "generate_continuous", "supports_continuous"]
+__all__ = ["PREFILL_AHEAD", "REFILL_FRACTION", "generate_continuous", "supports_continuous"]
 
 # refill once this share of the batch is free (or the batch is empty); 0: whenever a row is free. On 2 CPU cores, 40
 # of the demo's questions with the embedded instruct target, batch 8: 0 -> 1.61x static batches, 0.25 -> 1.46x,
 # 0.5 -> 1.40x (a decoding step costs about the same whatever its rows, so a fuller batch takes fewer steps; a
 # prefill costs its prompts' tokens whether they join one by one or together)
 REFILL_FRACTION = 0.0
+PREFILL_AHEAD = 4  # prompts prefilled together when the batch needs one: the others wait, prefilled, to join it
 
 # generation settings under which `model.generate` does more than take the argmax
 _PROCESSING = {
@@ -174,28 +178,43 @@ def generate_continuous(
     eos = _eos_ids(model, tokenizer)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     out: list[str | None] = [None] * len(prompts)
-    batch = _Batch()
+    batch = _Batch()  # the rows decoding
+    ready = _Batch()  # rows prefilled ahead, waiting for a free row of the batch
+    moving: list[int] = []
     dev = model.device
     with torch.inference_mode():
-        while queue or batch.rows:
+        while queue or batch.rows or ready.rows:
             try:
                 free = sizer.size - len(batch)
-                if queue and free > 0 and (not batch.rows or free >= max(1, int(sizer.size * REFILL_FRACTION))):
-                    take = [queue[i] for i in range(min(free, len(queue)))]
-                    _refill(model, batch, take, enc, pad, dev)
-                    for _ in take:  # only once they are in the batch: an out-of-memory error leaves them queued
-                        queue.popleft()
+                if free > 0 and (not batch.rows or free >= max(1, int(sizer.size * REFILL_FRACTION))):
+                    if len(ready) < free and queue:
+                        # one prefill for the free rows and a few more: a forward pass costs about the same for one
+                        # prompt as for several, and the rows prefilled ahead join as soon as others leave
+                        n = min(len(queue), max(free - len(ready), min(PREFILL_AHEAD, sizer.size)))
+                        take = [queue[i] for i in range(n)]
+                        _prefill(model, ready, take, enc, pad, dev)
+                        for _ in take:  # only once they are prefilled: an out-of-memory error leaves them queued
+                            queue.popleft()
+                    if ready.rows:
+                        part = _take_rows(ready, min(free, len(ready)), dev)
+                        moving = [r.index for r in part.rows]  # in neither batch until joined
+                        _join(batch, part)
+                        moving = []
                 _step(model, tokenizer, batch, eos, max_new_tokens, parse, out, dev, progress)
             except RuntimeError as e:
                 if not is_oom(e):
                     raise
-                queue.extendleft(reversed([r.index for r in batch.rows]))
+                back = dict.fromkeys([r.index for r in batch.rows] + moving + [r.index for r in ready.rows])
+                queue.extendleft(reversed(list(back)))
                 batch.clear()
+                ready.clear()
+                moving = []
                 sizer.shrink(e)
     return [t if t is not None else "" for t in out]
 
 
-def _refill(model: Any, batch: _Batch, take: list[int], enc: list[list[int]], pad: int, dev: Any) -> None:
+def _prefill(model: Any, into: _Batch, take: list[int], enc: list[list[int]], pad: int, dev: Any) -> None:
+    """Prefill the prompts `take` together (left-padded) and add them to `into` (their next-token logits ready)."""
     import torch
 
     n = max(len(enc[i]) for i in take)
@@ -206,19 +225,54 @@ def _refill(model: Any, batch: _Batch, take: list[int], enc: list[list[int]], pa
         mask[r, n - len(enc[i]) :] = 1
     ids, mask = ids.to(dev), mask.to(dev)
     logits, cache = _forward(model, ids, mask, None, prefill=True)
-    rows = [_Row(i) for i in take]
+    part = _Batch()
+    part.rows, part.cache, part.mask, part.logits = [_Row(i) for i in take], cache, mask, logits
+    _join(into, part)
+
+
+def _take_rows(src: _Batch, k: int, dev: Any) -> _Batch:
+    """The first `k` rows of `src` as a batch of their own (their cache trimmed to their own longest row); `src`
+    keeps the others."""
+    import copy
+
+    import torch
+
+    if k >= len(src):
+        out = _Batch()
+        out.rows, out.cache, out.mask, out.logits = src.rows, src.cache, src.mask, src.logits
+        src.clear()
+        out.mask = _trim(out.cache, out.mask)
+        return out
+    first, rest = torch.arange(k, device=dev), torch.arange(k, len(src), device=dev)
+    out = _Batch()
+    out.cache = copy.copy(src.cache)
+    out.cache.layers = [copy.copy(layer) for layer in _layers(src.cache)]
+    out.cache.batch_select_indices(first)
+    src.cache.batch_select_indices(rest)
+    out.rows, src.rows = src.rows[:k], src.rows[k:]
+    out.logits, src.logits = src.logits[:k], src.logits[k:]
+    out.mask = _trim(out.cache, src.mask[:k])
+    src.mask = _trim(src.cache, src.mask[k:])
+    return out
+
+
+def _join(batch: _Batch, part: _Batch) -> None:
+    """Add the rows of `part` to `batch`: the shorter cache left-padded to the longer one's length, then stacked."""
+    import torch
+
     if not batch.rows:
-        batch.rows, batch.cache, batch.mask, batch.logits = rows, cache, mask, logits
+        batch.rows, batch.cache, batch.mask, batch.logits = part.rows, part.cache, part.mask, part.logits
         return
-    width = batch.mask.shape[1]
+    width, n = batch.mask.shape[1], part.mask.shape[1]
+    mask = part.mask
     if n < width:
-        mask = _pad_left(cache, mask, width - n)
+        mask = _pad_left(part.cache, mask, width - n)
     elif n > width:
         batch.mask = _pad_left(batch.cache, batch.mask, n - width)
-    _stack(batch.cache, cache)
+    _stack(batch.cache, part.cache)
     batch.mask = torch.cat([batch.mask, mask], dim=0)
-    batch.logits = torch.cat([batch.logits, logits], dim=0)
-    batch.rows += rows
+    batch.logits = torch.cat([batch.logits, part.logits], dim=0)
+    batch.rows += part.rows
 
 
 def _step(

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from clkt.config import TargetSettings
-from clkt.evaluate.decoding import supports_continuous
+from clkt.evaluate.decoding import PREFILL_AHEAD, supports_continuous
 from clkt.evaluate.memory import BatchSizer, OutOfMemory
 from clkt.evaluate.scorers import score_generate
 from clkt.targets.prompting import RenderedPrompt
@@ -94,6 +94,36 @@ def test_out_of_memory_at_a_configured_batch_raises_for_the_job_to_retry() -> No
     with pytest.raises(OutOfMemory) as err:
         score_generate(flaky, tok, _rendered(prompts(9, seed=6)), batch_size=4, max_new_tokens=6)
     assert err.value.where == "eval" and err.value.batch_size == 4
+
+
+class _Counting:
+    """A model that counts its prefill passes (more than one new token per row)."""
+
+    def __init__(self, model: Any) -> None:
+        self.model, self.prefills, self.prefilled_rows = model, 0, 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.model, name)
+
+    def __call__(self, **kw: Any) -> Any:
+        if kw["input_ids"].shape[1] > 1:
+            self.prefills += 1
+            self.prefilled_rows += kw["input_ids"].shape[0]
+        return self.model(**kw)
+
+
+def test_prompts_are_prefilled_ahead_in_groups() -> None:
+    """A row that leaves is replaced by a prompt prefilled ahead: fewer prefill passes than prompts, every prompt
+    prefilled once, and the same tokens as static batches."""
+    torch.set_num_threads(1)
+    model, tok = tiny_model(seed=9), tiny_tokenizer()
+    ps = _rendered(prompts(21, seed=9))
+    counting = _Counting(model)
+    got = score_generate(counting, tok, ps, batch_size=3, max_new_tokens=12, continuous=True)
+    want = score_generate(model, tok, ps, batch_size=3, max_new_tokens=12, continuous=False)
+    assert [g.raw for g in got] == [w.raw for w in want]
+    assert counting.prefilled_rows == 21
+    assert counting.prefills <= -(-21 // min(PREFILL_AHEAD, 3)) + 1 < 21
 
 
 @pytest.mark.slow

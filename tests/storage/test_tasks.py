@@ -99,3 +99,24 @@ async def test_release_refunds_the_attempt_and_defers(store: Store) -> None:
         later = await claim_tasks(s, stage=Stage.probe, owner="w", lease=timedelta(minutes=1),
                                   now=utcnow() + timedelta(hours=2))
     assert [t.id for t in later] == [lease.id]
+
+
+async def test_an_entitys_own_probe_is_claimed_before_observing_tasks(store: Store) -> None:
+    """A late target's backlog of observing probes (key "target:<name>", queued first) does not hold up the probe of
+    a new entity, which its period's snapshot waits for; other stages stay oldest first."""
+    async with store.transaction() as s:
+        ents = [Entity(source="t", external_id=str(i), domain="sports", name=f"n{i}", occurred_at=utcnow(), content_hash="h")
+                for i in range(4)]
+        s.add_all(ents)
+        await s.flush()
+        ids = [e.id for e in ents if e.id is not None]
+        for e in ids[:3]:
+            await enqueue(s, Stage.probe, e, "target:late", max_attempts=2)
+        await enqueue(s, Stage.probe, ids[3], "", max_attempts=2)
+        await enqueue(s, Stage.translate, ids[0], "fr", max_attempts=2)
+        await enqueue(s, Stage.translate, ids[1], "", max_attempts=2)
+    async with store.transaction() as s:
+        got = await claim_tasks(s, stage=Stage.probe, owner="w", lease=timedelta(minutes=1), limit=2)
+        other = await claim_tasks(s, stage=Stage.translate, owner="w", lease=timedelta(minutes=1), limit=1)
+    assert [(t.entity_id, t.key) for t in got] == [(ids[3], ""), (ids[0], "target:late")]
+    assert [(t.entity_id, t.key) for t in other] == [(ids[0], "fr")]
