@@ -35,12 +35,17 @@ def mcnemar_exact(gained: int, lost: int) -> float:
     if n == 0 or 2 * m >= n - 1:  # the lower tail holds half the mass or more
         return 1.0
     if n <= EXACT_MAX_N:
-        c = total = 1
-        for i in range(1, m + 1):
-            c = c * (n - i + 1) // i
-            total += c
-        return min(1.0, (2 * total) / (1 << n))  # int / int: correctly rounded
+        return min(1.0, (2 * _lower_count(n, m)) / (1 << n))  # int / int: correctly rounded
     return min(1.0, 2.0 * _lower_tail(n, m))
+
+
+def _lower_count(n: int, m: int) -> int:
+    """sum(C(n, i), i <= m), in exact integers."""
+    c = total = 1
+    for i in range(1, m + 1):
+        c = c * (n - i + 1) // i
+        total += c
+    return total
 
 
 def _stirlerr(n: int) -> float:
@@ -110,12 +115,8 @@ def mcnemar_significant(gained: int, lost: int, alpha: float) -> bool:
         return p < alpha
     from fractions import Fraction
 
-    c = exact = 1
-    for i in range(1, m + 1):
-        c = c * (n - i + 1) // i
-        exact += c
     a = Fraction(alpha)
-    return 2 * exact * a.denominator < a.numerator * (1 << n)
+    return 2 * _lower_count(n, m) * a.denominator < a.numerator * (1 << n)
 
 
 def wilson_ci(k: int, n: int) -> tuple[float, float] | None:
