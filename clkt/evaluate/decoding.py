@@ -6,6 +6,10 @@ batch (its rows of the KV cache are dropped), and prompts from the queue (sorted
 batches are) join it. They are prefilled a few at a time (`PREFILL_AHEAD`), ahead of need: on a CPU a forward
 pass costs about the same for one row as for several, so a row that leaves is replaced by one already prefilled,
 and the prompts cost a quarter of the passes (at most `PREFILL_AHEAD` rows wait prefilled beside the batch).
+Prompts that begin with the same tokens (the chat template and the instruction of a language: about a third of
+the demo's prompt tokens) are grouped (`prefix_groups`) and their common prefix is run once per group: its cache
+is copied under every row of the group, which prefills only the rest of its prompt (the row's cache is then the
+prefix, the suffix's left padding, the suffix: the mask hides the padding and the positions skip it).
 A joining row's cache is left-padded to the running cache's length (or the other way round) and stacked, the
 attention mask hides the padding and each row's positions follow its own mask, as left-padded batches do. The
 tokens a row generates are those `model.generate` would give it at temperature 0 (the same argmax of the same
@@ -21,8 +25,9 @@ the queue, with the rows prefilled ahead, at a smaller size (`BatchSizer`).
 
 from __future__ import annotations
 
+import itertools
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +36,7 @@ from clkt.evaluate.memory import BatchSizer, is_oom
 from clkt.evaluate.parse import ParseMode, letter_decided
 from clkt.targets.prompting import RenderedPrompt
 
-__all__ = ["PREFILL_AHEAD", "REFILL_FRACTION", "generate_continuous", "supports_continuous"]
+__all__ = ["MIN_SHARED_PREFIX", "PREFILL_AHEAD", "REFILL_FRACTION", "generate_continuous", "prefix_groups", "supports_continuous"]
 
 # refill once this share of the batch is free (or the batch is empty); 0: whenever a row is free. On 2 CPU cores, 40
 # of the demo's questions with the embedded instruct target, batch 8: 0 -> 1.61x static batches, 0.25 -> 1.46x,
@@ -39,6 +44,7 @@ __all__ = ["PREFILL_AHEAD", "REFILL_FRACTION", "generate_continuous", "supports_
 # prefill costs its prompts' tokens whether they join one by one or together)
 REFILL_FRACTION = 0.0
 PREFILL_AHEAD = 4  # prompts prefilled together when the batch needs one: the others wait, prefilled, to join it
+MIN_SHARED_PREFIX = 16  # tokens: prompts sharing fewer first tokens prefill them with the rest
 
 # generation settings under which `model.generate` does more than take the argmax
 _PROCESSING = {
@@ -161,11 +167,47 @@ def _forward(model: Any, ids: Any, mask: Any, cache: Any, *, prefill: bool) -> t
     return out.logits[:, -1, :], getattr(out, "cache", None) or out.past_key_values
 
 
+def _common(a: Sequence[int], b: Sequence[int]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def prefix_groups(enc: Sequence[Sequence[int]], *, min_prefix: int = MIN_SHARED_PREFIX) -> list[tuple[int, list[int]]]:
+    """The prompts (token lists) in groups that share their first tokens: (prefix length, members shortest first),
+    every prompt in exactly one group. A prefix leaves each member at least one token of its own (the prefill's
+    next-token logits). The prompts that share no prefix of `min_prefix` tokens with another are one last group,
+    of prefix length 0 (prefilled together as before).
+
+    Runs of the prompts in lexicographic order (where a run's common prefix is the least common prefix of its
+    neighbours); a prompt joins the run before it while the run saves at least as many prefill tokens with it as
+    without it (m members sharing p tokens save (m - 1) p)."""
+    order = sorted(range(len(enc)), key=lambda i: list(enc[i]))
+    runs: list[tuple[int, list[int]]] = []
+    for i in order:
+        if runs:
+            p, members = runs[-1]
+            m = len(members)
+            q = min(_common(enc[members[-1]], enc[i]), len(enc[i]) - 1, p if m > 1 else len(enc[members[0]]) - 1)
+            if q >= min_prefix and m * q >= (m - 1) * p:
+                runs[-1] = (q, [*members, i])
+                continue
+        runs.append((0, [i]))
+    shared = [(p, sorted(members, key=lambda i: len(enc[i]))) for p, members in runs if len(members) > 1]
+    alone = sorted((members[0] for _, members in runs if len(members) == 1), key=lambda i: len(enc[i]))
+    return shared + ([(0, alone)] if alone else [])
+
+
 def generate_continuous(
     model: Any, tokenizer: Any, prompts: Sequence[RenderedPrompt], *, sizer: BatchSizer, max_new_tokens: int,
     max_length: int | None = None, parse: ParseMode = "strict", progress: Callable[[int], None] | None = None,
+    share_prefixes: bool = True,
 ) -> list[str]:
-    """The greedy completion of every prompt (up to its decided letter), in the input order."""
+    """The greedy completion of every prompt (up to its decided letter), in the input order. `share_prefixes`:
+    run the first tokens that prompts share once per group of them (`prefix_groups`)."""
     import torch
 
     add = prompts[0].add_special_tokens if prompts else True
@@ -174,7 +216,13 @@ def generate_continuous(
         tokenizer.truncation_side = "left"
         kwargs = {"truncation": True, "max_length": max_length}
     enc = [list(tokenizer(p.text, add_special_tokens=add, **kwargs)["input_ids"]) for p in prompts]
-    queue: deque[int] = deque(sorted(range(len(prompts)), key=lambda i: len(enc[i])))
+    if share_prefixes:
+        groups = prefix_groups(enc)
+    else:
+        groups = [(0, sorted(range(len(prompts)), key=lambda i: len(enc[i])))]
+    group_of = {i: g for g, (_, members) in enumerate(groups) for i in members}
+    queue: deque[int] = deque(i for _, members in groups for i in members)
+    prefixes = _Prefixes(model, enc, groups, group_of)
     eos = _eos_ids(model, tokenizer)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     out: list[str | None] = [None] * len(prompts)
@@ -191,10 +239,11 @@ def generate_continuous(
                         # one prefill for the free rows and a few more: a forward pass costs about the same for one
                         # prompt as for several, and the rows prefilled ahead join as soon as others leave
                         n = min(len(queue), max(free - len(ready), min(PREFILL_AHEAD, sizer.size)))
-                        take = [queue[i] for i in range(n)]
-                        _prefill(model, ready, take, enc, pad, dev)
+                        g = group_of[queue[0]]
+                        take = list(itertools.takewhile(lambda i: group_of[i] == g, itertools.islice(queue, n)))
+                        _prefill(model, ready, take, enc, pad, dev, prefixes.get(g, dev))
                         for _ in take:  # only once they are prefilled: an out-of-memory error leaves them queued
-                            queue.popleft()
+                            prefixes.taken(queue.popleft())
                     if ready.rows:
                         part = _take_rows(ready, min(free, len(ready)), dev)
                         moving = [r.index for r in part.rows]  # in neither batch until joined
@@ -206,6 +255,7 @@ def generate_continuous(
                     raise
                 back = dict.fromkeys([r.index for r in batch.rows] + moving + [r.index for r in ready.rows])
                 queue.extendleft(reversed(list(back)))
+                prefixes.returned(back)
                 batch.clear()
                 ready.clear()
                 moving = []
@@ -213,18 +263,69 @@ def generate_continuous(
     return [t if t is not None else "" for t in out]
 
 
-def _prefill(model: Any, into: _Batch, take: list[int], enc: list[list[int]], pad: int, dev: Any) -> None:
-    """Prefill the prompts `take` together (left-padded) and add them to `into` (their next-token logits ready)."""
+class _Prefixes:
+    """The cache of each group's shared prefix, run when the group's first prompt is prefilled and dropped once the
+    queue holds none of its prompts (the queue is in groups, so one or two are kept at a time)."""
+
+    def __init__(self, model: Any, enc: list[list[int]], groups: list[tuple[int, list[int]]], group_of: dict[int, int]) -> None:
+        self.model, self.enc, self.groups, self.group_of = model, enc, groups, group_of
+        self.queued = [len(members) for _, members in groups]
+        self.caches: dict[int, Any] = {}
+
+    def get(self, g: int, dev: Any) -> tuple[int, Any] | None:
+        """(prefix length, its one-row cache) for group `g`; None when the group shares no prefix."""
+        import torch
+
+        p, members = self.groups[g]
+        if p == 0:
+            return None
+        if g not in self.caches:
+            ids = torch.tensor([self.enc[members[0]][:p]], dtype=torch.long, device=dev)
+            _, self.caches[g] = _forward(self.model, ids, torch.ones_like(ids), None, prefill=True)
+        return p, self.caches[g]
+
+    def taken(self, i: int) -> None:
+        g = self.group_of[i]
+        self.queued[g] -= 1
+        if self.queued[g] == 0:
+            self.caches.pop(g, None)
+
+    def returned(self, rows: Iterable[int]) -> None:
+        for i in rows:
+            self.queued[self.group_of[i]] += 1
+
+
+def _copies(cache: Any, k: int) -> Any:
+    """A cache of `k` rows, each a copy of the one row of `cache` (which stays as it is)."""
+    import copy
+
+    out = copy.copy(cache)
+    out.layers = [copy.copy(layer) for layer in _layers(cache)]
+    for layer in out.layers:
+        layer.keys = layer.keys.expand(k, -1, -1, -1).contiguous()
+        layer.values = layer.values.expand(k, -1, -1, -1).contiguous()
+    return out
+
+
+def _prefill(
+    model: Any, into: _Batch, take: list[int], enc: list[list[int]], pad: int, dev: Any, prefix: tuple[int, Any] | None,
+) -> None:
+    """Prefill the prompts `take` together (left-padded) and add them to `into` (their next-token logits ready).
+    With `prefix` (its length and one-row cache), only the tokens after it are run, on copies of its cache."""
     import torch
 
-    n = max(len(enc[i]) for i in take)
+    skip = prefix[0] if prefix is not None else 0
+    n = max(len(enc[i]) - skip for i in take)
     ids = torch.full((len(take), n), pad, dtype=torch.long)
-    mask = torch.zeros((len(take), n), dtype=torch.long)
+    mask = torch.zeros((len(take), skip + n), dtype=torch.long)
+    mask[:, :skip] = 1
     for r, i in enumerate(take):
-        ids[r, n - len(enc[i]) :] = torch.tensor(enc[i])
-        mask[r, n - len(enc[i]) :] = 1
+        rest = enc[i][skip:]
+        ids[r, n - len(rest) :] = torch.tensor(rest)
+        mask[r, skip + n - len(rest) :] = 1
     ids, mask = ids.to(dev), mask.to(dev)
-    logits, cache = _forward(model, ids, mask, None, prefill=True)
+    past = _copies(prefix[1], len(take)) if prefix is not None else None
+    logits, cache = _forward(model, ids, mask, past, prefill=True)
     part = _Batch()
     part.rows, part.cache, part.mask, part.logits = [_Row(i) for i in take], cache, mask, logits
     _join(into, part)

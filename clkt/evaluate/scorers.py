@@ -173,9 +173,11 @@ def score_generate(
     model: Any, tokenizer: Any, prompts: Sequence[RenderedPrompt], *, batch_size: int = 8,
     max_new_tokens: int = 64, max_length: int | None = None, progress: Progress | None = None,
     parse: ParseMode = "strict", stop_early: bool = True, continuous: bool = True, sizer: BatchSizer | None = None,
+    share_prefixes: bool = True,
 ) -> list[Scored]:
     """Greedy completions and their letters. `continuous` (with `stop_early`): decided rows leave the batch and
-    queued prompts join it (`clkt.evaluate.decoding`), where the model allows; else static batches."""
+    queued prompts join it (`clkt.evaluate.decoding`), where the model allows, and prompts' shared first tokens
+    run once (`share_prefixes`); else static batches."""
     sizer = _sizer(sizer, batch_size)
     if not prompts:
         return []
@@ -186,7 +188,7 @@ def score_generate(
         if supports_continuous(model, longest=longest):
             texts = generate_continuous(
                 model, tokenizer, prompts, sizer=sizer, max_new_tokens=max_new_tokens, max_length=max_length,
-                parse=parse, progress=progress,
+                parse=parse, progress=progress, share_prefixes=share_prefixes,
             )
             return [Scored(parse_letter(t, parse), t) for t in texts]
     return _generate_static(model, tokenizer, prompts, sizer=sizer, max_new_tokens=max_new_tokens, max_length=max_length,

@@ -10,11 +10,11 @@ import pytest
 import torch
 
 from clkt.config import TargetSettings
-from clkt.evaluate.decoding import PREFILL_AHEAD, supports_continuous
+from clkt.evaluate.decoding import MIN_SHARED_PREFIX, PREFILL_AHEAD, prefix_groups, supports_continuous
 from clkt.evaluate.memory import BatchSizer, OutOfMemory
 from clkt.evaluate.scorers import score_generate
 from clkt.targets.prompting import RenderedPrompt
-from tests.evaluate._tiny import prompts, tiny_model, tiny_tokenizer
+from tests.evaluate._tiny import WORDS, prompts, tiny_model, tiny_tokenizer
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -124,6 +124,62 @@ def test_prompts_are_prefilled_ahead_in_groups() -> None:
     assert [g.raw for g in got] == [w.raw for w in want]
     assert counting.prefilled_rows == 21
     assert counting.prefills <= -(-21 // min(PREFILL_AHEAD, 3)) + 1 < 21
+
+
+def test_prompts_are_grouped_by_the_first_tokens_they_share() -> None:
+    a, b = list(range(100, 120)), list(range(200, 220))  # two 20-token headers
+    enc = [a + [1, 2, 3], b + [5], a + [4], a + [1, 2], [7, 8, 9], b + [6, 7], a[:10] + [9]]
+    groups = prefix_groups(enc)
+    assert sorted(i for _, members in groups for i in members) == list(range(len(enc)))  # each prompt once
+    assert groups == [(20, [2, 3, 0]), (20, [1, 5]), (0, [4, 6])]  # the unshared together, shortest first
+    assert prefix_groups([a, a]) == [(19, [0, 1])]  # identical prompts: each keeps a token of its own
+    assert prefix_groups([a[:10] + [1], a[:10] + [2]]) == [(0, [0, 1])]  # under MIN_SHARED_PREFIX: not shared
+    assert MIN_SHARED_PREFIX > 10
+    # a prompt that would shrink a group's prefix more than it saves starts a group of its own
+    c = list(range(300, 340))
+    assert prefix_groups([c + [1], c + [2], c[:18] + [999]]) == [(40, [0, 1]), (0, [2])]
+    assert prefix_groups([]) == []
+
+
+class _Prefills:
+    """A model that records the shape of its prefill passes (more than one new token per row)."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.shapes: list[tuple[int, ...]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.model, name)
+
+    def __call__(self, **kw: Any) -> Any:
+        if kw["input_ids"].shape[1] > 1:
+            self.shapes.append(tuple(kw["input_ids"].shape))
+        return self.model(**kw)
+
+
+@pytest.mark.parametrize("kind", ["llama", "gemma3"])
+@pytest.mark.parametrize("batch", [1, 3, 8])
+def test_shared_prefixes_run_once_and_give_the_tokens_of_static_batches(kind: str, batch: int) -> None:
+    torch.set_num_threads(1)
+    import random
+
+    rng = random.Random(batch)
+    heads = [" ".join(rng.choice(WORDS[4:25]) for _ in range(18)) for _ in range(2)]
+    texts = [f"{heads[i % 2]} {t}" for i, t in enumerate(prompts(21, seed=batch))]
+    ps = _rendered(texts)
+    model, tok = tiny_model(kind, seed=batch + 20), tiny_tokenizer()
+    static = score_generate(model, tok, ps, batch_size=batch, max_new_tokens=12, continuous=False)
+    counting = _Prefills(model)
+    shared = score_generate(counting, tok, ps, batch_size=batch, max_new_tokens=12, continuous=True)
+    plain = _Prefills(model)
+    unshared = score_generate(plain, tok, ps, batch_size=batch, max_new_tokens=12, continuous=True, share_prefixes=False)
+    assert [c.raw for c in shared] == [s.raw for s in static] == [u.raw for u in unshared]
+    assert len({len(s.raw.split()) for s in static}) > 1  # rows really did stop at different lengths
+    heads_run = [sh for sh in counting.shapes if sh[0] == 1 and sh[1] >= MIN_SHARED_PREFIX]
+    assert len(heads_run) == 2  # each header once
+    assert sum(r for r, _ in counting.shapes) - len(heads_run) == 21 == sum(r for r, _ in plain.shapes)
+    tokens = sum(r * n for r, n in counting.shapes)
+    assert tokens < sum(r * n for r, n in plain.shapes) - 15 * 18  # most rows did not run their header
 
 
 @pytest.mark.slow
