@@ -216,10 +216,8 @@ def generate_continuous(
         tokenizer.truncation_side = "left"
         kwargs = {"truncation": True, "max_length": max_length}
     enc = [list(tokenizer(p.text, add_special_tokens=add, **kwargs)["input_ids"]) for p in prompts]
-    if share_prefixes:
-        groups = prefix_groups(enc)
-    else:
-        groups = [(0, sorted(range(len(prompts)), key=lambda i: len(enc[i])))]
+    by_length = sorted(range(len(prompts)), key=lambda i: len(enc[i]))
+    groups = prefix_groups(enc) if share_prefixes else [(0, by_length)]
     group_of = {i: g for g, (_, members) in enumerate(groups) for i in members}
     queue: deque[int] = deque(i for _, members in groups for i in members)
     prefixes = _Prefixes(model, enc, groups, group_of)
@@ -239,9 +237,8 @@ def generate_continuous(
                         # one prefill for the free rows and a few more: a forward pass costs about the same for one
                         # prompt as for several, and the rows prefilled ahead join as soon as others leave
                         n = min(len(queue), max(free - len(ready), min(PREFILL_AHEAD, sizer.size)))
-                        g = group_of[queue[0]]
-                        take = list(itertools.takewhile(lambda i: group_of[i] == g, itertools.islice(queue, n)))
-                        _prefill(model, ready, take, enc, pad, dev, prefixes.get(g, dev))
+                        take = _same_group(queue, n, group_of)
+                        _prefill(model, ready, take, enc, pad, dev, prefixes.get(group_of[take[0]], dev))
                         for _ in take:  # only once they are prefilled: an out-of-memory error leaves them queued
                             prefixes.taken(queue.popleft())
                     if ready.rows:
@@ -261,6 +258,12 @@ def generate_continuous(
                 moving = []
                 sizer.shrink(e)
     return [t if t is not None else "" for t in out]
+
+
+def _same_group(queue: deque[int], n: int, group_of: dict[int, int]) -> list[int]:
+    """Up to `n` prompts from the head of `queue`, all of the first one's group."""
+    g = group_of[queue[0]]
+    return list(itertools.takewhile(lambda i: group_of[i] == g, itertools.islice(queue, n)))
 
 
 class _Prefixes:

@@ -128,16 +128,16 @@ def test_prompts_are_prefilled_ahead_in_groups() -> None:
 
 def test_prompts_are_grouped_by_the_first_tokens_they_share() -> None:
     a, b = list(range(100, 120)), list(range(200, 220))  # two 20-token headers
-    enc = [a + [1, 2, 3], b + [5], a + [4], a + [1, 2], [7, 8, 9], b + [6, 7], a[:10] + [9]]
+    enc = [[*a, 1, 2, 3], [*b, 5], [*a, 4], [*a, 1, 2], [7, 8, 9], [*b, 6, 7], [*a[:10], 9]]
     groups = prefix_groups(enc)
     assert sorted(i for _, members in groups for i in members) == list(range(len(enc)))  # each prompt once
     assert groups == [(20, [2, 3, 0]), (20, [1, 5]), (0, [4, 6])]  # the unshared together, shortest first
     assert prefix_groups([a, a]) == [(19, [0, 1])]  # identical prompts: each keeps a token of its own
-    assert prefix_groups([a[:10] + [1], a[:10] + [2]]) == [(0, [0, 1])]  # under MIN_SHARED_PREFIX: not shared
+    assert prefix_groups([[*a[:10], 1], [*a[:10], 2]]) == [(0, [0, 1])]  # under MIN_SHARED_PREFIX: not shared
     assert MIN_SHARED_PREFIX > 10
     # a prompt that would shrink a group's prefix more than it saves starts a group of its own
     c = list(range(300, 340))
-    assert prefix_groups([c + [1], c + [2], c[:18] + [999]]) == [(40, [0, 1]), (0, [2])]
+    assert prefix_groups([[*c, 1], [*c, 2], [*c[:18], 999]]) == [(40, [0, 1]), (0, [2])]
     assert prefix_groups([]) == []
 
 
