@@ -184,18 +184,18 @@ def prefix_groups(enc: Sequence[Sequence[int]], *, min_prefix: int = MIN_SHARED_
 
     Runs of the prompts in lexicographic order (where a run's common prefix is the least common prefix of its
     neighbours); a prompt joins the run before it while the run saves at least as many prefill tokens with it as
-    without it (m members sharing p tokens save (m - 1) p)."""
+    without it (m members sharing p tokens save (m - 1) p). A run of one prompt may share all of it but its last
+    token."""
     order = sorted(range(len(enc)), key=lambda i: list(enc[i]))
     runs: list[tuple[int, list[int]]] = []
     for i in order:
         if runs:
             p, members = runs[-1]
-            m = len(members)
-            q = min(_common(enc[members[-1]], enc[i]), len(enc[i]) - 1, p if m > 1 else len(enc[members[0]]) - 1)
-            if q >= min_prefix and m * q >= (m - 1) * p:
+            q = min(_common(enc[members[-1]], enc[i]), len(enc[i]) - 1, p)
+            if q >= min_prefix and len(members) * q >= (len(members) - 1) * p:
                 runs[-1] = (q, [*members, i])
                 continue
-        runs.append((0, [i]))
+        runs.append((len(enc[i]) - 1, [i]))
     shared = [(p, sorted(members, key=lambda i: len(enc[i]))) for p, members in runs if len(members) > 1]
     alone = sorted((members[0] for _, members in runs if len(members) == 1), key=lambda i: len(enc[i]))
     return shared + ([(0, alone)] if alone else [])
@@ -238,7 +238,7 @@ def generate_continuous(
                         # prompt as for several, and the rows prefilled ahead join as soon as others leave
                         n = min(len(queue), max(free - len(ready), min(PREFILL_AHEAD, sizer.size)))
                         take = _same_group(queue, n, group_of)
-                        _prefill(model, ready, take, enc, pad, dev, prefixes.get(group_of[take[0]], dev))
+                        _prefill(model, ready, take, enc, pad, dev, prefixes.get(group_of[take[0]]))
                         for _ in take:  # only once they are prefilled: an out-of-memory error leaves them queued
                             prefixes.taken(queue.popleft())
                     if ready.rows:
@@ -272,10 +272,11 @@ class _Prefixes:
 
     def __init__(self, model: Any, enc: list[list[int]], groups: list[tuple[int, list[int]]], group_of: dict[int, int]) -> None:
         self.model, self.enc, self.groups, self.group_of = model, enc, groups, group_of
+        self.dev = model.device
         self.queued = [len(members) for _, members in groups]
         self.caches: dict[int, Any] = {}
 
-    def get(self, g: int, dev: Any) -> tuple[int, Any] | None:
+    def get(self, g: int) -> tuple[int, Any] | None:
         """(prefix length, its one-row cache) for group `g`; None when the group shares no prefix."""
         import torch
 
@@ -283,7 +284,7 @@ class _Prefixes:
         if p == 0:
             return None
         if g not in self.caches:
-            ids = torch.tensor([self.enc[members[0]][:p]], dtype=torch.long, device=dev)
+            ids = torch.tensor([self.enc[members[0]][:p]], dtype=torch.long, device=self.dev)
             _, self.caches[g] = _forward(self.model, ids, torch.ones_like(ids), None, prefill=True)
         return p, self.caches[g]
 
@@ -298,12 +299,18 @@ class _Prefixes:
             self.queued[self.group_of[i]] += 1
 
 
-def _copies(cache: Any, k: int) -> Any:
-    """A cache of `k` rows, each a copy of the one row of `cache` (which stays as it is)."""
+def _shallow_copy(cache: Any) -> Any:
+    """A cache object of its own over the same tensors: its layers can be given other tensors, `cache`'s keep theirs."""
     import copy
 
     out = copy.copy(cache)
     out.layers = [copy.copy(layer) for layer in _layers(cache)]
+    return out
+
+
+def _copies(cache: Any, k: int) -> Any:
+    """A cache of `k` rows, each a copy of the one row of `cache` (which stays as it is)."""
+    out = _shallow_copy(cache)
     for layer in out.layers:
         layer.keys = layer.keys.expand(k, -1, -1, -1).contiguous()
         layer.values = layer.values.expand(k, -1, -1, -1).contiguous()
@@ -337,8 +344,6 @@ def _prefill(
 def _take_rows(src: _Batch, k: int, dev: Any) -> _Batch:
     """The first `k` rows of `src` as a batch of their own (their cache trimmed to their own longest row); `src`
     keeps the others."""
-    import copy
-
     import torch
 
     if k >= len(src):
@@ -349,8 +354,7 @@ def _take_rows(src: _Batch, k: int, dev: Any) -> _Batch:
         return out
     first, rest = torch.arange(k, device=dev), torch.arange(k, len(src), device=dev)
     out = _Batch()
-    out.cache = copy.copy(src.cache)
-    out.cache.layers = [copy.copy(layer) for layer in _layers(src.cache)]
+    out.cache = _shallow_copy(src.cache)
     out.cache.batch_select_indices(first)
     src.cache.batch_select_indices(rest)
     out.rows, src.rows = src.rows[:k], src.rows[k:]
