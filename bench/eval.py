@@ -13,11 +13,14 @@ Figures (questions/s):
 - `option-loglik` with the options sharing the question's prefix (KV cache) against every (question + option)
   sequence run whole: the same answers (goal: agreement >= 0.98, float ties aside) and faster (goal >= 1.2x);
 - `generate` on the demo's questions (`tests/fixtures/demo_questions`, the first `--demo-n` of each language)
-  with the embedded instruct target (`--instruct-model`), continuous (decided rows leave the batch, queued ones
-  join it, the prompts' shared first tokens run once per group) against today's static batches (each batch
-  until its slowest row is done), side by side, both stopping at the decided letter: the same letters (goal:
-  agreement 1.0) in less wall time (goal >= 1.5x); and, without a goal, the continuous path without shared
-  prefixes (`demo_continuous_unshared_speedup`: what leaving the batch early saves alone).
+  with the embedded instruct target (`--instruct-model`), side by side, all stopping at the decided letter:
+  `generate` as it runs now (continuous: decided rows leave the batch, queued ones join it, the prompts' shared
+  first tokens run once per group; at the automatic generation batch of the device, `BatchSizer.for_job`: 16 on a
+  CPU) against `generate` as it ran before (static batches of `--baseline-batch-size`, 8: each batch until its
+  slowest row is done): the same letters (goal: agreement 1.0) in less wall time (`demo_continuous_speedup`, goal
+  >= 1.5x). Without goals: static batches at the automatic size (`demo_equal_batch_speedup`: what continuous
+  batches save at the same batch size), and the continuous path without shared prefixes
+  (`demo_unshared_equal_batch_speedup`: what leaving the batch early saves alone).
 Ends with one JSON line; about 4-8 minutes on 2 CPU cores with Gemma 3 270M, plus the demo part (`--only demo`
 runs that part alone).
 
@@ -40,8 +43,9 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from bench.support.targets import add_target_args, synthetic_mcqs, target_from_args  # noqa: E402
-from clkt.config import TargetSettings  # noqa: E402
+from clkt.config import GpuSettings, TargetSettings  # noqa: E402
 from clkt.evaluate.loglik import loglik_item, score_option_loglik  # noqa: E402
+from clkt.evaluate.memory import BatchSizer  # noqa: E402
 from clkt.evaluate.parse import parse_letter  # noqa: E402
 from clkt.evaluate.prompts import render_mcq  # noqa: E402
 from clkt.evaluate.scorers import _batches, _positions, score_generate, score_letter_logprob  # noqa: E402
@@ -87,38 +91,52 @@ def demo_rows(per_lang: int) -> list[QuestionRow]:
 
 
 def continuous_vs_static(a: argparse.Namespace) -> tuple[dict[str, object], dict[str, str]]:
-    """`generate` on the demo's questions, continuous against static batches, alternating (best of each)."""
+    """`generate` on the demo's questions: now (continuous, the automatic batch) against before (static batches of
+    `--baseline-batch-size`), and static batches at the automatic size; alternating, best of each."""
     target = TargetSettings(name=Path(a.instruct_model).name, model=a.instruct_model, kind="instruct")
     device = resolve_device(a.device)
     model, tok = load_target(target, data_dir=a.data_dir, device=device)
     rows = demo_rows(a.demo_n)
     prompts = [render_mcq(target, tok, r.question, r.options, r.lang) for r in rows]
+    size = a.demo_batch_size or BatchSizer.for_job(GpuSettings(), device, name="generate").size
     score_generate(model, tok, prompts[:4], batch_size=2, max_new_tokens=2)  # warm
-    runs = {"static": (False, False), "continuous": (True, True), "unshared": (True, False)}
+    runs = {  # key: (continuous, shared prefixes, batch size)
+        "static": (False, False, a.baseline_batch_size), "static_same_batch": (False, False, size),
+        "continuous": (True, True, size), "unshared": (True, False, size),
+    }
+    if size == a.baseline_batch_size:
+        del runs["static_same_batch"]
     best = dict.fromkeys(runs, float("inf"))
     got: dict[str, list] = {}  # type: ignore[type-arg]
     for _ in range(a.demo_reps):
-        for key, (cont, share) in runs.items():
+        for key, (cont, share, batch) in runs.items():
             t = time.perf_counter()
-            got[key] = score_generate(model, tok, prompts, batch_size=a.batch_size, max_new_tokens=a.max_new_tokens,
+            got[key] = score_generate(model, tok, prompts, batch_size=batch, max_new_tokens=a.max_new_tokens,
                                       continuous=cont, share_prefixes=share)
             best[key] = min(best[key], time.perf_counter() - t)
-            print(f"demo {key}: {time.perf_counter() - t:.1f}s", file=sys.stderr, flush=True)
+            print(f"demo {key} (batch {batch}): {time.perf_counter() - t:.1f}s", file=sys.stderr, flush=True)
     n = len(prompts)
+    same_batch = best.get("static_same_batch", best["static"])
 
     def same_as_static(key: str, field: str) -> float:
         """The share of questions where run `key` gives static batches' `field` (the letter, or the whole text)."""
         return sum(getattr(x, field) == getattr(y, field) for x, y in zip(got["static"], got[key], strict=True)) / n
 
     figures: dict[str, object] = {
-        "demo_model": target.model, "demo_questions": n, "demo_max_new_tokens": a.max_new_tokens, "demo_batch_size": a.batch_size,
+        "demo_model": target.model, "demo_questions": n, "demo_max_new_tokens": a.max_new_tokens,
+        "demo_baseline_batch_size": a.baseline_batch_size, "demo_batch_size": size,
+        "demo_static_s": round(best["static"], 1), "demo_static_same_batch_s": round(same_batch, 1),
+        "demo_continuous_s": round(best["continuous"], 1), "demo_unshared_s": round(best["unshared"], 1),
         "demo_static_qps": round(n / best["static"], 3), "demo_continuous_qps": round(n / best["continuous"], 3),
         "demo_continuous_speedup": round(best["static"] / best["continuous"], 2),
-        "demo_continuous_unshared_speedup": round(best["static"] / best["unshared"], 2),
+        "demo_equal_batch_speedup": round(same_batch / best["continuous"], 2),
+        "demo_unshared_equal_batch_speedup": round(same_batch / best["unshared"], 2),
         "demo_unshared_agreement": round(same_as_static("unshared", "predicted"), 3),
         "demo_continuous_agreement": round(same_as_static("continuous", "predicted"), 3),
         "demo_continuous_same_text": round(same_as_static("continuous", "raw"), 3),
     }
+    if "static_same_batch" in got:
+        figures["demo_static_same_batch_agreement"] = round(same_as_static("static_same_batch", "predicted"), 3)
     return figures, {"demo_continuous_speedup": ">= 1.5", "demo_continuous_agreement": ">= 1.0"}
 
 
@@ -132,6 +150,8 @@ def main() -> int:
     p.add_argument("--instruct-model", default="embedded:smollm2-135m-instruct")
     p.add_argument("--demo-n", type=int, default=20, help="questions per language of the demo's (53 each: all)")
     p.add_argument("--demo-reps", type=int, default=1)
+    p.add_argument("--demo-batch-size", type=int, default=None, help="generate's batch now (unset: the automatic size)")
+    p.add_argument("--baseline-batch-size", type=int, default=8, help="the static batches generate ran before")
     a = p.parse_args()
     import torch
 

@@ -169,7 +169,9 @@ def test_shared_prefixes_run_once_and_give_the_tokens_of_static_batches(kind: st
 @pytest.mark.slow
 def test_same_answers_as_static_batches_on_the_demo_questions(models_data_dir: Path) -> None:
     """Every question of the demo's snapshot (5 languages) with the embedded instruct target, at the demo's
-    settings (8 new tokens, batches of 8): continuous generation gives the same completions."""
+    settings (8 new tokens, batches of 8): continuous generation gives the same completions, at that batch size and
+    at the automatic size generation starts at on a CPU (`CPU_AUTO_GENERATE_BATCH`)."""
+    from clkt.evaluate.memory import CPU_AUTO_GENERATE_BATCH
     from clkt.evaluate.prompts import render_mcq
     from clkt.snapshots.layout import QuestionRow
     from clkt.targets.loader import load_target
@@ -182,6 +184,7 @@ def test_same_answers_as_static_batches_on_the_demo_questions(models_data_dir: P
     assert len(rows) == 265
     ps = [render_mcq(target, tok, r.question, r.options, r.lang) for r in rows]
     static = score_generate(model, tok, ps, batch_size=8, max_new_tokens=8, continuous=False)
-    cont = score_generate(model, tok, ps, batch_size=8, max_new_tokens=8, continuous=True)
-    assert [c.predicted for c in cont] == [s.predicted for s in static]
-    assert sum(c.raw == s.raw for c, s in zip(cont, static, strict=True)) >= 0.98 * len(rows)
+    for batch in (8, CPU_AUTO_GENERATE_BATCH):
+        cont = score_generate(model, tok, ps, batch_size=batch, max_new_tokens=8, continuous=True)
+        assert [c.predicted for c in cont] == [s.predicted for s in static], batch
+        assert sum(c.raw == s.raw for c, s in zip(cont, static, strict=True)) >= 0.98 * len(rows), batch

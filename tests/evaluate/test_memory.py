@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from clkt.config import GpuSettings
-from clkt.evaluate.memory import CPU_AUTO_BATCH, BatchSizer, OutOfMemory, is_oom
+from clkt.evaluate.memory import CPU_AUTO_BATCH, CPU_AUTO_GENERATE_BATCH, BatchSizer, OutOfMemory, is_oom
 
 
 def test_automatic_size_starts_at_the_device_maximum() -> None:
@@ -15,6 +15,16 @@ def test_automatic_size_starts_at_the_device_maximum() -> None:
     assert BatchSizer.for_job(GpuSettings(), "cpu").size == CPU_AUTO_BATCH
     fixed = BatchSizer.for_job(GpuSettings(eval_batch_size=5), "cuda")
     assert (fixed.size, fixed.automatic) == (5, False)
+
+
+def test_generation_on_a_cpu_starts_larger_than_the_scoring_passes() -> None:
+    # a decoding step on a CPU costs little more for more rows; a scoring pass is compute-bound
+    sizes = {name: BatchSizer.for_job(GpuSettings(), "cpu", name=name).size for name in ("generate", "letter-logprob", "option-loglik")}
+    assert sizes == {"generate": CPU_AUTO_GENERATE_BATCH, "letter-logprob": CPU_AUTO_BATCH, "option-loglik": CPU_AUTO_BATCH}
+    assert CPU_AUTO_GENERATE_BATCH > CPU_AUTO_BATCH
+    assert BatchSizer.for_job(GpuSettings(eval_batch_max=12), "cpu", name="generate").size == 12  # the maximum still caps it
+    assert BatchSizer.for_job(GpuSettings(), "cuda", name="generate").size == 64  # a GPU starts at its maximum for every pass
+    assert BatchSizer.for_job(GpuSettings(eval_batch_size=5), "cpu", name="generate").size == 5  # a configured size wins
 
 
 def test_is_oom() -> None:
