@@ -48,7 +48,7 @@ from clkt.evaluate.loglik import loglik_item, score_option_loglik  # noqa: E402
 from clkt.evaluate.memory import BatchSizer  # noqa: E402
 from clkt.evaluate.parse import parse_letter  # noqa: E402
 from clkt.evaluate.prompts import render_mcq  # noqa: E402
-from clkt.evaluate.scorers import _batches, _positions, score_generate, score_letter_logprob  # noqa: E402
+from clkt.evaluate.scorers import ScorerName, _batches, _positions, score_generate, score_letter_logprob  # noqa: E402
 from clkt.snapshots.layout import QuestionRow  # noqa: E402
 from clkt.targets.loader import load_target, resolve_device  # noqa: E402
 from clkt.targets.prompting import RenderedPrompt, encode_left_padded  # noqa: E402
@@ -98,7 +98,7 @@ def continuous_vs_static(a: argparse.Namespace) -> tuple[dict[str, object], dict
     model, tok = load_target(target, data_dir=a.data_dir, device=device)
     rows = demo_rows(a.demo_n)
     prompts = [render_mcq(target, tok, r.question, r.options, r.lang) for r in rows]
-    size = a.demo_batch_size or BatchSizer.for_job(GpuSettings(), device, name="generate").size
+    size = a.demo_batch_size or BatchSizer.for_job(GpuSettings(), device, name=ScorerName.generate.value).size
     score_generate(model, tok, prompts[:4], batch_size=2, max_new_tokens=2)  # warm
     runs = {  # key: (continuous, shared prefixes, batch size)
         "static": (False, False, a.baseline_batch_size), "static_same_batch": (False, False, size),

@@ -65,7 +65,8 @@ class GpuSettings(Section):
     circular: bool = False
     max_new_tokens: int = Field(default=64, ge=1, le=65536)
     # None: found automatically (the largest that fits: `eval_batch_max` on a GPU; on a CPU 16 for generation and 8
-    # for the other passes, `clkt.evaluate.memory`; halved on out-of-memory); a number: that size (an out-of-memory error retries the job at half of it)
+    # for the other passes, `clkt.evaluate.memory`; halved on out-of-memory); a number: that size (an out-of-memory
+    # error retries the job at half of it)
     eval_batch_size: int | None = Field(default=None, ge=1, le=4096)
     eval_batch_max: int = Field(default=64, ge=1, le=4096)  # where the automatic size starts on a GPU
     job_timeout_s: float = Field(default=6 * 3600, gt=0, le=30 * 86400)

@@ -5,8 +5,8 @@ prompt, option log-likelihoods: their memory grows differently with the batch). 
 (`gpu.eval_batch_size`), it is that size, and an out-of-memory error raises `OutOfMemory` (the job is retried
 at half of it, `clkt.inject.consumer`). Automatic (`eval_batch_size` unset), it starts at the largest size the
 device is given (`gpu.eval_batch_max` on a GPU; on a CPU, where an allocation failure is the host's, not a
-device's, `CPU_AUTO_BATCH`, or `CPU_AUTO_GENERATE_BATCH` for generation) and halves on each out-of-memory error, the failed batch run again at the smaller
-size, down to 1; the size it settles on is kept for the rest of the job (`settled`).
+device's, `CPU_AUTO_BATCH`, or `CPU_AUTO_GENERATE_BATCH` for generation) and halves on each out-of-memory error,
+the failed batch run again at the smaller size, down to 1; the size it settles on is kept for the rest of the job (`settled`).
 """
 
 from __future__ import annotations
@@ -81,6 +81,7 @@ class BatchSizer:
         """The configured size, or the automatic one for `device` and the pass `name` (a scorer's name)."""
         if gpu.eval_batch_size is not None:
             return cls(size=gpu.eval_batch_size, automatic=False, name=name)
+        # "generate": `ScorerName.generate` (clkt.evaluate.scorers imports this module; a test ties the two)
         cpu = CPU_AUTO_GENERATE_BATCH if name == "generate" else CPU_AUTO_BATCH
         start = gpu.eval_batch_max if device.startswith(("cuda", "mps", "xpu")) else min(cpu, gpu.eval_batch_max)
         return cls(size=start, automatic=True, name=name)

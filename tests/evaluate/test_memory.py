@@ -7,6 +7,7 @@ import torch
 
 from clkt.config import GpuSettings
 from clkt.evaluate.memory import CPU_AUTO_BATCH, CPU_AUTO_GENERATE_BATCH, BatchSizer, OutOfMemory, is_oom
+from clkt.evaluate.scorers import ScorerName
 
 
 def test_automatic_size_starts_at_the_device_maximum() -> None:
@@ -19,8 +20,9 @@ def test_automatic_size_starts_at_the_device_maximum() -> None:
 
 def test_generation_on_a_cpu_starts_larger_than_the_scoring_passes() -> None:
     # a decoding step on a CPU costs little more for more rows; a scoring pass is compute-bound
-    sizes = {name: BatchSizer.for_job(GpuSettings(), "cpu", name=name).size for name in ("generate", "letter-logprob", "option-loglik")}
-    assert sizes == {"generate": CPU_AUTO_GENERATE_BATCH, "letter-logprob": CPU_AUTO_BATCH, "option-loglik": CPU_AUTO_BATCH}
+    sizes = {name: BatchSizer.for_job(GpuSettings(), "cpu", name=name.value).size for name in ScorerName}
+    assert sizes == {ScorerName.generate: CPU_AUTO_GENERATE_BATCH, ScorerName.letter_logprob: CPU_AUTO_BATCH,
+                     ScorerName.option_loglik: CPU_AUTO_BATCH}
     assert CPU_AUTO_GENERATE_BATCH > CPU_AUTO_BATCH
     assert BatchSizer.for_job(GpuSettings(eval_batch_max=12), "cpu", name="generate").size == 12  # the maximum still caps it
     assert BatchSizer.for_job(GpuSettings(), "cuda", name="generate").size == 64  # a GPU starts at its maximum for every pass
