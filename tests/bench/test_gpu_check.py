@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from clkt.evaluate.memory import CPU_AUTO_BATCH, CPU_AUTO_GENERATE_BATCH
 from tests.conftest import REPO
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
@@ -28,6 +29,7 @@ def test_gpu_check_tiny_runs_the_job_code_and_reports(tmp_path: Path) -> None:
     for tag in ("gc_off", "gc_on"):
         assert f[f"train_tokens_per_s_{tag}"] > 0 and f[f"train_tokens_{tag}"] > 0
     assert f["train_tokens_gc_on"] == f["train_tokens_gc_off"]
-    for scorer in ("generate", "letter_logprob", "option_loglik"):
-        assert f[f"eval_qps_{scorer}"] > 0 and f[f"eval_batch_{scorer}"] == 8  # the automatic size on a CPU
+    automatic = {"generate": CPU_AUTO_GENERATE_BATCH, "letter_logprob": CPU_AUTO_BATCH, "option_loglik": CPU_AUTO_BATCH}
+    for scorer, size in automatic.items():
+        assert f[f"eval_qps_{scorer}"] > 0 and f[f"eval_batch_{scorer}"] == size  # the automatic size on a CPU
     assert json.loads((tmp_path / "out" / "gpu_check.json").read_text()) == line
