@@ -14,12 +14,15 @@ finishes the task; the LLM cache makes a re-run after a crash free.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import Self
 
+from agents.backend import AgentBackend
 from agents.checks import check_translated_document, check_translated_mcq
 from clkt.config import AgentSettings, DaemonSettings, SpecSettings
 from clkt.context import ServiceContext
 from clkt.errors import AgentError
+from clkt.facts import EntityFacts, RenderedDocument
 from clkt.outputs import TranslatedDocument, TranslatedMCQ
 from clkt.pipeline._entities import SOURCE_LANG, facts_of, gather_all, load_entity, paid, source_document
 from clkt.pipeline.backends import backend_for
@@ -70,10 +73,10 @@ class TranslateWorker(StageWorker):
             docs = await document_langs(s, entity.id)
             have = await translated_langs(s, [q.id for q in questions])
         backend = backend_for(ctx)
-        producer, version = backend.producer("translate"), backend.prompt_version("translate")
-        sem = asyncio.Semaphore(self.agents.concurrency)
+        run = _Run(backend=backend, document=document, facts=facts, langs=langs, have=have,
+                   sem=asyncio.Semaphore(self.agents.concurrency), producer=backend.producer("translate"),
+                   version=backend.prompt_version("translate"))
         now = utcnow()
-
         if self.agents.batched(self.step.role):  # every translation of the task in one batch round
             await prefetch([
                 *(backend.translate_document(document=document, facts=facts, target_lang=lang)
@@ -81,51 +84,9 @@ class TranslateWorker(StageWorker):
                 *(backend.translate_mcq(mcq=mcq_of(q), document=document, facts=facts, target_lang=lang)
                   for q in questions for lang in langs[1:] if (q.id, lang) not in have),
             ])
-
-        # 1. the document in every language
-        documents_out: list[TranslatedDocument] = []
-        doc_problem: str | None = None
-        for lang in langs[1:]:
-            if lang in docs:
-                continue
-            try:
-                async with sem:
-                    tr = await paid(backend.translate_document(document=document, facts=facts, target_lang=lang))
-                problems = check_translated_document(
-                    document.text, tr, lang=lang, facts=facts, langs=langs, fact_sentences=document.sentences.values()
-                )
-            except AgentError as e:
-                tr, problems = None, [str(e)]
-            if problems or tr is None:
-                doc_problem = f"document translation to {lang} failed: {'; '.join(problems)}"
-                break
-            documents_out.append(tr)
-
+        documents_out, doc_problem = await run.documents(docs)  # 1. the document in every language
         # 2. every verified question in every language
-        async def one(q: QuestionRecord) -> tuple[QuestionRecord, list[TranslationRecord], str | None]:
-            mcq = mcq_of(q)
-            rows: list[TranslationRecord] = []
-            for lang in langs:
-                if (q.id, lang) in have:
-                    continue
-                if lang == SOURCE_LANG:
-                    tr = TranslatedMCQ(lang=lang, question=mcq.question, options=list(mcq.options), answer_index=mcq.answer_index)
-                    rows.append(TranslationRecord(question_id=q.id, translation=tr, translator=SOURCE_TRANSLATOR,
-                                                  prompt_version=SOURCE_TRANSLATOR, checks={"source": True}))
-                    continue
-                try:
-                    async with sem:
-                        tr = await paid(backend.translate_mcq(mcq=mcq, document=document, facts=facts, target_lang=lang))
-                    problems = check_translated_mcq(mcq, tr, lang=lang, facts=facts, langs=langs)
-                except AgentError as e:
-                    return q, [], f"translation to {lang} failed: {e}"[:500]
-                if problems:
-                    return q, [], f"translation to {lang} failed its checks: {'; '.join(problems)}"[:500]
-                rows.append(TranslationRecord(question_id=q.id, translation=tr, translator=producer,
-                                              prompt_version=version, checks={"passed": True}))
-            return q, rows, None
-
-        results = [] if doc_problem else await gather_all(one(q) for q in questions)
+        results = [] if doc_problem else await gather_all(run.question(q) for q in questions)
 
         async with ctx.store.transaction() as s:
             if doc_problem:
@@ -133,8 +94,8 @@ class TranslateWorker(StageWorker):
                 await finish(s, task, ctx)
                 return
             await add_translated_documents(
-                s, entity_id=entity.id, content_hash=entity.content_hash, documents=documents_out, producer=producer,
-                prompt_version=version, created_at=now,
+                s, entity_id=entity.id, content_hash=entity.content_hash, documents=documents_out,
+                producer=run.producer, prompt_version=run.version, created_at=now,
             )
             for q, rows, problem in results:
                 if problem is None:
@@ -153,3 +114,64 @@ class TranslateWorker(StageWorker):
     async def on_failed(self, session: Session, task: TaskLease, error: str) -> None:
         await set_status(session, task.entity_id, EntityStatus.failed, f"translate: {error}"[:500])
 
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Run:
+    """One task's translations: the source document and facts, the languages, what is already translated."""
+
+    backend: AgentBackend
+    document: RenderedDocument
+    facts: EntityFacts
+    langs: list[str]
+    have: set[tuple[int, str]]
+    sem: asyncio.Semaphore
+    producer: str
+    version: str
+
+    async def documents(self, docs: set[str]) -> tuple[list[TranslatedDocument], str | None]:
+        """The document in every language it lacks, or the first failure (which rejects the entity)."""
+        out: list[TranslatedDocument] = []
+        for lang in self.langs[1:]:
+            if lang in docs:
+                continue
+            try:
+                async with self.sem:
+                    tr = await paid(self.backend.translate_document(document=self.document, facts=self.facts,
+                                                                    target_lang=lang))
+                problems = check_translated_document(
+                    self.document.text, tr, lang=lang, facts=self.facts, langs=self.langs,
+                    fact_sentences=self.document.sentences.values(),
+                )
+            except AgentError as e:
+                tr, problems = None, [str(e)]
+            if problems or tr is None:
+                return out, f"document translation to {lang} failed: {'; '.join(problems)}"
+            out.append(tr)
+        return out, None
+
+    async def question(self, q: QuestionRecord) -> tuple[QuestionRecord, list[TranslationRecord], str | None]:
+        """One verified question in every language it lacks, or why it is dropped."""
+        mcq = mcq_of(q)
+        rows: list[TranslationRecord] = []
+        for lang in self.langs:
+            if (q.id, lang) in self.have:
+                continue
+            if lang == SOURCE_LANG:
+                tr = TranslatedMCQ(lang=lang, question=mcq.question, options=list(mcq.options),
+                                   answer_index=mcq.answer_index)
+                rows.append(TranslationRecord(question_id=q.id, translation=tr, translator=SOURCE_TRANSLATOR,
+                                              prompt_version=SOURCE_TRANSLATOR, checks={"source": True}))
+                continue
+            try:
+                async with self.sem:
+                    tr = await paid(self.backend.translate_mcq(mcq=mcq, document=self.document, facts=self.facts,
+                                                               target_lang=lang))
+                problems = check_translated_mcq(mcq, tr, lang=lang, facts=self.facts, langs=self.langs)
+            except AgentError as e:
+                return q, [], f"translation to {lang} failed: {e}"[:500]
+            if problems:
+                return q, [], f"translation to {lang} failed its checks: {'; '.join(problems)}"[:500]
+            rows.append(TranslationRecord(question_id=q.id, translation=tr, translator=self.producer,
+                                          prompt_version=self.version, checks={"passed": True}))
+        return q, rows, None

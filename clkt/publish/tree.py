@@ -166,8 +166,46 @@ def write_snapshot_folder(root: Path, mat: SnapshotMaterial) -> list[str]:
     plan, data, state = mat.plan, mat.data, mat.plan.state
     base = root / snapshot_folder(plan.record.id)
     frozen = data.path
-    retracted = frozenset(state.retracted)
-    written: list[str] = []  # relative to `base`
+    written, published = _write_rows(base, mat)  # relative to `base`
+    shutil.copyfile(frozen / MANIFEST_FILE, base / MANIFEST_FILE)
+    written.append(MANIFEST_FILE)
+    if mat.report is not None:
+        write_report_files(mat.report, base / "report")
+        written += sorted(p.relative_to(base).as_posix() for p in (base / "report").rglob("*") if p.is_file())
+    n_predictions = _write_predictions(base, mat, written)
+    _write_jobs_and_adapters(base, mat, written)
+    # a retracted question of a held test split is counted, never named (not even by qid) until the split is released
+    hidden = held_test_qids(data) if state.held else frozenset()
+    named = [r for r in plan.retractions if r.qid not in hidden]
+    n_hidden = len(plan.retractions) - len(named)
+    _write(base / "ERRATA.md", errata_markdown(named, title=f"Errata of {plan.record.id}", held=n_hidden))
+    written.append("ERRATA.md")
+    _write_publish_info(base, mat, named, n_hidden)
+    written.append("publish.json")
+    card = SnapshotCard(
+        manifest=data.manifest, sources=sorted({d.source for rows in data.docs.values() for d in rows}), state=state,
+        hold=plan.hold, retractions=named, held_retractions=n_hidden, revision=mat.revision, history=mat.history,
+        published=published, has_report=mat.report is not None, predictions=n_predictions, jobs=len(mat.jobs),
+        adapters=len(mat.adapters), manifest_sha256=sha256_file(frozen / MANIFEST_FILE),
+    )
+    hf_configs = [  # the card sits in hf/: its paths are relative to it
+        Config(name=c.name, files=tuple((s, p.removeprefix("hf/")) for s, p in c.files))
+        for c in configs_of([p for p in written if p.startswith("hf/data/")], languages=data.languages)
+    ]
+    _write(base / "hf" / "README.md", render_snapshot_card(card, hf_configs))
+    written.append("hf/README.md")
+    sums = "".join(f"{sha256_file(base / rel)}  {rel}\n" for rel in sorted(written))
+    _write(base / "SHA256SUMS", sums)
+    written.append("SHA256SUMS")
+    return sorted(f"{snapshot_folder(plan.record.id)}/{rel}" for rel in written)
+
+
+def _write_rows(base: Path, mat: SnapshotMaterial) -> tuple[list[str], dict[str, dict[str, int]]]:
+    """The `hf/` question rows (without the retracted ones and a held test split) and documents (unless held):
+    the paths written, and per language and split how many rows were published."""
+    data, state = mat.data, mat.plan.state
+    frozen, retracted = data.path, frozenset(state.retracted)
+    written: list[str] = []
     published: dict[str, dict[str, int]] = {}
     for lang in data.languages:
         published[lang] = {}
@@ -190,28 +228,35 @@ def write_snapshot_folder(root: Path, mat: SnapshotMaterial) -> list[str]:
                 (base / rel).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(frozen / rel, base / rel)
                 written.append(rel)
-    shutil.copyfile(frozen / MANIFEST_FILE, base / MANIFEST_FILE)
-    written.append(MANIFEST_FILE)
-    if mat.report is not None:
-        write_report_files(mat.report, base / "report")
-        written += sorted(p.relative_to(base).as_posix() for p in (base / "report").rglob("*") if p.is_file())
-    held_test = state.held
+    return written, published
+
+
+def _write_predictions(base: Path, mat: SnapshotMaterial, written: list[str]) -> int:
+    """Every job's predictions (without a held test split and the retracted questions), one file a job; how many."""
+    state = mat.plan.state
+    retracted = frozenset(state.retracted)
     by_job: dict[str, list[dict[str, object]]] = {}
     for p in mat.predictions:
-        if held_test and p.split == "test":
+        if state.held and p.split == "test":
             continue
         row = _prediction_row(p)
         if row["qid"] in retracted:
             continue
         by_job.setdefault(job_key(p), []).append(row)
     for key, rows in sorted(by_job.items()):
-        rows.sort(key=lambda r: (str(r["lang"]), str(r["variant"]), str(r["scorer"]), str(r["split"]), int(str(r["qid"]))))
+        rows.sort(key=lambda r: (str(r["lang"]), str(r["variant"]), str(r["scorer"]), str(r["split"]),
+                                 int(str(r["qid"]))))
         rel = f"predictions/{key}.jsonl"
         _write(base / rel, "".join(canonical_json(r) + "\n" for r in rows))
         written.append(rel)
+    return len(by_job)
+
+
+def _write_jobs_and_adapters(base: Path, mat: SnapshotMaterial, written: list[str]) -> None:
     for job in mat.jobs:
         rel = f"jobs/{job_key(job)}.json"
-        _write(base / rel, json.dumps(_job_config(job, mat.versions), ensure_ascii=False, indent=1, sort_keys=True) + "\n")
+        _write(base / rel, json.dumps(_job_config(job, mat.versions), ensure_ascii=False, indent=1, sort_keys=True)
+               + "\n")
         written.append(rel)
     for key, folder in sorted(mat.adapters.items()):
         for f in sorted(folder.iterdir()):
@@ -220,12 +265,10 @@ def write_snapshot_folder(root: Path, mat: SnapshotMaterial) -> list[str]:
                 (base / rel).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(f, base / rel)
                 written.append(rel)
-    # a retracted question of a held test split is counted, never named (not even by qid) until the split is released
-    hidden = held_test_qids(data) if state.held else frozenset()
-    named = [r for r in plan.retractions if r.qid not in hidden]
-    n_hidden = len(plan.retractions) - len(named)
-    _write(base / "ERRATA.md", errata_markdown(named, title=f"Errata of {plan.record.id}", held=n_hidden))
-    written.append("ERRATA.md")
+
+
+def _write_publish_info(base: Path, mat: SnapshotMaterial, named: list[RetractionRecord], n_hidden: int) -> None:
+    plan, state = mat.plan, mat.plan.state
     shown_state = state.model_dump(mode="json")
     shown_state["retracted"] = sorted(r.qid for r in named)
     publish_info = {
@@ -233,27 +276,10 @@ def write_snapshot_folder(root: Path, mat: SnapshotMaterial) -> list[str]:
         "retracted_in_held_test_split": n_hidden,
         "hold": plan.hold.describe(), "held_until_period": plan.hold.until_period,
         "held_expected_release": plan.hold.expected.isoformat() if plan.hold.expected else None,
-        "earlier_revisions": [{"revision": r.revision, "commit": r.commit_oid, "committed_at": r.committed_at.isoformat()}
-                              for r in mat.history],
+        "earlier_revisions": [{"revision": r.revision, "commit": r.commit_oid,
+                               "committed_at": r.committed_at.isoformat()} for r in mat.history],
     }
     _write(base / "publish.json", json.dumps(publish_info, ensure_ascii=False, indent=1, sort_keys=True) + "\n")
-    written.append("publish.json")
-    card = SnapshotCard(
-        manifest=data.manifest, sources=sorted({d.source for rows in data.docs.values() for d in rows}), state=state,
-        hold=plan.hold, retractions=named, held_retractions=n_hidden, revision=mat.revision, history=mat.history, published=published,
-        has_report=mat.report is not None, predictions=len(by_job), jobs=len(mat.jobs),
-        adapters=len(mat.adapters), manifest_sha256=sha256_file(frozen / MANIFEST_FILE),
-    )
-    hf_configs = [  # the card sits in hf/: its paths are relative to it
-        Config(name=c.name, files=tuple((s, p.removeprefix("hf/")) for s, p in c.files))
-        for c in configs_of([p for p in written if p.startswith("hf/data/")], languages=data.languages)
-    ]
-    _write(base / "hf" / "README.md", render_snapshot_card(card, hf_configs))
-    written.append("hf/README.md")
-    sums = "".join(f"{sha256_file(base / rel)}  {rel}\n" for rel in sorted(written))
-    _write(base / "SHA256SUMS", sums)
-    written.append("SHA256SUMS")
-    return sorted(f"{snapshot_folder(plan.record.id)}/{rel}" for rel in written)
 
 
 def held_test_qids(data: SnapshotData) -> frozenset[int]:
