@@ -11,7 +11,7 @@ and if it occurred at or after the stream's start.
 Everything is a pure function of (seed, source, index): nothing is stored, so memory stays flat however long
 the stream runs (a small LRU keeps the last facts drawn). Ids encode the index (and a tag of the seed), so a
 detail route finds its entity again from the id alone, and two entities never share one. The facts are drawn
-by the control split's makers (`clkt.snapshots.control.fictional_entity`: invented names of people, teams,
+by the control split's makers (`clkt.snapshots.fiction.fictional_entity`: invented names of people, teams,
 venues, labels and towns, plausible numbers), dated on the entity's day.
 """
 
@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 
-from clkt.facts import EntityFacts, MatchFacts, QuakeFacts
-from clkt.snapshots.control import fictional_entity
+from clkt.facts import EntityFacts
+from clkt.snapshots.fiction import fictional_entity, fictional_timed
 
 __all__ = ["KIND_OF", "LEAGUES", "ORIGIN", "SOURCES", "EntityStream", "Generated"]
 
@@ -193,10 +193,7 @@ class EntityStream:
         day = occurred.date()
         seed = int.from_bytes(hashlib.sha256(f"clkt-stream/{self.seed}/{source}/{index}/facts".encode()).digest()[:8], "big")
         name, facts = fictional_entity(KIND_OF[source], random.Random(seed), start=day, end=day + timedelta(days=1))
-        if isinstance(facts, QuakeFacts):
-            facts = facts.model_copy(update={"time_utc": occurred.replace(microsecond=0)})
-        elif isinstance(facts, MatchFacts):
-            facts = facts.model_copy(update={"kickoff_utc": occurred.replace(second=0, microsecond=0)})
+        facts = fictional_timed(facts, occurred)
         return Generated(
             source=source, index=index, external_id=self.external_id(source, index), occurred=occurred,
             published=self.published(source, index), name=name, facts=facts, rng_seed=seed,
