@@ -5,8 +5,6 @@ from __future__ import annotations
 import re
 from random import Random
 
-from agents.template.domains import AGENT_KINDS, AgentKind
-from agents.template.matchers import FactList, depth_fact, magnitude_fact, name_fact
 from agents.template.distractors import (
     near_coordinates,
     near_floats,
@@ -15,6 +13,8 @@ from agents.template.distractors import (
     shifted_dates,
     spread_floats,
 )
+from agents.template.domains import AGENT_KINDS, AgentKind
+from agents.template.matchers import FactList, depth_fact, magnitude_fact, name_fact
 from agents.template.pools import COUNTRIES, QUAKE_PLACES
 from agents.template.slots import DomainTemplates, SlotTemplate
 from agents.template.values import CoordValue, DateValue, FloatValue, IntValue, LabelValue, NameValue, Value

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from random import Random
 
+from agents.template.distractors import near_ints, pool_names, shifted_dates
 from agents.template.domains import AGENT_KINDS, AgentKind
 from agents.template.matchers import FactList, in_name, label_fact, title_fact
-from agents.template.distractors import near_ints, pool_names, shifted_dates
 from agents.template.pools import ARTISTS, LABELS
 from agents.template.slots import DomainTemplates, SlotTemplate
 from agents.template.values import DateValue, IntValue, LabelValue, NameValue, Value

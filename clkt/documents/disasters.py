@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from clkt.documents._builder import DocBuilder
-from clkt.documents.registry import DOCUMENT_KINDS, DocumentKind
 from clkt.documents.formatting import Formatter
+from clkt.documents.registry import DOCUMENT_KINDS, DocumentKind
 from clkt.facts import SLOTS, DisasterFacts, Domain, QuakeFacts, RenderedDocument
 
 __all__ = ["DISASTER_TEXT", "QUAKE_TEXT", "mag_type_text", "render_disaster", "render_quake"]

@@ -6,8 +6,8 @@ Free text (overview, tagline) is never machine-translated: it appears only in th
 from __future__ import annotations
 
 from clkt.documents._builder import DocBuilder
-from clkt.documents.registry import DOCUMENT_KINDS, DocumentKind
 from clkt.documents.formatting import Formatter
+from clkt.documents.registry import DOCUMENT_KINDS, DocumentKind
 from clkt.facts import SLOTS, Domain, FilmFacts, RenderedDocument
 
 __all__ = ["MAIN_CAST", "TEXT", "render_film"]

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from clkt.documents._builder import DocBuilder
-from clkt.documents.registry import DOCUMENT_KINDS, DocumentKind
 from clkt.documents.formatting import Formatter
+from clkt.documents.registry import DOCUMENT_KINDS, DocumentKind
 from clkt.facts import SLOTS, Domain, ReleaseFacts, RenderedDocument
 
 __all__ = ["TEXT", "ordered_tracks", "release_type_key", "render_release"]

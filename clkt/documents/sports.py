@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from clkt.documents._builder import DocBuilder
-from clkt.documents.registry import DOCUMENT_KINDS, DocumentKind
 from clkt.documents.formatting import Formatter
+from clkt.documents.registry import DOCUMENT_KINDS, DocumentKind
 from clkt.facts import SLOTS, Domain, MatchFacts, RenderedDocument
 
 __all__ = ["TEXT", "render_match"]

@@ -25,16 +25,21 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
+from typing import TypeVar
+
+from pydantic import BaseModel
 
 from clkt.facts import EntityFacts
 from clkt.snapshots.fiction import fictional_entity, fictional_timed
+from clkt.sources import SOURCE_TYPES
 
 __all__ = ["KIND_OF", "LEAGUES", "ORIGIN", "SOURCES", "EntityStream", "Generated"]
 
+F = TypeVar("F", bound=BaseModel)
+
 ORIGIN = datetime(2000, 1, 1, tzinfo=UTC)
-SOURCES = ("tmdb", "musicbrainz", "deezer", "thesportsdb", "usgs", "gdacs")
-KIND_OF = {"tmdb": "film", "musicbrainz": "release", "deezer": "release", "thesportsdb": "match", "usgs": "quake",
-           "gdacs": "disaster"}
+SOURCES = tuple(SOURCE_TYPES)  # the sources (`clkt.sources.registry`)
+KIND_OF = {name: cls.kind for name, cls in SOURCE_TYPES.items()}  # the kind of facts each source's entities have
 LEAGUES = ("4328", "4424", "4387")  # the league ids TheSportsDB's poller asks for by default; matches take turns
 # how long after it occurred an entity is listed: (least, most) seconds, always under a day
 _LAG_S = {"tmdb": (0, 6 * 3600), "musicbrainz": (0, 6 * 3600), "deezer": (0, 6 * 3600),
@@ -61,6 +66,12 @@ class Generated:
 
     def rng(self, purpose: str) -> random.Random:
         return random.Random(f"{self.rng_seed}/{purpose}")
+
+    def facts_as(self, cls: type[F]) -> F:
+        """The facts, as the kind `cls` its source yields (a payload of that source's shape reads them)."""
+        if not isinstance(self.facts, cls):
+            raise TypeError(f"{self.source} entity {self.external_id} has {self.facts.kind} facts, not {cls.__name__}")
+        return self.facts
 
 
 class EntityStream:

@@ -3,8 +3,8 @@ a GLIDE number). The domain's makers take turns in this order: a quake, then a d
 
 from __future__ import annotations
 
-import random
 import math
+import random
 from datetime import UTC, date, datetime, time
 
 from agents.template.pools import COUNTRIES
