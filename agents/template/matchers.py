@@ -75,11 +75,14 @@ def _near(text: str, start: int, end: int, words: tuple[str, ...]) -> bool:
     return any(w in window for w in words)
 
 
-def number_fact(label: str, value: float, context: str, *, tol: float = 0.0) -> Fact:
+def number_fact(label: str, value: float, context: str | tuple[str, ...], *, tol: float = 0.0) -> Fact:
+    """`value` (within `tol`) near one of the context words: `CONTEXT[context]`, or the casefolded words given."""
+    words = CONTEXT[context] if isinstance(context, str) else context
+
     def match(text: str, lang: str) -> bool:
         t = prepare(text)
         return any(
-            abs(n.value - value) <= tol + 1e-9 and _near(t, n.start, n.end, CONTEXT[context])
+            abs(n.value - value) <= tol + 1e-9 and _near(t, n.start, n.end, words)
             for n in find_numbers(text, lang)
         )
 
@@ -201,8 +204,8 @@ class FactList:
     def add(self, fact: Fact) -> None:
         self.facts.append(fact)
 
-    def num(self, label: str, value: float | None, context: str, tol: float = 0.0) -> None:
-        """A positive number near one of `CONTEXT[context]`'s words."""
+    def num(self, label: str, value: float | None, context: str | tuple[str, ...], tol: float = 0.0) -> None:
+        """A positive number near one of its context words (`number_fact`)."""
         if value is not None and value > 0 and value not in self.name_numbers:
             self.facts.append(number_fact(f"{label}: {value:g}", value, context, tol=tol))
 
