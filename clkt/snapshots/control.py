@@ -14,7 +14,8 @@ injects them together with the real documents and scores them on their own; they
 scores. Because they are a pure function of (spec, period, seed, languages, domains, size), a snapshot
 re-assembled from the store gets byte-identical control files, and they are part of the content hash.
 
-Invented names are syllable compounds checked against the engine's pools of real names; nothing can
+The entities come from each kind's maker (`clkt.snapshots.fiction`, one module per domain, registered by the
+facts' kind). Invented names are syllable compounds checked against the engine's pools of real names; nothing can
 prove that a compound names nothing anywhere, but it names nothing a model could have read about the
 event: the event itself (its date inside a period that has not been published) is fiction.
 """
