@@ -18,7 +18,8 @@ from typing import ClassVar
 
 from lingua import IsoCode639_1, Language, LanguageDetector, LanguageDetectorBuilder
 
-from clkt.facts import DisasterFacts, EntityFacts, FilmFacts, MatchFacts, QuakeFacts, ReleaseFacts
+from agents.template.domains import agent_kind
+from clkt.facts import EntityFacts
 from clkt.outputs import MCQ, TranslatedDocument, TranslatedMCQ
 
 __all__ = [
@@ -56,16 +57,9 @@ def _digit_runs(text: str) -> str:
 
 
 def proper_names(facts: EntityFacts) -> set[str]:
-    """Names of people, teams, organisations and labels: kept verbatim by every translation."""
-    names: list[str] = []
-    if isinstance(facts, MatchFacts):
-        names += [facts.home_team, facts.away_team, facts.competition]
-    elif isinstance(facts, FilmFacts):
-        names += facts.directors + [c.name for c in facts.cast] + facts.production_companies
-    elif isinstance(facts, ReleaseFacts):
-        names += facts.artists + ([facts.label] if facts.label else [])
-    elif isinstance(facts, QuakeFacts | DisasterFacts):
-        pass  # places and countries are translated
+    """Names of people, teams, organisations and labels: kept verbatim by every translation (each kind's
+    `AgentKind.proper_names`; places and countries are translated)."""
+    names = agent_kind(facts.kind).proper_names(facts)
     return {n.strip() for n in names if n and len(n.strip()) >= 3}
 
 

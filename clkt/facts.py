@@ -4,6 +4,10 @@ from the API payload), the document renderer and the question generators (which 
 Every fact model is a pydantic model with a `kind` discriminator; `EntityFacts` is their union.
 `RenderedDocument.sentences` maps a fact slot to the sentence of the document that states it (always a
 substring of `text`), so a generator can quote evidence verbatim.
+
+What each kind means to the rest of the product is registered by the kind's own modules, keyed by its `kind`:
+its renderer and slots (`clkt.documents.registry.DocumentKind`), its templates, proper names and judge facts
+(`agents.template.domains.AgentKind`), its control split's maker (`clkt.snapshots.fiction.FictionalKind`).
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
 """The offline template engine: a deterministic `AgentBackend` for the structured domains.
 
-Entry point: `TemplateBackend()`. Submodules: `engine` (plan a slot, render it in any language),
-`sports`/`movies`/`music`/`disasters` (templates per domain x slot x language), `distractors`, `values`,
-`judge` (the fact matcher) and `parsing` (numbers, dates and scores in 5 languages).
+Entry point: `TemplateBackend()`. Submodules: `plans` (plan a slot, render it in any language),
+`sports`/`movies`/`music`/`disasters` (per kind of facts: templates per slot x language, proper names and judge
+facts, each registered once in `domains.AGENT_KINDS`), `distractors`, `values`, `judge` + `matchers` (the fact
+matcher) and `parsing` (numbers, dates and scores in 5 languages). Every public module here is imported once
+(`load_modules`), so a new kind of facts is one new module that registers its `AgentKind`.
 """
 
 from __future__ import annotations
@@ -10,5 +12,8 @@ from __future__ import annotations
 from agents.template.backend import ENGINE_NAME, PROMPT_VERSION, TemplateBackend
 from agents.template.judge import judge_response
 from agents.template.plans import build_mcqs, plan
+from clkt.documents.registry import load_modules
 
 __all__ = ["ENGINE_NAME", "PROMPT_VERSION", "TemplateBackend", "build_mcqs", "judge_response", "plan"]
+
+load_modules(__name__, __path__)

@@ -13,6 +13,8 @@ from agents.template.distractors import (
     shifted_dates,
     spread_floats,
 )
+from agents.template.domains import AGENT_KINDS, AgentKind
+from agents.template.matchers import FactList, depth_fact, magnitude_fact, name_fact
 from agents.template.pools import COUNTRIES, QUAKE_PLACES
 from agents.template.slots import DomainTemplates, SlotTemplate
 from agents.template.values import CoordValue, DateValue, FloatValue, IntValue, LabelValue, NameValue, Value
@@ -376,3 +378,26 @@ DISASTER_SPEC = DomainTemplates(
         ),
     },
 )
+
+
+def _quake_judge_facts(f: QuakeFacts, found: FactList) -> None:
+    found.day("time", Formatter.utc(f.time_utc).date())
+    if round(f.magnitude, 1) not in found.name_numbers:
+        found.add(magnitude_fact(f.magnitude))
+    found.add(depth_fact(f.depth_km))
+    found.num("felt", f.felt, "felt")
+    found.num("fatalities", f.fatalities, "deaths")
+
+
+def _disaster_judge_facts(f: DisasterFacts, found: FactList) -> None:
+    found.day("date", f.date)
+    found.num("deaths", f.deaths, "deaths")
+    found.num("affected", f.affected, "affected")
+    if f.glide:
+        found.add(name_fact("glide", f.glide))
+    found.person("country", f.country)
+
+
+# places and countries are translated: no proper names kept verbatim
+AGENT_KINDS.register(AgentKind(kind="quake", templates=QUAKE_SPEC, judge_facts=_quake_judge_facts))
+AGENT_KINDS.register(AgentKind(kind="disaster", templates=DISASTER_SPEC, judge_facts=_disaster_judge_facts))

@@ -5,11 +5,14 @@ from __future__ import annotations
 from random import Random
 
 from agents.template.distractors import near_ints, pool_names, shifted_dates
+from agents.template.domains import AGENT_KINDS, AgentKind
+from agents.template.matchers import FactList, money_fact, runtime_fact
 from agents.template.pools import ACTORS, COMPANIES, DIRECTORS
 from agents.template.slots import DomainTemplates, SlotTemplate
 from agents.template.values import DateValue, IntValue, LabelValue, NameValue, Value
 from clkt.documents.formatting import Formatter
 from clkt.documents.labels import known_values
+from clkt.documents.movies import MAIN_CAST
 from clkt.facts import FilmFacts
 
 __all__ = ["SPEC"]
@@ -156,4 +159,25 @@ SPEC = DomainTemplates(
             truths=lambda f: [NameValue(c) for c in f.production_companies],
         ),
     },
+)
+
+
+def _judge_facts(f: FilmFacts, found: FactList) -> None:
+    found.day("release_date", f.release_date)
+    for d in f.directors:
+        found.person("director", d)
+    for c in f.cast[:MAIN_CAST]:
+        found.person("cast", c.name)
+    if f.runtime_min:
+        found.add(runtime_fact(f.runtime_min))
+    for label, money in (("budget", f.budget_usd), ("revenue", f.revenue_usd)):
+        if money and float(money) not in found.name_numbers:
+            found.add(money_fact(f"{label}: {money}", money))
+
+
+AGENT_KINDS.register(
+    AgentKind(
+        kind="film", templates=SPEC, judge_facts=_judge_facts,
+        proper_names=lambda f: [*f.directors, *(c.name for c in f.cast), *f.production_companies],
+    )
 )

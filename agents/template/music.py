@@ -5,6 +5,8 @@ from __future__ import annotations
 from random import Random
 
 from agents.template.distractors import near_ints, pool_names, shifted_dates
+from agents.template.domains import AGENT_KINDS, AgentKind
+from agents.template.matchers import FactList, in_name, label_fact, title_fact
 from agents.template.pools import ARTISTS, LABELS
 from agents.template.slots import DomainTemplates, SlotTemplate
 from agents.template.values import DateValue, IntValue, LabelValue, NameValue, Value
@@ -12,6 +14,7 @@ from clkt.documents.formatting import Formatter
 from clkt.documents.labels import known_values
 from clkt.documents.music import ordered_tracks, release_type_key
 from clkt.facts import ReleaseFacts
+from clkt.outputs import normalize
 
 __all__ = ["SPEC"]
 
@@ -142,4 +145,24 @@ SPEC = DomainTemplates(
             slot="release_type", question=Q["release_type"], answer=_type_answer, candidates=_type_candidates,
         ),
     },
+)
+
+
+def _judge_facts(f: ReleaseFacts, found: FactList) -> None:
+    found.day("release_date", f.release_date)
+    for a in f.artists:
+        found.person("artist", a)
+    if f.label and not in_name(found.entity_name, f.label):
+        found.add(label_fact(f.label))
+    found.num("track_count", len(f.tracks) or None, "tracks")
+    for title in dict.fromkeys(ordered_tracks(f)):
+        if not in_name(found.entity_name, title) and normalize(title) != normalize(f.title):
+            found.add(title_fact("track", title))
+
+
+AGENT_KINDS.register(
+    AgentKind(
+        kind="release", templates=SPEC, judge_facts=_judge_facts,
+        proper_names=lambda f: [*f.artists, *([f.label] if f.label else [])],
+    )
 )

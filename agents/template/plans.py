@@ -9,21 +9,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agents.template import disasters, movies, music, sports
 from agents.template.distractors import choose, seeded_rng
+from agents.template.domains import agent_kind
 from agents.template.slots import DomainTemplates, SlotTemplate
 from agents.template.values import Value
 from clkt.documents import LANGUAGES, formatter, render_document
+from clkt.documents.registry import slots_of
 from clkt.errors import UserError
-from clkt.facts import SLOTS, EntityFacts, RenderedDocument
+from clkt.facts import EntityFacts, RenderedDocument
 from clkt.outputs import MCQ, check_against_document
 
-__all__ = ["SPECS", "Plan", "build_mcqs", "domain_spec", "plan", "question_text", "render_options", "slot_spec"]
-
-SPECS: dict[str, DomainTemplates] = {
-    s.kind: s for s in (sports.SPEC, movies.SPEC, music.SPEC, disasters.QUAKE_SPEC, disasters.DISASTER_SPEC)
-}
-
+__all__ = ["Plan", "build_mcqs", "domain_spec", "plan", "question_text", "render_options", "slot_spec"]
 
 @dataclass(frozen=True, slots=True)
 class Plan:
@@ -37,10 +33,8 @@ class Plan:
 
 
 def domain_spec(facts: EntityFacts) -> DomainTemplates:
-    try:
-        return SPECS[facts.kind]
-    except KeyError:
-        raise UserError(f"the template engine has no templates for fact kind {facts.kind!r}") from None
+    """The question templates of `facts`' kind (`agents.template.domains`); `UserError` for an unknown kind."""
+    return agent_kind(facts.kind).templates
 
 
 def slot_spec(facts: EntityFacts, slot: str) -> SlotTemplate | None:
@@ -100,10 +94,10 @@ def render_options(values: tuple[Value, ...] | list[Value], lang: str) -> list[s
 
 
 def build_mcqs(facts: EntityFacts, document: RenderedDocument, n: int) -> list[MCQ]:
-    """Up to `n` MCQs in `document.lang`, one per slot in `SLOTS` order, each passing the document checks."""
+    """Up to `n` MCQs in `document.lang`, one per slot of its kind, in order, each passing the document checks."""
     formatter(document.lang)  # unsupported language -> UserError
     out: list[MCQ] = []
-    for slot in SLOTS.get(facts.kind, ()):
+    for slot in slots_of(facts.kind):
         if len(out) >= n:
             break
         p = plan(facts, slot, document=document)

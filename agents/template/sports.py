@@ -5,6 +5,8 @@ from __future__ import annotations
 from random import Random
 
 from agents.template.distractors import near_ints, near_scores, pool_names, shifted_dates
+from agents.template.domains import AGENT_KINDS, AgentKind
+from agents.template.matchers import FactList, score_fact
 from agents.template.pools import competitions_for, teams_for, venues_for
 from agents.template.slots import DomainTemplates, SlotTemplate
 from agents.template.values import DateValue, IntValue, NameValue, ScoreValue, Value
@@ -144,4 +146,20 @@ SPEC = DomainTemplates(
             candidates=lambda f, rng: near_ints(f.spectators or 0, rng, minimum=1),
         ),
     },
+)
+
+
+def _judge_facts(f: MatchFacts, found: FactList) -> None:
+    found.add(score_fact(f.home_score, f.away_score, f"{f.home_score}–{f.away_score}"))
+    found.day("date", f.date)
+    found.person("home_team", f.home_team)
+    found.person("away_team", f.away_team)
+    found.num("spectators", f.spectators, "spectators")
+
+
+AGENT_KINDS.register(
+    AgentKind(
+        kind="match", templates=SPEC, judge_facts=_judge_facts,
+        proper_names=lambda f: [f.home_team, f.away_team, f.competition],
+    )
 )

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from clkt.documents._builder import DocBuilder
 from clkt.documents.formatting import Formatter
-from clkt.facts import DisasterFacts, QuakeFacts, RenderedDocument
+from clkt.documents.registry import DOCUMENT_KINDS, DocumentKind
+from clkt.facts import SLOTS, DisasterFacts, Domain, QuakeFacts, RenderedDocument
 
 __all__ = ["DISASTER_TEXT", "QUAKE_TEXT", "mag_type_text", "render_disaster", "render_quake"]
 
@@ -189,3 +190,11 @@ def render_disaster(f: DisasterFacts, fmt: Formatter) -> RenderedDocument:
         doc.paragraph()
         doc.add(t["summary"].format(summary=" ".join(f.summary.split())))
     return doc.build()
+
+
+DOCUMENT_KINDS.register(
+    DocumentKind(kind="quake", facts=QuakeFacts, domain=Domain.disasters.value, slots=SLOTS["quake"], render=render_quake)
+)
+DOCUMENT_KINDS.register(
+    DocumentKind(kind="disaster", facts=DisasterFacts, domain=Domain.disasters.value, slots=SLOTS["disaster"], render=render_disaster)
+)

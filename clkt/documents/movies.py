@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from clkt.documents._builder import DocBuilder
 from clkt.documents.formatting import Formatter
-from clkt.facts import FilmFacts, RenderedDocument
+from clkt.documents.registry import DOCUMENT_KINDS, DocumentKind
+from clkt.facts import SLOTS, Domain, FilmFacts, RenderedDocument
 
 __all__ = ["MAIN_CAST", "TEXT", "render_film"]
 
@@ -122,3 +123,8 @@ def render_film(f: FilmFacts, fmt: Formatter) -> RenderedDocument:
         if f.overview:
             doc.add(t["overview"].format(overview=" ".join(f.overview.split())))
     return doc.build()
+
+
+DOCUMENT_KINDS.register(
+    DocumentKind(kind="film", facts=FilmFacts, domain=Domain.movies.value, slots=SLOTS["film"], render=render_film)
+)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from clkt.documents._builder import DocBuilder
 from clkt.documents.formatting import Formatter
-from clkt.facts import ReleaseFacts, RenderedDocument
+from clkt.documents.registry import DOCUMENT_KINDS, DocumentKind
+from clkt.facts import SLOTS, Domain, ReleaseFacts, RenderedDocument
 
 __all__ = ["TEXT", "ordered_tracks", "release_type_key", "render_release"]
 
@@ -116,3 +117,8 @@ def render_release(f: ReleaseFacts, fmt: Formatter) -> RenderedDocument:
     if f.genres:
         doc.add(t["genres"].format(genres=", ".join(f.genres)))
     return doc.build()
+
+
+DOCUMENT_KINDS.register(
+    DocumentKind(kind="release", facts=ReleaseFacts, domain=Domain.music.value, slots=SLOTS["release"], render=render_release)
+)

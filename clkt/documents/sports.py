@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from clkt.documents._builder import DocBuilder
 from clkt.documents.formatting import Formatter
-from clkt.facts import MatchFacts, RenderedDocument
+from clkt.documents.registry import DOCUMENT_KINDS, DocumentKind
+from clkt.facts import SLOTS, Domain, MatchFacts, RenderedDocument
 
 __all__ = ["TEXT", "render_match"]
 
@@ -144,3 +145,8 @@ def render_match(f: MatchFacts, fmt: Formatter) -> RenderedDocument:
         doc.paragraph()
         doc.add(t["periods"].format(items=items))
     return doc.build()
+
+
+DOCUMENT_KINDS.register(
+    DocumentKind(kind="match", facts=MatchFacts, domain=Domain.sports.value, slots=SLOTS["match"], render=render_match)
+)

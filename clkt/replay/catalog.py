@@ -19,9 +19,17 @@ from importlib import resources
 from typing import Any
 from xml.etree import ElementTree as ET
 
+from clkt.sources import SOURCE_TYPES
+from clkt.sources.deezer import DeezerSource
+from clkt.sources.gdacs import GdacsSource
+from clkt.sources.musicbrainz import MusicBrainzSource
+from clkt.sources.thesportsdb import TheSportsDbSource
+from clkt.sources.tmdb import TmdbSource
+from clkt.sources.usgs import UsgsSource
+
 __all__ = ["GDACS_NS", "SOURCES", "Catalog", "Item", "load_catalog"]
 
-SOURCES = ("tmdb", "musicbrainz", "deezer", "thesportsdb", "usgs", "gdacs")
+SOURCES = tuple(SOURCE_TYPES)  # the sources (`clkt.sources.registry`), each with its recorded items here
 GDACS_NS = {"gdacs": "http://www.gdacs.org"}
 _ITEM_RE = re.compile(r"<item>.*?</item>", re.S)
 
@@ -181,8 +189,8 @@ def load_catalog() -> Catalog:
     gdacs, head, tail = _gdacs()
     return Catalog(
         items={
-            "tmdb": _tmdb(), "musicbrainz": _musicbrainz(), "deezer": _deezer(), "thesportsdb": _thesportsdb(),
-            "usgs": _usgs(), "gdacs": gdacs,
+            TmdbSource.name: _tmdb(), MusicBrainzSource.name: _musicbrainz(), DeezerSource.name: _deezer(),
+            TheSportsDbSource.name: _thesportsdb(), UsgsSource.name: _usgs(), GdacsSource.name: gdacs,
         },
         gdacs_head=head,
         gdacs_tail=tail,

@@ -59,8 +59,7 @@ def _ids(g: Generated, purpose: str, n: int, lo: int = 10_000, hi: int = 9_999_9
 # --- TMDB ----------------------------------------------------------------------------------------
 
 def tmdb_discover_result(g: Generated) -> dict[str, Any]:
-    f = g.facts
-    assert isinstance(f, FilmFacts)
+    f = g.facts_as(FilmFacts)
     r = g.rng("tmdb-list")
     return {
         "adult": False, "id": int(g.external_id), "title": f.title, "original_title": f.title,
@@ -72,8 +71,7 @@ def tmdb_discover_result(g: Generated) -> dict[str, Any]:
 
 
 def tmdb_movie(g: Generated, *, credits: bool, release_dates: bool) -> dict[str, Any]:
-    f = g.facts
-    assert isinstance(f, FilmFacts)
+    f = g.facts_as(FilmFacts)
     listing = tmdb_discover_result(g)
     people = _ids(g, "tmdb-people", len(f.cast) + len(f.directors))
     d: dict[str, Any] = {
@@ -117,8 +115,7 @@ def _artist_credit(g: Generated, f: ReleaseFacts) -> list[dict[str, Any]]:
 
 
 def mb_search_entry(g: Generated) -> dict[str, Any]:
-    f = g.facts
-    assert isinstance(f, ReleaseFacts)
+    f = g.facts_as(ReleaseFacts)
     return {
         "id": g.external_id, "score": 100, "title": f.title, "status": "Official", "date": _day(f.release_date),
         "country": "XW", "artist-credit": _artist_credit(g, f), "track-count": len(f.tracks),
@@ -127,8 +124,7 @@ def mb_search_entry(g: Generated) -> dict[str, Any]:
 
 
 def mb_lookup(g: Generated) -> dict[str, Any]:
-    f = g.facts
-    assert isinstance(f, ReleaseFacts)
+    f = g.facts_as(ReleaseFacts)
     tracks = [
         {"id": _mbid(g, "track", t.position), "position": t.position, "number": str(t.position), "title": t.title,
          "length": (t.length_s or 0) * 1000 or None,
@@ -150,8 +146,7 @@ def mb_lookup(g: Generated) -> dict[str, Any]:
 # --- Deezer --------------------------------------------------------------------------------------
 
 def deezer_release(g: Generated) -> dict[str, Any]:
-    f = g.facts
-    assert isinstance(f, ReleaseFacts)
+    f = g.facts_as(ReleaseFacts)
     artist_id = _ids(g, "deezer-artist", 1)[0]
     return {"id": int(g.external_id), "title": f.title, "release_date": _day(f.release_date),
             "record_type": (f.release_type or "album").lower(), "explicit_lyrics": False,
@@ -159,8 +154,7 @@ def deezer_release(g: Generated) -> dict[str, Any]:
 
 
 def deezer_album(g: Generated) -> dict[str, Any]:
-    f = g.facts
-    assert isinstance(f, ReleaseFacts)
+    f = g.facts_as(ReleaseFacts)
     listing = deezer_release(g)
     track_ids = _ids(g, "deezer-tracks", len(f.tracks), 10**8, 10**9)
     return {
@@ -176,8 +170,7 @@ def deezer_album(g: Generated) -> dict[str, Any]:
 # --- TheSportsDB ---------------------------------------------------------------------------------
 
 def sportsdb_event(g: Generated, *, league: str) -> dict[str, Any]:
-    f = g.facts
-    assert isinstance(f, MatchFacts)
+    f = g.facts_as(MatchFacts)
     kickoff = f.kickoff_utc or datetime.combine(f.date, datetime.min.time(), tzinfo=UTC)
     return {
         "idEvent": g.external_id, "strEvent": f"{f.home_team} vs {f.away_team}", "strSport": "Soccer",
@@ -194,8 +187,7 @@ def sportsdb_event(g: Generated, *, league: str) -> dict[str, Any]:
 # --- USGS ----------------------------------------------------------------------------------------
 
 def usgs_feature(g: Generated) -> dict[str, Any]:
-    f = g.facts
-    assert isinstance(f, QuakeFacts)
+    f = g.facts_as(QuakeFacts)
     ms = int(f.time_utc.timestamp() * 1000)
     return {
         "type": "Feature", "id": g.external_id,
@@ -213,8 +205,7 @@ def usgs_feature(g: Generated) -> dict[str, Any]:
 # --- GDACS ---------------------------------------------------------------------------------------
 
 def gdacs_item(g: Generated, *, event_type: str) -> str:
-    f = g.facts
-    assert isinstance(f, DisasterFacts)
+    f = g.facts_as(DisasterFacts)
     kind = _GDACS_NAMES.get(event_type, event_type)
     start = g.occurred.replace(microsecond=0)
     event_id = g.external_id[2:]

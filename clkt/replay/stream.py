@@ -11,7 +11,7 @@ and if it occurred at or after the stream's start.
 Everything is a pure function of (seed, source, index): nothing is stored, so memory stays flat however long
 the stream runs (a small LRU keeps the last facts drawn). Ids encode the index (and a tag of the seed), so a
 detail route finds its entity again from the id alone, and two entities never share one. The facts are drawn
-by the control split's makers (`clkt.snapshots.control.fictional_entity`: invented names of people, teams,
+by the control split's makers (`clkt.snapshots.fiction.fictional_entity`: invented names of people, teams,
 venues, labels and towns, plausible numbers), dated on the entity's day.
 """
 
@@ -25,21 +25,33 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
+from typing import TypeVar
 
-from clkt.facts import EntityFacts, MatchFacts, QuakeFacts
-from clkt.snapshots.control import fictional_entity
+from pydantic import BaseModel
+
+from clkt.facts import EntityFacts
+from clkt.snapshots.fiction import fictional_entity, fictional_timed
+from clkt.sources import SOURCE_TYPES
+from clkt.sources.deezer import DeezerSource
+from clkt.sources.gdacs import GdacsSource
+from clkt.sources.musicbrainz import MusicBrainzSource
+from clkt.sources.thesportsdb import TheSportsDbSource
+from clkt.sources.tmdb import TmdbSource
+from clkt.sources.usgs import UsgsSource
 
 __all__ = ["KIND_OF", "LEAGUES", "ORIGIN", "SOURCES", "EntityStream", "Generated"]
 
+F = TypeVar("F", bound=BaseModel)
+
 ORIGIN = datetime(2000, 1, 1, tzinfo=UTC)
-SOURCES = ("tmdb", "musicbrainz", "deezer", "thesportsdb", "usgs", "gdacs")
-KIND_OF = {"tmdb": "film", "musicbrainz": "release", "deezer": "release", "thesportsdb": "match", "usgs": "quake",
-           "gdacs": "disaster"}
+SOURCES = tuple(SOURCE_TYPES)  # the sources (`clkt.sources.registry`)
+KIND_OF = {name: cls.kind for name, cls in SOURCE_TYPES.items()}  # the kind of facts each source's entities have
 LEAGUES = ("4328", "4424", "4387")  # the league ids TheSportsDB's poller asks for by default; matches take turns
 # how long after it occurred an entity is listed: (least, most) seconds, always under a day
-_LAG_S = {"tmdb": (0, 6 * 3600), "musicbrainz": (0, 6 * 3600), "deezer": (0, 6 * 3600),
-          "thesportsdb": (2 * 3600, 3 * 3600), "usgs": (60, 1800), "gdacs": (3600, 12 * 3600)}
-_NUMERIC_BASE = {"tmdb": 7, "deezer": 8, "thesportsdb": 9}  # leading digit of the numeric ids
+_LAG_S = {TmdbSource.name: (0, 6 * 3600), MusicBrainzSource.name: (0, 6 * 3600), DeezerSource.name: (0, 6 * 3600),
+          TheSportsDbSource.name: (2 * 3600, 3 * 3600), UsgsSource.name: (60, 1800), GdacsSource.name: (3600, 12 * 3600)}
+# leading digit of the numeric ids
+_NUMERIC_BASE = {TmdbSource.name: 7, DeezerSource.name: 8, TheSportsDbSource.name: 9}
 _INDEX_DIGITS = 9  # up to a billion entities per source and seed
 _MB_ID = re.compile(r"^c1c7(?P<tag>[0-9a-f]{4})-0000-4000-8000-(?P<i>[0-9a-f]{12})$")
 _USGS_ID = re.compile(r"^cg(?P<tag>\d{3})(?P<i>\d{9})$")
@@ -61,6 +73,12 @@ class Generated:
 
     def rng(self, purpose: str) -> random.Random:
         return random.Random(f"{self.rng_seed}/{purpose}")
+
+    def facts_as(self, cls: type[F]) -> F:
+        """The facts, as the kind `cls` its source yields (a payload of that source's shape reads them)."""
+        if not isinstance(self.facts, cls):
+            raise TypeError(f"{self.source} entity {self.external_id} has {self.facts.kind} facts, not {cls.__name__}")
+        return self.facts
 
 
 class EntityStream:
@@ -146,11 +164,11 @@ class EntityStream:
     def external_id(self, source: str, index: int) -> str:
         if source in _NUMERIC_BASE:
             return str((_NUMERIC_BASE[source] * 1000 + self.tag) * 10**_INDEX_DIGITS + index)
-        if source == "musicbrainz":
+        if source == MusicBrainzSource.name:
             return f"c1c7{self.tag:04x}-0000-4000-8000-{index:012x}"
-        if source == "usgs":
+        if source == UsgsSource.name:
             return f"cg{self.tag:03d}{index:09d}"
-        if source == "gdacs":
+        if source == GdacsSource.name:
             return f"{self.gdacs_type(index)}{self.tag:03d}{index:09d}"
         raise KeyError(source)
 
@@ -163,19 +181,19 @@ class EntityStream:
             n = int(s)
             head, index = divmod(n, 10**_INDEX_DIGITS)
             return index if head == _NUMERIC_BASE[source] * 1000 + self.tag else None
-        pattern = {"musicbrainz": _MB_ID, "usgs": _USGS_ID, "gdacs": _GDACS_ID}.get(source)
+        pattern = {MusicBrainzSource.name: _MB_ID, UsgsSource.name: _USGS_ID, GdacsSource.name: _GDACS_ID}.get(source)
         m = pattern.match(s) if pattern is not None else None
         if m is None:
             return None
-        tag = int(m["tag"], 16) if source == "musicbrainz" else int(m["tag"])
-        index = int(m["i"], 16) if source == "musicbrainz" else int(m["i"])
+        base = 16 if source == MusicBrainzSource.name else 10
+        tag, index = int(m["tag"], base), int(m["i"], base)
         if tag != self.tag or self.external_id(source, index) != s:
             return None
         return index
 
     def gdacs_type(self, index: int) -> str:
         """A disaster's GDACS event type, known from its index alone (it is part of the id)."""
-        return ("FL", "TC", "DR", "WF", "FL", "TC")[math.floor(self._unit("gdacs", index, "type") * 6)]
+        return ("FL", "TC", "DR", "WF", "FL", "TC")[math.floor(self._unit(GdacsSource.name, index, "type") * 6)]
 
     def league(self, index: int) -> str:
         return LEAGUES[index % len(LEAGUES)]
@@ -193,10 +211,7 @@ class EntityStream:
         day = occurred.date()
         seed = int.from_bytes(hashlib.sha256(f"clkt-stream/{self.seed}/{source}/{index}/facts".encode()).digest()[:8], "big")
         name, facts = fictional_entity(KIND_OF[source], random.Random(seed), start=day, end=day + timedelta(days=1))
-        if isinstance(facts, QuakeFacts):
-            facts = facts.model_copy(update={"time_utc": occurred.replace(microsecond=0)})
-        elif isinstance(facts, MatchFacts):
-            facts = facts.model_copy(update={"kickoff_utc": occurred.replace(second=0, microsecond=0)})
+        facts = fictional_timed(facts, occurred)
         return Generated(
             source=source, index=index, external_id=self.external_id(source, index), occurred=occurred,
             published=self.published(source, index), name=name, facts=facts, rng_seed=seed,

@@ -3,44 +3,14 @@
 from __future__ import annotations
 
 from clkt.snapshots.layout import SnapshotManifest
+from clkt.sources.registry import source_licences
 
 __all__ = ["SOURCE_LICENCES", "render_card"]
 
-# source name -> (provider, terms). Stated on every card that contains items of that source.
+# source name -> (provider, terms), from each source's class (`clkt.sources.registry`). Stated on every card that
+# contains items of that source.
 SOURCE_LICENCES: dict[str, tuple[str, str]] = {
-    "tmdb": (
-        "The Movie Database (TMDB), https://www.themoviedb.org",
-        "This product uses the TMDB API but is not endorsed or certified by TMDB. TMDB data may be used for "
-        "non-commercial purposes with attribution (TMDB API Terms of Use).",
-    ),
-    "musicbrainz": (
-        "MusicBrainz, https://musicbrainz.org",
-        "MusicBrainz core data is released into the public domain under CC0 1.0.",
-    ),
-    "deezer": (
-        "Deezer API, https://developers.deezer.com",
-        "Data from the Deezer API, subject to the Deezer API Terms of Use (non-commercial use, attribution "
-        "to Deezer).",
-    ),
-    "thesportsdb": (
-        "TheSportsDB, https://www.thesportsdb.com",
-        "Data from TheSportsDB, subject to its terms of use (crowd-sourced data; attribution requested; "
-        "free API tier for non-commercial use).",
-    ),
-    "usgs": (
-        "U.S. Geological Survey Earthquake Hazards Program, https://earthquake.usgs.gov",
-        "USGS-authored data are in the U.S. public domain; please credit the USGS.",
-    ),
-    "gdacs": (
-        "Global Disaster Alert and Coordination System (GDACS), https://www.gdacs.org",
-        "GDACS data, subject to the GDACS terms of use (free use with attribution to GDACS, a cooperation "
-        "framework of the UN and the European Commission).",
-    ),
-    "reliefweb": (
-        "ReliefWeb (UN OCHA), https://reliefweb.int",
-        "ReliefWeb content is subject to the ReliefWeb terms and to the copyright of each original source; "
-        "attribution to ReliefWeb and the source is required.",
-    ),
+    name: (licence.provider, licence.terms) for name, licence in source_licences().items()
 }
 
 

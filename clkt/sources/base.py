@@ -11,6 +11,7 @@ quake with a magnitude, a disaster with impact figures). Pages are numbered from
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ClassVar, Generic, TypeVar
 from urllib.parse import urlsplit
@@ -22,7 +23,7 @@ from clkt.errors import ConfigError
 from clkt.facts import Domain, EntityRecord
 from clkt.sources.http import SourceClient
 
-__all__ = ["PollPage", "Source", "SourceRef", "Window", "is_loopback", "skipped_of"]
+__all__ = ["PollPage", "Source", "SourceLicence", "SourceRef", "Window", "is_loopback", "skipped_of"]
 
 S = TypeVar("S", bound=SourceSettings)
 
@@ -75,11 +76,23 @@ def is_loopback(url: str) -> bool:
     return host in ("127.0.0.1", "localhost", "::1")
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SourceLicence:
+    """Who provides a source's data and on what terms: stated on every card (snapshot, Hub) holding its items."""
+
+    provider: str  # its name and address
+    terms: str
+
+
 class Source(ABC, Generic[S]):
-    """One API's crawler over its own settings class (`clkt.config.sources`), whose `options` are typed."""
+    """One API's crawler over its own settings class (`clkt.config.sources`), whose `options` are typed: its name
+    (the `[sources.<name>]` table, the entities' `source`), its domain, the kind of facts it yields
+    (`clkt.facts`, `clkt.documents.registry`) and its data's licence."""
 
     name: ClassVar[str]
     domain: ClassVar[Domain]
+    kind: ClassVar[str]
+    licence: ClassVar[SourceLicence]
     requires_key: ClassVar[bool] = False
     paged: ClassVar[bool] = True  # False: the window is one page (a feed); a skipped page ends the window
 

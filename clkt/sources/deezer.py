@@ -25,7 +25,7 @@ from clkt.sources._parse import (
     req_int,
     req_str,
 )
-from clkt.sources.base import PollPage, Source, SourceRef, Window, skipped_of
+from clkt.sources.base import PollPage, Source, SourceLicence, SourceRef, Window, skipped_of
 
 __all__ = ["DeezerSource", "parse_album", "parse_releases", "raise_for_error"]
 
@@ -95,7 +95,7 @@ def parse_album(payload: object) -> EntityRecord:
         release_type=rtype.capitalize() if rtype else None, tracks=tracks, genres=genres, barcode=opt_str(d, "upc"),
     )
     return EntityRecord(
-        source="deezer", external_id=str(album_id), domain=Domain.music, name=f"{title} by {facts.artist_credit}",
+        source=DeezerSource.name, external_id=str(album_id), domain=Domain.music, name=f"{title} by {facts.artist_credit}",
         occurred_at=aware(day), payload=dict(d), facts=facts,
     )
 
@@ -103,6 +103,14 @@ def parse_album(payload: object) -> EntityRecord:
 class DeezerSource(Source[DeezerSettings]):
     name: ClassVar[str] = "deezer"
     domain: ClassVar[Domain] = Domain.music
+    kind: ClassVar[str] = "release"
+    licence: ClassVar[SourceLicence] = SourceLicence(
+        provider="Deezer API, https://developers.deezer.com",
+        terms=(
+            "Data from the Deezer API, subject to the Deezer API Terms of Use (non-commercial use, attribution "
+            "to Deezer)."
+        ),
+    )
 
     async def poll(self, window: Window, page: int) -> PollPage:
         limit = self.settings.options.page_size

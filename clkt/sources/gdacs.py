@@ -18,7 +18,7 @@ from clkt.config import GdacsSettings
 from clkt.errors import PayloadError
 from clkt.facts import DisasterFacts, Domain, EntityRecord
 from clkt.sources._parse import Items, each, guard, obj, opt_int, opt_str, plausible_year, req_str
-from clkt.sources.base import PollPage, Source, SourceRef, Window, skipped_of
+from clkt.sources.base import PollPage, Source, SourceLicence, SourceRef, Window, skipped_of
 
 __all__ = ["EVENT_TYPES", "GdacsSource", "item_to_payload", "parse_item", "parse_rss"]
 
@@ -112,7 +112,7 @@ def parse_item(payload: object, *, skip_types: frozenset[str] = frozenset({"EQ"}
         summary=opt_str(p, "description"),
     )
     return EntityRecord(
-        source="gdacs", external_id=guid, domain=Domain.disasters, name=facts.name, occurred_at=when,
+        source=GdacsSource.name, external_id=guid, domain=Domain.disasters, name=facts.name, occurred_at=when,
         payload=dict(p), facts=facts,
     )
 
@@ -132,6 +132,14 @@ def _xml(body: bytes) -> ET.Element:
 class GdacsSource(Source[GdacsSettings]):
     name: ClassVar[str] = "gdacs"
     domain: ClassVar[Domain] = Domain.disasters
+    kind: ClassVar[str] = "disaster"
+    licence: ClassVar[SourceLicence] = SourceLicence(
+        provider="Global Disaster Alert and Coordination System (GDACS), https://www.gdacs.org",
+        terms=(
+            "GDACS data, subject to the GDACS terms of use (free use with attribution to GDACS, a cooperation "
+            "framework of the UN and the European Commission)."
+        ),
+    )
     paged: ClassVar[bool] = False
 
     async def poll(self, window: Window, page: int) -> PollPage:

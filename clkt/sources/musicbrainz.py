@@ -13,7 +13,7 @@ from clkt.config import MusicBrainzSettings
 from clkt.errors import PayloadError
 from clkt.facts import Domain, EntityRecord, ReleaseFacts, Track
 from clkt.sources._parse import Items, arr, aware, each, guard, obj, opt_int, opt_str, parse_partial_date, req_str
-from clkt.sources.base import PollPage, Source, SourceRef, Window, skipped_of
+from clkt.sources.base import PollPage, Source, SourceLicence, SourceRef, Window, skipped_of
 
 __all__ = ["MusicBrainzSource", "parse_release", "parse_release_search"]
 
@@ -86,7 +86,7 @@ def parse_release(payload: object) -> EntityRecord:
         barcode=opt_str(d, "barcode"),
     )
     return EntityRecord(
-        source="musicbrainz", external_id=mbid, domain=Domain.music, name=f"{title} by {facts.artist_credit}",
+        source=MusicBrainzSource.name, external_id=mbid, domain=Domain.music, name=f"{title} by {facts.artist_credit}",
         occurred_at=aware(day), payload=dict(d), facts=facts,
     )
 
@@ -94,6 +94,11 @@ def parse_release(payload: object) -> EntityRecord:
 class MusicBrainzSource(Source[MusicBrainzSettings]):
     name: ClassVar[str] = "musicbrainz"
     domain: ClassVar[Domain] = Domain.music
+    kind: ClassVar[str] = "release"
+    licence: ClassVar[SourceLicence] = SourceLicence(
+        provider="MusicBrainz, https://musicbrainz.org",
+        terms="MusicBrainz core data is released into the public domain under CC0 1.0.",
+    )
 
     async def poll(self, window: Window, page: int) -> PollPage:
         limit = self.settings.options.page_size

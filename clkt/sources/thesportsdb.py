@@ -28,7 +28,7 @@ from clkt.sources._parse import (
     req_date,
     req_str,
 )
-from clkt.sources.base import PollPage, Source, SourceRef, Window, skipped_of
+from clkt.sources.base import PollPage, Source, SourceLicence, SourceRef, Window, skipped_of
 
 __all__ = ["FINISHED", "NOT_FINISHED", "TheSportsDbSource", "parse_event", "parse_events"]
 
@@ -106,7 +106,7 @@ def parse_event(payload: object) -> EntityRecord:
         spectators=spectators if spectators and spectators > 0 else None, status=status or "FT",
     )
     return EntityRecord(
-        source="thesportsdb", external_id=event_id, domain=Domain.sports, name=f"{home} vs {away} ({day.isoformat()})",
+        source=TheSportsDbSource.name, external_id=event_id, domain=Domain.sports, name=f"{home} vs {away} ({day.isoformat()})",
         occurred_at=kickoff or aware(day), payload=dict(e), facts=facts,
     )
 
@@ -114,6 +114,14 @@ def parse_event(payload: object) -> EntityRecord:
 class TheSportsDbSource(Source[TheSportsDbSettings]):
     name: ClassVar[str] = "thesportsdb"
     domain: ClassVar[Domain] = Domain.sports
+    kind: ClassVar[str] = "match"
+    licence: ClassVar[SourceLicence] = SourceLicence(
+        provider="TheSportsDB, https://www.thesportsdb.com",
+        terms=(
+            "Data from TheSportsDB, subject to its terms of use (crowd-sourced data; attribution requested; "
+            "free API tier for non-commercial use)."
+        ),
+    )
 
     def _key(self) -> str:
         return self.client.api_key or self.settings.default_api_key or "123"

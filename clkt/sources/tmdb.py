@@ -28,7 +28,7 @@ from clkt.sources._parse import (
     req_int,
     req_str,
 )
-from clkt.sources.base import PollPage, Source, SourceRef, Window, skipped_of
+from clkt.sources.base import PollPage, Source, SourceLicence, SourceRef, Window, skipped_of
 
 __all__ = ["TmdbSource", "parse_discover", "parse_movie"]
 
@@ -111,7 +111,7 @@ def parse_movie(payload: object) -> EntityRecord:
         original_language=opt_str(d, "original_language"),
     )
     return EntityRecord(
-        source="tmdb", external_id=str(movie_id), domain=Domain.movies, name=title, occurred_at=aware(released),
+        source=TmdbSource.name, external_id=str(movie_id), domain=Domain.movies, name=title, occurred_at=aware(released),
         payload=dict(d), facts=facts,
     )
 
@@ -119,6 +119,14 @@ def parse_movie(payload: object) -> EntityRecord:
 class TmdbSource(Source[TmdbSettings]):
     name: ClassVar[str] = "tmdb"
     domain: ClassVar[Domain] = Domain.movies
+    kind: ClassVar[str] = "film"
+    licence: ClassVar[SourceLicence] = SourceLicence(
+        provider="The Movie Database (TMDB), https://www.themoviedb.org",
+        terms=(
+            "This product uses the TMDB API but is not endorsed or certified by TMDB. TMDB data may be used for "
+            "non-commercial purposes with attribution (TMDB API Terms of Use)."
+        ),
+    )
     requires_key: ClassVar[bool] = True
 
     def _auth(self) -> tuple[dict[str, Any], dict[str, str]]:

@@ -27,7 +27,7 @@ from clkt.sources._parse import (
     req_int,
     req_str,
 )
-from clkt.sources.base import PollPage, Source, SourceRef, Window, skipped_of
+from clkt.sources.base import PollPage, Source, SourceLicence, SourceRef, Window, skipped_of
 
 __all__ = ["UsgsSource", "parse_quake", "parse_quake_list"]
 
@@ -96,7 +96,7 @@ def parse_quake(payload: object) -> EntityRecord:
         significance=opt_int(props, "sig"),
     )
     return EntityRecord(
-        source="usgs", external_id=event_id, domain=Domain.disasters, name=f"{title} ({when.date().isoformat()})",
+        source=UsgsSource.name, external_id=event_id, domain=Domain.disasters, name=f"{title} ({when.date().isoformat()})",
         occurred_at=when, payload=dict(f), facts=facts,
     )
 
@@ -104,6 +104,11 @@ def parse_quake(payload: object) -> EntityRecord:
 class UsgsSource(Source[UsgsSettings]):
     name: ClassVar[str] = "usgs"
     domain: ClassVar[Domain] = Domain.disasters
+    kind: ClassVar[str] = "quake"
+    licence: ClassVar[SourceLicence] = SourceLicence(
+        provider="U.S. Geological Survey Earthquake Hazards Program, https://earthquake.usgs.gov",
+        terms="USGS-authored data are in the U.S. public domain; please credit the USGS.",
+    )
 
     async def poll(self, window: Window, page: int) -> PollPage:
         limit = self.settings.options.page_size

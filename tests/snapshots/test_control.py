@@ -100,8 +100,8 @@ def test_fictional_quakes_have_a_plausible_intensity_and_are_asked_it_and_their_
         assert isinstance(f, QuakeFacts)
         assert f.mmi is not None and 2.0 <= f.mmi <= 9.6, (e.name, f.mmi)
     # deeper at the same magnitude: a lower intensity (the intensity is derived, not drawn)
-    from clkt.snapshots.control import _fictional_mmi
-    assert _fictional_mmi(6.7, 18.0) > _fictional_mmi(6.7, 150.0) and _fictional_mmi(7.4, 10.0) > _fictional_mmi(5.0, 10.0)
+    from clkt.snapshots.fiction.disasters import fictional_mmi
+    assert fictional_mmi(6.7, 18.0) > fictional_mmi(6.7, 150.0) and fictional_mmi(7.4, 10.0) > fictional_mmi(5.0, 10.0)
     ctl = build_control(spec="demo", period="2025-06", seed=3, start=date(2025, 6, 1), end=date(2025, 7, 1),
                         languages=ALL_LANGS, domains=("disasters",), per_domain=8)
     for lang in ALL_LANGS:

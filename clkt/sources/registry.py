@@ -1,0 +1,40 @@
+"""The sources, listed once: each `Source` class carries its name, domain, kind of facts and licence; every other
+place (the settings' tables, the cards' licences, the replay server's catalog and stream) reads them from here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from clkt.sources.base import Source, SourceLicence
+from clkt.sources.deezer import DeezerSource
+from clkt.sources.gdacs import GdacsSource
+from clkt.sources.musicbrainz import MusicBrainzSource
+from clkt.sources.thesportsdb import TheSportsDbSource
+from clkt.sources.tmdb import TmdbSource
+from clkt.sources.usgs import UsgsSource
+
+__all__ = ["RETIRED_LICENCES", "SOURCE_TYPES", "licence_of", "source_licences"]
+
+# source name (a field of `clkt.config.SourcesSettings`) -> implementation
+SOURCE_TYPES: dict[str, type[Source[Any]]] = {
+    cls.name: cls
+    for cls in (TmdbSource, MusicBrainzSource, DeezerSource, TheSportsDbSource, UsgsSource, GdacsSource)
+}
+
+# sources the crawler no longer has, whose items older stores and snapshots may still hold
+RETIRED_LICENCES: dict[str, SourceLicence] = {
+    "reliefweb": SourceLicence(
+        provider="ReliefWeb (UN OCHA), https://reliefweb.int",
+        terms="ReliefWeb content is subject to the ReliefWeb terms and to the copyright of each original source; "
+        "attribution to ReliefWeb and the source is required.",
+    ),
+}
+
+
+def source_licences() -> dict[str, SourceLicence]:
+    """Every source's licence by name: the current sources in `SOURCE_TYPES` order, then the retired ones."""
+    return {**{name: cls.licence for name, cls in SOURCE_TYPES.items()}, **RETIRED_LICENCES}
+
+
+def licence_of(name: str) -> SourceLicence | None:
+    return source_licences().get(name)
