@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import date
-from typing import Literal
+from typing import Literal, NewType
 
 from pydantic import Field, field_validator, model_validator
 
@@ -44,12 +44,12 @@ EMBEDDED_TARGET = TargetSettings(
 )
 
 
-# a strategy's name: one declared in `clkt.config.strategies` (checked by `SpecSettings` and `JobSpec`, not by the type)
-Strategy = str
+# a strategy's name: one declared in `clkt.config.strategies` (checked by `SpecSettings` and `JobSpec`)
+Strategy = NewType("Strategy", str)
 
 
 def _default_strategies() -> list[Strategy]:
-    return [DEFAULT_STRATEGY]
+    return [Strategy(DEFAULT_STRATEGY)]
 
 
 class SpecSettings(Section):
@@ -81,7 +81,7 @@ class SpecSettings(Section):
     @field_validator("strategies")
     @classmethod
     def _strategies(cls, v: list[Strategy]) -> list[Strategy]:
-        return [check_strategy(x) for x in v]  # one line naming the bad value and the declared ones
+        return [Strategy(check_strategy(x)) for x in v]  # one line naming the bad value and the declared ones
 
     @property
     def train_langs(self) -> list[str]:

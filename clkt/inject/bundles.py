@@ -26,7 +26,15 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from clkt.errors import UserError
-from clkt.inject.contract import FAILURE_FILE, LOG_FILE, OUTCOME_FILE, PREDICTIONS_FILE, PROGRESS_FILE, SPEC_FILE, JobSpec
+from clkt.inject.contract import (
+    FAILURE_FILE,
+    LOG_FILE,
+    OUTCOME_FILE,
+    PREDICTIONS_FILE,
+    PROGRESS_FILE,
+    SPEC_FILE,
+    JobSpec,
+)
 from clkt.inject.job import CKPT_DIR
 from clkt.inject.strategies import injector_for
 

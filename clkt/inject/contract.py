@@ -13,6 +13,7 @@ import json
 import os
 from enum import Enum
 from pathlib import Path
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from clkt.config import GpuSettings, TargetSettings

@@ -173,9 +173,9 @@ class InjectionJob:
     def inject(self, model: Any, tok: Any, qs: JobQuestions) -> Injection:
         """The strategy's injector: the train language's documents into the model; the model it gives back answers."""
         def answer(
-            m: Any, rows: list[QuestionRow], *, scorers: Sequence[str], phase: str, epoch: int | None = None,
+            model: Any, rows: list[QuestionRow], *, scorers: Sequence[str], phase: str, epoch: int | None = None,
         ) -> list[ResultItem]:
-            return self._answer(m, tok, rows, scorers=scorers, variant=Variant.injected, phase=phase, epoch=epoch)
+            return self._answer(model, tok, rows, scorers=scorers, variant=Variant.injected, phase=phase, epoch=epoch)
 
         ctx = InjectionContext(spec=self.spec, device=self.device, work_dir=self.ckpt_root,
                                selection_scorer=self.selection, answer=answer, progress=self.progress)

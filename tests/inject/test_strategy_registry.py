@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 
 from clkt.config import EMBEDDED_TARGET, GpuSettings
-from clkt.config.strategies import STRATEGY_NAMES, StrategyConflictError, StrategyName, UnknownStrategyError, strategy_names
+from clkt.config.strategies import (
+    STRATEGY_NAMES,
+    StrategyConflictError,
+    StrategyName,
+    UnknownStrategyError,
+    strategy_names,
+)
 from clkt.errors import UserError
 from clkt.inject.bundles import artifacts_bundle, unpack
 from clkt.inject.contract import OUTCOME_FILE, SPEC_FILE, JobSpec

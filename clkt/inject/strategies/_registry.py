@@ -20,7 +20,7 @@ __all__ = ["INJECTORS", "InjectorRegistry", "injector_for", "module_for", "regis
 
 PACKAGE = "clkt.inject.strategies"
 
-I = TypeVar("I", bound=Injector)
+InjectorT = TypeVar("InjectorT", bound=Injector)
 
 
 def module_for(name: str) -> str:
@@ -32,7 +32,7 @@ class InjectorRegistry:
     def __init__(self) -> None:
         self._by_name: dict[str, Injector] = {}
 
-    def register(self, injector: I) -> I:
+    def register(self, injector: InjectorT) -> InjectorT:
         name = injector.name
         if name not in STRATEGY_NAMES:
             raise UserError(f"injector {name!r} has no declared strategy name: add it to "
@@ -69,7 +69,7 @@ class InjectorRegistry:
 INJECTORS = InjectorRegistry()
 
 
-def register_injector(injector: I) -> I:
+def register_injector(injector: InjectorT) -> InjectorT:
     """Register `injector` under its name (once); returns it, for `INJECTOR = register_injector(...)`."""
     return INJECTORS.register(injector)
 

@@ -82,9 +82,8 @@ class TrainedInjector:
             for f in sorted(d.iterdir()) if d.is_dir() else []:
                 if not f.is_file() or f.name == OPTIM_FILE:
                     continue
-                if f.name in (STATE_FILE, VAL_FILE):
-                    out.append(f)
-                elif best_epoch is not None and d == epoch_dir(work_dir, best_epoch) and (self.recipe.weights_travel or f.suffix != ".safetensors"):
+                is_best = best_epoch is not None and d == epoch_dir(work_dir, best_epoch)
+                if f.name in (STATE_FILE, VAL_FILE) or (is_best and (self.recipe.weights_travel or f.suffix != ".safetensors")):
                     out.append(f)
         return out
 
