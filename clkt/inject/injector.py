@@ -13,8 +13,9 @@ The recipes that train (`cpt-lora`, `sft-lora`, `full-ft`) share one injector,
 best epoch, pruning and resuming. An injector without epochs (knowledge editing: edits computed from fact
 requests) implements `inject` its own way and returns no epochs.
 
-What an injector leaves in `work_dir` is its own; `returned_files` names what a run on a cluster node brings
-back to the daemon (`clkt.inject.bundles`).
+What an injector leaves in `work_dir` is its own: `returned_files` names what a run on a cluster node brings
+back to the daemon (`clkt.inject.bundles`), `spare` what a committed job's results no longer need (for the data
+directory's retention, `clkt gc`).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from clkt.inject.contract import JobProgress, JobSpec
     from clkt.snapshots.layout import DocRow, QuestionRow
 
-__all__ = ["Answerer", "Injection", "InjectionContext", "Injector", "WeightsDtype"]
+__all__ = ["Answerer", "Injection", "InjectionContext", "Injector", "Spare", "WeightsDtype"]
 
 WeightsDtype = Literal["float32", "bfloat16"]
 
@@ -66,6 +67,14 @@ class Injection:
     tokens_per_s: float | None = None  # training throughput, when it trained
 
 
+@dataclass(frozen=True, slots=True)
+class Spare:
+    """A file or folder of an injector's `work_dir` that a committed job's results no longer need, and why."""
+
+    path: Path
+    reason: str
+
+
 class Injector(Protocol):
     """One injection strategy: registered once under its declared name (`clkt.inject.strategies`)."""
 
@@ -91,4 +100,10 @@ class Injector(Protocol):
         """The files under `work_dir` that a run on a cluster node brings back (its records, and the weights the
         results were measured with when they are small enough to travel); `best_epoch` None: the run did not
         finish."""
+        ...
+
+    def spare(self, work_dir: Path, *, best_epoch: int | None) -> list[Spare]:
+        """What in `work_dir` a committed job no longer needs: its results were measured without it (the
+        strategies that train: the other epochs' checkpoints and the optimizer state); `best_epoch` None: nothing
+        is known to be spare."""
         ...

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from clkt.config import EMBEDDED_TARGET, GpuSettings
+from clkt.config import EMBEDDED_TARGET, GpuSettings, RetentionSettings
 from clkt.config.strategies import (
     STRATEGY_NAMES,
     StrategyConflictError,
@@ -19,6 +19,9 @@ from clkt.errors import UserError
 from clkt.inject.bundles import artifacts_bundle, unpack
 from clkt.inject.contract import OUTCOME_FILE, SPEC_FILE, JobSpec
 from clkt.inject.strategies import INJECTORS, CptLora, FullFinetune, TrainedInjector, injector_for, module_for
+from clkt.retention import plan_gc
+from storage.engine import Store
+from tests.retention._data import make_data_dir
 
 
 @pytest.fixture()
@@ -102,3 +105,16 @@ def test_an_unfinished_run_brings_back_only_the_epoch_records(tmp_path: Path) ->
     (art / OUTCOME_FILE).unlink()
     names = unpack(artifacts_bundle(art), tmp_path / "back")
     assert sorted(names) == sorted(f"checkpoints/epoch-{e}/{f}" for e in (1, 2, 3) for f in ("state.json", "val.json"))
+
+
+async def test_what_a_training_leaves_spare_is_what_retention_drops(store: Store, tmp_path: Path) -> None:
+    """`clkt gc` (retention.epoch_adapters = "best") drops of a committed job's checkpoints exactly what its
+    injector calls spare, for the same reasons."""
+    lay = await make_data_dir(store, tmp_path)
+    plan = await plan_gc(store, data_dir=lay.data_dir, retention=RetentionSettings())
+    ckpts = lay.done / "checkpoints"
+    dropped = {(r.path, r.reason) for r in plan.removals if r.path.is_relative_to(ckpts)}
+    spare = injector_for("cpt-lora").spare(ckpts, best_epoch=2)
+    assert dropped == {(s.path, f"job 1: {s.reason}") for s in spare}
+    assert {s.path.name for s in spare} == {"epoch-1", "epoch-3", "optim.pt"}
+    assert injector_for("cpt-lora").spare(ckpts, best_epoch=None) == []

@@ -24,7 +24,7 @@ from clkt.evaluate.results import EpochRecord
 from clkt.evaluate.runner import accuracy
 from clkt.inject.best_epoch import VAL_FILE, ValScore, best_epoch, mean_margin
 from clkt.inject.contract import JobProgress
-from clkt.inject.injector import Injection, InjectionContext, WeightsDtype
+from clkt.inject.injector import Injection, InjectionContext, Spare, WeightsDtype
 from clkt.inject.trainer import OPTIM_FILE, STATE_FILE, EpochResult, TrainLoop, completed_epochs, epoch_dir
 
 if TYPE_CHECKING:
@@ -85,6 +85,22 @@ class TrainedInjector:
                 is_best = best_epoch is not None and d == epoch_dir(work_dir, best_epoch)
                 if f.name in (STATE_FILE, VAL_FILE) or (is_best and (self.recipe.weights_travel or f.suffix != ".safetensors")):
                     out.append(f)
+        return out
+
+
+    def spare(self, work_dir: Path, *, best_epoch: int | None) -> list[Spare]:
+        """Every epoch's checkpoint but the best one's, and the best one's optimizer state."""
+        if best_epoch is None or not work_dir.is_dir():
+            return []
+        out: list[Spare] = []
+        for d in sorted(work_dir.glob("epoch-*")):
+            n = d.name.removeprefix("epoch-")
+            if not (d.is_dir() and n.isdigit()):
+                continue
+            if int(n) != best_epoch:
+                out.append(Spare(d, f"epoch {n} is not its best epoch ({best_epoch})"))
+            elif (d / OPTIM_FILE).is_file():
+                out.append(Spare(d / OPTIM_FILE, "optimizer state (only a resumed training reads it)"))
         return out
 
 
