@@ -5,7 +5,7 @@ below as a config dict, built on the GPU with random bf16 weights; the tokenizer
 here on synthetic multilingual text (vocabulary `--vocab`, the model keeps its own vocabulary size). Then, with
 the paper's LoRA settings (r16, alpha 32, dropout 0.1 on the attention projections, lr 5e-4, batch 1, bf16):
 
-- training (`InjectionJob.prepare_strategy` + `train`, one epoch over `--docs` synthetic documents of about
+- training (`InjectionJob.inject`: the cpt-lora injector, one epoch over `--docs` synthetic documents of about
   `--doc-tokens` tokens, each epoch validated): tokens/s and peak GPU memory, gradient checkpointing off and on;
 - evaluation (`answer_questions`, every scorer: generate, letter-logprob, option-loglik, over `--questions`
   synthetic questions): questions/s, the evaluation batch size the automatic sizer settled on, peak memory.
@@ -147,7 +147,7 @@ def main() -> int:
     from clkt.config import GpuSettings, TargetSettings
     from clkt.evaluate.results import Variant
     from clkt.inject.contract import JobSpec
-    from clkt.inject.job import InjectionJob
+    from clkt.inject.job import InjectionJob, JobQuestions
 
     t_start = time.perf_counter()
     cuda = torch.cuda.is_available() and not a.tiny
@@ -187,20 +187,19 @@ def main() -> int:
         figures["parameters_b"] = round(sum(x.numel() for x in model.parameters()) / 1e9, 3)
         figures[f"build_s_{tag}"] = round(time.perf_counter() - t, 1)
         j = job(gc, tag)
-        model, examples = j.prepare_strategy(model, tok, docs)
         if cuda:
             torch.cuda.synchronize()
             torch.cuda.reset_peak_memory_stats()
-        training = j.train(model, tok, examples, val)
+        injection = j.inject(model, tok, JobQuestions(docs=docs, test_rows=test, control_rows=[], val_rows=val))
         if cuda:
             torch.cuda.synchronize()
-        e = training.epochs[-1]
+        e = injection.epochs[-1]
         figures[f"train_tokens_per_s_{tag}"] = round(e.tokens / e.seconds, 1)
         figures[f"train_tokens_{tag}"] = e.tokens
         figures[f"train_peak_gb_{tag}"] = peak_gb()
         print(f"{tag}: {e.tokens} tokens in {e.seconds:.1f}s, peak {peak_gb()} GB", file=sys.stderr, flush=True)
     # evaluation: the last trained model, merged (as the job answers), every scorer with the automatic batch size
-    model, _best = j.pick_best_epoch(model, training)
+    model = injection.model
     for scorer in ("generate", "letter-logprob", "option-loglik"):
         if cuda:
             torch.cuda.synchronize()

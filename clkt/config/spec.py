@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from datetime import date
-from typing import Literal
+from typing import Literal, NewType
 
 from pydantic import Field, field_validator, model_validator
 
 from clkt.config._base import LANGS_DEFAULT, SUPPORTED_LANGS, Section
+from clkt.config.strategies import DEFAULT_STRATEGY, check_strategy
 from clkt.facts import Domain
 
-__all__ = ["EMBEDDED_TARGET", "ScorerLiteral", "SpecSettings", "TargetSettings"]
+__all__ = ["EMBEDDED_TARGET", "ScorerLiteral", "SpecSettings", "Strategy", "TargetSettings"]
 
 
 ScorerLiteral = Literal["option-loglik", "letter-logprob", "generate"]
@@ -43,11 +44,12 @@ EMBEDDED_TARGET = TargetSettings(
 )
 
 
-Strategy = Literal["cpt-lora", "sft-lora", "full-ft"]
+# a strategy's name: one declared in `clkt.config.strategies` (checked by `SpecSettings` and `JobSpec`)
+Strategy = NewType("Strategy", str)
 
 
 def _default_strategies() -> list[Strategy]:
-    return ["cpt-lora"]
+    return [Strategy(DEFAULT_STRATEGY)]
 
 
 class SpecSettings(Section):
@@ -75,6 +77,11 @@ class SpecSettings(Section):
             if len(set(self.train_languages)) != len(self.train_languages):
                 raise ValueError("train_languages must be distinct")
         return self
+
+    @field_validator("strategies")
+    @classmethod
+    def _strategies(cls, v: list[Strategy]) -> list[Strategy]:
+        return [Strategy(check_strategy(x)) for x in v]  # one line naming the bad value and the declared ones
 
     @property
     def train_langs(self) -> list[str]:

@@ -6,9 +6,9 @@ Out (daemon -> worker node):
 - the base answers of the job's (snapshot, target) when the daemon already has them (`base_files`).
 
 Back (worker node -> the daemon's `<data_dir>/jobs/<id>/`, `artifacts_bundle`): `outcome.json` or
-`failure.json`, `predictions.jsonl`, `progress.json`, every epoch's `state.json` and `val.json` (the
-validation records), the best epoch's LoRA adapter without its optimizer state (not full-ft's weights, as
-large as the model), and the
+`failure.json`, `predictions.jsonl`, `progress.json`, what the job's injector names in its folder
+(`Injector.returned_files`; the strategies that train: every epoch's `state.json` and `val.json`, the best
+epoch's LoRA adapter without its optimizer state, not full-ft's weights, as large as the model), and the
 job's log (its last `LOG_TAIL_BYTES`, appended to the daemon's `job.log`); under `base/`, the base answers
 the job computed, for the daemon's base cache.
 
@@ -23,14 +23,25 @@ import tarfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from clkt.inject.contract import FAILURE_FILE, LOG_FILE, OUTCOME_FILE, PREDICTIONS_FILE, PROGRESS_FILE
+from pydantic import ValidationError
+
+from clkt.errors import UserError
+from clkt.inject.contract import (
+    FAILURE_FILE,
+    LOG_FILE,
+    OUTCOME_FILE,
+    PREDICTIONS_FILE,
+    PROGRESS_FILE,
+    SPEC_FILE,
+    JobSpec,
+)
+from clkt.inject.job import CKPT_DIR
+from clkt.inject.strategies import injector_for
 
 __all__ = ["BASE_PREFIX", "LOG_TAIL_BYTES", "artifacts_bundle", "base_files", "pack", "pack_dir", "unpack", "unpack_artifacts"]
 
 BASE_PREFIX = "base/"
 LOG_TAIL_BYTES = 4 * 2**20
-# the optimizer state resumes a run on its own node only; full-ft's weights are as large as the model
-_SKIP = {"optim.pt", "model.safetensors"}
 
 
 def pack(files: Iterable[tuple[str, bytes]]) -> bytes:
@@ -75,6 +86,16 @@ def _best_epoch(artifacts: Path) -> int | None:
         return None
 
 
+def _injector_files(artifacts: Path) -> list[Path]:
+    """What the job's injector left in its folder that travels back (nothing when the spec is unreadable)."""
+    try:
+        spec = JobSpec.model_validate_json((artifacts / SPEC_FILE).read_bytes())
+        injector = injector_for(spec.strategy)
+    except (OSError, ValidationError, UserError):
+        return []
+    return injector.returned_files(artifacts / CKPT_DIR, best_epoch=_best_epoch(artifacts))
+
+
 def artifacts_bundle(artifacts: Path, *, base_dir: Path | None = None, shipped: set[str] | None = None) -> bytes:
     """What a finished run brings back (see the module's docstring)."""
     out: list[tuple[str, bytes]] = []
@@ -88,14 +109,7 @@ def artifacts_bundle(artifacts: Path, *, base_dir: Path | None = None, shipped: 
             size = log.stat().st_size
             fh.seek(max(0, size - LOG_TAIL_BYTES))
             out.append((LOG_FILE, fh.read()))
-    best = _best_epoch(artifacts)
-    ckpts = artifacts / "checkpoints"
-    for epoch_dir in sorted(ckpts.glob("epoch-*")) if ckpts.is_dir() else []:
-        for f in sorted(epoch_dir.iterdir()):
-            if not f.is_file() or f.name in _SKIP:
-                continue
-            if f.name in ("state.json", "val.json") or epoch_dir.name == f"epoch-{best}":
-                out.append((f"checkpoints/{epoch_dir.name}/{f.name}", f.read_bytes()))
+    out.extend((f.relative_to(artifacts).as_posix(), f.read_bytes()) for f in _injector_files(artifacts))
     if base_dir is not None and base_dir.is_dir():
         for f in sorted(base_dir.glob("*.jsonl")):
             if f.is_file() and f.name not in (shipped or set()):

@@ -13,11 +13,11 @@ import json
 import os
 from enum import Enum
 from pathlib import Path
-from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from clkt.config import GpuSettings, TargetSettings
+from clkt.config.strategies import check_strategy
 from clkt.evaluate.results import EpochRecord, ResultItem
 from clkt.evaluate.summary import JobSummary
 
@@ -62,7 +62,7 @@ class JobSpec(_Model):
     snapshot_id: str
     snapshot_dir: Path
     target: TargetSettings
-    strategy: Literal["cpt-lora", "sft-lora", "full-ft"]
+    strategy: str  # a declared strategy (`clkt.config.strategies`); its injector is `clkt.inject.strategies`
     train_lang: str
     gpu: GpuSettings
     data_dir: Path
@@ -72,6 +72,12 @@ class JobSpec(_Model):
     # public entity ids (as the snapshot's files name them) whose documents and questions this job leaves out:
     # the target's exclusions on the snapshot (a target added after the freeze recognised them; clkt.roster)
     exclude_entities: list[int] = Field(default_factory=list)
+
+
+    @field_validator("strategy")
+    @classmethod
+    def _strategy(cls, v: str) -> str:
+        return check_strategy(v)
 
 
 class JobOutcome(_Model):

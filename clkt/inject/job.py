@@ -1,19 +1,19 @@
 """One GPU job, run inside the child process (`InjectionJob(spec).run()`): one method per step.
 
 1. `load_snapshot`: the snapshot directory's documents and questions (test, validation, control split).
-2. `load_model`: the target model on the job's device, in the job's dtype, with `gpu.attn_implementation`.
+2. `load_model`: the target model on the job's device, in the dtype its injector asks for
+   (`Injector.weights_dtype`), with `gpu.attn_implementation`.
 3. `base_pass`: the test split in every language with the base model (cached per snapshot x target, since
    every job of that pair asks the same questions).
-4. `prepare_strategy`: the train-language documents as training examples, the model made trainable (with
-   gradient checkpointing when `gpu.gradient_checkpointing`).
-5. `train`: one checkpoint per epoch; after each, the accuracy on the validation split in the train language
-   (`validate`); a rerun resumes after the last finished epoch.
-6. `pick_best_epoch`: the best epoch (`clkt.inject.best_epoch`), its weights loaded for inference.
-7. `injected_pass`: the test split in every language again.
-8. `write_predictions`: `predictions.jsonl`, every answer (the control split's too).
-9. `summarise`: the typed `JobSummary` (`clkt.evaluate.summary`) the `JobOutcome` carries.
+4. `inject`: the job's strategy (`clkt.inject.strategies.injector_for(spec.strategy)`) injects the train
+   language's documents into the model, owning its loop (the strategies that train: epochs, validation on the
+   train language's validation split, the best epoch; `clkt.inject.strategies._trained`), in its own folder
+   `<artifacts>/checkpoints/`, and gives back the model ready to answer and what it records (`Injection`).
+5. `injected_pass`: the test split in every language again.
+6. `write_predictions`: `predictions.jsonl`, every answer (the control split's too).
+7. `summarise`: the typed `JobSummary` (`clkt.evaluate.summary`) the `JobOutcome` carries.
 
-Killed anywhere, a rerun resumes: finished epochs are checkpoints, their validation accuracies are files.
+Killed anywhere, a rerun resumes where the injector can (a training resumes after its last finished epoch).
 Every pass of a scorer runs at that scorer's evaluation batch size (`self.sizers`, `clkt.evaluate.memory`):
 found once (automatic) and kept for the rest of the job, and reported in the summary.
 """
@@ -30,29 +30,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from clkt.errors import JobError, SnapshotError, UserError
+from clkt.errors import SnapshotError, UserError
 from clkt.evaluate.memory import BatchSizer
 from clkt.evaluate.prompts import EVAL_PROMPT_VERSION
-from clkt.evaluate.results import CONTROL_SPLIT, EpochRecord, ResultItem, Variant
+from clkt.evaluate.results import CONTROL_SPLIT, ResultItem, Variant
 from clkt.evaluate.runner import accuracy, answer_questions
 from clkt.evaluate.scorers import scorers_for, selection_scorer
 from clkt.evaluate.summary import JobSummary, LearnSummary, ScorerScore
-from clkt.inject.best_epoch import VAL_FILE, ValScore, best_epoch, mean_margin
 from clkt.inject.contract import PREDICTIONS_FILE, PROGRESS_FILE, JobOutcome, JobProgress, JobSpec, write_json_atomic
-from clkt.inject.strategies import TrainExample, get_strategy
-from clkt.inject.trainer import EpochResult, TrainLoop, completed_epochs, epoch_dir
+from clkt.inject.injector import Injection, InjectionContext
+from clkt.inject.strategies import injector_for
 from clkt.report.learn import learn_stat
 from clkt.snapshots.layout import DocRow, QuestionRow, load_snapshot_dir
 from clkt.targets.loader import load_target, resolve_device
 
-__all__ = [
-    "CKPT_DIR", "InjectionJob", "JobQuestions", "ProgressWriter", "Training", "check_spec", "enable_checkpointing",
-    "learn_summaries", "score_summaries",
-]
+__all__ = ["CKPT_DIR", "InjectionJob", "JobQuestions", "ProgressWriter", "check_spec", "learn_summaries", "score_summaries"]
 
 log = logging.getLogger(__name__)
 
-CKPT_DIR = "checkpoints"
+CKPT_DIR = "checkpoints"  # the injector's own folder under the job's artifacts (`InjectionContext.work_dir`)
 
 
 class ProgressWriter:
@@ -84,21 +80,12 @@ class JobQuestions:
         return {r.qid for r in self.control_rows}
 
 
-@dataclass(frozen=True, slots=True)
-class Training:
-    """What `train` leaves: every epoch (the resumed ones included), their validation scores, where it resumed."""
-
-    epochs: list[EpochResult]
-    vals: dict[int, ValScore]
-    resumed_after: int  # 0: trained from the start
-
-
 class InjectionJob:
-    """One `JobSpec` in the job process: base answers, injection, best epoch, injected answers, summary."""
+    """One `JobSpec` in the job process: base answers, the strategy's injection, injected answers, summary."""
 
     def __init__(self, spec: JobSpec) -> None:
         self.spec = spec
-        self.strategy = get_strategy(spec.strategy)
+        self.injector = injector_for(spec.strategy)
         self.scorers = scorers_for(spec.target, spec.gpu)
         self.selection = selection_scorer(self.scorers)
         self.ckpt_root = spec.artifacts_dir / CKPT_DIR
@@ -118,18 +105,16 @@ class InjectionJob:
         qs = self.load_snapshot()
         model, tok = self.load_model()
         base = self.base_pass(model, tok, qs.test_rows)
-        model, examples = self.prepare_strategy(model, tok, qs.docs)
-        training = self.train(model, tok, examples, qs.val_rows)
-        model, best = self.pick_best_epoch(model, training)
-        injected = self.injected_pass(model, tok, qs.test_rows)
+        injection = self.inject(model, tok, qs)
+        injected = self.injected_pass(injection.model, tok, qs.test_rows)
         results = base + injected
         self.write_predictions(results)
         control_qids = qs.control_qids
         control_results = [r.model_copy(update={"split": CONTROL_SPLIT}) for r in results if r.qid in control_qids]
         results = [r for r in results if r.qid not in control_qids]
         return JobOutcome(
-            job_id=spec.job_id, best_epoch=best, epochs=self.epoch_records(training), device=self.device, results=results,
-            summary=self.summarise(qs, examples, training, results, control_results), control_results=control_results,
+            job_id=spec.job_id, best_epoch=injection.best_epoch, epochs=injection.epochs, device=self.device, results=results,
+            summary=self.summarise(qs, injection, results, control_results), control_results=control_results,
         )
 
     # -- the steps ----------------------------------------------------------------------------------------------
@@ -154,8 +139,7 @@ class InjectionJob:
 
         spec = self.spec
         self.device = resolve_device(spec.device)
-        # full fine-tuning keeps fp32 master weights (bf16 autocast on GPU); LoRA trains over a bf16 base on GPU
-        dtype = torch.float32 if (spec.strategy == "full-ft" or not self.device.startswith("cuda")) else torch.bfloat16
+        dtype = getattr(torch, self.injector.weights_dtype(self.device))
         self.dtype = str(dtype)
         self.progress(JobProgress(phase="loading"), force=True)
         return load_target(spec.target, data_dir=spec.data_dir, device=self.device, dtype=dtype,
@@ -186,67 +170,17 @@ class InjectionJob:
             os.replace(tmp, cache)
         return items
 
-    def prepare_strategy(self, model: Any, tok: Any, docs: list[DocRow]) -> tuple[Any, list[TrainExample]]:
-        spec = self.spec
-        examples = self.strategy.examples(docs, tok, target=spec.target, gpu=spec.gpu)
-        if not examples:
-            raise SnapshotError(f"snapshot {spec.snapshot_id}: the {spec.train_lang} documents tokenize to nothing")
-        model = self.strategy.prepare(model, spec.gpu)
-        if spec.gpu.gradient_checkpointing:
-            enable_checkpointing(model)
-        return model, examples
+    def inject(self, model: Any, tok: Any, qs: JobQuestions) -> Injection:
+        """The strategy's injector: the train language's documents into the model; the model it gives back answers."""
+        def answer(
+            model: Any, rows: list[QuestionRow], *, scorers: Sequence[str], phase: str, epoch: int | None = None,
+        ) -> list[ResultItem]:
+            return self._answer(model, tok, rows, scorers=scorers, variant=Variant.injected, phase=phase, epoch=epoch)
 
-    def train(self, model: Any, tok: Any, examples: list[TrainExample], val_rows: list[QuestionRow]) -> Training:
-        """Every epoch, validated after it; earlier checkpoints pruned unless the strategy keeps them all."""
-        vals: dict[int, ValScore] = {}
-
-        def on_epoch(res: EpochResult) -> None:
-            vals[res.epoch] = self.validate(model, tok, res.epoch, val_rows)
-            log.info(
-                "epoch %d: loss %.4f, %d tokens in %.1fs, val accuracy %s (margin %s)", res.epoch, res.loss, res.tokens,
-                res.seconds, vals[res.epoch].accuracy, vals[res.epoch].margin,
-            )
-            self._prune(vals, res.epoch)
-
-        loop = TrainLoop(
-            model=model, strategy=self.strategy, examples=examples, gpu=self.spec.gpu, ckpt_root=self.ckpt_root,
-            pad_id=tok.pad_token_id if tok.pad_token_id is not None else 0, device=self.device,
-            on_step=lambda e, s, loss: self.progress(JobProgress(phase="train", done=s, total=loop.steps_per_epoch, epoch=e, loss=loss)),
-            on_epoch=on_epoch,
-        )
-        resumed = completed_epochs(self.ckpt_root)
-        if resumed:  # validate the epoch a kill may have interrupted, with its own weights (already loaded by run())
-            self.strategy.load(model, epoch_dir(self.ckpt_root, resumed[-1].epoch))
-            for r in resumed:
-                f = epoch_dir(self.ckpt_root, r.epoch) / VAL_FILE
-                if f.is_file():
-                    vals[r.epoch] = ValScore.from_file(f)
-            if resumed[-1].epoch not in vals:
-                vals[resumed[-1].epoch] = self.validate(model, tok, resumed[-1].epoch, val_rows)
-        return Training(epochs=loop.run(), vals=vals, resumed_after=resumed[-1].epoch if resumed else 0)
-
-    def validate(self, model: Any, tok: Any, epoch: int, val_rows: list[QuestionRow]) -> ValScore:
-        """The validation score of `epoch` (read back from its `val.json` when a run already wrote it)."""
-        f = epoch_dir(self.ckpt_root, epoch) / VAL_FILE
-        if f.is_file():
-            return ValScore.from_file(f)
-        model.eval()
-        items = self._answer(model, tok, val_rows, scorers=[self.selection], variant=Variant.injected, phase=f"val@{epoch}", epoch=epoch)
-        model.train()
-        chosen = [i for i in items if i.scorer == self.selection]  # option-loglik: acc, not acc_norm
-        score = ValScore(accuracy(chosen), mean_margin(chosen, {r.qid: r.answer for r in val_rows}))
-        f.write_text(json.dumps({
-            "epoch": epoch, "scorer": self.selection, "accuracy": score.accuracy, "margin": score.margin, "n": len(val_rows),
-        }))
-        return score
-
-    def pick_best_epoch(self, model: Any, training: Training) -> tuple[Any, int]:
-        """The best epoch, and the model with its weights, ready to answer."""
-        best = best_epoch(training.vals, training.epochs[-1].epoch)
-        self.strategy.load(model, epoch_dir(self.ckpt_root, best))
-        model = self.strategy.for_inference(model)
-        model.eval()
-        return model, best
+        ctx = InjectionContext(spec=self.spec, device=self.device, work_dir=self.ckpt_root,
+                               selection_scorer=self.selection, answer=answer, progress=self.progress)
+        self.ckpt_root.mkdir(parents=True, exist_ok=True)
+        return self.injector.inject(model, tok, docs=qs.docs, val_rows=qs.val_rows, ctx=ctx)
 
     def injected_pass(self, model: Any, tok: Any, rows: list[QuestionRow]) -> list[ResultItem]:
         return self._answer(model, tok, rows, scorers=self.scorers, variant=Variant.injected, phase="test")
@@ -257,24 +191,10 @@ class InjectionJob:
         tmp.write_text("".join(r.model_dump_json() + "\n" for r in results), encoding="utf-8")
         os.replace(tmp, path)
 
-    def epoch_records(self, training: Training) -> list[EpochRecord]:
-        vals = training.vals
-        return [
-            EpochRecord(
-                epoch=e.epoch, loss=e.loss, tokens=e.tokens, seconds=e.seconds,
-                val_accuracy=vals[e.epoch].accuracy if e.epoch in vals else None,
-                val_margin=vals[e.epoch].margin if e.epoch in vals else None,
-            )
-            for e in training.epochs
-        ]
-
     def summarise(
-        self, qs: JobQuestions, examples: list[TrainExample], training: Training, results: list[ResultItem],
-        control_results: list[ResultItem],
+        self, qs: JobQuestions, injection: Injection, results: list[ResultItem], control_results: list[ResultItem],
     ) -> JobSummary:
         """What the job measured (`results`: the real test questions' answers, base and injected)."""
-        train_tokens = sum(e.tokens for e in training.epochs)
-        train_s = sum(e.seconds for e in training.epochs)
         return JobSummary(
             selection_scorer=self.selection,
             scorers=sorted({r.scorer for r in results}),
@@ -282,9 +202,9 @@ class InjectionJob:
             val_questions=len(qs.val_rows),
             test_questions=len(qs.test_rows) - len(qs.control_rows),
             control_questions=len(qs.control_rows),
-            train_examples=len(examples),
-            train_tokens_per_s=round(train_tokens / train_s, 2) if train_s else None,
-            resumed_after_epoch=training.resumed_after,
+            train_examples=injection.examples,
+            train_tokens_per_s=injection.tokens_per_s,
+            resumed_after_epoch=injection.resumed_after,
             scores=score_summaries(results),
             learn=learn_summaries(results, self.spec.train_lang),
             learn_control=learn_summaries(control_results, self.spec.train_lang),
@@ -302,26 +222,6 @@ class InjectionJob:
             progress=lambda ph, d, t: self.progress(JobProgress(phase=ph, done=d, total=t, epoch=epoch)),
             sizers=self.sizers,
         )
-
-    def _prune(self, vals: dict[int, ValScore], last: int) -> None:
-        if self.strategy.keep_every_epoch:
-            return
-        keep = {last, best_epoch(vals, last)}
-        for e in list(vals):
-            if e not in keep:
-                for f in epoch_dir(self.ckpt_root, e).glob("*.safetensors"):
-                    f.unlink()
-
-
-def enable_checkpointing(model: Any) -> None:
-    """Gradient checkpointing on the (peft-wrapped) model: activations recomputed in the backward pass. The
-    non-reentrant kind, which needs no input gradients under frozen base weights and replays the dropout's
-    random state, so a step computes the same loss and gradients as without it."""
-    inner = model.get_base_model() if hasattr(model, "get_base_model") else model
-    if not getattr(inner, "supports_gradient_checkpointing", False):
-        raise UserError(f"gradient_checkpointing: {type(inner).__name__} does not support gradient checkpointing")
-    inner.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-    inner.config.use_cache = False
 
 
 def score_summaries(results: list[ResultItem]) -> list[ScorerScore]:
@@ -351,9 +251,7 @@ def learn_summaries(results: list[ResultItem], train_lang: str) -> dict[str, Lea
 
 
 def check_spec(spec: JobSpec) -> None:
-    """Cheap checks before any model is loaded."""
-    get_strategy(spec.strategy)
+    """Cheap checks before any model is loaded: the strategy's (`Injector.check`), then the snapshot's folder."""
+    injector_for(spec.strategy).check(spec)
     if not Path(spec.snapshot_dir).is_dir():
         raise UserError(f"snapshot directory {spec.snapshot_dir} does not exist")
-    if spec.gpu.epochs < 1:
-        raise JobError("epochs must be >= 1")

@@ -30,7 +30,7 @@ from clkt.evaluate.memory import OutOfMemory, is_oom
 
 if TYPE_CHECKING:
     from clkt.config import GpuSettings
-    from clkt.inject.strategies import InjectionStrategy, TrainExample
+    from clkt.inject.strategies._recipe import TrainExample, TrainingRecipe
 
 __all__ = [
     "EpochResult",
@@ -97,7 +97,7 @@ class TrainLoop:
     """Train `model` on `examples` for `gpu.epochs` epochs, checkpointing under `ckpt_root`."""
 
     def __init__(
-        self, *, model: Any, strategy: InjectionStrategy, examples: list[TrainExample], gpu: GpuSettings,
+        self, *, model: Any, strategy: TrainingRecipe, examples: list[TrainExample], gpu: GpuSettings,
         ckpt_root: Path, pad_id: int, device: str,
         on_step: Callable[[int, int, float], None] | None = None,
         on_epoch: Callable[[EpochResult], None] | None = None,

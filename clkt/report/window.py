@@ -15,9 +15,9 @@ import csv
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, get_args
+from typing import TYPE_CHECKING
 
-from clkt.config.spec import Strategy
+from clkt.config.strategies import strategy_names
 from clkt.errors import UserError
 from clkt.evaluate.circular import CIRCULAR_SCORERS, circular_name
 from clkt.evaluate.scorers import OPTION_LOGLIK_NORM, ScorerName
@@ -106,7 +106,7 @@ async def check_query(session: Session, q: LeaderboardQuery) -> tuple[list[Windo
     for t in (*q.targets, *(q.compare or ())):
         if t not in names.targets:
             raise _unknown("target", t, list(names.targets))
-    strategies = set(get_args(Strategy)) | names.strategies
+    strategies = set(strategy_names()) | names.strategies
     if q.strategy is not None and q.strategy not in strategies:
         raise _unknown("strategy", q.strategy, list(strategies))
     scorers = RESULT_SCORERS | names.scorers

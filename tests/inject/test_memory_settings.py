@@ -14,9 +14,8 @@ from clkt.config import EMBEDDED_TARGET, GpuSettings
 from clkt.evaluate.memory import OutOfMemory
 from clkt.evaluate.scorers import score_generate, score_letter_logprob
 from clkt.inject.contract import JobSpec, RetryWith
-from clkt.inject.job import enable_checkpointing
 from clkt.inject.run_job import oom_retry
-from clkt.inject.strategies import TrainExample, get_strategy
+from clkt.inject.strategies import TrainExample, enable_checkpointing, get_recipe
 from clkt.inject.trainer import TrainLoop
 from clkt.targets.prompting import RenderedPrompt
 from tests.evaluate._tiny import prompts, tiny_model, tiny_tokenizer
@@ -33,7 +32,7 @@ def _examples(tok: Any, n: int = 6) -> list[TrainExample]:
 def _train(tmp: Path, *, checkpointing: bool, gpu: GpuSettings, kind: str = "llama") -> tuple[Any, list[float]]:
     torch.manual_seed(0)
     model, tok = tiny_model(kind, seed=1), tiny_tokenizer()
-    strategy = get_strategy("cpt-lora")
+    strategy = get_recipe("cpt-lora")
     model = strategy.prepare(model, gpu)
     if checkpointing:
         enable_checkpointing(model)
@@ -63,7 +62,7 @@ def test_gradient_checkpointing_same_loss_and_same_predictions(tmp_path: Path, k
 
 @pytest.mark.parametrize("checkpointing", [False, True])
 def test_checkpointing_recomputes_the_layers_in_the_backward_pass(checkpointing: bool) -> None:
-    model = get_strategy("cpt-lora").prepare(tiny_model(), GpuSettings())
+    model = get_recipe("cpt-lora").prepare(tiny_model(), GpuSettings())
     if checkpointing:
         enable_checkpointing(model)
     calls = [0]

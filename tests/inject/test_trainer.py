@@ -10,7 +10,7 @@ import torch
 
 from clkt.config import GpuSettings
 from clkt.errors import UserError
-from clkt.inject.strategies import FullFinetune, SftLora, TrainExample, get_strategy, tokenize_documents
+from clkt.inject.strategies import FullFinetune, SftLora, TrainExample, get_recipe, tokenize_documents
 from clkt.inject.trainer import TrainingDiverged, TrainLoop, completed_epochs
 from clkt.snapshots.layout import DocRow
 
@@ -98,7 +98,7 @@ def test_sft_pairs_come_from_documents_and_mask_the_prompt() -> None:
 
 def test_unknown_strategy() -> None:
     with pytest.raises(UserError, match="cpt-lora"):
-        get_strategy("magic")
+        get_recipe("magic")
 
 
 def _tiny_llama() -> torch.nn.Module:
@@ -114,7 +114,7 @@ def _lora_wrapped(model: torch.nn.Module) -> set[str]:
 
 
 def test_lora_on_every_linear_layer_or_the_attention_only() -> None:
-    strategy = get_strategy("cpt-lora")
+    strategy = get_recipe("cpt-lora")
     attention = _lora_wrapped(strategy.prepare(_tiny_llama(), GpuSettings()))
     assert attention == {"q_proj", "k_proj", "v_proj", "o_proj"}
     every = _lora_wrapped(strategy.prepare(_tiny_llama(), GpuSettings(target_modules="all-linear")))

@@ -1,0 +1,109 @@
+"""The injection step behind one protocol: an `Injector` takes the base model and the train language's documents
+and gives back the injected model, owning its whole loop.
+
+The job (`clkt.inject.job.InjectionJob`) loads the snapshot and the model, answers the test questions with the
+base model, then hands the model to the job's injector (`Injector.inject`) with an `InjectionContext`: the job's
+spec, its device, the injector's own folder (`work_dir`, kept across a rerun of a killed job), the progress
+writer and `answer`, the job's scoring callback (the validation questions, or any other, answered at the job's
+evaluation batch sizes). The injector returns an `Injection`: the model ready to answer (eval mode) and what it
+records (the epochs, the checkpoint it chose, its throughput). The job then answers the test questions again.
+
+The recipes that train (`cpt-lora`, `sft-lora`, `full-ft`) share one injector,
+`clkt.inject.strategies._trained.TrainedInjector`: epochs, a checkpoint and a validation score per epoch, the
+best epoch, pruning and resuming. An injector without epochs (knowledge editing: edits computed from fact
+requests) implements `inject` its own way and returns no epochs.
+
+What an injector leaves in `work_dir` is its own: `returned_files` names what a run on a cluster node brings
+back to the daemon (`clkt.inject.bundles`), `spare` what a committed job's results no longer need (for the data
+directory's retention, `clkt gc`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:
+    from clkt.evaluate.results import EpochRecord, ResultItem
+    from clkt.inject.contract import JobProgress, JobSpec
+    from clkt.snapshots.layout import DocRow, QuestionRow
+
+__all__ = ["Answerer", "Injection", "InjectionContext", "Injector", "Spare", "WeightsDtype"]
+
+WeightsDtype = Literal["float32", "bfloat16"]
+
+
+class Answerer(Protocol):
+    """The job's scoring callback: `rows` answered by `model` with `scorers` (injected-variant result items)."""
+
+    def __call__(
+        self, model: Any, rows: list[QuestionRow], *, scorers: Sequence[str], phase: str, epoch: int | None = None,
+    ) -> list[ResultItem]: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InjectionContext:
+    """What the job lends its injector."""
+
+    spec: JobSpec
+    device: str  # resolved: "cpu", "cuda", "cuda:1", ...
+    work_dir: Path  # the injector's own folder under the job's artifacts (checkpoints), kept across a rerun
+    selection_scorer: str  # the scorer that chooses between candidates (`clkt.evaluate.scorers.selection_scorer`)
+    answer: Answerer
+    progress: Callable[[JobProgress], None]  # throttled writer of `progress.json`
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Injection:
+    """What an injector gives back: the injected model, ready to answer, and what it records."""
+
+    model: Any
+    examples: int  # what it injected from: training examples, edit requests
+    best_epoch: int  # the checkpoint the model answers with (an injector without epochs: 0)
+    epochs: list[EpochRecord] = field(default_factory=list)  # per epoch: loss, tokens, time, validation score
+    resumed_after: int = 0  # the epoch a rerun resumed after (0: from the start)
+    tokens_per_s: float | None = None  # training throughput, when it trained
+
+
+@dataclass(frozen=True, slots=True)
+class Spare:
+    """A file or folder of an injector's `work_dir` that a committed job's results no longer need, and why."""
+
+    path: Path
+    reason: str
+
+
+class Injector(Protocol):
+    """One injection strategy: registered once under its declared name (`clkt.inject.strategies`)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def check(self, spec: JobSpec) -> None:
+        """Cheap checks before any model is loaded (`UserError`/`JobError` with one clear line)."""
+        ...
+
+    def weights_dtype(self, device: str) -> WeightsDtype:
+        """The dtype the job loads the base model's weights in on `device`."""
+        ...
+
+    def inject(
+        self, model: Any, tokenizer: Any, *, docs: list[DocRow], val_rows: list[QuestionRow], ctx: InjectionContext,
+    ) -> Injection:
+        """Inject `docs` (the train language's documents) into `model`; `val_rows`: the train language's
+        validation questions, for choosing between candidates (never the test questions)."""
+        ...
+
+    def returned_files(self, work_dir: Path, *, best_epoch: int | None) -> list[Path]:
+        """The files under `work_dir` that a run on a cluster node brings back (its records, and the weights the
+        results were measured with when they are small enough to travel); `best_epoch` None: the run did not
+        finish."""
+        ...
+
+    def spare(self, work_dir: Path, *, best_epoch: int | None) -> list[Spare]:
+        """What in `work_dir` a committed job no longer needs: its results were measured without it (the
+        strategies that train: the other epochs' checkpoints and the optimizer state); `best_epoch` None: nothing
+        is known to be spare."""
+        ...

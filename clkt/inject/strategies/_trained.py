@@ -1,0 +1,211 @@
+"""The injector of every strategy that trains: epochs, a checkpoint and a validation score per epoch, the best
+epoch, pruning and resuming, around a `TrainingRecipe` (its examples, model preparation, learning rate, weights).
+
+1. The recipe's examples from the train-language documents; the model made trainable (with gradient
+   checkpointing when `gpu.gradient_checkpointing`).
+2. `gpu.epochs` epochs (`clkt.inject.trainer.TrainLoop`), one checkpoint each under the job's `work_dir`
+   (`epoch-<n>/`); after each, the accuracy on the validation split in the train language with the selection
+   scorer, written beside the checkpoint (`val.json`); earlier weights pruned unless the recipe keeps them all.
+3. The best epoch (`clkt.inject.best_epoch`), its weights loaded, the model made ready to answer.
+
+Killed anywhere, a rerun resumes: finished epochs are checkpoints, their validation accuracies are files.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from clkt.errors import JobError, SnapshotError, UserError
+from clkt.evaluate.results import EpochRecord
+from clkt.evaluate.runner import accuracy
+from clkt.inject.best_epoch import VAL_FILE, ValScore, best_epoch, mean_margin
+from clkt.inject.contract import JobProgress
+from clkt.inject.injector import Injection, InjectionContext, Spare, WeightsDtype
+from clkt.inject.trainer import OPTIM_FILE, STATE_FILE, EpochResult, TrainLoop, completed_epochs, epoch_dir
+
+if TYPE_CHECKING:
+    from clkt.inject.contract import JobSpec
+    from clkt.inject.strategies._recipe import TrainExample, TrainingRecipe
+    from clkt.snapshots.layout import DocRow, QuestionRow
+
+__all__ = ["TrainedInjector", "enable_checkpointing"]
+
+log = logging.getLogger(__name__)
+
+
+class TrainedInjector:
+    """An `Injector` that trains `recipe` for `gpu.epochs` epochs and answers with the best one."""
+
+    def __init__(self, recipe: TrainingRecipe, *, full_precision: bool = False) -> None:
+        self.recipe = recipe
+        self.full_precision = full_precision  # True: fp32 master weights on GPU too (every weight trains)
+
+    @property
+    def name(self) -> str:
+        return self.recipe.name
+
+    def check(self, spec: JobSpec) -> None:
+        if spec.gpu.epochs < 1:
+            raise JobError("epochs must be >= 1")
+
+    def weights_dtype(self, device: str) -> WeightsDtype:
+        return "float32" if self.full_precision or not device.startswith("cuda") else "bfloat16"
+
+    def inject(
+        self, model: Any, tokenizer: Any, *, docs: list[DocRow], val_rows: list[QuestionRow], ctx: InjectionContext,
+    ) -> Injection:
+        spec = ctx.spec
+        examples = self.recipe.examples(docs, tokenizer, target=spec.target, gpu=spec.gpu)
+        if not examples:
+            raise SnapshotError(f"snapshot {spec.snapshot_id}: the {spec.train_lang} documents tokenize to nothing")
+        model = self.recipe.prepare(model, spec.gpu)
+        if spec.gpu.gradient_checkpointing:
+            enable_checkpointing(model)
+        run = _Run(recipe=self.recipe, ctx=ctx, model=model, pad_id=_pad_id(tokenizer), val_rows=val_rows)
+        run.train(examples)
+        best = run.pick_best()
+        tokens, seconds = sum(e.tokens for e in run.epochs), sum(e.seconds for e in run.epochs)
+        return Injection(
+            model=run.model, examples=len(examples), best_epoch=best, epochs=run.records(),
+            resumed_after=run.resumed_after, tokens_per_s=round(tokens / seconds, 2) if seconds else None,
+        )
+
+    def returned_files(self, work_dir: Path, *, best_epoch: int | None) -> list[Path]:
+        """Every epoch's state and validation score, and the best epoch's checkpoint without its optimizer state
+        (nor its weights when the recipe's do not travel)."""
+        out: list[Path] = []
+        for d in sorted(work_dir.glob("epoch-*")) if work_dir.is_dir() else []:
+            for f in sorted(d.iterdir()) if d.is_dir() else []:
+                if not f.is_file() or f.name == OPTIM_FILE:
+                    continue
+                is_best = best_epoch is not None and d == epoch_dir(work_dir, best_epoch)
+                if f.name in (STATE_FILE, VAL_FILE) or (is_best and (self.recipe.weights_travel or f.suffix != ".safetensors")):
+                    out.append(f)
+        return out
+
+
+    def spare(self, work_dir: Path, *, best_epoch: int | None) -> list[Spare]:
+        """Every epoch's checkpoint but the best one's, and the best one's optimizer state."""
+        if best_epoch is None or not work_dir.is_dir():
+            return []
+        out: list[Spare] = []
+        for d in sorted(work_dir.glob("epoch-*")):
+            n = d.name.removeprefix("epoch-")
+            if not (d.is_dir() and n.isdigit()):
+                continue
+            if int(n) != best_epoch:
+                out.append(Spare(d, f"epoch {n} is not its best epoch ({best_epoch})"))
+            elif (d / OPTIM_FILE).is_file():
+                out.append(Spare(d / OPTIM_FILE, "optimizer state (only a resumed training reads it)"))
+        return out
+
+
+@dataclass(slots=True, kw_only=True)
+class _Run:
+    """One job's training: its model, its validation scores, the epochs done."""
+
+    recipe: TrainingRecipe
+    ctx: InjectionContext
+    model: Any
+    pad_id: int
+    val_rows: list[QuestionRow]
+    vals: dict[int, ValScore] = field(default_factory=dict)
+    epochs: list[EpochResult] = field(default_factory=list)
+    resumed_after: int = 0  # 0: trained from the start
+
+    @property
+    def root(self) -> Path:
+        return self.ctx.work_dir
+
+    def train(self, examples: list[TrainExample]) -> None:
+        """Every epoch, validated after it; earlier checkpoints pruned unless the recipe keeps them all."""
+
+        def on_epoch(res: EpochResult) -> None:
+            val = self.vals[res.epoch] = self.validate(res.epoch)
+            log.info("epoch %d: loss %.4f, %d tokens in %.1fs, val accuracy %s (margin %s)", res.epoch, res.loss,
+                     res.tokens, res.seconds, val.accuracy, val.margin)
+            self.prune(res.epoch)
+
+        spec = self.ctx.spec
+        loop = TrainLoop(
+            model=self.model, strategy=self.recipe, examples=examples, gpu=spec.gpu, ckpt_root=self.root,
+            pad_id=self.pad_id, device=self.ctx.device,
+            on_step=lambda e, s, loss: self.ctx.progress(
+                JobProgress(phase="train", done=s, total=loop.steps_per_epoch, epoch=e, loss=loss)),
+            on_epoch=on_epoch,
+        )
+        resumed = completed_epochs(self.root)
+        if resumed:  # validate the epoch a kill may have interrupted, with its own weights
+            last = resumed[-1].epoch
+            self.recipe.load(self.model, epoch_dir(self.root, last))
+            for r in resumed:
+                f = epoch_dir(self.root, r.epoch) / VAL_FILE
+                if f.is_file():
+                    self.vals[r.epoch] = ValScore.from_file(f)
+            if last not in self.vals:
+                self.vals[last] = self.validate(last)
+            self.resumed_after = last
+        self.epochs = loop.run()
+
+    def validate(self, epoch: int) -> ValScore:
+        """The validation score of `epoch` (read back from its `val.json` when a run already wrote it)."""
+        f = epoch_dir(self.root, epoch) / VAL_FILE
+        if f.is_file():
+            return ValScore.from_file(f)
+        selection = self.ctx.selection_scorer
+        self.model.eval()
+        items = self.ctx.answer(self.model, self.val_rows, scorers=[selection], phase=f"val@{epoch}", epoch=epoch)
+        self.model.train()
+        chosen = [i for i in items if i.scorer == selection]  # option-loglik: acc, not acc_norm
+        score = ValScore(accuracy(chosen), mean_margin(chosen, {r.qid: r.answer for r in self.val_rows}))
+        f.write_text(json.dumps({
+            "epoch": epoch, "scorer": selection, "accuracy": score.accuracy, "margin": score.margin, "n": len(self.val_rows),
+        }))
+        return score
+
+    def prune(self, last: int) -> None:
+        if self.recipe.keep_every_epoch:
+            return
+        keep = {last, best_epoch(self.vals, last)}
+        for e in list(self.vals):
+            if e not in keep:
+                for f in epoch_dir(self.root, e).glob("*.safetensors"):
+                    f.unlink()
+
+    def pick_best(self) -> int:
+        """The best epoch; the model takes its weights and is made ready to answer."""
+        best = best_epoch(self.vals, self.epochs[-1].epoch)
+        self.recipe.load(self.model, epoch_dir(self.root, best))
+        self.model = self.recipe.for_inference(self.model)
+        self.model.eval()
+        return best
+
+    def records(self) -> list[EpochRecord]:
+        vals = self.vals
+        return [
+            EpochRecord(
+                epoch=e.epoch, loss=e.loss, tokens=e.tokens, seconds=e.seconds,
+                val_accuracy=vals[e.epoch].accuracy if e.epoch in vals else None,
+                val_margin=vals[e.epoch].margin if e.epoch in vals else None,
+            )
+            for e in self.epochs
+        ]
+
+
+def _pad_id(tokenizer: Any) -> int:
+    return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+
+
+def enable_checkpointing(model: Any) -> None:
+    """Gradient checkpointing on the (peft-wrapped) model: activations recomputed in the backward pass. The
+    non-reentrant kind, which needs no input gradients under frozen base weights and replays the dropout's
+    random state, so a step computes the same loss and gradients as without it."""
+    inner = model.get_base_model() if hasattr(model, "get_base_model") else model
+    if not getattr(inner, "supports_gradient_checkpointing", False):
+        raise UserError(f"gradient_checkpointing: {type(inner).__name__} does not support gradient checkpointing")
+    inner.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    inner.config.use_cache = False
