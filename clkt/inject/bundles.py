@@ -23,7 +23,9 @@ import tarfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from clkt.inject.contract import FAILURE_FILE, LOG_FILE, OUTCOME_FILE, PREDICTIONS_FILE, PROGRESS_FILE
+from clkt.layout import (
+    CKPT_DIR, EPOCH_PREFIX, FAILURE_FILE, LOG_FILE, OUTCOME_FILE, PREDICTIONS_FILE, PROGRESS_FILE, STATE_FILE, VAL_FILE,
+)
 
 __all__ = ["BASE_PREFIX", "LOG_TAIL_BYTES", "artifacts_bundle", "base_files", "pack", "pack_dir", "unpack", "unpack_artifacts"]
 
@@ -89,13 +91,13 @@ def artifacts_bundle(artifacts: Path, *, base_dir: Path | None = None, shipped: 
             fh.seek(max(0, size - LOG_TAIL_BYTES))
             out.append((LOG_FILE, fh.read()))
     best = _best_epoch(artifacts)
-    ckpts = artifacts / "checkpoints"
-    for epoch_dir in sorted(ckpts.glob("epoch-*")) if ckpts.is_dir() else []:
+    ckpts = artifacts / CKPT_DIR
+    for epoch_dir in sorted(ckpts.glob(f"{EPOCH_PREFIX}*")) if ckpts.is_dir() else []:
         for f in sorted(epoch_dir.iterdir()):
             if not f.is_file() or f.name in _SKIP:
                 continue
-            if f.name in ("state.json", "val.json") or epoch_dir.name == f"epoch-{best}":
-                out.append((f"checkpoints/{epoch_dir.name}/{f.name}", f.read_bytes()))
+            if f.name in (STATE_FILE, VAL_FILE) or epoch_dir.name == f"{EPOCH_PREFIX}{best}":
+                out.append((f"{CKPT_DIR}/{epoch_dir.name}/{f.name}", f.read_bytes()))
     if base_dir is not None and base_dir.is_dir():
         for f in sorted(base_dir.glob("*.jsonl")):
             if f.is_file() and f.name not in (shipped or set()):

@@ -37,22 +37,21 @@ from clkt.evaluate.results import CONTROL_SPLIT, EpochRecord, ResultItem, Varian
 from clkt.evaluate.runner import accuracy, answer_questions
 from clkt.evaluate.scorers import scorers_for, selection_scorer
 from clkt.evaluate.summary import JobSummary, LearnSummary, ScorerScore
-from clkt.inject.best_epoch import VAL_FILE, ValScore, best_epoch, mean_margin
-from clkt.inject.contract import PREDICTIONS_FILE, PROGRESS_FILE, JobOutcome, JobProgress, JobSpec, write_json_atomic
+from clkt.inject.best_epoch import ValScore, best_epoch, mean_margin
+from clkt.inject.contract import JobOutcome, JobProgress, JobSpec, write_json_atomic
 from clkt.inject.strategies import TrainExample, get_strategy
 from clkt.inject.trainer import EpochResult, TrainLoop, completed_epochs, epoch_dir
+from clkt.layout import CKPT_DIR, PREDICTIONS_FILE, PROGRESS_FILE, VAL_FILE
 from clkt.report.learn import learn_stat
 from clkt.snapshots.layout import DocRow, QuestionRow, load_snapshot_dir
 from clkt.targets.loader import load_target, resolve_device
 
 __all__ = [
-    "CKPT_DIR", "InjectionJob", "JobQuestions", "ProgressWriter", "Training", "check_spec", "enable_checkpointing",
+    "InjectionJob", "JobQuestions", "ProgressWriter", "Training", "check_spec", "enable_checkpointing",
     "learn_summaries", "score_summaries",
 ]
 
 log = logging.getLogger(__name__)
-
-CKPT_DIR = "checkpoints"
 
 
 class ProgressWriter:
