@@ -24,7 +24,15 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from clkt.layout import (
-    CKPT_DIR, EPOCH_PREFIX, FAILURE_FILE, LOG_FILE, OUTCOME_FILE, PREDICTIONS_FILE, PROGRESS_FILE, STATE_FILE, VAL_FILE,
+    CKPT_DIR,
+    EPOCH_PREFIX,
+    FAILURE_FILE,
+    LOG_FILE,
+    OUTCOME_FILE,
+    PREDICTIONS_FILE,
+    PROGRESS_FILE,
+    STATE_FILE,
+    VAL_FILE,
 )
 
 __all__ = ["BASE_PREFIX", "LOG_TAIL_BYTES", "artifacts_bundle", "base_files", "pack", "pack_dir", "unpack", "unpack_artifacts"]

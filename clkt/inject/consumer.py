@@ -1,21 +1,21 @@
 """The GPU consumer: claims GPU jobs and hands each to the engine (`clkt.inject.engine`), one per slot.
 
 The event loop never runs torch. For each claimed job the consumer writes its spec (`clkt.inject.spec_builder`)
-to `<data_dir>/jobs/<id>/spec.json` (the folder's names: `clkt.layout`),
-submits it to the engine (`LocalEngine`: a child process on this machine, one slot per device; `RayEngine`:
-Ray work on a cluster, `gpu.ray_max_jobs` slots), heartbeats the lease while it runs, enforces
-`gpu.job_timeout_s`, and then commits the outcome (`clkt.inject.commit`: every per-question result and the
-job's completion in ONE transaction, fenced on the lease) and calls its commit hook (`on_commit`, wired in
-`clkt.services`: the retention of the job's folder). Whatever the engine, the run ends with its files in that
-folder, and this daemon commits them once. Every read and write goes through the repositories
-(`storage.gpu_jobs`, `storage.snapshots`, `storage.gpu_engines`); jobs are `GpuJobRecord`s.
+to `<data_dir>/jobs/<id>/spec.json` (the folder's names: `clkt.layout`), submits it to the engine
+(`LocalEngine`: a child process on this machine, one slot per device; `RayEngine`: Ray work on a cluster,
+`gpu.ray_max_jobs` slots), heartbeats the lease while it runs, enforces `gpu.job_timeout_s`, then commits the
+outcome (`clkt.inject.commit`: every result and the job's completion in ONE transaction, fenced on the lease)
+and calls its commit hook (`on_commit`, wired in `clkt.services`: the retention of the job's folder). Whatever
+the engine, the run ends with its files in that folder, and this daemon commits them once. Every read and write
+goes through the repositories; jobs are `GpuJobRecord`s.
 
 How a run ends decides what happens to the job: a failure that retrying cannot fix fails it once with its
 reason; an out-of-memory failure is retried at a smaller batch size (stored in the job's config) until none is
 left; a crash or a timeout is retried after `RETRY_BACKOFF_S`; a run whose cluster node was lost runs again at
 once elsewhere (an attempt spent); a run whose engine went away (the cluster unreachable) is handed back
 without spending one. Jobs are claimed only while the engine is ready; why they wait is recorded in the store
-(`clkt status`, the status page). The report is not written here: `clkt.report.service.ReportService` writes it once every job of the snapshot has finished.
+(`clkt.inject.engine_status`). The report is not written here: `clkt.report.service.ReportService` writes it
+once every job of the snapshot has finished.
 
 The consumer reads no settings from the context: its sections come in its constructor (`gpu` is the default
 job configuration and the engine's, `daemon` gives the lease and the poll interval, `targets` the spec's target
@@ -43,14 +43,14 @@ from clkt.config import DaemonSettings, GpuSettings, TargetSettings
 from clkt.context import ServiceContext
 from clkt.inject.commit import CommitError, CommitHook, commit_outcome
 from clkt.inject.contract import FailureKind, JobFailure, JobProgress, JobSpec, write_json_atomic
-from clkt.inject.engine import EndKind, EngineStatus, JobEnd, JobEngine, RunningJob
+from clkt.inject.engine import EndKind, JobEnd, JobEngine, RunningJob
+from clkt.inject.engine_status import record_status, watch_engine
 from clkt.inject.local_engine import LocalEngine
 from clkt.inject.spec_builder import JobSetupError, SpecBuilder
-from clkt.layout import FAILURE_FILE, LOG_FILE, OUTCOME_FILE, PROGRESS_FILE, SPEC_FILE
+from clkt.layout import FAILURE_FILE, JOBS_DIR, LOG_FILE, OUTCOME_FILE, PROGRESS_FILE, SPEC_FILE
 from clkt.logs import redact
 from storage.engine import Store
 from storage.enums import LeaseStatus
-from storage.gpu_engines import record_engine_status
 from storage.gpu_jobs import (
     GpuJobRecord,
     LeaseLost,
@@ -123,7 +123,7 @@ class GpuConsumer:
     async def run(self, ctx: ServiceContext) -> None:
         engine = self.engine or build_engine(
             self.gpu, data_dir=self.data_dir.resolve(), devices=self.devices, store_key=store_key(ctx.store),
-            log_dir=self.data_dir / "jobs",
+            log_dir=self.data_dir / JOBS_DIR,
         )
         self.engine = engine
         await engine.start()
@@ -131,44 +131,16 @@ class GpuConsumer:
             asyncio.create_task(self._slot(ctx, engine, slot), name=f"gpu-consumer:{slot}")
             for slot in engine.slots()
         ]
-        watch = asyncio.create_task(self._watch_engine(ctx, engine), name="gpu-consumer:engine-status")
+        watch = asyncio.create_task(
+            watch_engine(ctx, engine, poll_s=min(1.0, self.poll_interval_s), record_every_s=self.STATUS_RECORD_S),
+            name="gpu-consumer:engine-status",
+        )
         try:
             await asyncio.gather(*tasks)
         finally:
             await cancel_and_wait([*tasks, watch])
             await engine.close()
-            await asyncio.shield(self._record(ctx, engine.status()))
-
-    # -- the engine's status ------------------------------------------------------------------------------------
-
-    async def _watch_engine(self, ctx: ServiceContext, engine: JobEngine) -> None:
-        """Record the engine's status in the store on every change (and every `STATUS_RECORD_S`): what `clkt
-        status` and the status page show about why GPU jobs wait."""
-        if engine.name == "local":
-            return  # always ready: nothing to tell
-        last: EngineStatus | None = None
-        last_at = 0.0
-        while True:
-            status = engine.status()
-            now = clock.monotonic()
-            if status != last or now - last_at >= self.STATUS_RECORD_S:
-                if last is None or status.state != last.state:
-                    level = logging.INFO if status.claimable else logging.WARNING
-                    log.log(level, "GPU engine %s: %s%s", status.engine, status.state.value, f" ({status.detail})" if status.detail else "")
-                await self._record(ctx, status)
-                last, last_at = status, now
-            if await ctx.sleep(min(1.0, self.poll_interval_s)):
-                return
-
-    async def _record(self, ctx: ServiceContext, status: EngineStatus) -> None:
-        if status.engine == "local":
-            return
-        try:
-            async with ctx.store.transaction() as s:
-                await record_engine_status(s, owner=ctx.owner, engine=status.engine, state=status.state.value,
-                                           detail=redact(status.detail), address=status.address)
-        except Exception:  # bookkeeping: the next change writes it again
-            log.exception("could not record the GPU engine's status")
+            await asyncio.shield(record_status(ctx, engine.status()))
 
     # -- one slot -----------------------------------------------------------------------------------------------
 

@@ -36,7 +36,6 @@ from pydantic import TypeAdapter, ValidationError
 
 from clkt.inject.bundles import base_files, pack_dir, unpack, unpack_artifacts
 from clkt.inject.contract import JobProgress, JobSpec, write_json_atomic
-from clkt.layout import BASE_DIR, PROGRESS_FILE
 from clkt.inject.ray_protocol import (
     Command,
     DriverConfig,
@@ -49,6 +48,7 @@ from clkt.inject.ray_protocol import (
     StopCommand,
     SubmitCommand,
 )
+from clkt.layout import BASE_DIR, PROGRESS_FILE
 
 __all__ = ["EXIT_UNREACHABLE", "Driver", "fingerprint", "main"]
 

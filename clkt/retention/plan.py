@@ -34,8 +34,22 @@ from typing import ClassVar
 
 from clkt.config import RetentionSettings
 from clkt.layout import (
-    BASE_DIR, BOARD_CACHE_KEEP, CACHE_DIR, CKPT_DIR, JOBS_DIR, LOG_FILE, MODELS_DIR, OPTIM_FILE, PROGRESS_FILE,
-    REPORTS_DIR, STORE_PREFIX, VAL_FILE, base_cache_dir, base_cache_target, epoch_of, job_dir,
+    BASE_DIR,
+    BOARD_CACHE_KEEP,
+    CACHE_DIR,
+    CKPT_DIR,
+    JOBS_DIR,
+    LOG_FILE,
+    MODELS_DIR,
+    OPTIM_FILE,
+    PROGRESS_FILE,
+    REPORTS_DIR,
+    STORE_PREFIX,
+    VAL_FILE,
+    base_cache_dir,
+    base_cache_target,
+    epoch_of,
+    job_dir,
 )
 from storage.engine import Store
 from storage.enums import LeaseStatus

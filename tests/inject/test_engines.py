@@ -12,10 +12,10 @@ import aiohttp
 from clkt.config import EMBEDDED_TARGET, Settings
 from clkt.context import ServiceContext
 from clkt.inject.contract import FailureKind, JobFailure, JobSpec, RetryWith, write_json_atomic
-from clkt.layout import FAILURE_FILE
 from clkt.inject.engine import EndKind, EngineState, EngineStatus, JobEnd, JobEngine, RunningJob
 from clkt.inject.ray_engine import describe_nodes
 from clkt.inject.ray_protocol import NodeInfo, fits, job_request
+from clkt.layout import FAILURE_FILE
 from clkt.status import collect_status
 from clkt.telemetry import Metrics
 from storage.engine import Store

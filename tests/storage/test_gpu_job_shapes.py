@@ -44,12 +44,11 @@ async def test_a_store_holding_the_old_shapes_is_migrated_into_the_one_shape(tmp
         (full, typed.model_dump(mode="json")),  # already in the one shape: left as it is
         ({}, {}),  # a job with no config of its own, not finished
     ])
-    async with Store(url=f"sqlite+aiosqlite:///{tmp_path / 'clkt.db'}") as store:
-        async with store.session() as s:
-            rev = (await s.execute(text("SELECT version_num FROM alembic_version"))).scalar()
-            raw = {r[0]: (json.loads(r[1]), json.loads(r[2]))
-                   for r in (await s.execute(text("SELECT id, config, summary FROM gpu_job"))).all()}
-            jobs = [await get_job(s, i) for i in (1, 2, 3)]
+    async with Store(url=f"sqlite+aiosqlite:///{tmp_path / 'clkt.db'}") as store, store.session() as s:
+        rev = (await s.execute(text("SELECT version_num FROM alembic_version"))).scalar()
+        raw = {r[0]: (json.loads(r[1]), json.loads(r[2]))
+               for r in (await s.execute(text("SELECT id, config, summary FROM gpu_job"))).all()}
+        jobs = [await get_job(s, i) for i in (1, 2, 3)]
     assert rev == HEAD_REVISION
     assert raw[1][0] == full  # the stray keys gone
     # the flat summary rewritten into the typed one's fields, nothing recomputed
