@@ -266,7 +266,10 @@ class GpuConsumer:
             log.warning("%s: finished, but its lease was lost; results not written (another worker owns it)", label)
             return JobRun(jid, None, "lease lost")
         if self.on_commit is not None:
-            await self.on_commit(ctx.store, job_id=jid)
+            try:
+                await self.on_commit(ctx.store, job_id=jid)
+            except Exception:  # the job is committed: what follows a commit never undoes or fails it
+                log.exception("%s: the commit hook failed", label)
         ctx.metrics.gpu_jobs.labels(outcome="done").inc()
         log.info("%s: done, best epoch %d, %d results%s", label, done.outcome.best_epoch, done.results,
                  f" (ran on {ran_on})" if ran_on else "")
