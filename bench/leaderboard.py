@@ -97,7 +97,7 @@ async def fill(store: Store, *, snapshots: int, targets: int, questions: int) ->
                 id=first_q + q, entity_id=first_e + q // PER_ENTITY, slot=f"s{q}", lang="en", question="q?", options=["a", "b", "c", "d"],
                 answer_index=0, evidence="x", generator="bench", prompt_version="v", status="translated", created_at=WHEN)
                 for q in range(questions)])
-            await enqueue_gpu_jobs(s, snapshot_id=sid, targets=names, strategies=["cpt-lora"], train_langs=LANGS, config={}, max_attempts=1)
+            await enqueue_gpu_jobs(s, snapshot_id=sid, targets=names, strategies=["cpt-lora"], train_langs=LANGS, max_attempts=1)
             for ti, name in enumerate(names):
                 if ti == 3 and si < 6:
                     await record_snapshot_target(s, snapshot_id=sid, target=name, status=SnapshotTargetStatus.out_of_window, entities=ents_per)

@@ -35,6 +35,7 @@ from clkt.context import Service, ServiceContext
 from clkt.daemon_info import describe_holder, remove_daemon_info, write_daemon_info
 from clkt.diskwatch import DiskWatch
 from clkt.endpoint import start_endpoint
+from clkt.layout import MODELS_DIR
 from clkt.owner import is_dead_local_owner, new_owner_id
 from clkt.progress import ProgressLogger
 from clkt.replay import start_replay
@@ -196,7 +197,7 @@ class Daemon:
         """Fail loudly at start-up when a bundled target model is missing (how to reinstall it is in the error)."""
         for t in settings.spec.targets:
             if t.backend == "local" and t.model.startswith("embedded:"):
-                check_embedded(t.model, settings.data_dir / "models")
+                check_embedded(t.model, settings.data_dir / MODELS_DIR)
 
     async def _recover_leases(self, store: Store) -> None:
         """We hold the store lock, so stage leases still marked leased belong to a dead daemon; GPU jobs may be

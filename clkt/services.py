@@ -3,8 +3,9 @@
 This module and `clkt.daemon` (with the entry points: `run_daemon.py`, `clkt.process`, the CLI commands) are
 the only readers of the whole `Settings`; every service, worker and page receives its own section(s) in
 its constructor. Each area registers its services here (source pollers, the stage workers of the flow,
-snapshot builder, GPU consumer, report writer, publisher). What a service is: `clkt.context.Service`. Registering one name twice
-raises.
+snapshot builder, GPU consumer, report writer, publisher), and the hooks that join areas without one importing
+the other (the GPU consumer's commit hook: the retention of a committed job's folder). What a service is:
+`clkt.context.Service`. Registering one name twice raises.
 """
 
 from __future__ import annotations
@@ -15,12 +16,14 @@ from agents.backend import AgentBackend
 from clkt.config import Settings
 from clkt.context import Service
 from clkt.errors import ConfigError
+from clkt.inject.commit import CommitHook
 from clkt.inject.consumer import GpuConsumer
 from clkt.pipeline.backends import build_backend
 from clkt.pipeline.stage_worker import StageConfig
 from clkt.pipeline.stages import stage_services
 from clkt.publish.service import PublishService, freeze_hook
 from clkt.report.service import ReportService
+from clkt.retention.apply import after_job_commit
 from clkt.roster.service import LateTargetService
 from clkt.snapshots.builder import BuildConfig
 from clkt.snapshots.service import SnapshotBuilder
@@ -31,7 +34,10 @@ from clkt.telemetry import Metrics
 from clkt.web.pages import PageContext
 from storage.engine import Store
 
-__all__ = ["agent_backend", "build_services", "page_context", "publish_service", "snapshot_config", "stage_config"]
+__all__ = [
+    "agent_backend", "build_services", "commit_hook", "gpu_consumer", "page_context", "publish_service", "snapshot_config",
+    "stage_config",
+]
 
 
 def stage_config(settings: Settings) -> StageConfig:
@@ -58,6 +64,23 @@ def page_context(
         agents=settings.agents, daemon=settings.daemon, data_dir=settings.data_dir, offline_demo=settings.offline_demo,
         board=board, paused=paused, owner=owner, restarts=restarts if restarts is not None else {},
     )
+
+
+def commit_hook(settings: Settings) -> CommitHook:
+    """What the GPU consumer does after each job's commit: the retention of the job's folder (`[retention]`)."""
+    data_dir, retention = settings.data_dir, settings.retention
+
+    async def after_commit(store: Store, *, job_id: int) -> None:
+        await after_job_commit(store, job_id=job_id, data_dir=data_dir, retention=retention)
+
+    return after_commit
+
+
+def gpu_consumer(settings: Settings, *, devices: list[str] | None = None, burst: bool = False) -> GpuConsumer:
+    """The GPU consumer (the daemon's `gpu-consumer`, `clkt worker`): its sections, the spec's targets, and the
+    commit hook."""
+    return GpuConsumer(gpu=settings.gpu, daemon=settings.daemon, targets=settings.spec.targets, data_dir=settings.data_dir,
+                       devices=devices, burst=burst, on_commit=commit_hook(settings))
 
 
 def agent_backend(settings: Settings, *, store: Store, metrics: Metrics | None = None) -> AgentBackend:
@@ -93,8 +116,7 @@ def build_services(settings: Settings, *, board: SourceBoard) -> list[Service]:
     services.append(LateTargetService(spec=settings.spec, daemon=settings.daemon, gpu=settings.gpu))
     # --- GPU consumer (clkt.inject / clkt.evaluate), and the report of each snapshot once its jobs finished ---
     if settings.gpu.enabled:
-        services.append(GpuConsumer(gpu=settings.gpu, daemon=settings.daemon, targets=settings.spec.targets,
-                                    data_dir=settings.data_dir, retention=settings.retention))
+        services.append(gpu_consumer(settings))
         services.append(ReportService(data_dir=settings.data_dir, daemon=settings.daemon, spec=settings.spec))
     # --- publishing to the Hugging Face Hub by itself ([publish] repo + on_freeze / on_report) ---
     if settings.publish.automatic:

@@ -9,6 +9,12 @@ Results are written by `write_job_results` in the caller's transaction,
 together with the fenced completion of the job (see `clkt.inject.consumer`). Results reference this store's
 question rows; `results_for_snapshot` also returns each question's identity (entity source and external id,
 slot), from which `clkt.snapshots.ids` derives the public qid that the snapshot's files use.
+
+A job's config is stored in one shape, a `GpuSettings` as JSON (`{}`: none of its own, the consumer's `[gpu]`), and
+read back typed (`GpuJobRecord.config`; a stored config that no longer validates is `config_error`, and the job
+fails for good when claimed). Its summary is the JSON of the typed summary the consumer stores
+(`clkt.evaluate.summary.JobSummary`, above this module: written from the model, read back as JSON values that
+`JobSummary.from_stored` validates); `{}` until the job is done.
 """
 
 from __future__ import annotations
@@ -18,11 +24,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, JsonValue, ValidationError
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
+from clkt.config import GpuSettings
 from storage import claim as _lease
 from storage.claim import LeaseLost
 from storage.models import Entity, GpuJob, LeaseStatus, Question, QuestionResult
@@ -61,7 +68,7 @@ class GpuJobRecord:
     target_model: str
     strategy: str
     train_lang: str
-    config: dict[str, Any]  # the JSON job config (`clkt.config.GpuSettings` dumped, maybe with a "target")
+    config: GpuSettings | None  # the job's own settings; None: the consumer's `[gpu]`
     status: LeaseStatus
     lease_owner: str | None
     lease_expires_at: datetime | None
@@ -72,16 +79,32 @@ class GpuJobRecord:
     device: str | None
     best_epoch: int | None
     artifacts_dir: str | None
-    summary: dict[str, Any]  # the JSON summary the consumer writes on completion
+    summary: dict[str, JsonValue]  # the typed summary the consumer stores on completion, as JSON ({}: not done)
     created_at: datetime
     updated_at: datetime
+    config_error: str | None = None  # the stored config does not validate (then `config` is None)
+
+
+def _config(raw: Mapping[str, Any] | None) -> tuple[GpuSettings | None, str | None]:
+    if not raw:
+        return None, None
+    try:
+        return GpuSettings.model_validate(dict(raw)), None
+    except ValidationError as e:
+        err = e.errors()[0]
+        return None, f"{'.'.join(map(str, err['loc']))}: {err['msg']}" if err["loc"] else err["msg"]
+
+
+def _config_json(config: GpuSettings | None) -> dict[str, Any]:
+    return config.model_dump(mode="json") if config is not None else {}
 
 
 def _record(row: GpuJob) -> GpuJobRecord:
     assert row.id is not None
+    config, config_error = _config(row.config)
     return GpuJobRecord(
         id=row.id, snapshot_id=row.snapshot_id, target_model=row.target_model, strategy=row.strategy,
-        train_lang=row.train_lang, config=dict(row.config or {}), status=LeaseStatus(row.status),
+        train_lang=row.train_lang, config=config, config_error=config_error, status=LeaseStatus(row.status),
         lease_owner=row.lease_owner, lease_expires_at=row.lease_expires_at, attempts=row.attempts,
         max_attempts=row.max_attempts, not_before=row.not_before, last_error=row.last_error, device=row.device,
         best_epoch=row.best_epoch, artifacts_dir=row.artifacts_dir, summary=dict(row.summary or {}),
@@ -131,11 +154,12 @@ async def enqueue_gpu_jobs(
     targets: list[str],
     strategies: list[str],
     train_langs: list[str],
-    config: Mapping[str, Any] | BaseModel,
     max_attempts: int,
+    config: GpuSettings | None = None,
 ) -> int:
-    """One pending job per (target, strategy, train language) of a snapshot; returns how many were new."""
-    cfg = config.model_dump(mode="json") if isinstance(config, BaseModel) else dict(config)
+    """One pending job per (target, strategy, train language) of a snapshot (`config`: their settings; None: the
+    consumer's); returns how many were new."""
+    cfg = _config_json(config)
     now = utcnow()
     rows = [
         dict(
@@ -170,12 +194,13 @@ async def complete_gpu_job(
     best_epoch: int | None,
     device: str | None,
     artifacts_dir: str | None,
-    summary: Mapping[str, Any],
+    summary: BaseModel | None = None,
 ) -> None:
-    """Mark the job done (fenced on `owner`, else `LeaseLost`) with its outcome; the last error is cleared."""
+    """Mark the job done (fenced on `owner`, else `LeaseLost`) with its outcome and typed summary (stored as its
+    JSON; None: `{}`); the last error is cleared."""
     await _lease.complete(
         session, GpuJob, job_id, owner=owner, best_epoch=best_epoch, device=device, artifacts_dir=artifacts_dir,
-        summary=dict(summary), last_error=None,
+        summary=summary.model_dump(mode="json") if summary is not None else {}, last_error=None,
     )
 
 
@@ -192,13 +217,13 @@ async def fail_gpu_job(
     return await _lease.fail(session, GpuJob, job_id, owner=owner, error=error, retry_in=retry_in, permanent=permanent)
 
 
-async def set_gpu_job_config(session: AsyncSession, job_id: int, *, owner: str, config: Mapping[str, Any]) -> None:
+async def set_gpu_job_config(session: AsyncSession, job_id: int, *, owner: str, config: GpuSettings) -> None:
     """Replace the job's config (fenced on `owner`, else `LeaseLost`): what its next attempt runs with (an
     out-of-memory failure halves a batch size). In the caller's transaction, with the failure it explains."""
     res = await session.execute(
         update(GpuJob)
         .where(col(GpuJob.id) == job_id, col(GpuJob.status) == LeaseStatus.leased, col(GpuJob.lease_owner) == owner)
-        .values(config=dict(config), updated_at=utcnow())
+        .values(config=_config_json(config), updated_at=utcnow())
         .execution_options(synchronize_session=False)
     )
     if not affected_rows(res):

@@ -8,6 +8,12 @@ of tests/ because it is cross-cutting: it reads every module).
   imports nothing above it.
 - Nothing imports `run_daemon` (it is an entry point only).
 - No import cycles between modules (imports inside functions and under TYPE_CHECKING count too).
+- The floors (`FLOORS`): no area imports an area on a higher floor. Scoring sits below reporting, reporting
+  below the GPU queue and publishing, those below retention (which keeps the GPU jobs' folders) and the pages,
+  those below the wiring
+  (`clkt.services`), the wiring below the daemon and the CLI. What joins two areas on one floor, or a lower
+  area to a higher one, is a hook wired in `clkt.services` (the GPU consumer's commit hook runs retention: inject
+  does not import retention).
 """
 
 from __future__ import annotations
@@ -20,7 +26,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("clkt", "agents", "storage")
-KERNEL = ("clkt.errors", "clkt.clock", "clkt.config", "clkt.logs", "clkt.facts", "clkt.documents", "clkt.outputs", "clkt.calls")
+KERNEL = (
+    "clkt.errors", "clkt.clock", "clkt.config", "clkt.logs", "clkt.facts", "clkt.documents", "clkt.outputs", "clkt.calls",
+    "clkt.layout",
+)
 SQL = ("sqlalchemy", "sqlmodel", "alembic", "storage.models", "storage.claim")
 
 Imports = dict[str, list[tuple[str, int]]]
@@ -164,6 +173,52 @@ def test_no_import_cycles() -> None:
     assert _cycles() == []
 
 
+# the areas by floor, lowest first: a module may import its own floor and the ones below, never one above (the
+# package `clkt` itself is its root, `__version__`: the ground floor; an area not listed is not checked)
+FLOORS: tuple[tuple[str, ...], ...] = (
+    ("clkt", *KERNEL, "clkt._tasks", "clkt.owner"),
+    ("storage", "agents"),
+    ("clkt.context", "clkt.telemetry", "clkt.targets", "clkt.cutoff", "clkt.messages", "clkt.daemon_info"),
+    ("clkt.sources", "clkt.pipeline", "clkt.snapshots", "clkt.replay"),
+    ("clkt.evaluate", "clkt.roster"),
+    ("clkt.report",),
+    ("clkt.inject", "clkt.publish", "clkt.status"),
+    ("clkt.retention", "clkt.web", "clkt.progress", "clkt.endpoint", "clkt.diskwatch"),  # retention keeps inject's folders
+    ("clkt.services",),
+    ("clkt.daemon", "clkt.process", "clkt.cli", "run_daemon"),
+)
+_FLOOR = {area: n for n, areas in enumerate(FLOORS) for area in areas}
+
+
+def floor_of(module: str) -> int | None:
+    """The floor of the area `module` belongs to (the longest listed prefix; `clkt` only as itself)."""
+    best = None
+    for area in _FLOOR:
+        if (module == area or (area != "clkt" and module.startswith(area + "."))) and (best is None or len(area) > len(best)):
+            best = area
+    return _FLOOR[best] if best is not None else None
+
+
+def _upward(module: str, dep: str) -> bool:
+    below, above = floor_of(module), floor_of(dep)
+    return below is not None and above is not None and above > below
+
+
+def test_every_floor_names_areas_of_the_product() -> None:
+    for area in _FLOOR:
+        assert any(m == area or m.startswith(area + ".") for m in MODULES), f"{area} is not a module of the product"
+
+
+def test_no_area_imports_one_on_a_higher_floor() -> None:
+    assert _violations(lambda m: True, _upward) == []
+
+
+def test_inject_imports_neither_retention_nor_the_wiring() -> None:
+    """The one import that ran back up the floors: the GPU consumer's commit calls a hook instead."""
+    above = ("clkt.retention", "clkt.services", "clkt.web", "clkt.cli", "clkt.daemon")
+    assert _violations(lambda m: _within(m, ("clkt.inject",)), lambda _m, d: _within(d, above)) == []
+
+
 @pytest.mark.parametrize(
     ("bad", "dep"),
     [("from sqlalchemy import select", "sqlalchemy"), ("import storage.models", "storage.models"),
@@ -178,3 +233,23 @@ def test_the_rule_catches_a_violation(tmp_path: Path, bad: str, dep: str) -> Non
     found = _violations(lambda m: m == "clkt.layering_probe", lambda _m, d: _within(d, SQL),
                         graph=graph, modules=modules, root=tmp_path)
     assert found == [f"clkt/layering_probe.py:1 imports {dep}"]
+
+
+@pytest.mark.parametrize(
+    ("module", "text", "caught"),
+    [
+        ("clkt.inject.layering_probe", "from clkt.retention.apply import after_job_commit", True),
+        ("clkt.inject.layering_probe", "def f():\n    import clkt.services", True),  # inside a function too
+        ("clkt.report.layering_probe", "from clkt.web import views", True),
+        ("clkt.retention.layering_probe", "from clkt.layout import job_dir", False),
+        ("clkt.inject.layering_probe", "from clkt.evaluate.results import ResultItem", False),
+    ],
+)
+def test_the_floors_catch_an_upward_import(tmp_path: Path, module: str, text: str, caught: bool) -> None:
+    path = tmp_path.joinpath(*module.split(".")).with_suffix(".py")
+    path.parent.mkdir(parents=True)
+    path.write_text(text + "\n", encoding="utf-8")
+    modules, graph = build_graph(tmp_path, known=MODULES)
+    assert list(modules) == [module]
+    found = _violations(lambda m: m == module, _upward, graph=graph, modules=modules, root=tmp_path)
+    assert bool(found) is caught, found

@@ -30,10 +30,10 @@ async def test_the_demo_ends_when_the_report_is_recorded(tmp_path: Path, monkeyp
         await seed_store(store, tmp_path / "export")
         async with store.transaction() as s:
             await enqueue_gpu_jobs(s, snapshot_id=SNAPSHOT_ID, targets=["m"], strategies=["cpt-lora"], train_langs=["en"],
-                                   config={}, max_attempts=1)
+                                   max_attempts=1)
         async with store.transaction() as s:
             (job,) = await claim_gpu_jobs(s, owner="o", lease=timedelta(seconds=60))
-            await complete_gpu_job(s, job.id, owner="o", best_epoch=1, device="cpu", artifacts_dir="/a", summary={})
+            await complete_gpu_job(s, job.id, owner="o", best_epoch=1, device="cpu", artifacts_dir="/a")
         ctx = ServiceContext(store=store, http=http, owner="o", metrics=Metrics())
         watcher = DemoWatcher(on_done=lambda sid, path: done.append((sid, path)), gpu_enabled=True, data_dir=settings.data_dir)
         task = asyncio.create_task(watcher.run(ctx))

@@ -26,19 +26,16 @@ def worker(
 
     from clkt.context import ServiceContext
     from clkt.daemon import Supervisor, install_stop_signals, release_leases
-    from clkt.inject.consumer import GpuConsumer
     from clkt.logs import setup_logging
     from clkt.owner import new_owner_id
     from clkt.report.service import ReportService
     from clkt.roster.startup import check_worker_targets
+    from clkt.services import gpu_consumer
     from clkt.telemetry import Metrics
 
     settings = load_cli_settings(config)
     setup_logging(settings.log_level, secrets=settings.secrets.values())
-    consumer = GpuConsumer(
-        gpu=settings.gpu, daemon=settings.daemon, targets=settings.spec.targets, data_dir=settings.data_dir,
-        devices=device or None, burst=burst, retention=settings.retention,
-    )
+    consumer = gpu_consumer(settings, devices=device or None, burst=burst)
     # the report of each snapshot whose jobs have all finished: the report step is its own service
     reporter = ReportService(data_dir=settings.data_dir, daemon=settings.daemon, burst=burst, spec=settings.spec)
 

@@ -13,9 +13,7 @@ from pathlib import Path
 
 from clkt.evaluate.results import ResultItem
 
-__all__ = ["VAL_FILE", "ValScore", "best_epoch", "mean_margin"]
-
-VAL_FILE = "val.json"
+__all__ = ["ValScore", "best_epoch", "mean_margin"]
 
 
 @dataclass(frozen=True, slots=True)

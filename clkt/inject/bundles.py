@@ -26,17 +26,17 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from clkt.errors import UserError
-from clkt.inject.contract import (
+from clkt.inject.contract import JobSpec
+from clkt.inject.strategies import injector_for
+from clkt.layout import (
+    CKPT_DIR,
     FAILURE_FILE,
     LOG_FILE,
     OUTCOME_FILE,
     PREDICTIONS_FILE,
     PROGRESS_FILE,
     SPEC_FILE,
-    JobSpec,
 )
-from clkt.inject.job import CKPT_DIR
-from clkt.inject.strategies import injector_for
 
 __all__ = ["BASE_PREFIX", "LOG_TAIL_BYTES", "artifacts_bundle", "base_files", "pack", "pack_dir", "unpack", "unpack_artifacts"]
 

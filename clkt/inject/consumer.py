@@ -1,22 +1,21 @@
 """The GPU consumer: claims GPU jobs and hands each to the engine (`clkt.inject.engine`), one per slot.
 
-The event loop never runs torch. For each claimed job the consumer writes `<data_dir>/jobs/<id>/spec.json`,
-submits it to the engine (`LocalEngine`: a child process on this machine, one slot per device; `RayEngine`:
-Ray work on a cluster, `gpu.ray_max_jobs` slots), heartbeats the lease while it runs, enforces
-`gpu.job_timeout_s`, and then, in ONE transaction, writes every per-question result and completes the job
-(fenced on the lease): whatever the engine, the run ends with its files in that folder, and this daemon
-commits them once. The child reports the export's public qids; they are mapped back to this store's question
-rows through the snapshot's items (an unknown qid fails the job). Every read and write goes through the
-repositories (`storage.gpu_jobs`, `storage.snapshots`, `storage.gpu_engines`); jobs are `GpuJobRecord`s.
+The event loop never runs torch. For each claimed job the consumer writes its spec (`clkt.inject.spec_builder`)
+to `<data_dir>/jobs/<id>/spec.json` (the folder's names: `clkt.layout`), submits it to the engine
+(`LocalEngine`: a child process on this machine, one slot per device; `RayEngine`: Ray work on a cluster,
+`gpu.ray_max_jobs` slots), heartbeats the lease while it runs, enforces `gpu.job_timeout_s`, then commits the
+outcome (`clkt.inject.commit`: every result and the job's completion in ONE transaction, fenced on the lease)
+and calls its commit hook (`on_commit`, wired in `clkt.services`: the retention of the job's folder). Whatever
+the engine, the run ends with its files in that folder, and this daemon commits them once. Every read and write
+goes through the repositories; jobs are `GpuJobRecord`s.
 
 How a run ends decides what happens to the job: a failure that retrying cannot fix fails it once with its
 reason; an out-of-memory failure is retried at a smaller batch size (stored in the job's config) until none is
 left; a crash or a timeout is retried after `RETRY_BACKOFF_S`; a run whose cluster node was lost runs again at
 once elsewhere (an attempt spent); a run whose engine went away (the cluster unreachable) is handed back
 without spending one. Jobs are claimed only while the engine is ready; why they wait is recorded in the store
-(`clkt status`, the status page). The job's typed summary (`clkt.evaluate.summary.JobSummary`) is stored
-completed with the epochs, the target's identity, the control split's counts and where it ran. The report is
-not written here: `clkt.report.service.ReportService` writes it once every job of the snapshot has finished.
+(`clkt.inject.engine_status`). The report is not written here: `clkt.report.service.ReportService` writes it
+once every job of the snapshot has finished.
 
 The consumer reads no settings from the context: its sections come in its constructor (`gpu` is the default
 job configuration and the engine's, `daemon` gives the lease and the poll interval, `targets` the spec's target
@@ -34,67 +33,37 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import ClassVar, cast
+from typing import ClassVar
 
 from pydantic import ValidationError
 
 from clkt import clock
 from clkt._tasks import cancel_and_wait
-from clkt.config import DaemonSettings, GpuSettings, RetentionSettings, TargetSettings
-from clkt.config.spec import Strategy
+from clkt.config import DaemonSettings, GpuSettings, TargetSettings
 from clkt.context import ServiceContext
-from clkt.errors import JobError, SnapshotError
-from clkt.evaluate.results import ResultItem
-from clkt.evaluate.summary import ControlCounts, JobSummary
-from clkt.inject.contract import (
-    FAILURE_FILE,
-    LOG_FILE,
-    OUTCOME_FILE,
-    PROGRESS_FILE,
-    FailureKind,
-    JobFailure,
-    JobOutcome,
-    JobProgress,
-    JobSpec,
-    write_json_atomic,
-)
-from clkt.inject.engine import EndKind, EngineStatus, JobEnd, JobEngine, RunningJob
+from clkt.inject.commit import CommitError, CommitHook, commit_outcome
+from clkt.inject.contract import FailureKind, JobFailure, JobProgress, JobSpec, write_json_atomic
+from clkt.inject.engine import EndKind, JobEnd, JobEngine, RunningJob
+from clkt.inject.engine_status import record_status, watch_engine
 from clkt.inject.local_engine import LocalEngine
+from clkt.inject.spec_builder import JobSetupError, SpecBuilder
+from clkt.layout import FAILURE_FILE, JOBS_DIR, LOG_FILE, OUTCOME_FILE, PROGRESS_FILE, SPEC_FILE
 from clkt.logs import redact
-from clkt.retention.apply import after_job_commit
-from clkt.roster.exclusions import excluded_public_ids
-from clkt.snapshots.stored import question_rows_by_qid
 from storage.engine import Store
 from storage.enums import LeaseStatus
-from storage.gpu_engines import record_engine_status
 from storage.gpu_jobs import (
     GpuJobRecord,
     LeaseLost,
-    ResultRecord,
     claim_gpu_jobs,
-    complete_gpu_job,
     fail_gpu_job,
     heartbeat_gpu_job,
     release_gpu_job,
     set_gpu_job_config,
-    write_job_results,
 )
-from storage.snapshots import find_snapshot
 
-__all__ = [
-    "ENGINE_FIELDS", "GpuConsumer", "JobRun", "build_engine", "completed_summary", "control_counts", "job_dir", "result_records",
-    "store_key",
-]
+__all__ = ["GpuConsumer", "JobRun", "build_engine", "store_key"]
 
 log = logging.getLogger(__name__)
-
-
-# the `[gpu]` keys that say where jobs run: always the consumer's own, whatever a job's stored config says
-ENGINE_FIELDS = ("engine", "ray_address", "ray_namespace", "num_gpus", "num_cpus", "resources", "ray_max_jobs", "ray_worker_dir")
-
-
-def job_dir(data_dir: Path, job_id: int) -> Path:
-    return data_dir / "jobs" / str(job_id)
 
 
 def store_key(store: Store) -> str:
@@ -102,24 +71,6 @@ def store_key(store: Store) -> str:
     where = store.sqlite_file
     ident = str(where.resolve()) if where is not None else store.url
     return hashlib.sha256(ident.encode()).hexdigest()[:10]
-
-
-def result_records(outcome: JobOutcome, rows_by_qid: dict[int, int], *, snapshot_id: str) -> list[ResultRecord]:
-    """The outcome's results keyed by this store's question rows (`rows_by_qid`: public qid -> Question.id)."""
-    unknown = sorted({r.qid for r in outcome.results if r.qid not in rows_by_qid})
-    if unknown:
-        shown = ", ".join(map(str, unknown[:5])) + (f" (+{len(unknown) - 5} more)" if len(unknown) > 5 else "")
-        raise JobError(
-            f"the results name {len(unknown)} qid(s) that are not items of snapshot {snapshot_id}: {shown} "
-            "(was the export folder replaced by another snapshot's?)"
-        )
-    return [
-        ResultRecord(
-            question_id=rows_by_qid[r.qid], lang=r.lang, variant=r.variant.value, scorer=r.scorer, split=r.split,
-            predicted=r.predicted, correct=r.correct, raw=r.raw,
-        )
-        for r in outcome.results
-    ]
 
 
 def build_engine(gpu: GpuSettings, *, data_dir: Path, devices: list[str], store_key: str, log_dir: Path) -> JobEngine:
@@ -132,37 +83,6 @@ def build_engine(gpu: GpuSettings, *, data_dir: Path, devices: list[str], store_
     return LocalEngine(devices=devices)
 
 
-def control_counts(items: list[ResultItem]) -> dict[str, dict[str, ControlCounts]]:
-    """The control split's answers as counts: scorer -> test language -> n, base_correct, injected_correct,
-    gained (base wrong, injected right) and lost (base right, injected wrong), over the questions that have
-    both answers. They go into the job summary's `control`: control questions have no store rows."""
-    pairs: dict[tuple[str, str, int], dict[str, bool]] = {}
-    for r in items:
-        pairs.setdefault((r.scorer, r.lang, r.qid), {})[r.variant.value] = r.correct
-    out: dict[str, dict[str, dict[str, int]]] = {}
-    for (scorer, lang, _), v in sorted(pairs.items()):
-        if "base" not in v or "injected" not in v:
-            continue
-        c = out.setdefault(scorer, {}).setdefault(lang, dict.fromkeys(("n", "base_correct", "injected_correct", "gained", "lost"), 0))
-        b, i = v["base"], v["injected"]
-        c["n"] += 1
-        c["base_correct"] += b
-        c["injected_correct"] += i
-        c["gained"] += (not b) and i
-        c["lost"] += b and not i
-    return {scorer: {lang: ControlCounts(**c) for lang, c in langs.items()} for scorer, langs in out.items()}
-
-
-def completed_summary(outcome: JobOutcome, target: TargetSettings, *, ran_on: str | None = None) -> JobSummary:
-    """The job's summary as stored: what the job measured, with its epochs, the target's identity, the
-    control split's counts and where it ran."""
-    return outcome.summary.model_copy(update={
-        "epochs": list(outcome.epochs), "target_family": target.family, "target_size_b": target.size_b,
-        "target_model_id": target.model, "control": control_counts(outcome.control_results) if outcome.control_results else {},
-        "ran_on": ran_on or outcome.summary.ran_on,
-    })
-
-
 @dataclass(frozen=True, slots=True)
 class JobRun:
     """How one job ended, as the consumer saw it."""
@@ -170,11 +90,6 @@ class JobRun:
     job_id: int
     status: LeaseStatus | None  # None: handed back (shutdown) or the lease was lost
     detail: str = ""
-
-
-class JobSetupError(JobError):
-    """The job cannot run as configured (unknown target, no snapshot export, invalid job config): it fails
-    for good at once, without spending its retries."""
 
 
 class GpuConsumer:
@@ -190,7 +105,7 @@ class GpuConsumer:
 
     def __init__(
         self, *, gpu: GpuSettings, daemon: DaemonSettings, targets: Sequence[TargetSettings], data_dir: Path,
-        devices: list[str] | None = None, burst: bool = False, retention: RetentionSettings | None = None,
+        devices: list[str] | None = None, burst: bool = False, on_commit: CommitHook | None = None,
         engine: JobEngine | None = None,
     ) -> None:
         self.gpu = gpu  # the default job configuration (a job's stored config overrides it), the engine and the timeout
@@ -200,14 +115,15 @@ class GpuConsumer:
         self.data_dir = data_dir
         self.devices = list(devices or gpu.devices)
         self.burst = burst  # stop when no job is claimable (tests, `clkt worker --burst`)
-        self.retention = retention or RetentionSettings()  # what a committed job's folder keeps (clkt.retention)
+        self.on_commit = on_commit  # after each job's commit (clkt.services wires the retention of its folder)
+        self.specs = SpecBuilder(gpu=gpu, targets=self.targets, data_dir=data_dir)
         self.engine = engine  # None: built at `run` from `gpu.engine`
         self.finished: list[JobRun] = []
 
     async def run(self, ctx: ServiceContext) -> None:
         engine = self.engine or build_engine(
             self.gpu, data_dir=self.data_dir.resolve(), devices=self.devices, store_key=store_key(ctx.store),
-            log_dir=self.data_dir / "jobs",
+            log_dir=self.data_dir / JOBS_DIR,
         )
         self.engine = engine
         await engine.start()
@@ -215,44 +131,16 @@ class GpuConsumer:
             asyncio.create_task(self._slot(ctx, engine, slot), name=f"gpu-consumer:{slot}")
             for slot in engine.slots()
         ]
-        watch = asyncio.create_task(self._watch_engine(ctx, engine), name="gpu-consumer:engine-status")
+        watch = asyncio.create_task(
+            watch_engine(ctx, engine, poll_s=min(1.0, self.poll_interval_s), record_every_s=self.STATUS_RECORD_S),
+            name="gpu-consumer:engine-status",
+        )
         try:
             await asyncio.gather(*tasks)
         finally:
             await cancel_and_wait([*tasks, watch])
             await engine.close()
-            await asyncio.shield(self._record(ctx, engine.status()))
-
-    # -- the engine's status ------------------------------------------------------------------------------------
-
-    async def _watch_engine(self, ctx: ServiceContext, engine: JobEngine) -> None:
-        """Record the engine's status in the store on every change (and every `STATUS_RECORD_S`): what `clkt
-        status` and the status page show about why GPU jobs wait."""
-        if engine.name == "local":
-            return  # always ready: nothing to tell
-        last: EngineStatus | None = None
-        last_at = 0.0
-        while True:
-            status = engine.status()
-            now = clock.monotonic()
-            if status != last or now - last_at >= self.STATUS_RECORD_S:
-                if last is None or status.state != last.state:
-                    level = logging.INFO if status.claimable else logging.WARNING
-                    log.log(level, "GPU engine %s: %s%s", status.engine, status.state.value, f" ({status.detail})" if status.detail else "")
-                await self._record(ctx, status)
-                last, last_at = status, now
-            if await ctx.sleep(min(1.0, self.poll_interval_s)):
-                return
-
-    async def _record(self, ctx: ServiceContext, status: EngineStatus) -> None:
-        if status.engine == "local":
-            return
-        try:
-            async with ctx.store.transaction() as s:
-                await record_engine_status(s, owner=ctx.owner, engine=status.engine, state=status.state.value,
-                                           detail=redact(status.detail), address=status.address)
-        except Exception:  # bookkeeping: the next change writes it again
-            log.exception("could not record the GPU engine's status")
+            await asyncio.shield(record_status(ctx, engine.status()))
 
     # -- one slot -----------------------------------------------------------------------------------------------
 
@@ -272,36 +160,7 @@ class GpuConsumer:
             self.finished.append(await self._run_job(ctx, engine, jobs[0], slot, lease))
 
     async def _job_spec(self, ctx: ServiceContext, job: GpuJobRecord, device: str) -> JobSpec:
-        target = next((t for t in self.targets if t.name == job.target_model), None)
-        if target is None:
-            raw = job.config.get("target") if isinstance(job.config, dict) else None
-            target = TargetSettings.model_validate(raw) if raw else None
-        if target is None:
-            names = [t.name for t in self.targets]
-            raise JobSetupError(f"target model {job.target_model!r} is not in the spec (targets: {names})")
-        async with ctx.store.session() as s:
-            snap = await find_snapshot(s, job.snapshot_id)
-            try:  # the target's exclusions on the snapshot: the job runs on the rest
-                exclude = await excluded_public_ids(s, job.snapshot_id, job.target_model) if snap is not None else []
-            except SnapshotError as e:
-                raise JobSetupError(str(e)) from e
-        if snap is None or not snap.export_path:
-            raise JobSetupError(f"snapshot {job.snapshot_id} has no export directory")
-        try:
-            cfg = {k: v for k, v in (job.config or {}).items() if k in GpuSettings.model_fields}
-            if cfg:  # what the job computes is its own; where it runs is this consumer's
-                cfg.update({k: getattr(self.gpu, k) for k in ENGINE_FIELDS})
-            gpu = GpuSettings.model_validate(cfg) if cfg else self.gpu
-        except ValidationError as e:
-            raise JobSetupError(f"job config is invalid: {e.errors()[0]['msg']}") from e
-        data_dir = self.data_dir.resolve()
-        return JobSpec(
-            job_id=job.id, snapshot_id=job.snapshot_id, snapshot_dir=Path(snap.export_path).resolve(), target=target,  # noqa: ASYNC240 - once per job
-            # a stored name (str); JobSpec validates it against the Literal (else ValidationError: a permanent failure)
-            strategy=cast(Strategy, job.strategy), train_lang=job.train_lang, gpu=gpu, data_dir=data_dir,
-            artifacts_dir=job_dir(data_dir, job.id), device=device,
-            base_cache_dir=data_dir / "jobs" / "base" / job.snapshot_id, exclude_entities=exclude,
-        )
+        return await self.specs.build(ctx.store, job, device=device)
 
     async def _run_job(self, ctx: ServiceContext, engine: JobEngine, job: GpuJobRecord, slot: str, lease: timedelta) -> JobRun:
         jid = job.id
@@ -313,7 +172,7 @@ class GpuConsumer:
         spec.artifacts_dir.mkdir(parents=True, exist_ok=True)
         for stale in (OUTCOME_FILE, FAILURE_FILE):
             (spec.artifacts_dir / stale).unlink(missing_ok=True)
-        spec_path = spec.artifacts_dir / "spec.json"
+        spec_path = spec.artifacts_dir / SPEC_FILE
         write_json_atomic(spec_path, spec)
         log.info("%s: starting on %s (attempt %d of %d)", label, slot, job.attempts, job.max_attempts)
         run = await engine.submit(spec, spec_path, slot=slot)
@@ -354,7 +213,7 @@ class GpuConsumer:
         retry = failure.retry_with
         if failure.kind is FailureKind.out_of_memory and retry is not None and not failure.permanent:
             changes = retry.model_dump(exclude_none=True)
-            config = {**(job.config or self.gpu.model_dump(mode="json")), **changes}
+            config = GpuSettings.model_validate({**(job.config or self.gpu).model_dump(), **changes})
             said = ", ".join(f"{k} = {v}" for k, v in changes.items())
             return await self._fail(ctx, job.id, f"{error}; retried with {said}", config=config)
         return await self._fail(ctx, job.id, error, permanent=failure.permanent)
@@ -400,34 +259,25 @@ class GpuConsumer:
 
     async def _store_outcome(self, ctx: ServiceContext, jid: int, spec: JobSpec, label: str, *, ran_on: str | None = None) -> JobRun:
         try:
-            outcome = JobOutcome.model_validate_json((spec.artifacts_dir / OUTCOME_FILE).read_bytes())
-        except (OSError, ValidationError) as e:
-            return await self._fail(ctx, jid, f"{label}: unreadable outcome file: {e}")
-        try:
-            async with ctx.store.session() as s:
-                rows_by_qid = await question_rows_by_qid(s, spec.snapshot_id)
-            records = result_records(outcome, rows_by_qid, snapshot_id=spec.snapshot_id)
-        except (JobError, SnapshotError) as e:
-            return await self._fail(ctx, jid, f"{label}: {e}", permanent=True)
-        summary = completed_summary(outcome, spec.target, ran_on=ran_on)
-        try:
-            async with ctx.store.transaction() as s:
-                n = await write_job_results(s, jid, records)
-                await complete_gpu_job(
-                    s, jid, owner=ctx.owner, best_epoch=outcome.best_epoch, device=outcome.device,
-                    artifacts_dir=str(spec.artifacts_dir), summary=summary.model_dump(mode="json"),
-                )
+            done = await commit_outcome(ctx.store, spec, owner=ctx.owner, ran_on=ran_on)
+        except CommitError as e:
+            return await self._fail(ctx, jid, f"{label}: {e}", permanent=e.permanent)
         except LeaseLost:
             log.warning("%s: finished, but its lease was lost; results not written (another worker owns it)", label)
             return JobRun(jid, None, "lease lost")
-        await after_job_commit(ctx.store, job_id=jid, data_dir=self.data_dir, retention=self.retention)
+        if self.on_commit is not None:
+            try:
+                await self.on_commit(ctx.store, job_id=jid)
+            except Exception:  # the job is committed: what follows a commit never undoes or fails it
+                log.exception("%s: the commit hook failed", label)
         ctx.metrics.gpu_jobs.labels(outcome="done").inc()
-        log.info("%s: done, best epoch %d, %d results%s", label, outcome.best_epoch, n, f" (ran on {ran_on})" if ran_on else "")
+        log.info("%s: done, best epoch %d, %d results%s", label, done.outcome.best_epoch, done.results,
+                 f" (ran on {ran_on})" if ran_on else "")
         return JobRun(jid, LeaseStatus.done)
 
     async def _fail(
         self, ctx: ServiceContext, jid: int, error: str, *, permanent: bool = False, retry_s: float | None = None,
-        config: dict[str, object] | None = None,
+        config: GpuSettings | None = None,
     ) -> JobRun:
         error = redact(error)
         try:

@@ -4,7 +4,7 @@ The parent writes `JobSpec` as `<artifacts>/spec.json` and starts `python -m clk
 writes `JobOutcome` to `<artifacts>/outcome.json` (atomically) on success, or `JobFailure` to
 `<artifacts>/failure.json` before exiting with a non-zero status. The records an outcome carries (results,
 epochs, the typed summary) are evaluation records, below this module: `clkt.evaluate.results` and
-`clkt.evaluate.summary`.
+`clkt.evaluate.summary`. The files' names, and the folder's, are `clkt.layout`'s.
 """
 
 from __future__ import annotations
@@ -22,12 +22,6 @@ from clkt.evaluate.results import EpochRecord, ResultItem
 from clkt.evaluate.summary import JobSummary
 
 __all__ = [
-    "FAILURE_FILE",
-    "LOG_FILE",
-    "OUTCOME_FILE",
-    "PREDICTIONS_FILE",
-    "PROGRESS_FILE",
-    "SPEC_FILE",
     "FailureKind",
     "JobFailure",
     "JobOutcome",
@@ -36,14 +30,6 @@ __all__ = [
     "RetryWith",
     "write_json_atomic",
 ]
-
-SPEC_FILE = "spec.json"
-OUTCOME_FILE = "outcome.json"
-FAILURE_FILE = "failure.json"
-PROGRESS_FILE = "progress.json"
-LOG_FILE = "job.log"
-PREDICTIONS_FILE = "predictions.jsonl"
-
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)

@@ -37,18 +37,17 @@ from clkt.evaluate.results import CONTROL_SPLIT, ResultItem, Variant
 from clkt.evaluate.runner import accuracy, answer_questions
 from clkt.evaluate.scorers import scorers_for, selection_scorer
 from clkt.evaluate.summary import JobSummary, LearnSummary, ScorerScore
-from clkt.inject.contract import PREDICTIONS_FILE, PROGRESS_FILE, JobOutcome, JobProgress, JobSpec, write_json_atomic
+from clkt.inject.contract import JobOutcome, JobProgress, JobSpec, write_json_atomic
 from clkt.inject.injector import Injection, InjectionContext
 from clkt.inject.strategies import injector_for
+from clkt.layout import CKPT_DIR, PREDICTIONS_FILE, PROGRESS_FILE
 from clkt.report.learn import learn_stat
 from clkt.snapshots.layout import DocRow, QuestionRow, load_snapshot_dir
 from clkt.targets.loader import load_target, resolve_device
 
-__all__ = ["CKPT_DIR", "InjectionJob", "JobQuestions", "ProgressWriter", "check_spec", "learn_summaries", "score_summaries"]
+__all__ = ["InjectionJob", "JobQuestions", "ProgressWriter", "check_spec", "learn_summaries", "score_summaries"]
 
 log = logging.getLogger(__name__)
-
-CKPT_DIR = "checkpoints"  # the injector's own folder under the job's artifacts (`InjectionContext.work_dir`)
 
 
 class ProgressWriter:

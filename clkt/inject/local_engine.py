@@ -15,8 +15,9 @@ import sys
 from pathlib import Path
 from typing import ClassVar
 
-from clkt.inject.contract import LOG_FILE, JobSpec
+from clkt.inject.contract import JobSpec
 from clkt.inject.engine import EndKind, EngineState, EngineStatus, JobEnd, JobEngine, RunningJob
+from clkt.layout import LOG_FILE
 
 __all__ = ["LocalEngine", "LocalRun"]
 

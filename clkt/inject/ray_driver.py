@@ -35,7 +35,7 @@ from typing import Any, ClassVar
 from pydantic import TypeAdapter, ValidationError
 
 from clkt.inject.bundles import base_files, pack_dir, unpack, unpack_artifacts
-from clkt.inject.contract import PROGRESS_FILE, JobProgress, JobSpec, write_json_atomic
+from clkt.inject.contract import JobProgress, JobSpec, write_json_atomic
 from clkt.inject.ray_protocol import (
     Command,
     DriverConfig,
@@ -48,6 +48,7 @@ from clkt.inject.ray_protocol import (
     StopCommand,
     SubmitCommand,
 )
+from clkt.layout import BASE_DIR, PROGRESS_FILE
 
 __all__ = ["EXIT_UNREACHABLE", "Driver", "fingerprint", "main"]
 
@@ -246,7 +247,7 @@ class Driver:
                 with contextlib.suppress(ValidationError, OSError):
                     _progress(spec, JobProgress.model_validate_json(st.progress))
             if produce is not None and not produce.done() and st.base_ready:
-                unpack(await _await(actor.base_files.remote()), spec.base_cache_dir or spec.artifacts_dir / "base")
+                unpack(await _await(actor.base_files.remote()), spec.base_cache_dir or spec.artifacts_dir / BASE_DIR)
                 produce.set_result(None)
             if st.returncode is not None:
                 data = await _await(actor.collect.remote())

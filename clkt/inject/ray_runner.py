@@ -29,8 +29,9 @@ from pathlib import Path
 from typing import ClassVar
 
 from clkt.inject.bundles import artifacts_bundle, pack, unpack
-from clkt.inject.contract import LOG_FILE, PROGRESS_FILE, SPEC_FILE, JobSpec, write_json_atomic
+from clkt.inject.contract import JobSpec, write_json_atomic
 from clkt.inject.ray_protocol import RunnerStatus
+from clkt.layout import BASE_DIR, JOBS_DIR, LOG_FILE, PROGRESS_FILE, SPEC_FILE
 
 __all__ = ["JobRunner", "worker_root"]
 
@@ -51,10 +52,10 @@ class JobRunner:
         spec = JobSpec.model_validate_json(spec_json)
         root = worker_root(worker_dir)
         self.fp = fingerprint
-        self.work = root / "jobs" / f"{spec.job_id}-{fingerprint[:12]}"
+        self.work = root / JOBS_DIR / f"{spec.job_id}-{fingerprint[:12]}"
         shutil.rmtree(self.work, ignore_errors=True)
         unpack(snapshot, self.work / "snapshot")
-        self.base_dir = self.work / "base"
+        self.base_dir = self.work / BASE_DIR
         self.shipped = set(unpack(base, self.base_dir))
         self.artifacts = self.work / "artifacts"
         self.artifacts.mkdir(parents=True)

@@ -21,8 +21,6 @@ from pathlib import Path
 from clkt.errors import ModelUnavailableError, SnapshotError, UserError
 from clkt.evaluate.memory import OutOfMemory
 from clkt.inject.contract import (
-    FAILURE_FILE,
-    OUTCOME_FILE,
     FailureKind,
     JobFailure,
     JobSpec,
@@ -31,6 +29,7 @@ from clkt.inject.contract import (
 )
 from clkt.inject.job import InjectionJob, check_spec
 from clkt.inject.trainer import TrainingDiverged
+from clkt.layout import FAILURE_FILE, OUTCOME_FILE
 
 __all__ = ["EXIT_OK", "EXIT_PERMANENT", "EXIT_RETRYABLE", "main", "oom_retry"]
 

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from clkt.errors import JobError
 from clkt.evaluate.memory import OutOfMemory, is_oom
+from clkt.layout import OPTIM_FILE, STATE_FILE, epoch_dir
 
 if TYPE_CHECKING:
     from clkt.config import GpuSettings
@@ -45,8 +46,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 NAN_CHECK_EVERY = 8  # steps between host syncs that check the running loss (GPU: syncs are not free)
-STATE_FILE = "state.json"
-OPTIM_FILE = "optim.pt"
 
 
 class TrainingDiverged(JobError):
@@ -59,10 +58,6 @@ class EpochResult:
     loss: float
     tokens: int
     seconds: float
-
-
-def epoch_dir(root: Path, epoch: int) -> Path:
-    return root / f"epoch-{epoch}"
 
 
 def completed_epochs(root: Path) -> list[EpochResult]:

@@ -105,8 +105,7 @@ def known_sources() -> list[str]:
 
 def _adapters(jobs: list[GpuJobRecord]) -> dict[str, Path]:
     """The best epoch's adapter folder of every finished LoRA job whose artifacts are on this machine."""
-    from clkt.inject.job import CKPT_DIR
-    from clkt.inject.trainer import epoch_dir
+    from clkt.layout import CKPT_DIR, epoch_dir
 
     out: dict[str, Path] = {}
     for j in jobs:

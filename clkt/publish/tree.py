@@ -149,11 +149,12 @@ def _job_config(job: GpuJobRecord, versions: dict[str, str]) -> dict[str, object
         summary = summary.model_dump(mode="json") if isinstance(summary, JobSummary) else None
     except ValidationError:
         summary = {"unreadable": True}
+    config = job.config.model_dump(mode="json", exclude_unset=True) if job.config is not None else {}  # the keys stored
     return {
         "model": job.target_model, "strategy": job.strategy, "train_lang": job.train_lang, "status": job.status.value,
         "attempts": job.attempts, "best_epoch": job.best_epoch, "device": job.device,
         "error": redact(job.last_error) if job.last_error else None,
-        "config": json.loads(redact(json.dumps(job.config, ensure_ascii=False))),  # GPU settings: LoRA, epochs, seeds
+        "config": json.loads(redact(json.dumps(config, ensure_ascii=False))),  # GPU settings: LoRA, epochs, seeds
         "summary": summary,
         "library_versions": versions,
         "library_versions_note": "the versions of the environment that published this revision (the job's own "

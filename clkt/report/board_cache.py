@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 from clkt import __version__
+from clkt.layout import BOARD_CACHE_KEEP, board_cache_dir
 from clkt.report.leaderboard_data import Leaderboard, LeaderboardQuery
 
 if TYPE_CHECKING:
@@ -32,12 +33,7 @@ if TYPE_CHECKING:
 __all__ = ["CACHE_KEEP", "CACHE_VERSION", "board_cache_dir", "cache_key", "cached_leaderboard"]
 
 CACHE_VERSION = 1  # raise when the statistics change without a new clkt version
-CACHE_KEEP = 32  # result files kept (the newest)
-
-
-def board_cache_dir(data_dir: Path) -> Path:
-    return data_dir / "cache" / "leaderboard"
-
+CACHE_KEEP = BOARD_CACHE_KEEP  # result files kept (the newest); the folder is `clkt.layout.board_cache_dir`
 
 def cache_key(q: LeaderboardQuery, fingerprint: tuple[object, ...]) -> str:
     blob = json.dumps([CACHE_VERSION, __version__, dataclasses.asdict(q), [str(x) for x in fingerprint]], sort_keys=True)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from clkt.config import RetentionSettings
+from clkt.layout import BASE_DIR
 from clkt.retention.plan import GcPlan, Kept, Removal, plan_gc
 from storage.engine import Store
 from storage.retention import jobs_in_flight
@@ -41,7 +42,7 @@ def _remove(path: Path) -> None:
     else:
         path.unlink(missing_ok=True)
     parent = path.parent
-    if parent.name != "base" and parent.parent.name == "base":  # jobs/base/<snapshot>/ once empty
+    if parent.name != BASE_DIR and parent.parent.name == BASE_DIR:  # jobs/base/<snapshot>/ once empty
         with contextlib.suppress(OSError):  # not empty yet
             parent.rmdir()
 

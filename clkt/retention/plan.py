@@ -33,10 +33,24 @@ from pathlib import Path
 from typing import ClassVar
 
 from clkt.config import RetentionSettings
-from clkt.inject.best_epoch import VAL_FILE
-from clkt.inject.contract import LOG_FILE, PROGRESS_FILE
-from clkt.inject.trainer import OPTIM_FILE
-from clkt.report.board_cache import CACHE_KEEP
+from clkt.layout import (
+    BASE_DIR,
+    BOARD_CACHE_KEEP,
+    CACHE_DIR,
+    CKPT_DIR,
+    JOBS_DIR,
+    LOG_FILE,
+    MODELS_DIR,
+    OPTIM_FILE,
+    PROGRESS_FILE,
+    REPORTS_DIR,
+    STORE_PREFIX,
+    VAL_FILE,
+    base_cache_dir,
+    base_cache_target,
+    epoch_of,
+    job_dir,
+)
 from storage.engine import Store
 from storage.enums import LeaseStatus
 from storage.retention import JobFiles, job_files, jobs_in_flight, recorded_reports, snapshot_folders
@@ -48,7 +62,6 @@ TMP_AGE_S = 3600.0  # a temporary file this old was left by a writer that died
 _TMP = re.compile(r"^\..+\.tmp-")
 _FIGURE_LINK = re.compile(r"!\[[^\]]*\]\(([^)/\\]+)\)")
 REPORT_FILES = ("report.md", "table2.csv", "pairs.csv", "learn.csv", "metrics.json")
-_KEY_HEX = 16  # the base cache file's key: <target>-<16 hex digits>.jsonl (clkt.inject.job.InjectionJob.base_pass)
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,16 +174,15 @@ def _temporary(plan: GcPlan, path: Path, now: datetime) -> bool:
 
 def scan(state: StoreState, *, data_dir: Path, retention: RetentionSettings, now: datetime, job_id: int | None = None) -> GcPlan:
     plan = GcPlan()
-    jobs_root = data_dir / "jobs"
     if job_id is not None:
         job = state.jobs.get(job_id)
         if job is not None:
-            _job(plan, job, jobs_root / str(job_id), retention, now)
-            _base_caches(plan, jobs_root / "base" / job.snapshot_id, job.snapshot_id, state, retention, now,
+            _job(plan, job, job_dir(data_dir, job_id), retention, now)
+            _base_caches(plan, base_cache_dir(data_dir, job.snapshot_id), job.snapshot_id, state, retention, now,
                          only=job.target)
         return plan
-    _jobs(plan, jobs_root, state, retention, now)
-    _reports(plan, data_dir / "reports", state, retention, now)
+    _jobs(plan, data_dir / JOBS_DIR, state, retention, now)
+    _reports(plan, data_dir / REPORTS_DIR, state, retention, now)
     _rest(plan, data_dir, state, retention)
     return plan
 
@@ -179,7 +191,7 @@ def _jobs(plan: GcPlan, root: Path, state: StoreState, retention: RetentionSetti
     if not root.is_dir():
         return
     for d in sorted(root.iterdir()):
-        if d.name == "base" and d.is_dir():
+        if d.name == BASE_DIR and d.is_dir():
             for snap in sorted(p for p in d.iterdir() if p.is_dir()):
                 _base_caches(plan, snap, snap.name, state, retention, now)
             continue
@@ -203,7 +215,7 @@ def _job(plan: GcPlan, job: JobFiles, folder: Path, retention: RetentionSettings
         return
     logs_due = now - job.updated_at >= timedelta(days=retention.job_logs_days)
     for p in sorted(folder.iterdir()):
-        if p.name == "checkpoints" and p.is_dir():
+        if p.name == CKPT_DIR and p.is_dir():
             _checkpoints(plan, job, p, retention)
         elif p.name in (LOG_FILE, PROGRESS_FILE):
             if logs_due:
@@ -220,13 +232,13 @@ def _job(plan: GcPlan, job: JobFiles, folder: Path, retention: RetentionSettings
 def _checkpoints(plan: GcPlan, job: JobFiles, root: Path, retention: RetentionSettings) -> None:
     best = job.best_epoch
     for d in sorted(root.iterdir()):
-        n = d.name.removeprefix("epoch-")
-        if not (d.is_dir() and n.isdigit()) or best is None:
+        n = epoch_of(d.name)
+        if not d.is_dir() or n is None or best is None:
             plan.keep("best adapters", "no best epoch recorded: nothing of it is dropped", d)
             continue
         if retention.epoch_adapters == "all":
             plan.keep("epoch checkpoints", "retention.epoch_adapters = all", d)
-        elif int(n) != best:
+        elif n != best:
             plan.drop("epoch checkpoints", d, f"job {job.id}: epoch {n} is not its best epoch ({best})")
         else:
             for f in sorted(d.iterdir()):
@@ -235,13 +247,6 @@ def _checkpoints(plan: GcPlan, job: JobFiles, root: Path, retention: RetentionSe
                 else:
                     why = "its validation score" if f.name == VAL_FILE else "the job's results were measured with it"
                     plan.keep("best adapters", why, f)
-
-
-def _cache_target(name: str) -> str | None:
-    stem = name.removesuffix(".jsonl")
-    if not name.endswith(".jsonl") or len(stem) <= _KEY_HEX + 1 or stem[-_KEY_HEX - 1] != "-":
-        return None
-    return stem[: -_KEY_HEX - 1]
 
 
 def _base_caches(
@@ -253,7 +258,7 @@ def _base_caches(
     for f in sorted(folder.iterdir()):
         if _temporary(plan, f, now):
             continue
-        target = _cache_target(f.name)
+        target = base_cache_target(f.name)
         if target is None:
             plan.keep("other", "not a base cache", f)
         elif only is not None and target != only:
@@ -309,18 +314,18 @@ def _rest(plan: GcPlan, data_dir: Path, state: StoreState, retention: RetentionS
     log_file = retention.log_file(data_dir)
     log_why = f"rotated at {retention.daemon_log_max_bytes} bytes, {retention.daemon_log_backups} backups"
     for p in sorted(data_dir.iterdir()) if data_dir.is_dir() else []:
-        if p.name in ("jobs", "reports"):
+        if p.name in (JOBS_DIR, REPORTS_DIR):
             continue
         here = p.resolve()
-        if p.name == "models":
+        if p.name == MODELS_DIR:
             plan.keep("models", "the converted target models (a fixed size)", p)
-        elif p.name.startswith("clkt.db"):
+        elif p.name.startswith(STORE_PREFIX):
             plan.keep("store", "the store", p)
         elif log_file is not None and (here == log_file.resolve().parent or (
                 p.is_file() and p.name.startswith(log_file.name) and log_file.resolve().parent == root)):
             plan.keep("daemon logs", log_why, p)
-        elif p.name == "cache" and p.is_dir():
-            plan.keep("kept results", f"clkt leaderboard's results, the newest {CACHE_KEEP} (clkt.report.board_cache)", p)
+        elif p.name == CACHE_DIR and p.is_dir():
+            plan.keep("kept results", f"clkt leaderboard's results, the newest {BOARD_CACHE_KEEP} (clkt.report.board_cache)", p)
         elif any(e.resolve().is_relative_to(here) for e in exports):
             plan.keep("snapshot exports", "a frozen snapshot never changes", p)
         else:

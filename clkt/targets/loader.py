@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clkt.errors import ModelUnavailableError, UserError
+from clkt.layout import MODELS_DIR
 from clkt.targets.embedded import EMBEDDED_PREFIX, embedded_model, ensure_converted
 
 if TYPE_CHECKING:
@@ -41,7 +42,7 @@ def resolve_target(target: TargetSettings, data_dir: Path) -> Path | str:
     """A local transformers folder (Path) or a Hugging Face id (str) for `target`."""
     model = target.model
     if model.startswith(EMBEDDED_PREFIX):
-        return ensure_converted(embedded_model(model), Path(data_dir) / "models")
+        return ensure_converted(embedded_model(model), Path(data_dir) / MODELS_DIR)
     path = Path(model).expanduser()
     if path.exists():
         if not (path / "config.json").is_file():

@@ -14,8 +14,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from clkt.config import AgentSettings, DaemonSettings, SnapshotSettings, SourcesSettings, SpecSettings
-from clkt.inject.consumer import job_dir
-from clkt.inject.contract import PROGRESS_FILE, JobProgress
+from clkt.inject.contract import JobProgress
+from clkt.layout import PROGRESS_FILE, job_dir
 from clkt.report.data import LEARN_HEADER, ReportData, grid, learn_rows, pair_reading, scenarios
 from clkt.report.writer import report_dir
 from clkt.snapshots.layout import MANIFEST_FILE, SnapshotManifest

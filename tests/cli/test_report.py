@@ -22,7 +22,7 @@ async def test_report_command_prints_table2_and_writes_files(tmp_path: Path) -> 
         await seed_store(store, snap)
         async with store.transaction() as s:
             await enqueue_gpu_jobs(s, snapshot_id=SNAPSHOT_ID, targets=["m"], strategies=["cpt-lora"], train_langs=["en", "fr"],
-                                   config={}, max_attempts=1)
+                                   max_attempts=1)
         async with store.transaction() as s:
             for job in (await s.execute(select(GpuJob))).scalars().all():
                 assert job.id is not None

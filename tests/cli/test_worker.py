@@ -21,7 +21,7 @@ async def test_worker_burst_fails_a_job_of_an_unknown_target_and_exits(tmp_path:
         await seed_store(store, snap)
         async with store.transaction() as s:
             await enqueue_gpu_jobs(s, snapshot_id=SNAPSHOT_ID, targets=["not-in-spec"], strategies=["cpt-lora"],
-                                   train_langs=["en"], config={}, max_attempts=3)
+                                   train_langs=["en"], max_attempts=3)
     cfg = tmp_path / "c.toml"
     cfg.write_text(f'data_dir = "{tmp_path}"\n[gpu]\ndevices = ["cpu"]\n')
     res = subprocess.run([sys.executable, "-m", "clkt.cli", "worker", "--config", str(cfg), "--burst"], capture_output=True,

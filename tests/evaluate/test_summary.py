@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
 
@@ -12,20 +13,27 @@ from clkt.evaluate.results import EpochRecord, Variant
 from clkt.evaluate.summary import ControlCounts, JobSummary, LearnSummary, ScorerScore
 from storage.engine import Store
 from storage.gpu_jobs import claim_gpu_jobs, complete_gpu_job, enqueue_gpu_jobs, jobs_for_snapshot
+from storage.models import GpuJob
 from tests.inject._fixtures import SNAPSHOT_ID, seed_store, write_tiny_snapshot
 from tests.report._store import old_summary
 
 
-async def _stored(tmp_path: Path, summary: dict[str, object]) -> dict[str, object]:
-    """`summary` written by the consumer's repository call into a real SQLite store, and read back."""
+async def _stored(tmp_path: Path, summary: dict[str, object] | JobSummary) -> Mapping[str, object]:
+    """`summary` written into a real SQLite store (typed: by the consumer's repository call; a dict: as a row of an
+    earlier version held it), and read back."""
     async with Store(url=f"sqlite+aiosqlite:///{tmp_path / 'clkt.db'}") as store:
         await seed_store(store, write_tiny_snapshot(tmp_path / "snap"))
         async with store.transaction() as s:
             await enqueue_gpu_jobs(s, snapshot_id=SNAPSHOT_ID, targets=["m"], strategies=["cpt-lora"], train_langs=["en"],
-                                   config={}, max_attempts=1)
+                                   max_attempts=1)
         async with store.transaction() as s:
             (job,) = await claim_gpu_jobs(s, owner="o", lease=timedelta(seconds=60))
-            await complete_gpu_job(s, job.id, owner="o", best_epoch=2, device="cpu", artifacts_dir="/a", summary=summary)
+            typed = summary if isinstance(summary, JobSummary) else None
+            await complete_gpu_job(s, job.id, owner="o", best_epoch=2, device="cpu", artifacts_dir="/a", summary=typed)
+            if typed is None:
+                row = await s.get(GpuJob, job.id)
+                assert row is not None
+                row.summary = dict(summary)
         async with store.session() as s:
             (done,) = await jobs_for_snapshot(s, SNAPSHOT_ID)
     return done.summary
@@ -57,7 +65,7 @@ async def test_an_old_flat_row_reads_as_the_typed_summary(tmp_path: Path) -> Non
 
 async def test_the_typed_summary_round_trips_through_the_store(tmp_path: Path) -> None:
     typed = JobSummary.model_validate(old_summary("small", "fr", control=False))
-    raw = await _stored(tmp_path, typed.model_dump(mode="json"))
+    raw = await _stored(tmp_path, typed)
     assert "scores" in raw and not any(":" in k for k in raw)
     assert JobSummary.from_stored(raw) == typed
     assert typed.control == {} and typed.learn_control == {}

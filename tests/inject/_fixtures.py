@@ -143,9 +143,10 @@ async def seed_store(store: Any, export_path: Path) -> None:
 
 
 def make_consumer(settings: Any, **kw: Any) -> Any:
-    """A `GpuConsumer` wired from `settings` the way the daemon wires it (its sections, the spec's targets, what
-    retention keeps of a committed job)."""
+    """A `GpuConsumer` wired from `settings` the way the daemon wires it (its sections, the spec's targets, the
+    commit hook: what retention keeps of a committed job)."""
     from clkt.inject.consumer import GpuConsumer
+    from clkt.services import commit_hook
 
-    kw.setdefault("retention", settings.retention)
+    kw.setdefault("on_commit", commit_hook(settings))
     return GpuConsumer(gpu=settings.gpu, daemon=settings.daemon, targets=settings.spec.targets, data_dir=settings.data_dir, **kw)

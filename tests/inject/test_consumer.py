@@ -13,7 +13,7 @@ from sqlmodel import col
 from clkt.config import EMBEDDED_TARGET, DaemonSettings, GpuSettings, Settings, SpecSettings, TargetSettings
 from clkt.context import ServiceContext
 from clkt.evaluate.summary import JobSummary
-from clkt.inject.consumer import job_dir
+from clkt.layout import job_dir
 from clkt.report.service import ReportService
 from clkt.telemetry import Metrics
 from storage.engine import Store

@@ -15,7 +15,8 @@ from clkt.config import EMBEDDED_TARGET, DaemonSettings, GpuSettings, Settings, 
 from clkt.context import ServiceContext
 from clkt.evaluate.results import ResultItem, Variant
 from clkt.evaluate.summary import ControlCounts, JobSummary
-from clkt.inject.consumer import control_counts, job_dir
+from clkt.inject.commit import control_counts
+from clkt.layout import job_dir
 from clkt.snapshots.layout import load_snapshot_dir
 from clkt.telemetry import Metrics
 from storage.engine import Store

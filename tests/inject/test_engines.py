@@ -11,10 +11,11 @@ import aiohttp
 
 from clkt.config import EMBEDDED_TARGET, Settings
 from clkt.context import ServiceContext
-from clkt.inject.contract import FAILURE_FILE, FailureKind, JobFailure, JobSpec, RetryWith, write_json_atomic
+from clkt.inject.contract import FailureKind, JobFailure, JobSpec, RetryWith, write_json_atomic
 from clkt.inject.engine import EndKind, EngineState, EngineStatus, JobEnd, JobEngine, RunningJob
 from clkt.inject.ray_engine import describe_nodes
 from clkt.inject.ray_protocol import NodeInfo, fits, job_request
+from clkt.layout import FAILURE_FILE
 from clkt.status import collect_status
 from clkt.telemetry import Metrics
 from storage.engine import Store
@@ -107,7 +108,7 @@ async def test_out_of_memory_retries_the_job_at_half_the_batch_then_fails_with_i
     job = await _run(tmp_path, tiny_snapshot, engine)
     assert [s.gpu.eval_batch_size for s in engine.specs] == [8, 4, 2]  # each retry at half the batch
     assert all(s.gpu.engine == "ray" and s.device == "auto" for s in engine.specs)
-    assert job.status == LeaseStatus.failed and job.attempts == 3 and job.config["eval_batch_size"] == 2
+    assert job.status == LeaseStatus.failed and job.attempts == 3 and job.config is not None and job.config.eval_batch_size == 2
     assert "out of memory at batch 2" in (job.last_error or "")
 
 

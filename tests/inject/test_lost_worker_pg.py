@@ -16,7 +16,8 @@ import pytest
 from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from clkt.inject.contract import PROGRESS_FILE, JobProgress
+from clkt.inject.contract import JobProgress
+from clkt.layout import PROGRESS_FILE
 from storage.engine import Store
 from storage.gpu_jobs import GpuJobRecord, enqueue_gpu_jobs, jobs_for_snapshot
 from storage.models import LeaseStatus, QuestionResult

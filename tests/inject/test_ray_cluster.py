@@ -29,8 +29,9 @@ from sqlmodel import col
 
 from clkt.config import EMBEDDED_TARGET, Settings
 from clkt.context import ServiceContext
-from clkt.inject.consumer import GpuConsumer, job_dir
-from clkt.inject.contract import PROGRESS_FILE, JobProgress
+from clkt.inject.consumer import GpuConsumer
+from clkt.inject.contract import JobProgress
+from clkt.layout import PROGRESS_FILE, job_dir
 from clkt.status import collect_status
 from clkt.telemetry import Metrics
 from storage.engine import Store

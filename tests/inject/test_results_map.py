@@ -14,8 +14,9 @@ from clkt.context import ServiceContext
 from clkt.errors import JobError
 from clkt.evaluate.results import EpochRecord, ResultItem, Variant
 from clkt.evaluate.summary import JobSummary
-from clkt.inject.consumer import result_records
-from clkt.inject.contract import OUTCOME_FILE, JobOutcome, write_json_atomic
+from clkt.inject.commit import result_records
+from clkt.inject.contract import JobOutcome, write_json_atomic
+from clkt.layout import OUTCOME_FILE
 from clkt.snapshots.layout import load_snapshot_dir
 from clkt.snapshots.stored import question_rows_by_qid
 from clkt.telemetry import Metrics

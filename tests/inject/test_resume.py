@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from clkt.config import EMBEDDED_TARGET, GpuSettings
-from clkt.inject.contract import FAILURE_FILE, LOG_FILE, OUTCOME_FILE, JobOutcome, JobSpec, write_json_atomic
+from clkt.inject.contract import JobOutcome, JobSpec, write_json_atomic
+from clkt.layout import FAILURE_FILE, LOG_FILE, OUTCOME_FILE
 from tests.conftest import wait_until
 
 

@@ -17,8 +17,9 @@ from clkt.config.strategies import (
 )
 from clkt.errors import UserError
 from clkt.inject.bundles import artifacts_bundle, unpack
-from clkt.inject.contract import OUTCOME_FILE, SPEC_FILE, JobSpec
+from clkt.inject.contract import JobSpec
 from clkt.inject.strategies import INJECTORS, CptLora, FullFinetune, TrainedInjector, injector_for, module_for
+from clkt.layout import OUTCOME_FILE, SPEC_FILE
 from clkt.retention import plan_gc
 from storage.engine import Store
 from tests.retention._data import make_data_dir

@@ -22,10 +22,11 @@ from clkt.context import ServiceContext
 from clkt.errors import ConfigError
 from clkt.evaluate.results import Variant
 from clkt.evaluate.scorers import letter_token_ids
-from clkt.inject.contract import OUTCOME_FILE, PREDICTIONS_FILE, JobSpec, write_json_atomic
+from clkt.inject.contract import JobSpec, write_json_atomic
 from clkt.inject.injector import Injection, InjectionContext, WeightsDtype
 from clkt.inject.job import InjectionJob, check_spec
 from clkt.inject.strategies import INJECTORS
+from clkt.layout import OUTCOME_FILE, PREDICTIONS_FILE
 from clkt.report.writer import write_report
 from clkt.snapshots.layout import DocRow, QuestionRow
 from clkt.telemetry import Metrics

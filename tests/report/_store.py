@@ -85,9 +85,9 @@ async def seed_report_store(store: Store, *, summaries: dict[tuple[str, str], di
                            answer_index=0, evidence="x", generator="fixture", prompt_version="v1"))
     async with store.transaction() as s:
         await enqueue_gpu_jobs(s, snapshot_id=SNAPSHOT_ID, targets=list(MODELS), strategies=["cpt-lora"], train_langs=["en", "fr"],
-                               config={}, max_attempts=1)
+                               max_attempts=1)
         await enqueue_gpu_jobs(s, snapshot_id=SNAPSHOT_ID, targets=["broken"], strategies=["cpt-lora"], train_langs=["en"],
-                               config={}, max_attempts=1)
+                               max_attempts=1)
     async with store.transaction() as s:
         from sqlmodel import col, select
 

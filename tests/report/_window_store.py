@@ -98,7 +98,7 @@ async def seed_window_store(store: Store, *, seed: int = 7) -> WindowStore:
     async with store.transaction() as s:
         for sid in snap_ids:
             await enqueue_gpu_jobs(s, snapshot_id=sid, targets=list(TARGETS), strategies=["cpt-lora"], train_langs=list(TRAINS),
-                                   config={}, max_attempts=1)
+                                   max_attempts=1)
         s1, s2, s3 = (info.snapshots[p] for p in PERIODS)
         for sid in (s1, s2, info.superseded, info.other_spec):
             for t in TARGETS:

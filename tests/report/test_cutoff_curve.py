@@ -97,7 +97,7 @@ async def test_status_and_reports_show_the_alarm(store: Store, tmp_path: Path) -
         s.add(Question(id=1, entity_id=400, slot="s", lang="en", question="q?", options=["a", "b", "c", "d"], answer_index=0,
                        evidence="x", generator="g", prompt_version="v"))
         await s.flush()
-        await enqueue_gpu_jobs(s, snapshot_id="k-2025-09-x", targets=["gemma"], strategies=["cpt-lora"], train_langs=["en"], config={},
+        await enqueue_gpu_jobs(s, snapshot_id="k-2025-09-x", targets=["gemma"], strategies=["cpt-lora"], train_langs=["en"],
                                max_attempts=1)
         job = (await s.execute(select(GpuJob))).scalars().one()
         assert job.id is not None

@@ -38,7 +38,7 @@ async def _job(ctx: ServiceContext, target: str, *, finish: bool = True) -> None
     """One job of `target`, trained in en, finished with its results (question rows 12 and 21)."""
     async with ctx.store.transaction() as s:
         await enqueue_gpu_jobs(s, snapshot_id=SNAPSHOT_ID, targets=[target], strategies=["cpt-lora"], train_langs=["en"],
-                               config={}, max_attempts=1)
+                               max_attempts=1)
     if not finish:
         return
     async with ctx.store.transaction() as s:
@@ -48,13 +48,13 @@ async def _job(ctx: ServiceContext, target: str, *, finish: bool = True) -> None
                          correct=v == "injected" or q == 12)
             for q in (12, 21) for lang in ("en", "fr") for v in ("base", "injected")
         ])
-        await complete_gpu_job(s, job.id, owner="o", best_epoch=1, device="cpu", artifacts_dir="/a", summary={})
+        await complete_gpu_job(s, job.id, owner="o", best_epoch=1, device="cpu", artifacts_dir="/a")
 
 
 async def _finish_pending(ctx: ServiceContext) -> None:
     async with ctx.store.transaction() as s:
         for job in await claim_gpu_jobs(s, owner="o", lease=timedelta(seconds=60), limit=10):
-            await complete_gpu_job(s, job.id, owner="o", best_epoch=1, device="cpu", artifacts_dir="/a", summary={})
+            await complete_gpu_job(s, job.id, owner="o", best_epoch=1, device="cpu", artifacts_dir="/a")
 
 
 async def test_writes_once_records_it_and_writes_again_when_a_job_joins(ctx: ServiceContext, tmp_path: Path) -> None:

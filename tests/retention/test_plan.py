@@ -111,3 +111,17 @@ async def test_the_data_directory_stays_within_its_budget(store: Store, tmp_path
     assert t.models == 10_000 and t.best_adapters == 2000 + 20 and t.exports_inside == 0
     assert budget.within and budget.after_gc_bytes < budget.data_dir_bytes
     assert budget.data_dir_bytes - budget.after_gc_bytes == sum(r.bytes for r in plan.removals)
+
+
+async def test_the_daemons_commit_hook_is_this_retention(store: Store, tmp_path: Path) -> None:
+    """`clkt.services` hands the GPU consumer a commit hook: the retention of the committed job's folder."""
+    from clkt.config import Settings
+    from clkt.services import commit_hook
+
+    lay = await make_data_dir(store, tmp_path)
+    await commit_hook(Settings(data_dir=lay.data_dir, retention=RetentionSettings(after_commit=False)))(store, job_id=1)
+    assert (lay.done / "checkpoints" / "epoch-1").is_dir()  # [retention] after_commit = false: the hook keeps all
+    await commit_hook(Settings(data_dir=lay.data_dir))(store, job_id=1)
+    assert not (lay.done / "checkpoints" / "epoch-1").exists() and not (lay.done / "job.log").exists()
+    assert (lay.done / "checkpoints" / "epoch-2" / "val.json").is_file() and lay.cache_busy.is_file()
+    assert (lay.failed / "checkpoints" / "epoch-1").is_dir()  # nothing of another job went

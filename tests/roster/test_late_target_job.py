@@ -14,9 +14,9 @@ from sqlmodel import col
 
 from clkt.config import EMBEDDED_TARGET
 from clkt.context import ServiceContext
-from clkt.inject.consumer import GpuConsumer
 from clkt.report.service import ReportService
 from clkt.roster import LateTargetService, prepare_targets
+from clkt.services import gpu_consumer
 from clkt.telemetry import Metrics
 from storage.engine import Store
 from storage.enums import LeaseStatus
@@ -52,8 +52,7 @@ async def test_a_late_targets_gpu_job_runs_on_the_valid_entities_only(
         (ready,) = await LateTargetService(spec=restarted.spec, daemon=restarted.daemon, gpu=restarted.gpu).finish_ready(ctx)
     assert (ready.target_name, ready.excluded, ready.valid) == ("gemma-late", 1, 7)
 
-    consumer = GpuConsumer(gpu=restarted.gpu, daemon=restarted.daemon, targets=restarted.spec.targets,
-                           data_dir=restarted.data_dir, burst=True, retention=restarted.retention)
+    consumer = gpu_consumer(restarted, burst=True)
     async with aiohttp.ClientSession() as http:
         ctx = ServiceContext(store=store, http=http, owner="o", metrics=Metrics())
         await consumer.run(ctx)

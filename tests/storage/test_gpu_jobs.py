@@ -6,7 +6,9 @@ import dataclasses
 from datetime import timedelta
 
 import pytest
+from pydantic import BaseModel
 
+from clkt.config import GpuSettings
 from storage.engine import Store
 from storage.enums import LeaseStatus
 from storage.gpu_jobs import (
@@ -28,12 +30,16 @@ SID = "demo-2025-06-abc"
 LEASE = timedelta(minutes=5)
 
 
+class _Summary(BaseModel):  # the store writes any typed summary as its JSON (the product's: clkt.evaluate.summary)
+    x: int
+
+
 async def _seed(store: Store, *, langs: list[str], max_attempts: int = 2) -> None:
     async with store.transaction() as s:
         s.add(Snapshot(id=SID, spec="demo", period="2025-06"))
         await s.flush()
         await enqueue_gpu_jobs(s, snapshot_id=SID, targets=["m"], strategies=["cpt-lora"], train_langs=langs,
-                               config={"epochs": 2}, max_attempts=max_attempts)
+                               config=GpuSettings(epochs=2), max_attempts=max_attempts)
 
 
 async def test_claim_returns_frozen_records_and_complete_is_fenced(store: Store) -> None:
@@ -41,7 +47,8 @@ async def test_claim_returns_frozen_records_and_complete_is_fenced(store: Store)
     async with store.transaction() as s:
         (job,) = await claim_gpu_jobs(s, owner="w1", lease=LEASE)
     assert isinstance(job, GpuJobRecord) and (job.status, job.lease_owner, job.attempts) == (LeaseStatus.leased, "w1", 1)
-    assert (job.snapshot_id, job.target_model, job.train_lang, job.config) == (SID, "m", "en", {"epochs": 2})
+    assert (job.snapshot_id, job.target_model, job.train_lang, job.config) == (SID, "m", "en", GpuSettings(epochs=2))
+    assert job.config is not None and job.config.epochs == 2 and job.config_error is None
     with pytest.raises(dataclasses.FrozenInstanceError):
         job.status = LeaseStatus.done  # type: ignore[misc]  # the test: the record is frozen
     async with store.transaction() as s:
@@ -49,8 +56,8 @@ async def test_claim_returns_frozen_records_and_complete_is_fenced(store: Store)
         with pytest.raises(LeaseLost):
             await heartbeat_gpu_job(s, job.id, owner="w2", lease=LEASE)
         with pytest.raises(LeaseLost):
-            await complete_gpu_job(s, job.id, owner="w2", best_epoch=1, device="cpu", artifacts_dir="/a", summary={})
-        await complete_gpu_job(s, job.id, owner="w1", best_epoch=1, device="cpu", artifacts_dir="/a", summary={"x": 1})
+            await complete_gpu_job(s, job.id, owner="w2", best_epoch=1, device="cpu", artifacts_dir="/a")
+        await complete_gpu_job(s, job.id, owner="w1", best_epoch=1, device="cpu", artifacts_dir="/a", summary=_Summary(x=1))
     async with store.session() as s:
         done = await get_job(s, job.id)
         assert done is not None

@@ -30,7 +30,7 @@ async def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIter
 async def _enqueue(store: Store, *targets: str) -> None:
     async with store.transaction() as s:
         await enqueue_gpu_jobs(s, snapshot_id=SNAPSHOT_ID, targets=list(targets), strategies=["cpt-lora"], train_langs=["en"],
-                               config={}, max_attempts=1)
+                               max_attempts=1)
 
 
 async def _finish_all(store: Store, *, fail_first: bool = False) -> None:
@@ -41,7 +41,7 @@ async def _finish_all(store: Store, *, fail_first: bool = False) -> None:
             if fail_first and i == 0:
                 await fail_gpu_job(s, job.id, owner="o", error="boom", permanent=True)
             else:
-                await complete_gpu_job(s, job.id, owner="o", best_epoch=1, device="cpu", artifacts_dir="/a", summary={})
+                await complete_gpu_job(s, job.id, owner="o", best_epoch=1, device="cpu", artifacts_dir="/a")
 
 
 async def test_a_report_is_due_only_once_every_job_finished(any_store: Store) -> None:

@@ -52,7 +52,7 @@ async def test_written_with_the_results_and_read_the_same_without(store: Store) 
             s.add(Question(id=q, entity_id=q // 10, slot=str(q), lang="en", question="q?", options=["a", "b", "c", "d"], answer_index=0,
                            evidence="x", generator="g", prompt_version="v"))
         await s.flush()
-        await enqueue_gpu_jobs(s, snapshot_id="s1", targets=["m"], strategies=["cpt-lora"], train_langs=["en"], config={}, max_attempts=1)
+        await enqueue_gpu_jobs(s, snapshot_id="s1", targets=["m"], strategies=["cpt-lora"], train_langs=["en"], max_attempts=1)
     recs = [ResultRecord(question_id=q, lang=lang, variant=v, scorer=sc, split="test", predicted="A", correct=(q + len(lang) + len(v)) % 3 == 0)
             for q in (11, 12, 21) for lang in ("en", "fr") for v in ("base", "injected") for sc in ("generate", "option-loglik")]
     recs.append(ResultRecord(question_id=11, lang="en", variant="injected", scorer="generate", split="val", predicted="A", correct=True))

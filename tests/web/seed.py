@@ -87,7 +87,7 @@ async def seed(store: Store, settings: Settings, root: Path) -> dict[str, int]:
         await record_skip(s, "deezer", "missing_id", "item 4")
         await record_skip(s, "usgs", "bad_date", "TBA")
         await enqueue_gpu_jobs(s, snapshot_id=SNAPSHOT_ID, targets=["m"], strategies=["cpt-lora"], train_langs=["en", "fr"],
-                               config={}, max_attempts=1)
+                               max_attempts=1)
     async with store.transaction() as s:
         for job in (await s.execute(select(GpuJob))).scalars().all():
             assert job.id is not None

@@ -142,8 +142,8 @@ async def test_host_header_is_checked(pages: Pages) -> None:
 
 
 async def test_running_gpu_job_shows_its_progress(pages: Pages) -> None:
-    from clkt.inject.consumer import job_dir
-    from clkt.inject.contract import PROGRESS_FILE, JobProgress, write_json_atomic
+    from clkt.inject.contract import JobProgress, write_json_atomic
+    from clkt.layout import PROGRESS_FILE, job_dir
     from storage.models import GpuJob, LeaseStatus
 
     async with pages.store.transaction() as s:

@@ -22,10 +22,11 @@ from typing import TYPE_CHECKING, Any
 from clkt.errors import JobError, SnapshotError, UserError
 from clkt.evaluate.results import EpochRecord
 from clkt.evaluate.runner import accuracy
-from clkt.inject.best_epoch import VAL_FILE, ValScore, best_epoch, mean_margin
+from clkt.inject.best_epoch import ValScore, best_epoch, mean_margin
 from clkt.inject.contract import JobProgress
 from clkt.inject.injector import Injection, InjectionContext, Spare, WeightsDtype
-from clkt.inject.trainer import OPTIM_FILE, STATE_FILE, EpochResult, TrainLoop, completed_epochs, epoch_dir
+from clkt.inject.trainer import EpochResult, TrainLoop, completed_epochs
+from clkt.layout import OPTIM_FILE, STATE_FILE, VAL_FILE, epoch_dir
 
 if TYPE_CHECKING:
     from clkt.inject.contract import JobSpec
