@@ -27,6 +27,7 @@ class JobFiles:
     id: int
     snapshot_id: str
     target: str
+    strategy: str
     status: LeaseStatus
     best_epoch: int | None
     artifacts_dir: str | None
@@ -35,14 +36,15 @@ class JobFiles:
 
 async def job_files(session: AsyncSession, job_id: int | None = None) -> list[JobFiles]:
     """Every GPU job (or the one named), by id."""
-    stmt = select(col(GpuJob.id), col(GpuJob.snapshot_id), col(GpuJob.target_model), col(GpuJob.status),
-                  col(GpuJob.best_epoch), col(GpuJob.artifacts_dir), col(GpuJob.updated_at)).order_by(col(GpuJob.id))
+    stmt = select(col(GpuJob.id), col(GpuJob.snapshot_id), col(GpuJob.target_model), col(GpuJob.strategy),
+                  col(GpuJob.status), col(GpuJob.best_epoch), col(GpuJob.artifacts_dir),
+                  col(GpuJob.updated_at)).order_by(col(GpuJob.id))
     if job_id is not None:
         stmt = stmt.where(col(GpuJob.id) == job_id)
     return [
-        JobFiles(id=stored_id(i), snapshot_id=sid, target=t, status=LeaseStatus(st), best_epoch=best, artifacts_dir=art,
-                 updated_at=upd)
-        for i, sid, t, st, best, art, upd in (await session.execute(stmt)).all()
+        JobFiles(id=stored_id(i), snapshot_id=sid, target=t, strategy=strategy, status=LeaseStatus(st), best_epoch=best,
+                 artifacts_dir=art, updated_at=upd)
+        for i, sid, t, strategy, st, best, art, upd in (await session.execute(stmt)).all()
     ]
 
 

@@ -40,7 +40,7 @@ from clkt.evaluate.summary import JobSummary, LearnSummary, ScorerScore
 from clkt.inject.contract import JobOutcome, JobProgress, JobSpec, write_json_atomic
 from clkt.inject.injector import Injection, InjectionContext
 from clkt.inject.strategies import injector_for
-from clkt.layout import CKPT_DIR, PREDICTIONS_FILE, PROGRESS_FILE
+from clkt.layout import BASE_CACHE_KEY_HEX, CKPT_DIR, PREDICTIONS_FILE, PROGRESS_FILE, base_cache_name
 from clkt.report.learn import learn_stat
 from clkt.snapshots.layout import DocRow, QuestionRow, load_snapshot_dir
 from clkt.targets.loader import load_target, resolve_device
@@ -154,8 +154,8 @@ class InjectionJob:
                  sorted((r.qid, r.lang) for r in rows)],
                 sort_keys=True, default=str,
             ).encode()
-        ).hexdigest()[:16]
-        cache = spec.base_cache_dir / f"{spec.target.name}-{key}.jsonl" if spec.base_cache_dir else None
+        ).hexdigest()[:BASE_CACHE_KEY_HEX]
+        cache = spec.base_cache_dir / base_cache_name(spec.target.name, key) if spec.base_cache_dir else None
         if cache is not None and cache.is_file():
             self.base_from_cache = True
             log.info("base pass: %d answers read from the shared cache %s", len(rows), cache.name)

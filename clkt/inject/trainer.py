@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from clkt.errors import JobError
 from clkt.evaluate.memory import OutOfMemory, is_oom
-from clkt.layout import OPTIM_FILE, STATE_FILE, epoch_dir
+from clkt.layout import EPOCH_PREFIX, OPTIM_FILE, STATE_FILE, epoch_dir, epoch_of
 
 if TYPE_CHECKING:
     from clkt.config import GpuSettings
@@ -65,9 +65,9 @@ def completed_epochs(root: Path) -> list[EpochResult]:
     out: list[EpochResult] = []
     if not root.is_dir():
         return out
-    for d in root.glob("epoch-*"):
+    for d in root.glob(f"{EPOCH_PREFIX}*"):
         f = d / STATE_FILE
-        if d.name.removeprefix("epoch-").isdigit() and f.is_file():
+        if epoch_of(d.name) is not None and f.is_file():
             s = json.loads(f.read_text())
             out.append(EpochResult(int(s["epoch"]), float(s["loss"]), int(s["tokens"]), float(s["seconds"])))
     return sorted(out, key=lambda e: e.epoch)

@@ -23,10 +23,9 @@ from storage.publish_revisions import PredictionRow, latest_revisions, predictio
 from storage.retractions import RetractionRecord, retractions_of
 from storage.snapshots import list_snapshots
 
-__all__ = ["LORA_STRATEGIES", "gather_material", "known_sources", "library_versions", "repo_entries", "repo_errata"]
+__all__ = ["gather_material", "known_sources", "library_versions", "repo_entries", "repo_errata"]
 
 log = logging.getLogger(__name__)
-LORA_STRATEGIES = ("cpt-lora", "sft-lora")
 _LIBRARIES = ("torch", "transformers", "peft", "accelerate", "datasets", "huggingface_hub", "safetensors")
 
 
@@ -104,12 +103,13 @@ def known_sources() -> list[str]:
 
 
 def _adapters(jobs: list[GpuJobRecord]) -> dict[str, Path]:
-    """The best epoch's adapter folder of every finished LoRA job whose artifacts are on this machine."""
+    """The best epoch's adapter folder of every finished job whose artifacts are on this machine and hold a PEFT
+    adapter there (whatever its strategy: one that leaves no adapter, like full fine-tuning, has nothing to publish)."""
     from clkt.layout import CKPT_DIR, epoch_dir
 
     out: dict[str, Path] = {}
     for j in jobs:
-        if j.status is not LeaseStatus.done or j.strategy not in LORA_STRATEGIES or not j.artifacts_dir or j.best_epoch is None:
+        if j.status is not LeaseStatus.done or not j.artifacts_dir or j.best_epoch is None:
             continue
         folder = epoch_dir(Path(j.artifacts_dir) / CKPT_DIR, j.best_epoch)
         if (folder / "adapter_model.safetensors").is_file():

@@ -52,7 +52,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 HubFactory = Callable[[str], HubClient]  # repo id -> a client (the token, endpoint and timeout are the factory's)
-LORA_STRATEGIES = ("cpt-lora", "sft-lora")
 _LIBRARIES = ("clkt", "torch", "transformers", "peft", "accelerate", "datasets", "huggingface_hub", "safetensors")
 
 

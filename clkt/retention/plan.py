@@ -33,6 +33,8 @@ from pathlib import Path
 from typing import ClassVar
 
 from clkt.config import RetentionSettings
+from clkt.errors import UserError
+from clkt.inject.strategies import injector_for
 from clkt.layout import (
     BASE_DIR,
     BOARD_CACHE_KEEP,
@@ -41,14 +43,12 @@ from clkt.layout import (
     JOBS_DIR,
     LOG_FILE,
     MODELS_DIR,
-    OPTIM_FILE,
     PROGRESS_FILE,
     REPORTS_DIR,
     STORE_PREFIX,
     VAL_FILE,
     base_cache_dir,
     base_cache_target,
-    epoch_of,
     job_dir,
 )
 from storage.engine import Store
@@ -230,23 +230,29 @@ def _job(plan: GcPlan, job: JobFiles, folder: Path, retention: RetentionSettings
 
 
 def _checkpoints(plan: GcPlan, job: JobFiles, root: Path, retention: RetentionSettings) -> None:
-    best = job.best_epoch
-    for d in sorted(root.iterdir()):
-        n = epoch_of(d.name)
-        if not d.is_dir() or n is None or best is None:
+    """The injector's own folder: what its strategy says a committed job no longer needs goes
+    (`Injector.spare`: for the strategies that train, the other epochs' checkpoints and the optimizer state)."""
+    if job.best_epoch is None:
+        for d in sorted(root.iterdir()):
             plan.keep("best adapters", "no best epoch recorded: nothing of it is dropped", d)
-            continue
-        if retention.epoch_adapters == "all":
+        return
+    if retention.epoch_adapters == "all":
+        for d in sorted(root.iterdir()):
             plan.keep("epoch checkpoints", "retention.epoch_adapters = all", d)
-        elif n != best:
-            plan.drop("epoch checkpoints", d, f"job {job.id}: epoch {n} is not its best epoch ({best})")
-        else:
-            for f in sorted(d.iterdir()):
-                if f.name == OPTIM_FILE:
-                    plan.drop("epoch checkpoints", f, f"job {job.id}: optimizer state (only a resumed training reads it)")
-                else:
-                    why = "its validation score" if f.name == VAL_FILE else "the job's results were measured with it"
-                    plan.keep("best adapters", why, f)
+        return
+    try:
+        spare = {s.path: s.reason for s in injector_for(job.strategy).spare(root, best_epoch=job.best_epoch)}
+    except UserError:  # a strategy this installation no longer has: nothing of its folder is known to be spare
+        for d in sorted(root.iterdir()):
+            plan.keep("best adapters", f"strategy {job.strategy!r} is not registered here", d)
+        return
+    for d in sorted(root.iterdir()):
+        for p in [d] if d in spare or not d.is_dir() else sorted(d.iterdir()):
+            if p in spare:
+                plan.drop("epoch checkpoints", p, f"job {job.id}: {spare[p]}")
+            else:
+                why = "its validation score" if p.name == VAL_FILE else "the job's results were measured with it"
+                plan.keep("best adapters", why, p)
 
 
 def _base_caches(

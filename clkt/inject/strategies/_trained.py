@@ -26,7 +26,7 @@ from clkt.inject.best_epoch import ValScore, best_epoch, mean_margin
 from clkt.inject.contract import JobProgress
 from clkt.inject.injector import Injection, InjectionContext, Spare, WeightsDtype
 from clkt.inject.trainer import EpochResult, TrainLoop, completed_epochs
-from clkt.layout import OPTIM_FILE, STATE_FILE, VAL_FILE, epoch_dir
+from clkt.layout import EPOCH_PREFIX, OPTIM_FILE, STATE_FILE, VAL_FILE, epoch_dir, epoch_of
 
 if TYPE_CHECKING:
     from clkt.inject.contract import JobSpec
@@ -79,7 +79,7 @@ class TrainedInjector:
         """Every epoch's state and validation score, and the best epoch's checkpoint without its optimizer state
         (nor its weights when the recipe's do not travel)."""
         out: list[Path] = []
-        for d in sorted(work_dir.glob("epoch-*")) if work_dir.is_dir() else []:
+        for d in sorted(work_dir.glob(f"{EPOCH_PREFIX}*")) if work_dir.is_dir() else []:
             for f in sorted(d.iterdir()) if d.is_dir() else []:
                 if not f.is_file() or f.name == OPTIM_FILE:
                     continue
@@ -94,11 +94,11 @@ class TrainedInjector:
         if best_epoch is None or not work_dir.is_dir():
             return []
         out: list[Spare] = []
-        for d in sorted(work_dir.glob("epoch-*")):
-            n = d.name.removeprefix("epoch-")
-            if not (d.is_dir() and n.isdigit()):
+        for d in sorted(work_dir.glob(f"{EPOCH_PREFIX}*")):
+            n = epoch_of(d.name)
+            if not d.is_dir() or n is None:
                 continue
-            if int(n) != best_epoch:
+            if n != best_epoch:
                 out.append(Spare(d, f"epoch {n} is not its best epoch ({best_epoch})"))
             elif (d / OPTIM_FILE).is_file():
                 out.append(Spare(d / OPTIM_FILE, "optimizer state (only a resumed training reads it)"))
