@@ -23,9 +23,11 @@ from dataclasses import dataclass
 from itertools import permutations
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
+from clkt.report._metric_fields import MetricSummary, PerMetricSummary
 from clkt.report.basics import BOOTSTRAP_SAMPLES, Contingency
+from clkt.report.metric_table import OVERALL, PAIR_METRICS, TRANSFER, PairMetric, cell_indicator
 from clkt.report.stats import mcnemar_exact
 
 __all__ = [
@@ -36,6 +38,7 @@ __all__ = [
     "AsymmetryTest",
     "BaseAccuracy",
     "Contingency",
+    "MetricSummary",
     "Outcome",
     "PairMetrics",
     "SummaryCell",
@@ -100,28 +103,28 @@ class PairMetrics(_Frozen):
     table: Contingency
     missing: bool  # no questions answered in one of the two languages
 
+    def metric(self, key: str) -> float | None:
+        """A metric of `PAIR_METRICS` (None when missing or undefined)."""
+        return None if self.missing else PAIR_METRICS[key].value(self.table)
+
     @property
     def overall(self) -> float | None:
-        return None if self.missing else self.table.overall
+        return self.metric(OVERALL.key)
 
     @property
     def transfer(self) -> float | None:
-        return None if self.missing else self.table.transfer
+        return self.metric(TRANSFER.key)
 
 
-class SummaryCell(_Frozen):
-    """Mean ± std over the language pairs of one model x strategy x scorer x domain."""
+class SummaryCell(PerMetricSummary):
+    """Mean ± std over the language pairs of one model x strategy x scorer x domain, per metric of
+    `PAIR_METRICS` (written `overall_mean, overall_std, transfer_mean, ..., overall_ci, transfer_ci`)."""
 
     model: str
     strategy: str
     scorer: str
     domain: str
-    overall_mean: float | None
-    overall_std: float | None
-    transfer_mean: float | None
-    transfer_std: float | None
-    overall_ci: tuple[float, float] | None = None
-    transfer_ci: tuple[float, float] | None = None
+    values: dict[str, MetricSummary] = Field(default_factory=dict)
     pairs: int = 0  # pairs with data
     transfer_undefined: int = 0  # pairs with A + B = 0
     missing: int = 0  # pairs without questions
@@ -192,31 +195,30 @@ def _mean_std(values: Sequence[float]) -> tuple[float | None, float | None]:
 
 def _boot_pairs(
     outcomes: Sequence[Outcome], model: str, strategy: str, scorer: str, domain: str, pairs: list[tuple[str, str]],
-    rng: np.random.Generator,
-) -> tuple[np.ndarray, np.ndarray] | None:
-    """Per bootstrap sample (questions resampled) and pair: (Overall, Transfer), NaN where undefined."""
+    rng: np.random.Generator, metric: PairMetric,
+) -> np.ndarray | None:
+    """Per bootstrap sample (questions resampled) and pair: the metric, NaN where undefined."""
     idx = _index(o for o in outcomes if o.model == model and o.strategy == strategy and o.scorer == scorer)
     qids = sorted({q for k, v in idx.items() if k[4] == domain for q in v})
     if not qids or not pairs:
         return None
     pos = {q: i for i, q in enumerate(qids)}
     nq = len(qids)
-    ind_a = np.zeros((len(pairs), nq))
-    ind_ab = np.zeros((len(pairs), nq))
-    ind_n = np.zeros((len(pairs), nq))
+    cells = [metric.numerator, metric.denominator]
+    ind = {c: np.zeros((len(pairs), nq)) for c in cells}
     for p, (lt, ls) in enumerate(pairs):
         x = idx.get((model, strategy, scorer, lt, domain, lt), {})
         y = idx.get((model, strategy, scorer, lt, domain, ls), {})
-        for q in set(x) & set(y):
-            i = pos[q]
-            ind_n[p, i] = 1
-            ind_ab[p, i] = 1 if x[q] else 0
-            ind_a[p, i] = 1 if (x[q] and y[q]) else 0
+        common = sorted(set(x) & set(y))
+        if not common:
+            continue
+        cols = np.asarray([pos[q] for q in common])
+        xs, ys = np.asarray([x[q] for q in common], dtype=bool), np.asarray([y[q] for q in common], dtype=bool)
+        for c in cells:
+            ind[c][p, cols] = cell_indicator(c, xs, ys)
     draws = rng.integers(0, nq, size=(BOOTSTRAP_SAMPLES, nq))
     weights = np.stack([np.bincount(d, minlength=nq) for d in draws]).astype(float)  # (B, nq)
-    a, ab, n = weights @ ind_a.T, weights @ ind_ab.T, weights @ ind_n.T  # (B, pairs)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(n > 0, a / n, np.nan), np.where(ab > 0, a / ab, np.nan)
+    return metric.ratio({c: weights @ ind[c].T for c in cells})  # (B, pairs)
 
 
 def _ci(m: np.ndarray | None) -> tuple[float, float] | None:
@@ -230,101 +232,96 @@ def _ci(m: np.ndarray | None) -> tuple[float, float] | None:
     return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
 
 
-def _bootstrap(
-    outcomes: Sequence[Outcome], model: str, strategy: str, scorer: str, domain: str, pairs: list[tuple[str, str]],
-    rng: np.random.Generator,
-) -> tuple[tuple[float, float] | None, tuple[float, float] | None]:
-    got = _boot_pairs(outcomes, model, strategy, scorer, domain, pairs, rng)
-    if got is None:
-        return None, None
-    return _ci(got[0]), _ci(got[1])
-
-
 def _bootstrap_avg(
     outcomes: Sequence[Outcome], model: str, strategy: str, scorer: str, domains: list[str],
-    pairs_o: list[tuple[str, str]], pairs_t: list[tuple[str, str]], rng: np.random.Generator,
-) -> tuple[tuple[float, float] | None, tuple[float, float] | None]:
+    pairs: list[tuple[str, str]], rng: np.random.Generator, metric: PairMetric,
+) -> tuple[float, float] | None:
     """The average over domains, resampling the questions of each domain apart (a stratified bootstrap)."""
-
-    def one(pairs: list[tuple[str, str]], k: int) -> tuple[float, float] | None:
-        per = [got[k] for d in domains if (got := _boot_pairs(outcomes, model, strategy, scorer, d, pairs, rng)) is not None]
-        if not per:
-            return None
-        with np.errstate(invalid="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            return _ci(np.nanmean(np.stack(per), axis=0))  # (B, pairs): each pair's mean over its domains
-
-    return one(pairs_o, 0), one(pairs_t, 1)
+    per = [got for d in domains if (got := _boot_pairs(outcomes, model, strategy, scorer, d, pairs, rng, metric)) is not None]
+    if not per:
+        return None
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return _ci(np.nanmean(np.stack(per), axis=0))  # (B, pairs): each pair's mean over its domains
 
 
 JobKey = tuple[str, str, str, str]  # (model, strategy, scorer, train_lang)
+
+
+def _counts_in(metric: PairMetric, p: PairMetrics, skip: set[JobKey]) -> bool:
+    """Whether a pair's value counts in the metric's means: not when the metric needs its job to have learned
+    and it did not (`PairMetric.needs_learned`)."""
+    return not (metric.needs_learned and (p.model, p.strategy, p.scorer, p.train_lang) in skip)
+
+
+def _domain_cell(
+    outcomes: Sequence[Outcome], sel: list[PairMetrics], domain: str, skip: set[JobKey], rng: np.random.Generator | None,
+) -> SummaryCell:
+    """One model x strategy x scorer on one domain (or `all`): per metric, mean ± std over its pairs."""
+    first = sel[0]
+    values: dict[str, MetricSummary] = {}
+    for m in PAIR_METRICS:
+        kept = [p for p in sel if _counts_in(m, p, skip)]
+        mean, std = _mean_std([v for p in kept if (v := p.metric(m.key)) is not None])
+        ci = None
+        if rng is not None:
+            ci = _ci(_boot_pairs(outcomes, first.model, first.strategy, first.scorer, domain,
+                                 [(p.train_lang, p.test_lang) for p in kept if not p.missing], rng, m))
+        values[m.key] = MetricSummary(mean=mean, std=std, ci=ci)
+    interp = [p for p in sel if (p.model, p.strategy, p.scorer, p.train_lang) not in skip]
+    return SummaryCell(
+        model=first.model, strategy=first.strategy, scorer=first.scorer, domain=domain, values=values,
+        pairs=sum(not p.missing for p in sel), transfer_undefined=sum(not p.missing and p.transfer is None for p in sel),
+        missing=sum(p.missing for p in sel), not_interpretable=sum(not p.missing for p in sel) - sum(not p.missing for p in interp),
+    )
+
+
+def _avg_cell(
+    outcomes: Sequence[Outcome], plist: list[PairMetrics], domains: list[str], skip: set[JobKey], rng: np.random.Generator | None,
+) -> SummaryCell:
+    """The average over domains: per pair, the mean of its per-domain values; then mean ± std over pairs."""
+    first = plist[0]
+    values: dict[str, MetricSummary] = {}
+    for m in PAIR_METRICS:
+        per_pair: dict[tuple[str, str], list[float]] = defaultdict(list)
+        for p in plist:
+            if p.domain != ALL_DOMAINS and (v := p.metric(m.key)) is not None and _counts_in(m, p, skip):
+                per_pair[(p.train_lang, p.test_lang)].append(v)
+        mean, std = _mean_std([float(np.mean(v)) for v in per_pair.values()])
+        ci = None
+        if rng is not None:
+            ci = _bootstrap_avg(outcomes, first.model, first.strategy, first.scorer, domains, sorted(per_pair), rng, m)
+        values[m.key] = MetricSummary(mean=mean, std=std, ci=ci)
+    return SummaryCell(
+        model=first.model, strategy=first.strategy, scorer=first.scorer, domain=AVG_DOMAINS, values=values,
+        pairs=len({(p.train_lang, p.test_lang) for p in plist if p.domain != ALL_DOMAINS and not p.missing}),
+        not_interpretable=len({(p.train_lang, p.test_lang) for p in plist if p.domain != ALL_DOMAINS and not p.missing
+                               and (p.model, p.strategy, p.scorer, p.train_lang) in skip}),
+    )
 
 
 def summarize(
     outcomes: Sequence[Outcome], languages: Sequence[str], *, seed: int = 0, bootstrap: bool = True,
     not_learned: set[JobKey] | None = None,
 ) -> list[SummaryCell]:
-    """Table 2: mean ± std over pairs per model x strategy x scorer x domain, plus `all` and `avg`.
+    """Table 2: mean ± std over pairs per model x strategy x scorer x domain, plus `all` and `avg`, for every
+    metric of `PAIR_METRICS`.
 
     Pairs of the jobs in `not_learned` (no significant in-language gain: `clkt.report.learn`) count in
-    Overall but not in Transfer, whose A+B is then what the base model guessed: `not_interpretable` says
-    how many were left out.
+    Overall but not in Transfer (a metric that `needs_learned`), whose A+B is then what the base model
+    guessed: `not_interpretable` says how many were left out.
     """
     skip = not_learned or set()
-    pairs = pair_metrics(outcomes, languages)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(seed) if bootstrap else None
     by_group: dict[tuple[str, str, str], list[PairMetrics]] = defaultdict(list)
-    for p in pairs:
+    for p in pair_metrics(outcomes, languages):
         by_group[(p.model, p.strategy, p.scorer)].append(p)
     out: list[SummaryCell] = []
-    for (model, strategy, scorer), plist in sorted(by_group.items()):
+    for _, plist in sorted(by_group.items()):
         domains = sorted({p.domain for p in plist} - {ALL_DOMAINS})
         for domain in [*domains, ALL_DOMAINS]:
-            sel = [p for p in plist if p.domain == domain]
-            ov = [p.overall for p in sel if p.overall is not None]
-            interp = [p for p in sel if (p.model, p.strategy, p.scorer, p.train_lang) not in skip]
-            tr = [p.transfer for p in interp if p.transfer is not None]
-            ci_o, ci_t = (None, None)
-            if bootstrap:
-                ci_o, _ = _bootstrap(
-                    outcomes, model, strategy, scorer, domain, [(p.train_lang, p.test_lang) for p in sel if not p.missing], rng
-                )
-                _, ci_t = _bootstrap(
-                    outcomes, model, strategy, scorer, domain, [(p.train_lang, p.test_lang) for p in interp if not p.missing], rng
-                )
-            om, osd = _mean_std(ov)
-            tm, tsd = _mean_std(tr)
-            out.append(
-                SummaryCell(
-                    model=model, strategy=strategy, scorer=scorer, domain=domain, overall_mean=om, overall_std=osd,
-                    transfer_mean=tm, transfer_std=tsd, overall_ci=ci_o, transfer_ci=ci_t,
-                    pairs=sum(not p.missing for p in sel), transfer_undefined=sum(not p.missing and p.transfer is None for p in sel),
-                    missing=sum(p.missing for p in sel), not_interpretable=sum(not p.missing for p in sel) - sum(not p.missing for p in interp),
-                )
-            )
-        # the average over domains: per pair, the mean of its per-domain values; then mean ± std over pairs
-        per_pair_o: dict[tuple[str, str], list[float]] = defaultdict(list)
-        per_pair_t: dict[tuple[str, str], list[float]] = defaultdict(list)
-        for p in plist:
-            if p.domain == ALL_DOMAINS:
-                continue
-            if p.overall is not None:
-                per_pair_o[(p.train_lang, p.test_lang)].append(p.overall)
-            if p.transfer is not None and (p.model, p.strategy, p.scorer, p.train_lang) not in skip:
-                per_pair_t[(p.train_lang, p.test_lang)].append(p.transfer)
-        om, osd = _mean_std([float(np.mean(v)) for v in per_pair_o.values()])
-        tm, tsd = _mean_std([float(np.mean(v)) for v in per_pair_t.values()])
-        ci_o, ci_t = (None, None)
-        if bootstrap:
-            ci_o, ci_t = _bootstrap_avg(outcomes, model, strategy, scorer, domains, sorted(per_pair_o), sorted(per_pair_t), rng)
-        out.append(
-            SummaryCell(
-                model=model, strategy=strategy, scorer=scorer, domain=AVG_DOMAINS, overall_mean=om, overall_std=osd,
-                transfer_mean=tm, transfer_std=tsd, overall_ci=ci_o, transfer_ci=ci_t, pairs=len(per_pair_o),
-                not_interpretable=len({(p.train_lang, p.test_lang) for p in plist if p.domain != ALL_DOMAINS and not p.missing
-                                       and (p.model, p.strategy, p.scorer, p.train_lang) in skip}),
-            )
-        )
+            out.append(_domain_cell(outcomes, [p for p in plist if p.domain == domain], domain, skip, rng))
+        out.append(_avg_cell(outcomes, plist, domains, skip, rng))
     return out
 
 

@@ -57,6 +57,7 @@ from clkt.report.data import (
 from clkt.report.figures import heatmaps, size_plots
 from clkt.report.learn import LearnTest, learn_tests, stat_from_counts
 from clkt.report.markdown import markdown
+from clkt.report.metric_table import PAIR_METRICS
 from clkt.report.metrics import (
     ALL_DOMAINS,
     BaseAccuracy,
@@ -249,25 +250,9 @@ async def write_report(
 def write_report_files(data: ReportData, out: Path) -> ReportPaths:
     out.mkdir(parents=True, exist_ok=True)
     table_csv = out / "table2.csv"
-    with table_csv.open("w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh)
-        w.writerow(["model", "strategy", "scorer", "domain", "overall_mean", "overall_std", "overall_ci_low", "overall_ci_high",
-                    "transfer_mean", "transfer_std", "transfer_ci_low", "transfer_ci_high", "pairs", "transfer_undefined", "missing"])
-        for c in data.table2:
-            oc, tc = c.overall_ci or (None, None), c.transfer_ci or (None, None)
-            w.writerow([c.model, c.strategy, c.scorer, c.domain, pct(c.overall_mean), pct(c.overall_std), pct(oc[0]), pct(oc[1]),
-                        pct(c.transfer_mean), pct(c.transfer_std), pct(tc[0]), pct(tc[1]), c.pairs, c.transfer_undefined, c.missing])
+    _write_table2(data, table_csv)
     pairs_csv = out / "pairs.csv"
-    with pairs_csv.open("w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh)
-        w.writerow(["model", "strategy", "scorer", "domain", "train_lang", "test_lang", "A", "B", "C", "D", "overall", "transfer",
-                    "missing", "a_plus_b", "job_learned", "transfer_reading"])
-        for p in data.pairs:
-            ct = p.table
-            learned = data.job_learned(p.model, p.strategy, p.scorer, p.train_lang)
-            w.writerow([p.model, p.strategy, p.scorer, p.domain, p.train_lang, p.test_lang, ct.a, ct.b, ct.c, ct.d,
-                        pct(p.overall), "undefined" if (p.transfer is None and not p.missing) else pct(p.transfer), p.missing,
-                        ct.a + ct.b, "" if learned is None else learned, pair_reading(data, p)])
+    _write_pairs(data, pairs_csv)
     learn_csv = out / "learn.csv"
     with learn_csv.open("w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
@@ -292,6 +277,39 @@ def write_report_files(data: ReportData, out: Path) -> ReportPaths:
     return ReportPaths(
         directory=out, markdown=md, json=json_path, table_csv=table_csv, pairs_csv=pairs_csv, figures=figures, learn_csv=learn_csv
     )
+
+
+def _write_table2(data: ReportData, path: Path) -> None:
+    """A row per Table 2 cell: per metric of `PAIR_METRICS`, `<key>_mean, _std, _ci_low, _ci_high` (in %)."""
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["model", "strategy", "scorer", "domain",
+                    *[f"{m.key}_{x}" for m in PAIR_METRICS for x in ("mean", "std", "ci_low", "ci_high")],
+                    "pairs", "transfer_undefined", "missing"])
+        for c in data.table2:
+            row: list[object] = [c.model, c.strategy, c.scorer, c.domain]
+            for m in PAIR_METRICS:
+                got = c.metric(m.key)
+                ci = got.ci or (None, None)
+                row += [pct(got.mean), pct(got.std), pct(ci[0]), pct(ci[1])]
+            w.writerow([*row, c.pairs, c.transfer_undefined, c.missing])
+
+
+def _write_pairs(data: ReportData, path: Path) -> None:
+    """A row per language pair: its contingency, each metric (`undefined` where its denominator is 0), whether its
+    job learned, and a reading per metric that has an interpretable-when rule (`<key>_reading`)."""
+    reads = [m for m in PAIR_METRICS if m.reads]
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["model", "strategy", "scorer", "domain", "train_lang", "test_lang", "A", "B", "C", "D",
+                    *PAIR_METRICS.keys(), "missing", "a_plus_b", "job_learned", *[f"{m.key}_reading" for m in reads]])
+        for p in data.pairs:
+            ct = p.table
+            learned = data.job_learned(p.model, p.strategy, p.scorer, p.train_lang)
+            values = [("undefined" if (v is None and not p.missing) else pct(v)) for v in (p.metric(k) for k in PAIR_METRICS.keys())]
+            w.writerow([p.model, p.strategy, p.scorer, p.domain, p.train_lang, p.test_lang, ct.a, ct.b, ct.c, ct.d,
+                        *values, p.missing, ct.a + ct.b, "" if learned is None else learned,
+                        *[pair_reading(data, p, m) for m in reads]])
 
 
 def render_tables(data: ReportData) -> list[Table]:
