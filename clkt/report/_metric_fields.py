@@ -74,15 +74,18 @@ class PerMetric(_Frozen):
     @model_validator(mode="before")
     @classmethod
     def _gather(cls, data: Any) -> Any:
-        if not isinstance(data, dict) or "metrics" in data:
+        """Metrics given one field each (the JSON's shape) go into `metrics`; every metric of the table is there
+        (an `Estimate` without value where none was given), so a record read back equals the one written."""
+        if not isinstance(data, dict):
             return data
         fields = set(cls.model_fields)
-        table = set(PAIR_METRICS.keys())
+        table = PAIR_METRICS.keys()
         moved = {k: v for k, v in data.items() if k not in fields and (k in table or isinstance(v, Estimate)
                                                                        or (isinstance(v, dict) and "value" in v))}
-        if not moved:
-            return data
-        return {**{k: v for k, v in data.items() if k not in moved}, "metrics": moved}
+        given = {**moved, **dict(data.get("metrics") or {})}
+        full = {**{k: Estimate(value=None) for k in table if k not in given}, **given}
+        ordered = {k: full[k] for k in _keys(full)}
+        return {**{k: v for k, v in data.items() if k not in moved}, "metrics": ordered}
 
     @model_serializer(mode="wrap")
     def _flat(self, handler: Callable[[Any], dict[str, Any]], info: SerializationInfo) -> dict[str, Any]:

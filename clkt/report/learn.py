@@ -18,6 +18,7 @@ from collections.abc import Iterable, Sequence
 from pydantic import BaseModel, ConfigDict, computed_field
 
 from clkt.evaluate.summary import LearnSummary
+from clkt.report.metric_table import learn_accuracy, learn_gain, learned
 from clkt.report.metrics import ALL_DOMAINS, Outcome
 from clkt.report.stats import Z95, mcnemar_exact, wilson_ci
 
@@ -49,22 +50,23 @@ class LearnStat(BaseModel):
     @computed_field  # type: ignore[prop-decorator]  # mypy refuses a decorator over @property; pydantic documents it
     @property
     def base_accuracy(self) -> float | None:
-        return self.base_correct / self.n if self.n else None
+        return learn_accuracy(self.base_correct, self.n)
 
     @computed_field  # type: ignore[prop-decorator]  # mypy refuses a decorator over @property; pydantic documents it
     @property
     def injected_accuracy(self) -> float | None:
-        return self.injected_correct / self.n if self.n else None
+        return learn_accuracy(self.injected_correct, self.n)
 
     @computed_field  # type: ignore[prop-decorator]  # mypy refuses a decorator over @property; pydantic documents it
     @property
     def gain(self) -> float | None:
-        return (self.injected_correct - self.base_correct) / self.n if self.n else None
+        return learn_gain(base_correct=self.base_correct, injected_correct=self.injected_correct, n=self.n)
 
     @computed_field  # type: ignore[prop-decorator]  # mypy refuses a decorator over @property; pydantic documents it
     @property
     def learned(self) -> bool:
-        return self.n > 0 and self.injected_correct > self.base_correct and self.p_value < self.alpha
+        return learned(n=self.n, base_correct=self.base_correct, injected_correct=self.injected_correct,
+                       significant=lambda: self.p_value < self.alpha)
 
     @computed_field  # type: ignore[prop-decorator]  # mypy refuses a decorator over @property; pydantic documents it
     @property

@@ -24,7 +24,7 @@ leaderboard's rows, its CSV and page, and the comparison all loop over `PAIR_MET
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -219,10 +219,11 @@ HEATMAP = TRANSFER  # the heatmaps (the paper's Figure 3) and a leaderboard pair
 
 # -- Learn: base against injected on the same train-language questions --------------------------------------------
 
-def learned(*, n: int, base_correct: int, injected_correct: int, significant: bool) -> bool:
+def learned(*, n: int, base_correct: int, injected_correct: int, significant: Callable[[], bool]) -> bool:
     """A train language *learned* when its gain is positive and significant (exact McNemar p < `LEARN_ALPHA`
-    of `clkt.report.learn`); Transfer of a language that did not learn is not interpretable."""
-    return n > 0 and injected_correct > base_correct and significant
+    of `clkt.report.learn`; `significant` is asked only for a positive gain); Transfer of a language that did
+    not learn is not interpretable."""
+    return n > 0 and injected_correct > base_correct and significant()
 
 
 def learn_accuracy(correct: int, n: int) -> float | None:
