@@ -46,7 +46,7 @@ class MetricSummary(_Frozen):
 
 def _keys(present: Mapping[str, object]) -> list[str]:
     """The table's metrics, then any other this record holds (read back from a file of another table)."""
-    table = PAIR_METRICS.keys()
+    table = PAIR_METRICS.ordered_keys()
     return table + [k for k in present if k not in table]
 
 
@@ -79,7 +79,7 @@ class PerMetric(_Frozen):
         if not isinstance(data, dict):
             return data
         fields = set(cls.model_fields)
-        table = PAIR_METRICS.keys()
+        table = PAIR_METRICS.ordered_keys()
         moved = {k: v for k, v in data.items() if k not in fields and (k in table or isinstance(v, Estimate)
                                                                        or (isinstance(v, dict) and "value" in v))}
         given = {**moved, **dict(data.get("metrics") or {})}
@@ -99,7 +99,7 @@ class PerMetric(_Frozen):
     if not TYPE_CHECKING:
 
         def __getattr__(self, name: str) -> Any:
-            if not name.startswith("_") and name in PAIR_METRICS.keys():
+            if not name.startswith("_") and name in PAIR_METRICS.ordered_keys():
                 return self.metric(name)
             return super().__getattr__(name)
 
@@ -151,6 +151,6 @@ class PerMetricSummary(_Frozen):
         def __getattr__(self, name: str) -> Any:
             if not name.startswith("_"):
                 for suffix in _SUFFIXES:
-                    if name.endswith(suffix) and name[: -len(suffix)] in PAIR_METRICS.keys():
+                    if name.endswith(suffix) and name[: -len(suffix)] in PAIR_METRICS.ordered_keys():
                         return getattr(self.metric(name[: -len(suffix)]), suffix[1:])
             return super().__getattr__(name)

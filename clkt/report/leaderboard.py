@@ -19,6 +19,7 @@ import os
 from collections import defaultdict
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 import numpy as np
 
@@ -75,7 +76,7 @@ def learned_trains(layout: Layout, sums: Sums) -> np.ndarray:
     out = []
     for n, bc, ic, g, lo in sums.learn.astype(int).tolist():
         out.append(learned(n=n, base_correct=bc, injected_correct=ic,
-                           significant=lambda g=g, lo=lo: mcnemar_significant(g, lo, LEARN_ALPHA)))
+                           significant=partial(mcnemar_significant, g, lo, LEARN_ALPHA)))
     return np.asarray(out, dtype=bool)
 
 

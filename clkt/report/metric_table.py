@@ -193,7 +193,7 @@ class MetricTable:
     def __getitem__(self, key: str) -> PairMetric:
         return self._metrics[key]
 
-    def keys(self) -> list[str]:
+    def ordered_keys(self) -> list[str]:
         return list(self._metrics)
 
     def cell_sets(self) -> list[str]:

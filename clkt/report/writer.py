@@ -302,11 +302,11 @@ def _write_pairs(data: ReportData, path: Path) -> None:
     with path.open("w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
         w.writerow(["model", "strategy", "scorer", "domain", "train_lang", "test_lang", "A", "B", "C", "D",
-                    *PAIR_METRICS.keys(), "missing", "a_plus_b", "job_learned", *[f"{m.key}_reading" for m in reads]])
+                    *PAIR_METRICS.ordered_keys(), "missing", "a_plus_b", "job_learned", *[f"{m.key}_reading" for m in reads]])
         for p in data.pairs:
             ct = p.table
             learned = data.job_learned(p.model, p.strategy, p.scorer, p.train_lang)
-            values = [("undefined" if (v is None and not p.missing) else pct(v)) for v in (p.metric(k) for k in PAIR_METRICS.keys())]
+            values = [("undefined" if (v is None and not p.missing) else pct(v)) for v in (p.metric(k) for k in PAIR_METRICS.ordered_keys())]
             w.writerow([p.model, p.strategy, p.scorer, p.domain, p.train_lang, p.test_lang, ct.a, ct.b, ct.c, ct.d,
                         *values, p.missing, ct.a + ct.b, "" if learned is None else learned,
                         *[pair_reading(data, p, m) for m in reads]])
