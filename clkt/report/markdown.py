@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from clkt.report.data import LEARN_HEADER, ReportData, ci_text, grid, learn_rows, pct1, scenarios
+from clkt.report.metric_table import PAIR_METRICS
 from clkt.report.stats import wilson_ci
 
 __all__ = ["markdown"]
@@ -22,7 +23,8 @@ def markdown(data: ReportData, figures: list[Path]) -> str:
     lines += [
         "Learn = the train language's accuracy after injection against the base model's on the same questions "
         "(exact McNemar p; a job learned when its gain is positive with p < 0.05). "
-        "Overall = A/(A+B+C+D), Transfer = A/(A+B) per ordered pair (L_train ≠ L_test); cells are mean ± std over "
+        + ", ".join(f"{m.label} = {m.definition}" for m in PAIR_METRICS)
+        + " per ordered pair (L_train ≠ L_test); cells are mean ± std over "
         "pairs [bootstrap 95% CI over questions], in %. *undefined*: no pair had a question right in the train language "
         "(A+B = 0). *not interpretable*: the jobs did not learn, so A+B is what the base model guessed; such pairs are "
         f"left out of Transfer means (*n.i.* counts them). Heatmap cells with A+B < {data.min_cell_n} are grey.", "",
