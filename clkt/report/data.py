@@ -31,6 +31,7 @@ from clkt.report.metrics import (
 from clkt.report.stats import wilson_ci
 
 __all__ = [
+    "DOMAIN_HEADINGS",
     "LEARN_HEADER",
     "MIN_CELL_N",
     "ControlLang",
@@ -39,6 +40,7 @@ __all__ = [
     "TargetValidity",
     "base_cell",
     "cell_text",
+    "ci1_text",
     "ci_text",
     "domains_of",
     "grid",
@@ -137,6 +139,11 @@ def ci_text(ci: tuple[float, float] | None) -> str:
     return "" if ci is None else f" [{100 * ci[0]:.0f}, {100 * ci[1]:.0f}]"
 
 
+def ci1_text(ci: tuple[float, float] | None) -> str:
+    """An interval to the tenth of a point, as Table 2 and the leaderboard write it."""
+    return "" if ci is None else f" [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
+
+
 def in_short(data: ReportData) -> list[str]:
     """Plain sentences: what was learned, what transferred, what is too small to say."""
     out: list[str] = []
@@ -171,8 +178,9 @@ def in_short(data: ReportData) -> list[str]:
             out.append(f"Transfer, {c.model} / {c.strategy} / {c.scorer}: not interpretable ({why}).")
         else:
             out.append(
-                f"Transfer, {c.model} / {c.strategy} / {c.scorer}: mean {100 * tr.mean:.1f}%{ci_text(tr.ci)} over "
-                f"{c.pairs - c.not_interpretable - c.transfer_undefined} language pair(s)"
+                f"Transfer, {c.model} / {c.strategy} / {c.scorer}: {100 * tr.mean:.1f}%{ci1_text(tr.ci)}, the mean over "
+                f"{c.pairs - c.not_interpretable - c.transfer_undefined} language pair(s) of every domain's questions pooled "
+                "(Table 2's `all pooled` column; 95% CI from a bootstrap over entities)"
                 + (f" ({c.not_interpretable} pairs of jobs that did not learn left out)" if c.not_interpretable else "") + "."
             )
     small = [p for p in data.pairs if p.domain == ALL_DOMAINS and not p.missing and TRANSFER.n(p.table) < data.min_cell_n]
@@ -199,9 +207,14 @@ def pair_reading(data: ReportData, p: PairMetrics, metric: PairMetric = HEATMAP)
     return metric.reading(p.table, learned=data.job_learned(p.model, p.strategy, p.scorer, p.train_lang))
 
 
+DOMAIN_HEADINGS = {ALL_DOMAINS: "all pooled", AVG_DOMAINS: "mean of domains"}  # what each column averages
+
+
 def domains_of(data: ReportData) -> list[str]:
+    """Table 2's columns: each domain, every domain's questions pooled (`all`: the summary's and the
+    leaderboard's figure), and the unweighted mean of the domains (`avg`: the paper's Table 2)."""
     doms = sorted({c.domain for c in data.table2} - {ALL_DOMAINS, AVG_DOMAINS})
-    return [*doms, AVG_DOMAINS]
+    return [*doms, ALL_DOMAINS, AVG_DOMAINS]
 
 
 def scenarios(data: ReportData) -> list[tuple[str, str, str, list[SummaryCell]]]:
@@ -222,7 +235,7 @@ def grid(data: ReportData, label: str, cells: list[SummaryCell]) -> tuple[list[s
     """Table 2 of a scenario: a row per `label`, a column per metric of `PAIR_METRICS` x domain."""
     doms = domains_of(data)
     metrics = list(PAIR_METRICS)
-    header = [label] + [f"{d} {m.label}" for m in metrics for d in doms]
+    header = [label] + [f"{DOMAIN_HEADINGS.get(d, d)} {m.label}" for m in metrics for d in doms]
     rows: list[list[str]] = []
     for key in sorted({getattr(c, label) for c in cells}):
         by = {c.domain: c for c in cells if getattr(c, label) == key}

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from clkt.report.data import LEARN_HEADER, ReportData, ci_text, grid, learn_rows, pct1, scenarios
 from clkt.report.metric_table import PAIR_METRICS
+from clkt.report.metrics import BASE_FLAG_MEANS
 from clkt.report.stats import wilson_ci
 
 __all__ = ["markdown"]
@@ -25,8 +26,11 @@ def markdown(data: ReportData, figures: list[Path]) -> str:
         "(exact McNemar p; a job learned when its gain is positive with p < 0.05). "
         + ", ".join(f"{m.label} = {m.definition}" for m in PAIR_METRICS)
         + " per ordered pair (L_train ≠ L_test); cells are mean ± std over "
-        "pairs [bootstrap 95% CI over questions], in %. *undefined*: no pair had a question right in the train language "
-        "(A+B = 0). *not interpretable*: the jobs did not learn, so A+B is what the base model guessed; such pairs are "
+        "pairs [95% CI from a bootstrap over entities: the questions of an entity are drawn together], in %; "
+        "*all pooled*: the pairs' values on every domain's questions pooled (the figure of the summary above and of "
+        "the leaderboard), *mean of domains*: each pair's mean over the domains (the paper's Table 2). *undefined*: "
+        "no pair had a question right in the train language (A+B = 0). *not interpretable*: the jobs did not learn, "
+        "so A+B is what the base model guessed; such pairs are "
         f"left out of Transfer means (*n.i.* counts them). Heatmap cells with A+B < {data.min_cell_n} are grey.", "",
     ]
     for note in data.notes:
@@ -57,7 +61,8 @@ def markdown(data: ReportData, figures: list[Path]) -> str:
             ]))
         lines.append("")
     if data.base:
-        lines += ["## Base model accuracy (test split)", "", "| model | scorer | lang | n | accuracy [95% CI] | flagged |",
+        lines += ["## Base model accuracy (test split)", "", f"Chance is 25%; {BASE_FLAG_MEANS}.", "",
+                  "| model | scorer | lang | n | accuracy [95% CI] | flagged |",
                   "|---|---|---|---|---|---|"]
         for b in data.base:
             k = round((b.accuracy or 0) * b.n)

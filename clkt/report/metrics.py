@@ -8,15 +8,14 @@ of the contingency (the injected model's correctness in L_train, in L_test):
 Overall = A / (A+B+C+D); Transfer = A / (A+B) — undefined (None, never 0) when A+B = 0. A pair whose test
 language has no answers is *missing* (reported, not counted). Per model x strategy x scorer x domain: mean ±
 std over the ordered pairs (the paper's Table 2), the average over domains, seeded bootstrap 95% confidence
-intervals (resampling questions), McNemar's exact test per language pair for directional asymmetry (the one
-McNemar of `clkt.report.stats`), and the base model's accuracy per language with a flag where it is far above
-chance (25%): the entities may not be unseen.
+intervals (resampling entities, with the leaderboard's draws: `clkt.report.clustered`), McNemar's exact test
+per language pair for directional asymmetry (the one McNemar of `clkt.report.stats`), and the base model's
+accuracy per language, flagged where it is above chance (`BASE_FLAG_MEANS`): the entities may not be unseen.
 """
 
 from __future__ import annotations
 
 import math
-import warnings
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -27,13 +26,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from clkt.report._metric_fields import MetricSummary, PerMetricSummary
 from clkt.report.basics import BOOTSTRAP_SAMPLES, Contingency
-from clkt.report.metric_table import OVERALL, PAIR_METRICS, TRANSFER, PairMetric, cell_indicator
+from clkt.report.clustered import PairDraws, entity_draws, pair_draws
+from clkt.report.metric_table import OVERALL, PAIR_METRICS, TRANSFER, PairMetric
 from clkt.report.stats import mcnemar_exact
 
 __all__ = [
     "ALL_DOMAINS",
     "AVG_DOMAINS",
-    "BASE_FLAG_ACCURACY",
+    "BASE_FLAG_MEANS",
     "BASE_FLAG_P",
     "AsymmetryTest",
     "BaseAccuracy",
@@ -52,8 +52,11 @@ __all__ = [
 
 ALL_DOMAINS = "all"  # every domain pooled
 AVG_DOMAINS = "avg"  # the average over domains (Table 2's last column)
-BASE_FLAG_ACCURACY = 0.40  # a base accuracy above this ...
-BASE_FLAG_P = 0.01  # ... and significantly above 25% (one-sided binomial) flags the language
+BASE_FLAG_P = 0.01  # a base accuracy above chance (25%) at this level (exact one-sided binomial) flags the language
+BASE_FLAG_MEANS = (
+    "flagged: the base model answers above chance (25%, exact one-sided binomial p < 0.01), so it may know some "
+    "of these entities, which were meant to be unseen by it"
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,6 +74,12 @@ class Outcome:
     correct: bool
     predicted: str | None = None
     split: str = "test"
+    entity: int | None = None  # the question's entity (store id): the bootstrap resamples entities
+
+    @property
+    def cluster(self) -> int:
+        """What the bootstrap resamples: the entity; a question of unknown entity is its own cluster."""
+        return self.entity if self.entity is not None else -1 - self.qid
 
 
 class _Frozen(BaseModel):
@@ -193,58 +202,6 @@ def _mean_std(values: Sequence[float]) -> tuple[float | None, float | None]:
     return float(arr.mean()), float(arr.std(ddof=0))
 
 
-def _boot_pairs(
-    outcomes: Sequence[Outcome], model: str, strategy: str, scorer: str, domain: str, pairs: list[tuple[str, str]],
-    rng: np.random.Generator, metric: PairMetric,
-) -> np.ndarray | None:
-    """Per bootstrap sample (questions resampled) and pair: the metric, NaN where undefined."""
-    idx = _index(o for o in outcomes if o.model == model and o.strategy == strategy and o.scorer == scorer)
-    qids = sorted({q for k, v in idx.items() if k[4] == domain for q in v})
-    if not qids or not pairs:
-        return None
-    pos = {q: i for i, q in enumerate(qids)}
-    nq = len(qids)
-    cells = [metric.numerator, metric.denominator]
-    ind = {c: np.zeros((len(pairs), nq)) for c in cells}
-    for p, (lt, ls) in enumerate(pairs):
-        x = idx.get((model, strategy, scorer, lt, domain, lt), {})
-        y = idx.get((model, strategy, scorer, lt, domain, ls), {})
-        common = sorted(set(x) & set(y))
-        if not common:
-            continue
-        cols = np.asarray([pos[q] for q in common])
-        xs, ys = np.asarray([x[q] for q in common], dtype=bool), np.asarray([y[q] for q in common], dtype=bool)
-        for c in cells:
-            ind[c][p, cols] = cell_indicator(c, xs, ys)
-    draws = rng.integers(0, nq, size=(BOOTSTRAP_SAMPLES, nq))
-    weights = np.stack([np.bincount(d, minlength=nq) for d in draws]).astype(float)  # (B, nq)
-    return metric.ratio({c: weights @ ind[c].T for c in cells})  # (B, pairs)
-
-
-def _ci(m: np.ndarray | None) -> tuple[float, float] | None:
-    """95% percentile interval of the mean over pairs (NaN pairs left out of each sample's mean)."""
-    if m is None or m.size == 0:
-        return None
-    valid = ~np.all(np.isnan(m), axis=1)
-    if not valid.any():
-        return None
-    means = np.nanmean(m[valid], axis=1)
-    return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
-
-
-def _bootstrap_avg(
-    outcomes: Sequence[Outcome], model: str, strategy: str, scorer: str, domains: list[str],
-    pairs: list[tuple[str, str]], rng: np.random.Generator, metric: PairMetric,
-) -> tuple[float, float] | None:
-    """The average over domains, resampling the questions of each domain apart (a stratified bootstrap)."""
-    per = [got for d in domains if (got := _boot_pairs(outcomes, model, strategy, scorer, d, pairs, rng, metric)) is not None]
-    if not per:
-        return None
-    with np.errstate(invalid="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return _ci(np.nanmean(np.stack(per), axis=0))  # (B, pairs): each pair's mean over its domains
-
-
 JobKey = tuple[str, str, str, str]  # (model, strategy, scorer, train_lang)
 
 
@@ -254,19 +211,14 @@ def _counts_in(metric: PairMetric, p: PairMetrics, skip: set[JobKey]) -> bool:
     return not (metric.needs_learned and (p.model, p.strategy, p.scorer, p.train_lang) in skip)
 
 
-def _domain_cell(
-    outcomes: Sequence[Outcome], sel: list[PairMetrics], domain: str, skip: set[JobKey], rng: np.random.Generator | None,
-) -> SummaryCell:
+def _domain_cell(sel: list[PairMetrics], domain: str, skip: set[JobKey], draws: PairDraws | None) -> SummaryCell:
     """One model x strategy x scorer on one domain (or `all`): per metric, mean ± std over its pairs."""
     first = sel[0]
     values: dict[str, MetricSummary] = {}
     for m in PAIR_METRICS:
         kept = [p for p in sel if _counts_in(m, p, skip)]
         mean, std = _mean_std([v for p in kept if (v := p.metric(m.key)) is not None])
-        ci = None
-        if rng is not None:
-            ci = _ci(_boot_pairs(outcomes, first.model, first.strategy, first.scorer, domain,
-                                 [(p.train_lang, p.test_lang) for p in kept if not p.missing], rng, m))
+        ci = draws.interval(m, domain, [(p.train_lang, p.test_lang) for p in kept if not p.missing]) if draws else None
         values[m.key] = MetricSummary(mean=mean, std=std, ci=ci)
     interp = [p for p in sel if (p.model, p.strategy, p.scorer, p.train_lang) not in skip]
     return SummaryCell(
@@ -276,9 +228,7 @@ def _domain_cell(
     )
 
 
-def _avg_cell(
-    outcomes: Sequence[Outcome], plist: list[PairMetrics], domains: list[str], skip: set[JobKey], rng: np.random.Generator | None,
-) -> SummaryCell:
+def _avg_cell(plist: list[PairMetrics], domains: list[str], skip: set[JobKey], draws: PairDraws | None) -> SummaryCell:
     """The average over domains: per pair, the mean of its per-domain values; then mean ± std over pairs."""
     first = plist[0]
     values: dict[str, MetricSummary] = {}
@@ -288,9 +238,7 @@ def _avg_cell(
             if p.domain != ALL_DOMAINS and (v := p.metric(m.key)) is not None and _counts_in(m, p, skip):
                 per_pair[(p.train_lang, p.test_lang)].append(v)
         mean, std = _mean_std([float(np.mean(v)) for v in per_pair.values()])
-        ci = None
-        if rng is not None:
-            ci = _bootstrap_avg(outcomes, first.model, first.strategy, first.scorer, domains, sorted(per_pair), rng, m)
+        ci = draws.interval_avg(m, domains, sorted(per_pair)) if draws else None
         values[m.key] = MetricSummary(mean=mean, std=std, ci=ci)
     return SummaryCell(
         model=first.model, strategy=first.strategy, scorer=first.scorer, domain=AVG_DOMAINS, values=values,
@@ -302,26 +250,35 @@ def _avg_cell(
 
 def summarize(
     outcomes: Sequence[Outcome], languages: Sequence[str], *, seed: int = 0, bootstrap: bool = True,
-    not_learned: set[JobKey] | None = None,
+    not_learned: set[JobKey] | None = None, snapshot_id: str = "", samples: int = BOOTSTRAP_SAMPLES,
 ) -> list[SummaryCell]:
     """Table 2: mean ± std over pairs per model x strategy x scorer x domain, plus `all` and `avg`, for every
-    metric of `PAIR_METRICS`.
+    metric of `PAIR_METRICS`, each with a 95% interval from a bootstrap over the snapshot's entities
+    (`clkt.report.clustered`: the leaderboard's draws of `snapshot_id` for `seed`).
 
     Pairs of the jobs in `not_learned` (no significant in-language gain: `clkt.report.learn`) count in
     Overall but not in Transfer (a metric that `needs_learned`), whose A+B is then what the base model
     guessed: `not_interpretable` says how many were left out.
     """
     skip = not_learned or set()
-    rng = np.random.default_rng(seed) if bootstrap else None
+    idx = _index(outcomes)
+    tests = [o for o in outcomes if o.split == "test"]
+    cluster_of = {o.qid: o.cluster for o in tests}
+    ents = entity_draws([o.cluster for o in tests], snapshot_id=snapshot_id, seed=seed, samples=samples if bootstrap else 0)
     by_group: dict[tuple[str, str, str], list[PairMetrics]] = defaultdict(list)
     for p in pair_metrics(outcomes, languages):
         by_group[(p.model, p.strategy, p.scorer)].append(p)
     out: list[SummaryCell] = []
-    for _, plist in sorted(by_group.items()):
+    for group, plist in sorted(by_group.items()):
         domains = sorted({p.domain for p in plist} - {ALL_DOMAINS})
+        draws = None
+        if bootstrap and len(ents.weights):
+            answers = {(k[3], k[4], k[5]): v for k, v in idx.items() if k[:3] == group}
+            pairs = list(dict.fromkeys((p.train_lang, p.test_lang) for p in plist))
+            draws = pair_draws(answers, cluster_of=cluster_of, draws=ents, domains=[*domains, ALL_DOMAINS], pairs=pairs)
         for domain in [*domains, ALL_DOMAINS]:
-            out.append(_domain_cell(outcomes, [p for p in plist if p.domain == domain], domain, skip, rng))
-        out.append(_avg_cell(outcomes, plist, domains, skip, rng))
+            out.append(_domain_cell([p for p in plist if p.domain == domain], domain, skip, draws))
+        out.append(_avg_cell(plist, domains, skip, draws))
     return out
 
 
@@ -365,7 +322,7 @@ def base_accuracy(outcomes: Sequence[Outcome]) -> list[BaseAccuracy]:
         k = sum(answers.values())
         acc = k / n if n else None
         p = float(binomtest(k, n, 0.25, alternative="greater").pvalue) if n else None
-        flagged = acc is not None and p is not None and acc > BASE_FLAG_ACCURACY and p < BASE_FLAG_P
+        flagged = p is not None and p < BASE_FLAG_P  # BASE_FLAG_MEANS
         out.append(BaseAccuracy(model=model, scorer=scorer, lang=lang, n=n, accuracy=acc, p_above_chance=p, flagged=flagged))
     return out
 

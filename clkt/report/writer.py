@@ -60,6 +60,8 @@ from clkt.report.markdown import markdown
 from clkt.report.metric_table import PAIR_METRICS
 from clkt.report.metrics import (
     ALL_DOMAINS,
+    BASE_FLAG_MEANS,
+    BASE_FLAG_P,
     BaseAccuracy,
     Outcome,
     base_accuracy,
@@ -147,6 +149,7 @@ async def load_report_data(
         Outcome(
             model=r.target_model, strategy=r.strategy, scorer=r.scorer, variant=r.variant, train_lang=r.train_lang,
             lang=r.lang, qid=stable_qid(r.source, r.external_id, r.slot), domain=r.domain, correct=r.correct, predicted=r.predicted, split=r.split,
+            entity=r.entity_id or None,
         )
         for r in rows
     ]
@@ -207,8 +210,9 @@ def build_report(snapshot_id: str, languages: list[str], jobs: list[JobInfo], ou
     for b in base:
         if b.flagged:
             notes.append(
-                f"base model {b.model} answers {b.lang} at {100 * (b.accuracy or 0):.0f}% ({b.scorer}, n={b.n}), far above "
-                "chance (25%): these entities may not be unseen by it"
+                f"base model {b.model} answers {b.lang} at {100 * (b.accuracy or 0):.0f}% ({b.scorer}, n={b.n}), above "
+                f"chance (25%; exact one-sided binomial p = {b.p_above_chance or 0:.2g} < {BASE_FLAG_P}): it may know some "
+                "of these entities, which were meant to be unseen by it"
             )
     parses = sorted({j.parse for j in jobs if j.parse})
     if parses:
@@ -219,7 +223,7 @@ def build_report(snapshot_id: str, languages: list[str], jobs: list[JobInfo], ou
     pf = [{"model": m, "strategy": s, "variant": v, "rate": r} for (m, s, v), r in parse_failure_rates(real).items()]
     data = ReportData(
         snapshot_id=snapshot_id, languages=languages, jobs=jobs,
-        table2=summarize(real, languages, seed=seed, not_learned=not_learned),
+        table2=summarize(real, languages, seed=seed, not_learned=not_learned, snapshot_id=snapshot_id),
         pairs=pair_metrics(real, languages), asymmetry=mcnemar_tests(real, languages), base=base,
         parse_failures=pf, notes=notes, learn=learn,
     )
@@ -323,7 +327,7 @@ def render_tables(data: ReportData) -> list[Table]:
         tables.append(t)
     for title, label, _, cells in scenarios(data):
         header, rows = grid(data, label, cells)
-        t = Table(*header, title=f"{title} (mean ± std over language pairs [95% CI], %)")
+        t = Table(*header, title=f"{title} (mean ± std over language pairs [95% CI, bootstrap over entities], %)")
         for r in rows:
             t.add_row(*r)
         tables.append(t)
@@ -333,7 +337,7 @@ def render_tables(data: ReportData) -> list[Table]:
             t.add_row(*r)
         tables.append(t)
     if data.base:
-        t = Table("model", "scorer", *data.languages, title="Base model accuracy per language, % [95% CI] (n; chance = 25%; ! = far above)")
+        t = Table("model", "scorer", *data.languages, title=f"Base model accuracy per language, % [95% CI] (n; chance = 25%; ! = {BASE_FLAG_MEANS})")
         by: dict[tuple[str, str], dict[str, BaseAccuracy]] = defaultdict(dict)
         for b in data.base:
             by[(b.model, b.scorer)][b.lang] = b
