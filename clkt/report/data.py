@@ -157,7 +157,9 @@ def in_short(data: ReportData) -> list[str]:
                 f"Learn, {label}: {t.model} / {t.strategy} / {t.scorer} trained in {t.train_lang} {verdict}: "
                 f"{100 * (st.base_accuracy or 0):.0f}%{ci_text(st.base_ci)} → {100 * (st.injected_accuracy or 0):.0f}%"
                 f"{ci_text(st.injected_ci)} on n = {st.n} {t.train_lang} questions, gain {100 * (st.gain or 0):+.0f} points"
-                f"{ci_text(st.gain_ci)}, exact McNemar p = {st.p_value:.3g}."
+                f"{ci_text(st.gain_ci)}, exact McNemar p = {st.p_value:.3g}; "
+                + ("95% CIs from a bootstrap over entities." if st.clustered is not None else
+                   "95% CIs over questions (Wilson; the control split keeps counts, not entities).")
             )
     others: dict[tuple[str, str, str, str], list[ControlLang]] = defaultdict(list)
     for cl in data.control:

@@ -38,7 +38,9 @@ def markdown(data: ReportData, figures: list[Path]) -> str:
     if data.notes:
         lines.append("")
     if data.learn:
-        lines += ["## Learn (train language, base vs injected)", "", _md_row(LEARN_HEADER), "|" + "---|" * len(LEARN_HEADER)]
+        lines += ["## Learn (train language, base vs injected)", "",
+                  "95% CIs from a bootstrap over entities (the draws of Table 2 and the leaderboard).", "",
+                  _md_row(LEARN_HEADER), "|" + "---|" * len(LEARN_HEADER)]
         lines += [_md_row(r) for r in learn_rows(data.learn)]
         lines.append("")
     for title, label, _, cells in scenarios(data):
@@ -48,7 +50,8 @@ def markdown(data: ReportData, figures: list[Path]) -> str:
         lines.append("")
     if data.control:
         lines += ["## Control split (fictional entities; never in the scores above)", "",
-                  "Base against injected on the same control questions, per test language (exact McNemar).", ""]
+                  "Base against injected on the same control questions, per test language (exact McNemar); 95% CIs over "
+                  "questions (Wilson, and Wald for the gain): a job keeps the control's counts, not its entities.", ""]
         hdr = ["model", "strategy", "scorer", "train", "test", "n", "base % [CI]", "injected % [CI]", "gain pts [CI]", "McNemar p",
                "gained"]
         lines += [_md_row(hdr), "|" + "---|" * len(hdr)]

@@ -38,6 +38,8 @@ from pydantic import ValidationError
 
 from clkt.errors import UserError
 from clkt.evaluate.summary import JobSummary
+from clkt.report.basics import BOOTSTRAP_SAMPLES
+from clkt.report.clustered import entity_draws
 from clkt.report.cutoff_curve import TargetWindow, knowledge_curves, knowledge_windows
 from clkt.report.data import (
     LEARN_HEADER,
@@ -196,7 +198,8 @@ def build_report(snapshot_id: str, languages: list[str], jobs: list[JobInfo], ou
     if failed:
         notes.append(f"{len(failed)} job(s) failed: " + "; ".join(f"{j.model}/{j.strategy}/{j.train_lang}: {(j.error or '')[:160]}" for j in failed))
     real = outcomes  # the control split never reaches the store's results (see _control)
-    learn = learn_tests(real)
+    tests = [o.cluster for o in real if o.split == "test"]
+    learn = learn_tests(real, draws=entity_draws(tests, snapshot_id=snapshot_id, seed=seed, samples=BOOTSTRAP_SAMPLES))
     not_learned = {(t.model, t.strategy, t.scorer, t.train_lang) for t in learn if t.domain == ALL_DOMAINS and not t.learned}
     for t in learn:
         if t.domain == ALL_DOMAINS and not t.learned:

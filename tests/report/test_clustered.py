@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from clkt.report.clustered import entity_draws
 from clkt.report.data import in_short
+from clkt.report.learn import learn_tests
 from clkt.report.metric_table import PAIR_METRICS
 from clkt.report.metrics import ALL_DOMAINS, Outcome, summarize
 from clkt.report.window import LeaderboardQuery, load_leaderboard
@@ -38,6 +40,24 @@ def test_the_questions_of_an_entity_are_drawn_together() -> None:
         assert a.mean == b.mean and a.ci is not None
         assert b.ci == pytest.approx(a.ci, abs=1e-12)
         assert a.ci[1] - a.ci[0] > 0.1  # 12 entities: a wide interval
+
+
+def test_learn_s_intervals_are_over_entities() -> None:
+    """Learn's accuracies and gain: three copies of each entity's question give the intervals of one."""
+
+    def tests(copies: int) -> list[tuple[float, float] | None]:
+        outs = [o for o in _outcomes(copies) if o.lang == "en"]
+        outs += [Outcome(model="m", strategy="s", scorer="x", variant="base", train_lang="en", lang="en", qid=o.qid, domain="d",
+                         correct=o.entity is not None and o.entity % 5 == 0, entity=o.entity) for o in outs]
+        draws = entity_draws([o.cluster for o in outs], snapshot_id="s", seed=0, samples=1000)
+        (t, _) = learn_tests(outs, draws=draws)  # the domain and `all`
+        assert t.stat.clustered is not None
+        return [t.stat.base_ci, t.stat.injected_ci, t.stat.gain_ci]
+
+    one, three = tests(1), tests(3)
+    assert all(ci is not None for ci in one)
+    for a, b in zip(one, three, strict=True):
+        assert b == pytest.approx(a, abs=1e-12)
 
 
 async def test_a_snapshot_s_figures_are_the_same_in_its_report_and_on_the_leaderboard(store: Store) -> None:
