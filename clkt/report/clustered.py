@@ -16,10 +16,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from clkt.report.metric_table import PAIR_METRICS, PairMetric
+from clkt.report.metric_table import PAIR_METRICS, PairMetric, ratio
 from clkt.report.pooled import Draws, nanmean, one_blas_thread, percentile_ci
 
-__all__ = ["EntityDraws", "PairDraws", "entity_draws", "pair_draws"]
+__all__ = ["EntityDraws", "PairDraws", "accuracy_interval", "entity_draws", "pair_draws"]
 
 Answers = Mapping[tuple[str, str, str], Mapping[int, bool]]  # (train language, domain, language) -> qid -> correct
 
@@ -95,3 +95,15 @@ def pair_draws(
         # float32 sums of integer counts are exact below 2**24 (as in `Draws.sums`)
         sums = (draws.weights @ counts.reshape(n_e, n_d * n_p * 4)).astype(np.float64)
     return PairDraws(domains=list(domains), pairs=list(pairs), sums=sums.reshape(len(draws.weights), n_d, n_p, 4))
+
+
+def accuracy_interval(answers: Sequence[tuple[bool, int]], draws: EntityDraws) -> tuple[float, float] | None:
+    """95% interval of an accuracy over (correct, entity) answers, from the draws of the entities."""
+    if not len(draws.weights):
+        return None
+    pos = {int(e): i for i, e in enumerate(draws.entities.tolist())}
+    counts = np.zeros((len(draws.entities), 2), dtype=np.float32)
+    for correct, entity in answers:
+        counts[pos[entity]] += (1.0, float(correct))
+    s = (draws.weights @ counts).astype(np.float64)
+    return percentile_ci(ratio(s[:, 1], s[:, 0]))

@@ -284,7 +284,8 @@ LEARN_HEADER = ["model", "strategy", "scorer", "train", "n", "base % [CI]", "inj
 
 def base_cell(b: BaseAccuracy) -> str:
     k = round((b.accuracy or 0) * b.n)
-    return f"{pct1(b.accuracy)}{ci_text(wilson_ci(k, b.n))} (n={b.n}){' !' if b.flagged else ''}"
+    ci = b.ci if b.ci is not None else wilson_ci(k, b.n)
+    return f"{pct1(b.accuracy)}{ci_text(ci)} (n={b.n}){' !' if b.flagged else ''}"
 
 
 def pct1(v: float | None) -> str:

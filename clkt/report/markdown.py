@@ -64,12 +64,13 @@ def markdown(data: ReportData, figures: list[Path]) -> str:
             ]))
         lines.append("")
     if data.base:
-        lines += ["## Base model accuracy (test split)", "", f"Chance is 25%; {BASE_FLAG_MEANS}.", "",
+        lines += ["## Base model accuracy (test split)", "", f"Chance is 25%; {BASE_FLAG_MEANS}. 95% CIs from a bootstrap over entities.", "",
                   "| model | scorer | lang | n | accuracy [95% CI] | flagged |",
                   "|---|---|---|---|---|---|"]
         for b in data.base:
             k = round((b.accuracy or 0) * b.n)
-            lines.append(f"| {b.model} | {b.scorer} | {b.lang} | {b.n} | {pct1(b.accuracy)}{ci_text(wilson_ci(k, b.n))} | "
+            ci = b.ci if b.ci is not None else wilson_ci(k, b.n)
+            lines.append(f"| {b.model} | {b.scorer} | {b.lang} | {b.n} | {pct1(b.accuracy)}{ci_text(ci)} | "
                          f"{'yes' if b.flagged else ''} |")
         lines.append("")
     if data.asymmetry:

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from clkt.report._metric_fields import MetricSummary, PerMetricSummary
 from clkt.report.basics import BOOTSTRAP_SAMPLES, Contingency
-from clkt.report.clustered import PairDraws, entity_draws, pair_draws
+from clkt.report.clustered import EntityDraws, PairDraws, accuracy_interval, entity_draws, pair_draws
 from clkt.report.metric_table import OVERALL, PAIR_METRICS, TRANSFER, PairMetric
 from clkt.report.stats import mcnemar_exact
 
@@ -160,6 +160,8 @@ class BaseAccuracy(_Frozen):
     accuracy: float | None
     p_above_chance: float | None
     flagged: bool
+    # 95% interval from a bootstrap over entities (`base_accuracy` with draws); None: none drawn
+    ci: tuple[float, float] | None = None
 
 
 def _index(outcomes: Iterable[Outcome], variant: str = "injected") -> dict[tuple[str, str, str, str, str, str], dict[int, bool]]:
@@ -308,22 +310,24 @@ def mcnemar_tests(outcomes: Sequence[Outcome], languages: Sequence[str]) -> list
     return out
 
 
-def base_accuracy(outcomes: Sequence[Outcome]) -> list[BaseAccuracy]:
-    """The base model's accuracy per language (its answers are the same in every job of a model)."""
+def base_accuracy(outcomes: Sequence[Outcome], *, draws: EntityDraws | None = None) -> list[BaseAccuracy]:
+    """The base model's accuracy per language (its answers are the same in every job of a model); `draws`
+    (`clkt.report.clustered.entity_draws`): its interval over entities."""
     from scipy.stats import binomtest
 
-    seen: dict[tuple[str, str, str], dict[int, bool]] = defaultdict(dict)
+    seen: dict[tuple[str, str, str], dict[int, tuple[bool, int]]] = defaultdict(dict)
     for o in outcomes:
         if o.variant == "base" and o.split == "test":
-            seen[(o.model, o.scorer, o.lang)].setdefault(o.qid, o.correct)
+            seen[(o.model, o.scorer, o.lang)].setdefault(o.qid, (o.correct, o.cluster))
     out: list[BaseAccuracy] = []
     for (model, scorer, lang), answers in sorted(seen.items()):
         n = len(answers)
-        k = sum(answers.values())
+        k = sum(c for c, _ in answers.values())
         acc = k / n if n else None
         p = float(binomtest(k, n, 0.25, alternative="greater").pvalue) if n else None
         flagged = p is not None and p < BASE_FLAG_P  # BASE_FLAG_MEANS
-        out.append(BaseAccuracy(model=model, scorer=scorer, lang=lang, n=n, accuracy=acc, p_above_chance=p, flagged=flagged))
+        ci = accuracy_interval(list(answers.values()), draws) if draws is not None and n else None
+        out.append(BaseAccuracy(model=model, scorer=scorer, lang=lang, n=n, accuracy=acc, p_above_chance=p, flagged=flagged, ci=ci))
     return out
 
 

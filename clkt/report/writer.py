@@ -198,8 +198,8 @@ def build_report(snapshot_id: str, languages: list[str], jobs: list[JobInfo], ou
     if failed:
         notes.append(f"{len(failed)} job(s) failed: " + "; ".join(f"{j.model}/{j.strategy}/{j.train_lang}: {(j.error or '')[:160]}" for j in failed))
     real = outcomes  # the control split never reaches the store's results (see _control)
-    tests = [o.cluster for o in real if o.split == "test"]
-    learn = learn_tests(real, draws=entity_draws(tests, snapshot_id=snapshot_id, seed=seed, samples=BOOTSTRAP_SAMPLES))
+    draws = entity_draws([o.cluster for o in real if o.split == "test"], snapshot_id=snapshot_id, seed=seed, samples=BOOTSTRAP_SAMPLES)
+    learn = learn_tests(real, draws=draws)
     not_learned = {(t.model, t.strategy, t.scorer, t.train_lang) for t in learn if t.domain == ALL_DOMAINS and not t.learned}
     for t in learn:
         if t.domain == ALL_DOMAINS and not t.learned:
@@ -209,7 +209,7 @@ def build_report(snapshot_id: str, languages: list[str], jobs: list[JobInfo], ou
                 f"{st.base_correct}/{st.n} before, {st.injected_correct}/{st.n} after (exact McNemar p = {st.p_value:.3g}); "
                 "its Transfer cells are not interpretable and are left out of the Transfer means"
             )
-    base = base_accuracy(real)
+    base = base_accuracy(real, draws=draws)
     for b in base:
         if b.flagged:
             notes.append(

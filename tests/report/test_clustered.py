@@ -10,7 +10,7 @@ from clkt.report.clustered import entity_draws
 from clkt.report.data import in_short
 from clkt.report.learn import learn_tests
 from clkt.report.metric_table import PAIR_METRICS
-from clkt.report.metrics import ALL_DOMAINS, Outcome, summarize
+from clkt.report.metrics import ALL_DOMAINS, Outcome, base_accuracy, summarize
 from clkt.report.window import LeaderboardQuery, load_leaderboard
 from clkt.report.writer import load_report_data
 from storage.engine import Store
@@ -58,6 +58,20 @@ def test_learn_s_intervals_are_over_entities() -> None:
     assert all(ci is not None for ci in one)
     for a, b in zip(one, three, strict=True):
         assert b == pytest.approx(a, abs=1e-12)
+
+
+def test_the_base_model_s_interval_is_over_entities() -> None:
+    def ci(copies: int) -> tuple[float, float] | None:
+        outs = [Outcome(model="m", strategy="s", scorer="x", variant="base", train_lang="en", lang=o.lang, qid=o.qid,
+                        domain="d", correct=o.correct, entity=o.entity) for o in _outcomes(copies)]
+        draws = entity_draws([o.cluster for o in outs], snapshot_id="s", seed=0, samples=1000)
+        (en, _) = base_accuracy(outs, draws=draws)
+        assert en.lang == "en" and en.n == 12 * copies
+        return en.ci
+
+    one = ci(1)
+    assert one is not None and one[1] - one[0] > 0.2
+    assert ci(3) == pytest.approx(one, abs=1e-12)
 
 
 async def test_a_snapshot_s_figures_are_the_same_in_its_report_and_on_the_leaderboard(store: Store) -> None:
