@@ -145,6 +145,7 @@ class JobResultRow:
     source: str = ""  # the question's identity: entity source, external id and slot
     external_id: str = ""
     slot: str = ""
+    entity_id: int = 0  # the question's entity (the report's bootstrap resamples entities)
 
 
 async def enqueue_gpu_jobs(
@@ -299,7 +300,7 @@ async def results_for_snapshot(session: AsyncSession, snapshot_id: str, *, done_
             col(QuestionResult.question_id), col(QuestionResult.lang), col(QuestionResult.variant),
             col(QuestionResult.scorer), col(QuestionResult.split), col(QuestionResult.predicted),
             col(QuestionResult.correct), col(Entity.domain), col(Entity.source), col(Entity.external_id),
-            col(Question.slot),
+            col(Question.slot), col(Entity.id),
         )
         .join(QuestionResult, col(QuestionResult.job_id) == col(GpuJob.id))
         .join(Question, col(Question.id) == col(QuestionResult.question_id))
@@ -313,7 +314,7 @@ async def results_for_snapshot(session: AsyncSession, snapshot_id: str, *, done_
         JobResultRow(
             job_id=stored_id(r[0]), target_model=r[1], strategy=r[2], train_lang=r[3], question_id=r[4], lang=r[5],
             variant=r[6], scorer=r[7], split=r[8], predicted=r[9], correct=bool(r[10]), domain=r[11], source=r[12],
-            external_id=r[13], slot=r[14],
+            external_id=r[13], slot=r[14], entity_id=stored_id(r[15]),
         )
         for r in (await session.execute(stmt)).all()
     ]

@@ -49,38 +49,40 @@ def _rank(r: LeaderRow) -> str:
 def _tables(board: Leaderboard) -> list[Table]:
     from rich.table import Table
 
+    from clkt.report.metric_table import HEATMAP, PAIR_METRICS
+
     out: list[Table] = []
     groups = sorted({(r.strategy, r.scorer) for r in board.rows})
     for strategy, scorer in groups:
         rows = [r for r in board.rows if (r.strategy, r.scorer) == (strategy, scorer)]
         t = Table("rank", "target", "snapshots", "questions", "entities", "Learn: injected % [CI] (base, gain, p)",
-                  "Overall % [CI] (n)", "Transfer % [CI] (n)",
+                  *[f"{m.label} % [CI] (n)" for m in PAIR_METRICS],
                   title=f"{strategy}, {scorer} — pooled over the window; 95% CI from a bootstrap over entities; "
                         f"'=' marks ranks the CIs cannot separate")
         for r in rows:
             lr = r.learn
             learn = (f"{_pct(lr.injected)} (base {100 * (lr.base or 0):.1f}, gain {100 * (lr.gain.value or 0):+.1f}, "
                      f"p={lr.p_value:.2g}{'' if lr.learned else ', NOT learned'}; n={lr.n})")
-            transfer = f"{_pct(r.transfer)} (n={r.transfer.n})" + (f", {r.not_interpretable} n.i. pairs" if r.not_interpretable else "")
-            t.add_row(_rank(r), plain(r.target), str(r.snapshots), str(r.questions), str(r.entities), learn,
-                      f"{_pct(r.overall)} (n={r.overall.n})", transfer)
+            metrics = [f"{_pct(r.metric(m.key))} (n={r.metric(m.key).n})"
+                       + (f", {r.not_interpretable} n.i. pairs" if m.needs_learned and r.not_interpretable else "") for m in PAIR_METRICS]
+            t.add_row(_rank(r), plain(r.target), str(r.snapshots), str(r.questions), str(r.entities), learn, *metrics)
         out.append(t)
         per = Table("target", *[s.period for s in board.snapshots],
-                    title=f"{strategy}, {scorer} — per snapshot: Overall / Transfer % (questions)")
+                    title=f"{strategy}, {scorer} — per snapshot: {' / '.join(m.label for m in PAIR_METRICS)} % (questions)")
         for r in rows:
             cells = []
             for c in r.per_snapshot:
                 if c.status != "ok":
                     cells.append(c.status)
                     continue
-                o = "n/a" if c.overall.value is None else f"{100 * c.overall.value:.0f}"
-                tr = "n/a" if c.transfer.value is None else f"{100 * c.transfer.value:.0f}"
-                cells.append(f"{o} / {tr} ({c.questions})")
+                values = [c.metric(m.key).value for m in PAIR_METRICS]
+                cells.append(" / ".join("n/a" if v is None else f"{100 * v:.0f}" for v in values) + f" ({c.questions})")
             per.add_row(plain(r.target), *cells)
         out.append(per)
     for r in board.rows:
         langs = [x for x in board.languages if any(p.test_lang == x for p in r.pairs)]
-        t = Table("train \\ test", *langs, title=f"Transfer % per language pair over the window (n = A+B) — {r.target}, {r.strategy}, {r.scorer}")
+        t = Table("train \\ test", *langs, title=f"{HEATMAP.label} % per language pair over the window (n = {'+'.join(HEATMAP.denominator)}) "
+                                                 f"— {r.target}, {r.strategy}, {r.scorer}")
         for lt in r.train_langs:
             cells = []
             for ls in langs:
@@ -88,9 +90,9 @@ def _tables(board: Leaderboard) -> list[Table]:
                 if p is None:
                     cells.append("—")
                 elif p.reading == "ok":
-                    cells.append(f"{_pct(p.transfer)} (n={p.transfer.n})")
+                    cells.append(f"{_pct(p.metric(HEATMAP.key))} (n={p.metric(HEATMAP.key).n})")
                 else:
-                    cells.append(f"{p.reading} (n={p.transfer.n})")
+                    cells.append(f"{p.reading} (n={p.metric(HEATMAP.key).n})")
             t.add_row(lt, *cells)
         out.append(t)
     if board.comparison is not None:
@@ -116,6 +118,7 @@ def _comparison_table(c: Comparison) -> Table:
 
 
 def _csv(board: Leaderboard) -> str:
+    from clkt.report.metric_table import PAIR_METRICS
     from clkt.snapshots.audit import neutralise_cell
 
     def num(v: float | None) -> str:
@@ -130,16 +133,19 @@ def _csv(board: Leaderboard) -> str:
     head = ["target", "strategy", "scorer", "rank", "tied", "too_few", "snapshots", "questions", "entities",
             "learn_injected", "learn_injected_ci_low", "learn_injected_ci_high", "learn_n", "learn_base", "learn_gain",
             "learn_gain_ci_low", "learn_gain_ci_high", "learn_p_value", "learned",
-            "overall", "overall_ci_low", "overall_ci_high", "overall_n", "transfer", "transfer_ci_low", "transfer_ci_high", "transfer_n"]
-    head += [f"{s.period} {m}" for s in board.snapshots for m in ("overall", "transfer", "questions")]
+            *[f"{m.key}{x}" for m in PAIR_METRICS for x in ("", "_ci_low", "_ci_high", "_n")]]
+    head += [f"{s.period} {m}" for s in board.snapshots for m in (*PAIR_METRICS.ordered_keys(), "questions")]
     w.writerow(head)
     for r in board.rows:
         lr = r.learn
         row = [r.target, r.strategy, r.scorer, "" if r.rank is None else str(r.rank), str(r.tied), str(r.too_few), str(r.snapshots),
                str(r.questions), str(r.entities), *est(lr.injected), num(lr.base), *est(lr.gain)[:3], f"{lr.p_value:.6g}", str(lr.learned),
-               *est(r.overall), *est(r.transfer)]
+               *[x for m in PAIR_METRICS for x in est(r.metric(m.key))]]
         for c in r.per_snapshot:
-            row += [num(c.overall.value), num(c.transfer.value), str(c.questions)] if c.status == "ok" else [c.status, c.status, "0"]
+            if c.status == "ok":
+                row += [*[num(c.metric(m.key).value) for m in PAIR_METRICS], str(c.questions)]
+            else:
+                row += [*[c.status for _ in PAIR_METRICS], "0"]
         w.writerow([neutralise_cell(x) for x in row])
     return buf.getvalue()
 

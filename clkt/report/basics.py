@@ -1,15 +1,17 @@
 """What the snapshot report and the leaderboard share and a light reader needs without numpy: the contingency of
 a language pair, the bootstrap's default draws and the smallest Transfer cell worth colouring
-(`clkt.report.metrics` and `clkt.report.data` re-export them)."""
+(`clkt.report.metrics` and `clkt.report.data` re-export them). The metrics over a contingency are declared
+in `clkt.report.metric_table`."""
 
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from clkt.report.metric_table import MIN_CELL_N, OVERALL, PAIR_METRICS, TRANSFER
+
 __all__ = ["BOOTSTRAP_SAMPLES", "MIN_CELL_N", "Contingency"]
 
 BOOTSTRAP_SAMPLES = 1000
-MIN_CELL_N = 10  # a Transfer cell on fewer questions (A+B) is too small to say anything: grey, never coloured
 
 
 class Contingency(BaseModel):
@@ -26,10 +28,14 @@ class Contingency(BaseModel):
     def n(self) -> int:
         return self.a + self.b + self.c + self.d
 
+    def metric(self, key: str) -> float | None:
+        """The value of a metric of `clkt.report.metric_table.PAIR_METRICS` (None when undefined)."""
+        return PAIR_METRICS[key].value(self)
+
     @property
     def overall(self) -> float | None:
-        return self.a / self.n if self.n else None
+        return OVERALL.value(self)
 
     @property
     def transfer(self) -> float | None:
-        return self.a / (self.a + self.b) if self.a + self.b else None
+        return TRANSFER.value(self)

@@ -18,6 +18,7 @@ from clkt.evaluate.summary import ControlCounts
 from clkt.report.basics import MIN_CELL_N
 from clkt.report.cutoff_curve import TargetKnowledge
 from clkt.report.learn import LearnStat, LearnTest
+from clkt.report.metric_table import HEATMAP, PAIR_METRICS, TRANSFER, PairMetric
 from clkt.report.metrics import (
     ALL_DOMAINS,
     AVG_DOMAINS,
@@ -30,6 +31,7 @@ from clkt.report.metrics import (
 from clkt.report.stats import wilson_ci
 
 __all__ = [
+    "DOMAIN_HEADINGS",
     "LEARN_HEADER",
     "MIN_CELL_N",
     "ControlLang",
@@ -38,17 +40,18 @@ __all__ = [
     "TargetValidity",
     "base_cell",
     "cell_text",
+    "ci1_text",
     "ci_text",
     "domains_of",
     "grid",
     "in_short",
     "learn_rows",
+    "metric_cell",
     "pair_reading",
     "pct",
     "pct1",
     "scenarios",
     "slug",
-    "transfer_cell",
 ]
 
 
@@ -136,6 +139,11 @@ def ci_text(ci: tuple[float, float] | None) -> str:
     return "" if ci is None else f" [{100 * ci[0]:.0f}, {100 * ci[1]:.0f}]"
 
 
+def ci1_text(ci: tuple[float, float] | None) -> str:
+    """An interval to the tenth of a point, as Table 2 and the leaderboard write it."""
+    return "" if ci is None else f" [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
+
+
 def in_short(data: ReportData) -> list[str]:
     """Plain sentences: what was learned, what transferred, what is too small to say."""
     out: list[str] = []
@@ -149,7 +157,9 @@ def in_short(data: ReportData) -> list[str]:
                 f"Learn, {label}: {t.model} / {t.strategy} / {t.scorer} trained in {t.train_lang} {verdict}: "
                 f"{100 * (st.base_accuracy or 0):.0f}%{ci_text(st.base_ci)} → {100 * (st.injected_accuracy or 0):.0f}%"
                 f"{ci_text(st.injected_ci)} on n = {st.n} {t.train_lang} questions, gain {100 * (st.gain or 0):+.0f} points"
-                f"{ci_text(st.gain_ci)}, exact McNemar p = {st.p_value:.3g}."
+                f"{ci_text(st.gain_ci)}, exact McNemar p = {st.p_value:.3g}; "
+                + ("95% CIs from a bootstrap over entities." if st.clustered is not None else
+                   "95% CIs over questions (Wilson; the control split keeps counts, not entities).")
             )
     others: dict[tuple[str, str, str, str], list[ControlLang]] = defaultdict(list)
     for cl in data.control:
@@ -164,16 +174,18 @@ def in_short(data: ReportData) -> list[str]:
     for c in data.table2:
         if c.domain != ALL_DOMAINS:
             continue
-        if c.transfer_mean is None:
+        tr = c.metric(TRANSFER.key)
+        if tr.mean is None:
             why = "no job of it learned" if c.not_interpretable else "no pair had A+B > 0"
             out.append(f"Transfer, {c.model} / {c.strategy} / {c.scorer}: not interpretable ({why}).")
         else:
             out.append(
-                f"Transfer, {c.model} / {c.strategy} / {c.scorer}: mean {100 * c.transfer_mean:.1f}%{ci_text(c.transfer_ci)} over "
-                f"{c.pairs - c.not_interpretable - c.transfer_undefined} language pair(s)"
+                f"Transfer, {c.model} / {c.strategy} / {c.scorer}: {100 * tr.mean:.1f}%{ci1_text(tr.ci)}, the mean over "
+                f"{c.pairs - c.not_interpretable - c.transfer_undefined} language pair(s) of every domain's questions pooled "
+                "(Table 2's `all pooled` column; 95% CI from a bootstrap over entities)"
                 + (f" ({c.not_interpretable} pairs of jobs that did not learn left out)" if c.not_interpretable else "") + "."
             )
-    small = [p for p in data.pairs if p.domain == ALL_DOMAINS and not p.missing and p.table.a + p.table.b < data.min_cell_n]
+    small = [p for p in data.pairs if p.domain == ALL_DOMAINS and not p.missing and TRANSFER.n(p.table) < data.min_cell_n]
     total = sum(1 for p in data.pairs if p.domain == ALL_DOMAINS and not p.missing)
     if small:
         out.append(
@@ -191,22 +203,20 @@ def pct(v: float | None) -> str:
     return "" if v is None else f"{100 * v:.2f}"
 
 
-def pair_reading(data: ReportData, p: PairMetrics) -> str:
-    """How to read a pair's Transfer: `ok`, `missing`, `undefined`, `not interpretable` or `too few`."""
-    if p.missing:
-        return "missing"
-    if data.job_learned(p.model, p.strategy, p.scorer, p.train_lang) is False:
-        return "not interpretable"
-    if p.transfer is None:
-        return "undefined"
-    if p.table.a + p.table.b < data.min_cell_n:
-        return "too few"
-    return "ok"
+def pair_reading(data: ReportData, p: PairMetrics, metric: PairMetric = HEATMAP) -> str:
+    """How to read a pair's value of `metric` (Transfer by default): `ok`, `missing`, `undefined`, `not
+    interpretable` or `too few` (`PairMetric.reading`)."""
+    return metric.reading(p.table, learned=data.job_learned(p.model, p.strategy, p.scorer, p.train_lang))
+
+
+DOMAIN_HEADINGS = {ALL_DOMAINS: "all pooled", AVG_DOMAINS: "mean of domains"}  # what each column averages
 
 
 def domains_of(data: ReportData) -> list[str]:
+    """Table 2's columns: each domain, every domain's questions pooled (`all`: the summary's and the
+    leaderboard's figure), and the unweighted mean of the domains (`avg`: the paper's Table 2)."""
     doms = sorted({c.domain for c in data.table2} - {ALL_DOMAINS, AVG_DOMAINS})
-    return [*doms, AVG_DOMAINS]
+    return [*doms, ALL_DOMAINS, AVG_DOMAINS]
 
 
 def scenarios(data: ReportData) -> list[tuple[str, str, str, list[SummaryCell]]]:
@@ -224,15 +234,14 @@ def scenarios(data: ReportData) -> list[tuple[str, str, str, list[SummaryCell]]]
 
 
 def grid(data: ReportData, label: str, cells: list[SummaryCell]) -> tuple[list[str], list[list[str]]]:
+    """Table 2 of a scenario: a row per `label`, a column per metric of `PAIR_METRICS` x domain."""
     doms = domains_of(data)
-    header = [label] + [f"{d} Overall" for d in doms] + [f"{d} Transfer" for d in doms]
+    metrics = list(PAIR_METRICS)
+    header = [label] + [f"{DOMAIN_HEADINGS.get(d, d)} {m.label}" for m in metrics for d in doms]
     rows: list[list[str]] = []
     for key in sorted({getattr(c, label) for c in cells}):
         by = {c.domain: c for c in cells if getattr(c, label) == key}
-        row = [key]
-        row += [cell_text(by[d].overall_mean, by[d].overall_std, by[d].overall_ci) if d in by else "missing" for d in doms]
-        row += [transfer_cell(by[d]) if d in by else "missing" for d in doms]
-        rows.append(row)
+        rows.append([key] + [metric_cell(by[d], m) if d in by else "missing" for m in metrics for d in doms])
     return header, rows
 
 
@@ -243,10 +252,15 @@ def cell_text(mean: float | None, std: float | None, ci: tuple[float, float] | N
     return fmt(mean, std) + (f" [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]" if ci else " [CI n/a]")
 
 
-def transfer_cell(c: SummaryCell) -> str:
-    if c.transfer_mean is None:
+def metric_cell(c: SummaryCell, metric: PairMetric) -> str:
+    """A Table 2 cell; a metric that needs its jobs to have learned says why it has no value, and how many
+    pairs it left out (n.i.)."""
+    got = c.metric(metric.key)
+    if not metric.needs_learned:
+        return cell_text(got.mean, got.std, got.ci)
+    if got.mean is None:
         return "not interpretable" if c.not_interpretable else "undefined"
-    return cell_text(c.transfer_mean, c.transfer_std, c.transfer_ci) + (f" ({c.not_interpretable} n.i.)" if c.not_interpretable else "")
+    return cell_text(got.mean, got.std, got.ci) + (f" ({c.not_interpretable} n.i.)" if c.not_interpretable else "")
 
 
 def learn_rows(tests: list[LearnTest]) -> list[list[str]]:
@@ -270,7 +284,8 @@ LEARN_HEADER = ["model", "strategy", "scorer", "train", "n", "base % [CI]", "inj
 
 def base_cell(b: BaseAccuracy) -> str:
     k = round((b.accuracy or 0) * b.n)
-    return f"{pct1(b.accuracy)}{ci_text(wilson_ci(k, b.n))} (n={b.n}){' !' if b.flagged else ''}"
+    ci = b.ci if b.ci is not None else wilson_ci(k, b.n)
+    return f"{pct1(b.accuracy)}{ci_text(ci)} (n={b.n}){' !' if b.flagged else ''}"
 
 
 def pct1(v: float | None) -> str:

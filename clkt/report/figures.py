@@ -11,6 +11,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from clkt.report.data import ReportData, pair_reading, slug
+from clkt.report.metric_table import HEATMAP, PAIR_METRICS
 from clkt.report.metrics import ALL_DOMAINS, PairMetrics
 
 __all__ = ["heatmaps", "size_plots"]
@@ -35,9 +36,9 @@ def heatmaps(data: ReportData, out: Path) -> list[Path]:
         for (lt, ls), p in cells.items():
             i, j = langs.index(lt), langs.index(ls)
             reading = pair_reading(data, p)
-            ab = p.table.a + p.table.b
+            ab = HEATMAP.n(p.table)
             if reading == "ok":
-                m[i, j] = 100 * (p.transfer or 0)
+                m[i, j] = 100 * (p.metric(HEATMAP.key) or 0)
                 labels[(i, j)] = f"{m[i, j]:.0f}\nn={ab}"
             else:
                 labels[(i, j)] = {"missing": "missing", "undefined": "undef.\nn=0", "not interpretable": f"no learn\nn={ab}",
@@ -55,7 +56,7 @@ def heatmaps(data: ReportData, out: Path) -> list[Path]:
                 txt = "—" if i == j else labels.get((i, j), "missing" if trained else "not run")
                 ax.text(j, i, txt, ha="center", va="center", color="black" if np.isnan(m[i, j]) or m[i, j] >= 60 else "white", fontsize=7)
         ax.set_title(
-            f"Transfer (%) — {model}\n{strategy}, {scorer}; n = A+B; grey: n < {data.min_cell_n}, or the job did not learn",
+            f"{HEATMAP.label} (%) — {model}\n{strategy}, {scorer}; n = {'+'.join(HEATMAP.denominator)}; grey: n < {data.min_cell_n}, or the job did not learn",
             fontsize=8,
         )
         fig.colorbar(im, ax=ax, fraction=0.046)
@@ -85,13 +86,15 @@ def size_plots(data: ReportData, out: Path) -> list[Path]:
         for strategy, scorer in sorted({(c.strategy, c.scorer) for c in cells}):
             if len({sizes[c.model][1] for c in cells if c.strategy == strategy and c.scorer == scorer}) < 2:
                 continue
-            fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-            for ax, metric in zip(axes, ("overall", "transfer"), strict=True):
+            metrics = list(PAIR_METRICS)
+            fig, axes = plt.subplots(1, len(metrics), figsize=(5 * len(metrics), 4), squeeze=False)
+            for ax, m in zip(axes[0], metrics, strict=True):
+                metric = m.key
                 for dom in sorted({c.domain for c in cells} - {ALL_DOMAINS}):
                     pts = sorted(
-                        (sizes[c.model][1], getattr(c, f"{metric}_mean"))
+                        (sizes[c.model][1], mean)
                         for c in cells
-                        if c.domain == dom and c.strategy == strategy and c.scorer == scorer and getattr(c, f"{metric}_mean") is not None
+                        if c.domain == dom and c.strategy == strategy and c.scorer == scorer and (mean := c.metric(metric).mean) is not None
                     )
                     if pts:
                         ax.plot([p[0] for p in pts], [100 * p[1] for p in pts], marker="o", label=dom)

@@ -19,20 +19,24 @@ import os
 from collections import defaultdict
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 import numpy as np
 
-from clkt.report.basics import BOOTSTRAP_SAMPLES, MIN_CELL_N, Contingency
+from clkt.report.basics import BOOTSTRAP_SAMPLES, Contingency
 from clkt.report.leaderboard_data import MIN_QUESTIONS, Estimate, LeaderRow, LearnEstimate, PairCell, SnapshotColumn
 from clkt.report.learn import LEARN_ALPHA, stat_from_counts
+from clkt.report.metric_table import HEATMAP, PAIR_METRICS, RANK_BY, PairMetric, learn_gain, learned, ratio
 from clkt.report.pooled import (
     Answers,
     Draws,
     Layout,
     Pooled,
+    Sums,
     boot_matrix,
     decode,
-    expand,
+    draw_sums,
+    full_sums,
     nanmean,
     one_blas_thread,
     percentile_ci,
@@ -47,9 +51,8 @@ __all__ = [
     "build_rows",
     "group_answers",
     "learned_trains",
-    "overall_of",
+    "metric_of",
     "rank_rows",
-    "transfer_of",
     "window_draws",
 ]
 
@@ -57,28 +60,23 @@ ROW_THREADS = min(4, os.cpu_count() or 1)  # rows built at once (same rows, same
 
 # -- the metrics over sums ---------------------------------------------------------------------------------------
 
-def overall_of(layout: Layout, s: np.ndarray) -> np.ndarray:
-    """Mean over the pairs with questions of A/(A+B+C+D); (...,) for sums (..., width)."""
-    t = layout.pair_sums(s)
-    n = t.sum(axis=-1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return nanmean(np.where(n > 0, t[..., 0] / np.maximum(n, 1), np.nan))
+def metric_of(metric: PairMetric, sums: Sums, interpretable: np.ndarray) -> np.ndarray:
+    """The mean over pairs of a metric of the table, over the pairs it is defined on (and, for a metric that
+    needs its train language to have learned, the interpretable ones); (...,) for sums of (..., P)."""
+    per_pair = metric.ratio(sums.cells)
+    if metric.needs_learned:
+        per_pair = np.where(interpretable, per_pair, np.nan)
+    return nanmean(per_pair)
 
 
-def transfer_of(layout: Layout, s: np.ndarray, interpretable: np.ndarray) -> np.ndarray:
-    """Mean over the interpretable pairs with A+B > 0 of A/(A+B)."""
-    t = layout.pair_sums(s)
-    ab = t[..., 0] + t[..., 1]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return nanmean(np.where((ab > 0) & interpretable, t[..., 0] / np.maximum(ab, 1), np.nan))
-
-
-def learned_trains(layout: Layout, s: np.ndarray) -> np.ndarray:
-    """Per train language, whether it learned: `LearnStat.learned` (a positive gain with exact McNemar p <
-    `LEARN_ALPHA`), decided by `mcnemar_significant` (the same decision, without scipy: it is taken per snapshot)."""
+def learned_trains(layout: Layout, sums: Sums) -> np.ndarray:
+    """Per train language, whether it learned (`clkt.report.metric_table.learned`: a positive gain with exact
+    McNemar p < `LEARN_ALPHA`, decided by `mcnemar_significant`, the same decision without scipy: it is taken
+    per snapshot)."""
     out = []
-    for n, bc, ic, g, lo in layout.learn_sums(s).astype(int).tolist():
-        out.append(n > 0 and ic > bc and mcnemar_significant(g, lo, LEARN_ALPHA))
+    for n, bc, ic, g, lo in sums.learn.astype(int).tolist():
+        out.append(learned(n=n, base_correct=bc, injected_correct=ic,
+                           significant=partial(mcnemar_significant, g, lo, LEARN_ALPHA)))
     return np.asarray(out, dtype=bool)
 
 
@@ -133,15 +131,14 @@ def _layout(answers: Sequence[Answers], languages: Sequence[str]) -> Layout:
     return Layout(languages=tuple(langs), trains=tuple(trains))
 
 
-def _learn(layout: Layout, s: np.ndarray, draws: np.ndarray | None) -> LearnEstimate:
-    n, bc, ic, g, lo = (int(v) for v in layout.learn_sums(s).sum(axis=-2))
+def _learn(s: Sums, draws: Sums | None) -> LearnEstimate:
+    n, bc, ic, g, lo = (int(v) for v in s.learn.sum(axis=-2))
     stat = stat_from_counts(n=n, base_correct=bc, injected_correct=ic, gained=g, lost=lo) if n else None
     inj_ci = gain_ci = None
     if draws is not None and n:
-        d = layout.learn_sums(draws).sum(axis=-2)  # (B, 5)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            inj_ci = percentile_ci(np.where(d[:, 0] > 0, d[:, 2] / np.maximum(d[:, 0], 1), np.nan))
-            gain_ci = percentile_ci(np.where(d[:, 0] > 0, (d[:, 2] - d[:, 1]) / np.maximum(d[:, 0], 1), np.nan))
+        d = draws.learn.sum(axis=-2)  # (B, 5)
+        inj_ci = percentile_ci(ratio(d[:, 2], d[:, 0]))
+        gain_ci = percentile_ci(ratio(d[:, 2] - d[:, 1], d[:, 0]))
     return LearnEstimate(
         n=n, base=stat.base_accuracy if stat else None,
         injected=Estimate(value=stat.injected_accuracy if stat else None, ci=inj_ci, n=n),
@@ -150,55 +147,41 @@ def _learn(layout: Layout, s: np.ndarray, draws: np.ndarray | None) -> LearnEsti
     )
 
 
-def _gain(layout: Layout, s: np.ndarray, draws: np.ndarray | None) -> Estimate:
+def _gain(s: Sums, draws: Sums | None) -> Estimate:
     """Learn's gain (injected - base accuracy on the same train-language questions), without its test."""
-    n, bc, ic = (int(v) for v in layout.learn_sums(s).sum(axis=-2)[:3])
+    n, bc, ic = (int(v) for v in s.learn.sum(axis=-2)[:3])
     ci = None
     if draws is not None and n:
-        d = layout.learn_sums(draws).sum(axis=-2)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            ci = percentile_ci(np.where(d[:, 0] > 0, (d[:, 2] - d[:, 1]) / np.maximum(d[:, 0], 1), np.nan))
-    return Estimate(value=(ic - bc) / n if n else None, ci=ci, n=n)
+        d = draws.learn.sum(axis=-2)
+        ci = percentile_ci(ratio(d[:, 2] - d[:, 1], d[:, 0]))
+    return Estimate(value=learn_gain(base_correct=bc, injected_correct=ic, n=n), ci=ci, n=n)
 
 
-def _estimates(
-    layout: Layout, s: np.ndarray, draws: np.ndarray | None
-) -> tuple[Estimate, Estimate, np.ndarray]:
-    """Overall and Transfer of sums `s` (intervals from `draws`), and the interpretable-pair mask used."""
-    learned = learned_trains(layout, s)
-    interp = _interpretable(layout, learned)
-    t = layout.pair_sums(s)
-    n_overall = int(t.sum())
-    n_transfer = int((t[..., 0] + t[..., 1])[interp].sum())
-    o_ci = percentile_ci(overall_of(layout, draws)) if draws is not None else None
-    t_ci = percentile_ci(transfer_of(layout, draws, interp)) if draws is not None else None
-    return (
-        Estimate(value=_value(overall_of(layout, s)), ci=o_ci, n=n_overall),
-        Estimate(value=_value(transfer_of(layout, s, interp)), ci=t_ci, n=n_transfer),
-        interp,
-    )
+def _estimates(layout: Layout, s: Sums, draws: Sums | None) -> tuple[dict[str, Estimate], np.ndarray]:
+    """Every metric of the table over sums `s` (intervals from `draws`), and the interpretable-pair mask used."""
+    interp = _interpretable(layout, learned_trains(layout, s))
+    out: dict[str, Estimate] = {}
+    for m in PAIR_METRICS:
+        keep = interp if m.needs_learned else np.ones(len(layout.pairs), dtype=bool)
+        ci = percentile_ci(metric_of(m, draws, interp)) if draws is not None else None
+        out[m.key] = Estimate(value=_value(metric_of(m, s, interp)), ci=ci, n=int(s.cells[m.denominator][keep].sum()))
+    return out, interp
 
 
-def _pairs(layout: Layout, s: np.ndarray, draws: np.ndarray | None, interp: np.ndarray) -> list[PairCell]:
+def _pairs(layout: Layout, s: np.ndarray, draws: Sums | None, interp: np.ndarray) -> list[PairCell]:
     t = layout.pair_sums(s).astype(int)
+    per_draw = {m.key: m.ratio(draws.cells) for m in PAIR_METRICS} if draws is not None else {}
     out: list[PairCell] = []
-    d = layout.pair_sums(draws) if draws is not None else None
     for i, (lt, ls) in enumerate(layout.pairs):
         a, b, c, dd = (int(x) for x in t[i])
-        n, ab = a + b + c + dd, a + b
-        o_ci = tr_ci = None
-        if d is not None:
-            dn, dab = d[:, i].sum(axis=-1), d[:, i, 0] + d[:, i, 1]
-            with np.errstate(invalid="ignore", divide="ignore"):
-                o_ci = percentile_ci(np.where(dn > 0, d[:, i, 0] / np.maximum(dn, 1), np.nan)) if n else None
-                tr_ci = percentile_ci(np.where(dab > 0, d[:, i, 0] / np.maximum(dab, 1), np.nan)) if ab else None
-        reading = ("missing" if n == 0 else "not interpretable" if not interp[i] else "undefined" if ab == 0
-                   else "too few" if ab < MIN_CELL_N else "ok")
-        out.append(PairCell(
-            train_lang=lt, test_lang=ls, table=Contingency(a=a, b=b, c=c, d=dd),
-            overall=Estimate(value=a / n if n else None, ci=o_ci, n=n),
-            transfer=Estimate(value=a / ab if ab else None, ci=tr_ci, n=ab), reading=reading,
-        ))
+        table = Contingency(a=a, b=b, c=c, d=dd)
+        metrics = {
+            m.key: Estimate(value=m.value(table), n=m.n(table),
+                            ci=percentile_ci(per_draw[m.key][:, i]) if per_draw and m.n(table) else None)
+            for m in PAIR_METRICS
+        }
+        out.append(PairCell(train_lang=lt, test_lang=ls, table=table, metrics=metrics,
+                            reading=HEATMAP.reading(table, learned=bool(interp[i]))))
     return out
 
 
@@ -206,11 +189,12 @@ def _row(group: Group, pooled: Pooled, data: WindowData, *, draws: Draws | None,
     target, strategy, scorer = group
     layout = pooled.layout
     reduced = draws.sums(pooled.keys, boot_matrix(layout, pooled.counts)) if draws is not None else {}
-    strata = {k: expand(layout, v) for k, v in reduced.items()}
-    total = expand(layout, np.sum(list(reduced.values()), axis=0)) if reduced else None
-    s = pooled.counts.sum(axis=0)
-    overall, transfer, interp = _estimates(layout, s, total)
-    learn = _learn(layout, s, total)
+    strata = {k: draw_sums(layout, v) for k, v in reduced.items()}
+    total = draw_sums(layout, np.sum(list(reduced.values()), axis=0)) if reduced else None
+    counts = pooled.counts.sum(axis=0)
+    s = full_sums(layout, counts)
+    metrics, interp = _estimates(layout, s, total)
+    learn = _learn(s, total)
     columns: list[SnapshotColumn] = []
     for i, snap in enumerate(data.snapshots):
         if (snap.id, target) not in data.ready:
@@ -220,20 +204,19 @@ def _row(group: Group, pooled: Pooled, data: WindowData, *, draws: Draws | None,
             columns.append(SnapshotColumn(snapshot_id=snap.id, period=snap.period, status="no results"))
             continue
         rows = pooled.stratum(i)
-        ss = pooled.counts[rows].sum(axis=0)
-        o, tr, _ = _estimates(layout, ss, strata.get(i))
-        g = _gain(layout, ss, strata.get(i))
+        ss = full_sums(layout, pooled.counts[rows].sum(axis=0))
         columns.append(SnapshotColumn(
             snapshot_id=snap.id, period=snap.period, status="ok", questions=pooled.questions[i],
-            entities=rows.stop - rows.start, overall=o, transfer=tr, learn_gain=g,
+            entities=rows.stop - rows.start, metrics=_estimates(layout, ss, strata.get(i))[0],
+            learn_gain=_gain(ss, strata.get(i)),
         ))
     questions = sum(pooled.questions.values())
     return LeaderRow(
         target=target, strategy=strategy, scorer=scorer, snapshots=len(pooled.questions), questions=questions,
         entities=len(pooled.keys), train_langs=list(layout.trains),
-        learned_langs=[t for t, ok in zip(layout.trains, learned_trains(layout, s), strict=True) if ok], overall=overall, transfer=transfer, learn=learn,
-        not_interpretable=int(sum(1 for i, p in enumerate(layout.pair_sums(s)) if p.sum() > 0 and not interp[i])),
-        too_few=questions < min_questions, pairs=_pairs(layout, s, total, interp),
+        learned_langs=[t for t, ok in zip(layout.trains, learned_trains(layout, s), strict=True) if ok], metrics=metrics,
+        learn=learn, not_interpretable=int(sum(1 for i, p in enumerate(layout.pair_sums(counts)) if p.sum() > 0 and not interp[i])),
+        too_few=questions < min_questions, pairs=_pairs(layout, counts, total, interp),
         per_snapshot=columns,
     )
 
@@ -273,18 +256,19 @@ def rank_rows(rows: Sequence[LeaderRow]) -> list[LeaderRow]:
     for r in rows:
         by[(r.strategy, r.scorer)].append(r)
     for _, group in sorted(by.items()):
-        rankable = [r for r in group if not r.too_few and r.overall.value is not None]
+        rankable = [r for r in group if not r.too_few and r.metric(RANK_BY.key).value is not None]
 
         def bounds(r: LeaderRow) -> tuple[float, float]:
-            v = r.overall.value or 0.0
-            return r.overall.ci or (v, v)
+            est = r.metric(RANK_BY.key)
+            v = est.value or 0.0
+            return est.ci or (v, v)
 
         ranks = {r.target: 1 + sum(1 for o in rankable if o is not r and bounds(o)[0] > bounds(r)[1]) for r in rankable}
         counts: dict[int, int] = defaultdict(int)
         for v in ranks.values():
             counts[v] += 1
         ranked = [r.model_copy(update={"rank": ranks[r.target], "tied": counts[ranks[r.target]] > 1}) for r in rankable]
-        ranked.sort(key=lambda r: (r.rank or 0, -(r.overall.value or 0.0), r.target))
+        ranked.sort(key=lambda r: (r.rank or 0, -(r.metric(RANK_BY.key).value or 0.0), r.target))
         rest = sorted((r for r in group if r not in rankable), key=lambda r: r.target)
         out.extend(ranked + rest)
     return out

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from clkt.report._metric_fields import Estimate, PerMetric
 from clkt.report.basics import BOOTSTRAP_SAMPLES, MIN_CELL_N, Contingency
 from clkt.snapshots.period import Cadence
 
@@ -51,12 +52,6 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True)
 
 
-class Estimate(_Frozen):
-    value: float | None
-    ci: tuple[float, float] | None = None
-    n: int = 0  # what it rests on: Overall, question x pair units; Transfer, A+B; Learn, train-language questions
-
-
 class LearnEstimate(_Frozen):
     """Learn pooled over the train languages: base against injected on the same train-language questions."""
 
@@ -70,27 +65,25 @@ class LearnEstimate(_Frozen):
     learned: bool
 
 
-class SnapshotColumn(_Frozen):
+class SnapshotColumn(PerMetric):
     snapshot_id: str
     period: str
     status: str  # "ok", "not valid" (no ready snapshot_target row for the target), "no results"
     questions: int = 0
     entities: int = 0
-    overall: Estimate = Estimate(value=None)
-    transfer: Estimate = Estimate(value=None)
+    metrics: dict[str, Estimate] = Field(default_factory=dict)  # per metric of the table (JSON: "overall", ...)
     learn_gain: Estimate = Estimate(value=None)
 
 
-class PairCell(_Frozen):
+class PairCell(PerMetric):
     train_lang: str
     test_lang: str
     table: Contingency
-    overall: Estimate
-    transfer: Estimate
-    reading: str  # ok, missing, undefined (A+B = 0), not interpretable (not learned), too few (A+B < MIN_CELL_N)
+    metrics: dict[str, Estimate] = Field(default_factory=dict)  # per metric of the table (JSON: "overall", ...)
+    reading: str  # the heatmap metric's (Transfer's): ok, missing, undefined, not interpretable, too few
 
 
-class LeaderRow(_Frozen):
+class LeaderRow(PerMetric):
     target: str
     strategy: str
     scorer: str
@@ -99,8 +92,7 @@ class LeaderRow(_Frozen):
     entities: int
     train_langs: list[str]
     learned_langs: list[str]  # the train languages that learned (pooled): their pairs count in Transfer
-    overall: Estimate
-    transfer: Estimate
+    metrics: dict[str, Estimate] = Field(default_factory=dict)  # per metric of the table (JSON: "overall", ...)
     learn: LearnEstimate
     not_interpretable: int  # pairs left out of Transfer (their train language was not learned)
     too_few: bool

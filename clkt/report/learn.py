@@ -6,7 +6,9 @@ answers (a binomial test on the discordant questions: `gained` = wrong before, r
 opposite). A job *learned* when its gain is positive and p < `LEARN_ALPHA`. Transfer = A/(A+B) of a job that
 did not learn is not interpretable: A+B is then mostly what the base model already guessed right.
 
-Accuracies carry Wilson 95% intervals; the gain a Wald interval of a paired difference (`clkt.report.stats`).
+The report's accuracies and gain carry 95% intervals from a bootstrap over entities (the leaderboard's draws,
+`clkt.report.clustered`); without entities (the control split's counts) Wilson intervals, and a Wald interval
+of a paired difference for the gain (`clkt.report.stats`).
 """
 
 from __future__ import annotations
@@ -15,14 +17,19 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, computed_field
 
 from clkt.evaluate.summary import LearnSummary
+from clkt.report.clustered import EntityDraws
+from clkt.report.metric_table import learn_accuracy, learn_gain, learned, ratio
 from clkt.report.metrics import ALL_DOMAINS, Outcome
+from clkt.report.pooled import percentile_ci
 from clkt.report.stats import Z95, mcnemar_exact, wilson_ci
 
 __all__ = [
     "LEARN_ALPHA",
+    "LearnIntervals",
     "LearnStat",
     "LearnTest",
     "learn_stat",
@@ -31,6 +38,16 @@ __all__ = [
 ]
 
 LEARN_ALPHA = 0.05  # a job whose in-language gain is not significant at this level did not learn
+
+
+class LearnIntervals(BaseModel):
+    """95% intervals of Learn's accuracies and gain from a bootstrap over entities (`clkt.report.clustered`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    base: tuple[float, float] | None
+    injected: tuple[float, float] | None
+    gain: tuple[float, float] | None
 
 
 class LearnStat(BaseModel):
@@ -45,40 +62,46 @@ class LearnStat(BaseModel):
     lost: int  # right before, wrong after
     p_value: float  # exact two-sided McNemar
     alpha: float = LEARN_ALPHA
+    # the intervals over entities (`learn_tests` with draws); None: Wilson and Wald intervals over questions (the
+    # control split, whose answers per entity are not kept)
+    clustered: LearnIntervals | None = None
 
     @computed_field  # type: ignore[prop-decorator]  # mypy refuses a decorator over @property; pydantic documents it
     @property
     def base_accuracy(self) -> float | None:
-        return self.base_correct / self.n if self.n else None
+        return learn_accuracy(self.base_correct, self.n)
 
     @computed_field  # type: ignore[prop-decorator]  # mypy refuses a decorator over @property; pydantic documents it
     @property
     def injected_accuracy(self) -> float | None:
-        return self.injected_correct / self.n if self.n else None
+        return learn_accuracy(self.injected_correct, self.n)
 
     @computed_field  # type: ignore[prop-decorator]  # mypy refuses a decorator over @property; pydantic documents it
     @property
     def gain(self) -> float | None:
-        return (self.injected_correct - self.base_correct) / self.n if self.n else None
+        return learn_gain(base_correct=self.base_correct, injected_correct=self.injected_correct, n=self.n)
 
     @computed_field  # type: ignore[prop-decorator]  # mypy refuses a decorator over @property; pydantic documents it
     @property
     def learned(self) -> bool:
-        return self.n > 0 and self.injected_correct > self.base_correct and self.p_value < self.alpha
+        return learned(n=self.n, base_correct=self.base_correct, injected_correct=self.injected_correct,
+                       significant=lambda: self.p_value < self.alpha)
 
     @computed_field  # type: ignore[prop-decorator]  # mypy refuses a decorator over @property; pydantic documents it
     @property
     def base_ci(self) -> tuple[float, float] | None:
-        return wilson_ci(self.base_correct, self.n)
+        return self.clustered.base if self.clustered is not None else wilson_ci(self.base_correct, self.n)
 
     @computed_field  # type: ignore[prop-decorator]  # mypy refuses a decorator over @property; pydantic documents it
     @property
     def injected_ci(self) -> tuple[float, float] | None:
-        return wilson_ci(self.injected_correct, self.n)
+        return self.clustered.injected if self.clustered is not None else wilson_ci(self.injected_correct, self.n)
 
     @computed_field  # type: ignore[prop-decorator]  # mypy refuses a decorator over @property; pydantic documents it
     @property
     def gain_ci(self) -> tuple[float, float] | None:
+        if self.clustered is not None:
+            return self.clustered.gain
         if not self.n:
             return None
         n, g, lo = self.n, self.gained, self.lost
@@ -135,33 +158,46 @@ class LearnTest(BaseModel):
         return self.stat.learned
 
 
-def learn_tests(outcomes: Sequence[Outcome], *, alpha: float = LEARN_ALPHA, control: bool = False) -> list[LearnTest]:
+def _intervals(rows: list[tuple[int, bool, bool]], draws: EntityDraws) -> LearnIntervals:
+    """(entity, base right, injected right) per question -> the intervals over the draws of the entities."""
+    pos = {e: i for i, e in enumerate(draws.entities.tolist())}
+    counts = np.zeros((len(draws.entities), 3), dtype=np.float32)
+    for e, b, i in rows:
+        counts[pos[e]] += (1.0, float(b), float(i))
+    s = (draws.weights @ counts).astype(np.float64)  # (samples, 3): n, base right, injected right
+    return LearnIntervals(base=percentile_ci(ratio(s[:, 1], s[:, 0])), injected=percentile_ci(ratio(s[:, 2], s[:, 0])),
+                          gain=percentile_ci(ratio(s[:, 2] - s[:, 1], s[:, 0])))
+
+
+def learn_tests(
+    outcomes: Sequence[Outcome], *, alpha: float = LEARN_ALPHA, control: bool = False, draws: EntityDraws | None = None,
+) -> list[LearnTest]:
     """Per (model, strategy, scorer, train language) x (each domain, `all`), over the train-language test
-    questions answered by both the base and the injected model."""
-    base: dict[tuple[str, str, str, str, bool], dict[int, tuple[str, bool]]] = defaultdict(dict)
-    inj: dict[tuple[str, str, str, str, bool], dict[int, tuple[str, bool]]] = defaultdict(dict)
+    questions answered by both the base and the injected model; `draws` (`clkt.report.clustered.entity_draws`):
+    the intervals are over entities (else Wilson and Wald, over questions)."""
+    base: dict[tuple[str, str, str, str, bool], dict[int, tuple[str, bool, int]]] = defaultdict(dict)
+    inj: dict[tuple[str, str, str, str, bool], dict[int, tuple[str, bool, int]]] = defaultdict(dict)
     for o in outcomes:
         if o.split != "test" or o.lang != o.train_lang:
             continue
         key = (o.model, o.strategy, o.scorer, o.train_lang, control)
-        (base if o.variant == "base" else inj)[key][o.qid] = (o.domain, o.correct)
+        (base if o.variant == "base" else inj)[key][o.qid] = (o.domain, o.correct, o.cluster)
     out: list[LearnTest] = []
     for key in sorted(inj):
         b = base.get(key, {})
         common = sorted(set(b) & set(inj[key]))
         if not common:
             continue
-        by_domain: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
+        by_domain: dict[str, list[tuple[int, bool, bool]]] = defaultdict(list)
         for q in common:
-            pair = (b[q][1], inj[key][q][1])
-            by_domain[inj[key][q][0]].append(pair)
-            by_domain[ALL_DOMAINS].append(pair)
+            row = (inj[key][q][2], b[q][1], inj[key][q][1])
+            by_domain[inj[key][q][0]].append(row)
+            by_domain[ALL_DOMAINS].append(row)
         model, strategy, scorer, lang, control = key
         for dom in [*sorted(d for d in by_domain if d != ALL_DOMAINS), ALL_DOMAINS]:
-            out.append(
-                LearnTest(
-                    model=model, strategy=strategy, scorer=scorer, train_lang=lang, domain=dom, control=control,
-                    stat=learn_stat(by_domain[dom], alpha=alpha),
-                )
-            )
+            rows = by_domain[dom]
+            stat = learn_stat([(x, y) for _, x, y in rows], alpha=alpha)
+            if draws is not None and len(draws.weights):
+                stat = stat.model_copy(update={"clustered": _intervals(rows, draws)})
+            out.append(LearnTest(model=model, strategy=strategy, scorer=scorer, train_lang=lang, domain=dom, control=control, stat=stat))
     return out

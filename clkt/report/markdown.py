@@ -9,6 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from clkt.report.data import LEARN_HEADER, ReportData, ci_text, grid, learn_rows, pct1, scenarios
+from clkt.report.metric_table import PAIR_METRICS
+from clkt.report.metrics import BASE_FLAG_MEANS
 from clkt.report.stats import wilson_ci
 
 __all__ = ["markdown"]
@@ -22,9 +24,13 @@ def markdown(data: ReportData, figures: list[Path]) -> str:
     lines += [
         "Learn = the train language's accuracy after injection against the base model's on the same questions "
         "(exact McNemar p; a job learned when its gain is positive with p < 0.05). "
-        "Overall = A/(A+B+C+D), Transfer = A/(A+B) per ordered pair (L_train ≠ L_test); cells are mean ± std over "
-        "pairs [bootstrap 95% CI over questions], in %. *undefined*: no pair had a question right in the train language "
-        "(A+B = 0). *not interpretable*: the jobs did not learn, so A+B is what the base model guessed; such pairs are "
+        + ", ".join(f"{m.label} = {m.definition}" for m in PAIR_METRICS)
+        + " per ordered pair (L_train ≠ L_test); cells are mean ± std over "
+        "pairs [95% CI from a bootstrap over entities: the questions of an entity are drawn together], in %; "
+        "*all pooled*: the pairs' values on every domain's questions pooled (the figure of the summary above and of "
+        "the leaderboard), *mean of domains*: each pair's mean over the domains (the paper's Table 2). *undefined*: "
+        "no pair had a question right in the train language (A+B = 0). *not interpretable*: the jobs did not learn, "
+        "so A+B is what the base model guessed; such pairs are "
         f"left out of Transfer means (*n.i.* counts them). Heatmap cells with A+B < {data.min_cell_n} are grey.", "",
     ]
     for note in data.notes:
@@ -32,7 +38,9 @@ def markdown(data: ReportData, figures: list[Path]) -> str:
     if data.notes:
         lines.append("")
     if data.learn:
-        lines += ["## Learn (train language, base vs injected)", "", _md_row(LEARN_HEADER), "|" + "---|" * len(LEARN_HEADER)]
+        lines += ["## Learn (train language, base vs injected)", "",
+                  "95% CIs from a bootstrap over entities (the draws of Table 2 and the leaderboard).", "",
+                  _md_row(LEARN_HEADER), "|" + "---|" * len(LEARN_HEADER)]
         lines += [_md_row(r) for r in learn_rows(data.learn)]
         lines.append("")
     for title, label, _, cells in scenarios(data):
@@ -42,7 +50,8 @@ def markdown(data: ReportData, figures: list[Path]) -> str:
         lines.append("")
     if data.control:
         lines += ["## Control split (fictional entities; never in the scores above)", "",
-                  "Base against injected on the same control questions, per test language (exact McNemar).", ""]
+                  "Base against injected on the same control questions, per test language (exact McNemar); 95% CIs over "
+                  "questions (Wilson, and Wald for the gain): a job keeps the control's counts, not its entities.", ""]
         hdr = ["model", "strategy", "scorer", "train", "test", "n", "base % [CI]", "injected % [CI]", "gain pts [CI]", "McNemar p",
                "gained"]
         lines += [_md_row(hdr), "|" + "---|" * len(hdr)]
@@ -55,11 +64,13 @@ def markdown(data: ReportData, figures: list[Path]) -> str:
             ]))
         lines.append("")
     if data.base:
-        lines += ["## Base model accuracy (test split)", "", "| model | scorer | lang | n | accuracy [95% CI] | flagged |",
+        lines += ["## Base model accuracy (test split)", "", f"Chance is 25%; {BASE_FLAG_MEANS}. 95% CIs from a bootstrap over entities.", "",
+                  "| model | scorer | lang | n | accuracy [95% CI] | flagged |",
                   "|---|---|---|---|---|---|"]
         for b in data.base:
             k = round((b.accuracy or 0) * b.n)
-            lines.append(f"| {b.model} | {b.scorer} | {b.lang} | {b.n} | {pct1(b.accuracy)}{ci_text(wilson_ci(k, b.n))} | "
+            ci = b.ci if b.ci is not None else wilson_ci(k, b.n)
+            lines.append(f"| {b.model} | {b.scorer} | {b.lang} | {b.n} | {pct1(b.accuracy)}{ci_text(ci)} | "
                          f"{'yes' if b.flagged else ''} |")
         lines.append("")
     if data.asymmetry:

@@ -8,34 +8,37 @@ of the contingency (the injected model's correctness in L_train, in L_test):
 Overall = A / (A+B+C+D); Transfer = A / (A+B) — undefined (None, never 0) when A+B = 0. A pair whose test
 language has no answers is *missing* (reported, not counted). Per model x strategy x scorer x domain: mean ±
 std over the ordered pairs (the paper's Table 2), the average over domains, seeded bootstrap 95% confidence
-intervals (resampling questions), McNemar's exact test per language pair for directional asymmetry (the one
-McNemar of `clkt.report.stats`), and the base model's accuracy per language with a flag where it is far above
-chance (25%): the entities may not be unseen.
+intervals (resampling entities, with the leaderboard's draws: `clkt.report.clustered`), McNemar's exact test
+per language pair for directional asymmetry (the one McNemar of `clkt.report.stats`), and the base model's
+accuracy per language, flagged where it is above chance (`BASE_FLAG_MEANS`): the entities may not be unseen.
 """
 
 from __future__ import annotations
 
 import math
-import warnings
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import permutations
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
+from clkt.report._metric_fields import MetricSummary, PerMetricSummary
 from clkt.report.basics import BOOTSTRAP_SAMPLES, Contingency
+from clkt.report.clustered import EntityDraws, PairDraws, accuracy_interval, entity_draws, pair_draws
+from clkt.report.metric_table import OVERALL, PAIR_METRICS, TRANSFER, PairMetric
 from clkt.report.stats import mcnemar_exact
 
 __all__ = [
     "ALL_DOMAINS",
     "AVG_DOMAINS",
-    "BASE_FLAG_ACCURACY",
+    "BASE_FLAG_MEANS",
     "BASE_FLAG_P",
     "AsymmetryTest",
     "BaseAccuracy",
     "Contingency",
+    "MetricSummary",
     "Outcome",
     "PairMetrics",
     "SummaryCell",
@@ -49,8 +52,11 @@ __all__ = [
 
 ALL_DOMAINS = "all"  # every domain pooled
 AVG_DOMAINS = "avg"  # the average over domains (Table 2's last column)
-BASE_FLAG_ACCURACY = 0.40  # a base accuracy above this ...
-BASE_FLAG_P = 0.01  # ... and significantly above 25% (one-sided binomial) flags the language
+BASE_FLAG_P = 0.01  # a base accuracy above chance (25%) at this level (exact one-sided binomial) flags the language
+BASE_FLAG_MEANS = (
+    "flagged: the base model answers above chance (25%, exact one-sided binomial p < 0.01), so it may know some "
+    "of these entities, which were meant to be unseen by it"
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -68,6 +74,12 @@ class Outcome:
     correct: bool
     predicted: str | None = None
     split: str = "test"
+    entity: int | None = None  # the question's entity (store id): the bootstrap resamples entities
+
+    @property
+    def cluster(self) -> int:
+        """What the bootstrap resamples: the entity; a question of unknown entity is its own cluster."""
+        return self.entity if self.entity is not None else -1 - self.qid
 
 
 class _Frozen(BaseModel):
@@ -100,28 +112,28 @@ class PairMetrics(_Frozen):
     table: Contingency
     missing: bool  # no questions answered in one of the two languages
 
+    def metric(self, key: str) -> float | None:
+        """A metric of `PAIR_METRICS` (None when missing or undefined)."""
+        return None if self.missing else PAIR_METRICS[key].value(self.table)
+
     @property
     def overall(self) -> float | None:
-        return None if self.missing else self.table.overall
+        return self.metric(OVERALL.key)
 
     @property
     def transfer(self) -> float | None:
-        return None if self.missing else self.table.transfer
+        return self.metric(TRANSFER.key)
 
 
-class SummaryCell(_Frozen):
-    """Mean ± std over the language pairs of one model x strategy x scorer x domain."""
+class SummaryCell(PerMetricSummary):
+    """Mean ± std over the language pairs of one model x strategy x scorer x domain, per metric of
+    `PAIR_METRICS` (written `overall_mean, overall_std, transfer_mean, ..., overall_ci, transfer_ci`)."""
 
     model: str
     strategy: str
     scorer: str
     domain: str
-    overall_mean: float | None
-    overall_std: float | None
-    transfer_mean: float | None
-    transfer_std: float | None
-    overall_ci: tuple[float, float] | None = None
-    transfer_ci: tuple[float, float] | None = None
+    values: dict[str, MetricSummary] = Field(default_factory=dict)
     pairs: int = 0  # pairs with data
     transfer_undefined: int = 0  # pairs with A + B = 0
     missing: int = 0  # pairs without questions
@@ -148,6 +160,8 @@ class BaseAccuracy(_Frozen):
     accuracy: float | None
     p_above_chance: float | None
     flagged: bool
+    # 95% interval from a bootstrap over entities (`base_accuracy` with draws); None: none drawn
+    ci: tuple[float, float] | None = None
 
 
 def _index(outcomes: Iterable[Outcome], variant: str = "injected") -> dict[tuple[str, str, str, str, str, str], dict[int, bool]]:
@@ -190,141 +204,83 @@ def _mean_std(values: Sequence[float]) -> tuple[float | None, float | None]:
     return float(arr.mean()), float(arr.std(ddof=0))
 
 
-def _boot_pairs(
-    outcomes: Sequence[Outcome], model: str, strategy: str, scorer: str, domain: str, pairs: list[tuple[str, str]],
-    rng: np.random.Generator,
-) -> tuple[np.ndarray, np.ndarray] | None:
-    """Per bootstrap sample (questions resampled) and pair: (Overall, Transfer), NaN where undefined."""
-    idx = _index(o for o in outcomes if o.model == model and o.strategy == strategy and o.scorer == scorer)
-    qids = sorted({q for k, v in idx.items() if k[4] == domain for q in v})
-    if not qids or not pairs:
-        return None
-    pos = {q: i for i, q in enumerate(qids)}
-    nq = len(qids)
-    ind_a = np.zeros((len(pairs), nq))
-    ind_ab = np.zeros((len(pairs), nq))
-    ind_n = np.zeros((len(pairs), nq))
-    for p, (lt, ls) in enumerate(pairs):
-        x = idx.get((model, strategy, scorer, lt, domain, lt), {})
-        y = idx.get((model, strategy, scorer, lt, domain, ls), {})
-        for q in set(x) & set(y):
-            i = pos[q]
-            ind_n[p, i] = 1
-            ind_ab[p, i] = 1 if x[q] else 0
-            ind_a[p, i] = 1 if (x[q] and y[q]) else 0
-    draws = rng.integers(0, nq, size=(BOOTSTRAP_SAMPLES, nq))
-    weights = np.stack([np.bincount(d, minlength=nq) for d in draws]).astype(float)  # (B, nq)
-    a, ab, n = weights @ ind_a.T, weights @ ind_ab.T, weights @ ind_n.T  # (B, pairs)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(n > 0, a / n, np.nan), np.where(ab > 0, a / ab, np.nan)
-
-
-def _ci(m: np.ndarray | None) -> tuple[float, float] | None:
-    """95% percentile interval of the mean over pairs (NaN pairs left out of each sample's mean)."""
-    if m is None or m.size == 0:
-        return None
-    valid = ~np.all(np.isnan(m), axis=1)
-    if not valid.any():
-        return None
-    means = np.nanmean(m[valid], axis=1)
-    return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
-
-
-def _bootstrap(
-    outcomes: Sequence[Outcome], model: str, strategy: str, scorer: str, domain: str, pairs: list[tuple[str, str]],
-    rng: np.random.Generator,
-) -> tuple[tuple[float, float] | None, tuple[float, float] | None]:
-    got = _boot_pairs(outcomes, model, strategy, scorer, domain, pairs, rng)
-    if got is None:
-        return None, None
-    return _ci(got[0]), _ci(got[1])
-
-
-def _bootstrap_avg(
-    outcomes: Sequence[Outcome], model: str, strategy: str, scorer: str, domains: list[str],
-    pairs_o: list[tuple[str, str]], pairs_t: list[tuple[str, str]], rng: np.random.Generator,
-) -> tuple[tuple[float, float] | None, tuple[float, float] | None]:
-    """The average over domains, resampling the questions of each domain apart (a stratified bootstrap)."""
-
-    def one(pairs: list[tuple[str, str]], k: int) -> tuple[float, float] | None:
-        per = [got[k] for d in domains if (got := _boot_pairs(outcomes, model, strategy, scorer, d, pairs, rng)) is not None]
-        if not per:
-            return None
-        with np.errstate(invalid="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            return _ci(np.nanmean(np.stack(per), axis=0))  # (B, pairs): each pair's mean over its domains
-
-    return one(pairs_o, 0), one(pairs_t, 1)
-
-
 JobKey = tuple[str, str, str, str]  # (model, strategy, scorer, train_lang)
+
+
+def _counts_in(metric: PairMetric, p: PairMetrics, skip: set[JobKey]) -> bool:
+    """Whether a pair's value counts in the metric's means: not when the metric needs its job to have learned
+    and it did not (`PairMetric.needs_learned`)."""
+    return not (metric.needs_learned and (p.model, p.strategy, p.scorer, p.train_lang) in skip)
+
+
+def _domain_cell(sel: list[PairMetrics], domain: str, skip: set[JobKey], draws: PairDraws | None) -> SummaryCell:
+    """One model x strategy x scorer on one domain (or `all`): per metric, mean ± std over its pairs."""
+    first = sel[0]
+    values: dict[str, MetricSummary] = {}
+    for m in PAIR_METRICS:
+        kept = [p for p in sel if _counts_in(m, p, skip)]
+        mean, std = _mean_std([v for p in kept if (v := p.metric(m.key)) is not None])
+        ci = draws.interval(m, domain, [(p.train_lang, p.test_lang) for p in kept if not p.missing]) if draws else None
+        values[m.key] = MetricSummary(mean=mean, std=std, ci=ci)
+    interp = [p for p in sel if (p.model, p.strategy, p.scorer, p.train_lang) not in skip]
+    return SummaryCell(
+        model=first.model, strategy=first.strategy, scorer=first.scorer, domain=domain, values=values,
+        pairs=sum(not p.missing for p in sel), transfer_undefined=sum(not p.missing and p.transfer is None for p in sel),
+        missing=sum(p.missing for p in sel), not_interpretable=sum(not p.missing for p in sel) - sum(not p.missing for p in interp),
+    )
+
+
+def _avg_cell(plist: list[PairMetrics], domains: list[str], skip: set[JobKey], draws: PairDraws | None) -> SummaryCell:
+    """The average over domains: per pair, the mean of its per-domain values; then mean ± std over pairs."""
+    first = plist[0]
+    values: dict[str, MetricSummary] = {}
+    for m in PAIR_METRICS:
+        per_pair: dict[tuple[str, str], list[float]] = defaultdict(list)
+        for p in plist:
+            if p.domain != ALL_DOMAINS and (v := p.metric(m.key)) is not None and _counts_in(m, p, skip):
+                per_pair[(p.train_lang, p.test_lang)].append(v)
+        mean, std = _mean_std([float(np.mean(v)) for v in per_pair.values()])
+        ci = draws.interval_avg(m, domains, sorted(per_pair)) if draws else None
+        values[m.key] = MetricSummary(mean=mean, std=std, ci=ci)
+    return SummaryCell(
+        model=first.model, strategy=first.strategy, scorer=first.scorer, domain=AVG_DOMAINS, values=values,
+        pairs=len({(p.train_lang, p.test_lang) for p in plist if p.domain != ALL_DOMAINS and not p.missing}),
+        not_interpretable=len({(p.train_lang, p.test_lang) for p in plist if p.domain != ALL_DOMAINS and not p.missing
+                               and (p.model, p.strategy, p.scorer, p.train_lang) in skip}),
+    )
 
 
 def summarize(
     outcomes: Sequence[Outcome], languages: Sequence[str], *, seed: int = 0, bootstrap: bool = True,
-    not_learned: set[JobKey] | None = None,
+    not_learned: set[JobKey] | None = None, snapshot_id: str = "", samples: int = BOOTSTRAP_SAMPLES,
 ) -> list[SummaryCell]:
-    """Table 2: mean ± std over pairs per model x strategy x scorer x domain, plus `all` and `avg`.
+    """Table 2: mean ± std over pairs per model x strategy x scorer x domain, plus `all` and `avg`, for every
+    metric of `PAIR_METRICS`, each with a 95% interval from a bootstrap over the snapshot's entities
+    (`clkt.report.clustered`: the leaderboard's draws of `snapshot_id` for `seed`).
 
     Pairs of the jobs in `not_learned` (no significant in-language gain: `clkt.report.learn`) count in
-    Overall but not in Transfer, whose A+B is then what the base model guessed: `not_interpretable` says
-    how many were left out.
+    Overall but not in Transfer (a metric that `needs_learned`), whose A+B is then what the base model
+    guessed: `not_interpretable` says how many were left out.
     """
     skip = not_learned or set()
-    pairs = pair_metrics(outcomes, languages)
-    rng = np.random.default_rng(seed)
+    idx = _index(outcomes)
+    tests = [o for o in outcomes if o.split == "test"]
+    cluster_of = {o.qid: o.cluster for o in tests}
+    ents = entity_draws([o.cluster for o in tests], snapshot_id=snapshot_id, seed=seed, samples=samples if bootstrap else 0)
     by_group: dict[tuple[str, str, str], list[PairMetrics]] = defaultdict(list)
-    for p in pairs:
+    for p in pair_metrics(outcomes, languages):
         by_group[(p.model, p.strategy, p.scorer)].append(p)
     out: list[SummaryCell] = []
-    for (model, strategy, scorer), plist in sorted(by_group.items()):
+    for group, plist in sorted(by_group.items()):
         domains = sorted({p.domain for p in plist} - {ALL_DOMAINS})
+        draws = None
+        if bootstrap and len(ents.weights):
+            answers = {(k[3], k[4], k[5]): v for k, v in idx.items() if k[:3] == group}
+            pairs = list(dict.fromkeys((p.train_lang, p.test_lang) for p in plist))
+            draws = pair_draws(answers, cluster_of=cluster_of, draws=ents, domains=[*domains, ALL_DOMAINS], pairs=pairs)
         for domain in [*domains, ALL_DOMAINS]:
-            sel = [p for p in plist if p.domain == domain]
-            ov = [p.overall for p in sel if p.overall is not None]
-            interp = [p for p in sel if (p.model, p.strategy, p.scorer, p.train_lang) not in skip]
-            tr = [p.transfer for p in interp if p.transfer is not None]
-            ci_o, ci_t = (None, None)
-            if bootstrap:
-                ci_o, _ = _bootstrap(
-                    outcomes, model, strategy, scorer, domain, [(p.train_lang, p.test_lang) for p in sel if not p.missing], rng
-                )
-                _, ci_t = _bootstrap(
-                    outcomes, model, strategy, scorer, domain, [(p.train_lang, p.test_lang) for p in interp if not p.missing], rng
-                )
-            om, osd = _mean_std(ov)
-            tm, tsd = _mean_std(tr)
-            out.append(
-                SummaryCell(
-                    model=model, strategy=strategy, scorer=scorer, domain=domain, overall_mean=om, overall_std=osd,
-                    transfer_mean=tm, transfer_std=tsd, overall_ci=ci_o, transfer_ci=ci_t,
-                    pairs=sum(not p.missing for p in sel), transfer_undefined=sum(not p.missing and p.transfer is None for p in sel),
-                    missing=sum(p.missing for p in sel), not_interpretable=sum(not p.missing for p in sel) - sum(not p.missing for p in interp),
-                )
-            )
-        # the average over domains: per pair, the mean of its per-domain values; then mean ± std over pairs
-        per_pair_o: dict[tuple[str, str], list[float]] = defaultdict(list)
-        per_pair_t: dict[tuple[str, str], list[float]] = defaultdict(list)
-        for p in plist:
-            if p.domain == ALL_DOMAINS:
-                continue
-            if p.overall is not None:
-                per_pair_o[(p.train_lang, p.test_lang)].append(p.overall)
-            if p.transfer is not None and (p.model, p.strategy, p.scorer, p.train_lang) not in skip:
-                per_pair_t[(p.train_lang, p.test_lang)].append(p.transfer)
-        om, osd = _mean_std([float(np.mean(v)) for v in per_pair_o.values()])
-        tm, tsd = _mean_std([float(np.mean(v)) for v in per_pair_t.values()])
-        ci_o, ci_t = (None, None)
-        if bootstrap:
-            ci_o, ci_t = _bootstrap_avg(outcomes, model, strategy, scorer, domains, sorted(per_pair_o), sorted(per_pair_t), rng)
-        out.append(
-            SummaryCell(
-                model=model, strategy=strategy, scorer=scorer, domain=AVG_DOMAINS, overall_mean=om, overall_std=osd,
-                transfer_mean=tm, transfer_std=tsd, overall_ci=ci_o, transfer_ci=ci_t, pairs=len(per_pair_o),
-                not_interpretable=len({(p.train_lang, p.test_lang) for p in plist if p.domain != ALL_DOMAINS and not p.missing
-                                       and (p.model, p.strategy, p.scorer, p.train_lang) in skip}),
-            )
-        )
+            out.append(_domain_cell([p for p in plist if p.domain == domain], domain, skip, draws))
+        out.append(_avg_cell(plist, domains, skip, draws))
     return out
 
 
@@ -354,22 +310,24 @@ def mcnemar_tests(outcomes: Sequence[Outcome], languages: Sequence[str]) -> list
     return out
 
 
-def base_accuracy(outcomes: Sequence[Outcome]) -> list[BaseAccuracy]:
-    """The base model's accuracy per language (its answers are the same in every job of a model)."""
+def base_accuracy(outcomes: Sequence[Outcome], *, draws: EntityDraws | None = None) -> list[BaseAccuracy]:
+    """The base model's accuracy per language (its answers are the same in every job of a model); `draws`
+    (`clkt.report.clustered.entity_draws`): its interval over entities."""
     from scipy.stats import binomtest
 
-    seen: dict[tuple[str, str, str], dict[int, bool]] = defaultdict(dict)
+    seen: dict[tuple[str, str, str], dict[int, tuple[bool, int]]] = defaultdict(dict)
     for o in outcomes:
         if o.variant == "base" and o.split == "test":
-            seen[(o.model, o.scorer, o.lang)].setdefault(o.qid, o.correct)
+            seen[(o.model, o.scorer, o.lang)].setdefault(o.qid, (o.correct, o.cluster))
     out: list[BaseAccuracy] = []
     for (model, scorer, lang), answers in sorted(seen.items()):
         n = len(answers)
-        k = sum(answers.values())
+        k = sum(c for c, _ in answers.values())
         acc = k / n if n else None
         p = float(binomtest(k, n, 0.25, alternative="greater").pvalue) if n else None
-        flagged = acc is not None and p is not None and acc > BASE_FLAG_ACCURACY and p < BASE_FLAG_P
-        out.append(BaseAccuracy(model=model, scorer=scorer, lang=lang, n=n, accuracy=acc, p_above_chance=p, flagged=flagged))
+        flagged = p is not None and p < BASE_FLAG_P  # BASE_FLAG_MEANS
+        ci = accuracy_interval(list(answers.values()), draws) if draws is not None and n else None
+        out.append(BaseAccuracy(model=model, scorer=scorer, lang=lang, n=n, accuracy=acc, p_above_chance=p, flagged=flagged, ci=ci))
     return out
 
 

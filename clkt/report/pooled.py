@@ -6,8 +6,9 @@ L_test) of a job trained in L_train, the contingency A/B/C/D of `clkt.report.met
 correctness in L_train and in L_test, on the test questions answered in both); for every train language, the
 Learn counts of `clkt.report.learn` (base against injected on the same train-language questions: n, base
 right, injected right, gained, lost). Sums over units are sums of per-question indicators, so pooled numbers
-are exactly what one counts by hand from the predictions; the metrics over sums are those of the report:
-Overall = mean over pairs of A/(A+B+C+D), Transfer = mean over the interpretable pairs of A/(A+B).
+are exactly what one counts by hand from the predictions; the metrics over sums are those of the report
+(`clkt.report.metric_table`): Overall = mean over pairs of A/(A+B+C+D), Transfer = mean over the
+interpretable pairs of A/(A+B).
 
 The bootstrap (`Draws`) resamples entities, never questions: the questions of one entity (and its language
 pairs) are not independent, so they travel together. It is stratified by snapshot (each snapshot's entities are
@@ -28,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from clkt.report.metric_table import PAIR_METRICS
 from storage.result_packs import BASE_ANSWERED, BASE_CORRECT, INJECTED_ANSWERED, INJECTED_CORRECT, ResultPackRecord
 
 __all__ = [
@@ -37,10 +39,12 @@ __all__ = [
     "Draws",
     "Layout",
     "Pooled",
+    "Sums",
     "bit",
     "boot_matrix",
     "decode",
-    "expand",
+    "draw_sums",
+    "full_sums",
     "nanmean",
     "one_blas_thread",
     "percentile_ci",
@@ -285,24 +289,39 @@ def universes(snapshots: Mapping[int, Sequence[ResultPackRecord]]) -> dict[int, 
     }
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Sums:
+    """What the metrics read from a group's sums (one sum, (...,) leading axes none; or one per draw, (B,)):
+    per sum of contingency cells that a metric of `PAIR_METRICS` reads ("A", "AB", "ABCD", ...), (..., P); and
+    Learn's counts per train language, (..., T, 5) (n, base right, injected right, gained, lost)."""
+
+    cells: dict[str, np.ndarray]
+    learn: np.ndarray
+
+
+def full_sums(layout: Layout, s: np.ndarray) -> Sums:
+    """From sums in the layout's columns ((..., width))."""
+    return Sums(cells=PAIR_METRICS.sums_of(layout.pair_sums(s)), learn=layout.learn_sums(s))
+
+
 def boot_matrix(layout: Layout, counts: np.ndarray) -> np.ndarray:
-    """The per-unit columns a draw needs, (U, 3P + 3T): per pair A, A+B and n; per train language n, base right,
-    injected right (a third fewer columns to multiply than the full counts)."""
-    t, lrn = layout.pair_sums(counts), layout.learn_sums(counts)
-    return np.concatenate([t[..., 0], t[..., 0] + t[..., 1], t.sum(axis=-1), lrn[..., 0], lrn[..., 1], lrn[..., 2]], axis=-1)
+    """The per-unit columns a draw needs, (U, kP + 3T): per sum of cells the metric table reads (k of them: A,
+    A+B+C+D and A+B for Overall and Transfer), one column per pair; per train language n, base right, injected
+    right (fewer columns to multiply than the full counts)."""
+    lrn = layout.learn_sums(counts)
+    cells = PAIR_METRICS.sums_of(layout.pair_sums(counts))
+    return np.concatenate([*cells.values(), lrn[..., 0], lrn[..., 1], lrn[..., 2]], axis=-1)
 
 
-def expand(layout: Layout, r: np.ndarray) -> np.ndarray:
-    """Draws of `boot_matrix` columns back in the layout's columns (B, width): A, B = (A+B) - A, C = 0, D = n - (A+B)
-    per pair and n, base right, injected right, 0, 0 per train language, which give Overall, Transfer, Learn's
-    accuracies and gain exactly as the full counts would."""
+def draw_sums(layout: Layout, r: np.ndarray) -> Sums:
+    """Draws of `boot_matrix` columns ((B, kP + 3T)) as `Sums` (gained and lost 0: no interval needs them)."""
     p, t = len(layout.pairs), len(layout.trains)
-    a, ab, n = r[:, :p], r[:, p : 2 * p], r[:, 2 * p : 3 * p]
-    ln, lb, li = r[:, 3 * p : 3 * p + t], r[:, 3 * p + t : 3 * p + 2 * t], r[:, 3 * p + 2 * t :]
-    zp, zt = np.zeros_like(a), np.zeros_like(ln)
-    pairs = np.stack([a, ab - a, zp, n - ab], axis=-1).reshape(len(r), 4 * p)
-    learn = np.stack([ln, lb, li, zt, zt], axis=-1).reshape(len(r), 5 * t)
-    return np.concatenate([pairs, learn], axis=-1)
+    sets = PAIR_METRICS.cell_sets()
+    cells = {c: r[:, i * p : (i + 1) * p] for i, c in enumerate(sets)}
+    k = len(sets) * p
+    ln, lb, li = r[:, k : k + t], r[:, k + t : k + 2 * t], r[:, k + 2 * t : k + 3 * t]
+    zt = np.zeros_like(ln)
+    return Sums(cells=cells, learn=np.stack([ln, lb, li, zt, zt], axis=-1))
 
 
 def nanmean(x: np.ndarray, axis: int = -1) -> np.ndarray:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from clkt.report.cutoff_curve import TargetKnowledge
 from clkt.report.leaderboard_data import Leaderboard, LeaderRow
+from clkt.report.metric_table import PAIR_METRICS
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -42,15 +43,17 @@ def trend_png(board: Leaderboard) -> bytes:
 
     periods = [s.period for s in board.snapshots]
     fig = Figure(figsize=(max(9.0, 0.5 * len(periods) + 6), 4.2))
-    axes = fig.subplots(1, 2, sharex=True)
+    metrics = list(PAIR_METRICS)
+    axes = fig.subplots(1, len(metrics), sharex=True, squeeze=False)[0]
     x = list(range(len(periods)))
-    for ax, metric in zip(axes, ("overall", "transfer"), strict=True):
+    for ax, m in zip(axes, metrics, strict=True):
+        metric = m.key
         for r in board.rows:
             cols = {c.period: c for c in r.per_snapshot}
             ys, lo, hi = [], [], []
             for p in periods:
                 c = cols.get(p)
-                est = getattr(c, metric) if c is not None and c.status == "ok" else None
+                est = c.metric(metric) if c is not None and c.status == "ok" else None
                 v = est.value if est is not None and est.value is not None else math.nan
                 ys.append(100 * v)
                 ci = est.ci if est is not None and est.ci is not None else (math.nan, math.nan)
@@ -58,7 +61,7 @@ def trend_png(board: Leaderboard) -> bytes:
                 hi.append(100 * ci[1])
             (line,) = ax.plot(x, ys, marker="o", markersize=3, label=_label(r, board.rows))
             ax.fill_between(x, lo, hi, alpha=0.18, color=line.get_color(), linewidth=0)
-        ax.set_title(f"{metric.capitalize()} (%) per snapshot, 95% band", fontsize=9)
+        ax.set_title(f"{m.label} (%) per snapshot, 95% band", fontsize=9)
         ax.set_ylim(0, 100)
         ax.set_xticks(x, periods, rotation=60, fontsize=7)
         ax.grid(alpha=0.3)

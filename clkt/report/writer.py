@@ -38,6 +38,8 @@ from pydantic import ValidationError
 
 from clkt.errors import UserError
 from clkt.evaluate.summary import JobSummary
+from clkt.report.basics import BOOTSTRAP_SAMPLES
+from clkt.report.clustered import entity_draws
 from clkt.report.cutoff_curve import TargetWindow, knowledge_curves, knowledge_windows
 from clkt.report.data import (
     LEARN_HEADER,
@@ -57,8 +59,11 @@ from clkt.report.data import (
 from clkt.report.figures import heatmaps, size_plots
 from clkt.report.learn import LearnTest, learn_tests, stat_from_counts
 from clkt.report.markdown import markdown
+from clkt.report.metric_table import PAIR_METRICS
 from clkt.report.metrics import (
     ALL_DOMAINS,
+    BASE_FLAG_MEANS,
+    BASE_FLAG_P,
     BaseAccuracy,
     Outcome,
     base_accuracy,
@@ -146,6 +151,7 @@ async def load_report_data(
         Outcome(
             model=r.target_model, strategy=r.strategy, scorer=r.scorer, variant=r.variant, train_lang=r.train_lang,
             lang=r.lang, qid=stable_qid(r.source, r.external_id, r.slot), domain=r.domain, correct=r.correct, predicted=r.predicted, split=r.split,
+            entity=r.entity_id or None,
         )
         for r in rows
     ]
@@ -192,7 +198,8 @@ def build_report(snapshot_id: str, languages: list[str], jobs: list[JobInfo], ou
     if failed:
         notes.append(f"{len(failed)} job(s) failed: " + "; ".join(f"{j.model}/{j.strategy}/{j.train_lang}: {(j.error or '')[:160]}" for j in failed))
     real = outcomes  # the control split never reaches the store's results (see _control)
-    learn = learn_tests(real)
+    draws = entity_draws([o.cluster for o in real if o.split == "test"], snapshot_id=snapshot_id, seed=seed, samples=BOOTSTRAP_SAMPLES)
+    learn = learn_tests(real, draws=draws)
     not_learned = {(t.model, t.strategy, t.scorer, t.train_lang) for t in learn if t.domain == ALL_DOMAINS and not t.learned}
     for t in learn:
         if t.domain == ALL_DOMAINS and not t.learned:
@@ -202,12 +209,13 @@ def build_report(snapshot_id: str, languages: list[str], jobs: list[JobInfo], ou
                 f"{st.base_correct}/{st.n} before, {st.injected_correct}/{st.n} after (exact McNemar p = {st.p_value:.3g}); "
                 "its Transfer cells are not interpretable and are left out of the Transfer means"
             )
-    base = base_accuracy(real)
+    base = base_accuracy(real, draws=draws)
     for b in base:
         if b.flagged:
             notes.append(
-                f"base model {b.model} answers {b.lang} at {100 * (b.accuracy or 0):.0f}% ({b.scorer}, n={b.n}), far above "
-                "chance (25%): these entities may not be unseen by it"
+                f"base model {b.model} answers {b.lang} at {100 * (b.accuracy or 0):.0f}% ({b.scorer}, n={b.n}), above "
+                f"chance (25%; exact one-sided binomial p = {b.p_above_chance or 0:.2g} < {BASE_FLAG_P}): it may know some "
+                "of these entities, which were meant to be unseen by it"
             )
     parses = sorted({j.parse for j in jobs if j.parse})
     if parses:
@@ -218,7 +226,7 @@ def build_report(snapshot_id: str, languages: list[str], jobs: list[JobInfo], ou
     pf = [{"model": m, "strategy": s, "variant": v, "rate": r} for (m, s, v), r in parse_failure_rates(real).items()]
     data = ReportData(
         snapshot_id=snapshot_id, languages=languages, jobs=jobs,
-        table2=summarize(real, languages, seed=seed, not_learned=not_learned),
+        table2=summarize(real, languages, seed=seed, not_learned=not_learned, snapshot_id=snapshot_id),
         pairs=pair_metrics(real, languages), asymmetry=mcnemar_tests(real, languages), base=base,
         parse_failures=pf, notes=notes, learn=learn,
     )
@@ -249,25 +257,9 @@ async def write_report(
 def write_report_files(data: ReportData, out: Path) -> ReportPaths:
     out.mkdir(parents=True, exist_ok=True)
     table_csv = out / "table2.csv"
-    with table_csv.open("w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh)
-        w.writerow(["model", "strategy", "scorer", "domain", "overall_mean", "overall_std", "overall_ci_low", "overall_ci_high",
-                    "transfer_mean", "transfer_std", "transfer_ci_low", "transfer_ci_high", "pairs", "transfer_undefined", "missing"])
-        for c in data.table2:
-            oc, tc = c.overall_ci or (None, None), c.transfer_ci or (None, None)
-            w.writerow([c.model, c.strategy, c.scorer, c.domain, pct(c.overall_mean), pct(c.overall_std), pct(oc[0]), pct(oc[1]),
-                        pct(c.transfer_mean), pct(c.transfer_std), pct(tc[0]), pct(tc[1]), c.pairs, c.transfer_undefined, c.missing])
+    _write_table2(data, table_csv)
     pairs_csv = out / "pairs.csv"
-    with pairs_csv.open("w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh)
-        w.writerow(["model", "strategy", "scorer", "domain", "train_lang", "test_lang", "A", "B", "C", "D", "overall", "transfer",
-                    "missing", "a_plus_b", "job_learned", "transfer_reading"])
-        for p in data.pairs:
-            ct = p.table
-            learned = data.job_learned(p.model, p.strategy, p.scorer, p.train_lang)
-            w.writerow([p.model, p.strategy, p.scorer, p.domain, p.train_lang, p.test_lang, ct.a, ct.b, ct.c, ct.d,
-                        pct(p.overall), "undefined" if (p.transfer is None and not p.missing) else pct(p.transfer), p.missing,
-                        ct.a + ct.b, "" if learned is None else learned, pair_reading(data, p)])
+    _write_pairs(data, pairs_csv)
     learn_csv = out / "learn.csv"
     with learn_csv.open("w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
@@ -294,6 +286,39 @@ def write_report_files(data: ReportData, out: Path) -> ReportPaths:
     )
 
 
+def _write_table2(data: ReportData, path: Path) -> None:
+    """A row per Table 2 cell: per metric of `PAIR_METRICS`, `<key>_mean, _std, _ci_low, _ci_high` (in %)."""
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["model", "strategy", "scorer", "domain",
+                    *[f"{m.key}_{x}" for m in PAIR_METRICS for x in ("mean", "std", "ci_low", "ci_high")],
+                    "pairs", "transfer_undefined", "missing"])
+        for c in data.table2:
+            row: list[object] = [c.model, c.strategy, c.scorer, c.domain]
+            for m in PAIR_METRICS:
+                got = c.metric(m.key)
+                ci = got.ci or (None, None)
+                row += [pct(got.mean), pct(got.std), pct(ci[0]), pct(ci[1])]
+            w.writerow([*row, c.pairs, c.transfer_undefined, c.missing])
+
+
+def _write_pairs(data: ReportData, path: Path) -> None:
+    """A row per language pair: its contingency, each metric (`undefined` where its denominator is 0), whether its
+    job learned, and a reading per metric that has an interpretable-when rule (`<key>_reading`)."""
+    reads = [m for m in PAIR_METRICS if m.reads]
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["model", "strategy", "scorer", "domain", "train_lang", "test_lang", "A", "B", "C", "D",
+                    *PAIR_METRICS.ordered_keys(), "missing", "a_plus_b", "job_learned", *[f"{m.key}_reading" for m in reads]])
+        for p in data.pairs:
+            ct = p.table
+            learned = data.job_learned(p.model, p.strategy, p.scorer, p.train_lang)
+            values = [("undefined" if (v is None and not p.missing) else pct(v)) for v in (p.metric(k) for k in PAIR_METRICS.ordered_keys())]
+            w.writerow([p.model, p.strategy, p.scorer, p.domain, p.train_lang, p.test_lang, ct.a, ct.b, ct.c, ct.d,
+                        *values, p.missing, ct.a + ct.b, "" if learned is None else learned,
+                        *[pair_reading(data, p, m) for m in reads]])
+
+
 def render_tables(data: ReportData) -> list[Table]:
     from rich.table import Table
 
@@ -305,7 +330,7 @@ def render_tables(data: ReportData) -> list[Table]:
         tables.append(t)
     for title, label, _, cells in scenarios(data):
         header, rows = grid(data, label, cells)
-        t = Table(*header, title=f"{title} (mean ± std over language pairs [95% CI], %)")
+        t = Table(*header, title=f"{title} (mean ± std over language pairs [95% CI, bootstrap over entities], %)")
         for r in rows:
             t.add_row(*r)
         tables.append(t)
@@ -315,7 +340,7 @@ def render_tables(data: ReportData) -> list[Table]:
             t.add_row(*r)
         tables.append(t)
     if data.base:
-        t = Table("model", "scorer", *data.languages, title="Base model accuracy per language, % [95% CI] (n; chance = 25%; ! = far above)")
+        t = Table("model", "scorer", *data.languages, title=f"Base model accuracy per language, % [95% CI] (n; chance = 25%; ! = {BASE_FLAG_MEANS})")
         by: dict[tuple[str, str], dict[str, BaseAccuracy]] = defaultdict(dict)
         for b in data.base:
             by[(b.model, b.scorer)][b.lang] = b

@@ -37,6 +37,7 @@ from clkt.cutoff import fresh_after
 from clkt.facts import Domain
 from clkt.pipeline.flow import STAGE_ORDER
 from clkt.report.leaderboard_data import LeaderRow, PairCell
+from clkt.report.metric_table import HEATMAP, PAIR_METRICS
 from clkt.report.window import LeaderboardError
 from clkt.report.writer import report_dir
 from clkt.sources.board import SourceBoard
@@ -127,6 +128,7 @@ def _env() -> jinja2.Environment:
         trim_blocks=True, lstrip_blocks=True, auto_reload=False,
     )
     env.filters.update(ts=_ts, date=_date, ago=_ago, usd=_usd, pct=_pct, mb=_mb, size=_size)
+    env.globals.update(metrics=PAIR_METRICS, heatmap=HEATMAP)  # the report's metrics, a column each
     return env
 
 

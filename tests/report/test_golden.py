@@ -5,6 +5,9 @@ Checked: every text file (report.md, table2.csv, pairs.csv, learn.csv, metrics.j
 precision), the PNG figures by their sha256, and what `clkt report` prints. The store's job summaries come in
 both shapes: the flat dict the previous version stored, and the typed summary this version stores.
 (A new matplotlib may draw other PNG bytes: then compare the figures by eye and rewrite figures.sha256.)
+
+A change of the report that is meant: run this file once with `CLKT_UPDATE_GOLDEN=1`, which writes what the
+report is now into `tests/report/golden/` (then read the diff, and say in the commit why each byte changed).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from tests.report._store import MODELS, SNAPSHOT_ID, old_summary, seed_report_st
 
 GOLDEN = Path(__file__).parent / "golden"
 TEXT_FILES = ("report.md", "table2.csv", "pairs.csv", "learn.csv", "metrics.json")
+UPDATE = os.environ.get("CLKT_UPDATE_GOLDEN") == "1"
 
 
 def _figures() -> dict[str, str]:
@@ -33,7 +37,16 @@ def _figures() -> dict[str, str]:
     return {name: digest for digest, name in (line.split(maxsplit=1) for line in lines)}
 
 
+def _update(out: Path) -> None:
+    for name in TEXT_FILES:
+        (GOLDEN / name).write_bytes((out / name).read_bytes())
+    digests = [f"{hashlib.sha256(p.read_bytes()).hexdigest()}  {p.name}" for p in sorted(out.glob("*.png"))]
+    (GOLDEN / "figures.sha256").write_text("".join(f"{d}\n" for d in digests), encoding="utf-8")
+
+
 def assert_golden(out: Path) -> None:
+    if UPDATE:
+        _update(out)
     for name in TEXT_FILES:
         assert (out / name).read_bytes() == (GOLDEN / name).read_bytes(), f"{name} differs from tests/report/golden/{name}"
     pngs = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(out.glob("*.png"))}
@@ -66,6 +79,8 @@ def test_clkt_report_prints_and_writes_the_same(tmp_path: Path) -> None:
     res = subprocess.run([sys.executable, "-m", "clkt.cli", "report", SNAPSHOT_ID, "--config", str(cfg)], check=False, capture_output=True,
                          text=True, cwd=REPO, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "220"})
     assert res.returncode == 0, res.stderr
+    if UPDATE:
+        (GOLDEN / "clkt-report.stdout").write_text(res.stdout.replace(str(tmp_path), "<data_dir>"), encoding="utf-8")
     assert res.stdout.replace(str(tmp_path), "<data_dir>") == (GOLDEN / "clkt-report.stdout").read_text(encoding="utf-8")
     assert_golden(report_dir(tmp_path, SNAPSHOT_ID))
 

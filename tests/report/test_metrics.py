@@ -7,6 +7,7 @@ import pytest
 from clkt.report.metrics import (
     ALL_DOMAINS,
     AVG_DOMAINS,
+    BASE_FLAG_P,
     Outcome,
     base_accuracy,
     contingency,
@@ -102,3 +103,13 @@ def test_base_accuracy_flags_far_above_chance() -> None:
     acc = {b.lang: b for b in base_accuracy(out)}
     assert acc["en"].flagged and acc["en"].accuracy == 0.9
     assert not acc["ja"].flagged and acc["ja"].accuracy == 0.25 and acc["ja"].n == 20
+
+
+def test_base_accuracy_flags_what_is_above_chance() -> None:
+    """Flagged means above chance (25%) by an exact one-sided binomial test at p < 0.01, whatever the accuracy:
+    the demo's 38% in zh (on its 90 questions) is flagged; 38% on 20 questions is not evidence enough."""
+    out = [_o("en", "zh", q, q <= 34, variant="base") for q in range(1, 91)]  # 34/90 = 38%
+    out += [_o("en", "fr", q, q <= 8, variant="base") for q in range(1, 21)]  # 8/20 = 40%
+    acc = {b.lang: b for b in base_accuracy(out)}
+    assert acc["zh"].flagged and acc["zh"].p_above_chance is not None and acc["zh"].p_above_chance < BASE_FLAG_P
+    assert not acc["fr"].flagged and acc["fr"].p_above_chance is not None and acc["fr"].p_above_chance > BASE_FLAG_P

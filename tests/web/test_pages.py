@@ -83,7 +83,8 @@ async def test_snapshot_pages_show_counts_quotas_report_and_files(pages: Pages) 
     html = await (await pages.client.get(f"/snapshots/{SNAPSHOT_ID}")).text()
     assert "1 short" in html
     assert "Table 2" in html and "not interpretable" in html and "too few" in html.lower()
-    assert "Learn (train language" in html and "McNemar" in html and "[9, 91]" in html  # a Wilson CI, with n
+    # base 1 of 2 (two entities): its 95% interval from a bootstrap over entities, with n
+    assert "Learn (train language" in html and "McNemar" in html and "<td>50.0 [0, 100]</td>" in html
     assert f'src="/files/report/{SNAPSHOT_ID}/heatmap-m-cpt-lora-generate.png"' in html
     assert f'href="/files/snapshot/{SNAPSHOT_ID}/questions/en.jsonl"' in html
     r = await pages.client.get(f"/files/report/{SNAPSHOT_ID}/heatmap-m-cpt-lora-generate.png")
