@@ -8,6 +8,7 @@ At the root of tests/ because it is cross-cutting: every area of the product in 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import subprocess
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from clkt.report.metrics import BASE_FLAG_P
 from clkt.snapshots.layout import load_snapshot_dir
 from tests.conftest import REPO
 
@@ -90,8 +92,14 @@ control_entities = 1
     pairs = {(p["train_lang"], p["test_lang"]) for p in metrics["pairs"] if not p["missing"]}
     assert pairs == {("en", "fr")}  # one train language (spec.train_languages), tested in both
     assert [j["train_lang"] for j in metrics["jobs"]] == ["en"] and metrics["jobs"][0]["status"] == "done"
-    # the base model (a 270M base model, scored by option log-likelihood) is at chance: no language flagged
-    assert metrics["base"] and not [b for b in metrics["base"] if b["flagged"]]
+    # the base model (a 270M base model, scored by option log-likelihood): a language is flagged exactly when its
+    # accuracy is above chance by the exact one-sided binomial test (BASE_FLAG_MEANS), computed here again
+    assert metrics["base"]
+    for b in metrics["base"]:
+        k = round(b["accuracy"] * b["n"])
+        p_above = sum(math.comb(b["n"], i) * 0.25**i * 0.75 ** (b["n"] - i) for i in range(k, b["n"] + 1))
+        assert b["p_above_chance"] == pytest.approx(p_above, rel=1e-6), b
+        assert b["flagged"] == (p_above < BASE_FLAG_P), b
     assert "option-loglik" in {b["scorer"] for b in metrics["base"]} <= {"option-loglik", "option-loglik-norm"}
     # the positive control: injection moved the fictional entities the right way in the train language (at this
     # reduced size, 30 questions and a best epoch picked on 4, significance is not expected: the flag must say so)
