@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ConfigOption", "app", "console", "describe_error", "err_console", "fail", "load_cli_settings", "one_line",
-    "open_store", "plain", "run_async",
+    "open_store", "plain", "read_store", "run_async",
 ]
 
 T = TypeVar("T")
@@ -32,6 +32,22 @@ app = typer.Typer(
     name="clkt", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
     help="A live benchmark of cross-lingual knowledge transfer in LLMs.",
 )  # the commands are registered by `clkt.cli` (every area's `register(app)`)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from clkt import __version__
+
+        print(f"clkt {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _options(
+    version: Annotated[bool, typer.Option("--version", help="print the version and exit", is_eager=True,
+                                          callback=_print_version)] = False,
+) -> None:
+    pass
 console = Console()
 err_console = Console(stderr=True, soft_wrap=True)
 
@@ -63,6 +79,18 @@ def open_store(settings: Settings) -> Store:
     from storage.engine import Store
 
     return Store(url=settings.resolved_store_url)
+
+
+def read_store(settings: Settings) -> Store:
+    """The configured store for a command that only reads: like `open_store`, but a SQLite store that does not
+    exist is refused (one line naming the path looked at, exit 1) instead of created empty."""
+    from storage.engine import sqlite_path
+
+    path = sqlite_path(settings.resolved_store_url)
+    if path is not None and not path.is_file():
+        raise fail(f"no store here: {path.absolute()} does not exist; point at one with --config <clkt.toml> (its "
+                   "data_dir or store_url), or run `clkt demo` to make the demonstration's", 1)
+    return open_store(settings)
 
 
 def run_async(fn: Callable[[], Coroutine[Any, Any, T]]) -> T:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from clkt.cli.common import ConfigOption, console, fail, load_cli_settings, open_store, plain, run_async
+from clkt.cli.common import ConfigOption, console, fail, load_cli_settings, open_store, plain, read_store, run_async
 
 if TYPE_CHECKING:
     from clkt.status import PublishStatus
@@ -37,7 +37,7 @@ def status(config: ConfigOption = None, as_json: Annotated[bool, typer.Option("-
     settings = load_cli_settings(config)
 
     async def read_status() -> StatusReport:
-        async with open_store(settings) as store:
+        async with read_store(settings) as store:
             return await collect_status(store, spec=settings.spec)
 
     rep = run_async(read_status)
@@ -151,7 +151,7 @@ def entities(
     q = EntityQuery(domain=domain, occurred_after=after, status=status_, limit=limit)
 
     async def read_entities() -> list[EntitySummary]:
-        async with open_store(settings) as store, store.session() as s:
+        async with read_store(settings) as store, store.session() as s:
             return await query_entities(s, q)
 
     rows = run_async(read_entities)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from clkt.cli.common import ConfigOption, console, err_console, fail, load_cli_settings, open_store, plain, run_async
+from clkt.cli.common import ConfigOption, console, err_console, fail, load_cli_settings, plain, read_store, run_async
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -180,7 +180,7 @@ def leaderboard(
         raise fail(f"--predictions: no folder {predictions.parent}")
 
     async def read() -> tuple[Leaderboard, int | None]:
-        async with open_store(settings) as store:
+        async with read_store(settings) as store:
             board, _ = await cached_leaderboard(store, q, cache_dir=board_cache_dir(settings.data_dir), refresh=no_cache)
             rows = None
             if predictions is not None:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from clkt.cli.common import ConfigOption, console, fail, load_cli_settings, open_store, plain, run_async
+from clkt.cli.common import ConfigOption, console, fail, load_cli_settings, plain, read_store, run_async
 
 if TYPE_CHECKING:
     from clkt.publish.errata import Retracted
@@ -66,7 +66,7 @@ def publish(
     lease = timedelta(seconds=settings.daemon.lease_s)
 
     async def go() -> TryResult:
-        async with open_store(settings) as store:
+        async with read_store(settings) as store:
             async with store.session() as s:
                 snap_id = (await get_snapshot(s, ident)).id
             await frozen_snapshot_data(store, snap_id)  # not frozen / files not matching their hashes: nothing queued
@@ -115,7 +115,7 @@ def retract(
     settings = load_cli_settings(config)
 
     async def go() -> Retracted:
-        async with open_store(settings) as store:
+        async with read_store(settings) as store:
             return await record(store, ident, question_id, reason=reason, publish=settings.publish)
 
     r = run_async(go)

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from clkt.cli.common import ConfigOption, console, load_cli_settings, open_store, run_async
+from clkt.cli.common import ConfigOption, console, load_cli_settings, read_store, run_async
 
 __all__ = ["register"]
 
@@ -36,7 +36,7 @@ def report(
     out_dir = out or report_dir(settings.data_dir, snapshot)
 
     async def load_report() -> tuple[ReportPaths, ReportData]:
-        async with open_store(settings) as store:
+        async with read_store(settings) as store:
             data = await load_report_data(store, snapshot, spec=settings.spec)
             return await asyncio.to_thread(write_report_files, data, out_dir), data
 

@@ -11,7 +11,7 @@ import typer
 from rich.table import Table
 
 from clkt import clock
-from clkt.cli.common import ConfigOption, console, fail, load_cli_settings, open_store, run_async
+from clkt.cli.common import ConfigOption, console, fail, load_cli_settings, open_store, read_store, run_async
 from clkt.cli.publish import add_commands as add_publish_commands
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ def list_(config: ConfigOption = None, spec: Annotated[str | None, typer.Option(
     settings = load_cli_settings(config)
 
     async def read_listing() -> list[Any]:
-        async with open_store(settings) as store, store.session() as s:
+        async with read_store(settings) as store, store.session() as s:
             return await list_snapshots(s, spec=spec)
 
     rows = run_async(read_listing)
@@ -82,7 +82,7 @@ def show(ident: IdArg, config: ConfigOption = None) -> None:
     settings = load_cli_settings(config)
 
     async def read_snapshot() -> Any:
-        async with open_store(settings) as store, store.session() as s:
+        async with read_store(settings) as store, store.session() as s:
             return await get_snapshot(s, ident)
 
     r = run_async(read_snapshot)
@@ -181,7 +181,7 @@ def export(
     settings = load_cli_settings(config)
 
     async def run_export() -> list[str]:
-        async with open_store(settings) as store, store.session() as s:
+        async with read_store(settings) as store, store.session() as s:
             snap = await load_snapshot(s, ident)
         return export_format(snap.content, snap.manifest, fmt, out, built_at=snap.row.built_at.isoformat(),
                              clkt_version=clkt_version())
@@ -197,7 +197,7 @@ def diff(a: IdArg, b: IdArg, config: ConfigOption = None) -> None:
     settings = load_cli_settings(config)
 
     async def read_diff() -> Any:
-        async with open_store(settings) as store, store.session() as s:
+        async with read_store(settings) as store, store.session() as s:
             return await diff_snapshots(s, a, b)
 
     d = run_async(read_diff)
@@ -223,7 +223,7 @@ def audit_sample(
     settings = load_cli_settings(config)
 
     async def draw_sample() -> tuple[Path, Path, int]:
-        async with open_store(settings) as store, store.session() as s:
+        async with read_store(settings) as store, store.session() as s:
             snap = await load_snapshot(s, ident)
         pairs = sample_pairs(snap.content, fraction=fraction, seed=snap.row.seed if seed is None else seed)
         c, h = write_sample(pairs, out)
@@ -242,7 +242,7 @@ def audit_score(files: Annotated[list[Path], typer.Argument(help="annotated CSV 
 
     async def store_score() -> Any:
         score = score_files(files)
-        async with open_store(settings) as store, store.transaction() as s:
+        async with read_store(settings) as store, store.transaction() as s:
             await set_snapshot_audit(
                 s, score.snapshot_id, {**score.model_dump(mode="json"), "scored_at": clock.now().isoformat()}
             )
