@@ -68,8 +68,13 @@ def fail(message: str, code: int = 2) -> typer.Exit:
 
 
 def load_cli_settings(config: Path | None) -> Settings:
+    """The validated config, checked whole before the command starts anything (every target's cutoff too)."""
+    from clkt.cutoff import check_cutoffs
+
     try:
-        return load_settings(config)
+        settings = load_settings(config)
+        check_cutoffs(settings.spec)
+        return settings
     except ConfigError as e:
         raise fail(str(e), 2) from None
 
