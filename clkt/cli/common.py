@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ConfigOption", "app", "console", "describe_error", "err_console", "fail", "load_cli_settings", "one_line",
     "open_store", "plain", "read_store", "run_async",
+    "snapshot_id",
 ]
 
 T = TypeVar("T")
@@ -96,6 +97,15 @@ def read_store(settings: Settings) -> Store:
         raise fail(f"no store here: {path.absolute()} does not exist; point at one with --config <clkt.toml> (its "
                    "data_dir or store_url), or run `clkt demo` to make the demonstration's", 1)
     return open_store(settings)
+
+
+async def snapshot_id(store: Store, ident: str) -> str:
+    """The one rule every command names a snapshot by: its id or a unique prefix of one (`UserError` naming the
+    choices or `clkt snapshot list` otherwise)."""
+    from storage.snapshots import get_snapshot
+
+    async with store.session() as s:
+        return (await get_snapshot(s, ident)).id
 
 
 def run_async(fn: Callable[[], Coroutine[Any, Any, T]]) -> T:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from clkt.cli.common import ConfigOption, console, fail, load_cli_settings, plain, read_store, run_async
+from clkt.cli.common import ConfigOption, console, fail, load_cli_settings, plain, read_store, run_async, snapshot_id
 
 if TYPE_CHECKING:
     from clkt.publish.errata import Retracted
@@ -46,7 +46,6 @@ def publish(
     from clkt.publish.runner import run_task
     from storage.enums import LeaseStatus
     from storage.publish import claim_publish_tasks, enqueue_publish, find_publish_task
-    from storage.snapshots import get_snapshot
 
     settings = load_cli_settings(config)
     cfg = settings.publish
@@ -67,8 +66,7 @@ def publish(
 
     async def go() -> TryResult:
         async with read_store(settings) as store:
-            async with store.session() as s:
-                snap_id = (await get_snapshot(s, ident)).id
+            snap_id = await snapshot_id(store, ident)
             await frozen_snapshot_data(store, snap_id)  # not frozen / files not matching their hashes: nothing queued
             hub = Publisher.hub_factory(cfg, settings.secret(cfg.token_env))  # no token: refused, nothing queued
             publisher = Publisher(store=store, publish=cfg, hub=hub, staging_dir=settings.data_dir / "publish")
