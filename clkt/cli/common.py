@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.table import Table
 from rich.text import Text
 
 from clkt.config import Settings, load_settings
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ConfigOption", "app", "console", "describe_error", "err_console", "fail", "load_cli_settings", "one_line",
-    "open_store", "plain", "read_store", "run_async",
+    "open_store", "plain", "print_table", "read_store", "run_async",
     "snapshot_id",
 ]
 
@@ -61,6 +62,15 @@ ConfigOption = Annotated[
 def plain(text: object) -> Text:
     """Crawled or stored text for a rich table or print: literal (never markup), control characters removed."""
     return Text(sanitize_text(redact(str(text))))
+
+
+def print_table(table: Table) -> None:
+    """Print a table whose every cell (header included) folds onto more lines where the terminal is narrow: an
+    identifier, a scorer name or a p-value is never cut to `…`."""
+    for column in table.columns:
+        column.overflow = "fold"
+        column.no_wrap = False
+    console.print(table)
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:

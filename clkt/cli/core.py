@@ -8,7 +8,17 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from clkt.cli.common import ConfigOption, console, fail, load_cli_settings, open_store, plain, read_store, run_async
+from clkt.cli.common import (
+    ConfigOption,
+    console,
+    fail,
+    load_cli_settings,
+    open_store,
+    plain,
+    print_table,
+    read_store,
+    run_async,
+)
 
 if TYPE_CHECKING:
     from clkt.status import PublishStatus
@@ -50,7 +60,7 @@ def status(config: ConfigOption = None, as_json: Annotated[bool, typer.Option("-
     t = Table("entities", "n", title="Entities by status")
     for k, n in sorted(rep.entities.items()):
         t.add_row(k, str(n))
-    console.print(t)
+    print_table(t)
     from clkt.pipeline.flow import STAGE_ORDER
 
     t = Table("stage", "pending", "leased", "done", "failed", title="Stage queue")
@@ -59,7 +69,7 @@ def status(config: ConfigOption = None, as_json: Annotated[bool, typer.Option("-
         t.add_row(stage, *(str(by.get(k, 0)) for k in ("pending", "leased", "done", "failed")))
     if rep.gpu_jobs:
         t.add_row("gpu", *(str(rep.gpu_jobs.get(k, 0)) for k in ("pending", "leased", "done", "failed")))
-    console.print(t)
+    print_table(t)
     if rep.gpu_engine is not None:
         line = plain(rep.gpu_engine.line() + f" (as of {rep.gpu_engine.updated_at:%Y-%m-%d %H:%M:%S} UTC)")
         line.stylize("yellow" if rep.gpu_engine.waiting else "green")
@@ -73,7 +83,7 @@ def status(config: ConfigOption = None, as_json: Annotated[bool, typer.Option("-
             status = v.status + (f" ({v.probed}/{v.entities} asked)" if v.probed is not None else "")
             t.add_row(v.snapshot_id, plain(v.target + (" (inactive)" if v.target in inactive else "")), status,
                       str(v.entities), str(v.excluded), str(v.valid))
-        console.print(t)
+        print_table(t)
     for note in rep.targets.notes():
         console.print(plain(note))
     _print_publish(rep.publish)
@@ -82,15 +92,15 @@ def status(config: ConfigOption = None, as_json: Annotated[bool, typer.Option("-
         for src, by in sorted(rep.skipped.items()):
             for reason, n in sorted(by.items()):
                 t.add_row(src, plain(reason), str(n))
-        console.print(t)
-    console.print(cost_table(rep.cost))
+        print_table(t)
+    print_table(cost_table(rep.cost))
     if rep.knowledge is not None and rep.knowledge.targets:
-        console.print(knowledge_table(rep.knowledge))
+        print_table(knowledge_table(rep.knowledge))
     if rep.last_errors:
         t = Table("stage", "entity", "key", "tries", "last error", title="Failed work")
         for e in rep.last_errors:
             t.add_row(e.stage, str(e.entity_id), plain(e.key), str(e.attempts), plain(str(e.error)[:120]))
-        console.print(t)
+        print_table(t)
 
 
 def _print_publish(pub: PublishStatus) -> None:
@@ -105,14 +115,14 @@ def _print_publish(pub: PublishStatus) -> None:
         for p in pub.open_tasks:
             t.add_row(plain(p.snapshot_id), plain(f"{p.repo}@{p.branch}"), p.status, plain(p.reason), str(p.attempts),
                       str(p.hub_failures), p.not_before.strftime("%Y-%m-%d %H:%M:%S"), plain(str(p.last_error or "")[:120]))
-        console.print(t)
+        print_table(t)
     if pub.revisions:
         t = Table("snapshot", "repo@branch", "revision", "commit", "test split", "retracted", "committed (UTC)",
                   title="Latest publish revisions")
         for r in pub.revisions[:10]:
             t.add_row(plain(r.snapshot_id), plain(f"{r.repo}@{r.branch}"), str(r.revision), r.commit[:12],
                       "held" if r.held else "published", str(r.retracted), r.committed_at.strftime("%Y-%m-%d %H:%M"))
-        console.print(t)
+        print_table(t)
 
 
 def _parse_since(value: str | None) -> datetime | None:
@@ -165,7 +175,7 @@ def entities(
     t = Table("id", "domain", "source", "occurred", "status", "name", title=f"{len(rows)} entities")
     for r in rows:
         t.add_row(str(r.id), r.domain, r.source, r.occurred_at.date().isoformat(), r.status, plain(r.name[:60]))
-    console.print(t)
+    print_table(t)
 
 
 def db_upgrade(config: ConfigOption = None) -> None:

@@ -17,7 +17,17 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from clkt.cli.common import ConfigOption, console, err_console, fail, load_cli_settings, plain, read_store, run_async
+from clkt.cli.common import (
+    ConfigOption,
+    console,
+    err_console,
+    fail,
+    load_cli_settings,
+    plain,
+    print_table,
+    read_store,
+    run_async,
+)
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -199,7 +209,7 @@ def leaderboard(
                       f"{board.window_to} ({len(board.snapshots)} snapshots); {board.bootstrap} bootstrap draws over entities, "
                       f"seed {board.seed}; rows on fewer than {board.min_questions} questions are too few to rank")
         for t in _tables(board):
-            console.print(t)
+            print_table(t)
         for note in board.notes:
             console.print("[yellow]note:[/]", plain(note))
         if board.comparison is not None:

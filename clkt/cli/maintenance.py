@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from clkt.cli.common import ConfigOption, console, load_cli_settings, plain, read_store, run_async
+from clkt.cli.common import ConfigOption, console, load_cli_settings, plain, print_table, read_store, run_async
 from clkt.cli.snapshot import IdArg, snapshot_app
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ def _print(plan: GcPlan, result: GcResult | None, budget: Budget, dry_run: bool)
         t.add_row(cat, f"{k.files:,}", _mb(k.bytes))
     t.add_section()
     t.add_row("total", f"{sum(k.files for k in freed.values()):,}", _mb(sum(k.bytes for k in freed.values())))
-    console.print(t)
+    print_table(t)
     for kept, where in ((plan.kept, ""), (plan.kept_outside, ", outside the data directory")):
         for (cat, why), v in sorted(kept.items()):
             console.print(plain(f"kept {cat}: {v.files:,} files, {_mb(v.bytes)}{where} — {why}"), soft_wrap=True)

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from clkt.cli.common import ConfigOption, console, load_cli_settings, read_store, run_async, snapshot_id
+from clkt.cli.common import ConfigOption, console, load_cli_settings, print_table, read_store, run_async, snapshot_id
 
 __all__ = ["register"]
 
@@ -43,7 +43,7 @@ def report(
 
     paths, data = run_async(load_report)
     for t in render_tables(data):
-        console.print(t)
+        print_table(t)
     for note in data.notes:
         console.print(f"[yellow]note:[/] {note}")
     console.print(f"report: {paths.markdown}")

@@ -11,7 +11,16 @@ import typer
 from rich.table import Table
 
 from clkt import clock
-from clkt.cli.common import ConfigOption, console, fail, load_cli_settings, open_store, read_store, run_async
+from clkt.cli.common import (
+    ConfigOption,
+    console,
+    fail,
+    load_cli_settings,
+    open_store,
+    print_table,
+    read_store,
+    run_async,
+)
 from clkt.cli.publish import add_commands as add_publish_commands
 
 if TYPE_CHECKING:
@@ -71,7 +80,7 @@ def list_(config: ConfigOption = None, spec: Annotated[str | None, typer.Option(
         status = r.status.value + (" (partial)" if r.partial else "")
         t.add_row(r.id, r.spec, r.period, status, "" if total is None else str(total.entities),
                   "" if total is None else str(total.fact_qas), r.built_at.strftime("%Y-%m-%d %H:%M"))
-    console.print(t)
+    print_table(t)
 
 
 @snapshot_app.command("show", help="A snapshot's Table-3 counts, provenance and audit precision.")
@@ -102,12 +111,12 @@ def show(ident: IdArg, config: ConfigOption = None) -> None:
         console.print(f"[yellow]short of the quotas:[/] {m.missing}")
     for note in m.notes if m else []:
         console.print(f"[yellow]note:[/] {note}")
-    console.print(_counts_table("Benchmark statistics (Table 3)", m.counts if m else {}))
+    print_table(_counts_table("Benchmark statistics (Table 3)", m.counts if m else {}))
     if r.audit:
         t = Table("domain", "pairs", "correct", "precision", title=f"Human audit ({r.audit.get('annotators')} annotators)")
         for d, v in {**r.audit.get("domains", {}), "overall": r.audit.get("overall", {})}.items():
             t.add_row(d, str(v.get("pairs")), str(v.get("correct")), f"{v.get('precision', 0):.1%}")
-        console.print(t)
+        print_table(t)
     console.print(f"files: {r.export_path}")
 
 
@@ -156,12 +165,12 @@ def build(
         t = Table("domain", "quota", "selected", "missing", "ready in period", "eligible", title=f"{res.spec} {res.period}: under quota, not frozen")
         for r in res.report:
             t.add_row(r.domain, str(r.quota), str(r.selected), str(r.missing), str(r.ready_in_period), str(r.eligible))
-        console.print(t)
+        print_table(t)
         for reason, n in sorted(res.excluded.items()):
             console.print(f"  excluded: {reason}: {n}")
         raise typer.Exit(1)
     console.print(f"[green]{res.describe()}[/]")
-    console.print(_counts_table("Benchmark statistics (Table 3)", res.counts))
+    print_table(_counts_table("Benchmark statistics (Table 3)", res.counts))
 
 
 @snapshot_app.command("export", help="Write a snapshot in one format into a new folder.")
@@ -253,7 +262,7 @@ def audit_score(files: Annotated[list[Path], typer.Argument(help="annotated CSV 
               title=f"{score.snapshot_id}: {score.annotators} annotators")
     for d, v in {**score.domains, "overall": score.overall}.items():
         t.add_row(d, str(v.pairs), str(v.correct), f"{v.precision:.1%}", *(str(n) for n in v.violations.values()))
-    console.print(t)
+    print_table(t)
 
 
 add_publish_commands(snapshot_app)  # `clkt snapshot publish` and `clkt snapshot retract`
