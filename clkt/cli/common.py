@@ -64,12 +64,26 @@ def plain(text: object) -> Text:
     return Text(sanitize_text(redact(str(text))))
 
 
+def _cell_width(cell: object, *, word: bool = False) -> int:
+    """A cell's width on one line (or its longest word's, which is as narrow as rich wraps it without folding)."""
+    text = cell.plain if isinstance(cell, Text) else Text.from_markup(cell).plain if isinstance(cell, str) else ""
+    return max((Text(w).cell_len for w in text.split()), default=0) if word else Text(text).cell_len
+
+
 def print_table(table: Table) -> None:
     """Print a table whose every cell (header included) folds onto more lines where the terminal is narrow: an
-    identifier, a scorer name or a p-value is never cut to `…`."""
+    identifier, a scorer name or a p-value is never cut to `…`. A column made `no_wrap` (an id to copy) keeps its
+    values on one line while the other columns still fit unfolded beside it, and folds beyond that."""
+    kept = [c for c in table.columns if c.no_wrap]
+    needed = 3 * len(table.columns) + 1  # the borders and padding
     for column in table.columns:
+        cells = [column.header, *column.cells]
+        needed += max((_cell_width(c, word=column not in kept) for c in cells), default=0)
         column.overflow = "fold"
         column.no_wrap = False
+    if needed <= console.width:
+        for column in kept:
+            column.min_width = max((_cell_width(c) for c in column.cells), default=0)
     console.print(table)
 
 

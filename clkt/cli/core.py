@@ -79,6 +79,7 @@ def status(config: ConfigOption = None, as_json: Annotated[bool, typer.Option("-
     if rep.targets.snapshots:  # targets over time: how many entities of each snapshot are valid for each target
         inactive = {x.name for x in rep.targets.targets if not x.active}
         t = Table("snapshot", "target", "status", "entities", "excluded", "valid", title="Targets per snapshot")
+        t.columns[0].no_wrap = True  # an id to copy: on one line where it fits (print_table)
         for v in rep.targets.snapshots:
             status = v.status + (f" ({v.probed}/{v.entities} asked)" if v.probed is not None else "")
             t.add_row(v.snapshot_id, plain(v.target + (" (inactive)" if v.target in inactive else "")), status,
@@ -112,6 +113,7 @@ def _print_publish(pub: PublishStatus) -> None:
     if pub.open_tasks:
         t = Table("snapshot", "repo@branch", "status", "why", "tries", "Hub failures", "next try (UTC)", "last error",
                   title="Publish tasks waiting, running or failed")
+        t.columns[0].no_wrap = True
         for p in pub.open_tasks:
             t.add_row(plain(p.snapshot_id), plain(f"{p.repo}@{p.branch}"), p.status, plain(p.reason), str(p.attempts),
                       str(p.hub_failures), p.not_before.strftime("%Y-%m-%d %H:%M:%S"), plain(str(p.last_error or "")[:120]))
@@ -119,6 +121,7 @@ def _print_publish(pub: PublishStatus) -> None:
     if pub.revisions:
         t = Table("snapshot", "repo@branch", "revision", "commit", "test split", "retracted", "committed (UTC)",
                   title="Latest publish revisions")
+        t.columns[0].no_wrap = True
         for r in pub.revisions[:10]:
             t.add_row(plain(r.snapshot_id), plain(f"{r.repo}@{r.branch}"), str(r.revision), r.commit[:12],
                       "held" if r.held else "published", str(r.retracted), r.committed_at.strftime("%Y-%m-%d %H:%M"))

@@ -65,7 +65,8 @@ def test_snapshot_and_audit_commands(tmp_path: Path) -> None:
     assert r.exit_code == 2 and "--force" in r.output
 
     r = run(app, ["snapshot", "list", *cfg])
-    assert r.exit_code == 0 and first.id[:20] in r.output
+    ids = "".join(line.split("│")[1].strip() for line in r.output.splitlines() if line.startswith("│"))
+    assert r.exit_code == 0 and first.id in ids  # whole, folded onto two lines at 80 columns
     r = run(app, ["snapshot", "show", first.id[:16], *cfg])
     assert r.exit_code == 0 and "Table 3" in r.output and "movies" in r.output, r.output
     r = run(app, ["snapshot", "show", "nope", *cfg])
