@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
+from typer.core import TyperOption
 
 from clkt.config import Settings, load_settings
 from clkt.errors import ConfigError
@@ -24,11 +25,19 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ConfigOption", "app", "console", "describe_error", "err_console", "fail", "load_cli_settings", "one_line",
-    "open_store", "plain", "print_table", "read_store", "run_async",
+    "open_store", "plain", "plural", "print_table", "read_store", "run_async",
     "snapshot_id",
 ]
 
 T = TypeVar("T")
+
+def _flag_type(option: TyperOption, ctx: typer.Context) -> str | None:
+    """The type column of `--help`: none for a flag (typer would print `<bool>` beside every flag)."""
+    return None if option.is_flag else _typer_type(option, ctx)
+
+
+_typer_type = TyperOption.display_type_rich
+TyperOption.display_type_rich = _flag_type  # type: ignore[method-assign,assignment]
 
 app = typer.Typer(
     name="clkt", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
@@ -62,6 +71,11 @@ ConfigOption = Annotated[
 def plain(text: object) -> Text:
     """Crawled or stored text for a rich table or print: literal (never markup), control characters removed."""
     return Text(sanitize_text(redact(str(text))))
+
+
+def plural(n: int, one: str, many: str) -> str:
+    """`1 entity`, `2 entities`."""
+    return f"{n:,} {one if n == 1 else many}"
 
 
 def _cell_width(cell: object, *, word: bool = False) -> int:

@@ -15,10 +15,13 @@ from clkt.cli.common import (
     load_cli_settings,
     open_store,
     plain,
+    plural,
     print_table,
     read_store,
     run_async,
 )
+from clkt.facts import Domain
+from storage.enums import EntityStatus
 
 if TYPE_CHECKING:
     from clkt.status import PublishStatus
@@ -128,6 +131,10 @@ def _print_publish(pub: PublishStatus) -> None:
         print_table(t)
 
 
+_DOMAINS = tuple(d.value for d in Domain)  # the choices of `clkt entities --domain` and `--status`
+_STATUSES = tuple(s.value for s in EntityStatus)
+
+
 def _parse_since(value: str | None) -> datetime | None:
     if value is None:
         return None
@@ -141,33 +148,31 @@ def _parse_since(value: str | None) -> datetime | None:
 def entities(
     config: ConfigOption = None,
     fresh: Annotated[bool, typer.Option("--fresh", help="only entities after every target's cutoff + buffer")] = False,
-    domain: Annotated[str | None, typer.Option("--domain")] = None,
+    domain: Annotated[str | None, typer.Option("--domain", help=f"one of: {', '.join(_DOMAINS)}")] = None,
     since: Annotated[str | None, typer.Option("--since", help="occurred on or after (YYYY-MM-DD)")] = None,
-    status_: Annotated[str | None, typer.Option("--status")] = None,
+    status_: Annotated[str | None, typer.Option("--status", help=f"one of: {', '.join(_STATUSES)}")] = None,
     limit: Annotated[int, typer.Option("--limit", min=1, max=100000)] = 50,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     from clkt.cutoff import fresh_after
-    from clkt.facts import Domain
-    from storage.entities import EntityQuery, EntitySummary, query_entities
-    from storage.enums import EntityStatus
+    from storage.entities import EntityQuery, EntitySummary, count_matching, query_entities
 
     settings = load_cli_settings(config)
-    if domain is not None and domain not in {d.value for d in Domain}:
-        raise fail(f"--domain: unknown domain {domain!r}; choose from {[d.value for d in Domain]}")
-    if status_ is not None and status_ not in {s.value for s in EntityStatus}:
-        raise fail(f"--status: unknown status {status_!r}; choose from {[s.value for s in EntityStatus]}")
+    if domain is not None and domain not in _DOMAINS:
+        raise fail(f"--domain: unknown domain {domain!r}; choose from {list(_DOMAINS)}")
+    if status_ is not None and status_ not in _STATUSES:
+        raise fail(f"--status: unknown status {status_!r}; choose from {list(_STATUSES)}")
     after = _parse_since(since)
     if fresh:
         f = fresh_after(settings.spec)
         after = max(after, f) if after else f
     q = EntityQuery(domain=domain, occurred_after=after, status=status_, limit=limit)
 
-    async def read_entities() -> list[EntitySummary]:
+    async def read_entities() -> tuple[list[EntitySummary], int]:
         async with read_store(settings) as store, store.session() as s:
-            return await query_entities(s, q)
+            return await query_entities(s, q), await count_matching(s, q)
 
-    rows = run_async(read_entities)
+    rows, matched = run_async(read_entities)
     if as_json:
         from pydantic import TypeAdapter
 
@@ -175,7 +180,8 @@ def entities(
         for r in rows:
             print(line.dump_json(r).decode())
         return
-    t = Table("id", "domain", "source", "occurred", "status", "name", title=f"{len(rows)} entities")
+    shown = plural(matched, "entity", "entities") if len(rows) == matched else f"showing {len(rows)} of {plural(matched, 'entity', 'entities')}"
+    t = Table("id", "domain", "source", "occurred", "status", "name", title=shown)
     for r in rows:
         t.add_row(str(r.id), r.domain, r.source, r.occurred_at.date().isoformat(), r.status, plain(r.name[:60]))
     print_table(t)

@@ -17,6 +17,7 @@ from clkt.cli.common import (
     fail,
     load_cli_settings,
     open_store,
+    plural,
     print_table,
     read_store,
     run_async,
@@ -71,7 +72,7 @@ def list_(config: ConfigOption = None, spec: Annotated[str | None, typer.Option(
             return await list_snapshots(s, spec=spec)
 
     rows = run_async(read_listing)
-    t = Table(title=f"{len(rows)} snapshots")
+    t = Table(title=plural(len(rows), "snapshot", "snapshots"))
     t.add_column("id", no_wrap=True)
     for col in ("spec", "period", "status", "entities", "questions", "built (UTC)"):
         t.add_column(col)
