@@ -61,6 +61,23 @@ def _listed_total(stored: Mapping[str, Any]) -> DomainCounts | None:
     return None if m is None else m.counts.get("total")
 
 
+def _audit_procedure(audit: Mapping[str, Any]) -> str:
+    """How a stored audit's precision was reached: a majority vote of N annotators with their agreement, or a
+    single annotator's (an audit stored before the procedure was recorded: told from its number of annotators)."""
+    n = audit.get("annotators")
+    if n == 1:
+        return "single annotator (no majority vote, no agreement)"
+    procedure = str(audit.get("procedure") or f"majority vote of {n} annotators")
+    agreement = audit.get("agreement")
+    if not isinstance(agreement, Mapping):
+        return procedure + ("; agreement not recorded" if n else "")
+    kappa = agreement.get("kappa")
+    if kappa is None:
+        return f"{procedure}; {agreement.get('method')} undefined (every verdict the same)"
+    return (f"{procedure}; {agreement.get('method')} {kappa:.2f} over {agreement.get('pairs')} pairs, "
+            f"{agreement.get('observed', 0):.0%} unanimous")
+
+
 @snapshot_app.command("list", help="Snapshots in the store, newest period first.")
 def list_(config: ConfigOption = None, spec: Annotated[str | None, typer.Option("--spec")] = None) -> None:
     from storage.snapshots import list_snapshots
@@ -114,7 +131,7 @@ def show(ident: IdArg, config: ConfigOption = None) -> None:
         console.print(f"[yellow]note:[/] {note}")
     print_table(_counts_table("Benchmark statistics (Table 3)", m.counts if m else {}))
     if r.audit:
-        t = Table("domain", "pairs", "correct", "precision", title=f"Human audit ({r.audit.get('annotators')} annotators)")
+        t = Table("domain", "pairs", "correct", "precision", title=f"Human audit ({_audit_procedure(r.audit)})")
         for d, v in {**r.audit.get("domains", {}), "overall": r.audit.get("overall", {})}.items():
             t.add_row(d, str(v.get("pairs")), str(v.get("correct")), f"{v.get('precision', 0):.1%}")
         print_table(t)
@@ -260,7 +277,7 @@ def audit_score(files: Annotated[list[Path], typer.Argument(help="annotated CSV 
 
     score = run_async(store_score)
     t = Table("domain", "pairs", "correct", "precision", *(f"#{c}" for c in ("unrelated", "too_general", "unverifiable", "wrong_answer")),
-              title=f"{score.snapshot_id}: {score.annotators} annotators")
+              title=f"{score.snapshot_id}: {_audit_procedure(score.model_dump(mode='json'))}")
     for d, v in {**score.domains, "overall": score.overall}.items():
         t.add_row(d, str(v.pairs), str(v.correct), f"{v.precision:.1%}", *(str(n) for n in v.violations.values()))
     print_table(t)
