@@ -70,6 +70,7 @@ __all__ = [
     "frozen_snapshot",
     "get_snapshot",
     "list_snapshots",
+    "question_identities",
     "set_snapshot_audit",
     "stored_items",
 ]
@@ -317,6 +318,21 @@ async def stored_items(session: AsyncSession, snapshot_id: str) -> list[StoredIt
         )
         for r, source, external_id, slot in rows
     ]
+
+
+async def question_identities(session: AsyncSession, question_ids: Sequence[int]) -> dict[int, tuple[str, str, str]]:
+    """Store question row -> its identity (entity source, entity external id, slot): what its public ids derive from
+    (`clkt.snapshots.ids`). Rows that are gone are left out."""
+    out: dict[int, tuple[str, str, str]] = {}
+    ids = sorted(set(question_ids))
+    for i in range(0, len(ids), 500):
+        rows = await session.execute(
+            select(col(Question.id), col(Entity.source), col(Entity.external_id), col(Question.slot))
+            .join(Entity, col(Entity.id) == col(Question.entity_id))
+            .where(col(Question.id).in_(ids[i : i + 500]))
+        )
+        out.update({int(qid): (source, external_id, slot) for qid, source, external_id, slot in rows})
+    return out
 
 
 # -- the selection's candidates -----------------------------------------------------------------------------------
