@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -90,7 +91,7 @@ def status(config: ConfigOption = None, as_json: Annotated[bool, typer.Option("-
         print_table(t)
     for note in rep.targets.notes():
         console.print(plain(note))
-    _print_publish(rep.publish)
+    _print_publish(rep.publish, daemon_runs=_daemon_runs(settings.data_dir))
     if rep.skipped:
         t = Table("source", "reason", "n", title="Skipped records")
         for src, by in sorted(rep.skipped.items()):
@@ -107,7 +108,31 @@ def status(config: ConfigOption = None, as_json: Annotated[bool, typer.Option("-
         print_table(t)
 
 
-def _print_publish(pub: PublishStatus) -> None:
+def _daemon_runs(data_dir: Path) -> bool:
+    """Whether a daemon runs on this data directory, as far as its info file says (one on another host: yes)."""
+    import json
+    import os
+    import socket
+
+    from clkt.daemon_info import daemon_info_path
+
+    try:
+        info = json.loads(daemon_info_path(data_dir).read_text())
+        pid = int(info["pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    if info.get("host") != socket.gethostname():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _print_publish(pub: PublishStatus, *, daemon_runs: bool) -> None:
     """Publishing to the Hub (`clkt.publish`): the queue, what waits or failed and why, the latest revisions."""
     if not pub.tasks and not pub.revisions and not pub.retractions:
         return
@@ -121,6 +146,13 @@ def _print_publish(pub: PublishStatus) -> None:
             t.add_row(plain(p.snapshot_id), plain(f"{p.repo}@{p.branch}"), p.status, plain(p.reason), str(p.attempts),
                       str(p.hub_failures), p.not_before.strftime("%Y-%m-%d %H:%M:%S"), plain(str(p.last_error or "")[:120]))
         print_table(t)
+        now = datetime.now(UTC)
+        for p in pub.open_tasks:
+            if p.status == "pending" and p.not_before <= now and not daemon_runs:
+                console.print(plain(
+                    f"publish of {p.snapshot_id} to {p.repo}@{p.branch}: due since {p.not_before:%Y-%m-%d %H:%M} UTC, "
+                    f"waiting for a daemon (none runs here: `clkt run`); publish it now with `clkt snapshot publish "
+                    f"{p.snapshot_id}`, or withdraw it with `clkt snapshot publish {p.snapshot_id} --cancel`"), style="yellow")
     if pub.revisions:
         t = Table("snapshot", "repo@branch", "revision", "commit", "test split", "retracted", "committed (UTC)",
                   title="Latest publish revisions")

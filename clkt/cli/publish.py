@@ -15,6 +15,7 @@ import typer
 from clkt.cli.common import ConfigOption, console, fail, load_cli_settings, plain, read_store, run_async, snapshot_id
 
 if TYPE_CHECKING:
+    from clkt.config import Settings
     from clkt.publish.errata import Retracted
     from clkt.publish.runner import TryResult
     from storage.publish import PublishTaskRecord
@@ -36,6 +37,8 @@ def publish(
     repo: Annotated[str | None, typer.Option("--repo", help="the Hub dataset repo owner/name (default: publish.repo)")] = None,
     private: Annotated[bool, typer.Option("--private", help="create the repo private (an existing one keeps its visibility)")] = False,
     revision: Annotated[str | None, typer.Option("--revision", help="the Hub branch to commit to (default: publish.revision, main)")] = None,
+    cancel: Annotated[bool, typer.Option("--cancel", help="withdraw the snapshot's waiting publish (of --repo/--revision "
+                                         "when given) instead; nothing is sent to the Hub")] = False,
     config: ConfigOption = None,
 ) -> None:
     from datetime import timedelta
@@ -48,6 +51,9 @@ def publish(
     from storage.publish import claim_publish_tasks, enqueue_publish, find_publish_task
 
     settings = load_cli_settings(config)
+    if cancel:
+        _cancel(settings, ident, repo=repo, branch=revision)
+        return
     cfg = settings.publish
     target = repo if repo is not None else cfg.repo
     if target is None:
@@ -91,6 +97,24 @@ def publish(
         raise fail(f"{res.error}; nothing half-committed: the publish task waits and is tried again (by the daemon "
                    "when it publishes by itself, or by this command)", 1)
     raise fail(str(res.error), 2 if res.status is LeaseStatus.failed else 1)
+
+
+def _cancel(settings: Settings, ident: str, *, repo: str | None, branch: str | None) -> None:
+    """`clkt snapshot publish ID --cancel`: the snapshot's waiting publish tasks become `cancelled`."""
+    from storage.publish import cancel_publish_tasks
+
+    async def go() -> tuple[str, list[PublishTaskRecord]]:
+        async with read_store(settings) as store:
+            sid = await snapshot_id(store, ident)
+            async with store.transaction() as s:
+                return sid, await cancel_publish_tasks(s, snapshot_id=sid, repo=repo, branch=branch)
+
+    sid, cancelled = run_async(go)
+    if not cancelled:
+        raise fail(f"no waiting publish of {sid} to cancel" + (f" ({repo or '*'}@{branch or '*'})" if repo or branch else ""))
+    for t in cancelled:
+        console.print(plain(f"cancelled the publish of {sid} to {t.repo}@{t.branch} ({t.status.value}, "
+                            f"{t.attempts} tries); `clkt snapshot publish {sid}` asks again"))
 
 
 def _busy(snapshot_id: str, where: str, task: PublishTaskRecord | None) -> str:
