@@ -120,6 +120,8 @@ class NewSnapshotItem:
     split: str
     option_order: tuple[int, ...]
     answer_letter: str
+    qid: int | None = None  # the public ids (clkt.snapshots.ids), shown by the SQL views
+    public_entity_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -471,7 +473,8 @@ async def freeze_snapshot(
     session.add_all(
         SnapshotItem(
             snapshot_id=row.id, question_id=it.question_id, entity_id=it.entity_id, split=it.split,
-            option_order=list(it.option_order), answer_letter=it.answer_letter,
+            option_order=list(it.option_order), answer_letter=it.answer_letter, qid=it.qid,
+            public_entity_id=it.public_entity_id,
         )
         for it in items
     )
