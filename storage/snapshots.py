@@ -333,7 +333,7 @@ async def question_identities(session: AsyncSession, question_ids: Sequence[int]
             .join(Entity, col(Entity.id) == col(Question.entity_id))
             .where(col(Question.id).in_(ids[i : i + 500]))
         )
-        out.update({int(qid): (source, external_id, slot) for qid, source, external_id, slot in rows})
+        out.update({qid: (source, external_id, slot) for qid, source, external_id, slot in rows if qid is not None})
     return out
 
 
