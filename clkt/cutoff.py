@@ -16,7 +16,7 @@ from datetime import UTC, date, datetime, timedelta
 from clkt.config import SpecSettings, TargetSettings
 from clkt.errors import ConfigError
 
-__all__ = ["CUTOFFS", "KnownCutoff", "cutoff_for", "eligible", "first_eligible_day", "fresh_after", "lookup_cutoff"]
+__all__ = ["CUTOFFS", "KnownCutoff", "check_cutoffs", "cutoff_for", "eligible", "first_eligible_day", "fresh_after", "lookup_cutoff"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +67,13 @@ def cutoff_for(target: TargetSettings) -> date:
         f"spec.targets[{target.name}].cutoff",
         f"no known knowledge cutoff for model {target.model!r}; set `cutoff = YYYY-MM-DD` for this target",
     )
+
+
+def check_cutoffs(spec: SpecSettings) -> None:
+    """Every target has a knowledge cutoff (its own or a known one); the first that has none is a `ConfigError`.
+    Run at startup by every command that reads a config, before anything starts or is written."""
+    for target in spec.targets:
+        cutoff_for(target)
 
 
 def first_eligible_day(cutoff: date, buffer_days: int) -> date:

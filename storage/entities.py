@@ -46,6 +46,7 @@ __all__ = [
     "UpsertResult",
     "add_translated_documents",
     "count_entities",
+    "count_matching",
     "document_langs",
     "document_text",
     "entity_by_key",
@@ -349,13 +350,22 @@ class EntityQuery(BaseModel):
     limit: int = 50
 
 
-async def query_entities(session: AsyncSession, q: EntityQuery) -> list[EntitySummary]:
-    stmt = select(*SUMMARY_COLUMNS)
+def _filtered(stmt: Any, q: EntityQuery) -> Any:
     if q.domain:
         stmt = stmt.where(col(Entity.domain) == q.domain)
     if q.occurred_after:
         stmt = stmt.where(col(Entity.occurred_at) >= q.occurred_after)
     if q.status:
         stmt = stmt.where(col(Entity.status) == EntityStatus(q.status))
+    return stmt
+
+
+async def query_entities(session: AsyncSession, q: EntityQuery) -> list[EntitySummary]:
+    stmt = _filtered(select(*SUMMARY_COLUMNS), q)
     stmt = stmt.order_by(col(Entity.occurred_at).desc(), col(Entity.id).desc()).limit(q.limit)
     return [summary_of(tuple(r)) for r in (await session.execute(stmt)).all()]
+
+
+async def count_matching(session: AsyncSession, q: EntityQuery) -> int:
+    """How many entities match `q`'s filters (its limit aside)."""
+    return int((await session.execute(_filtered(select(func.count()).select_from(Entity), q))).scalar_one())

@@ -242,6 +242,9 @@ class SnapshotItem(SQLModel, table=True):
     split: str = Field(max_length=8)  # "val" | "test"
     option_order: list[int] = _json(list)  # permutation applied to Question.options
     answer_letter: str = Field(max_length=1)
+    # the public ids (clkt.snapshots.ids) of the question and its entity, as in the snapshot's files and the views
+    qid: int | None = Field(default=None, sa_type=BigInteger)
+    public_entity_id: int | None = Field(default=None, sa_type=BigInteger)
 
 
 class SnapshotReport(SQLModel, table=True):

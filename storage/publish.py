@@ -26,6 +26,7 @@ from storage.types import affected_rows, stored_id, utcnow
 __all__ = [
     "PublishLease",
     "PublishTaskRecord",
+    "cancel_publish_tasks",
     "claim_publish_tasks",
     "defer_publish_task",
     "enqueue_publish",
@@ -227,6 +228,25 @@ async def reset_failed_publish_tasks(session: AsyncSession) -> int:
         ).execution_options(synchronize_session=False)
     )
     return affected_rows(res)
+
+
+async def cancel_publish_tasks(session: AsyncSession, *, snapshot_id: str, repo: str | None = None,
+                               branch: str | None = None) -> list[PublishTaskRecord]:
+    """Withdraw the snapshot's waiting (pending or failed) publish tasks, of one repo and branch when named: they
+    become `cancelled` (a later publish asks again); a running one is left to its owner. The tasks cancelled."""
+    where = [col(PublishTask.snapshot_id) == snapshot_id,
+             col(PublishTask.status).in_([LeaseStatus.pending, LeaseStatus.failed])]
+    if repo is not None:
+        where.append(col(PublishTask.repo) == repo)
+    if branch is not None:
+        where.append(col(PublishTask.branch) == branch)
+    rows = (await session.execute(select(PublishTask).where(*where))).scalars().all()
+    if rows:
+        await session.execute(
+            update(PublishTask).where(col(PublishTask.id).in_([r.id for r in rows]), *where)
+            .values(status=LeaseStatus.cancelled, updated_at=utcnow()).execution_options(synchronize_session=False)
+        )
+    return [_task(r) for r in rows]
 
 
 async def publish_tasks(session: AsyncSession, *, limit: int = 50) -> list[PublishTaskRecord]:

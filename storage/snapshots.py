@@ -70,6 +70,7 @@ __all__ = [
     "frozen_snapshot",
     "get_snapshot",
     "list_snapshots",
+    "question_identities",
     "set_snapshot_audit",
     "stored_items",
 ]
@@ -119,6 +120,8 @@ class NewSnapshotItem:
     split: str
     option_order: tuple[int, ...]
     answer_letter: str
+    qid: int | None = None  # the public ids (clkt.snapshots.ids), shown by the SQL views
+    public_entity_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -319,6 +322,21 @@ async def stored_items(session: AsyncSession, snapshot_id: str) -> list[StoredIt
     ]
 
 
+async def question_identities(session: AsyncSession, question_ids: Sequence[int]) -> dict[int, tuple[str, str, str]]:
+    """Store question row -> its identity (entity source, entity external id, slot): what its public ids derive from
+    (`clkt.snapshots.ids`). Rows that are gone are left out."""
+    out: dict[int, tuple[str, str, str]] = {}
+    ids = sorted(set(question_ids))
+    for i in range(0, len(ids), 500):
+        rows = await session.execute(
+            select(col(Question.id), col(Entity.source), col(Entity.external_id), col(Question.slot))
+            .join(Entity, col(Entity.id) == col(Question.entity_id))
+            .where(col(Question.id).in_(ids[i : i + 500]))
+        )
+        out.update({qid: (source, external_id, slot) for qid, source, external_id, slot in rows if qid is not None})
+    return out
+
+
 # -- the selection's candidates -----------------------------------------------------------------------------------
 
 
@@ -455,7 +473,8 @@ async def freeze_snapshot(
     session.add_all(
         SnapshotItem(
             snapshot_id=row.id, question_id=it.question_id, entity_id=it.entity_id, split=it.split,
-            option_order=list(it.option_order), answer_letter=it.answer_letter,
+            option_order=list(it.option_order), answer_letter=it.answer_letter, qid=it.qid,
+            public_entity_id=it.public_entity_id,
         )
         for it in items
     )

@@ -15,6 +15,7 @@ config, the store, the parsers and the HTTP layer.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import gzip
 import importlib.util
@@ -211,6 +212,13 @@ def scratch(tmp_path: Path) -> Path:
     return tmp_path / "w"
 
 
+async def _empty_store(data_dir: Path) -> None:
+    from storage.engine import Store
+
+    async with Store(url=f"sqlite+aiosqlite:///{data_dir / 'clkt.db'}"):
+        pass
+
+
 def _cfg(scratch: Path, body: str) -> Path:
     cfg = scratch / "clkt.toml"
     cfg.write_text(f'data_dir = "{scratch / "data"}"\n{body}\n', encoding="utf-8")
@@ -320,6 +328,7 @@ def test_cli_arguments(argv: list[str], needle: str, scratch: Path, capsys: pyte
     args = [a.replace("{scratch}", str(scratch)) for a in argv]
     if args[0] not in ("nosuch",):
         args += ["--config", str(cfg)]
+    asyncio.run(_empty_store(scratch / "data"))  # a read command refuses a missing store (tests/cli/test_no_store.py)
     before = snapshot_files(scratch / "data")
     run = clkt(args, capsys)
     assert_one_line_error(run, needle)

@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.table import Table
 from rich.text import Text
+from typer.core import TyperOption
 
 from clkt.config import Settings, load_settings
 from clkt.errors import ConfigError
@@ -23,15 +25,40 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ConfigOption", "app", "console", "describe_error", "err_console", "fail", "load_cli_settings", "one_line",
-    "open_store", "plain", "run_async",
+    "open_store", "plain", "plural", "print_table", "read_store", "run_async",
+    "snapshot_id",
 ]
 
 T = TypeVar("T")
+
+def _flag_type(option: TyperOption, ctx: typer.Context) -> str | None:
+    """The type column of `--help`: none for a flag (typer would print `<bool>` beside every flag)."""
+    return None if option.is_flag else _typer_type(option, ctx)
+
+
+_typer_type = TyperOption.display_type_rich
+TyperOption.display_type_rich = _flag_type  # type: ignore[method-assign,assignment]
 
 app = typer.Typer(
     name="clkt", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
     help="A live benchmark of cross-lingual knowledge transfer in LLMs.",
 )  # the commands are registered by `clkt.cli` (every area's `register(app)`)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from clkt import __version__
+
+        print(f"clkt {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _options(
+    version: Annotated[bool, typer.Option("--version", help="print the version and exit", is_eager=True,
+                                          callback=_print_version)] = False,
+) -> None:
+    pass
 console = Console()
 err_console = Console(stderr=True, soft_wrap=True)
 
@@ -46,14 +73,47 @@ def plain(text: object) -> Text:
     return Text(sanitize_text(redact(str(text))))
 
 
+def plural(n: int, one: str, many: str) -> str:
+    """`1 entity`, `2 entities`."""
+    return f"{n:,} {one if n == 1 else many}"
+
+
+def _cell_width(cell: object, *, word: bool = False) -> int:
+    """A cell's width on one line (or its longest word's, which is as narrow as rich wraps it without folding)."""
+    text = cell.plain if isinstance(cell, Text) else Text.from_markup(cell).plain if isinstance(cell, str) else ""
+    return max((Text(w).cell_len for w in text.split()), default=0) if word else Text(text).cell_len
+
+
+def print_table(table: Table) -> None:
+    """Print a table whose every cell (header included) folds onto more lines where the terminal is narrow: an
+    identifier, a scorer name or a p-value is never cut to `…`. A column made `no_wrap` (an id to copy) keeps its
+    values on one line while the other columns still fit unfolded beside it, and folds beyond that."""
+    kept = [c for c in table.columns if c.no_wrap]
+    needed = 3 * len(table.columns) + 1  # the borders and padding
+    for column in table.columns:
+        cells = [column.header, *column.cells]
+        needed += max((_cell_width(c, word=column not in kept) for c in cells), default=0)
+        column.overflow = "fold"
+        column.no_wrap = False
+    if needed <= console.width:
+        for column in kept:
+            column.min_width = max((_cell_width(c) for c in column.cells), default=0)
+    console.print(table)
+
+
 def fail(message: str, code: int = 2) -> typer.Exit:
     err_console.print(f"[bold red]clkt:[/] {escape(one_line(message))}", highlight=False)
     return typer.Exit(code)
 
 
 def load_cli_settings(config: Path | None) -> Settings:
+    """The validated config, checked whole before the command starts anything (every target's cutoff too)."""
+    from clkt.cutoff import check_cutoffs
+
     try:
-        return load_settings(config)
+        settings = load_settings(config)
+        check_cutoffs(settings.spec)
+        return settings
     except ConfigError as e:
         raise fail(str(e), 2) from None
 
@@ -63,6 +123,27 @@ def open_store(settings: Settings) -> Store:
     from storage.engine import Store
 
     return Store(url=settings.resolved_store_url)
+
+
+def read_store(settings: Settings) -> Store:
+    """The configured store for a command that only reads: like `open_store`, but a SQLite store that does not
+    exist is refused (one line naming the path looked at, exit 1) instead of created empty."""
+    from storage.engine import sqlite_path
+
+    path = sqlite_path(settings.resolved_store_url)
+    if path is not None and not path.is_file():
+        raise fail(f"no store here: {path.absolute()} does not exist; point at one with --config <clkt.toml> (its "
+                   "data_dir or store_url), or run `clkt demo` to make the demonstration's", 1)
+    return open_store(settings)
+
+
+async def snapshot_id(store: Store, ident: str) -> str:
+    """The one rule every command names a snapshot by: its id or a unique prefix of one (`UserError` naming the
+    choices or `clkt snapshot list` otherwise)."""
+    from storage.snapshots import get_snapshot
+
+    async with store.session() as s:
+        return (await get_snapshot(s, ident)).id
 
 
 def run_async(fn: Callable[[], Coroutine[Any, Any, T]]) -> T:

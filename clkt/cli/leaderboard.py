@@ -17,7 +17,17 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from clkt.cli.common import ConfigOption, console, err_console, fail, load_cli_settings, open_store, plain, run_async
+from clkt.cli.common import (
+    ConfigOption,
+    console,
+    err_console,
+    fail,
+    load_cli_settings,
+    plain,
+    print_table,
+    read_store,
+    run_async,
+)
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -186,7 +196,7 @@ def leaderboard(
         raise fail(f"--predictions: no folder {predictions.parent}")
 
     async def read() -> tuple[Leaderboard, int | None]:
-        async with open_store(settings) as store:
+        async with read_store(settings) as store:
             board, _ = await cached_leaderboard(store, q, cache_dir=board_cache_dir(settings.data_dir), refresh=no_cache)
             rows = None
             if predictions is not None:
@@ -205,7 +215,7 @@ def leaderboard(
                       f"{board.window_to} ({len(board.snapshots)} snapshots); {board.bootstrap} bootstrap draws over entities, "
                       f"seed {board.seed}; rows on fewer than {board.min_questions} questions are too few to rank")
         for t in _tables(board):
-            console.print(t)
+            print_table(t)
         for note in board.notes:
             console.print("[yellow]note:[/]", plain(note))
         if board.comparison is not None:

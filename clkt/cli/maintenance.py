@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from clkt.cli.common import ConfigOption, console, load_cli_settings, open_store, plain, run_async
+from clkt.cli.common import ConfigOption, console, load_cli_settings, plain, print_table, read_store, run_async
 from clkt.cli.snapshot import IdArg, snapshot_app
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ def _print(plan: GcPlan, result: GcResult | None, budget: Budget, dry_run: bool)
         t.add_row(cat, f"{k.files:,}", _mb(k.bytes))
     t.add_section()
     t.add_row("total", f"{sum(k.files for k in freed.values()):,}", _mb(sum(k.bytes for k in freed.values())))
-    console.print(t)
+    print_table(t)
     for kept, where in ((plan.kept, ""), (plan.kept_outside, ", outside the data directory")):
         for (cat, why), v in sorted(kept.items()):
             console.print(plain(f"kept {cat}: {v.files:,} files, {_mb(v.bytes)}{where} — {why}"), soft_wrap=True)
@@ -58,7 +58,7 @@ def gc(
     settings = load_cli_settings(config)
 
     async def run() -> tuple[GcPlan, GcResult | None, Budget]:
-        async with open_store(settings) as store:
+        async with read_store(settings) as store:
             budget, plan = await budget_of(store, data_dir=settings.data_dir, retention=settings.retention)
             result = None if dry_run else await apply_plan(store, plan)
             return plan, result, budget
@@ -91,7 +91,7 @@ def verify(ident: IdArg, config: ConfigOption = None) -> None:
     settings = load_cli_settings(config)
 
     async def check() -> tuple[str, int]:
-        async with open_store(settings) as store, store.session() as s:
+        async with read_store(settings) as store, store.session() as s:
             row = await get_snapshot(s, ident)
             n = await asyncio.to_thread(_check_files, row.id, row.export_path, row.content_sha256)
             await load_snapshot(s, row.id)  # the rows it was frozen from still hash to its content

@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from clkt.cli.common import ConfigOption, console, fail, load_cli_settings, open_store, plain, run_async
+from clkt.cli.common import ConfigOption, console, fail, load_cli_settings, plain, read_store, run_async, snapshot_id
 
 if TYPE_CHECKING:
+    from clkt.config import Settings
     from clkt.publish.errata import Retracted
     from clkt.publish.runner import TryResult
     from storage.publish import PublishTaskRecord
@@ -36,6 +37,8 @@ def publish(
     repo: Annotated[str | None, typer.Option("--repo", help="the Hub dataset repo owner/name (default: publish.repo)")] = None,
     private: Annotated[bool, typer.Option("--private", help="create the repo private (an existing one keeps its visibility)")] = False,
     revision: Annotated[str | None, typer.Option("--revision", help="the Hub branch to commit to (default: publish.revision, main)")] = None,
+    cancel: Annotated[bool, typer.Option("--cancel", help="withdraw the snapshot's waiting publish (of --repo/--revision "
+                                         "when given) instead; nothing is sent to the Hub")] = False,
     config: ConfigOption = None,
 ) -> None:
     from datetime import timedelta
@@ -46,9 +49,11 @@ def publish(
     from clkt.publish.runner import run_task
     from storage.enums import LeaseStatus
     from storage.publish import claim_publish_tasks, enqueue_publish, find_publish_task
-    from storage.snapshots import get_snapshot
 
     settings = load_cli_settings(config)
+    if cancel:
+        _cancel(settings, ident, repo=repo, branch=revision)
+        return
     cfg = settings.publish
     target = repo if repo is not None else cfg.repo
     if target is None:
@@ -66,9 +71,8 @@ def publish(
     lease = timedelta(seconds=settings.daemon.lease_s)
 
     async def go() -> TryResult:
-        async with open_store(settings) as store:
-            async with store.session() as s:
-                snap_id = (await get_snapshot(s, ident)).id
+        async with read_store(settings) as store:
+            snap_id = await snapshot_id(store, ident)
             await frozen_snapshot_data(store, snap_id)  # not frozen / files not matching their hashes: nothing queued
             hub = Publisher.hub_factory(cfg, settings.secret(cfg.token_env))  # no token: refused, nothing queued
             publisher = Publisher(store=store, publish=cfg, hub=hub, staging_dir=settings.data_dir / "publish")
@@ -95,6 +99,24 @@ def publish(
     raise fail(str(res.error), 2 if res.status is LeaseStatus.failed else 1)
 
 
+def _cancel(settings: Settings, ident: str, *, repo: str | None, branch: str | None) -> None:
+    """`clkt snapshot publish ID --cancel`: the snapshot's waiting publish tasks become `cancelled`."""
+    from storage.publish import cancel_publish_tasks
+
+    async def go() -> tuple[str, list[PublishTaskRecord]]:
+        async with read_store(settings) as store:
+            sid = await snapshot_id(store, ident)
+            async with store.transaction() as s:
+                return sid, await cancel_publish_tasks(s, snapshot_id=sid, repo=repo, branch=branch)
+
+    sid, cancelled = run_async(go)
+    if not cancelled:
+        raise fail(f"no waiting publish of {sid} to cancel" + (f" ({repo or '*'}@{branch or '*'})" if repo or branch else ""))
+    for t in cancelled:
+        console.print(plain(f"cancelled the publish of {sid} to {t.repo}@{t.branch} ({t.status.value}, "
+                            f"{t.attempts} tries); `clkt snapshot publish {sid}` asks again"))
+
+
 def _busy(snapshot_id: str, where: str, task: PublishTaskRecord | None) -> str:
     from storage.enums import LeaseStatus
 
@@ -115,7 +137,7 @@ def retract(
     settings = load_cli_settings(config)
 
     async def go() -> Retracted:
-        async with open_store(settings) as store:
+        async with read_store(settings) as store:
             return await record(store, ident, question_id, reason=reason, publish=settings.publish)
 
     r = run_async(go)

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from clkt.cli.common import ConfigOption, console, load_cli_settings, open_store, run_async
+from clkt.cli.common import ConfigOption, console, load_cli_settings, print_table, read_store, run_async, snapshot_id
 
 __all__ = ["register"]
 
@@ -17,7 +17,7 @@ def register(app: typer.Typer) -> None:
 
 
 def report(
-    snapshot: Annotated[str, typer.Argument(help="snapshot id")],
+    snapshot: Annotated[str, typer.Argument(help="snapshot id (or a unique prefix)")],
     config: ConfigOption = None,
     out: Annotated[Path | None, typer.Option("--out", help="output folder (default <data_dir>/reports/<snapshot>)")] = None,
 ) -> None:
@@ -33,16 +33,17 @@ def report(
     )
 
     settings = load_cli_settings(config)
-    out_dir = out or report_dir(settings.data_dir, snapshot)
 
     async def load_report() -> tuple[ReportPaths, ReportData]:
-        async with open_store(settings) as store:
-            data = await load_report_data(store, snapshot, spec=settings.spec)
+        async with read_store(settings) as store:
+            sid = await snapshot_id(store, snapshot)
+            out_dir = out or report_dir(settings.data_dir, sid)
+            data = await load_report_data(store, sid, spec=settings.spec)
             return await asyncio.to_thread(write_report_files, data, out_dir), data
 
     paths, data = run_async(load_report)
     for t in render_tables(data):
-        console.print(t)
+        print_table(t)
     for note in data.notes:
         console.print(f"[yellow]note:[/] {note}")
     console.print(f"report: {paths.markdown}")

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from clkt.cli.common import ConfigOption, console, load_cli_settings, open_store, plain, run_async
+from clkt.cli.common import ConfigOption, console, load_cli_settings, plain, read_store, run_async
 
 __all__ = ["register"]
 
@@ -42,7 +42,7 @@ def serve(
         console.print(plain(f"warning: serving on {http.host}, beyond loopback, without authentication"), style="yellow")
 
     async def serve_pages() -> None:
-        async with open_store(settings) as store:
+        async with read_store(settings) as store:
             app = pages_app(page_context(settings, store=store))
             try:
                 runner, bound = await listen(app, http.host, http.port)

@@ -11,7 +11,17 @@ import typer
 from rich.table import Table
 
 from clkt import clock
-from clkt.cli.common import ConfigOption, console, fail, load_cli_settings, open_store, run_async
+from clkt.cli.common import (
+    ConfigOption,
+    console,
+    fail,
+    load_cli_settings,
+    open_store,
+    plural,
+    print_table,
+    read_store,
+    run_async,
+)
 from clkt.cli.publish import add_commands as add_publish_commands
 
 if TYPE_CHECKING:
@@ -51,6 +61,23 @@ def _listed_total(stored: Mapping[str, Any]) -> DomainCounts | None:
     return None if m is None else m.counts.get("total")
 
 
+def _audit_procedure(audit: Mapping[str, Any]) -> str:
+    """How a stored audit's precision was reached: a majority vote of N annotators with their agreement, or a
+    single annotator's (an audit stored before the procedure was recorded: told from its number of annotators)."""
+    n = audit.get("annotators")
+    if n == 1:
+        return "single annotator (no majority vote, no agreement)"
+    procedure = str(audit.get("procedure") or f"majority vote of {n} annotators")
+    agreement = audit.get("agreement")
+    if not isinstance(agreement, Mapping):
+        return procedure + ("; agreement not recorded" if n else "")
+    kappa = agreement.get("kappa")
+    if kappa is None:
+        return f"{procedure}; {agreement.get('method')} undefined (every verdict the same)"
+    return (f"{procedure}; {agreement.get('method')} {kappa:.2f} over {agreement.get('pairs')} pairs, "
+            f"{agreement.get('observed', 0):.0%} unanimous")
+
+
 @snapshot_app.command("list", help="Snapshots in the store, newest period first.")
 def list_(config: ConfigOption = None, spec: Annotated[str | None, typer.Option("--spec")] = None) -> None:
     from storage.snapshots import list_snapshots
@@ -58,11 +85,11 @@ def list_(config: ConfigOption = None, spec: Annotated[str | None, typer.Option(
     settings = load_cli_settings(config)
 
     async def read_listing() -> list[Any]:
-        async with open_store(settings) as store, store.session() as s:
+        async with read_store(settings) as store, store.session() as s:
             return await list_snapshots(s, spec=spec)
 
     rows = run_async(read_listing)
-    t = Table(title=f"{len(rows)} snapshots")
+    t = Table(title=plural(len(rows), "snapshot", "snapshots"))
     t.add_column("id", no_wrap=True)
     for col in ("spec", "period", "status", "entities", "questions", "built (UTC)"):
         t.add_column(col)
@@ -71,7 +98,7 @@ def list_(config: ConfigOption = None, spec: Annotated[str | None, typer.Option(
         status = r.status.value + (" (partial)" if r.partial else "")
         t.add_row(r.id, r.spec, r.period, status, "" if total is None else str(total.entities),
                   "" if total is None else str(total.fact_qas), r.built_at.strftime("%Y-%m-%d %H:%M"))
-    console.print(t)
+    print_table(t)
 
 
 @snapshot_app.command("show", help="A snapshot's Table-3 counts, provenance and audit precision.")
@@ -82,7 +109,7 @@ def show(ident: IdArg, config: ConfigOption = None) -> None:
     settings = load_cli_settings(config)
 
     async def read_snapshot() -> Any:
-        async with open_store(settings) as store, store.session() as s:
+        async with read_store(settings) as store, store.session() as s:
             return await get_snapshot(s, ident)
 
     r = run_async(read_snapshot)
@@ -102,12 +129,12 @@ def show(ident: IdArg, config: ConfigOption = None) -> None:
         console.print(f"[yellow]short of the quotas:[/] {m.missing}")
     for note in m.notes if m else []:
         console.print(f"[yellow]note:[/] {note}")
-    console.print(_counts_table("Benchmark statistics (Table 3)", m.counts if m else {}))
+    print_table(_counts_table("Benchmark statistics (Table 3)", m.counts if m else {}))
     if r.audit:
-        t = Table("domain", "pairs", "correct", "precision", title=f"Human audit ({r.audit.get('annotators')} annotators)")
+        t = Table("domain", "pairs", "correct", "precision", title=f"Human audit ({_audit_procedure(r.audit)})")
         for d, v in {**r.audit.get("domains", {}), "overall": r.audit.get("overall", {})}.items():
             t.add_row(d, str(v.get("pairs")), str(v.get("correct")), f"{v.get('precision', 0):.1%}")
-        console.print(t)
+        print_table(t)
     console.print(f"files: {r.export_path}")
 
 
@@ -156,12 +183,12 @@ def build(
         t = Table("domain", "quota", "selected", "missing", "ready in period", "eligible", title=f"{res.spec} {res.period}: under quota, not frozen")
         for r in res.report:
             t.add_row(r.domain, str(r.quota), str(r.selected), str(r.missing), str(r.ready_in_period), str(r.eligible))
-        console.print(t)
+        print_table(t)
         for reason, n in sorted(res.excluded.items()):
             console.print(f"  excluded: {reason}: {n}")
         raise typer.Exit(1)
     console.print(f"[green]{res.describe()}[/]")
-    console.print(_counts_table("Benchmark statistics (Table 3)", res.counts))
+    print_table(_counts_table("Benchmark statistics (Table 3)", res.counts))
 
 
 @snapshot_app.command("export", help="Write a snapshot in one format into a new folder.")
@@ -181,7 +208,7 @@ def export(
     settings = load_cli_settings(config)
 
     async def run_export() -> list[str]:
-        async with open_store(settings) as store, store.session() as s:
+        async with read_store(settings) as store, store.session() as s:
             snap = await load_snapshot(s, ident)
         return export_format(snap.content, snap.manifest, fmt, out, built_at=snap.row.built_at.isoformat(),
                              clkt_version=clkt_version())
@@ -197,7 +224,7 @@ def diff(a: IdArg, b: IdArg, config: ConfigOption = None) -> None:
     settings = load_cli_settings(config)
 
     async def read_diff() -> Any:
-        async with open_store(settings) as store, store.session() as s:
+        async with read_store(settings) as store, store.session() as s:
             return await diff_snapshots(s, a, b)
 
     d = run_async(read_diff)
@@ -223,7 +250,7 @@ def audit_sample(
     settings = load_cli_settings(config)
 
     async def draw_sample() -> tuple[Path, Path, int]:
-        async with open_store(settings) as store, store.session() as s:
+        async with read_store(settings) as store, store.session() as s:
             snap = await load_snapshot(s, ident)
         pairs = sample_pairs(snap.content, fraction=fraction, seed=snap.row.seed if seed is None else seed)
         c, h = write_sample(pairs, out)
@@ -242,7 +269,7 @@ def audit_score(files: Annotated[list[Path], typer.Argument(help="annotated CSV 
 
     async def store_score() -> Any:
         score = score_files(files)
-        async with open_store(settings) as store, store.transaction() as s:
+        async with read_store(settings) as store, store.transaction() as s:
             await set_snapshot_audit(
                 s, score.snapshot_id, {**score.model_dump(mode="json"), "scored_at": clock.now().isoformat()}
             )
@@ -250,10 +277,10 @@ def audit_score(files: Annotated[list[Path], typer.Argument(help="annotated CSV 
 
     score = run_async(store_score)
     t = Table("domain", "pairs", "correct", "precision", *(f"#{c}" for c in ("unrelated", "too_general", "unverifiable", "wrong_answer")),
-              title=f"{score.snapshot_id}: {score.annotators} annotators")
+              title=f"{score.snapshot_id}: {_audit_procedure(score.model_dump(mode='json'))}")
     for d, v in {**score.domains, "overall": score.overall}.items():
         t.add_row(d, str(v.pairs), str(v.correct), f"{v.precision:.1%}", *(str(n) for n in v.violations.values()))
-    console.print(t)
+    print_table(t)
 
 
 add_publish_commands(snapshot_app)  # `clkt snapshot publish` and `clkt snapshot retract`

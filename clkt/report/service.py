@@ -31,7 +31,7 @@ from clkt.context import ServiceContext
 from clkt.report.writer import report_dir, write_report
 from storage.reports import FinishedJobs, ReportRecord, due_reports, record_report
 
-__all__ = ["ReportService"]
+__all__ = ["ReportService", "stored_report_path"]
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +93,8 @@ class ReportService:
             out = await self._write_files(ctx, sid)
             async with ctx.store.transaction() as s:
                 record = await record_report(
-                    s, snapshot_id=sid, fingerprint=due.fingerprint, jobs=due.jobs, path=str(out.resolve()),
+                    s, snapshot_id=sid, fingerprint=due.fingerprint, jobs=due.jobs,
+                    path=stored_report_path(out, self.data_dir),
                 )
         except asyncio.CancelledError:
             raise
@@ -121,6 +122,16 @@ class ReportService:
         finally:
             await asyncio.to_thread(shutil.rmtree, tmp, True)
         return out
+
+
+def stored_report_path(folder: Path, data_dir: Path) -> str:
+    """How the store records a report's folder: relative to the data directory when inside it (a data directory
+    moved elsewhere keeps its reports), else absolute."""
+    resolved = folder.resolve()
+    try:
+        return resolved.relative_to(data_dir.resolve()).as_posix()
+    except ValueError:
+        return str(resolved)
 
 
 def _move_into(src: Path, dst: Path) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import csv
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,10 +25,12 @@ from clkt.report.compare import compare_targets
 from clkt.report.leaderboard import build_rows, window_draws
 from clkt.report.leaderboard_data import Leaderboard, LeaderboardQuery, LeaderRow, WindowInfo
 from clkt.report.pooled import Draws
+from clkt.snapshots.ids import stable_entity_id, stable_qid
 from clkt.snapshots.period import Period, PeriodError, parse_period
 from storage.leaderboard import (
     PredictionRow,
     WindowData,
+    WindowJob,
     WindowSnapshot,
     iter_predictions,
     known_names,
@@ -36,6 +38,7 @@ from storage.leaderboard import (
     window_data,
     window_snapshots,
 )
+from storage.snapshots import question_identities
 
 if TYPE_CHECKING:
     from storage.engine import Session, Store
@@ -52,6 +55,7 @@ __all__ = [
     "check_query",
     "load_leaderboard",
     "prediction_cells",
+    "prediction_rows",
     "resolve_window",
     "with_comparison",
     "write_predictions",
@@ -61,8 +65,10 @@ __all__ = [
 RESULT_SCORERS = frozenset({s.value for s in ScorerName} | {OPTION_LOGLIK_NORM} | {circular_name(s) for s in CIRCULAR_SCORERS})
 # the scorer a comparison uses for a target when none is named: the first of these it has results of
 _PREFERRED = ("generate", "option-loglik", "letter-logprob")
-PREDICTION_COLUMNS = ("snapshot_id", "question_id", "lang", "target", "strategy", "job_id", "train_lang", "variant", "scorer",
-                      "entity_id", "split", "predicted", "correct")
+# the predictions CSV: questions and entities by their public ids (`qid`, `entity_id`, as in the snapshot's files,
+# exports, `snapshot retract` and the published files); the store's row ids ride along at the end
+PREDICTION_COLUMNS = ("snapshot_id", "qid", "lang", "target", "strategy", "job_id", "train_lang", "variant", "scorer",
+                      "entity_id", "split", "predicted", "correct", "store_question_id", "store_entity_id")
 
 
 class LeaderboardError(UserError):
@@ -220,20 +226,50 @@ async def load_leaderboard(store: Store, q: LeaderboardQuery) -> Leaderboard:
     return await asyncio.to_thread(build_leaderboard, w, q)
 
 
-def prediction_cells(r: PredictionRow) -> list[str]:
+PublicIds = dict[int, tuple[int, int]]  # store question row -> (public qid, public entity id)
+
+
+def prediction_cells(r: PredictionRow, public: PublicIds) -> list[str]:
     """A predictions CSV row: `predicted` empty when no letter was read, `correct` 1 or 0; every cell neutralised
     against spreadsheet formulas (crawled text may name a target or strategy)."""
     from clkt.snapshots.audit import neutralise_cell  # the audit CSVs' rule (imported here: it pulls jinja2 in)
 
+    qid, entity = public[r.question_id]
     return [neutralise_cell(x) for x in (
-        r.snapshot_id, r.question_id, r.lang, r.target, r.strategy, r.job_id, r.train_lang, r.variant, r.scorer,
-        r.entity_id, r.split, r.predicted or "", int(r.correct),
+        r.snapshot_id, qid, r.lang, r.target, r.strategy, r.job_id, r.train_lang, r.variant, r.scorer,
+        entity, r.split, r.predicted or "", int(r.correct), r.question_id, r.entity_id,
     )]
+
+
+async def prediction_rows(
+    session: Session, jobs: Sequence[WindowJob], exclusions: dict[tuple[str, str], frozenset[int]], *,
+    scorer: str | None,
+) -> AsyncIterator[list[str]]:
+    """The predictions CSV's rows (`PREDICTION_COLUMNS`, the header aside) of `jobs`, by public ids (derived from
+    each question's identity, `clkt.snapshots.ids`, looked up for a batch of rows at a time)."""
+    buffer: list[PredictionRow] = []
+    public: PublicIds = {}
+
+    async def flush() -> list[list[str]]:
+        missing = sorted({r.question_id for r in buffer} - set(public))
+        for row, (source, external_id, slot) in (await question_identities(session, missing)).items():
+            public[row] = (stable_qid(source, external_id, slot), stable_entity_id(source, external_id))
+        rows = [prediction_cells(r, public) for r in buffer]
+        buffer.clear()
+        return rows
+
+    async for r in iter_predictions(session, jobs, exclusions, scorer=scorer):
+        buffer.append(r)
+        if len(buffer) >= 1000:
+            for cells in await flush():
+                yield cells
+    for cells in await flush():
+        yield cells
 
 
 async def write_predictions(store: Store, q: LeaderboardQuery, path: Path) -> int:
     """The per-question predictions behind the leaderboard's figures as CSV (`PREDICTION_COLUMNS`: the first three
-    join with the snapshot's questions), cells neutralised against formulas; how many rows. Written to a
+    join with the snapshot's questions and files by the public qid), cells neutralised against formulas; how many rows. Written to a
     temporary file beside `path`, then renamed: a failure leaves no half-written file."""
     w = await resolve_window(store, q)
     jobs = [j for j in w.data.jobs if (j.snapshot_id, j.target) in w.data.ready and (not q.targets or j.target in q.targets)]
@@ -244,8 +280,8 @@ async def write_predictions(store: Store, q: LeaderboardQuery, path: Path) -> in
             out = csv.writer(fh, lineterminator="\n")
             out.writerow(PREDICTION_COLUMNS)
             async with store.session() as s:
-                async for r in iter_predictions(s, jobs, w.data.exclusions, scorer=q.scorer):
-                    out.writerow(prediction_cells(r))
+                async for cells in prediction_rows(s, jobs, w.data.exclusions, scorer=q.scorer):
+                    out.writerow(cells)
                     n += 1
         tmp.replace(path)
     finally:

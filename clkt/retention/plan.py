@@ -290,7 +290,8 @@ def report_files(folder: Path) -> set[str]:
 def _reports(plan: GcPlan, root: Path, state: StoreState, retention: RetentionSettings, now: datetime) -> None:
     if not root.is_dir():
         return
-    recorded = {Path(p).resolve(): sid for sid, p in state.reports.items()}
+    # a recorded folder is relative to the data directory (an absolute one, as stored before, is read as is)
+    recorded = {(root.parent / p).resolve(): sid for sid, p in state.reports.items()}
     for d in sorted(root.iterdir()):
         if _temporary(plan, d, now):
             continue

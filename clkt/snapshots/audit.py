@@ -1,9 +1,13 @@
 """Human audit of a snapshot (the paper's Appendix B).
 
 `sample_pairs` draws a seeded sample of document–question pairs per domain (the source language);
-`write_sample` writes them as a CSV with the four criteria to tick and a self-contained HTML form that
-saves the same CSV. `score_files` reads several annotators' CSVs, takes the majority vote per pair (a pair
-is correct when more than half of its annotators ticked no criterion) and reports precision per domain.
+`write_sample` writes them as a CSV with a verdict to tick per pair (`correct`, or the criteria it violates) and a
+self-contained HTML form that saves the same CSV. `score_files` reads the annotators' CSVs (a form without
+verdicts is refused), takes the majority vote per pair (a pair is correct when more than half of its annotators
+judged it correct) and reports precision per domain, with the number of annotators and their agreement beyond
+chance (`clkt.snapshots.agreement`: Cohen's kappa for two, Fleiss' for more); a single annotator's precision is
+labelled as such (no majority vote, no agreement). A sheet written before the `correct` column existed reads a
+pair without a tick as correct, but one without any tick is refused as a form without verdicts.
 
 Crawled text cannot break either file: in the CSV (and the CSV the form saves) a cell that a spreadsheet
 would run as a formula (`=`, `+`, `-`, `@`, tab, CR first) is neutralised with a leading `'`; the HTML form
@@ -28,12 +32,15 @@ import jinja2
 from pydantic import BaseModel, Field
 
 from clkt.errors import UserError
+from clkt.snapshots.agreement import cohen_kappa, fleiss_kappa
 from clkt.snapshots.content import SnapshotContent
 from clkt.snapshots.formats import write_text
 from clkt.snapshots.select import seeded_key
 
 __all__ = [
+    "CORRECT",
     "CRITERIA",
+    "Agreement",
     "AuditPair",
     "AuditScore",
     "DomainPrecision",
@@ -49,8 +56,9 @@ CRITERIA: dict[str, str] = {
     "unverifiable": "The correctness of the answer cannot be verified from the source document.",
     "wrong_answer": "The answer is verifiable from the source document, but the provided answer is incorrect.",
 }
+CORRECT = "correct"  # the column an annotator ticks when the pair violates no criterion
 COLUMNS = ["sample_id", "snapshot_id", "domain", "qid", "entity", "document", "question", "options", "answer",
-           *CRITERIA, "notes"]
+           CORRECT, *CRITERIA, "notes"]
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 MAX_FIELD_BYTES = 64 * 1024 * 1024  # the csv module's default limit (128 KiB) refuses long documents
 _TRUE = {"1", "x", "yes", "y", "true", "t", "✓", "v"}
@@ -80,9 +88,20 @@ class DomainPrecision(BaseModel):
     violations: dict[str, int] = Field(default_factory=dict)  # criterion -> pairs where the majority ticked it
 
 
+class Agreement(BaseModel):
+    """The annotators' agreement on the verdict (correct or not) over the pairs every one of them judged."""
+
+    method: str  # "Cohen's kappa" (two annotators) | "Fleiss' kappa" (more)
+    kappa: float | None  # None: every verdict the same (kappa undefined)
+    pairs: int
+    observed: float  # the share of those pairs on which all annotators agree
+
+
 class AuditScore(BaseModel):
     snapshot_id: str
     annotators: int
+    procedure: str  # "majority vote of N annotators" | "single annotator (no majority vote, no agreement)"
+    agreement: Agreement | None  # None: a single annotator
     files: list[str]
     domains: dict[str, DomainPrecision]
     overall: DomainPrecision
@@ -126,7 +145,7 @@ def _csv(pairs: Sequence[AuditPair]) -> str:
     for p in pairs:
         w.writerow([neutralise_cell(x) for x in (
             p.sample_id, p.snapshot_id, p.domain, p.qid, p.entity, p.document, p.question, _options_text(p), p.answer,
-        )] + [""] * len(CRITERIA) + [""])
+        )] + [""] * (1 + len(CRITERIA)) + [""])
     return buf.getvalue()
 
 
@@ -162,7 +181,8 @@ def _html(pairs: Sequence[AuditPair], title: str) -> str:
     ]
     data = [[p.sample_id, p.snapshot_id, p.domain, p.qid, p.entity, p.document, p.question, _options_text(p), p.answer]
             for p in pairs]
-    return _form_template().render(title=title, pairs=shown, criteria=CRITERIA, columns=COLUMNS, data=data)
+    return _form_template().render(title=title, pairs=shown, criteria=CRITERIA, correct=CORRECT, columns=COLUMNS,
+                                   data=data)
 
 
 def write_sample(pairs: Sequence[AuditPair], out: Path) -> tuple[Path, Path]:
@@ -206,42 +226,93 @@ def _rows(reader: csv.DictReader[str], f: Path) -> Iterator[tuple[int, dict[str,
         raise UserError(f"{f}:{n + 1}: not a readable CSV row ({e})") from None
 
 
+_Verdicts = dict[str, bool]  # column (`correct` and each criterion) -> ticked
+
+
+def _verdict(row: dict[str, str], where: str, *, has_correct: bool) -> _Verdicts | None:
+    """One annotator's verdict on a pair; None when the row holds none (nothing ticked on a sheet with `correct`)."""
+    v = {c: _flag(row[c] or "", f"{where} column {c}") for c in CRITERIA}
+    if not has_correct:  # a sheet of before the `correct` column: no tick reads as correct
+        return {CORRECT: not any(v.values()), **v}
+    ok = _flag(row[CORRECT] or "", f"{where} column {CORRECT}")
+    ticked = [c for c in CRITERIA if v[c]]
+    if ok and ticked:
+        raise UserError(f"{where}: the pair is ticked both {CORRECT} and {', '.join(ticked)}; tick one verdict")
+    return {CORRECT: ok, **v} if ok or ticked else None
+
+
+def _read_sheet(f: Path) -> tuple[list[tuple[int, dict[str, str]]], bool]:
+    """The rows of one annotator's sheet (with their line numbers) and whether it has the `correct` column."""
+    try:
+        raw = Path(f).read_bytes()
+    except OSError as e:
+        raise UserError(f"cannot read {f}: {e.strerror or e}") from None
+    if csv.field_size_limit() < MAX_FIELD_BYTES:
+        csv.field_size_limit(MAX_FIELD_BYTES)
+    reader = csv.DictReader(io.StringIO(_decode_sheet(raw), newline=""))
+    try:
+        fieldnames = reader.fieldnames or []
+    except csv.Error as e:
+        raise UserError(f"{f}:1: not a readable CSV ({e})") from None
+    missing = [c for c in ("sample_id", "snapshot_id", "domain", *CRITERIA) if c not in fieldnames]
+    if missing:
+        raise UserError(f"{f}: not an audit sheet (missing columns {missing})")
+    return list(_rows(reader, f)), CORRECT in fieldnames
+
+
+def _sheet_verdicts(f: Path, votes: dict[str, list[_Verdicts]], domain_of: dict[str, str]) -> set[str]:
+    """Add one annotator's verdicts to `votes`; the snapshot ids the sheet names. A sheet without any verdict,
+    or with a pair left without one, is refused."""
+    rows, has_correct = _read_sheet(f)
+    verdicts: list[tuple[int, str, _Verdicts | None]] = []
+    seen: set[str] = set()
+    snapshot_ids: set[str] = set()
+    for n, row in rows:
+        sid = row["sample_id"]
+        if sid in seen:
+            raise UserError(f"{f}:{n}: pair {sid} appears twice")
+        seen.add(sid)
+        snapshot_ids.add(row["snapshot_id"])
+        domain_of[sid] = row["domain"]
+        verdicts.append((n, sid, _verdict(row, f"{f}:{n}", has_correct=has_correct)))
+    if not rows or all(v is None or (not has_correct and not any(v[c] for c in CRITERIA)) for _, _, v in verdicts):
+        raise UserError(f"{f}: no verdict in this form: tick {CORRECT} or the criteria a pair violates, on every pair")
+    for n, sid, v in verdicts:
+        if v is None:
+            raise UserError(f"{f}:{n}: pair {sid} has no verdict: tick {CORRECT} or the criteria it violates")
+        votes.setdefault(sid, []).append(v)
+    return snapshot_ids
+
+
+def _agreement(votes: dict[str, list[_Verdicts]], annotators: int) -> Agreement | None:
+    """Agreement on `correct` over the pairs all annotators judged; None for a single annotator."""
+    if annotators < 2:
+        return None
+    rated = [[v[CORRECT] for v in vs] for vs in votes.values() if len(vs) == annotators]
+    if not rated:
+        return Agreement(method="none", kappa=None, pairs=0, observed=0.0)
+    if annotators == 2:
+        method, kappa = "Cohen's kappa", cohen_kappa([r[0] for r in rated], [r[1] for r in rated])
+    else:
+        method, kappa = "Fleiss' kappa", fleiss_kappa(rated)
+    observed = sum(len(set(r)) == 1 for r in rated) / len(rated)
+    return Agreement(method=method, kappa=None if kappa is None else round(kappa, 4), pairs=len(rated),
+                     observed=round(observed, 4))
+
+
 def score_files(files: Sequence[Path]) -> AuditScore:
     if not files:
         raise UserError("give at least one annotated CSV file")
-    votes: dict[str, list[dict[str, bool]]] = {}
+    votes: dict[str, list[_Verdicts]] = {}
     domain_of: dict[str, str] = {}
     snapshot_ids: set[str] = set()
     for f in files:
-        try:
-            raw = Path(f).read_bytes()
-        except OSError as e:
-            raise UserError(f"cannot read {f}: {e.strerror or e}") from None
-        text = _decode_sheet(raw)
-        if csv.field_size_limit() < MAX_FIELD_BYTES:
-            csv.field_size_limit(MAX_FIELD_BYTES)
-        reader = csv.DictReader(io.StringIO(text, newline=""))
-        try:
-            fieldnames = reader.fieldnames or []
-        except csv.Error as e:
-            raise UserError(f"{f}:1: not a readable CSV ({e})") from None
-        missing = [c for c in ("sample_id", "snapshot_id", "domain", *CRITERIA) if c not in fieldnames]
-        if missing:
-            raise UserError(f"{f}: not an audit sheet (missing columns {missing})")
-        seen: set[str] = set()
-        for n, row in _rows(reader, f):
-            sid = row["sample_id"]
-            if sid in seen:
-                raise UserError(f"{f}:{n}: pair {sid} appears twice")
-            seen.add(sid)
-            snapshot_ids.add(row["snapshot_id"])
-            domain_of[sid] = row["domain"]
-            votes.setdefault(sid, []).append({c: _flag(row[c] or "", f"{f}:{n} column {c}") for c in CRITERIA})
+        snapshot_ids |= _sheet_verdicts(Path(f), votes, domain_of)
     if len(snapshot_ids) != 1:
         raise UserError(f"the files cover several snapshots: {sorted(snapshot_ids)}")
     per: dict[str, list[tuple[bool, dict[str, bool]]]] = {}
     for sid, vs in votes.items():
-        ok = sum(not any(v.values()) for v in vs) * 2 > len(vs)
+        ok = sum(v[CORRECT] for v in vs) * 2 > len(vs)
         crit = {c: sum(v[c] for v in vs) * 2 > len(vs) for c in CRITERIA}
         per.setdefault(domain_of[sid], []).append((ok, crit))
 
@@ -252,8 +323,11 @@ def score_files(files: Sequence[Path]) -> AuditScore:
             violations={c: sum(cr[c] for _, cr in rows) for c in CRITERIA},
         )
 
+    n = len(files)
     return AuditScore(
-        snapshot_id=snapshot_ids.pop(), annotators=len(files), files=[Path(f).name for f in files],
+        snapshot_id=snapshot_ids.pop(), annotators=n, agreement=_agreement(votes, n),
+        procedure=f"majority vote of {n} annotators" if n > 1 else "single annotator (no majority vote, no agreement)",
+        files=[Path(f).name for f in files],
         domains={d: agg(rows) for d, rows in sorted(per.items())},
         overall=agg([r for rows in per.values() for r in rows]),
     )

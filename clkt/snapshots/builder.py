@@ -248,7 +248,8 @@ async def build_snapshot(
                 items=[
                     NewSnapshotItem(
                         question_id=it.question_row, entity_id=it.entity_row, split=it.split,
-                        option_order=it.option_order, answer_letter=it.answer_letter,
+                        option_order=it.option_order, answer_letter=it.answer_letter, qid=it.qid,
+                        public_entity_id=it.entity_id,
                     )
                     for it in content.items
                 ],

@@ -10,6 +10,7 @@ every format plus `manifest.json` (hashes of every other file), `build.json` and
 from __future__ import annotations
 
 import errno
+import re
 import shutil
 import uuid
 from pathlib import Path
@@ -92,9 +93,13 @@ class StagedDir:
 
 
 def _translate_os_error(e: OSError, where: Path) -> Exception:
+    """The error to show: it names `where` (the folder asked for), never a staging folder's temporary name."""
+    staged = re.fullmatch(r"\.(.+)\.tmp-[0-9a-f]+", where.name)
+    where = where.parent / staged.group(1) if staged else where
+    cause = e.strerror or type(e).__name__
     if e.errno in (errno.ENOSPC, errno.EDQUOT):
-        return DiskFullError(f"disk full while writing the snapshot under {where}: {e}")
-    return SnapshotError(f"cannot write the snapshot under {where}: {e}")
+        return DiskFullError(f"disk full while writing the snapshot under {where}: {cause}")
+    return SnapshotError(f"cannot write the snapshot under {where}: {cause}")
 
 
 def write_tree(
@@ -131,8 +136,8 @@ def export_format(
         raise UserError(f"{out} exists and is not an empty folder")
     if out.exists():
         out.rmdir()
-    with StagedDir(out) as staged:
-        try:
+    try:
+        with StagedDir(out) as staged:
             if fmt == "native":
                 write_tree(content, manifest, staged.tmp, built_at=built_at, clkt_version=clkt_version)
                 files = sorted(p.relative_to(staged.tmp).as_posix() for p in staged.tmp.rglob("*") if p.is_file())
@@ -143,8 +148,8 @@ def export_format(
                 files = write_hf(content, staged.tmp, card_body=card, prefix="")
             else:
                 files = write_lm_eval(content, staged.tmp, prefix="")
-        except OSError as e:
-            raise _translate_os_error(e, out) from e
-        staged.publish()
-        staged.commit()
+            staged.publish()
+            staged.commit()
+    except OSError as e:  # staging, writing or renaming: named by the folder asked for
+        raise _translate_os_error(e, out) from e
     return files

@@ -29,13 +29,13 @@ from clkt.report.window import (
     Pooled,
     build_board,
     check_query,
-    prediction_cells,
+    prediction_rows,
     resolve_window,
     with_comparison,
 )
 from storage.engine import Store
 from storage.knowledge import known_by_month, probe_fingerprint
-from storage.leaderboard import iter_predictions, known_names, window_fingerprint, window_snapshots
+from storage.leaderboard import known_names, window_fingerprint, window_snapshots
 from storage.targets import list_targets
 
 __all__ = ["FIELDS", "BoardCache", "LeaderboardView", "form_of", "known_rate_image", "leaderboard_view", "predictions_rows",
@@ -198,5 +198,5 @@ async def predictions_rows(
     jobs = [j for j in w.data.jobs if (j.snapshot_id, j.target) in w.data.ready]
     yield list(PREDICTION_COLUMNS)
     async with store.session() as s:
-        async for r in iter_predictions(s, jobs, w.data.exclusions, scorer=q.scorer):
-            yield prediction_cells(r)
+        async for cells in prediction_rows(s, jobs, w.data.exclusions, scorer=q.scorer):
+            yield cells

@@ -54,3 +54,20 @@ async def test_entities_filters(tmp_path: Path) -> None:
     assert res.returncode == 2 and "unknown domain" in res.stderr
     res = _clkt("entities", "--config", str(cfg))
     assert res.returncode == 0 and "entity 11" in res.stdout
+
+
+async def test_entities_says_how_many_matched(tmp_path: Path) -> None:
+    cfg = await _seed(tmp_path)
+    res = _clkt("entities", "--config", str(cfg), "--limit", "2")
+    assert res.returncode == 0, res.stderr
+    assert "showing 2 of 12 entities" in res.stdout
+    res = _clkt("entities", "--config", str(cfg), "--domain", "sports", "--status", "ready", "--since", "2025-02-01")
+    assert "1 entity" in res.stdout and "1 entities" not in res.stdout  # entity 9 (3 is ready too, but earlier)
+
+
+def test_help_shows_choices_not_bool_noise() -> None:
+    res = _clkt("entities", "--help")
+    assert res.returncode == 0 and "<bool>" not in res.stdout, res.stdout
+    flat = " ".join(res.stdout.split())
+    for value in ("movies", "sports", "discovered", "ready"):
+        assert value in flat, res.stdout

@@ -92,18 +92,33 @@ def test_json_csv_and_the_predictions_behind_them(lb_store: tuple[Path, WindowSt
     assert code == 0, err
     assert "predictions:" in out and "p.csv (792 rows)" in out and "Leaderboard" in out
     rows = list(csv.reader(pred.read_text(encoding="utf-8").splitlines()))
-    assert rows[0][:3] == ["snapshot_id", "question_id", "lang"]  # joins with v_snapshot_questions
-    assert rows[0] == ["snapshot_id", "question_id", "lang", "target", "strategy", "job_id", "train_lang", "variant", "scorer",
-                       "entity_id", "split", "predicted", "correct"]
+    assert rows[0][:3] == ["snapshot_id", "qid", "lang"]  # the public ids: they join with the snapshot's files
+    assert rows[0] == ["snapshot_id", "qid", "lang", "target", "strategy", "job_id", "train_lang", "variant", "scorer",
+                       "entity_id", "split", "predicted", "correct", "store_question_id", "store_entity_id"]
     body = rows[1:]
     assert {r[3] for r in body} == {"beta"} and {r[8] for r in body} == {"generate"}
     s2 = info.snapshots["2025-02"]
     excluded = info.excluded[(s2, "beta")]
-    assert not any(r[0] == s2 and int(r[9]) in excluded for r in body)  # the exclusions are not behind the figures
+    assert not any(r[0] == s2 and int(r[14]) in excluded for r in body)  # the exclusions are not behind the figures
     assert {r[0] for r in body} == {info.snapshots["2025-01"], s2}  # nor the snapshot not valid for beta
     # 22 entities x 3 questions x 3 languages x 2 variants x 2 train languages
     assert len(body) == 22 * 3 * 3 * 2 * 2
+    public = _public_ids(cfg)
+    for r in body:
+        assert public[int(r[13])] == (int(r[1]), int(r[9]))  # qid and entity id as the snapshot's files have them
+        assert int(r[1]) != int(r[13])
     assert not (tmp_path / "p.csv.part").exists()
+
+
+def _public_ids(cfg: Path) -> dict[int, tuple[int, int]]:
+    """store question row -> (public qid, public entity id), from each question's identity (clkt.snapshots.ids)."""
+    import sqlite3
+
+    from clkt.snapshots.ids import stable_entity_id, stable_qid
+
+    with sqlite3.connect(cfg.parent / "clkt.db") as db:
+        rows = db.execute("SELECT q.id, e.source, e.external_id, q.slot FROM question q JOIN entity e ON e.id = q.entity_id")
+        return {qid: (stable_qid(src, ext, slot), stable_entity_id(src, ext)) for qid, src, ext, slot in rows}
 
 
 def test_the_command_prints_the_tables(lb_store: tuple[Path, WindowStore]) -> None:

@@ -91,3 +91,32 @@ def test_snapshot_verify(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert_one_line_error(gone, "questions/ja.jsonl listed in the manifest is missing")
     unknown = clkt(["snapshot", "verify", "nope", *cfg], capsys)
     assert_one_line_error(unknown, "unknown snapshot")
+
+
+def test_a_moved_data_directory_keeps_its_reports(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The store records a report's folder relative to the data directory (as the daemon writes it now): `gc` in the
+    directory moved elsewhere still knows the current report; a row of the absolute shape is read as before."""
+    import shutil
+
+    from sqlalchemy import text
+
+    from clkt.report.service import stored_report_path
+
+    data = _layout(tmp_path)
+    assert stored_report_path(data / "reports" / "s1", data) == "reports/s1"
+    assert stored_report_path(tmp_path / "elsewhere", data) == str((tmp_path / "elsewhere").resolve())
+
+    async def relative() -> None:
+        async with Store(url=f"sqlite+aiosqlite:///{data / 'clkt.db'}") as store, store.transaction() as s:
+            await s.execute(text("UPDATE snapshot_report SET path = 'reports/' || snapshot_id"))
+
+    def current(cfg: Path) -> int:
+        out = json.loads(clkt(["gc", "--dry-run", "--json", "--config", str(cfg)], capsys).out)
+        return sum(k["files"] for k in out["kept"] if k["category"] == "current reports")
+
+    before = current(_config(tmp_path, data))  # the absolute shape, in place
+    assert before > 0
+    asyncio.run(relative())
+    moved = tmp_path / "moved"
+    shutil.move(data, moved)
+    assert current(_config(tmp_path, moved)) == before

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from sqlmodel import select, update
 
 from storage.engine import Store
@@ -43,3 +45,34 @@ async def test_report_command_prints_table2_and_writes_files(tmp_path: Path) -> 
     out = tmp_path / "reports" / SNAPSHOT_ID
     assert (out / "report.md").is_file() and (out / "table2.csv").is_file()
     assert list(out.glob("heatmap-*.png"))
+
+
+async def test_report_names_a_snapshot_as_every_command_does(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One rule for naming a snapshot: `clkt report` takes the unique prefix `snapshot show` takes, writes under the
+    full id, and refuses an unknown one with the same line."""
+    import clkt.cli as cli
+
+    snap = write_tiny_snapshot(tmp_path / "snap")
+    async with Store(url=f"sqlite+aiosqlite:///{tmp_path / 'clkt.db'}") as store:
+        await seed_store(store, snap)
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f'data_dir = "{tmp_path}"\n')
+
+    def run(*argv: str) -> tuple[int, str]:
+        capsys.readouterr()
+        try:
+            cli.main([*argv, "--config", str(cfg)])
+            code = 0
+        except SystemExit as e:
+            code = int(e.code) if isinstance(e.code, int) else 1
+        return code, capsys.readouterr().err
+
+    prefix = SNAPSHOT_ID[:8]
+    assert (await asyncio.to_thread(run, "snapshot", "show", prefix))[0] == 0  # a thread: the CLI runs its own loop
+    code, err = await asyncio.to_thread(run, "report", prefix)
+    assert code == 0, err
+    assert (tmp_path / "reports" / SNAPSHOT_ID / "report.md").is_file()
+    assert not (tmp_path / "reports" / prefix).exists()
+    shown = await asyncio.to_thread(run, "snapshot", "show", "nosuch")
+    reported = await asyncio.to_thread(run, "report", "nosuch")
+    assert shown == reported and shown[0] == 2 and "unknown snapshot 'nosuch'" in shown[1]

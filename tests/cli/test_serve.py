@@ -48,8 +48,10 @@ async def test_serve_pages_from_a_store(tmp_path: Path) -> None:
         proc.wait(30)
 
 
-def test_serve_port_in_use_is_one_line(tmp_path: Path) -> None:
+async def test_serve_port_in_use_is_one_line(tmp_path: Path) -> None:
     cfg = write_config(tmp_path)
+    async with Store(url=settings_for(cfg).resolved_store_url):
+        pass  # an empty store (serve refuses a missing one)
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()

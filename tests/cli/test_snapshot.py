@@ -65,7 +65,8 @@ def test_snapshot_and_audit_commands(tmp_path: Path) -> None:
     assert r.exit_code == 2 and "--force" in r.output
 
     r = run(app, ["snapshot", "list", *cfg])
-    assert r.exit_code == 0 and first.id[:20] in r.output
+    ids = "".join(line.split("│")[1].strip() for line in r.output.splitlines() if line.startswith("│"))
+    assert r.exit_code == 0 and first.id in ids  # whole, folded onto two lines at 80 columns
     r = run(app, ["snapshot", "show", first.id[:16], *cfg])
     assert r.exit_code == 0 and "Table 3" in r.output and "movies" in r.output, r.output
     r = run(app, ["snapshot", "show", "nope", *cfg])
@@ -100,14 +101,23 @@ def test_snapshot_and_audit_commands(tmp_path: Path) -> None:
             w = csv.DictWriter(fh, fieldnames=list(rows[0].keys()))
             w.writeheader()
             for i, row in enumerate(rows):
-                w.writerow({**row, "wrong_answer": "x" if i in flags else ""})
+                w.writerow({**row, "wrong_answer": "x" if i in flags else "", "correct": "" if i in flags else "1"})
         files.append(str(f))
+    r = run(app, ["audit", "score", str(sheet), *cfg])  # the form as written: no verdict, refused, nothing stored
+    assert r.exit_code == 2 and "no verdict" in r.output and str(sheet) in r.output.replace("\n", "")
+    assert not next(s for s in _rows(url)[0] if s.id == first.id).audit
+    r = run(app, ["audit", "score", files[0], *cfg])
+    assert r.exit_code == 0 and "single annotator" in r.output, r.output
+    r = run(app, ["snapshot", "show", first.id, *cfg])
+    assert "single annotator" in r.output
     r = run(app, ["audit", "score", *files, *cfg])
     assert r.exit_code == 0, r.output
+    assert "majority vote of 3 annotators" in r.output and "Fleiss' kappa" in r.output
     (snap,) = [s for s in _rows(url)[0] if s.id == first.id]
     assert snap.audit["overall"]["pairs"] == 12 and snap.audit["overall"]["correct"] == 11
     d0 = rows[0]["domain"]
     assert snap.audit["domains"][d0]["precision"] == round(2 / 3, 4)
     r = run(app, ["snapshot", "show", first.id, *cfg])
-    assert "Human audit" in r.output and "91.7%" in r.output
+    assert "Human audit" in r.output and "91.7%" in r.output and "majority vote of 3 annotators" in r.output
+    assert snap.audit["agreement"]["method"] == "Fleiss' kappa" and snap.audit["annotators"] == 3
     assert json.dumps(snap.audit)  # stored as JSON

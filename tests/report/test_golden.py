@@ -98,6 +98,6 @@ async def test_the_report_writer_service_writes_the_same_files(tmp_path: Path) -
         ctx = ServiceContext(store=store, http=http, owner="o", metrics=Metrics())
         (record,) = await ReportService(data_dir=tmp_path, daemon=DaemonSettings()).write_due(ctx)
     out = report_dir(tmp_path, SNAPSHOT_ID)
-    assert Path(record.path) == out.resolve() and record.jobs == 5
+    assert (tmp_path / record.path).resolve() == out.resolve() and record.jobs == 5  # recorded relative to the data dir
     assert_golden(out)
     assert [p.name for p in out.parent.iterdir()] == [SNAPSHOT_ID]  # no temporary folder left beside it

@@ -67,7 +67,7 @@ async def test_writes_once_records_it_and_writes_again_when_a_job_joins(ctx: Ser
     (first,) = await svc.write_due(ctx)
     md = report_dir(data, SNAPSHOT_ID) / "report.md"
     assert md.is_file() and "Model comparison — cpt-lora, generate" in md.read_text(encoding="utf-8")
-    assert (first.snapshot_id, first.jobs, Path(first.path)) == (SNAPSHOT_ID, 2, report_dir(data, SNAPSHOT_ID).resolve())
+    assert (first.snapshot_id, first.jobs, first.path) == (SNAPSHOT_ID, 2, f"reports/{SNAPSHOT_ID}")  # data-dir relative
     async with ctx.store.session() as s:
         assert await current_report(s, SNAPSHOT_ID) == first
     assert await svc.write_due(ctx) == []  # the same jobs: not rewritten ...

@@ -97,7 +97,8 @@ def _sheet(tmp_path: Path, name: str, rows: list[list[str]], encoding: str = "ut
 
 
 def _row(sid: str, document: str, tick: str = "") -> list[str]:
-    return [sid, "snap1", "music", "1", "Entité", document, "q", "A. a", "a", tick, "", "", "", ""]
+    """A row whose verdict is `correct`, or `unrelated` when `tick` is given."""
+    return [sid, "snap1", "music", "1", "Entité", document, "q", "A. a", "a", "" if tick else "1", tick, "", "", "", ""]
 
 
 def test_score_takes_huge_fields_and_non_utf8(tmp_path: Path) -> None:
@@ -116,7 +117,7 @@ def test_score_takes_huge_fields_and_non_utf8(tmp_path: Path) -> None:
         (b"sample_id,snapshot_id\n1,2\n", "missing columns"),
         (",".join(COLUMNS).encode() + b"\nsnap1:1,snap1,music\n", "does not have the sheet's columns"),
         (",".join(COLUMNS).encode() + b"\n" + b",".join([b"snap1:1", b"snap1", b"music", b"1", b"e", b"d\x00", b"q",
-                                                              b"o", b"a", b"", b"", b"", b"", b""]) + b"\n", "bad.csv:2"),
+                                                              b"o", b"a", b"1", b"", b"", b"", b"", b""]) + b"\n", "bad.csv:2"),
         (",".join(COLUMNS).encode() + b"\n" + ",".join(_row("snap1:1", "d", "maybe")).encode() + b"\n", "is not a tick"),
     ],
     ids=["empty", "binary", "foreign", "short-row", "nul-byte", "bad-tick"],
@@ -134,6 +135,14 @@ def test_score_refuses_malformed_sheets_with_one_clear_error(tmp_path: Path, con
 
 def test_write_sample_round_trip_with_hostile_text(tmp_path: Path) -> None:
     csv_path, html_path = write_sample([pair(i, t) for i, t in enumerate(HOSTILE)], tmp_path / "a")
+    with pytest.raises(UserError, match="no verdict"):
+        score_files([csv_path])  # the form as written holds no verdict
+    rows = list(csv.reader(io.StringIO(csv_path.read_text(encoding="utf-8"))))
+    for row in rows[1:]:
+        row[COLUMNS.index("correct")] = "1"
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerows(rows)
+    csv_path.write_text(buf.getvalue(), encoding="utf-8")
     assert score_files([csv_path]).overall.pairs == len(HOSTILE)
     _script(html_path.read_text(encoding="utf-8"))
     assert set(CRITERIA) <= set(COLUMNS)

@@ -167,3 +167,15 @@ async def test_export_formats_into_user_folder(store: Store, tmp_path: Path) -> 
         export_format(snap.content, snap.manifest, "hf", tmp_path / "native", built_at="x", clkt_version="0")
     with pytest.raises(UserError, match="unknown export format"):
         export_format(snap.content, snap.manifest, "parquet", tmp_path / "p", built_at="x", clkt_version="0")
+
+
+async def test_an_export_error_names_the_real_folder(store: Store, tmp_path: Path) -> None:
+    """The staging folder's temporary name (`.<out>.tmp-…`) never reaches the user: the error names `--out`."""
+    from clkt.errors import SnapshotError
+
+    _, snap = await _built(store, tmp_path)
+    out = tmp_path / ("o" * 250)  # a legal name whose staging twin is too long for the filesystem
+    with pytest.raises(SnapshotError) as e:
+        export_format(snap.content, snap.manifest, "native", out, built_at="x", clkt_version="0")
+    assert str(out) in str(e.value) and ".tmp-" not in str(e.value), str(e.value)
+    assert not out.exists() and [p.name for p in tmp_path.iterdir() if ".tmp-" in p.name] == []

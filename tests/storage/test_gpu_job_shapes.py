@@ -14,6 +14,7 @@ from storage.engine import HEAD_REVISION, Store
 from storage.gpu_jobs import get_job
 from storage.models import Snapshot
 from tests.report._store import old_summary
+from tests.storage._revisions import store_at_revision
 
 BEFORE = "bc47c6ff3049"  # the revision before the one shape
 
@@ -21,8 +22,7 @@ BEFORE = "bc47c6ff3049"  # the revision before the one shape
 async def _old_store(db: Path, rows: list[tuple[dict[str, object], dict[str, object]]]) -> None:
     """A store at the previous revision holding a job per (config, summary) in those shapes."""
     url = f"sqlite+aiosqlite:///{db}"
-    async with Store(url=url):
-        pass
+    await store_at_revision(url, BEFORE)
     async with Store(url=url, migrate=False) as store, store.transaction() as s:
         s.add(Snapshot(id="s1", spec="demo", period="2025-06"))
         await s.flush()
@@ -32,7 +32,6 @@ async def _old_store(db: Path, rows: list[tuple[dict[str, object], dict[str, obj
                 "max_attempts, not_before, summary, created_at, updated_at) VALUES (:id, 's1', :t, 'cpt-lora', 'en', "
                 ":config, 'done', 1, 1, '2025-06-01 00:00:00', :summary, '2025-06-01 00:00:00', '2025-06-01 00:00:00')"),
                 {"id": i, "t": f"m{i}", "config": json.dumps(config), "summary": json.dumps(summary)})
-        await s.execute(text("UPDATE alembic_version SET version_num = :r"), {"r": BEFORE})
 
 
 async def test_a_store_holding_the_old_shapes_is_migrated_into_the_one_shape(tmp_path: Path) -> None:

@@ -96,15 +96,20 @@ async def test_snapshot_questions_are_the_snapshots_files(any_store: Store, tmp_
     assert res.snapshot_id is not None and res.path is not None
     files = load_snapshot_dir(res.path)
     async with any_store.session() as s:
-        qid_of = {it.question_row: it.qid for it in await load_item_refs(s, res.snapshot_id)}
+        public = {it.question_row: (it.qid, it.entity_id) for it in await load_item_refs(s, res.snapshot_id)}
     rows = await _rows(any_store, "SELECT * FROM v_snapshot_questions WHERE snapshot_id = :s", s=res.snapshot_id)
-    got = {(qid_of[r["question_id"]], r["lang"]): (r["question"], [r["option_a"], r["option_b"], r["option_c"], r["option_d"]],
-                                                  r["answer_letter"], r["split"], r["domain"]) for r in rows}
+    # the public ids, as in the files; the store's rows ride along
+    assert all(public[r["store_question_id"]] == (r["qid"], r["entity_id"]) for r in rows)
+    got = {(r["qid"], r["lang"]): (r["question"], [r["option_a"], r["option_b"], r["option_c"], r["option_d"]],
+                                   r["answer_letter"], r["split"], r["domain"]) for r in rows}
     want = {(q.qid, q.lang): (q.question, q.options, q.answer, q.split, q.domain) for lang in files.languages
             for q in files.questions_for(lang)}
     assert len(rows) == len(got) and got == want
     assert {r["spec"] for r in rows} == {"demo"} and {r["period"] for r in rows} == {"2025-06"}
     assert {r["snapshot_status"] for r in rows} == {"frozen"}
+    answers = await _rows(any_store, "SELECT qid, store_question_id FROM v_job_results WHERE snapshot_id = :s",
+                          s=res.snapshot_id)
+    assert all(public[r["store_question_id"]][0] == r["qid"] for r in answers)
 
     vt = await _rows(any_store, "SELECT * FROM v_snapshot_targets")
     assert [(r["snapshot_id"], r["target"], r["status"], r["entities"], r["excluded"], r["valid"]) for r in vt] == [
@@ -195,3 +200,27 @@ async def test_the_migration_goes_down_and_up_again(any_store: Store) -> None:
         await conn.run_sync(up)
         views, cols = await conn.run_sync(names)
     assert set(VIEWS) <= views and "fresh_from" in cols
+
+
+async def test_the_migration_fills_the_public_ids_of_existing_items(tmp_path: Path) -> None:
+    """A store frozen before `snapshot_item` had public ids gets them from each question's identity on upgrade."""
+    from alembic.script import ScriptDirectory
+
+    from storage.engine import HEAD_REVISION, _alembic_config
+
+    url = f"sqlite+aiosqlite:///{tmp_path / 'clkt.db'}"
+    async with Store(url=url) as store:
+        _, res = await build_june(store, tmp_path)
+        assert res.snapshot_id is not None
+        async with store.session() as s:
+            public = {it.question_row: (it.qid, it.entity_id) for it in await load_item_refs(s, res.snapshot_id)}
+    previous = ScriptDirectory.from_config(_alembic_config()).get_revision(HEAD_REVISION).down_revision
+    async with Store(url=url, migrate=False) as store, store.transaction() as s:
+        for view in ("v_job_results", "v_snapshot_questions"):
+            await s.execute(text(f"DROP VIEW {view}"))
+        for column in ("qid", "public_entity_id"):
+            await s.execute(text(f"ALTER TABLE snapshot_item DROP COLUMN {column}"))
+        await s.execute(text("UPDATE alembic_version SET version_num = :r"), {"r": previous})
+    async with Store(url=url) as store:
+        rows = await _rows(store, "SELECT qid, entity_id, store_question_id FROM v_snapshot_questions")
+    assert rows and all(public[r["store_question_id"]] == (r["qid"], r["entity_id"]) for r in rows)

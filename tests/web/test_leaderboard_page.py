@@ -93,7 +93,7 @@ async def test_the_images_and_the_predictions_csv(board: Board) -> None:
     r = await board.client.get("/leaderboard/predictions.csv?scorer=generate&from=2025-01&to=2025-01")
     assert r.status == 200 and r.content_type == "text/csv" and "attachment" in r.headers["Content-Disposition"]
     rows = list(csv.reader((await r.text()).splitlines()))
-    assert rows[0][:3] == ["snapshot_id", "question_id", "lang"]
+    assert rows[0][:3] == ["snapshot_id", "qid", "lang"]  # the public qid, as in the snapshot's files
     assert {x[0] for x in rows[1:]} == {board.info.snapshots["2025-01"]} and {x[8] for x in rows[1:]} == {"generate"}
     assert len(rows) - 1 == 2 * 36 * 3 * 2 * 2  # two targets, 36 questions, 3 languages, base + injected, 2 train languages
     assert (await board.client.get("/leaderboard/predictions.csv?to=1999-01")).status == 400
