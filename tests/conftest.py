@@ -1,6 +1,6 @@
-"""Root fixtures: an isolated environment, a real SQLite store in tmp_path, the condition waiters (from
-`tests/waiting.py`); and which tests
-are `slow` (a model load or a daemon process): `make test-fast` runs the others, `make test` all of them."""
+"""Root fixtures: an isolated environment, a real SQLite store in tmp_path (its schema migrated once per session,
+`tests/store_template.py`), the condition waiters (from `tests/waiting.py`); and which tests are `slow` (a model
+load or a daemon process): `make test-fast` runs the others, `make test` all of them."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from clkt import clock
+from storage import engine
 from storage.engine import Store
+from tests.store_template import migrated_schema, replaying_upgrade
 from tests.waiting import handles_signal as handles_signal  # the condition waiters: the tests import them from here
 from tests.waiting import wait_for as wait_for
 from tests.waiting import wait_until as wait_until
@@ -79,6 +81,35 @@ def _restore_clock() -> Iterator[None]:
     before = clock.current()
     yield
     clock.install(before)
+
+
+# The tests of the migrations themselves: a new store of theirs is migrated by alembic, as in production. Every
+# other test's new SQLite store gets the schema alembic made once this session (`_migrated_once`).
+REAL_MIGRATIONS = {"storage/test_engine.py", "storage/test_views.py", "storage/test_store_postgres.py"}
+_REAL_UPGRADE = engine._upgrade
+
+
+@pytest.fixture(scope="session")
+def _template_schema(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[tuple[str, ...]]]:
+    """Filled on the first new store of the session (a list of one schema): a run without stores never migrates."""
+    yield []
+
+
+@pytest.fixture(autouse=True)
+def _migrated_once(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory,
+    _template_schema: list[tuple[str, ...]],
+) -> None:
+    rel = request.node.path.relative_to(REPO / "tests").as_posix() if request.node.path.is_relative_to(REPO / "tests") else ""
+    if rel in REAL_MIGRATIONS:
+        return
+
+    def upgrade(sync_conn: object) -> None:
+        if not _template_schema:
+            _template_schema.append(migrated_schema(tmp_path_factory.mktemp("store-template") / "template.db", real=_REAL_UPGRADE))
+        replaying_upgrade(_template_schema[0], _REAL_UPGRADE)(sync_conn)
+
+    monkeypatch.setattr(engine, "_upgrade", upgrade)
 
 
 @pytest.fixture
