@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from sqlalchemy import text
+from sqlalchemy.engine import Connection
 
 from storage.engine import Store
 from storage.enums import SnapshotTargetStatus
@@ -89,9 +90,9 @@ async def seed_window_store(store: Store, *, seed: int = 7) -> WindowStore:
     return copy.deepcopy(info)
 
 
-def _tables(conn: object, schema: str) -> list[str]:
+def _tables(conn: Connection, schema: str) -> list[str]:
     """The store's tables, each after the tables it references (the order its rows can be copied in)."""
-    run = conn.exec_driver_sql  # type: ignore[attr-defined]
+    run = conn.exec_driver_sql
     names = [r[0] for r in run(f"SELECT name FROM {schema}.sqlite_master WHERE type = 'table' "
                                 "AND name NOT LIKE 'sqlite_%' AND name != 'alembic_version' ORDER BY name")]
     refs = {t: {r[2] for r in run(f'PRAGMA {schema}.foreign_key_list("{t}")')} - {t} for t in names}
