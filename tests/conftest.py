@@ -84,32 +84,31 @@ def _restore_clock() -> Iterator[None]:
 
 
 # The tests of the migrations themselves: a new store of theirs is migrated by alembic, as in production. Every
-# other test's new SQLite store gets the schema alembic made once this session (`_migrated_once`).
+# other new SQLite store of the session (a test's, a module fixture's) gets the schema alembic made once this
+# session (`_migrated_once`).
 REAL_MIGRATIONS = {"storage/test_engine.py", "storage/test_views.py", "storage/test_store_postgres.py"}
 _REAL_UPGRADE = engine._upgrade
 
 
-@pytest.fixture(scope="session")
-def _template_schema(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[tuple[str, ...]]]:
-    """Filled on the first new store of the session (a list of one schema): a run without stores never migrates."""
-    yield []
+@pytest.fixture(scope="session", autouse=True)
+def _migrated_once(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    schema: list[tuple[str, ...]] = []  # made by the first new store of the session: a run without one never migrates
+
+    def upgrade(sync_conn: object) -> None:
+        if not schema:
+            schema.append(migrated_schema(tmp_path_factory.mktemp("store-template") / "template.db", real=_REAL_UPGRADE))
+        replaying_upgrade(schema[0], _REAL_UPGRADE)(sync_conn)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(engine, "_upgrade", upgrade)
+        yield
 
 
 @pytest.fixture(autouse=True)
-def _migrated_once(
-    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory,
-    _template_schema: list[tuple[str, ...]],
-) -> None:
-    rel = request.node.path.relative_to(REPO / "tests").as_posix() if request.node.path.is_relative_to(REPO / "tests") else ""
-    if rel in REAL_MIGRATIONS:
-        return
-
-    def upgrade(sync_conn: object) -> None:
-        if not _template_schema:
-            _template_schema.append(migrated_schema(tmp_path_factory.mktemp("store-template") / "template.db", real=_REAL_UPGRADE))
-        replaying_upgrade(_template_schema[0], _REAL_UPGRADE)(sync_conn)
-
-    monkeypatch.setattr(engine, "_upgrade", upgrade)
+def _real_migrations(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    tests = REPO / "tests"
+    if request.node.path.is_relative_to(tests) and request.node.path.relative_to(tests).as_posix() in REAL_MIGRATIONS:
+        monkeypatch.setattr(engine, "_upgrade", _REAL_UPGRADE)
 
 
 @pytest.fixture
