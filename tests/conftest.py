@@ -1,6 +1,6 @@
-"""Root fixtures: an isolated environment, a real SQLite store in tmp_path, the condition waiters (from
-`tests/waiting.py`); and which tests
-are `slow` (a model load or a daemon process): `make test-fast` runs the others, `make test` all of them."""
+"""Root fixtures: an isolated environment, a real SQLite store in tmp_path (its schema migrated once per session,
+`tests/store_template.py`), the condition waiters (from `tests/waiting.py`); and which tests are `slow` (a model
+load or a daemon process): `make test-fast` runs the others, `make test` all of them."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from clkt import clock
+from storage import engine
 from storage.engine import Store
+from tests.store_template import migrated_schema, replaying_upgrade
 from tests.waiting import handles_signal as handles_signal  # the condition waiters: the tests import them from here
 from tests.waiting import wait_for as wait_for
 from tests.waiting import wait_until as wait_until
@@ -79,6 +81,34 @@ def _restore_clock() -> Iterator[None]:
     before = clock.current()
     yield
     clock.install(before)
+
+
+# The tests of the migrations themselves: a new store of theirs is migrated by alembic, as in production. Every
+# other new SQLite store of the session (a test's, a module fixture's) gets the schema alembic made once this
+# session (`_migrated_once`).
+REAL_MIGRATIONS = {"storage/test_engine.py", "storage/test_views.py", "storage/test_store_postgres.py"}
+_REAL_UPGRADE = engine._upgrade
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _migrated_once(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    schema: list[tuple[str, ...]] = []  # made by the first new store of the session: a run without one never migrates
+
+    def upgrade(sync_conn: object) -> None:
+        if not schema:
+            schema.append(migrated_schema(tmp_path_factory.mktemp("store-template") / "template.db", real=_REAL_UPGRADE))
+        replaying_upgrade(schema[0], _REAL_UPGRADE)(sync_conn)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(engine, "_upgrade", upgrade)
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _real_migrations(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    tests = REPO / "tests"
+    if request.node.path.is_relative_to(tests) and request.node.path.relative_to(tests).as_posix() in REAL_MIGRATIONS:
+        monkeypatch.setattr(engine, "_upgrade", _REAL_UPGRADE)
 
 
 @pytest.fixture

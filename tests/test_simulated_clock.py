@@ -61,7 +61,7 @@ async def test_a_period_closes_and_freezes_once(store: Store, http: aiohttp.Clie
     settings = make_settings(tmp_path, allow_partial=True, check_interval_s=1800.0, control_entities=0)
     for domain, src in (("movies", "tmdb"), ("music", "deezer"), ("sports", "thesportsdb"), ("disasters", "usgs")):
         await add_ready_entity(store, domain=domain, source=src, external_id=f"{domain}-jan", occurred_at=JAN + timedelta(days=9))
-    fast(FEB - timedelta(hours=1), speed=28_800.0)  # eight simulated hours a real second
+    fast(FEB - timedelta(hours=1), speed=57_600.0)  # sixteen simulated hours a real second
     builder = SnapshotBuilder(config=snapshot_config(settings), gpu=settings.gpu)
     ctx = ctx_of(store, http)
     task = asyncio.create_task(builder.run(ctx))

@@ -1,17 +1,14 @@
-"""`clkt entities` filters against a real store, through the real CLI process."""
+"""`clkt entities` filters against a real store, through the real CLI (`clkt.cli.main`, in this process)."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from storage.engine import Store
 from storage.models import Entity, EntityStatus
-from tests.conftest import REPO
+from tests.cli._in_process import Ran, clkt
 
 
 async def _seed(tmp_path: Path) -> Path:
@@ -28,9 +25,8 @@ async def _seed(tmp_path: Path) -> Path:
     return cfg
 
 
-def _clkt(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "clkt.cli", *args], capture_output=True, text=True, cwd=REPO,
-                          timeout=120, env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "200"})
+def _clkt(*args: str) -> Ran:
+    return clkt(*args, columns=200)
 
 
 async def test_entities_filters(tmp_path: Path) -> None:

@@ -6,16 +6,13 @@ from __future__ import annotations
 import asyncio
 import csv
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import clkt.cli as cli
 from storage.engine import Store
-from tests.conftest import REPO
+from tests.cli._in_process import clkt
 from tests.report._window_store import WindowStore, seed_window_store
 
 
@@ -123,9 +120,7 @@ def _public_ids(cfg: Path) -> dict[int, tuple[int, int]]:
 
 def test_the_command_prints_the_tables(lb_store: tuple[Path, WindowStore]) -> None:
     cfg, _ = lb_store
-    res = subprocess.run([sys.executable, "-m", "clkt.cli", "leaderboard", "--config", str(cfg), "--compare", "alpha", "beta"],
-                         capture_output=True, text=True, cwd=REPO, timeout=300,
-                         env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "240"})
+    res = clkt("leaderboard", "--config", str(cfg), "--compare", "alpha", "beta", columns=240, timeout_s=300)
     assert res.returncode == 0, res.stderr
     text = res.stdout
     for needle in ("Leaderboard — spec lb, monthly window 2025-01 .. 2025-03 (3 snapshots)", "cpt-lora, generate", "too few",

@@ -1,11 +1,8 @@
-"""`clkt report SNAPSHOT` through the real CLI process, on stored results (no model needed)."""
+"""`clkt report SNAPSHOT` through the real CLI (`clkt.cli.main`, in this process), on stored results (no model needed)."""
 
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +11,7 @@ from sqlmodel import select, update
 from storage.engine import Store
 from storage.gpu_jobs import ResultRecord, enqueue_gpu_jobs, write_job_results
 from storage.models import GpuJob, LeaseStatus
-from tests.conftest import REPO
+from tests.cli._in_process import clkt
 from tests.inject._fixtures import SNAPSHOT_ID, seed_store, write_tiny_snapshot
 
 
@@ -38,8 +35,7 @@ async def test_report_command_prints_table2_and_writes_files(tmp_path: Path) -> 
             await s.execute(update(GpuJob).values(status=LeaseStatus.done))
     cfg = tmp_path / "c.toml"
     cfg.write_text(f'data_dir = "{tmp_path}"\n')
-    res = subprocess.run([sys.executable, "-m", "clkt.cli", "report", SNAPSHOT_ID, "--config", str(cfg)], capture_output=True,
-                         text=True, cwd=REPO, timeout=120, env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "220"})
+    res = clkt("report", SNAPSHOT_ID, "--config", str(cfg), columns=220)
     assert res.returncode == 0, res.stderr
     assert "Model comparison" in res.stdout and "50.0 ± 0.0" in res.stdout  # Transfer: 1 of 2 right in the test language
     out = tmp_path / "reports" / SNAPSHOT_ID

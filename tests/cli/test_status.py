@@ -1,12 +1,9 @@
-"""`clkt status` shows LLM cost as a table per stage and model (through the real CLI process), with the n of
+"""`clkt status` shows LLM cost as a table per stage and model (through the real CLI, `clkt.cli.main` in this process), with the n of
 accepted questions beside $ per question and a warning when n is too small."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from rich.console import Console
@@ -15,7 +12,7 @@ from clkt.status import collect_status, cost_table
 from storage.engine import Store
 from storage.models import LlmCall
 from storage.types import utcnow
-from tests.conftest import REPO
+from tests.cli._in_process import Ran, clkt
 
 
 async def _seed(tmp_path: Path, *, accepted: int = 0) -> Path:
@@ -32,9 +29,8 @@ async def _seed(tmp_path: Path, *, accepted: int = 0) -> Path:
     return cfg
 
 
-def _clkt(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "clkt.cli", *args], capture_output=True, text=True, cwd=REPO,
-                          timeout=120, env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "220"})
+def _clkt(*args: str) -> Ran:
+    return clkt(*args, columns=220)
 
 
 async def test_status_prints_the_cost_table(tmp_path: Path) -> None:

@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from storage.engine import Store
 from storage.gpu_engines import record_engine_status
-from tests.conftest import REPO
+from tests.cli._in_process import Ran, clkt
 
 
-def _clkt(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "clkt.cli", *args], capture_output=True, text=True, cwd=REPO,
-                          timeout=120, env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "250"})
+def _clkt(*args: str) -> Ran:
+    return clkt(*args, columns=250)
 
 
 async def test_status_says_why_gpu_jobs_wait(tmp_path: Path) -> None:

@@ -94,6 +94,10 @@ class _Batch:
 
 
 class FakeBatchProvider:
+    # at close, a request still in its handler (a scripted slow reply the client gave up on) is cancelled after
+    # this long instead of aiohttp's 60 s of grace: a test's teardown does not wait out a reply nobody reads
+    SHUTDOWN_TIMEOUT_S = 0.1
+
     def __init__(self, *, polls_to_end: int = 1, cache_min_tokens: int = 64, create_delay_s: float = 0.0) -> None:
         self.polls_to_end = polls_to_end
         self.cache_min_tokens = cache_min_tokens
@@ -122,7 +126,7 @@ class FakeBatchProvider:
         self.port: int | None = None
 
     async def __aenter__(self) -> FakeBatchProvider:
-        self._runner = web.AppRunner(self.app, access_log=None)
+        self._runner = web.AppRunner(self.app, access_log=None, shutdown_timeout=self.SHUTDOWN_TIMEOUT_S)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()

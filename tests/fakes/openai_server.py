@@ -72,6 +72,10 @@ class ServerStats:
 
 
 class FakeOpenAI:
+    # at close, a request still in its handler (a scripted slow reply the client gave up on) is cancelled after
+    # this long instead of aiohttp's 60 s of grace: a test's teardown does not wait out a reply nobody reads
+    SHUTDOWN_TIMEOUT_S = 0.1
+
     def __init__(
         self,
         *,
@@ -117,7 +121,7 @@ class FakeOpenAI:
 
     # -- lifecycle ------------------------------------------------------------------------------
     async def start(self, port: int = 0) -> str:
-        self._runner = web.AppRunner(self.app, access_log=None)
+        self._runner = web.AppRunner(self.app, access_log=None, shutdown_timeout=self.SHUTDOWN_TIMEOUT_S)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", port)
         await site.start()

@@ -122,5 +122,5 @@ async def settle(store: Store, n: int, *, timeout: float = 60.0) -> dict[int, En
         st = await statuses(store)
         return len(st) == n and all(v in FINAL for v in st.values())
 
-    await wait_for(done, timeout=timeout)
+    await wait_for(done, timeout=timeout, interval=0.1)
     return await statuses(store)

@@ -14,5 +14,5 @@ pydantic_ai.models.ALLOW_MODEL_REQUESTS = False
 
 @pytest.fixture(autouse=True)
 def _fast_workers(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(StageWorker, "IDLE_SLEEP_S", 0.02)
+    monkeypatch.setattr(StageWorker, "IDLE_SLEEP_S", 0.05)
     monkeypatch.setattr(StageWorker, "RETRY_BASE_S", 0.01)

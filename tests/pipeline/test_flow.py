@@ -14,6 +14,7 @@ from pathlib import Path
 
 import aiohttp
 import pytest
+import pytest_asyncio
 from sqlalchemy import select
 
 from agents.template import TemplateBackend
@@ -68,38 +69,62 @@ def test_a_worker_refuses_a_step_that_is_not_its_own(tmp_path: Path) -> None:
         GateWorker(step=step_of(Stage.generate), daemon=settings.daemon, spec=settings.spec)
 
 
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def flow_tasks(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[list[Task]]:
+    """Every task row of one run of the whole flow, shared by the tests that only read them (one run, not one per
+    stage); the stage workers poll fast, as `tests/pipeline/conftest.py` makes them for a test of its own."""
+    tmp_path = tmp_path_factory.mktemp("flow")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(StageWorker, "IDLE_SLEEP_S", 0.02)
+        mp.setattr(StageWorker, "RETRY_BASE_S", 0.01)
+        async with Store(url=f"sqlite+aiosqlite:///{tmp_path / 'clkt.db'}") as store, _replay() as replay:
+            yield await _run_flow(_settings(tmp_path, usgs_url=replay.base_url("usgs")), store)
+
+
 @pytest.mark.parametrize("stage", list(Stage), ids=[s.value for s in Stage])
-async def test_every_task_of_the_stage_has_the_configured_attempts(stage: Stage, store: Store, tmp_path: Path) -> None:
-    async with _replay() as replay:
-        tasks = await _run_flow(_settings(tmp_path, usgs_url=replay.base_url("usgs")), store)
+def test_every_task_of_the_stage_has_the_configured_attempts(stage: Stage, flow_tasks: list[Task]) -> None:
+    tasks = flow_tasks
     mine = [t for t in tasks if t.stage == stage]
     assert len(mine) == QUAKES, [(t.stage, t.entity_id) for t in tasks]
     assert {t.max_attempts for t in mine} == {ATTEMPTS}
     assert {t.status for t in mine} == {LeaseStatus.done}
 
 
-@pytest.mark.parametrize("stage", list(Stage), ids=[s.value for s in Stage])
-async def test_a_try_past_the_task_timeout_fails_and_is_tried_again(
-    stage: Stage, store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    worker = step_of(stage).worker
-    hung: list[int] = []
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def hung_flow(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[tuple[list[Task], dict[Stage, int]]]:
+    """One run of the flow in which the first try of the first task of every stage never ends by itself (within
+    `daemon.task_timeout_s` = 1 s): every task row, and the hung task of each stage."""
+    tmp_path = tmp_path_factory.mktemp("hung-flow")
+    hung: dict[Stage, int] = {}
 
     async def hang_once(original: Process, self: StageWorker, task: TaskLease, ctx: ServiceContext) -> None:
-        if not hung:  # the first try of the first task of this stage never ends by itself
-            hung.append(task.id)
+        if self.stage not in hung:
+            hung[self.stage] = task.id
             await asyncio.Event().wait()
         await original(self, task, ctx)
 
-    _wrap_process(monkeypatch, worker, hang_once)
-    async with _replay() as replay:
-        tasks = await _run_flow(_settings(tmp_path, usgs_url=replay.base_url("usgs"), task_timeout_s=2.0), store)
-    (task,) = [t for t in tasks if t.id == hung[0]]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(StageWorker, "IDLE_SLEEP_S", 0.02)
+        mp.setattr(StageWorker, "RETRY_BASE_S", 0.01)
+        for worker in {step_of(stage).worker for stage in Stage}:
+            _wrap_process(mp, worker, hang_once)
+        async with Store(url=f"sqlite+aiosqlite:///{tmp_path / 'clkt.db'}") as store, _replay() as replay:
+            settings = _settings(tmp_path, usgs_url=replay.base_url("usgs"), task_timeout_s=1.0)
+            yield await _run_flow(settings, store), hung
+
+
+@pytest.mark.parametrize("stage", list(Stage), ids=[s.value for s in Stage])
+def test_a_try_past_the_task_timeout_fails_and_is_tried_again(
+    stage: Stage, hung_flow: tuple[list[Task], dict[Stage, int]]
+) -> None:
+    tasks, hung = hung_flow
+    assert set(hung) == set(Stage)
+    (task,) = [t for t in tasks if t.id == hung[stage]]
     assert task.stage == stage and task.status == LeaseStatus.done and task.attempts == 2
     assert task.last_error is not None
     assert task.last_error.startswith(f"TaskTimeout: {stage.value} task {task.id} (try 1 of {ATTEMPTS})")
-    assert "ran past daemon.task_timeout_s = 2 s" in task.last_error
-    assert all(t.attempts == 1 for t in tasks if t.id != task.id)
+    assert "ran past daemon.task_timeout_s = 1 s" in task.last_error
+    assert all(t.attempts == 1 for t in tasks if t.id not in hung.values())  # the others: one try each
 
 
 async def test_a_timeout_of_the_work_itself_keeps_its_own_error(

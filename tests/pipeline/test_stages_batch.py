@@ -28,7 +28,7 @@ from tests.pipeline._harness import add_entity, answers, pipeline_settings, runn
 def _fast(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(BatchedModel, "POLL_DEFER_S", 0.05)
     monkeypatch.setattr(BatchService, "TICK_S", 0.05)
-    monkeypatch.setattr(StageWorker, "IDLE_SLEEP_S", 0.02)
+    monkeypatch.setattr(StageWorker, "IDLE_SLEEP_S", 0.05)
     with override_allow_model_requests(True):  # only the fake server on 127.0.0.1 is ever reached
         yield
 

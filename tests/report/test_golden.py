@@ -15,8 +15,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -24,7 +22,7 @@ import pytest
 from clkt.evaluate.summary import JobSummary
 from clkt.report.writer import report_dir, write_report
 from storage.engine import Store
-from tests.conftest import REPO
+from tests.cli._in_process import clkt
 from tests.report._store import MODELS, SNAPSHOT_ID, old_summary, seed_report_store
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -76,8 +74,7 @@ def test_clkt_report_prints_and_writes_the_same(tmp_path: Path) -> None:
     asyncio.run(seed())
     cfg = tmp_path / "c.toml"
     cfg.write_text(f'data_dir = "{tmp_path}"\n', encoding="utf-8")
-    res = subprocess.run([sys.executable, "-m", "clkt.cli", "report", SNAPSHOT_ID, "--config", str(cfg)], check=False, capture_output=True,
-                         text=True, cwd=REPO, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "220"})
+    res = clkt("report", SNAPSHOT_ID, "--config", str(cfg), columns=220, timeout_s=300)  # clkt.cli.main, in this process
     assert res.returncode == 0, res.stderr
     if UPDATE:
         (GOLDEN / "clkt-report.stdout").write_text(res.stdout.replace(str(tmp_path), "<data_dir>"), encoding="utf-8")
