@@ -23,5 +23,5 @@ async def entity_domains(session: AsyncSession, entity_ids: Collection[int]) -> 
         rows = await session.execute(
             select(col(Entity.id), col(Entity.domain)).where(col(Entity.id).in_(ids[i : i + _CHUNK]))
         )
-        out.update({int(e): str(d) for e, d in rows.all()})
+        out.update({int(e): str(d) for e, d in rows.all() if e is not None})
     return out
