@@ -25,6 +25,7 @@ def held_needles(frozen: Path) -> set[str]:
             row = json.loads(line)
             out.update(str(o) for o in row["options"])
             out.add(row["question"])
+            out.update(str(row[k]) for k in ("qid", "entity_id") if row.get(k) is not None)  # ids name them too
     for f in sorted((frozen / "docs").glob("*.jsonl")):
         for line in f.read_text(encoding="utf-8").splitlines():
             row = json.loads(line)
@@ -48,6 +49,8 @@ async def test_a_held_snapshot_publishes_no_held_entity_name_or_fact(store: Stor
     # the factories' entities: "<domain> a<domain><i>", answers "a<domain><i>-right-<k>": the external ids name them all
     ext = {f"a{d}{i}" for d in ("movies", "music", "sports", "disasters") for i in range(2)}
     assert len(needles) > 50
+    rows = [json.loads(line) for line in (frozen / "questions" / "en.jsonl").read_text().splitlines()]
+    assert {r["split"] for r in rows} == {"val", "test"} and all(str(r["qid"]) in needles for r in rows)
     assert leaks(hub, REPO, [*needles, *ext]) == []
     tree = hub.tree(REPO)
     mine = sorted(p for p in tree if p.startswith(f"snapshots/{a}/"))
