@@ -4,7 +4,8 @@ two targets (`--compare A B`) and the predictions behind every figure (`--predic
 
 A result is kept in the data dir and read back while the store has not changed (`clkt.report.board_cache`;
 `--no-cache` computes afresh). Refused with one line and exit 2 (`clkt.report.window`): an unknown spec, target, strategy or scorer, a period
-that does not parse for `snapshot.cadence`, `--from` after `--to`, a window with no snapshot, `--json` with `--csv`.
+that does not parse for `snapshot.cadence`, `--from` after `--to`, a window with no snapshot, `--json` with `--csv`,
+an unknown `--by` key. `--by domain|size|asymmetry`: the paper's tables over the window (`clkt.cli.leaderboard_by`).
 """
 
 from __future__ import annotations
@@ -32,7 +33,9 @@ from clkt.cli.common import (
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from clkt.report.leaderboard_data import Comparison, Estimate, Leaderboard, LeaderRow
+    from clkt.config import Settings
+    from clkt.report.by_domain import DomainBoard
+    from clkt.report.leaderboard_data import Comparison, Estimate, Leaderboard, LeaderboardQuery, LeaderRow
 
 __all__ = ["register"]
 
@@ -160,6 +163,32 @@ def _csv(board: Leaderboard) -> str:
     return buf.getvalue()
 
 
+def _check_by(by: str | None, transfer_pairs: str, *, compare: bool, predictions: bool) -> None:
+    from clkt.report.by_domain import BY_KEYS
+
+    if by is not None and by not in BY_KEYS:
+        raise fail(f"--by: unknown key {by!r}; known: {', '.join(BY_KEYS)}")
+    if transfer_pairs not in ("learned", "all"):
+        raise fail(f"--transfer-pairs: {transfer_pairs!r}; known: learned, all")
+    if by is not None and (compare or predictions):
+        raise fail("--by with --compare or --predictions: choose one")
+
+
+def _by(settings: Settings, q: LeaderboardQuery, by: str, transfer_pairs: str, *, as_json: bool, as_csv: bool) -> None:
+    from clkt.cli.leaderboard_by import write_by
+    from clkt.report.domain_board import load_domain_board
+
+    sizes = {t.name: (t.family, t.size_b) for t in settings.spec.targets if t.size_b is not None} \
+        if q.spec == settings.spec.name else {}
+
+    async def read() -> DomainBoard:
+        async with open_store(settings) as store:
+            return await load_domain_board(store, q, transfer_pairs="all" if transfer_pairs == "all" else "learned",
+                                           sizes=sizes)
+
+    write_by(run_async(read), by, as_json=as_json, as_csv=as_csv)
+
+
 def leaderboard(
     config: ConfigOption = None,
     spec: Annotated[str | None, typer.Option("--spec", help="the spec (default: the configured one)")] = None,
@@ -177,6 +206,10 @@ def leaderboard(
                                                       help="fewer distinct test questions: too few, not ranked (default 50)")] = None,
     bootstrap: Annotated[int | None, typer.Option("--bootstrap", min=100, max=10_000, help="bootstrap draws (default 1000)")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="compute afresh, not from the kept result of an unchanged store")] = False,
+    by: Annotated[str | None, typer.Option("--by", help="the paper's tables over the window: domain (Table 2), size "
+                                                        "(Figure 4) or asymmetry (McNemar per language pair)")] = None,
+    transfer_pairs: Annotated[str, typer.Option("--transfer-pairs", help="--by: Transfer's mean over the pairs whose "
+                                                "train language 'learned' (clkt) or over 'all' pairs (the paper)")] = "learned",
 ) -> None:
     from clkt.report.basics import BOOTSTRAP_SAMPLES
     from clkt.report.board_cache import board_cache_dir, cached_leaderboard
@@ -184,6 +217,7 @@ def leaderboard(
 
     if as_json and as_csv:
         raise fail("--json and --csv: choose one")
+    _check_by(by, transfer_pairs, compare=compare is not None, predictions=predictions is not None)
     settings = load_cli_settings(config)
     name = spec or settings.spec.name
     q = LeaderboardQuery(
@@ -194,6 +228,9 @@ def leaderboard(
     )
     if predictions is not None and not predictions.parent.is_dir():
         raise fail(f"--predictions: no folder {predictions.parent}")
+    if by is not None:
+        _by(settings, q, by, transfer_pairs, as_json=as_json, as_csv=as_csv)
+        return
 
     async def read() -> tuple[Leaderboard, int | None]:
         async with read_store(settings) as store:

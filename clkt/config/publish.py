@@ -53,7 +53,7 @@ class PublishSettings(Section):
     include_adapters: bool = False  # the best epoch's LoRA adapter of every LoRA job (found on this machine)
     # the newest N frozen snapshots of the spec keep their test questions and answers back (0: none held)
     hold_back_periods: int = Field(default=1, ge=0, le=120)
-    hold_documents: bool = True  # a held snapshot's documents are held with its test questions (else published)
+    hold_documents: bool = True  # ignored since issue 35: a held snapshot publishes no document (nor any question)
     token_env: str = Field(default="HF_TOKEN", pattern=_ENV_NAME)  # the environment variable with the Hub token
     endpoint: str | None = Field(default=None, max_length=512)  # None: huggingface_hub's own (HF_ENDPOINT or the Hub)
     timeout_s: float = Field(default=120.0, gt=0, le=3600)  # one HTTP request to the Hub

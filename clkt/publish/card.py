@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from clkt.publish.state import Hold, PublishState
+from clkt.publish.state import LEAKY_LAYOUT, Hold, PublishState
 from clkt.snapshots.card import SOURCE_LICENCES
 from clkt.snapshots.layout import SnapshotManifest
 from storage.retractions import RetractionRecord
@@ -27,6 +27,7 @@ __all__ = [
     "SnapshotCard",
     "errata_markdown",
     "front_matter",
+    "leak_erratum",
     "render_repo_card",
     "render_snapshot_card",
 ]
@@ -58,6 +59,12 @@ class EarlierRevision:
     committed_at: datetime
     held: bool | None = None
     retracted: int | None = None
+    layout: int = 1  # the folder layout its commit marker names (1 when it names none)
+
+    @property
+    def leaked(self) -> bool:
+        """Published while held under layout 1 (or held unknown): its validation questions named held entities."""
+        return self.layout <= LEAKY_LAYOUT and self.held is not False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -136,14 +143,31 @@ def _citation(snapshot_id: str | None, content_sha256: str | None) -> list[str]:
 def _held_note(held: int) -> list[str]:
     if not held:
         return []
-    return [f"{held} retracted question(s) of a test split still held back are left out and not listed here (not even",
-            "by qid): they are listed, with their reasons and dates, in the commit that releases that split.", ""]
+    return [f"{held} retracted question(s) of a snapshot still held back are left out and not listed here (not even",
+            "by qid): they are listed, with their reasons and dates, in the commit that releases that snapshot.", ""]
 
 
-def errata_markdown(retractions: Sequence[RetractionRecord], *, title: str, held: int = 0) -> str:
+def leak_erratum(history: Sequence[EarlierRevision]) -> list[str]:
+    """The erratum of earlier revisions that published a held snapshot's validation questions (layout 1; they name
+    the held entities and state their facts, so that hold-back did not hide them); no line when there are none."""
+    leaky = [r for r in history if r.leaked]
+    if not leaky:
+        return []
+    revs = ", ".join(f"{r.revision} (commit `{r.commit_oid[:12]}`" + (")" if r.held else ", hold not recorded)")
+                     for r in leaky)
+    return ["**Erratum (hold-back leak)**: revision(s) " + revs + " of this snapshot were published while it was held",
+            "back, by an earlier layout that still published its validation questions (and, unless",
+            "`publish.hold_documents` held them, its documents and predictions). Those questions name the held",
+            "entities and state their facts, so that hold-back did not hide them; the repo's history keeps them. From",
+            "layout 2 on a held snapshot publishes nothing about its entities.", ""]
+
+
+def errata_markdown(retractions: Sequence[RetractionRecord], *, title: str, held: int = 0,
+                    history: Sequence[EarlierRevision] = ()) -> str:
     """`ERRATA.md`: every retraction with its reason and date (by qid; never the question's text); `held`: how many
-    more there are of held test splits (counted, never named)."""
-    lines = [f"# {title}", ""]
+    more there are of held snapshots (counted, never named); `history`: a snapshot's earlier revisions (their
+    leak erratum, if any)."""
+    lines = [f"# {title}", "", *leak_erratum(history)]
     if not retractions:
         return "\n".join([*lines, "No question has been retracted." if not held else "", *_held_note(held), ""])
     lines += ["Retracted questions are left out of every publish revision after their retraction (all languages,",
@@ -157,14 +181,16 @@ def errata_markdown(retractions: Sequence[RetractionRecord], *, title: str, held
 
 def _hold_lines(state: PublishState, hold: Hold) -> list[str]:
     if state.held:
-        what = "test questions and answers" + (" and its documents" if state.hold_documents else "")
         return ["## Held back", "",
-                f"This snapshot's {what} are **held back** so that they do not leak into the pretraining of the next",
-                f"models: it is among the newest {hold.periods} frozen snapshot(s) of its spec. They are {hold.describe()};",
-                "they are then published in a new revision. Validation questions"
-                + ("" if state.hold_documents else ", documents") + " and metadata are published now.", ""]
+                "This snapshot is **held back** so that it does not leak into the pretraining of the next models: it is",
+                f"among the newest {hold.periods} frozen snapshot(s) of its spec. Nothing that names one of its entities",
+                "or states one of its facts is published: its validation and test questions and answers, its documents,",
+                "every model's predictions and adapters, and the qids of its retractions are held. They are",
+                f"{hold.describe()}; they are then published together in one new revision. Published now: the manifest",
+                "(counts per domain, hashes), the aggregate report (per domain and language pair) and the job configs.",
+                ""]
     if hold.periods:
-        return ["## Held back", "", "Nothing: the test split was released (a newer snapshot was frozen).", ""]
+        return ["## Held back", "", "Nothing: the snapshot was released (a newer snapshot was frozen).", ""]
     return []
 
 
@@ -198,13 +224,13 @@ def render_snapshot_card(card: SnapshotCard, configs: Sequence[Config]) -> str:
     if m.redated:
         lines += ["**Offline demonstration data**: recorded items were re-dated; do not use this as a benchmark result.", ""]
     lines += _hold_lines(st, card.hold)
-    lines += ["## Errata", ""]
+    lines += ["## Errata", "", *leak_erratum(card.history)]
     if card.retractions:
         lines += [f"{len(card.retractions)} question(s) retracted and left out of this revision (all languages, the",
                   "predictions and the report): see `../ERRATA.md`.", ""]
         lines += [f"- qid {r.qid} ({r.retracted_at.date().isoformat()}): {_cell(r.reason)}" for r in card.retractions]
         lines.append("")
-    elif not card.held_retractions:
+    elif not card.held_retractions and not leak_erratum(card.history):
         lines += ["None.", ""]
     lines += _held_note(card.held_retractions)
     lines += [
@@ -253,9 +279,10 @@ def render_repo_card(repo: str, entries: Sequence[RepoEntry], configs: Sequence[
           f"{'yes' if e.report else 'not yet'} |" for e in entries],
         "",
         "## Held back", "",
-        "The test questions and answers of the newest snapshots are held back (not in any file of this repo) so",
-        "that they do not leak into the pretraining data of the next models; each is released in a new commit",
-        "when enough newer snapshots are frozen (the table says until when).", "",
+        "The newest snapshots are held back: their questions and answers (both splits), documents, predictions and",
+        "adapters are in no file of this repo, so that they do not leak into the pretraining data of the next",
+        "models; each is released in one new commit when enough newer snapshots are frozen (the table says until",
+        "when).", "",
         "## Loading", "",
         "```python", "import datasets", f'ds = datasets.load_dataset("{repo}", "{first}")', "```", "",
         "Configs: `<snapshot id>-qa_<lang>` (validation, test), `<snapshot id>-docs_<lang>` (train: the documents),",

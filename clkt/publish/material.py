@@ -10,11 +10,10 @@ from pathlib import Path
 from clkt.config import PublishSettings
 from clkt.publish.card import EarlierRevision, RepoEntry
 from clkt.publish.state import SnapshotPlan, hold_of
-from clkt.publish.tree import SnapshotMaterial, held_test_qids, job_key
+from clkt.publish.tree import SnapshotMaterial, held_qids, job_key
 from clkt.report.writer import load_report_data
 from clkt.snapshots.builder import clkt_version
 from clkt.snapshots.card import SOURCE_LICENCES
-from clkt.snapshots.content import load_item_refs
 from clkt.snapshots.layout import SnapshotData
 from storage.engine import Store
 from storage.enums import LeaseStatus
@@ -122,25 +121,17 @@ def _adapters(jobs: list[GpuJobRecord]) -> dict[str, Path]:
 async def repo_errata(
     store: Store, *, repo: str, branch: str, snapshot_ids: list[str], plan: SnapshotPlan, data: SnapshotData,
 ) -> tuple[list[RetractionRecord], int]:
-    """The retractions the repo's `ERRATA.md` names, and how many it only counts: those of a test split the branch
-    still holds back (this snapshot's by this revision, another's by its latest revision) are never named."""
-    this_held = held_test_qids(data) if plan.state.held else frozenset()
+    """The retractions the repo's `ERRATA.md` names, and how many it only counts: those of a snapshot the branch
+    still holds back (this snapshot by this revision, another by its latest revision) are never named (a held
+    snapshot names none of its questions, of either split)."""
+    this_held = held_qids(data) if plan.state.held else frozenset()
     named: list[RetractionRecord] = []
     hidden = 0
     async with store.session() as s:
         latest = await latest_revisions(s, repo=repo, branch=branch)
-        tests: dict[str, frozenset[int]] = {}
         for r in await retractions_of(s, snapshot_ids):
-            if r.snapshot_id == plan.record.id:
-                held = r.qid in this_held
-            elif r.snapshot_id in latest and latest[r.snapshot_id].held:
-                if r.snapshot_id not in tests:
-                    tests[r.snapshot_id] = frozenset(it.qid for it in await load_item_refs(s, r.snapshot_id)
-                                                     if it.split == "test")
-                held = r.qid in tests[r.snapshot_id]
-            else:
-                held = False
-            if held:
+            mine = r.snapshot_id == plan.record.id
+            if r.qid in this_held if mine else (r.snapshot_id in latest and latest[r.snapshot_id].held):
                 hidden += 1
             else:
                 named.append(r)

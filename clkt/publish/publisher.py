@@ -34,7 +34,7 @@ from clkt.errors import SnapshotError, UserError
 from clkt.publish.card import EarlierRevision
 from clkt.publish.hub import HubClient, HubCommit, HubUnavailable
 from clkt.publish.material import gather_material, known_sources, repo_entries, repo_errata
-from clkt.publish.state import SnapshotPlan, marker, parse_marker, plan_snapshot
+from clkt.publish.state import SnapshotPlan, marker, parse_layouts, parse_marker, plan_snapshot
 from clkt.publish.tree import snapshot_folder, write_repo_files, write_snapshot_folder
 from clkt.snapshots.layout import SnapshotData, load_snapshot_dir
 from storage.engine import Store
@@ -192,7 +192,7 @@ class Publisher:
             known = any(r.revision == rev and r.state_key == key for r in local)
             return outcome(OutcomeKind.unchanged, rev, commit.oid, recorded=known)
         revision = max([0, *(r for r, _, _ in on_hub), *(r.revision for r in local)]) + 1
-        earlier = self._earlier(on_hub, local)
+        earlier = self._earlier(on_hub, local, snapshot_id=record.id)
         material = await gather_material(self.store, self.publish_cfg, plan, data, revision=revision, history=earlier)
         prefix = _staging_prefix(target.repo, target.branch, record.id)
         for left in self.staging_dir.glob(prefix + "*"):  # what a killed try of this task left (we hold its lease)
@@ -228,13 +228,16 @@ class Publisher:
         return outcome(OutcomeKind.committed, revision, oid, files=len(paths), deleted=len(deletions))
 
     @staticmethod
-    def _earlier(on_hub: list[tuple[int, str, HubCommit]], local: list[RevisionRecord]) -> list[EarlierRevision]:
+    def _earlier(on_hub: list[tuple[int, str, HubCommit]], local: list[RevisionRecord], *,
+                 snapshot_id: str) -> list[EarlierRevision]:
         known = {r.revision: r for r in local}
         out: list[EarlierRevision] = []
         for rev, _, c in sorted(on_hub, key=lambda t: t[0]):
             rec = known.get(rev)
+            layout = parse_layouts(c.title + "\n" + c.message).get((snapshot_id, rev), 1)
             out.append(EarlierRevision(revision=rev, commit_oid=c.oid, committed_at=c.created_at,
-                                       held=rec.held if rec else None, retracted=rec.retracted if rec else None))
+                                       held=rec.held if rec else None, retracted=rec.retracted if rec else None,
+                                       layout=layout))
         return out
 
     @staticmethod

@@ -4,8 +4,9 @@ A **publish revision** of a snapshot on a repo and branch is one Hub commit. It 
 the frozen folder (and its id and hashes) never changes. What a revision is built from is its `PublishState`:
 
 - the frozen snapshot (id, content sha256);
-- whether its test questions are held back (`Hold`: it is among the newest `publish.hold_back_periods` frozen
-  snapshots of its spec) and, when held, whether its documents are held too (`publish.hold_documents`);
+- whether it is held back (`Hold`: it is among the newest `publish.hold_back_periods` frozen snapshots of its spec):
+  a held snapshot publishes nothing that names one of its entities or states one of its facts (no questions of
+  either split, no documents, no predictions, no adapters; layout 2, issue 35), so `hold_documents` is its `held`;
 - its retractions (the retracted qids);
 - its report: the fingerprint of the finished GPU jobs of its current report (`storage.reports.current_report`),
   None while its jobs run;
@@ -14,7 +15,8 @@ the frozen folder (and its id and hashes) never changes. What a revision is buil
 `state_key` is the sha256 of that state. A publish whose state key is the one of the revision the Hub already
 has is a no-op; any other state is the next revision (n + 1). The key and the revision number travel in the
 commit's message (`marker`), so the Hub's own history says which revision it holds (`parse_marker`), whatever
-the local store remembers.
+the local store remembers; the marker also names the folder's layout (`parse_layouts`; a marker without one is of
+layout 1, whose held revisions published their validation questions and, by `publish.hold_documents`, documents).
 """
 
 from __future__ import annotations
@@ -45,13 +47,17 @@ __all__ = [
     "SnapshotPlan",
     "hold_of",
     "marker",
+    "parse_layouts",
     "parse_marker",
     "plan_snapshot",
 ]
 
-LAYOUT = 1  # the layout of a published snapshot's folder; part of the state (a new layout is a new revision)
+LAYOUT = 2  # the layout of a published snapshot's folder; part of the state (a new layout is a new revision)
+# 1: a held snapshot published its validation questions (and, by publish.hold_documents, its documents); 2: nothing
+LEAKY_LAYOUT = 1
 _CADENCES: dict[str, Cadence] = {"monthly": "monthly", "weekly": "weekly", "daily": "daily", "rolling": "rolling"}
-_MARKER = re.compile(r"^clkt-publish: snapshot=(?P<sid>\S+) revision=(?P<rev>\d+) state=(?P<key>[0-9a-f]{64})$", re.M)
+_MARKER = re.compile(r"^clkt-publish: snapshot=(?P<sid>\S+) revision=(?P<rev>\d+) state=(?P<key>[0-9a-f]{64})"
+                     r"(?: layout=(?P<layout>\d+))?$", re.M)
 
 
 class Included(BaseModel):
@@ -77,7 +83,7 @@ class PublishState(BaseModel):
     snapshot_id: str
     content_sha256: str
     held: bool
-    hold_documents: bool  # meaningful when held
+    hold_documents: bool  # layout 2: the same as `held` (a held snapshot's documents are always held)
     retracted: list[int]  # sorted public qids
     report_fingerprint: str | None
     include: Included
@@ -164,7 +170,7 @@ async def plan_snapshot(session: Session, record: SnapshotRecord, *, publish: Pu
                                                           or publish.include_configs or publish.include_adapters) else None
     state = PublishState(
         snapshot_id=record.id, content_sha256=record.content_sha256, held=hold.held,
-        hold_documents=hold.held and publish.hold_documents, retracted=sorted(r.qid for r in retractions),
+        hold_documents=hold.held, retracted=sorted(r.qid for r in retractions),
         report_fingerprint=report.fingerprint if report is not None else None, include=Included.of(publish),
     )
     return SnapshotPlan(record=record, hold=hold, retractions=retractions, report=report, state=state)
@@ -172,9 +178,15 @@ async def plan_snapshot(session: Session, record: SnapshotRecord, *, publish: Pu
 
 def marker(snapshot_id: str, revision: int, state_key: str) -> str:
     """The line of a commit message that names the snapshot, the publish revision and its state."""
-    return f"clkt-publish: snapshot={snapshot_id} revision={revision} state={state_key}"
+    return f"clkt-publish: snapshot={snapshot_id} revision={revision} state={state_key} layout={LAYOUT}"
 
 
 def parse_marker(text: str) -> list[tuple[str, int, str]]:
     """Every (snapshot id, revision, state key) a commit message names."""
     return [(m["sid"], int(m["rev"]), m["key"]) for m in _MARKER.finditer(text)]
+
+
+
+def parse_layouts(text: str) -> dict[tuple[str, int], int]:
+    """The folder layout of every (snapshot id, revision) a commit message names (1 when its marker names none)."""
+    return {(m["sid"], int(m["rev"])): int(m["layout"] or LEAKY_LAYOUT) for m in _MARKER.finditer(text)}

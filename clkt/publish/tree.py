@@ -5,19 +5,24 @@ A snapshot's folder in the repo (`snapshots/<snapshot id>/`):
 ```
 hf/README.md                         the snapshot's dataset card (configs qa_<lang>, docs_<lang>)
 hf/data/qa_<lang>-{validation,test}.jsonl, docs_<lang>-train.jsonl
-                                     the frozen `hf/` export's rows, minus the retracted questions, minus the test
-                                     split (and, by `publish.hold_documents`, the documents) while it is held back
-manifest.json                        the frozen manifest, as frozen
+                                     the frozen `hf/` export's rows, minus the retracted questions (none while held)
+manifest.json                        the frozen manifest, as frozen (counts per domain, hashes: no entity)
 report/                              the report recomputed from the stored results without the retracted questions
-predictions/<model>__<strategy>__<train_lang>.jsonl   every answer of every finished job (minus held, retracted)
+                                     (aggregates per domain and language pair: no entity)
+predictions/<model>__<strategy>__<train_lang>.jsonl   every answer of every finished job (minus retracted; none
+                                     while held)
 jobs/<model>__<strategy>__<train_lang>.json           the job's config, summary and library versions
-adapters/<model>__<strategy>__<train_lang>/           the best epoch's LoRA adapter (publish.include_adapters)
+adapters/<model>__<strategy>__<train_lang>/           the best epoch's LoRA adapter (publish.include_adapters; none
+                                     while held: an adapter trained on the held documents carries their facts)
 ERRATA.md, publish.json, SHA256SUMS  the snapshot's retractions, the revision's state, every file's sha256
 ```
 
 and the repo's own `README.md` and `ERRATA.md` (`write_repo_files`). Rows are filtered line by line from the
-verified frozen files (a kept row's bytes are the frozen ones), so a held question's text and qid never reach a
-file: the folder is built from what may be published, never built whole and then cleaned.
+verified frozen files (a kept row's bytes are the frozen ones). A held snapshot (issue 35, layout 2) publishes
+nothing that names one of its entities or states one of its facts: no question of either split (the split into
+validation and test is by question, so validation questions name the test's entities), no document, no prediction,
+no adapter and no retraction by qid; on release everything appears in one commit. The folder is built from what
+may be published, never built whole and then cleaned.
 """
 
 from __future__ import annotations
@@ -55,7 +60,7 @@ from storage.retractions import RetractionRecord
 __all__ = [
     "SnapshotMaterial",
     "configs_of",
-    "held_test_qids",
+    "held_qids",
     "job_key",
     "snapshot_folder",
     "write_repo_files",
@@ -167,6 +172,7 @@ def write_snapshot_folder(root: Path, mat: SnapshotMaterial) -> list[str]:
     plan, data, state = mat.plan, mat.data, mat.plan.state
     base = root / snapshot_folder(plan.record.id)
     frozen = data.path
+    base.mkdir(parents=True, exist_ok=True)
     written, published = _write_rows(base, mat)  # relative to `base`
     shutil.copyfile(frozen / MANIFEST_FILE, base / MANIFEST_FILE)
     written.append(MANIFEST_FILE)
@@ -175,11 +181,12 @@ def write_snapshot_folder(root: Path, mat: SnapshotMaterial) -> list[str]:
         written += sorted(p.relative_to(base).as_posix() for p in (base / "report").rglob("*") if p.is_file())
     n_predictions = _write_predictions(base, mat, written)
     _write_jobs_and_adapters(base, mat, written)
-    # a retracted question of a held test split is counted, never named (not even by qid) until the split is released
-    hidden = held_test_qids(data) if state.held else frozenset()
+    # a retracted question of a held snapshot is counted, never named (not even by qid) until it is released
+    hidden = held_qids(data) if state.held else frozenset()
     named = [r for r in plan.retractions if r.qid not in hidden]
     n_hidden = len(plan.retractions) - len(named)
-    _write(base / "ERRATA.md", errata_markdown(named, title=f"Errata of {plan.record.id}", held=n_hidden))
+    _write(base / "ERRATA.md", errata_markdown(named, title=f"Errata of {plan.record.id}", held=n_hidden,
+                                               history=mat.history))
     written.append("ERRATA.md")
     _write_publish_info(base, mat, named, n_hidden)
     written.append("publish.json")
@@ -187,7 +194,7 @@ def write_snapshot_folder(root: Path, mat: SnapshotMaterial) -> list[str]:
         manifest=data.manifest, sources=sorted({d.source for rows in data.docs.values() for d in rows}), state=state,
         hold=plan.hold, retractions=named, held_retractions=n_hidden, revision=mat.revision, history=mat.history,
         published=published, has_report=mat.report is not None, predictions=n_predictions, jobs=len(mat.jobs),
-        adapters=len(mat.adapters), manifest_sha256=sha256_file(frozen / MANIFEST_FILE),
+        adapters=0 if state.held else len(mat.adapters), manifest_sha256=sha256_file(frozen / MANIFEST_FILE),
     )
     hf_configs = [  # the card sits in hf/: its paths are relative to it
         Config(name=c.name, files=tuple((s, p.removeprefix("hf/")) for s, p in c.files))
@@ -202,17 +209,16 @@ def write_snapshot_folder(root: Path, mat: SnapshotMaterial) -> list[str]:
 
 
 def _write_rows(base: Path, mat: SnapshotMaterial) -> tuple[list[str], dict[str, dict[str, int]]]:
-    """The `hf/` question rows (without the retracted ones and a held test split) and documents (unless held):
-    the paths written, and per language and split how many rows were published."""
+    """The `hf/` question rows (without the retracted ones) and documents, none while the snapshot is held: the paths
+    written, and per language and split how many rows were published."""
     data, state = mat.data, mat.plan.state
     frozen, retracted = data.path, frozenset(state.retracted)
     written: list[str] = []
-    published: dict[str, dict[str, int]] = {}
+    published: dict[str, dict[str, int]] = {lang: {} for lang in data.languages}
+    if state.held:
+        return written, published
     for lang in data.languages:
-        published[lang] = {}
-        for split, hf_split in _SPLITS:
-            if split == "test" and state.held:
-                continue
+        for _, hf_split in _SPLITS:
             rel = f"hf/data/qa_{lang}-{hf_split}.jsonl"
             src = frozen / rel
             if not src.is_file():
@@ -222,24 +228,21 @@ def _write_rows(base: Path, mat: SnapshotMaterial) -> tuple[list[str], dict[str,
                 _write(base / rel, "".join(kept))
                 written.append(rel)
                 published[lang][hf_split] = len(kept)
-    if not state.hold_documents:
-        for lang in data.languages:
-            rel = f"hf/data/docs_{lang}-train.jsonl"
-            if (frozen / rel).is_file():
-                (base / rel).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(frozen / rel, base / rel)
-                written.append(rel)
+    for lang in data.languages:
+        rel = f"hf/data/docs_{lang}-train.jsonl"
+        if (frozen / rel).is_file():
+            (base / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(frozen / rel, base / rel)
+            written.append(rel)
     return written, published
 
 
 def _write_predictions(base: Path, mat: SnapshotMaterial, written: list[str]) -> int:
-    """Every job's predictions (without a held test split and the retracted questions), one file a job; how many."""
+    """Every job's predictions (without the retracted questions; none while held), one file a job; how many."""
     state = mat.plan.state
     retracted = frozenset(state.retracted)
     by_job: dict[str, list[dict[str, object]]] = {}
-    for p in mat.predictions:
-        if state.held and p.split == "test":
-            continue
+    for p in [] if state.held else mat.predictions:
         row = _prediction_row(p)
         if row["qid"] in retracted:
             continue
@@ -259,7 +262,7 @@ def _write_jobs_and_adapters(base: Path, mat: SnapshotMaterial, written: list[st
         _write(base / rel, json.dumps(_job_config(job, mat.versions), ensure_ascii=False, indent=1, sort_keys=True)
                + "\n")
         written.append(rel)
-    for key, folder in sorted(mat.adapters.items()):
+    for key, folder in [] if mat.plan.state.held else sorted(mat.adapters.items()):
         for f in sorted(folder.iterdir()):
             if f.is_file() and f.name.startswith("adapter_"):
                 rel = f"adapters/{key}/{f.name}"
@@ -283,9 +286,9 @@ def _write_publish_info(base: Path, mat: SnapshotMaterial, named: list[Retractio
     _write(base / "publish.json", json.dumps(publish_info, ensure_ascii=False, indent=1, sort_keys=True) + "\n")
 
 
-def held_test_qids(data: SnapshotData) -> frozenset[int]:
-    """The qids of a snapshot's test split (what a hold keeps back)."""
-    return frozenset(data.qids("test"))
+def held_qids(data: SnapshotData) -> frozenset[int]:
+    """The qids a hold keeps back: every question of the snapshot (both splits; layout 2)."""
+    return frozenset(data.qids())
 
 
 def write_repo_files(

@@ -7,7 +7,8 @@
     /snapshots/{id}             one snapshot: counts, quotas filled, files, and its report (Table 2, Learn, ...)
     /publish                    publishing to the Hub: the publish queue, the revisions committed, the retractions
     /leaderboard                results pooled over a window of snapshots per target, a paired comparison, the
-                                known-rate curves (`clkt.web.leaderboard`); its trend.png, known-rate.png and
+                                known-rate curves (`clkt.web.leaderboard`); /leaderboard/domains: the paper's tables
+                                over the window (`clkt.web.domains`); its trend.png, known-rate.png and
                                 predictions.csv
     /files/snapshot/{id}/{path} a snapshot folder's file (read-only, traversal-safe)
     /files/report/{id}/{path}   a report folder's file
@@ -43,6 +44,7 @@ from clkt.report.writer import report_dir
 from clkt.sources.board import SourceBoard
 from clkt.status import publish_status
 from clkt.web import views
+from clkt.web.domains import domains_form, domains_view
 from clkt.web.files import file_response, safe_join
 from clkt.web.leaderboard import BoardCache, form_of, known_rate_image, leaderboard_view, predictions_rows, trend_image
 from clkt.web.security import HostGuard, security_middlewares
@@ -300,6 +302,17 @@ async def leaderboard_image(request: web.Request) -> web.Response:
     return web.Response(body=png, content_type="image/png")
 
 
+async def leaderboard_domains(request: web.Request) -> web.Response:
+    ctx = request.app[CTX_KEY]
+    try:
+        form = domains_form(request.query)
+    except ValueError as e:
+        return _error(request, 400, str(e))
+    v = await domains_view(ctx.store, spec=ctx.spec, snapshot=ctx.snapshot, form=form)
+    return _render(request, "leaderboard_domains.html", status=400 if v.error else 200, title="Leaderboard by domain",
+                   active="leaderboard", v=v)
+
+
 async def leaderboard_csv(request: web.Request) -> web.StreamResponse:
     import csv
     import io
@@ -347,6 +360,7 @@ def add_pages(app: web.Application, ctx: PageContext) -> None:
         web.get("/snapshots/{id}", snapshot_page),
         web.get("/publish", publish_page),
         web.get("/leaderboard", leaderboard),
+        web.get("/leaderboard/domains", leaderboard_domains),
         web.get("/leaderboard/{name:trend\\.png|known-rate\\.png}", leaderboard_image),
         web.get("/leaderboard/predictions.csv", leaderboard_csv),
         web.get("/files/snapshot/{id}/{path:.+}", snapshot_file),

@@ -56,6 +56,10 @@ def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str,
         (["--to", "2025-13"], "--to: invalid period '2025-13': month 13 out of range"),
         (["--json", "--csv"], "--json and --csv: choose one"),
         (["--predictions", "/nonexistent/dir/p.csv"], "--predictions: no folder /nonexistent/dir"),
+        (["--by", "colour"], "--by: unknown key 'colour'; known: domain, size, asymmetry"),
+        (["--by", "domain", "--transfer-pairs", "some"], "--transfer-pairs: 'some'; known: learned, all"),
+        (["--by", "domain", "--compare", "alpha", "beta"], "--by with --compare or --predictions: choose one"),
+        (["--by", "domain", "--spec", "nope"], "no frozen snapshot of spec 'nope'"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(lb_store: tuple[Path, WindowStore], capsys: pytest.CaptureFixture[str],
@@ -143,3 +147,28 @@ def test_a_result_is_kept_and_read_back_while_the_store_is_unchanged(
     assert {p.name: p.stat().st_mtime_ns for p in kept.glob("*.json")} == files  # read, not written again
     code, fresh, _ = _run([*argv, "--no-cache"], capsys)
     assert code == 0 and json.loads(fresh) == json.loads(first)
+
+
+@pytest.mark.usefixtures("wide_console")
+def test_by_domain_size_and_asymmetry(lb_store: tuple[Path, WindowStore], capsys: pytest.CaptureFixture[str]) -> None:
+    cfg, _ = lb_store
+    base = ["leaderboard", "--config", str(cfg), "--bootstrap", "100"]
+    code, out, err = _run([*base, "--by", "domain", "--json"], capsys)
+    assert code == 0, err
+    board = json.loads(out)
+    assert board["transfer_pairs"] == "learned" and len(board["asymmetry"]) == 3  # en-fr of 3 target x scorer groups
+    domains = {c["domain"] for c in board["cells"]}
+    assert domains == {"movies", "music", "sports", "all", "avg"}
+    code, out, err = _run([*base, "--by", "domain", "--csv", "--transfer-pairs", "all", "--target", "beta"], capsys)
+    assert code == 0, err
+    rows = list(csv.DictReader(out.splitlines()))
+    assert {r["target"] for r in rows} == {"beta"} and {r["transfer_over"] for r in rows} == {"all"}
+    assert {"overall_mean", "overall_std", "overall_ci_low", "transfer_pairs", "transfer_n", "transfer_over"} <= set(rows[0])
+    code, out, err = _run([*base, "--by", "asymmetry", "--csv"], capsys)
+    assert code == 0, err
+    assert out.splitlines()[0] == "target,strategy,scorer,lang_1,lang_2,forward,backward,p_value,stronger"
+    code, out, err = _run([*base, "--by", "domain"], capsys)
+    assert code == 0, err
+    assert "Table 2 over the window" in out and "mean ± std" in out and "(paper)" in out and "(clkt)" in out
+    code, out, err = _run([*base, "--by", "size"], capsys)
+    assert code == 0 and "no target in the window has a size_b" in out, out

@@ -80,14 +80,17 @@ async def test_held_questions_never_reach_the_hub_and_are_released_when_a_later_
     assert "released" in root and "held until the snapshot of 2025-07" in root
 
 
-async def test_documents_of_a_held_snapshot_may_be_published(store: Store, tmp_path: Path, hub: FakeHub) -> None:
+async def test_documents_of_a_held_snapshot_are_held_whatever_hold_documents_says(
+    store: Store, tmp_path: Path, hub: FakeHub
+) -> None:
     settings = publish_settings(tmp_path, hub.url, hold_back_periods=1, hold_documents=False)
     a = await seed_snapshot(store, settings, month=5, prefix="a", report=False)
     assert (await publish_now(store, settings, a)).outcome is not None
     tree = hub.tree(REPO)
-    assert {f"snapshots/{a}/hf/data/docs_{lang}-train.jsonl" for lang in LANGS} <= set(tree)
-    qids, texts = held_test_items(settings.snapshot.out_dir / "demo" / "2025-05")
-    assert leaks(hub, REPO, [*texts, *map(str, qids)]) == []
+    assert not any(p.startswith(f"snapshots/{a}/hf/data/") for p in tree)  # issue 35: they name the held entities
+    out_a = settings.snapshot.out_dir / "demo" / "2025-05"
+    qids, texts = held_test_items(out_a)
+    assert leaks(hub, REPO, [*texts, *map(str, qids), *_docs(out_a)]) == []
 
 
 def _rows(data: bytes) -> list[dict[str, object]]:
@@ -158,7 +161,7 @@ async def test_a_retracted_held_question_is_counted_not_named_until_its_split_is
     assert hub.history(REPO)[0].title == f"Publish {a} revision 2"
     assert leaks(hub, REPO, [str(q), "secret-reason-xyz", *texts]) == []
     for path in ("ERRATA.md", f"snapshots/{a}/ERRATA.md"):
-        assert "1 retracted question(s) of a test split still held back" in hub.tree(REPO)[path].decode()
+        assert "1 retracted question(s) of a snapshot still held back" in hub.tree(REPO)[path].decode()
     await seed_snapshot(store, settings, month=6, prefix="b", on_frozen=hook)  # releases a
     await _burst(store, svc)
     tree = hub.tree(REPO)

@@ -111,3 +111,22 @@ async def test_the_guards_and_crawled_text(board: Board) -> None:
     assert (await c.head("/leaderboard")).status == 200
     assert 'href="/leaderboard"' in await (await c.get("/")).text()  # linked from the nav
     assert (await c.get("/leaderboard?from=" + "9" * 300)).status == 400
+
+
+async def test_the_domains_page_shows_table2_sizes_and_asymmetry(board: Board) -> None:
+    html = await (await board.client.get("/leaderboard")).text()
+    assert 'href="/leaderboard/domains" id="by-domain"' in html
+    r = await board.client.get("/leaderboard/domains?from=2025-01&to=2025-02&scorer=generate")
+    html = await r.text()
+    assert r.status == 200, html
+    for needle in ('id="table2"', "Window 2025-01 .. 2025-02", "cpt-lora, generate", "mean ± std (paper)", "[CI] (clkt)",
+                   "<td>movies</td>", "<td>avg</td>", 'id="asymmetry"', "<td>en–fr</td>", 'id="sizes"',
+                   '<option value="learned" selected>'):
+        assert needle in html, needle
+    assert "cpt-lora, option-loglik" not in html
+    html = await (await board.client.get("/leaderboard/domains?transfer=all")).text()
+    assert '<option value="all" selected>' in html
+    r = await board.client.get("/leaderboard/domains?transfer=most")
+    assert r.status == 400 and "transfer: &#39;most&#39;; known: learned, all" in await r.text()
+    r = await board.client.get("/leaderboard/domains?from=2024-01&to=2024-02")
+    assert r.status == 400 and "no snapshot of spec" in await r.text()

@@ -1,0 +1,84 @@
+"""Scores over training seeds (issue 35, item 1: the statistics; the jobs' seed identity is not wired yet): the
+runs of one (target, strategy, scorer) with several injection seeds, each pooled as the leaderboard pools a
+job's answers (`clkt.report.pooled`), give per metric of the table
+
+- each seed's value (`metric_of` over that seed's sums, Transfer over the pairs whose train language learned in
+  that seed),
+- their mean and the **between-seed spread** (sample std over seeds, ddof 1; None for one seed),
+- the **sampling interval** of the mean: the window's draws of entities (`Draws`, the leaderboard's), the seeds
+  fixed,
+- the **total interval**, covering both: in each draw the entities are the draw's (shared by every seed: the
+  seeds answer the same questions) and the seeds are resampled with replacement among themselves (a two-level
+  bootstrap), so the run-to-run variance of the injection is inside it. With one seed it is the sampling
+  interval, which is the leaderboard's own interval of that job.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from clkt.report.leaderboard import learned_trains, metric_of
+from clkt.report.metric_table import PAIR_METRICS
+from clkt.report.pooled import Answers, Draws, Layout, boot_matrix, draw_sums, full_sums, nanmean, percentile_ci, pool
+
+__all__ = ["SeedMetric", "SeedSummary", "over_seeds"]
+
+
+class SeedMetric(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    per_seed: dict[int, float | None]  # seed -> its value
+    mean: float | None  # over the seeds with a value
+    between_seed_std: float | None  # sample std over seeds (ddof 1); None under two seeds
+    sampling_ci: tuple[float, float] | None = None  # entities drawn, seeds fixed
+    total_ci: tuple[float, float] | None = None  # entities drawn and seeds resampled
+
+
+class SeedSummary(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    seeds: list[int]
+    metrics: dict[str, SeedMetric] = Field(default_factory=dict)  # per metric of the table ("overall", ...)
+
+
+def _per_seed(answers: Sequence[Answers], layout: Layout, draws: Draws | None) -> dict[str, tuple[float, np.ndarray | None]]:
+    pooled = pool(answers, layout)
+    s = full_sums(layout, pooled.counts.sum(axis=0))
+    interp = np.asarray([bool(x) for x in learned_trains(layout, s)], dtype=bool)
+    mask = np.asarray([bool(interp[layout.train_index[lt]]) for lt, _ in layout.pairs], dtype=bool)
+    d = None
+    if draws is not None and len(pooled.keys):
+        reduced = draws.sums(pooled.keys, boot_matrix(layout, pooled.counts))
+        d = draw_sums(layout, np.sum(list(reduced.values()), axis=0))
+    return {m.key: (float(metric_of(m, s, mask)), metric_of(m, d, mask) if d is not None else None) for m in PAIR_METRICS}
+
+
+def over_seeds(
+    by_seed: Mapping[int, Sequence[Answers]], layout: Layout, *, draws: Draws | None, seed: int = 0,
+) -> SeedSummary:
+    """Each metric over the seeds of one group (see the module docstring); `seed`: the seed resampling's."""
+    seeds = sorted(by_seed)
+    per = {s: _per_seed(by_seed[s], layout, draws) for s in seeds}
+    out: dict[str, SeedMetric] = {}
+    for m in PAIR_METRICS:
+        values = np.asarray([per[s][m.key][0] for s in seeds], dtype=float)
+        ok = values[~np.isnan(values)]
+        std = float(ok.std(ddof=1)) if len(ok) >= 2 else None
+        sampling = total = None
+        boots = [per[s][m.key][1] for s in seeds]
+        if seeds and all(b is not None for b in boots):
+            v = np.stack([b for b in boots if b is not None])  # (S, B)
+            sampling = percentile_ci(nanmean(v, axis=0))
+            rng = np.random.default_rng([seed, zlib.crc32(b"seeds"), len(seeds)])
+            pick = rng.integers(0, len(seeds), size=(v.shape[1], len(seeds)))  # (B, S): the seeds of each draw
+            resampled = v[pick.T, np.arange(v.shape[1])[None, :]]  # (S, B)
+            total = percentile_ci(nanmean(resampled, axis=0))
+        out[m.key] = SeedMetric(
+            per_seed={s: (None if np.isnan(x) else float(x)) for s, x in zip(seeds, values.tolist(), strict=True)},
+            mean=float(ok.mean()) if len(ok) else None, between_seed_std=std, sampling_ci=sampling, total_ci=total,
+        )
+    return SeedSummary(seeds=seeds, metrics=out)
