@@ -182,7 +182,7 @@ def _by(settings: Settings, q: LeaderboardQuery, by: str, transfer_pairs: str, *
         if q.spec == settings.spec.name else {}
 
     async def read() -> DomainBoard:
-        async with open_store(settings) as store:
+        async with read_store(settings) as store:
             return await load_domain_board(store, q, transfer_pairs="all" if transfer_pairs == "all" else "learned",
                                            sizes=sizes)
 
