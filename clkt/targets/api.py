@@ -20,8 +20,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from clkt.errors import ConfigError
-
 if TYPE_CHECKING:
     from agents.cache import CachedModel, CallCache
     from agents.factory import ModelFactory, ResolvedModel
@@ -110,7 +108,7 @@ class ApiTargets:
             )
         except ClktError:
             raise
-        except Exception as e:  # noqa: BLE001  # provider errors left after the limiter's retries: one line
+        except Exception as e:  # provider errors left after the limiter's retries: one line
             raise AgentError(f"target {target.name}: {type(e).__name__}: {e}"[:500]) from e
         text = "".join(p.content for p in response.parts if isinstance(p, TextPart))
         return ApiAnswer(
