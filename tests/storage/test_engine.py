@@ -173,9 +173,10 @@ async def test_a_store_one_migration_behind_is_upgraded_to_head(tmp_path: Path) 
         pass
     previous = ScriptDirectory.from_config(_alembic_config()).get_revision(HEAD_REVISION).down_revision
     async with Store(url=url, migrate=False) as store, store.transaction() as s:
-        # the head migration changes no table (it rewrites gpu_job rows: tests/storage/test_gpu_job_shapes.py)
+        # the head migration adds the in-context track's table: the store one behind has none
+        await s.execute(text("DROP TABLE incontext_answer"))
         await s.execute(text("UPDATE alembic_version SET version_num = :r"), {"r": previous})
     async with Store(url=url) as store, store.session() as s:
         rev = (await s.execute(text("SELECT version_num FROM alembic_version"))).scalar()
         names = {r[0] for r in (await s.execute(text("SELECT name FROM sqlite_master WHERE type='table'"))).all()}
-    assert rev == HEAD_REVISION and {"result_pack", "gpu_job"} <= names
+    assert rev == HEAD_REVISION and {"result_pack", "gpu_job", "incontext_answer"} <= names
