@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from clkt.snapshots.layout import QuestionRow, SnapshotData
     from storage.engine import Store
 
-__all__ = ["InContextTrack", "TrackCounts"]
+__all__ = ["InContextTrack", "TrackCounts", "TrackStopped"]
 
 ANSWERED, UNPARSED, SKIPPED = "answered", "unparsed", "skipped"
 
@@ -46,6 +46,14 @@ class TrackCounts:
     unparsed: int = 0  # answers that state no letter (scored wrong)
     failed: int = 0  # calls that failed (the run stops; a rerun asks them again)
     errors: list[str] = field(default_factory=list)
+
+
+class TrackStopped(AgentError):
+    """A call of the track failed: what was answered is stored, a rerun resumes (`counts`: this run's)."""
+
+    def __init__(self, message: str, *, counts: TrackCounts) -> None:
+        super().__init__(message)
+        self.counts = counts
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +111,7 @@ class InContextTrack:
         )
 
     async def run(self) -> TrackCounts:
-        """Ask every missing prompt, storing answers chunk by chunk; `AgentError` (after storing what was
+        """Ask every missing prompt, storing answers chunk by chunk; `TrackStopped` (after storing what was
         answered) when a call failed: a rerun resumes there and pays for nothing twice."""
         sid = self.snapshot.manifest.snapshot_id
         async with self.store.session() as s:
@@ -130,9 +138,10 @@ class InContextTrack:
                 records.append(rec)
             await self._store(records)
             if counts.failed:
-                raise AgentError(
+                raise TrackStopped(
                     f"in-context track of {self.target} on {sid}: {counts.failed} call(s) failed "
-                    f"({counts.errors[0]}); {counts.asked} answered this run are stored, a rerun resumes"
+                    f"({counts.errors[0]}); {counts.asked} answered this run are stored, a rerun resumes",
+                    counts=counts,
                 )
         return counts
 
