@@ -52,7 +52,7 @@ async def add_incontext_answers(session: AsyncSession, records: Sequence[InConte
 async def incontext_keys(session: AsyncSession, snapshot_id: str, target: str) -> set[tuple[int, str, str]]:
     """(qid, context_lang, lang) of every stored answer of `target` on `snapshot_id`."""
     rows = await session.execute(
-        select(InContextAnswer.qid, InContextAnswer.context_lang, InContextAnswer.lang).where(
+        select(col(InContextAnswer.qid), col(InContextAnswer.context_lang), col(InContextAnswer.lang)).where(
             col(InContextAnswer.snapshot_id) == snapshot_id, col(InContextAnswer.target) == target
         )
     )
