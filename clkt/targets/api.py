@@ -57,7 +57,8 @@ class ApiAnswer:
     input_tokens: int
     output_tokens: int
     cost_usd: float  # the call's price (the same figure whether it was paid now or replayed from the cache)
-    cached: bool  # answered from the LLM cache (paid for nothing now)
+    cached: bool  # answered from the LLM cache (paid for nothing now; read from the model's hit count, so only
+    # exact when no other call of the same model runs at the same moment)
 
 
 class ApiTargets:
@@ -79,14 +80,8 @@ class ApiTargets:
         """The cached, rate-limited model of `target` for `stage` (the call records' stage: probe, incontext)."""
         key = (target.name, stage)
         if key not in self._models:
-            from agents.factory import _provider_model, resolve_model
-
-            f = self.factory
-            r = resolve_model(f.agents, target.model, key=f"target {target.name}", secret=f.secret)
-            raw = _provider_model(r, f.limiter(r.provider, r.settings), clients=f.clients)
-            self._models[key] = f.wrap(
-                raw, model=target.model, provider=r.provider, stage=stage, prompt_version=TARGET_PROMPT_VERSION,
-                paced_at_wire=True,
+            self._models[key] = self.factory.for_model(
+                target.model, key=f"target {target.name}", stage=stage, prompt_version=TARGET_PROMPT_VERSION
             )
         return self._models[key]
 
