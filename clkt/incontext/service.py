@@ -4,8 +4,8 @@ Runs only when the spec has an API target (`backend = "api"`): those have no GPU
 measured. Local targets take the track with `clkt incontext SNAPSHOT` (it loads the model in that process, away
 from the GPU queue's). Each (snapshot, target) runs until its track is complete; a provider failing mid-track is
 retried after a backoff, and the track resumes where its stored answers stop (the calls are cached). Once every
-API target's track of a snapshot is complete and the snapshot has no GPU jobs, its report is written (with GPU jobs,
-the report writer's report after them includes the track).
+API target's track of a snapshot is complete, its report is written, unless GPU jobs of the snapshot are still open
+(the report writer's report after them includes the track).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, ClassVar
 from clkt import clock
 from clkt.incontext.runner import run_incontext
 from clkt.targets.api import ApiTargets, api_targets_for, is_api_target
-from storage.enums import SnapshotStatus
+from storage.enums import LeaseStatus, SnapshotStatus
 from storage.gpu_jobs import jobs_for_snapshot
 from storage.snapshots import list_snapshots
 
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["InContextService"]
 
 log = logging.getLogger(__name__)
+_OPEN = (LeaseStatus.pending, LeaseStatus.leased)  # a GPU job the report writer still waits for
 
 
 class InContextService:
@@ -87,11 +88,12 @@ class InContextService:
         return out
 
     async def _report(self, ctx: ServiceContext, snapshot_id: str) -> None:
-        """The snapshot's report, when no GPU job will write one."""
+        """The snapshot's report, unless a GPU job still open will have the report writer write it (with the
+        track): with no GPU job, or every one finished (its report, written before the track ended, is rewritten)."""
         from clkt.report.writer import report_dir, write_report
 
         async with ctx.store.session() as s:
-            if await jobs_for_snapshot(s, snapshot_id):
+            if any(j.status in _OPEN for j in await jobs_for_snapshot(s, snapshot_id)):
                 return
         await write_report(ctx.store, snapshot_id, report_dir(self.data_dir, snapshot_id), spec=self.spec)
         log.info("in-context track of %s complete; report written", snapshot_id)

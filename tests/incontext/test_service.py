@@ -39,3 +39,29 @@ async def test_a_frozen_snapshot_gets_the_track_then_its_report(store: Store, tm
         assert await service.run_due(ctx) == []  # complete: nothing more
     md = (tmp_path / "reports" / SNAPSHOT_ID / "report.md").read_text(encoding="utf-8")
     assert "In-context track (contextual, not pooled with the parametric results)" in md
+
+
+async def test_an_open_gpu_job_leaves_the_report_to_the_report_writer(store: Store, tmp_path: Path) -> None:
+    from sqlmodel import update
+
+    from storage.gpu_jobs import enqueue_gpu_jobs
+    from storage.models import GpuJob, LeaseStatus
+
+    await seed_store(store, write_tiny_snapshot(tmp_path / "snap"))
+    async with store.transaction() as s:
+        await enqueue_gpu_jobs(s, snapshot_id=SNAPSHOT_ID, targets=["m"], strategies=["cpt-lora"], train_langs=["en"],
+                               max_attempts=1)
+    spec = SpecSettings(name="tiny", targets=[api_target()], languages=["en", "fr"])
+    report = tmp_path / "reports" / SNAPSHOT_ID / "report.md"
+    async with FakeOpenAI() as server, aiohttp.ClientSession() as http:
+        server.script = [{"text": "B"}] * 12
+        service = InContextService(spec=spec, agents=fake_agents(server.base_url), gpu=GpuSettings(max_new_tokens=8),
+                                   daemon=DaemonSettings(), data_dir=tmp_path, secret=no_secrets, burst=True)
+        ctx = ServiceContext(store=store, http=http, owner="t", metrics=Metrics())
+        assert await service.run_due(ctx) == [SNAPSHOT_ID]
+        assert not report.exists()  # the job is pending: its report will carry the track
+        async with store.transaction() as s:
+            await s.execute(update(GpuJob).values(status=LeaseStatus.done))
+        service.done.clear()  # as after a restart: the track is complete, nothing is asked
+        assert await service.run_due(ctx) == [SNAPSHOT_ID] and server.stats.calls == 12
+    assert report.exists()
