@@ -23,9 +23,18 @@ from clkt.report.clustered import EntityDraws, accuracy_interval, entity_draws, 
 from clkt.report.metric_table import OVERALL, PAIR_METRICS, TRANSFER
 from clkt.report.metrics import SummaryCell
 from clkt.report.pooled import nanmean, percentile_ci
+from clkt.report.stats import mcnemar_exact
 from storage.incontext import NO_CONTEXT, InContextRecord
 
-__all__ = ["INCONTEXT_TITLE", "InContextAccuracy", "InContextPair", "InContextTarget", "incontext_lines", "incontext_results"]
+__all__ = [
+    "INCONTEXT_TITLE",
+    "DocumentHelps",
+    "InContextAccuracy",
+    "InContextPair",
+    "InContextTarget",
+    "incontext_lines",
+    "incontext_results",
+]
 
 _ALL = "all"
 INCONTEXT_TITLE = "In-context track (contextual, not pooled with the parametric results)"
@@ -52,6 +61,18 @@ class InContextPair(_Frozen):
     transfer: float | None
 
 
+class DocumentHelps(_Frozen):
+    """The c-questions answered with the c document against the same questions without it (the floor)."""
+
+    context_lang: str
+    n: int
+    with_document: int  # right with the document
+    floor: int  # right without it
+    gained: int  # right only with the document
+    lost: int  # right only without it
+    p_value: float  # exact McNemar, two-sided
+
+
 class InContextTarget(_Frozen):
     """One target's in-context track on a snapshot."""
 
@@ -60,6 +81,7 @@ class InContextTarget(_Frozen):
     overall: MetricSummary
     transfer: MetricSummary
     accuracy: list[InContextAccuracy]  # per (context language, test language); context "" is the floor
+    helps: list[DocumentHelps]  # per context language: does the document help in its own language?
     answered: int
     unparsed: int  # no letter: scored wrong
     skipped: int  # the prompt cannot fit the model's context even with the document cut: left out
@@ -79,6 +101,22 @@ def _accuracies(rows: Sequence[InContextRecord], draws: EntityDraws) -> list[InC
         k = sum(r.correct for r in rs)
         ci = accuracy_interval([(r.correct, r.entity_id) for r in rs], draws)
         out.append(InContextAccuracy(context_lang=c, lang=lang, n=len(rs), correct=k, accuracy=k / len(rs), ci=ci))
+    return out
+
+
+def _helps(rows: Sequence[InContextRecord], contexts: Sequence[str]) -> list[DocumentHelps]:
+    kept = [r for r in rows if r.status != "skipped"]
+    floor = {(r.qid, r.lang): r.correct for r in kept if r.context_lang == NO_CONTEXT}
+    out: list[DocumentHelps] = []
+    for c in contexts:
+        both = [(r.correct, floor[(r.qid, c)]) for r in kept
+                if r.context_lang == c and r.lang == c and (r.qid, c) in floor]
+        if not both:
+            continue
+        gained, lost = sum(d and not f for d, f in both), sum(f and not d for d, f in both)
+        out.append(DocumentHelps(context_lang=c, n=len(both), with_document=sum(d for d, _ in both),
+                                 floor=sum(f for _, f in both), gained=gained, lost=lost,
+                                 p_value=mcnemar_exact(gained, lost)))
     return out
 
 
@@ -119,7 +157,7 @@ def _target(target: str, rows: Sequence[InContextRecord], *, languages: Sequence
         target=target, pairs=pairs,
         overall=_summary([p.overall for p in pairs], per[OVERALL.key]),
         transfer=_summary([p.transfer for p in pairs], per[TRANSFER.key]),
-        accuracy=_accuracies(rows, draws),
+        accuracy=_accuracies(rows, draws), helps=_helps(rows, contexts),
         answered=sum(r.status == "answered" for r in rows), unparsed=sum(r.status == "unparsed" for r in rows),
         skipped=sum(r.status == "skipped" for r in rows), truncated=sum(r.truncated for r in rows),
         input_tokens=sum(r.input_tokens for r in rows), output_tokens=sum(r.output_tokens for r in rows),
@@ -176,6 +214,15 @@ def incontext_lines(targets: Sequence[InContextTarget], table2: Sequence[Summary
             f"| {t.input_tokens} / {t.output_tokens} | {t.cost_usd:.4f} |"
         )
     lines.append("")
+    for t in targets:
+        for h in t.helps:
+            lines.append(
+                f"- {t.target}, {h.context_lang} questions: {h.with_document}/{h.n} right with the {h.context_lang} "
+                f"document, {h.floor}/{h.n} without it (the floor); exact McNemar p = {h.p_value:.3g} "
+                f"({h.gained} gained, {h.lost} lost)"
+            )
+    if any(t.helps for t in targets):
+        lines.append("")
     for t in targets:
         lines += [f"### {t.target}: accuracy by document and question language", "",
                   "| document | question | n | accuracy % [95% CI] |", "|---|---|---|---|"]

@@ -42,6 +42,10 @@ async def test_the_section_reads_the_stored_answers(store: Store, tmp_path: Path
     assert floor["en"].correct == 3 and floor["fr"].accuracy == 0.0
     assert (t.skipped, t.truncated, t.answered) == (1, 25, 72)
     assert t.input_tokens == 7300 and abs(t.cost_usd - 0.0073) < 1e-9
+    helps = {h.context_lang: h for h in t.helps}
+    # en questions: right with the en document 12/12, without it 3/12 (q % 4 == 0): 9 gained, none lost
+    assert (helps["en"].with_document, helps["en"].floor, helps["en"].gained, helps["en"].lost) == (12, 3, 9, 0)
+    assert helps["en"].p_value < 0.01 and helps["fr"].floor == 0
     md = "\n".join(incontext_lines([t], []))
     assert f"## {INCONTEXT_TITLE}" in md and "| api-t |" in md and "none (floor)" in md
-    assert "not ranked and not pooled" in md
+    assert "not ranked and not pooled" in md and "exact McNemar p = 0.00391" in md
