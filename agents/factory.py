@@ -218,6 +218,15 @@ class ModelFactory:
             raw, model=model, provider=r.provider, stage=role, prompt_version=prompt_version, paced_at_wire=True
         )
 
+    def for_model(self, model: str, *, key: str, stage: str, prompt_version: str) -> CachedModel:
+        """Limits + cache around any model string the roles accept (an API target's: `clkt.targets.api`), online;
+        `key` names the setting for errors, `stage` labels its call records."""
+        r = resolve_model(self.agents, model, key=key, secret=self.secret)
+        raw = _provider_model(r, self.limiter(r.provider, r.settings), clients=self.clients)
+        return self.wrap(
+            raw, model=model, provider=r.provider, stage=stage, prompt_version=prompt_version, paced_at_wire=True
+        )
+
     def _batched(self, r: ResolvedModel, *, role: str, prompt_version: str) -> CachedModel:
         if self.batch_store is None or self.dispatcher is None:
             raise ConfigError("agents.mode", "batch mode needs the store (the daemon's backend), not an in-memory cache")

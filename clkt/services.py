@@ -16,6 +16,7 @@ from agents.backend import AgentBackend
 from clkt.config import Settings
 from clkt.context import Service
 from clkt.errors import ConfigError
+from clkt.incontext.service import InContextService
 from clkt.inject.commit import CommitHook
 from clkt.inject.consumer import GpuConsumer
 from clkt.pipeline.backends import build_backend
@@ -118,6 +119,10 @@ def build_services(settings: Settings, *, board: SourceBoard) -> list[Service]:
     if settings.gpu.enabled:
         services.append(gpu_consumer(settings))
         services.append(ReportService(data_dir=settings.data_dir, daemon=settings.daemon, spec=settings.spec))
+    # --- the in-context track of the API targets on each frozen snapshot (clkt.incontext) ---
+    if InContextService.wanted(settings.spec):
+        services.append(InContextService(spec=settings.spec, agents=settings.agents, gpu=settings.gpu,
+                                         daemon=settings.daemon, data_dir=settings.data_dir, secret=settings.secret))
     # --- publishing to the Hugging Face Hub by itself ([publish] repo + on_freeze / on_report) ---
     if settings.publish.automatic:
         services.append(publish_service(settings))

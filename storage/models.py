@@ -573,3 +573,26 @@ class ResultPack(SQLModel, table=True):
     entity_ids: bytes = Field(sa_column=Column(LargeBinary, nullable=False))  # little-endian int64 each
     flags: bytes = Field(sa_column=Column(LargeBinary, nullable=False))  # little-endian uint64 each
     created_at: datetime = _ts()
+
+
+class InContextAnswer(SQLModel, table=True):
+    """One answer of the in-context track (`clkt.incontext`): a target asked a snapshot's test question in `lang`
+    with the entity's `context_lang` document in the prompt ("" = no document: the no-context floor). Keyed by the
+    snapshot's public ids (qid, entity_id), so a rerun skips what is stored (`storage.incontext`)."""
+
+    __tablename__ = "incontext_answer"
+
+    snapshot_id: str = Field(primary_key=True, max_length=160)
+    target: str = Field(primary_key=True, max_length=128)
+    qid: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
+    context_lang: str = Field(primary_key=True, max_length=8)
+    lang: str = Field(primary_key=True, max_length=8)
+    entity_id: int = Field(sa_column=Column(BigInteger, nullable=False))
+    status: str = Field(max_length=16)  # answered | unparsed (no letter: wrong) | skipped (the prompt cannot fit)
+    letter: str | None = Field(default=None, max_length=1)
+    correct: bool = False
+    truncated: bool = False  # the document was cut to fit the model's context
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    created_at: datetime = _ts()

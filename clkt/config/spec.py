@@ -18,13 +18,16 @@ ScorerLiteral = Literal["option-loglik", "letter-logprob", "generate"]
 
 
 class TargetSettings(Section):
-    """A target model: the model we measure. `model` is a HF id, a local path, or `embedded:<name>`."""
+    """A target model: the model we measure. `model` is a HF id, a local path, or `embedded:<name>`; with
+    `backend = "api"` it is a model string the agents accept (`openai:gpt-4o-mini`, `anthropic:...`,
+    `<provider>:<model>` for an `[agents.providers.<provider>]` with a base_url) and `cutoff` is required: an API
+    target is probed and judged, takes the in-context track (`clkt.incontext`), and never goes to the GPU queue."""
 
     name: str
     model: str
     cutoff: date | None = None  # None: look up the registry of known cutoffs
     kind: Literal["base", "instruct"] = "base"
-    backend: Literal["local", "openai"] = "local"
+    backend: Literal["local", "openai", "api"] = "local"
     base_url: str | None = None  # for backend = "openai" (e.g. a vLLM server of the target)
     api_key_env: str | None = None
     family: str | None = None
@@ -32,6 +35,25 @@ class TargetSettings(Section):
     # None: [gpu] scorers, else by kind (base: option-loglik; instruct: generate); see clkt.evaluate.scorers
     scorers: list[ScorerLiteral] | None = Field(default=None, min_length=1)
     circular: bool | None = None  # None: [gpu] circular (CircularEval of the letter scorers; clkt.evaluate.circular)
+    # the model's context window in tokens (the in-context track truncates documents to fit; None: the track's
+    # default for API targets, the tokenizer's for local ones)
+    context_tokens: int | None = Field(default=None, ge=256, le=100_000_000)
+
+    @model_validator(mode="after")
+    def _api_target(self) -> TargetSettings:
+        if self.backend == "api":
+            provider, sep, name = self.model.partition(":")
+            if not sep or not provider or not name:
+                raise ValueError(
+                    f"target {self.name!r}: an API target's model must be '<provider>:<model>' "
+                    f"(e.g. 'openai:gpt-4o-mini'), got {self.model!r}"
+                )
+            if self.cutoff is None:
+                raise ValueError(
+                    f"target {self.name!r}: an API target ({self.model}) needs its declared knowledge cutoff "
+                    f"(cutoff = YYYY-MM-DD)"
+                )
+        return self
 
 
 EMBEDDED_TARGET = TargetSettings(

@@ -19,7 +19,9 @@ Local targets run through transformers in a worker thread, one generation at a t
 stays loaded between tasks); the worker probes up to `CONCURRENCY` entities at once and a `PromptBatcher`
 gathers their prompts into one generation per target (`clkt.targets.batching`: greedy decoding of a small
 batch costs about as much as of one prompt). `backend = "openai"` targets are asked over HTTP (e.g. a vLLM
-server), one request per prompt.
+server), one request per prompt. `backend = "api"` targets (a model string the agents accept) are asked through
+the agents' model stack (`clkt.targets.api`: the provider's limiter, the LLM call cache, the budget); a provider
+without a key stops the start (`ProbeWorker.from_config`).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from clkt.pipeline._entities import facts_of, load_entity, paid, source_document
 from clkt.pipeline.backends import backend_for
 from clkt.pipeline.batches import prefetch
 from clkt.pipeline.stage_worker import StageConfig, StageWorker, Step, finish
+from clkt.targets.api import ApiTargets, api_targets_for, check_api_targets, is_api_target
 from clkt.targets.batching import PromptBatcher
 from clkt.targets.summary import PROBE_PROMPT_VERSION, build_probe_prompt, probe_texts
 from storage.engine import Session
@@ -121,9 +124,11 @@ class ProbeWorker(StageWorker):
         self.secret = secret
         self.probe_fn: ProbeFn = probe_fn or self._probe
         self._batcher: PromptBatcher[str] | None = None
+        self._api: ApiTargets | None = None
 
     @classmethod
     def from_config(cls, step: Step, config: StageConfig) -> Self:
+        check_api_targets(config.spec.targets, config.agents, secret=config.secret)  # at start: keys, providers
         # several entities at once: their prompts share one local generation
         return cls(step=step, daemon=config.daemon, spec=config.spec, agents=config.agents, data_dir=config.data_dir,
                    device=config.device, secret=config.secret)
@@ -139,6 +144,11 @@ class ProbeWorker(StageWorker):
     async def _probe(self, target: TargetSettings, prompts: list[str], ctx: ServiceContext) -> list[str]:
         """`probe_target`, with the prompts of concurrent tasks for the same local target batched together."""
         max_new = self.agents.probe_max_new_tokens
+        if is_api_target(target):
+            if self._api is None:
+                self._api = api_targets_for(ctx, agents=self.agents, secret=self.secret)
+            api = self._api
+            return [(await api.ask(target, p, max_tokens=max_new, stage="probe")).text for p in prompts]
         if target.backend == "openai":
             return await probe_target(
                 target, prompts, http=ctx.http, max_new_tokens=max_new, data_dir=self.data_dir, device=self.device,

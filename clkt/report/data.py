@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from clkt.evaluate.summary import ControlCounts
 from clkt.report.basics import MIN_CELL_N
 from clkt.report.cutoff_curve import TargetKnowledge
+from clkt.report.incontext import InContextTarget
 from clkt.report.learn import LearnStat, LearnTest
 from clkt.report.metric_table import HEATMAP, PAIR_METRICS, TRANSFER, PairMetric
 from clkt.report.metrics import (
@@ -126,6 +127,9 @@ class ReportData(BaseModel):
     # the cutoff each target of the report really has, from the probe verdicts (`clkt.report.cutoff_curve`);
     # empty when the store holds no verdict of them (then metrics.json has no `knowledge` key)
     knowledge: list[TargetKnowledge] = Field(default_factory=list)
+    # the in-context track (`clkt.report.incontext`): contextual, never pooled with the rows above; left out of
+    # metrics.json when no target ran it on the snapshot
+    incontext: list[InContextTarget] = Field(default_factory=list, exclude_if=lambda v: not v)
 
     def job_learned(self, model: str, strategy: str, scorer: str, train_lang: str) -> bool | None:
         """None: no Learn test (no base or injected answers in the train language)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from clkt.report.data import LEARN_HEADER, ReportData, ci_text, grid, learn_rows, pct1, scenarios
+from clkt.report.incontext import incontext_lines
 from clkt.report.metric_table import PAIR_METRICS
 from clkt.report.metrics import BASE_FLAG_MEANS
 from clkt.report.stats import wilson_ci
@@ -86,6 +87,8 @@ def markdown(data: ReportData, figures: list[Path]) -> str:
         lines.append("")
     if data.knowledge:
         lines += _knowledge(data)
+    if data.incontext:
+        lines += incontext_lines(data.incontext, data.table2)
     if figures:
         lines += ["## Figures", ""]
         lines += [f"![{f.stem}]({f.name})" for f in figures]

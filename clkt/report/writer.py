@@ -31,6 +31,7 @@ import csv
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -57,6 +58,7 @@ from clkt.report.data import (
     scenarios,
 )
 from clkt.report.figures import heatmaps, size_plots
+from clkt.report.incontext import incontext_results
 from clkt.report.learn import LearnTest, learn_tests, stat_from_counts
 from clkt.report.markdown import markdown
 from clkt.report.metric_table import PAIR_METRICS
@@ -74,6 +76,7 @@ from clkt.report.metrics import (
 )
 from clkt.snapshots.ids import stable_qid
 from storage.gpu_jobs import jobs_for_snapshot, results_for_snapshot
+from storage.incontext import incontext_answers
 from storage.knowledge import known_by_month
 from storage.snapshots import find_snapshot
 from storage.targets import list_targets, snapshot_targets
@@ -132,6 +135,7 @@ async def load_report_data(
         validity = await snapshot_targets(s, snapshot_id=snapshot_id)
         verdicts = await known_by_month(s, targets=sorted({j.target_model for j in jobs})) if jobs else []
         registry = {t.name: t.cutoff for t in await list_targets(s)}
+        incontext_rows = await incontext_answers(s, snapshot_id)
     infos: list[JobInfo] = []
     unreadable: list[str] = []
     for j in jobs:
@@ -168,6 +172,10 @@ async def load_report_data(
         }
         data.knowledge.extend(knowledge_curves(verdicts, windows))
         data.notes.extend(f"contamination alarm: {k.summary}" for k in data.knowledge if k.alarm)
+    if incontext_rows:  # the in-context track: reported apart (never pooled with the parametric rows)
+        kept = [r for r in incontext_rows if r.qid not in exclude_qids]
+        data = data.model_copy(update={"incontext": await asyncio.to_thread(
+            partial(incontext_results, kept, languages=langs, snapshot_id=snapshot_id, seed=seed))})
     ran = {j.target_model for j in jobs}  # every target whose jobs ran on it, each on its valid entities
     return data.model_copy(update={"targets": [
         TargetValidity(target=v.target_name, status=v.status.value, entities=v.entities, excluded=v.excluded)

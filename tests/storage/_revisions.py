@@ -9,16 +9,21 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 async def store_at_revision(url: str, revision: str) -> None:
     """Create the store at `url` with the migrations up to `revision` (the later ones not applied)."""
+    await migrate_store(url, revision)
+
+
+async def migrate_store(url: str, revision: str, *, down: bool = False) -> None:
+    """Upgrade (or with `down`, downgrade) the existing store at `url` to `revision` with the migrations' own code."""
     from alembic import command
 
     from storage.engine import _alembic_config
 
-    def upgrade(sync_conn: Any) -> None:
-        command.upgrade(_alembic_config(sync_conn), revision)
+    def run(sync_conn: Any) -> None:
+        (command.downgrade if down else command.upgrade)(_alembic_config(sync_conn), revision)
 
     engine = create_async_engine(url)
     try:
         async with engine.begin() as conn:
-            await conn.run_sync(upgrade)
+            await conn.run_sync(run)
     finally:
         await engine.dispose()

@@ -27,6 +27,7 @@ from tests.report._store import SNAPSHOT_ID, seed_report_store
 from tests.roster._flow import build_june
 from tests.storage._urls import BACKENDS, empty_store_url
 
+PUBLIC_IDS = "584e9e4ac56b"  # the migration that gave snapshot_item and the views public ids
 VIEWS = ("v_fresh_entities", "v_snapshot_questions", "v_job_results", "v_pair_results", "v_snapshot_targets")
 
 
@@ -206,7 +207,8 @@ async def test_the_migration_fills_the_public_ids_of_existing_items(tmp_path: Pa
     """A store frozen before `snapshot_item` had public ids gets them from each question's identity on upgrade."""
     from alembic.script import ScriptDirectory
 
-    from storage.engine import HEAD_REVISION, _alembic_config
+    from storage.engine import _alembic_config
+    from tests.storage._revisions import migrate_store
 
     url = f"sqlite+aiosqlite:///{tmp_path / 'clkt.db'}"
     async with Store(url=url) as store:
@@ -214,13 +216,9 @@ async def test_the_migration_fills_the_public_ids_of_existing_items(tmp_path: Pa
         assert res.snapshot_id is not None
         async with store.session() as s:
             public = {it.question_row: (it.qid, it.entity_id) for it in await load_item_refs(s, res.snapshot_id)}
-    previous = ScriptDirectory.from_config(_alembic_config()).get_revision(HEAD_REVISION).down_revision
-    async with Store(url=url, migrate=False) as store, store.transaction() as s:
-        for view in ("v_job_results", "v_snapshot_questions"):
-            await s.execute(text(f"DROP VIEW {view}"))
-        for column in ("qid", "public_entity_id"):
-            await s.execute(text(f"ALTER TABLE snapshot_item DROP COLUMN {column}"))
-        await s.execute(text("UPDATE alembic_version SET version_num = :r"), {"r": previous})
+    before = ScriptDirectory.from_config(_alembic_config()).get_revision(PUBLIC_IDS).down_revision
+    assert isinstance(before, str)
+    await migrate_store(url, before, down=True)  # the store as the version before public ids left it
     async with Store(url=url) as store:
         rows = await _rows(store, "SELECT qid, entity_id, store_question_id FROM v_snapshot_questions")
     assert rows and all(public[r["store_question_id"]] == (r["qid"], r["entity_id"]) for r in rows)

@@ -1,0 +1,44 @@
+"""`clkt incontext SNAPSHOT [--target T]`: run the in-context track of a frozen snapshot (`clkt.incontext`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from clkt.cli.common import ConfigOption, console, fail, load_cli_settings, open_store, run_async
+
+__all__ = ["register"]
+
+
+def register(app: typer.Typer) -> None:
+    app.command("incontext", help="Run the in-context track (document in the prompt) of a frozen snapshot; "
+                                  "resumable, every call cached.")(incontext)
+
+
+def incontext(
+    snapshot: Annotated[str, typer.Argument(help="snapshot id")],
+    target: Annotated[list[str] | None, typer.Option("--target", help="only this target (repeatable)")] = None,
+    config: ConfigOption = None,
+) -> None:
+    from clkt.incontext.runner import TrackRun, run_incontext
+
+    settings = load_cli_settings(config)
+
+    async def go() -> list[TrackRun]:
+        async with open_store(settings) as store:
+            return await run_incontext(
+                store=store, snapshot_id=snapshot, spec=settings.spec, agents=settings.agents, gpu=settings.gpu,
+                data_dir=Path(settings.data_dir), secret=settings.secret, targets=target or None,
+            )
+
+    runs = run_async(go)
+    for r in runs:
+        c = r.counts
+        console.print(f"{r.target}: {c.asked} answered now, {c.already} already stored, {c.unparsed} without a letter, "
+                      f"{c.truncated} documents cut, {c.skipped} skipped (prompt too long)")
+    stopped = [r for r in runs if r.error]
+    if stopped:
+        raise fail(stopped[0].error or "", code=1)
+    console.print(f"then: clkt report {snapshot}")

@@ -1,0 +1,132 @@
+"""Who answers the in-context track's prompts: an API target through the agents' model stack (`ApiAsker`), or a
+local target in process through the GPU side's generate scorer (`LocalAsker`). Both answer at temperature 0 and
+give the completion's text and the letter the paper's parse reads in it (`clkt.evaluate.parse`)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from clkt.evaluate.parse import ParseMode, parse_letter
+from clkt.incontext.prompt import estimate_tokens
+
+if TYPE_CHECKING:
+    from clkt.config import TargetSettings
+    from clkt.targets.api import ApiTargets
+
+__all__ = ["DEFAULT_API_CONTEXT", "ApiAsker", "Asker", "LocalAsker", "Reply"]
+
+DEFAULT_API_CONTEXT = 8192  # an API target's context when it declares none (`context_tokens`): safe for any model
+_LOCAL_MAX_CONTEXT = 1_000_000  # a tokenizer's model_max_length above this is transformers' "unknown"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reply:
+    text: str
+    letter: str | None  # None: the answer states no letter (scored wrong, counted)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+
+
+class Asker(Protocol):
+    """Answers a target's prompts (in order). `cue`: whether the prompt ends with the answer cue (base models)."""
+
+    @property
+    def context_tokens(self) -> int: ...
+
+    @property
+    def cue(self) -> bool: ...
+
+    def count(self, text: str) -> int: ...
+
+    async def ask(self, prompts: Sequence[str]) -> list[Reply | BaseException]: ...
+
+
+class ApiAsker:
+    """An API target (`backend = "api"`), one call per prompt through its limiter, the LLM cache and the budget,
+    at most `concurrency` at once. A failed call is returned as its exception (the others are kept)."""
+
+    def __init__(
+        self, *, api: ApiTargets, target: TargetSettings, max_new_tokens: int, parse: ParseMode = "strict",
+        concurrency: int = 8,
+    ) -> None:
+        self.api = api
+        self.target = target
+        self.max_new_tokens = max_new_tokens
+        self.parse = parse
+        self._sem = asyncio.Semaphore(concurrency)
+
+    @property
+    def context_tokens(self) -> int:
+        return self.target.context_tokens or DEFAULT_API_CONTEXT
+
+    @property
+    def cue(self) -> bool:
+        return False  # one user turn: the chat model answers it
+
+    def count(self, text: str) -> int:
+        return estimate_tokens(text)
+
+    async def _one(self, prompt: str) -> Reply:
+        async with self._sem:
+            a = await self.api.ask(self.target, prompt, max_tokens=self.max_new_tokens, stage="incontext")
+        return Reply(text=a.text, letter=parse_letter(a.text, self.parse), input_tokens=a.input_tokens,
+                     output_tokens=a.output_tokens, cost_usd=a.cost_usd)
+
+    async def ask(self, prompts: Sequence[str]) -> list[Reply | BaseException]:
+        return list(await asyncio.gather(*(self._one(p) for p in prompts), return_exceptions=True))
+
+
+class LocalAsker:
+    """A loaded local target: the generate scorer (`clkt.evaluate.scorers.score_generate`) over the prompts,
+    rendered through the target's chat template when it is an instruct model, in a worker thread."""
+
+    def __init__(
+        self, *, model: Any, tokenizer: Any, target: TargetSettings, max_new_tokens: int, parse: ParseMode = "strict",
+        batch_size: int = 8,
+    ) -> None:
+        from clkt.targets.prompting import uses_chat_template
+
+        self.model = model
+        self.tokenizer = tokenizer
+        self.target = target
+        self.max_new_tokens = max_new_tokens
+        self.parse = parse
+        self.batch_size = batch_size
+        self._chat = uses_chat_template(target, tokenizer)
+
+    @property
+    def context_tokens(self) -> int:
+        if self.target.context_tokens:
+            return self.target.context_tokens
+        n = int(getattr(self.tokenizer, "model_max_length", 0) or 0)
+        if 0 < n <= _LOCAL_MAX_CONTEXT:
+            return n
+        return int(getattr(self.model.config, "max_position_embeddings", 2048))
+
+    @property
+    def cue(self) -> bool:
+        return not self._chat
+
+    def count(self, text: str) -> int:
+        from clkt.targets.prompting import render_prompt
+
+        r = render_prompt(self.target, self.tokenizer, text)
+        return len(self.tokenizer(r.text, add_special_tokens=r.add_special_tokens)["input_ids"])
+
+    def _score(self, prompts: Sequence[str]) -> list[Reply | BaseException]:
+        from clkt.evaluate.scorers import score_generate
+        from clkt.targets.prompting import render_prompt
+
+        rendered = [render_prompt(self.target, self.tokenizer, p) for p in prompts]
+        scored = score_generate(
+            self.model, self.tokenizer, rendered, batch_size=self.batch_size, max_new_tokens=self.max_new_tokens,
+            parse=self.parse,
+        )
+        return [Reply(text=s.raw, letter=s.predicted) for s in scored]
+
+    async def ask(self, prompts: Sequence[str]) -> list[Reply | BaseException]:
+        return await asyncio.to_thread(self._score, list(prompts))

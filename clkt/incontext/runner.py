@@ -1,0 +1,92 @@
+"""Run the in-context track of a frozen snapshot for the spec's targets (`clkt incontext SNAPSHOT`).
+
+API targets answer through the agents' model stack (their keys are checked first: a missing one stops the run
+before anything is asked); local targets are loaded in process and answer with the generate scorer
+(`[gpu] max_new_tokens` and `parse`, on the probe's device). The context languages are the spec's train
+languages present in the snapshot. Each target's track resumes where its answers stop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from clkt.errors import UserError
+from clkt.incontext.askers import ApiAsker, Asker, LocalAsker
+from clkt.incontext.track import InContextTrack, TrackCounts, TrackStopped
+from clkt.targets.api import ApiTargets, check_api_targets, is_api_target
+
+if TYPE_CHECKING:
+    from clkt.config import AgentSettings, GpuSettings, SecretLookup, SpecSettings, TargetSettings
+    from clkt.snapshots.layout import SnapshotData
+    from storage.engine import Store
+
+__all__ = ["TrackRun", "load_frozen_snapshot", "run_incontext"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrackRun:
+    target: str
+    counts: TrackCounts
+    error: str | None = None  # the run stopped (a provider failed): a rerun resumes
+
+
+async def load_frozen_snapshot(store: Store, snapshot_id: str) -> SnapshotData:
+    """The snapshot's exported directory, loaded (a `UserError` when it is unknown or has no export)."""
+    import asyncio
+
+    from clkt.snapshots.layout import load_snapshot_dir
+    from storage.snapshots import find_snapshot
+
+    async with store.session() as s:
+        snap = await find_snapshot(s, snapshot_id)
+    if snap is None:
+        raise UserError(f"no snapshot {snapshot_id!r} in the store")
+    if not snap.export_path:
+        raise UserError(f"snapshot {snapshot_id!r} has no exported directory (is it frozen?)")
+    return await asyncio.to_thread(load_snapshot_dir, Path(snap.export_path))
+
+
+def _local_asker(target: TargetSettings, *, gpu: GpuSettings, data_dir: Path) -> Asker:
+    from clkt.targets.loader import cached_target, probe_device
+
+    model, tok = cached_target(target, data_dir=data_dir, device=probe_device(gpu))
+    return LocalAsker(model=model, tokenizer=tok, target=target, max_new_tokens=gpu.max_new_tokens, parse=gpu.parse,
+                      batch_size=gpu.eval_batch_size or 8)
+
+
+async def run_incontext(
+    *, store: Store, snapshot_id: str, spec: SpecSettings, agents: AgentSettings, gpu: GpuSettings, data_dir: Path,
+    secret: SecretLookup, targets: Sequence[str] | None = None, api: ApiTargets | None = None,
+) -> list[TrackRun]:
+    """The track of every target of the spec (or those named) on the snapshot; one `TrackRun` per target."""
+    chosen = [t for t in spec.targets if targets is None or t.name in targets]
+    unknown = sorted(set(targets or ()) - {t.name for t in spec.targets})
+    if unknown:
+        raise UserError(f"no target {', '.join(unknown)} in the spec (targets: {', '.join(t.name for t in spec.targets)})")
+    check_api_targets(chosen, agents, secret=secret)  # before anything runs
+    snapshot = await load_frozen_snapshot(store, snapshot_id)
+    contexts = [x for x in spec.train_langs if x in snapshot.languages]
+    if api is None and any(is_api_target(t) for t in chosen):
+        from storage.llm_cache import SqlCallCache
+
+        api = ApiTargets.build(agents=agents, secret=secret, cache=SqlCallCache(store))
+    out: list[TrackRun] = []
+    for t in chosen:
+        if is_api_target(t):
+            assert api is not None
+            asker: Asker = ApiAsker(api=api, target=t, max_new_tokens=gpu.max_new_tokens, parse=gpu.parse,
+                                    concurrency=agents.concurrency)
+        else:
+            import asyncio
+
+            asker = await asyncio.to_thread(_local_asker, t, gpu=gpu, data_dir=data_dir)
+        track = InContextTrack(store=store, snapshot=snapshot, target=t.name, asker=asker, context_langs=contexts,
+                               max_new_tokens=gpu.max_new_tokens)
+        try:
+            out.append(TrackRun(target=t.name, counts=await track.run()))
+        except TrackStopped as e:
+            out.append(TrackRun(target=t.name, counts=e.counts, error=str(e)))
+    return out

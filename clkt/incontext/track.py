@@ -1,0 +1,150 @@
+"""The in-context track of one target on one frozen snapshot (a contextual track, reported apart: never pooled
+with the parametric results).
+
+For every test question of the snapshot in every language L, and every context language c (the spec's train
+languages): the entity's c-language document in the prompt, the question and options in L
+(`clkt.incontext.prompt`), answered at temperature 0 and scored by the paper's generate parse; and every question
+once without the document (context "": the no-context floor). The contingency A/B/C/D of a pair (c, L) pairs the
+c-question answered with the c document against the L-question answered with the same document
+(`clkt.report.incontext`).
+
+Answers are stored as they come (`storage.incontext`, in chunks of `CHUNK`): a rerun asks only what is missing,
+and the calls themselves are in the LLM cache, so a provider dying mid-track costs nothing twice. A prompt that
+cannot fit the model's context even with the document cut is stored as `skipped`; an answer without a letter as
+`unparsed` (wrong).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import TYPE_CHECKING, ClassVar
+
+from clkt.errors import AgentError
+from clkt.incontext.askers import Asker, Reply
+from clkt.incontext.prompt import build_prompt
+from storage.incontext import NO_CONTEXT, InContextRecord, add_incontext_answers, incontext_keys
+
+if TYPE_CHECKING:
+    from clkt.snapshots.layout import QuestionRow, SnapshotData
+    from storage.engine import Store
+
+__all__ = ["InContextTrack", "TrackCounts", "TrackStopped"]
+
+ANSWERED, UNPARSED, SKIPPED = "answered", "unparsed", "skipped"
+
+
+@dataclass(slots=True)
+class TrackCounts:
+    """What one run did: prompts asked (cached or paid), stored answers, and the documented exceptions."""
+
+    already: int = 0  # stored before this run (not asked again)
+    asked: int = 0
+    skipped: int = 0  # prompts that cannot fit the context even with the document cut
+    truncated: int = 0  # prompts whose document was cut to fit
+    unparsed: int = 0  # answers that state no letter (scored wrong)
+    failed: int = 0  # calls that failed (the run stops; a rerun asks them again)
+    errors: list[str] = field(default_factory=list)
+
+
+class TrackStopped(AgentError):
+    """A call of the track failed: what was answered is stored, a rerun resumes (`counts`: this run's)."""
+
+    def __init__(self, message: str, *, counts: TrackCounts) -> None:
+        super().__init__(message)
+        self.counts = counts
+
+
+@dataclass(frozen=True, slots=True)
+class _Item:
+    row: QuestionRow
+    context_lang: str
+    prompt: str | None
+    truncated: bool
+
+
+@dataclass(kw_only=True)
+class InContextTrack:
+    """One target's track on one snapshot: `run()` asks what is missing and stores it."""
+
+    CHUNK: ClassVar[int] = 32  # prompts asked, then stored, at a time
+
+    store: Store
+    snapshot: SnapshotData
+    target: str  # the target's name (the stored rows' key)
+    asker: Asker
+    context_langs: Sequence[str]  # the spec's train languages, among the snapshot's
+    max_new_tokens: int
+
+    def _items(self, done: set[tuple[int, str, str]]) -> list[_Item]:
+        docs = {(d.entity_id, d.lang): d.text for lang in self.snapshot.languages for d in self.snapshot.docs_for(lang)}
+        out: list[_Item] = []
+        for lang in self.snapshot.languages:
+            for row in self.snapshot.questions_for(lang, "test"):
+                for c in (NO_CONTEXT, *self.context_langs):
+                    if (row.qid, c, lang) in done:
+                        continue
+                    doc = None if c == NO_CONTEXT else docs.get((row.entity_id, c))
+                    if c != NO_CONTEXT and doc is None:
+                        continue  # the snapshot has no document of the entity in c
+                    p = build_prompt(
+                        document=doc, question=row.question, options=list(row.options), lang=lang,
+                        cue=self.asker.cue, context_tokens=self.asker.context_tokens,
+                        max_new_tokens=self.max_new_tokens, count=self.asker.count,
+                    )
+                    out.append(_Item(row=row, context_lang=c, prompt=p.text, truncated=p.truncated))
+        return out
+
+    def _record(self, item: _Item, reply: Reply | None) -> InContextRecord:
+        row = item.row
+        if reply is None:
+            status, letter = SKIPPED, None
+        else:
+            status, letter = (ANSWERED if reply.letter else UNPARSED), reply.letter
+        return InContextRecord(
+            snapshot_id=self.snapshot.manifest.snapshot_id, target=self.target, qid=row.qid,
+            entity_id=row.entity_id, context_lang=item.context_lang, lang=row.lang, status=status, letter=letter,
+            correct=letter is not None and letter == row.answer, truncated=item.truncated,
+            input_tokens=reply.input_tokens if reply else 0, output_tokens=reply.output_tokens if reply else 0,
+            cost_usd=reply.cost_usd if reply else 0.0,
+        )
+
+    async def run(self) -> TrackCounts:
+        """Ask every missing prompt, storing answers chunk by chunk; `TrackStopped` (after storing what was
+        answered) when a call failed: a rerun resumes there and pays for nothing twice."""
+        sid = self.snapshot.manifest.snapshot_id
+        async with self.store.session() as s:
+            done = await incontext_keys(s, sid, self.target)
+        counts = TrackCounts(already=len(done))
+        items = self._items(done)
+        skipped = [i for i in items if i.prompt is None]
+        todo = [i for i in items if i.prompt is not None]
+        counts.skipped = len(skipped)
+        await self._store([self._record(i, None) for i in skipped])
+        for start in range(0, len(todo), self.CHUNK):
+            chunk = todo[start:start + self.CHUNK]
+            replies = await self.asker.ask([i.prompt or "" for i in chunk])
+            records: list[InContextRecord] = []
+            for item, reply in zip(chunk, replies, strict=True):
+                if isinstance(reply, BaseException):
+                    counts.failed += 1
+                    counts.errors.append(str(reply)[:300])
+                    continue
+                rec = self._record(item, reply)
+                counts.asked += 1
+                counts.truncated += item.truncated
+                counts.unparsed += rec.status == UNPARSED
+                records.append(rec)
+            await self._store(records)
+            if counts.failed:
+                raise TrackStopped(
+                    f"in-context track of {self.target} on {sid}: {counts.failed} call(s) failed "
+                    f"({counts.errors[0]}); {counts.asked} answered this run are stored, a rerun resumes",
+                    counts=counts,
+                )
+        return counts
+
+    async def _store(self, records: list[InContextRecord]) -> None:
+        if records:
+            await self.store.run_with_retry(partial(add_incontext_answers, records=records))
