@@ -16,6 +16,7 @@ import pytest
 from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from clkt.config.sections import GpuSettings
 from clkt.inject.contract import JobProgress
 from clkt.layout import PROGRESS_FILE
 from storage.engine import Store
@@ -31,8 +32,8 @@ pytestmark = [
 ]
 SOURCES = ("tmdb", "musicbrainz", "deezer", "thesportsdb", "usgs", "gdacs")
 RESULTS_PER_JOB = 8  # 2 test questions x 2 languages x 1 scorer x (base, injected)
-JOB_CONFIG = {"devices": ["cpu"], "epochs": 1, "max_new_tokens": 4, "max_seq_len": 128, "torch_threads": 1,
-              "scorers": ["letter-logprob"]}
+JOB_CONFIG = GpuSettings(devices=["cpu"], epochs=1, max_new_tokens=4, max_seq_len=128, torch_threads=1,
+                         scorers=["letter-logprob"])
 
 
 def _config(path: Path, data_dir: Path, *, gpu: bool) -> Path:
