@@ -1,0 +1,127 @@
+"""Bench: the offline demo as a new user runs it, and the README's figures kept equal to what it writes.
+
+Runs `clkt demo` (the embedded offline default) in a fresh folder, times it and its peak RSS, reads the report's
+`metrics.json` and renders the figures the README quotes: the scorer, the base model per language (accuracy, n,
+whether it is flagged above chance: exact binomial p < `BASE_FLAG_P`), and the report's own summary lines for
+Learn (real and control entities) and Transfer, verbatim. The README holds them between the
+`<!-- demo-figures -->` markers; the run's `metrics.json` is kept as `bench/results/demo-metrics.json`, and a fast
+test (`tests/bench/test_demo_figures.py`) checks that the README's block is the rendering of that file, so a
+figure cannot be edited by hand or go stale without this script's run saying so.
+
+Goals: the README's block equals this run's rendering (`readme_matches`), and the demo ends within its 20-minute
+budget. `--write` stores this run's figures in the README and `bench/results/` instead of comparing them;
+`--from DIR` renders an earlier demo's folder (its `clkt-data/reports/*/metrics.json`) without running it again.
+
+    .venv/bin/python bench/demo.py [--write] [--from DIR] [--timeout-min 40]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+STORED = ROOT / "bench" / "results" / "demo-metrics.json"
+BEGIN = "<!-- demo-figures: begin (written by bench/demo.py from bench/results/demo-metrics.json; do not edit) -->"
+END = "<!-- demo-figures: end -->"
+BUDGET_S = 20 * 60
+SUMMARY_KINDS = ("Learn, real entities", "Learn, control", "Transfer,")
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f} %"
+
+
+def render_figures(metrics: dict[str, Any]) -> list[str]:
+    """The README's demo figures from a report's `metrics.json`: one Markdown bullet per line."""
+    lines: list[str] = []
+    by_target: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for row in metrics.get("base", []):
+        by_target.setdefault((row["model"], row["scorer"]), []).append(row)
+    for (model, scorer), rows in sorted(by_target.items()):
+        cells = ", ".join(f"{r['lang']} {_pct(r['accuracy'])} (n = {r['n']})" for r in rows)
+        flagged = [r["lang"] for r in rows if r.get("flagged")]
+        verdict = f"flagged above chance in {', '.join(flagged)}" if flagged else "none flagged above chance"
+        lines.append(f"- Base model, {model} / `{scorer}`: {cells}; {verdict} (exact binomial p < 0.01 against 25 %).")
+    lines += [f"- {s}" for s in metrics.get("summary", []) if s.startswith(SUMMARY_KINDS)]
+    return lines
+
+
+def readme_block(text: str) -> list[str]:
+    """The lines between the README's markers (an error naming what is missing when they are not there)."""
+    if BEGIN not in text or END not in text:
+        raise SystemExit(f"README.md has no demo-figures block (the markers {BEGIN!r} ... {END!r})")
+    inner = text.split(BEGIN, 1)[1].split(END, 1)[0]
+    return [ln for ln in inner.strip("\n").splitlines() if ln.strip()]
+
+
+def write_block(text: str, lines: list[str]) -> str:
+    head, rest = text.split(BEGIN, 1)
+    tail = rest.split(END, 1)[1]
+    return head + BEGIN + "\n" + "\n".join(lines) + "\n" + END + tail
+
+
+def run_demo(folder: Path, timeout_min: float) -> tuple[float, float]:
+    """`clkt demo` in `folder`; its wall seconds and peak RSS (GB) of the demo process."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "clkt.cli", "demo", "--timeout-min", str(timeout_min)], cwd=folder,
+                          env=env, stdout=subprocess.DEVNULL, stderr=(folder / "demo.log").open("wb"), check=False)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise SystemExit(f"clkt demo exited {proc.returncode}; see {folder / 'demo.log'}")
+    rss_gb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024 / 1024
+    return wall, rss_gb
+
+
+def find_metrics(folder: Path) -> Path:
+    found = sorted(folder.glob("clkt-data/reports/*/metrics.json"))
+    if len(found) != 1:
+        raise SystemExit(f"expected one report under {folder / 'clkt-data/reports'}, found {len(found)}")
+    return found[0]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--write", action="store_true", help="store this run's figures in the README and bench/results/")
+    ap.add_argument("--from", dest="from_dir", type=Path, help="an earlier demo's folder: render it, do not run")
+    ap.add_argument("--timeout-min", type=float, default=40.0)
+    args = ap.parse_args()
+    figures: dict[str, Any] = {}
+    if args.from_dir:
+        metrics_file = find_metrics(args.from_dir)
+    else:
+        folder = Path(tempfile.mkdtemp(prefix="clkt-demo-bench-"))
+        wall, rss = run_demo(folder, args.timeout_min)
+        figures |= {"demo_wall_s": round(wall, 1), "peak_rss_gb": round(rss, 2)}
+        metrics_file = find_metrics(folder)
+    metrics = json.loads(metrics_file.read_text(encoding="utf-8"))
+    lines = render_figures(metrics)
+    text = README.read_text(encoding="utf-8")
+    if args.write:
+        STORED.parent.mkdir(parents=True, exist_ok=True)
+        STORED.write_text(json.dumps(metrics, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        README.write_text(write_block(text, lines), encoding="utf-8")
+    matches = readme_block(README.read_text(encoding="utf-8")) == lines
+    figures |= {"readme_matches": matches, "figure_lines": len(lines), "metrics": str(metrics_file)}
+    goals: dict[str, str] = {"readme_matches": "== true"}
+    met = matches
+    if "demo_wall_s" in figures:
+        goals["demo_wall_s"] = f"<= {BUDGET_S}"
+        met = met and figures["demo_wall_s"] <= BUDGET_S
+    if not matches:
+        print("the README's demo figures differ from this run's:", *lines, sep="\n", file=sys.stderr)
+    print(json.dumps({"bench": "demo", "figures": figures, "goals": goals, "met": met}))
+
+
+if __name__ == "__main__":
+    main()
