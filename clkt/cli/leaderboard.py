@@ -25,6 +25,7 @@ from clkt.cli.common import (
     fail,
     load_cli_settings,
     plain,
+    plural,
     print_table,
     read_store,
     run_async,
@@ -249,7 +250,7 @@ def leaderboard(
         sys.stdout.write(_csv(board))
     else:
         console.print(f"[bold]Leaderboard[/] — spec {plain(board.spec)}, {board.cadence} window {board.window_from} .. "
-                      f"{board.window_to} ({len(board.snapshots)} snapshots); {board.bootstrap} bootstrap draws over entities, "
+                      f"{board.window_to} ({plural(len(board.snapshots), 'snapshot', 'snapshots')}); {board.bootstrap} bootstrap draws over entities, "
                       f"seed {board.seed}; rows on fewer than {board.min_questions} questions are too few to rank")
         for t in _tables(board):
             print_table(t)

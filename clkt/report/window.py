@@ -165,6 +165,25 @@ class Pooled:
     draws: Draws | None  # the window's bootstrap draws (the comparison's too)
 
 
+def what_it_needs(w: Window, shown: Sequence[LeaderRow], q: LeaderboardQuery) -> list[str]:
+    """What an all but empty board lacks, said where its empty parts show (the demo's board: one target, one
+    snapshot, one row too few to rank)."""
+    notes: list[str] = []
+    targets = {r.target for r in shown}
+    if len(targets) == 1 and not q.targets:
+        notes.append(f"one target ({next(iter(targets))}): ranks and the comparison need two or more; add a "
+                     "[[spec.targets]] entry (the second embedded target is embedded:smollm2-135m-instruct), "
+                     "then compare them with --compare A B")
+    if len(w.snapshots) == 1:
+        notes.append(f"one snapshot in the window ({w.snapshots[0].id}): the trend has one point per target and "
+                     "the pooled figures are that snapshot's; the window fills as the daemon freezes a snapshot "
+                     f"each {q.cadence} period")
+    if shown and all(r.too_few for r in shown):
+        notes.append(f"every row is on fewer than {q.min_questions} test questions: too few to rank; widen the "
+                     "window (--from/--to) as snapshots accrue, or lower --min-questions knowing the intervals are wide")
+    return notes
+
+
 def build_board(w: Window, q: LeaderboardQuery) -> Pooled:
     """The pooled rows of the window (CPU work: run it off the event loop); `q.compare` is not looked at."""
     draws = window_draws(w.data, seed=q.seed, samples=q.samples)
@@ -181,6 +200,7 @@ def build_board(w: Window, q: LeaderboardQuery) -> Pooled:
                          "(its snapshot_target rows are not `ready`): not pooled")
     if not w.data.ready:
         notes.append("no snapshot of the window is valid (`ready`) for any target yet")
+    notes += what_it_needs(w, shown, q)
     board = Leaderboard(
         spec=q.spec, cadence=q.cadence, window_from=w.label_from, window_to=w.label_to,
         snapshots=[WindowInfo(snapshot_id=s.id, period=s.period) for s in w.snapshots], languages=_languages(w, q),

@@ -137,6 +137,17 @@ async def test_a_window_with_too_few_questions_is_never_ranked(store: Store) -> 
     assert row.target == "alpha" and row.questions == 36 < board.min_questions == 50
     assert row.too_few and row.rank is None
     assert any("target beta" in n and "not `ready`" in n for n in board.notes)  # valid nowhere in the window
+    # what the empty parts need is said where they show (the demo's board: one target, one snapshot, too few)
+    assert any(n.startswith("one target (alpha)") and "--compare" in n for n in board.notes)
+    assert any(n.startswith("one snapshot in the window") for n in board.notes)
+    assert any("too few to rank" in n and "--from/--to" in n for n in board.notes)
+
+
+async def test_a_full_window_asks_for_nothing(store: Store) -> None:
+    await seed_window_store(store)
+    board = await load_leaderboard(store, LeaderboardQuery(spec=SPEC, languages=LANGS, min_questions=10))
+    assert len(board.snapshots) > 1 and len({r.target for r in board.rows}) > 1
+    assert not [n for n in board.notes if n.startswith(("one target", "one snapshot", "every row"))]
 
 
 def _row(target: str, value: float, ci: tuple[float, float], *, too_few: bool = False) -> LeaderRow:
