@@ -176,8 +176,8 @@ def what_it_needs(w: Window, shown: Sequence[LeaderRow], q: LeaderboardQuery) ->
                      "then compare them with --compare A B")
     if len(w.snapshots) == 1:
         notes.append(f"one snapshot in the window ({w.snapshots[0].id}): the trend has one point per target and "
-                     "the pooled figures are that snapshot's; the window fills as the daemon freezes a snapshot "
-                     f"each {q.cadence} period")
+                     "the pooled figures are that snapshot's; the window fills as the daemon freezes more "
+                     f"(snapshot cadence: {q.cadence})")
     if shown and all(r.too_few for r in shown):
         notes.append(f"every row is on fewer than {q.min_questions} test questions: too few to rank; widen the "
                      "window (--from/--to) as snapshots accrue, or lower --min-questions knowing the intervals are wide")
