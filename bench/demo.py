@@ -29,6 +29,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from clkt.report.metrics import BASE_FLAG_P  # noqa: E402
+
 README = ROOT / "README.md"
 STORED = ROOT / "bench" / "results" / "demo-metrics.json"
 BEGIN = "<!-- demo-figures: begin (written by bench/demo.py from bench/results/demo-metrics.json; do not edit) -->"
@@ -51,7 +55,7 @@ def render_figures(metrics: dict[str, Any]) -> list[str]:
         cells = ", ".join(f"{r['lang']} {_pct(r['accuracy'])} (n = {r['n']})" for r in rows)
         flagged = [r["lang"] for r in rows if r.get("flagged")]
         verdict = f"flagged above chance in {', '.join(flagged)}" if flagged else "none flagged above chance"
-        lines.append(f"- Base model, {model} / `{scorer}`: {cells}; {verdict} (exact binomial p < 0.01 against 25 %).")
+        lines.append(f"- Base model, {model} / `{scorer}`: {cells}; {verdict} (exact binomial p < {BASE_FLAG_P:g} against 25 %).")
     lines += [f"- {s}" for s in metrics.get("summary", []) if s.startswith(SUMMARY_KINDS)]
     return lines
 

@@ -27,6 +27,7 @@ from clkt.report.leaderboard_data import Leaderboard, LeaderboardQuery, LeaderRo
 from clkt.report.pooled import Draws
 from clkt.snapshots.ids import stable_entity_id, stable_qid
 from clkt.snapshots.period import Period, PeriodError, parse_period
+from clkt.targets.embedded import EMBEDDED_MODELS, EMBEDDED_PREFIX
 from storage.leaderboard import (
     PredictionRow,
     WindowData,
@@ -172,7 +173,8 @@ def what_it_needs(w: Window, shown: Sequence[LeaderRow], q: LeaderboardQuery) ->
     targets = {r.target for r in shown}
     if len(targets) == 1 and not q.targets:
         notes.append(f"one target ({next(iter(targets))}): ranks and the comparison need two or more; add a "
-                     "[[spec.targets]] entry (the second embedded target is embedded:smollm2-135m-instruct), "
+                     "[[spec.targets]] entry (the embedded ones: "
+                     f"{', '.join(EMBEDDED_PREFIX + name for name in EMBEDDED_MODELS)}), "
                      "then compare them with --compare A B")
     if len(w.snapshots) == 1:
         notes.append(f"one snapshot in the window ({w.snapshots[0].id}): the trend has one point per target and "
