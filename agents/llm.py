@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import gc
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, Field, SecretStr
-from pydantic_ai import Agent, ModelRetry, RunContext
+from pydantic_ai import Agent, ModelRetry, RunContext, capture_run_messages
 from pydantic_ai.exceptions import UnexpectedModelBehavior
+from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 from pydantic_ai.models import Model
 
 from agents._prompting import data_block, load_prompt
@@ -34,6 +36,8 @@ from clkt.facts import EntityFacts, RenderedDocument
 from clkt.outputs import MCQ, KnownVerdict, TranslatedDocument, TranslatedMCQ, VerifierReport, check_against_document
 
 __all__ = ["LANG_NAMES", "LlmBackend", "MCQSet", "build_user_prompt", "settle_gc"]
+
+log = logging.getLogger(__name__)
 
 LANG_NAMES = {
     "en": "English", "ja": "Japanese", "zh": "Chinese (Simplified)", "fr": "French", "es": "Spanish",
@@ -167,6 +171,7 @@ class LlmBackend:
         self.factory = factory or ModelFactory(agents=agents, secret=secret, cache=cache)
         self.langs = tuple(languages)
         self._producers: dict[str, str] = {}
+        self._warned: set[str] = set()  # agents whose model was found unable to call tools (logged once)
         self.agents: dict[str, Agent[_Deps, Any]] = {}
         for agent_name, role in _AGENTS.items():
             prompt = load_prompt(agent_name)
@@ -233,13 +238,29 @@ class LlmBackend:
     # -- internals ------------------------------------------------------------------------------
     async def _run(self, agent_name: str, prompt: str, deps: _Deps) -> Any:
         agent = self.agents[agent_name]
-        try:
-            result = await agent.run(prompt, deps=deps)
-        except UnexpectedModelBehavior as e:
-            last = deps.reasons[-1] if deps.reasons else str(e)
-            tries = self.agent_settings.output_retries + 1
-            raise AgentError(f"{agent_name}: no valid output after {tries} tries: {last}") from e
+        with capture_run_messages() as messages:
+            try:
+                result = await agent.run(prompt, deps=deps)
+            except UnexpectedModelBehavior as e:
+                if _never_called_a_tool(messages):
+                    raise AgentError(self._no_tool_calls(agent_name)) from e
+                last = deps.reasons[-1] if deps.reasons else str(e)
+                tries = self.agent_settings.output_retries + 1
+                raise AgentError(f"{agent_name}: no valid output after {tries} tries: {last}") from e
         return result.output
+
+    def _no_tool_calls(self, agent_name: str) -> str:
+        """The one line of a role whose model answered only in plain text, never calling the output tool: a model
+        or server without tool calling (a small chat model on `transformers serve`, a vLLM started without
+        `--enable-auto-tool-choice`) cannot give a typed output, whatever the retries. Logged once per agent (every
+        call of the role fails the same way: the stages store it as each entity's reason)."""
+        role = _AGENTS[agent_name]
+        line = (f"{agent_name}: {self._producers[role]} answered in plain text and never called the output tool: "
+                f"agents.{ROLES[role]} needs a model and server with tool calling (structured output)")
+        if agent_name not in self._warned:
+            self._warned.add(agent_name)
+            log.error("%s", line)
+        return line
 
     def _build(self, agent_name: str, model: Model, instructions: str) -> Agent[_Deps, Any]:
         output_type: Any = {
@@ -260,6 +281,12 @@ class LlmBackend:
         )
         agent.output_validator(_on_the_loop(_VALIDATORS[agent_name]))
         return agent
+
+
+def _never_called_a_tool(messages: Sequence[ModelMessage]) -> bool:
+    """Whether the model answered at least once and never with a tool call (every answer plain text)."""
+    responses = [m for m in messages if isinstance(m, ModelResponse)]
+    return bool(responses) and not any(isinstance(p, ToolCallPart) for r in responses for p in r.parts)
 
 
 def _on_the_loop(validate: Any) -> Any:

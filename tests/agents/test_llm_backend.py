@@ -139,3 +139,41 @@ async def test_last_try_keeps_the_questions_that_pass() -> None:
     mcqs = await backend.generate(entity_name="Liverpool vs Swansea", document=doc, facts=LIVERPOOL_SWANSEA, n=2)
     assert [q.slot for q in mcqs] == ["spectators"]
     assert llm.calls["generate"] == 2
+
+
+async def test_a_model_that_never_calls_the_output_tool_fails_in_one_line_logged_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A model served without tool calling (a small chat model on `transformers serve`) answers every try in plain
+    text: the role fails with one line saying so, logged once per agent (the stages store it per entity)."""
+    from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    calls: list[int] = []
+
+    def text_only(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        calls.append(len(messages))
+        return ModelResponse(parts=[TextPart("I have never heard of this match.")])
+
+    model = FunctionModel(text_only, model_name="plain")
+    backend = llm_backend(llm_settings(), cache=MemoryCallCache(), raw_models={"judge": model})
+    with caplog.at_level("ERROR", logger="agents.llm"):
+        for response in ("No idea.", "Liverpool won."):
+            with pytest.raises(AgentError) as e:
+                await backend.judge(entity_name="Liverpool vs Swansea", document=match_doc(), facts=LIVERPOOL_SWANSEA,
+                                    response=response, lang="en")
+            msg = str(e.value)
+            assert msg.startswith("judge: fake:judge answered in plain text and never called the output tool")
+            assert "agents.judge_model" in msg and "tool calling" in msg and "\n" not in msg
+    assert len(calls) == 2 * 3  # output_retries = 2: three tries per call, every one plain text
+    assert [r.getMessage() for r in caplog.records].count(msg) == 1  # logged once, not per call
+
+
+async def test_a_bad_tool_call_still_names_the_last_reason() -> None:
+    """A model that does call the tool, wrongly every time, keeps the validators' reason (not the plain-text line)."""
+    bad = {"questions": [{"question": "Who won the match?", "options": ["a", "b", "c", "d"], "answer_index": 0,
+                          "evidence": "not in the document at all", "slot": "winner"}]}
+    backend = backend_with(ScriptedLlm(overrides={"generate": [bad] * 3}))
+    with pytest.raises(AgentError, match="no valid output after 3 tries") as e:
+        await backend.generate(entity_name="Liverpool vs Swansea", document=match_doc(), facts=LIVERPOOL_SWANSEA, n=1)
+    assert "plain text" not in str(e.value)
