@@ -30,7 +30,7 @@ def _value(text: str) -> Any:
 
 
 def parse_overrides(gpu: Any, pairs: list[str]) -> tuple[Any, dict[str, object]]:
-    """`[gpu]` with the `KEY=VALUE` overrides applied (VALUE read as JSON, else as text), and what each replaced;
+    """`[gpu]` with the `<setting>=<value>` overrides applied (VALUE read as JSON, else as text), and what each replaced;
     `UserError` for an unknown key, one that says where jobs run, or a value `[gpu]` refuses."""
     from pydantic import ValidationError
 
@@ -45,7 +45,7 @@ def parse_overrides(gpu: Any, pairs: list[str]) -> tuple[Any, dict[str, object]]
         key, sep, raw = pair.partition("=")
         key = key.strip().removeprefix("gpu.")
         if not sep or key not in settings:
-            raise UserError(f"--set {pair!r}: not KEY=VALUE of a job setting of [gpu] (one of {', '.join(sorted(settings))})")
+            raise UserError(f"--set {pair!r}: not <setting>=<value> for a job setting of [gpu] (one of {', '.join(sorted(settings))})")
         data[key] = _value(raw)
         changed[key] = {"config": settings[key]}
     try:
@@ -97,7 +97,7 @@ def evaluate(
     out: Annotated[Path, typer.Option("--out", help="the pack to write: a new folder, or a file ending in .tar.gz")],
     strategy: Annotated[str | None, typer.Option("--strategy", help="the injection strategy (default: the config's first)")] = None,
     train_languages: Annotated[list[str] | None, typer.Option("--train-languages", help="inject in these (repeatable or comma-separated)")] = None,
-    set_: Annotated[list[str] | None, typer.Option("--set", help="override a [gpu] job setting: KEY=VALUE (repeatable)")] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="override a [gpu] job setting: <setting>=<value> (repeatable)")] = None,
     name: Annotated[str | None, typer.Option("--name", help="the target's name in the pack (default: from the model)")] = None,
     kind: Annotated[str | None, typer.Option("--kind", help="base or instruct (default: base; an embedded model's own)")] = None,
     cutoff: Annotated[str | None, typer.Option("--cutoff", help="the model's knowledge cutoff, YYYY-MM-DD (default: the registry's)")] = None,
