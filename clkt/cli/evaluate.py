@@ -72,7 +72,8 @@ def _target(model: str, name: str | None, kind: str | None, cutoff: str | None) 
     if day is None:
         known = lookup_cutoff(model) or lookup_cutoff(label)
         day = known.cutoff if known else None
-    return TargetSettings(name=label, model=model, cutoff=day, kind=kind or (embedded.kind if embedded else "base"))
+    return TargetSettings.model_validate(
+        {"name": label, "model": model, "cutoff": day, "kind": kind or (embedded.kind if embedded else "base")})
 
 
 def _train_langs(spec: Any, snapshot: Path, chosen: list[str] | None) -> tuple[list[str], dict[str, object]]:

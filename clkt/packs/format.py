@@ -40,7 +40,7 @@ __all__ = [
     "StrategyInfo",
 ]
 
-FORMAT_NAME = "clkt-result-pack"
+FORMAT_NAME: Literal["clkt-result-pack"] = "clkt-result-pack"
 FORMAT_VERSION = 1
 MANIFEST_FILE = "manifest.json"
 PREDICTIONS_FILE = "predictions.jsonl"
