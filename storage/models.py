@@ -596,3 +596,33 @@ class InContextAnswer(SQLModel, table=True):
     output_tokens: int = 0
     cost_usd: float = 0.0
     created_at: datetime = _ts()
+
+
+class SubmittedPack(SQLModel, table=True):
+    """A result pack made elsewhere by `clkt evaluate` and taken in by `clkt submit` (`storage.submissions`), once
+    verified against its snapshot: keyed by the pack's sha256 (the sha256 of its manifest.json), so the same pack
+    submitted twice is one row. `metrics` are the ones recomputed here from its predictions (the pack's own claims
+    are never stored); `answers` is its predictions.jsonl, gzip'd, as submitted."""
+
+    __tablename__ = "submitted_pack"
+
+    pack_sha256: str = Field(primary_key=True, max_length=64)
+    snapshot_id: str = Field(foreign_key="snapshot.id", index=True, max_length=160, ondelete="CASCADE")
+    target_name: str = Field(max_length=128)
+    model: str = Field(max_length=512)  # as given to `clkt evaluate`: a local path, a Hub id, embedded:<name>
+    model_revision: str | None = Field(default=None, max_length=128)
+    weights_sha256: str | None = Field(default=None, max_length=64)
+    kind: str = Field(max_length=16)
+    cutoff: date
+    strategy: str = Field(max_length=64)
+    train_langs: list[str] = _json(list)
+    scorers: list[str] = _json(list)
+    format_version: int
+    clkt_version: str = Field(max_length=32)
+    predictions: int = 0
+    claims_match: bool = True  # the pack's metrics.json agreed with the metrics recomputed here
+    claims_note: str = ""  # where they first differed
+    metrics: dict[str, Any] = _json()
+    manifest: dict[str, Any] = _json()
+    answers: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    submitted_at: datetime = _ts()

@@ -182,7 +182,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("clkt.sources", "clkt.pipeline", "clkt.snapshots", "clkt.replay"),
     ("clkt.evaluate", "clkt.roster"),
     ("clkt.report",),
-    ("clkt.inject", "clkt.publish", "clkt.status", "clkt.incontext"),
+    ("clkt.inject", "clkt.publish", "clkt.status", "clkt.incontext", "clkt.packs"),
     ("clkt.retention", "clkt.web", "clkt.progress", "clkt.endpoint", "clkt.diskwatch"),  # retention keeps inject's folders
     ("clkt.services",),
     ("clkt.daemon", "clkt.process", "clkt.cli", "run_daemon"),

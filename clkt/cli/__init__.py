@@ -21,12 +21,12 @@ if sys.argv[1:2] == ["run"]:
 import typer
 from rich.markup import escape
 
-from clkt.cli import core, demo, incontext, leaderboard, maintenance, report, serve, snapshot, worker
+from clkt.cli import core, demo, evaluate, incontext, leaderboard, maintenance, report, serve, snapshot, submit, worker
 from clkt.cli.common import app, describe_error, err_console, one_line
 
 __all__ = ["app", "main"]
 
-_AREAS = (core, snapshot, worker, report, incontext, leaderboard, demo, serve, maintenance)  # in the order of `clkt --help`
+_AREAS = (core, snapshot, worker, report, incontext, evaluate, submit, leaderboard, demo, serve, maintenance)  # in the order of `clkt --help`
 _registered: list[str] = []
 
 

@@ -1,0 +1,140 @@
+"""`clkt evaluate SNAPSHOT --target MODEL --out PACK`: measure a model on a snapshot folder, with no daemon and no
+store, and write a result pack (`clkt.packs`). The jobs are the GPU queue's own (`clkt.packs.runner`); the
+settings are the config's (`--config`, else the embedded default), a `--set gpu-key=value` overrides one, and the
+pack says which were overridden."""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from clkt.cli.common import ConfigOption, console, err_console, fail, load_cli_settings, plain, run_async
+
+__all__ = ["parse_overrides", "register"]
+
+
+def register(app: typer.Typer) -> None:
+    app.command("evaluate", help="Measure a model on a snapshot folder (no daemon, no store) and write a result pack; "
+                                 "resumable.")(evaluate)
+
+
+def _value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def parse_overrides(gpu: Any, pairs: list[str]) -> tuple[Any, dict[str, object]]:
+    """`[gpu]` with the `<setting>=<value>` overrides applied (VALUE read as JSON, else as text), and what each replaced;
+    `UserError` for an unknown key, one that says where jobs run, or a value `[gpu]` refuses."""
+    from pydantic import ValidationError
+
+    from clkt.config import GpuSettings
+    from clkt.errors import UserError
+    from clkt.packs.runner import job_settings
+
+    data = gpu.model_dump()
+    settings = job_settings(gpu)
+    changed: dict[str, object] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        key = key.strip().removeprefix("gpu.")
+        if not sep or key not in settings:
+            raise UserError(f"--set {pair!r}: not <setting>=<value> for a job setting of [gpu] (one of {', '.join(sorted(settings))})")
+        data[key] = _value(raw)
+        changed[key] = {"config": settings[key]}
+    try:
+        new = GpuSettings.model_validate(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        raise UserError(f"--set {'.'.join(str(x) for x in err['loc'])}: {err['msg']}") from e
+    used = job_settings(new)
+    return new, {k: {"config": v["config"], "used": used[k]} for k, v in changed.items()}  # type: ignore[index]
+
+
+def _target(model: str, name: str | None, kind: str | None, cutoff: str | None) -> Any:
+    from clkt.config import TargetSettings
+    from clkt.cutoff import lookup_cutoff
+    from clkt.errors import UserError
+    from clkt.targets.embedded import EMBEDDED_PREFIX, embedded_model
+
+    embedded = embedded_model(model) if model.startswith(EMBEDDED_PREFIX) else None
+    label = name or (embedded.name if embedded else Path(model.rstrip("/")).name or model)
+    try:
+        day = date.fromisoformat(cutoff) if cutoff else None
+    except ValueError as e:
+        raise UserError(f"--cutoff {cutoff!r}: not a date (YYYY-MM-DD)") from e
+    if day is None:
+        known = lookup_cutoff(model) or lookup_cutoff(label)
+        day = known.cutoff if known else None
+    return TargetSettings.model_validate(
+        {"name": label, "model": model, "cutoff": day, "kind": kind or (embedded.kind if embedded else "base")})
+
+
+def _train_langs(spec: Any, snapshot: Path, chosen: list[str] | None) -> tuple[list[str], dict[str, object]]:
+    """The train languages: the ones given, else the config's `train_languages` that the snapshot has, else all of
+    the snapshot's."""
+    from clkt.snapshots.layout import MANIFEST_FILE, SnapshotManifest
+
+    try:
+        langs = SnapshotManifest.model_validate_json((snapshot / MANIFEST_FILE).read_bytes()).languages
+    except (OSError, ValueError):
+        langs = []  # the snapshot's own check says why, with the right words
+    own = [x for x in (spec.train_languages or []) if x in langs] or list(langs)
+    if not chosen:
+        return own, {}
+    picked = [x.strip() for item in chosen for x in item.split(",") if x.strip()]
+    return picked, ({"train_languages": {"config": own, "used": picked}} if picked != own else {})
+
+
+def evaluate(
+    snapshot: Annotated[Path, typer.Argument(help="a snapshot folder (clkt snapshot export --format native, or the frozen one)")],
+    target: Annotated[str, typer.Option("--target", help="the model: a local folder, a cached Hub id, or embedded:<name>")],
+    out: Annotated[Path, typer.Option("--out", help="the pack to write: a new folder, or a file ending in .tar.gz")],
+    strategy: Annotated[str | None, typer.Option("--strategy", help="the injection strategy (default: the config's first)")] = None,
+    train_languages: Annotated[list[str] | None, typer.Option("--train-languages", help="inject in these (repeatable or comma-separated)")] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="override a [gpu] job setting: <setting>=<value> (repeatable)")] = None,
+    name: Annotated[str | None, typer.Option("--name", help="the target's name in the pack (default: from the model)")] = None,
+    kind: Annotated[str | None, typer.Option("--kind", help="base or instruct (default: base; an embedded model's own)")] = None,
+    cutoff: Annotated[str | None, typer.Option("--cutoff", help="the model's knowledge cutoff, YYYY-MM-DD (default: the registry's)")] = None,
+    device: Annotated[str | None, typer.Option("--device", help="cpu, cuda, cuda:N or auto (default: the config's first)")] = None,
+    keep_work: Annotated[bool, typer.Option("--keep-work", help="keep the job folders (<out>.work) after the pack is written")] = False,
+    config: ConfigOption = None,
+) -> None:
+    from clkt.config.strategies import check_strategy
+    from clkt.errors import ClktError
+    from clkt.packs.runner import EvaluateRequest, run_evaluate
+
+    settings = load_cli_settings(config)
+    try:
+        if kind not in (None, "base", "instruct"):
+            raise fail(f"--kind {kind!r}: base or instruct")
+        gpu, overridden = parse_overrides(settings.gpu, set_ or [])
+        own = settings.spec.strategies[0]
+        used = check_strategy(strategy) if strategy else own
+        if used != own:
+            overridden["strategy"] = {"config": own, "used": used}
+        langs, changed = _train_langs(settings.spec, snapshot, train_languages)
+        req = EvaluateRequest(
+            snapshot_dir=snapshot, target=_target(target, name, kind, cutoff), strategy=used, train_langs=langs, gpu=gpu,
+            overridden={**overridden, **changed}, out=out, data_dir=Path(settings.data_dir),
+            device=device or settings.gpu.devices[0], keep_work=keep_work,
+        )
+    except (ClktError, ValueError) as e:  # a refused option: one line, nothing run
+        raise fail(str(e)) from None
+    if req.target.cutoff is None:
+        err_console.print("clkt: warning: no knowledge cutoff for this model (--cutoff YYYY-MM-DD); clkt submit refuses "
+                          "a pack without one", highlight=False, markup=False)
+
+    async def go() -> Any:
+        return await run_evaluate(req, progress=lambda line: err_console.print(plain(line), highlight=False))
+
+    done = run_async(go)
+    resumed = f" ({', '.join(done.resumed)} read back from an earlier run)" if done.resumed else ""
+    console.print(plain(f"wrote {done.out}: {done.predictions} predictions{resumed}; pack sha256 {done.pack_sha256}"))
+    console.print(plain(f"then: clkt submit {done.out}"))

@@ -1,0 +1,128 @@
+"""The result pack's public format, version `FORMAT_VERSION`: what `clkt evaluate` writes and `clkt submit` reads.
+
+A pack is a folder (or a `.tar.gz` archive of one, `clkt.packs.archive`) of three files:
+
+```
+manifest.json       PackManifest: the format and its version, the snapshot (id, content sha256), the model
+                    (path or Hub id, revision or weights sha256, kind, declared cutoff), the strategy (its
+                    settings, which of them were overridden), clkt's version, the environment (python, torch,
+                    transformers, peft, device), and the sha256 and size of every other file
+predictions.jsonl   PredictionRow, one line per (train language, scorer, variant, test language, question)
+metrics.json        PackMetrics, computed from predictions.jsonl alone (`clkt.packs.metrics`)
+```
+
+The pack's identity (`pack_sha256`) is the sha256 of its `manifest.json` bytes, which name the other files'
+hashes: the same pack as a folder or as an archive has one identity. The contract is versioned: a reader of
+version N reads every pack of version <= N and refuses a newer one with one line; fields may be added in a new
+version, never renamed.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "FORMAT_NAME",
+    "FORMAT_VERSION",
+    "MANIFEST_FILE",
+    "METRICS_FILE",
+    "PACK_FILES",
+    "PREDICTIONS_FILE",
+    "EnvironmentInfo",
+    "FileEntry",
+    "ModelIdentity",
+    "PackManifest",
+    "PredictionRow",
+    "SnapshotRef",
+    "StrategyInfo",
+]
+
+FORMAT_NAME: Literal["clkt-result-pack"] = "clkt-result-pack"
+FORMAT_VERSION = 1
+MANIFEST_FILE = "manifest.json"
+PREDICTIONS_FILE = "predictions.jsonl"
+METRICS_FILE = "metrics.json"
+PACK_FILES = (MANIFEST_FILE, PREDICTIONS_FILE, METRICS_FILE)  # a pack holds these and nothing else
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SnapshotRef(_Model):
+    """The snapshot the pack answers (its frozen manifest's id and content hash)."""
+
+    id: str
+    content_sha256: str
+    spec: str
+    period: str
+    period_start: str  # ISO date: the window rule reads it
+    languages: list[str]
+
+
+class ModelIdentity(_Model):
+    """Which model was measured: `model` as given (a local path, a Hub id, `embedded:<name>`), with the revision
+    it resolved to (a Hub commit, a bundled package's version) or, for a local folder, the sha256 of its weights."""
+
+    name: str
+    model: str
+    kind: Literal["base", "instruct"]
+    revision: str | None = None
+    weights_sha256: str | None = None
+    cutoff: date | None = None  # the declared knowledge cutoff: `clkt submit` refuses a pack without one
+
+
+class StrategyInfo(_Model):
+    """The injection: its strategy, train languages and every setting the job ran with (`[gpu]`'s job fields);
+    `overridden`: the settings given on the command line, each with the config's value it replaced."""
+
+    name: str
+    train_languages: list[str]
+    settings: dict[str, object]
+    overridden: dict[str, object] = Field(default_factory=dict)
+
+
+class EnvironmentInfo(_Model):
+    python: str
+    platform: str
+    torch: str | None = None
+    transformers: str | None = None
+    peft: str | None = None
+    device: str = ""
+
+
+class FileEntry(_Model):
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    bytes: int = Field(ge=0)
+
+
+class PackManifest(_Model):
+    format: Literal["clkt-result-pack"] = FORMAT_NAME
+    format_version: int = FORMAT_VERSION
+    created_at: str
+    clkt_version: str
+    snapshot: SnapshotRef
+    model: ModelIdentity
+    strategy: StrategyInfo
+    environment: EnvironmentInfo
+    scorers: list[str]
+    files: dict[str, FileEntry]  # every file of the pack but manifest.json
+
+
+class PredictionRow(_Model):
+    """One answer: the injected (or base) model of the job trained in `train_lang`, scored by `scorer`, asked the
+    snapshot's test question `qid` (its public id, as in the snapshot's files) in `lang`."""
+
+    train_lang: str
+    scorer: str
+    variant: Literal["base", "injected"]
+    lang: str
+    qid: int
+    entity_id: int
+    domain: str
+    predicted: str | None  # the letter chosen (A-D), None when none could be read
+    correct: bool
+    raw: str = ""

@@ -1,0 +1,186 @@
+"""Writing a result pack and reading one back, verified (the format: `clkt.packs.format`).
+
+`write_pack` writes the three files (into a folder, atomically, or as one `.tar.gz` when `out` ends so);
+`read_pack` takes a folder or an archive (extracted safely into a temporary folder, `clkt.packs.archive`) and
+refuses, with one line (`UserError`), a pack of a newer format version, a missing, truncated, extra or linked file,
+a file whose sha256 is not the manifest's, or a line that is not a `PredictionRow`. What it returns is what the
+files say: whether it fits a snapshot is `clkt.packs.intake`'s question.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from clkt.errors import UserError
+from clkt.packs.archive import SafeExtract, is_archive, write_archive
+from clkt.packs.format import (
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    MANIFEST_FILE,
+    METRICS_FILE,
+    PREDICTIONS_FILE,
+    FileEntry,
+    PackManifest,
+    PredictionRow,
+)
+
+__all__ = ["Pack", "canonical", "pack_bytes", "read_pack", "sort_key", "write_pack"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Pack:
+    """A verified pack: its manifest, predictions and the metrics it claims (as JSON, unchecked)."""
+
+    source: Path
+    sha256: str  # the pack's identity: the sha256 of its manifest.json
+    manifest: PackManifest
+    predictions: list[PredictionRow]
+    claimed_metrics: dict[str, Any]
+
+
+def canonical(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def sort_key(r: PredictionRow) -> tuple[str, str, str, str, int]:
+    return (r.train_lang, r.scorer, r.variant, r.lang, r.qid)
+
+
+def pack_bytes(manifest: PackManifest, predictions: Sequence[PredictionRow], metrics: dict[str, Any]) -> dict[str, bytes]:
+    """The pack's files as bytes; `manifest.files` is replaced by the other files' hashes and sizes."""
+    body = {
+        PREDICTIONS_FILE: "".join(canonical(r.model_dump(mode="json")) + "\n" for r in sorted(predictions, key=sort_key)).encode(),
+        METRICS_FILE: (json.dumps(metrics, ensure_ascii=False, sort_keys=True, indent=1) + "\n").encode(),
+    }
+    files = {name: FileEntry(sha256=hashlib.sha256(data).hexdigest(), bytes=len(data)) for name, data in body.items()}
+    final = manifest.model_copy(update={"files": files})
+    body[MANIFEST_FILE] = (json.dumps(final.model_dump(mode="json"), ensure_ascii=False, sort_keys=True, indent=1) + "\n").encode()
+    return body
+
+
+def write_pack(out: Path, manifest: PackManifest, predictions: Sequence[PredictionRow], metrics: dict[str, Any]) -> str:
+    """Write the pack at `out` (a new folder, or a `.tar.gz` file); its sha256."""
+    body = pack_bytes(manifest, predictions, metrics)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise UserError(f"{out} exists (choose another --out, or remove it)")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if is_archive(out):
+        write_archive(body, out)
+    else:
+        if out.exists():
+            out.rmdir()
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+        try:
+            for name, data in body.items():
+                (tmp / name).write_bytes(data)
+            os.replace(tmp, out)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+    return hashlib.sha256(body[MANIFEST_FILE]).hexdigest()
+
+
+def read_pack(path: Path) -> Pack:
+    """The pack at `path` (a folder or an archive), verified (see the module docstring)."""
+    path = Path(path)
+    if not path.exists():
+        raise UserError(f"no pack at {path}")
+    if path.is_file():
+        if not is_archive(path):
+            raise UserError(f"{path} is neither a pack folder nor a .tar.gz archive of one")
+        with tempfile.TemporaryDirectory(prefix="clkt-pack-") as tmp:
+            root = SafeExtract(path).extract(Path(tmp))
+            return _read_folder(root, shown=path)
+    return _read_folder(path, shown=path)
+
+
+def _manifest(root: Path, shown: Path) -> tuple[PackManifest, bytes]:
+    mpath = root / MANIFEST_FILE
+    if mpath.is_symlink() or not mpath.is_file():
+        raise UserError(f"pack {shown}: no {MANIFEST_FILE}")
+    raw = mpath.read_bytes()
+    try:
+        data = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise UserError(f"pack {shown}: {MANIFEST_FILE} is not JSON ({e})") from e
+    if not isinstance(data, dict) or data.get("format") != FORMAT_NAME:
+        raise UserError(f"pack {shown}: {MANIFEST_FILE} is not a clkt result pack's (format is not {FORMAT_NAME!r})")
+    version = data.get("format_version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise UserError(f"pack {shown}: format_version {version!r} is not a version number")
+    if version > FORMAT_VERSION:
+        raise UserError(f"pack {shown} is of format version {version}, newer than this clkt reads ({FORMAT_VERSION}): "
+                        "upgrade clkt to read it")
+    try:
+        return PackManifest.model_validate(data), raw
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(x) for x in err["loc"])
+        raise UserError(f"pack {shown}: invalid {MANIFEST_FILE} ({where}: {err['msg']})") from e
+
+
+def _check_files(root: Path, manifest: PackManifest, shown: Path) -> None:
+    present: set[str] = set()
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root).as_posix()
+        if p.is_symlink():
+            raise UserError(f"pack {shown}: {rel} is a link (a pack holds regular files only)")
+        if p.is_file() and rel != MANIFEST_FILE:
+            present.add(rel)
+    for name in (PREDICTIONS_FILE, METRICS_FILE):
+        if name not in manifest.files:
+            raise UserError(f"pack {shown}: the manifest does not list {name}")
+    extra = sorted(present - set(manifest.files))
+    if extra:
+        raise UserError(f"pack {shown}: extra file {extra[0]} is not listed in the manifest")
+    for name, entry in sorted(manifest.files.items()):
+        if name not in present:
+            raise UserError(f"pack {shown}: file {name} listed in the manifest is missing")
+        size = (root / name).stat().st_size
+        if size < entry.bytes:
+            raise UserError(f"pack {shown}: {name} is truncated ({size:,} of {entry.bytes:,} bytes)")
+        h = hashlib.sha256()
+        with (root / name).open("rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+        if size != entry.bytes or h.hexdigest() != entry.sha256:
+            raise UserError(f"pack {shown}: {name} does not match its sha256 in the manifest")
+
+
+def _predictions(root: Path, shown: Path) -> list[PredictionRow]:
+    rows: list[PredictionRow] = []
+    with (root / PREDICTIONS_FILE).open("r", encoding="utf-8", errors="strict") as fh:
+        for n, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                rows.append(PredictionRow.model_validate_json(line))
+            except ValidationError as e:
+                raise UserError(f"pack {shown}: {PREDICTIONS_FILE}:{n}: not a prediction ({e.errors()[0]['msg']})") from e
+    return rows
+
+
+def _read_folder(root: Path, *, shown: Path) -> Pack:
+    manifest, raw = _manifest(root, shown)
+    _check_files(root, manifest, shown)
+    try:
+        predictions = _predictions(root, shown)
+        metrics = json.loads((root / METRICS_FILE).read_text(encoding="utf-8"))
+    except UnicodeDecodeError as e:
+        raise UserError(f"pack {shown}: a file is not UTF-8 text ({e.reason})") from e
+    except json.JSONDecodeError as e:
+        raise UserError(f"pack {shown}: {METRICS_FILE} is not JSON ({e})") from e
+    if not isinstance(metrics, dict):
+        raise UserError(f"pack {shown}: {METRICS_FILE} is not a JSON object")
+    return Pack(source=shown, sha256=hashlib.sha256(raw).hexdigest(), manifest=manifest, predictions=predictions,
+                claimed_metrics=metrics)

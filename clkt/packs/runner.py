@@ -1,0 +1,268 @@
+"""`clkt evaluate`: a snapshot folder and a model in, a result pack out, with no daemon and no store.
+
+One GPU job per train language, each the very job the queue runs: a `JobSpec` (`clkt.inject.contract`) run by the
+local engine (`clkt.inject.local_engine.LocalEngine`: `python -m clkt.inject.run_job`, a child process per job)
+in a job folder under `<out>.work/<key>/` (`clkt.layout`: `jobs/<n>/`, the base answers shared through
+`jobs/base/<snapshot>/`). The key hashes what the answers depend on (snapshot, model, strategy, settings), so an
+interrupted run started again with the same arguments resumes (a finished job is read back, a training resumes
+after its last finished epoch), and other arguments never reuse its files. The work folder is removed once the
+pack is written (`keep_work` keeps it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata as md
+import platform
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from clkt import __version__
+from clkt.config import GpuSettings, TargetSettings
+from clkt.errors import JobError, SnapshotError, UserError
+from clkt.inject.contract import JobFailure, JobOutcome, JobProgress, JobSpec, write_json_atomic
+from clkt.inject.engine import RunningJob
+from clkt.inject.job import check_spec
+from clkt.inject.local_engine import LocalEngine
+from clkt.inject.spec_builder import ENGINE_FIELDS
+from clkt.layout import FAILURE_FILE, LOG_FILE, OUTCOME_FILE, PROGRESS_FILE, SPEC_FILE, base_cache_dir, job_dir
+from clkt.packs.archive import ARCHIVE_SUFFIXES
+from clkt.packs.format import (
+    FORMAT_VERSION,
+    EnvironmentInfo,
+    ModelIdentity,
+    PackManifest,
+    PredictionRow,
+    SnapshotRef,
+    StrategyInfo,
+)
+from clkt.packs.metrics import compute_metrics
+from clkt.packs.pack import canonical, write_pack
+from clkt.snapshots.layout import SnapshotData, load_snapshot_dir
+from clkt.targets.embedded import EMBEDDED_PREFIX, embedded_model
+from clkt.targets.loader import resolve_target
+
+__all__ = ["EvaluateRequest", "Evaluated", "JobFailed", "job_settings", "run_evaluate", "work_dir_for"]
+
+Progress = Callable[[str], None]
+_NOT_SETTINGS = (*ENGINE_FIELDS, "enabled", "devices", "probe_device", "probe_cache_size", "probe_cache_gb")
+_WEIGHTS = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
+POLL_S = 1.0  # how often a running job's progress is read
+
+
+class JobFailed(JobError):
+    """A job of the evaluation failed (its reason, and where its log is)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class EvaluateRequest:
+    snapshot_dir: Path
+    target: TargetSettings
+    strategy: str
+    train_langs: list[str]
+    gpu: GpuSettings  # the settings the jobs run with (the config's, with the overrides)
+    overridden: dict[str, object] = field(default_factory=dict)  # setting -> {"config": ..., "used": ...}
+    out: Path
+    data_dir: Path  # where embedded models are converted (the config's data_dir)
+    device: str = "auto"
+    keep_work: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class Evaluated:
+    out: Path
+    pack_sha256: str
+    predictions: int
+    resumed: list[str]  # train languages whose finished job was read back
+
+
+def work_dir_for(out: Path) -> Path:
+    """`<out>.work` next to `out` (`pack.tar.gz` -> `pack.work`)."""
+    name = out.name
+    for suffix in ARCHIVE_SUFFIXES:
+        name = name.removesuffix(suffix)
+    return out.with_name(f"{name}.work")
+
+
+def job_settings(gpu: GpuSettings) -> dict[str, object]:
+    """What a job computes with: `[gpu]` without where it runs (`ENGINE_FIELDS`, the devices, the probe's)."""
+    return {k: v for k, v in gpu.model_dump(mode="json").items() if k not in _NOT_SETTINGS}
+
+
+def _key(req: EvaluateRequest, snap: SnapshotData) -> str:
+    body = [snap.manifest.snapshot_id, snap.manifest.content_sha256, req.target.model_dump(mode="json"), req.strategy,
+            job_settings(req.gpu)]
+    return hashlib.sha256(canonical(body).encode()).hexdigest()[:16]
+
+
+def _progress_line(lang: str, p: JobProgress) -> str:
+    parts = [f"train {lang}: {p.phase}"]
+    if p.total:
+        parts.append(f"{p.done}/{p.total}")
+    if p.epoch is not None:
+        parts.append(f"epoch {p.epoch}")
+    if p.loss is not None:
+        parts.append(f"loss {p.loss:.3f}")
+    return " ".join(parts)
+
+
+async def _watch(run: RunningJob, spec: JobSpec, progress: Progress) -> None:
+    """Wait for the job process, showing its progress; stop it on a timeout or an interruption."""
+    shown = ""
+    started = time.monotonic()
+    try:
+        while await run.wait(POLL_S) is None:
+            if time.monotonic() - started > spec.gpu.job_timeout_s:
+                raise JobFailed(f"train {spec.train_lang}: still running after {spec.gpu.job_timeout_s:.0f} s (gpu.job_timeout_s); stopped")
+            path = spec.artifacts_dir / PROGRESS_FILE
+            try:
+                line = _progress_line(spec.train_lang, JobProgress.model_validate_json(path.read_bytes()))
+            except (OSError, ValueError):
+                continue
+            if line != shown:
+                shown = line
+                progress(line)
+    except BaseException:
+        await run.stop()  # interrupted: the next run resumes from the job's files
+        raise
+
+
+async def _run_job(engine: LocalEngine, spec: JobSpec, progress: Progress) -> tuple[JobOutcome, bool]:
+    """The job's outcome (read back when a finished one is there for the same spec), and whether it was."""
+    art = spec.artifacts_dir
+    art.mkdir(parents=True, exist_ok=True)
+    spec_path, outcome_path = art / SPEC_FILE, art / OUTCOME_FILE
+    if outcome_path.is_file() and spec_path.is_file() and JobSpec.model_validate_json(spec_path.read_bytes()) == spec:
+        return JobOutcome.model_validate_json(outcome_path.read_bytes()), True
+    outcome_path.unlink(missing_ok=True)
+    for attempt in range(1, spec.gpu.max_attempts + 1):
+        write_json_atomic(spec_path, spec)
+        progress(f"train {spec.train_lang}: job starts (attempt {attempt}; log: {art / LOG_FILE})")
+        await _watch(await engine.submit(spec, spec_path, slot=spec.device), spec, progress)
+        if outcome_path.is_file():
+            return JobOutcome.model_validate_json(outcome_path.read_bytes()), False
+        fail = art / FAILURE_FILE
+        failure = JobFailure.model_validate_json(fail.read_bytes()) if fail.is_file() else None
+        if failure is None or failure.permanent or attempt == spec.gpu.max_attempts:
+            why = failure.message if failure else "the job process ended without an outcome"
+            raise JobFailed(f"train {spec.train_lang}: {why} (log: {art / LOG_FILE})")
+        if failure.retry_with is not None:
+            smaller = {k: v for k, v in failure.retry_with.model_dump().items() if v is not None}
+            spec = spec.model_copy(update={"gpu": spec.gpu.model_copy(update=smaller)})
+    raise AssertionError("unreachable")
+
+
+def _weights_sha256(folder: Path) -> str | None:
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and p.name.endswith(_WEIGHTS))
+    if not files:
+        return None
+    h = hashlib.sha256()
+    for p in files:
+        f = hashlib.sha256()
+        with p.open("rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 22), b""):
+                f.update(chunk)
+        h.update(f"{p.relative_to(folder).as_posix()}\0{f.hexdigest()}\n".encode())
+    return h.hexdigest()
+
+
+def model_identity(target: TargetSettings, data_dir: Path) -> ModelIdentity:
+    """The model as given, with its revision (a Hub cache's commit, a bundled package's version) and the sha256 of
+    its weights' files when they are on this machine."""
+    revision: str | None = None
+    if target.model.startswith(EMBEDDED_PREFIX):
+        dist = embedded_model(target.model).dist
+        revision = f"{dist}=={md.version(dist)}"
+    where = resolve_target(target, data_dir)
+    weights = None
+    if isinstance(where, Path):
+        weights = _weights_sha256(where)
+        if where.parent.name == "snapshots" and len(where.name) == 40:  # a Hub cache folder: <repo>/snapshots/<commit>
+            revision = where.name
+    return ModelIdentity(name=target.name, model=target.model, kind=target.kind, revision=revision,
+                         weights_sha256=weights, cutoff=target.cutoff)
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return md.version(dist)
+    except md.PackageNotFoundError:
+        return None
+
+
+def _predictions(snap: SnapshotData, outcomes: Sequence[tuple[str, JobOutcome]]) -> list[PredictionRow]:
+    rows = {(r.qid, r.lang): r for lang in snap.languages for r in snap.questions_for(lang, "test")}
+    out: list[PredictionRow] = []
+    for train, outcome in outcomes:
+        for r in outcome.results:
+            if r.split != "test" or (r.qid, r.lang) not in rows:
+                continue
+            q = rows[(r.qid, r.lang)]
+            out.append(PredictionRow(train_lang=train, scorer=r.scorer, variant=r.variant.value, lang=r.lang, qid=r.qid,
+                                     entity_id=q.entity_id, domain=q.domain, predicted=r.predicted, correct=r.correct,
+                                     raw=r.raw))
+    return out
+
+
+def _manifest(req: EvaluateRequest, snap: SnapshotData, rows: list[PredictionRow], device: str) -> PackManifest:
+    m = snap.manifest
+    return PackManifest(
+        created_at=datetime.now(UTC).replace(microsecond=0).isoformat(), clkt_version=__version__,
+        snapshot=SnapshotRef(id=m.snapshot_id, content_sha256=m.content_sha256, spec=m.spec, period=m.period,
+                             period_start=m.period_start, languages=list(m.languages)),
+        model=model_identity(req.target, req.data_dir),
+        strategy=StrategyInfo(name=req.strategy, train_languages=list(req.train_langs), settings=job_settings(req.gpu),
+                              overridden=dict(req.overridden)),
+        environment=EnvironmentInfo(python=platform.python_version(), platform=platform.platform(), torch=_version("torch"),
+                                    transformers=_version("transformers"), peft=_version("peft"), device=device),
+        scorers=sorted({r.scorer for r in rows}), files={},
+    )
+
+
+def _specs(req: EvaluateRequest, snap: SnapshotData, root: Path) -> list[JobSpec]:
+    bad = [x for x in req.train_langs if x not in snap.languages]
+    if bad or not req.train_langs:
+        raise UserError(f"train language(s) {bad} are not among snapshot {snap.manifest.snapshot_id}'s {snap.languages}")
+    sid = snap.manifest.snapshot_id
+    return [
+        JobSpec(job_id=n, snapshot_id=sid, snapshot_dir=snap.path.resolve(), target=req.target, strategy=req.strategy,
+                train_lang=lang, gpu=req.gpu, data_dir=req.data_dir.resolve(), artifacts_dir=job_dir(root, n).resolve(),
+                device=req.device, base_cache_dir=base_cache_dir(root, sid).resolve())
+        for n, lang in enumerate(req.train_langs, start=1)
+    ]
+
+
+async def run_evaluate(req: EvaluateRequest, *, progress: Progress) -> Evaluated:
+    """Run the jobs (resuming what a killed run left) and write the pack (see the module docstring)."""
+    if req.out.exists():
+        raise UserError(f"{req.out} exists (choose another --out, or remove it)")
+    if not req.snapshot_dir.is_dir():
+        raise SnapshotError(f"{req.snapshot_dir} is not a snapshot folder")
+    snap = load_snapshot_dir(req.snapshot_dir)
+    work = work_dir_for(req.out)
+    root = work / _key(req, snap)
+    specs = _specs(req, snap, root)
+    check_spec(specs[0])  # the strategy's own checks, before any model is loaded
+    resolve_target(req.target, req.data_dir)  # a model that cannot be read: one line now, not after a job starts
+    engine = LocalEngine(devices=[req.device])
+    outcomes: list[tuple[str, JobOutcome]] = []
+    resumed: list[str] = []
+    for spec in specs:
+        outcome, was_done = await _run_job(engine, spec, progress)
+        outcomes.append((spec.train_lang, outcome))
+        if was_done:
+            resumed.append(spec.train_lang)
+            progress(f"train {spec.train_lang}: finished before, read back from {spec.artifacts_dir}")
+    rows = _predictions(snap, outcomes)
+    manifest = _manifest(req, snap, rows, outcomes[-1][1].device)
+    metrics = compute_metrics(rows, snap.languages, format_version=FORMAT_VERSION)
+    sha = write_pack(req.out, manifest, rows, metrics.model_dump(mode="json"))
+    if not req.keep_work:
+        shutil.rmtree(root, ignore_errors=True)
+        if work.is_dir() and not any(work.iterdir()):
+            work.rmdir()
+    return Evaluated(out=req.out, pack_sha256=sha, predictions=len(rows), resumed=resumed)

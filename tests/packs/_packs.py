@@ -1,0 +1,106 @@
+"""A result pack for the tiny snapshot of the GPU-queue tests (`tests.inject._fixtures`), built without a model, and
+the store it is submitted to."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from sqlmodel import col, update
+
+from clkt.packs.format import (
+    FORMAT_VERSION,
+    EnvironmentInfo,
+    ModelIdentity,
+    PackManifest,
+    PredictionRow,
+    SnapshotRef,
+    StrategyInfo,
+)
+from clkt.packs.metrics import compute_metrics
+from clkt.packs.pack import write_pack
+from clkt.snapshots.layout import MANIFEST_FILE, SnapshotManifest
+from storage.engine import Store
+from tests.inject._fixtures import QUESTIONS, SNAPSHOT_ID, public_entity_id, public_qid, seed_store, write_tiny_snapshot
+
+LANGS = ["en", "fr"]
+TEST_QIDS = {public_qid(q, e): (e, "ABCD"[ans]) for q, e, split, _, _, ans in QUESTIONS["en"] if split == "test"}
+VAL_QID = next(public_qid(q, e) for q, e, split, *_ in QUESTIONS["en"] if split == "val")
+
+
+def rows(*, train_langs: tuple[str, ...] = ("en",), scorer: str = "option-loglik") -> list[PredictionRow]:
+    """Every test question in every language, base and injected: the injected model right in every language,
+    the base model right only on the first question."""
+    out = []
+    first = min(TEST_QIDS)
+    for t in train_langs:
+        for variant in ("base", "injected"):
+            for lang in LANGS:
+                for qid, (entity, answer) in sorted(TEST_QIDS.items()):
+                    right = variant == "injected" or qid == first
+                    letter = answer if right else ("A" if answer != "A" else "B")
+                    out.append(PredictionRow(train_lang=t, scorer=scorer, variant=variant, lang=lang, qid=qid,  # type: ignore[arg-type]
+                                             entity_id=public_entity_id(entity), domain="movies", predicted=letter,
+                                             correct=right))
+    return out
+
+
+def manifest(**changes: Any) -> PackManifest:
+    snap = {"id": SNAPSHOT_ID, "content_sha256": "0" * 64, "spec": "tiny", "period": "2025-06",
+            "period_start": "2025-06-01", "languages": LANGS}
+    model = {"name": "tiny", "model": "/models/tiny", "kind": "base", "weights_sha256": "1" * 64,
+             "cutoff": "2024-08-01"}
+    snap.update(changes.pop("snapshot", {}))
+    model.update(changes.pop("model", {}))
+    return PackManifest.model_validate({
+        "created_at": "2026-12-03T00:00:00+00:00", "clkt_version": "0.1.0", "snapshot": SnapshotRef.model_validate(snap),
+        "model": ModelIdentity.model_validate(model),
+        "strategy": StrategyInfo(name="cpt-lora", train_languages=changes.pop("train_languages", ["en"]),
+                                 settings={"epochs": 1}, overridden={"epochs": {"config": 5, "used": 1}}),
+        "environment": EnvironmentInfo(python="3.12", platform="test", device="cpu"),
+        "scorers": ["option-loglik"], "files": {}, **changes,
+    })
+
+
+def make_pack(out: Path, *, preds: list[PredictionRow] | None = None, metrics: dict[str, Any] | None = None,
+              **changes: Any) -> str:
+    """Write a pack at `out` (a folder, or an archive by its name); its sha256."""
+    preds = rows() if preds is None else preds
+    if metrics is None:
+        metrics = compute_metrics(preds, LANGS, format_version=FORMAT_VERSION).model_dump(mode="json")
+    return write_pack(out, manifest(**changes), preds, metrics)
+
+
+async def make_store(tmp_path: Path) -> Path:
+    """A real SQLite store holding the tiny snapshot, frozen, with its manifest and content hash; the config file
+    that names it."""
+    from storage.models import Snapshot
+
+    snap = write_tiny_snapshot(tmp_path / "snap")
+    m = SnapshotManifest.model_validate_json((snap / MANIFEST_FILE).read_bytes())
+    async with Store(url=f"sqlite+aiosqlite:///{tmp_path / 'clkt.db'}") as store:
+        await seed_store(store, snap)
+        async with store.transaction() as s:
+            await s.execute(update(Snapshot).where(col(Snapshot.id) == SNAPSHOT_ID)
+                            .values(content_sha256=m.content_sha256, manifest=m.model_dump(mode="json")))
+    cfg = tmp_path / "clkt.toml"
+    cfg.write_text(f'data_dir = "{tmp_path}"\n', encoding="utf-8")
+    return cfg
+
+
+def store_dump(tmp_path: Path) -> list[str]:
+    """Every row of the store, as SQL: what "the store is unchanged" compares."""
+    con = sqlite3.connect(tmp_path / "clkt.db")
+    try:
+        return list(con.iterdump())
+    finally:
+        con.close()
+
+
+def submitted(tmp_path: Path) -> list[tuple[Any, ...]]:
+    con = sqlite3.connect(tmp_path / "clkt.db")
+    try:
+        return con.execute("SELECT pack_sha256, target_name, claims_match, metrics FROM submitted_pack").fetchall()
+    finally:
+        con.close()
