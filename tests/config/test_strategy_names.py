@@ -40,12 +40,12 @@ def test_a_name_registered_twice_raises_and_unregistering_takes_it_away() -> Non
     names = StrategyNames(BUILTIN_STRATEGIES)
     with pytest.raises(StrategyConflictError, match="'cpt-lora' is already registered"):
         names.register(StrategyName(name="cpt-lora", label="again", family="x"))
-    names.register(StrategyName(name="memit", label="MEMIT", family="knowledge editing"))
-    assert names.names()[-1] == "memit" and "memit" in names
-    names.unregister("memit")
-    assert "memit" not in names
+    names.register(StrategyName(name="alpha-edit", label="AlphaEdit", family="knowledge editing"))
+    assert names.names()[-1] == "alpha-edit" and "alpha-edit" in names
+    names.unregister("alpha-edit")
+    assert "alpha-edit" not in names
     with pytest.raises(UnknownStrategyError):
-        names.unregister("memit")
+        names.unregister("alpha-edit")
 
 
 @pytest.mark.parametrize("bad", ["", "CPT", "two words", " x"])
