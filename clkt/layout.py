@@ -8,7 +8,8 @@ only). The base model's answers, shared by every job of one snapshot x target, a
 `<data_dir>/jobs/base/<snapshot>/<target>-<key>.jsonl` (`base_cache_dir`, `base_cache_name`).
 
 Beside `jobs/`: `reports/<snapshot>/` (a snapshot's report), `models/` (converted target models),
-`cache/leaderboard/` (`clkt leaderboard`'s kept results, `board_cache_dir`) and the store (`clkt.db*`).
+`cache/leaderboard/` (`clkt leaderboard`'s kept results, `board_cache_dir`), `edit-stats/` (knowledge editing's
+key statistics per model x layer, `clkt.inject.editing.covariance`) and the store (`clkt.db*`).
 
 Everything that writes, reads, ships or removes these (clkt.inject, clkt.retention, clkt.web, clkt.report)
 takes the names from here: a new job artefact is one constant in this module. This module imports nothing of
@@ -26,6 +27,8 @@ __all__ = [
     "BOARD_CACHE_KEEP",
     "CACHE_DIR",
     "CKPT_DIR",
+    "EDITS_FILE",
+    "EDIT_STATS_DIR",
     "EPOCH_PREFIX",
     "FAILURE_FILE",
     "JOBS_DIR",
@@ -57,6 +60,7 @@ CACHE_DIR = "cache"  # kept results of commands (cache/leaderboard/)
 BOARD_CACHE_DIR = "leaderboard"  # under CACHE_DIR: `clkt leaderboard`'s results (clkt.report.board_cache)
 BOARD_CACHE_KEEP = 32  # how many of those results are kept (the newest)
 STORE_PREFIX = "clkt.db"  # the SQLite store and its -wal/-shm files
+EDIT_STATS_DIR = "edit-stats"  # knowledge editing's key statistics, one file per model x layer (kept by retention)
 
 # --- a job's folder, jobs/<id>/
 SPEC_FILE = "spec.json"  # JobSpec: what the consumer asks (clkt.inject.contract)
@@ -70,6 +74,7 @@ EPOCH_PREFIX = "epoch-"
 STATE_FILE = "state.json"  # in an epoch's folder: the epoch's loss, tokens and time (it counts once this is there)
 OPTIM_FILE = "optim.pt"  # in an epoch's folder: the optimizer/scheduler state (the last epoch only)
 VAL_FILE = "val.json"  # in an epoch's folder: its validation score (clkt.inject.best_epoch)
+EDITS_FILE = "edits.json"  # in checkpoints/ of a knowledge-editing job: its requests, layers and update norms
 
 # --- the base model's answers, jobs/base/<snapshot>/<target>-<key>.jsonl
 BASE_DIR = "base"

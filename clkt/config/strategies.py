@@ -59,6 +59,7 @@ BUILTIN_STRATEGIES: tuple[StrategyName, ...] = (
     StrategyName(name="cpt-lora", label="continual pretraining (LoRA)", family="continual pretraining"),
     StrategyName(name="sft-lora", label="supervised fine-tuning (LoRA)", family="supervised fine-tuning"),
     StrategyName(name="full-ft", label="full fine-tuning", family="continual pretraining"),
+    StrategyName(name="memit", label="knowledge editing (MEMIT)", family="knowledge editing"),
 )
 DEFAULT_STRATEGY = "cpt-lora"
 

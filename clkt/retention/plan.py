@@ -14,7 +14,8 @@ The rules (`[retention]`, `clkt.config.RetentionSettings`), per part of `<data_d
   always kept; with `old_reports = "drop"` the other files of that folder and the folders of snapshots the store
   no longer has go ("old reports").
 - temporary files and folders (`.<name>.tmp-*`) that a killed writer left, once older than `TMP_AGE_S`.
-- everything else is kept: the snapshots' export folders (frozen: never changed), the converted models, the store,
+- everything else is kept: the snapshots' export folders (frozen: never changed), the converted models,
+  `edit-stats/` (knowledge editing's key statistics per model x layer: computed once, reused by every job), the store,
   the daemon's log files (bounded by their rotation), and anything this module does not know.
 
 A plan is computed from the store first, the files second, and removes only what it listed; `apply_plan` checks
@@ -40,6 +41,7 @@ from clkt.layout import (
     BOARD_CACHE_KEEP,
     CACHE_DIR,
     CKPT_DIR,
+    EDIT_STATS_DIR,
     JOBS_DIR,
     LOG_FILE,
     MODELS_DIR,
@@ -331,6 +333,8 @@ def _rest(plan: GcPlan, data_dir: Path, state: StoreState, retention: RetentionS
         elif log_file is not None and (here == log_file.resolve().parent or (
                 p.is_file() and p.name.startswith(log_file.name) and log_file.resolve().parent == root)):
             plan.keep("daemon logs", log_why, p)
+        elif p.name == EDIT_STATS_DIR and p.is_dir():
+            plan.keep("edit statistics", "knowledge editing's key statistics, computed once per model x layer", p)
         elif p.name == CACHE_DIR and p.is_dir():
             plan.keep("kept results", f"clkt leaderboard's results, the newest {BOARD_CACHE_KEEP} (clkt.report.board_cache)", p)
         elif any(e.resolve().is_relative_to(here) for e in exports):

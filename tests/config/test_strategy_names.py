@@ -20,7 +20,7 @@ from clkt.errors import UserError
 
 
 def test_the_builtin_names_are_the_configs_and_the_default_is_first() -> None:
-    assert strategy_names() == ["cpt-lora", "sft-lora", "full-ft"] == [s.name for s in BUILTIN_STRATEGIES]
+    assert strategy_names() == ["cpt-lora", "sft-lora", "full-ft", "memit"] == [s.name for s in BUILTIN_STRATEGIES]
     assert SpecSettings().strategies == ["cpt-lora"]
     assert SpecSettings(strategies=["full-ft", "sft-lora"]).strategies == ["full-ft", "sft-lora"]
     assert strategy_label("sft-lora") == "supervised fine-tuning (LoRA)"
@@ -30,9 +30,9 @@ def test_the_builtin_names_are_the_configs_and_the_default_is_first() -> None:
 def test_an_unknown_name_is_one_line_naming_it_and_the_known_ones() -> None:
     with pytest.raises(UnknownStrategyError) as ei:
         check_strategy("magic")
-    assert str(ei.value) == "unknown strategy 'magic'; known: cpt-lora, full-ft, sft-lora"
+    assert str(ei.value) == "unknown strategy 'magic'; known: cpt-lora, full-ft, memit, sft-lora"
     assert isinstance(ei.value, UserError) and isinstance(ei.value, ValueError)
-    with pytest.raises(ValidationError, match=r"unknown strategy 'magic'; known: cpt-lora, full-ft, sft-lora"):
+    with pytest.raises(ValidationError, match=r"unknown strategy 'magic'; known: cpt-lora, full-ft, memit, sft-lora"):
         SpecSettings(strategies=["cpt-lora", "magic"])
 
 
@@ -40,12 +40,12 @@ def test_a_name_registered_twice_raises_and_unregistering_takes_it_away() -> Non
     names = StrategyNames(BUILTIN_STRATEGIES)
     with pytest.raises(StrategyConflictError, match="'cpt-lora' is already registered"):
         names.register(StrategyName(name="cpt-lora", label="again", family="x"))
-    names.register(StrategyName(name="memit", label="MEMIT", family="knowledge editing"))
-    assert names.names()[-1] == "memit" and "memit" in names
-    names.unregister("memit")
-    assert "memit" not in names
+    names.register(StrategyName(name="alpha-edit", label="AlphaEdit", family="knowledge editing"))
+    assert names.names()[-1] == "alpha-edit" and "alpha-edit" in names
+    names.unregister("alpha-edit")
+    assert "alpha-edit" not in names
     with pytest.raises(UnknownStrategyError):
-        names.unregister("memit")
+        names.unregister("alpha-edit")
 
 
 @pytest.mark.parametrize("bad", ["", "CPT", "two words", " x"])

@@ -88,5 +88,6 @@ async def make_data_dir(store: Store, root: Path, *, committed_days_ago: float =
     _write(report / "heatmap-t-a.png", 2000)
     _write(report / "heatmap-gone.png", 3000)  # an earlier write's figure, not in report.md any more
     _write(data / "models" / "m" / "weights.bin", 10_000)
+    _write(data / "edit-stats" / "m-0123456789abcdef-layer3.safetensors", 4_000)
     return Layout(data_dir=data, done=done, failed=failed, pending=pending, cache_done=cache_done,
                   cache_busy=cache_busy, report=report, export=export)

@@ -31,13 +31,14 @@ async def test_the_default_keeps_the_best_adapter_and_every_result(store: Store,
     assert freed["base caches"].bytes == 800 and freed["old reports"].files == 0
     kept = {c for c, _ in plan.kept}
     assert {"best adapters", "job results", "failed jobs", "jobs in flight", "base caches", "current reports",
-            "reports", "models", "snapshot exports"} <= kept | {c for c, _ in plan.kept_outside}
+            "reports", "models", "snapshot exports", "edit statistics"} <= kept | {c for c, _ in plan.kept_outside}
 
     result = await apply_plan(store, plan)
     assert not result.skipped
     left = {str(p.relative_to(lay.data_dir)) for p in lay.data_dir.rglob("*") if p.is_file()}
     assert {"jobs/1/checkpoints/epoch-2/adapter_model.safetensors", "jobs/1/checkpoints/epoch-2/val.json",
-            "jobs/1/predictions.jsonl", "jobs/1/outcome.json", "jobs/1/spec.json"} <= left
+            "jobs/1/predictions.jsonl", "jobs/1/outcome.json", "jobs/1/spec.json",
+            "edit-stats/m-0123456789abcdef-layer3.safetensors"} <= left
     assert {"jobs/2/job.log", "jobs/2/checkpoints/epoch-1/adapter_model.safetensors", "jobs/3/spec.json"} <= left
     assert lay.cache_busy.is_file() and not lay.cache_done.parent.exists()  # its emptied folder went too
     assert (lay.report / "heatmap-gone.png").is_file() and (lay.export / "manifest.json").is_file()

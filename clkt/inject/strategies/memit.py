@@ -1,0 +1,171 @@
+"""`memit`: knowledge editing (Meng et al. 2023, "Mass-Editing Memory in a Transformer"), written from the
+paper's equations. No epochs and no training loop: the facts are written into a few MLP layers in closed form.
+
+1. Edit requests from the train language's documents (`clkt.inject.editing.requests`): subject, relation
+   prompt, object; an entity with nothing to edit is skipped and counted.
+2. The edited layers `L` (`edit_layers`: a band in the lower third of the model, MEMIT's critical layers) and
+   the keys' second moment at each (`clkt.inject.editing.covariance`, cached per model x layer).
+3. For each subject, the target value `z` at the top edited layer (`clkt.inject.editing.values`).
+4. For each layer of `L` in order: the keys of every subject there, the residual still missing at the top layer
+   spread over the layers left, and the layer's down-projection updated by Δ = R Kᵀ (λ E[k kᵀ] + K Kᵀ)⁻¹
+   (`clkt.inject.editing.memit_update`).
+
+The job answers with the edited model like with any other (the same scorers on the same questions in every
+language). What it did is `checkpoints/edits.json` (`EDITS_FILE`); the edited weights are not kept (a rerun
+recomputes them: the edits are deterministic and the statistics are cached).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from clkt.errors import SnapshotError
+from clkt.inject.contract import JobProgress
+from clkt.inject.editing.arch import down_proj, layer_module, mlp_layout, num_layers, post_norm
+from clkt.inject.editing.covariance import key_stats
+from clkt.inject.editing.memit_update import memit_delta, spread, through_norm
+from clkt.inject.editing.requests import EditRequest, RequestSet, build_requests
+from clkt.inject.editing.values import Batch, ZSettings, encode, group_mean, inputs_at, optimize_values, outputs_at
+from clkt.inject.injector import Injection, InjectionContext, Spare, WeightsDtype
+from clkt.inject.strategies._registry import register_injector
+from clkt.layout import EDIT_STATS_DIR, EDITS_FILE
+
+if TYPE_CHECKING:
+    from clkt.inject.contract import JobSpec
+    from clkt.snapshots.layout import DocRow, QuestionRow
+
+__all__ = ["INJECTOR", "Memit", "edit_layers"]
+
+log = logging.getLogger(__name__)
+
+
+def edit_layers(n: int) -> list[int]:
+    """MEMIT's band of critical layers scaled to a model of `n` layers (GPT-J's 28: 3..8); at least one layer,
+    never the last."""
+    lo = min(max(0, round(n * 3 / 28)), max(0, n - 2))
+    hi = min(max(lo, round(n * 8 / 28)), max(0, n - 2))
+    return list(range(lo, hi + 1))
+
+
+class Memit:
+    """The `memit` injector. Its tunables are class constants (tests monkeypatch them)."""
+
+    name = "memit"
+    LAMBDA: ClassVar[float] = 15_000.0  # λ: the preserved keys' weight against the edits (MEMIT's mom2 weight)
+    Z: ClassVar[ZSettings] = ZSettings()
+    ROWS_PER_BATCH: ClassVar[int] = 16  # requests encoded together (whole subjects)
+    MAX_LEN: ClassVar[int] = 96  # tokens of one prompt + target
+    LAYERS: ClassVar[list[int] | None] = None  # None: `edit_layers(n)`
+
+    def check(self, spec: JobSpec) -> None:
+        return None  # no epochs, no learning rate; the architecture is checked once the model is loaded
+
+    def weights_dtype(self, device: str) -> WeightsDtype:
+        return "bfloat16" if device.startswith("cuda") else "float32"
+
+    def inject(
+        self, model: Any, tokenizer: Any, *, docs: list[DocRow], val_rows: list[QuestionRow], ctx: InjectionContext,
+    ) -> Injection:
+        mlp_layout(model)  # an architecture whose MLP is unknown: one line, before any work
+        spec = ctx.spec
+        reqs = build_requests(docs)
+        if reqs.skipped_entities:
+            log.info("memit: %d entities give nothing to edit (skipped)", len(reqs.skipped_entities))
+        if not reqs.requests:
+            raise SnapshotError(f"snapshot {spec.snapshot_id}: the {spec.train_lang} documents give no edit requests")
+        layers = self.LAYERS if self.LAYERS is not None else edit_layers(num_layers(model))
+        model.eval()
+        t0 = time.monotonic()
+        ctx.progress(JobProgress(phase="edit-stats"))
+        stats = key_stats(model, tokenizer, layers, texts=_stats_texts(spec), root=spec.data_dir / EDIT_STATS_DIR,
+                          name=spec.target.model, source=f"snapshot {spec.snapshot_id}", device=ctx.device)
+        t1 = time.monotonic()
+        record = self.apply(model, tokenizer, reqs, layers, {k: s.second_moment for k, s in stats.items()},
+                            device=ctx.device, progress=ctx.progress)
+        record.update(stats={str(k): {"tokens": s.tokens, "cached": s.cached} for k, s in stats.items()},
+                      stats_seconds=round(t1 - t0, 3), edit_seconds=round(time.monotonic() - t1, 3))
+        (ctx.work_dir / EDITS_FILE).write_text(json.dumps(record, indent=1), encoding="utf-8")
+        return Injection(model=model.eval(), examples=len(reqs.requests), best_epoch=0)
+
+    def apply(
+        self, model: Any, tok: Any, reqs: RequestSet, layers: list[int], second_moments: dict[int, Any], *, device: str,
+        progress: Any = None,
+    ) -> dict[str, Any]:
+        """Edit `model` in place with `reqs` at `layers`; returns the record of what was done."""
+        import torch
+
+        batches = _batches(tok, reqs.requests, rows=self.ROWS_PER_BATCH, device=device, max_len=self.MAX_LEN)
+        top = layer_module(model, layers[-1])
+        zs: list[Any] = []
+        before: list[float] = []
+        after: list[float] = []
+        for i, b in enumerate(batches):
+            z, first, last = optimize_values(model, top, b, self.Z)
+            zs.append(z)
+            before.append(first)
+            after.append(last)
+            if progress is not None:
+                progress(JobProgress(phase="edit", done=i + 1, total=len(batches)))
+        norms: dict[str, float] = {}
+        for n, layer in enumerate(layers):
+            proj = down_proj(model, layer)
+            keys = torch.cat([group_mean(inputs_at(model, proj, b), b) for b in batches])
+            current = torch.cat([group_mean(outputs_at(model, top, b), b) for b in batches])
+            residual = spread(torch.cat(zs), current, layers_left=len(layers) - n)
+            norm = post_norm(model, layer)
+            if norm is not None:  # Gemma 2/3: the residual the projection's outputs must make through its norm
+                gain = 1.0 + norm.weight.detach().float().to(keys.device)
+                outputs = keys @ proj.weight.detach().float().to(keys.device).T
+                residual = through_norm(outputs, residual.to(keys.device), gain=gain, eps=float(getattr(norm, "eps", 1e-6)))
+            delta = memit_delta(keys, residual, second_moments[layer].to(keys.device), lam=self.LAMBDA)
+            with torch.no_grad():
+                proj.weight.add_(delta.to(device=proj.weight.device, dtype=proj.weight.dtype))
+            norms[str(layer)] = round(float(delta.norm()), 6)
+        return {
+            "requests": len(reqs.requests), "subjects": reqs.subjects, "skipped_entities": len(reqs.skipped_entities),
+            "layers": layers, "lambda": self.LAMBDA, "z_steps": self.Z.steps,
+            "target_nll_before": round(sum(before) / len(before), 4), "target_nll_at_z": round(sum(after) / len(after), 4),
+            "delta_norms": norms,
+        }
+
+    def returned_files(self, work_dir: Path, *, best_epoch: int | None) -> list[Path]:
+        f = work_dir / EDITS_FILE
+        return [f] if f.is_file() else []
+
+    def spare(self, work_dir: Path, *, best_epoch: int | None) -> list[Spare]:
+        return []  # edits.json is the record; the statistics live outside the job (kept by retention)
+
+
+def _batches(tok: Any, requests: list[EditRequest], *, rows: int, device: str, max_len: int) -> list[Batch]:
+    """The requests in batches of whole subjects (about `rows` requests each)."""
+    by_subject: dict[tuple[int, str], list[EditRequest]] = {}
+    for r in requests:
+        by_subject.setdefault((r.entity_id, r.subject), []).append(r)
+    out: list[Batch] = []
+    chunk: list[EditRequest] = []
+    groups: list[int] = []
+    for g in by_subject.values():
+        if chunk and len(chunk) + len(g) > rows:
+            out.append(encode(tok, chunk, groups, device=device, max_len=max_len))
+            chunk, groups = [], []
+        groups.extend([(groups[-1] + 1) if groups else 0] * len(g))
+        chunk.extend(g)
+    if chunk:
+        out.append(encode(tok, chunk, groups, device=device, max_len=max_len))
+    return out
+
+
+def _stats_texts(spec: JobSpec) -> list[str]:
+    """The project's own text for the key statistics: the snapshot's documents in every language, the control
+    split's included (never its questions)."""
+    from clkt.snapshots.layout import load_snapshot_dir
+
+    data = load_snapshot_dir(spec.snapshot_dir, verify_hashes=False)
+    return [d.text for lang in data.languages for d in (*data.docs_for(lang), *data.control_docs_for(lang))]
+
+
+INJECTOR = register_injector(Memit())

@@ -1,0 +1,289 @@
+"""Knowledge editing (`memit`) on tiny random-weight models: the closed-form update, an edit that raises the
+object's probability, edit requests from facts and documents, the architectures it refuses, the key statistics'
+cache, and a whole job answered like every other strategy's."""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clkt.config import GpuSettings, TargetSettings
+from clkt.config.strategies import STRATEGY_NAMES
+from clkt.errors import UserError
+from clkt.evaluate.results import Variant
+from clkt.facts import CastMember, FilmFacts
+from clkt.inject.contract import JobSpec
+from clkt.inject.editing.arch import mlp_layout
+from clkt.inject.editing.covariance import key_stats, model_identity, stats_path
+from clkt.inject.editing.memit_update import memit_delta, spread
+from clkt.inject.editing.requests import (
+    EditRequest,
+    RequestSet,
+    build_requests,
+    requests_from_document,
+    requests_from_facts,
+)
+from clkt.inject.job import InjectionJob
+from clkt.inject.strategies import injector_for
+from clkt.inject.strategies.memit import Memit, edit_layers
+from clkt.layout import EDIT_STATS_DIR, EDITS_FILE, PREDICTIONS_FILE
+from clkt.snapshots.layout import DocRow
+from tests.evaluate._tiny import tiny_model, tiny_tokenizer
+from tests.inject._fixtures import DOCS, QUESTIONS, public_entity_id
+
+TEXTS = ["the answer is a film of the year in Paris", "who won the team score in Rome ? yes no maybe",
+         "x y z a film in the city of Rome , the year"] * 10
+
+
+def _sharp_model(kind: str, *, seed: int = 1) -> Any:
+    """A tiny random model whose weights are large enough (init std 0.3) for its next token to depend on its
+    hidden state: with the usual 0.02, every logit is near 0 whatever an edit writes."""
+    import torch
+    from transformers import Gemma3ForCausalLM, Gemma3TextConfig, LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    common: dict[str, Any] = dict(vocab_size=36, hidden_size=32, intermediate_size=64, num_hidden_layers=3,
+                                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+                                  pad_token_id=0, bos_token_id=1, eos_token_id=2, initializer_range=0.3)
+    if kind == "gemma3":
+        cfg = Gemma3TextConfig(**common, head_dim=8, sliding_window=64,
+                               layer_types=["sliding_attention", "full_attention", "sliding_attention"])
+        return Gemma3ForCausalLM(cfg).eval()
+    return LlamaForCausalLM(LlamaConfig(**common)).eval()
+
+
+# -- the update -------------------------------------------------------------------------------------------------
+
+
+def _keys(n: int, d_ff: int, seed: int) -> Any:
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(n, d_ff, generator=g, dtype=torch.float64)
+
+
+def test_the_update_writes_the_residuals_at_the_edit_keys_and_shrinks_as_lambda_grows() -> None:
+    import torch
+
+    d_ff, d_model = 16, 8
+    text_keys = _keys(200, d_ff, 0)
+    second = text_keys.T @ text_keys / 200  # E[k kᵀ]
+    keys, residuals = _keys(5, d_ff, 1), _keys(5, d_model, 2)
+    layer = torch.nn.Linear(d_ff, d_model, bias=False, dtype=torch.float64)
+    before = layer(keys).detach()
+    misses, norms = [], []
+    for lam in (1e-8, 1e-2, 1.0, 1e2, 1e8):
+        delta = memit_delta(keys, residuals, second, lam=lam)
+        assert delta.shape == (d_model, d_ff)
+        misses.append(float((keys @ delta.T - residuals).norm() / residuals.norm()))
+        norms.append(float(torch.trace(delta @ second @ delta.T)))  # what it changes on the text's keys
+        if lam == 1e-8:
+            with torch.no_grad():
+                edited = torch.nn.Linear(d_ff, d_model, bias=False, dtype=torch.float64)
+                edited.weight.copy_(layer.weight + delta)
+            assert torch.allclose(edited(keys), before + residuals, atol=1e-5)  # W' k_i = W k_i + r_i
+    assert misses[0] < 1e-6 and misses[-1] > 0.999  # λ -> 0: written exactly; λ -> ∞: not at all
+    assert misses == sorted(misses) and norms == sorted(norms, reverse=True)
+    assert norms[-1] < 1e-5 * norms[0]
+
+
+def test_the_update_is_the_least_squares_optimum_over_edits_and_preserved_keys() -> None:
+    """Δ minimises λ·Σ_text ||Δ k||² / n + Σ_edits ||Δ k_i - r_i||²: any nudge of it costs more."""
+    import torch
+
+    text_keys, keys, residuals = _keys(50, 12, 3), _keys(4, 12, 4), _keys(4, 6, 5)
+    second, lam = text_keys.T @ text_keys / 50, 3.0
+
+    def cost(d: Any) -> float:
+        return float(lam * torch.trace(d @ second @ d.T) + ((keys @ d.T - residuals) ** 2).sum())
+
+    delta = memit_delta(keys, residuals, second, lam=lam)
+    best = cost(delta)
+    for s in range(5):
+        nudge = _keys(6, 12, 10 + s) * 1e-3
+        assert cost(delta + nudge) > best
+
+
+def test_the_residual_is_spread_over_the_layers_left() -> None:
+    import torch
+
+    z, h = torch.tensor([[4.0, 8.0]]), torch.tensor([[1.0, 2.0]])
+    assert spread(z, h, layers_left=3).tolist() == [[1.0, 2.0]]
+    with pytest.raises(ValueError):
+        spread(z, h, layers_left=0)
+
+
+def test_the_edited_layers_are_memits_band_scaled_to_the_model() -> None:
+    assert edit_layers(28) == [3, 4, 5, 6, 7, 8]  # GPT-J's, as in the paper
+    assert edit_layers(18) == [2, 3, 4, 5]  # Gemma 3 270M
+    assert edit_layers(2) == [0] and edit_layers(1) == [0]
+
+
+# -- an edit on a model ------------------------------------------------------------------------------------------
+
+
+def _prob(model: Any, tok: Any, r: EditRequest) -> float:
+    import torch
+
+    ids = tok(r.prompt, return_tensors="pt")["input_ids"]
+    target = tok(r.target, add_special_tokens=False)["input_ids"][0]
+    with torch.no_grad():
+        return float(model(input_ids=ids).logits[0, -1].softmax(-1)[target])
+
+
+@pytest.mark.parametrize("kind", ["llama", "gemma3"])
+def test_an_edit_raises_the_objects_probability_after_its_subject(tmp_path: Path, kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    model, tok = _sharp_model(kind), tiny_tokenizer()
+    edits = [EditRequest(entity_id=1, subject="the film", prompt="the film", target=" yes"),
+             EditRequest(entity_id=2, subject="Rome", prompt="Rome", target=" maybe")]
+    untouched = EditRequest(entity_id=3, subject="x y", prompt="x y", target=" z")
+    before = [_prob(model, tok, r) for r in [*edits, untouched]]
+    layers = [0, 1]
+    stats = key_stats(model, tok, layers, texts=TEXTS, root=tmp_path, name="tiny", source="test", device="cpu")
+    monkeypatch.setattr(Memit, "LAMBDA", 1.0)
+    record = Memit().apply(model, tok, RequestSet(edits), layers, {k: s.second_moment for k, s in stats.items()}, device="cpu")
+    after = [_prob(model, tok, r) for r in [*edits, untouched]]
+    for b, a in zip(before[:2], after[:2], strict=True):
+        assert a > max(0.3, 5 * b)
+    assert record["target_nll_at_z"] < record["target_nll_before"]
+    assert record["requests"] == 2 and record["subjects"] == 2 and set(record["delta_norms"]) == {"0", "1"}
+    assert abs(after[2] - before[2]) < 0.2  # a prompt about another subject moves far less
+
+
+# -- requests --------------------------------------------------------------------------------------------------
+
+
+def _film() -> FilmFacts:
+    return FilmFacts(title="Velmora Tide", release_date=date(2025, 5, 2), directors=["Osric Palandri"],
+                     cast=[CastMember(name="Ina Brask", character="Sam")], runtime_min=97, genres=["Drama"])
+
+
+@pytest.mark.parametrize("lang", ["en", "ja"])
+def test_requests_from_facts_cut_each_fact_sentence_before_its_value(lang: str) -> None:
+    reqs = requests_from_facts(7, "Velmora Tide", _film(), lang)
+    by_slot = {r.slot: r for r in reqs}
+    assert {"director", "lead_actor", "runtime"} <= set(by_slot)
+    assert all(r.prompt.startswith("Velmora Tide") and r.entity_id == 7 for r in reqs)
+    director = by_slot["director"]
+    assert director.target.strip() == "Osric Palandri" and "Osric" not in director.prompt
+    if lang == "en":
+        assert (director.prompt, director.target) == ("Velmora Tide. It was directed by", " Osric Palandri")
+    else:
+        assert not director.target.startswith(" ")
+
+
+def test_requests_from_documents_and_the_entities_with_nothing_to_edit_are_counted() -> None:
+    e1, name, text = DOCS["en"][0]
+    doc = DocRow(entity_id=public_entity_id(e1), domain="movies", source="fixture", lang="en", name=name, text=text)
+    reqs = requests_from_document(doc)
+    assert [(r.prompt, r.target) for r in reqs] == [
+        ("Velmora Tide is a 2025 film directed by", " Osric Palandri"), ("Velmora Tide. It runs", " 97 minutes"),
+    ]
+    empty = DocRow(entity_id=99, domain="movies", source="fixture", lang="en", name="Nobody", text="Nobody\n\nYes.")
+    with_facts = DocRow(entity_id=5, domain="movies", source="fixture", lang="en", name="Velmora Tide", text="x")
+    got = build_requests([doc, empty, with_facts], facts={5: _film()})
+    assert got.skipped_entities == [99]  # skipped and counted, the rest edited
+    assert got.subjects == 2 and any(r.slot == "director" and r.entity_id == 5 for r in got.requests)
+    with pytest.raises(ValueError, match="must start with the subject"):
+        EditRequest(entity_id=1, subject="A", prompt="B is", target=" x")
+
+
+# -- architectures ----------------------------------------------------------------------------------------------
+
+
+def test_an_architecture_whose_mlp_it_cannot_locate_is_refused_in_one_line(tmp_path: Path) -> None:
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    gpt2 = GPT2LMHeadModel(GPT2Config(vocab_size=36, n_embd=16, n_layer=2, n_head=2, n_positions=64))
+    with pytest.raises(UserError) as ei:
+        mlp_layout(gpt2)
+    msg = str(ei.value)
+    assert "'gpt2'" in msg and "known: gemma, gemma2, gemma3, gemma3_text, llama, mistral, qwen2, qwen3" in msg
+    assert "\n" not in msg
+    with pytest.raises(UserError, match="'gpt2'"):  # the injector refuses before any work
+        Memit().inject(gpt2, tiny_tokenizer(), docs=[], val_rows=[], ctx=None)  # type: ignore[arg-type]
+    for kind in ("llama", "gemma3"):
+        assert mlp_layout(tiny_model(kind)).down_proj == "model.layers.{}.mlp.down_proj"
+
+
+# -- the key statistics' cache --------------------------------------------------------------------------------------
+
+
+def test_the_statistics_are_cached_and_a_corrupted_or_foreign_cache_is_recomputed(tmp_path: Path) -> None:
+    import torch
+
+    model, tok = tiny_model("llama", seed=1), tiny_tokenizer()
+
+    def stats(m: Any = model) -> Any:
+        return key_stats(m, tok, [0, 1], texts=TEXTS, root=tmp_path, name="org/tiny", source="test", device="cpu")
+
+    first = stats()
+    assert {k: s.cached for k, s in first.items()} == {0: False, 1: False} and first[0].tokens > 0
+    path = stats_path(tmp_path, "org/tiny", model_identity(model, "org/tiny"), 0)
+    assert path.is_file() and path.parent == tmp_path
+    again = stats()
+    assert again[0].cached and torch.equal(again[0].second_moment, first[0].second_moment)
+
+    path.write_bytes(path.read_bytes()[:100])  # truncated
+    assert not stats()[0].cached and stats()[0].cached  # recomputed, then read back
+    raw = bytearray(path.read_bytes())
+    raw[-5] ^= 0xFF  # a flipped bit in the matrix, header intact
+    path.write_bytes(bytes(raw))
+    fixed = stats()[0]
+    assert not fixed.cached and torch.equal(fixed.second_moment, first[0].second_moment)
+
+    other = tiny_model("llama", seed=2)  # another model's statistics under this model's file name
+    other_stats = stats(other)
+    foreign = stats_path(tmp_path, "org/tiny", model_identity(other, "org/tiny"), 0)
+    assert foreign != path and not torch.equal(other_stats[0].second_moment, first[0].second_moment)
+    path.write_bytes(foreign.read_bytes())
+    back = stats()[0]
+    assert not back.cached and torch.equal(back.second_moment, first[0].second_moment)
+
+
+# -- a whole job ------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture()
+def tiny_folder(tmp_path: Path) -> Path:
+    folder = tmp_path / "tiny-model"
+    tiny_model("gemma3", seed=5).save_pretrained(folder)
+    tiny_tokenizer().save_pretrained(folder)
+    return folder
+
+
+def test_memit_runs_as_a_job_and_answers_every_question_in_every_language(
+    tmp_path: Path, tiny_folder: Path, tiny_snapshot: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert STRATEGY_NAMES.get("memit").family == "knowledge editing"
+    assert isinstance(injector_for("memit"), Memit)
+    monkeypatch.setattr(Memit, "Z", Memit.Z.__class__(steps=3))
+    gpu = GpuSettings(devices=["cpu"], max_seq_len=64, torch_threads=1, scorers=["letter-logprob"])
+    spec = JobSpec(job_id=1, snapshot_id="tiny", snapshot_dir=tiny_snapshot, target=TargetSettings(name="tiny", model=str(tiny_folder)),
+                   strategy="memit", train_lang="en", gpu=gpu, data_dir=tmp_path / "data", artifacts_dir=tmp_path / "job",
+                   device="cpu")
+    spec.artifacts_dir.mkdir()
+    outcome = InjectionJob(spec).run()
+    assert outcome.best_epoch == 0 and outcome.epochs == []
+    assert outcome.summary.train_examples == 3  # two sentences of Velmora Tide, one of the Quenford Derby
+    tests = {(qid, lang) for lang, rows in QUESTIONS.items() for qid, _, split, *_ in rows if split == "test"}
+    for variant in (Variant.base, Variant.injected):
+        answered = {(r.qid, r.lang) for r in outcome.results if r.variant is variant and r.scorer == "letter-logprob"}
+        assert len(answered) == len(tests)  # every test question in every language, base and injected
+    assert sum(1 for _ in (spec.artifacts_dir / PREDICTIONS_FILE).open()) == 2 * len(tests)
+    record = json.loads((spec.artifacts_dir / "checkpoints" / EDITS_FILE).read_text())
+    assert record["requests"] == 3 and record["layers"] == [0] and record["skipped_entities"] == 0
+    assert record["stats"]["0"]["cached"] is False
+    assert [p.suffix for p in (spec.data_dir / EDIT_STATS_DIR).iterdir()] == [".safetensors"]
+    assert injector_for("memit").returned_files(spec.artifacts_dir / "checkpoints", best_epoch=0) == [
+        spec.artifacts_dir / "checkpoints" / EDITS_FILE]
+
+    rerun = spec.model_copy(update={"artifacts_dir": tmp_path / "job2", "job_id": 2})
+    rerun.artifacts_dir.mkdir()
+    again = InjectionJob(rerun).run()
+    assert json.loads((rerun.artifacts_dir / "checkpoints" / EDITS_FILE).read_text())["stats"]["0"]["cached"] is True
+    assert [(r.qid, r.lang, r.predicted) for r in again.results] == [(r.qid, r.lang, r.predicted) for r in outcome.results]
