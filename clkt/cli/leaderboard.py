@@ -1,6 +1,7 @@
 """`clkt leaderboard`: Learn, Overall and Transfer per target pooled over a window of snapshots, with n and a
 bootstrap interval over entities, one column per snapshot, the window's language pairs, a paired comparison of
-two targets (`--compare A B`) and the predictions behind every figure (`--predictions FILE.csv`).
+two targets (`--compare A B`) or of two strategies of one target (`--compare-strategies A,B`,
+`clkt.cli.leaderboard_strategies`) and the predictions behind every figure (`--predictions FILE.csv`).
 
 A result is kept in the data dir and read back while the store has not changed (`clkt.report.board_cache`;
 `--no-cache` computes afresh). Refused with one line and exit 2 (`clkt.report.window`): an unknown spec, target, strategy or scorer, a period
@@ -190,6 +191,17 @@ def _by(settings: Settings, q: LeaderboardQuery, by: str, transfer_pairs: str, *
     write_by(run_async(read), by, as_json=as_json, as_csv=as_csv)
 
 
+def _print_strategies(board: Leaderboard) -> None:
+    if board.strategy_comparison is None:
+        return
+    from clkt.cli.leaderboard_strategies import strategy_tables
+
+    for t in strategy_tables(board.strategy_comparison):
+        print_table(t)
+    for note in board.strategy_comparison.notes:
+        console.print("[yellow]note:[/]", plain(note))
+
+
 def leaderboard(
     config: ConfigOption = None,
     spec: Annotated[str | None, typer.Option("--spec", help="the spec (default: the configured one)")] = None,
@@ -199,6 +211,8 @@ def leaderboard(
     scorer: Annotated[str | None, typer.Option("--scorer", help="only this result scorer (e.g. generate-circular)")] = None,
     target: Annotated[list[str] | None, typer.Option("--target", help="only this target (repeatable)")] = None,
     compare: Annotated[tuple[str, str] | None, typer.Option("--compare", help="compare two targets: --compare A B")] = None,
+    compare_strategies: Annotated[str | None, typer.Option("--compare-strategies", help="compare two strategies of one "
+                                                           "target (--target) on the same questions: A,B")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="the leaderboard as JSON")] = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="the rows as CSV")] = False,
     predictions: Annotated[Path | None, typer.Option("--predictions", help="write the predictions behind it as CSV")] = None,
@@ -219,11 +233,15 @@ def leaderboard(
     if as_json and as_csv:
         raise fail("--json and --csv: choose one")
     _check_by(by, transfer_pairs, compare=compare is not None, predictions=predictions is not None)
+    from clkt.cli.leaderboard_strategies import parse_pair
+
+    strategy_pair = parse_pair(compare_strategies, by=by)
     settings = load_cli_settings(config)
     name = spec or settings.spec.name
     q = LeaderboardQuery(
         spec=name, cadence=settings.snapshot.cadence, rolling_days=settings.snapshot.rolling_days, period_from=period_from,
         period_to=period_to, strategy=strategy, scorer=scorer, targets=tuple(target or ()), compare=compare,
+        compare_strategies=strategy_pair,
         languages=tuple(settings.spec.languages) if name == settings.spec.name else (), seed=seed,
         min_questions=min_questions or MIN_QUESTIONS, samples=bootstrap or BOOTSTRAP_SAMPLES,
     )
@@ -259,5 +277,6 @@ def leaderboard(
         if board.comparison is not None:
             for note in board.comparison.notes:
                 console.print("[yellow]note:[/]", plain(note))
+        _print_strategies(board)
     if predictions is not None:
         (err_console if as_json or as_csv else console).print(plain(f"predictions: {predictions} ({written} rows)"))

@@ -76,6 +76,11 @@ class JobSummary(_Model):
     learn_control: dict[str, LearnSummary] = Field(default_factory=dict)  # ... on the control split
     eval_batch_sizes: dict[str, int] = Field(default_factory=dict)  # scorer -> the evaluation batch size it ran at
     ran_on: str | None = None  # where the job process ran: this machine ("local") or a cluster node ("ray:<node>")
+    # what the job cost (`clkt.inject.usage`; None: not recorded, as by versions before it)
+    wall_s: float | None = None  # the job process's run: loading the snapshot to the summary
+    inject_s: float | None = None  # the strategy's injection step alone
+    peak_memory_bytes: int | None = None
+    peak_memory_kind: str | None = None  # "cuda" (torch's peak allocation on the device) or "rss" (the process's peak)
     # --- added by the consumer on completion
     epochs: list[EpochRecord] = Field(default_factory=list)
     target_family: str | None = None

@@ -40,6 +40,7 @@ from clkt.evaluate.summary import JobSummary, LearnSummary, ScorerScore
 from clkt.inject.contract import JobOutcome, JobProgress, JobSpec, write_json_atomic
 from clkt.inject.injector import Injection, InjectionContext
 from clkt.inject.strategies import injector_for
+from clkt.inject.usage import peak_memory, reset_peak_memory
 from clkt.layout import BASE_CACHE_KEY_HEX, CKPT_DIR, PREDICTIONS_FILE, PROGRESS_FILE, base_cache_name
 from clkt.report.learn import learn_stat
 from clkt.snapshots.layout import DocRow, QuestionRow, load_snapshot_dir
@@ -101,19 +102,26 @@ class InjectionJob:
         if spec.gpu.torch_threads:
             torch.set_num_threads(spec.gpu.torch_threads)
         torch.manual_seed(spec.gpu.seed)
+        started = time.monotonic()
+        reset_peak_memory(resolve_device(spec.device))
         qs = self.load_snapshot()
         model, tok = self.load_model()
         base = self.base_pass(model, tok, qs.test_rows)
+        injecting = time.monotonic()
         injection = self.inject(model, tok, qs)
+        inject_s = time.monotonic() - injecting
         injected = self.injected_pass(injection.model, tok, qs.test_rows)
         results = base + injected
         self.write_predictions(results)
         control_qids = qs.control_qids
         control_results = [r.model_copy(update={"split": CONTROL_SPLIT}) for r in results if r.qid in control_qids]
         results = [r for r in results if r.qid not in control_qids]
+        peak, kind = peak_memory(self.device)
+        summary = self.summarise(qs, injection, results, control_results).model_copy(update=dict(
+            wall_s=time.monotonic() - started, inject_s=inject_s, peak_memory_bytes=peak, peak_memory_kind=kind))
         return JobOutcome(
             job_id=spec.job_id, best_epoch=injection.best_epoch, epochs=injection.epochs, device=self.device, results=results,
-            summary=self.summarise(qs, injection, results, control_results), control_results=control_results,
+            summary=summary, control_results=control_results,
         )
 
     # -- the steps ----------------------------------------------------------------------------------------------

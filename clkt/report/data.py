@@ -32,6 +32,8 @@ from clkt.report.metrics import (
 from clkt.report.stats import wilson_ci
 
 __all__ = [
+    "COST_HEADER",
+    "COST_NOTE",
     "DOMAIN_HEADINGS",
     "LEARN_HEADER",
     "MIN_CELL_N",
@@ -43,6 +45,7 @@ __all__ = [
     "cell_text",
     "ci1_text",
     "ci_text",
+    "cost_cells",
     "domains_of",
     "grid",
     "in_short",
@@ -73,6 +76,11 @@ class JobInfo(BaseModel):
     parse: str | None = None  # how `generate` read the letters: "strict" or "reference"
     # the control split's paired counts (the job summary's `control`): scorer -> test language -> counts
     control: dict[str, dict[str, ControlCounts]] | None = None
+    # what the job cost (the job summary's; left out of metrics.json when not recorded)
+    wall_s: float | None = Field(default=None, exclude_if=lambda v: v is None)
+    inject_s: float | None = Field(default=None, exclude_if=lambda v: v is None)
+    peak_memory_bytes: int | None = Field(default=None, exclude_if=lambda v: v is None)
+    peak_memory_kind: str | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class TargetValidity(BaseModel):
@@ -238,15 +246,45 @@ def scenarios(data: ReportData) -> list[tuple[str, str, str, list[SummaryCell]]]
 
 
 def grid(data: ReportData, label: str, cells: list[SummaryCell]) -> tuple[list[str], list[list[str]]]:
-    """Table 2 of a scenario: a row per `label`, a column per metric of `PAIR_METRICS` x domain."""
+    """Table 2 of a scenario: a row per `label`, a column per metric of `PAIR_METRICS` x domain; a strategy
+    comparison (one model, a row per strategy: the paper's second scenario) adds what its jobs cost
+    (`COST_HEADER`, `cost_cells`)."""
     doms = domains_of(data)
     metrics = list(PAIR_METRICS)
     header = [label] + [f"{DOMAIN_HEADINGS.get(d, d)} {m.label}" for m in metrics for d in doms]
+    cost = label == "strategy" and len({c.model for c in cells}) == 1
     rows: list[list[str]] = []
     for key in sorted({getattr(c, label) for c in cells}):
         by = {c.domain: c for c in cells if getattr(c, label) == key}
-        rows.append([key] + [metric_cell(by[d], m) if d in by else "missing" for m in metrics for d in doms])
-    return header, rows
+        rows.append([key] + [metric_cell(by[d], m) if d in by else "missing" for m in metrics for d in doms]
+                    + (cost_cells(data.jobs, cells[0].model, key) if cost else []))
+    return header + (COST_HEADER if cost else []), rows
+
+
+COST_HEADER = ["wall time per job (inject)", "peak memory per job"]
+COST_NOTE = ("One target, every strategy, on the same snapshot (the paper's second scenario); beside the scores, what "
+             "each job cost per train language: its wall time (the injection step's in brackets) and its peak memory "
+             "(`cuda`: torch's peak allocation on the device; `rss`: the job process's peak resident set).")
+
+
+def _secs(x: float) -> str:
+    return f"{x:.1f} s" if x < 10 else f"{x:.0f} s"
+
+
+def _gib(n: int) -> str:
+    return f"{n / 2**30:.2f} GiB"
+
+
+def cost_cells(jobs: list[JobInfo], model: str, strategy: str) -> list[str]:
+    """A strategy's jobs of a model, one per train language: wall time (the injection step's) and peak memory
+    (`cuda`: torch's peak allocation on the device; `rss`: the job process's peak); "not recorded" for a job whose
+    summary has none."""
+    mine = sorted((j for j in jobs if (j.model, j.strategy) == (model, strategy)), key=lambda j: (j.train_lang, j.job_id))
+    wall = [f"{j.train_lang} {_secs(j.wall_s)}" + (f" ({_secs(j.inject_s)})" if j.inject_s is not None else "")
+            if j.wall_s is not None else f"{j.train_lang} not recorded" for j in mine]
+    peak = [f"{j.train_lang} {_gib(j.peak_memory_bytes)} {j.peak_memory_kind or ''}".rstrip()
+            if j.peak_memory_bytes is not None else f"{j.train_lang} not recorded" for j in mine]
+    return ["; ".join(wall) or "no job", "; ".join(peak) or "no job"]
 
 
 def cell_text(mean: float | None, std: float | None, ci: tuple[float, float] | None) -> str:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from clkt.errors import UserError
 from clkt.report._metric_fields import Estimate, PerMetric
 from clkt.report.basics import BOOTSTRAP_SAMPLES, MIN_CELL_N, Contingency
 from clkt.snapshots.period import Cadence
@@ -18,14 +19,20 @@ __all__ = [
     "Estimate",
     "LeaderRow",
     "Leaderboard",
+    "LeaderboardError",
     "LeaderboardQuery",
     "LearnEstimate",
     "PairCell",
     "SnapshotColumn",
+    "StrategyComparison",
     "WindowInfo",
 ]
 
 MIN_QUESTIONS = 50  # a row (or a comparison) on fewer distinct test questions is `too_few`: shown, never ranked
+
+
+class LeaderboardError(UserError):
+    """A leaderboard query that cannot be answered (one line naming what is wrong)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,6 +48,7 @@ class LeaderboardQuery:
     scorer: str | None = None
     targets: tuple[str, ...] = ()  # only these targets' rows (every target when empty)
     compare: tuple[str, str] | None = None
+    compare_strategies: tuple[str, str] | None = None  # two strategies of one target (`clkt.report.strategy_compare`)
     languages: tuple[str, ...] = ()  # the order of languages (the spec's); others follow, sorted
     seed: int = 0
     min_questions: int = MIN_QUESTIONS
@@ -138,6 +146,24 @@ class Comparison(_Frozen):
     notes: list[str] = Field(default_factory=list)
 
 
+class StrategyComparison(_Frozen):
+    """Two strategies of one target compared on the questions valid for both (see `clkt.report.strategy_compare`):
+    `lines` as a target comparison's (a: `strategy_a`, b: `strategy_b`), `learn` base -> injected of each."""
+
+    target: str
+    strategy_a: str
+    strategy_b: str
+    scorer: str
+    snapshots: list[str]  # valid for the target, with both strategies' results
+    entities: int
+    questions: int  # distinct test questions answered under both strategies
+    question_pairs: int  # question x language-pair units of Overall
+    too_few: bool
+    learn: list[LearnEstimate] = Field(default_factory=list)  # strategy_a's, then strategy_b's, on the same questions
+    lines: list[CompareLine] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+
 class Leaderboard(_Frozen):
     spec: str
     cadence: str
@@ -147,6 +173,7 @@ class Leaderboard(_Frozen):
     languages: list[str]
     rows: list[LeaderRow]
     comparison: Comparison | None = None
+    strategy_comparison: StrategyComparison | None = None
     min_questions: int = MIN_QUESTIONS
     min_cell_n: int = MIN_CELL_N
     bootstrap: int = BOOTSTRAP_SAMPLES

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clkt.report.data import LEARN_HEADER, ReportData, ci_text, grid, learn_rows, pct1, scenarios
+from clkt.report.data import COST_NOTE, LEARN_HEADER, ReportData, ci_text, grid, learn_rows, pct1, scenarios
 from clkt.report.incontext import incontext_lines
 from clkt.report.metric_table import PAIR_METRICS
 from clkt.report.metrics import BASE_FLAG_MEANS
@@ -46,7 +46,8 @@ def markdown(data: ReportData, figures: list[Path]) -> str:
         lines.append("")
     for title, label, _, cells in scenarios(data):
         header, rows = grid(data, label, cells)
-        lines += [f"## {title}", "", _md_row(header), "|" + "---|" * len(header)]
+        lines += [f"## {title}", ""] + ([COST_NOTE, ""] if label == "strategy" else [])
+        lines += [_md_row(header), "|" + "---|" * len(header)]
         lines += [_md_row(r) for r in rows]
         lines.append("")
     if data.control:

@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from clkt.config.strategies import strategy_names
-from clkt.errors import UserError
 from clkt.evaluate.circular import CIRCULAR_SCORERS, circular_name
 from clkt.evaluate.scorers import OPTION_LOGLIK_NORM, ScorerName
 from clkt.report.compare import compare_targets
 from clkt.report.leaderboard import build_rows, window_draws
-from clkt.report.leaderboard_data import Leaderboard, LeaderboardQuery, LeaderRow, WindowInfo
+from clkt.report.leaderboard_data import Leaderboard, LeaderboardError, LeaderboardQuery, LeaderRow, WindowInfo
 from clkt.report.pooled import Draws
+from clkt.report.strategy_compare import check_strategy_pair, with_strategy_comparison
 from clkt.snapshots.ids import stable_entity_id, stable_qid
 from clkt.snapshots.period import Period, PeriodError, parse_period
 from clkt.targets.embedded import EMBEDDED_MODELS, EMBEDDED_PREFIX
@@ -72,10 +72,6 @@ PREDICTION_COLUMNS = ("snapshot_id", "qid", "lang", "target", "strategy", "job_i
                       "entity_id", "split", "predicted", "correct", "store_question_id", "store_entity_id")
 
 
-class LeaderboardError(UserError):
-    """A leaderboard query that cannot be answered (one line naming what is wrong)."""
-
-
 @dataclass(frozen=True, kw_only=True)
 class Window:
     label_from: str
@@ -116,6 +112,7 @@ async def check_query(session: Session, q: LeaderboardQuery) -> tuple[list[Windo
     strategies = set(strategy_names()) | names.strategies
     if q.strategy is not None and q.strategy not in strategies:
         raise _unknown("strategy", q.strategy, list(strategies))
+    check_strategy_pair(q, strategies)
     scorers = RESULT_SCORERS | names.scorers
     if q.scorer is not None and q.scorer not in scorers:
         raise _unknown("scorer", q.scorer, list(scorers))
@@ -235,7 +232,8 @@ def with_comparison(p: Pooled, q: LeaderboardQuery) -> Leaderboard:
 
 def build_leaderboard(w: Window, q: LeaderboardQuery) -> Leaderboard:
     """The pooled rows of the window and, when asked for, the comparison (CPU work: run it off the event loop)."""
-    return with_comparison(build_board(w, q), q)
+    p = build_board(w, q)
+    return with_strategy_comparison(with_comparison(p, q), w.data, p.rows, p.draws, q)
 
 
 def _languages(w: Window, q: LeaderboardQuery) -> list[str]:

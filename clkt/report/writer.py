@@ -33,7 +33,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -149,6 +149,7 @@ async def load_report_data(
             best_epoch=j.best_epoch, error=j.last_error, family=summary.target_family if summary else None,
             size_b=summary.target_size_b if summary else None, parse=summary.generate_parse if summary else None,
             control=(summary.control or None) if summary else None,
+            **(_cost(summary) if summary else {}),
         ))
     langs = list(manifest.get("languages") or sorted({r.lang for r in rows} | {j.train_lang for j in jobs}))
     outcomes = [
@@ -181,6 +182,12 @@ async def load_report_data(
         TargetValidity(target=v.target_name, status=v.status.value, entities=v.entities, excluded=v.excluded)
         for v in validity if v.target_name in ran
     ]})
+
+
+def _cost(summary: JobSummary) -> dict[str, Any]:
+    """What a job cost, from its summary (`JobInfo`'s cost fields)."""
+    return dict(wall_s=summary.wall_s, inject_s=summary.inject_s, peak_memory_bytes=summary.peak_memory_bytes,
+                peak_memory_kind=summary.peak_memory_kind)
 
 
 def _control(jobs: list[JobInfo], notes: list[str]) -> list[ControlLang]:

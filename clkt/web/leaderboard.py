@@ -1,6 +1,7 @@
 """What the `/leaderboard` page shows (its handlers are in `clkt.web.pages`): the window chosen by two period
-selectors and the optional strategy / scorer / compared targets of a plain GET form, the pooled leaderboard and
-the paired comparison (`clkt.report.window`), the known-rate curve of every target (`clkt.report.cutoff_curve`),
+selectors and the optional strategy / scorer / compared targets / compared strategies of one target of a plain
+GET form, the pooled leaderboard, the paired comparison of two targets (`clkt.report.window`) and of two
+strategies of one target (`clkt.report.strategy_compare`), the known-rate curve of every target (`clkt.report.cutoff_curve`),
 and the PNGs (`clkt.report.trend`) and predictions CSV the page links to.
 
 The pooled numbers take a bootstrap; the page and the images it links to ask for the same window one after the
@@ -20,7 +21,8 @@ from urllib.parse import urlencode
 
 from clkt.config import SnapshotSettings, SpecSettings
 from clkt.report.cutoff_curve import TargetKnowledge, knowledge_curves, knowledge_windows
-from clkt.report.leaderboard_data import Leaderboard
+from clkt.report.leaderboard_data import Leaderboard, StrategyComparison
+from clkt.report.strategy_compare import with_strategy_comparison
 from clkt.report.trend import known_rate_png, trend_png
 from clkt.report.window import (
     PREDICTION_COLUMNS,
@@ -42,7 +44,7 @@ __all__ = ["FIELDS", "BoardCache", "LeaderboardView", "form_of", "known_rate_ima
            "trend_image"]
 
 T = TypeVar("T")
-FIELDS = ("from", "to", "strategy", "scorer", "a", "b")
+FIELDS = ("from", "to", "strategy", "scorer", "a", "b", "sa", "sb", "st")  # sa, sb: two strategies of target st
 MAX_FIELD = 200
 
 
@@ -72,6 +74,7 @@ class BoardCache:
         self._pooled: OrderedDict[tuple[object, ...], Pooled] = OrderedDict()
         self._boards: OrderedDict[tuple[object, ...], Leaderboard] = OrderedDict()
         self._curves: OrderedDict[tuple[object, ...], list[TargetKnowledge]] = OrderedDict()
+        self._strategies: OrderedDict[tuple[object, ...], StrategyComparison | None] = OrderedDict()
 
     async def pooled(self, store: Store, q: LeaderboardQuery) -> Pooled:
         """The window's rows (the query's comparison left out: it is keyed apart)."""
@@ -103,6 +106,18 @@ class BoardCache:
         board = await asyncio.to_thread(with_comparison, pooled, q)
         _keep(self._boards, key, board, self.CACHE_SIZE)
         return board
+
+    async def strategies(self, store: Store, pooled: Pooled, board: Leaderboard, q: LeaderboardQuery) -> Leaderboard:
+        """`board` with the comparison of the strategies `q.compare_strategies` (of the window `pooled` holds)."""
+        async with store.session() as s:
+            await check_query(s, q)  # the strategies and the target: known?
+            key: tuple[object, ...] = (q, await window_fingerprint(s))
+        if key not in self._strategies:
+            got = await asyncio.to_thread(with_strategy_comparison, pooled.board, pooled.window.data, pooled.rows, pooled.draws, q)
+            _keep(self._strategies, key, got.strategy_comparison, self.CACHE_SIZE)
+        else:
+            self._strategies.move_to_end(key)
+        return board.model_copy(update={"strategy_comparison": self._strategies[key]})
 
     async def curves(self, store: Store, spec: SpecSettings) -> list[TargetKnowledge]:
         async with store.session() as s:
@@ -163,6 +178,8 @@ async def leaderboard_view(
     a, b = form["a"], form["b"]
     if bool(a) != bool(b):
         return view(form, error="choose two targets to compare (a and b), or neither")
+    if bool(form["sa"]) != bool(form["sb"]):
+        return view(form, error="choose two strategies to compare (strategy a and b), or neither")
     try:
         pooled = await cache.pooled(store, _query(form, spec, snapshot, None))
         board = pooled.board
@@ -174,6 +191,10 @@ async def leaderboard_view(
                 form = {**form, "a": a, "b": b}
         if a:
             board = await cache.compared(store, pooled, _query(form, spec, snapshot, (a, b)))
+        if form["sa"]:
+            q = replace(_query(form, spec, snapshot, None), compare_strategies=(form["sa"], form["sb"]),
+                        targets=(form["st"],) if form["st"] else ())
+            board = await cache.strategies(store, pooled, board, q)
     except LeaderboardError as e:
         return view(form, error=str(e))
     return view(form, board)

@@ -162,6 +162,9 @@ async def test_a_toy_strategy_flows_from_the_config_to_the_report(
 
     assert toy_strategy.seen_docs == ["en", "en"]  # the train language's documents only
     assert outcome.best_epoch == 0 and outcome.epochs == [] and outcome.summary.train_examples == 2
+    cost = outcome.summary  # what the job cost, measured in the job process (the report's strategy table)
+    assert cost.wall_s is not None and cost.inject_s is not None and 0 <= cost.inject_s <= cost.wall_s
+    assert cost.peak_memory_kind == "rss" and cost.peak_memory_bytes is not None and cost.peak_memory_bytes > 2**20
     assert (spec.artifacts_dir / "checkpoints" / "edit.json").is_file()  # the injector's own folder
     injected = [r for r in stored if r.variant == Variant.injected]
     assert len(injected) == 4 and {r.predicted for r in injected} == {LETTER}  # 2 test questions x 2 languages

@@ -1,0 +1,162 @@
+"""Two strategies of one target compared on the same questions (`clkt.report.strategy_compare`): the paired
+figures equal a recomputation from the stored per-question results, the comparison mirrors when the strategies
+swap, and every bad input is refused with one line."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+import pytest
+from sqlmodel import col, select
+
+from clkt.report.leaderboard_data import LeaderboardError, StrategyComparison
+from clkt.report.pooled import Draws, percentile_ci
+from clkt.report.stats import mcnemar_exact
+from clkt.report.strategy_compare import parse_strategy_pair
+from clkt.report.window import LeaderboardQuery, load_leaderboard
+from storage.engine import Store
+from storage.models import GpuJob, LeaseStatus, QuestionResult
+from tests.report._strategy_store import seed_strategy_store
+from tests.report._window_store import LANGS, PERIODS, SPEC, WindowStore
+
+SAMPLES = 200
+PAIR = ("cpt-lora", "memit")
+
+Answers = dict[tuple[int, str, str], bool]  # (question, lang, variant) -> correct
+
+
+def _query(**kw: object) -> LeaderboardQuery:
+    args: dict[str, object] = dict(spec=SPEC, languages=LANGS, compare_strategies=PAIR, targets=("alpha",), min_questions=10,
+                                   samples=SAMPLES)
+    args.update(kw)
+    return LeaderboardQuery(**args)  # type: ignore[arg-type]
+
+
+async def _stored(store: Store) -> dict[tuple[str, str, str], Answers]:
+    """alpha's generate answers of the test split per (strategy, snapshot, train language), from `question_result`."""
+    out: dict[tuple[str, str, str], Answers] = defaultdict(dict)
+    async with store.session() as s:
+        jobs = {j.id: j for j in (await s.execute(select(GpuJob).where(col(GpuJob.target_model) == "alpha",
+                                                                       col(GpuJob.status) == LeaseStatus.done))).scalars()}
+        rows = (await s.execute(select(QuestionResult).where(col(QuestionResult.job_id).in_(list(jobs)),
+                                                             col(QuestionResult.scorer) == "generate",
+                                                             col(QuestionResult.split) == "test"))).scalars().all()
+    for r in rows:
+        j = jobs[r.job_id]
+        out[(j.strategy, j.snapshot_id, j.train_lang)][(r.question_id, r.lang, r.variant)] = bool(r.correct)
+    return out
+
+
+def _recompute(stored: dict[tuple[str, str, str], Answers], info: WindowStore) -> dict[str, object]:
+    """The comparison's figures counted by hand: Learn (injected, both answered in the train language), Overall per
+    language pair (both answered in both languages), base -> injected per strategy, per-entity Learn counts."""
+    learn_n = ra = rb = a_only = b_only = 0
+    pair_cells: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0])  # valid, A for a, A for b
+    base = {s: [0, 0, 0, 0, 0] for s in PAIR}  # n, base right, injected right, gained, lost
+    per_entity: dict[tuple[str, int], np.ndarray] = defaultdict(lambda: np.zeros(3))
+    for period in PERIODS:
+        sid = info.snapshots[period]
+        for lt in ("en", "fr"):
+            xa, xb = stored[(PAIR[0], sid, lt)], stored[(PAIR[1], sid, lt)]
+            for q in sorted({k[0] for k in xa} & {k[0] for k in xb}):
+                inj = [(x.get((q, lt, "injected"))) for x in (xa, xb)]
+                if None in inj:
+                    continue
+                learn_n += 1
+                ra, rb = ra + inj[0], rb + inj[1]
+                a_only, b_only = a_only + (inj[0] and not inj[1]), b_only + (inj[1] and not inj[0])
+                per_entity[(sid, info.entity_of[q])] += [1, inj[0], inj[1]]
+                if (q, lt, "base") in xa and (q, lt, "base") in xb:
+                    for name, x in zip(PAIR, (xa, xb), strict=True):
+                        b, i = x[(q, lt, "base")], x[(q, lt, "injected")]
+                        base[name] = [v + d for v, d in zip(base[name], [1, b, i, not b and i, b and not i], strict=True)]
+                for ls in LANGS:
+                    got = [x.get((q, ls, "injected")) for x in (xa, xb)]
+                    if ls == lt or None in got:
+                        continue
+                    c = pair_cells[(lt, ls)]
+                    c[0], c[1], c[2] = c[0] + 1, c[1] + (inj[0] and bool(got[0])), c[2] + (inj[1] and bool(got[1]))
+    overall = [float(np.mean([c[k] / c[0] for c in pair_cells.values()])) for k in (1, 2)]
+    return dict(learn=(learn_n, ra, rb, a_only, b_only), overall=overall, units=sum(c[0] for c in pair_cells.values()),
+                base=base, per_entity=per_entity)
+
+
+def _learn_diff_ci(per_entity: dict[tuple[str, int], np.ndarray], info: WindowStore) -> tuple[float, float] | None:
+    """Learn's a - b interval from the window's draws (the same seed, the same entities of each snapshot)."""
+    sids = [info.snapshots[p] for p in PERIODS]
+    universes = {i: np.asarray(sorted({e for q, e in info.entity_of.items() if (e - 1) // 12 == i}), dtype=np.int64)
+                 for i in range(len(sids))}
+    draws = Draws(universes=universes, names=dict(enumerate(sids)), seed=0, samples=SAMPLES)
+    total = np.zeros((SAMPLES, 3))
+    for i, sid in enumerate(sids):
+        counts = np.stack([per_entity.get((sid, int(e)), np.zeros(3)) for e in universes[i]])
+        total += draws.weights(i).astype(np.float64) @ counts
+    return percentile_ci(total[:, 1] / total[:, 0] - total[:, 2] / total[:, 0])
+
+
+async def _comparison(store: Store, q: LeaderboardQuery) -> StrategyComparison:
+    board = await load_leaderboard(store, q)
+    assert board.strategy_comparison is not None
+    return board.strategy_comparison
+
+
+async def test_paired_figures_equal_a_recomputation_from_the_stored_results(store: Store) -> None:
+    info = await seed_strategy_store(store)
+    c = await _comparison(store, _query())
+    want = _recompute(await _stored(store), info)
+    n, ra, rb, a_only, b_only = want["learn"]  # type: ignore[misc]
+    learn = next(ln for ln in c.lines if ln.metric == "Learn")
+    assert (c.target, c.scorer, learn.diff.n) == ("alpha", "generate", n) and n > 100
+    assert learn.a.value == pytest.approx(ra / n) and learn.b.value == pytest.approx(rb / n)
+    assert (learn.a_only, learn.b_only) == (a_only, b_only) and learn.p_value == pytest.approx(mcnemar_exact(a_only, b_only))
+    assert learn.diff.ci == pytest.approx(_learn_diff_ci(want["per_entity"], info))  # type: ignore[arg-type]
+    overall = next(ln for ln in c.lines if (ln.metric, ln.scope) == ("Overall", "all pairs"))
+    assert [overall.a.value, overall.b.value] == pytest.approx(want["overall"])
+    assert overall.diff.n == c.question_pairs == want["units"]
+    for name, le in zip(PAIR, c.learn, strict=True):
+        bn, bc, ic, g, lo = want["base"][name]  # type: ignore[index]
+        assert (le.n, le.gained, le.lost) == (bn, g, lo)
+        assert le.base == pytest.approx(bc / bn) and le.injected.value == pytest.approx(ic / bn)
+        assert le.p_value == pytest.approx(mcnemar_exact(g, lo))
+    assert c.learn[1].learned and c.learn[1].gain.ci is not None and c.learn[1].gain.ci[0] > 0
+    assert len(c.snapshots) == 3 and c.entities == 36 and not c.too_few
+
+
+async def test_the_comparison_mirrors_when_the_strategies_swap(store: Store) -> None:
+    await seed_strategy_store(store)
+    c = await _comparison(store, _query())
+    back = await _comparison(store, _query(compare_strategies=PAIR[::-1]))
+    assert [ln.scope for ln in c.lines] == [ln.scope for ln in back.lines] and len(c.lines) >= 3 + 2 * len(LANGS)
+    for x, y in zip(c.lines, back.lines, strict=True):
+        assert (x.a, x.b, x.a_only, x.b_only, x.p_value) == (y.b, y.a, y.b_only, y.a_only, y.p_value)
+        assert x.diff.value == pytest.approx(-(y.diff.value or 0.0)) if x.diff.value is not None else y.diff.value is None
+    transfer = next(ln for ln in c.lines if (ln.metric, ln.scope) == ("Transfer", "all pairs"))
+    assert transfer.verdict == "cpt-lora"  # memit learns its train language but transfers worse
+
+
+@pytest.mark.parametrize(
+    ("kw", "says"),
+    [
+        (dict(compare_strategies=("cpt-lora", "magic")), "unknown strategy 'magic'; known: cpt-lora, full-ft, memit, sft-lora"),
+        (dict(compare_strategies=("memit", "memit")), "--compare-strategies needs two different strategies, got 'memit' twice"),
+        (dict(compare_strategies=("cpt-lora", "sft-lora")), "cpt-lora and sft-lora share no question for target alpha"),
+        (dict(targets=("beta",)), "target beta has results of cpt-lora only, not of memit, in the window"),
+        (dict(targets=()), "--compare-strategies: several targets have results of cpt-lora or memit (alpha, beta); name one"),
+        (dict(targets=("alpha", "beta")), "--compare-strategies compares one target: name one --target"),
+        (dict(strategy="memit"), "--strategy with --compare-strategies: choose one"),
+        (dict(scorer="option-loglik"), "target alpha has results of cpt-lora only, not of memit, in the window scored option-loglik"),
+    ],
+)
+async def test_bad_inputs_are_refused_with_one_line(store: Store, kw: dict[str, object], says: str) -> None:
+    await seed_strategy_store(store)
+    with pytest.raises(LeaderboardError) as e:
+        await load_leaderboard(store, _query(**kw))
+    assert says in str(e.value) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("value", ["memit", "a,b,c", "memit,", ",memit"])
+def test_a_pair_is_two_names(value: str) -> None:
+    with pytest.raises(LeaderboardError, match="expected two strategies as A,B"):
+        parse_strategy_pair(value)
+    assert parse_strategy_pair(" cpt-lora , memit ") == ("cpt-lora", "memit")
