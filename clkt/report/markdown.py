@@ -10,6 +10,7 @@ from pathlib import Path
 
 from clkt.report.data import LEARN_HEADER, ReportData, ci_text, grid, learn_rows, pct1, scenarios
 from clkt.report.incontext import incontext_lines
+from clkt.report.locality import KEPT_HEADER, LOCALITY_INTRO, kept_row
 from clkt.report.metric_table import PAIR_METRICS
 from clkt.report.metrics import BASE_FLAG_MEANS
 from clkt.report.stats import wilson_ci
@@ -64,6 +65,8 @@ def markdown(data: ReportData, figures: list[Path]) -> str:
                 f"{st.p_value:.3g}", "yes" if st.learned else "no",
             ]))
         lines.append("")
+    if data.locality:
+        lines += [*LOCALITY_INTRO, *(_md_row(r) for r in [KEPT_HEADER, ["---"] * len(KEPT_HEADER), *map(kept_row, data.locality)]), ""]
     if data.base:
         lines += ["## Base model accuracy (test split)", "", f"Chance is 25%; {BASE_FLAG_MEANS}. 95% CIs from a bootstrap over entities.", "",
                   "| model | scorer | lang | n | accuracy [95% CI] | flagged |",
