@@ -12,18 +12,22 @@ job and the language). Under `MIN_KEPT_N` questions right before, the cell reads
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Protocol
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from clkt.evaluate.summary import LocalityCounts
+from clkt.report._metric_fields import Estimate
 from clkt.report.clustered import entity_draws
 from clkt.report.metric_table import ratio
 from clkt.report.pooled import one_blas_thread, percentile_ci
 
-__all__ = ["KEPT_HEADER", "LOCALITY_INTRO", "MIN_KEPT_N", "KeptLang", "LocalityJob", "kept_langs", "kept_row", "kept_text", "locality_lines"]
+__all__ = [
+    "KEPT_HEADER", "LOCALITY_INTRO", "MIN_KEPT_N", "KeptLang", "LocalityJob", "kept_langs", "kept_row", "kept_text",
+    "locality_lines", "pooled_kept",
+]
 
 MIN_KEPT_N = 10  # questions right before injection under which kept % reads "too few"
 KEPT_HEADER = ["model", "strategy", "scorer", "train", "test", "questions", "right before", "kept", "lost", "gained",
@@ -141,3 +145,40 @@ def locality_lines(kept: Sequence[KeptLang], min_n: int = MIN_KEPT_N) -> list[st
         + f" (95% CIs from a bootstrap over entities; under {min_n} questions right before: too few)."
         for (model, strategy, scorer, lt), ks in sorted(groups.items())
     ]
+
+
+def pooled_kept(
+    jobs: Iterable[tuple[str, Mapping[str, Any]]], *, scorer: str, seed: int, samples: int,
+) -> Estimate | None:
+    """Kept % of a leaderboard row: the locality counts of its jobs (snapshot id, the stored summary's `locality`)
+    for `scorer`, pooled over snapshots, train and test languages; n = questions right before. Its 95% interval
+    draws each snapshot's locality entities (seeded by the snapshot's id), summed over the snapshots. None when no
+    job has locality counts (a count that does not validate is left out)."""
+    tally: dict[str, dict[int, list[int]]] = {}  # snapshot -> entity -> [right before, kept]
+    for snapshot_id, raw in jobs:
+        for c in (raw.get(scorer) or {}).values():
+            try:
+                counts = LocalityCounts.model_validate(c)
+            except ValidationError:
+                continue
+            per = tally.setdefault(snapshot_id, {})
+            for e in counts.entities:
+                t = per.setdefault(e.entity, [0, 0])
+                t[0] += e.base_right
+                t[1] += e.kept
+    right = sum(t[0] for per in tally.values() for t in per.values())
+    if not tally:
+        return None
+    kept = sum(t[1] for per in tally.values() for t in per.values())
+    sums: np.ndarray | None = None
+    for snapshot_id, per in sorted(tally.items()):
+        ents = sorted(e for e, t in per.items() if t[0] > 0)
+        if not ents or samples <= 0:
+            continue
+        draws = entity_draws(ents, snapshot_id=f"{snapshot_id}/locality", seed=seed, samples=samples)
+        tallies = np.asarray([per[e] for e in ents], dtype=np.float32)
+        with one_blas_thread():
+            got = (draws.weights @ tallies).astype(np.float64)
+        sums = got if sums is None else sums + got
+    ci = percentile_ci(ratio(sums[:, 1], sums[:, 0])) if sums is not None else None
+    return Estimate(value=kept / right if right else None, ci=ci, n=right)
