@@ -121,8 +121,9 @@ def write_tree(
         files += write_lm_eval(content, root)
         loc_files, loc_info = write_locality(root, locality.questions, known_by=locality.known_by) if locality else ([], None)
         files += loc_files
+        # a tree written without its locality split (a re-export from the store) says it has none
         final = manifest.model_copy(update={"files": {rel: sha256_file(root / rel) for rel in sorted(files)},
-                                            **({"locality": loc_info} if loc_info is not None else {})})
+                                            "locality": loc_info})
         write_text(root / MANIFEST_FILE, canonical_json(final.model_dump(mode="json")) + "\n")
         info = BuildInfo(snapshot_id=manifest.snapshot_id, built_at=built_at, clkt_version=clkt_version)
         write_text(root / BUILD_FILE, canonical_json(info.model_dump(mode="json")) + "\n")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from clkt.services import snapshot_config
 from clkt.snapshots.builder import BuildStatus, build_snapshot
+from clkt.snapshots.export import export_format
 from clkt.snapshots.ids import stable_entity_id
 from clkt.snapshots.layout import MANIFEST_FILE, load_snapshot_dir
 from clkt.snapshots.stored import load_snapshot
@@ -43,6 +44,10 @@ async def _build(root: Path, *, known: bool, locality_entities: int) -> tuple[st
         async with store.session() as s:  # the rows it was frozen from still hash to its id
             loaded = await load_snapshot(s, res.snapshot_id)
         assert loaded.content.content_sha256 == loaded.row.content_sha256
+        # a native re-export from the store has no locality split, and its manifest says so
+        again = root / "again"
+        export_format(loaded.content, loaded.manifest, "native", again, built_at="x", clkt_version="x")
+        assert load_snapshot_dir(again).manifest.locality is None and not (again / "locality").exists()
         return res.snapshot_id, res.path
 
 
