@@ -45,7 +45,7 @@ def stage_config(settings: Settings) -> StageConfig:
     """What the stage workers of the flow receive."""
     return StageConfig(
         daemon=settings.daemon, spec=settings.spec, agents=settings.agents, data_dir=settings.data_dir,
-        device=probe_device(settings.gpu), secret=settings.secret,
+        device=probe_device(settings.gpu), secret=settings.secret, locality_entities=settings.snapshot.locality_entities,
     )
 
 

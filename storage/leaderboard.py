@@ -14,6 +14,7 @@ from collections import defaultdict
 from collections.abc import AsyncIterator, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -68,6 +69,9 @@ class WindowJob:
     target: str
     strategy: str
     train_lang: str
+    # its summary's locality counts as stored (scorer -> test language -> counts; `clkt.evaluate.summary`): empty
+    # when its snapshot had no locality split
+    locality: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -159,15 +163,17 @@ async def window_data(
         )
         for s, t, e in (await session.execute(ex)).all():
             excl[(s, t)].add(int(e))
-        jq = select(col(GpuJob.id), col(GpuJob.snapshot_id), col(GpuJob.target_model), col(GpuJob.strategy), col(GpuJob.train_lang)).where(
+        jq = select(col(GpuJob.id), col(GpuJob.snapshot_id), col(GpuJob.target_model), col(GpuJob.strategy), col(GpuJob.train_lang),
+                    col(GpuJob.summary)).where(
             col(GpuJob.snapshot_id).in_(chunk), col(GpuJob.status) == LeaseStatus.done
         )
         if targets is not None:
             jq = jq.where(col(GpuJob.target_model).in_(sorted(targets)))
         if strategies is not None:
             jq = jq.where(col(GpuJob.strategy).in_(sorted(strategies)))
-        jobs.extend(WindowJob(id=stored_id(j), snapshot_id=s, target=t, strategy=st_, train_lang=lang)
-                    for j, s, t, st_, lang in (await session.execute(jq.order_by(col(GpuJob.id)))).all())
+        jobs.extend(WindowJob(id=stored_id(j), snapshot_id=s, target=t, strategy=st_, train_lang=lang,
+                              locality=dict((summary or {}).get("locality") or {}) if isinstance(summary, dict) else {})
+                    for j, s, t, st_, lang, summary in (await session.execute(jq.order_by(col(GpuJob.id)))).all())
     counted = [j.id for j in jobs if (j.snapshot_id, j.target) in ready]
     packs = await result_packs(session, counted, scorer=scorer)
     return WindowData(

@@ -341,14 +341,16 @@ async def question_identities(session: AsyncSession, question_ids: Sequence[int]
 
 
 async def candidate_entities(
-    session: AsyncSession, *, domains: Sequence[str], start: datetime, end: datetime
+    session: AsyncSession, *, domains: Sequence[str], start: datetime, end: datetime,
+    status: EntityStatus = EntityStatus.ready,
 ) -> list[CandidateEntity]:
-    """Ready entities of `domains` that occurred in [start, end), with their probes, document languages and
-    translated questions (each with its translations' shapes), in the order the store returns them."""
+    """Entities in `status` (ready; `known` for the locality split) of `domains` that occurred in [start, end),
+    with their probes, document languages and translated questions (each with its translations' shapes), in the
+    order the store returns them."""
     ents = (
         await session.execute(
             select(Entity).where(
-                col(Entity.status) == EntityStatus.ready,
+                col(Entity.status) == status,
                 col(Entity.occurred_at) >= start,
                 col(Entity.occurred_at) < end,
                 col(Entity.domain).in_(list(domains)),

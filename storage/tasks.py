@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from sqlalchemy import func, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -20,7 +21,7 @@ from sqlmodel import col
 
 from clkt.errors import LeaseLost
 from storage import claim as _claim
-from storage.models import LeaseStatus, Stage, Task
+from storage.models import Entity, LeaseStatus, Stage, Task
 from storage.types import affected_rows, utcnow
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "TaskLease",
     "claim_tasks",
     "complete_task",
+    "count_keyed_tasks",
     "enqueue",
     "fail_task",
     "heartbeat_task",
@@ -86,6 +88,18 @@ async def enqueue(
         ],
     )
     return n > 0
+
+
+async def count_keyed_tasks(
+    session: AsyncSession, *, stage: Stage, key: str, occurred_from: datetime, occurred_to: datetime,
+) -> int:
+    """How many tasks of `stage` with `key` there are for entities that occurred in [occurred_from, occurred_to)."""
+    stmt = (
+        select(func.count()).select_from(Task).join(Entity, col(Entity.id) == col(Task.entity_id))
+        .where(col(Task.stage) == stage, col(Task.key) == key, col(Entity.occurred_at) >= occurred_from,
+               col(Entity.occurred_at) < occurred_to)
+    )
+    return int((await session.execute(stmt)).scalar_one())
 
 
 async def claim_tasks(

@@ -53,6 +53,17 @@ def _pct(e: Estimate) -> str:
     return f"{100 * e.value:.1f}{ci}"
 
 
+def _kept(e: Estimate | None) -> str:
+    """Kept % with its interval and n, `too few` under `MIN_KEPT_N` questions right before, `—` without."""
+    from clkt.report.locality import MIN_KEPT_N
+
+    if e is None:
+        return "—"
+    if e.value is None or e.n < MIN_KEPT_N:
+        return f"too few (n={e.n})"
+    return f"{_pct(e)} (n={e.n})"
+
+
 def _rank(r: LeaderRow) -> str:
     if r.too_few:
         return "too few"
@@ -70,8 +81,9 @@ def _tables(board: Leaderboard) -> list[Table]:
     groups = sorted({(r.strategy, r.scorer) for r in board.rows})
     for strategy, scorer in groups:
         rows = [r for r in board.rows if (r.strategy, r.scorer) == (strategy, scorer)]
+        kept = any(r.kept is not None for r in rows)  # a column only when some job answered a locality split
         t = Table("rank", "target", "snapshots", "questions", "entities", "Learn: injected % [CI] (base, gain, p)",
-                  *[f"{m.label} % [CI] (n)" for m in PAIR_METRICS],
+                  *[f"{m.label} % [CI] (n)" for m in PAIR_METRICS], *(["kept % [CI] (n right before)"] if kept else []),
                   title=f"{strategy}, {scorer} — pooled over the window; 95% CI from a bootstrap over entities; "
                         f"'=' marks ranks the CIs cannot separate")
         for r in rows:
@@ -80,7 +92,8 @@ def _tables(board: Leaderboard) -> list[Table]:
                      f"p={lr.p_value:.2g}{'' if lr.learned else ', NOT learned'}; n={lr.n})")
             metrics = [f"{_pct(r.metric(m.key))} (n={r.metric(m.key).n})"
                        + (f", {r.not_interpretable} n.i. pairs" if m.needs_learned and r.not_interpretable else "") for m in PAIR_METRICS]
-            t.add_row(_rank(r), plain(r.target), str(r.snapshots), str(r.questions), str(r.entities), learn, *metrics)
+            t.add_row(_rank(r), plain(r.target), str(r.snapshots), str(r.questions), str(r.entities), learn, *metrics,
+                      *([_kept(r.kept)] if kept else []))
         out.append(t)
         per = Table("target", *[s.period for s in board.snapshots],
                     title=f"{strategy}, {scorer} — per snapshot: {' / '.join(m.label for m in PAIR_METRICS)} % (questions)")
@@ -149,6 +162,8 @@ def _csv(board: Leaderboard) -> str:
             "learn_injected", "learn_injected_ci_low", "learn_injected_ci_high", "learn_n", "learn_base", "learn_gain",
             "learn_gain_ci_low", "learn_gain_ci_high", "learn_p_value", "learned",
             *[f"{m.key}{x}" for m in PAIR_METRICS for x in ("", "_ci_low", "_ci_high", "_n")]]
+    kept = any(r.kept is not None for r in board.rows)  # kept % columns only when some job answered a locality split
+    head += ["kept", "kept_ci_low", "kept_ci_high", "kept_n"] if kept else []
     head += [f"{s.period} {m}" for s in board.snapshots for m in (*PAIR_METRICS.ordered_keys(), "questions")]
     w.writerow(head)
     for r in board.rows:
@@ -156,6 +171,7 @@ def _csv(board: Leaderboard) -> str:
         row = [r.target, r.strategy, r.scorer, "" if r.rank is None else str(r.rank), str(r.tied), str(r.too_few), str(r.snapshots),
                str(r.questions), str(r.entities), *est(lr.injected), num(lr.base), *est(lr.gain)[:3], f"{lr.p_value:.6g}", str(lr.learned),
                *[x for m in PAIR_METRICS for x in est(r.metric(m.key))]]
+        row += (est(r.kept) if r.kept is not None else ["", "", "", ""]) if kept else []
         for c in r.per_snapshot:
             if c.status == "ok":
                 row += [*[num(c.metric(m.key).value) for m in PAIR_METRICS], str(c.questions)]

@@ -29,6 +29,9 @@ class SnapshotSettings(Section):
     val_ratio: float = Field(default=0.2, gt=0, lt=1)
     # fictional entities per spec domain in every snapshot's control split (0: none); see clkt.snapshots.control
     control_entities: int = Field(default=2, ge=0, le=100)
+    # entities a target already knew (the probe's "known") that get questions for the locality split, at most per
+    # snapshot (and per month of occurrence in the probe); 0: no locality split. See clkt.snapshots.locality
+    locality_entities: int = Field(default=20, ge=0, le=1000)
     allow_partial: bool = False
     out_dir: Path = Path("snapshots")
     webhook_url: str | None = None

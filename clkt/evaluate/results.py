@@ -12,9 +12,10 @@ from enum import Enum
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["CONTROL_SPLIT", "EpochRecord", "ResultItem", "Variant"]
+__all__ = ["CONTROL_SPLIT", "LOCALITY_SPLIT", "EpochRecord", "ResultItem", "Variant"]
 
 CONTROL_SPLIT = "control"  # ResultItem.split of a control-split question
+LOCALITY_SPLIT = "locality"  # ResultItem.split of a locality-split question (an entity the target knew before)
 
 
 class _Model(BaseModel):

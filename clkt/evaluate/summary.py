@@ -2,8 +2,9 @@
 
 The job process (`clkt.inject.job.InjectionJob.summarise`) fills what it measured: the question counts, the
 accuracy of each variant x result scorer (and the share of `generate` answers without a letter), Learn per
-result scorer on the train language's test questions and on the control split's, the training speed and
-where a rerun resumed. The consumer adds, before storing it, the epochs, the target's identity and the
+result scorer on the train language's test questions and on the control split's, the training speed,
+where a rerun resumed and, when the snapshot has a locality split, its paired counts per scorer and language
+(`locality`: what the injection kept of what the target knew). The consumer adds, before storing it, the epochs, the target's identity and the
 control split's paired counts per scorer and language (control questions have no store rows).
 
 `JobSummary.from_stored(raw)` reads both shapes a store may hold: this one, and the flat dict that versions
@@ -20,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from clkt.evaluate.results import EpochRecord, Variant
 
-__all__ = ["ControlCounts", "JobSummary", "LearnSummary", "ScorerScore"]
+__all__ = ["ControlCounts", "EntityKept", "JobSummary", "LearnSummary", "LocalityCounts", "ScorerScore"]
 
 
 class _Model(BaseModel):
@@ -60,6 +61,30 @@ class ControlCounts(_Model):
     lost: int  # base right, injected wrong
 
 
+class EntityKept(_Model):
+    """One locality entity's share of `LocalityCounts`: its questions right before, and those still right after."""
+
+    entity: int  # public entity id
+    base_right: int
+    kept: int
+
+
+class LocalityCounts(_Model):
+    """The locality split's paired answers of one scorer in one test language: questions about entities the
+    target knew before injection, answered by the base and the injected model (`clkt.evaluate.locality`).
+    Kept % = kept / (kept + lost); `entities` lets the report draw its interval over entities."""
+
+    n: int  # questions answered by both
+    kept: int  # right before, right after
+    lost: int  # right before, wrong after
+    gained: int  # wrong before, right after
+    entities: list[EntityKept] = Field(default_factory=list)  # per entity with a question right before, by id
+
+    @property
+    def base_right(self) -> int:
+        return self.kept + self.lost
+
+
 class JobSummary(_Model):
     # --- measured by the job process
     selection_scorer: str  # the scorer that chose the best epoch
@@ -87,6 +112,9 @@ class JobSummary(_Model):
     target_size_b: float | None = None
     target_model_id: str | None = None
     control: dict[str, dict[str, ControlCounts]] = Field(default_factory=dict)  # scorer -> test language -> counts
+    # --- the locality split (measured by the job process; left out of the stored summary when the snapshot has none)
+    locality_questions: int = Field(default=0, exclude_if=lambda v: not v)  # every language
+    locality: dict[str, dict[str, LocalityCounts]] = Field(default_factory=dict, exclude_if=lambda v: not v)
 
     def score(self, variant: Variant, scorer: str) -> ScorerScore | None:
         return next((s for s in self.scores if s.variant is variant and s.scorer == scorer), None)

@@ -1,6 +1,7 @@
 """One GPU job, run inside the child process (`InjectionJob(spec).run()`): one method per step.
 
-1. `load_snapshot`: the snapshot directory's documents and questions (test, validation, control split).
+1. `load_snapshot`: the snapshot directory's documents and questions (test, validation, control split, and the
+   locality split's questions about the entities this target knew: answered, never trained on).
 2. `load_model`: the target model on the job's device, in the dtype its injector asks for
    (`Injector.weights_dtype`), with `gpu.attn_implementation`.
 3. `base_pass`: the test split in every language with the base model (cached per snapshot x target, since
@@ -10,8 +11,9 @@
    train language's validation split, the best epoch; `clkt.inject.strategies._trained`), in its own folder
    `<artifacts>/checkpoints/`, and gives back the model ready to answer and what it records (`Injection`).
 5. `injected_pass`: the test split in every language again.
-6. `write_predictions`: `predictions.jsonl`, every answer (the control split's too).
-7. `summarise`: the typed `JobSummary` (`clkt.evaluate.summary`) the `JobOutcome` carries.
+6. `write_predictions`: `predictions.jsonl`, every answer (the control and locality splits' too).
+7. `summarise`: the typed `JobSummary` (`clkt.evaluate.summary`) the `JobOutcome` carries; the locality split's
+   answers only as its paired counts (`JobSummary.locality`: what the injection kept), never as results.
 
 Killed anywhere, a rerun resumes where the injector can (a training resumes after its last finished epoch).
 Every pass of a scorer runs at that scorer's evaluation batch size (`self.sizers`, `clkt.evaluate.memory`):
@@ -26,14 +28,15 @@ import logging
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from clkt.errors import SnapshotError, UserError
+from clkt.evaluate.locality import locality_counts
 from clkt.evaluate.memory import BatchSizer
 from clkt.evaluate.prompts import EVAL_PROMPT_VERSION
-from clkt.evaluate.results import CONTROL_SPLIT, ResultItem, Variant
+from clkt.evaluate.results import CONTROL_SPLIT, LOCALITY_SPLIT, ResultItem, Variant
 from clkt.evaluate.runner import accuracy, answer_questions
 from clkt.evaluate.scorers import scorers_for, selection_scorer
 from clkt.evaluate.summary import JobSummary, LearnSummary, ScorerScore
@@ -74,6 +77,8 @@ class JobQuestions:
     test_rows: list[QuestionRow]  # the test split in every language, then the control split's questions
     control_rows: list[QuestionRow]
     val_rows: list[QuestionRow]  # the validation split in the train language
+    # the locality split in every language: entities this target knew (answered before and after, never trained on)
+    locality_rows: list[QuestionRow] = field(default_factory=list)
 
     @property
     def control_qids(self) -> set[int]:
@@ -106,19 +111,23 @@ class InjectionJob:
         reset_peak_memory(resolve_device(spec.device))
         qs = self.load_snapshot()
         model, tok = self.load_model()
-        base = self.base_pass(model, tok, qs.test_rows)
+        rows = qs.test_rows + qs.locality_rows
+        base = self.base_pass(model, tok, rows)
         injecting = time.monotonic()
         injection = self.inject(model, tok, qs)
         inject_s = time.monotonic() - injecting
-        injected = self.injected_pass(injection.model, tok, qs.test_rows)
-        results = base + injected
+        injected = self.injected_pass(injection.model, tok, rows)
+        control_qids, locality_of = qs.control_qids, {r.qid: r.entity_id for r in qs.locality_rows}
+        results = [r.model_copy(update={"split": LOCALITY_SPLIT}) if r.qid in locality_of else r for r in base + injected]
         self.write_predictions(results)
-        control_qids = qs.control_qids
         control_results = [r.model_copy(update={"split": CONTROL_SPLIT}) for r in results if r.qid in control_qids]
-        results = [r for r in results if r.qid not in control_qids]
+        locality = locality_counts((r for r in results if r.qid in locality_of), locality_of)
+        results = [r for r in results if r.qid not in control_qids and r.qid not in locality_of]
         peak, kind = peak_memory(self.device)
         summary = self.summarise(qs, injection, results, control_results).model_copy(update=dict(
             wall_s=time.monotonic() - started, inject_s=inject_s, peak_memory_bytes=peak, peak_memory_kind=kind))
+        if qs.locality_rows:
+            summary = summary.model_copy(update={"locality_questions": len(qs.locality_rows), "locality": locality})
         return JobOutcome(
             job_id=spec.job_id, best_epoch=injection.best_epoch, epochs=injection.epochs, device=self.device, results=results,
             summary=summary, control_results=control_results,
@@ -138,8 +147,11 @@ class InjectionJob:
             raise SnapshotError(f"snapshot {spec.snapshot_id} has no {spec.train_lang} documents to inject")
         control_rows = [r for lang in data.languages for r in data.control_questions_for(lang)]
         test_rows = [r for lang in data.languages for r in data.questions_for(lang, "test") if r.entity_id not in out]
+        # the locality split: the entities this target knew (the snapshot's `locality.known_by`), never trained on
+        locality_rows = [r for lang in data.languages for r in data.locality_questions_for(lang, spec.target.name)]
         return JobQuestions(docs=docs, test_rows=test_rows + control_rows, control_rows=control_rows,
-                            val_rows=[r for r in data.questions_for(spec.train_lang, "val") if r.entity_id not in out])
+                            val_rows=[r for r in data.questions_for(spec.train_lang, "val") if r.entity_id not in out],
+                            locality_rows=locality_rows)
 
     def load_model(self) -> tuple[Any, Any]:
         import torch

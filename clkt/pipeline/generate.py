@@ -19,7 +19,6 @@ from clkt.pipeline._entities import SOURCE_LANG, facts_of, load_entity, paid, so
 from clkt.pipeline.backends import backend_for
 from clkt.pipeline.stage_worker import StageConfig, StageWorker, Step, finish
 from storage.engine import Session
-from storage.entities import set_status
 from storage.enums import EntityStatus
 from storage.questions import add_questions
 from storage.tasks import TaskLease
@@ -66,8 +65,8 @@ class GenerateWorker(StageWorker):
             if questions:
                 await self.advance(s, task)
             else:
-                await set_status(s, task.entity_id, EntityStatus.rejected, f"no question generated: {error}"[:500])
+                await self.drop(s, task, EntityStatus.rejected, f"no question generated: {error}")
             await finish(s, task, ctx)
 
     async def on_failed(self, session: Session, task: TaskLease, error: str) -> None:
-        await set_status(session, task.entity_id, EntityStatus.failed, f"generate: {error}"[:500])
+        await self.drop(session, task, EntityStatus.failed, f"generate: {error}")

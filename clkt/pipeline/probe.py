@@ -6,7 +6,11 @@ prompt for base models: `clkt.targets.summary.build_probe_prompt`), and the back
 answer with the English document and facts. Judged probes are stored as they are made (unique per
 entity, target, language), so a re-run only asks what is missing. Known by ANY target in ANY language →
 the entity is `known` (dropped; probing stops at the first hit); otherwise it advances along the flow
-(`generating` + a generate task).
+(`generating` + a generate task). A known entity still gets its questions, for the locality split of the
+snapshots (`clkt.snapshots.locality`: what an injection keeps of what the target knew), while fewer than
+`locality_entities` entities of its month of occurrence have: a generate task keyed `LOCALITY_KEY` carries it
+through generate, verify and translate, and it stays `known` (never selected as a real entity). Concurrent
+probes may pass the bound by a few; the builder takes at most `snapshot.locality_entities` per snapshot.
 
 A task whose key names a target (`probe_only_key(name)`) asks only that target, in every spec language (up to
 its first "known"), stores the verdicts and changes nothing else: not the entity's status, no next stage, and
@@ -29,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar, Self
@@ -43,15 +48,15 @@ from clkt.facts import EntityFacts, RenderedDocument
 from clkt.pipeline._entities import facts_of, load_entity, paid, source_document
 from clkt.pipeline.backends import backend_for
 from clkt.pipeline.batches import prefetch
-from clkt.pipeline.stage_worker import StageConfig, StageWorker, Step, finish
+from clkt.pipeline.stage_worker import LOCALITY_KEY, StageConfig, StageWorker, Step, finish
 from clkt.targets.api import ApiTargets, api_targets_for, check_api_targets, is_api_target
 from clkt.targets.batching import PromptBatcher
 from clkt.targets.summary import PROBE_PROMPT_VERSION, build_probe_prompt, probe_texts
 from storage.engine import Session
 from storage.entities import set_status
-from storage.enums import EntityStatus
+from storage.enums import EntityStatus, Stage
 from storage.questions import ProbeRecord, add_probes, probes_of
-from storage.tasks import TaskLease
+from storage.tasks import TaskLease, count_keyed_tasks, enqueue
 from storage.types import utcnow
 
 __all__ = ["ProbeFn", "ProbeWorker", "probe_only_key", "probe_target", "target_of_key"]
@@ -112,10 +117,12 @@ class ProbeWorker(StageWorker):
     def __init__(
         self, *, step: Step, daemon: DaemonSettings, spec: SpecSettings, agents: AgentSettings, data_dir: Path,
         device: str, secret: SecretLookup, concurrency: int | None = None, probe_fn: ProbeFn | None = None,
+        locality_entities: int = 0,
     ) -> None:
         """`spec`: the targets and languages; `agents`: the judge's mode and the probe answers' length;
         `data_dir`/`device`: where local targets are cached and run; `secret`: the targets' API keys;
-        `probe_fn`: instead of asking the targets (tests)."""
+        `probe_fn`: instead of asking the targets (tests); `locality_entities`: known entities per month of
+        occurrence that go on to get locality questions (0: none)."""
         super().__init__(step=step, daemon=daemon, concurrency=self.CONCURRENCY if concurrency is None else concurrency)
         self.spec = spec
         self.agents = agents
@@ -123,6 +130,7 @@ class ProbeWorker(StageWorker):
         self.device = device
         self.secret = secret
         self.probe_fn: ProbeFn = probe_fn or self._probe
+        self.locality_entities = locality_entities
         self._batcher: PromptBatcher[str] | None = None
         self._api: ApiTargets | None = None
 
@@ -131,7 +139,7 @@ class ProbeWorker(StageWorker):
         check_api_targets(config.spec.targets, config.agents, secret=config.secret)  # at start: keys, providers
         # several entities at once: their prompts share one local generation
         return cls(step=step, daemon=config.daemon, spec=config.spec, agents=config.agents, data_dir=config.data_dir,
-                   device=config.device, secret=config.secret)
+                   device=config.device, secret=config.secret, locality_entities=config.locality_entities)
 
     async def run(self, ctx: ServiceContext) -> None:
         try:
@@ -194,6 +202,8 @@ class ProbeWorker(StageWorker):
             if hit is not None:
                 reason = f"known by {hit.target_model} in {hit.lang}: {hit.reason}"[:500]
                 await set_status(s, task.entity_id, EntityStatus.known, reason)
+                if await self._locality_open(s, entity.occurred_at):  # its questions, for the locality split
+                    await enqueue(s, Stage.generate, entity.id, LOCALITY_KEY, max_attempts=self.daemon.max_attempts)
             else:
                 await self.advance(s, task, move=entity.status in _OPEN)  # a re-run never moves a finished entity back
             await finish(s, task, ctx)
@@ -235,6 +245,15 @@ class ProbeWorker(StageWorker):
                 break  # known in one language is enough
         await ctx.store.run_with_retry(partial(add_probes, probes=rows))
         return rows
+
+    async def _locality_open(self, session: Session, occurred_at: datetime) -> bool:
+        """Whether fewer than `locality_entities` entities of this month of occurrence went on for locality."""
+        if self.locality_entities <= 0:
+            return False
+        start = occurred_at.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+        end = start.replace(year=start.year + 1, month=1) if start.month == 12 else start.replace(month=start.month + 1)
+        taken = await count_keyed_tasks(session, stage=Stage.generate, key=LOCALITY_KEY, occurred_from=start, occurred_to=end)
+        return taken < self.locality_entities
 
     async def _give_up(self, ctx: ServiceContext, task: TaskLease, reason: str) -> None:
         async with ctx.store.transaction() as s:

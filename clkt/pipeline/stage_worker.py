@@ -17,6 +17,11 @@ of named asyncio tasks, each try within `daemon.task_timeout_s`, and maps outcom
   real time (it bounds work, which a simulated calendar does not make faster), the leases and the retry
   backoff are the process's clock (`clkt.clock`, through the store's `utcnow` and `ctx.sleep`);
 - any other exception → `fail()`: retried with backoff until `max_attempts`, then `failed` with the error.
+
+A task keyed `LOCALITY_KEY` carries a *known* entity (the probe's verdict) through generate, verify and
+translate for a snapshot's locality split (`clkt.snapshots.locality`): `advance()` passes the key on and never
+moves its status, and `drop()` leaves it `known` (its questions are rejected, its status never says `ready`,
+so the builder never selects it as a real entity).
 """
 
 from __future__ import annotations
@@ -49,7 +54,9 @@ from storage.tasks import (
     release_task,
 )
 
-__all__ = ["StageConfig", "StageWorker", "Step", "finish"]
+__all__ = ["LOCALITY_KEY", "StageConfig", "StageWorker", "Step", "finish"]
+
+LOCALITY_KEY = "locality"  # the key of a known entity's generate/verify/translate tasks (its locality questions)
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +87,8 @@ class StageConfig:
     data_dir: Path  # where the probe converts and caches local targets
     device: str  # where the probe runs local targets (`clkt.targets.loader.probe_device`)
     secret: SecretLookup  # the targets' API keys (`api_key_env`), for targets probed over HTTP
+    # known entities per month of occurrence sent on to get locality questions (`snapshot.locality_entities`; 0: none)
+    locality_entities: int = 0
 
 
 class StageWorker(ABC):
@@ -110,10 +119,18 @@ class StageWorker(ABC):
         """The entity passed this stage: enqueue its next stage (`daemon.max_attempts` tries) and give it the
         step's status, in the caller's transaction. `move=False` keeps its status (a re-run never moves an
         entity that already finished back)."""
-        if move and self.step.status is not None:
+        locality = task.key == LOCALITY_KEY  # a known entity's locality questions: it stays `known`
+        if move and not locality and self.step.status is not None:
             await set_status(session, task.entity_id, self.step.status)
         if self.step.next is not None:
-            await enqueue(session, self.step.next, task.entity_id, "", max_attempts=self.daemon.max_attempts)
+            await enqueue(session, self.step.next, task.entity_id, LOCALITY_KEY if locality else "",
+                          max_attempts=self.daemon.max_attempts)
+
+    async def drop(self, session: Session, task: TaskLease, status: EntityStatus, reason: str) -> None:
+        """The entity leaves the flow with `status` (`rejected`, `failed`) and `reason`; a locality task's entity
+        keeps its status (`known`): it only has no locality questions."""
+        if task.key != LOCALITY_KEY:
+            await set_status(session, task.entity_id, status, reason[:500])
 
     async def run(self, ctx: ServiceContext) -> None:
         sem = asyncio.BoundedSemaphore(self.concurrency)

@@ -30,7 +30,7 @@ from clkt.pipeline.batches import prefetch
 from clkt.pipeline.stage_worker import StageConfig, StageWorker, Step, finish
 from clkt.pipeline.verify import mcq_of
 from storage.engine import Session
-from storage.entities import add_translated_documents, document_langs, set_status
+from storage.entities import add_translated_documents, document_langs
 from storage.enums import EntityStatus, QuestionStatus
 from storage.questions import (
     QuestionRecord,
@@ -90,7 +90,7 @@ class TranslateWorker(StageWorker):
 
         async with ctx.store.transaction() as s:
             if doc_problem:
-                await set_status(s, task.entity_id, EntityStatus.rejected, doc_problem[:500])
+                await self.drop(s, task, EntityStatus.rejected, doc_problem)
                 await finish(s, task, ctx)
                 return
             await add_translated_documents(
@@ -108,11 +108,11 @@ class TranslateWorker(StageWorker):
             if survivors:
                 await self.advance(s, task)
             else:
-                await set_status(s, task.entity_id, EntityStatus.rejected, "no question survived translation")
+                await self.drop(s, task, EntityStatus.rejected, "no question survived translation")
             await finish(s, task, ctx)
 
     async def on_failed(self, session: Session, task: TaskLease, error: str) -> None:
-        await set_status(session, task.entity_id, EntityStatus.failed, f"translate: {error}"[:500])
+        await self.drop(session, task, EntityStatus.failed, f"translate: {error}")
 
 
 

@@ -20,7 +20,6 @@ from clkt.pipeline._entities import facts_of, gather_all, load_entity, paid, sou
 from clkt.pipeline.backends import backend_for
 from clkt.pipeline.stage_worker import StageConfig, StageWorker, Step, finish
 from storage.engine import Session
-from storage.entities import set_status
 from storage.enums import EntityStatus, QuestionStatus
 from storage.questions import (
     QuestionRecord,
@@ -99,11 +98,11 @@ class VerifyWorker(StageWorker):
             if left:
                 await self.advance(s, task)
             else:
-                await set_status(s, task.entity_id, EntityStatus.rejected, "no question passed verification")
+                await self.drop(s, task, EntityStatus.rejected, "no question passed verification")
             await finish(s, task, ctx)
 
     async def on_failed(self, session: Session, task: TaskLease, error: str) -> None:
-        await set_status(session, task.entity_id, EntityStatus.failed, f"verify: {error}"[:500])
+        await self.drop(session, task, EntityStatus.failed, f"verify: {error}")
 
 
 def _reason(v: VerificationRecord) -> str:

@@ -14,11 +14,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from clkt.evaluate.summary import ControlCounts
+from clkt.evaluate.summary import ControlCounts, LocalityCounts
 from clkt.report.basics import MIN_CELL_N
 from clkt.report.cutoff_curve import TargetKnowledge
 from clkt.report.incontext import InContextTarget
 from clkt.report.learn import LearnStat, LearnTest
+from clkt.report.locality import KeptLang, locality_lines
 from clkt.report.metric_table import HEATMAP, PAIR_METRICS, TRANSFER, PairMetric
 from clkt.report.metrics import (
     ALL_DOMAINS,
@@ -81,6 +82,8 @@ class JobInfo(BaseModel):
     inject_s: float | None = Field(default=None, exclude_if=lambda v: v is None)
     peak_memory_bytes: int | None = Field(default=None, exclude_if=lambda v: v is None)
     peak_memory_kind: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    # the locality split's paired counts (the job summary's `locality`); left out of metrics.json when none
+    locality: dict[str, dict[str, LocalityCounts]] | None = Field(default=None, exclude_if=lambda v: not v)
 
 
 class TargetValidity(BaseModel):
@@ -127,6 +130,8 @@ class ReportData(BaseModel):
     learn: list[LearnTest] = Field(default_factory=list)
     control_learn: list[LearnTest] = Field(default_factory=list)  # the control split in the train language
     control: list[ControlLang] = Field(default_factory=list)  # ... in every language
+    # kept % per job x scorer x test language (`clkt.report.locality`); left out of metrics.json when none
+    locality: list[KeptLang] = Field(default_factory=list, exclude_if=lambda v: not v)
     min_cell_n: int = MIN_CELL_N
     summary: list[str] = Field(default_factory=list)  # "In short": learned, transferred, too small to say
     # per target whose jobs ran on the snapshot: its entities and exclusions (left out of metrics.json when none
@@ -183,6 +188,7 @@ def in_short(data: ReportData) -> list[str]:
             f"Control, other languages: {model} / {strategy} / {scorer} trained in {lt} gained significantly in "
             f"{len(sig)} of {len(cls)} ({', '.join(sig) or 'none'}); n per language = {', '.join(f'{cl.lang}: {cl.stat.n}' for cl in cls)}."
         )
+    out += locality_lines(data.locality)
     for c in data.table2:
         if c.domain != ALL_DOMAINS:
             continue

@@ -26,6 +26,7 @@ import numpy as np
 from clkt.report.basics import BOOTSTRAP_SAMPLES, Contingency
 from clkt.report.leaderboard_data import MIN_QUESTIONS, Estimate, LeaderRow, LearnEstimate, PairCell, SnapshotColumn
 from clkt.report.learn import LEARN_ALPHA, stat_from_counts
+from clkt.report.locality import pooled_kept
 from clkt.report.metric_table import HEATMAP, PAIR_METRICS, RANK_BY, PairMetric, learn_gain, learned, ratio
 from clkt.report.pooled import (
     Answers,
@@ -217,7 +218,10 @@ def _row(group: Group, pooled: Pooled, data: WindowData, *, draws: Draws | None,
         learned_langs=[t for t, ok in zip(layout.trains, learned_trains(layout, s), strict=True) if ok], metrics=metrics,
         learn=learn, not_interpretable=int(sum(1 for i, p in enumerate(layout.pair_sums(counts)) if p.sum() > 0 and not interp[i])),
         too_few=questions < min_questions, pairs=_pairs(layout, counts, total, interp),
-        per_snapshot=columns,
+        per_snapshot=columns, kept=pooled_kept(
+            ((j.snapshot_id, j.locality) for j in data.jobs
+             if (j.target, j.strategy) == (target, strategy) and (j.snapshot_id, target) in data.ready and j.locality),
+            scorer=scorer, seed=draws.seed if draws is not None else 0, samples=draws.samples if draws is not None else 0),
     )
 
 

@@ -108,6 +108,9 @@ class LeaderRow(PerMetric):
     tied: bool = False
     pairs: list[PairCell] = Field(default_factory=list)
     per_snapshot: list[SnapshotColumn] = Field(default_factory=list)
+    # kept % (`clkt.report.locality.pooled_kept`): of the locality questions its jobs' base model answered right, the
+    # share still right after injection; n = those questions. Absent (not in the JSON) without a locality split
+    kept: Estimate | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class WindowInfo(_Frozen):

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from clkt.report.data import COST_NOTE, LEARN_HEADER, ReportData, ci_text, grid, learn_rows, pct1, scenarios
 from clkt.report.incontext import incontext_lines
+from clkt.report.locality import KEPT_HEADER, LOCALITY_INTRO, kept_row
 from clkt.report.metric_table import PAIR_METRICS
 from clkt.report.metrics import BASE_FLAG_MEANS
 from clkt.report.stats import wilson_ci
@@ -51,20 +52,9 @@ def markdown(data: ReportData, figures: list[Path]) -> str:
         lines += [_md_row(r) for r in rows]
         lines.append("")
     if data.control:
-        lines += ["## Control split (fictional entities; never in the scores above)", "",
-                  "Base against injected on the same control questions, per test language (exact McNemar); 95% CIs over "
-                  "questions (Wilson, and Wald for the gain): a job keeps the control's counts, not its entities.", ""]
-        hdr = ["model", "strategy", "scorer", "train", "test", "n", "base % [CI]", "injected % [CI]", "gain pts [CI]", "McNemar p",
-               "gained"]
-        lines += [_md_row(hdr), "|" + "---|" * len(hdr)]
-        for cl in data.control:
-            st = cl.stat
-            lines.append(_md_row([
-                cl.model, cl.strategy, cl.scorer, cl.train_lang, cl.lang, str(st.n), f"{pct1(st.base_accuracy)}{ci_text(st.base_ci)}",
-                f"{pct1(st.injected_accuracy)}{ci_text(st.injected_ci)}", f"{100 * (st.gain or 0):+.1f}{ci_text(st.gain_ci)}",
-                f"{st.p_value:.3g}", "yes" if st.learned else "no",
-            ]))
-        lines.append("")
+        lines += _control(data)
+    if data.locality:
+        lines += [*LOCALITY_INTRO, *(_md_row(r) for r in [KEPT_HEADER, ["---"] * len(KEPT_HEADER), *map(kept_row, data.locality)]), ""]
     if data.base:
         lines += ["## Base model accuracy (test split)", "", f"Chance is 25%; {BASE_FLAG_MEANS}. 95% CIs from a bootstrap over entities.", "",
                   "| model | scorer | lang | n | accuracy [95% CI] | flagged |",
@@ -96,6 +86,26 @@ def markdown(data: ReportData, figures: list[Path]) -> str:
         lines.append("")
     lines += ["Files: `table2.csv`, `pairs.csv`, `learn.csv`, `metrics.json`.", ""]
     return "\n".join(lines)
+
+
+def _control(data: ReportData) -> list[str]:
+    """The control split's table: base against injected on the fictional entities, per test language."""
+    lines: list[str] = []
+    lines += ["## Control split (fictional entities; never in the scores above)", "",
+              "Base against injected on the same control questions, per test language (exact McNemar); 95% CIs over "
+              "questions (Wilson, and Wald for the gain): a job keeps the control's counts, not its entities.", ""]
+    hdr = ["model", "strategy", "scorer", "train", "test", "n", "base % [CI]", "injected % [CI]", "gain pts [CI]", "McNemar p",
+           "gained"]
+    lines += [_md_row(hdr), "|" + "---|" * len(hdr)]
+    for cl in data.control:
+        st = cl.stat
+        lines.append(_md_row([
+            cl.model, cl.strategy, cl.scorer, cl.train_lang, cl.lang, str(st.n), f"{pct1(st.base_accuracy)}{ci_text(st.base_ci)}",
+            f"{pct1(st.injected_accuracy)}{ci_text(st.injected_ci)}", f"{100 * (st.gain or 0):+.1f}{ci_text(st.gain_ci)}",
+            f"{st.p_value:.3g}", "yes" if st.learned else "no",
+        ]))
+    lines.append("")
+    return lines
 
 
 def _header_line(data: ReportData) -> str:

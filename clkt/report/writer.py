@@ -11,6 +11,8 @@ and writes into `out_dir` (by default `<data_dir>/reports/<snapshot_id>/`):
   shows its n (A+B); cells under `MIN_CELL_N` questions and the rows of jobs that did not learn are grey;
 - `size-<family>-<strategy>-<scorer>.png`: Overall/Transfer against model size per domain when the spec has
   several sizes of a family (Figure 4);
+- `locality.csv` (only when a job answered a locality split): kept % per job x scorer x test language, with its
+  n, paired counts and bootstrap CI over entities (`clkt.report.locality`);
 - `report.md`, embedding them, opening with what was learned, what transferred and what is too small to
   say. `render_tables()` gives the rich tables `clkt report` prints.
 
@@ -60,6 +62,7 @@ from clkt.report.data import (
 from clkt.report.figures import heatmaps, size_plots
 from clkt.report.incontext import incontext_results
 from clkt.report.learn import LearnTest, learn_tests, stat_from_counts
+from clkt.report.locality import KEPT_HEADER, kept_langs, kept_row
 from clkt.report.markdown import markdown
 from clkt.report.metric_table import PAIR_METRICS
 from clkt.report.metrics import (
@@ -150,6 +153,7 @@ async def load_report_data(
             size_b=summary.target_size_b if summary else None, parse=summary.generate_parse if summary else None,
             control=(summary.control or None) if summary else None,
             **(_cost(summary) if summary else {}),
+            locality=(summary.locality or None) if summary else None,
         ))
     langs = list(manifest.get("languages") or sorted({r.lang for r in rows} | {j.train_lang for j in jobs}))
     outcomes = [
@@ -251,6 +255,7 @@ def build_report(snapshot_id: str, languages: list[str], jobs: list[JobInfo], ou
         LearnTest(model=c.model, strategy=c.strategy, scorer=c.scorer, train_lang=c.train_lang, domain=ALL_DOMAINS, control=True, stat=c.stat)
         for c in ctrl if c.lang == c.train_lang
     )
+    data.locality.extend(kept_langs(jobs, snapshot_id=snapshot_id, seed=seed, samples=BOOTSTRAP_SAMPLES))
     missing = [p for p in data.pairs if p.missing and p.domain == ALL_DOMAINS]
     if missing:
         data.notes.append(
@@ -288,6 +293,13 @@ def write_report_files(data: ReportData, out: Path) -> ReportPaths:
                         st.base_correct, st.injected_correct, pct(st.base_accuracy), pct(bc[0]), pct(bc[1]),
                         pct(st.injected_accuracy), pct(ic[0]), pct(ic[1]), pct(st.gain), pct(gc[0]), pct(gc[1]),
                         st.gained, st.lost, f"{st.p_value:.4g}", t.learned])
+    if data.locality:  # only with a locality split: a snapshot without one writes the same files as before
+        with (out / "locality.csv").open("w", newline="", encoding="utf-8") as fh:
+            w = csv.writer(fh)
+            w.writerow([*KEPT_HEADER[:-1], "kept_pct", "ci_low", "ci_high", "too_few"])
+            for k in data.locality:
+                ci = k.ci or (None, None)
+                w.writerow([*kept_row(k)[:-1], pct(k.rate), pct(ci[0]), pct(ci[1]), k.too_few])
     json_path = out / "metrics.json"
     dumped = data.model_dump(mode="json", exclude={"knowledge"} if not data.knowledge else None)
     json_path.write_text(json.dumps(dumped, ensure_ascii=False, indent=1), encoding="utf-8")

@@ -6,7 +6,9 @@ into a staged folder (`export`), and only then commits the `Snapshot` row as fro
 service enqueues the GPU jobs there): `storage.snapshots.freeze_snapshot` writes them. A failure anywhere
 leaves no folder and no row. The control split
 (`control`: `snapshot.control_entities` fictional entities per domain, from the seed) is attached to the
-content before anything is written, so it is part of the content hash and the id.
+content before anything is written, so it is part of the content hash and the id. The locality split
+(`locality`: up to `snapshot.locality_entities` entities a target already knew, with their questions, from the
+store) is written beside it, listed in the manifest but not hashed into the id.
 
 An under-quota period returns `BuildResult(status=under_quota)` with what is missing per domain (unless
 `snapshot.allow_partial`). A frozen period is rebuilt only with `force=True`, which gives the new build the
@@ -30,6 +32,7 @@ from clkt.snapshots.content import SnapshotContent, assemble_content
 from clkt.snapshots.control import attach_control, control_info
 from clkt.snapshots.export import StagedDir, snapshot_dir, write_tree
 from clkt.snapshots.layout import AgentInfo, DomainCounts, SnapshotManifest, TargetInfo
+from clkt.snapshots.locality import plan_locality
 from clkt.snapshots.period import Period, parse_period
 from clkt.snapshots.select import DomainShortfall, Selection, load_candidates, select_items
 from storage.engine import Session, Store
@@ -222,6 +225,7 @@ async def build_snapshot(
             s, spec=name, period=p.label, seed=snap.seed, revision=revision,
             languages=config.spec.languages, items=sel.items,
         )
+        locality = await plan_locality(s, spec=config.spec, period=p, seed=snap.seed, limit=snap.locality_entities)
     content = attach_control(
         content, start=p.start.date(), end=p.end.date(), domains=_control_domains(config.spec),
         per_domain=snap.control_entities,
@@ -231,7 +235,8 @@ async def build_snapshot(
     archive = final.parent / "superseded" / old.id if old is not None else None
     StagedDir.sweep(final)
     with StagedDir(final, archive_old_to=archive) as staged:
-        manifest = write_tree(content, manifest, staged.tmp, built_at=now.isoformat(), clkt_version=clkt_version())
+        manifest = write_tree(content, manifest, staged.tmp, built_at=now.isoformat(), clkt_version=clkt_version(),
+                              locality=locality)
         async with store.transaction() as s:
             current = await frozen_snapshot(s, name, p.label)
             if current is not None and (old is None or current.id != old.id):

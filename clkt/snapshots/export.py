@@ -21,6 +21,7 @@ from clkt.snapshots.content import SnapshotContent, canonical_json
 from clkt.snapshots.control import write_control
 from clkt.snapshots.formats import FORMATS, write_hf, write_lm_eval, write_native, write_reference, write_text
 from clkt.snapshots.layout import BUILD_FILE, CARD_FILE, MANIFEST_FILE, BuildInfo, SnapshotManifest, sha256_file
+from clkt.snapshots.locality import LocalitySplit, write_locality
 
 __all__ = ["StagedDir", "export_format", "snapshot_dir", "write_tree"]
 
@@ -103,9 +104,11 @@ def _translate_os_error(e: OSError, where: Path) -> Exception:
 
 
 def write_tree(
-    content: SnapshotContent, manifest: SnapshotManifest, root: Path, *, built_at: str, clkt_version: str
+    content: SnapshotContent, manifest: SnapshotManifest, root: Path, *, built_at: str, clkt_version: str,
+    locality: LocalitySplit | None = None,
 ) -> SnapshotManifest:
-    """Write every format into `root` (an empty folder); return the manifest with the files' hashes."""
+    """Write every format into `root` (an empty folder); return the manifest with the files' hashes (and, with
+    `locality`, the locality split's files and its `LocalityInfo`: `clkt.snapshots.locality`)."""
     try:
         sources = sorted({d.source for d in content.docs})
         card = render_card(manifest, sources)
@@ -116,7 +119,11 @@ def write_tree(
         files += write_reference(content, root)
         files += write_hf(content, root, card_body=card)
         files += write_lm_eval(content, root)
-        final = manifest.model_copy(update={"files": {rel: sha256_file(root / rel) for rel in sorted(files)}})
+        loc_files, loc_info = write_locality(root, locality.questions, known_by=locality.known_by) if locality else ([], None)
+        files += loc_files
+        # a tree written without its locality split (a re-export from the store) says it has none
+        final = manifest.model_copy(update={"files": {rel: sha256_file(root / rel) for rel in sorted(files)},
+                                            "locality": loc_info})
         write_text(root / MANIFEST_FILE, canonical_json(final.model_dump(mode="json")) + "\n")
         info = BuildInfo(snapshot_id=manifest.snapshot_id, built_at=built_at, clkt_version=clkt_version)
         write_text(root / BUILD_FILE, canonical_json(info.model_dump(mode="json")) + "\n")

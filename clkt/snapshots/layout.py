@@ -11,6 +11,10 @@ docs/<lang>.jsonl          DocRow, one per selected entity, for every spec langu
 questions/<lang>.jsonl     QuestionRow, every qid in every language, options already shuffled
 control/docs|questions/<lang>.jsonl   the control split: fictional entities (see `control`), never in the
                            real files or the reference / hf / lm_eval exports
+locality/questions/<lang>.jsonl       the locality split (optional): questions about entities a target already
+                           knew (the probe's "known" verdicts; `manifest.locality.known_by` says which target
+                           knew which entity), answered before and after injection to measure what it kept
+                           ("kept %"); never trained on, never scored as transfer, never in the exports
 reference/<train_lang>/    the reference implementation's layout (see `formats`)
 hf/, lm_eval/              a `datasets` folder and lm-evaluation-harness tasks (see `formats`)
 ```
@@ -42,6 +46,7 @@ __all__ = [
     "CONTROL_DIR",
     "LAYOUT_VERSION",
     "LETTERS",
+    "LOCALITY_DIR",
     "MANIFEST_FILE",
     "AgentInfo",
     "BuildInfo",
@@ -49,6 +54,7 @@ __all__ = [
     "DocRow",
     "DomainCounts",
     "Letter",
+    "LocalityInfo",
     "QuestionRow",
     "SnapshotData",
     "SnapshotManifest",
@@ -70,6 +76,7 @@ Letter = Literal["A", "B", "C", "D"]
 SplitName = Literal["val", "test"]
 LETTERS: tuple[Letter, Letter, Letter, Letter] = ("A", "B", "C", "D")
 CONTROL_DIR = "control"  # the control split's files: control/docs/<lang>.jsonl, control/questions/<lang>.jsonl
+LOCALITY_DIR = "locality"  # the locality split's files: locality/questions/<lang>.jsonl (no documents: never trained on)
 
 
 class Split(str, Enum):
@@ -152,6 +159,16 @@ class ControlInfo(_Row):
     engine: str | None = None
 
 
+class LocalityInfo(_Row):
+    """The locality split of a snapshot: questions about entities a target already knew, asked before and after
+    injection (what the injection kept), never trained on and never scored as transfer."""
+
+    entities: int = 0
+    questions: int = 0  # per language, all in the test split
+    # target name -> the entity ids (public) it knew: a job of that target answers only those entities' questions
+    known_by: dict[str, list[int]] = Field(default_factory=dict)
+
+
 class SnapshotManifest(_Row):
     layout_version: int = LAYOUT_VERSION
     snapshot_id: str
@@ -175,6 +192,8 @@ class SnapshotManifest(_Row):
     redated: bool = False  # the replay server moved some items' dates (offline demo)
     notes: list[str] = Field(default_factory=list)
     control: ControlInfo | None = None  # None: no control split (control/ absent)
+    # None: no locality split (locality/ absent); left out of manifest.json then, so older manifests are unchanged
+    locality: LocalityInfo | None = Field(default=None, exclude_if=lambda v: v is None)
     files: dict[str, str] = Field(default_factory=dict)  # relative path -> sha256 (every file but these two)
 
 
@@ -213,6 +232,7 @@ class SnapshotData(BaseModel):
     questions: dict[str, list[QuestionRow]]
     control_docs: dict[str, list[DocRow]] = Field(default_factory=dict)  # the control split, per language
     control_questions: dict[str, list[QuestionRow]] = Field(default_factory=dict)
+    locality_questions: dict[str, list[QuestionRow]] = Field(default_factory=dict)  # the locality split, per language
 
     @property
     def languages(self) -> list[str]:
@@ -239,6 +259,16 @@ class SnapshotData(BaseModel):
     def control_questions_for(self, lang: str) -> list[QuestionRow]:
         """The control split's questions in `lang` (all `test`; empty without a control split)."""
         return list(self.control_questions.get(lang, []))
+
+    def locality_questions_for(self, lang: str, target: str | None = None) -> list[QuestionRow]:
+        """The locality split's questions in `lang` (empty without one); `target`: only the entities it knew
+        (`manifest.locality.known_by`; none for a target it does not list)."""
+        rows = list(self.locality_questions.get(lang, []))
+        if target is None:
+            return rows
+        info = self.manifest.locality
+        known = set(info.known_by.get(target, [])) if info is not None else set()
+        return [r for r in rows if r.entity_id in known]
 
     def qids(self, split: Split | str | None = None) -> list[int]:
         first = self.manifest.languages[0]
@@ -318,10 +348,34 @@ def load_snapshot_dir(path: Path | str, *, verify_hashes: bool = True) -> Snapsh
                     f"snapshot {manifest.snapshot_id}: control/questions/{lang}.jsonl does not hold the same qids as "
                     f"control/questions/{manifest.languages[0]}.jsonl"
                 )
+    taken = {r.qid for rows in questions.values() for r in rows} | {r.qid for rows in control_questions.values() for r in rows}
     return SnapshotData(
         path=root, manifest=manifest, docs=docs, questions=questions, control_docs=control_docs,
-        control_questions=control_questions,
+        control_questions=control_questions, locality_questions=_locality(root, manifest, taken),
     )
+
+
+def _locality(root: Path, manifest: SnapshotManifest, taken: set[int]) -> dict[str, list[QuestionRow]]:
+    """The locality split's questions per language (empty when the manifest lists none): the same qids in every
+    language, none shared with the real or the control questions (`taken`)."""
+    if manifest.locality is None or not manifest.locality.questions:
+        return {}
+    out: dict[str, list[QuestionRow]] = {}
+    ref: set[int] | None = None
+    for lang in manifest.languages:
+        rows = [r for r in _read_jsonl(root / LOCALITY_DIR / "questions" / f"{lang}.jsonl", QuestionRow) if isinstance(r, QuestionRow)]
+        got = {r.qid for r in rows}
+        if len(got) != len(rows) or got & taken:
+            raise SnapshotError(f"snapshot {manifest.snapshot_id}: locality/questions/{lang}.jsonl repeats a qid or shares one with the other questions")
+        if ref is None:
+            ref = got
+        elif got != ref:
+            raise SnapshotError(
+                f"snapshot {manifest.snapshot_id}: locality/questions/{lang}.jsonl does not hold the same qids as "
+                f"locality/questions/{manifest.languages[0]}.jsonl"
+            )
+        out[lang] = rows
+    return out
 
 
 def dumps_row(row: BaseModel) -> str:

@@ -22,7 +22,7 @@ from clkt.snapshots.ids import stable_entity_id, stable_qid
 from clkt.snapshots.layout import LETTERS
 from clkt.snapshots.period import Period
 from storage.engine import Session
-from storage.snapshots import candidate_entities
+from storage.snapshots import CandidateEntity, candidate_entities
 
 __all__ = [
     "Candidate",
@@ -33,6 +33,7 @@ __all__ = [
     "load_candidates",
     "seeded_key",
     "select_items",
+    "usable_questions",
 ]
 
 
@@ -137,18 +138,7 @@ async def load_candidates(session: Session, *, spec: SpecSettings, period: Perio
         if not langs <= e.doc_langs:
             excluded["document missing in a spec language"] = excluded.get("document missing in a spec language", 0) + 1
             continue
-        usable: dict[int, int] = {}
-        rows: dict[int, int] = {}
-        for q in e.questions:
-            t = q.translations
-            if q.n_options != 4 or not 0 <= q.answer_index < 4:
-                continue
-            if all(lang in t or lang == q.lang for lang in langs) and all(
-                v == (4, q.answer_index) for lang, v in t.items() if lang in langs
-            ):
-                public = stable_qid(e.source, e.external_id, q.slot)
-                usable[public] = q.answer_index
-                rows[public] = q.id
+        usable, rows = usable_questions(e, langs)
         if not usable:
             excluded["no question translated into every language"] = excluded.get("no question translated into every language", 0) + 1
             continue
@@ -159,6 +149,24 @@ async def load_candidates(session: Session, *, spec: SpecSettings, period: Perio
             )
         )
     return CandidatePool(by_domain=by_domain, ready_in_period=ready, excluded=excluded)
+
+
+def usable_questions(e: CandidateEntity, langs: set[str]) -> tuple[dict[int, int], dict[int, int]]:
+    """The entity's questions with 4 options translated into every language of `langs` (same options count and
+    answer): public qid -> answer index, and public qid -> question row."""
+    usable: dict[int, int] = {}
+    rows: dict[int, int] = {}
+    for q in e.questions:
+        t = q.translations
+        if q.n_options != 4 or not 0 <= q.answer_index < 4:
+            continue
+        if all(lang in t or lang == q.lang for lang in langs) and all(
+            v == (4, q.answer_index) for lang, v in t.items() if lang in langs
+        ):
+            public = stable_qid(e.source, e.external_id, q.slot)
+            usable[public] = q.answer_index
+            rows[public] = q.id
+    return usable, rows
 
 
 def _round_robin(cands: list[Candidate], quota: int, *, seed: int, tag: str) -> list[Candidate]:

@@ -17,6 +17,7 @@ from clkt.config import AgentSettings, DaemonSettings, SnapshotSettings, Sources
 from clkt.inject.contract import JobProgress
 from clkt.layout import PROGRESS_FILE, job_dir
 from clkt.report.data import LEARN_HEADER, ReportData, grid, learn_rows, pair_reading, scenarios
+from clkt.report.locality import KEPT_HEADER, kept_row
 from clkt.report.writer import report_dir
 from clkt.snapshots.layout import MANIFEST_FILE, SnapshotManifest
 from clkt.snapshots.period import period_of
@@ -260,6 +261,8 @@ class ReportView:
     pairs: list[tuple[Any, str]]  # (PairMetrics, reading) of the pooled domain
     heatmaps: list[str]
     files: list[tuple[str, int]]
+    kept_rows: list[list[str]] = field(default_factory=list)  # kept % per job x scorer x test language (locality)
+    kept_header: list[str] = field(default_factory=lambda: list(KEPT_HEADER))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -297,6 +300,7 @@ def _report_view(directory: Path) -> ReportView | None:
     grids: list[tuple[str, list[str], list[list[str]]]] = []
     learn: list[list[str]] = []
     control: list[list[str]] = []
+    kept: list[list[str]] = []
     pairs: list[tuple[Any, str]] = []
     if data is not None:
         for title, label, _, cells in scenarios(data):
@@ -304,10 +308,11 @@ def _report_view(directory: Path) -> ReportView | None:
             grids.append((title, header, rows))
         learn = learn_rows(data.learn)
         control = learn_rows(data.control_learn)
+        kept = [kept_row(k) for k in data.locality]
         pairs = [(p, pair_reading(data, p)) for p in data.pairs if p.domain == "all"]
     heat = [rel for rel, _ in files if rel.startswith("heatmap-") and rel.endswith(".png")]
     return ReportView(directory=directory, data=data, error=error, grids=grids, learn_header=LEARN_HEADER, learn_rows=learn,
-                      control_rows=control, pairs=pairs, heatmaps=heat, files=files)
+                      control_rows=control, pairs=pairs, heatmaps=heat, files=files, kept_rows=kept)
 
 
 async def snapshot_view(store: Store, snapshot_id: str, *, data_dir: Path) -> SnapshotView | None:

@@ -150,3 +150,38 @@ def make_consumer(settings: Any, **kw: Any) -> Any:
 
     kw.setdefault("on_commit", commit_hook(settings))
     return GpuConsumer(gpu=settings.gpu, daemon=settings.daemon, targets=settings.spec.targets, data_dir=settings.data_dir, **kw)
+
+
+# Locality questions about two "known" entities (invented here too: what matters is the pairing, not the facts)
+LOCALITY: dict[str, list[tuple[int, int, str, list[str], int]]] = {
+    # slot number, entity number, question, options, answer index
+    "en": [
+        (71, 7, "Where is the Orlan Bridge?", ["Kest", "Vail", "Moro", "Tarn"], 0),
+        (72, 7, "When did the Orlan Bridge open?", ["1901", "1920", "1955", "1988"], 1),
+        (81, 8, "Who founded Halden Works?", ["Ada Voss", "Ben Olt", "Cy Rane", "Dee Ulm"], 2),
+    ],
+    "fr": [
+        (71, 7, "Où se trouve le pont Orlan ?", ["Kest", "Vail", "Moro", "Tarn"], 0),
+        (72, 7, "Quand le pont Orlan a-t-il ouvert ?", ["1901", "1920", "1955", "1988"], 1),
+        (81, 8, "Qui a fondé Halden Works ?", ["Ada Voss", "Ben Olt", "Cy Rane", "Dee Ulm"], 2),
+    ],
+}
+
+
+def add_locality_split(root: Path, *, known_by: dict[str, list[int]], langs: tuple[str, ...] = ("en", "fr")) -> Path:
+    """The tiny snapshot's locality split (`clkt.snapshots.locality.write_locality`), recorded in its manifest;
+    `known_by`: target name -> entity numbers (7, 8) it knew."""
+    from clkt.snapshots.locality import write_locality
+
+    questions = {
+        lang: [
+            QuestionRow(qid=public_qid(slot, e), entity_id=public_entity_id(e), domain="movies", lang=lang, split="test",
+                        question=q, options=opts, answer=LETTERS[ans], answer_index=ans, slot=f"s{slot}")
+            for slot, e, q, opts, ans in LOCALITY[lang]
+        ]
+        for lang in langs
+    }
+    _, info = write_locality(root, questions, known_by={t: [public_entity_id(e) for e in es] for t, es in known_by.items()})
+    manifest = SnapshotManifest.model_validate_json((root / MANIFEST_FILE).read_bytes())
+    (root / MANIFEST_FILE).write_text(manifest.model_copy(update={"locality": info}).model_dump_json(indent=1), encoding="utf-8")
+    return root

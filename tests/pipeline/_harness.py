@@ -88,12 +88,14 @@ async def statuses(store: Store) -> dict[int, EntityStatus]:
         return {e.id: EntityStatus(e.status) for e in (await s.execute(select(Entity))).scalars()}
 
 
-def stage_workers(settings: Settings, probe_fn: ProbeFn | None) -> list[StageWorker]:
-    """The four generator stages' workers, each with its sections of `settings` (`probe_fn`: instead of the targets)."""
+def stage_workers(settings: Settings, probe_fn: ProbeFn | None, *, locality_entities: int = 0) -> list[StageWorker]:
+    """The four generator stages' workers, each with its sections of `settings` (`probe_fn`: instead of the targets;
+    `locality_entities`: known entities per month that go on for locality questions, probed one at a time)."""
     d, agents, spec = settings.daemon, settings.agents, settings.spec
     return [
         ProbeWorker(step=step_of(Stage.probe), daemon=d, spec=spec, agents=agents, data_dir=settings.data_dir,
-                    device=settings.gpu.devices[0], secret=settings.secret, probe_fn=probe_fn),
+                    device=settings.gpu.devices[0], secret=settings.secret, probe_fn=probe_fn,
+                    locality_entities=locality_entities, concurrency=1 if locality_entities else None),
         GenerateWorker(step=step_of(Stage.generate), daemon=d, agents=agents, concurrency=2),
         VerifyWorker(step=step_of(Stage.verify), daemon=d, agents=agents, concurrency=2),
         TranslateWorker(step=step_of(Stage.translate), daemon=d, spec=spec, agents=agents, concurrency=2),
@@ -102,13 +104,13 @@ def stage_workers(settings: Settings, probe_fn: ProbeFn | None) -> list[StageWor
 
 @asynccontextmanager
 async def running(
-    settings: Settings, store: Store, backend: AgentBackend, probe_fn: ProbeFn | None
+    settings: Settings, store: Store, backend: AgentBackend, probe_fn: ProbeFn | None, *, locality_entities: int = 0,
 ) -> AsyncIterator[ServiceContext]:
     """Run the four workers until the block ends (use `settle()` inside to wait for final statuses); `probe_fn`
     None: the targets are asked for real."""
     async with aiohttp.ClientSession() as http:
         ctx = ServiceContext(store=store, http=http, owner="test-owner", metrics=Metrics(), agent_backend=backend)
-        workers = stage_workers(settings, probe_fn)
+        workers = stage_workers(settings, probe_fn, locality_entities=locality_entities)
         jobs = [asyncio.create_task(w.run(ctx), name=w.name) for w in workers]
         try:
             yield ctx

@@ -1,0 +1,184 @@
+"""Locality: what an injection kept of what the target knew before ("kept %"), per job, scorer and test language.
+
+A snapshot's locality split holds questions about entities a target already knew (the probe's "known"
+verdicts); every job of that target answers them with the base and the injected model, never trains on them and
+never scores them as transfer. The job keeps their paired counts in its summary (`JobSummary.locality`,
+`clkt.evaluate.locality`). Kept % = among the questions the base model answered right, the share the injected
+model still answers right: kept / (kept + lost). Its 95% interval comes from a bootstrap over entities (the
+questions of an entity are drawn together, `clkt.report.clustered.entity_draws`, seeded by the snapshot, the
+job and the language). Under `MIN_KEPT_N` questions right before, the cell reads "too few", never a bare 0 % or
+100 %.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from clkt.evaluate.summary import LocalityCounts
+from clkt.report._metric_fields import Estimate
+from clkt.report.clustered import entity_draws
+from clkt.report.metric_table import ratio
+from clkt.report.pooled import one_blas_thread, percentile_ci
+
+__all__ = [
+    "KEPT_HEADER", "LOCALITY_INTRO", "MIN_KEPT_N", "KeptLang", "LocalityJob", "kept_langs", "kept_row", "kept_text",
+    "locality_lines", "pooled_kept",
+]
+
+MIN_KEPT_N = 10  # questions right before injection under which kept % reads "too few"
+KEPT_HEADER = ["model", "strategy", "scorer", "train", "test", "questions", "right before", "kept", "lost", "gained",
+               "kept % [95% CI]"]
+
+LOCALITY_INTRO = [  # the report's section heading and how to read it
+    "## Locality: what each job kept (entities the target knew; never in the scores above)", "",
+    "Kept % = among the locality questions the base model answered right, the share the injected model still answers "
+    "right (kept / right before); 95% CIs from a bootstrap over entities. Under "
+    f"{MIN_KEPT_N} questions right before: *too few*.", "",
+]
+
+
+class LocalityJob(Protocol):
+    """What `kept_langs` reads of a job (`clkt.report.data.JobInfo`)."""
+
+    @property
+    def job_id(self) -> int: ...
+    @property
+    def model(self) -> str: ...
+    @property
+    def strategy(self) -> str: ...
+    @property
+    def train_lang(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def locality(self) -> Mapping[str, Mapping[str, LocalityCounts]] | None: ...
+
+
+class KeptLang(BaseModel):
+    """Kept % of one job x scorer in one test language."""
+
+    model_config = ConfigDict(frozen=True)
+
+    job_id: int
+    model: str
+    strategy: str
+    scorer: str
+    train_lang: str
+    lang: str
+    n: int  # locality questions answered by both models
+    kept: int  # right before, right after
+    lost: int  # right before, wrong after
+    gained: int  # wrong before, right after
+    entities: int  # entities with a question right before
+    rate: float | None  # kept / (kept + lost); None: nothing right before
+    ci: tuple[float, float] | None  # 95%, bootstrap over entities
+    too_few: bool  # fewer than `MIN_KEPT_N` questions right before
+
+    @property
+    def base_right(self) -> int:
+        return self.kept + self.lost
+
+
+def kept_interval(c: LocalityCounts, *, name: str, seed: int, samples: int) -> tuple[float, float] | None:
+    """The 95% interval of kept % from a bootstrap over the entities with a question right before."""
+    ents = [e for e in c.entities if e.base_right > 0]
+    if not ents:
+        return None
+    draws = entity_draws([e.entity for e in ents], snapshot_id=name, seed=seed, samples=samples)
+    pos = {int(e): i for i, e in enumerate(draws.entities.tolist())}
+    counts = np.zeros((len(draws.entities), 2), dtype=np.float32)
+    for e in ents:
+        counts[pos[e.entity]] += (float(e.base_right), float(e.kept))
+    with one_blas_thread():
+        s = (draws.weights @ counts).astype(np.float64)
+    return percentile_ci(ratio(s[:, 1], s[:, 0]))
+
+
+def kept_langs(
+    jobs: Sequence[LocalityJob], *, snapshot_id: str, seed: int, samples: int, min_n: int = MIN_KEPT_N,
+) -> list[KeptLang]:
+    """Kept % of every finished job with locality counts, per scorer and test language."""
+    out: list[KeptLang] = []
+    for j in jobs:
+        if j.status != "done" or not j.locality:
+            continue
+        for scorer, langs in sorted(j.locality.items()):
+            for lang, c in sorted(langs.items()):
+                name = f"{snapshot_id}/locality/{j.job_id}/{scorer}/{lang}"
+                out.append(KeptLang(
+                    job_id=j.job_id, model=j.model, strategy=j.strategy, scorer=scorer, train_lang=j.train_lang,
+                    lang=lang, n=c.n, kept=c.kept, lost=c.lost, gained=c.gained,
+                    entities=sum(e.base_right > 0 for e in c.entities),
+                    rate=c.kept / c.base_right if c.base_right else None,
+                    ci=kept_interval(c, name=name, seed=seed, samples=samples), too_few=c.base_right < min_n,
+                ))
+    return out
+
+
+def kept_text(k: KeptLang) -> str:
+    """`97.5 [92, 100]`, or `too few (n = 4)` under the minimum."""
+    if k.too_few or k.rate is None:
+        return f"too few (n = {k.base_right})"
+    ci = "" if k.ci is None else f" [{100 * k.ci[0]:.0f}, {100 * k.ci[1]:.0f}]"
+    return f"{100 * k.rate:.1f}{ci}"
+
+
+def kept_row(k: KeptLang) -> list[str]:
+    """A row under `KEPT_HEADER`."""
+    return [k.model, k.strategy, k.scorer, k.train_lang, k.lang, str(k.n), str(k.base_right), str(k.kept), str(k.lost),
+            str(k.gained), kept_text(k)]
+
+
+def locality_lines(kept: Sequence[KeptLang], min_n: int = MIN_KEPT_N) -> list[str]:
+    """The in-short sentences: per job x scorer, kept % in each test language."""
+    groups: dict[tuple[str, str, str, str], list[KeptLang]] = {}
+    for k in kept:
+        groups.setdefault((k.model, k.strategy, k.scorer, k.train_lang), []).append(k)
+    return [
+        f"Locality, {model} / {strategy} / {scorer} trained in {lt}: kept % of the questions about entities it knew "
+        f"(right before injection) — " + "; ".join(f"{k.lang} {kept_text(k)}" + ("" if k.too_few else f" of {k.base_right}")
+                                                    for k in ks)
+        + f" (95% CIs from a bootstrap over entities; under {min_n} questions right before: too few)."
+        for (model, strategy, scorer, lt), ks in sorted(groups.items())
+    ]
+
+
+def pooled_kept(
+    jobs: Iterable[tuple[str, Mapping[str, Any]]], *, scorer: str, seed: int, samples: int,
+) -> Estimate | None:
+    """Kept % of a leaderboard row: the locality counts of its jobs (snapshot id, the stored summary's `locality`)
+    for `scorer`, pooled over snapshots, train and test languages; n = questions right before. Its 95% interval
+    draws each snapshot's locality entities (seeded by the snapshot's id), summed over the snapshots. None when no
+    job has locality counts (a count that does not validate is left out)."""
+    tally: dict[str, dict[int, list[int]]] = {}  # snapshot -> entity -> [right before, kept]
+    for snapshot_id, raw in jobs:
+        for c in (raw.get(scorer) or {}).values():
+            try:
+                counts = LocalityCounts.model_validate(c)
+            except ValidationError:
+                continue
+            per = tally.setdefault(snapshot_id, {})
+            for e in counts.entities:
+                t = per.setdefault(e.entity, [0, 0])
+                t[0] += e.base_right
+                t[1] += e.kept
+    right = sum(t[0] for per in tally.values() for t in per.values())
+    if not tally:
+        return None
+    kept = sum(t[1] for per in tally.values() for t in per.values())
+    sums: np.ndarray | None = None
+    for snapshot_id, per in sorted(tally.items()):
+        ents = sorted(e for e, t in per.items() if t[0] > 0)
+        if not ents or samples <= 0:
+            continue
+        draws = entity_draws(ents, snapshot_id=f"{snapshot_id}/locality", seed=seed, samples=samples)
+        tallies = np.asarray([per[e] for e in ents], dtype=np.float32)
+        with one_blas_thread():
+            got = (draws.weights @ tallies).astype(np.float64)
+        sums = got if sums is None else sums + got
+    ci = percentile_ci(ratio(sums[:, 1], sums[:, 0])) if sums is not None else None
+    return Estimate(value=kept / right if right else None, ci=ci, n=right)
