@@ -13,13 +13,13 @@ import pytest
 
 from clkt.config import GpuSettings, TargetSettings
 from clkt.config.strategies import STRATEGY_NAMES
-from clkt.errors import UserError
+from clkt.errors import JobError, UserError
 from clkt.evaluate.results import Variant
 from clkt.facts import CastMember, FilmFacts
 from clkt.inject.contract import JobSpec
 from clkt.inject.editing.arch import mlp_layout
 from clkt.inject.editing.covariance import key_stats, model_identity, stats_path
-from clkt.inject.editing.memit_update import memit_delta, spread
+from clkt.inject.editing.memit_update import memit_delta, spread, through_norm
 from clkt.inject.editing.requests import (
     EditRequest,
     RequestSet,
@@ -287,3 +287,36 @@ def test_memit_runs_as_a_job_and_answers_every_question_in_every_language(
     again = InjectionJob(rerun).run()
     assert json.loads((rerun.artifacts_dir / "checkpoints" / EDITS_FILE).read_text())["stats"]["0"]["cached"] is True
     assert [(r.qid, r.lang, r.predicted) for r in again.results] == [(r.qid, r.lang, r.predicted) for r in outcome.results]
+
+
+def test_a_norm_coordinate_with_zero_gain_is_left_alone_not_divided_by_zero() -> None:
+    """Gemma 3 270M's post-feedforward norms have exact zeros in their gain (1 + weight) at layers 3 and 4: the
+    change there is zero and every other coordinate gets the formula's value."""
+    import torch
+
+    g = torch.Generator().manual_seed(3)
+    outputs, residuals = torch.randn(4, 8, generator=g), torch.randn(4, 8, generator=g)
+    gain = torch.linspace(0.5, 1.5, 8)
+    gain[2] = 0.0
+    delta = through_norm(outputs, residuals, gain=gain, eps=1e-6)
+    assert bool(torch.isfinite(delta).all())
+    assert torch.equal(delta[:, 2], torch.zeros(4))
+    rms = (outputs.pow(2).mean(-1, keepdim=True) + 1e-6).sqrt()
+    live = [i for i in range(8) if i != 2]
+    expected = ((outputs / rms * gain + residuals) / gain * rms - outputs)[:, live]
+    assert torch.allclose(delta[:, live], expected)
+
+
+def test_an_update_that_is_not_finite_stops_the_job_instead_of_scoring_a_broken_model(
+    tmp_path: Path, tiny_folder: Path, tiny_snapshot: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(Memit, "Z", Memit.Z.__class__(steps=1))
+    monkeypatch.setattr(Memit, "LAMBDA", float("nan"))
+    gpu = GpuSettings(devices=["cpu"], max_seq_len=64, torch_threads=1, scorers=["letter-logprob"])
+    spec = JobSpec(job_id=1, snapshot_id="tiny", snapshot_dir=tiny_snapshot, target=TargetSettings(name="tiny", model=str(tiny_folder)),
+                   strategy="memit", train_lang="en", gpu=gpu, data_dir=tmp_path / "data", artifacts_dir=tmp_path / "job",
+                   device="cpu")
+    spec.artifacts_dir.mkdir()
+    with pytest.raises(JobError, match="memit: the update of layer 0 is not finite"):
+        InjectionJob(spec).run()
+    assert not (spec.artifacts_dir / PREDICTIONS_FILE).exists()

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["JITTER", "memit_delta", "spread", "through_norm"]
+__all__ = ["GAIN_FLOOR", "JITTER", "memit_delta", "spread", "through_norm"]
 
 JITTER = 1e-9  # relative ridge on the diagonal of C + K Kᵀ
+GAIN_FLOOR = 1e-4  # relative to the largest |gain|: a norm coordinate below it is taken as closed (`through_norm`)
 
 
 def memit_delta(keys: Any, residuals: Any, second_moment: Any, *, lam: float) -> Any:
@@ -48,6 +49,12 @@ def through_norm(outputs: Any, residuals: Any, *, gain: Any, eps: float) -> Any:
     """The change of the projection's outputs that adds `residuals` to the residual stream when an RMSNorm of
     scale `gain` sits between them (Gemma 2/3: stream += gain * o / rms(o)): the outputs whose norm gives the
     wanted stream, at the same rms as now (the norm forgets the scale). `outputs`, `residuals`: n x d_model."""
+    import torch
+
     rms = (outputs.pow(2).mean(-1, keepdim=True) + eps).sqrt()
     wanted = outputs / rms * gain + residuals
-    return wanted / gain * rms - outputs
+    # a coordinate whose gain is (near) zero passes nothing to the stream (Gemma 3 270M has exact zeros: layers 3
+    # and 4): no change of the outputs can write it, so it is left as it is rather than divided by zero
+    live = gain.abs() > GAIN_FLOOR * gain.abs().max().clamp_min(1e-30)
+    safe = torch.where(live, gain, torch.ones_like(gain))
+    return torch.where(live, wanted / safe * rms - outputs, torch.zeros_like(outputs))

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from clkt.errors import SnapshotError
+from clkt.errors import JobError, SnapshotError
 from clkt.inject.contract import JobProgress
 from clkt.inject.editing.arch import down_proj, layer_module, mlp_layout, num_layers, post_norm
 from clkt.inject.editing.covariance import key_stats
@@ -122,6 +122,9 @@ class Memit:
                 outputs = keys @ proj.weight.detach().float().to(keys.device).T
                 residual = through_norm(outputs, residual.to(keys.device), gain=gain, eps=float(getattr(norm, "eps", 1e-6)))
             delta = memit_delta(keys, residual, second_moments[layer].to(keys.device), lam=self.LAMBDA)
+            if not bool(torch.isfinite(delta).all()):  # never write a broken layer and score the wreck
+                raise JobError(f"memit: the update of layer {layer} is not finite (NaN or inf); the model was not edited "
+                               "further and the job stops")
             with torch.no_grad():
                 proj.weight.add_(delta.to(device=proj.weight.device, dtype=proj.weight.dtype))
             norms[str(layer)] = round(float(delta.norm()), 6)
