@@ -16,7 +16,7 @@ from clkt.snapshots.audit import CRITERIA, AuditPair, score_files, write_sample
 
 
 def _pairs(n: int) -> list[AuditPair]:
-    return [AuditPair(snapshot_id="snap1", domain="music" if i % 2 else "movies", qid=i, entity=f"e{i}",
+    return [AuditPair(snapshot_id="snap1", language="en", domain="music" if i % 2 else "movies", qid=i, entity=f"e{i}",
                       document=f"doc {i}", question=f"q{i}?", options=["a", "b", "c", "d"], answer="a")
             for i in range(n)]
 
