@@ -114,7 +114,8 @@ def wilson(correct: int, n: int, z: float = 1.959963984540054) -> tuple[float, f
     p = correct / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
+    low, high = max(0.0, centre - half), min(1.0, centre + half)
+    return (0.0 if correct == 0 else low), (1.0 if correct == n else high)
 
 
 class LanguagePrecision(BaseModel):
