@@ -381,7 +381,13 @@ def _majority(vs: list[_Verdicts]) -> tuple[bool, dict[str, bool]]:
 def rejected(files: Sequence[Path]) -> tuple[str, list[tuple[str, int]]]:
     """The snapshot the sheets audit and its (language, qid) pairs the majority judged not correct."""
     votes, _, lang_of, snapshot_id = _read_votes(files)
-    out = [(lang_of[sid], int(sid.rsplit(":", 1)[1])) for sid, vs in votes.items() if not _majority(vs)[0]]
+    out = []
+    for sid, vs in votes.items():
+        qid = sid.rsplit(":", 1)[-1]
+        if not _majority(vs)[0]:
+            if not qid.isdigit():
+                raise UserError(f"pair {sid!r} does not end in a question id: cannot retract it")
+            out.append((lang_of[sid], int(qid)))
     return snapshot_id, sorted(out)
 
 

@@ -129,3 +129,7 @@ def test_wilson_interval_and_per_language_scores(tmp_path: Path) -> None:
     assert (ja.pairs, ja.correct, ja.annotators, ja.agreement) == (2, 1, 1, None)
     assert score.languages["en"].precision == 1.0 and score.ci_method.startswith("Wilson")
     assert rejected([one]) == ("snap1", [("ja", 0)])
+    text = one.read_text(encoding="utf-8").replace("snap1:ja:0,", "snap1:ja:zero,")
+    (tmp_path / "odd.csv").write_text(text, encoding="utf-8")
+    with pytest.raises(UserError, match="does not end in a question id"):
+        rejected([tmp_path / "odd.csv"])
