@@ -23,6 +23,7 @@ from clkt.cli.common import (
     run_async,
 )
 from clkt.cli.publish import add_commands as add_publish_commands
+from clkt.errors import UserError
 
 if TYPE_CHECKING:
     from clkt.snapshots.layout import DomainCounts
@@ -135,6 +136,8 @@ def show(ident: IdArg, config: ConfigOption = None) -> None:
         for d, v in {**r.audit.get("domains", {}), "overall": r.audit.get("overall", {})}.items():
             t.add_row(d, str(v.get("pairs")), str(v.get("correct")), f"{v.get('precision', 0):.1%}")
         print_table(t)
+        if r.audit.get("languages"):
+            print_table(_stored_language_table(r.audit))
     console.print(f"files: {r.export_path}")
 
 
@@ -236,11 +239,17 @@ def diff(a: IdArg, b: IdArg, config: ConfigOption = None) -> None:
         console.print(f"{label}: {len(ids)}" + (f" ({shown})" if ids else ""))
 
 
-@audit_app.command("sample", help="A seeded sample of document–question pairs per domain: CSV + HTML form.")
+@audit_app.command("sample", help="A seeded sample of document–question pairs per language and domain: CSV + HTML form.")
 def audit_sample(
     ident: IdArg,
     out: Annotated[Path, typer.Option("--out", help="CSV file to write (the HTML form goes next to it)")],
-    fraction: Annotated[float, typer.Option("--fraction", min=0.0, max=1.0)] = 0.2,
+    fraction: Annotated[float, typer.Option("--fraction", min=0.0, max=1.0,
+                                            help="the share of each (language, domain) drawn")] = 0.2,
+    per_language: Annotated[int | None, typer.Option(
+        "--per-language", help="instead of --fraction: this many pairs per language, shared over its domains "
+                               "in proportion to their sizes")] = None,
+    language: Annotated[list[str] | None, typer.Option(
+        "--language", help="the languages to sample (repeat; default: the source language and every translation)")] = None,
     seed: Annotated[int | None, typer.Option("--seed", help="default: the snapshot's seed")] = None,
     config: ConfigOption = None,
 ) -> None:
@@ -249,27 +258,74 @@ def audit_sample(
 
     settings = load_cli_settings(config)
 
-    async def draw_sample() -> tuple[Path, Path, int]:
+    async def draw_sample() -> tuple[Path, Path, dict[str, int]]:
         async with read_store(settings) as store, store.session() as s:
             snap = await load_snapshot(s, ident)
-        pairs = sample_pairs(snap.content, fraction=fraction, seed=snap.row.seed if seed is None else seed)
+        pairs = sample_pairs(snap.content, fraction=fraction, seed=snap.row.seed if seed is None else seed,
+                             languages=language or None, per_language=per_language)
         c, h = write_sample(pairs, out)
-        return c, h, len(pairs)
+        counts: dict[str, int] = {}
+        for p in pairs:
+            counts[p.language] = counts.get(p.language, 0) + 1
+        return c, h, counts
 
-    c, h, n = run_async(draw_sample)
-    console.print(f"{n} pairs → {c} and {h}")
+    c, h, counts = run_async(draw_sample)
+    per = ", ".join(f"{lang} {n}" for lang, n in counts.items())
+    console.print(f"{sum(counts.values())} pairs ({per}) → {c} and {h}")
 
 
-@audit_app.command("score", help="Majority vote over annotators' CSVs; precision per domain, stored with the snapshot.")
-def audit_score(files: Annotated[list[Path], typer.Argument(help="annotated CSV files")], config: ConfigOption = None) -> None:
+def _language_table(score: Any) -> Table:
+    t = Table("language", "pairs", "correct", "precision", "95% CI", "annotators", "agreement",
+              title=f"per language ({score.ci_method})")
+    for lang, v in score.languages.items():
+        t.add_row(lang or "?", str(v.pairs), str(v.correct), f"{v.precision:.1%}", f"[{v.ci_low:.1%}, {v.ci_high:.1%}]",
+                  str(v.annotators), _agreement_text(v.agreement))
+    return t
+
+
+def _stored_language_table(audit: Mapping[str, Any]) -> Table:
+    """A stored audit's precision per language (as `audit score` prints it)."""
+    t = Table("language", "pairs", "correct", "precision", "95% CI", "annotators", "agreement",
+              title=f"Human audit per language ({audit.get('ci_method', 'Wilson score interval, 95 %')})")
+    for lang, v in audit["languages"].items():
+        t.add_row(lang or "?", str(v.get("pairs")), str(v.get("correct")), f"{v.get('precision', 0):.1%}",
+                  f"[{v.get('ci_low', 0):.1%}, {v.get('ci_high', 1):.1%}]", str(v.get("annotators")),
+                  _agreement_text(v.get("agreement")))
+    return t
+
+
+def _agreement_text(agreement: Any) -> str:
+    if agreement is None:
+        return "single annotator"
+    a = agreement if isinstance(agreement, Mapping) else agreement.model_dump()
+    return "undefined" if a.get("kappa") is None else f"{a.get('method')} {a['kappa']:.2f}"
+
+
+@audit_app.command("score", help="Majority vote over annotators' CSVs; precision per domain and per language, "
+                                 "stored with the snapshot.")
+def audit_score(
+    files: Annotated[list[Path], typer.Argument(help="annotated CSV files")],
+    retract_rejected: Annotated[bool, typer.Option(
+        "--retract-rejected", help="retract (errata) every question the majority judged not correct, "
+                                   "with the audit as the reason")] = False,
+    config: ConfigOption = None,
+) -> None:
     from clkt.snapshots.audit import score_files
-    from storage.snapshots import set_snapshot_audit
+    from clkt.snapshots.stored import stored_manifest
+    from storage.snapshots import get_snapshot, set_snapshot_audit
 
     settings = load_cli_settings(config)
 
     async def store_score() -> Any:
         score = score_files(files)
         async with read_store(settings) as store, store.transaction() as s:
+            snap = await get_snapshot(s, score.snapshot_id)
+            m = stored_manifest(snap.manifest)
+            have = list(m.languages) if m else []
+            unknown = [lang for lang in score.languages if lang and lang not in have]
+            if unknown:
+                raise UserError(f"the audit form has language(s) {', '.join(unknown)} that snapshot {snap.id} does "
+                                f"not have (it has {', '.join(have) or 'none'})")
             await set_snapshot_audit(
                 s, score.snapshot_id, {**score.model_dump(mode="json"), "scored_at": clock.now().isoformat()}
             )
@@ -281,6 +337,36 @@ def audit_score(files: Annotated[list[Path], typer.Argument(help="annotated CSV 
     for d, v in {**score.domains, "overall": score.overall}.items():
         t.add_row(d, str(v.pairs), str(v.correct), f"{v.precision:.1%}", *(str(n) for n in v.violations.values()))
     print_table(t)
+    if score.languages:
+        print_table(_language_table(score))
+    if retract_rejected:
+        _retract_rejected(files, settings)
+
+
+def _retract_rejected(files: list[Path], settings: Any) -> None:
+    """Retract every question the audit's majority rejected (in any language); already retracted ones stand."""
+    from clkt.publish.errata import retract as record
+    from clkt.snapshots.audit import rejected
+
+    snapshot_id, pairs = rejected(files)
+    langs: dict[int, list[str]] = {}
+    for lang, qid in pairs:
+        langs.setdefault(qid, []).append(lang or "?")
+
+    async def go() -> list[tuple[int, bool]]:
+        done = []
+        async with read_store(settings) as store:
+            for qid, ls in sorted(langs.items()):
+                reason = f"rejected by the human audit ({', '.join(Path(f).name for f in files)}; {', '.join(ls)})"
+                r = await record(store, snapshot_id, qid, reason=reason, publish=settings.publish)
+                done.append((qid, r.new))
+        return done
+
+    done = run_async(go)
+    new = [q for q, n in done if n]
+    console.print(f"retracted {len(new)} question(s) of {snapshot_id} the audit rejected"
+                  + (f": {', '.join(map(str, new))}" if new else "")
+                  + (f"; {len(done) - len(new)} already retracted" if len(done) > len(new) else ""))
 
 
 add_publish_commands(snapshot_app)  # `clkt snapshot publish` and `clkt snapshot retract`

@@ -1,12 +1,15 @@
 """Human audit of a snapshot (the paper's Appendix B).
 
-`sample_pairs` draws a seeded sample of document–question pairs per domain (the source language);
+`sample_pairs` draws a seeded sample of document–question pairs per language (the source language and its
+translations: machine translation can change rankings) and per domain; each row names its language;
 `write_sample` writes them as a CSV with a verdict to tick per pair (`correct`, or the criteria it violates) and a
 self-contained HTML form that saves the same CSV. `score_files` reads the annotators' CSVs (a form without
 verdicts is refused), takes the majority vote per pair (a pair is correct when more than half of its annotators
 judged it correct) and reports precision per domain, with the number of annotators and their agreement beyond
 chance (`clkt.snapshots.agreement`: Cohen's kappa for two, Fleiss' for more); a single annotator's precision is
-labelled as such (no majority vote, no agreement). A sheet written before the `correct` column existed reads a
+labelled as such (no majority vote, no agreement). Precision is also reported per language with its 95 % Wilson
+score interval, the number of annotators and their agreement in that language. `rejected` names the pairs the
+majority judged not correct (for `clkt audit score --retract-rejected`). A sheet written before the `correct` column existed reads a
 pair without a tick as correct, but one without any tick is refused as a form without verdicts.
 
 Crawled text cannot break either file: in the CSV (and the CSV the form saves) a cell that a spreadsheet
@@ -38,12 +41,15 @@ from clkt.snapshots.formats import write_text
 from clkt.snapshots.select import seeded_key
 
 __all__ = [
+    "CI_METHOD",
     "CORRECT",
     "CRITERIA",
     "Agreement",
     "AuditPair",
     "AuditScore",
     "DomainPrecision",
+    "LanguagePrecision",
+    "rejected",
     "sample_pairs",
     "score_files",
     "write_sample",
@@ -57,7 +63,7 @@ CRITERIA: dict[str, str] = {
     "wrong_answer": "The answer is verifiable from the source document, but the provided answer is incorrect.",
 }
 CORRECT = "correct"  # the column an annotator ticks when the pair violates no criterion
-COLUMNS = ["sample_id", "snapshot_id", "domain", "qid", "entity", "document", "question", "options", "answer",
+COLUMNS = ["sample_id", "snapshot_id", "language", "domain", "qid", "entity", "document", "question", "options", "answer",
            CORRECT, *CRITERIA, "notes"]
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 MAX_FIELD_BYTES = 64 * 1024 * 1024  # the csv module's default limit (128 KiB) refuses long documents
@@ -68,6 +74,7 @@ _FALSE = {"", "0", "no", "n", "false", "f"}
 @dataclass(frozen=True, kw_only=True)
 class AuditPair:
     snapshot_id: str
+    language: str
     domain: str
     qid: int
     entity: str
@@ -78,7 +85,7 @@ class AuditPair:
 
     @property
     def sample_id(self) -> str:
-        return f"{self.snapshot_id}:{self.qid}"
+        return f"{self.snapshot_id}:{self.language}:{self.qid}"
 
 
 class DomainPrecision(BaseModel):
@@ -97,6 +104,32 @@ class Agreement(BaseModel):
     observed: float  # the share of those pairs on which all annotators agree
 
 
+CI_METHOD = "Wilson score interval, 95 %"
+
+
+def wilson(correct: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    """The 95 % Wilson score interval of a binomial proportion (0, 1 for no trials)."""
+    if n == 0:
+        return 0.0, 1.0
+    p = correct / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    low, high = max(0.0, centre - half), min(1.0, centre + half)
+    return (0.0 if correct == 0 else low), (1.0 if correct == n else high)
+
+
+class LanguagePrecision(BaseModel):
+    """One language's precision (majority verdicts) with its interval, annotators and their agreement."""
+
+    pairs: int
+    correct: int
+    precision: float
+    ci_low: float
+    ci_high: float
+    annotators: int  # the sheets that judged a pair in this language
+    agreement: Agreement | None  # None: a single annotator
+
+
 class AuditScore(BaseModel):
     snapshot_id: str
     annotators: int
@@ -105,26 +138,63 @@ class AuditScore(BaseModel):
     files: list[str]
     domains: dict[str, DomainPrecision]
     overall: DomainPrecision
+    ci_method: str = CI_METHOD
+    languages: dict[str, LanguagePrecision] = Field(default_factory=dict)  # "" : a sheet without the column
 
 
-def sample_pairs(content: SnapshotContent, *, fraction: float, seed: int) -> list[AuditPair]:
-    if not 0 < fraction <= 1:
-        raise UserError(f"--fraction must be in (0, 1], got {fraction}")
-    lang = content.languages[0]
+def _pairs_in(content: SnapshotContent, lang: str) -> dict[str, list[AuditPair]]:
+    """The snapshot's document–question pairs in `lang`, per domain."""
     docs = {d.entity_id: d for d in content.docs_in(lang)}
     by_domain: dict[str, list[AuditPair]] = {}
     for q in content.questions_in(lang):
-        d = docs[q.entity_id]
+        d = docs.get(q.entity_id)
+        if d is None:
+            continue
         by_domain.setdefault(q.domain, []).append(
             AuditPair(
-                snapshot_id=content.snapshot_id, domain=q.domain, qid=q.qid, entity=d.name, document=d.text,
-                question=q.question, options=list(q.options), answer=q.answer,
+                snapshot_id=content.snapshot_id, language=lang, domain=q.domain, qid=q.qid, entity=d.name,
+                document=d.text, question=q.question, options=list(q.options), answer=q.answer,
             )
         )
+    return by_domain
+
+
+def _quotas(sizes: dict[str, int], total: int) -> dict[str, int]:
+    """`total` pairs shared over the domains in proportion to their sizes (largest remainder; capped by size)."""
+    n = sum(sizes.values())
+    total = min(total, n)
+    exact = {d: total * k / n for d, k in sizes.items()} if n else {}
+    quota = {d: math.floor(x) for d, x in exact.items()}
+    for d in sorted(exact, key=lambda d: (quota[d] - exact[d], d))[: total - sum(quota.values())]:
+        quota[d] += 1
+    return quota
+
+
+def sample_pairs(
+    content: SnapshotContent, *, fraction: float, seed: int, languages: Sequence[str] | None = None,
+    per_language: int | None = None,
+) -> list[AuditPair]:
+    """A seeded sample per language (the source language first, then its translations), stratified by domain:
+    `fraction` of each (language, domain) stratum, or `per_language` pairs per language shared over its domains
+    in proportion to their sizes. The same question is drawn in every language (one seeded order)."""
+    if not 0 < fraction <= 1:
+        raise UserError(f"--fraction must be in (0, 1], got {fraction}")
+    if per_language is not None and per_language < 1:
+        raise UserError(f"--per-language must be at least 1, got {per_language}")
+    langs = list(content.languages if languages is None else languages)
+    unknown = [x for x in langs if x not in content.languages]
+    if unknown:
+        raise UserError(f"snapshot {content.snapshot_id} has no language {', '.join(unknown)} "
+                        f"(it has {', '.join(content.languages)})")
     out: list[AuditPair] = []
-    for domain in sorted(by_domain):
-        pairs = sorted(by_domain[domain], key=lambda p: seeded_key(seed, content.snapshot_id, "audit", p.qid))
-        out.extend(sorted(pairs[: math.ceil(len(pairs) * fraction)], key=lambda p: p.qid))
+    for lang in langs:
+        by_domain = _pairs_in(content, lang)
+        sizes = {d: len(v) for d, v in by_domain.items()}
+        quota = (_quotas(sizes, per_language) if per_language is not None
+                 else {d: math.ceil(k * fraction) for d, k in sizes.items()})
+        for domain in sorted(by_domain):
+            pairs = sorted(by_domain[domain], key=lambda p: seeded_key(seed, content.snapshot_id, "audit", p.qid))
+            out.extend(sorted(pairs[: quota[domain]], key=lambda p: p.qid))
     return out
 
 
@@ -144,7 +214,7 @@ def _csv(pairs: Sequence[AuditPair]) -> str:
     w.writerow(COLUMNS)
     for p in pairs:
         w.writerow([neutralise_cell(x) for x in (
-            p.sample_id, p.snapshot_id, p.domain, p.qid, p.entity, p.document, p.question, _options_text(p), p.answer,
+            p.sample_id, p.snapshot_id, p.language, p.domain, p.qid, p.entity, p.document, p.question, _options_text(p), p.answer,
         )] + [""] * (1 + len(CRITERIA)) + [""])
     return buf.getvalue()
 
@@ -153,6 +223,7 @@ def _csv(pairs: Sequence[AuditPair]) -> str:
 class _FormPair:
     """What the form shows of a pair (every field is text: the template escapes it)."""
 
+    language: str
     domain: str
     entity: str
     qid: int
@@ -175,11 +246,11 @@ def _html(pairs: Sequence[AuditPair], title: str) -> str:
     """The self-contained form (clkt/templates/audit/form.html): crawled text is escaped by jinja2, the data
     its script saves is `tojson`'s HTML-safe JSON, so `</script>` or `<!--<script>` stay text."""
     shown = [
-        _FormPair(domain=p.domain, entity=p.entity, qid=p.qid, document=p.document, question=p.question,
+        _FormPair(language=p.language, domain=p.domain, entity=p.entity, qid=p.qid, document=p.document, question=p.question,
                   options_text=_options_text(p), answer=p.answer)
         for p in pairs
     ]
-    data = [[p.sample_id, p.snapshot_id, p.domain, p.qid, p.entity, p.document, p.question, _options_text(p), p.answer]
+    data = [[p.sample_id, p.snapshot_id, p.language, p.domain, p.qid, p.entity, p.document, p.question, _options_text(p), p.answer]
             for p in pairs]
     return _form_template().render(title=title, pairs=shown, criteria=CRITERIA, correct=CORRECT, columns=COLUMNS,
                                    data=data)
@@ -260,7 +331,9 @@ def _read_sheet(f: Path) -> tuple[list[tuple[int, dict[str, str]]], bool]:
     return list(_rows(reader, f)), CORRECT in fieldnames
 
 
-def _sheet_verdicts(f: Path, votes: dict[str, list[_Verdicts]], domain_of: dict[str, str]) -> set[str]:
+def _sheet_verdicts(
+    f: Path, votes: dict[str, list[_Verdicts]], domain_of: dict[str, str], lang_of: dict[str, str],
+) -> set[str]:
     """Add one annotator's verdicts to `votes`; the snapshot ids the sheet names. A sheet without any verdict,
     or with a pair left without one, is refused."""
     rows, has_correct = _read_sheet(f)
@@ -274,6 +347,7 @@ def _sheet_verdicts(f: Path, votes: dict[str, list[_Verdicts]], domain_of: dict[
         seen.add(sid)
         snapshot_ids.add(row["snapshot_id"])
         domain_of[sid] = row["domain"]
+        lang_of[sid] = (row.get("language") or "").strip()
         verdicts.append((n, sid, _verdict(row, f"{f}:{n}", has_correct=has_correct)))
     if not rows or all(v is None or (not has_correct and not any(v[c] for c in CRITERIA)) for _, _, v in verdicts):
         raise UserError(f"{f}: no verdict in this form: tick {CORRECT} or the criteria a pair violates, on every pair")
@@ -300,21 +374,56 @@ def _agreement(votes: dict[str, list[_Verdicts]], annotators: int) -> Agreement 
                      observed=round(observed, 4))
 
 
-def score_files(files: Sequence[Path]) -> AuditScore:
+def _majority(vs: list[_Verdicts]) -> tuple[bool, dict[str, bool]]:
+    return sum(v[CORRECT] for v in vs) * 2 > len(vs), {c: sum(v[c] for v in vs) * 2 > len(vs) for c in CRITERIA}
+
+
+def rejected(files: Sequence[Path]) -> tuple[str, list[tuple[str, int]]]:
+    """The snapshot the sheets audit and its (language, qid) pairs the majority judged not correct."""
+    votes, _, lang_of, snapshot_id = _read_votes(files)
+    out = []
+    for sid, vs in votes.items():
+        qid = sid.rsplit(":", 1)[-1]
+        if not _majority(vs)[0]:
+            if not qid.isdigit():
+                raise UserError(f"pair {sid!r} does not end in a question id: cannot retract it")
+            out.append((lang_of[sid], int(qid)))
+    return snapshot_id, sorted(out)
+
+
+def _read_votes(files: Sequence[Path]) -> tuple[dict[str, list[_Verdicts]], dict[str, str], dict[str, str], str]:
     if not files:
         raise UserError("give at least one annotated CSV file")
     votes: dict[str, list[_Verdicts]] = {}
     domain_of: dict[str, str] = {}
+    lang_of: dict[str, str] = {}
     snapshot_ids: set[str] = set()
     for f in files:
-        snapshot_ids |= _sheet_verdicts(Path(f), votes, domain_of)
+        snapshot_ids |= _sheet_verdicts(Path(f), votes, domain_of, lang_of)
     if len(snapshot_ids) != 1:
         raise UserError(f"the files cover several snapshots: {sorted(snapshot_ids)}")
+    return votes, domain_of, lang_of, snapshot_ids.pop()
+
+
+def _per_language(votes: dict[str, list[_Verdicts]], lang_of: dict[str, str]) -> dict[str, LanguagePrecision]:
+    out: dict[str, LanguagePrecision] = {}
+    for lang in sorted(set(lang_of.values())):
+        mine = {sid: vs for sid, vs in votes.items() if lang_of[sid] == lang}
+        annotators = max(len(vs) for vs in mine.values())
+        correct = sum(_majority(vs)[0] for vs in mine.values())
+        low, high = wilson(correct, len(mine))
+        out[lang] = LanguagePrecision(
+            pairs=len(mine), correct=correct, precision=round(correct / len(mine), 4), ci_low=round(low, 4),
+            ci_high=round(high, 4), annotators=annotators, agreement=_agreement(mine, annotators),
+        )
+    return out
+
+
+def score_files(files: Sequence[Path]) -> AuditScore:
+    votes, domain_of, lang_of, snapshot_id = _read_votes(files)
     per: dict[str, list[tuple[bool, dict[str, bool]]]] = {}
     for sid, vs in votes.items():
-        ok = sum(v[CORRECT] for v in vs) * 2 > len(vs)
-        crit = {c: sum(v[c] for v in vs) * 2 > len(vs) for c in CRITERIA}
-        per.setdefault(domain_of[sid], []).append((ok, crit))
+        per.setdefault(domain_of[sid], []).append(_majority(vs))
 
     def agg(rows: list[tuple[bool, dict[str, bool]]]) -> DomainPrecision:
         correct = sum(ok for ok, _ in rows)
@@ -325,9 +434,10 @@ def score_files(files: Sequence[Path]) -> AuditScore:
 
     n = len(files)
     return AuditScore(
-        snapshot_id=snapshot_ids.pop(), annotators=n, agreement=_agreement(votes, n),
+        snapshot_id=snapshot_id, annotators=n, agreement=_agreement(votes, n),
         procedure=f"majority vote of {n} annotators" if n > 1 else "single annotator (no majority vote, no agreement)",
         files=[Path(f).name for f in files],
         domains={d: agg(rows) for d, rows in sorted(per.items())},
         overall=agg([r for rows in per.values() for r in rows]),
+        languages=_per_language(votes, lang_of),
     )

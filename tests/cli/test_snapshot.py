@@ -88,7 +88,7 @@ def test_snapshot_and_audit_commands(tmp_path: Path) -> None:
 
     # audit: 3 annotators; pair 0 flagged by two of them (majority: wrong), pair 1 by one (majority: correct)
     sheet = tmp_path / "audit.csv"
-    r = run(app, ["audit", "sample", first.id, "--fraction", "0.5", "--out", str(sheet), *cfg])
+    r = run(app, ["audit", "sample", first.id, "--fraction", "0.5", "--language", "en", "--out", str(sheet), *cfg])
     assert r.exit_code == 0, r.output
     assert sheet.with_suffix(".html").read_text().startswith("<!doctype html>")
     rows = list(csv.DictReader(sheet.open()))

@@ -21,7 +21,7 @@ HOSTILE = ["<!--<script>", "</script><script>alert(1)</script>", "=HYPERLINK(\"h
 
 
 def pair(i: int, text: str) -> AuditPair:
-    return AuditPair(snapshot_id="snap1", domain="music", qid=i, entity=text, document=f"doc {text}",
+    return AuditPair(snapshot_id="snap1", language="en", domain="music", qid=i, entity=text, document=f"doc {text}",
                      question=text, options=[text, "b", "c", "d"], answer=text)
 
 
@@ -73,7 +73,7 @@ def test_hostile_question_text_is_text_in_the_form() -> None:
     found = re.search(r"const DATA = (.*);\n", page)
     assert found is not None
     data = json.loads(found.group(1))
-    assert [row[6] for row in data] == texts  # the script saves the text as written
+    assert [row[COLUMNS.index("question")] for row in data] == texts  # the script saves the text as written
 
 
 def test_csv_cells_are_neutralised_and_the_form_js_too() -> None:
@@ -98,7 +98,7 @@ def _sheet(tmp_path: Path, name: str, rows: list[list[str]], encoding: str = "ut
 
 def _row(sid: str, document: str, tick: str = "") -> list[str]:
     """A row whose verdict is `correct`, or `unrelated` when `tick` is given."""
-    return [sid, "snap1", "music", "1", "Entité", document, "q", "A. a", "a", "" if tick else "1", tick, "", "", "", ""]
+    return [sid, "snap1", "en", "music", "1", "Entité", document, "q", "A. a", "a", "" if tick else "1", tick, "", "", "", ""]
 
 
 def test_score_takes_huge_fields_and_non_utf8(tmp_path: Path) -> None:
@@ -116,7 +116,7 @@ def test_score_takes_huge_fields_and_non_utf8(tmp_path: Path) -> None:
         (b"\x00\x01\x02garbage", "not"),
         (b"sample_id,snapshot_id\n1,2\n", "missing columns"),
         (",".join(COLUMNS).encode() + b"\nsnap1:1,snap1,music\n", "does not have the sheet's columns"),
-        (",".join(COLUMNS).encode() + b"\n" + b",".join([b"snap1:1", b"snap1", b"music", b"1", b"e", b"d\x00", b"q",
+        (",".join(COLUMNS).encode() + b"\n" + b",".join([b"snap1:1", b"snap1", b"en", b"music", b"1", b"e", b"d\x00", b"q",
                                                               b"o", b"a", b"1", b"", b"", b"", b"", b""]) + b"\n", "bad.csv:2"),
         (",".join(COLUMNS).encode() + b"\n" + ",".join(_row("snap1:1", "d", "maybe")).encode() + b"\n", "is not a tick"),
     ],

@@ -16,7 +16,7 @@ from clkt.snapshots.audit import CRITERIA, AuditPair, score_files, write_sample
 
 
 def _pairs(n: int) -> list[AuditPair]:
-    return [AuditPair(snapshot_id="snap1", domain="music" if i % 2 else "movies", qid=i, entity=f"e{i}",
+    return [AuditPair(snapshot_id="snap1", language="en", domain="music" if i % 2 else "movies", qid=i, entity=f"e{i}",
                       document=f"doc {i}", question=f"q{i}?", options=["a", "b", "c", "d"], answer="a")
             for i in range(n)]
 
@@ -110,3 +110,26 @@ def test_the_form_has_a_correct_verdict_per_pair(tmp_path: Path) -> None:
     _, html = write_sample(_pairs(2), tmp_path / "audit.csv")
     page = html.read_text(encoding="utf-8")
     assert page.count('data-c="correct"') == 2 and set(CRITERIA) <= set(page.split('"'))
+
+
+def test_wilson_interval_and_per_language_scores(tmp_path: Path) -> None:
+    from clkt.snapshots.audit import rejected, wilson
+
+    assert wilson(0, 0) == (0.0, 1.0)
+    low, high = wilson(5, 10)
+    assert round(low, 4) == 0.2366 and round(high, 4) == 0.7634
+    assert wilson(10, 10)[1] == 1.0 and wilson(0, 10)[0] == 0.0
+    pairs = _pairs(4) + [AuditPair(snapshot_id="snap1", language="ja", domain="music", qid=i, entity="e", document="d",
+                                   question="q", options=["a", "b", "c", "d"], answer="a") for i in range(2)]
+    blank, _ = write_sample(pairs, tmp_path / "audit.csv")
+    one = _annotate(blank, tmp_path / "one.csv", [True, True, True, True, False, True])
+    score = score_files([one])
+    assert set(score.languages) == {"en", "ja"}
+    ja = score.languages["ja"]
+    assert (ja.pairs, ja.correct, ja.annotators, ja.agreement) == (2, 1, 1, None)
+    assert score.languages["en"].precision == 1.0 and score.ci_method.startswith("Wilson")
+    assert rejected([one]) == ("snap1", [("ja", 0)])
+    text = one.read_text(encoding="utf-8").replace("snap1:ja:0,", "snap1:ja:zero,")
+    (tmp_path / "odd.csv").write_text(text, encoding="utf-8")
+    with pytest.raises(UserError, match="does not end in a question id"):
+        rejected([tmp_path / "odd.csv"])
