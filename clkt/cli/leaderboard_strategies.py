@@ -48,13 +48,16 @@ def strategy_tables(c: StrategyComparison) -> list[Table]:
     from rich.table import Table
 
     a, b = c.strategy_a, c.strategy_b
+    kept = any(e is not None for e in c.kept)  # a column only when a strategy's jobs answered a locality split
     learn = Table("strategy", "n", "base %", "injected % [CI]", "gain pts [CI]", "gained / lost, McNemar p", "learned",
+                  *(["kept % [CI] (n right before; its own jobs, not paired)"] if kept else []),
                   title=f"Learn of {c.target} ({c.scorer}), base -> injected, on the {c.learn[0].n if c.learn else 0} "
                         f"train-language questions answered under both {a} and {b}")
-    for name, le in zip((a, b), c.learn, strict=False):
+    for i, (name, le) in enumerate(zip((a, b), c.learn, strict=False)):
         base = "n/a" if le.base is None else f"{100 * le.base:.1f}"
+        k = c.kept[i] if i < len(c.kept) else None
         learn.add_row(plain(name), str(le.n), base, _pct(le.injected), _pts(le.gain), f"{le.gained} / {le.lost}, p={le.p_value:.3g}",
-                      "yes" if le.learned else "no")
+                      "yes" if le.learned else "no", *([f"{_pct(k)} ({k.n})" if k is not None else "n/a"] if kept else []))
     side = Table("metric", "scope", f"{a} % [CI]", f"{b} % [CI]", "a - b pts [CI]", "n", "McNemar a only / b only, p", "verdict",
                  title=f"{a} vs {b} on {c.target} ({c.scorer}): on the {c.questions} questions ({c.entities} entities, "
                        f"{len(c.snapshots)} snapshots, {c.question_pairs} question x pair units) valid for both; "

@@ -163,6 +163,8 @@ class StrategyComparison(_Frozen):
     question_pairs: int  # question x language-pair units of Overall
     too_few: bool
     learn: list[LearnEstimate] = Field(default_factory=list)  # strategy_a's, then strategy_b's, on the same questions
+    # each strategy's own kept % (its row's, over its jobs' locality questions: not paired); None where it has none
+    kept: list[Estimate | None] = Field(default_factory=list, exclude_if=lambda v: not any(e is not None for e in v))
     lines: list[CompareLine] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
 

@@ -227,8 +227,14 @@ def compare_strategies(
         target=target, strategy_a=strategy_a, strategy_b=strategy_b, scorer=scorer,
         snapshots=[s.id for s in data.snapshots if s.id in u.used], entities=len(np.unique(np.concatenate(u.keys))),
         questions=questions, question_pairs=int(u.pair_cols(point[: u.width])[..., 0].sum()), too_few=too_few,
-        learn=learn, lines=lines, notes=notes,
+        learn=learn, lines=lines, notes=notes, kept=_kept(rows, target, scorer, names),
     )
+
+
+def _kept(rows: Sequence[LeaderRow], target: str, scorer: str, names: tuple[str, str]) -> list[Estimate | None]:
+    """Each strategy's kept % from its own leaderboard row (a, then b)."""
+    by = {r.strategy: r.kept for r in rows if (r.target, r.scorer) == (target, scorer)}
+    return [by.get(n) for n in names]
 
 
 def with_strategy_comparison(

@@ -160,3 +160,24 @@ def test_a_pair_is_two_names(value: str) -> None:
     with pytest.raises(LeaderboardError, match="expected two strategies as A,B"):
         parse_strategy_pair(value)
     assert parse_strategy_pair(" cpt-lora , memit ") == ("cpt-lora", "memit")
+
+
+async def test_each_strategys_kept_percent_rides_beside_its_learn_and_shows_only_when_there(store: Store) -> None:
+    """kept % is each strategy's own row's (its jobs' locality questions, not paired): none in this store, so the
+    comparison has no kept column; given rows with kept, the comparison takes each strategy's and the CLI shows it."""
+    from clkt.cli.leaderboard_strategies import strategy_tables
+    from clkt.report.leaderboard_data import Estimate
+    from clkt.report.strategy_compare import _kept
+
+    await seed_strategy_store(store)
+    board = await load_leaderboard(store, _query())
+    c = board.strategy_comparison
+    assert c is not None and c.kept == [None, None]
+    assert "kept" not in " ".join(str(col.header) for col in strategy_tables(c)[0].columns)
+    assert "kept" not in c.model_dump()  # left out of the JSON when no strategy has one
+    memit = Estimate(value=0.8, ci=(0.7, 0.9), n=40)
+    rows = [r.model_copy(update={"kept": memit}) if (r.strategy, r.target) == ("memit", "alpha") else r for r in board.rows]
+    assert _kept(rows, "alpha", c.scorer, PAIR) == [None, memit]
+    table = strategy_tables(c.model_copy(update={"kept": [None, memit]}))[0]
+    assert "kept % [CI]" in str(table.columns[-1].header)
+    assert list(table.columns[-1].cells) == ["n/a", "80.0 [70.0, 90.0] (40)"]
