@@ -1,0 +1,164 @@
+"""Bench: strategies compared on the demo snapshot (issue 31): `cpt-lora` against the knowledge-editing `memit`.
+
+For each strategy, `clkt evaluate` runs the queue's own job code on a frozen demo snapshot with the embedded
+target (train language en) and writes a result pack; this script times each run (wall and peak RSS from
+`/usr/bin/time`) and computes from the pack's predictions, on the `option-loglik` scorer:
+
+- Learn in the train language: base -> injected accuracy on the same test questions, n, exact McNemar p;
+- Transfer: the mean over the ordered pairs (en -> L) of A / (A + B) (A: right in en and in L after injection, B:
+  right in en only), with a 95% interval from a bootstrap over entities (an entity's questions drawn together);
+- kept %: from the job summary's locality counts, when the snapshot has a locality split (null otherwise: a
+  snapshot frozen before the split existed has none);
+- for `memit`, the one-time key statistics (`edits.json`'s `stats_seconds`) reported apart from its wall time.
+
+Goals (the issue's): memit learns (p < 0.01); its kept % >= 90 %; its wall time without the one-time statistics
+<= 0.5 x cpt-lora's. That the leaderboard's paired comparison equals a recomputation from the stored per-question
+results is a test (`tests/report/test_strategy_compare.py`), not a figure here.
+
+    .venv/bin/python bench/strategies.py --snapshot DEMO/snapshots/demo/<period> [--work DIR] [--reuse]
+
+`--reuse` reads a strategy's earlier run in `--work` (its pack and timing) instead of running it again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from clkt.report.stats import mcnemar_exact  # noqa: E402
+
+TARGET = "embedded:gemma-3-270m"
+SCORER = "option-loglik"
+SAMPLES = 2000
+
+
+def run(strategy: str, snapshot: Path, work: Path, train: str, reuse: bool) -> dict[str, Any]:
+    """Run (or reuse) one strategy's `clkt evaluate`; its timing (wall s, peak RSS bytes)."""
+    out = work / strategy
+    timing = out / "timing.json"
+    if reuse and timing.is_file() and (out / "pack" / "predictions.jsonl").is_file():
+        return dict(json.loads(timing.read_text()))
+    out.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "CLKT_DATA_DIR": str(work / "data")}
+    times = out / "time.txt"
+    cmd = ["/usr/bin/time", "-f", "%e %M", "-o", str(times), str(ROOT / ".venv" / "bin" / "clkt"), "evaluate", str(snapshot),
+           "--target", TARGET, "--strategy", strategy, "--train-languages", train, "--out", str(out / "pack"), "--keep-work"]
+    with (out / "run.log").open("w") as log:
+        rc = subprocess.run(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, check=False).returncode
+    if rc != 0:
+        raise SystemExit(f"{strategy}: clkt evaluate exited {rc} (see {out / 'run.log'})")
+    wall, rss_kb = times.read_text().split()[-2:]
+    got = {"wall_s": float(wall), "peak_rss_bytes": int(rss_kb) * 1024}
+    timing.write_text(json.dumps(got))
+    return got
+
+
+def _answers(pack: Path) -> dict[tuple[int, str, str], tuple[int, bool]]:
+    """(qid, lang, variant) -> (entity, correct) of the scorer."""
+    out: dict[tuple[int, str, str], tuple[int, bool]] = {}
+    for line in (pack / "predictions.jsonl").read_text(encoding="utf-8").splitlines():
+        r = json.loads(line)
+        if r["scorer"] == SCORER and r.get("split", "test") == "test":
+            out[(r["qid"], r["lang"], r["variant"])] = (r["entity_id"], bool(r["correct"]))
+    return out
+
+
+def learn(ans: dict[tuple[int, str, str], tuple[int, bool]], train: str) -> dict[str, Any]:
+    qs = sorted({q for q, lang, v in ans if lang == train and (q, lang, "base") in ans and (q, lang, "injected") in ans})
+    base = [ans[(q, train, "base")][1] for q in qs]
+    inj = [ans[(q, train, "injected")][1] for q in qs]
+    gained = sum(1 for b, i in zip(base, inj, strict=True) if i and not b)
+    lost = sum(1 for b, i in zip(base, inj, strict=True) if b and not i)
+    return {"n": len(qs), "base": round(sum(base) / len(qs), 4), "injected": round(sum(inj) / len(qs), 4),
+            "gained": gained, "lost": lost, "p": float(f"{mcnemar_exact(gained, lost):.3g}")}
+
+
+def transfer(ans: dict[tuple[int, str, str], tuple[int, bool]], train: str, seed: int = 0) -> dict[str, Any]:
+    """Mean over the pairs (train -> L) of A / (A + B), with an entity-bootstrap interval."""
+    langs = sorted({lang for _, lang, _ in ans} - {train})
+    ents = sorted({e for e, _ in ans.values()})
+    idx = {e: i for i, e in enumerate(ents)}
+    a = np.zeros((len(ents), len(langs)))
+    ab = np.zeros((len(ents), len(langs)))
+    for (q, lang, v), (e, ok) in ans.items():
+        if lang != train or v != "injected" or not ok:
+            continue
+        for j, other in enumerate(langs):
+            got = ans.get((q, other, "injected"))
+            if got is not None:
+                ab[idx[e], j] += 1
+                a[idx[e], j] += got[1]
+
+    def mean(rows: np.ndarray) -> float:
+        tot_a, tot_ab = a[rows].sum(0), ab[rows].sum(0)
+        ok = tot_ab > 0
+        return float(np.mean(tot_a[ok] / tot_ab[ok])) if ok.any() else float("nan")
+
+    rng = np.random.default_rng(seed)
+    boot = [mean(rng.integers(0, len(ents), len(ents))) for _ in range(SAMPLES)]
+    lo, hi = np.nanpercentile(boot, [2.5, 97.5])
+    return {"mean": round(mean(np.arange(len(ents))), 4), "ci": [round(float(lo), 4), round(float(hi), 4)],
+            "pairs": len(langs), "entities": len(ents), "a_plus_b": int(ab.sum())}
+
+
+def job_files(work: Path, strategy: str) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """(the job summary's locality counts of the scorer, edits.json) from the kept work folder."""
+    base = work / strategy / "pack.work"
+    locality = edits = None
+    for f in base.rglob("outcome.json"):
+        summary = json.loads(f.read_text()).get("summary") or {}
+        locality = (summary.get("locality") or {}).get(SCORER) or locality
+    for f in base.rglob("edits.json"):
+        edits = json.loads(f.read_text())
+    return locality, edits
+
+
+def kept(locality: dict[str, Any] | None) -> dict[str, Any] | None:
+    if not locality:
+        return None
+    k = sum(int(c["kept"]) for c in locality.values())
+    lost = sum(int(c["lost"]) for c in locality.values())
+    return {"kept": round(k / (k + lost), 4) if k + lost else None, "n_right_before": k + lost}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--snapshot", type=Path, required=True, help="a frozen demo snapshot folder")
+    ap.add_argument("--work", type=Path, default=ROOT / "bench" / "results" / "strategies-work")
+    ap.add_argument("--strategies", default="cpt-lora,memit")
+    ap.add_argument("--train", default="en")
+    ap.add_argument("--reuse", action="store_true")
+    args = ap.parse_args()
+    figures: dict[str, Any] = {}
+    for s in args.strategies.split(","):
+        t = run(s, args.snapshot, args.work, args.train, args.reuse)
+        ans = _answers(args.work / s / "pack")
+        locality, edits = job_files(args.work, s)
+        f: dict[str, Any] = {**t, "learn": learn(ans, args.train), "transfer": transfer(ans, args.train), "kept": kept(locality)}
+        if edits is not None:
+            f.update(stats_s=edits.get("stats_seconds"), stats_cached=all(v.get("cached") for v in edits["stats"].values()),
+                     edit_s=edits.get("edit_seconds"), requests=edits.get("requests"))
+        figures[s] = f
+    cpt, edit = figures.get("cpt-lora"), figures.get("memit")
+    goals = {"memit_learn_p": "< 0.01", "memit_kept": ">= 0.90", "memit_wall_ratio_without_stats": "<= 0.5"}
+    met = False
+    if cpt and edit:
+        ratio = (edit["wall_s"] - (0 if edit.get("stats_cached") else edit.get("stats_s") or 0)) / cpt["wall_s"]
+        figures["memit_wall_ratio_without_stats"] = round(ratio, 3)
+        k = (edit["kept"] or {}).get("kept")
+        met = edit["learn"]["p"] < 0.01 and k is not None and k >= 0.9 and ratio <= 0.5
+    print(json.dumps({"bench": "strategies", "figures": figures, "goals": goals, "met": met}))
+
+
+if __name__ == "__main__":
+    main()
