@@ -2,7 +2,7 @@
 the page's results and of `clkt leaderboard`'s kept results (`clkt.report.board_cache`).
 
 Plain SQL over the tables' stable columns, without the ORM models: a command that finds its result kept pays for
-one engine and these five aggregates, not for importing every table's model.
+one engine and these six aggregates, not for importing every table's model.
 """
 
 from __future__ import annotations
@@ -18,12 +18,13 @@ _WINDOW = (
     "SELECT count(*), max(updated_at), sum(CASE WHEN status = 'ready' THEN 1 ELSE 0 END) FROM snapshot_target",
     "SELECT count(*), max(probed_at) FROM snapshot_exclusion",
     "SELECT count(*), max(created_at) FROM result_pack",
+    "SELECT count(*), max(submitted_at) FROM submitted_pack",  # a submitted pack joins the board (`storage.submissions`)
 )
 
 
 async def window_fingerprint(session: AsyncSession) -> tuple[object, ...]:
-    """Counts, latest times and statuses of the snapshots, the finished jobs, the validity rows, the exclusions
-    and the result packs."""
+    """Counts, latest times and statuses of the snapshots, the finished jobs, the validity rows, the exclusions,
+    the result packs and the submitted packs."""
     out: list[object] = []
     for sql in _WINDOW:
         out.extend((await session.execute(text(sql))).one())

@@ -33,6 +33,7 @@ from storage.models import (
     TargetModel,
 )
 from storage.result_packs import ResultPackRecord, result_packs
+from storage.submissions import submitted_names
 from storage.types import stored_id
 
 __all__ = [
@@ -87,8 +88,8 @@ class WindowData:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class KnownNames:
-    """The names a leaderboard query may use: targets of the registry or of a job, strategies and result
-    scorers of the stored jobs."""
+    """The names a leaderboard query may use: targets of the registry, of a job or of a submitted pack, strategies
+    and result scorers of the stored jobs."""
 
     targets: frozenset[str]
     strategies: frozenset[str]
@@ -132,6 +133,7 @@ async def window_snapshots(session: AsyncSession, spec: str) -> list[WindowSnaps
 
 async def known_names(session: AsyncSession) -> KnownNames:
     targets = set((await session.execute(select(col(TargetModel.name)))).scalars().all())
+    targets.update(await submitted_names(session))  # a submitted pack's target (`storage.submissions`)
     targets.update((await session.execute(select(col(GpuJob.target_model)).distinct())).scalars().all())
     strategies = set((await session.execute(select(col(GpuJob.strategy)).distinct())).scalars().all())
     scorers = set((await session.execute(select(col(ResultPack.scorer)).distinct())).scalars().all())

@@ -7,6 +7,7 @@ store's own jobs' answers for the leaderboard.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
@@ -17,7 +18,15 @@ from sqlmodel import col
 
 from storage.models import SubmittedPack
 
-__all__ = ["NewSubmission", "SubmissionRecord", "add_submission", "find_submission", "list_submissions"]
+__all__ = [
+    "NewSubmission",
+    "SubmissionRecord",
+    "add_submission",
+    "find_submission",
+    "list_submissions",
+    "submission_answers",
+    "submitted_names",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -60,6 +69,11 @@ class SubmissionRecord:
     claims_note: str
     metrics: dict[str, Any]
     submitted_at: datetime
+    weights_sha256: str | None = None
+    format_version: int = 1
+    clkt_version: str = ""
+    manifest: dict[str, Any] = field(default_factory=dict)  # the pack's manifest.json (its provenance)
+    reproduction: dict[str, Any] | None = None  # `clkt submit --reproduce`'s result, when it ran
 
 
 def _record(row: SubmittedPack) -> SubmissionRecord:
@@ -68,7 +82,8 @@ def _record(row: SubmittedPack) -> SubmissionRecord:
         model_revision=row.model_revision, kind=row.kind, cutoff=row.cutoff, strategy=row.strategy,
         train_langs=list(row.train_langs), scorers=list(row.scorers), predictions=row.predictions,
         claims_match=row.claims_match, claims_note=row.claims_note, metrics=dict(row.metrics),
-        submitted_at=row.submitted_at,
+        submitted_at=row.submitted_at, weights_sha256=row.weights_sha256, format_version=row.format_version,
+        clkt_version=row.clkt_version, manifest=dict(row.manifest),
     )
 
 
@@ -86,9 +101,24 @@ async def find_submission(session: AsyncSession, pack_sha256: str) -> Submission
     return _record(row) if row is not None else None
 
 
-async def list_submissions(session: AsyncSession, *, snapshot_id: str | None = None) -> list[SubmissionRecord]:
-    """Every submitted pack (of one snapshot), oldest first."""
+async def list_submissions(
+    session: AsyncSession, *, snapshot_id: str | None = None, snapshot_ids: Collection[str] | None = None,
+) -> list[SubmissionRecord]:
+    """Every submitted pack (of one snapshot, or of the snapshots named), oldest first."""
     query = select(SubmittedPack).order_by(col(SubmittedPack.submitted_at), col(SubmittedPack.pack_sha256))
     if snapshot_id is not None:
         query = query.where(col(SubmittedPack.snapshot_id) == snapshot_id)
+    if snapshot_ids is not None:
+        query = query.where(col(SubmittedPack.snapshot_id).in_(sorted(snapshot_ids)))
     return [_record(r) for r in (await session.execute(query)).scalars()]
+
+
+async def submission_answers(session: AsyncSession, pack_sha256: str) -> bytes:
+    """The pack's predictions.jsonl as submitted (gzip'd); b"" when no such pack is stored."""
+    got = (await session.execute(select(col(SubmittedPack.answers)).where(col(SubmittedPack.pack_sha256) == pack_sha256))).scalar()
+    return bytes(got) if got is not None else b""
+
+
+async def submitted_names(session: AsyncSession) -> set[str]:
+    """The target names of the submitted packs (names a leaderboard query may use)."""
+    return {str(x) for x in (await session.execute(select(col(SubmittedPack.target_name)).distinct())).scalars()}

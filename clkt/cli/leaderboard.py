@@ -72,6 +72,35 @@ def _rank(r: LeaderRow) -> str:
     return f"={r.rank}" if r.tied else str(r.rank)
 
 
+def _who(r: LeaderRow) -> str:
+    """The target cell: a submitted row says so, and whether it was reproduced here (with the agreement)."""
+    if r.track != "submitted":
+        return r.target
+    rate = f" {100 * r.agreement:.1f} %" if r.agreement is not None else ""
+    return f"{r.target} [submitted, {r.verified}{rate}]"
+
+
+def _provenance(board: Leaderboard) -> Table | None:
+    from rich.table import Table
+
+    from clkt.report.submitted import board_packs
+
+    packs = board_packs(board)
+    if not packs:
+        return None
+    t = Table("pack sha256", "target", "model", "revision / weights sha256", "snapshot", "strategy", "clkt",
+              "environment", "submitted at", "reproduced here",
+              title="Submitted packs (clkt submit): scored here from their letters against this store's answer key")
+    for p in packs:
+        env = ", ".join(f"{k} {v}" for k, v in p.environment.items() if v)
+        rep = p.reproduction
+        again = "no" if rep is None else (f"{'yes' if rep.reproduced else 'FLAGGED'}: {rep.agreed}/{rep.checked} "
+                                          f"letters agree ({100 * rep.rate:.1f} %, threshold {100 * rep.threshold:.0f} %)")
+        t.add_row(p.pack_sha256[:12], plain(p.target), plain(p.model), plain(p.model_revision or p.weights_sha256 or "—"),
+                  p.snapshot_id, p.strategy, p.clkt_version, plain(env), p.submitted_at, again)
+    return t
+
+
 def _tables(board: Leaderboard) -> list[Table]:
     from rich.table import Table
 
@@ -92,7 +121,7 @@ def _tables(board: Leaderboard) -> list[Table]:
                      f"p={lr.p_value:.2g}{'' if lr.learned else ', NOT learned'}; n={lr.n})")
             metrics = [f"{_pct(r.metric(m.key))} (n={r.metric(m.key).n})"
                        + (f", {r.not_interpretable} n.i. pairs" if m.needs_learned and r.not_interpretable else "") for m in PAIR_METRICS]
-            t.add_row(_rank(r), plain(r.target), str(r.snapshots), str(r.questions), str(r.entities), learn, *metrics,
+            t.add_row(_rank(r), plain(_who(r)), str(r.snapshots), str(r.questions), str(r.entities), learn, *metrics,
                       *([_kept(r.kept)] if kept else []))
         out.append(t)
         per = Table("target", *[s.period for s in board.snapshots],
@@ -105,8 +134,11 @@ def _tables(board: Leaderboard) -> list[Table]:
                     continue
                 values = [c.metric(m.key).value for m in PAIR_METRICS]
                 cells.append(" / ".join("n/a" if v is None else f"{100 * v:.0f}" for v in values) + f" ({c.questions})")
-            per.add_row(plain(r.target), *cells)
+            per.add_row(plain(_who(r)), *cells)
         out.append(per)
+    provenance = _provenance(board)
+    if provenance is not None:
+        out.append(provenance)
     for r in board.rows:
         langs = [x for x in board.languages if any(p.test_lang == x for p in r.pairs)]
         t = Table("train \\ test", *langs, title=f"{HEATMAP.label} % per language pair over the window (n = {'+'.join(HEATMAP.denominator)}) "
@@ -165,6 +197,7 @@ def _csv(board: Leaderboard) -> str:
     kept = any(r.kept is not None for r in board.rows)  # kept % columns only when some job answered a locality split
     head += ["kept", "kept_ci_low", "kept_ci_high", "kept_n"] if kept else []
     head += [f"{s.period} {m}" for s in board.snapshots for m in (*PAIR_METRICS.ordered_keys(), "questions")]
+    head += ["track", "verified", "agreement", "packs"]  # a submitted row: reproduced here? its packs' sha256s
     w.writerow(head)
     for r in board.rows:
         lr = r.learn
@@ -177,6 +210,7 @@ def _csv(board: Leaderboard) -> str:
                 row += [*[num(c.metric(m.key).value) for m in PAIR_METRICS], str(c.questions)]
             else:
                 row += [*[c.status for _ in PAIR_METRICS], "0"]
+        row += [r.track, r.verified, num(r.agreement), " ".join(p.pack_sha256 for p in r.submissions)]
         w.writerow([neutralise_cell(x) for x in row])
     return buf.getvalue()
 

@@ -23,8 +23,10 @@ __all__ = [
     "LeaderboardQuery",
     "LearnEstimate",
     "PairCell",
+    "Reproduction",
     "SnapshotColumn",
     "StrategyComparison",
+    "SubmittedPackInfo",
     "WindowInfo",
 ]
 
@@ -91,6 +93,41 @@ class PairCell(PerMetric):
     reading: str  # the heatmap metric's (Transfer's): ok, missing, undefined, not interpretable, too few
 
 
+class Reproduction(_Frozen):
+    """`clkt submit --reproduce`: a submitted pack's answers re-run on this service's engine, letter against letter."""
+
+    checked: int  # answers re-run here (every train language, scorer, variant and language of the sampled questions)
+    agreed: int  # of them, the same letter as the pack's
+    questions: int  # test questions sampled
+    rate: float  # agreed / checked
+    threshold: float  # the rate at or above which the pack counts as reproduced
+    reproduced: bool
+    engine: str
+    at: str  # ISO time of the re-run
+
+
+class SubmittedPackInfo(_Frozen):
+    """A submitted pack pooled in a row: where its answers came from (its manifest, as verified by `clkt submit`)."""
+
+    pack_sha256: str
+    snapshot_id: str
+    target: str  # the target's name in the pack
+    model: str  # as given to `clkt evaluate`: a local path, a Hub id, embedded:<name>
+    model_revision: str | None = None
+    weights_sha256: str | None = None
+    kind: str
+    cutoff: str
+    strategy: str
+    train_langs: list[str]
+    clkt_version: str
+    format_version: int
+    environment: dict[str, object] = Field(default_factory=dict)
+    overridden: dict[str, object] = Field(default_factory=dict)  # settings the pack ran with other than its config's
+    submitted_at: str
+    claims_match: bool  # the pack's own metrics.json agreed with its predictions (the board uses the predictions)
+    reproduction: Reproduction | None = None
+
+
 class LeaderRow(PerMetric):
     target: str
     strategy: str
@@ -111,6 +148,12 @@ class LeaderRow(PerMetric):
     # kept % (`clkt.report.locality.pooled_kept`): of the locality questions its jobs' base model answered right, the
     # share still right after injection; n = those questions. Absent (not in the JSON) without a locality split
     kept: Estimate | None = Field(default=None, exclude_if=lambda v: v is None)
+    track: str = "run here"  # "run here" (this service's GPU queue) or "submitted" (result packs, `clkt submit`)
+    submissions: list[SubmittedPackInfo] = Field(default_factory=list)  # a submitted row's packs, with provenance
+    # a submitted row: "reproduced" (re-run here, agreement at or above the threshold), "flagged" (below it) or
+    # "not reproduced" (not re-run yet); `agreement` over every answer re-run of its packs
+    verified: str = ""
+    agreement: float | None = None
 
 
 class WindowInfo(_Frozen):

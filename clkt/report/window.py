@@ -25,6 +25,7 @@ from clkt.report.leaderboard import build_rows, window_draws
 from clkt.report.leaderboard_data import Leaderboard, LeaderboardError, LeaderboardQuery, LeaderRow, WindowInfo
 from clkt.report.pooled import Draws
 from clkt.report.strategy_compare import check_strategy_pair, with_strategy_comparison
+from clkt.report.submitted import SubmittedRuns, annotate, submitted_runs
 from clkt.snapshots.ids import stable_entity_id, stable_qid
 from clkt.snapshots.period import Period, PeriodError, parse_period
 from clkt.targets.embedded import EMBEDDED_MODELS, EMBEDDED_PREFIX
@@ -79,6 +80,7 @@ class Window:
     snapshots: list[WindowSnapshot]
     data: WindowData
     notes: list[str] = field(default_factory=list)
+    submitted: SubmittedRuns = field(default_factory=SubmittedRuns)  # the window's submitted packs (`clkt.report.submitted`)
 
 
 def _period(label: str, name: str, q: LeaderboardQuery) -> Period:
@@ -141,8 +143,11 @@ async def resolve_window(store: Store, q: LeaderboardQuery) -> Window:
     async with store.session() as s:
         chosen, notes = await check_query(s, q)
         targets = set(q.targets) | set(q.compare or ()) if q.targets else None
-        data = await window_data(s, chosen, targets=targets, strategies={q.strategy} if q.strategy else None, scorer=q.scorer)
-    return Window(label_from=chosen[0].period, label_to=chosen[-1].period, snapshots=chosen, data=data, notes=notes)
+        strategies = {q.strategy} if q.strategy else None
+        data = await window_data(s, chosen, targets=targets, strategies=strategies, scorer=q.scorer)
+        submitted = await submitted_runs(s, chosen, targets=targets, strategies=strategies, scorer=q.scorer)
+    return Window(label_from=chosen[0].period, label_to=chosen[-1].period, snapshots=chosen, data=data,
+                  notes=notes + submitted.notes, submitted=submitted)
 
 
 def _compare_scorer(rows: Sequence[LeaderRow], target: str, strategy: str, chosen: str | None) -> str | None:
@@ -184,10 +189,12 @@ def what_it_needs(w: Window, shown: Sequence[LeaderRow], q: LeaderboardQuery) ->
 
 
 def build_board(w: Window, q: LeaderboardQuery) -> Pooled:
-    """The pooled rows of the window (CPU work: run it off the event loop); `q.compare` is not looked at."""
-    draws = window_draws(w.data, seed=q.seed, samples=q.samples)
-    rows = build_rows(w.data, q.languages, min_questions=q.min_questions, draws=draws)
-    shown = [r for r in rows if not q.targets or r.target in q.targets]
+    """The pooled rows of the window, the submitted ones beside those run here (CPU work: run it off the event
+    loop); `q.compare` is not looked at."""
+    data = w.submitted.merged(w.data)  # the submitted packs pool and draw with the jobs run here
+    draws = window_draws(data, seed=q.seed, samples=q.samples)
+    rows = annotate(build_rows(data, q.languages, min_questions=q.min_questions, draws=draws), w.submitted)
+    shown = [r for r in rows if not q.targets or w.submitted.names.get(r.target, r.target) in q.targets]
     notes = list(w.notes)
     for t in sorted({t for _, t in w.data.ready} - {r.target for r in shown}):
         if not q.targets or t in q.targets:
@@ -202,7 +209,7 @@ def build_board(w: Window, q: LeaderboardQuery) -> Pooled:
     notes += what_it_needs(w, shown, q)
     board = Leaderboard(
         spec=q.spec, cadence=q.cadence, window_from=w.label_from, window_to=w.label_to,
-        snapshots=[WindowInfo(snapshot_id=s.id, period=s.period) for s in w.snapshots], languages=_languages(w, q),
+        snapshots=[WindowInfo(snapshot_id=s.id, period=s.period) for s in w.snapshots], languages=_languages(data, q),
         rows=shown, min_questions=q.min_questions, bootstrap=q.samples, seed=q.seed, notes=notes,
     )
     return Pooled(window=w, board=board, rows=rows, draws=draws)
@@ -236,8 +243,8 @@ def build_leaderboard(w: Window, q: LeaderboardQuery) -> Leaderboard:
     return with_strategy_comparison(with_comparison(p, q), w.data, p.rows, p.draws, q)
 
 
-def _languages(w: Window, q: LeaderboardQuery) -> list[str]:
-    seen = {lang for p in w.data.packs for lang in p.langs}
+def _languages(data: WindowData, q: LeaderboardQuery) -> list[str]:
+    seen = {lang for p in data.packs for lang in p.langs}
     return [x for x in q.languages if x in seen] + sorted(seen - set(q.languages))
 
 

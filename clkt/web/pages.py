@@ -39,6 +39,7 @@ from clkt.facts import Domain
 from clkt.pipeline.flow import STAGE_ORDER
 from clkt.report.leaderboard_data import LeaderRow, PairCell
 from clkt.report.metric_table import HEATMAP, PAIR_METRICS
+from clkt.report.submitted import REPRODUCED_AT, board_packs
 from clkt.report.window import LeaderboardError
 from clkt.report.writer import report_dir
 from clkt.sources.board import SourceBoard
@@ -280,7 +281,7 @@ async def leaderboard(request: web.Request) -> web.Response:
         return _error(request, 400, str(e))
     v = await leaderboard_view(ctx.store, request.app[BOARD_KEY], spec=ctx.spec, snapshot=ctx.snapshot, form=form)
     return _render(request, "leaderboard.html", status=400 if v.error else 200, title="Leaderboard", active="leaderboard", v=v,
-                   pairs_of=_pairs_of)
+                   pairs_of=_pairs_of, submitted_packs=board_packs, reproduced_at=REPRODUCED_AT)
 
 
 def _pairs_of(row: LeaderRow, languages: list[str]) -> list[tuple[str, list[PairCell | None]]]:

@@ -1,0 +1,202 @@
+"""Submitted result packs on the leaderboard (`clkt submit`, `storage.submissions`): rows marked **submitted** beside
+the rows **run here**, pooled by the same machinery (`clkt.report.leaderboard`).
+
+A submitted pack's answers are read as submitted (its predictions.jsonl) and scored here again, each letter
+against this store's answer key of the snapshot (`clkt.snapshots.content.load_item_refs`): the pack's own
+`correct` flags and metrics.json are never read. Its answers become result packs (`storage.result_packs`) of
+synthetic jobs (negative ids, one per train language), keyed by this store's question and entity rows, so they pool
+over the window's snapshots and take the same entity-bootstrap draws as the rows run here.
+
+One submitted row per model identity (target name, model, revision, weights sha256) x strategy x scorer, pooled
+over the snapshots it has packs of; its label is `<name> (submitted)` (with the identity's first 8 hex digits when
+one name has several identities in the window). Of several packs of one identity, strategy and snapshot the latest
+submitted counts (a note says so). A submitted model declared its cutoff and was checked against the snapshot's
+window at intake; it has no recognition probes here, so no entity is excluded for it. A row is marked
+**reproduced** when `clkt submit --reproduce` re-ran its packs here with letter agreement at or above the pack's
+threshold (`REPRODUCED_AT`), **flagged** when below, **not reproduced** when never re-run.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+from collections import defaultdict
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from clkt.report.leaderboard_data import Leaderboard, LeaderRow, Reproduction, SubmittedPackInfo
+from clkt.snapshots.content import load_item_refs
+from storage.leaderboard import WindowData, WindowJob, WindowSnapshot
+from storage.result_packs import PackedAnswer, ResultPackRecord, build_packs
+from storage.submissions import SubmissionRecord, list_submissions, submission_answers
+
+if TYPE_CHECKING:
+    from storage.engine import Session
+
+__all__ = [
+    "REPRODUCED_AT",
+    "RUN_HERE",
+    "SUBMITTED",
+    "SubmittedRuns",
+    "annotate",
+    "board_packs",
+    "pack_info",
+    "submitted_runs",
+]
+
+RUN_HERE = "run here"
+SUBMITTED = "submitted"
+REPRODUCED_AT = 0.95  # letter agreement of a re-run at or above which a submitted pack counts as reproduced
+
+Identity = tuple[str, str, str | None, str | None]  # target name, model, revision, weights sha256
+
+
+@dataclass(frozen=True, kw_only=True)
+class SubmittedRuns:
+    """The window's submitted packs as synthetic jobs and result packs, and each row's provenance."""
+
+    jobs: tuple[WindowJob, ...] = ()
+    packs: tuple[ResultPackRecord, ...] = ()
+    info: dict[tuple[str, str], list[SubmittedPackInfo]] = field(default_factory=dict)  # (label, strategy) -> packs
+    names: dict[str, str] = field(default_factory=dict)  # label -> the target's name in its packs
+    notes: list[str] = field(default_factory=list)
+
+    def merged(self, data: WindowData) -> WindowData:
+        """`data` with the submitted jobs and packs added, valid on every snapshot of the window (no exclusion)."""
+        if not self.jobs:
+            return data
+        ready = {(s.id, label) for s in data.snapshots for label in self.names}
+        return WindowData(snapshots=data.snapshots, ready=data.ready | ready, exclusions=data.exclusions,
+                          jobs=data.jobs + self.jobs, packs=data.packs + self.packs)
+
+
+def _identity(r: SubmissionRecord) -> Identity:
+    return (r.target_name, r.model, r.model_revision, r.weights_sha256)
+
+
+def _labels(records: Sequence[SubmissionRecord]) -> dict[Identity, str]:
+    by_name: dict[str, set[Identity]] = defaultdict(set)
+    for r in records:
+        by_name[r.target_name].add(_identity(r))
+    out: dict[Identity, str] = {}
+    for name, idents in by_name.items():
+        for ident in idents:
+            if len(idents) == 1:
+                out[ident] = f"{name} (submitted)"
+                continue
+            short = ident[3] or ident[2] or hashlib.sha256(ident[1].encode()).hexdigest()
+            out[ident] = f"{name} (submitted, {short[:8]})"
+    return out
+
+
+def pack_info(r: SubmissionRecord, reproduction: Reproduction | None = None) -> SubmittedPackInfo:
+    strategy = r.manifest.get("strategy", {}) if isinstance(r.manifest.get("strategy"), dict) else {}
+    env = r.manifest.get("environment", {})
+    return SubmittedPackInfo(
+        pack_sha256=r.pack_sha256, snapshot_id=r.snapshot_id, target=r.target_name, model=r.model,
+        model_revision=r.model_revision, weights_sha256=r.weights_sha256, kind=r.kind, cutoff=r.cutoff.isoformat(),
+        strategy=r.strategy, train_langs=list(r.train_langs), clkt_version=r.clkt_version, format_version=r.format_version,
+        environment=dict(env) if isinstance(env, dict) else {}, overridden=dict(strategy.get("overridden") or {}),
+        submitted_at=r.submitted_at.isoformat(), claims_match=r.claims_match,
+        reproduction=reproduction if reproduction is not None else _reproduction(r),
+    )
+
+
+def _reproduction(r: SubmissionRecord) -> Reproduction | None:
+    raw = r.reproduction
+    return Reproduction.model_validate(raw) if raw else None
+
+
+def _answers(blob: bytes, refs: dict[int, tuple[int, int, str]], scorer: str | None) -> dict[str, list[PackedAnswer]]:
+    """Per train language, the pack's answers scored against this store's key (`refs`: public qid -> question row,
+    entity row, answer letter); answers to a question the snapshot no longer holds are left out."""
+    out: dict[str, list[PackedAnswer]] = defaultdict(list)
+    for line in gzip.decompress(blob).splitlines():
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        ref = refs.get(int(row["qid"]))
+        if ref is None or (scorer is not None and row["scorer"] != scorer):
+            continue
+        question, entity, letter = ref
+        out[str(row["train_lang"])].append(PackedAnswer(
+            question_id=question, entity_id=entity, lang=str(row["lang"]), variant=str(row["variant"]),
+            scorer=str(row["scorer"]), correct=row.get("predicted") == letter,
+        ))
+    return out
+
+
+def _latest(records: Sequence[SubmissionRecord], notes: list[str]) -> list[SubmissionRecord]:
+    """Of several packs of one identity, strategy and snapshot, the latest submitted (`records`: oldest first)."""
+    latest: dict[tuple[Identity, str, str], SubmissionRecord] = {}
+    for r in records:
+        key = (_identity(r), r.strategy, r.snapshot_id)
+        if key in latest:
+            notes.append(f"submitted {r.target_name} on {r.snapshot_id} ({r.strategy}): pack {r.pack_sha256[:12]} "
+                         f"replaces the earlier pack {latest[key].pack_sha256[:12]} on the board")
+        latest[key] = r
+    return sorted(latest.values(), key=lambda r: (r.submitted_at, r.pack_sha256))
+
+
+async def submitted_runs(
+    session: Session, snapshots: Sequence[WindowSnapshot], *, targets: Collection[str] | None = None,
+    strategies: Collection[str] | None = None, scorer: str | None = None,
+) -> SubmittedRuns:
+    """The window's submitted packs (of the given targets / strategies / result scorer when named), as jobs and packs
+    the leaderboard pools (see the module docstring)."""
+    records = await list_submissions(session, snapshot_ids=[s.id for s in snapshots])
+    records = [r for r in records if (targets is None or r.target_name in targets)
+               and (strategies is None or r.strategy in strategies)]
+    if not records:
+        return SubmittedRuns()
+    notes: list[str] = []
+    records = _latest(records, notes)
+    labels = _labels(records)
+    keys: dict[str, dict[int, tuple[int, int, str]]] = {}
+    jobs: list[WindowJob] = []
+    packs: list[ResultPackRecord] = []
+    info: dict[tuple[str, str], list[SubmittedPackInfo]] = defaultdict(list)
+    for r in records:
+        if r.snapshot_id not in keys:
+            keys[r.snapshot_id] = {it.qid: (it.question_row, it.entity_row, it.answer_letter)
+                                   for it in await load_item_refs(session, r.snapshot_id) if it.split == "test"}
+        label = labels[_identity(r)]
+        by_train = _answers(await submission_answers(session, r.pack_sha256), keys[r.snapshot_id], scorer)
+        for train, answers in sorted(by_train.items()):
+            job_id = -(len(jobs) + 1)
+            jobs.append(WindowJob(id=job_id, snapshot_id=r.snapshot_id, target=label, strategy=r.strategy, train_lang=train))
+            packs.extend(build_packs(job_id, answers))
+        info[(label, r.strategy)].append(pack_info(r))
+    return SubmittedRuns(jobs=tuple(jobs), packs=tuple(packs), info=dict(info),
+                         names={label: ident[0] for ident, label in labels.items()}, notes=notes)
+
+
+def _verified(packs: Sequence[SubmittedPackInfo]) -> tuple[str, float | None]:
+    runs = [p.reproduction for p in packs if p.reproduction is not None]
+    checked = sum(r.checked for r in runs)
+    if not checked or len(runs) < len(packs):
+        rate = sum(r.agreed for r in runs) / checked if checked else None
+        return ("flagged" if any(not r.reproduced for r in runs) else "not reproduced"), rate
+    rate = sum(r.agreed for r in runs) / checked
+    return ("reproduced" if all(r.reproduced for r in runs) else "flagged"), rate
+
+
+def annotate(rows: Sequence[LeaderRow], runs: SubmittedRuns) -> list[LeaderRow]:
+    """The rows, each submitted one marked with its track, its packs' provenance and whether it was reproduced."""
+    out: list[LeaderRow] = []
+    for r in rows:
+        packs = runs.info.get((r.target, r.strategy))
+        if packs is None:
+            out.append(r)
+            continue
+        verified, rate = _verified(packs)
+        out.append(r.model_copy(update={"track": SUBMITTED, "submissions": packs, "verified": verified, "agreement": rate}))
+    return out
+
+
+def board_packs(board: Leaderboard) -> list[SubmittedPackInfo]:
+    """The submitted packs of the board's rows, once each, oldest first (the page's and the CLI's provenance table)."""
+    packs = {p.pack_sha256: p for r in board.rows for p in r.submissions}
+    return sorted(packs.values(), key=lambda p: (p.submitted_at, p.pack_sha256))
