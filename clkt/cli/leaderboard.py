@@ -49,7 +49,8 @@ def _pct(e: Estimate) -> str:
     if e.value is None:
         return "n/a"
     ci = f" [{100 * e.ci[0]:.1f}, {100 * e.ci[1]:.1f}]" if e.ci else ""
-    return f"{100 * e.value:.1f}{ci}"
+    spread = f" ±{100 * e.seed_std:.1f} seed sd" if e.seed_std is not None else ""  # pooled over training seeds
+    return f"{100 * e.value:.1f}{ci}{spread}"
 
 
 def _rank(r: LeaderRow) -> str:
@@ -71,7 +72,8 @@ def _tables(board: Leaderboard) -> list[Table]:
         rows = [r for r in board.rows if (r.strategy, r.scorer) == (strategy, scorer)]
         t = Table("rank", "target", "snapshots", "questions", "entities", "Learn: injected % [CI] (base, gain, p)",
                   *[f"{m.label} % [CI] (n)" for m in PAIR_METRICS],
-                  title=f"{strategy}, {scorer} — pooled over the window; 95% CI from a bootstrap over entities; "
+                  title=f"{strategy}, {scorer} — pooled over the window; 95% CI from a bootstrap over entities "
+                        f"(and over training seeds where a row has several: the mean over seeds ± their sd); "
                         f"'=' marks ranks the CIs cannot separate")
         for r in rows:
             lr = r.learn
@@ -79,7 +81,8 @@ def _tables(board: Leaderboard) -> list[Table]:
                      f"p={lr.p_value:.2g}{'' if lr.learned else ', NOT learned'}; n={lr.n})")
             metrics = [f"{_pct(r.metric(m.key))} (n={r.metric(m.key).n})"
                        + (f", {r.not_interpretable} n.i. pairs" if m.needs_learned and r.not_interpretable else "") for m in PAIR_METRICS]
-            t.add_row(_rank(r), plain(r.target), str(r.snapshots), str(r.questions), str(r.entities), learn, *metrics)
+            seeds = f" ({len(r.seeds)} seeds)" if r.seeds else ""
+            t.add_row(_rank(r), plain(r.target) + seeds, str(r.snapshots), str(r.questions), str(r.entities), learn, *metrics)
         out.append(t)
         per = Table("target", *[s.period for s in board.snapshots],
                     title=f"{strategy}, {scorer} — per snapshot: {' / '.join(m.label for m in PAIR_METRICS)} % (questions)")
@@ -149,6 +152,9 @@ def _csv(board: Leaderboard) -> str:
             "learn_gain_ci_low", "learn_gain_ci_high", "learn_p_value", "learned",
             *[f"{m.key}{x}" for m in PAIR_METRICS for x in ("", "_ci_low", "_ci_high", "_n")]]
     head += [f"{s.period} {m}" for s in board.snapshots for m in (*PAIR_METRICS.ordered_keys(), "questions")]
+    seeded = any(r.seeds for r in board.rows)  # several training seeds: their columns (else the CSV as it was)
+    if seeded:
+        head += ["seeds", *[f"{m.key}_seed_std" for m in PAIR_METRICS], *[f"{m.key}_sampling_ci_{x}" for m in PAIR_METRICS for x in ("low", "high")]]
     w.writerow(head)
     for r in board.rows:
         lr = r.learn
@@ -160,6 +166,9 @@ def _csv(board: Leaderboard) -> str:
                 row += [*[num(c.metric(m.key).value) for m in PAIR_METRICS], str(c.questions)]
             else:
                 row += [*[c.status for _ in PAIR_METRICS], "0"]
+        if seeded:
+            row += [" ".join(map(str, r.seeds or [])), *[num(r.metric(m.key).seed_std) for m in PAIR_METRICS],
+                    *[num(x) for m in PAIR_METRICS for x in (r.metric(m.key).sampling_ci or (None, None))]]
         w.writerow([neutralise_cell(x) for x in row])
     return buf.getvalue()
 

@@ -10,7 +10,9 @@ train language learned when its gain is positive with p < `LEARN_ALPHA`), Overal
 A/(A+B+C+D), Transfer = mean over the pairs whose train language was learned of A/(A+B). A row resting on
 fewer than `MIN_QUESTIONS` distinct test questions is `too_few` and never ranked. Within each strategy x
 scorer, rows are ranked by Overall, and a row only ranks below the rows whose whole interval lies above its
-own: rows the intervals cannot separate share a rank (`tied`).
+own: rows the intervals cannot separate share a rank (`tied`). A group whose jobs ran with several training seeds
+(`spec.seeds`) is pooled over them (`clkt.report.seeds.seed_row`: the mean over seeds, an interval over entities
+and seeds, the between-seed std); one seed gives the row it always did.
 """
 
 from __future__ import annotations
@@ -119,7 +121,7 @@ def group_answers(data: WindowData) -> dict[Group, list[Answers]]:
             continue
         excluded = data.exclusions.get((j.snapshot_id, j.target), frozenset())
         out[(j.target, j.strategy, p.scorer)].append(
-            decode(p, snapshot=index[j.snapshot_id], train_lang=j.train_lang, excluded=excluded)
+            decode(p, snapshot=index[j.snapshot_id], train_lang=j.train_lang, excluded=excluded, seed=j.seed)
         )
     return dict(sorted(out.items()))
 
@@ -232,8 +234,16 @@ def build_rows(
 
     def one(item: tuple[Group, list[Answers]]) -> LeaderRow | None:
         group, answers = item
-        pooled = pool(answers, _layout(answers, languages))
-        return _row(group, pooled, data, draws=draws, min_questions=min_questions) if len(pooled.keys) else None
+        layout = _layout(answers, languages)
+        pooled = pool(answers, layout)
+        if not len(pooled.keys):
+            return None
+        row = _row(group, pooled, data, draws=draws, min_questions=min_questions)
+        if len({a.seed for a in answers}) > 1:  # several training seeds: pooled over them (clkt.report.seeds)
+            from clkt.report.seeds import by_seed, seed_row  # seeds reads this module's metrics
+
+            row = seed_row(row, by_seed(answers), layout, draws=draws)
+        return row
 
     with one_blas_thread():
         if draws is not None:

@@ -100,6 +100,13 @@ class LeaderRow(PerMetric):
     tied: bool = False
     pairs: list[PairCell] = Field(default_factory=list)
     per_snapshot: list[SnapshotColumn] = Field(default_factory=list)
+    # several training seeds (`spec.seeds`; None: one, and the row reads as it always did): the seeds, and each
+    # metric's value per seed; the metrics are then pooled over them (`clkt.report.seeds`: mean, between-seed
+    # std, an interval over entities and seeds)
+    seeds: list[int] | None = None
+    per_seed: dict[str, dict[int, float | None]] | None = None
+
+    HIDDEN_WHEN_NONE = ("seeds", "per_seed")
 
 
 class WindowInfo(_Frozen):
