@@ -30,11 +30,11 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from clkt.report.leaderboard import learned_trains, metric_of
 from clkt.report.leaderboard_data import LeaderRow
 from clkt.report.learn import stat_from_counts
 from clkt.report.metric_table import PAIR_METRICS
 from clkt.report.pooled import Answers, Draws, Layout, boot_matrix, draw_sums, full_sums, nanmean, percentile_ci, pool
+from clkt.report.pooled_metrics import learned_trains, metric_of
 
 __all__ = ["SeedMetric", "SeedSummary", "by_seed", "over_seeds", "seed_row"]
 
