@@ -114,3 +114,18 @@ async def test_published_files_of_two_seeds_do_not_collide(store: Store) -> None
         zero, two = sorted(await jobs_for_snapshot(s, SID), key=lambda j: j.seed)
     assert job_key(zero) == "m__cpt-lora__en"  # seed 0: the name it always had
     assert job_key(two) == "m__cpt-lora__en__seed2"
+
+
+async def test_the_spec_enqueues_every_seed_of_spec_seeds(store: Store) -> None:
+    from clkt.config import SpecSettings
+    from clkt.snapshots.service import enqueue_spec_jobs
+
+    await _snapshot_with_questions(store)
+    spec = SpecSettings(languages=["en", "fr"], train_languages=["en"], seeds=[0, 4, 9])
+    async with store.transaction() as s:
+        first = await enqueue_spec_jobs(s, SID, spec=spec, gpu=GpuSettings())
+        again = await enqueue_spec_jobs(s, SID, spec=spec, gpu=GpuSettings())
+    async with store.session() as s:
+        jobs = await jobs_for_snapshot(s, SID)
+    assert (first, again) == (3, 0)
+    assert sorted(j.seed for j in jobs) == [0, 4, 9] and {j.train_lang for j in jobs} == {"en"}
