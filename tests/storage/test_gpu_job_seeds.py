@@ -114,6 +114,10 @@ async def test_published_files_of_two_seeds_do_not_collide(store: Store) -> None
         zero, two = sorted(await jobs_for_snapshot(s, SID), key=lambda j: j.seed)
     assert job_key(zero) == "m__cpt-lora__en"  # seed 0: the name it always had
     assert job_key(two) == "m__cpt-lora__en__seed2"
+    from storage.status_pages import gpu_jobs
+
+    async with store.session() as s:
+        assert sorted(j.seed for j in await gpu_jobs(s)) == [0, 2]  # the status page's job list says the seed
 
 
 async def test_the_spec_enqueues_every_seed_of_spec_seeds(store: Store) -> None:
