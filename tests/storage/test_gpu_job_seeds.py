@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 from sqlalchemy import text
 
 from clkt.config import GpuSettings
@@ -16,6 +17,7 @@ from storage.engine import HEAD_REVISION, Store
 from storage.gpu_jobs import ResultRecord, enqueue_gpu_jobs, jobs_for_snapshot, results_for_snapshot, write_job_results
 from storage.models import Entity, Question, Snapshot
 from tests.storage._revisions import migrate_store, store_at_revision
+from tests.storage._urls import BACKENDS, empty_store_url
 
 BEFORE = "a5d2f81c3e47"  # the revision before seeds
 SID = "s1"
@@ -73,34 +75,38 @@ async def test_each_seed_trains_with_its_own_seed_in_its_own_folder(store: Store
     assert {r.seed for r in rows} == {5}
 
 
-async def test_a_store_from_before_seeds_migrates_its_jobs_as_seed_0_and_keeps_their_results(tmp_path: Path) -> None:
-    url = f"sqlite+aiosqlite:///{tmp_path / 'clkt.db'}"
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_a_store_from_before_seeds_migrates_its_jobs_as_seed_0_and_keeps_their_results(
+    tmp_path: Path, backend: str,
+) -> None:
+    url = await empty_store_url(backend, tmp_path / "clkt.db")
     await store_at_revision(url, BEFORE)
     async with Store(url=url, migrate=False) as store:
         await _snapshot_with_questions(store)
         async with store.transaction() as s:
             await s.execute(text(
-                "INSERT INTO gpu_job (id, snapshot_id, target_model, strategy, train_lang, config, status, attempts, "
-                "max_attempts, not_before, summary, created_at, updated_at) VALUES (1, :sid, 'm', 'cpt-lora', 'en', "
+                "INSERT INTO gpu_job (snapshot_id, target_model, strategy, train_lang, config, status, attempts, "
+                "max_attempts, not_before, summary, created_at, updated_at) VALUES (:sid, 'm', 'cpt-lora', 'en', "
                 "'{}', 'done', 1, 1, '2025-06-01 00:00:00', '{}', '2025-06-01 00:00:00', '2025-06-01 00:00:00')"),
                 {"sid": SID})
-            await write_job_results(s, 1, _records())
-    async with Store(url=url) as store:  # migrates, with foreign keys on (the drop of the old table cascades)
+            old_id = (await s.execute(text("SELECT id FROM gpu_job"))).scalar_one()
+            await write_job_results(s, old_id, _records())
+    async with Store(url=url) as store:  # migrates (on SQLite with foreign keys on: the old table's drop cascades)
         async with store.session() as s:
             rev = (await s.execute(text("SELECT version_num FROM alembic_version"))).scalar()
-            packs = (await s.execute(text("SELECT count(*) FROM result_pack WHERE job_id = 1"))).scalar()
+            packs = (await s.execute(text("SELECT count(*) FROM result_pack WHERE job_id = :j"), {"j": old_id})).scalar()
             (job,) = await jobs_for_snapshot(s, SID)
             rows = await results_for_snapshot(s, SID)
         async with store.transaction() as s:  # a second seed of the same job is a new job; seed 0 is the old one
             new = await enqueue_gpu_jobs(s, snapshot_id=SID, targets=["m"], strategies=["cpt-lora"], train_langs=["en"],
                                          max_attempts=1, seeds=[0, 1])
-    assert rev == HEAD_REVISION and job.seed == 0 and job.id == 1 and new == 1
+    assert rev == HEAD_REVISION and job.seed == 0 and job.id == old_id and new == 1
     assert len(rows) == len(_records()) and {r.seed for r in rows} == {0} and packs == 1
     await migrate_store(url, BEFORE, down=True)  # the way back drops the seeds that version has no room for
     async with Store(url=url, migrate=False) as store, store.session() as s:
         left = (await s.execute(text("SELECT id FROM gpu_job"))).scalars().all()
         results = (await s.execute(text("SELECT count(*) FROM question_result"))).scalar()
-    assert list(left) == [1] and results == len(_records())
+    assert list(left) == [old_id] and results == len(_records())
 
 
 async def test_published_files_of_two_seeds_do_not_collide(store: Store) -> None:
