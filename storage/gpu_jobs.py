@@ -1,6 +1,6 @@
 """The GPU job queue's repository: enqueue a snapshot's jobs, lease them, write a job's results, read them back.
 
-A job is one (snapshot, target model, strategy, train language); the unique constraint makes
+A job is one (snapshot, target model, strategy, train language, seed); the unique constraint makes
 `enqueue_gpu_jobs` idempotent. Jobs leave this module as frozen `GpuJobRecord`s, never as rows. The lease
 functions (`claim_gpu_jobs`, `heartbeat_gpu_job`, `complete_gpu_job`, `fail_gpu_job`, `release_gpu_job`,
 `release_gpu_jobs_of`) are the generic lease machinery of `storage.claim` applied to `GpuJob`: the same
@@ -19,7 +19,7 @@ fails for good when claimed). Its summary is the JSON of the typed summary the c
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -61,7 +61,7 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GpuJobRecord:
-    """One `GpuJob` row: a (snapshot, target model, strategy, train language) job and its lease state."""
+    """One `GpuJob` row: a (snapshot, target model, strategy, train language, seed) job and its lease state."""
 
     id: int
     snapshot_id: str
@@ -83,6 +83,7 @@ class GpuJobRecord:
     created_at: datetime
     updated_at: datetime
     config_error: str | None = None  # the stored config does not validate (then `config` is None)
+    seed: int = 0  # the training seed of `spec.seeds` the job runs (`clkt.config.spec.training_seed`)
 
 
 def _config(raw: Mapping[str, Any] | None) -> tuple[GpuSettings | None, str | None]:
@@ -108,7 +109,7 @@ def _record(row: GpuJob) -> GpuJobRecord:
         lease_owner=row.lease_owner, lease_expires_at=row.lease_expires_at, attempts=row.attempts,
         max_attempts=row.max_attempts, not_before=row.not_before, last_error=row.last_error, device=row.device,
         best_epoch=row.best_epoch, artifacts_dir=row.artifacts_dir, summary=dict(row.summary or {}),
-        created_at=row.created_at, updated_at=row.updated_at,
+        created_at=row.created_at, updated_at=row.updated_at, seed=row.seed,
     )
 
 
@@ -146,6 +147,7 @@ class JobResultRow:
     external_id: str = ""
     slot: str = ""
     entity_id: int = 0  # the question's entity (the report's bootstrap resamples entities)
+    seed: int = 0  # the job's training seed
 
 
 async def enqueue_gpu_jobs(
@@ -157,20 +159,22 @@ async def enqueue_gpu_jobs(
     train_langs: list[str],
     max_attempts: int,
     config: GpuSettings | None = None,
+    seeds: Sequence[int] = (0,),
 ) -> int:
-    """One pending job per (target, strategy, train language) of a snapshot (`config`: their settings; None: the
-    consumer's); returns how many were new."""
+    """One pending job per (target, strategy, train language, seed) of a snapshot (`config`: their settings;
+    None: the consumer's; `seeds`: `spec.seeds`); returns how many were new."""
     cfg = _config_json(config)
     now = utcnow()
     rows = [
         dict(
-            snapshot_id=snapshot_id, target_model=t, strategy=s, train_lang=lang, config=cfg,
+            snapshot_id=snapshot_id, target_model=t, strategy=s, train_lang=lang, seed=seed, config=cfg,
             status=LeaseStatus.pending, attempts=0, max_attempts=max_attempts, not_before=now,
             summary={}, created_at=now, updated_at=now,
         )
         for t in targets
         for s in strategies
         for lang in train_langs
+        for seed in seeds
     ]
     return await insert_ignore(session, GpuJob, rows)
 
@@ -300,7 +304,7 @@ async def results_for_snapshot(session: AsyncSession, snapshot_id: str, *, done_
             col(QuestionResult.question_id), col(QuestionResult.lang), col(QuestionResult.variant),
             col(QuestionResult.scorer), col(QuestionResult.split), col(QuestionResult.predicted),
             col(QuestionResult.correct), col(Entity.domain), col(Entity.source), col(Entity.external_id),
-            col(Question.slot), col(Entity.id),
+            col(Question.slot), col(Entity.id), col(GpuJob.seed),
         )
         .join(QuestionResult, col(QuestionResult.job_id) == col(GpuJob.id))
         .join(Question, col(Question.id) == col(QuestionResult.question_id))
@@ -314,7 +318,7 @@ async def results_for_snapshot(session: AsyncSession, snapshot_id: str, *, done_
         JobResultRow(
             job_id=stored_id(r[0]), target_model=r[1], strategy=r[2], train_lang=r[3], question_id=r[4], lang=r[5],
             variant=r[6], scorer=r[7], split=r[8], predicted=r[9], correct=bool(r[10]), domain=r[11], source=r[12],
-            external_id=r[13], slot=r[14], entity_id=stored_id(r[15]),
+            external_id=r[13], slot=r[14], entity_id=stored_id(r[15]), seed=int(r[16]),
         )
         for r in (await session.execute(stmt)).all()
     ]

@@ -73,6 +73,7 @@ class WindowJob:
     # its summary's locality counts as stored (scorer -> test language -> counts; `clkt.evaluate.summary`): empty
     # when its snapshot had no locality split
     locality: dict[str, Any] = field(default_factory=dict)
+    seed: int = 0  # the job's training seed (`spec.seeds`)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -166,16 +167,16 @@ async def window_data(
         for s, t, e in (await session.execute(ex)).all():
             excl[(s, t)].add(int(e))
         jq = select(col(GpuJob.id), col(GpuJob.snapshot_id), col(GpuJob.target_model), col(GpuJob.strategy), col(GpuJob.train_lang),
-                    col(GpuJob.summary)).where(
+                    col(GpuJob.summary), col(GpuJob.seed)).where(
             col(GpuJob.snapshot_id).in_(chunk), col(GpuJob.status) == LeaseStatus.done
         )
         if targets is not None:
             jq = jq.where(col(GpuJob.target_model).in_(sorted(targets)))
         if strategies is not None:
             jq = jq.where(col(GpuJob.strategy).in_(sorted(strategies)))
-        jobs.extend(WindowJob(id=stored_id(j), snapshot_id=s, target=t, strategy=st_, train_lang=lang,
+        jobs.extend(WindowJob(id=stored_id(j), snapshot_id=s, target=t, strategy=st_, train_lang=lang, seed=int(seed),
                               locality=dict((summary or {}).get("locality") or {}) if isinstance(summary, dict) else {})
-                    for j, s, t, st_, lang, summary in (await session.execute(jq.order_by(col(GpuJob.id)))).all())
+                    for j, s, t, st_, lang, summary, seed in (await session.execute(jq.order_by(col(GpuJob.id)))).all())
     counted = [j.id for j in jobs if (j.snapshot_id, j.target) in ready]
     packs = await result_packs(session, counted, scorer=scorer)
     return WindowData(

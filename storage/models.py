@@ -309,12 +309,12 @@ class SnapshotExclusion(SQLModel, table=True):
 
 
 class GpuJob(SQLModel, table=True):
-    """One (snapshot, model, strategy, train language) injection + evaluation job, lease-claimed."""
+    """One (snapshot, model, strategy, train language, seed) injection + evaluation job, lease-claimed."""
 
     __tablename__ = "gpu_job"
     __table_args__ = (
         UniqueConstraint(
-            "snapshot_id", "target_model", "strategy", "train_lang", name="uq_gpujob_identity"
+            "snapshot_id", "target_model", "strategy", "train_lang", "seed", name="uq_gpujob_identity"
         ),
         Index("ix_gpujob_claim", "status", "not_before"),
     )
@@ -324,6 +324,8 @@ class GpuJob(SQLModel, table=True):
     target_model: str = Field(max_length=256)
     strategy: str = Field(max_length=32)
     train_lang: str = Field(max_length=8)
+    # the training seed of `spec.seeds` (0: the one seed of a spec that names none; every job before seeds)
+    seed: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
     config: dict[str, Any] = _json()  # the serialized job spec (pydantic)
     status: LeaseStatus = Field(default=LeaseStatus.pending, max_length=16)
     lease_owner: str | None = Field(default=None, max_length=128)

@@ -64,6 +64,7 @@ class PredictionRow:
     source: str
     external_id: str
     slot: str
+    seed: int = 0  # the job's training seed (`spec.seeds`)
 
 
 def _revision(row: PublishRevision) -> RevisionRecord:
@@ -136,7 +137,7 @@ async def predictions_for_snapshot(session: AsyncSession, snapshot_id: str) -> l
             col(GpuJob.id), col(GpuJob.target_model), col(GpuJob.strategy), col(GpuJob.train_lang),
             col(QuestionResult.lang), col(QuestionResult.variant), col(QuestionResult.scorer), col(QuestionResult.split),
             col(QuestionResult.predicted), col(QuestionResult.correct), col(QuestionResult.raw), col(Entity.domain),
-            col(Entity.source), col(Entity.external_id), col(Question.slot),
+            col(Entity.source), col(Entity.external_id), col(Question.slot), col(GpuJob.seed),
         )
         .join(QuestionResult, col(QuestionResult.job_id) == col(GpuJob.id))
         .join(Question, col(Question.id) == col(QuestionResult.question_id))
@@ -148,7 +149,7 @@ async def predictions_for_snapshot(session: AsyncSession, snapshot_id: str) -> l
         PredictionRow(
             job_id=stored_id(r[0]), target_model=r[1], strategy=r[2], train_lang=r[3], lang=r[4], variant=r[5],
             scorer=r[6], split=r[7], predicted=r[8], correct=bool(r[9]), raw=r[10] or "", domain=r[11], source=r[12],
-            external_id=r[13], slot=r[14],
+            external_id=r[13], slot=r[14], seed=int(r[15]),
         )
         for r in (await session.execute(stmt)).all()
     ]

@@ -83,6 +83,7 @@ class GpuJobInfo:
     best_epoch: int | None
     last_error: str | None
     updated_at: datetime
+    seed: int = 0  # the job's training seed (`spec.seeds`)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -190,12 +191,14 @@ async def gpu_jobs(session: AsyncSession, *, limit: int = 200) -> list[GpuJobInf
     order = case((col(GpuJob.status) == LeaseStatus.leased, 0), (col(GpuJob.status) == LeaseStatus.pending, 1), else_=2)
     rows = (await session.execute(
         select(col(GpuJob.id), col(GpuJob.snapshot_id), col(GpuJob.target_model), col(GpuJob.strategy), col(GpuJob.train_lang), col(GpuJob.status),
-               col(GpuJob.attempts), col(GpuJob.max_attempts), col(GpuJob.device), col(GpuJob.best_epoch), col(GpuJob.last_error), col(GpuJob.updated_at))
+               col(GpuJob.attempts), col(GpuJob.max_attempts), col(GpuJob.device), col(GpuJob.best_epoch), col(GpuJob.last_error), col(GpuJob.updated_at),
+               col(GpuJob.seed))
         .order_by(order, col(GpuJob.updated_at).desc(), col(GpuJob.id).desc()).limit(limit)
     )).all()
     return [
         GpuJobInfo(id=stored_id(r[0]), snapshot_id=r[1], target_model=r[2], strategy=r[3], train_lang=r[4], status=LeaseStatus(r[5]).value,
-                   attempts=int(r[6]), max_attempts=int(r[7]), device=r[8], best_epoch=r[9], last_error=r[10], updated_at=r[11])
+                   attempts=int(r[6]), max_attempts=int(r[7]), device=r[8], best_epoch=r[9], last_error=r[10], updated_at=r[11],
+                   seed=int(r[12]))
         for r in rows
     ]
 

@@ -50,7 +50,8 @@ def _pct(e: Estimate) -> str:
     if e.value is None:
         return "n/a"
     ci = f" [{100 * e.ci[0]:.1f}, {100 * e.ci[1]:.1f}]" if e.ci else ""
-    return f"{100 * e.value:.1f}{ci}"
+    spread = f" ±{100 * e.seed_std:.1f} seed sd" if e.seed_std is not None else ""  # pooled over training seeds
+    return f"{100 * e.value:.1f}{ci}{spread}"
 
 
 def _kept(e: Estimate | None) -> str:
@@ -113,7 +114,8 @@ def _tables(board: Leaderboard) -> list[Table]:
         kept = any(r.kept is not None for r in rows)  # a column only when some job answered a locality split
         t = Table("rank", "target", "snapshots", "questions", "entities", "Learn: injected % [CI] (base, gain, p)",
                   *[f"{m.label} % [CI] (n)" for m in PAIR_METRICS], *(["kept % [CI] (n right before)"] if kept else []),
-                  title=f"{strategy}, {scorer} — pooled over the window; 95% CI from a bootstrap over entities; "
+                  title=f"{strategy}, {scorer} — pooled over the window; 95% CI from a bootstrap over entities "
+                        f"(and over training seeds where a row has several: the mean over seeds ± their sd); "
                         f"'=' marks ranks the CIs cannot separate")
         for r in rows:
             lr = r.learn
@@ -121,7 +123,8 @@ def _tables(board: Leaderboard) -> list[Table]:
                      f"p={lr.p_value:.2g}{'' if lr.learned else ', NOT learned'}; n={lr.n})")
             metrics = [f"{_pct(r.metric(m.key))} (n={r.metric(m.key).n})"
                        + (f", {r.not_interpretable} n.i. pairs" if m.needs_learned and r.not_interpretable else "") for m in PAIR_METRICS]
-            t.add_row(_rank(r), plain(_who(r)), str(r.snapshots), str(r.questions), str(r.entities), learn, *metrics,
+            seeds = f" ({len(r.seeds)} seeds)" if r.seeds else ""
+            t.add_row(_rank(r), plain(_who(r)) + seeds, str(r.snapshots), str(r.questions), str(r.entities), learn, *metrics,
                       *([_kept(r.kept)] if kept else []))
         out.append(t)
         per = Table("target", *[s.period for s in board.snapshots],
@@ -198,6 +201,9 @@ def _csv(board: Leaderboard) -> str:
     head += ["kept", "kept_ci_low", "kept_ci_high", "kept_n"] if kept else []
     head += [f"{s.period} {m}" for s in board.snapshots for m in (*PAIR_METRICS.ordered_keys(), "questions")]
     head += ["track", "verified", "agreement", "packs"]  # a submitted row: reproduced here? its packs' sha256s
+    seeded = any(r.seeds for r in board.rows)  # several training seeds: their columns (else the CSV as it was)
+    if seeded:
+        head += ["seeds", *[f"{m.key}_seed_std" for m in PAIR_METRICS], *[f"{m.key}_sampling_ci_{x}" for m in PAIR_METRICS for x in ("low", "high")]]
     w.writerow(head)
     for r in board.rows:
         lr = r.learn
@@ -211,6 +217,9 @@ def _csv(board: Leaderboard) -> str:
             else:
                 row += [*[c.status for _ in PAIR_METRICS], "0"]
         row += [r.track, r.verified, num(r.agreement), " ".join(p.pack_sha256 for p in r.submissions)]
+        if seeded:
+            row += [" ".join(map(str, r.seeds or [])), *[num(r.metric(m.key).seed_std) for m in PAIR_METRICS],
+                    *[num(x) for m in PAIR_METRICS for x in (r.metric(m.key).sampling_ci or (None, None))]]
         w.writerow([neutralise_cell(x) for x in row])
     return buf.getvalue()
 

@@ -11,7 +11,7 @@ from clkt.config._base import LANGS_DEFAULT, SUPPORTED_LANGS, Section
 from clkt.config.strategies import DEFAULT_STRATEGY, check_strategy
 from clkt.facts import Domain
 
-__all__ = ["EMBEDDED_TARGET", "ScorerLiteral", "SpecSettings", "Strategy", "TargetSettings"]
+__all__ = ["EMBEDDED_TARGET", "MAX_SEED", "ScorerLiteral", "SpecSettings", "Strategy", "TargetSettings", "training_seed"]
 
 
 ScorerLiteral = Literal["option-loglik", "letter-logprob", "generate"]
@@ -66,6 +66,15 @@ EMBEDDED_TARGET = TargetSettings(
 )
 
 
+MAX_SEED = 2**32 - 1  # the largest seed (numpy's and `[gpu] seed`'s bound)
+
+
+def training_seed(base: int, seed: int) -> int:
+    """The seed a job of `spec.seeds` seed `seed` trains with, under `[gpu] seed` = `base`: their sum mod 2**32
+    (seed 0 trains with `base`, as a job did before seeds)."""
+    return (base + seed) % (MAX_SEED + 1)
+
+
 # a strategy's name: one declared in `clkt.config.strategies` (checked by `SpecSettings` and `JobSpec`)
 Strategy = NewType("Strategy", str)
 
@@ -89,6 +98,10 @@ class SpecSettings(Section):
     # tasks, no status change), chosen by entity id: the known-rate curve then sees months before each declared
     # cutoff (clkt.report.cutoff_curve). 0 = none, 1 = every rejected entity
     ineligible_probe_rate: float = Field(default=0.05, ge=0, le=1)
+    # the training seeds: every (snapshot, target, strategy, train language) runs once per seed, and the scores are
+    # pooled over them with the between-seed spread (clkt.report.seeds). A job trains with `[gpu] seed` + its seed
+    # (mod 2**32: `training_seed`), so the default [0] trains exactly as one seed always did
+    seeds: list[int] = Field(default_factory=lambda: [0])
 
     @model_validator(mode="after")
     def _train_subset(self) -> SpecSettings:
@@ -99,6 +112,19 @@ class SpecSettings(Section):
             if len(set(self.train_languages)) != len(self.train_languages):
                 raise ValueError("train_languages must be distinct")
         return self
+
+    @field_validator("seeds")
+    @classmethod
+    def _seeds(cls, v: list[int]) -> list[int]:
+        if not v:
+            raise ValueError("seeds must name at least one training seed (e.g. [0])")
+        bad = [x for x in v if x < 0 or x > MAX_SEED]
+        if bad:
+            raise ValueError(f"seeds must be integers from 0 to {MAX_SEED}, got {bad}")
+        dup = sorted({x for x in v if v.count(x) > 1})
+        if dup:
+            raise ValueError(f"seeds must be distinct, {dup} repeated")
+        return v
 
     @field_validator("strategies")
     @classmethod

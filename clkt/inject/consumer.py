@@ -164,7 +164,8 @@ class GpuConsumer:
 
     async def _run_job(self, ctx: ServiceContext, engine: JobEngine, job: GpuJobRecord, slot: str, lease: timedelta) -> JobRun:
         jid = job.id
-        label = f"job {jid} ({job.target_model} / {job.strategy} / train {job.train_lang} / {job.snapshot_id})"
+        seed = f" / seed {job.seed}" if job.seed else ""
+        label = f"job {jid} ({job.target_model} / {job.strategy} / train {job.train_lang}{seed} / {job.snapshot_id})"
         try:
             spec = await self._job_spec(ctx, job, slot if engine.name == "local" else "auto")
         except (JobSetupError, ValidationError) as e:

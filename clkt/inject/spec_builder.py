@@ -16,7 +16,7 @@ from typing import cast
 from pydantic import ValidationError
 
 from clkt.config import GpuSettings, TargetSettings
-from clkt.config.spec import Strategy
+from clkt.config.spec import Strategy, training_seed
 from clkt.errors import JobError, SnapshotError
 from clkt.inject.contract import JobSpec
 from clkt.layout import base_cache_dir, job_dir
@@ -37,15 +37,16 @@ class JobSetupError(JobError):
 
 
 def job_gpu(job: GpuJobRecord, gpu: GpuSettings) -> GpuSettings:
-    """The job's GPU settings: its stored config with the consumer's engine (`gpu`), or `gpu` when it has none."""
+    """The job's GPU settings: its stored config with the consumer's engine (`gpu`), or `gpu` when it has none;
+    its `seed` the job's training seed (`training_seed`: the settings' seed + the job's seed of `spec.seeds`)."""
     if job.config_error is not None:
         raise JobSetupError(f"job config is invalid: {job.config_error}")
-    if job.config is None:
-        return gpu
-    try:
-        return GpuSettings.model_validate({**job.config.model_dump(), **{k: getattr(gpu, k) for k in ENGINE_FIELDS}})
-    except ValidationError as e:
-        raise JobSetupError(f"job config is invalid: {e.errors()[0]['msg']}") from e
+    if job.config is not None:
+        try:
+            gpu = GpuSettings.model_validate({**job.config.model_dump(), **{k: getattr(gpu, k) for k in ENGINE_FIELDS}})
+        except ValidationError as e:
+            raise JobSetupError(f"job config is invalid: {e.errors()[0]['msg']}") from e
+    return gpu.model_copy(update={"seed": training_seed(gpu.seed, job.seed)}) if job.seed else gpu
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -12,6 +12,7 @@ report/                              the report recomputed from the stored resul
 predictions/<model>__<strategy>__<train_lang>.jsonl   every answer of every finished job (minus retracted; none
                                      while held)
 jobs/<model>__<strategy>__<train_lang>.json           the job's config, summary and library versions
+                                     (a training seed other than 0 adds `__seed<n>` to these three names)
 adapters/<model>__<strategy>__<train_lang>/           the best epoch's LoRA adapter (publish.include_adapters; none
                                      while held: an adapter trained on the held documents carries their facts)
 ERRATA.md, publish.json, SHA256SUMS  the snapshot's retractions, the revision's state, every file's sha256
@@ -78,8 +79,10 @@ def snapshot_folder(snapshot_id: str) -> str:
 
 
 def job_key(job: GpuJobRecord | PredictionRow) -> str:
+    """`<model>__<strategy>__<train_lang>`, and `__seed<n>` for a training seed other than 0 (`spec.seeds`)."""
     model = job.target_model
-    return "__".join(re.sub(r"[^A-Za-z0-9._-]+", "-", p).strip("-") or "x" for p in (model, job.strategy, job.train_lang))
+    key = "__".join(re.sub(r"[^A-Za-z0-9._-]+", "-", p).strip("-") or "x" for p in (model, job.strategy, job.train_lang))
+    return f"{key}__seed{job.seed}" if job.seed else key
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -156,7 +159,8 @@ def _job_config(job: GpuJobRecord, versions: dict[str, str]) -> dict[str, object
         summary = {"unreadable": True}
     config = job.config.model_dump(mode="json", exclude_unset=True) if job.config is not None else {}  # the keys stored
     return {
-        "model": job.target_model, "strategy": job.strategy, "train_lang": job.train_lang, "status": job.status.value,
+        "model": job.target_model, "strategy": job.strategy, "train_lang": job.train_lang, "seed": job.seed,
+        "status": job.status.value,
         "attempts": job.attempts, "best_epoch": job.best_epoch, "device": job.device,
         "error": redact(job.last_error) if job.last_error else None,
         "config": json.loads(redact(json.dumps(config, ensure_ascii=False))),  # GPU settings: LoRA, epochs, seeds

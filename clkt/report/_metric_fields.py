@@ -15,7 +15,7 @@ table and calls `metric`).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, SerializationInfo, model_serializer, model_validator
 
@@ -30,10 +30,22 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True)
 
 
+_SEED_FIELDS = ("seed_std", "sampling_ci")  # written only when set: a one-seed figure reads as it always did
+
+
 class Estimate(_Frozen):
     value: float | None
     ci: tuple[float, float] | None = None
     n: int = 0  # what it rests on: Overall, question x pair units; Transfer, A+B; Learn, train-language questions
+    # pooled over several training seeds (`clkt.report.seeds`): `value` is the mean over the seeds, `ci` covers
+    # entities and seeds, `sampling_ci` entities only (the seeds fixed), `seed_std` the between-seed std
+    seed_std: float | None = None
+    sampling_ci: tuple[float, float] | None = None
+
+    @model_serializer(mode="wrap")
+    def _seedless(self, handler: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
+        dumped = handler(self)
+        return {k: v for k, v in dumped.items() if k not in _SEED_FIELDS or v is not None}
 
 
 class MetricSummary(_Frozen):
@@ -63,6 +75,8 @@ def _spliced(dumped: dict[str, Any], field: str, flat: dict[str, Any]) -> dict[s
 class PerMetric(_Frozen):
     """A record with an `Estimate` per metric (see the module docstring). A subclass declares the field
     `metrics: dict[str, Estimate] = Field(default_factory=dict)` where the metrics stand in its JSON."""
+
+    HIDDEN_WHEN_NONE: ClassVar[tuple[str, ...]] = ()  # fields left out of the JSON while None (added later)
 
     if TYPE_CHECKING:
         metrics: dict[str, Estimate]
@@ -94,7 +108,8 @@ class PerMetric(_Frozen):
             return dumped
         got = dumped["metrics"]
         empty = Estimate(value=None).model_dump(mode=info.mode)
-        return _spliced(dumped, "metrics", {k: got.get(k, empty) for k in _keys(got)})
+        out = _spliced(dumped, "metrics", {k: got.get(k, empty) for k in _keys(got)})
+        return {k: v for k, v in out.items() if v is not None or k not in self.HIDDEN_WHEN_NONE}
 
     if not TYPE_CHECKING:
 

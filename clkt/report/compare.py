@@ -125,7 +125,9 @@ def _collect(
 ) -> tuple[_Units, list[str]]:
     """The units of the snapshots valid for both targets (and their ids)."""
     index = {s.id: i for i, s in enumerate(data.snapshots)}
-    job = {(j.snapshot_id, j.target, j.strategy, j.train_lang): j for j in data.jobs}
+    # one job per (snapshot, target, strategy, train language): with several training seeds, the lowest seed's
+    # (the comparison is paired on the same questions; it is made on one seed of each target)
+    job = {(j.snapshot_id, j.target, j.strategy, j.train_lang): j for j in sorted(data.jobs, key=lambda j: -j.seed)}
     pack = {(p.job_id, p.scorer): p for p in data.packs}
     both = [s for s in data.snapshots if (s.id, target_a) in data.ready and (s.id, target_b) in data.ready]
     trains = [lt for lt in languages if any((s.id, target_a, strategy, lt) in job for s in both)]

@@ -18,6 +18,7 @@ from clkt.evaluate.summary import ControlCounts, LocalityCounts
 from clkt.report.basics import MIN_CELL_N
 from clkt.report.cutoff_curve import TargetKnowledge
 from clkt.report.incontext import InContextTarget
+from clkt.report.leaderboard_data import LeaderRow
 from clkt.report.learn import LearnStat, LearnTest
 from clkt.report.locality import KeptLang, locality_lines
 from clkt.report.metric_table import HEATMAP, PAIR_METRICS, TRANSFER, PairMetric
@@ -143,6 +144,9 @@ class ReportData(BaseModel):
     # the in-context track (`clkt.report.incontext`): contextual, never pooled with the rows above; left out of
     # metrics.json when no target ran it on the snapshot
     incontext: list[InContextTarget] = Field(default_factory=list, exclude_if=lambda v: not v)
+    # the groups whose jobs ran with several training seeds, pooled over them (`clkt.report.seed_report`); left
+    # out of metrics.json when every job ran one seed
+    seeds: list[LeaderRow] = Field(default_factory=list, exclude_if=lambda v: not v)
 
     def job_learned(self, model: str, strategy: str, scorer: str, train_lang: str) -> bool | None:
         """None: no Learn test (no base or injected answers in the train language)."""

@@ -10,7 +10,9 @@ train language learned when its gain is positive with p < `LEARN_ALPHA`), Overal
 A/(A+B+C+D), Transfer = mean over the pairs whose train language was learned of A/(A+B). A row resting on
 fewer than `MIN_QUESTIONS` distinct test questions is `too_few` and never ranked. Within each strategy x
 scorer, rows are ranked by Overall, and a row only ranks below the rows whose whole interval lies above its
-own: rows the intervals cannot separate share a rank (`tied`).
+own: rows the intervals cannot separate share a rank (`tied`). A group whose jobs ran with several training seeds
+(`spec.seeds`) is pooled over them (`clkt.report.seeds.seed_row`: the mean over seeds, an interval over entities
+and seeds, the between-seed std); one seed gives the row it always did.
 """
 
 from __future__ import annotations
@@ -19,15 +21,14 @@ import os
 from collections import defaultdict
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from functools import partial
 
 import numpy as np
 
 from clkt.report.basics import BOOTSTRAP_SAMPLES, Contingency
 from clkt.report.leaderboard_data import MIN_QUESTIONS, Estimate, LeaderRow, LearnEstimate, PairCell, SnapshotColumn
-from clkt.report.learn import LEARN_ALPHA, stat_from_counts
+from clkt.report.learn import stat_from_counts
 from clkt.report.locality import pooled_kept
-from clkt.report.metric_table import HEATMAP, PAIR_METRICS, RANK_BY, PairMetric, learn_gain, learned, ratio
+from clkt.report.metric_table import HEATMAP, PAIR_METRICS, RANK_BY, learn_gain, ratio
 from clkt.report.pooled import (
     Answers,
     Draws,
@@ -38,13 +39,13 @@ from clkt.report.pooled import (
     decode,
     draw_sums,
     full_sums,
-    nanmean,
     one_blas_thread,
     percentile_ci,
     pool,
     universes,
 )
-from clkt.report.stats import mcnemar_significant
+from clkt.report.pooled_metrics import learned_trains, metric_of
+from clkt.report.seeds import by_seed, seed_row
 from storage.leaderboard import WindowData, WindowJob
 from storage.result_packs import ResultPackRecord
 
@@ -58,28 +59,6 @@ __all__ = [
 ]
 
 ROW_THREADS = min(4, os.cpu_count() or 1)  # rows built at once (same rows, same order, whatever the number)
-
-# -- the metrics over sums ---------------------------------------------------------------------------------------
-
-def metric_of(metric: PairMetric, sums: Sums, interpretable: np.ndarray) -> np.ndarray:
-    """The mean over pairs of a metric of the table, over the pairs it is defined on (and, for a metric that
-    needs its train language to have learned, the interpretable ones); (...,) for sums of (..., P)."""
-    per_pair = metric.ratio(sums.cells)
-    if metric.needs_learned:
-        per_pair = np.where(interpretable, per_pair, np.nan)
-    return nanmean(per_pair)
-
-
-def learned_trains(layout: Layout, sums: Sums) -> np.ndarray:
-    """Per train language, whether it learned (`clkt.report.metric_table.learned`: a positive gain with exact
-    McNemar p < `LEARN_ALPHA`, decided by `mcnemar_significant`, the same decision without scipy: it is taken
-    per snapshot)."""
-    out = []
-    for n, bc, ic, g, lo in sums.learn.astype(int).tolist():
-        out.append(learned(n=n, base_correct=bc, injected_correct=ic,
-                           significant=partial(mcnemar_significant, g, lo, LEARN_ALPHA)))
-    return np.asarray(out, dtype=bool)
-
 
 def _interpretable(layout: Layout, learned: np.ndarray) -> np.ndarray:
     return np.asarray([bool(learned[layout.train_index[lt]]) for lt, _ in layout.pairs], dtype=bool)
@@ -120,7 +99,7 @@ def group_answers(data: WindowData) -> dict[Group, list[Answers]]:
             continue
         excluded = data.exclusions.get((j.snapshot_id, j.target), frozenset())
         out[(j.target, j.strategy, p.scorer)].append(
-            decode(p, snapshot=index[j.snapshot_id], train_lang=j.train_lang, excluded=excluded)
+            decode(p, snapshot=index[j.snapshot_id], train_lang=j.train_lang, excluded=excluded, seed=j.seed)
         )
     return dict(sorted(out.items()))
 
@@ -236,8 +215,14 @@ def build_rows(
 
     def one(item: tuple[Group, list[Answers]]) -> LeaderRow | None:
         group, answers = item
-        pooled = pool(answers, _layout(answers, languages))
-        return _row(group, pooled, data, draws=draws, min_questions=min_questions) if len(pooled.keys) else None
+        layout = _layout(answers, languages)
+        pooled = pool(answers, layout)
+        if not len(pooled.keys):
+            return None
+        row = _row(group, pooled, data, draws=draws, min_questions=min_questions)
+        if len({a.seed for a in answers}) > 1:  # several training seeds: pooled over them (clkt.report.seeds)
+            row = seed_row(row, by_seed(answers), layout, draws=draws)
+        return row
 
     with one_blas_thread():
         if draws is not None:

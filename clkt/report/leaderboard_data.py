@@ -154,6 +154,13 @@ class LeaderRow(PerMetric):
     # "not reproduced" (not re-run yet); `agreement` over every answer re-run of its packs
     verified: str = ""
     agreement: float | None = None
+    # several training seeds (`spec.seeds`; None: one, and the row reads as it always did): the seeds, and each
+    # metric's value per seed; the metrics are then pooled over them (`clkt.report.seeds`: mean, between-seed
+    # std, an interval over entities and seeds)
+    seeds: list[int] | None = None
+    per_seed: dict[str, dict[int, float | None]] | None = None
+
+    HIDDEN_WHEN_NONE = ("seeds", "per_seed")
 
 
 class WindowInfo(_Frozen):

@@ -13,6 +13,7 @@ from clkt.report.incontext import incontext_lines
 from clkt.report.locality import KEPT_HEADER, LOCALITY_INTRO, kept_row
 from clkt.report.metric_table import PAIR_METRICS
 from clkt.report.metrics import BASE_FLAG_MEANS
+from clkt.report.seed_report import SEED_HEADER, seed_lines
 from clkt.report.stats import wilson_ci
 
 __all__ = ["markdown"]
@@ -51,6 +52,7 @@ def markdown(data: ReportData, figures: list[Path]) -> str:
         lines += [_md_row(header), "|" + "---|" * len(header)]
         lines += [_md_row(r) for r in rows]
         lines.append("")
+    lines += _seeds(data)
     if data.control:
         lines += _control(data)
     if data.locality:
@@ -152,5 +154,20 @@ def _knowledge(data: ReportData) -> list[str]:
                   else f"above (p={m.p_value:.2g})" if m.above_floor else "at floor")
             lines.append(_md_row([k.target, m.month, str(m.asked), str(m.known), f"{pct1(m.rate)}{ci_text(m.ci)}",
                                   "inside" if m.in_window else "before", vs]))
+    lines.append("")
+    return lines
+
+
+def _seeds(data: ReportData) -> list[str]:
+    """*Training seeds*: the groups whose jobs ran with several seeds, pooled over them (none: no section)."""
+    if not data.seeds:
+        return []
+    lines = ["## Training seeds", "",
+             "Every seed's jobs pooled as the leaderboard pools them: per metric the mean over seeds [95% CI from a "
+             "bootstrap over entities and seeds] ± the between-seed sd (entities only: the interval with the seeds "
+             "fixed), and each seed's value. Learn's test is run per seed: a train language counts as learned where "
+             "it learned in every seed, and Transfer in each seed keeps the pairs whose train language learned in "
+             "that seed.", "", _md_row(SEED_HEADER), "|" + "---|" * len(SEED_HEADER)]
+    lines += [_md_row(r) for r in seed_lines(data.seeds)]
     lines.append("")
     return lines

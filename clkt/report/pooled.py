@@ -69,9 +69,12 @@ class Answers:
     qids: np.ndarray
     ents: np.ndarray
     flags: np.ndarray  # uint64 per question
+    seed: int = 0  # the job's training seed (`spec.seeds`; `clkt.report.seeds` pools over them)
 
 
-def decode(pack: ResultPackRecord, *, snapshot: int, train_lang: str, excluded: frozenset[int] = frozenset()) -> Answers:
+def decode(
+    pack: ResultPackRecord, *, snapshot: int, train_lang: str, excluded: frozenset[int] = frozenset(), seed: int = 0,
+) -> Answers:
     qids = np.frombuffer(pack.question_ids, dtype="<i8").astype(np.int64)
     ents = np.frombuffer(pack.entity_ids, dtype="<i8").astype(np.int64)
     flags = np.frombuffer(pack.flags, dtype="<u8").astype(np.uint64)
@@ -80,7 +83,7 @@ def decode(pack: ResultPackRecord, *, snapshot: int, train_lang: str, excluded: 
         # a few exclusions (the usual case): one comparison each beats np.isin's hashing
         keep = ~(ents[:, None] == ex[None, :]).any(axis=1) if len(ex) <= 32 else ~np.isin(ents, ex)
         qids, ents, flags = qids[keep], ents[keep], flags[keep]
-    return Answers(snapshot=snapshot, train_lang=train_lang, langs=pack.langs, qids=qids, ents=ents, flags=flags)
+    return Answers(snapshot=snapshot, train_lang=train_lang, langs=pack.langs, qids=qids, ents=ents, flags=flags, seed=seed)
 
 
 def bit(flags: np.ndarray, field_start: int, position: int) -> np.ndarray:

@@ -1,6 +1,6 @@
-"""Scores over training seeds (issue 35, item 1: the statistics; the jobs' seed identity is not wired yet): the
-runs of one (target, strategy, scorer) with several injection seeds, each pooled as the leaderboard pools a
-job's answers (`clkt.report.pooled`), give per metric of the table
+"""Scores over training seeds (`spec.seeds`, issue 35 item 1): the runs of one (target, strategy, scorer) with
+several injection seeds, each pooled as the leaderboard pools a job's answers (`clkt.report.pooled`), give per
+metric of the table
 
 - each seed's value (`metric_of` over that seed's sums, Transfer over the pairs whose train language learned in
   that seed),
@@ -11,6 +11,15 @@ job's answers (`clkt.report.pooled`), give per metric of the table
   seeds answer the same questions) and the seeds are resampled with replacement among themselves (a two-level
   bootstrap), so the run-to-run variance of the injection is inside it. With one seed it is the sampling
   interval, which is the leaderboard's own interval of that job.
+
+`seed_row` turns a leaderboard row built on every seed's answers into the row pooled over seeds: each metric of
+the table is the mean over seeds with the total interval (`ci`), the sampling one (`sampling_ci`) and the
+between-seed std (`seed_std`). Learn's test is run per seed (exact McNemar on that seed's paired answers, never on
+the answers of several seeds together, which would count each question once per seed): a train language learned
+when it learned in every seed, the row's p-value the largest of the seeds'; its injected accuracy and gain are
+those of every seed's answers together (the mean over seeds when they answer the same questions), with their
+between-seed std. Transfer is computed per seed over the pairs whose train language learned in that seed, then
+averaged. The per-pair and per-snapshot cells pool every seed's answers (their n counts each seed's answer).
 """
 
 from __future__ import annotations
@@ -21,11 +30,13 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from clkt.report.leaderboard import learned_trains, metric_of
+from clkt.report.leaderboard_data import LeaderRow
+from clkt.report.learn import stat_from_counts
 from clkt.report.metric_table import PAIR_METRICS
 from clkt.report.pooled import Answers, Draws, Layout, boot_matrix, draw_sums, full_sums, nanmean, percentile_ci, pool
+from clkt.report.pooled_metrics import learned_trains, metric_of
 
-__all__ = ["SeedMetric", "SeedSummary", "over_seeds"]
+__all__ = ["SeedMetric", "SeedSummary", "by_seed", "over_seeds", "seed_row"]
 
 
 class SeedMetric(BaseModel):
@@ -82,3 +93,45 @@ def over_seeds(
             mean=float(ok.mean()) if len(ok) else None, between_seed_std=std, sampling_ci=sampling, total_ci=total,
         )
     return SeedSummary(seeds=seeds, metrics=out)
+
+
+def by_seed(answers: Sequence[Answers]) -> dict[int, list[Answers]]:
+    """A group's answers by the training seed of their job."""
+    out: dict[int, list[Answers]] = {}
+    for a in answers:
+        out.setdefault(a.seed, []).append(a)
+    return dict(sorted(out.items()))
+
+
+def _std(values: Sequence[float]) -> float | None:
+    return float(np.std(values, ddof=1)) if len(values) >= 2 else None
+
+
+def seed_row(row: LeaderRow, seeds: Mapping[int, Sequence[Answers]], layout: Layout, *, draws: Draws | None) -> LeaderRow:
+    """`row` (built on every seed's answers together) pooled over its seeds (see the module docstring)."""
+    summary = over_seeds(seeds, layout, draws=draws, seed=draws.seed if draws is not None else 0)
+    metrics = dict(row.metrics)
+    for key, sm in summary.metrics.items():
+        est = row.metric(key)
+        metrics[key] = est.model_copy(update={"value": sm.mean, "ci": sm.total_ci, "sampling_ci": sm.sampling_ci,
+                                              "seed_std": sm.between_seed_std})
+    learned_all = np.ones(len(layout.trains), dtype=bool)
+    stats = []
+    for s in summary.seeds:
+        sums = full_sums(layout, pool(seeds[s], layout).counts.sum(axis=0))
+        learned_all &= learned_trains(layout, sums)
+        n, bc, ic, g, lo = (int(v) for v in sums.learn.sum(axis=-2))
+        if n:
+            stats.append(stat_from_counts(n=n, base_correct=bc, injected_correct=ic, gained=g, lost=lo))
+    lr = row.learn
+    learn = lr.model_copy(update={
+        "p_value": max((st.p_value for st in stats), default=lr.p_value),
+        "learned": len(stats) == len(summary.seeds) and all(st.learned for st in stats),
+        "injected": lr.injected.model_copy(update={"seed_std": _std([x for st in stats if (x := st.injected_accuracy) is not None])}),
+        "gain": lr.gain.model_copy(update={"seed_std": _std([x for st in stats if (x := st.gain) is not None])}),
+    })
+    return row.model_copy(update={
+        "metrics": metrics, "learn": learn, "seeds": summary.seeds,
+        "learned_langs": [t for t, ok in zip(layout.trains, learned_all.tolist(), strict=True) if ok],
+        "per_seed": {k: m.per_seed for k, m in summary.metrics.items()},
+    })

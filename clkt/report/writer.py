@@ -77,6 +77,7 @@ from clkt.report.metrics import (
     parse_failure_rates,
     summarize,
 )
+from clkt.report.seed_report import primary_seed, seed_rows
 from clkt.snapshots.ids import stable_qid
 from storage.gpu_jobs import jobs_for_snapshot, results_for_snapshot
 from storage.incontext import incontext_answers
@@ -132,8 +133,8 @@ async def load_report_data(
         snap = await find_snapshot(s, snapshot_id)
         if snap is None:
             raise UserError(f"no snapshot {snapshot_id!r} in the store")
-        jobs = await jobs_for_snapshot(s, snapshot_id)
-        rows = await results_for_snapshot(s, snapshot_id)
+        all_jobs = await jobs_for_snapshot(s, snapshot_id)
+        jobs, rows, seed_note = primary_seed(all_jobs, await results_for_snapshot(s, snapshot_id))
         manifest = dict(snap.manifest or {})
         validity = await snapshot_targets(s, snapshot_id=snapshot_id)
         verdicts = await known_by_month(s, targets=sorted({j.target_model for j in jobs})) if jobs else []
@@ -169,6 +170,9 @@ async def load_report_data(
         outcomes = [o for o in outcomes if o.qid not in exclude_qids]
     data = await asyncio.to_thread(build_report, snapshot_id, langs, infos, outcomes, seed)
     data.notes.extend(unreadable)
+    if seed_note:  # several training seeds: the tables are the lowest seed's, the seeds pooled in their own section
+        data.notes.append(seed_note)
+        data = data.model_copy(update={"seeds": await seed_rows(store, snap, all_jobs, langs, seed=seed)})
     if left_out:
         data.notes.append(f"{len(left_out)} retracted question(s) are left out of every figure (see ERRATA.md)")
     if verdicts:

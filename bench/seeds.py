@@ -1,0 +1,182 @@
+"""Bench: training seeds (`spec.seeds`, issue 35 item 1) on the demo snapshot with the embedded target.
+
+Takes the folder of a finished `clkt demo` (`--from DIR`, else runs one in a temporary folder), copies it (the
+converted models linked, not copied), removes the copy's `cpt-lora` jobs of the snapshot, their folders and the
+shared base answers, then enqueues the job (`cpt-lora`, train language `--train`, default en) once per seed and
+runs each with `clkt worker --burst` on the demo's settings, timing each. The first seed computes the base
+model's answers; the others read them from the shared cache. Then, from the store, as the leaderboard reads it
+over the window of that one snapshot: Learn (injected accuracy, gain, McNemar p, learned) and Overall/Transfer per
+seed (each seed alone: its own row and interval), the row pooled over the seeds (`clkt.report.seeds`: mean,
+between-seed std, the interval over entities alone and over entities and seeds).
+
+Goals: the seeds' total wall time at most 3.3x the first seed's (`wall_ratio`: the base pass is computed once and
+shared); for Overall and Transfer, the pooled interval (entities and seeds) at least as wide as the widest
+single-seed interval (`<metric>_pooled_ci_width` >= `<metric>_widest_single_ci_width`). Ends with one JSON line;
+on 2 CPU cores a demo job takes a few minutes, so three seeds about 10-15 minutes after the demo.
+
+    .venv/bin/python bench/seeds.py [--from DIR] [--seeds 3] [--train en] [--timeout-min 40]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import delete
+from sqlmodel import col
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from bench.demo import run_demo  # noqa: E402
+from clkt.config import load_settings  # noqa: E402
+from clkt.layout import MODELS_DIR, base_cache_dir, job_dir  # noqa: E402
+from clkt.report.leaderboard import build_rows  # noqa: E402
+from clkt.report.leaderboard_data import Estimate, LeaderboardQuery, LeaderRow  # noqa: E402
+from clkt.report.window import resolve_window  # noqa: E402
+from storage.engine import Store  # noqa: E402
+from storage.gpu_jobs import enqueue_gpu_jobs, jobs_for_snapshot  # noqa: E402
+from storage.leaderboard import window_snapshots  # noqa: E402
+from storage.models import GpuJob  # noqa: E402
+
+STRATEGY = "cpt-lora"
+WALL_RATIO_GOAL = 3.3
+METRICS = ("overall", "transfer")
+
+
+def _copy_demo(src: Path, dst: Path) -> Path:
+    """The demo folder copied to `dst` with its converted models linked (read-only for the jobs)."""
+    data = src / "clkt-data"
+    if not (data / "clkt.db").is_file():
+        raise SystemExit(f"{src} holds no finished demo (no clkt-data/clkt.db)")
+    shutil.copytree(src, dst, ignore=lambda d, names: [MODELS_DIR] if Path(d) == data else [], symlinks=True)
+    (dst / "clkt-data" / MODELS_DIR).symlink_to((data / MODELS_DIR).resolve(), target_is_directory=True)
+    return dst
+
+
+def _config(work: Path, seeds: list[int]) -> Path:
+    cfg = work / "seeds.toml"
+    cfg.write_text(f'offline_demo = true\ndata_dir = "{work / "clkt-data"}"\n[spec]\nseeds = {seeds}\n', encoding="utf-8")
+    return cfg
+
+
+async def _reset(cfg: Path) -> tuple[str, str]:
+    """Remove the copy's `cpt-lora` jobs of its snapshot (rows, folders, base answers); (snapshot id, target)."""
+    settings = load_settings(cfg, environ={})
+    async with Store(url=settings.resolved_store_url) as store:
+        async with store.session() as s:
+            snaps = await window_snapshots(s, settings.spec.name)
+            if not snaps:
+                raise SystemExit("the demo store has no frozen snapshot")
+            sid = snaps[-1].id
+            jobs = [j for j in await jobs_for_snapshot(s, sid) if j.strategy == STRATEGY]
+        async with store.transaction() as s:
+            await s.execute(delete(GpuJob).where(col(GpuJob.snapshot_id) == sid, col(GpuJob.strategy) == STRATEGY))
+    for j in jobs:  # an id may be given again: its old folder would be resumed from
+        shutil.rmtree(job_dir(settings.data_dir, j.id), ignore_errors=True)
+    shutil.rmtree(base_cache_dir(settings.data_dir, sid), ignore_errors=True)
+    return sid, settings.spec.targets[0].name
+
+
+async def _enqueue(cfg: Path, sid: str, target: str, train: str, seed: int) -> None:
+    settings = load_settings(cfg, environ={})
+    async with Store(url=settings.resolved_store_url) as store, store.transaction() as s:
+        await enqueue_gpu_jobs(s, snapshot_id=sid, targets=[target], strategies=[STRATEGY], train_langs=[train],
+                               max_attempts=1, seeds=[seed])
+
+
+def _worker(work: Path, cfg: Path, timeout_s: float) -> float:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
+    t0 = time.perf_counter()
+    with (work / "worker.log").open("ab") as log:
+        proc = subprocess.run([sys.executable, "-m", "clkt.cli", "worker", "--burst", "--config", str(cfg)], cwd=work,
+                              env=env, stdout=log, stderr=log, timeout=timeout_s, check=False)
+    if proc.returncode != 0:
+        raise SystemExit(f"clkt worker exited {proc.returncode}; see {work / 'worker.log'}")
+    return time.perf_counter() - t0
+
+
+def _width(e: Estimate) -> float | None:
+    return None if e.ci is None else e.ci[1] - e.ci[0]
+
+
+def _seed_figures(row: LeaderRow) -> dict[str, Any]:
+    lr = row.learn
+    out: dict[str, Any] = {"learn_injected": lr.injected.value, "learn_base": lr.base, "learn_gain": lr.gain.value,
+                           "learn_p": lr.p_value, "learned": lr.learned}
+    for m in METRICS:
+        e = row.metric(m)
+        out[m] = e.value
+        out[f"{m}_ci"] = e.ci
+    return out
+
+
+async def _measure(cfg: Path, seeds: list[int]) -> dict[str, Any]:
+    """Per seed its own row, and the row pooled over the seeds (the leaderboard over the snapshot)."""
+    settings = load_settings(cfg, environ={})
+    q = LeaderboardQuery(spec=settings.spec.name, strategy=STRATEGY, languages=tuple(settings.spec.languages), min_questions=0)
+    async with Store(url=settings.resolved_store_url) as store:
+        w = await resolve_window(store, q)
+    langs = list(settings.spec.languages)
+    pooled = next(r for r in build_rows(w.data, langs, min_questions=0) if r.seeds)
+    single = {}
+    for s in seeds:
+        data = dataclasses.replace(w.data, jobs=tuple(j for j in w.data.jobs if j.seed == s))
+        single[s] = next(r for r in build_rows(data, langs, min_questions=0) if r.scorer == pooled.scorer)
+    out: dict[str, Any] = {"scorer": pooled.scorer, "per_seed": {str(s): _seed_figures(r) for s, r in single.items()}}
+    for m in METRICS:
+        e = pooled.metric(m)
+        widths = [x for r in single.values() if (x := _width(r.metric(m))) is not None]
+        out |= {f"{m}_mean": e.value, f"{m}_between_seed_std": e.seed_std, f"{m}_pooled_ci": e.ci,
+                f"{m}_sampling_ci": e.sampling_ci, f"{m}_pooled_ci_width": _width(e),
+                f"{m}_widest_single_ci_width": max(widths) if widths else None}
+    out["learned_in_every_seed"] = pooled.learn.learned
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--from", dest="from_dir", type=Path, help="a finished `clkt demo` folder (else one is run)")
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--train", default="en")
+    ap.add_argument("--timeout-min", type=float, default=40.0)
+    a = ap.parse_args()
+    figures: dict[str, Any] = {}
+    src = a.from_dir
+    if src is None:
+        src = Path(tempfile.mkdtemp(prefix="clkt-seeds-demo-"))
+        wall, _ = run_demo(src, a.timeout_min)
+        figures["demo_wall_s"] = round(wall, 1)
+    work = _copy_demo(src.resolve(), Path(tempfile.mkdtemp(prefix="clkt-seeds-bench-")) / "demo")
+    seeds = list(range(a.seeds))
+    cfg = _config(work, seeds)
+    sid, target = asyncio.run(_reset(cfg))
+    walls = []
+    for s in seeds:
+        asyncio.run(_enqueue(cfg, sid, target, a.train, s))
+        walls.append(_worker(work, cfg, a.timeout_min * 60))
+    figures |= {"snapshot": sid, "target": target, "train": a.train, "seeds": seeds,
+                "seed_wall_s": [round(x, 1) for x in walls], "wall_ratio": round(sum(walls) / walls[0], 3)}
+    figures |= asyncio.run(_measure(cfg, seeds))
+    goals = {"wall_ratio": f"<= {WALL_RATIO_GOAL}",
+             **{f"{m}_pooled_ci_width": f">= {m}_widest_single_ci_width" for m in METRICS}}
+    met = figures["wall_ratio"] <= WALL_RATIO_GOAL
+    for m in METRICS:
+        p, w = figures[f"{m}_pooled_ci_width"], figures[f"{m}_widest_single_ci_width"]
+        met = met and p is not None and w is not None and p >= w
+    print(json.dumps({"bench": "seeds", "figures": figures, "goals": goals, "met": met}))
+
+
+if __name__ == "__main__":
+    main()
