@@ -125,7 +125,8 @@ def _seed_figures(row: LeaderRow) -> dict[str, Any]:
 async def _measure(cfg: Path, seeds: list[int]) -> dict[str, Any]:
     """Per seed its own row, and the row pooled over the seeds (the leaderboard over the snapshot)."""
     settings = load_settings(cfg, environ={})
-    q = LeaderboardQuery(spec=settings.spec.name, strategy=STRATEGY, languages=tuple(settings.spec.languages), min_questions=0)
+    q = LeaderboardQuery(spec=settings.spec.name, cadence=settings.snapshot.cadence, strategy=STRATEGY,
+                         languages=tuple(settings.spec.languages), min_questions=0)
     async with Store(url=settings.resolved_store_url) as store:
         w = await resolve_window(store, q)
     langs = list(settings.spec.languages)
