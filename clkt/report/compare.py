@@ -24,10 +24,10 @@ import numpy as np
 
 from clkt.report.leaderboard_data import MIN_QUESTIONS, CompareLine, Comparison, Estimate, LeaderRow
 from clkt.report.metric_table import PAIR_METRICS, PairMetric, cell_indicator, ratio
-from clkt.report.pooled import Draws, bit, decode, nanmean, percentile_ci
+from clkt.report.pooled import Answers, Draws, bit, decode, nanmean, percentile_ci
 from clkt.report.stats import mcnemar_exact
-from storage.leaderboard import WindowData
-from storage.result_packs import INJECTED_ANSWERED, INJECTED_CORRECT
+from storage.leaderboard import WindowData, WindowJob
+from storage.result_packs import INJECTED_ANSWERED, INJECTED_CORRECT, ResultPackRecord
 
 __all__ = ["compare_targets"]
 
@@ -125,9 +125,7 @@ def _collect(
 ) -> tuple[_Units, list[str]]:
     """The units of the snapshots valid for both targets (and their ids)."""
     index = {s.id: i for i, s in enumerate(data.snapshots)}
-    # one job per (snapshot, target, strategy, train language): with several training seeds, the lowest seed's
-    # (the comparison is paired on the same questions; it is made on one seed of each target)
-    job = {(j.snapshot_id, j.target, j.strategy, j.train_lang): j for j in sorted(data.jobs, key=lambda j: -j.seed)}
+    job = lowest_seed_jobs(data)
     pack = {(p.job_id, p.scorer): p for p in data.packs}
     both = [s for s in data.snapshots if (s.id, target_a) in data.ready and (s.id, target_b) in data.ready]
     trains = [lt for lt in languages if any((s.id, target_a, strategy, lt) in job for s in both)]
@@ -143,16 +141,32 @@ def _collect(
             pb = pack.get((jb.id, scorer_b)) if jb else None
             if pa is None or pb is None or lt not in pa.langs or lt not in pb.langs:
                 continue
-            da = decode(pa, snapshot=index[s.id], train_lang=lt, excluded=excluded)
-            db = decode(pb, snapshot=index[s.id], train_lang=lt, excluded=excluded)
-            _, ia, ib = np.intersect1d(da.qids, db.qids, assume_unique=True, return_indices=True)
-            if not len(ia):
-                continue
-            u.used.add(s.id)
-            keys = (np.int64(index[s.id]) << _SHIFT) | da.ents[ia]
-            answered = _one_train(u, keys, da.flags[ia], db.flags[ib], da.langs, db.langs, lt, languages, pix)
-            u.questions.append((np.int64(index[s.id]) << _SHIFT) | da.qids[ia][answered])
+            pair_packs(u, pa, pb, snapshot=s.id, at=index[s.id], train_lang=lt, excluded=excluded, languages=languages, pix=pix)
     return u, [s.id for s in both]
+
+
+def lowest_seed_jobs(data: WindowData) -> dict[tuple[str, str, str, str], WindowJob]:
+    """One job per (snapshot, target, strategy, train language): with several training seeds, the lowest seed's
+    (a paired comparison is made on the same questions, on one seed of each side)."""
+    return {(j.snapshot_id, j.target, j.strategy, j.train_lang): j for j in sorted(data.jobs, key=lambda j: -j.seed)}
+
+
+def pair_packs(
+    u: _Units, pa: ResultPackRecord, pb: ResultPackRecord, *, snapshot: str, at: int, train_lang: str, excluded: frozenset[int],
+    languages: Sequence[str], pix: dict[tuple[str, str], int],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, Answers, Answers] | None:
+    """Two result packs of one snapshot (`at`: its index in the window) and train language paired on the
+    questions both answered, added to `u`; (keys, the rows of each, both decoded), None when they share none."""
+    da = decode(pa, snapshot=at, train_lang=train_lang, excluded=excluded)
+    db = decode(pb, snapshot=at, train_lang=train_lang, excluded=excluded)
+    _, ia, ib = np.intersect1d(da.qids, db.qids, assume_unique=True, return_indices=True)
+    if not len(ia):
+        return None
+    u.used.add(snapshot)
+    keys = (np.int64(at) << _SHIFT) | da.ents[ia]
+    answered = _one_train(u, keys, da.flags[ia], db.flags[ib], da.langs, db.langs, train_lang, languages, pix)
+    u.questions.append((np.int64(at) << _SHIFT) | da.qids[ia][answered])
+    return keys, ia, ib, da, db
 
 
 def _metric_line(

@@ -24,7 +24,7 @@ from collections.abc import Collection, Sequence
 
 import numpy as np
 
-from clkt.report.compare import _learn_line, _metric_line, _one_train, _Units
+from clkt.report.compare import _learn_line, _metric_line, _Units, lowest_seed_jobs, pair_packs
 from clkt.report.leaderboard_data import (
     MIN_QUESTIONS,
     CompareLine,
@@ -38,7 +38,7 @@ from clkt.report.leaderboard_data import (
 )
 from clkt.report.learn import stat_from_counts
 from clkt.report.metric_table import PAIR_METRICS, ratio
-from clkt.report.pooled import Draws, bit, decode, percentile_ci
+from clkt.report.pooled import Draws, bit, percentile_ci
 from storage.leaderboard import WindowData
 from storage.result_packs import BASE_ANSWERED, BASE_CORRECT, INJECTED_ANSWERED, INJECTED_CORRECT
 
@@ -148,7 +148,7 @@ def _collect(
     """The units of the target's valid snapshots where both strategies answered the same questions."""
     sa, sb = strategies
     index = {s.id: i for i, s in enumerate(data.snapshots)}
-    job = {(j.snapshot_id, j.strategy, j.train_lang): j for j in data.jobs if j.target == target}
+    job = {(s_, st, lt): j for (s_, t, st, lt), j in lowest_seed_jobs(data).items() if t == target}
     pack = {(p.job_id, p.scorer): p for p in data.packs}
     valid = [s for s in data.snapshots if (s.id, target) in data.ready]
     trains = [lt for lt in languages if any((s.id, sa, lt) in job and (s.id, sb, lt) in job for s in valid)]
@@ -165,16 +165,11 @@ def _collect(
             pb = pack.get((jb.id, scorer)) if jb else None
             if pa is None or pb is None or lt not in pa.langs or lt not in pb.langs:
                 continue
-            da = decode(pa, snapshot=index[s.id], train_lang=lt, excluded=excluded)
-            db = decode(pb, snapshot=index[s.id], train_lang=lt, excluded=excluded)
-            _, ia, ib = np.intersect1d(da.qids, db.qids, assume_unique=True, return_indices=True)
-            if not len(ia):
-                continue
-            u.used.add(s.id)
-            keys = (np.int64(index[s.id]) << _SHIFT) | da.ents[ia]
-            answered = _one_train(u, keys, da.flags[ia], db.flags[ib], da.langs, db.langs, lt, languages, pix)
-            base.add(keys, da.flags[ia], db.flags[ib], da.langs.index(lt), db.langs.index(lt))
-            u.questions.append((np.int64(index[s.id]) << _SHIFT) | da.qids[ia][answered])
+            paired = pair_packs(u, pa, pb, snapshot=s.id, at=index[s.id], train_lang=lt, excluded=excluded,
+                                languages=languages, pix=pix)
+            if paired is not None:
+                keys, ia, ib, da, db = paired
+                base.add(keys, da.flags[ia], db.flags[ib], da.langs.index(lt), db.langs.index(lt))
     return u, base
 
 
