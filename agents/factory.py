@@ -30,7 +30,7 @@ from agents.limits import ProviderLimiter, RateLimitedModel
 from clkt.config import AgentSettings, ProviderSettings, SecretLookup
 from clkt.errors import ConfigError
 
-__all__ = ["ROLES", "ModelFactory", "ResolvedModel", "check_llm_config", "resolve_model"]
+__all__ = ["ROLES", "ModelFactory", "ResolvedModel", "check_batch_provider", "check_llm_config", "resolve_model"]
 
 ROLES: dict[str, str] = {  # agent role -> the AgentSettings field naming its model
     "judge": "judge_model",
@@ -104,6 +104,15 @@ def check_llm_config(agents: AgentSettings, *, secret: SecretLookup) -> dict[str
 
 
 _BATCH_PROVIDERS: tuple[ProviderKind, ...] = ("openai", "anthropic")
+
+
+def check_batch_provider(r: ResolvedModel, *, key: str) -> None:
+    """A `ConfigError` unless `r`'s provider has a batch API (OpenAI, Anthropic), for a call in batch mode."""
+    if r.provider not in _BATCH_PROVIDERS:
+        raise ConfigError(
+            key, f"{r.model!r}: provider {r.provider!r} has no batch API; batch mode needs an "
+            f"{' or '.join(_BATCH_PROVIDERS)} model (or set agents.stage_modes.incontext = 'online')",
+        )
 
 
 def _batch_model(r: ResolvedModel) -> tuple[Model, ProviderKind]:
@@ -218,10 +227,14 @@ class ModelFactory:
             raw, model=model, provider=r.provider, stage=role, prompt_version=prompt_version, paced_at_wire=True
         )
 
-    def for_model(self, model: str, *, key: str, stage: str, prompt_version: str) -> CachedModel:
-        """Limits + cache around any model string the roles accept (an API target's: `clkt.targets.api`), online;
-        `key` names the setting for errors, `stage` labels its call records."""
+    def for_model(self, model: str, *, key: str, stage: str, prompt_version: str, batch: bool = False) -> CachedModel:
+        """Limits + cache around any model string the roles accept (an API target's: `clkt.targets.api`), online,
+        or with `batch` through the provider's batch API (`BatchedModel`, as a batched role); `key` names the
+        setting for errors, `stage` labels its call records."""
         r = resolve_model(self.agents, model, key=key, secret=self.secret)
+        if batch:
+            check_batch_provider(r, key=key)
+            return self._batched(r, role=stage, prompt_version=prompt_version)
         raw = _provider_model(r, self.limiter(r.provider, r.settings), clients=self.clients)
         return self.wrap(
             raw, model=model, provider=r.provider, stage=stage, prompt_version=prompt_version, paced_at_wire=True

@@ -12,8 +12,9 @@ from clkt.facts import Domain
 __all__ = ["AgentMode", "AgentRole", "AgentSettings", "BatchSettings", "PriceSettings", "ProviderSettings"]
 
 AgentMode = Literal["online", "batch"]
-# the agent roles of the pipeline (`clkt.pipeline.flow` says which stage uses which)
-AgentRole = Literal["judge", "generate", "verify", "translate"]
+# the agent roles of the pipeline (`clkt.pipeline.flow` says which stage uses which), and "incontext": the
+# in-context track's calls to API targets (`clkt.incontext`), whose mode `stage_modes` may set apart
+AgentRole = Literal["judge", "generate", "verify", "translate", "incontext"]
 
 
 class ProviderSettings(Section):
@@ -84,6 +85,11 @@ class AgentSettings(Section):
             if r == role:
                 return mode
         return self.mode
+
+    def incontext_batched(self) -> bool:
+        """Whether the in-context track's API calls go through provider batches (any backend: the track asks the
+        API targets, not the agent roles)."""
+        return self.mode_of("incontext") == "batch"
 
     def batched(self, role: str | None) -> bool:
         """Whether `role`'s LLM calls go through provider batches (never for the template engine or no role)."""

@@ -79,9 +79,10 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _simulated_clock_without_batches(self) -> Settings:
         # a provider batch found again after a restart is matched by the provider's (real) timestamps
-        if self.daemon.clock_start is not None and any(
+        api_batches = self.agents.incontext_batched() and any(t.backend == "api" for t in self.spec.targets)
+        if self.daemon.clock_start is not None and (api_batches or any(
             self.agents.batched(role) for role in ("judge", "generate", "verify", "translate")
-        ):
+        )):
             raise ValueError(
                 "daemon.clock_start (a simulated calendar) cannot run provider batches (agents.mode / stage_modes "
                 "'batch'): their timestamps are the provider's real ones"

@@ -47,16 +47,19 @@ class Asker(Protocol):
 
 class ApiAsker:
     """An API target (`backend = "api"`), one call per prompt through its limiter, the LLM cache and the budget,
-    at most `concurrency` at once. A failed call is returned as its exception (the others are kept)."""
+    at most `concurrency` at once. A failed call is returned as its exception (the others are kept). With `batch`
+    (`[agents] mode` or `stage_modes.incontext` = "batch") each call goes through the provider's batch API at its
+    batch price: a call not yet answered is returned as `agents.batch.BatchPending` (queued, or waiting in a batch)."""
 
     def __init__(
         self, *, api: ApiTargets, target: TargetSettings, max_new_tokens: int, parse: ParseMode = "strict",
-        concurrency: int = 8,
+        concurrency: int = 8, batch: bool = False,
     ) -> None:
         self.api = api
         self.target = target
         self.max_new_tokens = max_new_tokens
         self.parse = parse
+        self.batch = batch
         self._sem = asyncio.Semaphore(concurrency)
 
     @property
@@ -72,7 +75,8 @@ class ApiAsker:
 
     async def _one(self, prompt: str) -> Reply:
         async with self._sem:
-            a = await self.api.ask(self.target, prompt, max_tokens=self.max_new_tokens, stage="incontext")
+            a = await self.api.ask(self.target, prompt, max_tokens=self.max_new_tokens, stage="incontext",
+                                   batch=self.batch)
         return Reply(text=a.text, letter=parse_letter(a.text, self.parse), input_tokens=a.input_tokens,
                      output_tokens=a.output_tokens, cost_usd=a.cost_usd)
 

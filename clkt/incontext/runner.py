@@ -60,8 +60,12 @@ def _local_asker(target: TargetSettings, *, gpu: GpuSettings, data_dir: Path) ->
 async def run_incontext(
     *, store: Store, snapshot_id: str, spec: SpecSettings, agents: AgentSettings, gpu: GpuSettings, data_dir: Path,
     secret: SecretLookup, targets: Sequence[str] | None = None, api: ApiTargets | None = None,
+    wait_batches: bool = True,
 ) -> list[TrackRun]:
-    """The track of every target of the spec (or those named) on the snapshot; one `TrackRun` per target."""
+    """The track of every target of the spec (or those named) on the snapshot; one `TrackRun` per target. In batch
+    mode (`AgentSettings.incontext_batched`) an API target's calls are queued into provider batches at the batch
+    price; with `wait_batches` the run waits for them (polling every `[agents.batch] poll_interval_s`), else a
+    track with calls pending ends with `counts.pending` > 0 and a later run reads their answers."""
     chosen = [t for t in spec.targets if targets is None or t.name in targets]
     unknown = sorted(set(targets or ()) - {t.name for t in spec.targets})
     if unknown:
@@ -69,16 +73,22 @@ async def run_incontext(
     check_api_targets(chosen, agents, secret=secret)  # before anything runs
     snapshot = await load_frozen_snapshot(store, snapshot_id)
     contexts = [x for x in spec.train_langs if x in snapshot.languages]
+    batch = agents.incontext_batched()
     if api is None and any(is_api_target(t) for t in chosen):
         from storage.llm_cache import SqlCallCache
 
-        api = ApiTargets.build(agents=agents, secret=secret, cache=SqlCallCache(store))
+        batch_store = None
+        if batch:
+            from storage.llm_batches import SqlBatchStore
+
+            batch_store = SqlBatchStore(store)
+        api = ApiTargets.build(agents=agents, secret=secret, cache=SqlCallCache(store), batch_store=batch_store)
     out: list[TrackRun] = []
     for t in chosen:
         if is_api_target(t):
             assert api is not None
             asker: Asker = ApiAsker(api=api, target=t, max_new_tokens=gpu.max_new_tokens, parse=gpu.parse,
-                                    concurrency=agents.concurrency)
+                                    concurrency=agents.concurrency, batch=batch)
         else:
             import asyncio
 
@@ -86,7 +96,27 @@ async def run_incontext(
         track = InContextTrack(store=store, snapshot=snapshot, target=t.name, asker=asker, context_langs=contexts,
                                max_new_tokens=gpu.max_new_tokens)
         try:
-            out.append(TrackRun(target=t.name, counts=await track.run()))
+            counts = await _run_track(track, api if batch and is_api_target(t) else None,
+                                      poll_s=agents.batch.poll_interval_s, wait=wait_batches)
+            out.append(TrackRun(target=t.name, counts=counts))
         except TrackStopped as e:
             out.append(TrackRun(target=t.name, counts=e.counts, error=str(e)))
     return out
+
+
+async def _run_track(track: InContextTrack, api: ApiTargets | None, *, poll_s: float, wait: bool) -> TrackCounts:
+    """The track's run; in batch mode (`api` given) with `wait`, run again after each round of the batches (the
+    dispatcher ticked when `api` owns it, else the daemon's `llm-batches` service does) until none is pending.
+    The counts add up the rounds (`already`: before the first)."""
+    import asyncio
+
+    total = await track.run()
+    while api is not None and wait and total.pending:
+        await api.tick_batches()
+        await asyncio.sleep(poll_s)
+        again = await track.run()
+        total.asked += again.asked
+        total.truncated += again.truncated
+        total.unparsed += again.unparsed
+        total.pending = again.pending
+    return total

@@ -3,7 +3,10 @@
 Runs only when the spec has an API target (`backend = "api"`): those have no GPU jobs, and this is how they are
 measured. Local targets take the track with `clkt incontext SNAPSHOT` (it loads the model in that process, away
 from the GPU queue's). Each (snapshot, target) runs until its track is complete; a provider failing mid-track is
-retried after a backoff, and the track resumes where its stored answers stop (the calls are cached). Once every
+retried after a backoff, and the track resumes where its stored answers stop (the calls are cached). In batch mode
+(`[agents] mode` or `stage_modes.incontext` = "batch") a round queues the calls into provider batches and the next
+rounds (every `poll_interval_s`) read the answers in; the batches are ticked here when this service built its own
+dispatcher, else by the daemon's `llm-batches` service. Once every
 API target's track of a snapshot is complete, its report is written, unless GPU jobs of the snapshot are still open
 (the report writer's report after them includes the track).
 """
@@ -74,9 +77,14 @@ class InContextService:
                 continue
             runs = await run_incontext(
                 store=ctx.store, snapshot_id=snap.id, spec=self.spec, agents=self.agents, gpu=self.gpu,
-                data_dir=self.data_dir, secret=self.secret, targets=self.targets, api=self._api,
+                data_dir=self.data_dir, secret=self.secret, targets=self.targets, api=self._api, wait_batches=False,
             )
             failed = [r for r in runs if r.error]
+            pending = sum(r.counts.pending for r in runs)
+            if pending and not failed:  # batch mode: queued or in batches; the next round reads their answers
+                await self._api.tick_batches()
+                log.info("in-context track of %s: %d call(s) in provider batches", snap.id, pending)
+                continue
             if failed:
                 log.warning("in-context track of %s stopped: %s (resumes in %.0f s)", snap.id, failed[0].error,
                             self.RETRY_BACKOFF_S)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, ClassVar
 
-from clkt.errors import AgentError
+from clkt.errors import AgentError, RetryLater
 from clkt.incontext.askers import Asker, Reply
 from clkt.incontext.prompt import build_prompt
 from storage.incontext import NO_CONTEXT, InContextRecord, add_incontext_answers, incontext_keys
@@ -45,6 +45,7 @@ class TrackCounts:
     truncated: int = 0  # prompts whose document was cut to fit
     unparsed: int = 0  # answers that state no letter (scored wrong)
     failed: int = 0  # calls that failed (the run stops; a rerun asks them again)
+    pending: int = 0  # batch mode: calls queued for, or waiting in, a provider batch (a rerun reads their answers)
     errors: list[str] = field(default_factory=list)
 
 
@@ -112,7 +113,9 @@ class InContextTrack:
 
     async def run(self) -> TrackCounts:
         """Ask every missing prompt, storing answers chunk by chunk; `TrackStopped` (after storing what was
-        answered) when a call failed: a rerun resumes there and pays for nothing twice."""
+        answered) when a call failed: a rerun resumes there and pays for nothing twice. In batch mode every prompt
+        not yet answered is queued (all of them in this one run, so they share batches) and counted `pending`:
+        the track is complete once a run ends with none pending."""
         sid = self.snapshot.manifest.snapshot_id
         async with self.store.session() as s:
             done = await incontext_keys(s, sid, self.target)
@@ -127,6 +130,9 @@ class InContextTrack:
             replies = await self.asker.ask([i.prompt or "" for i in chunk])
             records: list[InContextRecord] = []
             for item, reply in zip(chunk, replies, strict=True):
+                if isinstance(reply, RetryLater):  # batch mode: queued or in a batch, not a failure
+                    counts.pending += 1
+                    continue
                 if isinstance(reply, BaseException):
                     counts.failed += 1
                     counts.errors.append(str(reply)[:300])

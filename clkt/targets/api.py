@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from agents.batch import BatchStore
     from agents.cache import CachedModel, CallCache
     from agents.factory import ModelFactory, ResolvedModel
     from clkt.config import AgentSettings, SecretLookup, TargetSettings
@@ -41,13 +42,17 @@ def check_api_targets(
     targets: Sequence[TargetSettings], agents: AgentSettings, *, secret: SecretLookup
 ) -> dict[str, ResolvedModel]:
     """Resolve every API target's model against `[agents.providers]` and the keys: a `ConfigError` (one line,
-    naming the target and the variable, never its value) for an unknown provider or a missing key."""
-    from agents.factory import resolve_model
+    naming the target and the variable, never its value) for an unknown provider or a missing key, or, when the
+    in-context track runs in batch mode (`AgentSettings.incontext_batched`), a provider without a batch API."""
+    from agents.factory import check_batch_provider, resolve_model
 
     out: dict[str, ResolvedModel] = {}
     for i, t in enumerate(targets):
         if is_api_target(t):
-            out[t.name] = resolve_model(agents, t.model, key=f"spec.targets[{i}].model ({t.name})", secret=secret)
+            key = f"spec.targets[{i}].model ({t.name})"
+            out[t.name] = resolve_model(agents, t.model, key=key, secret=secret)
+            if agents.incontext_batched():
+                check_batch_provider(out[t.name], key=key)
     return out
 
 
@@ -64,29 +69,54 @@ class ApiAnswer:
 class ApiTargets:
     """The API targets' models, built once each from the agents' `ModelFactory` (its limiters, cache, budget)."""
 
-    def __init__(self, *, factory: ModelFactory) -> None:
+    def __init__(self, *, factory: ModelFactory, owns_dispatcher: bool = False) -> None:
         self.factory = factory
-        self._models: dict[tuple[str, str], CachedModel] = {}
+        # batch mode: this object's own dispatcher, ticked by `tick_batches` (else the daemon's `llm-batches`
+        # service ticks the shared factory's)
+        self.owns_dispatcher = owns_dispatcher
+        self._models: dict[tuple[str, str, bool], CachedModel] = {}
 
     @classmethod
     def build(cls, *, agents: AgentSettings, secret: SecretLookup, cache: CallCache,
-              factory: ModelFactory | None = None) -> ApiTargets:
-        """Over `factory` (the daemon's LLM backend's, so the limiters are shared) or a new one over `cache`."""
+              factory: ModelFactory | None = None, batch_store: BatchStore | None = None) -> ApiTargets:
+        """Over `factory` (the daemon's LLM backend's, so the limiters are shared) or a new one over `cache`; with
+        `batch_store` (batch mode), a new factory gets a batch dispatcher of its own over it."""
         from agents.factory import ModelFactory
 
-        return cls(factory=factory or ModelFactory(agents=agents, secret=secret, cache=cache))
+        if factory is not None:
+            return cls(factory=factory)
+        factory = ModelFactory(agents=agents, secret=secret, cache=cache)
+        if batch_store is None:
+            return cls(factory=factory)
+        from agents.batch import BatchDispatcher
 
-    def model(self, target: TargetSettings, *, stage: str) -> CachedModel:
-        """The cached, rate-limited model of `target` for `stage` (the call records' stage: probe, incontext)."""
-        key = (target.name, stage)
+        b = agents.batch
+        factory.batch_store = batch_store
+        factory.dispatcher = BatchDispatcher(store=batch_store, max_requests=b.max_requests,
+                                             flush_after_s=b.flush_after_s, poll_interval_s=b.poll_interval_s,
+                                             max_tries=b.max_tries)
+        return cls(factory=factory, owns_dispatcher=True)
+
+    def model(self, target: TargetSettings, *, stage: str, batch: bool = False) -> CachedModel:
+        """The cached, rate-limited model of `target` for `stage` (the call records' stage: probe, incontext);
+        with `batch`, through the provider's batch API instead (`agents.batch`: `BatchPending` until answered)."""
+        key = (target.name, stage, batch)
         if key not in self._models:
             self._models[key] = self.factory.for_model(
-                target.model, key=f"target {target.name}", stage=stage, prompt_version=TARGET_PROMPT_VERSION
+                target.model, key=f"target {target.name}", stage=stage, prompt_version=TARGET_PROMPT_VERSION,
+                batch=batch,
             )
         return self._models[key]
 
-    async def ask(self, target: TargetSettings, prompt: str, *, max_tokens: int, stage: str) -> ApiAnswer:
-        """The answer of `target` to `prompt` at temperature 0 (at most `max_tokens`), through limiter + cache."""
+    async def tick_batches(self, *, force_flush: bool = True) -> None:
+        """Batch mode with a dispatcher of its own: submit what is queued, poll and collect what is open."""
+        if self.owns_dispatcher and self.factory.dispatcher is not None:
+            await self.factory.dispatcher.tick(force_flush=force_flush)
+
+    async def ask(self, target: TargetSettings, prompt: str, *, max_tokens: int, stage: str,
+                  batch: bool = False) -> ApiAnswer:
+        """The answer of `target` to `prompt` at temperature 0 (at most `max_tokens`), through limiter + cache; with
+        `batch`, through the provider's batch API at its batch price (`BatchPending` until the answer is in)."""
         from pydantic_ai.messages import ModelRequest, TextPart, UserPromptPart
         from pydantic_ai.models import ModelRequestParameters
         from pydantic_ai.settings import ModelSettings
@@ -94,7 +124,7 @@ class ApiTargets:
         from agents.cache import cost_usd
         from clkt.errors import AgentError, ClktError
 
-        model = self.model(target, stage=stage)
+        model = self.model(target, stage=stage, batch=batch)
         hits = model.stats.hits
         settings = ModelSettings(temperature=0.0, max_tokens=max_tokens)
         try:
@@ -119,6 +149,11 @@ def api_targets_for(ctx: ServiceContext, *, agents: AgentSettings, secret: Secre
     from storage.llm_cache import SqlCallCache
 
     factory = getattr(ctx.agent_backend, "factory", None)
-    if isinstance(factory, ModelFactory):
+    if isinstance(factory, ModelFactory) and (factory.dispatcher is not None or not agents.incontext_batched()):
         return ApiTargets(factory=factory)
-    return ApiTargets.build(agents=agents, secret=secret, cache=SqlCallCache(ctx.store))
+    batch_store = None
+    if agents.incontext_batched():
+        from storage.llm_batches import SqlBatchStore
+
+        batch_store = SqlBatchStore(ctx.store)
+    return ApiTargets.build(agents=agents, secret=secret, cache=SqlCallCache(ctx.store), batch_store=batch_store)

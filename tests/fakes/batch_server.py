@@ -11,7 +11,8 @@ Life cycle: a batch is `in_progress` for `polls_to_end` status reads, then ends.
 per created batch) makes a batch end otherwise: `{"expire_after": k}` runs k requests then expires,
 `{"error_ids": n}` answers the first n requests with a 500 error line (partial failure), `{"cancel": true}`
 cancels it, `{"refuse": true}` answers the create with a 400 (no batch), `{"invalid": n}` answers the first n requests with tool arguments that fail validation.
-Answers come from `tests.fakes.llm_responder` (valid for every agent role). Usage: prompt tokens ~ 4
+Answers come from `tests.fakes.llm_responder` (valid for every agent role); an OpenAI request without an output tool (an
+API target's prompt) is answered in text by `text_reply`. Usage: prompt tokens ~ 4
 characters of the prompt's text (instructions/system and messages) per token; the longest prefix of a request shared with an earlier request of the same model
 (in 4-character tokens, at least `cache_min_tokens`) is reported as cached input, as providers' prefix
 caches do.
@@ -26,6 +27,7 @@ import json
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -103,6 +105,8 @@ class FakeBatchProvider:
         self.cache_min_tokens = cache_min_tokens
         self.create_delay_s = create_delay_s  # a slow create: lets a test kill the client mid-submission
         self.plan: list[dict[str, Any]] = []
+        # a request without an output tool (an API target's plain prompt) is answered in text: this, of its prompt
+        self.text_reply: Callable[[str], str] = lambda _prompt: "A"
         self.stats = BatchServerStats()
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, _Batch] = {}
@@ -169,7 +173,7 @@ class FakeBatchProvider:
 
     def _run_openai(self, custom_id: str, body: dict[str, Any], invalid: bool) -> dict[str, Any]:
         self.stats.runs[custom_id] += 1
-        tool = next(t for t in body.get("tools", []) if t.get("type") == "function")
+        tool = next((t for t in body.get("tools") or [] if t.get("type") == "function"), None)
         items = body.get("input", [])
         prompt_parts = [str(body.get("instructions") or "")]
         for it in items if isinstance(items, list) else [items]:
@@ -179,17 +183,23 @@ class FakeBatchProvider:
             elif content is not None:
                 prompt_parts.append(str(content))
         user = "\n".join(prompt_parts[1:])
-        args = self._answer(tool.get("parameters", {}), user, invalid)
-        arguments = json.dumps(args, ensure_ascii=False)
         text = prompt_text([body.get("instructions") or "", *(
             it.get("content") if isinstance(it, dict) else it for it in (items if isinstance(items, list) else [items]))])
+        output: dict[str, Any]
+        if tool is None:
+            arguments = self.text_reply(user)
+            output = {"type": "message", "id": f"msg_{uuid.uuid4().hex[:12]}", "role": "assistant",
+                      "status": "completed", "content": [{"type": "output_text", "text": arguments, "annotations": []}]}
+        else:
+            arguments = json.dumps(self._answer(tool.get("parameters", {}), user, invalid), ensure_ascii=False)
+            output = {"type": "function_call", "id": f"fc_{uuid.uuid4().hex[:12]}",
+                      "call_id": f"call_{uuid.uuid4().hex[:12]}", "name": tool["name"], "arguments": arguments,
+                      "status": "completed"}
         inp, cached, out = self._usage(body.get("model", "fake"), text, arguments)
         return {
             "id": f"resp_{uuid.uuid4().hex[:16]}", "object": "response", "created_at": int(time.time()),
             "status": "completed", "model": body.get("model", "fake"),
-            "output": [{"type": "function_call", "id": f"fc_{uuid.uuid4().hex[:12]}",
-                        "call_id": f"call_{uuid.uuid4().hex[:12]}", "name": tool["name"], "arguments": arguments,
-                        "status": "completed"}],
+            "output": [output],
             "parallel_tool_calls": False, "tool_choice": "required", "tools": [], "temperature": 0.0, "top_p": 1.0,
             "usage": {"input_tokens": inp, "input_tokens_details": {"cached_tokens": cached},
                       "output_tokens": out, "output_tokens_details": {"reasoning_tokens": 0},
