@@ -21,10 +21,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, Field, SecretStr
-from pydantic_ai import Agent, ModelRetry, RunContext, capture_run_messages
-from pydantic_ai.exceptions import UnexpectedModelBehavior
+from pydantic_ai import Agent, ModelRetry, PromptedOutput, RunContext, capture_run_messages
+from pydantic_ai.exceptions import ModelHTTPError, UnexpectedModelBehavior
 from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 from pydantic_ai.models import Model
+from pydantic_ai.settings import ModelSettings
 
 from agents._prompting import data_block, load_prompt
 from agents.cache import CallCache
@@ -173,6 +174,8 @@ class LlmBackend:
         self._producers: dict[str, str] = {}
         self._warned: set[str] = set()  # agents whose model was found unable to call tools (logged once)
         self.agents: dict[str, Agent[_Deps, Any]] = {}
+        self._models: dict[str, tuple[Model, str]] = {}  # agent -> (its model, instructions): the prompted rebuild
+        self.prompted: set[str] = set()  # agents answering with JSON in the text (`output_modes`, or found so)
         for agent_name, role in _AGENTS.items():
             prompt = load_prompt(agent_name)
             if raw_models is not None and role in raw_models:
@@ -185,7 +188,11 @@ class LlmBackend:
                 label = getattr(agents, ROLES[role])
                 model = self.factory.for_role(role, prompt_version=prompt.version)
             self._producers[role] = label
-            self.agents[agent_name] = self._build(agent_name, model, prompt.instructions)
+            self._models[agent_name] = (model, prompt.instructions)
+            prompted = agents.output_mode(role) == "prompted"
+            if prompted:
+                self.prompted.add(agent_name)
+            self.agents[agent_name] = self._build(agent_name, model, prompt.instructions, prompted=prompted)
         settle_gc()
 
     # -- AgentBackend ---------------------------------------------------------------------------
@@ -237,32 +244,60 @@ class LlmBackend:
 
     # -- internals ------------------------------------------------------------------------------
     async def _run(self, agent_name: str, prompt: str, deps: _Deps) -> Any:
+        try:
+            return await self._run_once(agent_name, prompt, deps)
+        except _NoToolCalls as e:
+            role = _AGENTS[agent_name]
+            if self.agent_settings.output_mode(role) != "auto" or agent_name in self.prompted:
+                raise AgentError(self._no_tool_calls(agent_name)) from e
+            self._to_prompted(agent_name, str(e))
+            deps.reasons.clear()
+            return await self._run_once(agent_name, prompt, deps)
+
+    def _to_prompted(self, agent_name: str, why: str) -> None:
+        """`output_modes` "auto": the agent's model cannot call tools, so from now on it is asked for JSON in the
+        text (pydantic-ai's `PromptedOutput`: the schema in the instructions, the answer parsed and validated)."""
+        model, instructions = self._models[agent_name]
+        self.prompted.add(agent_name)
+        self.agents[agent_name] = self._build(agent_name, model, instructions, prompted=True)
+        log.warning("%s: %s %s; asking it for JSON in the text from now on", agent_name,
+                    self._producers[_AGENTS[agent_name]], why)
+
+    async def _run_once(self, agent_name: str, prompt: str, deps: _Deps) -> Any:
         agent = self.agents[agent_name]
         with capture_run_messages() as messages:
             try:
                 result = await agent.run(prompt, deps=deps)
+            except ModelHTTPError as e:
+                if agent_name not in self.prompted and _refuses_tools(e):
+                    raise _NoToolCalls(f"refused tools ({e.status_code})") from e
+                raise
             except UnexpectedModelBehavior as e:
-                if _never_called_a_tool(messages):
-                    raise AgentError(self._no_tool_calls(agent_name)) from e
+                if agent_name not in self.prompted and _never_called_a_tool(messages):
+                    raise _NoToolCalls("answered in plain text and never called the output tool") from e
                 last = deps.reasons[-1] if deps.reasons else str(e)
                 tries = self.agent_settings.output_retries + 1
                 raise AgentError(f"{agent_name}: no valid output after {tries} tries: {last}") from e
         return result.output
 
     def _no_tool_calls(self, agent_name: str) -> str:
-        """The one line of a role whose model answered only in plain text, never calling the output tool: a model
-        or server without tool calling (a small chat model on `transformers serve`, a vLLM started without
-        `--enable-auto-tool-choice`) cannot give a typed output, whatever the retries. Logged once per agent (every
-        call of the role fails the same way: the stages store it as each entity's reason)."""
+        """The one line of a role in `output_modes` "tool" whose model answered only in plain text, never calling
+        the output tool: a model or server without tool calling (a small chat model on `transformers serve`, a vLLM
+        started without `--enable-auto-tool-choice`) cannot give a typed output through the tool, whatever the
+        retries ("auto", the default, asks it for JSON in the text instead). Logged once per agent (every call of
+        the role fails the same way: the stages store it as each entity's reason)."""
         role = _AGENTS[agent_name]
         line = (f"{agent_name}: {self._producers[role]} answered in plain text and never called the output tool: "
-                f"agents.{ROLES[role]} needs a model and server with tool calling (structured output)")
+                f"agents.{ROLES[role]} needs a model and server with tool calling (structured output), or "
+                f"agents.output_modes.{role} = 'prompted' or 'auto' (JSON in the text)")
         if agent_name not in self._warned:
             self._warned.add(agent_name)
             log.error("%s", line)
         return line
 
-    def _build(self, agent_name: str, model: Model, instructions: str) -> Agent[_Deps, Any]:
+    def _build(self, agent_name: str, model: Model, instructions: str, *, prompted: bool = False) -> Agent[_Deps, Any]:
+        """The agent: its typed output through the output tool, or with `prompted` as JSON in the text; its
+        answers capped at the role's `max_tokens`."""
         output_type: Any = {
             "judge": KnownVerdict,
             "generate": MCQSet,
@@ -270,17 +305,31 @@ class LlmBackend:
             "translate_mcq": TranslatedMCQ,
             "translate_document": TranslatedDocument,
         }[agent_name]
+        settings: ModelSettings = {"temperature": 0.0}
+        cap = self.agent_settings.max_tokens_of(_AGENTS[agent_name])
+        if cap is not None:
+            settings["max_tokens"] = cap
         agent: Agent[_Deps, Any] = Agent(
             model,
-            output_type=output_type,
+            output_type=PromptedOutput(output_type) if prompted else output_type,
             instructions=instructions,
             deps_type=_Deps,
             name=agent_name,
             retries={"output": self.agent_settings.output_retries},
-            model_settings={"temperature": 0.0},
+            model_settings=settings,
         )
         agent.output_validator(_on_the_loop(_VALIDATORS[agent_name]))
         return agent
+
+
+class _NoToolCalls(Exception):
+    """The role's model cannot give the output tool's call (answered in text only, or its server refused tools)."""
+
+
+def _refuses_tools(e: ModelHTTPError) -> bool:
+    """A 400/422 whose body speaks of tools: a server without tool calling (vLLM without
+    `--enable-auto-tool-choice`, a chat template without tools)."""
+    return e.status_code in (400, 422) and "tool" in json.dumps(e.body, default=str).lower()
 
 
 def _never_called_a_tool(messages: Sequence[ModelMessage]) -> bool:

@@ -2,19 +2,30 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, StrictInt, field_validator, model_validator
 
 from clkt.config._base import Section
 from clkt.facts import Domain
 
-__all__ = ["AgentMode", "AgentRole", "AgentSettings", "BatchSettings", "PriceSettings", "ProviderSettings"]
+__all__ = [
+    "AgentMode", "AgentRole", "AgentSettings", "BatchSettings", "LlmRole", "OutputMode", "PriceSettings",
+    "ProviderSettings",
+]
 
 AgentMode = Literal["online", "batch"]
 # the agent roles of the pipeline (`clkt.pipeline.flow` says which stage uses which), and "incontext": the
 # in-context track's calls to API targets (`clkt.incontext`), whose mode `stage_modes` may set apart
 AgentRole = Literal["judge", "generate", "verify", "translate", "incontext"]
+
+
+# the pydantic-ai agent roles (the keys of `max_tokens` and `output_modes`)
+LlmRole = Literal["judge", "generate", "verify", "translate"]
+# how a role's agent gets its typed output: "tool" (the output tool: needs tool calling), "prompted" (the JSON
+# schema in the prompt, JSON read from the text: any chat model), "auto" (the tool, and "prompted" from the first
+# call whose model answered only in text or whose server refused tools)
+OutputMode = Literal["tool", "prompted", "auto"]
 
 
 class ProviderSettings(Section):
@@ -57,6 +68,9 @@ class AgentSettings(Section):
     stage_modes: dict[AgentRole, AgentMode] = Field(default_factory=dict)
     batch: BatchSettings = Field(default_factory=BatchSettings)
     output_retries: int = Field(default=3, ge=0, le=20)
+    # per role: the most tokens one answer may take (the request's max_tokens); unset: the provider's default
+    max_tokens: dict[LlmRole, Annotated[StrictInt, Field(ge=1, le=1_000_000)]] = Field(default_factory=dict)
+    output_modes: dict[LlmRole, OutputMode] = Field(default_factory=dict)  # per role; unset: "auto"
     providers: dict[str, ProviderSettings] = Field(default_factory=dict)
     prices: dict[str, PriceSettings] = Field(default_factory=dict)
     monthly_budget_usd: float | None = Field(default=None, ge=0, le=10_000_000)
@@ -85,6 +99,20 @@ class AgentSettings(Section):
             if r == role:
                 return mode
         return self.mode
+
+    def output_mode(self, role: str) -> OutputMode:
+        """How `role`'s agent gets its typed output (`output_modes`, else "auto")."""
+        for r, mode in self.output_modes.items():
+            if r == role:
+                return mode
+        return "auto"
+
+    def max_tokens_of(self, role: str) -> int | None:
+        """The answer-length cap of `role` (`max_tokens`), None when unset."""
+        for r, n in self.max_tokens.items():
+            if r == role:
+                return n
+        return None
 
     def incontext_batched(self) -> bool:
         """Whether the in-context track's API calls go through provider batches (any backend: the track asks the

@@ -145,7 +145,8 @@ async def test_a_model_that_never_calls_the_output_tool_fails_in_one_line_logged
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """A model served without tool calling (a small chat model on `transformers serve`) answers every try in plain
-    text: the role fails with one line saying so, logged once per agent (the stages store it per entity)."""
+    text: in output mode "tool" the role fails with one line saying so, logged once per agent (the stages store it
+    per entity)."""
     from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
     from pydantic_ai.models.function import AgentInfo, FunctionModel
 
@@ -156,7 +157,8 @@ async def test_a_model_that_never_calls_the_output_tool_fails_in_one_line_logged
         return ModelResponse(parts=[TextPart("I have never heard of this match.")])
 
     model = FunctionModel(text_only, model_name="plain")
-    backend = llm_backend(llm_settings(), cache=MemoryCallCache(), raw_models={"judge": model})
+    backend = llm_backend(llm_settings(output_modes={"judge": "tool"}), cache=MemoryCallCache(),
+                          raw_models={"judge": model})
     with caplog.at_level("ERROR", logger="agents.llm"):
         for response in ("No idea.", "Liverpool won."):
             with pytest.raises(AgentError) as e:

@@ -6,7 +6,9 @@ Routes: `POST /v1/chat/completions` (tool-call answers for the agents, text for 
 `POST /reset`. A scripted reply is a JSON object: `{"status": 429, "retry_after": 1}`, `{"status": 500}`,
 `{"delay_s": 3}` (then the default answer), `{"args": {...}}` (the tool arguments to return) or
 `{"text": "..."}`. Without a script the answer comes from `tests.fakes.llm_responder` (valid for every
-agent role).
+agent role). A model or server without tool calling: `json_in_text` (prose to a request with tools, the answer's JSON as
+text to one with its schema written in the prompt), `refuse_tools` (a 400 to any request with tools). `record_requests` keeps
+every request body.
 
 Limits, modelled on what OpenAI and Anthropic document: a per-minute limit is a token bucket that holds
 the minute's limit and refills continuously at limit/60 per second (Anthropic: "continuously replenished
@@ -43,6 +45,26 @@ from tests.fakes.llm_responder import respond, role_of_schema
 
 __all__ = ["FakeOpenAI", "ServerStats"]
 
+
+def _schema_of(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The output schema a chat request writes in one of its messages (pydantic-ai's prompted output puts it in the
+    instructions), if any."""
+    decoder = json.JSONDecoder()
+    for m in body.get("messages", []):
+        text = m.get("content")
+        if not isinstance(text, str):
+            continue
+        for i, ch in enumerate(text):
+            if ch != "{":
+                continue
+            try:
+                obj, _ = decoder.raw_decode(text, i)
+            except ValueError:
+                continue
+            if isinstance(obj, dict) and "properties" in obj:
+                return obj
+    return None
+
 _RATE_HEADERS = web.RequestKey("rate_headers", dict)  # an admitted request's x-ratelimit-* headers
 
 
@@ -60,6 +82,7 @@ class ServerStats:
     ok_times: list[float] = field(default_factory=list)
     admit_times: list[float] = field(default_factory=list)  # when each request the limits admitted arrived
     bodies: Counter[str] = field(default_factory=Counter)  # sha256 of each request body -> times seen
+    requests: list[dict[str, Any]] = field(default_factory=list)  # every request body, parsed (`record_requests`)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -89,7 +112,14 @@ class FakeOpenAI:
         token_burst_s: float = 1.0,
         rate_headers: bool = False,
         prefix_cache_min_tokens: int | None = None,
+        record_requests: bool = False,
+        json_in_text: bool = False,
+        refuse_tools: bool = False,
     ) -> None:
+        self.record_requests = record_requests  # keep every request body in `stats.requests`
+        # a model without tool calling: the answer's JSON written as text (tool or schema in the prompt alike)
+        self.json_in_text = json_in_text
+        self.refuse_tools = refuse_tools  # a server without tool calling: a request with tools gets a 400
         # with it: usage counts the prompt's text (~4 characters a token) and reports the longest prefix shared
         # with an earlier prompt as cached (prompt_tokens_details.cached_tokens), as the batch fake does
         self.prefix_cache_min_tokens = prefix_cache_min_tokens
@@ -200,6 +230,13 @@ class FakeOpenAI:
         st = self.stats
         st.calls += 1
         st.bodies[hashlib.sha256(raw).hexdigest()] += 1
+        if self.record_requests:
+            st.requests.append(body)
+        if self.refuse_tools and body.get("tools"):
+            st.status[400] = st.status.get(400, 0) + 1
+            err = {"error": {"message": '"auto" tool choice requires --enable-auto-tool-choice to be set',
+                             "type": "BadRequestError", "code": 400}}
+            return body, None, web.json_response(err, status=400)
         st.times.append(time.monotonic())
         step = self.script.pop(0) if self.script else None
         if step and step.get("status"):
@@ -245,6 +282,11 @@ class FakeOpenAI:
             message: dict[str, Any]
             if step and "text" in step:
                 message, finish = {"role": "assistant", "content": step["text"]}, "stop"
+            elif self.json_in_text and tools:  # a model without tool calling ignores the tools: prose
+                message, finish = {"role": "assistant", "content": "The response seems to know the match."}, "stop"
+            elif self.json_in_text and (schema := _schema_of(body)) is not None:  # the schema in the prompt: JSON
+                args = respond(role_of_schema(schema.get("properties", {})), prompt)
+                message, finish = {"role": "assistant", "content": json.dumps(args, ensure_ascii=False)}, "stop"
             elif tools:
                 fn = tools[0]["function"]
                 args = step["args"] if step and "args" in step else respond(
