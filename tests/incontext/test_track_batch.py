@@ -106,3 +106,28 @@ async def test_batch_mode_refuses_a_provider_without_a_batch_api_at_start(store:
                             data_dir=tmp_path, secret=no_secrets)
     online = agents.model_copy(update={"stage_modes": {"incontext": "online"}})
     assert not online.incontext_batched() and online.mode_of("judge") == "batch"
+
+
+async def test_the_service_reads_the_batches_in_over_its_rounds(store: Store, tmp_path: Path) -> None:
+    """The daemon's service (template agents: a dispatcher of its own) queues, ticks, and completes a later round."""
+    import aiohttp
+
+    from clkt.config import DaemonSettings
+    from clkt.context import ServiceContext
+    from clkt.incontext.service import InContextService
+    from clkt.telemetry import Metrics
+
+    await seed_store(store, write_tiny_snapshot(tmp_path / "snap"))
+    spec = SpecSettings(name="tiny", targets=[target()], languages=["en", "fr"])
+    async with FakeBatchProvider() as p, aiohttp.ClientSession() as http:
+        service = InContextService(spec=spec, agents=batch_agents(p), gpu=GpuSettings(max_new_tokens=8),
+                                   daemon=DaemonSettings(), data_dir=tmp_path, secret=no_secrets, burst=True)
+        ctx = ServiceContext(store=store, http=http, owner="t", metrics=Metrics())
+        assert await service.run_due(ctx) == []  # queued and submitted: pending, not failed (no backoff)
+        assert p.stats.batches_created == 1 and not service._retry_at
+        rounds = 0
+        while not (done := await service.run_due(ctx)) and rounds < 5:
+            rounds += 1
+            await asyncio.sleep(0.02)
+        assert done == [SNAPSHOT_ID] and p.stats.batches_created == 1 and p.stats.resubmitted == 0
+    assert (tmp_path / "reports" / SNAPSHOT_ID / "report.md").exists()
