@@ -151,3 +151,40 @@ async def test_a_model_that_cannot_be_loaded_is_one_line_and_nothing_is_stored(t
     res = clkt("submit", "--reproduce", "2", sha[:8], "--config", str(cfg))
     assert res.returncode == 2 and "does not exist" in res.stderr and len(res.stderr.strip().splitlines()) == 1
     assert store_dump(tmp_path) == before
+
+
+async def test_the_text_board_and_the_page_mark_a_reproduced_and_a_flagged_row(tmp_path: Path) -> None:
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from clkt.config import load_settings
+    from clkt.report.leaderboard_data import Reproduction
+    from clkt.services import page_context
+    from clkt.web import pages_app
+    from storage.engine import Store
+    from storage.submissions import set_reproduction
+
+    cfg = await make_store(tmp_path)
+    good = make_pack(tmp_path / "a", model={"name": "good"})
+    bad = make_pack(tmp_path / "b", model={"name": "bad"})
+    for p in ("a", "b"):
+        assert clkt("submit", str(tmp_path / p), "--config", str(cfg)).returncode == 0
+    with cfg.open("a", encoding="utf-8") as fh:
+        fh.write('[gpu]\nenabled = false\n[spec]\nname = "tiny"\nlanguages = ["en", "fr"]\n')
+    settings = load_settings(cfg, environ={})
+    async with Store(url=settings.resolved_store_url) as store:
+        async with store.transaction() as s:
+            for sha, agreed in ((good, 8), (bad, 5)):
+                rep = Reproduction(checked=8, agreed=agreed, questions=2, rate=agreed / 8, threshold=0.95,
+                                   reproduced=agreed == 8, engine="local", at="2026-12-04T00:00:00+00:00")
+                assert await set_reproduction(s, sha, rep.model_dump(mode="json"))
+        async with TestClient(TestServer(pages_app(page_context(settings, store=store)), host="127.0.0.1")) as client:
+            r = await client.get("/leaderboard")
+            html = await r.text()
+    assert r.status == 200
+    for needle in ('<span class="ok">reproduced 100.0%</span>', '<span class="flag">flagged: 62.5% agree</span>',
+                   "yes: 8/8 letters agree", "flagged: 5/8 letters agree"):
+        assert needle in html, needle
+    res = clkt("leaderboard", "--spec", "tiny", "--min-questions", "1", "--config", str(cfg))
+    assert res.returncode == 0, res.stderr
+    assert "submitted, reproduced 100.0 %" in res.stdout
+    assert "submitted, flagged 62.5 %" in res.stdout
