@@ -48,8 +48,8 @@ __all__ = [
     "base_cache_target",
     "board_cache_dir",
     "epoch_dir",
-    "hub_cache_dir",
     "epoch_of",
+    "hub_cache_dir",
     "job_dir",
 ]
 
