@@ -72,16 +72,21 @@ def submit(
     pack: Annotated[str, typer.Argument(help="the pack: a folder or a .tar.gz archive; with --reproduce also the "
                                              "sha256 (or a prefix) of a pack submitted before", metavar="PACK_OR_ID")],
     reproduce: Annotated[str | None, typer.Option("--reproduce", metavar="K", help=_REPRODUCE_HELP)] = None,
+    model: Annotated[str | None, typer.Option("--model", help="with --reproduce: the model to re-run (a local folder, a "
+                                                             "cached Hub id, embedded:<name>) in place of the one the pack "
+                                                             "names, where this service holds the same weights")] = None,
     config: ConfigOption = None,
 ) -> None:
     from clkt.packs.intake import submit_pack
     from clkt.packs.pack import read_pack
 
     k = parse_k(reproduce) if reproduce is not None else None
+    if model is not None and reproduce is None:
+        raise fail("--model is an option of --reproduce (the model re-run here)")
     settings = load_cli_settings(config)
     path = Path(pack)
     if reproduce is not None and not path.exists():
-        _reproduce_stored(settings, pack, k)
+        _reproduce_stored(settings, pack, k, model)
         return
     store_ = read_store(settings)  # never creates a store: a pack is checked against an existing one
 
@@ -90,7 +95,8 @@ def submit(
         async with store_ as store:
             if reproduce is None:
                 return await submit_pack(store, loaded, buffer_days=settings.spec.temporal_buffer_days), loaded
-            plan = await _plan(store, settings, loaded.sha256, loaded.manifest, {r.qid for r in loaded.predictions}, k)
+            plan = await _plan(store, settings, loaded.sha256, loaded.manifest, {r.qid for r in loaded.predictions}, k,
+                               model)
             got = await submit_pack(store, loaded, buffer_days=settings.spec.temporal_buffer_days)
             _report(got)
             await _rerun(store, plan, _pack_answers(loaded))
@@ -107,15 +113,19 @@ def _pack_answers(loaded: Pack) -> Any:
     return answers_of_rows(loaded.predictions)
 
 
-async def _plan(store: Store, settings: Settings, sha: str, manifest: Any, qids: Any, k: int | None) -> Any:
+async def _plan(store: Store, settings: Settings, sha: str, manifest: Any, qids: Any, k: int | None,
+                model: str | None) -> Any:
     from clkt.packs.reproduce import plan_reproduction
 
-    return await plan_reproduction(store, sha, manifest, qids, k=k, gpu=settings.gpu, data_dir=Path(settings.data_dir))
+    return await plan_reproduction(store, sha, manifest, qids, k=k, gpu=settings.gpu, data_dir=Path(settings.data_dir),
+                                   model=model)
 
 
 async def _rerun(store: Store, plan: Any, answers: Any) -> None:
     from clkt.packs.reproduce import run_reproduction, save_reproduction
 
+    for note in plan.notes:
+        err_console.print(plain(f"clkt: warning: {note}"), highlight=False)
     console.print(plain(f"re-running pack {plan.pack_sha256[:12]}'s jobs here to compare {len(plan.questions)} questions"))
     result = await run_reproduction(plan, answers, progress=lambda line: err_console.print(plain(line), highlight=False))
     await save_reproduction(store, plan, result)
@@ -125,7 +135,7 @@ async def _rerun(store: Store, plan: Any, answers: Any) -> None:
                         f"questions; stored (replaces any earlier re-run)"))
 
 
-def _reproduce_stored(settings: Settings, ident: str, k: int | None) -> None:
+def _reproduce_stored(settings: Settings, ident: str, k: int | None, model: str | None) -> None:
     from clkt.errors import UserError
     from clkt.packs.format import PackManifest
     from clkt.packs.reproduce import answers_of
@@ -146,7 +156,7 @@ def _reproduce_stored(settings: Settings, ident: str, k: int | None) -> None:
                 record = found[0]
                 answers = answers_of(await submission_answers(s, record.pack_sha256))
             manifest = PackManifest.model_validate(record.manifest)
-            plan = await _plan(store, settings, record.pack_sha256, manifest, {key[4] for key in answers}, k)
+            plan = await _plan(store, settings, record.pack_sha256, manifest, {key[4] for key in answers}, k, model)
             await _rerun(store, plan, answers)
 
     run_async(go)

@@ -34,7 +34,7 @@ from clkt.config import GpuSettings, TargetSettings
 from clkt.errors import UserError
 from clkt.packs.format import PackManifest, PredictionRow
 from clkt.packs.pack import read_pack
-from clkt.packs.runner import EvaluateRequest, job_settings, run_evaluate
+from clkt.packs.runner import EvaluateRequest, job_settings, model_identity, run_evaluate
 from clkt.report.leaderboard_data import Reproduction
 from clkt.report.submitted import REPRODUCED_AT
 from clkt.snapshots.layout import load_snapshot_dir
@@ -57,6 +57,7 @@ class Plan:
     request: EvaluateRequest
     questions: list[int]
     work: Path
+    notes: list[str]  # where the model here is not the pack's (its weights' sha256 or revision differ)
 
 
 def sample_questions(qids: Iterable[int], k: int | None, *, seed: str) -> list[int]:
@@ -113,10 +114,11 @@ def _gpu(own: GpuSettings, manifest: PackManifest) -> GpuSettings:
 
 async def plan_reproduction(
     store: Store, sha256: str, manifest: PackManifest, qids: Iterable[int], *, k: int | None, gpu: GpuSettings,
-    data_dir: Path,
+    data_dir: Path, model: str | None = None,
 ) -> Plan:
     """The re-run of the pack `sha256` (its manifest, its answers' questions `qids`), checked: its snapshot's export
-    here, its settings, its model readable (`UserError` otherwise); nothing runs and nothing is stored."""
+    here, its settings, its model readable (`model` in place of the pack's: where this service holds the same
+    weights; `UserError` otherwise); nothing runs and nothing is stored."""
     questions = sample_questions(qids, k, seed=sha256)
     async with store.session() as s:
         snap = await find_snapshot(s, manifest.snapshot.id)
@@ -126,14 +128,19 @@ async def plan_reproduction(
     if not folder.is_dir():  # noqa: ASYNC240 - once per re-run
         raise UserError(f"pack {sha256[:12]}: snapshot {manifest.snapshot.id}'s export {folder} is not there")
     m = manifest.model
-    target = TargetSettings(name=m.name, model=m.model, cutoff=m.cutoff, kind=m.kind)
+    target = TargetSettings(name=m.name, model=model or m.model, cutoff=m.cutoff, kind=m.kind)
     resolve_target(target, data_dir)  # a model that cannot be read: one line, before anything runs
+    here = model_identity(target, data_dir)
+    notes = [f"the model here ({target.model}) has {what} {mine[:12]}, the pack's {theirs[:12]}: its letters may differ"
+             for what, mine, theirs in (("weights sha256", here.weights_sha256, m.weights_sha256),
+                                        ("revision", here.revision, m.revision))
+             if mine and theirs and mine != theirs]
     work = data_dir / "reproduce" / sha256[:16]
     req = EvaluateRequest(snapshot_dir=folder, target=target, strategy=manifest.strategy.name,
                           train_langs=list(manifest.strategy.train_languages), gpu=_gpu(gpu, manifest),
                           out=work / "pack", data_dir=data_dir, device=gpu.devices[0], keep_work=True)
     load_snapshot_dir(folder)  # its files match its manifest (SnapshotError otherwise)
-    return Plan(pack_sha256=sha256, request=req, questions=questions, work=work)
+    return Plan(pack_sha256=sha256, request=req, questions=questions, work=work, notes=notes)
 
 
 async def run_reproduction(plan: Plan, answers: dict[AnswerKey, str | None], *,

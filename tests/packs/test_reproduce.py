@@ -6,6 +6,7 @@ exit and the store as it was."""
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -105,9 +106,13 @@ async def test_a_pack_is_reproduced_flagged_and_the_latest_rerun_counts(tmp_path
     row = _board_row(cfg)  # the later pack of the identity is the one on the board
     assert (row["verified"], row["agreement"]) == ("flagged", 0.5)
 
-    # the first pack again, on one question: the latest re-run replaces the earlier one on its row
-    res = clkt("submit", "--reproduce", "1", sha, "--config", str(cfg), timeout_s=600)
+    # the first pack again, on one question, its model where this service keeps it: the latest re-run replaces the
+    # earlier one on its row
+    shutil.copytree(tmp_path / "tiny-model", tmp_path / "here" / "tiny-model")
+    res = clkt("submit", "--reproduce", "1", sha, "--model", str(tmp_path / "here" / "tiny-model"), "--config", str(cfg),
+               timeout_s=600)
     assert res.returncode == 0, res.stderr
+    assert "warning" not in res.stderr  # the same weights (sha256) as the pack's
     con = sqlite3.connect(tmp_path / "clkt.db")
     try:
         (raw,) = con.execute("SELECT reproduction FROM submitted_pack WHERE pack_sha256 = ?", (sha,)).fetchone()
@@ -122,7 +127,8 @@ async def test_a_pack_is_reproduced_flagged_and_the_latest_rerun_counts(tmp_path
     [(["--reproduce", "0", "ffffff"], "--reproduce '0': a number of questions above 0, or all"),
      (["--reproduce", "some", "ffffff"], "--reproduce 'some': a number of questions above 0, or all"),
      (["--reproduce", "3", "ffffff"], "no submitted pack in this store has a sha256 starting ffffff"),
-     (["--reproduce", "3", "no-such-pack"], "'no-such-pack': no such pack file or folder, nor the sha256")],
+     (["--reproduce", "3", "no-such-pack"], "'no-such-pack': no such pack file or folder, nor the sha256"),
+     (["--model", "/m", "ffffff"], "--model is an option of --reproduce")],
 )
 async def test_bad_reproduce_inputs_are_one_line_and_change_nothing(tmp_path: Path, args: list[str], line: str) -> None:
     cfg = await _store(tmp_path)
@@ -188,3 +194,26 @@ async def test_the_text_board_and_the_page_mark_a_reproduced_and_a_flagged_row(t
     assert res.returncode == 0, res.stderr
     assert "submitted, reproduced 100.0 %" in res.stdout
     assert "submitted, flagged 62.5 %" in res.stdout
+
+
+async def test_a_model_here_with_other_weights_is_said_before_the_rerun(tmp_path: Path) -> None:
+    from clkt.config import GpuSettings
+    from clkt.packs.format import PackManifest
+    from clkt.packs.reproduce import plan_reproduction
+    from storage.engine import Store
+
+    await make_store(tmp_path)
+    model = tmp_path / "other-model"
+    tiny_model("llama", seed=4).save_pretrained(model)
+    tiny_tokenizer().save_pretrained(model)
+    make_pack(tmp_path / "pack")  # names /models/tiny, weights sha256 1111...
+    pack = read_pack(tmp_path / "pack")
+    async with Store(url=f"sqlite+aiosqlite:///{tmp_path / 'clkt.db'}") as store:
+        plan = await plan_reproduction(store, pack.sha256, PackManifest.model_validate(pack.manifest.model_dump()),
+                                       TEST_QIDS, k=1, gpu=GpuSettings(devices=["cpu"]), data_dir=tmp_path / "data",
+                                       model=str(model))
+    (note,) = plan.notes
+    assert f"the model here ({model}) has weights sha256" in note and "the pack's 111111111111" in note
+    assert plan.request.target.model == str(model) and plan.request.strategy == "cpt-lora"
+    assert plan.request.gpu.epochs == 1  # the pack's job settings over this service's
+    assert len(plan.questions) == 1 and plan.questions[0] in TEST_QIDS
