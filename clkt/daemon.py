@@ -34,7 +34,7 @@ from clkt.config import DaemonSettings, Settings
 from clkt.context import Service, ServiceContext
 from clkt.daemon_info import describe_holder, remove_daemon_info, write_daemon_info
 from clkt.diskwatch import DiskWatch
-from clkt.endpoint import start_endpoint
+from clkt.endpoint import intake_config, start_endpoint
 from clkt.layout import MODELS_DIR
 from clkt.owner import is_dead_local_owner, new_owner_id
 from clkt.progress import ProgressLogger
@@ -174,7 +174,7 @@ class Daemon:
                 pages = page_context(settings, store=store, board=self.board, paused=ctx.pause_reason, owner=self.owner,
                                      restarts=self.supervisor.restarts)
                 self.http_port = await start_endpoint(ctx, stack, http_cfg=settings.http, pages=pages, owner=self.owner,
-                                                      restarts=self.supervisor.restarts)
+                                                      restarts=self.supervisor.restarts, intake=intake_config(settings, store))
             write_daemon_info(settings.data_dir, owner=self.owner, http_host=settings.http.host,
                               http_port=self.http_port, offline_demo=settings.offline_demo)
             stack.callback(remove_daemon_info, settings.data_dir)

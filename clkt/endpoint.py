@@ -3,7 +3,8 @@
 
 `start_endpoint()` binds it and returns the bound port (`http.port = 0` asks for any free port); a port in
 use is a `ClktError` naming the setting to change. The caller's exit stack shuts it down. It receives the
-`[http]` section and the pages' context (with the daemon's source board) from the daemon.
+`[http]` section and the pages' context (with the daemon's source board) from the daemon, and, when an intake
+token is configured, the result packs' upload (`POST /packs`, `clkt.web.intake`).
 """
 
 from __future__ import annotations
@@ -13,23 +14,38 @@ from contextlib import AsyncExitStack
 
 from aiohttp import web
 
-from clkt.config import HttpSettings
+from clkt.config import HttpSettings, Settings
 from clkt.context import ServiceContext
 from clkt.errors import ClktError
 from clkt.status import DaemonInfo, collect_status
 from clkt.web import HostGuard, PageContext, add_pages, security_middlewares
+from clkt.web.intake import INTAKE_PATH, IntakeConfig, add_intake
+from storage.engine import Store
 
-__all__ = ["listen", "start_endpoint"]
+__all__ = ["intake_config", "listen", "start_endpoint"]
 
 log = logging.getLogger("clkt.daemon")
 
 
+def intake_config(settings: Settings, store: Store) -> IntakeConfig | None:
+    """The result packs' upload, when `[http] intake_token_env` names a variable that holds a token (else None: off)."""
+    token = settings.secret(settings.http.intake_token_env)
+    if token is None or not token.get_secret_value():
+        return None
+    return IntakeConfig(store=store, token=token.get_secret_value(), buffer_days=settings.spec.temporal_buffer_days,
+                        max_bytes=settings.http.intake_max_bytes)
+
+
 def _app(
-    ctx: ServiceContext, *, http_cfg: HttpSettings, pages: PageContext | None, owner: str, restarts: dict[str, int]
+    ctx: ServiceContext, *, http_cfg: HttpSettings, pages: PageContext | None, owner: str, restarts: dict[str, int],
+    intake: IntakeConfig | None = None,
 ) -> web.Application:
-    app = web.Application(middlewares=security_middlewares(HostGuard(host=http_cfg.host, allowed=http_cfg.allowed_hosts)))
+    guard = HostGuard(host=http_cfg.host, allowed=http_cfg.allowed_hosts)
+    app = web.Application(middlewares=security_middlewares(guard, writable=[INTAKE_PATH] if intake else []))
     if http_cfg.pages and pages is not None:
         add_pages(app, pages)
+    if intake is not None:
+        add_intake(app, intake)
 
     async def healthz(_: web.Request) -> web.Response:
         return web.json_response({"ok": True, "owner": owner, "stopping": ctx.stopping.is_set()})
@@ -70,11 +86,11 @@ async def listen(app: web.Application, host: str, port: int) -> tuple[web.AppRun
 
 async def start_endpoint(
     ctx: ServiceContext, stack: AsyncExitStack, *, http_cfg: HttpSettings, pages: PageContext | None, owner: str,
-    restarts: dict[str, int],
+    restarts: dict[str, int], intake: IntakeConfig | None = None,
 ) -> int:
     """Serve the endpoint on `http.host:http.port` until `stack` closes; returns the bound port. `pages`: the status
     pages' context (served when `http.pages` is on)."""
-    app = _app(ctx, http_cfg=http_cfg, pages=pages, owner=owner, restarts=restarts)
+    app = _app(ctx, http_cfg=http_cfg, pages=pages, owner=owner, restarts=restarts, intake=intake)
     try:
         runner, port = await listen(app, http_cfg.host, http_cfg.port)
     except OSError as e:

@@ -49,6 +49,7 @@ __all__ = [
     "board_cache_dir",
     "epoch_dir",
     "epoch_of",
+    "hub_cache_dir",
     "job_dir",
 ]
 
@@ -120,3 +121,8 @@ def base_cache_target(name: str) -> str | None:
 def board_cache_dir(data_dir: Path) -> Path:
     """`clkt leaderboard`'s kept results."""
     return data_dir / CACHE_DIR / BOARD_CACHE_DIR
+
+
+def hub_cache_dir(data_dir: Path) -> Path:
+    """Snapshots read from the Hub by `clkt evaluate hf://...` (`clkt.packs.hub`): `<repo>/<commit>/<snapshot id>/`."""
+    return data_dir / CACHE_DIR / "hub"

@@ -18,7 +18,8 @@ _WINDOW = (
     "SELECT count(*), max(updated_at), sum(CASE WHEN status = 'ready' THEN 1 ELSE 0 END) FROM snapshot_target",
     "SELECT count(*), max(probed_at) FROM snapshot_exclusion",
     "SELECT count(*), max(created_at) FROM result_pack",
-    "SELECT count(*), max(submitted_at) FROM submitted_pack",  # a submitted pack joins the board (`storage.submissions`)
+    # a submitted pack joins the board, a re-run marks its row (`storage.submissions`)
+    "SELECT count(*), max(submitted_at), max(reproduced_at) FROM submitted_pack",
 )
 
 

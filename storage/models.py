@@ -628,3 +628,6 @@ class SubmittedPack(SQLModel, table=True):
     manifest: dict[str, Any] = _json()
     answers: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
     submitted_at: datetime = _ts()
+    # `clkt submit --reproduce`'s latest re-run (clkt.report.leaderboard_data.Reproduction), None until one ran
+    reproduction: dict[str, Any] | None = Field(default=None, sa_column=Column(JSONType, nullable=True))
+    reproduced_at: datetime | None = _ts_opt()  # when it was stored (the leaderboard's fingerprint reads it)

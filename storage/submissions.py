@@ -17,13 +17,16 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from storage.models import SubmittedPack
+from storage.types import utcnow
 
 __all__ = [
     "NewSubmission",
     "SubmissionRecord",
     "add_submission",
     "find_submission",
+    "find_submissions_by_prefix",
     "list_submissions",
+    "set_reproduction",
     "submission_answers",
     "submitted_names",
 ]
@@ -84,6 +87,7 @@ def _record(row: SubmittedPack) -> SubmissionRecord:
         claims_match=row.claims_match, claims_note=row.claims_note, metrics=dict(row.metrics),
         submitted_at=row.submitted_at, weights_sha256=row.weights_sha256, format_version=row.format_version,
         clkt_version=row.clkt_version, manifest=dict(row.manifest),
+        reproduction=dict(row.reproduction) if row.reproduction else None,
     )
 
 
@@ -111,6 +115,27 @@ async def list_submissions(
     if snapshot_ids is not None:
         query = query.where(col(SubmittedPack.snapshot_id).in_(sorted(snapshot_ids)))
     return [_record(r) for r in (await session.execute(query)).scalars()]
+
+
+async def find_submissions_by_prefix(session: AsyncSession, prefix: str) -> list[SubmissionRecord]:
+    """The submitted packs whose sha256 starts with `prefix` (lower case hex), at most two (enough to tell one from
+    several)."""
+    query = (select(SubmittedPack).where(col(SubmittedPack.pack_sha256).startswith(prefix.lower(), autoescape=True))
+             .order_by(col(SubmittedPack.pack_sha256)).limit(2))
+    return [_record(r) for r in (await session.execute(query)).scalars()]
+
+
+async def set_reproduction(session: AsyncSession, pack_sha256: str, reproduction: dict[str, Any]) -> bool:
+    """Store `clkt submit --reproduce`'s result on the pack's row, replacing an earlier one; False when no such
+    pack is stored."""
+    row = await session.get(SubmittedPack, pack_sha256)
+    if row is None:
+        return False
+    row.reproduction = reproduction
+    row.reproduced_at = utcnow()
+    session.add(row)
+    await session.flush()
+    return True
 
 
 async def submission_answers(session: AsyncSession, pack_sha256: str) -> bytes:

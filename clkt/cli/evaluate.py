@@ -92,8 +92,25 @@ def _train_langs(spec: Any, snapshot: Path, chosen: list[str] | None) -> tuple[l
     return picked, ({"train_languages": {"config": own, "used": picked}} if picked != own else {})
 
 
+def _snapshot_dir(settings: Any, text: str) -> Path:
+    """The snapshot folder: `text` itself, or one read from the Hub (`clkt.packs.hub`: `[publish] endpoint`, else
+    HF_ENDPOINT; `[publish] token_env`'s token when set)."""
+    from clkt.layout import hub_cache_dir
+    from clkt.packs.hub import fetch_hub_snapshot, is_hub_ref, parse_hub_ref
+
+    if not is_hub_ref(text):
+        return Path(text)
+    token = settings.secret(settings.publish.token_env)
+    return fetch_hub_snapshot(
+        parse_hub_ref(text), cache_dir=hub_cache_dir(Path(settings.data_dir)), endpoint=settings.publish.endpoint,
+        token=token.get_secret_value() if token is not None else None,
+        progress=lambda line: err_console.print(plain(line), highlight=False),
+    )
+
+
 def evaluate(
-    snapshot: Annotated[Path, typer.Argument(help="a snapshot folder (clkt snapshot export --format native, or the frozen one)")],
+    snapshot_arg: Annotated[str, typer.Argument(metavar="SNAPSHOT", help="a snapshot folder (clkt snapshot export --format native, or "
+                                                 "the frozen one), or hf://owner/name[/snapshot-id][@revision]: one published by clkt")],
     target: Annotated[str, typer.Option("--target", help="the model: a local folder, a cached Hub id, or embedded:<name>")],
     out: Annotated[Path, typer.Option("--out", help="the pack to write: a new folder, or a file ending in .tar.gz")],
     strategy: Annotated[str | None, typer.Option("--strategy", help="the injection strategy (default: the config's first)")] = None,
@@ -112,6 +129,7 @@ def evaluate(
 
     settings = load_cli_settings(config)
     try:
+        snapshot = _snapshot_dir(settings, snapshot_arg)
         if kind not in (None, "base", "instruct"):
             raise fail(f"--kind {kind!r}: base or instruct")
         gpu, overridden = parse_overrides(settings.gpu, set_ or [])

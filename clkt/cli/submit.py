@@ -1,39 +1,55 @@
 """`clkt submit PACK`: verify a result pack (`clkt evaluate`'s) against this store's snapshot and store it once
-(`clkt.packs.intake`). A refusal is one line, exit 2, and the store as it was."""
+(`clkt.packs.intake`). A refusal is one line, exit 2, and the store as it was.
+
+`clkt submit --reproduce K PACK_OR_ID` re-runs the pack's jobs on this service's engine and compares the letters
+of K sampled questions (or `all`), storing the result on the pack's row (`clkt.packs.reproduce`); a pack given as a
+file or folder is submitted first, a stored one is named by its sha256 (or a prefix of it)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from clkt.cli.common import ConfigOption, console, err_console, load_cli_settings, plain, read_store, run_async
+from clkt.cli.common import ConfigOption, console, err_console, fail, load_cli_settings, plain, read_store, run_async
 
-__all__ = ["register"]
+if TYPE_CHECKING:
+    from clkt.config import Settings
+    from clkt.packs.intake import Intake
+    from clkt.packs.pack import Pack
+    from storage.engine import Store
+
+__all__ = ["parse_k", "register"]
+
+_REPRODUCE_HELP = (
+    "re-run the pack's jobs on this service's engine and compare the letters of K test questions drawn by a rule "
+    "seeded by the pack's sha256 (or 'all'); the result marks its leaderboard row reproduced or flagged, and a later "
+    "re-run replaces an earlier one. The injection trains on the whole documents of each train language whatever K "
+    "is: K limits the questions compared, not the training"
+)
 
 
 def register(app: typer.Typer) -> None:
     app.command("submit", help="Verify a result pack (clkt evaluate) against this store's snapshot and store it; "
-                               "the same pack twice changes nothing.")(submit)
+                               "the same pack twice changes nothing. With --reproduce K: re-run it here and compare "
+                               "letters.")(submit)
 
 
-def submit(
-    pack: Annotated[Path, typer.Argument(help="the pack: a folder or a .tar.gz archive")],
-    config: ConfigOption = None,
-) -> None:
-    from clkt.packs.intake import submit_pack
-    from clkt.packs.pack import read_pack
+def parse_k(text: str) -> int | None:
+    """`--reproduce`'s K: a number of questions above 0, or `all` (None)."""
+    if text.strip().lower() == "all":
+        return None
+    try:
+        k = int(text)
+    except ValueError:
+        k = 0
+    if k <= 0:
+        raise fail(f"--reproduce {text!r}: a number of questions above 0, or all")
+    return k
 
-    settings = load_cli_settings(config)
-    store_ = read_store(settings)  # never creates a store: a pack is checked against an existing one
 
-    async def go() -> Any:
-        loaded = read_pack(pack)  # the files first: a bad pack never opens the store
-        async with store_ as store:
-            return await submit_pack(store, loaded, buffer_days=settings.spec.temporal_buffer_days)
-
-    got = run_async(go)
+def _report(got: Intake) -> None:
     if not got.stored:
         console.print(plain(f"pack {got.pack_sha256[:12]} ({got.target} on {got.snapshot_id}) was submitted before: "
                             "nothing changed"))
@@ -50,3 +66,97 @@ def submit(
         for scorer, m in got.metrics.scorers.items():
             means = ", ".join(f"{k} {v * 100:.1f} %" if v is not None else f"{k} n/a" for k, v in m.means.items())
             console.print(plain(f"  {scorer}: {means} (mean over {len(m.pairs)} language pairs)"))
+
+
+def submit(
+    pack: Annotated[str, typer.Argument(help="the pack: a folder or a .tar.gz archive; with --reproduce also the "
+                                             "sha256 (or a prefix) of a pack submitted before", metavar="PACK_OR_ID")],
+    reproduce: Annotated[str | None, typer.Option("--reproduce", metavar="K", help=_REPRODUCE_HELP)] = None,
+    model: Annotated[str | None, typer.Option("--model", help="with --reproduce: the model to re-run (a local folder, a "
+                                                             "cached Hub id, embedded:<name>) in place of the one the pack "
+                                                             "names, where this service holds the same weights")] = None,
+    config: ConfigOption = None,
+) -> None:
+    from clkt.packs.intake import submit_pack
+    from clkt.packs.pack import read_pack
+
+    k = parse_k(reproduce) if reproduce is not None else None
+    if model is not None and reproduce is None:
+        raise fail("--model is an option of --reproduce (the model re-run here)")
+    settings = load_cli_settings(config)
+    path = Path(pack)
+    if reproduce is not None and not path.exists():
+        _reproduce_stored(settings, pack, k, model)
+        return
+    store_ = read_store(settings)  # never creates a store: a pack is checked against an existing one
+
+    async def go() -> tuple[Intake, Pack]:
+        loaded = read_pack(path)  # the files first: a bad pack never opens the store
+        async with store_ as store:
+            if reproduce is None:
+                return await submit_pack(store, loaded, buffer_days=settings.spec.temporal_buffer_days), loaded
+            plan = await _plan(store, settings, loaded.sha256, loaded.manifest, {r.qid for r in loaded.predictions}, k,
+                               model)
+            got = await submit_pack(store, loaded, buffer_days=settings.spec.temporal_buffer_days)
+            _report(got)
+            await _rerun(store, plan, _pack_answers(loaded))
+            return got, loaded
+
+    got, _ = run_async(go)
+    if reproduce is None:
+        _report(got)
+
+
+def _pack_answers(loaded: Pack) -> Any:
+    from clkt.packs.reproduce import answers_of_rows
+
+    return answers_of_rows(loaded.predictions)
+
+
+async def _plan(store: Store, settings: Settings, sha: str, manifest: Any, qids: Any, k: int | None,
+                model: str | None) -> Any:
+    from clkt.packs.reproduce import plan_reproduction
+
+    return await plan_reproduction(store, sha, manifest, qids, k=k, gpu=settings.gpu, data_dir=Path(settings.data_dir),
+                                   model=model)
+
+
+async def _rerun(store: Store, plan: Any, answers: Any) -> None:
+    from clkt.packs.reproduce import run_reproduction, save_reproduction
+
+    for note in plan.notes:
+        err_console.print(plain(f"clkt: warning: {note}"), highlight=False)
+    console.print(plain(f"re-running pack {plan.pack_sha256[:12]}'s jobs here to compare {len(plan.questions)} questions"))
+    result = await run_reproduction(plan, answers, progress=lambda line: err_console.print(plain(line), highlight=False))
+    await save_reproduction(store, plan, result)
+    verdict = "reproduced" if result.reproduced else "FLAGGED"
+    console.print(plain(f"pack {plan.pack_sha256[:12]}: {verdict}: {result.agreed}/{result.checked} letters agree "
+                        f"({100 * result.rate:.1f} %, threshold {100 * result.threshold:.0f} %) on {result.questions} "
+                        f"questions; stored (replaces any earlier re-run)"))
+
+
+def _reproduce_stored(settings: Settings, ident: str, k: int | None, model: str | None) -> None:
+    from clkt.errors import UserError
+    from clkt.packs.format import PackManifest
+    from clkt.packs.reproduce import answers_of
+    from storage.submissions import find_submissions_by_prefix, submission_answers
+
+    ident = ident.strip().lower()
+    if len(ident) < 6 or any(c not in "0123456789abcdef" for c in ident):
+        raise fail(f"{ident!r}: no such pack file or folder, nor the sha256 (6 hex digits at least) of a submitted pack")
+    store_ = read_store(settings)
+
+    async def go() -> None:
+        async with store_ as store:
+            async with store.session() as s:
+                found = await find_submissions_by_prefix(s, ident)
+                if len(found) != 1:
+                    why = "no submitted pack" if not found else "more than one submitted pack"
+                    raise UserError(f"{why} in this store has a sha256 starting {ident}")
+                record = found[0]
+                answers = answers_of(await submission_answers(s, record.pack_sha256))
+            manifest = PackManifest.model_validate(record.manifest)
+            plan = await _plan(store, settings, record.pack_sha256, manifest, {key[4] for key in answers}, k, model)
+            await _rerun(store, plan, answers)
+
+    run_async(go)

@@ -179,6 +179,8 @@ def _attach_secrets(settings: Settings, env: Mapping[str, str]) -> Settings:
         if t.api_key_env:
             names.add(t.api_key_env)
     names.add(settings.publish.token_env)  # the Hub token (clkt.publish)
+    if settings.http.intake_token_env:
+        names.add(settings.http.intake_token_env)  # the result packs' upload token (clkt.web.intake)
     # the conventional provider variables pydantic-ai reads, and huggingface_hub's
     names |= {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "HF_TOKEN"}
     secrets = {n: SecretStr(env[n]) for n in sorted(names) if env.get(n)}

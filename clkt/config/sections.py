@@ -204,6 +204,10 @@ class HttpSettings(Section):
     allowed_hosts: list[HostName] = Field(default_factory=list, max_length=32)
     page_size: int = Field(default=50, ge=5, le=500)  # rows per page of the entity table
     refresh_s: int = Field(default=15, ge=0, le=3600)  # the overview reloads itself every refresh_s (0: never)
+    # result packs uploaded to `POST /packs` (`clkt.web.intake`): off unless the environment variable named here holds
+    # the intake token, which every upload carries as `Authorization: Bearer <token>`
+    intake_token_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+    intake_max_bytes: int = Field(default=64 << 20, ge=1 << 10, le=1 << 30)  # an upload's largest body (413 past it)
 
     def is_loopback(self) -> bool:
         if self.host == "localhost":

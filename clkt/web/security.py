@@ -3,7 +3,9 @@
 - the Host header must name this service: a loopback name or address, the configured `http.host`, or one
   of `http.allowed_hosts` (with any port). A page fetched through a DNS-rebinding name carries that name in
   its Host header and gets 421 Misdirected Request; a request without a Host header gets 400;
-- only GET and HEAD: nothing served here changes state, so any other method is 405 (with `Allow`);
+- only GET and HEAD: nothing served here changes state, so any other method is 405 (with `Allow`); the one
+  exception is a POST to a path in `writable` (the result packs' upload, `clkt.web.intake`, only when an intake
+  token is configured; it checks the token itself);
 - security headers on every answer: a CSP that allows only this origin's script, style and images and no
   inline script, no framing (`frame-ancestors 'none'`, `X-Frame-Options: DENY`), `nosniff`, no referrer,
   no caching of pages that show live state.
@@ -100,7 +102,11 @@ def _plain(status: int, text: str, **headers: str) -> web.Response:
     return web.Response(status=status, text=text + "\n", content_type="text/plain", charset="utf-8", headers=headers)
 
 
-def security_middlewares(guard: HostGuard) -> list[Callable[..., Awaitable[web.StreamResponse]]]:
+def security_middlewares(
+    guard: HostGuard, writable: Iterable[str] = (),
+) -> list[Callable[..., Awaitable[web.StreamResponse]]]:
+    posts = frozenset(writable)
+
     @web.middleware
     async def guard_mw(request: web.Request, handler: Handler) -> web.StreamResponse:
         host = request.headers.get("Host")
@@ -108,7 +114,7 @@ def security_middlewares(guard: HostGuard) -> list[Callable[..., Awaitable[web.S
             return _secure(_plain(400, "a Host header is required"))
         if not guard.accepts(host):
             return _secure(_plain(421, "misdirected request: this service answers only to its own host names"))
-        if request.method not in SAFE_METHODS:
+        if request.method not in SAFE_METHODS and not (request.method == "POST" and request.path in posts):
             return _secure(_plain(405, "read-only: only GET and HEAD", Allow="GET, HEAD"))
         try:
             resp = await handler(request)

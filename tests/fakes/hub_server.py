@@ -1,6 +1,8 @@
 """A stand-in for the Hugging Face Hub on 127.0.0.1: the endpoints `huggingface_hub` calls to publish a dataset
-(repo info and creation, README metadata validation, pre-upload, commit, tree listing, commit history, branches),
-keeping repos as git-like histories in memory and recording every request it receives.
+(repo info and creation, README metadata validation, pre-upload, commit, tree listing, commit history, branches)
+and to read one (`/datasets/<repo>/resolve/<revision>/<path>`, what `hf_hub_download` asks), keeping repos as
+git-like histories in memory and recording every request it receives. A revision is a branch or a commit id; a
+public repo is read without a token (as on the Hub), a wrong token is refused.
 
 Pre-upload answers `regular` for every file (and the remote blob id of an unchanged one), so every file travels
 inline (base64) in the commit: no LFS batch, no Xet storage. A commit is applied whole or not at all, and refused
@@ -152,6 +154,8 @@ class FakeHub:
             return "validate-yaml", {}
         if p[:3] == ["api", "repos", "create"] and method == "POST":
             return "create", {}
+        if len(p) >= 6 and p[0] == "datasets" and p[3] == "resolve" and method in ("GET", "HEAD"):
+            return "resolve", {"repo": f"{p[1]}/{p[2]}", "rev": p[4], "path": "/".join(p[5:])}
         if len(p) >= 4 and p[0] == "api" and p[1] == "datasets":
             repo = f"{p[2]}/{p[3]}"
             rest = p[4:]
@@ -180,7 +184,10 @@ class FakeHub:
         if name == "unknown":
             self.unexpected.append(f"{request.method} {raw}")
             return web.json_response({"error": "not implemented by the stand-in"}, status=404)
-        if name != "validate-yaml" and request.headers.get("Authorization") != f"Bearer {self.token}":
+        auth = request.headers.get("Authorization")
+        held = self.repos.get(args.get("repo", ""))
+        public_read = name in self._READS and auth is None and (held is None or not held.private)
+        if name != "validate-yaml" and not public_read and auth != f"Bearer {self.token}":
             return web.json_response({"error": "Invalid credentials in Authorization header"}, status=401)
         fault = self.faults.get(name, [])
         kind = fault.pop(0) if fault else None
@@ -201,6 +208,28 @@ class FakeHub:
             assert request.transport is not None
             request.transport.close()
         return resp
+
+    _READS = frozenset({"info", "tree", "commits", "resolve"})
+
+    @staticmethod
+    def _head(r: _Repo, rev: str) -> str | None:
+        """The commit a revision names: a branch's head, or a commit id."""
+        return r.branches.get(rev) or (rev if rev in r.commits else None)
+
+    async def _resolve(self, request: web.Request, body: bytes, *, repo: str, rev: str, path: str) -> web.Response:
+        r = self._repo(repo)
+        if r is None:
+            return self._missing("RepoNotFound", "Repository not found")
+        head = self._head(r, rev)
+        if head is None:
+            return self._missing("RevisionNotFound", "Invalid rev id")
+        data = r.commits[head].files.get(path)
+        if data is None:
+            return self._missing("EntryNotFound", f"{path} does not exist on {rev}")
+        headers = {"X-Repo-Commit": head, "ETag": f'"{git_blob_id(data)}"', "Content-Length": str(len(data))}
+        if request.method == "HEAD":
+            return web.Response(status=200, headers=headers)
+        return web.Response(status=200, body=data, headers=headers)
 
     def _missing(self, code: str, message: str) -> web.Response:
         return web.json_response({"error": message}, status=404, headers={"X-Error-Code": code, "X-Error-Message": message})
@@ -232,9 +261,9 @@ class FakeHub:
         r = self._repo(repo)
         if r is None:
             return self._missing("RepoNotFound", "Repository not found")
-        if rev not in r.branches:
+        head = self._head(r, rev)
+        if head is None:
             return self._missing("RevisionNotFound", "Invalid rev id")
-        head = r.branches[rev]
         return web.json_response({"id": repo, "author": repo.split("/")[0], "sha": head, "private": r.private,
                                   "siblings": [{"rfilename": p} for p in sorted(r.commits[head].files)]})
 
