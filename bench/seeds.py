@@ -11,7 +11,10 @@ between-seed std, the interval over entities alone and over entities and seeds).
 
 Goals: the seeds' total wall time at most 3.3x the first seed's (`wall_ratio`: the base pass is computed once and
 shared); for Overall and Transfer, the pooled interval (entities and seeds) at least as wide as the widest
-single-seed interval (`<metric>_pooled_ci_width` >= `<metric>_widest_single_ci_width`). Ends with one JSON line;
+single-seed interval's sampling part (`<metric>_pooled_ci_width` >= `<metric>_widest_single_ci_width`; a single
+seed's interval is its sampling interval); the per-domain pooled table (`clkt leaderboard --by domain`) over the
+window of that one snapshot, on the seed the report's tables are on (the lowest), equals the snapshot's own
+report Table 2 field by field (`table2_fields_mismatched` == 0, no cell on one side only). Ends with one JSON line;
 on 2 CPU cores a demo job takes a few minutes, so three seeds about 10-15 minutes after the demo.
 
     .venv/bin/python bench/seeds.py [--from DIR] [--seeds 3] [--train en] [--timeout-min 40]
@@ -32,6 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from sqlalchemy import delete
 from sqlmodel import col
 
@@ -42,10 +46,13 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from bench.demo import run_demo  # noqa: E402
 from clkt.config import load_settings  # noqa: E402
 from clkt.layout import MODELS_DIR, base_cache_dir, job_dir  # noqa: E402
+from clkt.report.domain_board import build_domain_board  # noqa: E402
 from clkt.report.leaderboard import build_rows  # noqa: E402
 from clkt.report.leaderboard_data import Estimate, LeaderboardQuery, LeaderRow  # noqa: E402
-from clkt.report.window import resolve_window  # noqa: E402
+from clkt.report.window import Window, resolve_window  # noqa: E402
+from clkt.report.writer import load_report_data  # noqa: E402
 from storage.engine import Store  # noqa: E402
+from storage.entity_domains import entity_domains  # noqa: E402
 from storage.gpu_jobs import enqueue_gpu_jobs, jobs_for_snapshot  # noqa: E402
 from storage.leaderboard import window_snapshots  # noqa: E402
 from storage.models import GpuJob  # noqa: E402
@@ -107,8 +114,38 @@ def _worker(work: Path, cfg: Path, timeout_s: float) -> float:
     return time.perf_counter() - t0
 
 
-def _width(e: Estimate) -> float | None:
-    return None if e.ci is None else e.ci[1] - e.ci[0]
+def _width(e: Estimate, *, sampling: bool = False) -> float | None:
+    ci = (e.sampling_ci or e.ci) if sampling else e.ci
+    return None if ci is None else ci[1] - ci[0]
+
+
+async def _table2_check(store: Store, q: LeaderboardQuery, w: Window, sid: str) -> dict[str, Any]:
+    """The per-domain pooled table (`clkt leaderboard --by domain`) over the window of the one snapshot, every
+    strategy, on the jobs of the lowest seed (the seed the snapshot's report tables are on), against the report's
+    own Table 2: the same cells, and per cell Overall and Transfer mean and std compared field by field."""
+    data = dataclasses.replace(w.data, jobs=tuple(j for j in w.data.jobs if j.seed == min(x.seed for x in w.data.jobs)))
+    ids = {int(e) for p in data.packs for e in np.frombuffer(p.entity_ids, dtype="<i8").tolist()}
+    async with store.session() as s:
+        domain_of = await entity_domains(s, ids)
+    board = await asyncio.to_thread(build_domain_board, dataclasses.replace(w, data=data), q, domain_of=domain_of)
+    report = await load_report_data(store, sid)
+    mine = {(c.target, c.strategy, c.scorer, c.domain): c for c in board.cells}
+    theirs = {(c.model, c.strategy, c.scorer, c.domain): c for c in report.table2}
+    diff, compared, mismatched = 0.0, 0, []
+    for key in sorted(set(mine) & set(theirs)):
+        for m in METRICS:
+            a, b = mine[key].metrics[m], theirs[key].values.get(m)
+            for field in ("mean", "std"):
+                x, y = getattr(a, field), getattr(b, field) if b is not None else None
+                compared += 1
+                if (x is None) != (y is None) or (x is not None and y is not None and abs(x - y) > 1e-12):
+                    mismatched.append(f"{'/'.join(key)} {m} {field}: {x} vs {y}")
+                elif x is not None and y is not None:
+                    diff = max(diff, abs(x - y))
+    return {"table2_cells": len(theirs), "table2_cells_by_domain": len(mine),
+            "table2_cells_only_one_side": len(set(mine) ^ set(theirs)), "table2_fields_compared": compared,
+            "table2_fields_mismatched": len(mismatched), "table2_mismatches": mismatched[:5],
+            "table2_max_abs_diff": diff}
 
 
 def _seed_figures(row: LeaderRow) -> dict[str, Any]:
@@ -129,6 +166,8 @@ async def _measure(cfg: Path, seeds: list[int]) -> dict[str, Any]:
                          languages=tuple(settings.spec.languages), min_questions=0)
     async with Store(url=settings.resolved_store_url) as store:
         w = await resolve_window(store, q)
+        every = dataclasses.replace(q, strategy=None)
+        t2 = await _table2_check(store, every, await resolve_window(store, every), w.snapshots[-1].id)
     langs = list(settings.spec.languages)
     pooled = next(r for r in build_rows(w.data, langs, min_questions=0) if r.seeds)
     single = {}
@@ -138,12 +177,12 @@ async def _measure(cfg: Path, seeds: list[int]) -> dict[str, Any]:
     out: dict[str, Any] = {"scorer": pooled.scorer, "per_seed": {str(s): _seed_figures(r) for s, r in single.items()}}
     for m in METRICS:
         e = pooled.metric(m)
-        widths = [x for r in single.values() if (x := _width(r.metric(m))) is not None]
+        widths = [x for r in single.values() if (x := _width(r.metric(m), sampling=True)) is not None]
         out |= {f"{m}_mean": e.value, f"{m}_between_seed_std": e.seed_std, f"{m}_pooled_ci": e.ci,
                 f"{m}_sampling_ci": e.sampling_ci, f"{m}_pooled_ci_width": _width(e),
                 f"{m}_widest_single_ci_width": max(widths) if widths else None}
     out["learned_in_every_seed"] = pooled.learn.learned
-    return out
+    return out | t2
 
 
 def main() -> None:
@@ -171,11 +210,14 @@ def main() -> None:
                 "seed_wall_s": [round(x, 1) for x in walls], "wall_ratio": round(sum(walls) / walls[0], 3)}
     figures |= asyncio.run(_measure(cfg, seeds))
     goals = {"wall_ratio": f"<= {WALL_RATIO_GOAL}",
-             **{f"{m}_pooled_ci_width": f">= {m}_widest_single_ci_width" for m in METRICS}}
+             **{f"{m}_pooled_ci_width": f">= {m}_widest_single_ci_width" for m in METRICS},
+             "table2_fields_mismatched": "== 0 (and table2_cells_only_one_side == 0, table2_fields_compared > 0)"}
     met = figures["wall_ratio"] <= WALL_RATIO_GOAL
     for m in METRICS:
         p, w = figures[f"{m}_pooled_ci_width"], figures[f"{m}_widest_single_ci_width"]
         met = met and p is not None and w is not None and p >= w
+    met = met and figures["table2_fields_mismatched"] == 0 and figures["table2_cells_only_one_side"] == 0 \
+        and figures["table2_fields_compared"] > 0
     print(json.dumps({"bench": "seeds", "figures": figures, "goals": goals, "met": met}))
 
 

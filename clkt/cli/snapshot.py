@@ -316,9 +316,10 @@ def audit_score(
 
     settings = load_cli_settings(config)
 
-    async def store_score() -> Any:
+    async def store_score() -> tuple[Any, list[tuple[int, bool]] | None]:
         score = score_files(files)
-        async with read_store(settings) as store, store.transaction() as s:
+        wanted = _rejected_qids(files) if retract_rejected else None
+        async with read_store(settings) as store, store.transaction() as s:  # the audit and its retractions: all or nothing
             snap = await get_snapshot(s, score.snapshot_id)
             m = stored_manifest(snap.manifest)
             have = list(m.languages) if m else []
@@ -329,9 +330,10 @@ def audit_score(
             await set_snapshot_audit(
                 s, score.snapshot_id, {**score.model_dump(mode="json"), "scored_at": clock.now().isoformat()}
             )
-        return score
+            done = None if wanted is None else await _retract_rejected(s, files, wanted, snap.id, settings)
+        return score, done
 
-    score = run_async(store_score)
+    score, done = run_async(store_score)
     t = Table("domain", "pairs", "correct", "precision", *(f"#{c}" for c in ("unrelated", "too_general", "unverifiable", "wrong_answer")),
               title=f"{score.snapshot_id}: {_audit_procedure(score.model_dump(mode='json'))}")
     for d, v in {**score.domains, "overall": score.overall}.items():
@@ -339,34 +341,37 @@ def audit_score(
     print_table(t)
     if score.languages:
         print_table(_language_table(score))
-    if retract_rejected:
-        _retract_rejected(files, settings)
+    if done is not None:
+        new = [q for q, n in done if n]
+        console.print(f"retracted {len(new)} question(s) of {score.snapshot_id} the audit rejected"
+                      + (f": {', '.join(map(str, new))}" if new else "")
+                      + (f"; {len(done) - len(new)} already retracted" if len(done) > len(new) else ""))
 
 
-def _retract_rejected(files: list[Path], settings: Any) -> None:
-    """Retract every question the audit's majority rejected (in any language); already retracted ones stand."""
-    from clkt.publish.errata import retract as record
+def _rejected_qids(files: list[Path]) -> dict[int, list[str]]:
+    """The questions the audit's majority rejected (in any language), each with its rejected languages."""
     from clkt.snapshots.audit import rejected
 
-    snapshot_id, pairs = rejected(files)
+    _, pairs = rejected(files)
     langs: dict[int, list[str]] = {}
     for lang, qid in pairs:
         langs.setdefault(qid, []).append(lang or "?")
+    return langs
 
-    async def go() -> list[tuple[int, bool]]:
-        done = []
-        async with read_store(settings) as store:
-            for qid, ls in sorted(langs.items()):
-                reason = f"rejected by the human audit ({', '.join(Path(f).name for f in files)}; {', '.join(ls)})"
-                r = await record(store, snapshot_id, qid, reason=reason, publish=settings.publish)
-                done.append((qid, r.new))
-        return done
 
-    done = run_async(go)
-    new = [q for q, n in done if n]
-    console.print(f"retracted {len(new)} question(s) of {snapshot_id} the audit rejected"
-                  + (f": {', '.join(map(str, new))}" if new else "")
-                  + (f"; {len(done) - len(new)} already retracted" if len(done) > len(new) else ""))
+async def _retract_rejected(
+    s: Any, files: list[Path], langs: dict[int, list[str]], snapshot_id: str, settings: Any,
+) -> list[tuple[int, bool]]:
+    """Retract every rejected question in the audit's transaction (a refusal, e.g. a snapshot not frozen, rolls
+    the stored audit back as well); already retracted ones stand. (qid, new) per question."""
+    from clkt.publish.errata import retract_in
+
+    done = []
+    for qid, ls in sorted(langs.items()):
+        reason = f"rejected by the human audit ({', '.join(Path(f).name for f in files)}; {', '.join(ls)})"
+        r = await retract_in(s, snapshot_id, qid, reason=reason, publish=settings.publish)
+        done.append((qid, r.new))
+    return done
 
 
 add_publish_commands(snapshot_app)  # `clkt snapshot publish` and `clkt snapshot retract`

@@ -17,14 +17,14 @@ from clkt.errors import UserError
 from clkt.logs import sanitize_text
 from clkt.snapshots.content import load_item_refs
 from clkt.snapshots.ids import PUBLIC_ID_BITS
-from storage.engine import Store
+from storage.engine import Session, Store
 from storage.enums import SnapshotStatus
 from storage.publish import enqueue_publish
 from storage.publish_revisions import revisions_of
 from storage.retractions import RetractionRecord, add_retraction
 from storage.snapshots import get_snapshot
 
-__all__ = ["MAX_REASON_CHARS", "Retracted", "clean_reason", "retract"]
+__all__ = ["MAX_REASON_CHARS", "Retracted", "clean_reason", "retract", "retract_in"]
 
 MAX_REASON_CHARS = 2000
 
@@ -47,23 +47,29 @@ def clean_reason(reason: str) -> str:
 
 async def retract(store: Store, ident: str, qid: int, *, reason: str, publish: PublishSettings) -> Retracted:
     """Record the retraction of question `qid` of the frozen snapshot `ident` (an id or a unique prefix)."""
+    async with store.transaction() as s:
+        return await retract_in(s, ident, qid, reason=reason, publish=publish)
+
+
+async def retract_in(s: Session, ident: str, qid: int, *, reason: str, publish: PublishSettings) -> Retracted:
+    """`retract` inside the caller's transaction (`clkt audit score --retract-rejected` stores the audit and its
+    retractions in one: a retraction refused rolls the audit back too)."""
     text = clean_reason(reason)
     if not 0 <= qid < 2**PUBLIC_ID_BITS:
         raise UserError(f"question id {qid} is not a qid (a question's public id, 0 to 2**{PUBLIC_ID_BITS})")
-    async with store.transaction() as s:
-        snap = await get_snapshot(s, ident)
-        if snap.status is not SnapshotStatus.frozen:
-            raise UserError(f"snapshot {snap.id} is {snap.status.value}, not frozen: only a frozen snapshot's questions "
-                            "are retracted")
-        rows = {it.qid: it.question_row for it in await load_item_refs(s, snap.id)}
-        if qid not in rows:
-            raise UserError(f"snapshot {snap.id} has no question {qid} (the `qid` of its questions/<lang>.jsonl; "
-                            "the control split's fictional questions are never published and cannot be retracted)")
-        record, new = await add_retraction(s, snapshot_id=snap.id, qid=qid, question_id=rows[qid], reason=text)
-        asked = False
-        if (new and publish.automatic and publish.repo is not None
-                and await revisions_of(s, repo=publish.repo, branch=publish.revision, snapshot_id=snap.id)):
-            await enqueue_publish(s, repo=publish.repo, branch=publish.revision, snapshot_id=snap.id,
-                                  private=publish.private, reason="retraction", max_attempts=publish.max_attempts)
-            asked = True
+    snap = await get_snapshot(s, ident)
+    if snap.status is not SnapshotStatus.frozen:
+        raise UserError(f"snapshot {snap.id} is {snap.status.value}, not frozen: only a frozen snapshot's questions "
+                        "are retracted")
+    rows = {it.qid: it.question_row for it in await load_item_refs(s, snap.id)}
+    if qid not in rows:
+        raise UserError(f"snapshot {snap.id} has no question {qid} (the `qid` of its questions/<lang>.jsonl; "
+                        "the control split's fictional questions are never published and cannot be retracted)")
+    record, new = await add_retraction(s, snapshot_id=snap.id, qid=qid, question_id=rows[qid], reason=text)
+    asked = False
+    if (new and publish.automatic and publish.repo is not None
+            and await revisions_of(s, repo=publish.repo, branch=publish.revision, snapshot_id=snap.id)):
+        await enqueue_publish(s, repo=publish.repo, branch=publish.revision, snapshot_id=snap.id,
+                              private=publish.private, reason="retraction", max_attempts=publish.max_attempts)
+        asked = True
     return Retracted(record=record, new=new, asked_publish=asked)

@@ -10,9 +10,13 @@ import csv
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import update
+from sqlmodel import col
 from typer.testing import CliRunner
 
 from storage.engine import Store
+from storage.enums import SnapshotStatus
+from storage.models import Snapshot
 from storage.retractions import retractions_of
 from tests.cli.test_snapshot import _app, _fill, _rows
 from tests.snapshots.factories import LANGS, make_settings
@@ -103,3 +107,37 @@ def test_audit_covers_every_language(tmp_path: Path) -> None:
     out = r.output.replace("\n", "")
     assert r.exit_code == 0 and "retracted 0 question(s)" in out and "2 already retracted" in out, r.output
     assert len(_retracted(url, snap.id)) == 2
+
+
+def _set_status(url: str, snapshot_id: str, status: SnapshotStatus) -> None:
+    async def go() -> None:
+        async with Store(url=url) as store, store.transaction() as s:
+            await s.execute(update(Snapshot).where(col(Snapshot.id) == snapshot_id).values(status=status))
+
+    asyncio.run(go())
+
+
+def test_retract_rejected_is_all_or_nothing(tmp_path: Path) -> None:
+    """A retraction refused (the snapshot not frozen) leaves no stored audit and no retraction; once the
+    snapshot is frozen the same command stores both."""
+    url = make_settings(tmp_path).resolved_store_url
+    cfg = ["--config", str(tmp_path / "clkt.toml")]
+    app, run = _app(), CliRunner().invoke
+    _fill(url, per_domain=1)
+    _fill(url, per_domain=1, prefix="y")
+    assert run(app, ["snapshot", "build", "--period", "2025-06", *cfg]).exit_code == 0
+    (snap,), _ = _rows(url)
+    sheet = tmp_path / "audit.csv"
+    assert run(app, ["audit", "sample", snap.id, "--per-language", "4", "--seed", "3", "--out", str(sheet), *cfg]).exit_code == 0
+    rows = list(csv.DictReader(sheet.open()))
+    files = [_write(tmp_path / "a.csv", _annotated(rows, {0}))]
+
+    _set_status(url, snap.id, SnapshotStatus.building)
+    r = run(app, ["audit", "score", *files, "--retract-rejected", *cfg])
+    assert r.exit_code == 2 and "not frozen" in r.output, r.output
+    assert not _rows(url)[0][0].audit and _retracted(url, snap.id) == []  # nothing stored
+
+    _set_status(url, snap.id, SnapshotStatus.frozen)
+    r = run(app, ["audit", "score", *files, "--retract-rejected", *cfg])
+    assert r.exit_code == 0 and "retracted 1 question(s)" in r.output.replace("\n", ""), r.output
+    assert _rows(url)[0][0].audit and [x.qid for x in _retracted(url, snap.id)] == [int(rows[0]["qid"])]

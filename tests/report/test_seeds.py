@@ -11,7 +11,7 @@ import pytest
 from clkt.report.leaderboard import metric_of
 from clkt.report.metric_table import OVERALL
 from clkt.report.pooled import Answers, Draws, Layout, boot_matrix, draw_sums, percentile_ci, pool
-from clkt.report.seeds import over_seeds
+from clkt.report.seeds import over_seeds, total_interval
 from storage.result_packs import BASE_ANSWERED, BASE_CORRECT, INJECTED_ANSWERED, INJECTED_CORRECT
 
 LANGS = ("en", "fr", "ja")
@@ -67,3 +67,29 @@ def test_three_seeds_report_their_spread_and_an_interval_covering_it() -> None:
         widest = max((s.metrics[key].sampling_ci or (0.0, 0.0)) for s in single)
         assert width >= widest[1] - widest[0]  # the bench's goal: at least the widest single-seed interval
     assert over_seeds(by_seed, LAYOUT, draws=_draws()) == got  # seeded: the same intervals again
+
+
+def test_the_total_interval_holds_the_seeds_t_term_for_few_seeds() -> None:
+    """Three seeds far apart: the pooled interval reaches at least t_{2,0.975} * sd / sqrt(3) on each side of the
+    mean (a bootstrap that resamples the 3 seeds gives less), and one seed's is exactly its sampling interval."""
+    rng = random.Random(3)
+    by_seed = {0: [_job("en", 0.98, rng)], 1: [_job("en", 0.6, rng)], 2: [_job("en", 0.35, rng)]}
+    got = over_seeds(by_seed, LAYOUT, draws=_draws())
+    t2 = 4.302652729911275  # scipy.stats.t.ppf(0.975, 2)
+    m = got.metrics["overall"]
+    assert m.mean is not None and m.between_seed_std is not None and m.total_ci is not None and m.sampling_ci is not None
+    seed_term = t2 * m.between_seed_std / np.sqrt(3)
+    assert seed_term > 0.1  # the seeds really differ
+    assert m.mean - m.total_ci[0] >= min(seed_term, m.mean) - 1e-12  # clipped at 0 only
+    assert m.total_ci[1] - m.mean >= min(seed_term, 1 - m.mean) - 1e-12
+    lo_half, hi_half = m.mean - m.sampling_ci[0], m.sampling_ci[1] - m.mean
+    assert m.total_ci[0] == pytest.approx(max(0.0, m.mean - np.hypot(lo_half, seed_term)))
+    assert m.total_ci[1] == pytest.approx(min(1.0, m.mean + np.hypot(hi_half, seed_term)))
+    one = over_seeds({1: by_seed[1]}, LAYOUT, draws=_draws()).metrics["overall"]
+    assert one.total_ci == one.sampling_ci and one.total_ci is not None
+
+
+def test_total_interval_clips_to_the_unit_interval_and_keeps_one_seed() -> None:
+    assert total_interval((0.4, 0.6), [0.5]) == (0.4, 0.6)
+    lo, hi = total_interval((0.85, 0.97), [0.99, 0.9, 0.6])
+    assert hi == 1.0 and 0.0 <= lo < 0.85

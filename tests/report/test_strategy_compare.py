@@ -33,12 +33,14 @@ def _query(**kw: object) -> LeaderboardQuery:
     return LeaderboardQuery(**args)  # type: ignore[arg-type]
 
 
-async def _stored(store: Store) -> dict[tuple[str, str, str], Answers]:
-    """alpha's generate answers of the test split per (strategy, snapshot, train language), from `question_result`."""
+async def _stored(store: Store, seed: int = 0) -> dict[tuple[str, str, str], Answers]:
+    """alpha's generate answers of the test split per (strategy, snapshot, train language) of the jobs of training
+    seed `seed`, from `question_result`."""
     out: dict[tuple[str, str, str], Answers] = defaultdict(dict)
     async with store.session() as s:
         jobs = {j.id: j for j in (await s.execute(select(GpuJob).where(col(GpuJob.target_model) == "alpha",
-                                                                       col(GpuJob.status) == LeaseStatus.done))).scalars()}
+                                                                       col(GpuJob.status) == LeaseStatus.done,
+                                                                       col(GpuJob.seed) == seed))).scalars()}
         rows = (await s.execute(select(QuestionResult).where(col(QuestionResult.job_id).in_(list(jobs)),
                                                              col(QuestionResult.scorer) == "generate",
                                                              col(QuestionResult.split) == "test"))).scalars().all()
@@ -181,3 +183,42 @@ async def test_each_strategys_kept_percent_rides_beside_its_learn_and_shows_only
     table = strategy_tables(c.model_copy(update={"kept": [None, memit]}))[0]
     assert "kept % [CI]" in str(table.columns[-1].header)
     assert list(table.columns[-1].cells) == ["n/a", "80.0 [70.0, 90.0] (40)"]
+
+
+async def _add_seed_one(store: Store, info: WindowStore) -> None:
+    """A seed-1 job of alpha's cpt-lora and memit per snapshot and train language (en, fr), stored after the
+    seed-0 jobs (a later id) and answering as a weaker model: its answers differ from seed 0's."""
+    import random
+
+    from storage.gpu_jobs import enqueue_gpu_jobs, write_job_results
+    from tests.report._window_store import _records
+
+    rng = random.Random(5)
+    async with store.transaction() as s:
+        for sid in info.snapshots.values():
+            await enqueue_gpu_jobs(s, snapshot_id=sid, targets=["alpha"], strategies=list(PAIR), train_langs=["en", "fr"],
+                                   max_attempts=1, seeds=[0, 1])  # seed 0 is there: only seed 1 is new
+    async with store.transaction() as s:
+        jobs = (await s.execute(select(GpuJob).where(col(GpuJob.seed) == 1).order_by(col(GpuJob.id)))).scalars().all()
+        assert len(jobs) == 2 * 2 * len(PERIODS)
+        for job in jobs:
+            assert job.id is not None
+            at = list(info.snapshots.values()).index(job.snapshot_id)
+            qids = sorted(q for q, e in info.entity_of.items() if (e - 1) // 12 == at)
+            await write_job_results(s, job.id, _records(rng, "beta", job.train_lang, qids, ("generate",)))
+            job.status, job.attempts = LeaseStatus.done, 1
+
+
+async def test_two_seeds_compare_on_each_strategys_lowest_seed(store: Store) -> None:
+    """Each strategy with seeds 0 and 1 (seed 1 stored last, answering otherwise): the comparison's figures are
+    seed 0's, equal to the recomputation from seed 0's stored answers and to the comparison before seed 1 ran."""
+    info = await seed_strategy_store(store)
+    before = await _comparison(store, _query())
+    await _add_seed_one(store, info)
+    after = await _comparison(store, _query())
+    learn = next(ln for ln in after.lines if ln.metric == "Learn")
+    n, ra, rb, _, _ = _recompute(await _stored(store, seed=0), info)["learn"]  # type: ignore[misc]
+    assert (learn.diff.n, learn.a.value, learn.b.value) == (n, pytest.approx(ra / n), pytest.approx(rb / n))
+    assert after.lines == before.lines and after.learn == before.learn  # every figure is seed 0's
+    n1, ra1, rb1, _, _ = _recompute(await _stored(store, seed=1), info)["learn"]  # type: ignore[misc]
+    assert (n1, ra1, rb1) != (n, ra, rb)  # seed 1's answers differ: the seed taken shows
