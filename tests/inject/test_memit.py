@@ -155,6 +155,22 @@ def test_an_edit_raises_the_objects_probability_after_its_subject(tmp_path: Path
     assert abs(after[2] - before[2]) < 0.2  # a prompt about another subject moves far less
 
 
+def test_the_value_optimisation_stops_once_every_subject_says_its_object() -> None:
+    import torch
+
+    from clkt.inject.editing.arch import layer_module
+    from clkt.inject.editing.values import ZSettings, encode, optimize_values
+
+    model, tok = _sharp_model("llama"), tiny_tokenizer()
+    reqs = [EditRequest(entity_id=1, subject="the film", prompt="the film", target=" yes")]
+    batch = encode(tok, reqs, [0], device="cpu", max_len=16)
+    top = layer_module(model, 1)
+    z0, first, last = optimize_values(model, top, batch, ZSettings(steps=5, stop_nll=1e9))  # said already: no step
+    assert first == last
+    z, _, last5 = optimize_values(model, top, batch, ZSettings(steps=5, stop_nll=0.0))  # never low enough: 5 steps
+    assert last5 < first and not torch.allclose(z, z0)
+
+
 # -- requests --------------------------------------------------------------------------------------------------
 
 
