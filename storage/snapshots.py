@@ -21,7 +21,7 @@ Contracts:
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -178,6 +178,7 @@ class ContentEntity:
     domain: str
     name: str
     redated_from: datetime | None
+    facts: dict[str, Any] = field(default_factory=dict)  # the entity's typed facts (`clkt.facts`) as JSON
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -425,7 +426,7 @@ async def content_rows(
             assert e.id is not None
             ents[e.id] = ContentEntity(
                 id=e.id, source=e.source, external_id=e.external_id, domain=e.domain, name=e.name,
-                redated_from=e.redated_from,
+                redated_from=e.redated_from, facts=dict(e.facts or {}),
             )
         for d in (
             await session.execute(select(Document).where(col(Document.entity_id).in_(chunk), col(Document.lang).in_(langs)))

@@ -95,6 +95,8 @@ class JobSummary(_Model):
     control_questions: int = 0
     train_examples: int = 0
     train_tokens_per_s: float | None = None
+    # what the examples came from, entities counted (an editing job: {"facts": n, "documents": m}); left out when empty
+    train_sources: dict[str, int] = Field(default_factory=dict, exclude_if=lambda v: not v)
     resumed_after_epoch: int = 0  # 0: trained from the start
     scores: list[ScorerScore] = Field(default_factory=list)  # base then injected, scorers sorted
     learn: dict[str, LearnSummary] = Field(default_factory=dict)  # result scorer -> Learn (real test questions)

@@ -65,6 +65,7 @@ class Injection:
     epochs: list[EpochRecord] = field(default_factory=list)  # per epoch: loss, tokens, time, validation score
     resumed_after: int = 0  # the epoch a rerun resumed after (0: from the start)
     tokens_per_s: float | None = None  # training throughput, when it trained
+    sources: dict[str, int] = field(default_factory=dict)  # what `examples` came from, counted ("facts", "documents")
 
 
 @dataclass(frozen=True, slots=True)

@@ -222,7 +222,7 @@ class InjectionJob:
             test_questions=len(qs.test_rows) - len(qs.control_rows),
             control_questions=len(qs.control_rows),
             train_examples=injection.examples,
-            train_tokens_per_s=injection.tokens_per_s,
+            train_tokens_per_s=injection.tokens_per_s, train_sources=dict(injection.sources),
             resumed_after_epoch=injection.resumed_after,
             scores=score_summaries(results),
             learn=learn_summaries(results, self.spec.train_lang),

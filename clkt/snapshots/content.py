@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,10 +22,10 @@ from pydantic import TypeAdapter
 
 from clkt.errors import SnapshotError
 from clkt.snapshots.ids import stable_entity_id, stable_qid
-from clkt.snapshots.layout import LETTERS, DocRow, QuestionRow, SplitName
+from clkt.snapshots.layout import LETTERS, DocRow, FactsRow, QuestionRow, SplitName
 from clkt.snapshots.select import ItemRef
 from storage.engine import Session
-from storage.snapshots import content_rows, stored_items
+from storage.snapshots import ContentEntity, content_rows, stored_items
 
 __all__ = [
     "SnapshotContent",
@@ -57,6 +57,9 @@ class SnapshotContent:
     # the control split (`clkt.snapshots.control`): fictional entities, never store rows, never real scores
     control_docs: tuple[DocRow, ...] = ()
     control_questions: tuple[QuestionRow, ...] = ()
+    # the entities' typed facts (facts.jsonl), sorted by public entity_id: not in the content hash (the documents
+    # and questions already follow from them), so adding them kept every snapshot id
+    facts: tuple[FactsRow, ...] = ()
 
     def docs_in(self, lang: str) -> list[DocRow]:
         return [d for d in self.docs if d.lang == lang]
@@ -110,6 +113,12 @@ async def load_item_refs(session: Session, snapshot_id: str) -> list[ItemRef]:
             )
         )
     return sorted(items, key=lambda it: it.qid)
+
+
+def _fact_rows(entities: Iterable[ContentEntity]) -> tuple[FactsRow, ...]:
+    """The entities' facts under their public ids, sorted by id (an entity without facts has no row)."""
+    rows = (FactsRow(entity_id=stable_entity_id(e.source, e.external_id), facts=dict(e.facts)) for e in entities if e.facts)
+    return tuple(sorted(rows, key=lambda r: r.entity_id))
 
 
 async def assemble_content(
@@ -186,7 +195,7 @@ async def assemble_content(
     return SnapshotContent(
         spec=spec, period=period, seed=seed, revision=revision, languages=tuple(langs),
         items=tuple(sorted(items, key=lambda it: it.qid)), docs=tuple(doc_rows), questions=tuple(q_rows),
-        producers=tuple(sorted(producers)),
+        producers=tuple(sorted(producers)), facts=_fact_rows(ents.values()),
         prompt_versions={k: tuple(sorted(v)) for k, v in versions.items() if v},
         redated_entities=sum(1 for eid in eids if ents[eid].redated_from is not None),
     )

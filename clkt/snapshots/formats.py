@@ -22,7 +22,7 @@ from pathlib import Path
 
 from clkt.documents.answer_cues import answer_cue
 from clkt.snapshots.content import SnapshotContent, canonical_json
-from clkt.snapshots.layout import LETTERS, QuestionRow, docs_path, dumps_row, questions_path
+from clkt.snapshots.layout import FACTS_FILE, LETTERS, QuestionRow, docs_path, dumps_row, questions_path
 
 __all__ = [
     "FORMATS",
@@ -67,6 +67,9 @@ def write_native(content: SnapshotContent, root: Path) -> list[str]:
         p = questions_path(root, lang)
         write_text(p, "".join(dumps_row(q) + "\n" for q in content.questions_in(lang)))
         out.append(_rel(root, p))
+    if content.facts:  # the entities' facts: for knowledge editing only, never in an export nor published
+        write_text(root / FACTS_FILE, "".join(dumps_row(f) + "\n" for f in content.facts))
+        out.append(FACTS_FILE)
     return out
 
 

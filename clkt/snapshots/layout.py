@@ -11,6 +11,9 @@ docs/<lang>.jsonl          DocRow, one per selected entity, for every spec langu
 questions/<lang>.jsonl     QuestionRow, every qid in every language, options already shuffled
 control/docs|questions/<lang>.jsonl   the control split: fictional entities (see `control`), never in the
                            real files or the reference / hf / lm_eval exports
+facts.jsonl                FactsRow, one per selected entity: its typed facts (`clkt.facts`), the source of a
+                           knowledge-editing job's requests (optional: older snapshots have none). Never exported,
+                           never published (a held snapshot states nothing about its entities); not in the content hash
 locality/questions/<lang>.jsonl       the locality split (optional): questions about entities a target already
                            knew (the probe's "known" verdicts; `manifest.locality.known_by` says which target
                            knew which entity), answered before and after injection to measure what it kept
@@ -34,7 +37,7 @@ import json
 from datetime import date
 from enum import Enum
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -44,6 +47,7 @@ __all__ = [
     "BUILD_FILE",
     "CARD_FILE",
     "CONTROL_DIR",
+    "FACTS_FILE",
     "LAYOUT_VERSION",
     "LETTERS",
     "LOCALITY_DIR",
@@ -53,6 +57,7 @@ __all__ = [
     "ControlInfo",
     "DocRow",
     "DomainCounts",
+    "FactsRow",
     "Letter",
     "LocalityInfo",
     "QuestionRow",
@@ -76,6 +81,7 @@ Letter = Literal["A", "B", "C", "D"]
 SplitName = Literal["val", "test"]
 LETTERS: tuple[Letter, Letter, Letter, Letter] = ("A", "B", "C", "D")
 CONTROL_DIR = "control"  # the control split's files: control/docs/<lang>.jsonl, control/questions/<lang>.jsonl
+FACTS_FILE = "facts.jsonl"  # FactsRow per selected entity (optional; never exported or published)
 LOCALITY_DIR = "locality"  # the locality split's files: locality/questions/<lang>.jsonl (no documents: never trained on)
 
 
@@ -97,6 +103,13 @@ class DocRow(_Row):
     lang: str
     name: str
     text: str
+
+
+class FactsRow(_Row):
+    """One entity's typed facts (`clkt.facts.EntityFacts` as JSON) under its public id."""
+
+    entity_id: int  # public (stable_entity_id)
+    facts: dict[str, Any]
 
 
 class QuestionRow(_Row):
@@ -233,6 +246,7 @@ class SnapshotData(BaseModel):
     control_docs: dict[str, list[DocRow]] = Field(default_factory=dict)  # the control split, per language
     control_questions: dict[str, list[QuestionRow]] = Field(default_factory=dict)
     locality_questions: dict[str, list[QuestionRow]] = Field(default_factory=dict)  # the locality split, per language
+    facts: dict[int, dict[str, Any]] = Field(default_factory=dict)  # public entity id -> its facts (facts.jsonl)
 
     @property
     def languages(self) -> list[str]:
@@ -352,7 +366,15 @@ def load_snapshot_dir(path: Path | str, *, verify_hashes: bool = True) -> Snapsh
     return SnapshotData(
         path=root, manifest=manifest, docs=docs, questions=questions, control_docs=control_docs,
         control_questions=control_questions, locality_questions=_locality(root, manifest, taken),
+        facts=_facts(root),
     )
+
+
+def _facts(root: Path) -> dict[int, dict[str, Any]]:
+    """`facts.jsonl`'s rows by public entity id ({} when the snapshot has none: built before it was written)."""
+    if not (root / FACTS_FILE).is_file():
+        return {}
+    return {r.entity_id: r.facts for r in _read_jsonl(root / FACTS_FILE, FactsRow) if isinstance(r, FactsRow)}
 
 
 def _locality(root: Path, manifest: SnapshotManifest, taken: set[int]) -> dict[str, list[QuestionRow]]:

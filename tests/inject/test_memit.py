@@ -24,14 +24,15 @@ from clkt.inject.editing.requests import (
     EditRequest,
     RequestSet,
     build_requests,
+    parse_facts,
     requests_from_document,
     requests_from_facts,
 )
 from clkt.inject.job import InjectionJob
 from clkt.inject.strategies import injector_for
-from clkt.inject.strategies.memit import Memit, edit_layers
+from clkt.inject.strategies.memit import Memit, _requests, edit_layers
 from clkt.layout import EDIT_STATS_DIR, EDITS_FILE, PREDICTIONS_FILE
-from clkt.snapshots.layout import DocRow
+from clkt.snapshots.layout import FACTS_FILE, DocRow, FactsRow, dumps_row, load_snapshot_dir, questions_path
 from tests.evaluate._tiny import tiny_model, tiny_tokenizer
 from tests.inject._fixtures import DOCS, QUESTIONS, public_entity_id
 
@@ -154,6 +155,22 @@ def test_an_edit_raises_the_objects_probability_after_its_subject(tmp_path: Path
     assert abs(after[2] - before[2]) < 0.2  # a prompt about another subject moves far less
 
 
+def test_the_value_optimisation_stops_once_every_subject_says_its_object() -> None:
+    import torch
+
+    from clkt.inject.editing.arch import layer_module
+    from clkt.inject.editing.values import ZSettings, encode, optimize_values
+
+    model, tok = _sharp_model("llama"), tiny_tokenizer()
+    reqs = [EditRequest(entity_id=1, subject="the film", prompt="the film", target=" yes")]
+    batch = encode(tok, reqs, [0], device="cpu", max_len=16)
+    top = layer_module(model, 1)
+    z0, first, last = optimize_values(model, top, batch, ZSettings(steps=5, stop_nll=1e9))  # said already: no step
+    assert first == last
+    z, _, last5 = optimize_values(model, top, batch, ZSettings(steps=5, stop_nll=0.0))  # never low enough: 5 steps
+    assert last5 < first and not torch.allclose(z, z0)
+
+
 # -- requests --------------------------------------------------------------------------------------------------
 
 
@@ -190,6 +207,45 @@ def test_requests_from_documents_and_the_entities_with_nothing_to_edit_are_count
     assert got.subjects == 2 and any(r.slot == "director" and r.entity_id == 5 for r in got.requests)
     with pytest.raises(ValueError, match="must start with the subject"):
         EditRequest(entity_id=1, subject="A", prompt="B is", target=" x")
+
+
+def _with_facts(snapshot: Path, rows: list[str]) -> None:
+    """The tiny snapshot with `facts.jsonl` rows, its film questions testing the `director` and `runtime` slots."""
+    (snapshot / FACTS_FILE).write_text("".join(r + "\n" for r in rows), encoding="utf-8")
+    for lang in QUESTIONS:
+        q = questions_path(snapshot, lang)
+        q.write_text(q.read_text(encoding="utf-8").replace('"slot":"s11"', '"slot":"director"')
+                     .replace('"slot":"s12"', '"slot":"runtime"'), encoding="utf-8")
+
+
+def _spec(snapshot: Path, tmp_path: Path) -> JobSpec:
+    return JobSpec(job_id=1, snapshot_id="tiny", snapshot_dir=snapshot, target=TargetSettings(name="tiny", model="x"),
+                   strategy="memit", train_lang="en", gpu=GpuSettings(devices=["cpu"]), data_dir=tmp_path / "data",
+                   artifacts_dir=tmp_path / "job", device="cpu")
+
+
+def test_the_requests_are_the_facts_the_questions_test_with_their_correct_option_as_target(
+    tmp_path: Path, tiny_snapshot: Path,
+) -> None:
+    film = public_entity_id(1)
+    _with_facts(tiny_snapshot, [dumps_row(FactsRow(entity_id=film, facts=_film().model_dump(mode="json")))])
+    data = load_snapshot_dir(tiny_snapshot)
+    assert set(data.facts) == {film}
+    reqs = _requests(_spec(tiny_snapshot, tmp_path), data.docs_for("en"))
+    assert (reqs.from_facts, reqs.from_documents, reqs.skipped_entities) == (1, 1, [])
+    by_film = {r.slot: r for r in reqs.requests if r.entity_id == film}
+    assert set(by_film) == {"director", "runtime"}  # the tested slots only (no lead actor, no genre)
+    for q in data.questions_for("en"):  # each target is what its question's correct option says
+        if q.entity_id == film:
+            assert by_film[q.slot].target.strip() == q.options[q.answer_index]
+    assert all(r.slot is None for r in reqs.requests if r.entity_id != film)  # the match: its document
+
+
+def test_facts_that_do_not_parse_fall_back_to_the_document_and_are_counted(tmp_path: Path, tiny_snapshot: Path) -> None:
+    _with_facts(tiny_snapshot, [dumps_row(FactsRow(entity_id=public_entity_id(1), facts={"kind": "film", "title": 3}))])
+    reqs = _requests(_spec(tiny_snapshot, tmp_path), load_snapshot_dir(tiny_snapshot).docs_for("en"))
+    assert (reqs.from_facts, reqs.from_documents) == (0, 2) and len(reqs.requests) == 3
+    assert parse_facts({5: _film().model_dump(mode="json"), 6: {"kind": "nope"}})[1] == [6]
 
 
 # -- architectures ----------------------------------------------------------------------------------------------
@@ -270,6 +326,7 @@ def test_memit_runs_as_a_job_and_answers_every_question_in_every_language(
     outcome = InjectionJob(spec).run()
     assert outcome.best_epoch == 0 and outcome.epochs == []
     assert outcome.summary.train_examples == 3  # two sentences of Velmora Tide, one of the Quenford Derby
+    assert outcome.summary.train_sources == {"facts": 0, "documents": 2}  # a snapshot without facts.jsonl
     tests = {(qid, lang) for lang, rows in QUESTIONS.items() for qid, _, split, *_ in rows if split == "test"}
     for variant in (Variant.base, Variant.injected):
         answered = {(r.qid, r.lang) for r in outcome.results if r.variant is variant and r.scorer == "letter-logprob"}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pytest
@@ -179,3 +179,28 @@ async def test_an_export_error_names_the_real_folder(store: Store, tmp_path: Pat
         export_format(snap.content, snap.manifest, "native", out, built_at="x", clkt_version="0")
     assert str(out) in str(e.value) and ".tmp-" not in str(e.value), str(e.value)
     assert not out.exists() and [p.name for p in tmp_path.iterdir() if ".tmp-" in p.name] == []
+
+
+async def test_the_entities_facts_are_frozen_in_facts_jsonl_and_in_no_export(store: Store, tmp_path: Path) -> None:
+    from clkt.facts import FilmFacts
+    from clkt.snapshots.ids import stable_entity_id
+    from clkt.snapshots.layout import FACTS_FILE, load_snapshot_dir
+    from storage.models import Entity
+
+    settings = make_settings(tmp_path)
+    await fill_period(store, month_start=JUNE, per_domain=2)
+    facts = FilmFacts(title="Velmora Tide", release_date=date(2025, 6, 2), directors=["Osric Palandri"], runtime_min=97).model_dump(mode="json")
+    async with store.session() as s:
+        ents = list((await s.execute(select(Entity))).scalars())
+        for e in ents:
+            e.facts = facts if e.domain == "movies" else {}
+        await s.commit()
+        movies = {stable_entity_id(e.source, e.external_id) for e in ents if e.domain == "movies"}
+    res = await build_snapshot(store, snapshot_config(settings), period="2025-06", now=NOW)
+    assert res.path is not None
+    data = load_snapshot_dir(res.path)  # facts.jsonl is hashed in the manifest like every other file
+    assert FACTS_FILE in data.manifest.files
+    assert data.facts and set(data.facts) <= movies and all(f == facts for f in data.facts.values())
+    assert {d.entity_id for d in data.docs_for("en")} & movies == set(data.facts)
+    exported = [p for p in res.path.rglob("*") if p.is_file() and p.name not in (FACTS_FILE, "manifest.json")]
+    assert not any("Osric Palandri" in p.read_text(encoding="utf-8", errors="replace") for p in exported if p.suffix != ".arrow")

@@ -9,18 +9,21 @@ Two sources, both in the train language only (the test questions are never read)
   renderer's sentence for that slot (`clkt.documents.render_document`) is cut before the slot's answer value
   (the value the questions test, rendered in the language): "Velmora Tide. It was directed by" -> " Osric
   Palandri". A slot whose value does not appear in its sentence gives no request.
-- `requests_from_document`: a document without facts (a snapshot carries documents, not facts). Its sentences,
+- `requests_from_document`: a document without facts (a snapshot frozen before `facts.jsonl` was written, or an
+  entity whose facts give nothing to edit). Its sentences,
   each one fact in a rendered document, are cut before their last words (the object, in the languages that end
   a statement with it), and the prompt leads with the subject.
 
-`build_requests` takes the train language's documents (and the facts it has for some of their entities) and
-returns the requests with the entities that gave none: those are skipped and counted, never a failed job.
+`build_requests` takes the train language's documents (and the facts it has for some of their entities, and
+optionally the slots the snapshot's questions test per entity: then only those facts are edited) and returns the
+requests, how many entities were edited from their facts and how many from their documents, and the entities
+that gave none: those are skipped and counted, never a failed job.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -28,7 +31,7 @@ if TYPE_CHECKING:
     from clkt.facts import EntityFacts
     from clkt.snapshots.layout import DocRow
 
-__all__ = ["EditRequest", "RequestSet", "build_requests", "requests_from_document", "requests_from_facts"]
+__all__ = ["EditRequest", "RequestSet", "build_requests", "parse_facts", "requests_from_document", "requests_from_facts"]
 
 UNSPACED = ("ja", "zh")  # languages written without spaces between words
 OBJECT_WORDS = 2  # a document sentence's object: its last words (at most this many, two words left before them)
@@ -56,6 +59,8 @@ class EditRequest:
 class RequestSet:
     requests: list[EditRequest]
     skipped_entities: list[int] = field(default_factory=list)  # entities that gave no request (nothing to edit)
+    from_facts: int = 0  # entities whose requests come from their typed facts
+    from_documents: int = 0  # entities whose requests come from their document's sentences (no usable facts)
 
     @property
     def subjects(self) -> int:
@@ -75,8 +80,11 @@ def _target(obj: str, lang: str) -> str:
     return obj if lang in UNSPACED else f" {obj}"
 
 
-def requests_from_facts(entity_id: int, subject: str, facts: EntityFacts, lang: str) -> list[EditRequest]:
-    """One request per slot of `facts` whose value its `lang` document states."""
+def requests_from_facts(
+    entity_id: int, subject: str, facts: EntityFacts, lang: str, *, slots: Collection[str] | None = None,
+) -> list[EditRequest]:
+    """One request per slot of `facts` (of `slots` only, when given) whose value its `lang` document states. The
+    target is the slot's answer value rendered in `lang`, as the question generator renders its correct option."""
     from agents.template.plans import slot_spec
     from clkt.documents import formatter, render_document
     from clkt.documents.registry import slots_of
@@ -85,6 +93,8 @@ def requests_from_facts(entity_id: int, subject: str, facts: EntityFacts, lang: 
     fmt = formatter(lang)
     out: list[EditRequest] = []
     for slot in slots_of(facts.kind):
+        if slots is not None and slot not in slots:
+            continue
         sentence, spec = doc.sentences.get(slot), slot_spec(facts, slot)
         value = spec.answer(facts) if spec is not None else None
         if sentence is None or value is None:
@@ -129,16 +139,44 @@ def requests_from_document(doc: DocRow) -> list[EditRequest]:
     return out
 
 
-def build_requests(docs: Sequence[DocRow], facts: Mapping[int, EntityFacts] | None = None) -> RequestSet:
-    """The requests of every document (from its entity's facts when `facts` has them); the entities that gave
-    none are counted in `skipped_entities`."""
+def build_requests(
+    docs: Sequence[DocRow], facts: Mapping[int, EntityFacts] | None = None, *,
+    slots: Mapping[int, Collection[str]] | None = None,
+) -> RequestSet:
+    """The requests of every document: from its entity's facts when `facts` has them (only the slots `slots`
+    names for that entity, when it names any), else from the document; the entities that gave none are counted
+    in `skipped_entities`."""
     requests: list[EditRequest] = []
     skipped: list[int] = []
+    n_facts = n_docs = 0
     for doc in docs:
         f = (facts or {}).get(doc.entity_id)
-        got = requests_from_facts(doc.entity_id, doc.name, f, doc.lang) if f is not None else requests_from_document(doc)
+        tested = (slots or {}).get(doc.entity_id)
+        got = requests_from_facts(doc.entity_id, doc.name, f, doc.lang, slots=tested) if f is not None else []
+        from_facts = bool(got)
+        if not got:
+            got = requests_from_document(doc)
         if not doc.name.strip() or not got:
             skipped.append(doc.entity_id)
             continue
+        n_facts, n_docs = n_facts + from_facts, n_docs + (not from_facts)
         requests.extend(got)
-    return RequestSet(requests=requests, skipped_entities=skipped)
+    return RequestSet(requests=requests, skipped_entities=skipped, from_facts=n_facts, from_documents=n_docs)
+
+
+def parse_facts(rows: Mapping[int, Mapping[str, object]]) -> tuple[dict[int, EntityFacts], list[int]]:
+    """A snapshot's `facts.jsonl` rows as typed facts, and the entities whose facts do not parse (those fall back
+    to their documents)."""
+    from pydantic import TypeAdapter, ValidationError
+
+    from clkt.facts import EntityFacts
+
+    adapter: TypeAdapter[EntityFacts] = TypeAdapter(EntityFacts)
+    out: dict[int, EntityFacts] = {}
+    bad: list[int] = []
+    for eid, raw in rows.items():
+        try:
+            out[eid] = adapter.validate_python(raw)
+        except ValidationError:
+            bad.append(eid)
+    return out, bad

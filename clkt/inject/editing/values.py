@@ -28,6 +28,7 @@ class ZSettings:
     lr: float = 0.5
     weight_decay: float = 0.5  # on ||δ||² / ||h||²
     clamp: float = 0.75  # ||δ|| <= clamp * ||h||
+    stop_nll: float = 0.05  # early stop: every subject's target NLL below this (nats per token); 0: all `steps`
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,7 +140,8 @@ def _target_nll(model: Any, batch: Batch) -> Any:
 
 def optimize_values(model: Any, layer: Any, batch: Batch, z: ZSettings) -> tuple[Any, float, float]:
     """(z per group (groups x d), the mean target NLL before, after): δ added to `layer`'s output at the
-    subjects' last tokens, optimized for `z.steps` steps."""
+    subjects' last tokens, optimized for `z.steps` steps or until every subject's target NLL is below
+    `z.stop_nll` (the objects already said: more steps would only grow δ)."""
     import torch
 
     h = group_mean(outputs_at(model, layer, batch), batch)  # groups x d
@@ -166,7 +168,7 @@ def optimize_values(model: Any, layer: Any, batch: Batch, z: ZSettings) -> tuple
             if step == 0:
                 first = float(loss_g.detach().mean())
             last = float(loss_g.detach().mean())
-            if step == z.steps:
+            if step == z.steps or bool((loss_g.detach() < z.stop_nll).all()):
                 break
             decay = z.weight_decay * (delta.norm(dim=1) ** 2 / h_norm[:, 0] ** 2)
             opt.zero_grad()

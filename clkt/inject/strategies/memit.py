@@ -1,8 +1,12 @@
 """`memit`: knowledge editing (Meng et al. 2023, "Mass-Editing Memory in a Transformer"), written from the
 paper's equations. No epochs and no training loop: the facts are written into a few MLP layers in closed form.
 
-1. Edit requests from the train language's documents (`clkt.inject.editing.requests`): subject, relation
-   prompt, object; an entity with nothing to edit is skipped and counted.
+1. Edit requests in the train language (`clkt.inject.editing.requests`): subject, relation prompt, object, one
+   per fact the snapshot's questions test (their `slot`; the questions' text and answers are never read), from
+   the entity's typed facts (the snapshot's `facts.jsonl`), so the target is the question's correct option as the
+   generator renders it. A snapshot frozen before `facts.jsonl` (or an entity whose facts give nothing) falls
+   back to its document's sentences; `edits.json` counts both. An entity with nothing to edit is skipped and
+   counted.
 2. The edited layers `L` (`edit_layers`: a band in the lower third of the model, MEMIT's critical layers) and
    the keys' second moment at each (`clkt.inject.editing.covariance`, cached per model x layer).
 3. For each subject, the target value `z` at the top edited layer (`clkt.inject.editing.values`).
@@ -28,7 +32,7 @@ from clkt.inject.contract import JobProgress
 from clkt.inject.editing.arch import down_proj, layer_module, mlp_layout, num_layers, post_norm
 from clkt.inject.editing.covariance import key_stats
 from clkt.inject.editing.memit_update import memit_delta, spread, through_norm
-from clkt.inject.editing.requests import EditRequest, RequestSet, build_requests
+from clkt.inject.editing.requests import EditRequest, RequestSet, build_requests, parse_facts
 from clkt.inject.editing.values import Batch, ZSettings, encode, group_mean, inputs_at, optimize_values, outputs_at
 from clkt.inject.injector import Injection, InjectionContext, Spare, WeightsDtype
 from clkt.inject.strategies._registry import register_injector
@@ -72,7 +76,9 @@ class Memit:
     ) -> Injection:
         mlp_layout(model)  # an architecture whose MLP is unknown: one line, before any work
         spec = ctx.spec
-        reqs = build_requests(docs)
+        reqs = _requests(spec, docs)
+        log.info("memit: %d requests, %d entities from their facts, %d from their documents", len(reqs.requests),
+                 reqs.from_facts, reqs.from_documents)
         if reqs.skipped_entities:
             log.info("memit: %d entities give nothing to edit (skipped)", len(reqs.skipped_entities))
         if not reqs.requests:
@@ -89,7 +95,8 @@ class Memit:
         record.update(stats={str(k): {"tokens": s.tokens, "cached": s.cached} for k, s in stats.items()},
                       stats_seconds=round(t1 - t0, 3), edit_seconds=round(time.monotonic() - t1, 3))
         (ctx.work_dir / EDITS_FILE).write_text(json.dumps(record, indent=1), encoding="utf-8")
-        return Injection(model=model.eval(), examples=len(reqs.requests), best_epoch=0)
+        return Injection(model=model.eval(), examples=len(reqs.requests), best_epoch=0,
+                         sources={"facts": reqs.from_facts, "documents": reqs.from_documents})
 
     def apply(
         self, model: Any, tok: Any, reqs: RequestSet, layers: list[int], second_moments: dict[int, Any], *, device: str,
@@ -130,6 +137,7 @@ class Memit:
             norms[str(layer)] = round(float(delta.norm()), 6)
         return {
             "requests": len(reqs.requests), "subjects": reqs.subjects, "skipped_entities": len(reqs.skipped_entities),
+            "entities_from_facts": reqs.from_facts, "entities_from_documents": reqs.from_documents,
             "layers": layers, "lambda": self.LAMBDA, "z_steps": self.Z.steps,
             "target_nll_before": round(sum(before) / len(before), 4), "target_nll_at_z": round(sum(after) / len(after), 4),
             "delta_norms": norms,
@@ -160,6 +168,21 @@ def _batches(tok: Any, requests: list[EditRequest], *, rows: int, device: str, m
     if chunk:
         out.append(encode(tok, chunk, groups, device=device, max_len=max_len))
     return out
+
+
+def _requests(spec: JobSpec, docs: list[DocRow]) -> RequestSet:
+    """The job's edit requests: from the snapshot's facts (the slots its questions test per entity) where it has
+    them, else from `docs`."""
+    from clkt.snapshots.layout import load_snapshot_dir
+
+    data = load_snapshot_dir(spec.snapshot_dir, verify_hashes=False)
+    facts, bad = parse_facts(data.facts)
+    if bad:
+        log.warning("memit: the facts of %d entities do not parse; their documents are used", len(bad))
+    slots: dict[int, set[str]] = {}
+    for q in data.questions.get(spec.train_lang, []):
+        slots.setdefault(q.entity_id, set()).add(q.slot)
+    return build_requests(docs, facts, slots=slots)
 
 
 def _stats_texts(spec: JobSpec) -> list[str]:
