@@ -6,8 +6,9 @@ from the fake (`tests/fakes/openai_server.py`) is the product's to handle:
 - it refuses a model name it does not serve with 400 and `{"detail": ...}` (not OpenAI's error object): the track
   stops with one line naming it, nothing stored;
 - it ignores `tool_choice` and `response_format`, and a model whose chat template has no tools answers the agent
-  roles in plain text, never calling the output tool: the role fails with one line saying so, logged once per
-  agent (`agents.llm.LlmBackend`), never a crash.
+  roles in plain text, never calling the output tool: the role is asked for JSON in the text from then on
+  (`[agents] output_modes` "auto", `agents.llm.LlmBackend`); a role that still gets no valid output fails with one
+  line, never a crash.
 """
 
 from __future__ import annotations
