@@ -165,8 +165,11 @@ async def test_one_call_through_each_agent_role(served: Served, caplog: pytest.L
     """Each role's call comes back typed, or fails with the product's one line: a model without tool calling
     answers in plain text, which no retry repairs (logged once per agent, never a crash)."""
     m = f"local:{served.model}"
+    # every answer capped (`max_tokens`): a role asked for JSON in the text ("auto") would otherwise let the
+    # small model write until the server's own limit, minutes per call on 2 CPU cores (a 300 s timeout hit so)
     agents = _agents(served, backend="llm", judge_model=m, generator_model=m, verifier_model=m, translator_model=m,
-                     allow_same_verifier=True, output_retries=0)
+                     allow_same_verifier=True, output_retries=0,
+                     max_tokens={role: 256 for role in ("judge", "generate", "verify", "translate")})
     backend = LlmBackend(agents=agents, languages=["en", "fr"], cache=MemoryCallCache())
     doc, facts = match_doc(), LIVERPOOL_SWANSEA
     evidence = next(iter(doc.sentences.values()))
