@@ -93,3 +93,15 @@ def test_total_interval_clips_to_the_unit_interval_and_keeps_one_seed() -> None:
     assert total_interval((0.4, 0.6), [0.5]) == (0.4, 0.6)
     lo, hi = total_interval((0.85, 0.97), [0.99, 0.9, 0.6])
     assert hi == 1.0 and 0.0 <= lo < 0.85
+
+
+def test_t_quantiles_are_scipys() -> None:
+    from scipy.stats import t
+
+    from clkt.report.seeds import t975
+
+    for df in (1, 2, 3, 5, 10, 29, 30):
+        assert t975(df) == pytest.approx(float(t.ppf(0.975, df)), abs=1e-6)
+    assert t975(31) == pytest.approx(1.959964)
+    with pytest.raises(ValueError, match="degrees of freedom"):
+        t975(0)
