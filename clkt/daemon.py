@@ -34,13 +34,13 @@ from clkt.config import DaemonSettings, Settings
 from clkt.context import Service, ServiceContext
 from clkt.daemon_info import describe_holder, remove_daemon_info, write_daemon_info
 from clkt.diskwatch import DiskWatch
-from clkt.endpoint import intake_config, start_endpoint
+from clkt.endpoint import start_endpoint
 from clkt.layout import MODELS_DIR
 from clkt.owner import is_dead_local_owner, new_owner_id
 from clkt.progress import ProgressLogger
 from clkt.replay import start_replay
 from clkt.roster.startup import prepare_targets
-from clkt.services import agent_backend, build_services, page_context
+from clkt.services import agent_backend, build_services, intake_config, page_context
 from clkt.sources.board import SourceBoard
 from clkt.targets.embedded import check_embedded
 from clkt.telemetry import Metrics

@@ -14,26 +14,16 @@ from contextlib import AsyncExitStack
 
 from aiohttp import web
 
-from clkt.config import HttpSettings, Settings
+from clkt.config import HttpSettings
 from clkt.context import ServiceContext
 from clkt.errors import ClktError
 from clkt.status import DaemonInfo, collect_status
 from clkt.web import HostGuard, PageContext, add_pages, security_middlewares
 from clkt.web.intake import INTAKE_PATH, IntakeConfig, add_intake
-from storage.engine import Store
 
-__all__ = ["intake_config", "listen", "start_endpoint"]
+__all__ = ["listen", "start_endpoint"]
 
 log = logging.getLogger("clkt.daemon")
-
-
-def intake_config(settings: Settings, store: Store) -> IntakeConfig | None:
-    """The result packs' upload, when `[http] intake_token_env` names a variable that holds a token (else None: off)."""
-    token = settings.secret(settings.http.intake_token_env)
-    if token is None or not token.get_secret_value():
-        return None
-    return IntakeConfig(store=store, token=token.get_secret_value(), buffer_days=settings.spec.temporal_buffer_days,
-                        max_bytes=settings.http.intake_max_bytes)
 
 
 def _app(

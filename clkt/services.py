@@ -32,11 +32,13 @@ from clkt.sources.board import SourceBoard
 from clkt.sources.poller import source_services
 from clkt.targets.loader import MODEL_CACHE, probe_device
 from clkt.telemetry import Metrics
+from clkt.web.intake import IntakeConfig
 from clkt.web.pages import PageContext
 from storage.engine import Store
 
 __all__ = [
-    "agent_backend", "build_services", "commit_hook", "gpu_consumer", "page_context", "publish_service", "snapshot_config",
+    "agent_backend", "build_services", "commit_hook", "gpu_consumer", "intake_config", "page_context", "publish_service",
+    "snapshot_config",
     "stage_config",
 ]
 
@@ -131,3 +133,12 @@ def build_services(settings: Settings, *, board: SourceBoard) -> list[Service]:
     if dup:
         raise ValueError(f"services registered twice: {sorted(dup)}")
     return services
+
+
+def intake_config(settings: Settings, store: Store) -> IntakeConfig | None:
+    """The result packs' upload, when `[http] intake_token_env` names a variable that holds a token (else None: off)."""
+    token = settings.secret(settings.http.intake_token_env)
+    if token is None or not token.get_secret_value():
+        return None
+    return IntakeConfig(store=store, token=token.get_secret_value(), buffer_days=settings.spec.temporal_buffer_days,
+                        max_bytes=settings.http.intake_max_bytes)

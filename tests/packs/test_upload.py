@@ -15,7 +15,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
 from clkt.config import load_settings
-from clkt.endpoint import intake_config
+from clkt.services import intake_config
 from clkt.web import HostGuard, security_middlewares
 from clkt.web.intake import INTAKE_PATH, IntakeConfig, add_intake
 from storage.engine import Store
