@@ -110,7 +110,7 @@ def _snapshot_dir(settings: Any, text: str) -> Path:
 
 def evaluate(
     snapshot_arg: Annotated[str, typer.Argument(metavar="SNAPSHOT", help="a snapshot folder (clkt snapshot export --format native, or "
-                                                 "the frozen one), or hf://owner/name[/snapshot-id][@revision]: one published by clkt")],
+                                                 "the frozen one), or hf://owner/name\\[/snapshot-id]\\[@revision]: one published by clkt")],
     target: Annotated[str, typer.Option("--target", help="the model: a local folder, a cached Hub id, or embedded:<name>")],
     out: Annotated[Path, typer.Option("--out", help="the pack to write: a new folder, or a file ending in .tar.gz")],
     strategy: Annotated[str | None, typer.Option("--strategy", help="the injection strategy (default: the config's first)")] = None,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import typer
@@ -101,3 +102,30 @@ def test_help_loads_neither_the_store_nor_torch() -> None:
     code = "import sys, clkt.cli; clkt.cli._register_areas(); print(sorted(m for m in ('sqlalchemy', 'torch', 'aiohttp') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def _command_paths() -> list[list[str]]:
+    """Every command and group of the real `clkt`, as the argument paths that reach it."""
+    cli._register_areas()
+    out: list[list[str]] = []
+
+    def walk(cmd: Any, path: list[str]) -> None:  # typer's own (vendored) click: a group has `commands`
+        out.append(path)
+        for name, sub in sorted(getattr(cmd, "commands", {}).items()):
+            if not sub.hidden:
+                walk(sub, [*path, name])
+
+    walk(typer.main.get_command(cli.app), [])
+    return out
+
+
+def test_every_commands_help_renders(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--help` of every command prints its usage, exit 0: help texts are rich markup, where a literal `[...]`
+    (`hf://owner/name[/snapshot-id]`) is a tag and a stray closing one broke `clkt evaluate --help`."""
+    paths = _command_paths()
+    assert ["evaluate"] in paths and ["snapshot", "build"] in paths and len(paths) > 20
+    for path in paths:
+        code, out, err = _run([*path, "--help"], capsys)
+        assert code == 0 and "Usage:" in out and err == "", (path, err)
+    code, out, _ = _run(["evaluate", "--help"], capsys)
+    assert "hf://owner/name[/snapshot-id][@revision]" in " ".join(out.split()).replace("│ ", "").replace(" │", "")
