@@ -155,14 +155,16 @@ def progress(db: Path) -> tuple[int, ...]:
         ents = _q(db, "SELECT count(*) FROM entity")[0][0]
         open_tasks = _q(db, "SELECT count(*) FROM task WHERE status IN ('pending','leased')")[0][0]
         done = _q(db, "SELECT count(*) FROM task WHERE status IN ('done','failed')")[0][0]
-        cursors = _q(db, "SELECT count(*) FROM source_cursor")[0][0]
+        # a source's watermark is set when it has read its first whole window: a cursor alone (page > 0) is a
+        # source mid-window, which an open circuit can hold still for longer than `stable_s`
+        cursors = _q(db, "SELECT count(*) FROM source_cursor WHERE watermark IS NOT NULL")[0][0]
     except sqlite3.OperationalError:
         return (0, 0, 0, 0)
     return (ents, open_tasks, done, cursors)
 
 
 def wait_drained(db: Path, proc: subprocess.Popen[bytes], *, timeout: float, stable_s: float = 8.0) -> None:
-    """Until every source has a cursor, no stage work is open and nothing changed for `stable_s`."""
+    """Until every source has read its first whole window, no stage work is open and nothing changed for `stable_s`."""
     last: tuple[int, ...] | None = None
     since = time.monotonic()
 
