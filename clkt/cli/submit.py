@@ -3,7 +3,11 @@
 
 `clkt submit --reproduce K PACK_OR_ID` re-runs the pack's jobs on this service's engine and compares the letters
 of K sampled questions (or `all`), storing the result on the pack's row (`clkt.packs.reproduce`); a pack given as a
-file or folder is submitted first, a stored one is named by its sha256 (or a prefix of it)."""
+file or folder is submitted first, a stored one is named by its sha256 (or a prefix of it).
+
+`clkt submit --url URL PACK` stores nothing here: it uploads the pack to a service's `POST /packs`
+(`clkt.packs.upload`) with the intake token read from the environment variable `--token-env` names, and prints the
+service's verdict as a local submission prints its own."""
 
 from __future__ import annotations
 
