@@ -65,18 +65,19 @@ def parse_k(text: str) -> int | None:
     return k
 
 
-def _report(got: Intake) -> None:
+def _report(got: Intake, *, remote: bool = False) -> None:
+    here, key = ("by the service", "the service's answer key") if remote else ("here", "this store's answer key")
     if not got.stored:
         console.print(plain(f"pack {got.pack_sha256[:12]} ({got.target} on {got.snapshot_id}) was submitted before: "
                             "nothing changed"))
         return
     if not got.claims_match:
         err_console.print(plain(f"clkt: warning: the pack's metrics.json does not match its predictions "
-                                f"({got.claims_note}); the metrics recomputed here are stored, the pack's claims ignored"),
+                                f"({got.claims_note}); the metrics recomputed {here} are stored, the pack's claims ignored"),
                           highlight=False)
     if got.flags_fixed:
         err_console.print(plain(f"clkt: warning: {got.flags_fixed} answers' `correct` disagreed with their letter "
-                                "against this store's answer key; scored by the letters"), highlight=False)
+                                f"against {key}; scored by the letters"), highlight=False)
     console.print(plain(f"submitted pack {got.pack_sha256[:12]}: {got.target} on {got.snapshot_id}"))
     if got.metrics is not None:
         for scorer, m in got.metrics.scorers.items():
@@ -167,7 +168,7 @@ def _upload(path: Path, url: str, token_env: str) -> None:
     body = upload_body(path)
     err_console.print(plain(f"uploading pack {path} ({len(body):,} bytes) to {target}"), highlight=False)
     got = run_async(lambda: post_pack(target, body, token=token, token_env=token_env))
-    _report(got)
+    _report(got, remote=True)
 
 
 def _pack_answers(loaded: Pack) -> Any:

@@ -211,3 +211,15 @@ async def test_a_5xx_is_tried_again_and_a_4xx_never(answers: list[int], requests
         await server.close()
     assert line in str(e.value) and TOKEN not in str(e.value)
     assert seen == [f"Bearer {TOKEN}"] * requests
+
+
+async def test_metrics_that_do_not_match_are_recomputed_by_the_service_and_said_so(tmp_path: Path, service: str) -> None:
+    lie = [r.model_copy(update={"correct": True}) for r in rows()]  # every base answer claimed right
+    sha = make_pack(tmp_path / "pack", preds=lie)
+    res = await _submit("--url", service, str(tmp_path / "pack"))
+    assert res.returncode == 0, res.stderr
+    assert "does not match its predictions (scorers.option-loglik.accuracy[0].accuracy: 1.0 != 0.5)" in res.stderr
+    assert "the metrics recomputed by the service are stored" in res.stderr
+    assert "2 answers' `correct` disagreed with their letter against the service's answer key" in res.stderr
+    (row,) = submitted(tmp_path)
+    assert row[0] == sha and row[2] == 0 and json.loads(row[3])["scorers"]["option-loglik"]["learn"]["en"]["base_accuracy"] == 0.5
