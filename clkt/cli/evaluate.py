@@ -6,6 +6,8 @@ pack says which were overridden."""
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Mapping
 from datetime import date
 from pathlib import Path
 from typing import Annotated, Any
@@ -14,7 +16,7 @@ import typer
 
 from clkt.cli.common import ConfigOption, console, err_console, fail, load_cli_settings, plain, run_async
 
-__all__ = ["parse_overrides", "register"]
+__all__ = ["hub_endpoint", "parse_overrides", "register"]
 
 
 def register(app: typer.Typer) -> None:
@@ -92,6 +94,12 @@ def _train_langs(spec: Any, snapshot: Path, chosen: list[str] | None) -> tuple[l
     return picked, ({"train_languages": {"config": own, "used": picked}} if picked != own else {})
 
 
+def hub_endpoint(configured: str | None, environ: Mapping[str, str]) -> str | None:
+    """The Hub's address: `[publish] endpoint` when set, else `HF_ENDPOINT` (read at the call: huggingface_hub
+    reads it only when imported), else None (huggingface_hub's default, the Hub)."""
+    return configured or environ.get("HF_ENDPOINT", "").strip().rstrip("/") or None
+
+
 def _snapshot_dir(settings: Any, text: str) -> Path:
     """The snapshot folder: `text` itself, or one read from the Hub (`clkt.packs.hub`: `[publish] endpoint`, else
     HF_ENDPOINT; `[publish] token_env`'s token when set)."""
@@ -102,7 +110,8 @@ def _snapshot_dir(settings: Any, text: str) -> Path:
         return Path(text)
     token = settings.secret(settings.publish.token_env)
     return fetch_hub_snapshot(
-        parse_hub_ref(text), cache_dir=hub_cache_dir(Path(settings.data_dir)), endpoint=settings.publish.endpoint,
+        parse_hub_ref(text), cache_dir=hub_cache_dir(Path(settings.data_dir)),
+        endpoint=hub_endpoint(settings.publish.endpoint, os.environ),
         token=token.get_secret_value() if token is not None else None,
         progress=lambda line: err_console.print(plain(line), highlight=False),
     )

@@ -3,10 +3,16 @@
 
 `clkt submit --reproduce K PACK_OR_ID` re-runs the pack's jobs on this service's engine and compares the letters
 of K sampled questions (or `all`), storing the result on the pack's row (`clkt.packs.reproduce`); a pack given as a
-file or folder is submitted first, a stored one is named by its sha256 (or a prefix of it)."""
+file or folder is submitted first, a stored one is named by its sha256 (or a prefix of it).
+
+`clkt submit --url URL PACK` stores nothing here: it uploads the pack to a service's `POST /packs`
+(`clkt.packs.upload`) with the intake token read from the environment variable `--token-env` names, and prints the
+service's verdict as a local submission prints its own."""
 
 from __future__ import annotations
 
+import os
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -30,10 +36,20 @@ _REPRODUCE_HELP = (
 )
 
 
+DEFAULT_TOKEN_ENV = "CLKT_INTAKE_TOKEN"  # what the README names the service's `[http] intake_token_env`
+_URL_HELP = (
+    "upload the pack to a clkt service's POST /packs (http://HOST:PORT, or the whole .../packs address) in place of "
+    "storing it here: the service verifies it and answers accepted, already had, or refused with its reason; the "
+    "token is read from the environment (--token-env), never from the command line"
+)
+_TOKEN_ENV_HELP = "with --url: the environment variable that holds the service's intake token"
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+
+
 def register(app: typer.Typer) -> None:
     app.command("submit", help="Verify a result pack (clkt evaluate) against this store's snapshot and store it; "
                                "the same pack twice changes nothing. With --reproduce K: re-run it here and compare "
-                               "letters.")(submit)
+                               "letters. With --url: upload it to a service's POST /packs instead.")(submit)
 
 
 def parse_k(text: str) -> int | None:
@@ -49,18 +65,19 @@ def parse_k(text: str) -> int | None:
     return k
 
 
-def _report(got: Intake) -> None:
+def _report(got: Intake, *, remote: bool = False) -> None:
+    here, key = ("by the service", "the service's answer key") if remote else ("here", "this store's answer key")
     if not got.stored:
         console.print(plain(f"pack {got.pack_sha256[:12]} ({got.target} on {got.snapshot_id}) was submitted before: "
                             "nothing changed"))
         return
     if not got.claims_match:
         err_console.print(plain(f"clkt: warning: the pack's metrics.json does not match its predictions "
-                                f"({got.claims_note}); the metrics recomputed here are stored, the pack's claims ignored"),
+                                f"({got.claims_note}); the metrics recomputed {here} are stored, the pack's claims ignored"),
                           highlight=False)
     if got.flags_fixed:
         err_console.print(plain(f"clkt: warning: {got.flags_fixed} answers' `correct` disagreed with their letter "
-                                "against this store's answer key; scored by the letters"), highlight=False)
+                                f"against {key}; scored by the letters"), highlight=False)
     console.print(plain(f"submitted pack {got.pack_sha256[:12]}: {got.target} on {got.snapshot_id}"))
     if got.metrics is not None:
         for scorer, m in got.metrics.scorers.items():
@@ -75,14 +92,23 @@ def submit(
     model: Annotated[str | None, typer.Option("--model", help="with --reproduce: the model to re-run (a local folder, a "
                                                              "cached Hub id, embedded:<name>) in place of the one the pack "
                                                              "names, where this service holds the same weights")] = None,
+    url: Annotated[str | None, typer.Option("--url", help=_URL_HELP)] = None,
+    token_env: Annotated[str, typer.Option("--token-env", metavar="NAME", help=_TOKEN_ENV_HELP)] = DEFAULT_TOKEN_ENV,
     config: ConfigOption = None,
 ) -> None:
     from clkt.packs.intake import submit_pack
     from clkt.packs.pack import read_pack
 
+    if url is not None and reproduce is not None:
+        raise fail("--url uploads a pack to a service; --reproduce re-runs one on this service: run --reproduce there")
     k = parse_k(reproduce) if reproduce is not None else None
     if model is not None and reproduce is None:
         raise fail("--model is an option of --reproduce (the model re-run here)")
+    if url is not None:
+        _upload(Path(pack), url, token_env)
+        return
+    if token_env != DEFAULT_TOKEN_ENV:
+        raise fail("--token-env is an option of --url (the upload's token)")
     settings = load_cli_settings(config)
     path = Path(pack)
     if reproduce is not None and not path.exists():
@@ -105,6 +131,44 @@ def submit(
     got, _ = run_async(go)
     if reproduce is None:
         _report(got)
+
+
+def _intake_url(url: str) -> str:
+    """`--url` as the address of `POST /packs`: a service's base address gets the path appended."""
+    from urllib.parse import urlsplit
+
+    from clkt.web.intake import INTAKE_PATH
+
+    try:
+        parts = urlsplit(url.strip())
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname) and (parts.port or 1) > 0  # a bad port raises
+    except ValueError:
+        ok = False
+    if not ok:
+        raise fail(f"--url {url!r}: an http:// or https:// address of a clkt service (http://HOST:8765)")
+    if parts.username or parts.password:
+        raise fail("--url: no user or password in the address; the token is read from the environment (--token-env)")
+    path = parts.path.rstrip("/")
+    return parts._replace(path=path if path.endswith(INTAKE_PATH) else path + INTAKE_PATH).geturl()
+
+
+def _upload(path: Path, url: str, token_env: str) -> None:
+    """`clkt submit --url URL PACK`: the pack uploaded (`clkt.packs.upload`), the service's verdict printed."""
+    from clkt.logs import register_secrets
+    from clkt.packs.upload import post_pack, upload_body
+
+    if not _ENV_NAME.match(token_env):
+        raise fail("--token-env takes the NAME of an environment variable that holds the token, not the token")
+    target = _intake_url(url)
+    token = os.environ.get(token_env, "").strip()
+    if not token:
+        raise fail(f"no intake token: the environment variable {token_env} is unset or empty (--token-env names "
+                   "another)")
+    register_secrets([token])  # from here on, redacted wherever text goes out
+    body = upload_body(path)
+    err_console.print(plain(f"uploading pack {path} ({len(body):,} bytes) to {target}"), highlight=False)
+    got = run_async(lambda: post_pack(target, body, token=token, token_env=token_env))
+    _report(got, remote=True)
 
 
 def _pack_answers(loaded: Pack) -> Any:

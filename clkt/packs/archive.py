@@ -18,7 +18,7 @@ from typing import ClassVar
 
 from clkt.errors import UserError
 
-__all__ = ["ARCHIVE_SUFFIXES", "SafeExtract", "is_archive", "write_archive"]
+__all__ = ["ARCHIVE_SUFFIXES", "SafeExtract", "archive_bytes", "is_archive", "write_archive"]
 
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz")
 
@@ -27,9 +27,9 @@ def is_archive(path: Path) -> bool:
     return path.name.endswith(ARCHIVE_SUFFIXES)
 
 
-def write_archive(files: dict[str, bytes], out: Path) -> None:
-    """`files` (name -> bytes) as a gzip'd tar at `out`, byte for byte the same for the same files (sorted names,
-    no times, owners or modes of this machine)."""
+def archive_bytes(files: dict[str, bytes]) -> bytes:
+    """`files` (name -> bytes) as a gzip'd tar, byte for byte the same for the same files (sorted names, no times,
+    owners or modes of this machine)."""
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for name in sorted(files):
@@ -37,9 +37,16 @@ def write_archive(files: dict[str, bytes], out: Path) -> None:
             info.size = len(files[name])
             info.mode = 0o644
             tar.addfile(info, io.BytesIO(files[name]))
-    tmp = out.with_name(f".{out.name}.tmp")
-    with tmp.open("wb") as fh, gzip.GzipFile(filename="", mode="wb", fileobj=fh, mtime=0) as gz:
+    out = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", fileobj=out, mtime=0) as gz:
         gz.write(raw.getvalue())
+    return out.getvalue()
+
+
+def write_archive(files: dict[str, bytes], out: Path) -> None:
+    """`files` as the archive `archive_bytes` makes, written at `out` (through a temporary name beside it)."""
+    tmp = out.with_name(f".{out.name}.tmp")
+    tmp.write_bytes(archive_bytes(files))
     tmp.replace(out)
 
 

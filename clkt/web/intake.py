@@ -10,6 +10,7 @@ refused pack is 400 with its one line, and the store as it was; an accepted one 
 prints, as JSON (`stored` false: the same pack was submitted before, nothing changed).
 
     curl -H "Authorization: Bearer $CLKT_INTAKE_TOKEN" --data-binary @pack.tar.gz http://HOST:8765/packs
+    clkt submit --url http://HOST:8765 pack.tar.gz      # the same, the token read from $CLKT_INTAKE_TOKEN
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from aiohttp import web
 from sqlmodel import col, update
 
 from clkt.packs.format import (
@@ -21,6 +22,8 @@ from clkt.packs.format import (
 from clkt.packs.metrics import compute_metrics
 from clkt.packs.pack import write_pack
 from clkt.snapshots.layout import MANIFEST_FILE, SnapshotManifest
+from clkt.web import HostGuard, security_middlewares
+from clkt.web.intake import INTAKE_PATH, IntakeConfig, add_intake
 from storage.engine import Store
 from tests.inject._fixtures import QUESTIONS, SNAPSHOT_ID, public_entity_id, public_qid, seed_store, write_tiny_snapshot
 
@@ -87,6 +90,15 @@ async def make_store(tmp_path: Path) -> Path:
     cfg = tmp_path / "clkt.toml"
     cfg.write_text(f'data_dir = "{tmp_path}"\n', encoding="utf-8")
     return cfg
+
+
+def intake_app(store: Store | None, *, token: str, max_bytes: int = 1 << 20) -> web.Application:
+    """The daemon endpoint's guards (`clkt.endpoint`) with `POST /packs` on `store` (None: no intake token, no route)."""
+    guard = HostGuard(host="127.0.0.1")
+    app = web.Application(middlewares=security_middlewares(guard, writable=[INTAKE_PATH] if store else []))
+    if store is not None:
+        add_intake(app, IntakeConfig(store=store, token=token, buffer_days=0, max_bytes=max_bytes))
+    return app
 
 
 def store_dump(tmp_path: Path) -> list[str]:

@@ -115,3 +115,24 @@ async def test_the_cli_reads_the_snapshot_through_the_configs_endpoint(store: St
     kept = hub_cache_dir(load_settings(cfg, environ={}).data_dir)
     assert [p.name for p in kept.glob("*/*/*")] == [sid]
     assert not (tmp_path / "pack").exists()
+
+
+@pytest.mark.parametrize("in_config", [False, True])
+async def test_hf_endpoint_is_read_when_the_config_names_no_endpoint(store: Store, tmp_path: Path, hub: FakeHub,
+                                                                     monkeypatch: pytest.MonkeyPatch,
+                                                                     in_config: bool) -> None:
+    """`[publish] endpoint` unset: `HF_ENDPOINT` names the Hub (as huggingface_hub documents it); set, the config
+    wins over the environment (here HF_ENDPOINT then names a port where nothing listens)."""
+    cfg, sid, _ = await _published(store, tmp_path, hub)
+    if in_config:
+        monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9/")
+    else:
+        text = cfg.read_text()
+        cfg.write_text("\n".join(x for x in text.splitlines() if not x.startswith("endpoint =")) + "\n")
+        assert hub.url not in cfg.read_text()
+        monkeypatch.setenv("HF_ENDPOINT", hub.url + "/")
+    res = await asyncio.to_thread(clkt, "evaluate", f"hf://{REPO}", "--target", str(tmp_path / "no-model"), "--cutoff",
+                                  "2024-08-01", "--out", str(tmp_path / "pack"), "--config", str(cfg))
+    assert res.returncode == 2 and "does not exist" in res.stderr, res.stderr  # the snapshot read, then the model
+    assert f"reading snapshot {sid} at commit" in res.stderr and f"from {hub.url} " in res.stderr
+    assert hub.calls("resolve")

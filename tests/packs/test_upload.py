@@ -6,37 +6,23 @@ route does not exist and the endpoint stays read-only."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
 from clkt.config import load_settings
 from clkt.services import intake_config
-from clkt.web import HostGuard, security_middlewares
-from clkt.web.intake import INTAKE_PATH, IntakeConfig, add_intake
+from clkt.web.intake import INTAKE_PATH
 from storage.engine import Store
-from tests.packs._packs import make_pack, make_store, rows, store_dump, submitted
+from tests.packs._packs import intake_app, make_pack, make_store, rows, store_dump, submitted
 
 TOKEN = "intake-secret-0123456789"
 
 
 async def _client(store: Store | None, *, max_bytes: int = 1 << 20) -> TestClient[Any, Any]:
-    guard = HostGuard(host="127.0.0.1")
-    app = web.Application(middlewares=security_middlewares(guard, writable=[INTAKE_PATH] if store else []))
-    if store is not None:
-        add_intake(app, IntakeConfig(store=store, token=TOKEN, buffer_days=0, max_bytes=max_bytes))
-    return TestClient(TestServer(app, host="127.0.0.1"))
-
-
-@pytest.fixture
-async def stored(tmp_path: Path) -> AsyncIterator[Store]:
-    await make_store(tmp_path)
-    async with Store(url=f"sqlite+aiosqlite:///{tmp_path / 'clkt.db'}") as store:
-        yield store
+    return TestClient(TestServer(intake_app(store, token=TOKEN, max_bytes=max_bytes), host="127.0.0.1"))
 
 
 async def test_an_upload_with_the_token_is_stored_once(tmp_path: Path, stored: Store) -> None:
