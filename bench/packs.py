@@ -5,10 +5,13 @@ models linked read-only):
 
 - **evaluate**: `clkt evaluate` (a subprocess, as a user runs it) on the demo's snapshot with the embedded target,
   train language en, with the queue's job's own settings (its `spec.json`'s job settings, each that differs from
-  the demo config's given by `--set`), against the queue's finished `cpt-lora` en job of the demo: the share of
-  (scorer, variant, language, question) answers whose letter is the same, and the wall time against the queue's
-  job's (from its enqueue to its end in the store: `gpu_job.updated_at - created_at`, an upper bound of its run).
-  Goals: the same letters on 100 % of the answers, wall <= 1.1x the queue's job.
+  the demo config's given by `--set`), against the queue's `cpt-lora` en job run again in the same bench run (side
+  by side, as this machine's speed drifts: the copy's job rows, folders and shared base answers removed, the job
+  enqueued once with its own seed and run by `clkt worker --burst`, timed from the worker's start to its exit, as
+  `clkt evaluate` is timed from its start to its exit; `--order` says which runs first): the share of
+  (scorer, variant, language, question) answers whose letter is the same (against that job, and against the demo's
+  own job beside), and the wall time against that job's. Goals: the same letters on 100 % of the answers, wall
+  <= 1.1x the queue's job.
 - **intake**: 200 synthetic packs built from the queue job's predictions (each another model identity, ~10 % of its
   injected letters changed by a seeded draw, its metrics computed from its rows), written as folders, then each
   read and verified (`read_pack`: its files against the manifest) and taken in (`submit_pack`: coverage, window,
@@ -17,6 +20,7 @@ models linked read-only):
   Goals: p95 per pack < 1 s, the leaderboard after them < 2 s.
 
     python bench/packs.py --demo /tmp/demo1 [--work DIR] [--packs 200] [--parts evaluate,intake] [--reuse]
+                          [--order queue,evaluate|evaluate,queue] [--timeout-min 60]
 
 `--reuse` reads the evaluate part's earlier pack and timing in `--work` instead of running it again. Ends with one
 JSON line: {"bench": "packs", "figures", "goals", "met"}.
@@ -43,9 +47,10 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+from bench.seeds import _enqueue, _reset, _worker  # noqa: E402
 from clkt.config import load_settings  # noqa: E402
 from clkt.inject.contract import JobOutcome, JobSpec  # noqa: E402
-from clkt.layout import MODELS_DIR  # noqa: E402
+from clkt.layout import MODELS_DIR, job_dir  # noqa: E402
 from clkt.packs.format import (  # noqa: E402
     FORMAT_VERSION,
     EnvironmentInfo,
@@ -63,6 +68,7 @@ from clkt.report.leaderboard_data import LeaderboardQuery  # noqa: E402
 from clkt.report.window import load_leaderboard  # noqa: E402
 from clkt.snapshots.layout import SnapshotData, load_snapshot_dir  # noqa: E402
 from storage.engine import Store  # noqa: E402
+from storage.gpu_jobs import jobs_for_snapshot  # noqa: E402
 
 TARGET = "embedded:gemma-3-270m"
 JOB = 1  # the demo's queue job: cpt-lora, train language en
@@ -112,35 +118,82 @@ def _letters(rows: list[PredictionRow]) -> dict[tuple[str, str, str, int], str |
     return {(r.scorer, r.variant, r.lang, r.qid): r.predicted for r in rows}
 
 
-def evaluate_part(demo: Path, cfg: Path, work: Path, snap: SnapshotData, reuse: bool) -> dict[str, Any]:
-    spec, outcome, queue_wall = _queue(demo)
+def _rerun_queue_job(cfg: Path, spec: JobSpec, work: Path, timeout_s: float) -> tuple[JobOutcome, float]:
+    """The queue's job run again now on the copy (its rows, folders and the shared base answers removed first):
+    its outcome and the worker's wall time."""
+    if spec.strategy != "cpt-lora":
+        raise SystemExit(f"the demo's job {JOB} is {spec.strategy}, the bench reruns cpt-lora")
+    import sqlite3
+
+    con = sqlite3.connect(cfg.parent / "clkt-data" / "clkt.db")
+    try:
+        (seed,) = con.execute("SELECT seed FROM gpu_job WHERE id = ?", (JOB,)).fetchone()
+    finally:
+        con.close()
+    sid, target = asyncio.run(_reset(cfg))
+    asyncio.run(_enqueue(cfg, sid, target, spec.train_lang, int(seed)))
+    wall = _worker(work, cfg, timeout_s)
+
+    async def job() -> int:
+        settings = load_settings(cfg, environ={})
+        async with Store(url=settings.resolved_store_url) as store, store.session() as s:
+            rows = [j for j in await jobs_for_snapshot(s, sid) if j.strategy == spec.strategy and j.train_lang == spec.train_lang]
+        if len(rows) != 1 or rows[0].status != "done":
+            raise SystemExit(f"the rerun queue job is {[r.status for r in rows]}, not one done (see {work / 'worker.log'})")
+        return rows[0].id
+
+    folder = job_dir(load_settings(cfg, environ={}).data_dir, asyncio.run(job()))
+    return JobOutcome.model_validate_json((folder / "outcome.json").read_bytes()), wall
+
+
+def _run_evaluate(cfg: Path, spec: JobSpec, snap: SnapshotData, out: Path) -> tuple[float, list[str]]:
+    shutil.rmtree(out.parent, ignore_errors=True)
+    out.parent.mkdir(parents=True)
+    own = job_settings(load_settings(cfg, environ={}).gpu)
+    sets = [f"{k}={json.dumps(v)}" for k, v in job_settings(spec.gpu).items() if own.get(k) != v]
+    cmd = [sys.executable, "-m", "clkt.cli", "evaluate", str(snap.path), "--target", TARGET, "--train-languages",
+           spec.train_lang, "--strategy", spec.strategy, "--device", spec.device, "--out", str(out), "--config", str(cfg)]
+    for s in sets:
+        cmd += ["--set", s]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
+    t0 = time.perf_counter()
+    with (out.parent / "run.log").open("w") as log:
+        rc = subprocess.run(cmd, env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, check=False).returncode
+    wall = time.perf_counter() - t0
+    if rc != 0:
+        raise SystemExit(f"clkt evaluate exited {rc} (see {out.parent / 'run.log'})")
+    return wall, sets
+
+
+def _same(mine: dict[tuple[str, str, str, int], str | None], theirs: dict[tuple[str, str, str, int], str | None]) -> float | None:
+    keys = set(mine) | set(theirs)
+    same = sum(1 for k in keys if k in mine and k in theirs and mine[k] == theirs[k])
+    return round(same / len(keys), 4) if keys else None
+
+
+def evaluate_part(demo: Path, cfg: Path, work: Path, snap: SnapshotData, *, reuse: bool, order: list[str],
+                  timeout_s: float) -> dict[str, Any]:
+    spec, outcome, _ = _queue(demo)
     out = work / "evaluate" / "pack"
     timing = work / "evaluate" / "timing.json"
     if not (reuse and timing.is_file() and out.is_dir()):
-        shutil.rmtree(out.parent, ignore_errors=True)
-        out.parent.mkdir(parents=True)
-        own = job_settings(load_settings(cfg, environ={}).gpu)
-        sets = [f"{k}={json.dumps(v)}" for k, v in job_settings(spec.gpu).items() if own.get(k) != v]
-        cmd = [sys.executable, "-m", "clkt.cli", "evaluate", str(snap.path), "--target", TARGET, "--train-languages",
-               spec.train_lang, "--strategy", spec.strategy, "--device", spec.device, "--out", str(out), "--config", str(cfg)]
-        for s in sets:
-            cmd += ["--set", s]
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
-        t0 = time.perf_counter()
-        with (out.parent / "run.log").open("w") as log:
-            rc = subprocess.run(cmd, env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, check=False).returncode
-        wall = time.perf_counter() - t0
-        if rc != 0:
-            raise SystemExit(f"clkt evaluate exited {rc} (see {out.parent / 'run.log'})")
-        timing.write_text(json.dumps({"wall_s": wall, "set": sets}))
+        t: dict[str, Any] = {"order": order}
+        for step in order:
+            if step == "queue":
+                rerun, t["queue_wall_s"] = _rerun_queue_job(cfg, spec, work, timeout_s)
+                (work / "queue-outcome.json").write_text(rerun.model_dump_json())
+            else:
+                t["wall_s"], t["set"] = _run_evaluate(cfg, spec, snap, out)
+        timing.write_text(json.dumps(t))
     t = json.loads(timing.read_text())
+    rerun = JobOutcome.model_validate_json((work / "queue-outcome.json").read_bytes())
     mine = _letters(read_pack(out).predictions)
-    theirs = _letters(_predictions(snap, [(spec.train_lang, outcome)]))
-    keys = set(mine) | set(theirs)
-    same = sum(1 for k in keys if k in mine and k in theirs and mine[k] == theirs[k])
-    return {"answers": len(keys), "same_letters": round(same / len(keys), 4) if keys else None,
-            "evaluate_wall_s": round(t["wall_s"], 1), "queue_job_wall_s": round(queue_wall, 1),
-            "wall_ratio": round(t["wall_s"] / queue_wall, 3), "overrides": t["set"]}
+    theirs = _letters(_predictions(snap, [(spec.train_lang, rerun)]))
+    demo_job = _letters(_predictions(snap, [(spec.train_lang, outcome)]))
+    return {"answers": len(set(mine) | set(theirs)), "same_letters": _same(mine, theirs),
+            "same_letters_as_demo_job": _same(mine, demo_job), "evaluate_wall_s": round(t["wall_s"], 1),
+            "queue_job_wall_s": round(t["queue_wall_s"], 1), "wall_ratio": round(t["wall_s"] / t["queue_wall_s"], 3),
+            "order": t["order"], "overrides": t["set"]}
 
 
 def _manifest(snap: SnapshotData, spec: JobSpec, i: int) -> PackManifest:
@@ -213,6 +266,9 @@ def main() -> None:
     ap.add_argument("--packs", type=int, default=200)
     ap.add_argument("--parts", default="evaluate,intake")
     ap.add_argument("--reuse", action="store_true")
+    ap.add_argument("--order", default="queue,evaluate", choices=["queue,evaluate", "evaluate,queue"],
+                    help="which of the two runs of the evaluate part goes first")
+    ap.add_argument("--timeout-min", type=float, default=60.0, help="the rerun queue job's worker")
     args = ap.parse_args()
     parts = set(args.parts.split(","))
     work = args.work.resolve()
@@ -223,7 +279,8 @@ def main() -> None:
     figures: dict[str, Any] = {}
     met = True
     if "evaluate" in parts:
-        figures["evaluate"] = e = evaluate_part(work / "demo", cfg, work, snap, args.reuse)
+        figures["evaluate"] = e = evaluate_part(work / "demo", cfg, work, snap, reuse=args.reuse,
+                                                       order=args.order.split(","), timeout_s=args.timeout_min * 60)
         met = met and e["same_letters"] == 1.0 and e["wall_ratio"] <= 1.1
     if "intake" in parts:
         figures["intake"] = i = asyncio.run(intake_part(work / "demo", cfg, work, snap, args.packs))
