@@ -132,14 +132,14 @@ def _rerun_queue_job(cfg: Path, spec: JobSpec, work: Path, timeout_s: float) -> 
         con.close()
     sid, target = asyncio.run(_reset(cfg))
     asyncio.run(_enqueue(cfg, sid, target, spec.train_lang, int(seed)))
-    wall = _worker(work, cfg, timeout_s)
+    wall = _worker(cfg.parent, cfg, timeout_s)  # in the copy: the store names the snapshot relative to it
 
     async def job() -> int:
         settings = load_settings(cfg, environ={})
         async with Store(url=settings.resolved_store_url) as store, store.session() as s:
             rows = [j for j in await jobs_for_snapshot(s, sid) if j.strategy == spec.strategy and j.train_lang == spec.train_lang]
         if len(rows) != 1 or rows[0].status != "done":
-            raise SystemExit(f"the rerun queue job is {[r.status for r in rows]}, not one done (see {work / 'worker.log'})")
+            raise SystemExit(f"the rerun queue job is {[r.status for r in rows]}, not one done (see {cfg.parent / 'worker.log'})")
         return rows[0].id
 
     folder = job_dir(load_settings(cfg, environ={}).data_dir, asyncio.run(job()))
