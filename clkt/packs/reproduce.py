@@ -153,19 +153,15 @@ async def plan_reproduction(
 async def open_plan_engine(plan: Plan) -> AsyncIterator[JobEngine]:
     """The engine the plan's jobs run on (`[gpu] engine`), started and ready (`clkt.packs.runner.open_engine`: its
     runs on a cluster named by the re-run's work folder, the Ray driver's log in it); `UserError` when it cannot
-    run them (a cluster that cannot be reached), its work folder then left as it was."""
+    run them (a cluster that cannot be reached), the work folder then left as it was."""
     req = plan.request
-    had = plan.work.exists()
     try:
         async with open_engine(req.gpu, device=req.device, key=run_key(plan.work), log_dir=plan.work,
                                data_dir=req.data_dir) as engine:
             yield engine
-    except UserError:
-        if not had:
-            shutil.rmtree(plan.work, ignore_errors=True)
-            with contextlib.suppress(OSError):
-                plan.work.parent.rmdir()
-        raise
+    finally:
+        with contextlib.suppress(OSError):
+            plan.work.parent.rmdir()  # `<data_dir>/reproduce` when nothing is under way (a refusal left nothing)
 
 
 async def run_reproduction(plan: Plan, answers: dict[AnswerKey, str | None], *, engine: JobEngine,

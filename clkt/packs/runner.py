@@ -173,12 +173,19 @@ async def _ready(engine: JobEngine) -> None:
 async def open_engine(gpu: GpuSettings, *, device: str, key: str, log_dir: Path, data_dir: Path) -> AsyncIterator[JobEngine]:
     """The engine `gpu.engine` names, started and ready (as the GPU queue's: `build_engine`): the local one on
     `device`, or Ray (its runs named `job-<key>-<n>`, its driver's log in `log_dir`); `UserError` when the cluster
-    cannot be reached or no node offers what a job asks for. Closed on leaving (runs still going are stopped first
-    by their callers)."""
+    cannot be reached or no node offers what a job asks for (`log_dir` then removed when this made it, unless the
+    reason names the driver's log). Closed on leaving (runs still going are stopped first by their callers)."""
+    had = log_dir.exists()  # noqa: ASYNC240 - once per run
     engine = build_engine(gpu, data_dir=data_dir.resolve(), devices=[device], store_key=key, log_dir=log_dir)  # noqa: ASYNC240 - once per run
     await engine.start()
     try:
         await _ready(engine)
+    except BaseException as e:
+        await engine.close()
+        if not had and DRIVER_LOG not in str(e):  # refused before anything ran: nothing left behind but a log it names
+            shutil.rmtree(log_dir, ignore_errors=True)
+        raise
+    try:
         yield engine
     finally:
         await engine.close()
