@@ -1,7 +1,8 @@
 """`clkt evaluate SNAPSHOT --target MODEL --out PACK`: measure a model on a snapshot folder, with no daemon and no
 store, and write a result pack (`clkt.packs`). The jobs are the GPU queue's own (`clkt.packs.runner`); the
 settings are the config's (`--config`, else the embedded default), a `--set gpu-key=value` overrides one, and the
-pack says which were overridden."""
+pack says which were overridden. The jobs run on the config's `[gpu] engine` (`--engine local|ray` overrides it;
+`--ray-address` names the cluster in place of `[gpu] ray_address`), as the GPU queue's do."""
 
 from __future__ import annotations
 
@@ -16,7 +17,12 @@ import typer
 
 from clkt.cli.common import ConfigOption, console, err_console, fail, load_cli_settings, plain, run_async
 
-__all__ = ["hub_endpoint", "parse_overrides", "register"]
+__all__ = ["ENGINE_HELP", "RAY_ADDRESS_HELP", "gpu_for_engine", "hub_endpoint", "parse_overrides", "register"]
+
+ENGINE_HELP = ("where the jobs run: local (a child process on this machine, on the device) or ray (Ray work on the "
+               "cluster at --ray-address, else [gpu] ray_address), as the GPU queue's jobs; default: [gpu] engine")
+RAY_ADDRESS_HELP = ("the Ray cluster the jobs run on (HOST:6379, ray://HOST:10001, or auto: this machine's); default: "
+                    "[gpu] ray_address")
 
 
 def register(app: typer.Typer) -> None:
@@ -57,6 +63,18 @@ def parse_overrides(gpu: Any, pairs: list[str]) -> tuple[Any, dict[str, object]]
         raise UserError(f"--set {'.'.join(str(x) for x in err['loc'])}: {err['msg']}") from e
     used = job_settings(new)
     return new, {k: {"config": v["config"], "used": used[k]} for k, v in changed.items()}  # type: ignore[index]
+
+
+def gpu_for_engine(gpu: Any, engine: str | None, address: str | None) -> Any:
+    """`[gpu]` with `--engine` and `--ray-address` applied (`clkt.packs.runner.engine_settings`); a refusal is one
+    line, exit 2."""
+    from clkt.errors import UserError
+    from clkt.packs.runner import engine_settings
+
+    try:
+        return engine_settings(gpu, engine, address)
+    except UserError as e:
+        raise fail(str(e)) from None
 
 
 def _target(model: str, name: str | None, kind: str | None, cutoff: str | None) -> Any:
@@ -130,6 +148,8 @@ def evaluate(
     cutoff: Annotated[str | None, typer.Option("--cutoff", help="the model's knowledge cutoff, YYYY-MM-DD (default: the registry's)")] = None,
     device: Annotated[str | None, typer.Option("--device", help="cpu, cuda, cuda:N or auto (default: the config's first)")] = None,
     keep_work: Annotated[bool, typer.Option("--keep-work", help="keep the job folders (<out>.work) after the pack is written")] = False,
+    engine: Annotated[str | None, typer.Option("--engine", metavar="local|ray", help=ENGINE_HELP)] = None,
+    ray_address: Annotated[str | None, typer.Option("--ray-address", metavar="ADDRESS", help=RAY_ADDRESS_HELP)] = None,
     config: ConfigOption = None,
 ) -> None:
     from clkt.config.strategies import check_strategy
@@ -141,7 +161,7 @@ def evaluate(
         snapshot = _snapshot_dir(settings, snapshot_arg)
         if kind not in (None, "base", "instruct"):
             raise fail(f"--kind {kind!r}: base or instruct")
-        gpu, overridden = parse_overrides(settings.gpu, set_ or [])
+        gpu, overridden = parse_overrides(gpu_for_engine(settings.gpu, engine, ray_address), set_ or [])
         own = settings.spec.strategies[0]
         used = check_strategy(strategy) if strategy else own
         if used != own:
@@ -157,6 +177,9 @@ def evaluate(
     if req.target.cutoff is None:
         err_console.print("clkt: warning: no knowledge cutoff for this model (--cutoff YYYY-MM-DD); clkt submit refuses "
                           "a pack without one", highlight=False, markup=False)
+
+    if gpu.engine == "ray":
+        err_console.print(plain(f"the jobs run on the Ray cluster at {gpu.ray_address}"), highlight=False)
 
     async def go() -> Any:
         return await run_evaluate(req, progress=lambda line: err_console.print(plain(line), highlight=False))

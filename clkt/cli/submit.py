@@ -1,9 +1,11 @@
 """`clkt submit PACK`: verify a result pack (`clkt evaluate`'s) against this store's snapshot and store it once
 (`clkt.packs.intake`). A refusal is one line, exit 2, and the store as it was.
 
-`clkt submit --reproduce K PACK_OR_ID` re-runs the pack's jobs on this service's engine and compares the letters
-of K sampled questions (or `all`), storing the result on the pack's row (`clkt.packs.reproduce`); a pack given as a
-file or folder is submitted first, a stored one is named by its sha256 (or a prefix of it).
+`clkt submit --reproduce K PACK_OR_ID` re-runs the pack's jobs on this service's GPU engine (`[gpu] engine`: local, or
+the Ray cluster at `ray_address`; `--engine` / `--ray-address` override it, as `clkt evaluate`'s) and compares the
+letters of K sampled questions (or `all`), storing the result on the pack's row (`clkt.packs.reproduce`); a pack
+given as a file or folder is submitted first, once the engine is ready, a stored one is named by its sha256 (or a
+prefix of it).
 
 `clkt submit --url URL PACK` stores nothing here: it uploads the pack to a service's `POST /packs`
 (`clkt.packs.upload`) with the intake token read from the environment variable `--token-env` names, and prints the
@@ -19,9 +21,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from clkt.cli.common import ConfigOption, console, err_console, fail, load_cli_settings, plain, read_store, run_async
+from clkt.cli.evaluate import ENGINE_HELP, RAY_ADDRESS_HELP, gpu_for_engine
 
 if TYPE_CHECKING:
-    from clkt.config import Settings
+    from clkt.config import GpuSettings, Settings
+    from clkt.inject.engine import JobEngine
     from clkt.packs.intake import Intake
     from clkt.packs.pack import Pack
     from storage.engine import Store
@@ -94,6 +98,9 @@ def submit(
                                                              "names, where this service holds the same weights")] = None,
     url: Annotated[str | None, typer.Option("--url", help=_URL_HELP)] = None,
     token_env: Annotated[str, typer.Option("--token-env", metavar="NAME", help=_TOKEN_ENV_HELP)] = DEFAULT_TOKEN_ENV,
+    engine: Annotated[str | None, typer.Option("--engine", metavar="local|ray", help="with --reproduce: " + ENGINE_HELP)] = None,
+    ray_address: Annotated[str | None, typer.Option("--ray-address", metavar="ADDRESS",
+                                                    help="with --reproduce: " + RAY_ADDRESS_HELP)] = None,
     config: ConfigOption = None,
 ) -> None:
     from clkt.packs.intake import submit_pack
@@ -104,28 +111,34 @@ def submit(
     k = parse_k(reproduce) if reproduce is not None else None
     if model is not None and reproduce is None:
         raise fail("--model is an option of --reproduce (the model re-run here)")
+    if (engine is not None or ray_address is not None) and reproduce is None:
+        raise fail("--engine and --ray-address are options of --reproduce (where the jobs re-run here)")
     if url is not None:
         _upload(Path(pack), url, token_env)
         return
     if token_env != DEFAULT_TOKEN_ENV:
         raise fail("--token-env is an option of --url (the upload's token)")
     settings = load_cli_settings(config)
+    gpu = gpu_for_engine(settings.gpu, engine, ray_address) if reproduce is not None else settings.gpu
     path = Path(pack)
     if reproduce is not None and not path.exists():
-        _reproduce_stored(settings, pack, k, model)
+        _reproduce_stored(settings, gpu, pack, k, model)
         return
     store_ = read_store(settings)  # never creates a store: a pack is checked against an existing one
 
     async def go() -> tuple[Intake, Pack]:
+        from clkt.packs.reproduce import open_plan_engine
+
         loaded = read_pack(path)  # the files first: a bad pack never opens the store
         async with store_ as store:
             if reproduce is None:
                 return await submit_pack(store, loaded, buffer_days=settings.spec.temporal_buffer_days), loaded
-            plan = await _plan(store, settings, loaded.sha256, loaded.manifest, {r.qid for r in loaded.predictions}, k,
-                               model)
-            got = await submit_pack(store, loaded, buffer_days=settings.spec.temporal_buffer_days)
-            _report(got)
-            await _rerun(store, plan, _pack_answers(loaded))
+            plan = await _plan(store, settings, gpu, loaded.sha256, loaded.manifest, {r.qid for r in loaded.predictions},
+                               k, model)
+            async with open_plan_engine(plan) as ready:  # ready to run before the pack is stored
+                got = await submit_pack(store, loaded, buffer_days=settings.spec.temporal_buffer_days)
+                _report(got)
+                await _rerun(store, plan, _pack_answers(loaded), ready)
             return got, loaded
 
     got, _ = run_async(go)
@@ -177,32 +190,34 @@ def _pack_answers(loaded: Pack) -> Any:
     return answers_of_rows(loaded.predictions)
 
 
-async def _plan(store: Store, settings: Settings, sha: str, manifest: Any, qids: Any, k: int | None,
+async def _plan(store: Store, settings: Settings, gpu: GpuSettings, sha: str, manifest: Any, qids: Any, k: int | None,
                 model: str | None) -> Any:
     from clkt.packs.reproduce import plan_reproduction
 
-    return await plan_reproduction(store, sha, manifest, qids, k=k, gpu=settings.gpu, data_dir=Path(settings.data_dir),
-                                   model=model)
+    return await plan_reproduction(store, sha, manifest, qids, k=k, gpu=gpu, data_dir=Path(settings.data_dir), model=model)
 
 
-async def _rerun(store: Store, plan: Any, answers: Any) -> None:
+async def _rerun(store: Store, plan: Any, answers: Any, engine: JobEngine) -> None:
     from clkt.packs.reproduce import run_reproduction, save_reproduction
 
     for note in plan.notes:
         err_console.print(plain(f"clkt: warning: {note}"), highlight=False)
-    console.print(plain(f"re-running pack {plan.pack_sha256[:12]}'s jobs here to compare {len(plan.questions)} questions"))
-    result = await run_reproduction(plan, answers, progress=lambda line: err_console.print(plain(line), highlight=False))
+    where = f" at {plan.request.gpu.ray_address}" if engine.name == "ray" else ""
+    console.print(plain(f"re-running pack {plan.pack_sha256[:12]}'s jobs on the {engine.name} engine{where} to compare "
+                        f"{len(plan.questions)} questions"))
+    result = await run_reproduction(plan, answers, engine=engine,
+                                    progress=lambda line: err_console.print(plain(line), highlight=False))
     await save_reproduction(store, plan, result)
     verdict = "reproduced" if result.reproduced else "FLAGGED"
     console.print(plain(f"pack {plan.pack_sha256[:12]}: {verdict}: {result.agreed}/{result.checked} letters agree "
                         f"({100 * result.rate:.1f} %, threshold {100 * result.threshold:.0f} %) on {result.questions} "
-                        f"questions; stored (replaces any earlier re-run)"))
+                        f"questions on the {result.engine} engine; stored (replaces any earlier re-run)"))
 
 
-def _reproduce_stored(settings: Settings, ident: str, k: int | None, model: str | None) -> None:
+def _reproduce_stored(settings: Settings, gpu: GpuSettings, ident: str, k: int | None, model: str | None) -> None:
     from clkt.errors import UserError
     from clkt.packs.format import PackManifest
-    from clkt.packs.reproduce import answers_of
+    from clkt.packs.reproduce import answers_of, open_plan_engine
     from storage.submissions import find_submissions_by_prefix, submission_answers
 
     ident = ident.strip().lower()
@@ -220,7 +235,8 @@ def _reproduce_stored(settings: Settings, ident: str, k: int | None, model: str 
                 record = found[0]
                 answers = answers_of(await submission_answers(s, record.pack_sha256))
             manifest = PackManifest.model_validate(record.manifest)
-            plan = await _plan(store, settings, record.pack_sha256, manifest, {key[4] for key in answers}, k, model)
-            await _rerun(store, plan, answers)
+            plan = await _plan(store, settings, gpu, record.pack_sha256, manifest, {key[4] for key in answers}, k, model)
+            async with open_plan_engine(plan) as engine:
+                await _rerun(store, plan, answers, engine)
 
     run_async(go)

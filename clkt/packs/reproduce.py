@@ -1,15 +1,18 @@
 """`clkt submit --reproduce K`: a submitted pack's jobs re-run on this service's engine, letter against letter.
 
-The jobs are the very ones `clkt evaluate` runs (`clkt.packs.runner.run_evaluate`: the GPU queue's job spec, the
-local engine, one child process per train language) on this store's export of the pack's snapshot, with the
-pack's model, strategy, train languages and job settings (the pack's `strategy.settings` over this service's
-`[gpu]`; where jobs run and on which device stay this service's). Injection trains on the whole documents of each
+The jobs are the very ones `clkt evaluate` runs (`clkt.packs.runner.run_evaluate`: the GPU queue's job spec, one
+job per train language) on this store's export of the pack's snapshot, with the pack's model, strategy, train
+languages and job settings (the pack's `strategy.settings` over this service's `[gpu]`; where jobs run stays this
+service's). They run on this service's GPU engine, `[gpu] engine` (or `--engine`, `clkt.packs.runner.engine_settings`):
+the local one (a child process on `devices[0]`) or the Ray cluster at `ray_address`, opened as the GPU queue opens
+it (`open_plan_engine`: `clkt.packs.runner.open_engine`) and checked to be ready before anything is stored. Injection trains on the whole documents of each
 train language, whatever K is: K only limits the questions whose letters are compared. They are drawn by a seeded
 rule (`sample_questions`: the pack's sha256 seeds the draw, so the same pack and K compare the same questions);
 `None` compares every test question. Every answer of a drawn question (each train language, scorer, variant and
 language of the pack) is compared with the re-run's; an answer the re-run does not have counts as a disagreement.
 
-The result (`Reproduction`: agreed / checked, the threshold `REPRODUCED_AT`, reproduced or flagged) is stored on
+The result (`Reproduction`: agreed / checked, the threshold `REPRODUCED_AT`, reproduced or flagged, the engine that
+ran the jobs, its cluster's address and where each job ran) is stored on
 the pack's row (`storage.submissions.set_reproduction`): a later re-run replaces an earlier one, whatever either
 found. Everything that can be refused (the snapshot, the settings, the model) is checked before anything runs
 or is stored (`plan_reproduction`); the re-run's work folder (`<data_dir>/reproduce/<pack sha256[:16]>/`) resumes
@@ -23,7 +26,7 @@ import gzip
 import json
 import random
 import shutil
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,9 +35,10 @@ from pydantic import ValidationError
 
 from clkt.config import GpuSettings, TargetSettings
 from clkt.errors import UserError
+from clkt.inject.engine import JobEngine
 from clkt.packs.format import PackManifest, PredictionRow
 from clkt.packs.pack import read_pack
-from clkt.packs.runner import EvaluateRequest, job_settings, model_identity, run_evaluate
+from clkt.packs.runner import EvaluateRequest, job_settings, model_identity, open_engine, run_evaluate, run_key
 from clkt.report.leaderboard_data import Reproduction
 from clkt.report.submitted import REPRODUCED_AT
 from clkt.snapshots.layout import load_snapshot_dir
@@ -43,9 +47,11 @@ from storage.engine import Store
 from storage.snapshots import find_snapshot
 from storage.submissions import set_reproduction
 
-__all__ = ["ENGINE", "Plan", "agreement", "answers_of", "answers_of_rows", "plan_reproduction", "run_reproduction", "sample_questions", "save_reproduction"]
+__all__ = [
+    "Plan", "agreement", "answers_of", "answers_of_rows", "open_plan_engine", "plan_reproduction", "run_reproduction",
+    "sample_questions", "save_reproduction",
+]
 
-ENGINE = "local"  # the engine the re-run's jobs run on (`clkt.inject.local_engine`, as `clkt evaluate`'s)
 AnswerKey = tuple[str, str, str, str, int]  # train language, scorer, variant, language, question
 
 
@@ -143,16 +149,34 @@ async def plan_reproduction(
     return Plan(pack_sha256=sha256, request=req, questions=questions, work=work, notes=notes)
 
 
-async def run_reproduction(plan: Plan, answers: dict[AnswerKey, str | None], *,
+@contextlib.asynccontextmanager
+async def open_plan_engine(plan: Plan) -> AsyncIterator[JobEngine]:
+    """The engine the plan's jobs run on (`[gpu] engine`), started and ready (`clkt.packs.runner.open_engine`: its
+    runs on a cluster named by the re-run's work folder, the Ray driver's log in it); `UserError` when it cannot
+    run them (a cluster that cannot be reached), the work folder then left as it was."""
+    req = plan.request
+    try:
+        async with open_engine(req.gpu, device=req.device, key=run_key(plan.work), log_dir=plan.work,
+                               data_dir=req.data_dir) as engine:
+            yield engine
+    finally:
+        with contextlib.suppress(OSError):
+            plan.work.parent.rmdir()  # `<data_dir>/reproduce` when nothing is under way (a refusal left nothing)
+
+
+async def run_reproduction(plan: Plan, answers: dict[AnswerKey, str | None], *, engine: JobEngine,
                            progress: Callable[[str], None]) -> Reproduction:
-    """Run the plan's jobs (resuming an interrupted re-run) and compare the letters of its questions."""
+    """Run the plan's jobs on `engine` (`open_plan_engine`; resuming an interrupted re-run) and compare the letters
+    of its questions."""
     shutil.rmtree(plan.request.out, ignore_errors=True)  # a pack an interrupted re-run wrote: its jobs are read back
-    await run_evaluate(plan.request, progress=progress)
+    done = await run_evaluate(plan.request, progress=progress, engine=engine)
     rerun = read_pack(plan.request.out).predictions
     agreed, checked = agreement(answers, rerun, plan.questions)
     rate = agreed / checked if checked else 0.0
+    gpu = plan.request.gpu
     return Reproduction(checked=checked, agreed=agreed, questions=len(plan.questions), rate=rate,
-                        threshold=REPRODUCED_AT, reproduced=bool(checked) and rate >= REPRODUCED_AT, engine=ENGINE,
+                        threshold=REPRODUCED_AT, reproduced=bool(checked) and rate >= REPRODUCED_AT, engine=done.engine,
+                        engine_address=gpu.ray_address if done.engine == "ray" else None, ran_on=done.ran_on,
                         at=datetime.now(UTC).replace(microsecond=0).isoformat())
 
 

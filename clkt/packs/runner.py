@@ -1,33 +1,42 @@
 """`clkt evaluate`: a snapshot folder and a model in, a result pack out, with no daemon and no store.
 
-One GPU job per train language, each the very job the queue runs: a `JobSpec` (`clkt.inject.contract`) run by the
-local engine (`clkt.inject.local_engine.LocalEngine`: `python -m clkt.inject.run_job`, a child process per job)
-in a job folder under `<out>.work/<key>/` (`clkt.layout`: `jobs/<n>/`, the base answers shared through
-`jobs/base/<snapshot>/`). The key hashes what the answers depend on (snapshot, model, strategy, settings), so an
-interrupted run started again with the same arguments resumes (a finished job is read back, a training resumes
-after its last finished epoch), and other arguments never reuse its files. The work folder is removed once the
-pack is written (`keep_work` keeps it).
+One GPU job per train language, each the very job the queue runs: a `JobSpec` (`clkt.inject.contract`) in a job
+folder under `<out>.work/<key>/` (`clkt.layout`: `jobs/<n>/`, the base answers shared through
+`jobs/base/<snapshot>/`), run by the engine `gpu.engine` names, built as the GPU queue builds it
+(`clkt.inject.consumer.build_engine`): the local one (`python -m clkt.inject.run_job`, a child process per job on
+`device`), or Ray work on the cluster at `gpu.ray_address` (`clkt.inject.ray_engine`: the job's inputs shipped, its
+files brought back into its folder). `open_engine` has it connected and ready before the first job, else says why
+in one line; the runs on a cluster are named by the work folder (`run_key`) and the Ray driver's log is written
+there; `engine_settings` applies `--engine` and `--ray-address`. The key hashes what the answers depend on
+(snapshot, model, strategy, settings; not where they run), so an interrupted run started again with the same
+arguments resumes (a finished job is read back, a local training resumes after its last finished epoch), and other
+arguments never reuse its files. The work folder is removed once the pack is written (`keep_work` keeps it).
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import importlib.metadata as md
 import platform
 import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from clkt import __version__
 from clkt.config import GpuSettings, TargetSettings
 from clkt.errors import JobError, SnapshotError, UserError
+from clkt.inject.consumer import build_engine
 from clkt.inject.contract import JobFailure, JobOutcome, JobProgress, JobSpec, write_json_atomic
-from clkt.inject.engine import RunningJob
+from clkt.inject.engine import EndKind, EngineState, JobEnd, JobEngine, RunningJob
 from clkt.inject.job import check_spec
-from clkt.inject.local_engine import LocalEngine
+from clkt.inject.ray_engine import DRIVER_LOG
 from clkt.inject.spec_builder import ENGINE_FIELDS
 from clkt.layout import FAILURE_FILE, LOG_FILE, OUTCOME_FILE, PROGRESS_FILE, SPEC_FILE, base_cache_dir, job_dir
 from clkt.packs.archive import ARCHIVE_SUFFIXES
@@ -46,12 +55,17 @@ from clkt.snapshots.layout import SnapshotData, load_snapshot_dir
 from clkt.targets.embedded import EMBEDDED_PREFIX, embedded_model
 from clkt.targets.loader import resolve_target
 
-__all__ = ["EvaluateRequest", "Evaluated", "JobFailed", "job_settings", "run_evaluate", "work_dir_for"]
+__all__ = [
+    "ENGINES", "EvaluateRequest", "Evaluated", "JobFailed", "engine_settings", "job_settings", "open_engine", "run_evaluate",
+    "run_key", "work_dir_for",
+]
 
 Progress = Callable[[str], None]
 _NOT_SETTINGS = (*ENGINE_FIELDS, "enabled", "devices", "probe_device", "probe_cache_size", "probe_cache_gb")
 _WEIGHTS = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
 POLL_S = 1.0  # how often a running job's progress is read
+ENGINES = ("local", "ray")  # `[gpu] engine`'s values, `--engine`'s choices
+READY_TIMEOUT_S = 180.0  # an engine still connecting after this long is refused (the Ray driver gives up after 60 s)
 
 
 class JobFailed(JobError):
@@ -78,6 +92,8 @@ class Evaluated:
     pack_sha256: str
     predictions: int
     resumed: list[str]  # train languages whose finished job was read back
+    engine: str = "local"  # the engine the jobs ran on (`gpu.engine`)
+    ran_on: list[str] = field(default_factory=list)  # where the jobs run now ran ("local", "ray:<node>"), in order
 
 
 def work_dir_for(out: Path) -> Path:
@@ -110,12 +126,77 @@ def _progress_line(lang: str, p: JobProgress) -> str:
     return " ".join(parts)
 
 
-async def _watch(run: RunningJob, spec: JobSpec, progress: Progress) -> None:
-    """Wait for the job process, showing its progress; stop it on a timeout or an interruption."""
+def engine_settings(gpu: GpuSettings, engine: str | None = None, address: str | None = None) -> GpuSettings:
+    """`gpu` with where the jobs run: `engine` (`ENGINES`; None: the config's `gpu.engine`) and the Ray cluster's
+    `address` (None: the config's `gpu.ray_address`); `UserError` for another engine, an address on the local engine,
+    or Ray without an address or without its package (`GpuSettings`' own checks)."""
+    if engine is not None and engine not in ENGINES:
+        raise UserError(f"--engine {engine!r}: one of {', '.join(ENGINES)}")
+    update: dict[str, object] = {}
+    if engine is not None:
+        update["engine"] = engine
+    if address is not None:
+        update["ray_address"] = address
+    used = update.get("engine", gpu.engine)
+    if address is not None and used != "ray":
+        raise UserError("--ray-address names the cluster of the Ray engine, and the jobs run on the local one "
+                        "(--engine ray, or [gpu] engine = \"ray\")")
+    if not update:
+        return gpu
+    try:
+        return GpuSettings.model_validate({**gpu.model_dump(), **update})
+    except ValidationError as e:
+        err = e.errors()[0]
+        raise UserError(f"--engine {used}: {str(err['msg']).removeprefix('Value error, ')}") from e
+
+
+def run_key(folder: Path) -> str:
+    """What names a run's jobs on a Ray cluster (`job-<key>-<n>`): its work folder's, so that a run started again
+    finds its jobs still on the cluster, and no other run (nor a daemon's store) uses the same names."""
+    return "evaluate-" + hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:10]
+
+
+async def _ready(engine: JobEngine) -> None:
+    started = time.monotonic()
+    while True:
+        st = engine.status()
+        if st.state is EngineState.ready:
+            return
+        if st.state is not EngineState.connecting or time.monotonic() - started > READY_TIMEOUT_S:
+            where = f" at {st.address}" if st.address else ""
+            raise UserError(f"GPU engine {engine.name}{where}: {st.state.value}: {st.detail or 'no reason given'}; "
+                            "nothing was run")
+        await asyncio.sleep(0.1)
+
+
+@asynccontextmanager
+async def open_engine(gpu: GpuSettings, *, device: str, key: str, log_dir: Path, data_dir: Path) -> AsyncIterator[JobEngine]:
+    """The engine `gpu.engine` names, started and ready (as the GPU queue's: `build_engine`): the local one on
+    `device`, or Ray (its runs named `job-<key>-<n>`, its driver's log in `log_dir`); `UserError` when the cluster
+    cannot be reached or no node offers what a job asks for (`log_dir` then removed when this made it, unless the
+    reason names the driver's log). Closed on leaving (runs still going are stopped first by their callers)."""
+    had = log_dir.exists()  # noqa: ASYNC240 - once per run
+    engine = build_engine(gpu, data_dir=data_dir.resolve(), devices=[device], store_key=key, log_dir=log_dir)  # noqa: ASYNC240 - once per run
+    await engine.start()
+    try:
+        await _ready(engine)
+    except BaseException as e:
+        await engine.close()
+        if not had and DRIVER_LOG not in str(e):  # refused before anything ran: nothing left behind but a log it names
+            shutil.rmtree(log_dir, ignore_errors=True)
+        raise
+    try:
+        yield engine
+    finally:
+        await engine.close()
+
+
+async def _watch(run: RunningJob, spec: JobSpec, progress: Progress) -> JobEnd:
+    """Wait for the job's run, showing its progress; stop it on a timeout or an interruption."""
     shown = ""
     started = time.monotonic()
     try:
-        while await run.wait(POLL_S) is None:
+        while (end := await run.wait(POLL_S)) is None:
             if time.monotonic() - started > spec.gpu.job_timeout_s:
                 raise JobFailed(f"train {spec.train_lang}: still running after {spec.gpu.job_timeout_s:.0f} s (gpu.job_timeout_s); stopped")
             path = spec.artifacts_dir / PROGRESS_FILE
@@ -129,26 +210,41 @@ async def _watch(run: RunningJob, spec: JobSpec, progress: Progress) -> None:
     except BaseException:
         await run.stop()  # interrupted: the next run resumes from the job's files
         raise
+    return end
 
 
-async def _run_job(engine: LocalEngine, spec: JobSpec, progress: Progress) -> tuple[JobOutcome, bool]:
-    """The job's outcome (read back when a finished one is there for the same spec), and whether it was."""
+def _failure(art: Path) -> JobFailure | None:
+    fail = art / FAILURE_FILE
+    return JobFailure.model_validate_json(fail.read_bytes()) if fail.is_file() else None
+
+
+async def _run_job(engine: JobEngine, spec: JobSpec, progress: Progress) -> tuple[JobOutcome, bool, str]:
+    """The job's outcome (read back when a finished one is there for the same spec), whether it was, and where it
+    ran ("" when read back). A run whose cluster node was lost runs again (an attempt spent); one whose engine went
+    away fails, and the command started again resumes it."""
     art = spec.artifacts_dir
     art.mkdir(parents=True, exist_ok=True)
     spec_path, outcome_path = art / SPEC_FILE, art / OUTCOME_FILE
     if outcome_path.is_file() and spec_path.is_file() and JobSpec.model_validate_json(spec_path.read_bytes()) == spec:
-        return JobOutcome.model_validate_json(outcome_path.read_bytes()), True
-    outcome_path.unlink(missing_ok=True)
+        return JobOutcome.model_validate_json(outcome_path.read_bytes()), True, ""
+    slot = engine.slots()[0]
     for attempt in range(1, spec.gpu.max_attempts + 1):
+        for stale in (outcome_path, art / FAILURE_FILE):
+            stale.unlink(missing_ok=True)
         write_json_atomic(spec_path, spec)
-        progress(f"train {spec.train_lang}: job starts (attempt {attempt}; log: {art / LOG_FILE})")
-        await _watch(await engine.submit(spec, spec_path, slot=spec.device), spec, progress)
+        progress(f"train {spec.train_lang}: job starts on the {engine.name} engine (attempt {attempt}; log: {art / LOG_FILE})")
+        end = await _watch(await engine.submit(spec, spec_path, slot=slot), spec, progress)
+        if end.kind is EndKind.unavailable:
+            raise JobFailed(f"train {spec.train_lang}: {end.detail or 'the GPU engine went away'}; the same command "
+                            "started again resumes")
         if outcome_path.is_file():
-            return JobOutcome.model_validate_json(outcome_path.read_bytes()), False
-        fail = art / FAILURE_FILE
-        failure = JobFailure.model_validate_json(fail.read_bytes()) if fail.is_file() else None
+            return JobOutcome.model_validate_json(outcome_path.read_bytes()), False, end.where or engine.name
+        failure = _failure(art)
+        if end.kind is EndKind.lost and attempt < spec.gpu.max_attempts:
+            progress(f"train {spec.train_lang}: {end.detail or 'the node running it was lost'}; it runs again")
+            continue
         if failure is None or failure.permanent or attempt == spec.gpu.max_attempts:
-            why = failure.message if failure else "the job process ended without an outcome"
+            why = failure.message if failure else end.detail or "the job process ended without an outcome"
             raise JobFailed(f"train {spec.train_lang}: {why} (log: {art / LOG_FILE})")
         if failure.retry_with is not None:
             smaller = {k: v for k, v in failure.retry_with.model_dump().items() if v is not None}
@@ -223,7 +319,7 @@ def _manifest(req: EvaluateRequest, snap: SnapshotData, rows: list[PredictionRow
     )
 
 
-def _specs(req: EvaluateRequest, snap: SnapshotData, root: Path) -> list[JobSpec]:
+def _specs(req: EvaluateRequest, snap: SnapshotData, root: Path, *, device: str) -> list[JobSpec]:
     bad = [x for x in req.train_langs if x not in snap.languages]
     if bad or not req.train_langs:
         raise UserError(f"train language(s) {bad} are not among snapshot {snap.manifest.snapshot_id}'s {snap.languages}")
@@ -231,13 +327,15 @@ def _specs(req: EvaluateRequest, snap: SnapshotData, root: Path) -> list[JobSpec
     return [
         JobSpec(job_id=n, snapshot_id=sid, snapshot_dir=snap.path.resolve(), target=req.target, strategy=req.strategy,
                 train_lang=lang, gpu=req.gpu, data_dir=req.data_dir.resolve(), artifacts_dir=job_dir(root, n).resolve(),
-                device=req.device, base_cache_dir=base_cache_dir(root, sid).resolve())
+                device=device, base_cache_dir=base_cache_dir(root, sid).resolve())
         for n, lang in enumerate(req.train_langs, start=1)
     ]
 
 
-async def run_evaluate(req: EvaluateRequest, *, progress: Progress) -> Evaluated:
-    """Run the jobs (resuming what a killed run left) and write the pack (see the module docstring)."""
+async def run_evaluate(req: EvaluateRequest, *, progress: Progress, engine: JobEngine | None = None) -> Evaluated:
+    """Run the jobs (resuming what a killed run left) and write the pack (see the module docstring). `engine`: one
+    the caller opened (`open_engine` with `req.gpu`; `clkt submit --reproduce` checks it before storing anything),
+    else the one `req.gpu` names is opened here."""
     if req.out.exists():
         raise UserError(f"{req.out} exists (choose another --out, or remove it)")
     if not req.snapshot_dir.is_dir():
@@ -245,24 +343,38 @@ async def run_evaluate(req: EvaluateRequest, *, progress: Progress) -> Evaluated
     snap = load_snapshot_dir(req.snapshot_dir)
     work = work_dir_for(req.out)
     root = work / _key(req, snap)
-    specs = _specs(req, snap, root)
+    # on Ray a job takes the GPUs Ray gives it (device `auto`), as the queue's jobs do
+    specs = _specs(req, snap, root, device=req.device if req.gpu.engine == "local" else "auto")
     check_spec(specs[0])  # the strategy's own checks, before any model is loaded
     resolve_target(req.target, req.data_dir)  # a model that cannot be read: one line now, not after a job starts
-    engine = LocalEngine(devices=[req.device])
+    if engine is None:
+        async with open_engine(req.gpu, device=req.device, key=run_key(root), log_dir=work, data_dir=req.data_dir) as opened:
+            return await _evaluate(req, snap, root, specs, opened, progress)
+    return await _evaluate(req, snap, root, specs, engine, progress)
+
+
+async def _evaluate(req: EvaluateRequest, snap: SnapshotData, root: Path, specs: list[JobSpec], engine: JobEngine,
+                    progress: Progress) -> Evaluated:
     outcomes: list[tuple[str, JobOutcome]] = []
     resumed: list[str] = []
+    ran_on: list[str] = []
     for spec in specs:
-        outcome, was_done = await _run_job(engine, spec, progress)
+        outcome, was_done, where = await _run_job(engine, spec, progress)
         outcomes.append((spec.train_lang, outcome))
         if was_done:
             resumed.append(spec.train_lang)
             progress(f"train {spec.train_lang}: finished before, read back from {spec.artifacts_dir}")
+        else:
+            ran_on.append(where)
     rows = _predictions(snap, outcomes)
     manifest = _manifest(req, snap, rows, outcomes[-1][1].device)
     metrics = compute_metrics(rows, snap.languages, format_version=FORMAT_VERSION)
     sha = write_pack(req.out, manifest, rows, metrics.model_dump(mode="json"))
     if not req.keep_work:
         shutil.rmtree(root, ignore_errors=True)
+        work = root.parent
+        (work / DRIVER_LOG).unlink(missing_ok=True)  # the Ray driver's, when run_evaluate opened the engine
         if work.is_dir() and not any(work.iterdir()):
             work.rmdir()
-    return Evaluated(out=req.out, pack_sha256=sha, predictions=len(rows), resumed=resumed)
+    return Evaluated(out=req.out, pack_sha256=sha, predictions=len(rows), resumed=resumed, engine=engine.name,
+                     ran_on=ran_on)

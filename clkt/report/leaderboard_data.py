@@ -102,7 +102,9 @@ class Reproduction(_Frozen):
     rate: float  # agreed / checked
     threshold: float  # the rate at or above which the pack counts as reproduced
     reproduced: bool
-    engine: str
+    engine: str  # the GPU engine the jobs ran on: "local" or "ray" (`[gpu] engine`, or `--engine`)
+    engine_address: str | None = None  # the Ray cluster's address (`gpu.ray_address`); None on the local engine
+    ran_on: list[str] = Field(default_factory=list)  # where each job re-run ran ("local", "ray:<node>"); read back: none
     at: str  # ISO time of the re-run
 
 
