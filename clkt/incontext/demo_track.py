@@ -2,11 +2,11 @@
 local target of the spec) takes the track through the runner of `clkt incontext`, and the report is written again
 with its in-context section beside the parametric results.
 
-Documents in English only (`DEMO_CONTEXT_LANG`, else the first train language): the track in both of the demo's
-train languages (en, zh) cost more than 3 of the demo's 20 minutes on 2 cores (option-loglik-norm over 630
-prompts, measured on the demo snapshot); in en only it is 420 prompts, half of them without a document. The
-report says so (a note), and `clkt incontext SNAPSHOT` runs the other train languages (it resumes: what the demo
-answered is not asked again).
+Documents in English only (`DEMO_CONTEXT_LANG`, else the first train language): on the demo snapshot
+option-loglik-norm took about 1 CPU-second per answer (2 threads, Gemma 3 270M), so both of the demo's train
+languages (en, zh: 630 answers) cost about 5 of the demo's 20 minutes on 2 cores, over the 3 it may take; en only
+is 420 answers, half of them without a document. The report says so (a note), and `clkt incontext SNAPSHOT` runs
+the other train languages (it resumes: what the demo answered is not asked again).
 """
 
 from __future__ import annotations
