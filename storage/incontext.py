@@ -33,6 +33,7 @@ class InContextRecord:
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float = 0.0
+    scorer: str = "generate"  # generate (the letter parse) or option-loglik-norm (`clkt.incontext.askers`)
 
 
 def _record(row: InContextAnswer) -> InContextRecord:
@@ -40,7 +41,7 @@ def _record(row: InContextAnswer) -> InContextRecord:
         snapshot_id=row.snapshot_id, target=row.target, qid=row.qid, entity_id=row.entity_id,
         context_lang=row.context_lang, lang=row.lang, status=row.status, letter=row.letter, correct=row.correct,
         truncated=row.truncated, input_tokens=row.input_tokens, output_tokens=row.output_tokens,
-        cost_usd=row.cost_usd,
+        cost_usd=row.cost_usd, scorer=row.scorer,
     )
 
 

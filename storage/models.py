@@ -591,6 +591,8 @@ class InContextAnswer(SQLModel, table=True):
     lang: str = Field(primary_key=True, max_length=8)
     entity_id: int = Field(sa_column=Column(BigInteger, nullable=False))
     status: str = Field(max_length=16)  # answered | unparsed (no letter: wrong) | skipped (the prompt cannot fit)
+    # the scorer of the answer: generate (letter parse) or option-loglik-norm (a local base target's headline scorer)
+    scorer: str = Field(default="generate", max_length=32, sa_column_kwargs={"server_default": "generate"})
     letter: str | None = Field(default=None, max_length=1)
     correct: bool = False
     truncated: bool = False  # the document was cut to fit the model's context

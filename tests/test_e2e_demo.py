@@ -14,6 +14,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -125,3 +126,26 @@ control_entities = 1
     img = mpimg.imread(pngs[0])
     assert img.shape[0] > 50 and img.shape[1] > 50
     assert ".png" in md
+    _assert_incontext(metrics, md, res.stdout, n=total.test // 2)
+
+
+def _assert_incontext(metrics: dict[str, Any], md: str, stdout: str, *, n: int) -> None:
+    """The embedded target's in-context track (after its GPU jobs, en documents, option-loglik-norm: a base model),
+    in its own section with numbers: accuracy per test language with and without the document, n and 95% CIs,
+    Overall and Transfer with entity-bootstrap CIs, beside the parametric Transfer."""
+    assert "In-context track:" in stdout
+    [ic] = metrics["incontext"]
+    assert ic["scorers"] == ["option-loglik-norm"] and ic["contexts"] == ["en"]
+    assert ic["unparsed"] == 0 and ic["skipped"] == 0 and ic["answered"] == 2 * 2 * n  # (en document, none) x 2 langs
+    acc = {(a["context_lang"], a["lang"]): a for a in ic["accuracy"]}
+    assert set(acc) == {("en", "en"), ("en", "fr"), ("", "en"), ("", "fr")}
+    for a in acc.values():
+        assert a["n"] == n and a["ci"] is not None and a["ci"][0] <= a["accuracy"] <= a["ci"][1], a
+    assert ic["overall"]["mean"] is not None and ic["overall"]["ci"] is not None
+    assert ic["transfer"]["mean"] is None or ic["transfer"]["ci"] is not None
+    [helps] = ic["helps"]
+    assert helps["context_lang"] == "en" and helps["n"] == n and 0 <= helps["p_value"] <= 1
+    section = md[md.index("## In-context track (contextual, not pooled with the parametric results)"):]
+    row = next(line for line in section.splitlines() if line.startswith(f"| {ic['target']} | option-loglik-norm | en |"))
+    assert "cpt-lora/option-loglik" in row  # the parametric Transfer beside the in-context one
+    assert f"| en | fr | {n} |" in section and f"| none (floor) | fr | {n} |" in section

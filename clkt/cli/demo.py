@@ -1,14 +1,18 @@
-"""`clkt demo`: the daemon's whole flow on the embedded offline default, once; exits when the report exists."""
+"""`clkt demo`: the daemon's whole flow on the embedded offline default, once; exits when the report exists, after
+the embedded target's in-context track (`clkt.incontext.demo_track`) is in it."""
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from clkt.cli.common import ConfigOption, console, fail, load_cli_settings
+from clkt.cli.common import ConfigOption, console, fail, load_cli_settings, open_store, run_async
+
+if TYPE_CHECKING:
+    from clkt.config import Settings
 
 __all__ = ["register"]
 
@@ -55,6 +59,8 @@ def demo(
     if not result:
         raise fail(f"the demo did not finish within {timeout_min:g} minutes; see `clkt status`", 1)
     report = Path(str(result["report"]))
+    if settings.gpu.enabled and rc == 0:
+        _incontext(settings, str(result["snapshot_id"]), report)
     console.print(f"\n[bold green]Demo finished[/] — snapshot [bold]{result['snapshot_id']}[/]")
     exports = sorted(Path(settings.snapshot.out_dir).glob("*/*/manifest.json"))
     for m in exports:
@@ -63,3 +69,22 @@ def demo(
         console.print(f"  report file:     {f}", soft_wrap=True)
     console.print("[yellow]Offline demonstration: recorded, re-dated data and a 270M model; the numbers say nothing about real models.[/]")
     raise typer.Exit(rc)
+
+
+def _incontext(settings: Settings, snapshot_id: str, report: Path) -> None:
+    """The embedded target's in-context track after its GPU jobs, then the report again with its section."""
+    from clkt.incontext.demo_track import DemoTrack, demo_context_langs, run_demo_track
+
+    async def go() -> DemoTrack:
+        async with open_store(settings) as store:
+            return await run_demo_track(store, settings, snapshot_id, report)
+
+    langs = demo_context_langs(list(settings.spec.train_langs))
+    console.print(f"In-context track of the embedded target ({', '.join(langs)} documents and none)...")
+    done = run_async(go)
+    asked = sum(r.counts.asked for r in done.runs)
+    console.print(f"In-context track: {asked} answers with {', '.join(done.contexts)} documents and without, "
+                  f"report written again ({done.wall_s:.0f} s)")
+    stopped = [r for r in done.runs if r.error]
+    if stopped:
+        raise fail(stopped[0].error or "", 1)

@@ -51,14 +51,17 @@ class LoglikScored:
         return " ".join(f"{LETTERS[i]}={v:.3f}" for i, v in enumerate(self.logliks))
 
 
-def loglik_item(target: TargetSettings, tokenizer: Any, question: str, options: Sequence[str], lang: str) -> LoglikItem:
+def loglik_item(
+    target: TargetSettings, tokenizer: Any, question: str, options: Sequence[str], lang: str, *, prefix: str = "",
+) -> LoglikItem:
+    """`prefix`: text before the question in the context (the in-context track's document block, `clkt.incontext`)."""
     if len(options) != 4:
         raise ValueError(f"a question needs exactly 4 options, got {len(options)}")
     if uses_chat_template(target, tokenizer):  # the assistant's turn starts right after the template
-        ctx = render_prompt(target, tokenizer, question.strip())
+        ctx = render_prompt(target, tokenizer, prefix + question.strip())
         conts = tuple(o.strip() for o in options)
     else:
-        ctx = RenderedPrompt(f"{question.strip()}\n{answer_cue(lang)}", True)
+        ctx = RenderedPrompt(f"{prefix}{question.strip()}\n{answer_cue(lang)}", True)
         conts = tuple(" " + o.strip() for o in options)  # lm-eval's target_delimiter
     return LoglikItem(ctx, conts, tuple(max(1, len(o.strip())) for o in options))
 

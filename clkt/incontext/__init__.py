@@ -3,7 +3,7 @@ prompt (a contextual track, reported apart from the parametric results: `clkt.re
 
 from __future__ import annotations
 
-from clkt.incontext.askers import DEFAULT_API_CONTEXT, ApiAsker, Asker, LocalAsker, Reply
+from clkt.incontext.askers import DEFAULT_API_CONTEXT, ApiAsker, Ask, Asker, LocalAsker, Reply, incontext_scorer
 from clkt.incontext.prompt import INCONTEXT_PROMPT_VERSION, build_prompt, estimate_tokens, fit_document
 from clkt.incontext.track import InContextTrack, TrackCounts
 
@@ -11,6 +11,7 @@ __all__ = [
     "DEFAULT_API_CONTEXT",
     "INCONTEXT_PROMPT_VERSION",
     "ApiAsker",
+    "Ask",
     "Asker",
     "InContextTrack",
     "LocalAsker",
@@ -19,4 +20,5 @@ __all__ = [
     "build_prompt",
     "estimate_tokens",
     "fit_document",
+    "incontext_scorer",
 ]

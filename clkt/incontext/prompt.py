@@ -13,6 +13,11 @@ A. <option> ... D. <option>
 ```
 The floor (no context) is the same prompt without the document block.
 
+A local target scored by `option-loglik-norm` (a base model: `clkt.incontext.askers.incontext_scorer`) reads the
+same document block, then the question and the answer cue, and each option's text is scored as the continuation
+(`clkt.evaluate.loglik`, the parametric jobs' context with the document in front). The document is fitted with the
+MCQ prompt above either way: that context is shorter, so the same documents are cut and the counts are the same.
+
 The truncation rule (documented in the README): the prompt must leave `max_new_tokens` free in the model's
 context (`context_tokens`). The question block is never cut. When the whole document does not fit, its head is
 kept, the longest prefix that fits, cut back to the last paragraph break, else sentence end, else whitespace in
@@ -39,6 +44,7 @@ __all__ = [
     "TRUNCATION_MARK",
     "BuiltPrompt",
     "build_prompt",
+    "document_block",
     "estimate_tokens",
     "fit_document",
 ]
@@ -61,6 +67,12 @@ def estimate_tokens(text: str) -> int:
 class BuiltPrompt:
     text: str | None  # None: it cannot fit the context even with the document cut (skipped)
     truncated: bool = False
+    document: str | None = None  # the document as it is in the prompt (cut when `truncated`); None: the floor
+
+
+def document_block(document: str | None) -> str:
+    """The prompt's text before the question block: the (fitted) document under its header, "" for the floor."""
+    return "" if document is None else f"{DOCUMENT_HEADER}{document}\n\n"
 
 
 def _cut(document: str, keep_chars: int) -> str:
@@ -107,4 +119,4 @@ def build_prompt(
     if fitted is None:
         return BuiltPrompt(text=None)
     doc, truncated = fitted
-    return BuiltPrompt(text=f"{DOCUMENT_HEADER}{doc}\n\n{mcq}", truncated=truncated)
+    return BuiltPrompt(text=f"{document_block(doc)}{mcq}", truncated=truncated, document=doc)

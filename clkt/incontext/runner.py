@@ -1,8 +1,9 @@
 """Run the in-context track of a frozen snapshot for the spec's targets (`clkt incontext SNAPSHOT`).
 
 API targets answer through the agents' model stack (their keys are checked first: a missing one stops the run
-before anything is asked); local targets are loaded in process and answer with the generate scorer
-(`[gpu] max_new_tokens` and `parse`, on the probe's device). The context languages are the spec's train
+before anything is asked); local targets are loaded in process and scored by the scorer their parametric jobs are
+headlined with (`clkt.incontext.askers.incontext_scorer`: option-loglik-norm for a base model, else the generate
+scorer with `[gpu] max_new_tokens` and `parse`), on the probe's device. The context languages are the spec's train
 languages present in the snapshot. Each target's track resumes where its answers stop.
 """
 
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from clkt.errors import UserError
-from clkt.incontext.askers import ApiAsker, Asker, LocalAsker
+from clkt.incontext.askers import ApiAsker, Asker, LocalAsker, incontext_scorer
 from clkt.incontext.track import InContextTrack, TrackCounts, TrackStopped
 from clkt.targets.api import ApiTargets, check_api_targets, is_api_target
 
@@ -54,15 +55,16 @@ def _local_asker(target: TargetSettings, *, gpu: GpuSettings, data_dir: Path) ->
 
     model, tok = cached_target(target, data_dir=data_dir, device=probe_device(gpu))
     return LocalAsker(model=model, tokenizer=tok, target=target, max_new_tokens=gpu.max_new_tokens, parse=gpu.parse,
-                      batch_size=gpu.eval_batch_size or 8)
+                      batch_size=gpu.eval_batch_size or 8, scorer=incontext_scorer(target, gpu))
 
 
 async def run_incontext(
     *, store: Store, snapshot_id: str, spec: SpecSettings, agents: AgentSettings, gpu: GpuSettings, data_dir: Path,
     secret: SecretLookup, targets: Sequence[str] | None = None, api: ApiTargets | None = None,
-    wait_batches: bool = True,
+    wait_batches: bool = True, context_langs: Sequence[str] | None = None,
 ) -> list[TrackRun]:
-    """The track of every target of the spec (or those named) on the snapshot; one `TrackRun` per target. In batch
+    """The track of every target of the spec (or those named) on the snapshot; one `TrackRun` per target; the
+    context languages: the spec's train languages in the snapshot (only those of `context_langs` when given). In batch
     mode (`AgentSettings.incontext_batched`) an API target's calls are queued into provider batches at the batch
     price; with `wait_batches` the run waits for them (polling every `[agents.batch] poll_interval_s`), else a
     track with calls pending ends with `counts.pending` > 0 and a later run reads their answers."""
@@ -72,7 +74,7 @@ async def run_incontext(
         raise UserError(f"no target {', '.join(unknown)} in the spec (targets: {', '.join(t.name for t in spec.targets)})")
     check_api_targets(chosen, agents, secret=secret)  # before anything runs
     snapshot = await load_frozen_snapshot(store, snapshot_id)
-    contexts = [x for x in spec.train_langs if x in snapshot.languages]
+    contexts = [x for x in spec.train_langs if x in snapshot.languages and (context_langs is None or x in context_langs)]
     batch = agents.incontext_batched()
     if api is None and any(is_api_target(t) for t in chosen):
         from storage.llm_cache import SqlCallCache

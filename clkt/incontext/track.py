@@ -3,7 +3,8 @@ with the parametric results).
 
 For every test question of the snapshot in every language L, and every context language c (the spec's train
 languages): the entity's c-language document in the prompt, the question and options in L
-(`clkt.incontext.prompt`), answered at temperature 0 and scored by the paper's generate parse; and every question
+(`clkt.incontext.prompt`), answered at temperature 0 and scored by the target's scorer (`clkt.incontext.askers`:
+the paper's generate parse, or option-loglik-norm for a local base target, stored with each answer); and every question
 once without the document (context "": the no-context floor). The contingency A/B/C/D of a pair (c, L) pairs the
 c-question answered with the c document against the L-question answered with the same document
 (`clkt.report.incontext`).
@@ -22,7 +23,7 @@ from functools import partial
 from typing import TYPE_CHECKING, ClassVar
 
 from clkt.errors import AgentError, RetryLater
-from clkt.incontext.askers import Asker, Reply
+from clkt.incontext.askers import Ask, Asker, Reply
 from clkt.incontext.prompt import build_prompt
 from storage.incontext import NO_CONTEXT, InContextRecord, add_incontext_answers, incontext_keys
 
@@ -63,6 +64,11 @@ class _Item:
     context_lang: str
     prompt: str | None
     truncated: bool
+    document: str | None = None  # as it is in the prompt (None: the floor, or skipped)
+
+    def ask(self) -> Ask:
+        return Ask(prompt=self.prompt or "", document=self.document, question=self.row.question,
+                   options=tuple(self.row.options), lang=self.row.lang)
 
 
 @dataclass(kw_only=True)
@@ -94,7 +100,7 @@ class InContextTrack:
                         cue=self.asker.cue, context_tokens=self.asker.context_tokens,
                         max_new_tokens=self.max_new_tokens, count=self.asker.count,
                     )
-                    out.append(_Item(row=row, context_lang=c, prompt=p.text, truncated=p.truncated))
+                    out.append(_Item(row=row, context_lang=c, prompt=p.text, truncated=p.truncated, document=p.document))
         return out
 
     def _record(self, item: _Item, reply: Reply | None) -> InContextRecord:
@@ -108,7 +114,7 @@ class InContextTrack:
             entity_id=row.entity_id, context_lang=item.context_lang, lang=row.lang, status=status, letter=letter,
             correct=letter is not None and letter == row.answer, truncated=item.truncated,
             input_tokens=reply.input_tokens if reply else 0, output_tokens=reply.output_tokens if reply else 0,
-            cost_usd=reply.cost_usd if reply else 0.0,
+            cost_usd=reply.cost_usd if reply else 0.0, scorer=self.asker.scorer,
         )
 
     async def run(self) -> TrackCounts:
@@ -127,7 +133,7 @@ class InContextTrack:
         await self._store([self._record(i, None) for i in skipped])
         for start in range(0, len(todo), self.CHUNK):
             chunk = todo[start:start + self.CHUNK]
-            replies = await self.asker.ask([i.prompt or "" for i in chunk])
+            replies = await self.asker.ask([i.ask() for i in chunk])
             records: list[InContextRecord] = []
             for item, reply in zip(chunk, replies, strict=True):
                 if isinstance(reply, RetryLater):  # batch mode: queued or in a batch, not a failure

@@ -77,6 +77,8 @@ class InContextTarget(_Frozen):
     """One target's in-context track on a snapshot."""
 
     target: str
+    scorers: list[str] = []  # what scored its answers: generate (letter parse), option-loglik-norm (a local base target)
+    contexts: list[str] = []  # the document languages the track ran with (the spec's train languages, or some)
     pairs: list[InContextPair]
     overall: MetricSummary
     transfer: MetricSummary
@@ -120,6 +122,12 @@ def _helps(rows: Sequence[InContextRecord], contexts: Sequence[str]) -> list[Doc
     return out
 
 
+def _contexts(rows: Sequence[InContextRecord], languages: Sequence[str]) -> list[str]:
+    """The document languages of the answers, in the snapshot's language order (any other after, sorted)."""
+    seen = {r.context_lang for r in rows} - {NO_CONTEXT}
+    return [c for c in languages if c in seen] + sorted(seen - set(languages))
+
+
 def _summary(metric_values: list[float | None], per_draw: np.ndarray) -> MetricSummary:
     vals = [v for v in metric_values if v is not None]
     if not vals:
@@ -154,7 +162,8 @@ def _target(target: str, rows: Sequence[InContextRecord], *, languages: Sequence
     else:
         per = {m.key: np.zeros((0, 0)) for m in (OVERALL, TRANSFER)}
     return InContextTarget(
-        target=target, pairs=pairs,
+        target=target, pairs=pairs, scorers=sorted({r.scorer for r in kept}),
+        contexts=_contexts(rows, languages),
         overall=_summary([p.overall for p in pairs], per[OVERALL.key]),
         transfer=_summary([p.transfer for p in pairs], per[TRANSFER.key]),
         accuracy=_accuracies(rows, draws), helps=_helps(rows, contexts),
@@ -195,7 +204,10 @@ def incontext_lines(targets: Sequence[InContextTarget], table2: Sequence[Summary
     lines = [
         f"## {INCONTEXT_TITLE}", "",
         "The entity's document in the context language is in the prompt; the question and its options are in the test "
-        "language (temperature 0, the generate scorer's letter parse; no letter = wrong). "
+        "language, at temperature 0. *scorer*: the one the target's parametric results are headlined with: `generate` "
+        "(API and instruct targets: the letter parse, no letter = wrong) or `option-loglik-norm` (a local base model: "
+        "each option's text scored after the document, the question and the answer cue, per character; every answer "
+        "has a letter). "
         f"{OVERALL.label} = {OVERALL.definition} and {TRANSFER.label} = {TRANSFER.definition} over the ordered pairs "
         "(context language c, test language L ≠ c), pairing the c-question and the L-question answered with the same "
         "c document; mean over pairs [95% CI from a bootstrap over entities], in %. This track reads across languages, "
@@ -203,13 +215,14 @@ def incontext_lines(targets: Sequence[InContextTarget], table2: Sequence[Summary
         "results above. *parametric Transfer*: the target's injected jobs on this snapshot (all domains pooled), beside "
         "its in-context ceiling. Documents longer than the model's context are cut (their head kept); a prompt that "
         "cannot fit even then is skipped.", "",
-        "| target | Overall | Transfer (in context) | parametric Transfer | answered | no letter | truncated | skipped "
-        "| tokens in / out | cost USD |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| target | scorer | documents | Overall | Transfer (in context) | parametric Transfer | answered | no letter "
+        "| truncated | skipped | tokens in / out | cost USD |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for t in targets:
         lines.append(
-            f"| {t.target} | {_pct(t.overall.mean)}{_ci(t.overall.ci)} | {_pct(t.transfer.mean)}{_ci(t.transfer.ci)} "
+            f"| {t.target} | {', '.join(t.scorers) or '–'} | {', '.join(t.contexts) or '–'} "
+            f"| {_pct(t.overall.mean)}{_ci(t.overall.ci)} | {_pct(t.transfer.mean)}{_ci(t.transfer.ci)} "
             f"| {_parametric(t.target, table2)} | {t.answered} | {t.unparsed} | {t.truncated} | {t.skipped} "
             f"| {t.input_tokens} / {t.output_tokens} | {t.cost_usd:.4f} |"
         )

@@ -1,5 +1,6 @@
-"""The in-context track of a local target in process: the generate scorer with the document in the prompt (a tiny
-random model built in memory: fast)."""
+"""The in-context track of a local target in process: the generate asker with the document in the prompt (what an
+instruct target gets; the runner gives a base target option-loglik-norm: test_local_scorer.py), on a tiny random
+model built in memory (fast)."""
 
 from __future__ import annotations
 
