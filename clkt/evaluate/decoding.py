@@ -28,9 +28,10 @@ from __future__ import annotations
 import itertools
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from clkt.evaluate._stream_text import StreamText
 from clkt.evaluate.loglik import cache_kwarg
 from clkt.evaluate.memory import BatchSizer, is_oom
 from clkt.evaluate.parse import ParseMode, letter_decided
@@ -86,7 +87,7 @@ def supports_continuous(model: Any, *, longest: int) -> bool:
 @dataclass(slots=True)
 class _Row:
     index: int  # position in the caller's prompts
-    tokens: list[int] = field(default_factory=list)
+    completion: StreamText | None = None  # its tokens and their text, from its first generated token
 
 
 class _Batch:
@@ -394,9 +395,10 @@ def _step(
     keep: list[int] = []
     finished = 0
     for r, (row, tok) in enumerate(zip(batch.rows, nxt, strict=True)):
-        row.tokens.append(int(tok))
-        text = tokenizer.decode(row.tokens, skip_special_tokens=True)
-        if int(tok) in eos or len(row.tokens) >= max_new_tokens or letter_decided(text, parse):
+        if row.completion is None:
+            row.completion = StreamText(tokenizer)
+        text = row.completion.add(int(tok))  # the new token's text only, not the whole completion's again
+        if int(tok) in eos or len(row.completion.tokens) >= max_new_tokens or letter_decided(text, parse):
             out[row.index] = text
             finished += 1
         else:
