@@ -1,8 +1,10 @@
 """Greedy generation that does not wait for its slowest row: rows leave the batch once decided, new ones join.
 
 `generate_continuous` keeps up to `sizer.size` prompts decoding at once. After every step, a row whose letter
-is decided (`letter_decided`), that produced an end-of-sequence token or `max_new_tokens` tokens leaves the
-batch (its rows of the KV cache are dropped), and prompts from the queue (sorted by length, as the static
+is decided (`letter_decided`, on its text decoded incrementally: `StreamText` decodes the new token with a few
+before it, not the whole completion again), that produced an end-of-sequence token or `max_new_tokens` tokens
+leaves the batch (its rows of the KV cache and the attention mask are dropped: the next pass runs only the rows
+still generating), and prompts from the queue (sorted by length, as the static
 batches are) join it. They are prefilled a few at a time (`PREFILL_AHEAD`), ahead of need: on a CPU a forward
 pass costs about the same for one row as for several, so a row that leaves is replaced by one already prefilled,
 and the prompts cost a quarter of the passes (at most `PREFILL_AHEAD` rows wait prefilled beside the batch).

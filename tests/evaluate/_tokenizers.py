@@ -52,7 +52,7 @@ def byte_fallback_tokenizer(*, strip_first_space: bool = False, vocab_size: int 
     vocab: dict[str, int] = dict(spec["vocab"])
     for b in range(256):  # the byte pieces, after the trained ones
         vocab.setdefault(f"<0x{b:02X}>", len(vocab))
-    merges = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in spec["merges"]]
+    merges = [(str(m[0]), str(m[1])) for m in (x.split(" ") if isinstance(x, str) else x for x in spec["merges"])]
     core = Tokenizer(models.BPE(vocab, merges, byte_fallback=True))
     core.normalizer = normalizers.Sequence(
         ([normalizers.Prepend("▁")] if strip_first_space else []) + [normalizers.Replace(" ", "▁")])
