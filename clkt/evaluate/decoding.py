@@ -1,8 +1,10 @@
 """Greedy generation that does not wait for its slowest row: rows leave the batch once decided, new ones join.
 
 `generate_continuous` keeps up to `sizer.size` prompts decoding at once. After every step, a row whose letter
-is decided (`letter_decided`), that produced an end-of-sequence token or `max_new_tokens` tokens leaves the
-batch (its rows of the KV cache are dropped), and prompts from the queue (sorted by length, as the static
+is decided (`letter_decided`, on its text decoded incrementally: `StreamText` decodes the new token with a few
+before it, not the whole completion again), that produced an end-of-sequence token or `max_new_tokens` tokens
+leaves the batch (its rows of the KV cache and the attention mask are dropped: the next pass runs only the rows
+still generating), and prompts from the queue (sorted by length, as the static
 batches are) join it. They are prefilled a few at a time (`PREFILL_AHEAD`), ahead of need: on a CPU a forward
 pass costs about the same for one row as for several, so a row that leaves is replaced by one already prefilled,
 and the prompts cost a quarter of the passes (at most `PREFILL_AHEAD` rows wait prefilled beside the batch).
@@ -28,9 +30,10 @@ from __future__ import annotations
 import itertools
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from clkt.evaluate._stream_text import StreamText
 from clkt.evaluate.loglik import cache_kwarg
 from clkt.evaluate.memory import BatchSizer, is_oom
 from clkt.evaluate.parse import ParseMode, letter_decided
@@ -86,7 +89,7 @@ def supports_continuous(model: Any, *, longest: int) -> bool:
 @dataclass(slots=True)
 class _Row:
     index: int  # position in the caller's prompts
-    tokens: list[int] = field(default_factory=list)
+    completion: StreamText | None = None  # its tokens and their text, from its first generated token
 
 
 class _Batch:
@@ -394,9 +397,10 @@ def _step(
     keep: list[int] = []
     finished = 0
     for r, (row, tok) in enumerate(zip(batch.rows, nxt, strict=True)):
-        row.tokens.append(int(tok))
-        text = tokenizer.decode(row.tokens, skip_special_tokens=True)
-        if int(tok) in eos or len(row.tokens) >= max_new_tokens or letter_decided(text, parse):
+        if row.completion is None:
+            row.completion = StreamText(tokenizer)
+        text = row.completion.add(int(tok))  # the new token's text only, not the whole completion's again
+        if int(tok) in eos or len(row.completion.tokens) >= max_new_tokens or letter_decided(text, parse):
             out[row.index] = text
             finished += 1
         else:
