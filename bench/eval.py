@@ -13,10 +13,16 @@ Figures (questions/s):
   (`generate_stop_ceiling`, counted from the decoding passes; the prompts' prefill, which both runs pay, lowers
   it further). Gemma 3 270M, a base model, states no letter in strict mode in many of its completions, which
   run to the 64th token: its stopped rows generate 36.9 of 64 tokens (measured: 861 rows in 157 decoding
-  passes against 1512 in 189), a ceiling of 1.73x (the reference parse's rows generate 14.2: 4.5x). So the goal
-  is the share of that ceiling the speedup reaches (`generate_stop_of_ceiling`, goal >= 0.8: what a row that
-  leaves the batch costs on top of the tokens it saved, in prefills of the prompts that join instead and the
-  drain at the end, where the last rows decode with the batch part empty). On static batches
+  passes against 1512 in 189), a token ceiling of 1.73x (the reference parse's rows generate 14.2: 4.5x).
+  That ceiling assumed b > 0; measured on 2 CPU cores (2026-12-04, two alternating repetitions), a pass costs the
+  same whatever rows it carries: 0.137 s with 8 rows (full: 25.9 s / 189 passes) and 0.138 s with 5.5 (strict:
+  21.6 s / 157), so a saved token saves nothing unless its whole pass goes, and the time follows the passes.
+  The passes a stopped run still needs are set by its slowest rows (a completion with no letter runs to the 64th
+  token, and the last prompts decode with the batch part empty). So the goal is the share of the pass ceiling
+  (`generate_stop_pass_ratio`, full / stopped passes) the speedup reaches (`generate_stop_of_pass_ceiling`, goal
+  >= 0.9: stopping pays what it saves in passes); the token ceiling and its share (`generate_stop_ceiling`,
+  `generate_stop_of_ceiling`) stay in the figures, without a goal, with the seconds per pass of both runs
+  (`generate_s_per_pass_full`, `generate_s_per_pass_stop`)). On static batches
   (`generate_stop_speedup_static`, no goal) a batch stops only once its every row is decided, and a base
   model's completion that never states a letter keeps its batch of 8 running to the 64th token: there stopping
   saves little;
@@ -66,7 +72,7 @@ from clkt.snapshots.layout import QuestionRow  # noqa: E402
 from clkt.targets.loader import load_target, resolve_device  # noqa: E402
 from clkt.targets.prompting import RenderedPrompt, encode_left_padded  # noqa: E402
 
-STOP_OF_CEILING_GOAL = ">= 0.8"  # `generate_stop_speedup` / `generate_stop_ceiling` (the module's docstring)
+STOP_OF_CEILING_GOAL = ">= 0.9"  # `generate_stop_speedup` / `generate_stop_pass_ratio` (the module's docstring)
 
 
 def bare_forward(model: Any, tok: Any, prompts: Sequence[RenderedPrompt], batch_size: int) -> None:
@@ -176,6 +182,9 @@ def stopping_figures(
         "generate_decode_passes_stop_reference": work["reference"][0],
         "generate_stop_ceiling": round(ceiling, 2), "generate_stop_of_ceiling": round(speedup / ceiling, 2),
         "generate_stop_pass_ratio": round(work["full"][0] / work[slow][0], 2),
+        "generate_stop_of_pass_ceiling": round(speedup / (work["full"][0] / work[slow][0]), 2),
+        "generate_s_per_pass_full": round(best["full"] / work["full"][0], 4),
+        "generate_s_per_pass_stop": round(best[slow] / work[slow][0], 4),
         "generate_new_tokens_full": round(_new_tokens(tok, got["full"]), 1),
         "generate_new_tokens_stop_strict": round(_new_tokens(tok, got["strict"]), 1),
         "generate_new_tokens_stop_reference": round(_new_tokens(tok, got["reference"]), 1),
@@ -188,7 +197,7 @@ def stopping_figures(
         figures["generate_stop_static_strict_qps"] = round(n / best["strict_static"], 3)
         figures["generate_stop_static_reference_qps"] = round(n / best["reference_static"], 3)
     goals = {"generate_stop_agreement_strict": ">= 1.0", "generate_stop_agreement_reference": ">= 1.0",
-             "generate_stop_of_ceiling": STOP_OF_CEILING_GOAL}
+             "generate_stop_of_pass_ceiling": STOP_OF_CEILING_GOAL}
     figures["_full_s"] = best["full"]
     return figures, goals
 
