@@ -19,7 +19,7 @@ from clkt.facts import CastMember, FilmFacts
 from clkt.inject.contract import JobSpec
 from clkt.inject.editing.arch import mlp_layout
 from clkt.inject.editing.covariance import key_stats, model_identity, stats_path
-from clkt.inject.editing.memit_update import memit_delta, spread, through_norm
+from clkt.inject.editing.memit_update import memit_delta
 from clkt.inject.editing.requests import (
     EditRequest,
     RequestSet,
@@ -30,7 +30,7 @@ from clkt.inject.editing.requests import (
 )
 from clkt.inject.job import InjectionJob
 from clkt.inject.strategies import injector_for
-from clkt.inject.strategies.memit import Memit, _requests, edit_layers
+from clkt.inject.strategies.memit import Memit, _batches, _requests, edit_layers
 from clkt.layout import EDIT_STATS_DIR, EDITS_FILE, PREDICTIONS_FILE
 from clkt.snapshots.layout import FACTS_FILE, DocRow, FactsRow, dumps_row, load_snapshot_dir, questions_path
 from tests.evaluate._tiny import tiny_model, tiny_tokenizer
@@ -109,15 +109,6 @@ def test_the_update_is_the_least_squares_optimum_over_edits_and_preserved_keys()
         assert cost(delta + nudge) > best
 
 
-def test_the_residual_is_spread_over_the_layers_left() -> None:
-    import torch
-
-    z, h = torch.tensor([[4.0, 8.0]]), torch.tensor([[1.0, 2.0]])
-    assert spread(z, h, layers_left=3).tolist() == [[1.0, 2.0]]
-    with pytest.raises(ValueError):
-        spread(z, h, layers_left=0)
-
-
 def test_the_edited_layers_are_memits_band_scaled_to_the_model() -> None:
     assert edit_layers(28) == [3, 4, 5, 6, 7, 8]  # GPT-J's, as in the paper
     assert edit_layers(18) == [2, 3, 4, 5]  # Gemma 3 270M
@@ -156,19 +147,58 @@ def test_an_edit_raises_the_objects_probability_after_its_subject(tmp_path: Path
 
 
 def test_the_value_optimisation_stops_once_every_subject_says_its_object() -> None:
-    import torch
 
-    from clkt.inject.editing.arch import layer_module
+    from clkt.inject.editing.arch import down_proj, layer_module
     from clkt.inject.editing.values import ZSettings, encode, optimize_values
 
     model, tok = _sharp_model("llama"), tiny_tokenizer()
     reqs = [EditRequest(entity_id=1, subject="the film", prompt="the film", target=" yes")]
     batch = encode(tok, reqs, [0], device="cpu", max_len=16)
-    top = layer_module(model, 1)
-    z0, first, last = optimize_values(model, top, batch, ZSettings(steps=5, stop_nll=1e9))  # said already: no step
-    assert first == last
-    z, _, last5 = optimize_values(model, top, batch, ZSettings(steps=5, stop_nll=0.0))  # never low enough: 5 steps
-    assert last5 < first and not torch.allclose(z, z0)
+    projs, blocks = [down_proj(model, 0), down_proj(model, 1)], [layer_module(model, 0), layer_module(model, 1)]
+    keys, d0, first, last = optimize_values(model, projs, blocks, batch, ZSettings(steps=5, stop_nll=1e9), normed=False)
+    assert first == last and all(float(d.abs().max()) == 0.0 for d in d0)  # said already: no step
+    assert [tuple(k.shape) for k in keys] == [(1, 64), (1, 64)]
+    _, d5, _, last5 = optimize_values(model, projs, blocks, batch, ZSettings(steps=5, stop_nll=0.0), normed=False)
+    assert last5 < first and all(float(d.abs().max()) > 0.0 for d in d5)  # never low enough: 5 steps, both layers
+
+
+def _gemma_like_270m(model: Any) -> Any:
+    """The tiny Gemma 3 given the post-feedforward norms of the real 270M: gains (1 + weight) from exactly 0 to
+    a hundred within a layer."""
+    import torch
+
+    g = torch.Generator().manual_seed(5)
+    with torch.no_grad():
+        for layer in model.model.layers:
+            w = layer.post_feedforward_layernorm.weight
+            gain = torch.exp(torch.randn(w.shape, generator=g) * 2.0) * 3.0
+            gain[0] = 0.0
+            w.copy_(gain - 1.0)
+    return model
+
+
+def test_an_edit_through_gemmas_wide_post_norm_gains_makes_the_model_say_the_object(tmp_path: Path) -> None:
+    """Writing the residual through the norm by dividing by its gain (the first version) blew the outputs up on
+    the small-gain coordinates and the norm then shrank the edit away (on the real 270M the objects' NLL rose).
+    The δ is now optimized on the projection's own outputs, which its weights can write."""
+    import torch
+
+    from clkt.inject.editing.values import _target_nll
+
+    model, tok = _gemma_like_270m(_sharp_model("gemma3", seed=2)), tiny_tokenizer()
+    edits = [EditRequest(entity_id=1, subject="the film", prompt="the film", target=" yes"),
+             EditRequest(entity_id=2, subject="Rome", prompt="Rome", target=" maybe")]
+    batch = _batches(tok, edits, rows=8, device="cpu", max_len=16)[0]
+    with torch.no_grad():
+        before = _target_nll(model, batch)
+    layers = [0, 1]
+    stats = key_stats(model, tok, layers, texts=TEXTS, root=tmp_path, name="tiny", source="test", device="cpu")
+    record = Memit().apply(model, tok, RequestSet(edits), layers, {k: s.second_moment for k, s in stats.items()}, device="cpu")
+    with torch.no_grad():
+        after = _target_nll(model, batch)
+    # the first version (the residual divided by the gain) moved them by 1.3 and 2.8 nats here; now 2.9 and 5.7
+    assert bool((after < before - 2.0).all()) and float((before - after).mean()) > 3.5, (before, after)
+    assert record["written"] and all(v > 0.2 for v in record["written"].values())
 
 
 # -- requests --------------------------------------------------------------------------------------------------
@@ -344,24 +374,6 @@ def test_memit_runs_as_a_job_and_answers_every_question_in_every_language(
     again = InjectionJob(rerun).run()
     assert json.loads((rerun.artifacts_dir / "checkpoints" / EDITS_FILE).read_text())["stats"]["0"]["cached"] is True
     assert [(r.qid, r.lang, r.predicted) for r in again.results] == [(r.qid, r.lang, r.predicted) for r in outcome.results]
-
-
-def test_a_norm_coordinate_with_zero_gain_is_left_alone_not_divided_by_zero() -> None:
-    """Gemma 3 270M's post-feedforward norms have exact zeros in their gain (1 + weight) at layers 3 and 4: the
-    change there is zero and every other coordinate gets the formula's value."""
-    import torch
-
-    g = torch.Generator().manual_seed(3)
-    outputs, residuals = torch.randn(4, 8, generator=g), torch.randn(4, 8, generator=g)
-    gain = torch.linspace(0.5, 1.5, 8)
-    gain[2] = 0.0
-    delta = through_norm(outputs, residuals, gain=gain, eps=1e-6)
-    assert bool(torch.isfinite(delta).all())
-    assert torch.equal(delta[:, 2], torch.zeros(4))
-    rms = (outputs.pow(2).mean(-1, keepdim=True) + 1e-6).sqrt()
-    live = [i for i in range(8) if i != 2]
-    expected = ((outputs / rms * gain + residuals) / gain * rms - outputs)[:, live]
-    assert torch.allclose(delta[:, live], expected)
 
 
 def test_an_update_that_is_not_finite_stops_the_job_instead_of_scoring_a_broken_model(

@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from clkt.inject.editing.requests import EditRequest
 
-__all__ = ["Batch", "ZSettings", "encode", "group_mean", "inputs_at", "optimize_values", "outputs_at"]
+__all__ = ["Batch", "ZSettings", "encode", "group_mean", "inputs_at", "optimize_values"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ZSettings:
     steps: int = 25
-    lr: float = 0.5
+    lr: float = 0.1
     weight_decay: float = 0.5  # on ||δ||² / ||h||²
     clamp: float = 0.75  # ||δ|| <= clamp * ||h||
     stop_nll: float = 0.05  # early stop: every subject's target NLL below this (nats per token); 0: all `steps`
@@ -85,35 +85,35 @@ def _rows(batch: Batch) -> Any:
     return torch.arange(batch.input_ids.shape[0], device=batch.input_ids.device)
 
 
-def _captured(model: Any, module: Any, batch: Batch, *, inputs: bool) -> Any:
+class _Enough(Exception):
+    """Raised by a hook once it has what it reads: the layers above it need not run."""
+
+
+def _run_until(model: Any, batch: Batch, module: Any, hook: Any, *, pre: bool) -> None:
+    """One forward pass of `batch` (no gradients) with `hook` on `module`, stopped right after it (the hook raises
+    `_Enough`): the keys of a low layer cost a few layers, not the whole model."""
     import torch
 
-    got: list[Any] = []
-
-    def pre(_m: Any, args: tuple[Any, ...]) -> None:
-        got.append(args[0][_rows(batch), batch.subject_pos].detach().float())
-
-    def post(_m: Any, _args: Any, out: Any) -> None:
-        hs = out[0] if isinstance(out, tuple) else out
-        got.append(hs[_rows(batch), batch.subject_pos].detach().float())
-
-    handle = module.register_forward_pre_hook(pre) if inputs else module.register_forward_hook(post)
+    handle = module.register_forward_pre_hook(hook) if pre else module.register_forward_hook(hook)
     try:
         with torch.no_grad():
             _decoder(model)(input_ids=batch.input_ids, attention_mask=batch.attention_mask)
+    except _Enough:
+        pass
     finally:
         handle.remove()
-    return got[0]
 
 
 def inputs_at(model: Any, module: Any, batch: Batch) -> Any:
     """The input of `module` (the down-projection: the key) at each row's subject token (B x d_ff, float32)."""
-    return _captured(model, module, batch, inputs=True)
+    got: list[Any] = []
 
+    def pre(_m: Any, args: tuple[Any, ...]) -> None:
+        got.append(args[0][_rows(batch), batch.subject_pos].detach().float())
+        raise _Enough
 
-def outputs_at(model: Any, module: Any, batch: Batch) -> Any:
-    """The output of `module` (a decoder layer: the residual stream) at each row's subject token (B x d)."""
-    return _captured(model, module, batch, inputs=False)
+    _run_until(model, batch, module, pre, pre=True)
+    return got[0]
 
 
 def _decoder(model: Any) -> Any:
@@ -138,47 +138,84 @@ def _target_nll(model: Any, batch: Batch) -> Any:
     return total / where.sum(1).clamp(min=1)
 
 
-def optimize_values(model: Any, layer: Any, batch: Batch, z: ZSettings) -> tuple[Any, float, float]:
-    """(z per group (groups x d), the mean target NLL before, after): δ added to `layer`'s output at the
-    subjects' last tokens, optimized for `z.steps` steps or until every subject's target NLL is below
-    `z.stop_nll` (the objects already said: more steps would only grow δ)."""
+def _at_subjects(x: Any, batch: Batch) -> Any:
+    return x[_rows(batch), batch.subject_pos]
+
+
+def _scales(model: Any, projs: Sequence[Any], layers: Sequence[Any], batch: Batch, *, normed: bool) -> list[Any]:
+    """Per edited layer, the size δ is measured against (groups x 1): the norm of what the projection outputs at
+    the subjects' last tokens where a norm follows it (only its direction reaches the stream), else the norm of
+    the residual stream after the layer (MEMIT's reference)."""
+
+    got: dict[int, Any] = {}
+    watched = [p if normed else m for p, m in zip(projs, layers, strict=True)]
+
+    def keep(i: int) -> Any:
+        def hook(_m: Any, _a: Any, out: Any) -> None:
+            got[i] = _at_subjects(out[0] if isinstance(out, tuple) else out, batch)
+            if len(got) == len(watched):
+                raise _Enough
+        return hook
+
+    hooks = [m.register_forward_hook(keep(i)) for i, m in enumerate(watched)]
+    try:
+        _run_until(model, batch, watched[-1], lambda *_: None, pre=False)
+    finally:
+        for h in hooks:
+            h.remove()
+    return [group_mean(got[i].float(), batch).norm(dim=1, keepdim=True).clamp(min=1e-6) for i in range(len(projs))]
+
+
+def optimize_values(
+    model: Any, projs: Sequence[Any], layers: Sequence[Any], batch: Batch, z: ZSettings, *, normed: bool,
+) -> tuple[list[Any], list[Any], float, float]:
+    """(per edited layer: the keys (groups x d_ff) and the change δ of the projection's outputs (groups x d_model)
+    at the subjects' last tokens, the mean target NLL before, after). One δ per layer and subject, added to the
+    outputs of every edited layer's down-projection `projs` at once and optimized together for `z.steps` steps
+    or until every subject's target NLL is below `z.stop_nll` (more steps would only grow δ). The weight decay
+    (relative to each layer's scale, `_scales`) spreads the change over the layers, as MEMIT's spread does; a δ on
+    the projection's own outputs is what its weights can write (`memit_delta`), where a norm follows it too."""
     import torch
 
-    h = group_mean(outputs_at(model, layer, batch), batch)  # groups x d
-    h_norm = h.norm(dim=1, keepdim=True).clamp(min=1e-6)
-    delta = torch.zeros_like(h, requires_grad=True)
-    rows = _rows(batch)
+    scales = _scales(model, projs, layers, batch, normed=normed)
+    d = batch.groups, int(projs[0].weight.shape[0])
+    thetas = [torch.zeros(d, device=scales[0].device, requires_grad=True) for _ in projs]  # δ = θ * scale / √d
+    root = float(d[1]) ** 0.5
+    keys: dict[int, Any] = {}
 
-    def add_delta(_m: Any, _args: Any, out: Any) -> Any:
-        hs = out[0] if isinstance(out, tuple) else out
-        hs = hs.clone()
-        hs[rows, batch.subject_pos] = hs[rows, batch.subject_pos] + delta[batch.group].to(hs.dtype)
-        return (hs, *out[1:]) if isinstance(out, tuple) else hs
+    def hook(i: int) -> Any:
+        def add(_m: Any, args: tuple[Any, ...], out: Any) -> Any:
+            keys[i] = _at_subjects(args[0], batch).detach().float()
+            out = out.clone()
+            delta = thetas[i] * scales[i] / root
+            out[_rows(batch), batch.subject_pos] = _at_subjects(out, batch) + delta[batch.group].to(out.dtype)
+            return out
+        return add
 
     grads = [p.requires_grad for p in model.parameters()]
     for p in model.parameters():
         p.requires_grad_(False)
-    handle = layer.register_forward_hook(add_delta)
-    opt = torch.optim.Adam([delta], lr=z.lr)
+    handles = [p.register_forward_hook(hook(i)) for i, p in enumerate(projs)]
+    opt = torch.optim.Adam(thetas, lr=z.lr)
     first = last = float("nan")
     try:
         for step in range(z.steps + 1):
-            per_row = _target_nll(model, batch)
-            loss_g = group_mean(per_row[:, None], batch)[:, 0]
-            if step == 0:
-                first = float(loss_g.detach().mean())
+            loss_g = group_mean(_target_nll(model, batch)[:, None], batch)[:, 0]
+            first = float(loss_g.detach().mean()) if step == 0 else first
             last = float(loss_g.detach().mean())
             if step == z.steps or bool((loss_g.detach() < z.stop_nll).all()):
-                break
-            decay = z.weight_decay * (delta.norm(dim=1) ** 2 / h_norm[:, 0] ** 2)
+                break  # the keys of this last pass go with the δ it ran with
+            decay = z.weight_decay * sum(t.pow(2).sum(1) for t in thetas) / d[1]
             opt.zero_grad()
             (loss_g + decay).sum().backward()
             opt.step()
-            with torch.no_grad():  # ||δ|| <= clamp * ||h||
-                scale = (z.clamp * h_norm / delta.norm(dim=1, keepdim=True).clamp(min=1e-12)).clamp(max=1.0)
-                delta.mul_(scale)
+            with torch.no_grad():  # ||δ|| <= clamp * scale
+                for t in thetas:
+                    t.mul_((z.clamp * root / t.norm(dim=1, keepdim=True).clamp(min=1e-12)).clamp(max=1.0))
     finally:
-        handle.remove()
+        for h in handles:
+            h.remove()
         for p, g in zip(model.parameters(), grads, strict=True):
             p.requires_grad_(g)
-    return (h + delta.detach()), first, last
+    out_keys = [group_mean(keys[i], batch) for i in range(len(projs))]
+    return out_keys, [(t * s / root).detach() for t, s in zip(thetas, scales, strict=True)], first, last

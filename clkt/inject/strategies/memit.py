@@ -9,10 +9,12 @@ paper's equations. No epochs and no training loop: the facts are written into a 
    counted.
 2. The edited layers `L` (`edit_layers`: a band in the lower third of the model, MEMIT's critical layers) and
    the keys' second moment at each (`clkt.inject.editing.covariance`, cached per model x layer).
-3. For each subject, the target value `z` at the top edited layer (`clkt.inject.editing.values`).
-4. For each layer of `L` in order: the keys of every subject there, the residual still missing at the top layer
-   spread over the layers left, and the layer's down-projection updated by Δ = R Kᵀ (λ E[k kᵀ] + K Kᵀ)⁻¹
-   (`clkt.inject.editing.memit_update`).
+3. For each subject, the change δ of every edited layer's down-projection outputs at its last token that makes
+   the model say its objects, optimized together (`clkt.inject.editing.values`; MEMIT's target value z with its
+   spread over the layers, but on the projection's own outputs, which its weights can write even where a norm
+   follows the MLP: Gemma 2/3's post-feedforward norm, whose gains run from 0 to 600 in Gemma 3 270M).
+4. For each layer of `L` in order: the subjects' keys there (the layers below already edited) and the layer's
+   down-projection updated by Δ = R Kᵀ (λ E[k kᵀ] + K Kᵀ)⁻¹ with R the δs (`clkt.inject.editing.memit_update`).
 
 The job answers with the edited model like with any other (the same scorers on the same questions in every
 language). What it did is `checkpoints/edits.json` (`EDITS_FILE`); the edited weights are not kept (a rerun
@@ -31,9 +33,9 @@ from clkt.errors import JobError, SnapshotError
 from clkt.inject.contract import JobProgress
 from clkt.inject.editing.arch import down_proj, layer_module, mlp_layout, num_layers, post_norm
 from clkt.inject.editing.covariance import key_stats
-from clkt.inject.editing.memit_update import memit_delta, spread, through_norm
+from clkt.inject.editing.memit_update import memit_delta
 from clkt.inject.editing.requests import EditRequest, RequestSet, build_requests, parse_facts
-from clkt.inject.editing.values import Batch, ZSettings, encode, group_mean, inputs_at, optimize_values, outputs_at
+from clkt.inject.editing.values import Batch, ZSettings, encode, group_mean, inputs_at, optimize_values
 from clkt.inject.injector import Injection, InjectionContext, Spare, WeightsDtype
 from clkt.inject.strategies._registry import register_injector
 from clkt.layout import EDIT_STATS_DIR, EDITS_FILE
@@ -42,7 +44,9 @@ if TYPE_CHECKING:
     from clkt.inject.contract import JobSpec
     from clkt.snapshots.layout import DocRow, QuestionRow
 
-__all__ = ["INJECTOR", "Memit", "edit_layers"]
+__all__ = ["INJECTOR", "LAMBDA_WIDTH", "Memit", "edit_layers"]
+
+LAMBDA_WIDTH = 16_384  # the d_ff at which `Memit.LAMBDA` is λ itself (GPT-J's, the paper's)
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +63,10 @@ class Memit:
     """The `memit` injector. Its tunables are class constants (tests monkeypatch them)."""
 
     name = "memit"
-    LAMBDA: ClassVar[float] = 15_000.0  # λ: the preserved keys' weight against the edits (MEMIT's mom2 weight)
+    # λ: the preserved keys' weight against the edits (MEMIT's mom2 weight, 15,000 on GPT-J's 16,384-wide MLP),
+    # scaled to the edited layer's width d_ff: a key of the statistics has kᵀ E[k kᵀ]⁻¹ k = d_ff on average, so the
+    # share of a residual the update writes, about d_ff / (λ + d_ff), stays the paper's at every width
+    LAMBDA: ClassVar[float] = 15_000.0
     Z: ClassVar[ZSettings] = ZSettings()
     ROWS_PER_BATCH: ClassVar[int] = 16  # requests encoded together (whole subjects)
     MAX_LEN: ClassVar[int] = 96  # tokens of one prompt + target
@@ -106,41 +113,42 @@ class Memit:
         import torch
 
         batches = _batches(tok, reqs.requests, rows=self.ROWS_PER_BATCH, device=device, max_len=self.MAX_LEN)
-        top = layer_module(model, layers[-1])
-        zs: list[Any] = []
+        projs = [down_proj(model, layer) for layer in layers]
+        blocks = [layer_module(model, layer) for layer in layers]
+        normed = post_norm(model, layers[0]) is not None
+        deltas: list[list[Any]] = [[] for _ in layers]
         before: list[float] = []
         after: list[float] = []
         for i, b in enumerate(batches):
-            z, first, last = optimize_values(model, top, b, self.Z)
-            zs.append(z)
+            _keys, ds, first, last = optimize_values(model, projs, blocks, b, self.Z, normed=normed)
+            for n, dl in enumerate(ds):
+                deltas[n].append(dl)
             before.append(first)
             after.append(last)
             if progress is not None:
                 progress(JobProgress(phase="edit", done=i + 1, total=len(batches)))
         norms: dict[str, float] = {}
+        written: dict[str, float] = {}
         for n, layer in enumerate(layers):
-            proj = down_proj(model, layer)
-            keys = torch.cat([group_mean(inputs_at(model, proj, b), b) for b in batches])
-            current = torch.cat([group_mean(outputs_at(model, top, b), b) for b in batches])
-            residual = spread(torch.cat(zs), current, layers_left=len(layers) - n)
-            norm = post_norm(model, layer)
-            if norm is not None:  # Gemma 2/3: the residual the projection's outputs must make through its norm
-                gain = 1.0 + norm.weight.detach().float().to(keys.device)
-                outputs = keys @ proj.weight.detach().float().to(keys.device).T
-                residual = through_norm(outputs, residual.to(keys.device), gain=gain, eps=float(getattr(norm, "eps", 1e-6)))
-            delta = memit_delta(keys, residual, second_moments[layer].to(keys.device), lam=self.LAMBDA)
+            proj = projs[n]
+            keys = torch.cat([group_mean(inputs_at(model, proj, b), b) for b in batches])  # the layers below edited
+            residual = torch.cat(deltas[n]).to(keys.device)
+            lam = self.LAMBDA * keys.shape[1] / LAMBDA_WIDTH
+            delta = memit_delta(keys, residual, second_moments[layer].to(keys.device), lam=lam)
             if not bool(torch.isfinite(delta).all()):  # never write a broken layer and score the wreck
                 raise JobError(f"memit: the update of layer {layer} is not finite (NaN or inf); the model was not edited "
                                "further and the job stops")
             with torch.no_grad():
                 proj.weight.add_(delta.to(device=proj.weight.device, dtype=proj.weight.dtype))
             norms[str(layer)] = round(float(delta.norm()), 6)
+            got = keys.to(delta.dtype) @ delta.T
+            written[str(layer)] = round(float((got * residual.to(got.dtype)).sum() / residual.pow(2).sum().clamp(min=1e-30)), 4)
         return {
             "requests": len(reqs.requests), "subjects": reqs.subjects, "skipped_entities": len(reqs.skipped_entities),
             "entities_from_facts": reqs.from_facts, "entities_from_documents": reqs.from_documents,
             "layers": layers, "lambda": self.LAMBDA, "z_steps": self.Z.steps,
             "target_nll_before": round(sum(before) / len(before), 4), "target_nll_at_z": round(sum(after) / len(after), 4),
-            "delta_norms": norms,
+            "delta_norms": norms, "written": written,
         }
 
     def returned_files(self, work_dir: Path, *, best_epoch: int | None) -> list[Path]:
