@@ -77,7 +77,10 @@ def _incontext(settings: Settings, snapshot_id: str, report: Path) -> None:
 
     async def go() -> DemoTrack:
         async with open_store(settings) as store:
-            return await run_demo_track(store, settings, snapshot_id, report)
+            return await run_demo_track(
+                store, spec=settings.spec, agents=settings.agents, gpu=settings.gpu, data_dir=Path(settings.data_dir),
+                secret=settings.secret, snapshot_id=snapshot_id, report=report,
+            )
 
     langs = demo_context_langs(list(settings.spec.train_langs))
     console.print(f"In-context track of the embedded target ({', '.join(langs)} documents and none)...")

@@ -20,7 +20,7 @@ from clkt.incontext.runner import TrackRun, run_incontext
 from clkt.targets.api import is_api_target
 
 if TYPE_CHECKING:
-    from clkt.config import Settings
+    from clkt.config import AgentSettings, GpuSettings, SecretLookup, SpecSettings
     from storage.engine import Store
 
 __all__ = ["DEMO_CONTEXT_LANG", "DemoTrack", "demo_context_langs", "run_demo_track"]
@@ -49,17 +49,20 @@ def _note(contexts: list[str], train_langs: list[str]) -> str | None:
             "`clkt incontext <snapshot>` runs the rest")
 
 
-async def run_demo_track(store: Store, settings: Settings, snapshot_id: str, report: Path) -> DemoTrack:
-    """The track of the spec's local targets on the demo's snapshot, then its report written again into `report`."""
+async def run_demo_track(
+    store: Store, *, spec: SpecSettings, agents: AgentSettings, gpu: GpuSettings, data_dir: Path,
+    secret: SecretLookup, snapshot_id: str, report: Path,
+) -> DemoTrack:
+    """The track of the spec's local targets on the demo's snapshot, then its report written again into `report`
+    (the settings' sections passed in, as `run_incontext` takes them)."""
     from clkt.report.writer import load_report_data, write_report_files
 
     started = time.monotonic()
-    spec = settings.spec
     contexts = demo_context_langs(list(spec.train_langs))
     local = [t.name for t in spec.targets if not is_api_target(t)]
     runs = await run_incontext(
-        store=store, snapshot_id=snapshot_id, spec=spec, agents=settings.agents, gpu=settings.gpu,
-        data_dir=Path(settings.data_dir), secret=settings.secret, targets=local, context_langs=contexts,
+        store=store, snapshot_id=snapshot_id, spec=spec, agents=agents, gpu=gpu,
+        data_dir=data_dir, secret=secret, targets=local, context_langs=contexts,
     ) if local else []
     data = await load_report_data(store, snapshot_id, spec=spec)
     note = _note(contexts, list(spec.train_langs))

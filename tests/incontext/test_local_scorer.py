@@ -105,7 +105,10 @@ async def test_the_demo_runs_the_track_in_en_and_rewrites_its_report(store: Stor
     assert settings.spec.train_langs == ["en", "fr"]
     clear_cache()
     try:
-        done = await run_demo_track(store, settings, SNAPSHOT_ID, tmp_path / "report")
+        done = await run_demo_track(
+            store, spec=settings.spec, agents=settings.agents, gpu=settings.gpu, data_dir=Path(settings.data_dir),
+            secret=settings.secret, snapshot_id=SNAPSHOT_ID, report=tmp_path / "report",
+        )
     finally:
         clear_cache()
     assert done.contexts == ["en"] and [r.counts.asked for r in done.runs] == [8] and done.wall_s > 0
