@@ -206,7 +206,7 @@ async def test_a_node_lost_mid_job_runs_the_job_again_elsewhere_committed_once(
     assert [r.status for r in consumer.finished].count(LeaseStatus.done) == 1
 
 
-def _daemon_config(tmp_path: Path, address: str, worker_dir: Path, *, port: int = 0) -> Path:
+def _daemon_config(tmp_path: Path, address: str, worker_dir: Path, *, port: int = 0, epochs: int = 4) -> Path:
     sources = "\n".join(f"[sources.{s}]\nenabled = false" for s in ("tmdb", "musicbrainz", "deezer", "thesportsdb", "usgs", "gdacs"))
     cfg = tmp_path / "clkt.toml"
     cfg.write_text(f"""
@@ -229,7 +229,7 @@ num_gpus = 1
 num_cpus = 0
 ray_max_jobs = 1
 ray_worker_dir = "{worker_dir}"
-epochs = 4
+epochs = {epochs}
 max_new_tokens = 2
 max_seq_len = 128
 torch_threads = 1
@@ -245,8 +245,10 @@ def _start_daemon(cfg: Path, log: Path) -> subprocess.Popen[bytes]:
 
 
 async def test_the_daemon_killed_mid_job_finds_its_run_again(cluster: LocalCluster, tmp_path: Path, worker_dir: Path) -> None:
-    cfg = _daemon_config(tmp_path, cluster.address, worker_dir)
-    settings = _settings(tmp_path, cluster.address, worker_dir, epochs=4)
+    # 16 epochs (about 40 s of the tiny model's training): 4 ended within the 12 s the second daemon takes to start on
+    # an idle machine, and the second daemon ran the job again instead of finding its run
+    cfg = _daemon_config(tmp_path, cluster.address, worker_dir, epochs=16)
+    settings = _settings(tmp_path, cluster.address, worker_dir, epochs=16)
     url = await _seed(tmp_path, settings, {"cpt-lora": {}})
     log = tmp_path / "daemon.log"
     first = _start_daemon(cfg, log)
