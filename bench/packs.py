@@ -95,43 +95,34 @@ def _pcts(xs: list[float]) -> dict[str, float]:
             "max": round(xs[-1], 4), "n": len(xs)}
 
 
-def _queue(demo: Path) -> tuple[JobSpec, JobOutcome, float]:
-    """The queue's job: its spec, its outcome and its wall time (enqueue to done) from the store."""
+def _queue(demo: Path) -> tuple[JobSpec, JobOutcome, int]:
+    """The queue's job: its spec, its outcome and its training seed, from its folder and the store."""
     import sqlite3
-    from datetime import datetime
 
     folder = demo / "clkt-data" / "jobs" / str(JOB)
     spec = JobSpec.model_validate_json((folder / "spec.json").read_bytes())
     outcome = JobOutcome.model_validate_json((folder / "outcome.json").read_bytes())
     con = sqlite3.connect(demo / "clkt-data" / "clkt.db")
     try:
-        created, updated, status = con.execute("SELECT created_at, updated_at, status FROM gpu_job WHERE id = ?", (JOB,)).fetchone()
+        status, seed = con.execute("SELECT status, seed FROM gpu_job WHERE id = ?", (JOB,)).fetchone()
     finally:
         con.close()
     if status != "done":
         raise SystemExit(f"the demo's job {JOB} is {status}, not done")
-    wall = (datetime.fromisoformat(updated) - datetime.fromisoformat(created)).total_seconds()
-    return spec, outcome, wall
+    return spec, outcome, int(seed)
 
 
 def _letters(rows: list[PredictionRow]) -> dict[tuple[str, str, str, int], str | None]:
     return {(r.scorer, r.variant, r.lang, r.qid): r.predicted for r in rows}
 
 
-def _rerun_queue_job(cfg: Path, spec: JobSpec, work: Path, timeout_s: float) -> tuple[JobOutcome, float]:
+def _rerun_queue_job(cfg: Path, spec: JobSpec, seed: int, work: Path, timeout_s: float) -> tuple[JobOutcome, float]:
     """The queue's job run again now on the copy (its rows, folders and the shared base answers removed first):
     its outcome and the worker's wall time."""
     if spec.strategy != "cpt-lora":
         raise SystemExit(f"the demo's job {JOB} is {spec.strategy}, the bench reruns cpt-lora")
-    import sqlite3
-
-    con = sqlite3.connect(cfg.parent / "clkt-data" / "clkt.db")
-    try:
-        (seed,) = con.execute("SELECT seed FROM gpu_job WHERE id = ?", (JOB,)).fetchone()
-    finally:
-        con.close()
     sid, target = asyncio.run(_reset(cfg))
-    asyncio.run(_enqueue(cfg, sid, target, spec.train_lang, int(seed)))
+    asyncio.run(_enqueue(cfg, sid, target, spec.train_lang, seed))
     wall = _worker(cfg.parent, cfg, timeout_s)  # in the copy: the store names the snapshot relative to it
 
     async def job() -> int:
@@ -173,14 +164,14 @@ def _same(mine: dict[tuple[str, str, str, int], str | None], theirs: dict[tuple[
 
 def evaluate_part(demo: Path, cfg: Path, work: Path, snap: SnapshotData, *, reuse: bool, order: list[str],
                   timeout_s: float) -> dict[str, Any]:
-    spec, outcome, _ = _queue(demo)
+    spec, outcome, seed = _queue(demo)
     out = work / "evaluate" / "pack"
     timing = work / "evaluate" / "timing.json"
     if not (reuse and timing.is_file() and out.is_dir()):
         t: dict[str, Any] = {"order": order}
         for step in order:
             if step == "queue":
-                rerun, t["queue_wall_s"] = _rerun_queue_job(cfg, spec, work, timeout_s)
+                rerun, t["queue_wall_s"] = _rerun_queue_job(cfg, spec, seed, work, timeout_s)
                 (work / "queue-outcome.json").write_text(rerun.model_dump_json())
             else:
                 t["wall_s"], t["set"] = _run_evaluate(cfg, spec, snap, out)
