@@ -104,14 +104,19 @@ async def count_keyed_tasks(
 
 async def claim_tasks(
     session: AsyncSession, *, stage: Stage, owner: str, lease: timedelta, limit: int = 1, now: datetime | None = None,
+    keyed: bool | None = None,
 ) -> list[TaskLease]:
     """Lease up to `limit` claimable tasks of `stage` to `owner` for `lease` (attempts += 1), oldest first; in the
     probe stage an entity's own probe (key "") before the observing tasks (a target added late asking about frozen
     snapshots' entities, the gate's sampled rejects): a backlog of those never holds up the entities a period's
-    snapshot waits for."""
+    snapshot waits for. `keyed`: only tasks with a key (True) or only those without one (False); None: both."""
+    if limit <= 0:
+        return []
     first = (col(Task.key) != "",) if stage == Stage.probe else ()
-    rows = await _claim.claim(session, Task, owner=owner, lease=lease, limit=limit, where=(col(Task.stage) == stage,),
-                              first=first, now=now)
+    where: tuple[Any, ...] = (col(Task.stage) == stage,)
+    if keyed is not None:
+        where += ((col(Task.key) != "") if keyed else (col(Task.key) == ""),)
+    rows = await _claim.claim(session, Task, owner=owner, lease=lease, limit=limit, where=where, first=first, now=now)
     return [_lease_of(r) for r in rows]
 
 

@@ -17,7 +17,11 @@ its first "known"), stores the verdicts and changes nothing else: not the entity
 when its tries are spent it fails alone (the entity keeps its status).
 Such tasks observe: a target added after a snapshot froze is asked about that snapshot's entities, and entities
 the gate turned away are sampled to see what a target knew before its declared cutoff. A key naming a target
-that is not (or no longer) in the spec finishes the task with nothing asked.
+that is not (or no longer) in the spec finishes the task with nothing asked. The worker keeps `OBSERVE_SLOTS` of
+its slots for observing tasks while any wait (`ProbeWorker.claim`): a target added to a long history catches up
+beside the new entities, whose probes a period's snapshot waits for and which take every other slot; either kind
+takes the slots the other leaves free. (Claiming own probes first and observing ones only in the gaps starved the
+catch-up: in a year run the backlog of ~180 stayed for five simulated months.)
 
 Local targets run through transformers in a worker thread, one generation at a time per process (the model
 stays loaded between tasks); the worker probes up to `CONCURRENCY` entities at once and a `PromptBatcher`
@@ -33,7 +37,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Awaitable, Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar, Self
@@ -56,7 +60,7 @@ from storage.engine import Session
 from storage.entities import set_status
 from storage.enums import EntityStatus, Stage
 from storage.questions import ProbeRecord, add_probes, probes_of
-from storage.tasks import TaskLease, count_keyed_tasks, enqueue
+from storage.tasks import TaskLease, claim_tasks, count_keyed_tasks, enqueue
 from storage.types import utcnow
 
 __all__ = ["ProbeFn", "ProbeWorker", "probe_only_key", "probe_target", "target_of_key"]
@@ -113,6 +117,9 @@ async def _ask_openai(
 
 class ProbeWorker(StageWorker):
     CONCURRENCY: ClassVar[int] = 8  # entities probed at once (their local prompts share one generation)
+    # slots kept for observing tasks while any wait: a target added to a long history catches up beside the new
+    # entities (which keep the other slots, and every slot the catch-up leaves free), never behind them
+    OBSERVE_SLOTS: ClassVar[int] = 2
 
     def __init__(
         self, *, step: Step, daemon: DaemonSettings, spec: SpecSettings, agents: AgentSettings, data_dir: Path,
@@ -148,6 +155,18 @@ class ProbeWorker(StageWorker):
             if self._batcher is not None:
                 await self._batcher.aclose()
                 self._batcher = None
+
+    async def claim(
+        self, session: Session, ctx: ServiceContext, *, lease: timedelta, free: int, running: list[TaskLease],
+    ) -> list[TaskLease]:
+        """Observing tasks up to their share of the slots (`OBSERVE_SLOTS`, counting those in flight), then the
+        entities' own probes, then observing tasks again in whatever is left: neither kind starves the other,
+        and a slot neither needs is never held back."""
+        claim = partial(claim_tasks, session, stage=self.stage, owner=ctx.owner, lease=lease)
+        share = min(free, max(0, min(self.OBSERVE_SLOTS, self.concurrency - 1) - sum(t.key != "" for t in running)))
+        observing = await claim(limit=share, keyed=True)
+        own = await claim(limit=free - len(observing), keyed=False)
+        return observing + own + await claim(limit=free - len(observing) - len(own), keyed=True)
 
     async def _probe(self, target: TargetSettings, prompts: list[str], ctx: ServiceContext) -> list[str]:
         """`probe_target`, with the prompts of concurrent tasks for the same local target batched together."""

@@ -132,13 +132,19 @@ class StageWorker(ABC):
         if task.key != LOCALITY_KEY:
             await set_status(session, task.entity_id, status, reason[:500])
 
+    async def claim(
+        self, session: Session, ctx: ServiceContext, *, lease: timedelta, free: int, running: list[TaskLease],
+    ) -> list[TaskLease]:
+        """The tasks to start now, up to `free` (`running`: those in flight); oldest first by default."""
+        return await claim_tasks(session, stage=self.stage, owner=ctx.owner, lease=lease, limit=free)
+
     async def run(self, ctx: ServiceContext) -> None:
         sem = asyncio.BoundedSemaphore(self.concurrency)
-        inflight: set[asyncio.Task[None]] = set()
+        inflight: dict[asyncio.Task[None], TaskLease] = {}
         lease = timedelta(seconds=self.daemon.lease_s)
 
         def done(job: asyncio.Task[None]) -> None:
-            inflight.discard(job)
+            inflight.pop(job, None)
             sem.release()
 
         try:
@@ -151,7 +157,7 @@ class StageWorker(ABC):
                     await asyncio.wait(inflight, return_when=asyncio.FIRST_COMPLETED)
                     continue
                 async with ctx.store.transaction() as s:
-                    tasks = await claim_tasks(s, stage=self.stage, owner=ctx.owner, lease=lease, limit=free)
+                    tasks = await self.claim(s, ctx, lease=lease, free=free, running=list(inflight.values()))
                 if not tasks:
                     if await ctx.sleep(max(self.IDLE_SLEEP_S, self.daemon.poll_interval_s)):
                         break
@@ -159,7 +165,7 @@ class StageWorker(ABC):
                 for t in tasks:
                     await sem.acquire()
                     job = asyncio.create_task(self._one(t, ctx), name=f"{self.name}:{t.id}")
-                    inflight.add(job)
+                    inflight[job] = t
                     job.add_done_callback(done)
             if inflight:
                 await asyncio.wait(inflight, timeout=self.daemon.grace_period_s)
