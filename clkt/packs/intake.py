@@ -237,15 +237,15 @@ async def submit_pack(store: Store, pack: Pack, *, buffer_days: int) -> Intake:
         if await find_submission(s, pack.sha256) is not None:
             return Intake(pack_sha256=pack.sha256, snapshot_id=m.snapshot.id, target=m.model.name, stored=False,
                           claims_match=True, claims_note="", flags_fixed=0, metrics=None)
-    stored = await _snapshot(store, pack)
-    languages = stored.languages
-    test = {it.qid: it for it in stored.items if it.split == "test"}
-    error = coverage_error(pack.predictions, test=test, known={it.qid for it in stored.items}, languages=languages,
+    snap = await _snapshot(store, pack)
+    languages = snap.languages
+    test = {it.qid: it for it in snap.items if it.split == "test"}
+    error = coverage_error(pack.predictions, test=test, known={it.qid for it in snap.items}, languages=languages,
                            train_langs=m.strategy.train_languages, scorers=m.scorers, snapshot_id=m.snapshot.id)
     if error:
         raise UserError(f"pack {pack.source}: {error}")
-    _window(pack, stored.period_start, buffer_days)
-    locality, fixed_locality = await _locality(pack, stored)
+    _window(pack, snap.period_start, buffer_days)
+    locality, fixed_locality = await _locality(pack, snap)
     rows, fixed = rescored(pack.predictions, test)
     fixed += fixed_locality
     metrics = compute_metrics(rows, languages, format_version=m.format_version, locality=locality,
@@ -255,7 +255,7 @@ async def submit_pack(store: Store, pack: Pack, *, buffer_days: int) -> Intake:
     new = NewSubmission(
         pack_sha256=pack.sha256, snapshot_id=m.snapshot.id, target_name=m.model.name, model=m.model.model,
         model_revision=m.model.revision, weights_sha256=m.model.weights_sha256, kind=m.model.kind,
-        cutoff=m.model.cutoff or stored.period_start, strategy=m.strategy.name, train_langs=list(m.strategy.train_languages),
+        cutoff=m.model.cutoff or snap.period_start, strategy=m.strategy.name, train_langs=list(m.strategy.train_languages),
         scorers=list(m.scorers), format_version=m.format_version, clkt_version=m.clkt_version,
         predictions=len(rows), claims_match=not note, claims_note=note, metrics=metrics.model_dump(mode="json"),
         manifest=m.model_dump(mode="json"), answers=answers,

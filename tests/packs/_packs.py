@@ -56,7 +56,7 @@ def rows(*, train_langs: tuple[str, ...] = ("en",), scorer: str = "option-loglik
                 for qid, (entity, answer) in sorted(TEST_QIDS.items()):
                     right = variant == "injected" or qid == first
                     letter = answer if right else ("A" if answer != "A" else "B")
-                    out.append(PredictionRow(train_lang=t, scorer=scorer, variant=variant, lang=lang, qid=qid,  # type: ignore[arg-type]
+                    out.append(PredictionRow(train_lang=t, scorer=scorer, variant=variant, lang=lang, qid=qid,
                                              entity_id=public_entity_id(entity), domain="movies", predicted=letter,
                                              correct=right))
     return out
@@ -75,7 +75,7 @@ def locality_rows(*, train_langs: tuple[str, ...] = ("en",), scorer: str = "opti
                         continue
                     right = variant == "base" or qid != LOST_QID
                     letter = answer if right else ("A" if answer != "A" else "B")
-                    out.append(LocalityRow(train_lang=t, scorer=scorer, variant=variant, lang=lang, qid=qid,  # type: ignore[arg-type]
+                    out.append(LocalityRow(train_lang=t, scorer=scorer, variant=variant, lang=lang, qid=qid,
                                            entity_id=public_entity_id(entity), domain="movies", predicted=letter,
                                            correct=right, split="locality"))
     return out

@@ -9,6 +9,7 @@ import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -45,14 +46,14 @@ def _many(*, lost_en: int = 2, entities: int = 12) -> list[LocalityRow]:
     """One locality question per entity (ids 1..`entities`), base right on all; injected wrong on the first
     `lost_en` entities in en only: en keeps `entities - lost_en` of `entities`, fr all."""
     return [
-        LocalityRow(train_lang="en", scorer=SCORER, variant=variant, lang=lang, qid=1000 + e, entity_id=e,  # type: ignore[arg-type]
+        LocalityRow(train_lang="en", scorer=SCORER, variant=variant, lang=lang, qid=1000 + e, entity_id=e,
                     domain="movies", predicted="A", correct=variant == "base" or lang != "en" or e > lost_en,
                     split="locality")
         for variant in ("base", "injected") for lang in LANGS for e in range(1, entities + 1)
     ]
 
 
-def _cells(metrics: dict) -> dict[str, dict]:
+def _cells(metrics: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {c["lang"]: c for c in metrics["scorers"][SCORER]["locality"]}
 
 
