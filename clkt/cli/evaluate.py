@@ -186,5 +186,6 @@ def evaluate(
 
     done = run_async(go)
     resumed = f" ({', '.join(done.resumed)} read back from an earlier run)" if done.resumed else ""
-    console.print(plain(f"wrote {done.out}: {done.predictions} predictions{resumed}; pack sha256 {done.pack_sha256}"))
+    locality = f" and {done.locality} locality answers" if done.locality else ""
+    console.print(plain(f"wrote {done.out}: {done.predictions} predictions{locality}{resumed}; pack sha256 {done.pack_sha256}"))
     console.print(plain(f"then: clkt submit {done.out}"))

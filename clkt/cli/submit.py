@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -27,10 +28,11 @@ if TYPE_CHECKING:
     from clkt.config import GpuSettings, Settings
     from clkt.inject.engine import JobEngine
     from clkt.packs.intake import Intake
+    from clkt.packs.metrics import KeptCell
     from clkt.packs.pack import Pack
     from storage.engine import Store
 
-__all__ = ["parse_k", "register"]
+__all__ = ["kept_lines", "parse_k", "register"]
 
 _REPRODUCE_HELP = (
     "re-run the pack's jobs on this service's engine and compare the letters of K test questions drawn by a rule "
@@ -87,6 +89,21 @@ def _report(got: Intake, *, remote: bool = False) -> None:
         for scorer, m in got.metrics.scorers.items():
             means = ", ".join(f"{k} {v * 100:.1f} %" if v is not None else f"{k} n/a" for k, v in m.means.items())
             console.print(plain(f"  {scorer}: {means} (mean over {len(m.pairs)} language pairs)"))
+            for line in kept_lines(scorer, m.locality):
+                console.print(plain(line))
+
+
+def kept_lines(scorer: str, cells: Sequence[KeptCell]) -> list[str]:
+    """Kept % of a scorer's locality answers, one line per train language (none without them)."""
+    from clkt.report.locality import kept_text
+
+    by_train: dict[str, list[KeptCell]] = {}
+    for c in cells:
+        by_train.setdefault(c.train_lang, []).append(c)
+    return [f"  {scorer}, trained in {train}: kept % of the questions about entities the target knew (right before "
+            "injection, still right after) " + "; ".join(f"{c.lang} {kept_text(c)}" + ("" if c.too_few else f" of {c.right_before}")
+                                                         for c in cs)
+            for train, cs in sorted(by_train.items())]
 
 
 def submit(

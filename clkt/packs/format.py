@@ -1,6 +1,7 @@
 """The result pack's public format, version `FORMAT_VERSION`: what `clkt evaluate` writes and `clkt submit` reads.
 
-A pack is a folder (or a `.tar.gz` archive of one, `clkt.packs.archive`) of three files:
+A pack is a folder (or a `.tar.gz` archive of one, `clkt.packs.archive`) of three files, and a fourth when the
+snapshot's locality split had questions for the target:
 
 ```
 manifest.json       PackManifest: the format and its version, the snapshot (id, content sha256), the model
@@ -8,8 +9,15 @@ manifest.json       PackManifest: the format and its version, the snapshot (id, 
                     settings, which of them were overridden), clkt's version, the environment (python, torch,
                     transformers, peft, device), and the sha256 and size of every other file
 predictions.jsonl   PredictionRow, one line per (train language, scorer, variant, test language, question)
-metrics.json        PackMetrics, computed from predictions.jsonl alone (`clkt.packs.metrics`)
+metrics.json        PackMetrics, computed from the answers alone (`clkt.packs.metrics`)
+locality.jsonl      optional: LocalityRow, one line per (train language, scorer, variant, test language, locality
+                    question): the locality split's answers (questions about entities the target knew before
+                    injection), from which metrics.json's kept % is computed; absent: no locality figure
 ```
+
+The locality answers are a file of their own, listed in the manifest like the others, so `predictions.jsonl`
+keeps meaning "every test answer" (what a reader computes accuracy from) and a version-1 reader that does not know
+the file still reads the pack (it checks the file's hash and reads no further).
 
 The pack's identity (`pack_sha256`) is the sha256 of its `manifest.json` bytes, which name the other files'
 hashes: the same pack as a folder or as an archive has one identity. The contract is versioned: a reader of
@@ -27,12 +35,16 @@ from pydantic import BaseModel, ConfigDict, Field
 __all__ = [
     "FORMAT_NAME",
     "FORMAT_VERSION",
+    "LOCALITY_FILE",
+    "LOCALITY_SPLIT",
     "MANIFEST_FILE",
     "METRICS_FILE",
+    "OPTIONAL_FILES",
     "PACK_FILES",
     "PREDICTIONS_FILE",
     "EnvironmentInfo",
     "FileEntry",
+    "LocalityRow",
     "ModelIdentity",
     "PackManifest",
     "PredictionRow",
@@ -45,7 +57,10 @@ FORMAT_VERSION = 1
 MANIFEST_FILE = "manifest.json"
 PREDICTIONS_FILE = "predictions.jsonl"
 METRICS_FILE = "metrics.json"
-PACK_FILES = (MANIFEST_FILE, PREDICTIONS_FILE, METRICS_FILE)  # a pack holds these and nothing else
+LOCALITY_FILE = "locality.jsonl"
+PACK_FILES = (MANIFEST_FILE, PREDICTIONS_FILE, METRICS_FILE)  # a pack holds these, and only `OPTIONAL_FILES` besides
+OPTIONAL_FILES = (LOCALITY_FILE,)
+LOCALITY_SPLIT = "locality"  # `LocalityRow.split` (`clkt.evaluate.results.LOCALITY_SPLIT`)
 
 
 class _Model(BaseModel):
@@ -126,3 +141,10 @@ class PredictionRow(_Model):
     predicted: str | None  # the letter chosen (A-D), None when none could be read
     correct: bool
     raw: str = ""
+
+
+class LocalityRow(PredictionRow):
+    """One answer to a question of the snapshot's locality split (an entity the target knew before injection; never
+    trained on, never scored as transfer): the fields of a `PredictionRow`, and the split it belongs to."""
+
+    split: Literal["locality"]

@@ -10,7 +10,9 @@ evaluated).
 
 A published folder holds the frozen `manifest.json` and the `hf/` export's rows (minus retracted questions); the
 snapshot folder is rebuilt from them: `docs/<lang>.jsonl` and `questions/<lang>.jsonl` in the native order and
-bytes, and the control split regenerated from the manifest's seed (`clkt.snapshots.control`). Each rebuilt file is
+bytes, and the control split regenerated from the manifest's seed (`clkt.snapshots.control`); the locality split is
+never published, so the rebuilt folder has none (its manifest's `locality` dropped: a pack from it has no
+`locality.jsonl`). Each rebuilt file is
 compared with the frozen manifest's sha256 (a difference is reported: questions retracted since freezing), and the
 folder's `manifest.json` lists the rebuilt files' hashes, the snapshot's id and content hash unchanged (what
 `clkt submit` checks). The folder is kept under `<data_dir>/cache/hub/` by repo and commit: a second run reads it
@@ -167,7 +169,8 @@ def _rebuild(raw: Path, dest: Path, ref: HubRef) -> list[str]:
         written += write_control(content, dest)
     hashes = {rel: sha256_file(dest / rel) for rel in written}
     differ = [rel for rel, h in hashes.items() if manifest.files.get(rel, h) != h]
-    local = manifest.model_copy(update={"files": hashes})
+    # the locality split is never published: the rebuilt folder has none (its manifest says so, or reading it fails)
+    local = manifest.model_copy(update={"files": hashes, "locality": None})
     (dest / MANIFEST_FILE).write_text(local.model_dump_json(indent=1) + "\n", encoding="utf-8")
     return differ
 

@@ -7,23 +7,35 @@ target's window (`clkt.roster.window.in_window`, the spec's temporal buffer). Co
 letter against this store's answer key, and the metrics are recomputed from that (`clkt.packs.metrics`): the
 pack's own `metrics.json` is only compared (a difference is reported) and never stored. A refusal is one line
 (`UserError`) and leaves the store as it was; the same pack submitted again changes nothing.
+
+A pack with locality answers (`locality.jsonl`) is checked against the snapshot's locality split as frozen here:
+its question files in the snapshot's export folder, each matching its sha256 in the stored manifest (the store
+keeps no item rows for that split: it is not part of the content hash). Every locality answer must name a question
+of that split about an entity the pack's target knew (`known_by`), and every such question must be answered exactly
+once per train language, scorer, variant and language; its letters are scored against that key and kept % is
+recomputed from them (`clkt.packs.metrics.kept_cells`). A pack without locality answers never reads the folder.
 """
 
 from __future__ import annotations
 
+import asyncio
 import gzip
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import date
+from pathlib import Path
+from typing import Any
 
 from clkt.config import TargetSettings
 from clkt.cutoff import first_eligible_day
 from clkt.errors import UserError
-from clkt.packs.format import PredictionRow
+from clkt.packs.format import LOCALITY_FILE, LocalityRow, PredictionRow
 from clkt.packs.metrics import PackMetrics, compute_metrics, first_difference
 from clkt.packs.pack import Pack, canonical, sort_key
 from clkt.roster.window import in_window
 from clkt.snapshots.content import load_item_refs
+from clkt.snapshots.layout import QuestionRow, SnapshotManifest, sha256_file
+from clkt.snapshots.locality import locality_path
 from clkt.snapshots.select import ItemRef
 from clkt.snapshots.stored import stored_manifest
 from storage.engine import Store
@@ -31,7 +43,8 @@ from storage.enums import SnapshotStatus
 from storage.snapshots import find_snapshot
 from storage.submissions import NewSubmission, add_submission, find_submission
 
-__all__ = ["VARIANTS", "Intake", "coverage_error", "rescored", "submit_pack"]
+__all__ = ["VARIANTS", "Intake", "LocalityKey", "coverage_error", "locality_error", "locality_key", "rescored",
+           "rescored_locality", "submit_pack"]
 
 VARIANTS = ("base", "injected")
 
@@ -48,8 +61,17 @@ class Intake:
     metrics: PackMetrics | None
 
 
+@dataclass(frozen=True, kw_only=True)
+class LocalityKey:
+    """The snapshot's locality split as frozen here: per question its public entity id and answer letter, and which
+    target knew which entity."""
+
+    answers: dict[int, tuple[int, str]] = field(default_factory=dict)  # qid -> (entity id, letter)
+    known_by: dict[str, set[int]] = field(default_factory=dict)
+
+
 def coverage_error(
-    rows: Sequence[PredictionRow], *, test: dict[int, ItemRef], known: set[int], languages: Sequence[str],
+    rows: Sequence[PredictionRow], *, test: Mapping[int, Any], known: set[int], languages: Sequence[str],
     train_langs: Sequence[str], scorers: Sequence[str], snapshot_id: str,
 ) -> str | None:
     """Why `rows` do not answer every test question exactly once per (train language, scorer, variant, language),
@@ -93,6 +115,61 @@ def rescored(rows: Sequence[PredictionRow], test: dict[int, ItemRef]) -> tuple[l
     return out, fixed
 
 
+def locality_key(manifest: SnapshotManifest, export_path: str | None, *, shown: str) -> LocalityKey:
+    """The locality split's key from the snapshot's export folder, each file checked against the stored manifest's
+    sha256 (`shown` names the pack in a refusal)."""
+    sid, info = manifest.snapshot_id, manifest.locality
+    if info is None or not info.questions:
+        raise UserError(f"pack {shown}: it holds {LOCALITY_FILE}, and snapshot {sid} has no locality split here")
+    root = Path(export_path or "")
+    answers: dict[int, tuple[int, str]] = {}
+    for lang in manifest.languages:
+        path = locality_path(root, lang)
+        rel = path.relative_to(root).as_posix()
+        if not export_path or not path.is_file():
+            raise UserError(f"pack {shown}: snapshot {sid}'s locality split is not on this machine ({rel} of its export "
+                            f"{export_path or '(none)'}); its {LOCALITY_FILE} cannot be checked")
+        if manifest.files.get(rel) != sha256_file(path):
+            raise UserError(f"pack {shown}: snapshot {sid}'s {rel} here does not match its sha256 in the stored manifest; "
+                            f"its {LOCALITY_FILE} cannot be checked")
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                q = QuestionRow.model_validate_json(line)
+                answers[q.qid] = (q.entity_id, q.answer)
+    return LocalityKey(answers=answers, known_by={t: set(es) for t, es in info.known_by.items()})
+
+
+def locality_error(
+    rows: Sequence[LocalityRow], *, key: LocalityKey, target: str, languages: Sequence[str], train_langs: Sequence[str],
+    scorers: Sequence[str], snapshot_id: str,
+) -> str | None:
+    """Why the locality answers `rows` do not answer, exactly once per (train language, scorer, variant, language),
+    every question of the locality split about an entity `target` knew (and nothing else), or None when they do."""
+    known = key.known_by.get(target, set())
+    mine = {q: a for q, a in key.answers.items() if a[0] in known}
+    for r in rows:
+        if r.qid not in key.answers:
+            return f"{LOCALITY_FILE}: question {r.qid} is not in snapshot {snapshot_id}'s locality split"
+        if r.qid not in mine:
+            return (f"{LOCALITY_FILE}: question {r.qid} is about entity {key.answers[r.qid][0]}, which the locality split "
+                    f"does not list as known by {target}")
+    error = coverage_error(rows, test=mine, known=set(mine), languages=languages, train_langs=train_langs,
+                           scorers=scorers, snapshot_id=snapshot_id)
+    return f"{LOCALITY_FILE}: {error}" if error else None
+
+
+def rescored_locality(rows: Sequence[LocalityRow], key: LocalityKey) -> tuple[list[LocalityRow], int]:
+    """The locality answers with `correct` and `entity_id` as the split's key says; how many `correct` flags changed."""
+    out: list[LocalityRow] = []
+    fixed = 0
+    for r in rows:
+        entity, letter = key.answers[r.qid]
+        correct = r.predicted == letter
+        fixed += correct != r.correct
+        out.append(r.model_copy(update={"correct": correct, "entity_id": entity}))
+    return out, fixed
+
+
 def _window(pack: Pack, period_start: date, buffer_days: int) -> None:
     model = pack.manifest.model
     if model.cutoff is None:
@@ -107,7 +184,22 @@ def _window(pack: Pack, period_start: date, buffer_days: int) -> None:
         )
 
 
-async def _snapshot(store: Store, pack: Pack) -> tuple[list[str], date, list[ItemRef]]:
+@dataclass(frozen=True, kw_only=True)
+class _Stored:
+    manifest: SnapshotManifest
+    export_path: str | None
+    items: list[ItemRef]
+
+    @property
+    def languages(self) -> list[str]:
+        return list(self.manifest.languages)
+
+    @property
+    def period_start(self) -> date:
+        return date.fromisoformat(self.manifest.period_start)
+
+
+async def _snapshot(store: Store, pack: Pack) -> _Stored:
     ref = pack.manifest.snapshot
     async with store.session() as s:
         row = await find_snapshot(s, ref.id)
@@ -122,7 +214,20 @@ async def _snapshot(store: Store, pack: Pack) -> tuple[list[str], date, list[Ite
         if manifest is None:
             raise UserError(f"pack {pack.source}: snapshot {ref.id} has no stored manifest")
         items = await load_item_refs(s, row.id)
-    return list(manifest.languages), date.fromisoformat(manifest.period_start), items
+    return _Stored(manifest=manifest, export_path=row.export_path, items=items)
+
+
+async def _locality(pack: Pack, stored: _Stored) -> tuple[list[LocalityRow], int]:
+    """The pack's locality answers checked against the split's key and rescored (none: nothing read)."""
+    if not pack.locality:
+        return [], 0
+    m = pack.manifest
+    key = await asyncio.to_thread(locality_key, stored.manifest, stored.export_path, shown=str(pack.source))
+    error = locality_error(pack.locality, key=key, target=m.model.name, languages=stored.languages,
+                           train_langs=m.strategy.train_languages, scorers=m.scorers, snapshot_id=m.snapshot.id)
+    if error:
+        raise UserError(f"pack {pack.source}: {error}")
+    return rescored_locality(pack.locality, key)
 
 
 async def submit_pack(store: Store, pack: Pack, *, buffer_days: int) -> Intake:
@@ -132,21 +237,25 @@ async def submit_pack(store: Store, pack: Pack, *, buffer_days: int) -> Intake:
         if await find_submission(s, pack.sha256) is not None:
             return Intake(pack_sha256=pack.sha256, snapshot_id=m.snapshot.id, target=m.model.name, stored=False,
                           claims_match=True, claims_note="", flags_fixed=0, metrics=None)
-    languages, period_start, items = await _snapshot(store, pack)
-    test = {it.qid: it for it in items if it.split == "test"}
-    error = coverage_error(pack.predictions, test=test, known={it.qid for it in items}, languages=languages,
+    snap = await _snapshot(store, pack)
+    languages = snap.languages
+    test = {it.qid: it for it in snap.items if it.split == "test"}
+    error = coverage_error(pack.predictions, test=test, known={it.qid for it in snap.items}, languages=languages,
                            train_langs=m.strategy.train_languages, scorers=m.scorers, snapshot_id=m.snapshot.id)
     if error:
         raise UserError(f"pack {pack.source}: {error}")
-    _window(pack, period_start, buffer_days)
+    _window(pack, snap.period_start, buffer_days)
+    locality, fixed_locality = await _locality(pack, snap)
     rows, fixed = rescored(pack.predictions, test)
-    metrics = compute_metrics(rows, languages, format_version=m.format_version)
+    fixed += fixed_locality
+    metrics = compute_metrics(rows, languages, format_version=m.format_version, locality=locality,
+                              snapshot_id=m.snapshot.id)
     note = first_difference(pack.claimed_metrics, metrics.model_dump(mode="json")) or ""
     answers = gzip.compress("".join(canonical(r.model_dump(mode="json")) + "\n" for r in sorted(pack.predictions, key=sort_key)).encode(), mtime=0)
     new = NewSubmission(
         pack_sha256=pack.sha256, snapshot_id=m.snapshot.id, target_name=m.model.name, model=m.model.model,
         model_revision=m.model.revision, weights_sha256=m.model.weights_sha256, kind=m.model.kind,
-        cutoff=m.model.cutoff or period_start, strategy=m.strategy.name, train_langs=list(m.strategy.train_languages),
+        cutoff=m.model.cutoff or snap.period_start, strategy=m.strategy.name, train_langs=list(m.strategy.train_languages),
         scorers=list(m.scorers), format_version=m.format_version, clkt_version=m.clkt_version,
         predictions=len(rows), claims_match=not note, claims_note=note, metrics=metrics.model_dump(mode="json"),
         manifest=m.model_dump(mode="json"), answers=answers,

@@ -3,8 +3,13 @@
 Per scorer: the accuracy of each variant per train language and test language, Learn per train language (base
 against injected on the train language's questions, `clkt.report.learn`), and every ordered language pair's
 contingency with each metric of `clkt.report.metric_table.PAIR_METRICS` (Overall, Transfer, ...), plus their mean
-over the pairs, every domain pooled (`clkt.report.metrics.pair_metrics`). No bootstrap: the numbers are exact
-functions of the predictions, so two computations compare equal.
+over the pairs, every domain pooled (`clkt.report.metrics.pair_metrics`). With locality answers
+(`locality.jsonl`), per scorer `locality`: kept % per train language and test language (of the locality questions
+the base model answered right, the share the injected model still answers right), with its counts and a 95%
+interval from the report's bootstrap over entities (`clkt.report.locality.kept_figure`: seeded by the snapshot's
+id and `KEPT_SEED`, so a job's cell in the snapshot's report and the same answers' cell here are one number);
+left out when there are none. Every number is a function of the answers (the bootstrap is seeded), so two
+computations compare equal.
 """
 
 from __future__ import annotations
@@ -14,13 +19,22 @@ from collections.abc import Iterable, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from clkt.evaluate.locality import locality_counts
+from clkt.evaluate.results import ResultItem, Variant
 from clkt.evaluate.summary import LearnSummary
-from clkt.packs.format import PredictionRow
+from clkt.packs.format import LocalityRow, PredictionRow
+from clkt.report.basics import BOOTSTRAP_SAMPLES
 from clkt.report.learn import learn_stat
+from clkt.report.locality import MIN_KEPT_N, KeptFigure, kept_figure
 from clkt.report.metric_table import PAIR_METRICS
 from clkt.report.metrics import ALL_DOMAINS, Outcome, pair_metrics
 
-__all__ = ["Accuracy", "PackMetrics", "PairRow", "ScorerMetrics", "compute_metrics", "first_difference"]
+__all__ = [
+    "KEPT_SEED", "Accuracy", "KeptCell", "PackMetrics", "PairRow", "ScorerMetrics", "compute_metrics", "first_difference",
+    "kept_cells",
+]
+
+KEPT_SEED = 0  # the report's bootstrap seed (`clkt report`, `clkt.report.writer`): the same draws, the same interval
 
 
 class _Model(BaseModel):
@@ -46,11 +60,25 @@ class PairRow(_Model):
     values: dict[str, float | None]  # metric key -> value (None: undefined)
 
 
+class KeptCell(KeptFigure):
+    """Kept % of the locality answers of one train language's job in one test language: `n` questions answered
+    by both models, `right_before` = kept + lost (kept %'s denominator), `rate` = kept / right_before (None: nothing
+    right before), `ci` its 95% interval over `entities`, `too_few` under `MIN_KEPT_N` right before."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    train_lang: str
+    lang: str
+    right_before: int
+
+
 class ScorerMetrics(_Model):
     accuracy: list[Accuracy]
     learn: dict[str, LearnSummary]  # train language -> Learn
     pairs: list[PairRow]
     means: dict[str, float | None]  # metric key -> mean over the pairs where it is defined
+    # kept % per train language x test language (the locality answers); left out when the pack has none
+    locality: list[KeptCell] = Field(default_factory=list, exclude_if=lambda v: not v)
 
 
 class PackMetrics(_Model):
@@ -103,15 +131,44 @@ def _means(pairs: Sequence[PairRow]) -> dict[str, float | None]:
     return out
 
 
-def compute_metrics(rows: Iterable[PredictionRow], languages: Sequence[str], *, format_version: int) -> PackMetrics:
-    """The metrics of `rows` over the snapshot's `languages` (see the module docstring)."""
+def kept_cells(
+    rows: Iterable[LocalityRow], *, snapshot_id: str, seed: int = KEPT_SEED, samples: int = BOOTSTRAP_SAMPLES,
+    min_n: int = MIN_KEPT_N,
+) -> dict[str, list[KeptCell]]:
+    """scorer -> kept % per train language x test language of the locality answers `rows` (paired by question as
+    the job pairs them, `clkt.evaluate.locality.locality_counts`)."""
+    by_train: dict[str, list[LocalityRow]] = {}
+    for r in rows:
+        by_train.setdefault(r.train_lang, []).append(r)
+    out: dict[str, list[KeptCell]] = {}
+    for train, sel in sorted(by_train.items()):
+        items = [ResultItem(qid=r.qid, lang=r.lang, variant=Variant(r.variant), scorer=r.scorer, split=r.split,
+                            predicted=r.predicted, correct=r.correct) for r in sel]
+        counts = locality_counts(items, {r.qid: r.entity_id for r in sel})
+        for scorer, langs in counts.items():
+            for lang, c in langs.items():
+                fig = kept_figure(c, snapshot_id=snapshot_id, seed=seed, samples=samples, min_n=min_n)
+                out.setdefault(scorer, []).append(
+                    KeptCell(train_lang=train, lang=lang, right_before=c.base_right, **fig.model_dump()))
+    return out
+
+
+def compute_metrics(
+    rows: Iterable[PredictionRow], languages: Sequence[str], *, format_version: int,
+    locality: Iterable[LocalityRow] = (), snapshot_id: str = "",
+) -> PackMetrics:
+    """The metrics of `rows` over the snapshot's `languages`, with kept % from the `locality` answers (their
+    interval seeded by `snapshot_id`, the snapshot's; see the module docstring)."""
     by_scorer: dict[str, list[PredictionRow]] = {}
     for r in rows:
         by_scorer.setdefault(r.scorer, []).append(r)
+    kept = kept_cells(locality, snapshot_id=snapshot_id)
     scorers: dict[str, ScorerMetrics] = {}
-    for scorer, sel in sorted(by_scorer.items()):
+    for scorer in sorted(set(by_scorer) | set(kept)):
+        sel = by_scorer.get(scorer, [])
         pairs = _pairs(sel, languages)
-        scorers[scorer] = ScorerMetrics(accuracy=_accuracy(sel), learn=_learn(sel), pairs=pairs, means=_means(pairs))
+        scorers[scorer] = ScorerMetrics(accuracy=_accuracy(sel), learn=_learn(sel), pairs=pairs, means=_means(pairs),
+                                        locality=kept.get(scorer, []))
     return PackMetrics(format_version=format_version, scorers=scorers)
 
 

@@ -1,10 +1,12 @@
 """Writing a result pack and reading one back, verified (the format: `clkt.packs.format`).
 
-`write_pack` writes the three files (into a folder, atomically, or as one `.tar.gz` when `out` ends so);
-`read_pack` takes a folder or an archive (extracted safely into a temporary folder, `clkt.packs.archive`) and
-refuses, with one line (`UserError`), a pack of a newer format version, a missing, truncated, extra or linked file,
-a file whose sha256 is not the manifest's, or a line that is not a `PredictionRow`. What it returns is what the
-files say: whether it fits a snapshot is `clkt.packs.intake`'s question.
+`write_pack` writes the three files, and `locality.jsonl` when there are locality answers (into a folder,
+atomically, or as one `.tar.gz` when `out` ends so); `read_pack` takes a folder or an archive (extracted safely
+into a temporary folder, `clkt.packs.archive`) and refuses, with one line (`UserError`), a pack of a newer format
+version, a missing, truncated, extra or linked file, a file whose sha256 is not the manifest's, or a line that is
+not a `PredictionRow` (in `locality.jsonl`: a `LocalityRow`, whose split must be `locality`). A pack without
+`locality.jsonl` (every pack written before it existed) reads with no locality answers. What it returns is what
+the files say: whether it fits a snapshot is `clkt.packs.intake`'s question.
 """
 
 from __future__ import annotations
@@ -15,9 +17,9 @@ import os
 import shutil
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -26,15 +28,19 @@ from clkt.packs.archive import SafeExtract, is_archive, write_archive
 from clkt.packs.format import (
     FORMAT_NAME,
     FORMAT_VERSION,
+    LOCALITY_FILE,
     MANIFEST_FILE,
     METRICS_FILE,
     PREDICTIONS_FILE,
     FileEntry,
+    LocalityRow,
     PackManifest,
     PredictionRow,
 )
 
 __all__ = ["Pack", "canonical", "pack_bytes", "read_pack", "sort_key", "write_pack"]
+
+_R = TypeVar("_R", bound=PredictionRow)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -46,6 +52,7 @@ class Pack:
     manifest: PackManifest
     predictions: list[PredictionRow]
     claimed_metrics: dict[str, Any]
+    locality: list[LocalityRow] = field(default_factory=list)  # the locality split's answers (none: no such file)
 
 
 def canonical(data: Any) -> str:
@@ -56,21 +63,34 @@ def sort_key(r: PredictionRow) -> tuple[str, str, str, str, int]:
     return (r.train_lang, r.scorer, r.variant, r.lang, r.qid)
 
 
-def pack_bytes(manifest: PackManifest, predictions: Sequence[PredictionRow], metrics: dict[str, Any]) -> dict[str, bytes]:
-    """The pack's files as bytes; `manifest.files` is replaced by the other files' hashes and sizes."""
+def _jsonl(rows: Sequence[PredictionRow]) -> bytes:
+    return "".join(canonical(r.model_dump(mode="json")) + "\n" for r in sorted(rows, key=sort_key)).encode()
+
+
+def pack_bytes(
+    manifest: PackManifest, predictions: Sequence[PredictionRow], metrics: dict[str, Any],
+    locality: Sequence[LocalityRow] = (),
+) -> dict[str, bytes]:
+    """The pack's files as bytes (`locality.jsonl` only with locality answers); `manifest.files` is replaced by the
+    other files' hashes and sizes."""
     body = {
-        PREDICTIONS_FILE: "".join(canonical(r.model_dump(mode="json")) + "\n" for r in sorted(predictions, key=sort_key)).encode(),
+        PREDICTIONS_FILE: _jsonl(predictions),
         METRICS_FILE: (json.dumps(metrics, ensure_ascii=False, sort_keys=True, indent=1) + "\n").encode(),
     }
+    if locality:
+        body[LOCALITY_FILE] = _jsonl(locality)
     files = {name: FileEntry(sha256=hashlib.sha256(data).hexdigest(), bytes=len(data)) for name, data in body.items()}
     final = manifest.model_copy(update={"files": files})
     body[MANIFEST_FILE] = (json.dumps(final.model_dump(mode="json"), ensure_ascii=False, sort_keys=True, indent=1) + "\n").encode()
     return body
 
 
-def write_pack(out: Path, manifest: PackManifest, predictions: Sequence[PredictionRow], metrics: dict[str, Any]) -> str:
+def write_pack(
+    out: Path, manifest: PackManifest, predictions: Sequence[PredictionRow], metrics: dict[str, Any],
+    locality: Sequence[LocalityRow] = (),
+) -> str:
     """Write the pack at `out` (a new folder, or a `.tar.gz` file); its sha256."""
-    body = pack_bytes(manifest, predictions, metrics)
+    body = pack_bytes(manifest, predictions, metrics, locality)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise UserError(f"{out} exists (choose another --out, or remove it)")
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -157,16 +177,18 @@ def _check_files(root: Path, manifest: PackManifest, shown: Path) -> None:
             raise UserError(f"pack {shown}: {name} does not match its sha256 in the manifest")
 
 
-def _predictions(root: Path, shown: Path) -> list[PredictionRow]:
-    rows: list[PredictionRow] = []
-    with (root / PREDICTIONS_FILE).open("r", encoding="utf-8", errors="strict") as fh:
+def _rows(root: Path, shown: Path, name: str, model: type[_R], what: str) -> list[_R]:
+    rows: list[_R] = []
+    with (root / name).open("r", encoding="utf-8", errors="strict") as fh:
         for n, line in enumerate(fh, start=1):
             if not line.strip():
                 continue
             try:
-                rows.append(PredictionRow.model_validate_json(line))
+                rows.append(model.model_validate_json(line))
             except ValidationError as e:
-                raise UserError(f"pack {shown}: {PREDICTIONS_FILE}:{n}: not a prediction ({e.errors()[0]['msg']})") from e
+                err = e.errors()[0]
+                where = ".".join(str(x) for x in err["loc"])
+                raise UserError(f"pack {shown}: {name}:{n}: not {what} ({f'{where}: ' if where else ''}{err['msg']})") from e
     return rows
 
 
@@ -174,7 +196,8 @@ def _read_folder(root: Path, *, shown: Path) -> Pack:
     manifest, raw = _manifest(root, shown)
     _check_files(root, manifest, shown)
     try:
-        predictions = _predictions(root, shown)
+        predictions = _rows(root, shown, PREDICTIONS_FILE, PredictionRow, "a prediction")
+        locality = _rows(root, shown, LOCALITY_FILE, LocalityRow, "a locality answer") if LOCALITY_FILE in manifest.files else []
         metrics = json.loads((root / METRICS_FILE).read_text(encoding="utf-8"))
     except UnicodeDecodeError as e:
         raise UserError(f"pack {shown}: a file is not UTF-8 text ({e.reason})") from e
@@ -183,4 +206,4 @@ def _read_folder(root: Path, *, shown: Path) -> Pack:
     if not isinstance(metrics, dict):
         raise UserError(f"pack {shown}: {METRICS_FILE} is not a JSON object")
     return Pack(source=shown, sha256=hashlib.sha256(raw).hexdigest(), manifest=manifest, predictions=predictions,
-                claimed_metrics=metrics)
+                claimed_metrics=metrics, locality=locality)

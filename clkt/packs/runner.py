@@ -11,6 +11,10 @@ there; `engine_settings` applies `--engine` and `--ray-address`. The key hashes 
 (snapshot, model, strategy, settings; not where they run), so an interrupted run started again with the same
 arguments resumes (a finished job is read back, a local training resumes after its last finished epoch), and other
 arguments never reuse its files. The work folder is removed once the pack is written (`keep_work` keeps it).
+
+The locality split's answers (the questions about entities the target knew, when the snapshot has them for its
+name: `manifest.locality.known_by`) are read from each job's `predictions.jsonl` (split `locality`; the outcome
+carries them only as counts) into the pack's `locality.jsonl`, and metrics.json's kept % is computed from them.
 """
 
 from __future__ import annotations
@@ -32,17 +36,28 @@ from pydantic import ValidationError
 from clkt import __version__
 from clkt.config import GpuSettings, TargetSettings
 from clkt.errors import JobError, SnapshotError, UserError
+from clkt.evaluate.results import LOCALITY_SPLIT, ResultItem
 from clkt.inject.consumer import build_engine
 from clkt.inject.contract import JobFailure, JobOutcome, JobProgress, JobSpec, write_json_atomic
 from clkt.inject.engine import EndKind, EngineState, JobEnd, JobEngine, RunningJob
 from clkt.inject.job import check_spec
 from clkt.inject.ray_engine import DRIVER_LOG
 from clkt.inject.spec_builder import ENGINE_FIELDS
-from clkt.layout import FAILURE_FILE, LOG_FILE, OUTCOME_FILE, PROGRESS_FILE, SPEC_FILE, base_cache_dir, job_dir
+from clkt.layout import (
+    FAILURE_FILE,
+    LOG_FILE,
+    OUTCOME_FILE,
+    PREDICTIONS_FILE,
+    PROGRESS_FILE,
+    SPEC_FILE,
+    base_cache_dir,
+    job_dir,
+)
 from clkt.packs.archive import ARCHIVE_SUFFIXES
 from clkt.packs.format import (
     FORMAT_VERSION,
     EnvironmentInfo,
+    LocalityRow,
     ModelIdentity,
     PackManifest,
     PredictionRow,
@@ -92,6 +107,7 @@ class Evaluated:
     pack_sha256: str
     predictions: int
     resumed: list[str]  # train languages whose finished job was read back
+    locality: int = 0  # locality answers (locality.jsonl)
     engine: str = "local"  # the engine the jobs ran on (`gpu.engine`)
     ran_on: list[str] = field(default_factory=list)  # where the jobs run now ran ("local", "ray:<node>"), in order
 
@@ -304,6 +320,28 @@ def _predictions(snap: SnapshotData, outcomes: Sequence[tuple[str, JobOutcome]])
     return out
 
 
+def _locality(snap: SnapshotData, jobs: Sequence[tuple[str, Path]]) -> list[LocalityRow]:
+    """The locality split's answers of each (train language, job folder): its `predictions.jsonl`'s split
+    `locality` rows, for questions the snapshot's locality split holds (none without one)."""
+    rows = {(r.qid, r.lang): r for lang in snap.languages for r in snap.locality_questions_for(lang)}
+    out: list[LocalityRow] = []
+    for train, folder in jobs:
+        path = folder / PREDICTIONS_FILE  # the job's every answer (`clkt.inject.job`)
+        if not rows or not path.is_file():
+            continue
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if not line.strip() or f'"{LOCALITY_SPLIT}"' not in line:
+                continue
+            r = ResultItem.model_validate_json(line)
+            q = rows.get((r.qid, r.lang))
+            if r.split != LOCALITY_SPLIT or q is None:
+                continue
+            out.append(LocalityRow(train_lang=train, scorer=r.scorer, variant=r.variant.value, lang=r.lang, qid=r.qid,
+                                   entity_id=q.entity_id, domain=q.domain, predicted=r.predicted, correct=r.correct,
+                                   raw=r.raw, split="locality"))
+    return out
+
+
 def _manifest(req: EvaluateRequest, snap: SnapshotData, rows: list[PredictionRow], device: str) -> PackManifest:
     m = snap.manifest
     return PackManifest(
@@ -367,9 +405,11 @@ async def _evaluate(req: EvaluateRequest, snap: SnapshotData, root: Path, specs:
         else:
             ran_on.append(where)
     rows = _predictions(snap, outcomes)
+    locality = _locality(snap, [(spec.train_lang, spec.artifacts_dir) for spec in specs])
     manifest = _manifest(req, snap, rows, outcomes[-1][1].device)
-    metrics = compute_metrics(rows, snap.languages, format_version=FORMAT_VERSION)
-    sha = write_pack(req.out, manifest, rows, metrics.model_dump(mode="json"))
+    metrics = compute_metrics(rows, snap.languages, format_version=FORMAT_VERSION, locality=locality,
+                              snapshot_id=snap.manifest.snapshot_id)
+    sha = write_pack(req.out, manifest, rows, metrics.model_dump(mode="json"), locality)
     if not req.keep_work:
         shutil.rmtree(root, ignore_errors=True)
         work = root.parent
@@ -377,4 +417,4 @@ async def _evaluate(req: EvaluateRequest, snap: SnapshotData, root: Path, specs:
         if work.is_dir() and not any(work.iterdir()):
             work.rmdir()
     return Evaluated(out=req.out, pack_sha256=sha, predictions=len(rows), resumed=resumed, engine=engine.name,
-                     ran_on=ran_on)
+                     ran_on=ran_on, locality=len(locality))

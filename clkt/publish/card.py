@@ -4,7 +4,9 @@
 
 Every card states what is held back and until when, what was retracted and why, the licence and provenance of
 every source, the snapshot's hashes and how to cite it. A card never holds a question's text: the errata name a
-retracted question by its qid only (it may be a held test question).
+retracted question by its qid only (it may be a held test question). Where the snapshot's report has locality
+figures, the snapshot's card shows kept % per target, strategy, scorer, train and test language (the report's own
+figures, `clkt.report.locality`: one number wherever it is shown), "too few" under `MIN_KEPT_N`.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from clkt.publish.state import LEAKY_LAYOUT, Hold, PublishState
+from clkt.report.locality import KEPT_HEADER, MIN_KEPT_N, KeptLang, kept_row
 from clkt.snapshots.card import SOURCE_LICENCES
 from clkt.snapshots.layout import SnapshotManifest
 from storage.retractions import RetractionRecord
@@ -83,6 +86,7 @@ class SnapshotCard:
     jobs: int
     adapters: int
     manifest_sha256: str
+    kept: Sequence[KeptLang] = ()  # kept % per job x scorer x test language (the report's locality figures)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -194,6 +198,20 @@ def _hold_lines(state: PublishState, hold: Hold) -> list[str]:
     return []
 
 
+def _kept_lines(kept: Sequence[KeptLang]) -> list[str]:
+    """The locality section: kept % per target, strategy, scorer, train and test language (none without figures)."""
+    if not kept:
+        return []
+    return ["## Locality: what each injection kept", "",
+            "Kept % = of the locality questions (about entities the target model already knew before injection, by the",
+            "probe's verdicts; never trained on, never scored as transfer, not published) that the base model answered",
+            "right, the share the injected model still answers right: questions about entities the target already knew",
+            f"that stay right after injection. 95% CIs from a bootstrap over entities; under {MIN_KEPT_N} questions right",
+            "before: *too few*. The same figures as `report/locality.csv`.", "",
+            "| " + " | ".join(KEPT_HEADER) + " |", "|" + "---|" * 5 + "---:|" * (len(KEPT_HEADER) - 5),
+            *["| " + " | ".join(_cell(c) for c in kept_row(k)) + " |" for k in kept], ""]
+
+
 def render_snapshot_card(card: SnapshotCard, configs: Sequence[Config]) -> str:
     """The dataset card of one published snapshot (its `hf/README.md`)."""
     m, st = card.manifest, card.state
@@ -224,6 +242,7 @@ def render_snapshot_card(card: SnapshotCard, configs: Sequence[Config]) -> str:
     if m.redated:
         lines += ["**Offline demonstration data**: recorded items were re-dated; do not use this as a benchmark result.", ""]
     lines += _hold_lines(st, card.hold)
+    lines += _kept_lines(card.kept)
     lines += ["## Errata", "", *leak_erratum(card.history)]
     if card.retractions:
         lines += [f"{len(card.retractions)} question(s) retracted and left out of this revision (all languages, the",

@@ -199,6 +199,7 @@ def write_snapshot_folder(root: Path, mat: SnapshotMaterial) -> list[str]:
         hold=plan.hold, retractions=named, held_retractions=n_hidden, revision=mat.revision, history=mat.history,
         published=published, has_report=mat.report is not None, predictions=n_predictions, jobs=len(mat.jobs),
         adapters=0 if state.held else len(mat.adapters), manifest_sha256=sha256_file(frozen / MANIFEST_FILE),
+        kept=mat.report.locality if mat.report is not None else (),
     )
     hf_configs = [  # the card sits in hf/: its paths are relative to it
         Config(name=c.name, files=tuple((s, p.removeprefix("hf/")) for s, p in c.files))

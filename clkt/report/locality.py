@@ -5,8 +5,10 @@ verdicts); every job of that target answers them with the base and the injected 
 never scores them as transfer. The job keeps their paired counts in its summary (`JobSummary.locality`,
 `clkt.evaluate.locality`). Kept % = among the questions the base model answered right, the share the injected
 model still answers right: kept / (kept + lost). Its 95% interval comes from a bootstrap over entities (the
-questions of an entity are drawn together, `clkt.report.clustered.entity_draws`, seeded by the snapshot, the
-job and the language). Under `MIN_KEPT_N` questions right before, the cell reads "too few", never a bare 0 % or
+questions of an entity are drawn together, `clkt.report.clustered.entity_draws`, seeded by `seed` and the
+snapshot's locality draws' name, `draws_name`: the same draws for a job's cell in the report, a result pack's cell
+for the same answers (`clkt.packs.metrics`) and a leaderboard row of one such cell, so one figure is one number
+wherever it is shown). Under `MIN_KEPT_N` questions right before, the cell reads "too few", never a bare 0 % or
 100 %.
 """
 
@@ -25,8 +27,8 @@ from clkt.report.metric_table import ratio
 from clkt.report.pooled import one_blas_thread, percentile_ci
 
 __all__ = [
-    "KEPT_HEADER", "LOCALITY_INTRO", "MIN_KEPT_N", "KeptLang", "LocalityJob", "kept_langs", "kept_row", "kept_text",
-    "locality_lines", "pooled_kept",
+    "KEPT_HEADER", "LOCALITY_INTRO", "MIN_KEPT_N", "KeptFigure", "KeptLang", "LocalityJob", "draws_name", "kept_figure",
+    "kept_langs", "kept_row", "kept_text", "locality_lines", "pooled_kept",
 ]
 
 MIN_KEPT_N = 10  # questions right before injection under which kept % reads "too few"
@@ -58,17 +60,16 @@ class LocalityJob(Protocol):
     def locality(self) -> Mapping[str, Mapping[str, LocalityCounts]] | None: ...
 
 
-class KeptLang(BaseModel):
-    """Kept % of one job x scorer in one test language."""
+def draws_name(snapshot_id: str) -> str:
+    """What seeds the bootstrap draws of a snapshot's locality entities (with the seed)."""
+    return f"{snapshot_id}/locality"
+
+
+class KeptFigure(BaseModel):
+    """Kept % of one cell (a job x scorer x test language): its paired counts, the rate, its interval."""
 
     model_config = ConfigDict(frozen=True)
 
-    job_id: int
-    model: str
-    strategy: str
-    scorer: str
-    train_lang: str
-    lang: str
     n: int  # locality questions answered by both models
     kept: int  # right before, right after
     lost: int  # right before, wrong after
@@ -81,6 +82,17 @@ class KeptLang(BaseModel):
     @property
     def base_right(self) -> int:
         return self.kept + self.lost
+
+
+class KeptLang(KeptFigure):
+    """Kept % of one job x scorer in one test language."""
+
+    job_id: int
+    model: str
+    strategy: str
+    scorer: str
+    train_lang: str
+    lang: str
 
 
 def kept_interval(c: LocalityCounts, *, name: str, seed: int, samples: int) -> tuple[float, float] | None:
@@ -98,6 +110,15 @@ def kept_interval(c: LocalityCounts, *, name: str, seed: int, samples: int) -> t
     return percentile_ci(ratio(s[:, 1], s[:, 0]))
 
 
+def kept_figure(c: LocalityCounts, *, snapshot_id: str, seed: int, samples: int, min_n: int = MIN_KEPT_N) -> KeptFigure:
+    """Kept % of one cell's paired counts, with its 95% interval over entities (the snapshot's locality draws)."""
+    return KeptFigure(
+        n=c.n, kept=c.kept, lost=c.lost, gained=c.gained, entities=sum(e.base_right > 0 for e in c.entities),
+        rate=c.kept / c.base_right if c.base_right else None,
+        ci=kept_interval(c, name=draws_name(snapshot_id), seed=seed, samples=samples), too_few=c.base_right < min_n,
+    )
+
+
 def kept_langs(
     jobs: Sequence[LocalityJob], *, snapshot_id: str, seed: int, samples: int, min_n: int = MIN_KEPT_N,
 ) -> list[KeptLang]:
@@ -108,18 +129,13 @@ def kept_langs(
             continue
         for scorer, langs in sorted(j.locality.items()):
             for lang, c in sorted(langs.items()):
-                name = f"{snapshot_id}/locality/{j.job_id}/{scorer}/{lang}"
-                out.append(KeptLang(
-                    job_id=j.job_id, model=j.model, strategy=j.strategy, scorer=scorer, train_lang=j.train_lang,
-                    lang=lang, n=c.n, kept=c.kept, lost=c.lost, gained=c.gained,
-                    entities=sum(e.base_right > 0 for e in c.entities),
-                    rate=c.kept / c.base_right if c.base_right else None,
-                    ci=kept_interval(c, name=name, seed=seed, samples=samples), too_few=c.base_right < min_n,
-                ))
+                fig = kept_figure(c, snapshot_id=snapshot_id, seed=seed, samples=samples, min_n=min_n)
+                out.append(KeptLang(job_id=j.job_id, model=j.model, strategy=j.strategy, scorer=scorer,
+                                    train_lang=j.train_lang, lang=lang, **fig.model_dump()))
     return out
 
 
-def kept_text(k: KeptLang) -> str:
+def kept_text(k: KeptFigure) -> str:
     """`97.5 [92, 100]`, or `too few (n = 4)` under the minimum."""
     if k.too_few or k.rate is None:
         return f"too few (n = {k.base_right})"
@@ -175,7 +191,7 @@ def pooled_kept(
         ents = sorted(e for e, t in per.items() if t[0] > 0)
         if not ents or samples <= 0:
             continue
-        draws = entity_draws(ents, snapshot_id=f"{snapshot_id}/locality", seed=seed, samples=samples)
+        draws = entity_draws(ents, snapshot_id=draws_name(snapshot_id), seed=seed, samples=samples)
         tallies = np.asarray([per[e] for e in ents], dtype=np.float32)
         with one_blas_thread():
             got = (draws.weights @ tallies).astype(np.float64)

@@ -116,3 +116,42 @@ def test_a_snapshot_whose_files_do_not_match_is_refused(tmp_path: Path) -> None:
     assert res.returncode == 2
     assert "docs/en.jsonl does not match its sha256" in res.stderr
     shutil.rmtree(snap)
+
+
+@pytest.mark.slow
+async def test_evaluate_packs_the_locality_answers_with_the_jobs_kept_percent(tmp_path: Path) -> None:
+    """A snapshot whose locality split lists the target: the pack carries its locality answers, metrics.json's kept %
+    is the job's own (the report's figure from the job's summary: one number, one interval), `clkt submit` agrees."""
+    from clkt.inject.contract import JobOutcome
+    from clkt.layout import OUTCOME_FILE
+    from clkt.packs.format import LOCALITY_FILE
+    from clkt.report.basics import BOOTSTRAP_SAMPLES
+    from clkt.report.data import JobInfo
+    from clkt.report.locality import kept_langs
+
+    store_cfg = await make_store(tmp_path, known_by={"tiny-model": [7, 8]})
+    model = _tiny_target(tmp_path / "tiny-model")
+    out = tmp_path / "out" / "pack"
+    res = clkt("evaluate", str(tmp_path / "snap"), "--target", str(model), "--out", str(out), "--cutoff", "2024-08-01",
+               "--train-languages", "en", "--set", "epochs=1", "--config", str(_config(tmp_path)), "--keep-work",
+               timeout_s=600)
+    assert res.returncode == 0, res.stderr
+    # 2 scorers x 2 variants x 2 languages x 3 locality questions
+    assert f"{2 * 2 * 2 * len(TEST_QIDS)} predictions and 24 locality answers" in res.stdout
+    pack = read_pack(out)
+    assert LOCALITY_FILE in pack.manifest.files and len(pack.locality) == 24
+    (outcome_path,) = (tmp_path / "out" / "pack.work").glob(f"*/jobs/1/{OUTCOME_FILE}")
+    summary = JobOutcome.model_validate_json(outcome_path.read_bytes()).summary
+    job = JobInfo(job_id=1, model="tiny-model", strategy="cpt-lora", train_lang="en", status="done", locality=summary.locality)
+    report = {(k.scorer, k.lang): k for k in kept_langs([job], snapshot_id=SNAPSHOT_ID, seed=0, samples=BOOTSTRAP_SAMPLES)}
+    cells = {(s, c["lang"]): c for s, m in pack.claimed_metrics["scorers"].items() for c in m["locality"]}
+    assert set(cells) == set(report) == {(s, x) for s in ("option-loglik", "option-loglik-norm") for x in ("en", "fr")}
+    for key, k in report.items():
+        c = cells[key]
+        assert (c["n"], c["right_before"], c["kept"], c["rate"], c["too_few"]) == (k.n, k.base_right, k.kept, k.rate, k.too_few)
+        assert c["ci"] == (list(k.ci) if k.ci is not None else None)
+    sub = clkt("submit", str(out), "--config", str(store_cfg))
+    assert sub.returncode == 0, sub.stderr
+    assert sub.stderr == ""  # the claims, kept % included, agree with the letters against the store's key
+    (row,) = submitted(tmp_path)
+    assert row[2] == 1 and json.loads(row[3])["scorers"]["option-loglik"]["locality"] == pack.claimed_metrics["scorers"]["option-loglik"]["locality"]

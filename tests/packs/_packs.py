@@ -13,6 +13,7 @@ from sqlmodel import col, update
 from clkt.packs.format import (
     FORMAT_VERSION,
     EnvironmentInfo,
+    LocalityRow,
     ModelIdentity,
     PackManifest,
     PredictionRow,
@@ -21,15 +22,27 @@ from clkt.packs.format import (
 )
 from clkt.packs.metrics import compute_metrics
 from clkt.packs.pack import write_pack
-from clkt.snapshots.layout import MANIFEST_FILE, SnapshotManifest
+from clkt.snapshots.layout import MANIFEST_FILE, SnapshotManifest, sha256_file
 from clkt.web import HostGuard, security_middlewares
 from clkt.web.intake import INTAKE_PATH, IntakeConfig, add_intake
 from storage.engine import Store
-from tests.inject._fixtures import QUESTIONS, SNAPSHOT_ID, public_entity_id, public_qid, seed_store, write_tiny_snapshot
+from tests.inject._fixtures import (
+    LOCALITY,
+    QUESTIONS,
+    SNAPSHOT_ID,
+    add_locality_split,
+    public_entity_id,
+    public_qid,
+    seed_store,
+    write_tiny_snapshot,
+)
 
 LANGS = ["en", "fr"]
 TEST_QIDS = {public_qid(q, e): (e, "ABCD"[ans]) for q, e, split, _, _, ans in QUESTIONS["en"] if split == "test"}
 VAL_QID = next(public_qid(q, e) for q, e, split, *_ in QUESTIONS["en"] if split == "val")
+# the tiny snapshot's locality split (`add_locality_split`): qid -> (entity number, answer letter)
+LOCALITY_QIDS = {public_qid(slot, e): (e, "ABCD"[ans]) for slot, e, _, _, ans in LOCALITY["en"]}
+LOST_QID = public_qid(81, 8)  # the one locality question the injected model of `locality_rows` gets wrong
 
 
 def rows(*, train_langs: tuple[str, ...] = ("en",), scorer: str = "option-loglik") -> list[PredictionRow]:
@@ -43,9 +56,28 @@ def rows(*, train_langs: tuple[str, ...] = ("en",), scorer: str = "option-loglik
                 for qid, (entity, answer) in sorted(TEST_QIDS.items()):
                     right = variant == "injected" or qid == first
                     letter = answer if right else ("A" if answer != "A" else "B")
-                    out.append(PredictionRow(train_lang=t, scorer=scorer, variant=variant, lang=lang, qid=qid,  # type: ignore[arg-type]
+                    out.append(PredictionRow(train_lang=t, scorer=scorer, variant=variant, lang=lang, qid=qid,
                                              entity_id=public_entity_id(entity), domain="movies", predicted=letter,
                                              correct=right))
+    return out
+
+
+def locality_rows(*, train_langs: tuple[str, ...] = ("en",), scorer: str = "option-loglik",
+                  entities: tuple[int, ...] = (7, 8)) -> list[LocalityRow]:
+    """Every locality question of `entities` in every language, base and injected: the base model right on all,
+    the injected one right on all but `LOST_QID` (kept 2 of 3 per language with both entities)."""
+    out = []
+    for t in train_langs:
+        for variant in ("base", "injected"):
+            for lang in LANGS:
+                for qid, (entity, answer) in sorted(LOCALITY_QIDS.items()):
+                    if entity not in entities:
+                        continue
+                    right = variant == "base" or qid != LOST_QID
+                    letter = answer if right else ("A" if answer != "A" else "B")
+                    out.append(LocalityRow(train_lang=t, scorer=scorer, variant=variant, lang=lang, qid=qid,
+                                           entity_id=public_entity_id(entity), domain="movies", predicted=letter,
+                                           correct=right, split="locality"))
     return out
 
 
@@ -67,20 +99,27 @@ def manifest(**changes: Any) -> PackManifest:
 
 
 def make_pack(out: Path, *, preds: list[PredictionRow] | None = None, metrics: dict[str, Any] | None = None,
-              **changes: Any) -> str:
-    """Write a pack at `out` (a folder, or an archive by its name); its sha256."""
+              locality: list[LocalityRow] | None = None, **changes: Any) -> str:
+    """Write a pack at `out` (a folder, or an archive by its name), with `locality` answers when given; its sha256."""
     preds = rows() if preds is None else preds
     if metrics is None:
-        metrics = compute_metrics(preds, LANGS, format_version=FORMAT_VERSION).model_dump(mode="json")
-    return write_pack(out, manifest(**changes), preds, metrics)
+        metrics = compute_metrics(preds, LANGS, format_version=FORMAT_VERSION, locality=locality or (),
+                                  snapshot_id=SNAPSHOT_ID).model_dump(mode="json")
+    return write_pack(out, manifest(**changes), preds, metrics, locality or ())
 
 
-async def make_store(tmp_path: Path) -> Path:
+async def make_store(tmp_path: Path, *, known_by: dict[str, list[int]] | None = None) -> Path:
     """A real SQLite store holding the tiny snapshot, frozen, with its manifest and content hash; the config file
-    that names it."""
+    that names it. `known_by` (target -> entity numbers, 7 and 8): with the locality split, its files' sha256 in the
+    manifest as a build records them."""
     from storage.models import Snapshot
 
     snap = write_tiny_snapshot(tmp_path / "snap")
+    if known_by is not None:
+        add_locality_split(snap, known_by=known_by)
+        m = SnapshotManifest.model_validate_json((snap / MANIFEST_FILE).read_bytes())
+        files = {p.relative_to(snap).as_posix(): sha256_file(p) for p in sorted((snap / "locality").rglob("*.jsonl"))}
+        (snap / MANIFEST_FILE).write_text(m.model_copy(update={"files": files}).model_dump_json(indent=1), encoding="utf-8")
     m = SnapshotManifest.model_validate_json((snap / MANIFEST_FILE).read_bytes())
     async with Store(url=f"sqlite+aiosqlite:///{tmp_path / 'clkt.db'}") as store:
         await seed_store(store, snap)
