@@ -175,7 +175,7 @@ def test_the_edit_is_written_at_every_name_of_the_entity_with_keys_averaged_over
     assert record["names"] == 2 and record["prefixes"] == 3
     change = proj.weight.detach() - w0  # layer 0's keys do not depend on its own down-projection
 
-    def written(name: str, leads: tuple[str, ...]) -> torch.Tensor:
+    def written(name: str, leads: tuple[str, ...]) -> Any:
         return change @ name_keys(model, proj, tok, [p + name for p in leads], device="cpu").mean(0)
 
     film, rome = written("the film", prefixes), written("Rome city", prefixes)
@@ -199,6 +199,28 @@ def test_the_value_optimisation_stops_once_every_subject_says_its_object() -> No
     v5 = optimize_values(model, projs, blocks, batch, ZSettings(steps=5, stop_nll=0.0, stop_greedy=False), normed=False)
     assert v5.nll_after < v0.nll_before and v5.steps == 5  # never low enough: 5 steps, both layers
     assert all(float(d.abs().max()) > 0.0 for d in v5.deltas)
+    greedy = optimize_values(model, projs, blocks, batch, ZSettings(steps=40, stop_nll=0.0), normed=False)
+    assert 0 < greedy.steps < 40  # stopped once " yes" is what the model says, long before an NLL of 0
+    said = batch.input_ids.clone()
+    hooks = [p.register_forward_hook(lambda _m, _a, out, d=d: _added(out, batch, d)) for p, d in zip(projs, greedy.deltas, strict=True)]
+    try:
+        import torch
+
+        with torch.no_grad():
+            logits = model(input_ids=said, attention_mask=batch.attention_mask).logits
+    finally:
+        for h in hooks:
+            h.remove()
+    where = batch.labels[0] != -100
+    assert bool((logits[0, :-1][where[1:]].argmax(-1) == batch.labels[0][where]).all())
+
+
+def _added(out: Any, batch: Any, delta: Any) -> Any:
+    """`out` with `delta` added at each row's subject token (what `optimize_values` adds)."""
+    out = out.clone()
+    rows = list(range(out.shape[0]))
+    out[rows, batch.subject_pos] = out[rows, batch.subject_pos] + delta[batch.group]
+    return out
 
 
 def _gemma_like_270m(model: Any) -> Any:
