@@ -6,15 +6,18 @@ paper's equations. No epochs and no training loop: the facts are written into a 
    the entity's typed facts (the snapshot's `facts.jsonl`), so the target is the question's correct option as the
    generator renders it. A snapshot frozen before `facts.jsonl` (or an entity whose facts give nothing) falls
    back to its document's sentences; `edits.json` counts both. An entity with nothing to edit is skipped and
-   counted.
+   counted. An entity goes by the names a text would use (`entity_names`: its name without the date a source
+   appends, and its kind's aliases: a quake's place, a match's teams, ...); its requests take them in turn.
 2. The edited layers `L` (`edit_layers`: a band in the lower third of the model, MEMIT's critical layers) and
    the keys' second moment at each (`clkt.inject.editing.covariance`, cached per model x layer).
-3. For each subject, the change δ of every edited layer's down-projection outputs at its last token that makes
-   the model say its objects, optimized together (`clkt.inject.editing.values`; MEMIT's target value z with its
+3. For each entity, the change δ of every edited layer's down-projection outputs at its name's last token that
+   makes the model say its objects (each prompt read after one of a fixed set of short prefixes in the train
+   language, `clkt.inject.editing.values.context_prefixes`), optimized together (`clkt.inject.editing.values`; MEMIT's target value z with its
    spread over the layers, but on the projection's own outputs, which its weights can write even where a norm
    follows the MLP: Gemma 2/3's post-feedforward norm, whose gains run from 0 to 600 in Gemma 3 270M).
-4. For each layer of `L` in order: the subjects' keys there (the layers below already edited) and the layer's
-   down-projection updated by Δ = R Kᵀ (λ E[k kᵀ] + K Kᵀ)⁻¹ with R the δs (`clkt.inject.editing.memit_update`).
+4. For each layer of `L` in order: the keys of every name of every entity there, each averaged over the
+   prefixes (the layers below already edited), and the layer's down-projection updated by
+   Δ = R Kᵀ (λ E[k kᵀ] + K Kᵀ)⁻¹ with R the entities' δs (`clkt.inject.editing.memit_update`).
 
 The job answers with the edited model like with any other (the same scorers on the same questions in every
 language). What it did is `checkpoints/edits.json` (`EDITS_FILE`); the edited weights are not kept (a rerun
