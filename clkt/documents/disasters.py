@@ -7,7 +7,7 @@ from clkt.documents.formatting import Formatter
 from clkt.documents.registry import DOCUMENT_KINDS, DocumentKind
 from clkt.facts import SLOTS, DisasterFacts, Domain, QuakeFacts, RenderedDocument
 
-__all__ = ["DISASTER_TEXT", "QUAKE_TEXT", "mag_type_text", "quake_aliases", "render_disaster", "render_quake"]
+__all__ = ["DISASTER_TEXT", "QUAKE_TEXT", "mag_type_text", "render_disaster", "render_quake"]
 
 QUAKE_TEXT: dict[str, dict[str, str]] = {
     "en": {
@@ -192,14 +192,8 @@ def render_disaster(f: DisasterFacts, fmt: Formatter) -> RenderedDocument:
     return doc.build()
 
 
-def quake_aliases(f: QuakeFacts, fmt: Formatter) -> tuple[str, ...]:
-    """A quake by its epicentre's place (the distinctive part of its title), then by its title."""
-    return tuple(dict.fromkeys(n for n in (f.place.strip(), f.title.strip()) if n))
-
-
 DOCUMENT_KINDS.register(
-    DocumentKind(kind="quake", facts=QuakeFacts, domain=Domain.disasters.value, slots=SLOTS["quake"], render=render_quake,
-                 aliases=quake_aliases)
+    DocumentKind(kind="quake", facts=QuakeFacts, domain=Domain.disasters.value, slots=SLOTS["quake"], render=render_quake)
 )
 DOCUMENT_KINDS.register(
     DocumentKind(kind="disaster", facts=DisasterFacts, domain=Domain.disasters.value, slots=SLOTS["disaster"], render=render_disaster)

@@ -10,7 +10,7 @@ from clkt.documents.formatting import Formatter
 from clkt.documents.registry import DOCUMENT_KINDS, DocumentKind
 from clkt.facts import SLOTS, Domain, FilmFacts, RenderedDocument
 
-__all__ = ["MAIN_CAST", "TEXT", "film_aliases", "render_film"]
+__all__ = ["MAIN_CAST", "TEXT", "render_film"]
 
 MAIN_CAST = 5  # billed cast members named in the document (lead included)
 
@@ -125,12 +125,6 @@ def render_film(f: FilmFacts, fmt: Formatter) -> RenderedDocument:
     return doc.build()
 
 
-def film_aliases(f: FilmFacts, fmt: Formatter) -> tuple[str, ...]:
-    """A film by its title (without the year its document's title adds), then by its original title."""
-    return tuple(dict.fromkeys(n for n in (f.title.strip(), (f.original_title or "").strip()) if n))
-
-
 DOCUMENT_KINDS.register(
-    DocumentKind(kind="film", facts=FilmFacts, domain=Domain.movies.value, slots=SLOTS["film"], render=render_film,
-                 aliases=film_aliases)
+    DocumentKind(kind="film", facts=FilmFacts, domain=Domain.movies.value, slots=SLOTS["film"], render=render_film)
 )

@@ -7,7 +7,7 @@ from clkt.documents.formatting import Formatter
 from clkt.documents.registry import DOCUMENT_KINDS, DocumentKind
 from clkt.facts import SLOTS, Domain, ReleaseFacts, RenderedDocument
 
-__all__ = ["TEXT", "ordered_tracks", "release_aliases", "release_type_key", "render_release"]
+__all__ = ["TEXT", "ordered_tracks", "release_type_key", "render_release"]
 
 TEXT: dict[str, dict[str, str]] = {
     "en": {
@@ -119,12 +119,6 @@ def render_release(f: ReleaseFacts, fmt: Formatter) -> RenderedDocument:
     return doc.build()
 
 
-def release_aliases(f: ReleaseFacts, fmt: Formatter) -> tuple[str, ...]:
-    """A release by its document's title line (artist, then title); its bare title alone may be a common word."""
-    return (TEXT[fmt.lang]["title"].format(artist=f.artist_credit, title=f.title),)
-
-
 DOCUMENT_KINDS.register(
-    DocumentKind(kind="release", facts=ReleaseFacts, domain=Domain.music.value, slots=SLOTS["release"], render=render_release,
-                 aliases=release_aliases)
+    DocumentKind(kind="release", facts=ReleaseFacts, domain=Domain.music.value, slots=SLOTS["release"], render=render_release)
 )

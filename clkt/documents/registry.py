@@ -85,20 +85,13 @@ class KindRegistry(Generic[E]):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DocumentKind(Generic[F]):
     """The kernel's part of a kind of facts: what the facts are, the domain they belong to, the fact slots a
-    document states (and questions ask about), in order, and the renderer of the document in one language.
-
-    Two optional parts serve knowledge editing (`clkt.inject.editing.requests`), from the facts alone:
-    `aliases`, the names a text in that language would call the entity by (most distinctive first: an edit is
-    written at each name's last token), and `restate`, a sentence per slot whose document sentence names the
-    value first ("{winner} won the match."), restated with the value last (an edit's object ends its prompt)."""
+    document states (and questions ask about), in order, and the renderer of the document in one language."""
 
     kind: str
     facts: type[F]
     domain: str  # a `clkt.facts.Domain` value for the product's kinds
     slots: tuple[str, ...]
     render: Callable[[F, Formatter], RenderedDocument]
-    aliases: Callable[[F, Formatter], tuple[str, ...]] | None = None
-    restate: Callable[[F, Formatter], dict[str, str]] | None = None
 
 
 DOCUMENT_KINDS: KindRegistry[DocumentKind[Any]] = KindRegistry("document renderer")

@@ -7,7 +7,7 @@ from clkt.documents.formatting import Formatter
 from clkt.documents.registry import DOCUMENT_KINDS, DocumentKind
 from clkt.facts import SLOTS, Domain, MatchFacts, RenderedDocument
 
-__all__ = ["TEXT", "match_aliases", "render_match", "restate_match"]
+__all__ = ["TEXT", "render_match"]
 
 TEXT: dict[str, dict[str, str]] = {
     "en": {
@@ -24,9 +24,6 @@ TEXT: dict[str, dict[str, str]] = {
         "final_score": "The final score was {home} {score} {away}.",
         "winner": "{winner} won the match.",
         "draw": "The match ended in a draw.",
-        "winner_last": "The match was won by {winner}.",
-        "versus": "{home} vs {away}",
-        "pair": "{home} and {away}",
         "spectators": "The attendance was {n} spectators.",
         "periods": "Score by period: {items}.",
         "period": "{label}: {score}",
@@ -45,9 +42,6 @@ TEXT: dict[str, dict[str, str]] = {
         "final_score": "最終スコアは{home} {score} {away}であった。",
         "winner": "{winner}が勝利した。",
         "draw": "試合は引き分けに終わった。",
-        "winner_last": "この試合の勝者は{winner}。",
-        "versus": "{home} 対 {away}",
-        "pair": "{home}と{away}",
         "spectators": "観客数は{n}人であった。",
         "periods": "ピリオド別スコア：{items}。",
         "period": "{label}：{score}",
@@ -66,9 +60,6 @@ TEXT: dict[str, dict[str, str]] = {
         "final_score": "最终比分为{home} {score} {away}。",
         "winner": "{winner}赢得了比赛。",
         "draw": "比赛以平局结束。",
-        "winner_last": "这场比赛的获胜方是{winner}。",
-        "versus": "{home} 对 {away}",
-        "pair": "{home}对阵{away}",
         "spectators": "现场观众人数为{n}人。",
         "periods": "各节比分：{items}。",
         "period": "{label}：{score}",
@@ -87,9 +78,6 @@ TEXT: dict[str, dict[str, str]] = {
         "final_score": "Le score final était {home} {score} {away}.",
         "winner": "{winner} a remporté le match.",
         "draw": "Le match s'est terminé sur un match nul.",
-        "winner_last": "Le match a été remporté par {winner}.",
-        "versus": "{home} contre {away}",
-        "pair": "{home} et {away}",
         "spectators": "L'affluence était de {n} spectateurs.",
         "periods": "Score par période : {items}.",
         "period": "{label} : {score}",
@@ -108,9 +96,6 @@ TEXT: dict[str, dict[str, str]] = {
         "final_score": "El resultado final fue {home} {score} {away}.",
         "winner": "{winner} ganó el partido.",
         "draw": "El partido terminó en empate.",
-        "winner_last": "El partido lo ganó {winner}.",
-        "versus": "{home} contra {away}",
-        "pair": "{home} y {away}",
         "spectators": "La asistencia fue de {n} espectadores.",
         "periods": "Resultado por periodos: {items}.",
         "period": "{label}: {score}",
@@ -162,21 +147,6 @@ def render_match(f: MatchFacts, fmt: Formatter) -> RenderedDocument:
     return doc.build()
 
 
-def match_aliases(f: MatchFacts, fmt: Formatter) -> tuple[str, ...]:
-    """A match by its two teams, as the document's title and its first sentence pair them (the date left out)."""
-    t = TEXT[fmt.lang]
-    return tuple(dict.fromkeys(t[k].format(home=f.home_team, away=f.away_team) for k in ("versus", "pair")))
-
-
-def restate_match(f: MatchFacts, fmt: Formatter) -> dict[str, str]:
-    """The winner's sentence with the winner last (the document's names it first); nothing for a draw."""
-    if f.home_score == f.away_score:
-        return {}
-    winner = f.home_team if f.home_score > f.away_score else f.away_team
-    return {"winner": TEXT[fmt.lang]["winner_last"].format(winner=winner)}
-
-
 DOCUMENT_KINDS.register(
-    DocumentKind(kind="match", facts=MatchFacts, domain=Domain.sports.value, slots=SLOTS["match"], render=render_match,
-                 aliases=match_aliases, restate=restate_match)
+    DocumentKind(kind="match", facts=MatchFacts, domain=Domain.sports.value, slots=SLOTS["match"], render=render_match)
 )

@@ -24,12 +24,10 @@ from clkt.inject.editing.requests import (
     EditRequest,
     RequestSet,
     build_requests,
-    entity_names,
     parse_facts,
     requests_from_document,
     requests_from_facts,
 )
-from clkt.inject.editing.values import CONTEXT_PREFIXES
 from clkt.inject.job import InjectionJob
 from clkt.inject.strategies import injector_for
 from clkt.inject.strategies.memit import Memit, _batches, _requests, edit_layers
@@ -120,8 +118,7 @@ def test_the_edited_layers_are_memits_band_scaled_to_the_model() -> None:
 # -- an edit on a model ------------------------------------------------------------------------------------------
 
 
-def _prob(model: Any, tok: Any, r: Any) -> float:
-    """The probability of `r.target`'s first token after `r.prompt`."""
+def _prob(model: Any, tok: Any, r: EditRequest) -> float:
     import torch
 
     ids = tok(r.prompt, return_tensors="pt")["input_ids"]
@@ -140,48 +137,13 @@ def test_an_edit_raises_the_objects_probability_after_its_subject(tmp_path: Path
     layers = [0, 1]
     stats = key_stats(model, tok, layers, texts=TEXTS, root=tmp_path, name="tiny", source="test", device="cpu")
     monkeypatch.setattr(Memit, "LAMBDA", 1.0)
-    monkeypatch.setitem(CONTEXT_PREFIXES, "tt", ("",))  # the tiny vocabulary has none of English's prefix words
-    record = Memit().apply(model, tok, RequestSet(edits), layers, {k: s.second_moment for k, s in stats.items()}, device="cpu",
-                           lang="tt")
+    record = Memit().apply(model, tok, RequestSet(edits), layers, {k: s.second_moment for k, s in stats.items()}, device="cpu")
     after = [_prob(model, tok, r) for r in [*edits, untouched]]
     for b, a in zip(before[:2], after[:2], strict=True):
         assert a > max(0.3, 5 * b)
     assert record["target_nll_at_z"] < record["target_nll_before"]
     assert record["requests"] == 2 and record["subjects"] == 2 and set(record["delta_norms"]) == {"0", "1"}
     assert abs(after[2] - before[2]) < 0.2  # a prompt about another subject moves far less
-
-
-def test_the_edit_is_written_at_every_name_of_the_entity_with_keys_averaged_over_the_context_prefixes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """One request, about "the film"; the entity is also called "Rome city", which no request names. With λ -> 0 the
-    update writes the entity's δ exactly at the key of each of its names, each key averaged over the prefixes
-    (before, only at its requests' subjects, read without a prefix)."""
-    import torch
-
-    from clkt.inject.editing.arch import down_proj
-    from clkt.inject.editing.values import name_keys
-
-    prefixes = ("", "x y z . ", "who won ? ")
-    monkeypatch.setitem(CONTEXT_PREFIXES, "tt", prefixes)
-    monkeypatch.setattr(Memit, "LAMBDA", 1e-6)
-    model, tok = _sharp_model("llama"), tiny_tokenizer()
-    proj = down_proj(model, 0)
-    w0 = proj.weight.detach().clone()
-    stats = key_stats(model, tok, [0, 1], texts=TEXTS, root=tmp_path, name="tiny", source="test", device="cpu")
-    edit = [EditRequest(entity_id=1, subject="the film", prompt="the film", target=" yes")]
-    record = Memit().apply(model, tok, RequestSet(edit, names={1: ("the film", "Rome city")}), [0, 1],
-                           {k: s.second_moment for k, s in stats.items()}, device="cpu", lang="tt")
-    assert record["names"] == 2 and record["prefixes"] == 3
-    change = proj.weight.detach() - w0  # layer 0's keys do not depend on its own down-projection
-
-    def written(name: str, leads: tuple[str, ...]) -> Any:
-        return change @ name_keys(model, proj, tok, [p + name for p in leads], device="cpu").mean(0)
-
-    film, rome = written("the film", prefixes), written("Rome city", prefixes)
-    assert float(film.norm()) > 1e-3 and torch.allclose(film, rome, rtol=1e-3, atol=1e-5)  # one δ, both names
-    bare = written("the film", ("",))  # the key without a prefix is not the one written
-    assert float((bare - film).norm()) > 1e-3 * float(film.norm())
 
 
 def test_the_value_optimisation_stops_once_every_subject_says_its_object() -> None:
@@ -193,34 +155,11 @@ def test_the_value_optimisation_stops_once_every_subject_says_its_object() -> No
     reqs = [EditRequest(entity_id=1, subject="the film", prompt="the film", target=" yes")]
     batch = encode(tok, reqs, [0], device="cpu", max_len=16)
     projs, blocks = [down_proj(model, 0), down_proj(model, 1)], [layer_module(model, 0), layer_module(model, 1)]
-    v0 = optimize_values(model, projs, blocks, batch, ZSettings(steps=5, stop_nll=1e9), normed=False)
-    assert v0.nll_before == v0.nll_after and v0.steps == 0 and all(float(d.abs().max()) == 0.0 for d in v0.deltas)
-    assert [tuple(k.shape) for k in v0.keys] == [(1, 64), (1, 64)]
-    v5 = optimize_values(model, projs, blocks, batch, ZSettings(steps=5, stop_nll=0.0, stop_greedy=False), normed=False)
-    assert v5.nll_after < v0.nll_before and v5.steps == 5  # never low enough: 5 steps, both layers
-    assert all(float(d.abs().max()) > 0.0 for d in v5.deltas)
-    greedy = optimize_values(model, projs, blocks, batch, ZSettings(steps=40, stop_nll=0.0), normed=False)
-    assert 0 < greedy.steps < 40  # stopped once " yes" is what the model says, long before an NLL of 0
-    said = batch.input_ids.clone()
-    hooks = [p.register_forward_hook(lambda _m, _a, out, d=d: _added(out, batch, d)) for p, d in zip(projs, greedy.deltas, strict=True)]
-    try:
-        import torch
-
-        with torch.no_grad():
-            logits = model(input_ids=said, attention_mask=batch.attention_mask).logits
-    finally:
-        for h in hooks:
-            h.remove()
-    where = batch.labels[0] != -100
-    assert bool((logits[0, :-1][where[1:]].argmax(-1) == batch.labels[0][where]).all())
-
-
-def _added(out: Any, batch: Any, delta: Any) -> Any:
-    """`out` with `delta` added at each row's subject token (what `optimize_values` adds)."""
-    out = out.clone()
-    rows = list(range(out.shape[0]))
-    out[rows, batch.subject_pos] = out[rows, batch.subject_pos] + delta[batch.group]
-    return out
+    keys, d0, first, last = optimize_values(model, projs, blocks, batch, ZSettings(steps=5, stop_nll=1e9), normed=False)
+    assert first == last and all(float(d.abs().max()) == 0.0 for d in d0)  # said already: no step
+    assert [tuple(k.shape) for k in keys] == [(1, 64), (1, 64)]
+    _, d5, _, last5 = optimize_values(model, projs, blocks, batch, ZSettings(steps=5, stop_nll=0.0), normed=False)
+    assert last5 < first and all(float(d.abs().max()) > 0.0 for d in d5)  # never low enough: 5 steps, both layers
 
 
 def _gemma_like_270m(model: Any) -> Any:
@@ -249,7 +188,7 @@ def test_an_edit_through_gemmas_wide_post_norm_gains_makes_the_model_say_the_obj
     model, tok = _gemma_like_270m(_sharp_model("gemma3", seed=2)), tiny_tokenizer()
     edits = [EditRequest(entity_id=1, subject="the film", prompt="the film", target=" yes"),
              EditRequest(entity_id=2, subject="Rome", prompt="Rome", target=" maybe")]
-    batch = _batches(tok, edits, rows=8, device="cpu", max_len=16)[0][0]
+    batch = _batches(tok, edits, rows=8, device="cpu", max_len=16)[0]
     with torch.no_grad():
         before = _target_nll(model, batch)
     layers = [0, 1]
@@ -298,37 +237,6 @@ def test_requests_from_documents_and_the_entities_with_nothing_to_edit_are_count
     assert got.subjects == 2 and any(r.slot == "director" and r.entity_id == 5 for r in got.requests)
     with pytest.raises(ValueError, match="must start with the subject"):
         EditRequest(entity_id=1, subject="A", prompt="B is", target=" x")
-
-
-def test_an_entity_goes_by_the_names_a_text_would_use_not_by_its_dated_title() -> None:
-    from tests.documents.samples import LIVERPOOL_SWANSEA, NORTHRIDGE, PLUS
-
-    assert entity_names("M 6.7 - 1km NNW of Reseda, CA (1994-01-17)", NORTHRIDGE, "en") == (
-        "M 6.7 - 1km NNW of Reseda, CA", "1km NNW of Reseda, CA")
-    assert entity_names("Liverpool vs Swansea (2014-12-29)", LIVERPOOL_SWANSEA, "en") == (
-        "Liverpool vs Swansea", "Liverpool and Swansea")
-    assert entity_names("Liverpool vs Swansea (2014-12-29)", LIVERPOOL_SWANSEA, "fr") == (
-        "Liverpool vs Swansea", "Liverpool contre Swansea", "Liverpool et Swansea")
-    assert entity_names("+ by Ed Sheeran", PLUS, "en") == ("+ by Ed Sheeran", "Ed Sheeran – +")  # never "+" alone
-    assert entity_names("Velmora Tide (2025)", _film(), "en") == ("Velmora Tide",)
-    assert entity_names("Nobody (x)", None, "en") == ("Nobody",)
-
-
-def test_the_requests_of_an_entity_take_its_names_in_turn_and_the_winner_is_said_last() -> None:
-    from tests.documents.samples import LIVERPOOL_SWANSEA, NORTHRIDGE
-
-    doc = DocRow(entity_id=4, domain="sports", source="x", lang="en", name="Liverpool vs Swansea (2014-12-29)", text="x")
-    quake = DocRow(entity_id=5, domain="disasters", source="x", lang="en", name="M 6.7 - 1km NNW of Reseda, CA (1994-01-17)",
-                   text="x")
-    got = build_requests([doc, quake], {4: LIVERPOOL_SWANSEA, 5: NORTHRIDGE})
-    assert got.names == {4: ("Liverpool vs Swansea", "Liverpool and Swansea"),
-                         5: ("M 6.7 - 1km NNW of Reseda, CA", "1km NNW of Reseda, CA")}
-    for e in (4, 5):
-        used = [r.subject for r in got.requests if r.entity_id == e]
-        assert set(used) == set(got.names[e]) and used[:2] == list(got.names[e])  # in turn, both used
-    assert all("(" not in r.subject for r in got.requests)  # no key at the date's closing parenthesis
-    winner = [r for r in got.requests if r.slot == "winner"]  # "{winner} won the match." gave none before
-    assert len(winner) == 1 and winner[0].prompt.endswith("The match was won by") and winner[0].target == " Liverpool"
 
 
 def _with_facts(snapshot: Path, rows: list[str]) -> None:

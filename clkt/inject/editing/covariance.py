@@ -12,7 +12,6 @@ recomputed and replaced, never trusted.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
@@ -33,10 +32,6 @@ STATS_VERSION = "1"
 MAX_TOKENS = 100_000  # text tokens the statistics read at most
 SEQ_LEN = 256  # tokens per forward pass
 _TENSOR = "second_moment"
-
-
-class _Enough(Exception):
-    """Raised once the top layer's keys are read: the layers above it need not run."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,14 +105,10 @@ def _compute(model: Any, tok: Any, layers: Sequence[int], texts: Sequence[str], 
     inner = model.get_base_model() if hasattr(model, "get_base_model") else model
     decoder = inner.get_decoder()  # no logits: only the layers' inputs are read
 
-    top = max(layers)
-
     def hook_for(layer: int) -> Any:
         def pre(_m: Any, args: tuple[Any, ...]) -> None:
             k = args[0].reshape(-1, args[0].shape[-1]).to(acc_dtype)  # tokens x d_ff (one unpadded sequence)
             sums[layer] = sums[layer] + k.T @ k if layer in sums else k.T @ k
-            if layer == top:
-                raise _Enough  # the layers above the top edited one need not run
         return pre
 
     handles = [down_proj(model, layer).register_forward_pre_hook(hook_for(layer)) for layer in layers]
@@ -130,8 +121,7 @@ def _compute(model: Any, tok: Any, layers: Sequence[int], texts: Sequence[str], 
                     chunk = ids[start : start + SEQ_LEN][: MAX_TOKENS - seen]
                     if not chunk:
                         break
-                    with contextlib.suppress(_Enough):
-                        decoder(input_ids=torch.tensor([chunk], device=device))
+                    decoder(input_ids=torch.tensor([chunk], device=device))
                     seen += len(chunk)
                 if seen >= MAX_TOKENS:
                     break

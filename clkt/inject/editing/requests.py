@@ -3,20 +3,12 @@
 A request's prompt starts with its subject, so the subject's last token (where the edit is written) is the
 same position in every prompt about that subject; its target is the object the model must then say.
 
-An entity goes by several names (`entity_names`): its document's name without a trailing parenthesis (the
-date or year a source appends: "Liverpool vs Swansea (2026-11-15)" -> "Liverpool vs Swansea"), then the names
-its kind gives from the facts (`clkt.documents.registry.DocumentKind.aliases`: a quake's epicentre place, a
-match's two teams, a film's title, a release's title line). A text about the entity, a question included, names
-it by one of these, and the edit is only read where its key occurs: the requests of one entity take its names
-in turn, and `RequestSet.names` lists them all (the edit is written at each one's last token).
-
 Two sources, both in the train language only (the test questions are never read):
 
 - `requests_from_facts`: an entity's typed facts (`clkt.facts`). For each fact slot its document states, the
   renderer's sentence for that slot (`clkt.documents.render_document`) is cut before the slot's answer value
   (the value the questions test, rendered in the language): "Velmora Tide. It was directed by" -> " Osric
-  Palandri". A sentence that names the value first ("{winner} won the match.") is taken restated with the
-  value last (`DocumentKind.restate`). A slot whose value does not appear in its sentence gives no request.
+  Palandri". A slot whose value does not appear in its sentence gives no request.
 - `requests_from_document`: a document without facts (a snapshot frozen before `facts.jsonl` was written, or an
   entity whose facts give nothing to edit). Its sentences,
   each one fact in a rendered document, are cut before their last words (the object, in the languages that end
@@ -39,18 +31,13 @@ if TYPE_CHECKING:
     from clkt.facts import EntityFacts
     from clkt.snapshots.layout import DocRow
 
-__all__ = [
-    "EditRequest", "RequestSet", "build_requests", "entity_names", "parse_facts", "requests_from_document", "requests_from_facts",
-]
+__all__ = ["EditRequest", "RequestSet", "build_requests", "parse_facts", "requests_from_document", "requests_from_facts"]
 
 UNSPACED = ("ja", "zh")  # languages written without spaces between words
 OBJECT_WORDS = 2  # a document sentence's object: its last words (at most this many, two words left before them)
 OBJECT_CHARS = 6  # the same in a language without spaces: its last characters
 MIN_WORDS = 3  # a shorter sentence (a title, a label) states no fact to edit
-MIN_NAME_CHARS = 4  # a shorter name (a one-character title: "+") is no key of its own: it would edit every text
-MAX_NAMES = 3  # names per entity at most
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s*")
-_TRAILING_PAREN = re.compile(r"\s*[(（][^()（）]*[)）]\s*$")
 _TRAILING = ".!?。！？ \u3000"
 
 
@@ -74,34 +61,10 @@ class RequestSet:
     skipped_entities: list[int] = field(default_factory=list)  # entities that gave no request (nothing to edit)
     from_facts: int = 0  # entities whose requests come from their typed facts
     from_documents: int = 0  # entities whose requests come from their document's sentences (no usable facts)
-    # entity -> the names its edit is written at (the subjects of its requests and its other names); an entity
-    # missing here is written at its requests' subjects
-    names: dict[int, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def subjects(self) -> int:
         return len({(r.entity_id, r.subject) for r in self.requests})
-
-    def names_of(self, entity_id: int) -> tuple[str, ...]:
-        got = self.names.get(entity_id)
-        if got:
-            return got
-        return tuple(dict.fromkeys(r.subject for r in self.requests if r.entity_id == entity_id))
-
-
-def entity_names(name: str, facts: EntityFacts | None, lang: str) -> tuple[str, ...]:
-    """The names of an entity in `lang`: its document's `name` without a trailing parenthesis, then its kind's
-    aliases from `facts`; each once, none shorter than `MIN_NAME_CHARS`, at most `MAX_NAMES`."""
-    from clkt.documents import formatter
-    from clkt.documents.registry import document_kind
-
-    stripped = _TRAILING_PAREN.sub("", name).strip()
-    out = [stripped or name.strip()]
-    kind = document_kind(facts.kind) if facts is not None else None
-    if facts is not None and kind is not None and kind.aliases is not None:
-        out += [a.strip() for a in kind.aliases(facts, formatter(lang))]
-    keep = [n for n in dict.fromkeys(out) if len(n.replace(" ", "")) >= MIN_NAME_CHARS]
-    return tuple(keep[:MAX_NAMES]) or tuple(n for n in out[:1] if n)
 
 
 def _lead(subject: str, prefix: str, lang: str) -> str:
@@ -118,20 +81,16 @@ def _target(obj: str, lang: str) -> str:
 
 
 def requests_from_facts(
-    entity_id: int, subject: str | Sequence[str], facts: EntityFacts, lang: str, *, slots: Collection[str] | None = None,
+    entity_id: int, subject: str, facts: EntityFacts, lang: str, *, slots: Collection[str] | None = None,
 ) -> list[EditRequest]:
     """One request per slot of `facts` (of `slots` only, when given) whose value its `lang` document states. The
-    target is the slot's answer value rendered in `lang`, as the question generator renders its correct option.
-    `subject`: the entity's name, or its names (`entity_names`), which the requests take in turn."""
+    target is the slot's answer value rendered in `lang`, as the question generator renders its correct option."""
     from agents.template.plans import slot_spec
     from clkt.documents import formatter, render_document
-    from clkt.documents.registry import document_kind, slots_of
+    from clkt.documents.registry import slots_of
 
-    names = [subject] if isinstance(subject, str) else list(subject)
     doc = render_document(facts, lang)
     fmt = formatter(lang)
-    kind = document_kind(facts.kind)
-    restated = kind.restate(facts, fmt) if kind is not None and kind.restate is not None else {}
     out: list[EditRequest] = []
     for slot in slots_of(facts.kind):
         if slots is not None and slot not in slots:
@@ -142,13 +101,9 @@ def requests_from_facts(
             continue
         obj = value.render(fmt)
         at = sentence.find(obj)
-        if at == 0 and slot in restated:  # the value first: its sentence restated with the value last
-            sentence = restated[slot]
-            at = sentence.rfind(obj)
         if at <= 0 or not obj.strip():
             continue
-        name = names[len(out) % len(names)]
-        out.append(EditRequest(entity_id=entity_id, subject=name, prompt=_lead(name, sentence[:at], lang),
+        out.append(EditRequest(entity_id=entity_id, subject=subject, prompt=_lead(subject, sentence[:at], lang),
                                target=_target(obj, lang), slot=slot))
     return out
 
@@ -168,20 +123,18 @@ def _split_sentence(sentence: str, lang: str) -> tuple[str, str] | None:
     return " ".join(words[:-n]), " ".join(words[-n:])
 
 
-def requests_from_document(doc: DocRow, name: str | None = None) -> list[EditRequest]:
-    """One request per sentence of `doc` that states something (its title line aside), about `name` (default:
-    the document's name)."""
-    name = name or doc.name
+def requests_from_document(doc: DocRow) -> list[EditRequest]:
+    """One request per sentence of `doc` that states something (its title line aside)."""
     out: list[EditRequest] = []
     paragraphs = [p for p in doc.text.split("\n\n") if p.strip()]
-    if len(paragraphs) > 1 and name in paragraphs[0] and len(paragraphs[0]) < 2 * len(name) + 16:
+    if len(paragraphs) > 1 and doc.name in paragraphs[0] and len(paragraphs[0]) < 2 * len(doc.name) + 16:
         paragraphs = paragraphs[1:]  # the title line ("Velmora Tide (2025)")
     for para in paragraphs:
         for sentence in _SENTENCE_END.split(para.strip()):
             cut = _split_sentence(sentence.strip(), doc.lang)
             if cut is None or not cut[0].strip():
                 continue
-            out.append(EditRequest(entity_id=doc.entity_id, subject=name, prompt=_lead(name, cut[0], doc.lang),
+            out.append(EditRequest(entity_id=doc.entity_id, subject=doc.name, prompt=_lead(doc.name, cut[0], doc.lang),
                                    target=_target(cut[1], doc.lang)))
     return out
 
@@ -195,24 +148,20 @@ def build_requests(
     in `skipped_entities`."""
     requests: list[EditRequest] = []
     skipped: list[int] = []
-    names: dict[int, tuple[str, ...]] = {}
     n_facts = n_docs = 0
     for doc in docs:
         f = (facts or {}).get(doc.entity_id)
         tested = (slots or {}).get(doc.entity_id)
-        known = entity_names(doc.name, f, doc.lang) if doc.name.strip() else ()
-        got = requests_from_facts(doc.entity_id, known, f, doc.lang, slots=tested) if f is not None and known else []
+        got = requests_from_facts(doc.entity_id, doc.name, f, doc.lang, slots=tested) if f is not None else []
         from_facts = bool(got)
-        if not got and known:
-            got = requests_from_document(doc, known[0])
-            known = known[:1]
         if not got:
+            got = requests_from_document(doc)
+        if not doc.name.strip() or not got:
             skipped.append(doc.entity_id)
             continue
         n_facts, n_docs = n_facts + from_facts, n_docs + (not from_facts)
         requests.extend(got)
-        names[doc.entity_id] = known
-    return RequestSet(requests=requests, skipped_entities=skipped, from_facts=n_facts, from_documents=n_docs, names=names)
+    return RequestSet(requests=requests, skipped_entities=skipped, from_facts=n_facts, from_documents=n_docs)
 
 
 def parse_facts(rows: Mapping[int, Mapping[str, object]]) -> tuple[dict[int, EntityFacts], list[int]]:

@@ -6,13 +6,8 @@ output at that position and optimized by gradient descent on the objects' negati
 subject's requests together, since they share that position), with a weight decay relative to the hidden
 state's norm and δ's norm clamped to a fraction of it; z = h + δ. The model's weights do not change here.
 
-`Batch` holds the requests of a few entities encoded together (right-padded): the prompt and its target, the
-target's labels, the subject's last token and the entity (group) of each row. One δ per entity, whichever of
-its names (`clkt.inject.editing.requests.entity_names`) a row's prompt uses: the edit is then written at every
-name's key with that δ. Each row is read after one of a fixed set of short context prefixes in the train language
-(`context_prefixes`, taken in turn), and the keys written are averaged over all of them (MEMIT §4.2 averages
-over random prefixes the model generates; here they are fixed, so an edit is deterministic): a question names
-the entity mid-sentence, not at the start of a text.
+`Batch` holds the requests of a few subjects encoded together (right-padded): the prompt and its target, the
+target's labels, the subject's last token and the subject (group) of each row.
 """
 
 from __future__ import annotations
@@ -24,34 +19,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from clkt.inject.editing.requests import EditRequest
 
-__all__ = [
-    "CONTEXT_PREFIXES",
-    "Batch",
-    "Values",
-    "ZSettings",
-    "context_prefixes",
-    "encode",
-    "group_mean",
-    "inputs_at",
-    "name_keys",
-    "optimize_values",
-]
-
-# Short text a subject is read after (the first: none). Per language, since a prefix in another script would put the
-# subject in a context no text of that language gives it; another language takes the neutral `_NEUTRAL`.
-CONTEXT_PREFIXES: dict[str, tuple[str, ...]] = {
-    "en": ("", "The following is a report. ", "In the news: ", "According to the records, ", "Here are the facts about "),
-    "fr": ("", "Voici un compte rendu. ", "Dans l'actualité : ", "D'après les archives, ", "Voici les faits concernant "),
-    "es": ("", "A continuación, un informe. ", "En las noticias: ", "Según los registros, ", "Estos son los datos sobre "),
-    "ja": ("", "以下は報告である。", "ニュース：", "記録によると、", "次の事実について："),
-    "zh": ("", "以下是一份报告。", "新闻：", "根据记录，", "以下是关于"),
-}
-_NEUTRAL = ("", "- ", "> ", "1. ")
-
-
-def context_prefixes(lang: str) -> tuple[str, ...]:
-    """The prefixes of `lang` (`CONTEXT_PREFIXES`), the neutral ones for a language it has none for."""
-    return CONTEXT_PREFIXES.get(lang, _NEUTRAL)
+__all__ = ["Batch", "ZSettings", "encode", "group_mean", "inputs_at", "optimize_values"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -61,7 +29,6 @@ class ZSettings:
     weight_decay: float = 0.5  # on ||δ||² / ||h||²
     clamp: float = 0.75  # ||δ|| <= clamp * ||h||
     stop_nll: float = 0.05  # early stop: every subject's target NLL below this (nats per token); 0: all `steps`
-    stop_greedy: bool = True  # early stop too once every row's target is the model's greedy continuation
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,23 +45,19 @@ def _ids(tok: Any, text: str, *, special: bool = True) -> list[int]:
     return list(tok(text, add_special_tokens=special)["input_ids"])
 
 
-def encode(
-    tok: Any, requests: Sequence[EditRequest], group_of: Sequence[int], *, device: str, max_len: int,
-    prefixes: Sequence[str] | None = None,
-) -> Batch:
-    """`requests` (group `group_of[i]` each, read after `prefixes[i]` when given) as one right-padded batch."""
+def encode(tok: Any, requests: Sequence[EditRequest], group_of: Sequence[int], *, device: str, max_len: int) -> Batch:
+    """`requests` (group `group_of[i]` each) as one right-padded batch."""
     import torch
 
     rows: list[tuple[list[int], list[int], int]] = []
-    for i, r in enumerate(requests):
-        lead = prefixes[i] if prefixes is not None else ""
-        prompt = _ids(tok, lead + r.prompt)
-        full = _ids(tok, lead + r.prompt + r.target)
+    for r in requests:
+        prompt = _ids(tok, r.prompt)
+        full = _ids(tok, r.prompt + r.target)
         if full[: len(prompt)] != prompt or len(full) == len(prompt):
             full = prompt + _ids(tok, r.target, special=False)
         full = full[:max_len]  # the subject leads: a long request loses its target's tail
         cut = min(len(prompt), len(full) - 1)  # at least one target token
-        subject = max(0, min(len(_ids(tok, lead + r.subject)) - 1, cut - 1))
+        subject = max(0, min(len(_ids(tok, r.subject)) - 1, cut - 1))
         labels = [-100] * cut + full[cut:]
         rows.append((full, labels, subject))
     width = max(len(f) for f, _, _ in rows)
@@ -153,32 +116,13 @@ def inputs_at(model: Any, module: Any, batch: Batch) -> Any:
     return got[0]
 
 
-def name_keys(model: Any, module: Any, tok: Any, texts: Sequence[str], *, device: str, rows: int = 32) -> Any:
-    """The input of `module` (the down-projection: the key) at the last token of each of `texts` (a prefix and a
-    name), n x d_ff float32; forwards stopped after `module`'s layer."""
-    import torch
-
-    out: list[Any] = []
-    pad = tok.pad_token_id if tok.pad_token_id is not None else 0
-    for start in range(0, len(texts), rows):
-        ids = [_ids(tok, t) for t in texts[start : start + rows]]
-        width = max(len(x) for x in ids)
-        batch = Batch(input_ids=torch.tensor([x + [pad] * (width - len(x)) for x in ids], device=device),
-                      attention_mask=torch.tensor([[1] * len(x) + [0] * (width - len(x)) for x in ids], device=device),
-                      labels=None, subject_pos=torch.tensor([len(x) - 1 for x in ids], device=device),
-                      group=torch.zeros(len(ids), dtype=torch.long, device=device), groups=1)
-        out.append(inputs_at(model, module, batch))
-    return torch.cat(out)
-
-
 def _decoder(model: Any) -> Any:
     inner = model.get_base_model() if hasattr(model, "get_base_model") else model
     return inner.get_decoder()
 
 
-def _target_nll(model: Any, batch: Batch, greedy: list[bool] | None = None) -> Any:
-    """Per row, the mean negative log-likelihood of its target tokens (logits only where a label is); `greedy`,
-    when given, gets whether every row's target is the model's greedy continuation."""
+def _target_nll(model: Any, batch: Batch) -> Any:
+    """Per row, the mean negative log-likelihood of its target tokens (logits only where a label is)."""
     import torch
 
     hidden = _decoder(model)(input_ids=batch.input_ids, attention_mask=batch.attention_mask).last_hidden_state
@@ -190,8 +134,6 @@ def _target_nll(model: Any, batch: Batch, greedy: list[bool] | None = None) -> A
         logits = torch.tanh(logits / cap) * cap
     nll = torch.nn.functional.cross_entropy(logits, labels[where], reduction="none")
     row = where.nonzero()[:, 0]
-    if greedy is not None:
-        greedy.append(bool((logits.detach().argmax(-1) == labels[where]).all()))
     total = torch.zeros(labels.shape[0], device=nll.device).index_add_(0, row, nll)
     return total / where.sum(1).clamp(min=1)
 
@@ -224,25 +166,13 @@ def _scales(model: Any, projs: Sequence[Any], layers: Sequence[Any], batch: Batc
     return [group_mean(got[i].float(), batch).norm(dim=1, keepdim=True).clamp(min=1e-6) for i in range(len(projs))]
 
 
-@dataclass(frozen=True, slots=True)
-class Values:
-    """What `optimize_values` found for one batch."""
-
-    keys: list[Any]  # per edited layer: the keys at the rows' subjects, averaged per group (groups x d_ff)
-    deltas: list[Any]  # per edited layer: δ, the change of the projection's outputs (groups x d_model)
-    nll_before: float  # the mean target NLL before, and with δ
-    nll_after: float
-    steps: int  # optimisation steps run
-
-
 def optimize_values(
     model: Any, projs: Sequence[Any], layers: Sequence[Any], batch: Batch, z: ZSettings, *, normed: bool,
-) -> Values:
-    """Per edited layer, the change δ of the projection's outputs at the subjects' last tokens (`Values`). One δ
-    per layer and subject, added to the
+) -> tuple[list[Any], list[Any], float, float]:
+    """(per edited layer: the keys (groups x d_ff) and the change δ of the projection's outputs (groups x d_model)
+    at the subjects' last tokens, the mean target NLL before, after). One δ per layer and subject, added to the
     outputs of every edited layer's down-projection `projs` at once and optimized together for `z.steps` steps
-    or until every subject's target NLL is below `z.stop_nll` or (`z.stop_greedy`) every row's target is what the
-    model would say (more steps would only grow δ). The weight decay
+    or until every subject's target NLL is below `z.stop_nll` (more steps would only grow δ). The weight decay
     (relative to each layer's scale, `_scales`) spreads the change over the layers, as MEMIT's spread does; a δ on
     the projection's own outputs is what its weights can write (`memit_delta`), where a norm follows it too."""
     import torch
@@ -268,14 +198,12 @@ def optimize_values(
     handles = [p.register_forward_hook(hook(i)) for i, p in enumerate(projs)]
     opt = torch.optim.Adam(thetas, lr=z.lr)
     first = last = float("nan")
-    step = 0
     try:
         for step in range(z.steps + 1):
-            said: list[bool] = []
-            loss_g = group_mean(_target_nll(model, batch, said)[:, None], batch)[:, 0]
+            loss_g = group_mean(_target_nll(model, batch)[:, None], batch)[:, 0]
             first = float(loss_g.detach().mean()) if step == 0 else first
             last = float(loss_g.detach().mean())
-            if step == z.steps or bool((loss_g.detach() < z.stop_nll).all()) or (z.stop_greedy and said[0]):
+            if step == z.steps or bool((loss_g.detach() < z.stop_nll).all()):
                 break  # the keys of this last pass go with the δ it ran with
             decay = z.weight_decay * sum(t.pow(2).sum(1) for t in thetas) / d[1]
             opt.zero_grad()
@@ -290,5 +218,4 @@ def optimize_values(
         for p, g in zip(model.parameters(), grads, strict=True):
             p.requires_grad_(g)
     out_keys = [group_mean(keys[i], batch) for i in range(len(projs))]
-    return Values(keys=out_keys, deltas=[(t * s / root).detach() for t, s in zip(thetas, scales, strict=True)],
-                  nll_before=first, nll_after=last, steps=step)
+    return out_keys, [(t * s / root).detach() for t, s in zip(thetas, scales, strict=True)], first, last

@@ -6,18 +6,15 @@ paper's equations. No epochs and no training loop: the facts are written into a 
    the entity's typed facts (the snapshot's `facts.jsonl`), so the target is the question's correct option as the
    generator renders it. A snapshot frozen before `facts.jsonl` (or an entity whose facts give nothing) falls
    back to its document's sentences; `edits.json` counts both. An entity with nothing to edit is skipped and
-   counted. An entity goes by the names a text would use (`entity_names`: its name without the date a source
-   appends, and its kind's aliases: a quake's place, a match's teams, ...); its requests take them in turn.
+   counted.
 2. The edited layers `L` (`edit_layers`: a band in the lower third of the model, MEMIT's critical layers) and
    the keys' second moment at each (`clkt.inject.editing.covariance`, cached per model x layer).
-3. For each entity, the change δ of every edited layer's down-projection outputs at its name's last token that
-   makes the model say its objects (each prompt read after one of a fixed set of short prefixes in the train
-   language, `clkt.inject.editing.values.context_prefixes`), optimized together (`clkt.inject.editing.values`; MEMIT's target value z with its
+3. For each subject, the change δ of every edited layer's down-projection outputs at its last token that makes
+   the model say its objects, optimized together (`clkt.inject.editing.values`; MEMIT's target value z with its
    spread over the layers, but on the projection's own outputs, which its weights can write even where a norm
    follows the MLP: Gemma 2/3's post-feedforward norm, whose gains run from 0 to 600 in Gemma 3 270M).
-4. For each layer of `L` in order: the keys of every name of every entity there, each averaged over the
-   prefixes (the layers below already edited), and the layer's down-projection updated by
-   Δ = R Kᵀ (λ E[k kᵀ] + K Kᵀ)⁻¹ with R the entities' δs (`clkt.inject.editing.memit_update`).
+4. For each layer of `L` in order: the subjects' keys there (the layers below already edited) and the layer's
+   down-projection updated by Δ = R Kᵀ (λ E[k kᵀ] + K Kᵀ)⁻¹ with R the δs (`clkt.inject.editing.memit_update`).
 
 The job answers with the edited model like with any other (the same scorers on the same questions in every
 language). What it did is `checkpoints/edits.json` (`EDITS_FILE`); the edited weights are not kept (a rerun
@@ -29,7 +26,6 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -39,7 +35,7 @@ from clkt.inject.editing.arch import down_proj, layer_module, mlp_layout, num_la
 from clkt.inject.editing.covariance import key_stats
 from clkt.inject.editing.memit_update import memit_delta
 from clkt.inject.editing.requests import EditRequest, RequestSet, build_requests, parse_facts
-from clkt.inject.editing.values import Batch, ZSettings, context_prefixes, encode, name_keys, optimize_values
+from clkt.inject.editing.values import Batch, ZSettings, encode, group_mean, inputs_at, optimize_values
 from clkt.inject.injector import Injection, InjectionContext, Spare, WeightsDtype
 from clkt.inject.strategies._registry import register_injector
 from clkt.layout import EDIT_STATS_DIR, EDITS_FILE
@@ -102,7 +98,7 @@ class Memit:
                           name=spec.target.model, source=f"snapshot {spec.snapshot_id}", device=ctx.device)
         t1 = time.monotonic()
         record = self.apply(model, tokenizer, reqs, layers, {k: s.second_moment for k, s in stats.items()},
-                            device=ctx.device, progress=ctx.progress, lang=spec.train_lang)
+                            device=ctx.device, progress=ctx.progress)
         record.update(stats={str(k): {"tokens": s.tokens, "cached": s.cached} for k, s in stats.items()},
                       stats_seconds=round(t1 - t0, 3), edit_seconds=round(time.monotonic() - t1, 3))
         (ctx.work_dir / EDITS_FILE).write_text(json.dumps(record, indent=1), encoding="utf-8")
@@ -111,40 +107,32 @@ class Memit:
 
     def apply(
         self, model: Any, tok: Any, reqs: RequestSet, layers: list[int], second_moments: dict[int, Any], *, device: str,
-        progress: Any = None, lang: str = "en",
+        progress: Any = None,
     ) -> dict[str, Any]:
-        """Edit `model` in place with `reqs` (in `lang`) at `layers`; returns the record of what was done."""
+        """Edit `model` in place with `reqs` at `layers`; returns the record of what was done."""
         import torch
 
-        prefixes = context_prefixes(lang)
-        batches = _batches(tok, reqs.requests, rows=self.ROWS_PER_BATCH, device=device, max_len=self.MAX_LEN,
-                           prefixes=prefixes)
+        batches = _batches(tok, reqs.requests, rows=self.ROWS_PER_BATCH, device=device, max_len=self.MAX_LEN)
         projs = [down_proj(model, layer) for layer in layers]
         blocks = [layer_module(model, layer) for layer in layers]
         normed = post_norm(model, layers[0]) is not None
-        deltas: list[dict[int, Any]] = [{} for _ in layers]  # per layer: entity -> δ
+        deltas: list[list[Any]] = [[] for _ in layers]
         before: list[float] = []
         after: list[float] = []
-        steps: list[int] = []
-        for i, (b, entities) in enumerate(batches):
-            got = optimize_values(model, projs, blocks, b, self.Z, normed=normed)
-            for n, dl in enumerate(got.deltas):
-                deltas[n].update(zip(entities, dl, strict=True))
-            before.append(got.nll_before)
-            after.append(got.nll_after)
-            steps.append(got.steps)
+        for i, b in enumerate(batches):
+            _keys, ds, first, last = optimize_values(model, projs, blocks, b, self.Z, normed=normed)
+            for n, dl in enumerate(ds):
+                deltas[n].append(dl)
+            before.append(first)
+            after.append(last)
             if progress is not None:
                 progress(JobProgress(phase="edit", done=i + 1, total=len(batches)))
-        # every name of every entity, read after every prefix: its keys are averaged over the prefixes
-        named = [(e, name) for e in deltas[0] for name in reqs.names_of(e)]
-        texts = [p + name for _, name in named for p in prefixes]
         norms: dict[str, float] = {}
         written: dict[str, float] = {}
         for n, layer in enumerate(layers):
             proj = projs[n]
-            keys = name_keys(model, proj, tok, texts, device=device)  # the layers below edited
-            keys = keys.reshape(len(named), len(prefixes), -1).mean(1)
-            residual = torch.stack([deltas[n][e] for e, _ in named]).to(keys.device)
+            keys = torch.cat([group_mean(inputs_at(model, proj, b), b) for b in batches])  # the layers below edited
+            residual = torch.cat(deltas[n]).to(keys.device)
             lam = self.LAMBDA * keys.shape[1] / LAMBDA_WIDTH
             delta = memit_delta(keys, residual, second_moments[layer].to(keys.device), lam=lam)
             if not bool(torch.isfinite(delta).all()):  # never write a broken layer and score the wreck
@@ -158,8 +146,7 @@ class Memit:
         return {
             "requests": len(reqs.requests), "subjects": reqs.subjects, "skipped_entities": len(reqs.skipped_entities),
             "entities_from_facts": reqs.from_facts, "entities_from_documents": reqs.from_documents,
-            "names": len(named), "prefixes": len(prefixes),
-            "layers": layers, "lambda": self.LAMBDA, "z_steps": self.Z.steps, "z_steps_run": steps,
+            "layers": layers, "lambda": self.LAMBDA, "z_steps": self.Z.steps,
             "target_nll_before": round(sum(before) / len(before), 4), "target_nll_at_z": round(sum(after) / len(after), 4),
             "delta_norms": norms, "written": written,
         }
@@ -172,33 +159,22 @@ class Memit:
         return []  # edits.json is the record; the statistics live outside the job (kept by retention)
 
 
-def _batches(
-    tok: Any, requests: list[EditRequest], *, rows: int, device: str, max_len: int, prefixes: Sequence[str] = ("",),
-) -> list[tuple[Batch, list[int]]]:
-    """The requests in batches of whole entities (about `rows` requests each; one group, one δ, per entity), each
-    with its entities in group order. An entity's requests are read after `prefixes` in turn."""
-    by_entity: dict[int, list[EditRequest]] = {}
+def _batches(tok: Any, requests: list[EditRequest], *, rows: int, device: str, max_len: int) -> list[Batch]:
+    """The requests in batches of whole subjects (about `rows` requests each)."""
+    by_subject: dict[tuple[int, str], list[EditRequest]] = {}
     for r in requests:
-        by_entity.setdefault(r.entity_id, []).append(r)
-    out: list[tuple[Batch, list[int]]] = []
+        by_subject.setdefault((r.entity_id, r.subject), []).append(r)
+    out: list[Batch] = []
     chunk: list[EditRequest] = []
     groups: list[int] = []
-    leads: list[str] = []
-    entities: list[int] = []
-
-    def flush() -> None:
-        out.append((encode(tok, chunk, groups, device=device, max_len=max_len, prefixes=leads), list(entities)))
-
-    for e, g in by_entity.items():
+    for g in by_subject.values():
         if chunk and len(chunk) + len(g) > rows:
-            flush()
-            chunk, groups, leads, entities = [], [], [], []
-        groups.extend([len(entities)] * len(g))
-        leads.extend(prefixes[i % len(prefixes)] for i in range(len(g)))
+            out.append(encode(tok, chunk, groups, device=device, max_len=max_len))
+            chunk, groups = [], []
+        groups.extend([(groups[-1] + 1) if groups else 0] * len(g))
         chunk.extend(g)
-        entities.append(e)
     if chunk:
-        flush()
+        out.append(encode(tok, chunk, groups, device=device, max_len=max_len))
     return out
 
 
