@@ -179,10 +179,15 @@ class ProviderLimiter:
     `RATE_GROWTH` per success, never above the limit. The token estimate of a request is calibrated by the
     input tokens the provider reports (`token_scale`), so the TPM pace follows the provider's own count.
     Both pacers let a starved client catch up by `CATCH_UP_S` of the limit (within what the headers say
-    remains): OpenAI and Anthropic admit bursts of a second of the limit (their short-interval enforcement).
+    remains): OpenAI and Anthropic admit bursts of a second of the limit (their short-interval enforcement,
+    `SHORT_INTERVAL_S`), and the catch-up takes at most half of what a second of the limit holds beyond one
+    request (none at 60 RPM or less: `Pacer.tolerance_s`). The request pacer's first slot is one interval (at
+    most a second) after the limiter is made (`Pacer.hold_first`): a restarted process cannot know when the
+    one it replaces last sent.
     """
 
     CATCH_UP_S: ClassVar[float] = 0.5  # how far behind its schedule a slot may start (half the providers' 1 s)
+    SHORT_INTERVAL_S: ClassVar[float] = 1.0  # the providers' documented short-interval enforcement of a limit
     RATE_DECREASE: ClassVar[float] = 0.7  # multiplicative decrease of the request rate on a 429
     RATE_BACKOFF: ClassVar[float] = 0.9  # ... but not below this share of the success rate just measured
     RATE_MIN_SAMPLES: ClassVar[int] = 20
@@ -197,8 +202,11 @@ class ProviderLimiter:
         self.configured_tpm = tpm
         self.max_rate_per_s = rpm / 60.0
         self.rate_per_s = self.max_rate_per_s
-        self.requests = Pacer(rate_per_s=self.rate_per_s, tolerance_s=self.CATCH_UP_S)
-        self.tokens = Pacer(rate_per_s=tpm / 60.0, tolerance_s=self.CATCH_UP_S)
+        self.requests = Pacer(
+            rate_per_s=self.rate_per_s, tolerance_s=self.CATCH_UP_S, window_s=self.SHORT_INTERVAL_S,
+        )
+        self.requests.hold_first()
+        self.tokens = Pacer(rate_per_s=tpm / 60.0, tolerance_s=self.CATCH_UP_S, window_s=self.SHORT_INTERVAL_S)
         self.concurrency = AdaptiveConcurrency(max_limit=max_in_flight)
         self.stats = LimiterStats()
         self.token_scale = 1.0

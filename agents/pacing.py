@@ -9,7 +9,16 @@ late slot). That is what a provider's limit allows: Anthropic documents a per-mi
 refills continuously (OpenAI's `x-ratelimit-reset-*`, the time until the quota is full again, describes
 the same), and both document that a minute's limit may also be enforced over a shorter interval (OpenAI's
 example: 60,000 RPM as 1,000 requests per second; Anthropic's: 60 RPM as 1 per second), so a burst of up
-to one second of the limit conforms; the default tolerance takes half of that.
+to one second of the limit conforms; the default tolerance takes half of that. Under two requests a second
+half a second is more than such a bucket holds beyond the request itself: at 90 RPM a second holds 1.5
+requests, and a slot 0.5 s behind its schedule books the next one 0.5 s after it (1.75 in a second,
+refused). So with `window_s` (the provider's short interval) the tolerance is half of what a bucket of
+`window_s` of the limit holds beyond one unit (`Pacer.tolerance_s`): none at 60 RPM or less.
+
+A fresh pacer does not know when another one on the same budget last sent (the process it replaces, killed
+a moment ago, or a limiter made again in the same process): it would send its first request at once, maybe
+right after the last one of the other, which a bucket of one request refuses. `hold_first()` books the first
+slot one interval (at most `window_s`) after the start, as if the pacer had just sent.
 
 The provider's headers are the source of truth for what remains: `observe()` takes the remaining quota a
 response reports (OpenAI `x-ratelimit-remaining-*`, Anthropic `anthropic-ratelimit-*-remaining`) with the
@@ -62,14 +71,16 @@ class Pacer:
 
     EARLY_S = 0.0005  # a timer may fire this much before the slot (the loop's clock and rounding)
 
-    def __init__(self, *, rate_per_s: float, tolerance_s: float) -> None:
+    def __init__(self, *, rate_per_s: float, tolerance_s: float, window_s: float | None = None) -> None:
         self.rate_per_s = rate_per_s
-        self.tolerance_s = tolerance_s
+        self._tolerance_s = tolerance_s
+        self.window_s = window_s  # the provider's short interval: the catch-up stays within what it holds
         self.sent = 0.0  # units booked in all: the mark `observe()` measures a quota report against
         self.quota: Quota | None = None
         self.quota_waits = 0  # slots the reported quota held back beyond the schedule
         self.unused_s = 0.0  # schedule time no slot took: behind beyond the tolerance (no caller, or a starved loop)
         self._tat = -math.inf  # theoretical arrival time of the next slot
+        self._fresh = False  # the schedule is `hold_first`'s (no slot taken yet): its idle time is not unused
         self._waiters: deque[tuple[asyncio.Future[float], float]] = deque()  # (woken with its mark, cost)
         self._timer: asyncio.TimerHandle | None = None
         self._held: asyncio.Future[float] | None = None  # the head the quota holds back (counted once)
@@ -77,6 +88,29 @@ class Pacer:
     @property
     def waiting(self) -> int:
         return len(self._waiters)
+
+    @property
+    def tolerance_s(self) -> float:
+        """How far behind the schedule a slot may start. With `window_s`, at most half of what a bucket of
+        `window_s` of the limit holds beyond the slot itself (the other half is left for the time between the slot
+        and the provider's clock: connection set-up, a busy loop): `1 + tolerance x rate` back to back stays within
+        `max(1, window_s x rate)`. So at one unit per `window_s` or less (60 RPM or less for a second) there is no
+        catch-up: two requests never go closer than the interval."""
+        if self.window_s is None:
+            return self._tolerance_s
+        return min(self._tolerance_s, max(0.0, (self.window_s - 1.0 / self.rate_per_s) / 2))
+
+    def hold_first(self, now: float | None = None) -> None:
+        """No slot before one interval (of a unit; at most `window_s`) from `now`: a fresh client cannot know when
+        another one on the same budget (the process it replaces, killed a moment ago, or a limiter of the same
+        process made again) last sent, so it starts as if it had just sent: a bucket of one interval (or of
+        `window_s`) of the limit holds its first request."""
+        now = time.monotonic() if now is None else now
+        hold = 1.0 / self.rate_per_s
+        if self.window_s is not None:
+            hold = min(hold, self.window_s)
+        self._tat = max(self._tat, now + hold)
+        self._fresh = True
 
     def _start(self, cost: float, now: float) -> tuple[float, bool]:
         """When a slot for `cost` booked at `now` starts, and whether the reported quota holds it back."""
@@ -88,8 +122,9 @@ class Pacer:
         return start, False
 
     def _book(self, start: float, cost: float, now: float) -> float:
-        if -math.inf < self._tat < now - self.tolerance_s:
+        if not self._fresh and -math.inf < self._tat < now - self.tolerance_s:
             self.unused_s += now - self.tolerance_s - self._tat
+        self._fresh = False
         self._tat = start + cost / self.rate_per_s
         self.sent += cost
         return self.sent

@@ -143,6 +143,7 @@ class LocalAsker:
         self.batch_size = batch_size
         self._scorer = scorer
         self._chat = uses_chat_template(target, tokenizer)
+        self._model_lock = asyncio.Lock()  # one batch on the model at a time (the track asks a chunk ahead)
 
     @property
     def context_tokens(self) -> int:
@@ -190,4 +191,5 @@ class LocalAsker:
         return [Reply(text=s.raw, letter=s.acc_norm) for s in scored]
 
     async def ask(self, asks: Sequence[Ask]) -> list[Reply | BaseException]:
-        return await asyncio.to_thread(self._score, list(asks))
+        async with self._model_lock:
+            return await asyncio.to_thread(self._score, list(asks))

@@ -251,9 +251,12 @@ def test_limiter_paces_the_minute_budget() -> None:
     lim = ProviderLimiter(name="p", rpm=600, tpm=1000, max_in_flight=4)
     assert lim.requests.rate_per_s == pytest.approx(10.0) and lim.tokens.rate_per_s == pytest.approx(1000 / 60)
     slow = ProviderLimiter(name="p", rpm=6, tpm=1000, max_in_flight=1)
-    waits = [slow.requests.reserve(now=100.0) for _ in range(3)]
-    # a catch-up tolerance of CATCH_UP_S (0.5 s) behind the schedule, then 10 s apart
-    assert waits == [0.0, pytest.approx(9.5), pytest.approx(19.5)]
+    now = time.monotonic()
+    waits = [slow.requests.reserve(now=now) for _ in range(3)]
+    # 10 s apart, the first a second after the limiter was made: it was 0 (and the next 9.5 s on, a catch-up
+    # tolerance of 0.5 s), but a fresh limiter cannot know when the process it replaces last sent, and a second of
+    # 6 RPM holds one request, so no catch-up either (Pacer.hold_first, Pacer.tolerance_s)
+    assert waits == [pytest.approx(1.0, abs=0.05), pytest.approx(11.0, abs=0.05), pytest.approx(21.0, abs=0.05)]
 
 
 async def test_daemon_backend_counts_calls_in_metrics(server: FakeOpenAI, store: Store) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import random
 import time
 from datetime import UTC, datetime, timedelta
 
@@ -157,13 +158,14 @@ def test_a_report_about_an_older_request_does_not_replace_a_newer_one() -> None:
 
 def test_an_exhausted_quota_waits_one_refill_not_the_full_reset() -> None:
     lim = ProviderLimiter(name="p", rpm=600, tpm=1_000_000, max_in_flight=8)
-    mark = lim.requests.reserve(now=100.0) + lim.requests.sent
+    lim.requests.reserve()
+    mark = lim.requests.sent
     # OpenAI's reset is the time until the quota is full again (60 s here); one slot refills in 0.1 s
     lim.on_headers({"x-ratelimit-limit-requests": "600", "x-ratelimit-remaining-requests": "0",
                     "x-ratelimit-reset-requests": "1m0s"}, marks=(mark, None))
     assert lim.requests.quota is not None
     at = lim.requests.quota.at
-    assert lim.requests.reserve(now=at) == pytest.approx(0.1)
+    assert lim.requests.quota.earliest(1.0, lim.requests.sent) == pytest.approx(at + 0.1)
     lim.on_headers({"x-ratelimit-remaining-requests": "0"})  # no marks (a 429's exception): limits only
     assert lim.requests.quota.at == at
 
@@ -209,3 +211,89 @@ async def test_headers_over_http_bring_a_too_high_limiter_down_to_the_provider_l
         assert server.stats.ok == 24
         # the 429s come only before the first answer announced the limit (at most one round of 8 at 2x)
         assert server.stats.status.get(429, 0) <= 4
+
+
+
+def _refusals(sends: list[float], *, rpm: float) -> int:
+    """Requests the fake provider's limit (`tests.fakes.openai_server`: a minute's bucket, and a second's of the limit
+    holding at least one request, refilled at least one a second) refuses, both buckets full at the start."""
+    rate = rpm / 60.0
+    burst, refill = max(1.0, rate), max(1.0, rate)
+    short, minute, last, refused = burst, float(rpm), sends[0], 0
+    for t in sends:
+        short = min(burst, short + (t - last) * refill)
+        minute = min(float(rpm), minute + (t - last) * rate)
+        last = t
+        if min(short, minute) < 1.0 - 1e-9:
+            refused += 1
+        else:
+            short, minute = short - 1.0, minute - 1.0
+    return refused
+
+
+@pytest.mark.parametrize("rpm", [3, 30, 60, 90, 120, 600, 1200])
+def test_late_callers_never_overrun_a_second_of_the_limit(rpm: int) -> None:
+    """Callers that come late to their slots (a slow server answering, a starved loop) never send more than a second
+    of the limit holds, with half of its spare room left for the way to the provider: the old tolerance (0.5 s at
+    every rate) booked the next slot 0.5 s after a late one, 1.75 requests in a second at 90 RPM (a second holds
+    1.5), and left no room at 60-120 RPM."""
+    lim = ProviderLimiter(name="p", rpm=rpm, tpm=10_000_000, max_in_flight=8)
+    p, rate = lim.requests, rpm / 60.0
+    assert p.tolerance_s == pytest.approx(min(0.5, max(0.0, (1.0 - 1.0 / rate) / 2)))
+    rng = random.Random(rpm)
+    t, sends = time.monotonic(), []
+    for _ in range(200):
+        t += rng.uniform(0.0, 2.0 / rate)  # the next caller arrives 0 to 2 intervals on
+        t += p.reserve(now=t)
+        sends.append(t)
+    assert _refusals(sends, rpm=rpm) == 0
+    # each request may reach the provider up to half the spare room late (or the earlier one that much later)
+    jitter = [s + rng.uniform(0.0, (max(1.0, rate) - 1.0) / rate / 2) for s in sends]
+    assert _refusals(sorted(jitter), rpm=rpm) == 0
+
+
+def test_a_restarted_client_waits_before_its_first_request() -> None:
+    """A limiter made right after another one on the same budget sent (a process killed and started again, or the
+    limiter made again in the same process): its first request goes one interval later (at most a second), as one
+    client would send. The old limiter sent at once: a second of 30 RPM holds one request, refused."""
+    last = time.monotonic()  # the other limiter's last request
+    new = ProviderLimiter(name="p", rpm=30, tpm=10_000_000, max_in_flight=1)
+    now = time.monotonic()
+    first = now + new.requests.reserve(now=now)
+    assert first - last >= 1.0
+    assert _refusals([last, first], rpm=30) == 0
+    assert _refusals([last, now], rpm=30) == 1  # what the old one did
+    assert new.requests.unused_s == 0.0  # the hold is not schedule time left unused
+    fast = ProviderLimiter(name="p", rpm=600, tpm=10_000_000, max_in_flight=1)
+    now = time.monotonic()
+    assert fast.requests.reserve(now=now) == pytest.approx(0.1, abs=0.01)  # one interval when shorter
+
+
+def test_the_first_slot_hold_does_not_delay_a_limiter_first_used_later() -> None:
+    lim = ProviderLimiter(name="p", rpm=30, tpm=10_000_000, max_in_flight=1)
+    later = time.monotonic() + 5.0
+    assert lim.requests.reserve(now=later) == 0.0
+    assert lim.requests.reserve(now=later) == pytest.approx(2.0)
+    assert lim.requests.unused_s == 0.0
+
+
+async def test_the_fake_admits_a_request_a_second_under_60_rpm_and_the_minute_limit() -> None:
+    """The fake provider under 60 RPM: no more than one request in a second, and no more than the minute's limit
+    (its bucket full at the start: 3 at once would be refused by the second's bucket, not by the minute's)."""
+    import httpx2 as httpx
+
+    from tests.fakes.openai_server import FakeOpenAI
+
+    body = {"model": "m", "messages": [{"role": "user", "content": "Q"}], "max_tokens": 1}
+    async with FakeOpenAI(rpm=3) as server, httpx.AsyncClient() as http:
+        codes = []
+        for _ in range(2):
+            codes.append((await http.post(server.base_url + "/chat/completions", json=body)).status_code)
+        assert codes == [200, 429]
+        await asyncio.sleep(1.05)
+        more = [(await http.post(server.base_url + "/chat/completions", json=body)).status_code for _ in range(1)]
+        await asyncio.sleep(1.05)
+        more.append((await http.post(server.base_url + "/chat/completions", json=body)).status_code)
+        await asyncio.sleep(1.05)
+        more.append((await http.post(server.base_url + "/chat/completions", json=body)).status_code)
+        assert more == [200, 200, 429]  # 3 in the minute: the minute's bucket is empty (20 s a request)

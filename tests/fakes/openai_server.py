@@ -14,10 +14,12 @@ Limits, modelled on what OpenAI and Anthropic document: a per-minute limit is a 
 the minute's limit and refills continuously at limit/60 per second (Anthropic: "continuously replenished
 up to your maximum limit"; OpenAI's `x-ratelimit-reset-*` is the time until the bucket is full again), and
 it may also be enforced over a shorter interval (both give the example of a minute's limit enforced per
-second): a second bucket holding `burst` requests (default: one second of the limit) or `token_burst_s`
-seconds of TPM, refilled at the same rate. A request is admitted when both buckets hold its cost: 1 for
-requests, its prompt tokens + `max_tokens` for tokens. Otherwise it gets 429 with `Retry-After` (whole
-seconds) and `retry-after-ms` (the exact wait), as OpenAI sends them. With `rate_headers`, every answer
+second): a second bucket holding `burst` requests (default: one second of the limit, at least one request)
+or `token_burst_s` seconds of TPM, refilled at the same rate; under 60 RPM the default bucket of one request
+refills in a second (the minute's limit enforced per second admits one request in any second; neither provider
+documents a shorter interval, nor that a limit under 60 RPM is enforced as one request per interval). A
+request is admitted when both buckets hold its cost: 1 for requests, its prompt tokens + `max_tokens` for
+tokens. Otherwise it gets 429 with `Retry-After` (whole seconds) and `retry-after-ms` (the exact wait), as OpenAI sends them. With `rate_headers`, every answer
 carries OpenAI's `x-ratelimit-{limit,remaining,reset}-{requests,tokens}`: the minute's limit, what its
 bucket holds after this request, and the time until it is full (the short interval is not reported, as
 neither provider reports it).
@@ -132,6 +134,8 @@ class FakeOpenAI:
         self._minute_requests = float(rpm or 0.0)
         self.rate_headers = rate_headers
         self.burst = burst if burst is not None else (max(1.0, rpm / 60.0) if rpm else 1.0)
+        # the short bucket's refill: the limit's rate; by default at least a request a second (under 60 RPM)
+        self._burst_refill = (rpm or 0.0) / 60.0 if burst is not None else max((rpm or 0.0) / 60.0, 1.0)
         self.latency_ms = latency_ms
         self.latency_sigma = latency_sigma
         self.retry_after_s = retry_after_s
@@ -180,14 +184,14 @@ class FakeOpenAI:
         now = time.monotonic()
         dt, self._last = now - self._last, now
         if self.rpm:
-            self._tokens = min(self.burst, self._tokens + dt * self.rpm / 60.0)
+            self._tokens = min(self.burst, self._tokens + dt * self._burst_refill)
             self._minute_requests = min(self.rpm, self._minute_requests + dt * self.rpm / 60.0)
         if self.tpm:
             self._token_level = min(self.token_burst, self._token_level + dt * self.tpm / 60.0)
             self._minute_tokens = min(self.tpm, self._minute_tokens + dt * self.tpm / 60.0)
         wait = 0.0
-        if self.rpm and (level := min(self._tokens, self._minute_requests)) < 1.0:
-            wait = (1.0 - level) / (self.rpm / 60.0)
+        if self.rpm and min(self._tokens, self._minute_requests) < 1.0:
+            wait = max((1.0 - self._tokens) / self._burst_refill, (1.0 - self._minute_requests) / (self.rpm / 60.0))
         if self.tpm:
             cost = min(cost, int(self.token_burst))  # a request larger than the bucket waits for a full one
             if (level := min(self._token_level, self._minute_tokens)) < cost:

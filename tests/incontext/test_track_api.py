@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from clkt.errors import AgentError
+from clkt.incontext import ApiAsker, InContextTrack
 from storage.engine import Store
 from storage.incontext import NO_CONTEXT, incontext_answers
 from tests.fakes.openai_server import FakeOpenAI
@@ -93,3 +94,38 @@ async def test_a_long_document_is_cut_to_fit_and_counted(store: Store, tmp_path:
     async with store.session() as s:
         rows = await incontext_answers(s, snap.manifest.snapshot_id)
     assert sum(r.truncated for r in rows) == 8 and all(r.input_tokens <= 256 for r in rows)
+
+
+async def test_the_next_chunk_is_asked_while_one_is_answered(store: Store, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chunks of 4 with 8 calls allowed in flight: the second chunk's calls go while the first one's are answered
+    (the provider saw more than 4 at once), so a rate limiter is never left idle at a chunk's end waiting for its slowest
+    answer; the answers are all stored. The old track asked a chunk only once the one before was stored (4 at most)."""
+    monkeypatch.setattr(InContextTrack, "CHUNK", 4)
+    snap = tiny(tmp_path)
+    async with FakeOpenAI(latency_ms=500, latency_sigma=0.01) as server:
+        track = api_track(store, snap, server.base_url)
+        track.asker = ApiAsker(api=track.asker.api, target=api_target(), max_new_tokens=16, concurrency=8)  # type: ignore[attr-defined]
+        counts = await track.run()
+        assert server.stats.max_in_flight > 4  # more than a chunk (8 on a quiet box)
+    assert counts.asked == PROMPTS
+    async with store.session() as s:
+        assert len(await incontext_answers(s, snap.manifest.snapshot_id)) == PROMPTS
+
+
+async def test_no_chunk_is_asked_after_one_that_failed(store: Store, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chunks of 4, one call at a time: the first chunk answered, the second (asked meanwhile) fails from its second
+    call: both are stored as far as they were answered, the third (asked ahead) is cancelled, at most its first call
+    sent, and a rerun resumes."""
+    monkeypatch.setattr(InContextTrack, "CHUNK", 4)
+    snap = tiny(tmp_path)
+    async with FakeOpenAI() as server:
+        server.script = [{"text": "B"}] * 5 + [{"status": 500}] * 3
+        with pytest.raises(AgentError, match="3 call"):
+            await api_track(store, snap, server.base_url).run()
+        first = server.stats.calls
+        assert 8 <= first <= 9
+        server.script = [{"text": "C"}] * 7
+        counts = await api_track(store, snap, server.base_url).run()
+        assert (counts.already, counts.asked) == (5, 7) and server.stats.calls == first + 7
