@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, ClassVar
 
+from clkt._tasks import cancel_and_wait
 from clkt.errors import AgentError, RetryLater
 from clkt.incontext.askers import Ask, Asker, Reply
 from clkt.incontext.prompt import build_prompt
@@ -151,9 +152,8 @@ class InContextTrack:
                         break
             while asked and not counts.failed:
                 await self._settle(*asked.popleft(), counts)
-        finally:
-            for _, task in asked:  # after a failure the chunk asked ahead (its answers are in the LLM cache)
-                task.cancel()
+        finally:  # after a failure, the chunk asked ahead (what it answered is in the LLM cache)
+            await cancel_and_wait(task for _, task in asked)
         if counts.failed:
             raise TrackStopped(
                 f"in-context track of {self.target} on {sid}: {counts.failed} call(s) failed "

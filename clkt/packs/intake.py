@@ -31,7 +31,7 @@ from clkt.cutoff import first_eligible_day
 from clkt.errors import UserError
 from clkt.packs.format import LOCALITY_FILE, LocalityRow, PredictionRow
 from clkt.packs.metrics import PackMetrics, compute_metrics, first_difference
-from clkt.packs.pack import Pack, canonical, sort_key
+from clkt.packs.pack import Pack, rows_jsonl, sort_key
 from clkt.roster.window import in_window
 from clkt.snapshots.content import load_item_refs
 from clkt.snapshots.layout import QuestionRow, SnapshotManifest, sha256_file
@@ -251,7 +251,7 @@ async def submit_pack(store: Store, pack: Pack, *, buffer_days: int) -> Intake:
     metrics = compute_metrics(rows, languages, format_version=m.format_version, locality=locality,
                               snapshot_id=m.snapshot.id)
     note = first_difference(pack.claimed_metrics, metrics.model_dump(mode="json")) or ""
-    answers = gzip.compress("".join(canonical(r.model_dump(mode="json")) + "\n" for r in sorted(pack.predictions, key=sort_key)).encode(), mtime=0)
+    answers = gzip.compress(rows_jsonl(pack.predictions), mtime=0)
     new = NewSubmission(
         pack_sha256=pack.sha256, snapshot_id=m.snapshot.id, target_name=m.model.name, model=m.model.model,
         model_revision=m.model.revision, weights_sha256=m.model.weights_sha256, kind=m.model.kind,

@@ -38,7 +38,7 @@ from clkt.packs.format import (
     PredictionRow,
 )
 
-__all__ = ["Pack", "canonical", "pack_bytes", "read_pack", "sort_key", "write_pack"]
+__all__ = ["Pack", "canonical", "pack_bytes", "read_pack", "rows_jsonl", "sort_key", "write_pack"]
 
 _R = TypeVar("_R", bound=PredictionRow)
 
@@ -63,7 +63,8 @@ def sort_key(r: PredictionRow) -> tuple[str, str, str, str, int]:
     return (r.train_lang, r.scorer, r.variant, r.lang, r.qid)
 
 
-def _jsonl(rows: Sequence[PredictionRow]) -> bytes:
+def rows_jsonl(rows: Sequence[PredictionRow]) -> bytes:
+    """Rows as the pack writes them: one canonical JSON object a line, in `sort_key` order."""
     return "".join(canonical(r.model_dump(mode="json")) + "\n" for r in sorted(rows, key=sort_key)).encode()
 
 
@@ -74,11 +75,11 @@ def pack_bytes(
     """The pack's files as bytes (`locality.jsonl` only with locality answers); `manifest.files` is replaced by the
     other files' hashes and sizes."""
     body = {
-        PREDICTIONS_FILE: _jsonl(predictions),
+        PREDICTIONS_FILE: rows_jsonl(predictions),
         METRICS_FILE: (json.dumps(metrics, ensure_ascii=False, sort_keys=True, indent=1) + "\n").encode(),
     }
     if locality:
-        body[LOCALITY_FILE] = _jsonl(locality)
+        body[LOCALITY_FILE] = rows_jsonl(locality)
     files = {name: FileEntry(sha256=hashlib.sha256(data).hexdigest(), bytes=len(data)) for name, data in body.items()}
     final = manifest.model_copy(update={"files": files})
     body[MANIFEST_FILE] = (json.dumps(final.model_dump(mode="json"), ensure_ascii=False, sort_keys=True, indent=1) + "\n").encode()

@@ -166,7 +166,8 @@ class ProbeWorker(StageWorker):
         share = min(free, max(0, min(self.OBSERVE_SLOTS, self.concurrency - 1) - sum(t.key != "" for t in running)))
         observing = await claim(limit=share, keyed=True)
         own = await claim(limit=free - len(observing), keyed=False)
-        return observing + own + await claim(limit=free - len(observing) - len(own), keyed=True)
+        left = free - len(observing) - len(own) if len(observing) == share else 0  # fewer than asked: none waits
+        return observing + own + await claim(limit=left, keyed=True)
 
     async def _probe(self, target: TargetSettings, prompts: list[str], ctx: ServiceContext) -> list[str]:
         """`probe_target`, with the prompts of concurrent tasks for the same local target batched together."""
