@@ -4,6 +4,7 @@ the store it is submitted to."""
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from clkt.snapshots.layout import MANIFEST_FILE, SnapshotManifest, sha256_file
 from clkt.web import HostGuard, security_middlewares
 from clkt.web.intake import INTAKE_PATH, IntakeConfig, add_intake
 from storage.engine import Store
+from tests.cli._in_process import clkt
 from tests.inject._fixtures import (
     LOCALITY,
     QUESTIONS,
@@ -147,6 +149,19 @@ def store_dump(tmp_path: Path) -> list[str]:
         return list(con.iterdump())
     finally:
         con.close()
+
+
+def assert_refused(tmp_path: Path, cfg: Path, make: Callable[[Path], Path], line: str) -> None:
+    """`clkt submit` of the pack `make` writes exits 2 with `line` in its one line of stderr, the store as it was
+    and no temporary folder left."""
+    before = store_dump(tmp_path)
+    bad = make(tmp_path)
+    res = clkt("submit", str(bad), "--config", str(cfg))
+    assert res.returncode == 2, (res.stdout, res.stderr)
+    assert line in res.stderr, res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert store_dump(tmp_path) == before
+    assert not list(tmp_path.glob("clkt-pack-*"))
 
 
 def submitted(tmp_path: Path) -> list[tuple[Any, ...]]:

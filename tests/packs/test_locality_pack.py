@@ -29,11 +29,11 @@ from tests.packs._packs import (
     LOCALITY_QIDS,
     LOST_QID,
     TEST_QIDS,
+    assert_refused,
     locality_rows,
     make_pack,
     make_store,
     rows,
-    store_dump,
     submitted,
 )
 
@@ -205,14 +205,7 @@ BAD: list[tuple[str, dict[str, list[int]] | None, Callable[[Path], Path], str]] 
 async def test_bad_locality_answers_are_refused_with_one_line_and_the_store_unchanged(
     tmp_path: Path, known_by: dict[str, list[int]] | None, make: Callable[[Path], Path], line: str,
 ) -> None:
-    cfg = await make_store(tmp_path, known_by=known_by)
-    before = store_dump(tmp_path)
-    bad = make(tmp_path)
-    res = clkt("submit", str(bad), "--config", str(cfg))
-    assert res.returncode == 2, (res.stdout, res.stderr)
-    assert line in res.stderr, res.stderr
-    assert len(res.stderr.strip().splitlines()) == 1, res.stderr
-    assert store_dump(tmp_path) == before
+    assert_refused(tmp_path, await make_store(tmp_path, known_by=known_by), make, line)
 
 
 def test_the_fixture_split_is_what_the_tests_assume() -> None:

@@ -15,7 +15,7 @@ import pytest
 from clkt.packs.archive import SafeExtract
 from clkt.packs.format import MANIFEST_FILE, METRICS_FILE, PREDICTIONS_FILE
 from tests.cli._in_process import clkt
-from tests.packs._packs import TEST_QIDS, VAL_QID, make_pack, make_store, rows, store_dump, submitted
+from tests.packs._packs import TEST_QIDS, VAL_QID, assert_refused, make_pack, make_store, rows, store_dump, submitted
 
 pytestmark = pytest.mark.usefixtures("wide_console")
 
@@ -192,15 +192,7 @@ CATALOGUE: list[tuple[str, Callable[..., Path], str]] = [
 async def test_a_bad_pack_is_refused_with_one_line_and_the_store_unchanged(
     tmp_path: Path, make: Callable[[Path], Path], line: str,
 ) -> None:
-    cfg = await make_store(tmp_path)
-    before = store_dump(tmp_path)
-    bad = make(tmp_path)
-    res = clkt("submit", str(bad), "--config", str(cfg))
-    assert res.returncode == 2, (res.stdout, res.stderr)
-    assert line in res.stderr, res.stderr
-    assert len(res.stderr.strip().splitlines()) == 1, res.stderr
-    assert store_dump(tmp_path) == before
-    assert not list(tmp_path.glob("clkt-pack-*"))
+    assert_refused(tmp_path, await make_store(tmp_path), make, line)
 
 
 async def test_an_archive_past_the_size_limit_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
