@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from clkt.cli.demo import DEMO_DAY
 from clkt.report.metrics import BASE_FLAG_P
 from clkt.snapshots.layout import load_snapshot_dir
 from tests.conftest import REPO
@@ -60,6 +61,9 @@ control_entities = 1
     [manifest] = list((tmp_path / "snapshots").glob("*/*/manifest.json"))
     snap = load_snapshot_dir(manifest.parent)
     assert snap.manifest.redated is True
+    # the demo's fixed calendar: the same day (so the same dates and figures) whatever day it runs on
+    assert snap.manifest.period == f"{DEMO_DAY:%Y-%m-%d}", snap.manifest.period
+    assert f"fixed calendar day {DEMO_DAY:%Y-%m-%d}" in _norm(res.stdout)
     assert snap.languages == ["en", "fr"]
     # counts: one entity per filled domain, questions present in every language with the same ids
     domains = {d.domain for d in snap.docs_for("en")}

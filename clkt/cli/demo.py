@@ -1,9 +1,16 @@
 """`clkt demo`: the daemon's whole flow on the embedded offline default, once; exits when the report exists, after
-the embedded target's in-context track (`clkt.incontext.demo_track`) is in it."""
+the embedded target's in-context track (`clkt.incontext.demo_track`) is in it.
+
+The recorded data are re-dated into the days before "today" (`replay.redate`), and the dates are in the documents,
+the questions and the snapshot's content hash (which seeds the options' order): on the system clock the demo's
+figures would change from one day to the next. So the demo runs on a fixed calendar, `DEMO_DAY` at noon UTC
+(`--date` another day, `--date today` the system clock): the same figures on any day, those the README quotes.
+"""
 
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, date, datetime, time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -14,7 +21,9 @@ from clkt.cli.common import ConfigOption, console, fail, load_cli_settings, open
 if TYPE_CHECKING:
     from clkt.config import Settings
 
-__all__ = ["register"]
+__all__ = ["DEMO_DAY", "register"]
+
+DEMO_DAY = date(2026, 12, 1)  # the demo's calendar day (the README's figures come from it)
 
 
 def register(app: typer.Typer) -> None:
@@ -24,6 +33,10 @@ def register(app: typer.Typer) -> None:
 def demo(
     config: ConfigOption = None,
     timeout_min: Annotated[float, typer.Option("--timeout-min", help="give up after this many minutes")] = 60.0,
+    day: Annotated[str | None, typer.Option(
+        "--date", metavar="YYYY-MM-DD|today",
+        help=f"the calendar day the demo runs on, the recorded data re-dated into the days before it (default: "
+             f"{DEMO_DAY:%Y-%m-%d}, so that its figures are the same on any day; today: the system clock)")] = None,
 ) -> None:
     from clkt.daemon import Daemon
     from clkt.errors import ClktError
@@ -31,6 +44,7 @@ def demo(
     from clkt.progress import DemoWatcher
 
     settings = load_cli_settings(config)
+    pinned = _pin_calendar(settings, day)
     setup_logging(settings.log_level, secrets=settings.secrets.values())
     result: dict[str, object] = {}
     holder: dict[str, Daemon] = {}
@@ -67,8 +81,32 @@ def demo(
         console.print(f"  snapshot export: {m.parent}", soft_wrap=True)
     for f in sorted(report.iterdir()):
         console.print(f"  report file:     {f}", soft_wrap=True)
-    console.print("[yellow]Offline demonstration: recorded, re-dated data and a 270M model; the numbers say nothing about real models.[/]")
+    on = f" on the fixed calendar day {pinned:%Y-%m-%d} (--date)" if pinned else ""
+    console.print(f"[yellow]Offline demonstration: recorded data re-dated{on} and a 270M model; the numbers say "
+                  "nothing about real models.[/]")
     raise typer.Exit(rc)
+
+
+def _pin_calendar(settings: Settings, day: str | None) -> date | None:
+    """Install the demo's fixed calendar (`day` at noon UTC, at real speed) when the config serves re-dated
+    recordings on the system clock; the day pinned, or None (the system clock, or the config's own calendar)."""
+    from clkt import clock
+
+    rep = settings.replay
+    redated = rep.enabled and rep.redate and rep.mode != "generator" and rep.redate_end is None
+    if day is not None and day.strip().lower() == "today":
+        return None
+    if not redated or settings.daemon.clock_start is not None:
+        if day is not None:
+            why = "the config sets daemon.clock_start" if redated else "the config serves no recordings re-dated to today"
+            raise fail(f"--date {day}: {why}, so the demo has no calendar of its own to set", 2)
+        return None
+    try:
+        pinned = DEMO_DAY if day is None else date.fromisoformat(day.strip())
+    except ValueError:
+        raise fail(f"--date {day!r} is neither a day (YYYY-MM-DD) nor 'today'", 2) from None
+    clock.install(clock.SimulatedClock(start=datetime.combine(pinned, time(12), tzinfo=UTC), speed=1.0))
+    return pinned
 
 
 def _incontext(settings: Settings, snapshot_id: str, report: Path) -> None:
