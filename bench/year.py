@@ -2,7 +2,7 @@
 server's generator mode) for `--months` consecutive simulated months on a simulated calendar (`[daemon]
 clock_start` + `clock_speed`), with the embedded target, a second target (`embedded:smollm2-135m-instruct`)
 added at `--add-target-month` by a restart with the new config (a day after that month began), and small GPU
-jobs (1 epoch, 1 train language, 128 tokens) from `--gpu-from-month` on, switched on by a restart in the middle
+jobs (1 epoch, 1 train language, 128 tokens, 1 torch thread) from `--gpu-from-month` on, switched on by a restart in the middle
 of the month before (so that the snapshot frozen as that month begins gets jobs, and jobs run in that month and
 every one after it; a restart costs a few simulated days of the clock, never at a month's end).
 
@@ -21,8 +21,10 @@ the data uses, not SQLite's journal) flat within 20 % from month 3 on; the data 
 and 0 stuck tasks (leased past their lease, or claimable for a simulated day in a queue whose workers hold
 nothing); the added target has `ready` rows (`storage.targets`) with its exclusions recorded for the months before
 it came, and results for the GPU months. Ends with one JSON line; the load (`os.getloadavg`) is reported beside
-the times. After the last month it waits (`--wait-jobs-min`) for the GPU jobs of every snapshot but the last;
-the clock goes on meanwhile, so later months may freeze too (they are not counted).
+the times. After the last month it waits (`--wait-jobs-min`) for the GPU jobs of every GPU month's snapshot
+but the last; the clock goes on meanwhile, so later months may freeze too (they are not counted). The added
+target's jobs of earlier snapshots (queued once it is ready for them while the GPU is on: its catch-up) are
+counted (`catch_up_jobs`), not waited for.
 
     python bench/year.py [--months 12] [--speed 14400] [--rate 2] [--keep DIR]
 """
@@ -59,7 +61,7 @@ def _args() -> argparse.Namespace:
     ap.add_argument("--add-target-month", type=int, default=6, help="0: no second target")
     ap.add_argument("--gpu-from-month", type=int, default=11, help="0: no GPU jobs")
     ap.add_argument("--wait-jobs-min", type=float, default=10.0,
-                    help="at most this many real minutes after the year for the GPU jobs of every snapshot but the last")
+                    help="at most this many real minutes after the year for the GPU jobs of every GPU month's snapshot but the last")
     ap.add_argument("--max-wall-min", type=float, default=60.0, help="give up after this many real minutes")
     ap.add_argument("--job-budget-mb", type=float, default=20.0,
                     help="what retention keeps of a committed GPU job: its best epoch's adapter (15 MB for the 270M target)")
@@ -202,12 +204,14 @@ class Year:
         return self.figures(stuck)
 
     def wait_for_last_jobs(self) -> None:
-        """The jobs of every snapshot but the last (frozen as the year ends, its jobs run after it) finish."""
+        """The jobs of every GPU month's snapshot but the last (frozen as the year ends, its jobs run after it)
+        finish. The added target's catch-up jobs of earlier snapshots (queued once it is ready for them, while the
+        GPU is on) are not waited for: they are counted apart (`catch_up_jobs`)."""
         if not self.a.gpu_from_month:
             return
         deadline = time.monotonic() + self.a.wait_jobs_min * 60
-        last = self.label(self.a.months)
-        while time.monotonic() < deadline and self.store.open_jobs(before_period=last):
+        first, last = self.label(max(1, self.a.gpu_from_month - 1)), self.label(self.a.months)
+        while time.monotonic() < deadline and self.store.open_jobs(before_period=last, from_period=first):
             time.sleep(2.0)
         self.waited_for_jobs_s = round(time.monotonic() - (deadline - self.a.wait_jobs_min * 60), 1)
 
@@ -261,6 +265,8 @@ class Year:
             "late_target_months_before": len(before), "late_target_results_gpu_months": results_last,
             "gpu_months": len(gpu_months), "gpu_months_with_results": jobs_done_months,
             "waited_for_jobs_s": self.waited_for_jobs_s, "load_1m_end": round(os.getloadavg()[0], 2),
+            # the added target's jobs of snapshots frozen before the GPU months (queued as it became ready for them)
+            "catch_up_jobs": self.store.jobs_by_period(before_period=gpu_months[0]) if gpu_months else {},
         }
         goals = {
             "snapshots": f"== {a.months}", "frozen_once": True, "froze_after_close_h_max": "<= 24",

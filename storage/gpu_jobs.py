@@ -84,6 +84,7 @@ class GpuJobRecord:
     updated_at: datetime
     config_error: str | None = None  # the stored config does not validate (then `config` is None)
     seed: int = 0  # the training seed of `spec.seeds` the job runs (`clkt.config.spec.training_seed`)
+    catch_up: bool = False  # queued for a target that joined after the freeze (claimed after the freezes' jobs)
 
 
 def _config(raw: Mapping[str, Any] | None) -> tuple[GpuSettings | None, str | None]:
@@ -109,7 +110,7 @@ def _record(row: GpuJob) -> GpuJobRecord:
         lease_owner=row.lease_owner, lease_expires_at=row.lease_expires_at, attempts=row.attempts,
         max_attempts=row.max_attempts, not_before=row.not_before, last_error=row.last_error, device=row.device,
         best_epoch=row.best_epoch, artifacts_dir=row.artifacts_dir, summary=dict(row.summary or {}),
-        created_at=row.created_at, updated_at=row.updated_at, seed=row.seed,
+        created_at=row.created_at, updated_at=row.updated_at, seed=row.seed, catch_up=row.catch_up,
     )
 
 
@@ -160,15 +161,17 @@ async def enqueue_gpu_jobs(
     max_attempts: int,
     config: GpuSettings | None = None,
     seeds: Sequence[int] = (0,),
+    catch_up: bool = False,
 ) -> int:
     """One pending job per (target, strategy, train language, seed) of a snapshot (`config`: their settings;
-    None: the consumer's; `seeds`: `spec.seeds`); returns how many were new."""
+    None: the consumer's; `seeds`: `spec.seeds`; `catch_up`: for a target that joined after the freeze, claimed
+    after the freezes' jobs); returns how many were new."""
     cfg = _config_json(config)
     now = utcnow()
     rows = [
         dict(
             snapshot_id=snapshot_id, target_model=t, strategy=s, train_lang=lang, seed=seed, config=cfg,
-            status=LeaseStatus.pending, attempts=0, max_attempts=max_attempts, not_before=now,
+            catch_up=catch_up, status=LeaseStatus.pending, attempts=0, max_attempts=max_attempts, not_before=now,
             summary={}, created_at=now, updated_at=now,
         )
         for t in targets
@@ -182,8 +185,10 @@ async def enqueue_gpu_jobs(
 async def claim_gpu_jobs(
     session: AsyncSession, *, owner: str, lease: timedelta, limit: int = 1, now: datetime | None = None
 ) -> list[GpuJobRecord]:
-    """Lease up to `limit` claimable jobs (lowest id first; attempts += 1). In the caller's transaction."""
-    return [_record(r) for r in await _lease.claim(session, GpuJob, owner=owner, lease=lease, limit=limit, now=now)]
+    """Lease up to `limit` claimable jobs (the freezes' jobs before the catch-up's, then lowest id first;
+    attempts += 1). In the caller's transaction."""
+    return [_record(r) for r in await _lease.claim(session, GpuJob, owner=owner, lease=lease, limit=limit,
+                                                   first=(col(GpuJob.catch_up),), now=now)]
 
 
 async def heartbeat_gpu_job(session: AsyncSession, job_id: int, *, owner: str, lease: timedelta) -> None:

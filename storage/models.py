@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, Column, Index, LargeBinary, UniqueConstraint
+from sqlalchemy import BigInteger, Column, Index, LargeBinary, UniqueConstraint, false
 from sqlmodel import Field, SQLModel
 
 from storage.enums import (
@@ -326,6 +326,9 @@ class GpuJob(SQLModel, table=True):
     train_lang: str = Field(max_length=8)
     # the training seed of `spec.seeds` (0: the one seed of a spec that names none; every job before seeds)
     seed: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    # queued for a target that joined after the snapshot froze (its catch-up, `clkt.roster`): claimed after every
+    # job queued at a freeze, so a month's own jobs never wait behind a new target's back catalogue
+    catch_up: bool = Field(default=False, sa_column_kwargs={"server_default": false()})
     config: dict[str, Any] = _json()  # the serialized job spec (pydantic)
     status: LeaseStatus = Field(default=LeaseStatus.pending, max_length=16)
     lease_owner: str | None = Field(default=None, max_length=128)

@@ -224,10 +224,17 @@ class StoreView:
     def gpu_jobs(self) -> dict[str, int]:
         return {str(s): int(n) for s, n in self._rows("SELECT status, COUNT(*) FROM gpu_job GROUP BY status")}
 
-    def open_jobs(self, *, before_period: str) -> int:
-        """GPU jobs still pending or leased of the snapshots of periods before `before_period`."""
+    def open_jobs(self, *, before_period: str, from_period: str = "") -> int:
+        """GPU jobs still pending or leased of the snapshots of periods from `from_period` to before `before_period`."""
         return int(self._rows("SELECT COUNT(*) FROM gpu_job j JOIN snapshot s ON s.id = j.snapshot_id "
-                              "WHERE j.status IN ('pending', 'leased') AND s.period < ?", before_period)[0][0])
+                              "WHERE j.status IN ('pending', 'leased') AND s.period >= ? AND s.period < ?",
+                              from_period, before_period)[0][0])
+
+    def jobs_by_period(self, *, before_period: str) -> dict[str, int]:
+        """GPU jobs per status of the snapshots of periods before `before_period` (the catch-up's, for one)."""
+        return {str(st): int(n) for st, n in self._rows(
+            "SELECT j.status, COUNT(*) FROM gpu_job j JOIN snapshot s ON s.id = j.snapshot_id WHERE s.period < ? "
+            "GROUP BY j.status", before_period)}
 
     def stuck(self, now: datetime, *, grace: timedelta) -> int:
         """Work nobody will do: rows leased past their lease by more than `grace` of the clock, and claimable

@@ -183,8 +183,10 @@ class LocalAsker:
 
     def _loglik(self, asks: Sequence[Ask]) -> list[Reply | BaseException]:
         """acc_norm of the parametric jobs' option scorer, the document block before the question."""
+        from clkt import cpu_share
         from clkt.evaluate.loglik import loglik_item, score_option_loglik
 
+        cpu_share.apply_here()  # the cores a GPU job on this machine's CPU leaves
         items = [loglik_item(self.target, self.tokenizer, a.question, a.options, a.lang,
                              prefix=document_block(a.document)) for a in asks]
         scored = score_option_loglik(self.model, self.tokenizer, items, batch_size=self.batch_size)

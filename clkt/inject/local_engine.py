@@ -4,6 +4,9 @@ One slot per configured device (`gpu.devices`, or `clkt worker --device`), one j
 child reads the snapshot from the export folder the store names and writes everything into
 `<data_dir>/jobs/<id>/` (its output goes to `job.log` there); it dies with the daemon (see `run_job`). At a
 stop the child is ended (SIGTERM, then SIGKILL) and the next run resumes from its last finished epoch.
+
+A job on the `cpu` device is registered with `clkt.cpu_share` while it runs: the daemon's own model work (the
+probe) keeps to the cores the job leaves.
 """
 
 from __future__ import annotations
@@ -12,9 +15,11 @@ import asyncio
 import os
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
+from clkt import cpu_share
 from clkt.inject.contract import JobSpec
 from clkt.inject.engine import EndKind, EngineState, EngineStatus, JobEnd, JobEngine, RunningJob
 from clkt.layout import LOG_FILE
@@ -27,19 +32,32 @@ class LocalRun(RunningJob):
 
     KILL_GRACE_S: ClassVar[float] = 10.0  # SIGTERM -> SIGKILL
 
-    def __init__(self, proc: asyncio.subprocess.Process, *, device: str) -> None:
+    def __init__(self, proc: asyncio.subprocess.Process, *, device: str, on_end: Callable[[], None] | None = None) -> None:
         self.proc = proc
         self.where = "local"
         self.device = device
+        self._on_end = on_end  # called once, when the process is seen to have ended
+
+    def _ended(self) -> None:
+        if self._on_end is not None and self.proc.returncode is not None:
+            on_end, self._on_end = self._on_end, None
+            on_end()
 
     async def wait(self, timeout_s: float) -> JobEnd | None:
         try:
             await asyncio.wait_for(self.proc.wait(), timeout=timeout_s)
         except TimeoutError:
             return None
+        self._ended()
         return JobEnd(kind=EndKind.exited, returncode=self.proc.returncode, where=self.where)
 
     async def stop(self) -> None:
+        try:
+            await self._end_process()
+        finally:
+            self._ended()
+
+    async def _end_process(self) -> None:
         proc = self.proc
         if proc.returncode is not None:
             return
@@ -78,4 +96,8 @@ class LocalEngine(JobEngine):
                 stdout=logf, stderr=asyncio.subprocess.STDOUT, stdin=asyncio.subprocess.DEVNULL,
                 start_new_session=True,
             )
-        return LocalRun(proc, device=slot)
+        if slot != "cpu":
+            return LocalRun(proc, device=slot)
+        job_id = spec.job_id
+        cpu_share.job_started(job_id, spec.gpu.torch_threads)
+        return LocalRun(proc, device=slot, on_end=lambda: cpu_share.job_ended(job_id))

@@ -92,7 +92,8 @@ class LateTargetService:
     async def _spec_jobs(self, session: Session, snapshot_id: str, target: str) -> int:
         if not self.gpu.enabled:
             return 0
-        return await enqueue_spec_jobs(session, snapshot_id, spec=self.spec, gpu=self.gpu, targets=[target])
+        return await enqueue_spec_jobs(session, snapshot_id, spec=self.spec, gpu=self.gpu, targets=[target],
+                                       catch_up=True)
 
     async def run(self, ctx: ServiceContext) -> None:
         while not ctx.stopping.is_set():

@@ -59,10 +59,12 @@ class _RetryableWebhook(WebhookError):
 
 
 async def enqueue_spec_jobs(
-    session: Session, snapshot_id: str, *, spec: SpecSettings, gpu: GpuSettings, targets: Sequence[str] | None = None
+    session: Session, snapshot_id: str, *, spec: SpecSettings, gpu: GpuSettings, targets: Sequence[str] | None = None,
+    catch_up: bool = False,
 ) -> int:
     """Enqueue the GPU jobs of the spec for a frozen snapshot (the GPU queue's repository): every target x strategy
-    x train language x seed of `spec.seeds` (`targets`: only these, e.g. a target that joined after the freeze); how many were new.
+    x train language x seed of `spec.seeds` (`targets`: only these, e.g. a target that joined after the freeze,
+    with `catch_up`: claimed after the jobs queued at a freeze); how many were new.
     API targets (`backend = "api"`: no weights here) never get GPU jobs (`clkt.targets.api`)."""
     weightless = {t.name for t in spec.targets if t.backend == "api"}
     names = list(targets) if targets is not None else [t.name for t in spec.targets]
@@ -78,6 +80,7 @@ async def enqueue_spec_jobs(
         config=gpu,
         max_attempts=gpu.max_attempts,
         seeds=spec.seeds,
+        catch_up=catch_up,
     )
 
 

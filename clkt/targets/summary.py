@@ -63,7 +63,10 @@ def probe_texts(
         return []
     import torch
 
+    from clkt import cpu_share
+
     model, tok = cached_target(target, data_dir=data_dir, device=device)
+    cpu_share.apply_here()  # the cores a GPU job on this machine's CPU leaves
     rendered = [render_prompt(target, tok, p) for p in prompts]
     out: list[str] = []
     with torch.inference_mode():

@@ -76,6 +76,7 @@ async def test_a_target_added_after_the_freeze_end_to_end(store: Store, tmp_path
         assert {p for _, p in probe_fn.calls} <= {1, 3} and {n for n, _ in probe_fn.calls} == {"late-chat"}
         # its GPU jobs: strategies x train languages, as a freeze enqueues them, and only its own
         assert sorted(j.train_lang for j in late_jobs) == sorted(restarted.spec.train_langs)
+        assert all(j.catch_up for j in late_jobs)  # claimed after the jobs queued at a freeze
         assert len(jobs) == len(late_jobs)  # the builder here enqueued none for the embedded target
 
         consumer = GpuConsumer(gpu=restarted.gpu, daemon=restarted.daemon, targets=restarted.spec.targets,

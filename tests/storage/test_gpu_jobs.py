@@ -97,3 +97,23 @@ async def test_release_every_job_of_an_owner(store: Store) -> None:
     async with store.session() as s:
         jobs = await jobs_for_snapshot(s, SID)
     assert all(j.status is LeaseStatus.pending and j.attempts == 0 for j in jobs)
+
+
+async def test_a_freezes_jobs_are_claimed_before_a_late_targets_catch_up(store: Store) -> None:
+    """The catch-up of a target that joined late (an old snapshot's job, queued first) waits behind the jobs a
+    later freeze queued: a month's own results do not wait for the new target's back catalogue. Both run."""
+    old, new = "demo-2025-04-aaa", "demo-2025-11-bbb"
+    async with store.transaction() as s:
+        s.add(Snapshot(id=old, spec="demo", period="2025-04"))
+        s.add(Snapshot(id=new, spec="demo", period="2025-11"))
+        await s.flush()
+        assert await enqueue_gpu_jobs(s, snapshot_id=old, targets=["late"], strategies=["cpt-lora"], train_langs=["en"],
+                                      max_attempts=2, catch_up=True) == 1
+        await enqueue_gpu_jobs(s, snapshot_id=new, targets=["first", "late"], strategies=["cpt-lora"],
+                               train_langs=["en"], max_attempts=2)
+    async with store.transaction() as s:
+        claimed = [await claim_gpu_jobs(s, owner="w", lease=LEASE) for _ in range(4)]
+    order = [(j.snapshot_id, j.target_model, j.catch_up) for (j,) in claimed[:3]]
+    assert order == [(new, "first", False), (new, "late", False), (old, "late", True)]
+    assert claimed[3] == []
+    assert claimed[2][0].id < claimed[0][0].id  # queued first, claimed last

@@ -1,0 +1,72 @@
+"""The cores of this machine's CPU between GPU jobs run on it and this process's own model work.
+
+A GPU job on the `cpu` device (`clkt.inject.local_engine`) runs in a child process on `gpu.torch_threads` threads
+(all the cores when unset), beside the daemon's own model work in this process (the probe, the in-context track).
+Both at full width oversubscribe the cores: in `bench/year.py` on 2 cores the job ran at 81 % of a core beside a
+daemon at 119 %, which slowed the job without speeding the probe. So while jobs run on the CPU, this process's
+model work keeps to the cores they leave (at least one), and takes them back when the last one ends.
+
+torch's thread count belongs to each thread that runs a model (it is read once per thread, at its first parallel
+call), not to the process: the local model work calls `apply_here()` in its own worker thread before it runs.
+Part of the kernel: it imports nothing of the product, and torch only when something else already has.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+
+__all__ = ["apply_here", "job_ended", "job_started", "model_threads", "reset"]
+
+_LOCK = threading.Lock()
+_RUNNING: dict[int, int] = {}  # job id -> the threads it runs on
+_CORES = [max(1, os.cpu_count() or 1)]
+_LOCAL = threading.local()  # .own: the thread's count before it was narrowed
+
+
+def job_started(job_id: int, threads: int | None) -> None:
+    """Job `job_id` runs on this machine's CPU with `threads` torch threads (None: every core)."""
+    with _LOCK:
+        _RUNNING[job_id] = min(_CORES[0], threads or _CORES[0])
+
+
+def job_ended(job_id: int) -> None:
+    with _LOCK:
+        _RUNNING.pop(job_id, None)
+
+
+def model_threads() -> int | None:
+    """The threads this process's model work may use now; None while no job runs on the CPU (its own count)."""
+    with _LOCK:
+        if not _RUNNING:
+            return None
+        return max(1, _CORES[0] - sum(_RUNNING.values()))
+
+
+def apply_here() -> int | None:
+    """Set the calling thread's torch threads to `model_threads()` (or back to its own count once no job runs);
+    the count set, or None when nothing was narrowed (or torch is not loaded)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    want = model_threads()
+    own = getattr(_LOCAL, "own", None)
+    if want is None:
+        if own is not None:
+            torch.set_num_threads(own)
+            _LOCAL.own = None
+        return None
+    if own is None:
+        own = _LOCAL.own = int(torch.get_num_threads())
+    n = max(1, min(own, want))
+    if torch.get_num_threads() != n:
+        torch.set_num_threads(n)
+    return n
+
+
+def reset(cores: int | None = None) -> None:
+    """No job running, and `cores` cores (tests; None: this machine's)."""
+    with _LOCK:
+        _RUNNING.clear()
+        _CORES[0] = max(1, cores or os.cpu_count() or 1)
