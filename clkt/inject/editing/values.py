@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from clkt.inject.editing.requests import EditRequest
 
-__all__ = ["Batch", "ZSettings", "encode", "group_mean", "inputs_at", "optimize_values"]
+__all__ = ["Batch", "ZSettings", "encode", "group_mean", "inputs_at", "mean_target_nll", "optimize_values"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -136,6 +136,16 @@ def _target_nll(model: Any, batch: Batch) -> Any:
     row = where.nonzero()[:, 0]
     total = torch.zeros(labels.shape[0], device=nll.device).index_add_(0, row, nll)
     return total / where.sum(1).clamp(min=1)
+
+
+def mean_target_nll(model: Any, batches: Sequence[Batch]) -> float:
+    """The edit targets' mean NLL with the model's weights as they are: per subject, then over the subjects of each
+    batch and over the batches (as `optimize_values` reports its first and last)."""
+    import torch
+
+    with torch.no_grad():
+        per_batch = [float(group_mean(_target_nll(model, b)[:, None], b)[:, 0].mean()) for b in batches]
+    return sum(per_batch) / len(per_batch)
 
 
 def _at_subjects(x: Any, batch: Batch) -> Any:

@@ -35,7 +35,15 @@ from clkt.inject.editing.arch import down_proj, layer_module, mlp_layout, num_la
 from clkt.inject.editing.covariance import key_stats
 from clkt.inject.editing.memit_update import memit_delta
 from clkt.inject.editing.requests import EditRequest, RequestSet, build_requests, parse_facts
-from clkt.inject.editing.values import Batch, ZSettings, encode, group_mean, inputs_at, optimize_values
+from clkt.inject.editing.values import (
+    Batch,
+    ZSettings,
+    encode,
+    group_mean,
+    inputs_at,
+    mean_target_nll,
+    optimize_values,
+)
 from clkt.inject.injector import Injection, InjectionContext, Spare, WeightsDtype
 from clkt.inject.strategies._registry import register_injector
 from clkt.layout import EDIT_STATS_DIR, EDITS_FILE
@@ -83,7 +91,9 @@ class Memit:
     ) -> Injection:
         mlp_layout(model)  # an architecture whose MLP is unknown: one line, before any work
         spec = ctx.spec
+        t_req = time.monotonic()
         reqs = _requests(spec, docs)
+        requests_s = time.monotonic() - t_req
         log.info("memit: %d requests, %d entities from their facts, %d from their documents", len(reqs.requests),
                  reqs.from_facts, reqs.from_documents)
         if reqs.skipped_entities:
@@ -100,7 +110,8 @@ class Memit:
         record = self.apply(model, tokenizer, reqs, layers, {k: s.second_moment for k, s in stats.items()},
                             device=ctx.device, progress=ctx.progress)
         record.update(stats={str(k): {"tokens": s.tokens, "cached": s.cached} for k, s in stats.items()},
-                      stats_seconds=round(t1 - t0, 3), edit_seconds=round(time.monotonic() - t1, 3))
+                      requests_seconds=round(requests_s, 3), stats_seconds=round(t1 - t0, 3),
+                      edit_seconds=round(time.monotonic() - t1, 3))
         (ctx.work_dir / EDITS_FILE).write_text(json.dumps(record, indent=1), encoding="utf-8")
         return Injection(model=model.eval(), examples=len(reqs.requests), best_epoch=0,
                          sources={"facts": reqs.from_facts, "documents": reqs.from_documents})
@@ -110,8 +121,6 @@ class Memit:
         progress: Any = None,
     ) -> dict[str, Any]:
         """Edit `model` in place with `reqs` at `layers`; returns the record of what was done."""
-        import torch
-
         batches = _batches(tok, reqs.requests, rows=self.ROWS_PER_BATCH, device=device, max_len=self.MAX_LEN)
         projs = [down_proj(model, layer) for layer in layers]
         blocks = [layer_module(model, layer) for layer in layers]
@@ -119,6 +128,9 @@ class Memit:
         deltas: list[list[Any]] = [[] for _ in layers]
         before: list[float] = []
         after: list[float] = []
+        t0 = time.monotonic()
+        if progress is not None:
+            progress(JobProgress(phase="edit", done=0, total=len(batches)))
         for i, b in enumerate(batches):
             _keys, ds, first, last = optimize_values(model, projs, blocks, b, self.Z, normed=normed)
             for n, dl in enumerate(ds):
@@ -127,6 +139,28 @@ class Memit:
             after.append(last)
             if progress is not None:
                 progress(JobProgress(phase="edit", done=i + 1, total=len(batches)))
+        t1 = time.monotonic()
+        norms, written = self._update(model, projs, layers, batches, deltas, second_moments)
+        t2 = time.monotonic()
+        return {
+            "requests": len(reqs.requests), "subjects": reqs.subjects, "skipped_entities": len(reqs.skipped_entities),
+            "entities_from_facts": reqs.from_facts, "entities_from_documents": reqs.from_documents,
+            "layers": layers, "lambda": self.LAMBDA, "z_steps": self.Z.steps,
+            "target_nll_before": round(sum(before) / len(before), 4), "target_nll_at_z": round(sum(after) / len(after), 4),
+            "target_nll_after": round(mean_target_nll(model, batches), 4),
+            "delta_norms": norms, "written": written,
+            "values_seconds": round(t1 - t0, 3), "update_seconds": round(t2 - t1, 3),
+        }
+
+    def _update(
+        self, model: Any, projs: list[Any], layers: list[int], batches: list[Batch], deltas: list[list[Any]],
+        second_moments: dict[int, Any],
+    ) -> tuple[dict[str, float], dict[str, float]]:
+        """Each layer's down-projection updated in order (its keys read with the layers below already edited);
+        per layer, the update's norm and the share of the residuals the edited weights write at the edit keys
+        (measured on the weights as stored: an update their dtype cannot hold shows here)."""
+        import torch
+
         norms: dict[str, float] = {}
         written: dict[str, float] = {}
         for n, layer in enumerate(layers):
@@ -139,17 +173,12 @@ class Memit:
                 raise JobError(f"memit: the update of layer {layer} is not finite (NaN or inf); the model was not edited "
                                "further and the job stops")
             with torch.no_grad():
+                was = keys @ proj.weight.float().T
                 proj.weight.add_(delta.to(device=proj.weight.device, dtype=proj.weight.dtype))
+                got = (keys @ proj.weight.float().T - was).to(residual.dtype)
             norms[str(layer)] = round(float(delta.norm()), 6)
-            got = keys.to(delta.dtype) @ delta.T
-            written[str(layer)] = round(float((got * residual.to(got.dtype)).sum() / residual.pow(2).sum().clamp(min=1e-30)), 4)
-        return {
-            "requests": len(reqs.requests), "subjects": reqs.subjects, "skipped_entities": len(reqs.skipped_entities),
-            "entities_from_facts": reqs.from_facts, "entities_from_documents": reqs.from_documents,
-            "layers": layers, "lambda": self.LAMBDA, "z_steps": self.Z.steps,
-            "target_nll_before": round(sum(before) / len(before), 4), "target_nll_at_z": round(sum(after) / len(after), 4),
-            "delta_norms": norms, "written": written,
-        }
+            written[str(layer)] = round(float((got * residual).sum() / residual.pow(2).sum().clamp(min=1e-30)), 4)
+        return norms, written
 
     def returned_files(self, work_dir: Path, *, best_epoch: int | None) -> list[Path]:
         f = work_dir / EDITS_FILE
