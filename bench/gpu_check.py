@@ -248,8 +248,9 @@ class Check:
 
         a = self.a
         target = TargetSettings(name=f"random-{self.figures['shape']}", model="(built from its config)", kind="instruct")
-        gpu = GpuSettings(epochs=1, max_seq_len=1024, gradient_checkpointing=gc, attn_implementation=a.attn,  # type: ignore[arg-type]
-                          scorers=scorers or ["generate", "letter-logprob", "option-loglik"], eval_batch_max=128,
+        gpu = GpuSettings(epochs=1, max_seq_len=1024, gradient_checkpointing=gc, attn_implementation=a.attn,
+                          scorers=scorers or ["generate", "letter-logprob", "option-loglik"],  # type: ignore[arg-type]
+                          eval_batch_max=128,
                           torch_threads=None)
         spec = JobSpec(job_id=1, snapshot_id="gpu-check", snapshot_dir=snapshot or a.work, target=target, strategy=strategy,
                        train_lang="en", gpu=gpu, data_dir=a.work, artifacts_dir=a.work / name, device=self.device)
@@ -332,7 +333,8 @@ class _PhasePeaks:
     and of the edit (from there), reset in between."""
 
     def __init__(self, c: Check, inner: Any) -> None:
-        self.c, self.inner, self.stats_peak_gb = c, inner, None
+        self.c, self.inner = c, inner
+        self.stats_peak_gb: float | None = None
 
     def __call__(self, progress: Any, **kw: Any) -> None:
         if progress.phase == "edit" and progress.done == 0:

@@ -3,14 +3,16 @@
 # scorer) on a model of the paper's size built from its config with random bf16 weights (Qwen2.5-7B's shape by
 # default, Llama-3.1-8B's with `--shape llama-3.1-8b`), at the paper's LoRA settings: training tokens/s and peak
 # GPU memory with gradient checkpointing off and on, evaluation questions/s per scorer and the evaluation batch
-# size the automatic sizer settled on. No weights travel, nothing is downloaded: the model is built on the GPU,
+# size the automatic sizer settled on; then the `memit` knowledge-editing strategy through the same job code on a
+# fresh model of that shape (key statistics, edit, the targets' NLL before and after, questions/s after the edit;
+# `--parts cpt|memit` runs one part). No weights travel, nothing is downloaded: the model is built on the GPU,
 # the tokenizer is trained in the script (bench/gpu_check.py). Ends with one JSON line (also $OUT/gpu_check.json).
 #
 #   1. here, with PyPI:        bash bench/gpu_check.sh prepare
 #        .gpu-check/wheels/: pydantic, pydantic-settings and their small dependencies for CPython 3.10-3.13 (the
 #        GPU image has torch, transformers and peft, not these); about 15 MB, git-ignored: name `.gpu-check` in
 #        the device tool's `carry`.
-#   2. on the GPU machine:     bash bench/gpu_check.sh [run] [--shape llama-3.1-8b]
+#   2. on the GPU machine:     bash bench/gpu_check.sh [run] [--shape llama-3.1-8b] [--parts cpt,memit]
 #        at most 8 minutes (a timeout ends it at 470 s); about 3-5 minutes on one H200.
 #   3. anywhere, no GPU:       bash bench/gpu_check.sh --tiny      (a tiny config on the CPU: checks the code path)
 set -euo pipefail
