@@ -202,6 +202,25 @@ def _context(spec: Any, lang: str) -> tuple[dict[tuple[int, str], Any], dict[int
     return by_key, names
 
 
+def _edit_only(job: Any, model: Any, tok: Any, qs: Any, only: set[int]) -> Any:
+    """`Memit.apply` with the requests of the entities `only` (statistics from the job's cache, computed if
+    missing); writes the record where the job would."""
+    from clkt.inject.editing.arch import num_layers
+    from clkt.inject.editing.covariance import key_stats
+    from clkt.inject.strategies.memit import Memit, _requests, _stats_texts, edit_layers
+    from clkt.layout import EDIT_STATS_DIR
+
+    spec = job.spec
+    reqs = _requests(spec, [d for d in qs.docs if d.entity_id in only])
+    layers = Memit.LAYERS if Memit.LAYERS is not None else edit_layers(num_layers(model))
+    stats = key_stats(model, tok, layers, texts=_stats_texts(spec), root=spec.data_dir / EDIT_STATS_DIR,
+                      name=spec.target.model, source=f"snapshot {spec.snapshot_id}", device="cpu")
+    record = Memit().apply(model, tok, reqs, layers, {k: s.second_moment for k, s in stats.items()}, device="cpu")
+    job.ckpt_root.mkdir(parents=True, exist_ok=True)
+    (job.ckpt_root / "edits.json").write_text(json.dumps(record, indent=1))
+    return model.eval()
+
+
 def _table(tests: list[Any], base: dict[str, Any], edited: dict[str, Any], prod_b: dict[str, bool],
            prod_e: dict[str, bool]) -> str:
     head = "| slot | entity | greedy a | " + " | ".join(f"{r} rank | {r} margin" for r in RUNGS) + " | product norm |"
@@ -243,15 +262,22 @@ def main() -> None:
     ap.add_argument("--lang", default="en")
     ap.add_argument("--variant", default="main", choices=sorted(_variants()))
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--entities", default="", help="comma-separated entity ids: edit only their requests "
+                    "(`Memit.apply` with the job's cached statistics, the control documents left out) and score only "
+                    "their test questions; a quicker, partial run on a loaded CPU")
+    ap.add_argument("--no-locality", action="store_true", help="skip the locality and control questions")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     _apply_variant(a.variant)
     spec, job = _setup(a)
     data = load_snapshot_dir(a.snapshot, verify_hashes=False)
-    tests = data.questions_for(a.lang, "test")
+    only = {int(e) for e in a.entities.split(",") if e}
+    tests = [q for q in data.questions_for(a.lang, "test") if not only or q.entity_id in only]
     local = [q for lang in data.languages for q in data.locality_questions_for(lang, spec.target.name)]
     control = data.control_questions_for(a.lang)
+    if a.no_locality:
+        local, control = [], []
     reqs, names = _context(spec, a.lang)
     qs = job.load_snapshot()
     model, tok = job.load_model()
@@ -260,14 +286,15 @@ def main() -> None:
     if cache.is_file():
         cached = json.loads(cache.read_text())
         base_ladder, base_prod = cached["ladder"], cached["product"]
+        if only:
+            base_ladder = {str(q.qid): base_ladder[str(q.qid)] for q in tests}
     else:
         base_prod, sums = _score(model, tok, spec.target, spec.gpu, tests + local + control, Variant.base)
         base_ladder = ladder(model, tok, spec.target, tests, reqs, names, {str(q.qid): sums[str(q.qid)] for q in tests})
         cache.write_text(json.dumps({"ladder": base_ladder, "product": base_prod}))
     t0 = time.monotonic()
-    injection = job.inject(model, tok, qs)
+    edited = _edit_only(job, model, tok, qs, only) if only else job.inject(model, tok, qs).model.eval()
     inject_s = time.monotonic() - t0
-    edited = injection.model.eval()
     ed_prod, sums = _score(edited, tok, spec.target, spec.gpu, tests + local + control, Variant.injected)
     ed_ladder = ladder(edited, tok, spec.target, tests, reqs, names, {str(q.qid): sums[str(q.qid)] for q in tests})
     record = json.loads((job.ckpt_root / "edits.json").read_text())
@@ -279,7 +306,8 @@ def main() -> None:
         out[f"learn_control_{a.lang}[{sc}]"] = _learn(base_prod, ed_prod, [f"{q.qid}|{q.lang}|{sc}" for q in control])
     out["ladder"] = {"base": base_ladder, "edited": ed_ladder}
     out["uptime"] = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
-    (a.work / f"{a.variant}.json").write_text(json.dumps(out, indent=1))
+    tag = f"{a.variant}-{len(only)}ent" if only else a.variant
+    (a.work / f"{tag}.json").write_text(json.dumps(out, indent=1))
     print(_table(tests, base_ladder, ed_ladder, base_prod, ed_prod))
     print(json.dumps({k: v for k, v in out.items() if k != "ladder"}))
 
