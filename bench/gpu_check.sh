@@ -25,7 +25,7 @@ if [[ "$mode" == "prepare" ]]; then
   mkdir -p .gpu-check/wheels
   for v in 3.10 3.11 3.12 3.13; do
     "$PY" -m pip download --quiet --only-binary=:all: --python-version "$v" --platform manylinux2014_x86_64 \
-        --platform manylinux_2_17_x86_64 --dest .gpu-check/wheels pydantic pydantic-settings filelock >/dev/null
+        --platform manylinux_2_17_x86_64 --dest .gpu-check/wheels pydantic pydantic-settings filelock sqlalchemy sqlmodel greenlet >/dev/null
   done
   grep -qx '/.gpu-check/' .git/info/exclude 2>/dev/null || echo '/.gpu-check/' >> .git/info/exclude
   du -sh .gpu-check
@@ -38,11 +38,13 @@ command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,dri
 for need in torch transformers peft; do
   "$PY" -c "import $need" 2>/dev/null || { echo "gpu_check: $need is not installed in $("$PY" -c 'import sys; print(sys.executable)')" >&2; exit 2; }
 done
-if ! "$PY" -c "import pydantic, pydantic_settings, filelock" 2>/dev/null; then
+# the memit part's synthetic snapshot is written with the product's own snapshot code, which reads the store's
+# models (sqlalchemy with its asyncio extension's greenlet, sqlmodel)
+if ! "$PY" -c "import pydantic, pydantic_settings, filelock, sqlalchemy, sqlmodel, greenlet" 2>/dev/null; then
   if [[ -d .gpu-check/wheels ]]; then
-    "$PY" -m pip install --quiet --no-index --find-links .gpu-check/wheels pydantic pydantic-settings filelock
+    "$PY" -m pip install --quiet --no-index --find-links .gpu-check/wheels pydantic pydantic-settings filelock sqlalchemy sqlmodel greenlet
   else
-    echo "gpu_check: pydantic / pydantic-settings are missing and .gpu-check/wheels is not here (run 'bash bench/gpu_check.sh prepare' where PyPI is reachable and carry .gpu-check)" >&2
+    echo "gpu_check: pydantic, pydantic-settings, filelock, sqlalchemy, greenlet or sqlmodel is missing and .gpu-check/wheels is not here (run 'bash bench/gpu_check.sh prepare' where PyPI is reachable and carry .gpu-check)" >&2
     exit 2
   fi
 fi

@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +63,8 @@ control_entities = 1
     snap = load_snapshot_dir(manifest.parent)
     assert snap.manifest.redated is True
     # the demo's fixed calendar: the same day (so the same dates and figures) whatever day it runs on
-    assert snap.manifest.period == f"{DEMO_DAY:%Y-%m-%d}", snap.manifest.period
+    # (the rolling window of complete days that ends the day before it: labelled by its last day)
+    assert snap.manifest.period == f"{DEMO_DAY - timedelta(days=1):%Y-%m-%d}", snap.manifest.period
     assert f"fixed calendar day {DEMO_DAY:%Y-%m-%d}" in _norm(res.stdout)
     assert snap.languages == ["en", "fr"]
     # counts: one entity per filled domain, questions present in every language with the same ids
