@@ -36,11 +36,10 @@ class LocalRun(RunningJob):
         self.proc = proc
         self.where = "local"
         self.device = device
-        self._on_end = on_end  # called once, when the process is seen to have ended
+        self._on_end = on_end  # called once: when the process is seen to have exited, or was stopped
 
-    def _ended(self, *, whatever: bool = False) -> None:
-        """Call `on_end` once: when the process is seen to have ended (or, `whatever`, once it was stopped)."""
-        if self._on_end is not None and (whatever or self.proc.returncode is not None):
+    def _ended(self) -> None:
+        if self._on_end is not None:
             on_end, self._on_end = self._on_end, None
             on_end()
 
@@ -56,7 +55,7 @@ class LocalRun(RunningJob):
         try:
             await self._end_process()
         finally:
-            self._ended(whatever=True)  # stopped: its cores are given back even if it could not be reaped
+            self._ended()  # stopped: its cores are given back even if it could not be reaped
 
     async def _end_process(self) -> None:
         proc = self.proc
