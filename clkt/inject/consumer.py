@@ -99,7 +99,7 @@ class GpuConsumer:
     RETRY_BACKOFF_S: ClassVar[float] = 30.0  # before a crashed or timed-out job is tried again
     LOST_RETRY_S: ClassVar[float] = 1.0  # before a job whose cluster node was lost runs again
     UNAVAILABLE_DEFER_S: ClassVar[float] = 5.0  # a job handed back because the engine went away
-    PROGRESS_LOG_S: ClassVar[float] = 30.0
+    PROGRESS_LOG_S: ClassVar[float] = 30.0  # real seconds between a running job's progress lines, whatever the calendar
     POLL_S: ClassVar[float] = 0.5  # how often a run is checked
     STATUS_RECORD_S: ClassVar[float] = 60.0  # the engine's status is written on each change and at least this often
 
@@ -227,7 +227,7 @@ class GpuConsumer:
         started_real = time.monotonic()  # the timeout bounds work: real seconds, whatever the calendar's speed
         beat_every = max(1.0, lease.total_seconds() / 3)
         next_beat = started + beat_every
-        next_log = started + self.PROGRESS_LOG_S
+        next_log = started_real + self.PROGRESS_LOG_S  # real time: at 14,400x, 30 simulated s would log every poll
         timeout_s = self.gpu.job_timeout_s
         while True:
             end = await run.wait(self.POLL_S)
@@ -250,8 +250,8 @@ class GpuConsumer:
                     await run.stop()
                     log.warning("%s: lease lost; stopped the job", label)
                     return JobRun(jid, None, "lease lost")
-            if now >= next_log:
-                next_log = now + self.PROGRESS_LOG_S
+            if time.monotonic() >= next_log:
+                next_log = time.monotonic() + self.PROGRESS_LOG_S
                 p = _read_progress(spec.artifacts_dir / PROGRESS_FILE)
                 if p is not None:
                     extra = f" epoch {p.epoch}" if p.epoch is not None else ""

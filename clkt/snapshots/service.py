@@ -195,6 +195,7 @@ class SnapshotBuilder:
             sig = repr(sorted(res.missing.items()))
             if self._reported.get(p.label) != sig:
                 self._reported[p.label] = sig
+                log.info("%s (%s)", res.describe(), trigger)  # once per change: a closed month that waits says why
                 await self._event(
                     ctx, "snapshot.under_quota", res.describe(),
                     {"spec": res.spec, "period": p.label, "trigger": trigger, "missing": res.missing,

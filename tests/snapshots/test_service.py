@@ -4,6 +4,7 @@ job hook, the webhook (a real local server) and its failure never blocking a bui
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -84,8 +85,9 @@ async def _events(store: Store, kind: str) -> list[Event]:
 
 
 async def test_month_boundary_builds_the_closed_month(
-    store: Store, tmp_path: Path, http: aiohttp.ClientSession, webhook: dict[str, Any]
+    store: Store, tmp_path: Path, http: aiohttp.ClientSession, webhook: dict[str, Any], caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.INFO, logger="clkt.snapshots.service")
     settings = make_settings(tmp_path, allow_partial=True, webhook_url=webhook["url"])
     await fill_period(store, month_start=JUNE, per_domain=1)  # quotas are 2: June never fills early
     clock = Clock(datetime(2025, 6, 30, 23, 59, 59, tzinfo=UTC))
@@ -98,6 +100,9 @@ async def test_month_boundary_builds_the_closed_month(
     assert len(await _events(store, "snapshot.under_quota")) == 1
     await svc.check(ctx)
     assert len(await _events(store, "snapshot.under_quota")) == 1  # the same shortfall is logged once
+    # and said in the daemon's log (once too): a closed month that does not freeze says why where the user looks
+    said = [r.getMessage() for r in caplog.records if r.name == "clkt.snapshots.service" and "2025-05" in r.getMessage()]
+    assert len(said) == 1 and "under quota" in said[0] and "period-closed" in said[0], said
     clock.now = datetime(2025, 7, 1, 0, 0, 1, tzinfo=UTC)
     res = await svc.check(ctx)
     built = [r for r in res if r.status is BuildStatus.frozen]
