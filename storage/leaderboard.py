@@ -85,6 +85,9 @@ class WindowData:
     exclusions: dict[tuple[str, str], frozenset[int]]  # (snapshot id, target) -> excluded entity ids
     jobs: tuple[WindowJob, ...]  # done jobs of the snapshots (every target, also those the snapshot is not valid for)
     packs: tuple[ResultPackRecord, ...] = field(default=())  # of the jobs that count (ready for their target)
+    # store entity id -> public id (`clkt.snapshots.ids`) of the packs' entities: the order of the bootstrap's
+    # draws (`clkt.report.pooled.Draws`), so that the same results give the same intervals in any store
+    public_entities: dict[int, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

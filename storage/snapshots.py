@@ -64,6 +64,7 @@ __all__ = [
     "candidate_entities",
     "content_rows",
     "count_revisions",
+    "entity_identities",
     "find_snapshot",
     "freeze_snapshot",
     "frozen_manifests",
@@ -335,6 +336,19 @@ async def question_identities(session: AsyncSession, question_ids: Sequence[int]
             .where(col(Question.id).in_(ids[i : i + 500]))
         )
         out.update({qid: (source, external_id, slot) for qid, source, external_id, slot in rows if qid is not None})
+    return out
+
+
+async def entity_identities(session: AsyncSession, entity_ids: Sequence[int]) -> dict[int, tuple[str, str]]:
+    """Store entity row -> its identity (source, external id): what its public id derives from
+    (`clkt.snapshots.ids.stable_entity_id`). Rows that are gone are left out."""
+    out: dict[int, tuple[str, str]] = {}
+    ids = sorted(set(entity_ids))
+    for i in range(0, len(ids), 500):
+        rows = await session.execute(
+            select(col(Entity.id), col(Entity.source), col(Entity.external_id)).where(col(Entity.id).in_(ids[i : i + 500]))
+        )
+        out.update({eid: (source, external_id) for eid, source, external_id in rows if eid is not None})
     return out
 
 

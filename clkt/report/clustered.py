@@ -32,12 +32,15 @@ class EntityDraws:
     weights: np.ndarray
 
 
-def entity_draws(entities: Sequence[int], *, snapshot_id: str, seed: int, samples: int) -> EntityDraws:
-    """The leaderboard's draws of a snapshot's entities (`Draws.weights`)."""
+def entity_draws(
+    entities: Sequence[int], *, snapshot_id: str, seed: int, samples: int, public: Mapping[int, int] | None = None,
+) -> EntityDraws:
+    """The leaderboard's draws of a snapshot's entities (`Draws.weights`; `public`: store entity id -> public id,
+    the order the draws are made in)."""
     ents = np.unique(np.asarray(entities, dtype=np.int64))
     if not len(ents) or samples <= 0:
         return EntityDraws(entities=ents, weights=np.zeros((0, len(ents)), dtype=np.float32))
-    draws = Draws(universes={0: ents}, names={0: snapshot_id}, seed=seed, samples=samples)
+    draws = Draws(universes={0: ents}, names={0: snapshot_id}, seed=seed, samples=samples, public=public)
     return EntityDraws(entities=ents, weights=draws.weights(0))
 
 

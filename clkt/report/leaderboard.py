@@ -80,7 +80,9 @@ def window_draws(data: WindowData, *, seed: int, samples: int) -> Draws | None:
     for p in data.packs:
         if p.job_id in snap_of:
             by[snap_of[p.job_id]].append(p)
-    return Draws(universes=universes(by), names={i: s.id for i, s in enumerate(data.snapshots)}, seed=seed, samples=samples)
+    return Draws(universes=universes(by), names={i: s.id for i, s in enumerate(data.snapshots)}, seed=seed, samples=samples,
+                 public=data.public_entities)
+
 
 
 # -- rows -------------------------------------------------------------------------------------------------------

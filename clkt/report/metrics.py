@@ -75,6 +75,12 @@ class Outcome:
     predicted: str | None = None
     split: str = "test"
     entity: int | None = None  # the question's entity (store id): the bootstrap resamples entities
+    entity_public: int | None = None  # its public id (`clkt.snapshots.ids`): the order the draws are made in
+
+    @staticmethod
+    def public_ids(outcomes: Sequence[Outcome]) -> dict[int, int]:
+        """Store entity id -> public id, of the outcomes that know both."""
+        return {o.entity: o.entity_public for o in outcomes if o.entity is not None and o.entity_public is not None}
 
     @property
     def cluster(self) -> int:
@@ -266,7 +272,8 @@ def summarize(
     idx = _index(outcomes)
     tests = [o for o in outcomes if o.split == "test"]
     cluster_of = {o.qid: o.cluster for o in tests}
-    ents = entity_draws([o.cluster for o in tests], snapshot_id=snapshot_id, seed=seed, samples=samples if bootstrap else 0)
+    ents = entity_draws([o.cluster for o in tests], snapshot_id=snapshot_id, seed=seed, samples=samples if bootstrap else 0,
+                        public=Outcome.public_ids(tests))
     by_group: dict[tuple[str, str, str], list[PairMetrics]] = defaultdict(list)
     for p in pair_metrics(outcomes, languages):
         by_group[(p.model, p.strategy, p.scorer)].append(p)

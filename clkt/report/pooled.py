@@ -214,22 +214,34 @@ class Draws:
     draw as it would from sample to sample (the domain estimate of survey sampling). Shared draws also make a
     comparison paired, and the same query on the same store gives the same intervals."""
 
-    def __init__(self, *, universes: Mapping[int, np.ndarray], names: Mapping[int, str], seed: int, samples: int) -> None:
+    def __init__(
+        self, *, universes: Mapping[int, np.ndarray], names: Mapping[int, str], seed: int, samples: int,
+        public: Mapping[int, int] | None = None,
+    ) -> None:
         self.universes = dict(universes)  # snapshot index -> its entity ids, ascending
         self.names = dict(names)  # snapshot index -> snapshot id (seeds its draws)
         self.seed = seed
         self.samples = samples
+        self.public = dict(public or {})  # store entity id -> public id: the order the draws are made in
         self._weights: dict[int, np.ndarray] = {}
 
     def weights(self, s: int) -> np.ndarray:
-        """(samples, entities) float32 counts of the snapshot's draws."""
+        """(samples, entities) float32 counts of the snapshot's draws, made over its entities in the order of their
+        public ids (`clkt.snapshots.ids`, the same in every store; an entity without one after them, by store
+        id): the same snapshot and results give the same intervals whatever store ids its entities got."""
         got = self._weights.get(s)
         if got is None:
-            n = len(self.universes[s])
+            universe = self.universes[s]
+            n = len(universe)
             rng = np.random.default_rng([self.seed, zlib.crc32(self.names[s].encode("utf-8"))])
             rows = np.arange(self.samples, dtype=np.intp)[:, None]
             draws = rng.integers(0, n, size=(self.samples, n))
-            got = np.bincount((rows * n + draws).ravel(), minlength=self.samples * n).reshape(self.samples, n).astype(np.float32)
+            counts = np.bincount((rows * n + draws).ravel(), minlength=self.samples * n).reshape(self.samples, n)
+            unknown = 1 << 62
+            keys = [(self.public.get(int(e), unknown), int(e)) for e in universe]
+            order = sorted(range(n), key=keys.__getitem__)  # column j of `counts` is the j-th entity in that order
+            got = np.empty((self.samples, n), dtype=np.float32)
+            got[:, order] = counts
             self._weights[s] = got
         return got
 

@@ -50,15 +50,17 @@ async def seed_rows(
     done = [j for j in jobs if j.status.value == "done"]
     if len({j.seed for j in done}) < 2:
         return []
+    from clkt.report.window import with_public_ids
+
     async with store.session() as s:
         packs = await result_packs(s, [j.id for j in done])
-    data = WindowData(
-        snapshots=(WindowSnapshot(id=snap.id, spec=snap.spec, period=snap.period, built_at=snap.built_at),),
-        ready=frozenset((snap.id, j.target_model) for j in done), exclusions={},
-        jobs=tuple(WindowJob(id=j.id, snapshot_id=snap.id, target=j.target_model, strategy=j.strategy,
-                             train_lang=j.train_lang, seed=j.seed) for j in done),
-        packs=tuple(packs),
-    )
+        data = await with_public_ids(s, WindowData(
+            snapshots=(WindowSnapshot(id=snap.id, spec=snap.spec, period=snap.period, built_at=snap.built_at),),
+            ready=frozenset((snap.id, j.target_model) for j in done), exclusions={},
+            jobs=tuple(WindowJob(id=j.id, snapshot_id=snap.id, target=j.target_model, strategy=j.strategy,
+                                 train_lang=j.train_lang, seed=j.seed) for j in done),
+            packs=tuple(packs),
+        ))
     return [r for r in build_rows(data, languages, seed=seed, min_questions=0) if r.seeds]
 
 

@@ -69,7 +69,7 @@ class SubmittedRuns:
             return data
         ready = {(s.id, label) for s in data.snapshots for label in self.names}
         return WindowData(snapshots=data.snapshots, ready=data.ready | ready, exclusions=data.exclusions,
-                          jobs=data.jobs + self.jobs, packs=data.packs + self.packs)
+                          jobs=data.jobs + self.jobs, packs=data.packs + self.packs, public_entities=data.public_entities)
 
 
 def _identity(r: SubmissionRecord) -> Identity:

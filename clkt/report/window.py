@@ -13,9 +13,11 @@ from __future__ import annotations
 import asyncio
 import csv
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from clkt.config.strategies import strategy_names
 from clkt.evaluate.circular import CIRCULAR_SCORERS, circular_name
@@ -40,10 +42,11 @@ from storage.leaderboard import (
     window_data,
     window_snapshots,
 )
-from storage.snapshots import question_identities
+from storage.snapshots import entity_identities, question_identities
 
 if TYPE_CHECKING:
     from storage.engine import Session, Store
+    from storage.result_packs import ResultPackRecord
 
 __all__ = [
     "PREDICTION_COLUMNS",
@@ -146,8 +149,17 @@ async def resolve_window(store: Store, q: LeaderboardQuery) -> Window:
         strategies = {q.strategy} if q.strategy else None
         data = await window_data(s, chosen, targets=targets, strategies=strategies, scorer=q.scorer)
         submitted = await submitted_runs(s, chosen, targets=targets, strategies=strategies, scorer=q.scorer)
+        data = await with_public_ids(s, data, submitted.packs)
     return Window(label_from=chosen[0].period, label_to=chosen[-1].period, snapshots=chosen, data=data,
                   notes=notes + submitted.notes, submitted=submitted)
+
+
+async def with_public_ids(session: Session, data: WindowData, extra: Sequence[ResultPackRecord] = ()) -> WindowData:
+    """`data` with the public ids of its packs' entities (and those of `extra`: submitted packs it will merge)."""
+    ids = sorted({int(e) for p in (*data.packs, *extra) for e in np.frombuffer(p.entity_ids, dtype="<i8")})
+    found = await entity_identities(session, ids)
+    public = {eid: stable_entity_id(source, external_id) for eid, (source, external_id) in found.items()}
+    return replace(data, public_entities=public)
 
 
 def _compare_scorer(rows: Sequence[LeaderRow], target: str, strategy: str, chosen: str | None) -> str | None:

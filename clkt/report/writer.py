@@ -78,7 +78,7 @@ from clkt.report.metrics import (
     summarize,
 )
 from clkt.report.seed_report import primary_seed, seed_rows
-from clkt.snapshots.ids import stable_qid
+from clkt.snapshots.ids import stable_entity_id, stable_qid
 from storage.gpu_jobs import jobs_for_snapshot, results_for_snapshot
 from storage.incontext import incontext_answers
 from storage.knowledge import known_by_month
@@ -161,7 +161,7 @@ async def load_report_data(
         Outcome(
             model=r.target_model, strategy=r.strategy, scorer=r.scorer, variant=r.variant, train_lang=r.train_lang,
             lang=r.lang, qid=stable_qid(r.source, r.external_id, r.slot), domain=r.domain, correct=r.correct, predicted=r.predicted, split=r.split,
-            entity=r.entity_id or None,
+            entity=r.entity_id or None, entity_public=stable_entity_id(r.source, r.external_id),
         )
         for r in rows
     ]
@@ -221,7 +221,9 @@ def build_report(snapshot_id: str, languages: list[str], jobs: list[JobInfo], ou
     if failed:
         notes.append(f"{len(failed)} job(s) failed: " + "; ".join(f"{j.model}/{j.strategy}/{j.train_lang}: {(j.error or '')[:160]}" for j in failed))
     real = outcomes  # the control split never reaches the store's results (see _control)
-    draws = entity_draws([o.cluster for o in real if o.split == "test"], snapshot_id=snapshot_id, seed=seed, samples=BOOTSTRAP_SAMPLES)
+    tests = [o for o in real if o.split == "test"]
+    draws = entity_draws([o.cluster for o in tests], snapshot_id=snapshot_id, seed=seed, samples=BOOTSTRAP_SAMPLES,
+                         public=Outcome.public_ids(tests))
     learn = learn_tests(real, draws=draws)
     not_learned = {(t.model, t.strategy, t.scorer, t.train_lang) for t in learn if t.domain == ALL_DOMAINS and not t.learned}
     for t in learn:

@@ -15,8 +15,10 @@ from clkt.report.pooled import Draws, percentile_ci
 from clkt.report.stats import mcnemar_exact
 from clkt.report.strategy_compare import parse_strategy_pair
 from clkt.report.window import LeaderboardQuery, load_leaderboard
+from clkt.snapshots.ids import stable_entity_id
 from storage.engine import Store
 from storage.models import GpuJob, LeaseStatus, QuestionResult
+from storage.snapshots import entity_identities
 from tests.report._strategy_store import seed_strategy_store
 from tests.report._window_store import LANGS, PERIODS, SPEC, WindowStore
 
@@ -84,12 +86,15 @@ def _recompute(stored: dict[tuple[str, str, str], Answers], info: WindowStore) -
                 base=base, per_entity=per_entity)
 
 
-def _learn_diff_ci(per_entity: dict[tuple[str, int], np.ndarray], info: WindowStore) -> tuple[float, float] | None:
-    """Learn's a - b interval from the window's draws (the same seed, the same entities of each snapshot)."""
+def _learn_diff_ci(
+    per_entity: dict[tuple[str, int], np.ndarray], info: WindowStore, public: dict[int, int],
+) -> tuple[float, float] | None:
+    """Learn's a - b interval from the window's draws (the same seed, the same entities of each snapshot, drawn in
+    the order of their public ids)."""
     sids = [info.snapshots[p] for p in PERIODS]
     universes = {i: np.asarray(sorted({e for q, e in info.entity_of.items() if (e - 1) // 12 == i}), dtype=np.int64)
                  for i in range(len(sids))}
-    draws = Draws(universes=universes, names=dict(enumerate(sids)), seed=0, samples=SAMPLES)
+    draws = Draws(universes=universes, names=dict(enumerate(sids)), seed=0, samples=SAMPLES, public=public)
     total = np.zeros((SAMPLES, 3))
     for i, sid in enumerate(sids):
         counts = np.stack([per_entity.get((sid, int(e)), np.zeros(3)) for e in universes[i]])
@@ -112,7 +117,11 @@ async def test_paired_figures_equal_a_recomputation_from_the_stored_results(stor
     assert (c.target, c.scorer, learn.diff.n) == ("alpha", "generate", n) and n > 100
     assert learn.a.value == pytest.approx(ra / n) and learn.b.value == pytest.approx(rb / n)
     assert (learn.a_only, learn.b_only) == (a_only, b_only) and learn.p_value == pytest.approx(mcnemar_exact(a_only, b_only))
-    assert learn.diff.ci == pytest.approx(_learn_diff_ci(want["per_entity"], info))  # type: ignore[arg-type]
+    async with store.session() as s:
+        ids = await entity_identities(s, sorted(set(info.entity_of.values())))
+    public = {e: stable_entity_id(src, ext) for e, (src, ext) in ids.items()}
+    assert len(public) == len(set(info.entity_of.values()))
+    assert learn.diff.ci == pytest.approx(_learn_diff_ci(want["per_entity"], info, public))  # type: ignore[arg-type]
     overall = next(ln for ln in c.lines if (ln.metric, ln.scope) == ("Overall", "all pairs"))
     assert [overall.a.value, overall.b.value] == pytest.approx(want["overall"])
     assert overall.diff.n == c.question_pairs == want["units"]
