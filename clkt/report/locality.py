@@ -8,7 +8,8 @@ model still answers right: kept / (kept + lost). Its 95% interval comes from a b
 questions of an entity are drawn together, `clkt.report.clustered.entity_draws`, seeded by `seed` and the
 snapshot's locality draws' name, `draws_name`: the same draws for a job's cell in the report, a result pack's cell
 for the same answers (`clkt.packs.metrics`) and a leaderboard row of one such cell, so one figure is one number
-wherever it is shown). Under `MIN_KEPT_N` questions right before, the cell reads "too few", never a bare 0 % or
+wherever it is shown). Under `MIN_KEPT_N` questions right before (or all of them about fewer than `MIN_KEPT_ENTITIES`
+entities: a bootstrap over one entity has no spread), the cell reads "too few", never a bare 0 % or
 100 %.
 """
 
@@ -27,11 +28,12 @@ from clkt.report.metric_table import ratio
 from clkt.report.pooled import one_blas_thread, percentile_ci
 
 __all__ = [
-    "KEPT_HEADER", "LOCALITY_INTRO", "MIN_KEPT_N", "KeptFigure", "KeptLang", "LocalityJob", "draws_name", "kept_figure",
+    "KEPT_HEADER", "LOCALITY_INTRO", "MIN_KEPT_ENTITIES", "MIN_KEPT_N", "KeptFigure", "KeptLang", "LocalityJob", "draws_name", "kept_figure",
     "kept_langs", "kept_row", "kept_text", "locality_lines", "pooled_kept",
 ]
 
 MIN_KEPT_N = 10  # questions right before injection under which kept % reads "too few"
+MIN_KEPT_ENTITIES = 2  # ... and entities: a bootstrap over one entity gives an interval of width 0, which says nothing
 KEPT_HEADER = ["model", "strategy", "scorer", "train", "test", "questions", "right before", "kept", "lost", "gained",
                "kept % [95% CI]"]
 
@@ -39,7 +41,7 @@ LOCALITY_INTRO = [  # the report's section heading and how to read it
     "## Locality: what each job kept (entities the target knew; never in the scores above)", "",
     "Kept % = among the locality questions the base model answered right, the share the injected model still answers "
     "right (kept / right before); 95% CIs from a bootstrap over entities. Under "
-    f"{MIN_KEPT_N} questions right before: *too few*.", "",
+    f"{MIN_KEPT_N} questions right before, or all of them about one entity: *too few*.", "",
 ]
 
 
@@ -77,7 +79,7 @@ class KeptFigure(BaseModel):
     entities: int  # entities with a question right before
     rate: float | None  # kept / (kept + lost); None: nothing right before
     ci: tuple[float, float] | None  # 95%, bootstrap over entities
-    too_few: bool  # fewer than `MIN_KEPT_N` questions right before
+    too_few: bool  # fewer than `MIN_KEPT_N` questions right before, or fewer than `MIN_KEPT_ENTITIES` entities
 
     @property
     def base_right(self) -> int:
@@ -115,7 +117,8 @@ def kept_figure(c: LocalityCounts, *, snapshot_id: str, seed: int, samples: int,
     return KeptFigure(
         n=c.n, kept=c.kept, lost=c.lost, gained=c.gained, entities=sum(e.base_right > 0 for e in c.entities),
         rate=c.kept / c.base_right if c.base_right else None,
-        ci=kept_interval(c, name=draws_name(snapshot_id), seed=seed, samples=samples), too_few=c.base_right < min_n,
+        ci=kept_interval(c, name=draws_name(snapshot_id), seed=seed, samples=samples),
+        too_few=c.base_right < min_n or sum(e.base_right > 0 for e in c.entities) < MIN_KEPT_ENTITIES,
     )
 
 
@@ -158,7 +161,7 @@ def locality_lines(kept: Sequence[KeptLang], min_n: int = MIN_KEPT_N) -> list[st
         f"Locality, {model} / {strategy} / {scorer} trained in {lt}: kept % of the questions about entities it knew "
         f"(right before injection) — " + "; ".join(f"{k.lang} {kept_text(k)}" + ("" if k.too_few else f" of {k.base_right}")
                                                     for k in ks)
-        + f" (95% CIs from a bootstrap over entities; under {min_n} questions right before: too few)."
+        + f" (95% CIs from a bootstrap over entities; under {min_n} questions right before, or one entity: too few)."
         for (model, strategy, scorer, lt), ks in sorted(groups.items())
     ]
 
@@ -185,6 +188,8 @@ def pooled_kept(
     right = sum(t[0] for per in tally.values() for t in per.values())
     if not tally:
         return None
+    if sum(t[0] > 0 for per in tally.values() for t in per.values()) < MIN_KEPT_ENTITIES:
+        return Estimate(value=None, ci=None, n=right)  # one entity: "too few", not a point with a zero-width interval
     kept = sum(t[1] for per in tally.values() for t in per.values())
     sums: np.ndarray | None = None
     for snapshot_id, per in sorted(tally.items()):

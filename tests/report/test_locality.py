@@ -83,3 +83,22 @@ def test_a_report_without_locality_writes_what_it_wrote_before(tmp_path: Path) -
     assert "Locality" not in paths.markdown.read_text()
     metrics = json.loads(paths.json.read_text())
     assert "locality" not in metrics and "locality" not in metrics["jobs"][0]
+
+
+def test_one_entity_is_too_few_whatever_its_questions() -> None:
+    """The demo's leaderboard showed kept % 30.0 [30.0, 30.0] (n=10): ten questions, all about the one film the
+    target knew. An interval of width 0 from one entity says nothing: it reads "too few", here and pooled."""
+    from clkt.report.locality import MIN_KEPT_ENTITIES, pooled_kept
+
+    one = _counts([(12, 4)])  # 12 right before (above MIN_KEPT_N), one entity
+    two = _counts([(6, 2), (6, 2)])
+    (k1,) = kept_langs([_job(1, {"s": {"en": one}})], snapshot_id="snap", seed=0, samples=200)
+    (k2,) = kept_langs([_job(1, {"s": {"en": two}})], snapshot_id="snap", seed=0, samples=200)
+    assert one.base_right >= MIN_KEPT_N and MIN_KEPT_ENTITIES == 2
+    assert k1.too_few and kept_text(k1) == "too few (n = 12)"
+    assert not k2.too_few and kept_text(k2).startswith("33.3 [")
+    pooled = pooled_kept([("snap", {"s": {"en": one.model_dump()}}), ("snap", {"s": {"fr": one.model_dump()}})],
+                         scorer="s", seed=0, samples=200)
+    assert pooled is not None and pooled.value is None and pooled.ci is None and pooled.n == 24  # one entity, twice
+    both = pooled_kept([("snap", {"s": {"en": two.model_dump()}})], scorer="s", seed=0, samples=200)
+    assert both is not None and both.value == 4 / 12 and both.ci is not None
