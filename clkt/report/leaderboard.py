@@ -202,7 +202,8 @@ def _row(group: Group, pooled: Pooled, data: WindowData, *, draws: Draws | None,
         per_snapshot=columns, kept=pooled_kept(
             ((j.snapshot_id, j.locality) for j in data.jobs
              if (j.target, j.strategy) == (target, strategy) and (j.snapshot_id, target) in data.ready and j.locality),
-            scorer=scorer, seed=draws.seed if draws is not None else 0, samples=draws.samples if draws is not None else 0),
+            scorer=scorer, seed=draws.seed if draws is not None else 0, samples=draws.samples if draws is not None else 0,
+            public=data.public_entities),
     )
 
 

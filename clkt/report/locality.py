@@ -29,7 +29,7 @@ from clkt.report.pooled import one_blas_thread, percentile_ci
 
 __all__ = [
     "KEPT_HEADER", "LOCALITY_INTRO", "MIN_KEPT_ENTITIES", "MIN_KEPT_N", "KeptFigure", "KeptLang", "LocalityJob", "draws_name", "kept_figure",
-    "kept_langs", "kept_row", "kept_text", "locality_lines", "pooled_kept",
+    "kept_langs", "kept_row", "kept_text", "locality_entities", "locality_lines", "pooled_kept",
 ]
 
 MIN_KEPT_N = 10  # questions right before injection under which kept % reads "too few"
@@ -97,12 +97,15 @@ class KeptLang(KeptFigure):
     lang: str
 
 
-def kept_interval(c: LocalityCounts, *, name: str, seed: int, samples: int) -> tuple[float, float] | None:
-    """The 95% interval of kept % from a bootstrap over the entities with a question right before."""
+def kept_interval(
+    c: LocalityCounts, *, name: str, seed: int, samples: int, public: Mapping[int, int] | None = None,
+) -> tuple[float, float] | None:
+    """The 95% interval of kept % from a bootstrap over the entities with a question right before (`public`: their
+    store id -> public id, the order of the draws; without it the ids are taken as public ones, as a pack's are)."""
     ents = [e for e in c.entities if e.base_right > 0]
     if not ents:
         return None
-    draws = entity_draws([e.entity for e in ents], snapshot_id=name, seed=seed, samples=samples)
+    draws = entity_draws([e.entity for e in ents], snapshot_id=name, seed=seed, samples=samples, public=public)
     pos = {int(e): i for i, e in enumerate(draws.entities.tolist())}
     counts = np.zeros((len(draws.entities), 2), dtype=np.float32)
     for e in ents:
@@ -112,18 +115,22 @@ def kept_interval(c: LocalityCounts, *, name: str, seed: int, samples: int) -> t
     return percentile_ci(ratio(s[:, 1], s[:, 0]))
 
 
-def kept_figure(c: LocalityCounts, *, snapshot_id: str, seed: int, samples: int, min_n: int = MIN_KEPT_N) -> KeptFigure:
+def kept_figure(
+    c: LocalityCounts, *, snapshot_id: str, seed: int, samples: int, min_n: int = MIN_KEPT_N,
+    public: Mapping[int, int] | None = None,
+) -> KeptFigure:
     """Kept % of one cell's paired counts, with its 95% interval over entities (the snapshot's locality draws)."""
     return KeptFigure(
         n=c.n, kept=c.kept, lost=c.lost, gained=c.gained, entities=sum(e.base_right > 0 for e in c.entities),
         rate=c.kept / c.base_right if c.base_right else None,
-        ci=kept_interval(c, name=draws_name(snapshot_id), seed=seed, samples=samples),
+        ci=kept_interval(c, name=draws_name(snapshot_id), seed=seed, samples=samples, public=public),
         too_few=c.base_right < min_n or sum(e.base_right > 0 for e in c.entities) < MIN_KEPT_ENTITIES,
     )
 
 
 def kept_langs(
     jobs: Sequence[LocalityJob], *, snapshot_id: str, seed: int, samples: int, min_n: int = MIN_KEPT_N,
+    public: Mapping[int, int] | None = None,
 ) -> list[KeptLang]:
     """Kept % of every finished job with locality counts, per scorer and test language."""
     out: list[KeptLang] = []
@@ -132,7 +139,7 @@ def kept_langs(
             continue
         for scorer, langs in sorted(j.locality.items()):
             for lang, c in sorted(langs.items()):
-                fig = kept_figure(c, snapshot_id=snapshot_id, seed=seed, samples=samples, min_n=min_n)
+                fig = kept_figure(c, snapshot_id=snapshot_id, seed=seed, samples=samples, min_n=min_n, public=public)
                 out.append(KeptLang(job_id=j.job_id, model=j.model, strategy=j.strategy, scorer=scorer,
                                     train_lang=j.train_lang, lang=lang, **fig.model_dump()))
     return out
@@ -168,6 +175,7 @@ def locality_lines(kept: Sequence[KeptLang], min_n: int = MIN_KEPT_N) -> list[st
 
 def pooled_kept(
     jobs: Iterable[tuple[str, Mapping[str, Any]]], *, scorer: str, seed: int, samples: int,
+    public: Mapping[int, int] | None = None,
 ) -> Estimate | None:
     """Kept % of a leaderboard row: the locality counts of its jobs (snapshot id, the stored summary's `locality`)
     for `scorer`, pooled over snapshots, train and test languages; n = questions right before. Its 95% interval
@@ -196,10 +204,24 @@ def pooled_kept(
         ents = sorted(e for e, t in per.items() if t[0] > 0)
         if not ents or samples <= 0:
             continue
-        draws = entity_draws(ents, snapshot_id=draws_name(snapshot_id), seed=seed, samples=samples)
+        draws = entity_draws(ents, snapshot_id=draws_name(snapshot_id), seed=seed, samples=samples, public=public)
         tallies = np.asarray([per[e] for e in ents], dtype=np.float32)
         with one_blas_thread():
             got = (draws.weights @ tallies).astype(np.float64)
         sums = got if sums is None else sums + got
     ci = percentile_ci(ratio(sums[:, 1], sums[:, 0])) if sums is not None else None
     return Estimate(value=kept / right if right else None, ci=ci, n=right)
+
+
+def locality_entities(summaries: Iterable[Mapping[str, Any] | None]) -> set[int]:
+    """The entity ids in stored summaries' `locality` counts (scorer -> test language -> counts; unreadable ones
+    left out)."""
+    out: set[int] = set()
+    for raw in summaries:
+        for langs in (raw or {}).values():
+            for c in (langs or {}).values() if isinstance(langs, Mapping) else ():
+                try:
+                    out.update(e.entity for e in LocalityCounts.model_validate(c).entities)
+                except ValidationError:
+                    continue
+    return out

@@ -25,6 +25,7 @@ from clkt.evaluate.scorers import OPTION_LOGLIK_NORM, ScorerName
 from clkt.report.compare import compare_targets
 from clkt.report.leaderboard import build_rows, window_draws
 from clkt.report.leaderboard_data import Leaderboard, LeaderboardError, LeaderboardQuery, LeaderRow, WindowInfo
+from clkt.report.locality import locality_entities
 from clkt.report.pooled import Draws
 from clkt.report.strategy_compare import check_strategy_pair, with_strategy_comparison
 from clkt.report.submitted import SubmittedRuns, annotate, submitted_runs
@@ -155,8 +156,10 @@ async def resolve_window(store: Store, q: LeaderboardQuery) -> Window:
 
 
 async def with_public_ids(session: Session, data: WindowData, extra: Sequence[ResultPackRecord] = ()) -> WindowData:
-    """`data` with the public ids of its packs' entities (and those of `extra`: submitted packs it will merge)."""
-    ids = sorted({int(e) for p in (*data.packs, *extra) for e in np.frombuffer(p.entity_ids, dtype="<i8")})
+    """`data` with the public ids of its packs' entities (and those of `extra`: submitted packs it will merge) and of
+    its jobs' locality entities."""
+    ids = sorted({int(e) for p in (*data.packs, *extra) for e in np.frombuffer(p.entity_ids, dtype="<i8")}
+                 | locality_entities(j.locality for j in data.jobs))
     found = await entity_identities(session, ids)
     public = {eid: stable_entity_id(source, external_id) for eid, (source, external_id) in found.items()}
     return replace(data, public_entities=public)

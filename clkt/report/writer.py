@@ -32,6 +32,7 @@ import asyncio
 import csv
 import json
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -82,7 +83,7 @@ from clkt.snapshots.ids import stable_entity_id, stable_qid
 from storage.gpu_jobs import jobs_for_snapshot, results_for_snapshot
 from storage.incontext import incontext_answers
 from storage.knowledge import known_by_month
-from storage.snapshots import find_snapshot
+from storage.snapshots import entity_identities, find_snapshot
 from storage.targets import list_targets, snapshot_targets
 
 if TYPE_CHECKING:
@@ -168,7 +169,13 @@ async def load_report_data(
     left_out = {o.qid for o in outcomes} & exclude_qids
     if exclude_qids:
         outcomes = [o for o in outcomes if o.qid not in exclude_qids]
-    data = await asyncio.to_thread(build_report, snapshot_id, langs, infos, outcomes, seed)
+    public = Outcome.public_ids(outcomes)
+    near = {e.entity for j in infos for langs in (j.locality or {}).values() for c in langs.values() for e in c.entities}
+    if near - set(public):  # the locality split's entities: their public ids order their draws too
+        async with store.session() as s:
+            found = await entity_identities(s, sorted(near - set(public)))
+        public |= {e: stable_entity_id(source, external_id) for e, (source, external_id) in found.items()}
+    data = await asyncio.to_thread(partial(build_report, public=public), snapshot_id, langs, infos, outcomes, seed)
     data.notes.extend(unreadable)
     if seed_note:  # several training seeds: the tables are the lowest seed's, the seeds pooled in their own section
         data.notes.append(seed_note)
@@ -215,15 +222,21 @@ def _control(jobs: list[JobInfo], notes: list[str]) -> list[ControlLang]:
     return out
 
 
-def build_report(snapshot_id: str, languages: list[str], jobs: list[JobInfo], outcomes: list[Outcome], seed: int = 0) -> ReportData:
+def build_report(
+    snapshot_id: str, languages: list[str], jobs: list[JobInfo], outcomes: list[Outcome], seed: int = 0, *,
+    public: Mapping[int, int] | None = None,
+) -> ReportData:
+    """The report's data; `public`: store entity id -> public id, the order of the bootstrap's draws (default: the
+    outcomes' own, `Outcome.entity_public`)."""
     notes: list[str] = []
     failed = [j for j in jobs if j.status == "failed"]
     if failed:
         notes.append(f"{len(failed)} job(s) failed: " + "; ".join(f"{j.model}/{j.strategy}/{j.train_lang}: {(j.error or '')[:160]}" for j in failed))
     real = outcomes  # the control split never reaches the store's results (see _control)
     tests = [o for o in real if o.split == "test"]
+    public = Outcome.public_ids(outcomes) if public is None else public
     draws = entity_draws([o.cluster for o in tests], snapshot_id=snapshot_id, seed=seed, samples=BOOTSTRAP_SAMPLES,
-                         public=Outcome.public_ids(tests))
+                         public=public)
     learn = learn_tests(real, draws=draws)
     not_learned = {(t.model, t.strategy, t.scorer, t.train_lang) for t in learn if t.domain == ALL_DOMAINS and not t.learned}
     for t in learn:
@@ -261,7 +274,7 @@ def build_report(snapshot_id: str, languages: list[str], jobs: list[JobInfo], ou
         LearnTest(model=c.model, strategy=c.strategy, scorer=c.scorer, train_lang=c.train_lang, domain=ALL_DOMAINS, control=True, stat=c.stat)
         for c in ctrl if c.lang == c.train_lang
     )
-    data.locality.extend(kept_langs(jobs, snapshot_id=snapshot_id, seed=seed, samples=BOOTSTRAP_SAMPLES))
+    data.locality.extend(kept_langs(jobs, snapshot_id=snapshot_id, seed=seed, samples=BOOTSTRAP_SAMPLES, public=public))
     missing = [p for p in data.pairs if p.missing and p.domain == ALL_DOMAINS]
     if missing:
         data.notes.append(

@@ -51,3 +51,23 @@ def test_an_entity_without_a_public_id_comes_after_those_with_one() -> None:
     assert np.array_equal(got.weights[:, col[30]], ref.weights[:, 0])
     assert np.array_equal(got.weights[:, col[10]], ref.weights[:, 1])
     assert np.array_equal(got.weights[:, col[20]], ref.weights[:, 2])
+
+
+def test_kept_interval_in_a_store_equals_the_one_on_public_ids() -> None:
+    """A job's kept % in the report (store ids and their public ids) and in a result pack of the same answers
+    (public ids only) are drawn alike, so they carry the same interval."""
+    from clkt.evaluate.summary import EntityKept, LocalityCounts
+    from clkt.report.locality import kept_interval
+
+    per = [(3, 3), (4, 1), (2, 2), (5, 4), (1, 0)]  # (right before, kept) of five entities
+    public = {11: 0x900, 12: 0x100, 13: 0x500, 14: 0x300, 15: 0x700}  # store id -> public id
+
+    def counts(ids: list[int]) -> LocalityCounts:
+        ents = [EntityKept(entity=i, base_right=b, kept=k) for i, (b, k) in zip(ids, per, strict=True)]
+        kept, right = sum(k for _, k in per), sum(b for b, _ in per)
+        return LocalityCounts(n=right, kept=kept, lost=right - kept, gained=0, entities=ents)
+
+    in_store = kept_interval(counts([11, 12, 13, 14, 15]), name="x", seed=0, samples=300, public=public)
+    in_pack = kept_interval(counts([public[i] for i in (11, 12, 13, 14, 15)]), name="x", seed=0, samples=300)
+    bare = kept_interval(counts([11, 12, 13, 14, 15]), name="x", seed=0, samples=300)
+    assert in_store == in_pack and in_store != bare
