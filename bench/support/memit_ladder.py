@@ -202,9 +202,21 @@ def _context(spec: Any, lang: str) -> tuple[dict[tuple[int, str], Any], dict[int
     return by_key, names
 
 
-def _edit_only(job: Any, model: Any, tok: Any, qs: Any, only: set[int]) -> Any:
+def _renamed(reqs: Any, names: dict[int, str]) -> Any:
+    """The requests with each entity's subject replaced by `names` (the prompt's lead with it)."""
+    from dataclasses import replace
+
+    from clkt.inject.editing.requests import EditRequest
+
+    out = [EditRequest(entity_id=r.entity_id, subject=names[r.entity_id], prompt=names[r.entity_id] + r.prompt[len(r.subject):],
+                       target=r.target, slot=r.slot) if r.entity_id in names else r for r in reqs.requests]
+    return replace(reqs, requests=out)
+
+
+def _edit_only(job: Any, model: Any, tok: Any, qs: Any, only: set[int], names: dict[int, str] | None = None) -> Any:
     """`Memit.apply` with the requests of the entities `only` (statistics from the job's cache, computed if
-    missing); writes the record where the job would."""
+    missing; `names`: each entity's subject replaced by that name, as `--subject named`); writes the record where
+    the job would."""
     from clkt.inject.editing.arch import num_layers
     from clkt.inject.editing.covariance import key_stats
     from clkt.inject.strategies.memit import Memit, _requests, _stats_texts, edit_layers
@@ -212,6 +224,8 @@ def _edit_only(job: Any, model: Any, tok: Any, qs: Any, only: set[int]) -> Any:
 
     spec = job.spec
     reqs = _requests(spec, [d for d in qs.docs if d.entity_id in only])
+    if names:
+        reqs = _renamed(reqs, names)
     layers = Memit.LAYERS if Memit.LAYERS is not None else edit_layers(num_layers(model))
     stats = key_stats(model, tok, layers, texts=_stats_texts(spec), root=spec.data_dir / EDIT_STATS_DIR,
                       name=spec.target.model, source=f"snapshot {spec.snapshot_id}", device="cpu")
@@ -266,7 +280,12 @@ def main() -> None:
                     "(`Memit.apply` with the job's cached statistics, the control documents left out) and score only "
                     "their test questions; a quicker, partial run on a loaded CPU")
     ap.add_argument("--no-locality", action="store_true", help="skip the locality and control questions")
+    ap.add_argument("--subject", choices=("document", "named"), default="document",
+                    help="named: write the edits at the entity as the questions name it (rung b's name), not at the "
+                         "document's name (with --entities only)")
     a = ap.parse_args()
+    if a.subject == "named" and not a.entities:
+        ap.error("--subject named edits through Memit.apply: name the entities with --entities")
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     _apply_variant(a.variant)
@@ -293,7 +312,8 @@ def main() -> None:
         base_ladder = ladder(model, tok, spec.target, tests, reqs, names, {str(q.qid): sums[str(q.qid)] for q in tests})
         cache.write_text(json.dumps({"ladder": base_ladder, "product": base_prod}))
     t0 = time.monotonic()
-    edited = _edit_only(job, model, tok, qs, only) if only else job.inject(model, tok, qs).model.eval()
+    renamed = names if a.subject == "named" else None
+    edited = _edit_only(job, model, tok, qs, only, renamed) if only else job.inject(model, tok, qs).model.eval()
     inject_s = time.monotonic() - t0
     ed_prod, sums = _score(edited, tok, spec.target, spec.gpu, tests + local + control, Variant.injected)
     ed_ladder = ladder(edited, tok, spec.target, tests, reqs, names, {str(q.qid): sums[str(q.qid)] for q in tests})
@@ -306,7 +326,7 @@ def main() -> None:
         out[f"learn_control_{a.lang}[{sc}]"] = _learn(base_prod, ed_prod, [f"{q.qid}|{q.lang}|{sc}" for q in control])
     out["ladder"] = {"base": base_ladder, "edited": ed_ladder}
     out["uptime"] = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
-    tag = f"{a.variant}-{len(only)}ent" if only else a.variant
+    tag = (f"{a.variant}-{len(only)}ent" if only else a.variant) + ("-named" if a.subject == "named" else "")
     (a.work / f"{tag}.json").write_text(json.dumps(out, indent=1))
     print(_table(tests, base_ladder, ed_ladder, base_prod, ed_prod))
     print(json.dumps({k: v for k, v in out.items() if k != "ladder"}))
