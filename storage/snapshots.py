@@ -344,9 +344,9 @@ async def entity_identities(session: AsyncSession, entity_ids: Sequence[int]) ->
     (`clkt.snapshots.ids.stable_entity_id`). Rows that are gone are left out."""
     out: dict[int, tuple[str, str]] = {}
     ids = sorted(set(entity_ids))
-    for i in range(0, len(ids), 500):
+    for i in range(0, len(ids), _CHUNK):
         rows = await session.execute(
-            select(col(Entity.id), col(Entity.source), col(Entity.external_id)).where(col(Entity.id).in_(ids[i : i + 500]))
+            select(col(Entity.id), col(Entity.source), col(Entity.external_id)).where(col(Entity.id).in_(ids[i : i + _CHUNK]))
         )
         out.update({eid: (source, external_id) for eid, source, external_id in rows if eid is not None})
     return out

@@ -84,7 +84,6 @@ def window_draws(data: WindowData, *, seed: int, samples: int) -> Draws | None:
                  public=data.public_entities)
 
 
-
 # -- rows -------------------------------------------------------------------------------------------------------
 
 Group = tuple[str, str, str]  # (target, strategy, scorer)

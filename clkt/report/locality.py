@@ -120,11 +120,12 @@ def kept_figure(
     public: Mapping[int, int] | None = None,
 ) -> KeptFigure:
     """Kept % of one cell's paired counts, with its 95% interval over entities (the snapshot's locality draws)."""
+    entities = sum(e.base_right > 0 for e in c.entities)
     return KeptFigure(
-        n=c.n, kept=c.kept, lost=c.lost, gained=c.gained, entities=sum(e.base_right > 0 for e in c.entities),
+        n=c.n, kept=c.kept, lost=c.lost, gained=c.gained, entities=entities,
         rate=c.kept / c.base_right if c.base_right else None,
         ci=kept_interval(c, name=draws_name(snapshot_id), seed=seed, samples=samples, public=public),
-        too_few=c.base_right < min_n or sum(e.base_right > 0 for e in c.entities) < MIN_KEPT_ENTITIES,
+        too_few=c.base_right < min_n or entities < MIN_KEPT_ENTITIES,
     )
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import permutations
 
@@ -259,6 +259,7 @@ def _avg_cell(plist: list[PairMetrics], domains: list[str], skip: set[JobKey], d
 def summarize(
     outcomes: Sequence[Outcome], languages: Sequence[str], *, seed: int = 0, bootstrap: bool = True,
     not_learned: set[JobKey] | None = None, snapshot_id: str = "", samples: int = BOOTSTRAP_SAMPLES,
+    public: Mapping[int, int] | None = None,
 ) -> list[SummaryCell]:
     """Table 2: mean ± std over pairs per model x strategy x scorer x domain, plus `all` and `avg`, for every
     metric of `PAIR_METRICS`, each with a 95% interval from a bootstrap over the snapshot's entities
@@ -273,7 +274,7 @@ def summarize(
     tests = [o for o in outcomes if o.split == "test"]
     cluster_of = {o.qid: o.cluster for o in tests}
     ents = entity_draws([o.cluster for o in tests], snapshot_id=snapshot_id, seed=seed, samples=samples if bootstrap else 0,
-                        public=Outcome.public_ids(tests))
+                        public=Outcome.public_ids(tests) if public is None else public)
     by_group: dict[tuple[str, str, str], list[PairMetrics]] = defaultdict(list)
     for p in pair_metrics(outcomes, languages):
         by_group[(p.model, p.strategy, p.scorer)].append(p)

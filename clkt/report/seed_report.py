@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from clkt.report.leaderboard import build_rows
 from clkt.report.leaderboard_data import Estimate, LeaderRow
 from clkt.report.metric_table import PAIR_METRICS
+from clkt.report.window import with_public_ids
 from storage.engine import Store
 from storage.gpu_jobs import GpuJobRecord, JobResultRow
 from storage.leaderboard import WindowData, WindowJob, WindowSnapshot
@@ -50,8 +51,6 @@ async def seed_rows(
     done = [j for j in jobs if j.status.value == "done"]
     if len({j.seed for j in done}) < 2:
         return []
-    from clkt.report.window import with_public_ids
-
     async with store.session() as s:
         packs = await result_packs(s, [j.id for j in done])
         data = await with_public_ids(s, WindowData(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import csv
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -160,9 +160,13 @@ async def with_public_ids(session: Session, data: WindowData, extra: Sequence[Re
     its jobs' locality entities."""
     ids = sorted({int(e) for p in (*data.packs, *extra) for e in np.frombuffer(p.entity_ids, dtype="<i8")}
                  | locality_entities(j.locality for j in data.jobs))
-    found = await entity_identities(session, ids)
-    public = {eid: stable_entity_id(source, external_id) for eid, (source, external_id) in found.items()}
-    return replace(data, public_entities=public)
+    return replace(data, public_entities=await public_entity_ids(session, ids))
+
+
+async def public_entity_ids(session: Session, entity_ids: Iterable[int]) -> dict[int, int]:
+    """Store entity id -> its public id (`clkt.snapshots.ids.stable_entity_id`), of the rows still there."""
+    found = await entity_identities(session, sorted(set(entity_ids)))
+    return {eid: stable_entity_id(source, external_id) for eid, (source, external_id) in found.items()}
 
 
 def _compare_scorer(rows: Sequence[LeaderRow], target: str, strategy: str, chosen: str | None) -> str | None:

@@ -79,11 +79,12 @@ from clkt.report.metrics import (
     summarize,
 )
 from clkt.report.seed_report import primary_seed, seed_rows
+from clkt.report.window import public_entity_ids
 from clkt.snapshots.ids import stable_entity_id, stable_qid
 from storage.gpu_jobs import jobs_for_snapshot, results_for_snapshot
 from storage.incontext import incontext_answers
 from storage.knowledge import known_by_month
-from storage.snapshots import entity_identities, find_snapshot
+from storage.snapshots import find_snapshot
 from storage.targets import list_targets, snapshot_targets
 
 if TYPE_CHECKING:
@@ -173,8 +174,7 @@ async def load_report_data(
     near = {e.entity for j in infos for langs in (j.locality or {}).values() for c in langs.values() for e in c.entities}
     if near - set(public):  # the locality split's entities: their public ids order their draws too
         async with store.session() as s:
-            found = await entity_identities(s, sorted(near - set(public)))
-        public |= {e: stable_entity_id(source, external_id) for e, (source, external_id) in found.items()}
+            public |= await public_entity_ids(s, near - set(public))
     data = await asyncio.to_thread(partial(build_report, public=public), snapshot_id, langs, infos, outcomes, seed)
     data.notes.extend(unreadable)
     if seed_note:  # several training seeds: the tables are the lowest seed's, the seeds pooled in their own section
@@ -264,7 +264,7 @@ def build_report(
     pf = [{"model": m, "strategy": s, "variant": v, "rate": r} for (m, s, v), r in parse_failure_rates(real).items()]
     data = ReportData(
         snapshot_id=snapshot_id, languages=languages, jobs=jobs,
-        table2=summarize(real, languages, seed=seed, not_learned=not_learned, snapshot_id=snapshot_id),
+        table2=summarize(real, languages, seed=seed, not_learned=not_learned, snapshot_id=snapshot_id, public=public),
         pairs=pair_metrics(real, languages), asymmetry=mcnemar_tests(real, languages), base=base,
         parse_failures=pf, notes=notes, learn=learn,
     )
