@@ -126,6 +126,12 @@ async def test_no_chunk_is_asked_after_one_that_failed(store: Store, tmp_path: P
             await api_track(store, snap, server.base_url).run()
         first = server.stats.calls
         assert 8 <= first <= 9
+        ahead = server.stats.ok - 5  # the third chunk's first call answered by the fake before it was cancelled
+        assert ahead in (0, 1) and ahead <= first - 8
         server.script = [{"text": "C"}] * 7
         counts = await api_track(store, snap, server.base_url).run()
-        assert (counts.already, counts.asked) == (5, 7) and server.stats.calls == first + 7
+        assert (counts.already, counts.asked) == (5, 7)
+        # the 5 stored are not asked again; the rerun pays 7 calls, or 6 when the answer asked ahead reached the LLM
+        # cache before the cancel (a busy CI box: 9 + 6 calls)
+        rerun = server.stats.calls - first
+        assert rerun == 7 or (ahead == 1 and rerun == 6), (first, ahead, rerun)
