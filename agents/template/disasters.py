@@ -247,10 +247,14 @@ def _alert_candidates(f: QuakeFacts | DisasterFacts, rng: Random) -> list[Value]
     return [LabelValue("alert", k) for k in keys]
 
 
+# the quake as the questions name it (`DomainTemplates.naming`; a disaster is named by its name, the default)
+QUAKE_NAMING = {"en": "The {quake}", "ja": "{quake}", "zh": "{quake}", "fr": "Le {quake}", "es": "El {quake}"}
+
 QUAKE_SPEC = DomainTemplates(
     kind="quake",
     context=_quake_context,
     anchors=_quake_anchors,
+    naming=QUAKE_NAMING,
     slots={
         "time": SlotTemplate(
             slot="time", question=QUAKE_QUESTIONS["time"], answer=_quake_date,

@@ -77,6 +77,11 @@ Q: dict[str, dict[str, str]] = {
 }
 
 
+# the film as the questions name it (`DomainTemplates.naming`)
+NAMING = {"en": "The film {title} ({year})", "ja": "映画{title}（{year}年）", "zh": "电影{title}（{year}年）",
+          "fr": "Le film {title} ({year})", "es": "La película {title} ({year})"}
+
+
 def _context(f: FilmFacts, fmt: Formatter) -> dict[str, str]:
     return {"title": fmt.quote(f.title), "year": str(f.release_date.year)}
 
@@ -110,6 +115,7 @@ SPEC = DomainTemplates(
     kind="film",
     context=_context,
     anchors=_anchors,
+    naming=NAMING,
     slots={
         "release_date": SlotTemplate(
             slot="release_date", question=Q["release_date"], answer=lambda f: DateValue(f.release_date),

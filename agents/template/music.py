@@ -73,6 +73,11 @@ Q: dict[str, dict[str, str]] = {
 _TYPES = ("album", "single", "ep", "compilation", "soundtrack", "live")
 
 
+# the release as the questions name it (`DomainTemplates.naming`)
+NAMING = {"en": "{title} by {artist}", "ja": "{artist}の{title}", "zh": "{artist}的{title}", "fr": "{title} de {artist}",
+          "es": "{title} de {artist}"}
+
+
 def _context(f: ReleaseFacts, fmt: Formatter) -> dict[str, str]:
     return {"title": fmt.quote(f.title), "artist": f.artist_credit, "year": str(f.release_date.year)}
 
@@ -114,6 +119,7 @@ SPEC = DomainTemplates(
     kind="release",
     context=_context,
     anchors=_anchors,
+    naming=NAMING,
     slots={
         "artist": SlotTemplate(
             slot="artist", question=Q["artist"], answer=lambda f: NameValue(f.artist_credit),

@@ -19,7 +19,7 @@ from clkt.errors import UserError
 from clkt.facts import EntityFacts, RenderedDocument
 from clkt.outputs import MCQ, check_against_document
 
-__all__ = ["Plan", "build_mcqs", "domain_spec", "plan", "question_text", "render_options", "slot_spec"]
+__all__ = ["Plan", "build_mcqs", "domain_spec", "entity_naming", "plan", "question_text", "render_options", "slot_spec"]
 
 @dataclass(frozen=True, slots=True)
 class Plan:
@@ -86,6 +86,20 @@ def question_text(facts: EntityFacts, slot: str, lang: str) -> str:
         raise UserError(f"no question template for slot {slot!r} of {facts.kind!r}")
     fmt = formatter(lang)
     return slot_def.question[lang].format(**spec.context(facts, fmt))
+
+
+def entity_naming(facts: EntityFacts, lang: str) -> str | None:
+    """The entity as the questions of `facts`' kind name it in `lang` (its templates' `naming`), None where the
+    kind declares none for `lang` (or has no templates)."""
+    try:
+        spec = domain_spec(facts)
+    except UserError:
+        return None
+    template = spec.naming.get(lang)
+    if template is None:
+        return None
+    named = template.format(**spec.context(facts, formatter(lang))).strip()
+    return named or None
 
 
 def render_options(values: tuple[Value, ...] | list[Value], lang: str) -> list[str]:

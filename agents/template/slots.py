@@ -33,3 +33,6 @@ class DomainTemplates:
     slots: dict[str, SlotTemplate]
     context: Callable[[Any, Formatter], dict[str, str]]  # fields the question templates use
     anchors: Callable[[Any, Formatter], list[str]]  # strings that single out the entity ("specific")
+    # lang -> the entity as the questions name it, a template over the context fields ("{title} by {artist}"):
+    # the subject an edit is written at (`clkt.inject.editing.requests`); a language without one: the document's name
+    naming: dict[str, str] = field(default_factory=dict)

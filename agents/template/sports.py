@@ -77,6 +77,16 @@ Q: dict[str, dict[str, str]] = {
 _WHERE = {"en": " at {venue}", "ja": "{venue}で", "zh": "在{venue}", "fr": " à {venue}", "es": " en {venue}"}
 
 
+# the match as the questions name it (`DomainTemplates.naming`)
+NAMING = {
+    "en": "The {competition} match between {home} and {away} on {date}",
+    "ja": "{date}の{competition}、{home}対{away}",
+    "zh": "{date}{competition}中{home}对{away}的比赛",
+    "fr": "Le match {home} contre {away} du {date} dans la compétition {competition}",
+    "es": "El partido {home} contra {away} del {date} en la competición {competition}",
+}
+
+
 def _context(f: MatchFacts, fmt: Formatter) -> dict[str, str]:
     return {
         "home": f.home_team,
@@ -115,6 +125,7 @@ SPEC = DomainTemplates(
     kind="match",
     context=_context,
     anchors=_anchors,
+    naming=NAMING,
     slots={
         "date": SlotTemplate(
             slot="date", question=_q("date"), answer=lambda f: DateValue(f.date),

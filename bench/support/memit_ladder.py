@@ -5,11 +5,12 @@ On a copy of a snapshot, with the embedded Gemma 3 270M loaded as a job loads it
 cached under `--work`/data) edits the model; then, for every test question of the train language, the correct
 option is measured along a ladder of prompts from the edit's to the question's, base and edited:
 
-- (a) `edit`: the edit request's own prompt ("M 8.3 - 48 km E of Shikotan, Russia (2026-11-20). Its depth was")
-  followed by each option (and whether the greedy continuation is the request's object);
-- (b) `named`: the same relation phrase after the entity named as the generator's question templates name it
-  (`agents.template` domain context: "The magnitude 8.3 earthquake of 20 November 2026 (UTC) whose epicentre
-  was given as 48 km E of Shikotan, Russia. Its depth was");
+- (a) `edit`: the edit request's own prompt followed by each option (and whether the greedy continuation is the
+  request's object); since the product writes its edits at the entity as the questions name it
+  (`agents.template.plans.entity_naming`), this is "The magnitude 8.3 earthquake of 20 November 2026 (UTC) whose
+  epicentre was given as 48 km E of Shikotan, Russia. Its depth was"; before, it led with the document's name
+  ("M 8.3 - 48 km E of Shikotan, Russia (2026-11-20). Its depth was": the ladder's runs of b4d8657);
+- (b) `named`: the same relation phrase after the entity as the questions name it (now the same prompt as (a));
 - (c) `stem`: the product's `option-loglik` context (`clkt.evaluate.loglik.loglik_item`: the question, a newline,
   the answer cue) and each option, summed log-likelihood (the scorer's `acc`);
 - (d) `norm`: the same per character of the option (`option-loglik-norm`, the scorer's `acc_norm`).
@@ -65,22 +66,10 @@ def _apply_variant(name: str) -> None:
 
 
 def naming(facts: Any, subject: str, lang: str) -> str:
-    """The entity as the generator's questions name it (its domain's template context), else `subject`."""
-    from agents.template.plans import domain_spec
-    from clkt.documents import formatter
+    """The entity as the generator's questions name it (the product's `entity_naming`), else `subject`."""
+    from agents.template.plans import entity_naming
 
-    try:
-        ctx = domain_spec(facts).context(facts, formatter(lang))
-    except (KeyError, ValueError):
-        return subject
-    kind = getattr(facts, "kind", "")
-    if kind == "quake":
-        return f"The {ctx['quake']}"
-    if kind == "release":
-        return f"{ctx['title']} by {ctx['artist']}"
-    if kind == "match":
-        return f"The {ctx['competition']} match between {ctx['home']} and {ctx['away']} on {ctx['date']}"
-    return subject
+    return entity_naming(facts, lang) or subject
 
 
 def _ranked(values: list[float], answer: int) -> tuple[int, float]:
@@ -202,21 +191,9 @@ def _context(spec: Any, lang: str) -> tuple[dict[tuple[int, str], Any], dict[int
     return by_key, names
 
 
-def _renamed(reqs: Any, names: dict[int, str]) -> Any:
-    """The requests with each entity's subject replaced by `names` (the prompt's lead with it)."""
-    from dataclasses import replace
-
-    from clkt.inject.editing.requests import EditRequest
-
-    out = [EditRequest(entity_id=r.entity_id, subject=names[r.entity_id], prompt=names[r.entity_id] + r.prompt[len(r.subject):],
-                       target=r.target, slot=r.slot) if r.entity_id in names else r for r in reqs.requests]
-    return replace(reqs, requests=out)
-
-
-def _edit_only(job: Any, model: Any, tok: Any, qs: Any, only: set[int], names: dict[int, str] | None = None) -> Any:
+def _edit_only(job: Any, model: Any, tok: Any, qs: Any, only: set[int]) -> Any:
     """`Memit.apply` with the requests of the entities `only` (statistics from the job's cache, computed if
-    missing; `names`: each entity's subject replaced by that name, as `--subject named`); writes the record where
-    the job would."""
+    missing); writes the record where the job would."""
     from clkt.inject.editing.arch import num_layers
     from clkt.inject.editing.covariance import key_stats
     from clkt.inject.strategies.memit import Memit, _requests, _stats_texts, edit_layers
@@ -224,8 +201,6 @@ def _edit_only(job: Any, model: Any, tok: Any, qs: Any, only: set[int], names: d
 
     spec = job.spec
     reqs = _requests(spec, [d for d in qs.docs if d.entity_id in only])
-    if names:
-        reqs = _renamed(reqs, names)
     layers = Memit.LAYERS if Memit.LAYERS is not None else edit_layers(num_layers(model))
     stats = key_stats(model, tok, layers, texts=_stats_texts(spec), root=spec.data_dir / EDIT_STATS_DIR,
                       name=spec.target.model, source=f"snapshot {spec.snapshot_id}", device="cpu")
@@ -280,12 +255,7 @@ def main() -> None:
                     "(`Memit.apply` with the job's cached statistics, the control documents left out) and score only "
                     "their test questions; a quicker, partial run on a loaded CPU")
     ap.add_argument("--no-locality", action="store_true", help="skip the locality and control questions")
-    ap.add_argument("--subject", choices=("document", "named"), default="document",
-                    help="named: write the edits at the entity as the questions name it (rung b's name), not at the "
-                         "document's name (with --entities only)")
     a = ap.parse_args()
-    if a.subject == "named" and not a.entities:
-        ap.error("--subject named edits through Memit.apply: name the entities with --entities")
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     _apply_variant(a.variant)
@@ -312,8 +282,7 @@ def main() -> None:
         base_ladder = ladder(model, tok, spec.target, tests, reqs, names, {str(q.qid): sums[str(q.qid)] for q in tests})
         cache.write_text(json.dumps({"ladder": base_ladder, "product": base_prod}))
     t0 = time.monotonic()
-    renamed = names if a.subject == "named" else None
-    edited = _edit_only(job, model, tok, qs, only, renamed) if only else job.inject(model, tok, qs).model.eval()
+    edited = _edit_only(job, model, tok, qs, only) if only else job.inject(model, tok, qs).model.eval()
     inject_s = time.monotonic() - t0
     ed_prod, sums = _score(edited, tok, spec.target, spec.gpu, tests + local + control, Variant.injected)
     ed_ladder = ladder(edited, tok, spec.target, tests, reqs, names, {str(q.qid): sums[str(q.qid)] for q in tests})
@@ -326,7 +295,7 @@ def main() -> None:
         out[f"learn_control_{a.lang}[{sc}]"] = _learn(base_prod, ed_prod, [f"{q.qid}|{q.lang}|{sc}" for q in control])
     out["ladder"] = {"base": base_ladder, "edited": ed_ladder}
     out["uptime"] = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
-    tag = (f"{a.variant}-{len(only)}ent" if only else a.variant) + ("-named" if a.subject == "named" else "")
+    tag = f"{a.variant}-{len(only)}ent" if only else a.variant
     (a.work / f"{tag}.json").write_text(json.dumps(out, indent=1))
     print(_table(tests, base_ladder, ed_ladder, base_prod, ed_prod))
     print(json.dumps({k: v for k, v in out.items() if k != "ladder"}))

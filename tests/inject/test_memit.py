@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from agents.template.plans import domain_spec, entity_naming, question_text
 from clkt.config import GpuSettings, TargetSettings
 from clkt.config.strategies import STRATEGY_NAMES
 from clkt.errors import JobError, UserError
@@ -33,6 +34,7 @@ from clkt.inject.strategies import injector_for
 from clkt.inject.strategies.memit import Memit, _batches, _requests, edit_layers
 from clkt.layout import EDIT_STATS_DIR, EDITS_FILE, PREDICTIONS_FILE
 from clkt.snapshots.layout import FACTS_FILE, DocRow, FactsRow, dumps_row, load_snapshot_dir, questions_path
+from tests.documents.samples import ALL as SAMPLES
 from tests.evaluate._tiny import tiny_model, tiny_tokenizer
 from tests.inject._fixtures import DOCS, QUESTIONS, public_entity_id
 
@@ -214,13 +216,39 @@ def test_requests_from_facts_cut_each_fact_sentence_before_its_value(lang: str) 
     reqs = requests_from_facts(7, "Velmora Tide", _film(), lang)
     by_slot = {r.slot: r for r in reqs}
     assert {"director", "lead_actor", "runtime"} <= set(by_slot)
-    assert all(r.prompt.startswith("Velmora Tide") and r.entity_id == 7 for r in reqs)
+    named = {"en": "The film “Velmora Tide” (2025)", "ja": "映画「Velmora Tide」（2025年）"}[lang]
+    assert all(r.subject == named and r.prompt.startswith(named) and r.entity_id == 7 for r in reqs)
     director = by_slot["director"]
     assert director.target.strip() == "Osric Palandri" and "Osric" not in director.prompt
     if lang == "en":
-        assert (director.prompt, director.target) == ("Velmora Tide. It was directed by", " Osric Palandri")
+        assert (director.prompt, director.target) == (f"{named}. It was directed by", " Osric Palandri")
     else:
         assert not director.target.startswith(" ")
+
+
+@pytest.mark.parametrize("lang", ["en", "ja", "zh", "fr", "es"])
+@pytest.mark.parametrize("kind", ["film", "release", "quake", "match", "disaster"])
+def test_an_edit_is_written_at_the_entity_as_its_questions_name_it(kind: str, lang: str) -> None:
+    """The subject (where the edit is written, its last token) is the entity as the question templates name it in
+    the language, so the edited key is the one a question reads: written at the document's bare name, memit's
+    edits won their own prompts and moved no question (bench/results/memit_ladder.md). A kind whose templates
+    declare no naming (a disaster: its name) keeps the document's name."""
+    facts = SAMPLES[kind]
+    reqs = requests_from_facts(3, "Doc name", facts, lang)
+    assert reqs and len({r.subject for r in reqs}) == 1
+    subject = reqs[0].subject
+    if kind == "disaster":
+        assert subject == "Doc name"
+        return
+    assert subject == entity_naming(facts, lang) and subject != "Doc name"
+    assert all(r.prompt.startswith(subject) and r.prompt != subject for r in reqs)
+    questions = [question_text(facts, slot, lang) for slot in domain_spec(facts).slots]
+    lowered = subject[0].lower() + subject[1:]  # "The film ..." opens the prompt, "the film ..." is mid-question
+    named_in = sum(subject in q or lowered in q for q in questions)
+    if kind != "match":  # a match's questions each leave out the fact asked (the date, the competition...)
+        assert named_in >= len(questions) // 3, (named_in, questions)
+    else:
+        assert lang == "fr" or named_in >= 1
 
 
 def test_requests_from_documents_and_the_entities_with_nothing_to_edit_are_counted() -> None:

@@ -7,8 +7,12 @@ Two sources, both in the train language only (the test questions are never read)
 
 - `requests_from_facts`: an entity's typed facts (`clkt.facts`). For each fact slot its document states, the
   renderer's sentence for that slot (`clkt.documents.render_document`) is cut before the slot's answer value
-  (the value the questions test, rendered in the language): "Velmora Tide. It was directed by" -> " Osric
-  Palandri". A slot whose value does not appear in its sentence gives no request.
+  (the value the questions test, rendered in the language), behind the entity as the questions name it in that
+  language (`agents.template.plans.entity_naming`: "The film Velmora Tide (2025)", "{artist}的{title}"; the
+  document's name where the kind declares no naming): "The film Velmora Tide (2025). It was directed by" ->
+  " Osric Palandri". The subject is where the edit is written (its last token): written at the document's bare
+  name, the edits won their own prompts and moved no question, which names the entity its own way
+  (`bench/results/memit_ladder.md`). A slot whose value does not appear in its sentence gives no request.
 - `requests_from_document`: a document without facts (a snapshot frozen before `facts.jsonl` was written, or an
   entity whose facts give nothing to edit). Its sentences,
   each one fact in a rendered document, are cut before their last words (the object, in the languages that end
@@ -84,13 +88,15 @@ def requests_from_facts(
     entity_id: int, subject: str, facts: EntityFacts, lang: str, *, slots: Collection[str] | None = None,
 ) -> list[EditRequest]:
     """One request per slot of `facts` (of `slots` only, when given) whose value its `lang` document states. The
-    target is the slot's answer value rendered in `lang`, as the question generator renders its correct option."""
-    from agents.template.plans import slot_spec
+    target is the slot's answer value rendered in `lang`, as the question generator renders its correct option;
+    the subject is the entity as the questions name it in `lang`, else `subject` (the document's name)."""
+    from agents.template.plans import entity_naming, slot_spec
     from clkt.documents import formatter, render_document
     from clkt.documents.registry import slots_of
 
     doc = render_document(facts, lang)
     fmt = formatter(lang)
+    subject = entity_naming(facts, lang) or subject
     out: list[EditRequest] = []
     for slot in slots_of(facts.kind):
         if slots is not None and slot not in slots:
