@@ -95,7 +95,7 @@ def test_the_demo_profile_is_a_packaged_toml_file_loaded_like_a_users(tmp_path: 
     copy = tmp_path / "demo.toml"
     copy.write_bytes(DEMO_PROFILE.read_bytes())
     assert load_settings(copy, environ={}) == load_settings(None, environ={})
-    assert EMBEDDED_DEFAULT["offline_demo"] is True and EMBEDDED_DEFAULT["spec"]["train_languages"] == ["en", "zh"]
+    assert EMBEDDED_DEFAULT["offline_demo"] is True and EMBEDDED_DEFAULT["spec"]["train_languages"] == ["en"]
     # a user's file that asks for the demonstration is laid over the profile, key by key
     mine = tmp_path / "mine.toml"
     mine.write_text('offline_demo = true\n[sources.thesportsdb]\nrate_per_s = 3.0\n[spec]\nlanguages = ["en", "fr"]\n')

@@ -230,9 +230,9 @@ async def test_gpu_jobs_only_for_the_train_languages(store: Store, tmp_path: Pat
 
 
 def test_the_demo_trains_in_a_subset_of_its_own_languages_only(tmp_path: Path) -> None:
-    assert load_settings(None, environ={}).spec.train_langs == ["en", "zh"]
+    assert load_settings(None, environ={}).spec.train_langs == ["en"]
     p = tmp_path / "clkt.toml"
     p.write_text('offline_demo = true\n[spec]\nlanguages = ["en", "ja", "fr"]\n')
     assert load_settings(p, environ={}).spec.train_langs == ["en", "ja", "fr"]
     p.write_text('offline_demo = true\n[gpu]\nepochs = 1\n')
-    assert load_settings(p, environ={}).spec.train_langs == ["en", "zh"]
+    assert load_settings(p, environ={}).spec.train_langs == ["en"]
