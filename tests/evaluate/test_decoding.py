@@ -168,9 +168,10 @@ def test_shared_prefixes_run_once_and_give_the_tokens_of_static_batches(kind: st
 
 @pytest.mark.slow
 def test_same_answers_as_static_batches_on_the_demo_questions(models_data_dir: Path) -> None:
-    """Every question of the demo's snapshot (5 languages) with the embedded instruct target, at the demo's
-    settings (8 new tokens, batches of 8): continuous generation gives the same completions, at that batch size and
-    at the automatic size generation starts at on a CPU (`CPU_AUTO_GENERATE_BATCH`)."""
+    """Every other question of the demo's snapshot (133 of 265, each of the 5 languages) with the embedded instruct
+    target, at the demo's settings (8 new tokens, batches of 8): continuous generation gives the same completions,
+    at that batch size and at the automatic size generation starts at on a CPU (`CPU_AUTO_GENERATE_BATCH`). All 265
+    took 322 s of CI's 40 minutes of tests; half keep every language and both batch sizes."""
     from clkt.evaluate.memory import CPU_AUTO_GENERATE_BATCH
     from clkt.evaluate.prompts import render_mcq
     from clkt.snapshots.layout import QuestionRow
@@ -182,6 +183,8 @@ def test_same_answers_as_static_batches_on_the_demo_questions(models_data_dir: P
     rows = [QuestionRow.model_validate_json(line) for f in sorted((REPO / "tests/fixtures/demo_questions").glob("*.jsonl"))
             for line in f.read_text(encoding="utf-8").splitlines() if line]
     assert len(rows) == 265
+    rows = rows[::2]
+    assert {r.lang for r in rows} == {"en", "ja", "zh", "fr", "es"}
     ps = [render_mcq(target, tok, r.question, r.options, r.lang) for r in rows]
     static = score_generate(model, tok, ps, batch_size=8, max_new_tokens=8, continuous=False)
     for batch in (8, CPU_AUTO_GENERATE_BATCH):
