@@ -10,7 +10,8 @@ option is measured along a ladder of prompts from the edit's to the question's, 
   (`agents.template.plans.entity_naming`), this is "The magnitude 8.3 earthquake of 20 November 2026 (UTC) whose
   epicentre was given as 48 km E of Shikotan, Russia. Its depth was"; before, it led with the document's name
   ("M 8.3 - 48 km E of Shikotan, Russia (2026-11-20). Its depth was": the ladder's runs of b4d8657);
-- (b) `named`: the same relation phrase after the entity as the questions name it (now the same prompt as (a));
+- (b) `named`: the same relation phrase after the entity as the questions name it (now the same prompt as (a)
+  where the language leads with ". ": then (a)'s figures, not scored again);
 - (c) `stem`: the product's `option-loglik` context (`clkt.evaluate.loglik.loglik_item`: the question, a newline,
   the answer cue) and each option, summed log-likelihood (the scorer's `acc`);
 - (d) `norm`: the same per character of the option (`option-loglik-norm`, the scorer's `acc_norm`).
@@ -100,6 +101,7 @@ def ladder(model: Any, tok: Any, target: Any, tests: list[Any], reqs: dict[tuple
     from clkt.targets.prompting import RenderedPrompt
 
     items: list[tuple[str, str, Any]] = []  # (qid, rung, item)
+    same: list[str] = []  # qids whose named prompt is the edit's own (the product names the entity so): scored once
     for q in tests:
         opts = tuple(" " + o.strip() for o in q.options)
         lengths = tuple(max(1, len(o.strip())) for o in q.options)
@@ -108,7 +110,10 @@ def ladder(model: Any, tok: Any, target: Any, tests: list[Any], reqs: dict[tuple
             relation = r.prompt[len(r.subject):].lstrip(". ")
             items.append((str(q.qid), "edit", LoglikItem(RenderedPrompt(r.prompt, True), opts, lengths)))
             named = f"{names.get(q.entity_id, r.subject)}. {relation}"
-            items.append((str(q.qid), "named", LoglikItem(RenderedPrompt(named, True), opts, lengths)))
+            if named == r.prompt:
+                same.append(str(q.qid))
+            else:
+                items.append((str(q.qid), "named", LoglikItem(RenderedPrompt(named, True), opts, lengths)))
         if stems is None:
             items.append((str(q.qid), "stem", loglik_item(target, tok, q.question, q.options, q.lang)))
     scored = score_option_loglik(model, tok, [it for _, _, it in items], batch_size=8)
@@ -124,6 +129,8 @@ def ladder(model: Any, tok: Any, target: Any, tests: list[Any], reqs: dict[tuple
             norm = [v / n for v, n in zip(values, lengths[qid], strict=True)]
             rank, margin = _ranked(norm, answer[qid])
             out[qid]["norm"] = {"rank": rank, "margin": round(margin, 4)}
+    for qid in same:
+        out[qid]["named"] = out[qid]["edit"]
     for q in tests:
         r = reqs.get((q.entity_id, q.slot))
         if r is not None:

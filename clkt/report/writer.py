@@ -63,7 +63,7 @@ from clkt.report.data import (
 from clkt.report.figures import heatmaps, size_plots
 from clkt.report.incontext import incontext_results
 from clkt.report.learn import LearnTest, learn_tests, stat_from_counts
-from clkt.report.locality import KEPT_HEADER, kept_langs, kept_row
+from clkt.report.locality import KEPT_HEADER, kept_langs, kept_row, locality_entities
 from clkt.report.markdown import markdown
 from clkt.report.metric_table import PAIR_METRICS
 from clkt.report.metrics import (
@@ -171,7 +171,7 @@ async def load_report_data(
     if exclude_qids:
         outcomes = [o for o in outcomes if o.qid not in exclude_qids]
     public = Outcome.public_ids(outcomes)
-    near = {e.entity for j in infos for langs in (j.locality or {}).values() for c in langs.values() for e in c.entities}
+    near = locality_entities(j.locality for j in infos)
     if near - set(public):  # the locality split's entities: their public ids order their draws too
         async with store.session() as s:
             public |= await public_entity_ids(s, near - set(public))
