@@ -94,6 +94,7 @@ class Driver:
         self.tasks: dict[int, asyncio.Task[None]] = {}
         self.snapshots: dict[tuple[str, float], Any] = {}  # (export folder, manifest mtime) -> ObjectRef of its tar
         self.producers: dict[tuple[str, str], tuple[int, asyncio.Future[None]]] = {}  # (snapshot, target) -> its base job
+        self.stopping: set[int] = set()  # jobs the daemon asked to stop: only these runs are removed from the cluster
 
     # -- the cluster ----------------------------------------------------------------------------------------------
 
@@ -132,8 +133,10 @@ class Driver:
                 if running is None:
                     _emit(EndedEvent(job_id=cmd.job_id, kind="exited", returncode=None, detail="not running"))
                 else:
+                    self.stopping.add(cmd.job_id)
                     running.cancel()
-        # stdin closed: the daemon stops; the runs go on, and the next driver finds them
+        # stdin closed: the daemon stops or died; the runs go on, and the next driver finds them (the job tasks
+        # cancelled when the driver's loop ends leave their actors alone: see `run`)
 
     def _forget(self, task: asyncio.Task[None]) -> None:
         for job_id, t in list(self.tasks.items()):
@@ -210,8 +213,10 @@ class Driver:
                 _progress(spec, JobProgress(phase="queued on the cluster"))
                 actor = await self._create(spec, fp, base)
             await self._follow(spec, actor, attached, produce)
-        except asyncio.CancelledError:  # stopped by the daemon (timeout, lease lost)
-            if actor is not None:
+        except asyncio.CancelledError:
+            if spec.job_id not in self.stopping:  # the driver ends (stdin closed): the run goes on without a watcher
+                raise
+            if actor is not None:  # stopped by the daemon (timeout, lease lost)
                 with contextlib.suppress(Exception):
                     self.ray.kill(actor)
             _emit(EndedEvent(job_id=spec.job_id, kind="exited", returncode=None, detail="stopped"))
@@ -221,6 +226,7 @@ class Driver:
             log.exception("job %d", spec.job_id)
             _emit(EndedEvent(job_id=spec.job_id, kind="lost", detail=f"{type(e).__name__}: {_first_line(e)}"))
         finally:
+            self.stopping.discard(spec.job_id)
             if produce is not None and not produce.done():
                 produce.set_result(None)  # the pair's next job computes the base answers if this one could not
 

@@ -244,9 +244,14 @@ def _start_daemon(cfg: Path, log: Path) -> subprocess.Popen[bytes]:
                             stderr=subprocess.STDOUT, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
 
 
-async def test_the_daemon_killed_mid_job_finds_its_run_again(cluster: LocalCluster, tmp_path: Path, worker_dir: Path) -> None:
+@pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGTERM], ids=["killed", "stopped"])
+async def test_the_daemon_killed_mid_job_finds_its_run_again(
+    cluster: LocalCluster, tmp_path: Path, worker_dir: Path, stop: signal.Signals,
+) -> None:
     # 16 epochs (about 40 s of the tiny model's training): 4 ended within the 12 s the second daemon takes to start on
-    # an idle machine, and the second daemon ran the job again instead of finding its run
+    # an idle machine, and the second daemon ran the job again instead of finding its run. Killed or stopped, the
+    # daemon's driver reads the end of its stdin: it once cancelled its job tasks on the way out, which removed the
+    # runs from the cluster (always on a stop, and on a kill when the end of stdin came before the kernel's SIGKILL)
     cfg = _daemon_config(tmp_path, cluster.address, worker_dir, epochs=16)
     settings = _settings(tmp_path, cluster.address, worker_dir, epochs=16)
     url = await _seed(tmp_path, settings, {"cpt-lora": {}})
@@ -254,7 +259,7 @@ async def test_the_daemon_killed_mid_job_finds_its_run_again(cluster: LocalClust
     first = _start_daemon(cfg, log)
     try:
         await wait_for(lambda: _training(settings.data_dir, 1), timeout=240)
-        first.send_signal(signal.SIGKILL)
+        first.send_signal(stop)
         first.wait(timeout=30)
     finally:
         if first.poll() is None:
@@ -272,7 +277,10 @@ async def test_the_daemon_killed_mid_job_finds_its_run_again(cluster: LocalClust
         second.send_signal(signal.SIGTERM)
         second.wait(timeout=60)
     text = log.read_text()
-    assert "recovered 1 GPU job leases" in text
+    if stop == signal.SIGKILL:
+        assert "recovered 1 GPU job leases" in text
+    else:
+        assert "recovered" not in text  # handed back on the way out
     assert "found again, still running" in text  # the run went on while no daemon watched it
     outcome = json.loads((job_dir(settings.data_dir, 1) / "outcome.json").read_text())
     assert outcome["summary"]["resumed_after_epoch"] == 0  # the same run, not a second one
