@@ -124,8 +124,10 @@ def _incontext(settings: Settings, snapshot_id: str, report: Path) -> None:
     console.print(f"In-context track of the embedded target ({', '.join(langs)} documents and none)...")
     done = run_async(go)
     asked = sum(r.counts.asked for r in done.runs)
-    console.print(f"In-context track: {asked} answers with {', '.join(done.contexts)} documents and without, "
-                  f"report written again ({done.wall_s:.0f} s)")
+    reused = sum(r.counts.from_jobs for r in done.runs)
+    console.print(f"In-context track: {asked + reused} answers with {', '.join(done.contexts)} documents and without"
+                  + (f" ({reused} of those without: the job's base answers, not asked again)" if reused else "")
+                  + f", report written again ({done.wall_s:.0f} s)")
     stopped = [r for r in done.runs if r.error]
     if stopped:
         raise fail(stopped[0].error or "", 1)

@@ -36,7 +36,8 @@ def incontext(
     runs = run_async(go)
     for r in runs:
         c = r.counts
-        console.print(f"{r.target}: {c.asked} answered now, {c.already} already stored, {c.unparsed} without a letter, "
+        jobs = f", {c.from_jobs} floor answers from its jobs' base pass" if c.from_jobs else ""
+        console.print(f"{r.target}: {c.asked} answered now{jobs}, {c.already} already stored, {c.unparsed} without a letter, "
                       f"{c.truncated} documents cut, {c.skipped} skipped (prompt too long)")
     stopped = [r for r in runs if r.error]
     if stopped:

@@ -5,8 +5,9 @@ with its in-context section beside the parametric results.
 Documents in English only (`DEMO_CONTEXT_LANG`, else the first train language): on the demo snapshot
 option-loglik-norm took about 1 CPU-second per answer (2 threads, Gemma 3 270M), so both of the demo's train
 languages (en, zh: 630 answers) cost about 5 of the demo's 20 minutes on 2 cores, over the 3 it may take; en only
-is 420 answers, half of them without a document. The report says so (a note), and `clkt incontext SNAPSHOT` runs
-the other train languages (it resumes: what the demo answered is not asked again).
+is 420 answers, half of them without a document, and those 210 are the GPU job's base answers (the track's floor
+of a base target, `InContextTrack._floor_from_jobs`): 210 asked. The report says so (a note), and
+`clkt incontext SNAPSHOT` runs the other train languages (it resumes: what the demo answered is not asked again).
 """
 
 from __future__ import annotations

@@ -118,6 +118,7 @@ async def _run_track(track: InContextTrack, api: ApiTargets | None, *, poll_s: f
         await asyncio.sleep(poll_s)
         again = await track.run()
         total.asked += again.asked
+        total.from_jobs += again.from_jobs
         total.truncated += again.truncated
         total.unparsed += again.unparsed
         total.pending = again.pending

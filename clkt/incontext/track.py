@@ -5,7 +5,8 @@ For every test question of the snapshot in every language L, and every context l
 languages): the entity's c-language document in the prompt, the question and options in L
 (`clkt.incontext.prompt`), answered at temperature 0 and scored by the target's scorer (`clkt.incontext.askers`:
 the paper's generate parse, or option-loglik-norm for a local base target, stored with each answer); and every question
-once without the document (context "": the no-context floor). The contingency A/B/C/D of a pair (c, L) pairs the
+once without the document (context "": the no-context floor; a local base target's floor is its parametric
+jobs' base answers when they are stored, `InContextTrack._floor_from_jobs`). The contingency A/B/C/D of a pair (c, L) pairs the
 c-question answered with the c document against the L-question answered with the same document
 (`clkt.report.incontext`).
 
@@ -26,9 +27,11 @@ from typing import TYPE_CHECKING, ClassVar
 
 from clkt._tasks import cancel_and_wait
 from clkt.errors import AgentError, RetryLater
+from clkt.evaluate.scorers import OPTION_LOGLIK_NORM
 from clkt.incontext.askers import Ask, Asker, Reply
 from clkt.incontext.prompt import build_prompt
-from storage.incontext import NO_CONTEXT, InContextRecord, add_incontext_answers, incontext_keys
+from clkt.snapshots.ids import stable_qid
+from storage.incontext import NO_CONTEXT, InContextRecord, add_incontext_answers, base_pass_letters, incontext_keys
 
 if TYPE_CHECKING:
     from clkt.snapshots.layout import QuestionRow, SnapshotData
@@ -50,6 +53,7 @@ class TrackCounts:
     unparsed: int = 0  # answers that state no letter (scored wrong)
     failed: int = 0  # calls that failed (the run stops; a rerun asks them again)
     pending: int = 0  # batch mode: calls queued for, or waiting in, a provider batch (a rerun reads their answers)
+    from_jobs: int = 0  # floor answers taken from the target's parametric jobs' base pass (not asked)
     errors: list[str] = field(default_factory=list)
 
 
@@ -141,6 +145,7 @@ class InContextTrack:
         todo = [i for i in items if i.prompt is not None]
         counts.skipped = len(skipped)
         await self._store([self._record(i, None) for i in skipped])
+        todo = await self._floor_from_jobs(todo, counts)
         chunks = [todo[start:start + self.CHUNK] for start in range(0, len(todo), self.CHUNK)]
         asked: deque[tuple[list[_Item], asyncio.Task[list[Reply | BaseException]]]] = deque()
         try:
@@ -161,6 +166,31 @@ class InContextTrack:
                 counts=counts,
             )
         return counts
+
+    async def _floor_from_jobs(self, todo: list[_Item], counts: TrackCounts) -> list[_Item]:
+        """Store the floor answers the target's parametric jobs already gave, and return what is left to ask.
+
+        A local base target scored by `option-loglik-norm` is asked the floor exactly as its jobs' base pass asks
+        every test question (`clkt.evaluate.loglik.loglik_item` without a document block), so those stored base
+        answers are the floor: one figure, not two computations of it that could differ in a near tie (and, on the
+        offline demo, about 3 of its 20 minutes not spent twice). Other scorers ask their own floor."""
+        if self.asker.scorer != OPTION_LOGLIK_NORM or not any(i.context_lang == NO_CONTEXT for i in todo):
+            return todo
+        async with self.store.session() as s:
+            rows = await base_pass_letters(s, self.snapshot.manifest.snapshot_id, self.target, OPTION_LOGLIK_NORM)
+        base = {(stable_qid(*key), lang): (letter, job) for key, lang, letter, job in rows}  # the lowest job id last
+        records: list[InContextRecord] = []
+        rest: list[_Item] = []
+        for item in todo:
+            got = base.get((item.row.qid, item.row.lang)) if item.context_lang == NO_CONTEXT else None
+            if got is None:
+                rest.append(item)
+                continue
+            records.append(self._record(item, Reply(text=f"base pass of job {got[1]}", letter=got[0])))
+            counts.unparsed += got[0] is None
+        counts.from_jobs = len(records)
+        await self._store(records)
+        return rest
 
     async def _settle(self, chunk: list[_Item], task: asyncio.Task[list[Reply | BaseException]],
                       counts: TrackCounts) -> None:
