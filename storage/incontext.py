@@ -10,12 +10,10 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
-from storage.models import Entity, GpuJob, InContextAnswer, Question, QuestionResult
+from storage.models import InContextAnswer
 from storage.tasks import insert_ignore
 
-__all__ = [
-    "NO_CONTEXT", "InContextRecord", "add_incontext_answers", "base_pass_letters", "incontext_answers", "incontext_keys",
-]
+__all__ = ["NO_CONTEXT", "InContextRecord", "add_incontext_answers", "incontext_answers", "incontext_keys"]
 
 NO_CONTEXT = ""  # context_lang of the floor: the question asked without the document
 
@@ -74,25 +72,3 @@ async def incontext_answers(
         col(InContextAnswer.lang),
     )
     return [_record(r) for r in (await session.execute(q)).scalars().all()]
-
-
-
-async def base_pass_letters(
-    session: AsyncSession, snapshot_id: str, target: str, scorer: str,
-) -> list[tuple[tuple[str, str, str], str, str | None, int]]:
-    """((entity source, external id, question slot): what the public qid hashes, lang, the letter, the job) of the
-    base model's `scorer` answers to the test questions in the parametric jobs of `target` on `snapshot_id`,
-    the highest job id first (a pair's jobs share one base pass)."""
-    rows = await session.execute(
-        select(col(Entity.source), col(Entity.external_id), col(Question.slot), col(QuestionResult.lang),
-               col(QuestionResult.predicted), col(GpuJob.id))
-        .join(GpuJob, col(GpuJob.id) == col(QuestionResult.job_id))
-        .join(Question, col(Question.id) == col(QuestionResult.question_id))
-        .join(Entity, col(Entity.id) == col(Question.entity_id))
-        .where(col(GpuJob.snapshot_id) == snapshot_id, col(GpuJob.target_model) == target,
-               col(QuestionResult.variant) == "base", col(QuestionResult.scorer) == scorer,
-               col(QuestionResult.split) == "test")
-        .order_by(col(GpuJob.id).desc())
-    )
-    return [((str(src), str(ext), str(slot)), str(lang), letter, int(job or 0))
-            for src, ext, slot, lang, letter, job in rows.all()]

@@ -27,11 +27,13 @@ from typing import TYPE_CHECKING, ClassVar
 
 from clkt._tasks import cancel_and_wait
 from clkt.errors import AgentError, RetryLater
+from clkt.evaluate.results import Variant
 from clkt.evaluate.scorers import OPTION_LOGLIK_NORM
 from clkt.incontext.askers import Ask, Asker, Reply
 from clkt.incontext.prompt import build_prompt
 from clkt.snapshots.ids import stable_qid
-from storage.incontext import NO_CONTEXT, InContextRecord, add_incontext_answers, base_pass_letters, incontext_keys
+from storage.gpu_jobs import results_for_snapshot
+from storage.incontext import NO_CONTEXT, InContextRecord, add_incontext_answers, incontext_keys
 
 if TYPE_CHECKING:
     from clkt.snapshots.layout import QuestionRow, SnapshotData
@@ -176,9 +178,13 @@ class InContextTrack:
         offline demo, about 3 of its 20 minutes not spent twice). Other scorers ask their own floor."""
         if self.asker.scorer != OPTION_LOGLIK_NORM or not any(i.context_lang == NO_CONTEXT for i in todo):
             return todo
-        async with self.store.session() as s:
-            rows = await base_pass_letters(s, self.snapshot.manifest.snapshot_id, self.target, OPTION_LOGLIK_NORM)
-        base = {(stable_qid(*key), lang): (letter, job) for key, lang, letter, job in rows}  # the lowest job id last
+        async with self.store.session() as s:  # the done jobs' results, as the report reads them
+            rows = await results_for_snapshot(s, self.snapshot.manifest.snapshot_id)
+        base: dict[tuple[int, str], tuple[str | None, int]] = {}
+        for r in rows:  # by job id; a pair's jobs share one base pass: the first job's answers
+            if (r.target_model == self.target and r.variant == Variant.base.value and r.scorer == OPTION_LOGLIK_NORM
+                    and r.split == "test"):
+                base.setdefault((stable_qid(r.source, r.external_id, r.slot), r.lang), (r.predicted, r.job_id))
         records: list[InContextRecord] = []
         rest: list[_Item] = []
         for item in todo:
