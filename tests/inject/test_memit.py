@@ -164,6 +164,45 @@ def test_the_value_optimisation_stops_once_every_subject_says_its_object() -> No
     assert last5 < first and all(float(d.abs().max()) > 0.0 for d in d5)  # never low enough: 5 steps, both layers
 
 
+@pytest.mark.parametrize("kind", ["llama", "gemma3"])
+def test_one_subjects_shared_tokens_run_once_and_the_values_are_the_same(kind: str) -> None:
+    """Every prompt about a subject starts with it: the tokens before its last token run once, each step runs the
+    rest, and the values, keys and NLLs are those of running every token every step."""
+    import torch
+
+    from clkt.inject.editing.arch import down_proj, layer_module
+    from clkt.inject.editing.values import ZSettings, encode, optimize_values, shared_prefix
+
+    model, tok = _sharp_model(kind), tiny_tokenizer()
+    subject = "the answer is a film of the year in Paris"
+    reqs = [EditRequest(entity_id=1, subject=subject, prompt=f"{subject} . who won", target=" the team"),
+            EditRequest(entity_id=1, subject=subject, prompt=f"{subject} , in", target=" Rome"),
+            EditRequest(entity_id=1, subject=subject, prompt=f"{subject} : what score ?", target=" x y z")]
+    batch = encode(tok, reqs, [0, 0, 0], device="cpu", max_len=32)
+    assert shared_prefix(batch) == len(subject.split()) - 1 == int(batch.subject_pos[0])  # the words before its last
+    embed = model.get_input_embeddings()
+    seen: list[int] = []
+    handle = embed.register_forward_hook(lambda _m, a, _o: seen.append(int(a[0].numel())))
+    projs, blocks = [down_proj(model, 0), down_proj(model, 1)], [layer_module(model, 0), layer_module(model, 1)]
+    z = ZSettings(steps=4, stop_nll=0.0)
+    try:
+        k1, d1, f1, l1 = optimize_values(model, projs, blocks, batch, z, normed=kind == "gemma3", reuse_prefix=True)
+        reused = list(seen)
+        seen.clear()
+        k0, d0, f0, l0 = optimize_values(model, projs, blocks, batch, z, normed=kind == "gemma3", reuse_prefix=False)
+    finally:
+        handle.remove()
+    rows, width, p = *batch.input_ids.shape, shared_prefix(batch)
+    assert reused[1:] == [rows * p] + [rows * (width - p)] * 5  # scales (whole rows), the prefix once, 5 passes
+    assert seen[1:] == [rows * width] * 5
+    assert abs(f1 - f0) < 1e-4 and abs(l1 - l0) < 1e-4 and l1 < f1
+    for a, b in [*zip(k1, k0, strict=True), *zip(d1, d0, strict=True)]:
+        assert torch.allclose(a, b, atol=1e-4, rtol=1e-4), float((a - b).abs().max())
+    two = encode(tok, [reqs[0], EditRequest(entity_id=2, subject="Rome", prompt="Rome , in", target=" Paris")], [0, 1],
+                 device="cpu", max_len=32)
+    assert shared_prefix(two) == 0  # two subjects: every token runs every step
+
+
 def _gemma_like_270m(model: Any) -> Any:
     """The tiny Gemma 3 given the post-feedforward norms of the real 270M: gains (1 + weight) from exactly 0 to
     a hundred within a layer."""

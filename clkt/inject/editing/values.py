@@ -8,18 +8,29 @@ state's norm and δ's norm clamped to a fraction of it; z = h + δ. The model's 
 
 `Batch` holds the requests of a few subjects encoded together (right-padded): the prompt and its target, the
 target's labels, the subject's last token and the subject (group) of each row.
+
+The tokens before the subject's last token do not depend on δ (the model is causal and δ is added at that
+token). Where every row of a batch starts with the same such tokens (one subject's requests: each prompt starts
+with the subject), they run once, without gradients, and each step runs only the rest of the rows on their keys
+and values (`shared_prefix`): the same values and gradients at a fraction of the tokens (a long subject, "The
+magnitude 8.2 earthquake of 15 November 2026 (UTC) whose epicentre ...", is most of every prompt about it).
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from clkt.evaluate.loglik import cache_kwarg
+
 if TYPE_CHECKING:
     from clkt.inject.editing.requests import EditRequest
 
-__all__ = ["Batch", "ZSettings", "encode", "group_mean", "inputs_at", "mean_target_nll", "optimize_values"]
+__all__ = [
+    "Batch", "ZSettings", "encode", "group_mean", "inputs_at", "mean_target_nll", "optimize_values", "shared_prefix",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -121,12 +132,49 @@ def _decoder(model: Any) -> Any:
     return inner.get_decoder()
 
 
-def _target_nll(model: Any, batch: Batch) -> Any:
-    """Per row, the mean negative log-likelihood of its target tokens (logits only where a label is)."""
+@dataclass(frozen=True, slots=True)
+class _Prefix:
+    length: int  # the leading tokens every row shares, all before its subject's last token
+    cache: Any  # their keys and values at every layer (computed without gradients)
+
+
+def shared_prefix(batch: Batch) -> int:
+    """How many leading tokens every row of `batch` has in common before its subject's last token: the subjects'
+    last tokens at one position and the same tokens before it in every row (one subject's requests), else 0."""
+    pos = batch.subject_pos
+    p = int(pos[0])
+    if p < 1 or not bool((pos == p).all()):
+        return 0
+    ids = batch.input_ids[:, :p]
+    return p if bool((ids == ids[0]).all()) and bool(batch.attention_mask[:, :p].all()) else 0
+
+
+def _prefix(model: Any, batch: Batch) -> _Prefix | None:
+    """The rows' shared tokens before the subject, run once (None when they share none)."""
     import torch
 
-    hidden = _decoder(model)(input_ids=batch.input_ids, attention_mask=batch.attention_mask).last_hidden_state
-    labels = batch.labels[:, 1:]
+    p = shared_prefix(batch)
+    if p == 0:
+        return None
+    with torch.no_grad():
+        out = _decoder(model)(input_ids=batch.input_ids[:, :p], attention_mask=batch.attention_mask[:, :p], use_cache=True)
+    cache = getattr(out, "cache", None) or out.past_key_values
+    return _Prefix(length=p, cache=cache) if cache is not None else None
+
+
+def _target_nll(model: Any, batch: Batch, prefix: _Prefix | None = None) -> Any:
+    """Per row, the mean negative log-likelihood of its target tokens (logits only where a label is); with
+    `prefix`, only the tokens after it run (on its keys and values, copied: a pass appends to them)."""
+    import torch
+
+    if prefix is None:
+        hidden = _decoder(model)(input_ids=batch.input_ids, attention_mask=batch.attention_mask).last_hidden_state
+        labels = batch.labels[:, 1:]
+    else:
+        dec = _decoder(model)
+        hidden = dec(input_ids=batch.input_ids[:, prefix.length:], attention_mask=batch.attention_mask, use_cache=True,
+                     **{cache_kwarg(dec): copy.deepcopy(prefix.cache)}).last_hidden_state
+        labels = batch.labels[:, prefix.length + 1:]
     where = labels != -100
     logits = model.get_output_embeddings()(hidden[:, :-1][where]).float()
     cap = getattr(getattr(model, "config", None), "final_logit_softcapping", None)
@@ -148,8 +196,9 @@ def mean_target_nll(model: Any, batches: Sequence[Batch]) -> float:
     return sum(per_batch) / len(per_batch)
 
 
-def _at_subjects(x: Any, batch: Batch) -> Any:
-    return x[_rows(batch), batch.subject_pos]
+def _at_subjects(x: Any, batch: Batch, offset: int = 0) -> Any:
+    """Each row's subject token of `x` (B x T x d), whose first `offset` tokens were not run (a shared prefix)."""
+    return x[_rows(batch), batch.subject_pos - offset]
 
 
 def _scales(model: Any, projs: Sequence[Any], layers: Sequence[Any], batch: Batch, *, normed: bool) -> list[Any]:
@@ -178,16 +227,21 @@ def _scales(model: Any, projs: Sequence[Any], layers: Sequence[Any], batch: Batc
 
 def optimize_values(
     model: Any, projs: Sequence[Any], layers: Sequence[Any], batch: Batch, z: ZSettings, *, normed: bool,
+    reuse_prefix: bool = True,
 ) -> tuple[list[Any], list[Any], float, float]:
     """(per edited layer: the keys (groups x d_ff) and the change δ of the projection's outputs (groups x d_model)
     at the subjects' last tokens, the mean target NLL before, after). One δ per layer and subject, added to the
     outputs of every edited layer's down-projection `projs` at once and optimized together for `z.steps` steps
     or until every subject's target NLL is below `z.stop_nll` (more steps would only grow δ). The weight decay
     (relative to each layer's scale, `_scales`) spreads the change over the layers, as MEMIT's spread does; a δ on
-    the projection's own outputs is what its weights can write (`memit_delta`), where a norm follows it too."""
+    the projection's own outputs is what its weights can write (`memit_delta`), where a norm follows it too.
+    `reuse_prefix`: the rows' shared tokens before the subject run once (`shared_prefix`; False: every step runs
+    every token, the same values at more cost)."""
     import torch
 
     scales = _scales(model, projs, layers, batch, normed=normed)
+    prefix = _prefix(model, batch) if reuse_prefix else None
+    offset = prefix.length if prefix is not None else 0
     d = batch.groups, int(projs[0].weight.shape[0])
     thetas = [torch.zeros(d, device=scales[0].device, requires_grad=True) for _ in projs]  # δ = θ * scale / √d
     root = float(d[1]) ** 0.5
@@ -195,10 +249,10 @@ def optimize_values(
 
     def hook(i: int) -> Any:
         def add(_m: Any, args: tuple[Any, ...], out: Any) -> Any:
-            keys[i] = _at_subjects(args[0], batch).detach().float()
+            keys[i] = _at_subjects(args[0], batch, offset).detach().float()
             out = out.clone()
             delta = thetas[i] * scales[i] / root
-            out[_rows(batch), batch.subject_pos] = _at_subjects(out, batch) + delta[batch.group].to(out.dtype)
+            out[_rows(batch), batch.subject_pos - offset] = _at_subjects(out, batch, offset) + delta[batch.group].to(out.dtype)
             return out
         return add
 
@@ -210,7 +264,7 @@ def optimize_values(
     first = last = float("nan")
     try:
         for step in range(z.steps + 1):
-            loss_g = group_mean(_target_nll(model, batch)[:, None], batch)[:, 0]
+            loss_g = group_mean(_target_nll(model, batch, prefix)[:, None], batch)[:, 0]
             first = float(loss_g.detach().mean()) if step == 0 else first
             last = float(loss_g.detach().mean())
             if step == z.steps or bool((loss_g.detach() < z.stop_nll).all()):

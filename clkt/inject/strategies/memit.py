@@ -10,7 +10,8 @@ paper's equations. No epochs and no training loop: the facts are written into a 
 2. The edited layers `L` (`edit_layers`: a band in the lower third of the model, MEMIT's critical layers) and
    the keys' second moment at each (`clkt.inject.editing.covariance`, cached per model x layer).
 3. For each subject, the change δ of every edited layer's down-projection outputs at its last token that makes
-   the model say its objects, optimized together (`clkt.inject.editing.values`; MEMIT's target value z with its
+   the model say its objects, optimized together (`clkt.inject.editing.values`; one subject per batch, whose
+   tokens before its last run once; MEMIT's target value z with its
    spread over the layers, but on the projection's own outputs, which its weights can write even where a norm
    follows the MLP: Gemma 2/3's post-feedforward norm, whose gains run from 0 to 600 in Gemma 3 270M).
 4. For each layer of `L` in order: the subjects' keys there (the layers below already edited) and the layer's
@@ -43,6 +44,7 @@ from clkt.inject.editing.values import (
     inputs_at,
     mean_target_nll,
     optimize_values,
+    shared_prefix,
 )
 from clkt.inject.injector import Injection, InjectionContext, Spare, WeightsDtype
 from clkt.inject.strategies._registry import register_injector
@@ -76,7 +78,9 @@ class Memit:
     # share of a residual the update writes, about d_ff / (λ + d_ff), stays the paper's at every width
     LAMBDA: ClassVar[float] = 15_000.0
     Z: ClassVar[ZSettings] = ZSettings()
-    ROWS_PER_BATCH: ClassVar[int] = 16  # requests encoded together (whole subjects)
+    # requests encoded together (whole subjects): 1, one subject per batch, so that its requests' tokens before the
+    # subject's last run once (`shared_prefix`: about half the tokens a step on the demo's snapshot; bench/memit_values.py)
+    ROWS_PER_BATCH: ClassVar[int] = 1
     MAX_LEN: ClassVar[int] = 96  # tokens of one prompt + target
     LAYERS: ClassVar[list[int] | None] = None  # None: `edit_layers(n)`
 
@@ -145,7 +149,8 @@ class Memit:
         return {
             "requests": len(reqs.requests), "subjects": reqs.subjects, "skipped_entities": len(reqs.skipped_entities),
             "entities_from_facts": reqs.from_facts, "entities_from_documents": reqs.from_documents,
-            "layers": layers, "lambda": self.LAMBDA, "z_steps": self.Z.steps,
+            "layers": layers, "lambda": self.LAMBDA, "z_steps": self.Z.steps, "batches": len(batches),
+            "batches_prefix_shared": sum(shared_prefix(b) > 0 for b in batches),
             "target_nll_before": round(sum(before) / len(before), 4), "target_nll_at_z": round(sum(after) / len(after), 4),
             "target_nll_after": round(mean_target_nll(model, batches), 4),
             "delta_norms": norms, "written": written,
