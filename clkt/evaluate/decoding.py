@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from clkt.evaluate._stream_text import StreamText
-from clkt.evaluate.loglik import cache_kwarg
+from clkt.evaluate.loglik import cache_kwarg, output_cache
 from clkt.evaluate.memory import BatchSizer, is_oom
 from clkt.evaluate.parse import ParseMode, letter_decided
 from clkt.targets.prompting import RenderedPrompt
@@ -167,7 +167,7 @@ def _forward(model: Any, ids: Any, mask: Any, cache: Any, *, prefill: bool) -> t
         out = model(**kwargs, logits_to_keep=1) if prefill else model(**kwargs)
     except TypeError:  # a model class without `logits_to_keep`
         out = model(**kwargs)
-    return out.logits[:, -1, :], getattr(out, "cache", None) or out.past_key_values
+    return out.logits[:, -1, :], output_cache(out)
 
 
 def _common(a: Sequence[int], b: Sequence[int]) -> int:

@@ -28,7 +28,7 @@ from clkt.targets.prompting import RenderedPrompt, render_prompt, uses_chat_temp
 if TYPE_CHECKING:
     from clkt.config import TargetSettings
 
-__all__ = ["LoglikItem", "LoglikScored", "cache_kwarg", "loglik_item", "score_option_loglik"]
+__all__ = ["LoglikItem", "LoglikScored", "cache_kwarg", "loglik_item", "output_cache", "score_option_loglik"]
 
 Progress = Callable[[int], None]
 
@@ -94,6 +94,12 @@ def cache_kwarg(model: Any) -> str:
     return "cache" if "cache" in inspect.signature(inner.forward).parameters else "past_key_values"
 
 
+def output_cache(out: Any) -> Any:
+    """The keys and values a forward pass with `use_cache=True` returned: `cache` (transformers >= 5.x) or the older
+    `past_key_values`."""
+    return getattr(out, "cache", None) or out.past_key_values
+
+
 def _shared(model: Any, pad: int, ctxs: list[list[int]], conts: list[list[list[int]]]) -> list[list[float]]:
     import torch
 
@@ -109,7 +115,7 @@ def _shared(model: Any, pad: int, ctxs: list[list[int]], conts: list[list[list[i
     dev = model.device
     out = model(input_ids=ids.to(dev), attention_mask=mask.to(dev), position_ids=pos.to(dev), use_cache=True, logits_to_keep=1)
     last = out.logits[:, -1, :]  # predicts each option's first token
-    cache = getattr(out, "cache", None) or out.past_key_values
+    cache = output_cache(out)
     cache.batch_repeat_interleave(k)
     flat = [o for opts in conts for o in opts]
     lo = max(len(o) for o in flat)

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from clkt.evaluate.loglik import cache_kwarg
+from clkt.evaluate.loglik import cache_kwarg, output_cache
 
 if TYPE_CHECKING:
     from clkt.inject.editing.requests import EditRequest
@@ -158,7 +158,7 @@ def _prefix(model: Any, batch: Batch) -> _Prefix | None:
         return None
     with torch.no_grad():
         out = _decoder(model)(input_ids=batch.input_ids[:, :p], attention_mask=batch.attention_mask[:, :p], use_cache=True)
-    cache = getattr(out, "cache", None) or out.past_key_values
+    cache = output_cache(out)
     return _Prefix(length=p, cache=cache) if cache is not None else None
 
 
