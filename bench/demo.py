@@ -12,7 +12,14 @@ Goals: the README's block equals this run's rendering (`readme_matches`), and th
 budget. `--write` stores this run's figures in the README and `bench/results/` instead of comparing them;
 `--from DIR` renders an earlier demo's folder (its `clkt-data/reports/*/metrics.json`) without running it again.
 
-    .venv/bin/python bench/demo.py [--write] [--from DIR] [--timeout-min 40]
+`--strategies A,B` runs `clkt demo --strategies A,B` (issue 31: `cpt-lora,memit`, knowledge editing beside
+continual pretraining on the same snapshot) instead: the README's block is the default demo's, so it is not
+compared; the figures are each strategy's Learn in the train language (`option-loglik`, real entities: base ->
+injected, n, exact McNemar p) and kept % (locality, with its n), whether the report has its strategy table, and
+the wall time. Goals: every strategy has its Learn and kept rows, the report its strategy table, and the demo
+ends within the same 20-minute budget. The JSON line is appended to `bench/results/demo-strategies.json`.
+
+    .venv/bin/python bench/demo.py [--write] [--from DIR] [--timeout-min 40] [--strategies cpt-lora,memit]
 """
 
 from __future__ import annotations
@@ -35,6 +42,8 @@ from clkt.report.metrics import BASE_FLAG_P  # noqa: E402
 
 README = ROOT / "README.md"
 STORED = ROOT / "bench" / "results" / "demo-metrics.json"
+STRATEGIES_RESULTS = ROOT / "bench" / "results" / "demo-strategies.json"
+SCORER = "option-loglik"
 BEGIN = "<!-- demo-figures: begin (written by bench/demo.py from bench/results/demo-metrics.json; do not edit) -->"
 END = "<!-- demo-figures: end -->"
 BUDGET_S = 20 * 60
@@ -74,11 +83,12 @@ def write_block(text: str, lines: list[str]) -> str:
     return head + BEGIN + "\n" + "\n".join(lines) + "\n" + END + tail
 
 
-def run_demo(folder: Path, timeout_min: float) -> tuple[float, float]:
-    """`clkt demo` in `folder`; its wall seconds and peak RSS (GB) of the demo process."""
+def run_demo(folder: Path, timeout_min: float, strategies: str | None = None) -> tuple[float, float]:
+    """`clkt demo` in `folder` (with `--strategies` when given); its wall seconds and peak RSS (GB) of the demo process."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    extra = ["--strategies", strategies] if strategies else []
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "clkt.cli", "demo", "--timeout-min", str(timeout_min)], cwd=folder,
+    proc = subprocess.run([sys.executable, "-m", "clkt.cli", "demo", "--timeout-min", str(timeout_min), *extra], cwd=folder,
                           env=env, stdout=subprocess.DEVNULL, stderr=(folder / "demo.log").open("wb"), check=False)
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
@@ -94,21 +104,47 @@ def find_metrics(folder: Path) -> Path:
     return found[0]
 
 
+def strategy_figures(metrics: dict[str, Any], report_md: str, strategies: list[str]) -> dict[str, Any]:
+    """Per strategy: Learn in the train language on `SCORER` (real entities, every domain) and kept % in it (the
+    locality split; null where the snapshot has none), and whether the report has its strategy table."""
+    out: dict[str, Any] = {}
+    for name in strategies:
+        learn = [r for r in metrics.get("learn", []) if r["strategy"] == name and r["scorer"] == SCORER
+                 and r["domain"] == "all" and not r["control"]]
+        kept = [r for r in metrics.get("locality", []) if r["strategy"] == name and r["scorer"] == SCORER
+                and r["lang"] == (learn[0]["train_lang"] if learn else None)]
+        st = learn[0]["stat"] if learn else None
+        out[name] = {
+            "learn": None if st is None else {"n": st["n"], "base": round(st["base_accuracy"], 4),
+                                               "injected": round(st["injected_accuracy"], 4), "p": st["p_value"]},
+            "kept": None if not kept else {"kept": kept[0]["rate"], "n": kept[0]["n"], "entities": kept[0]["entities"],
+                                           "too_few": kept[0]["too_few"]},
+        }
+    out["strategy_table"] = "Strategy comparison" in report_md
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--write", action="store_true", help="store this run's figures in the README and bench/results/")
     ap.add_argument("--from", dest="from_dir", type=Path, help="an earlier demo's folder: render it, do not run")
     ap.add_argument("--timeout-min", type=float, default=40.0)
+    ap.add_argument("--strategies", help="run `clkt demo --strategies` with these (e.g. cpt-lora,memit); see above")
     args = ap.parse_args()
+    if args.strategies and args.write:
+        raise SystemExit("--write stores the default demo's figures; it does not go with --strategies")
     figures: dict[str, Any] = {}
     if args.from_dir:
         metrics_file = find_metrics(args.from_dir)
     else:
         folder = Path(tempfile.mkdtemp(prefix="clkt-demo-bench-"))
-        wall, rss = run_demo(folder, args.timeout_min)
+        wall, rss = run_demo(folder, args.timeout_min, args.strategies)
         figures |= {"demo_wall_s": round(wall, 1), "peak_rss_gb": round(rss, 2)}
         metrics_file = find_metrics(folder)
     metrics = json.loads(metrics_file.read_text(encoding="utf-8"))
+    if args.strategies:
+        compare_strategies(args.strategies, metrics, metrics_file, figures)
+        return
     lines = render_figures(metrics)
     text = README.read_text(encoding="utf-8")
     if args.write:
@@ -125,6 +161,25 @@ def main() -> None:
     if not matches:
         print("the README's demo figures differ from this run's:", *lines, sep="\n", file=sys.stderr)
     print(json.dumps({"bench": "demo", "figures": figures, "goals": goals, "met": met}))
+
+
+def compare_strategies(given: str, metrics: dict[str, Any], metrics_file: Path, figures: dict[str, Any]) -> None:
+    """The `--strategies` run's figures, goals and JSON line (also appended to `STRATEGIES_RESULTS`)."""
+    names = [x.strip() for x in given.split(",") if x.strip()]
+    got = strategy_figures(metrics, (metrics_file.parent / "report.md").read_text(encoding="utf-8"), names)
+    figures |= {"strategies": names, **got, "metrics": str(metrics_file), "load_1m": round(os.getloadavg()[0], 2)}
+    goals = {"learn_and_kept_for_each": "== true", "strategy_table": "== true"}
+    complete = all(got[n]["learn"] is not None and got[n]["kept"] is not None for n in names)
+    figures["learn_and_kept_for_each"] = complete
+    met = complete and got["strategy_table"]
+    if "demo_wall_s" in figures:
+        goals["demo_wall_s"] = f"<= {BUDGET_S}"
+        met = met and figures["demo_wall_s"] <= BUDGET_S
+    line = json.dumps({"bench": "demo-strategies", "figures": figures, "goals": goals, "met": met})
+    if "demo_wall_s" in figures:
+        with STRATEGIES_RESULTS.open("a", encoding="utf-8") as f:
+            f.write(line + "\n")
+    print(line)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,13 @@ The recorded data are re-dated into the days before "today" (`replay.redate`), a
 the questions and the snapshot's content hash (which seeds the options' order): on the system clock the demo's
 figures would change from one day to the next. So the demo runs on a fixed calendar, `DEMO_DAY` at noon UTC
 (`--date` another day, `--date today` the system clock): the same figures on any day, those the README quotes.
+
+`--strategies A,B` runs the snapshot's GPU jobs with those injection strategies instead of the config's (the demo's
+`cpt-lora`): `--strategies cpt-lora,memit` puts knowledge editing beside continual pretraining on the same
+questions, and the report gets its strategy table (Learn, Transfer and kept % of each). The jobs run one after the
+other and share the base model's answers (`InjectionJob.base_pass`). With more than one strategy the in-context
+track is left out (a job per strategy already fills the demo's 20 minutes on 2 CPU cores); the command says how
+to add it.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ from clkt.cli.common import ConfigOption, console, fail, load_cli_settings, open
 if TYPE_CHECKING:
     from clkt.config import Settings
 
-__all__ = ["DEMO_DAY", "register"]
+__all__ = ["DEMO_DAY", "register", "runs_incontext", "with_strategies"]
 
 DEMO_DAY = date(2026, 12, 1)  # the demo's calendar day (the README's figures come from it)
 
@@ -37,13 +44,17 @@ def demo(
         "--date", metavar="YYYY-MM-DD|today",
         help=f"the calendar day the demo runs on, the recorded data re-dated into the days before it (default: "
              f"{DEMO_DAY:%Y-%m-%d}, so that its figures are the same on any day; today: the system clock)")] = None,
+    strategies: Annotated[str | None, typer.Option(
+        "--strategies", metavar="A,B",
+        help="the injection strategies of the snapshot's GPU jobs, comma-separated (default: the config's, cpt-lora); "
+             "cpt-lora,memit compares continual pretraining with knowledge editing in the report")] = None,
 ) -> None:
     from clkt.daemon import Daemon
     from clkt.errors import ClktError
     from clkt.logs import setup_logging
     from clkt.progress import DemoWatcher
 
-    settings = load_cli_settings(config)
+    settings = with_strategies(load_cli_settings(config), strategies)
     pinned = _pin_calendar(settings, day)
     setup_logging(settings.log_level, secrets=settings.secrets.values())
     result: dict[str, object] = {}
@@ -74,7 +85,12 @@ def demo(
         raise fail(f"the demo did not finish within {timeout_min:g} minutes; see `clkt status`", 1)
     report = Path(str(result["report"]))
     if settings.gpu.enabled and rc == 0:
-        _incontext(settings, str(result["snapshot_id"]), report)
+        if runs_incontext(settings):
+            _incontext(settings, str(result["snapshot_id"]), report)
+        else:  # a job per strategy already fills the demo's time
+            console.print(f"In-context track not run beside {len(settings.spec.strategies)} strategies (to keep the demo "
+                          f"within its time); add it with `clkt incontext {result['snapshot_id']}` then `clkt report "
+                          f"{result['snapshot_id']}`", soft_wrap=True)
     console.print(f"\n[bold green]Demo finished[/] — snapshot [bold]{result['snapshot_id']}[/]")
     exports = sorted(Path(settings.snapshot.out_dir).glob("*/*/manifest.json"))
     for m in exports:
@@ -85,6 +101,33 @@ def demo(
     console.print(f"[yellow]Offline demonstration: recorded data re-dated{on} and a 270M model; the numbers say "
                   "nothing about real models.[/]")
     raise typer.Exit(rc)
+
+
+def runs_incontext(settings: Settings) -> bool:
+    """Whether the demo runs the embedded target's in-context track after its jobs: with GPU jobs of one strategy
+    (with several, a job per strategy already fills the demo's time)."""
+    return settings.gpu.enabled and len(settings.spec.strategies) == 1
+
+
+def with_strategies(settings: Settings, given: str | None) -> Settings:
+    """`settings` with `[spec] strategies` set to the comma-separated names `given` (None: unchanged); an unknown
+    name (the declared ones listed), a repeated one or none at all is refused in one line, exit 2."""
+    from clkt.config.spec import Strategy
+    from clkt.config.strategies import UnknownStrategyError, check_strategy
+
+    if given is None:
+        return settings
+    names = [x.strip() for x in given.split(",") if x.strip()]
+    if not names:
+        raise fail(f"--strategies {given!r} names no strategy (e.g. cpt-lora,memit)", 2)
+    twice = sorted({x for x in names if names.count(x) > 1})
+    if twice:
+        raise fail(f"--strategies names {', '.join(twice)} more than once", 2)
+    try:
+        checked = [Strategy(check_strategy(x)) for x in names]
+    except UnknownStrategyError as e:
+        raise fail(f"--strategies: {e}", 2) from None
+    return settings.model_copy(update={"spec": settings.spec.model_copy(update={"strategies": checked})})
 
 
 def _pin_calendar(settings: Settings, day: str | None) -> date | None:
