@@ -26,7 +26,9 @@ __all__ = [
     "EntityFacts",
     "EntityRecord",
     "FilmFacts",
+    "LaunchFacts",
     "MatchFacts",
+    "PaperFacts",
     "PeriodScore",
     "QuakeFacts",
     "ReleaseFacts",
@@ -40,6 +42,8 @@ class Domain(str, Enum):
     music = "music"
     sports = "sports"
     disasters = "disasters"
+    science = "science"
+    spaceflight = "spaceflight"
 
 
 class _Facts(BaseModel):
@@ -153,8 +157,43 @@ class DisasterFacts(_Facts):
     summary: str | None = None
 
 
+class PaperFacts(_Facts):
+    """A new arXiv paper (science): its first version's metadata, as the arXiv API lists it."""
+
+    kind: Literal["paper"] = "paper"
+    arxiv_id: str  # without its version ("2511.18882")
+    title: str  # plain text: markup stripped, whitespace folded
+    authors: list[str] = Field(min_length=1)  # in the paper's order
+    primary_category: str  # "cs.CV"
+    categories: list[str] = Field(default_factory=list)  # the primary first, then the cross-lists
+    submitted: datetime  # aware UTC: the first version's submission
+    version: int = 1
+    comment: str | None = None
+    journal_ref: str | None = None
+    doi: str | None = None
+    summary: str | None = None  # the abstract, whitespace folded (TeX kept as written)
+
+
+class LaunchFacts(_Facts):
+    """An orbital launch attempt with a final outcome (spaceflight), as Launch Library 2 lists it."""
+
+    kind: Literal["launch"] = "launch"
+    name: str  # "Falcon 9 Block 5 | Starlink Group 10-40"
+    net: datetime  # aware UTC: the launch time
+    outcome: Literal["success", "failure", "partial failure"]
+    provider: str | None = None
+    rocket: str | None = None  # the configuration's full name
+    mission: str | None = None
+    mission_type: str | None = None
+    orbit: str | None = None
+    pad: str | None = None
+    location: str | None = None
+    country_code: str | None = None
+    failreason: str | None = None
+
+
 EntityFacts = Annotated[
-    MatchFacts | FilmFacts | ReleaseFacts | QuakeFacts | DisasterFacts,
+    MatchFacts | FilmFacts | ReleaseFacts | QuakeFacts | DisasterFacts | PaperFacts | LaunchFacts,
     Field(discriminator="kind"),
 ]
 
@@ -191,4 +230,6 @@ SLOTS: dict[str, tuple[str, ...]] = {
         "time", "place", "magnitude", "depth", "alert", "tsunami", "felt", "fatalities", "intensity", "latitude",
     ),
     "disaster": ("date", "disaster_type", "country", "status", "deaths", "affected", "glide"),
+    "paper": ("submitted", "first_author", "last_author", "author_count", "primary_category", "category_count"),
+    "launch": ("net", "provider", "rocket", "outcome", "mission_type", "orbit", "pad", "location"),
 }

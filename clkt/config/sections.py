@@ -23,7 +23,8 @@ class SnapshotSettings(Section):
     cadence: Literal["monthly", "weekly", "daily", "rolling"] = "monthly"
     rolling_days: int = Field(default=30, ge=1, le=366)
     quotas: dict[Domain, int] = Field(
-        default_factory=lambda: {Domain.movies: 30, Domain.music: 30, Domain.sports: 20, Domain.disasters: 20}
+        default_factory=lambda: {Domain.movies: 30, Domain.music: 30, Domain.sports: 20, Domain.disasters: 20,
+                                 Domain.science: 20, Domain.spaceflight: 20}
     )
     seed: int = Field(default=0, ge=0, le=2**32 - 1)
     val_ratio: float = Field(default=0.2, gt=0, lt=1)

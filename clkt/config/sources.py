@@ -17,10 +17,14 @@ from pydantic import Field, field_validator, model_validator
 from clkt.config._base import Section
 
 __all__ = [
+    "ArxivOptions",
+    "ArxivSettings",
     "DeezerOptions",
     "DeezerSettings",
     "GdacsOptions",
     "GdacsSettings",
+    "LaunchLibraryOptions",
+    "LaunchLibrarySettings",
     "MusicBrainzOptions",
     "MusicBrainzSettings",
     "SourceOptions",
@@ -89,6 +93,16 @@ class GdacsOptions(SourceOptions):
     skip_types: list[str] = Field(default_factory=lambda: ["EQ"], max_length=20)  # EQ: USGS has the earthquakes
 
 
+class ArxivOptions(SourceOptions):
+    page_size: int = Field(default=100, ge=1, le=2000)  # entries per query (arXiv asks for slices of at most 2000)
+    # the search, ANDed to the submission window (arXiv's query syntax: cat:, au:, ti:, abs:, AND / OR / ANDNOT)
+    query: str = Field(default="cat:cs.CL OR cat:cs.LG OR cat:astro-ph.EP", min_length=1, max_length=500)
+
+
+class LaunchLibraryOptions(SourceOptions):
+    page_size: int = Field(default=100, ge=1, le=100)  # launches per list page (Launch Library 2's maximum: 100)
+
+
 # --- what every source has --------------------------------------------------------------------------
 
 RatePerS = Annotated[float, Field(gt=0, le=1000)]
@@ -118,7 +132,7 @@ class SourceSettings(Section):
     options: SourceOptions = Field(default_factory=SourceOptions)  # each source's own, typed
 
 
-# --- the six sources: real endpoints with their documented limits ----------------------------------
+# --- the sources: real endpoints with their documented limits ----------------------------------
 
 class TmdbSettings(SourceSettings):
     """TMDB (movies): a key is required (free, non-commercial; attribution required)."""
@@ -184,6 +198,35 @@ class GdacsSettings(SourceSettings):
     options: GdacsOptions = Field(default_factory=GdacsOptions)
 
 
+class ArxivSettings(SourceSettings):
+    """arXiv API (science, Atom XML): no key; one request every 3 s on a single connection (the API's terms);
+    metadata under CC0 1.0."""
+
+    base_url: str = "https://export.arxiv.org/api"
+    rate_per_s: RatePerS = 1 / 3
+    burst: Burst = 1
+    concurrency: Concurrency = 1
+    user_agent: str | None = "clkt/0.1 (+https://github.com/clkt; mailto:clkt@example.org)"
+    poll_interval_s: float = Field(default=3600.0, gt=0, le=7 * 86400)
+    lookback_days: int = Field(default=3, ge=1, le=3650)
+    options: ArxivOptions = Field(default_factory=ArxivOptions)
+
+
+class LaunchLibrarySettings(SourceSettings):
+    """Launch Library 2 (spaceflight, The Space Devs): 15 requests an hour without a key, a key (a Patreon
+    token) from the environment raises it; the data is free to use and share, attribution encouraged."""
+
+    base_url: str = "https://ll.thespacedevs.com/2.2.0"
+    rate_per_s: RatePerS = 15 / 3600
+    burst: Burst = 1
+    concurrency: Concurrency = 1
+    api_key_env: str | None = "LAUNCHLIBRARY_API_KEY"
+    user_agent: str | None = "clkt/0.1 ( clkt@example.org )"
+    timeout_s: float = Field(default=60.0, gt=0, le=600)
+    poll_interval_s: float = Field(default=6 * 3600.0, gt=0, le=7 * 86400)
+    options: LaunchLibraryOptions = Field(default_factory=LaunchLibraryOptions)
+
+
 class SourcesSettings(Section):
     """`[sources.<name>]`: one field per source, each with its real defaults."""
 
@@ -193,6 +236,8 @@ class SourcesSettings(Section):
     thesportsdb: TheSportsDbSettings = Field(default_factory=TheSportsDbSettings)
     usgs: UsgsSettings = Field(default_factory=UsgsSettings)
     gdacs: GdacsSettings = Field(default_factory=GdacsSettings)
+    arxiv: ArxivSettings = Field(default_factory=ArxivSettings)
+    launchlibrary: LaunchLibrarySettings = Field(default_factory=LaunchLibrarySettings)
 
     @classmethod
     def names(cls) -> list[str]:

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from clkt.sources.arxiv import ArxivSource
 from clkt.sources.base import Source, SourceLicence
 from clkt.sources.deezer import DeezerSource
 from clkt.sources.gdacs import GdacsSource
+from clkt.sources.launchlibrary import LaunchLibrarySource
 from clkt.sources.musicbrainz import MusicBrainzSource
 from clkt.sources.thesportsdb import TheSportsDbSource
 from clkt.sources.tmdb import TmdbSource
@@ -18,7 +20,8 @@ __all__ = ["RETIRED_LICENCES", "SOURCE_TYPES", "licence_of", "source_licences"]
 # source name (a field of `clkt.config.SourcesSettings`) -> implementation
 SOURCE_TYPES: dict[str, type[Source[Any]]] = {
     cls.name: cls
-    for cls in (TmdbSource, MusicBrainzSource, DeezerSource, TheSportsDbSource, UsgsSource, GdacsSource)
+    for cls in (TmdbSource, MusicBrainzSource, DeezerSource, TheSportsDbSource, UsgsSource, GdacsSource, ArxivSource,
+                LaunchLibrarySource)
 }
 
 # sources the crawler no longer has, whose items older stores and snapshots may still hold

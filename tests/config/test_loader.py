@@ -109,7 +109,8 @@ def test_each_source_has_its_real_defaults_and_typed_options_once() -> None:
     from clkt.config import MusicBrainzOptions, SourcesSettings
 
     real = load_settings(REPO / "clkt.example.toml", environ={"OPENAI_API_KEY": "x"}).sources
-    assert SourcesSettings.names() == ["deezer", "gdacs", "musicbrainz", "thesportsdb", "tmdb", "usgs"]
+    assert SourcesSettings.names() == [
+        "arxiv", "deezer", "gdacs", "launchlibrary", "musicbrainz", "thesportsdb", "tmdb", "usgs"]
     assert real.musicbrainz.options == MusicBrainzOptions()
     assert real.musicbrainz.options.page_size == 100 and real.musicbrainz.rate_per_s == 1.0
     assert real.musicbrainz.options.query == "status:official AND primarytype:album"

@@ -120,7 +120,8 @@ async def test_each_source_parses_the_generated_payloads_and_the_engine_question
     engine = TemplateBackend()
     for r in records:
         assert r.source == name and r.facts.kind == {"tmdb": "film", "musicbrainz": "release", "deezer": "release",
-                                                     "thesportsdb": "match", "usgs": "quake", "gdacs": "disaster"}[name]
+                                                     "thesportsdb": "match", "usgs": "quake", "gdacs": "disaster",
+                                                     "arxiv": "paper", "launchlibrary": "launch"}[name]
         assert window.start - timedelta(days=1) <= r.occurred_at < window.end, (name, r.occurred_at)
         doc = render_document(r.facts, "en")
         assert await engine.generate(entity_name=r.name, document=doc, facts=r.facts, n=1)

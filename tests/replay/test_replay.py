@@ -156,7 +156,8 @@ async def test_lifecycle() -> None:
 def test_catalog_is_package_data_only() -> None:
     cat = load_catalog()
     assert {k: len(v) for k, v in cat.items.items()} == {
-        "tmdb": 20, "musicbrainz": 2, "deezer": 11, "thesportsdb": 2, "usgs": 14, "gdacs": 2}
+        "tmdb": 20, "musicbrainz": 2, "deezer": 11, "thesportsdb": 2, "usgs": 14, "gdacs": 2, "arxiv": 24,
+        "launchlibrary": 25}
     assert all(i.occurred.tzinfo is UTC or i.occurred.utcoffset() is not None for v in cat.items.values() for i in v)
     assert datetime(2027, 1, 1, tzinfo=UTC) > max(i.occurred for v in cat.items.values() for i in v)
 

@@ -24,7 +24,9 @@ def make_settings(tmp_path: Path, **snapshot: Any) -> Settings:
     tmp_path; keyword arguments override `snapshot` fields."""
     tmp_path.mkdir(parents=True, exist_ok=True)
     toml = tmp_path / "clkt.toml"
+    # the domains these factories fill; the demo's own quotas of the others (science, spaceflight) are set to 0
     quotas = snapshot.pop("quotas", {"movies": 2, "music": 2, "sports": 2, "disasters": 2})
+    quotas = {"science": 0, "spaceflight": 0, **quotas}
     lines = [
         "offline_demo = true",
         f'data_dir = "{tmp_path / "data"}"',
