@@ -76,8 +76,10 @@ def when(s: str, key: str) -> datetime:
 
 
 def _text(el: ET.Element, path: str) -> str | None:
-    v = el.findtext(path, namespaces=ATOM_NS)
-    return v.strip() if v is not None and v.strip() else None
+    """The text of `path` under `el`, markup children included (`<title>A <i>B</i></title>` is "A B")."""
+    node = el.find(path, ATOM_NS)
+    v = "".join(node.itertext()).strip() if node is not None else ""
+    return v or None
 
 
 def entry_to_payload(el: ET.Element) -> dict[str, Any]:
@@ -107,9 +109,8 @@ def parse_feed(data: object) -> Items[SourceRef]:
         m = _ABS_ID.search(payload.get("id", ""))
         if m is None:
             raise PayloadError("missing_field", f"id {payload.get('id', '')[:60]!r} is not an arXiv abstract id")
-        published = payload.get("published")
-        return SourceRef(external_id=m["id"], name=plain_text(payload.get("title", "")), listing=payload,
-                         occurred_at=when(published, "published") if published else None)
+        # the entry's date is checked once, by `parse_paper` (a bad one is that record's counted skip)
+        return SourceRef(external_id=m["id"], name=plain_text(payload.get("title", "")), listing=payload)
 
     return each(data.findall("atom:entry", ATOM_NS), "entry", one)
 
