@@ -45,7 +45,7 @@ languages = ["en", "fr"]
 train_languages = ["en"]
 [snapshot]
 out_dir = "{tmp_path / 'snapshots'}"
-quotas = {{ movies = 0, music = 1, sports = 1, disasters = 1 }}
+quotas = {{ movies = 0, music = 1, sports = 1, disasters = 1, science = 1, spaceflight = 1 }}
 control_entities = 1
 """
     )
@@ -69,8 +69,8 @@ control_entities = 1
     assert snap.languages == ["en", "fr"]
     # counts: one entity per filled domain, questions present in every language with the same ids
     domains = {d.domain for d in snap.docs_for("en")}
-    assert domains == {"music", "sports", "disasters"}
-    assert snap.manifest.counts["total"].entities == 3
+    assert domains == {"music", "sports", "disasters", "science", "spaceflight"}
+    assert snap.manifest.counts["total"].entities == 5
     qids = {lang: sorted(q.qid for q in snap.questions_for(lang)) for lang in snap.languages}
     assert qids["en"] and qids["en"] == qids["fr"]
     total = snap.manifest.counts["total"]
@@ -79,7 +79,7 @@ control_entities = 1
     assert total.fact_qas >= 4 * 3  # every question the engine can ask (4 to 7 per recorded entity), not 2
     # the control split: one fictional entity per domain, every language, apart from the real questions
     ctl = snap.manifest.control
-    assert ctl is not None and ctl.entities == 4 and ctl.questions >= 20
+    assert ctl is not None and ctl.entities == 6 and ctl.questions >= 20
     control = {lang: snap.control_questions_for(lang) for lang in snap.languages}
     assert [q.qid for q in control["en"]] == [q.qid for q in control["fr"]]
     assert not {q.qid for q in control["en"]} & set(qids["en"])

@@ -87,7 +87,10 @@ _RAW: dict[str, dict[str, tuple[str, str, str, str, str]]] = {
     "orbit": {
         "low earth orbit": ("low Earth orbit", "低軌道", "近地轨道", "orbite terrestre basse", "órbita terrestre baja"),
         "sun-synchronous orbit": ("Sun-synchronous orbit", "太陽同期軌道", "太阳同步轨道", "orbite héliosynchrone", "órbita heliosíncrona"),
-        "geostationary transfer orbit": ("geostationary transfer orbit", "静止トランスファ軌道", "地球同步转移轨道", "orbite de transfert géostationnaire", "órbita de transferencia geoestacionaria"),
+        "geostationary transfer orbit": (
+            "geostationary transfer orbit", "静止トランスファ軌道", "地球同步转移轨道", "orbite de transfert géostationnaire",
+            "órbita de transferencia geoestacionaria",
+        ),
         "geostationary orbit": ("geostationary orbit", "静止軌道", "地球静止轨道", "orbite géostationnaire", "órbita geoestacionaria"),
         "medium earth orbit": ("medium Earth orbit", "中軌道", "中地球轨道", "orbite terrestre moyenne", "órbita terrestre media"),
         "polar orbit": ("polar orbit", "極軌道", "极地轨道", "orbite polaire", "órbita polar"),

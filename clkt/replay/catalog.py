@@ -20,7 +20,8 @@ from typing import Any
 from xml.etree import ElementTree as ET
 
 from clkt.sources import SOURCE_TYPES
-from clkt.sources.arxiv import ATOM_NS, ArxivSource, when
+from clkt.sources._parse import when
+from clkt.sources.arxiv import ATOM_NS, ArxivSource
 from clkt.sources.deezer import DeezerSource
 from clkt.sources.gdacs import GdacsSource
 from clkt.sources.launchlibrary import LaunchLibrarySource

@@ -15,6 +15,7 @@ import functools
 import math
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, date, datetime
+from email.utils import parsedate_to_datetime
 from typing import Any, Generic, ParamSpec, TypeVar
 
 from pydantic import ValidationError
@@ -42,6 +43,7 @@ __all__ = [
     "req_float",
     "req_int",
     "req_str",
+    "when",
 ]
 
 P = ParamSpec("P")
@@ -227,3 +229,19 @@ def aware(d: date | datetime) -> datetime:
     if isinstance(d, datetime):
         return d if d.tzinfo else d.replace(tzinfo=UTC)
     return datetime(d.year, d.month, d.day, tzinfo=UTC)
+
+
+def when(s: str, key: str) -> datetime:
+    """A date in the formats feeds use (ISO 8601 with `Z`, an offset or none, a bare day; RFC 822), aware UTC."""
+    raw = s.strip()
+    dt: datetime | None = None
+    try:
+        dt = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+    except ValueError:
+        try:
+            dt = parsedate_to_datetime(raw)
+        except (TypeError, ValueError, IndexError, OverflowError):
+            dt = None
+    if dt is None:
+        raise PayloadError("bad_date", f"{key}={raw[:40]!r}")
+    return plausible_year((dt if dt.tzinfo else dt.replace(tzinfo=UTC)).astimezone(UTC), key)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from html import unescape
 from html.parser import HTMLParser
 from typing import Any, ClassVar
@@ -24,10 +23,10 @@ from xml.etree import ElementTree as ET
 from clkt.config import ArxivSettings
 from clkt.errors import PayloadError
 from clkt.facts import Domain, EntityRecord, PaperFacts
-from clkt.sources._parse import Items, each, guard, obj, opt_str, plausible_year, req_str
+from clkt.sources._parse import Items, each, guard, obj, opt_str, req_str, when
 from clkt.sources.base import PollPage, Source, SourceLicence, SourceRef, Window, skipped_of
 
-__all__ = ["ATOM_NS", "ArxivSource", "entry_to_payload", "parse_feed", "parse_paper", "plain_text", "when"]
+__all__ = ["ATOM_NS", "ArxivSource", "entry_to_payload", "parse_feed", "parse_paper", "plain_text"]
 
 ATOM_NS = {
     "atom": "http://www.w3.org/2005/Atom",
@@ -57,22 +56,6 @@ def plain_text(s: str) -> str:
     p.feed(unescape(s) if "&lt;" in s else s)
     p.close()
     return " ".join("".join(p.parts).split())
-
-
-def when(s: str, key: str) -> datetime:
-    """A date in the formats feeds use (ISO 8601 with `Z`, an offset or none, a bare day; RFC 822), aware UTC."""
-    raw = s.strip()
-    dt: datetime | None = None
-    try:
-        dt = datetime.fromisoformat(raw.replace("Z", "+00:00"))
-    except ValueError:
-        try:
-            dt = parsedate_to_datetime(raw)
-        except (TypeError, ValueError, IndexError, OverflowError):
-            dt = None
-    if dt is None:
-        raise PayloadError("bad_date", f"{key}={raw[:40]!r}")
-    return plausible_year((dt if dt.tzinfo else dt.replace(tzinfo=UTC)).astimezone(UTC), key)
 
 
 def _text(el: ET.Element, path: str) -> str | None:

@@ -21,8 +21,7 @@ from typing import Any, ClassVar, Literal
 from clkt.config import LaunchLibrarySettings
 from clkt.errors import PayloadError
 from clkt.facts import Domain, EntityRecord, LaunchFacts
-from clkt.sources._parse import Items, arr, each, guard, obj, opt_int, opt_str, req_str
-from clkt.sources.arxiv import when
+from clkt.sources._parse import Items, arr, each, guard, obj, opt_int, opt_str, req_str, when
 from clkt.sources.base import PollPage, Source, SourceLicence, SourceRef, Window, skipped_of
 
 __all__ = ["FINAL", "PENDING", "LaunchLibrarySource", "outcome_of", "parse_launch", "parse_launch_list"]

@@ -21,7 +21,8 @@ from clkt.documents import render_all
 from clkt.errors import PayloadError
 from clkt.facts import PaperFacts
 from clkt.replay import ReplayServer
-from clkt.sources.arxiv import ArxivSource, _xml, parse_feed, parse_paper, plain_text, when
+from clkt.sources._parse import when
+from clkt.sources.arxiv import ArxivSource, _xml, parse_feed, parse_paper, plain_text
 from storage.engine import Store
 from storage.entities import entity_by_key, skip_counts
 
