@@ -23,8 +23,8 @@ from xml.etree import ElementTree as ET
 from clkt.config import ArxivSettings
 from clkt.errors import PayloadError
 from clkt.facts import Domain, EntityRecord, PaperFacts
-from clkt.sources._parse import Items, each, guard, obj, opt_str, req_str, when
-from clkt.sources.base import PollPage, Source, SourceLicence, SourceRef, Window, skipped_of
+from clkt.sources._parse import Items, each, guard, obj, opt_str, req_str, when, xml_feed
+from clkt.sources.base import PollPage, Source, SourceLicence, SourceRef, Window, record_of_listing, skipped_of
 
 __all__ = ["ATOM_NS", "ArxivSource", "entry_to_payload", "parse_feed", "parse_paper", "plain_text"]
 
@@ -137,18 +137,6 @@ def parse_paper(payload: object) -> EntityRecord:
     )
 
 
-def _xml(body: bytes) -> ET.Element:
-    # the feed is data: defusedxml refuses entity expansion (billion laughs) and external references
-    from defusedxml import DefusedXmlException
-    from defusedxml.ElementTree import fromstring
-
-    try:
-        root: ET.Element = fromstring(body)
-    except DefusedXmlException as e:
-        raise ValueError(f"the feed is refused: {type(e).__name__}") from None
-    return root
-
-
 def _stamp(dt: datetime) -> str:
     return dt.astimezone(UTC).strftime("%Y%m%d%H%M")
 
@@ -172,7 +160,7 @@ class ArxivSource(Source[ArxivSettings]):
                  f"submittedDate:[{_stamp(window.start)} TO {_stamp(window.end)}]")
         params = {"search_query": query, "sortBy": "submittedDate", "sortOrder": "ascending",
                   "start": (page - 1) * size, "max_results": size}
-        got = await self.client.get("query", params=params, decode=_xml, cache=True)
+        got = await self.client.get("query", params=params, decode=xml_feed, cache=True)
         if got.data is None:
             raise PayloadError("not_found", got.url)
         parsed = parse_feed(got.data)
@@ -182,7 +170,4 @@ class ArxivSource(Source[ArxivSettings]):
                         skipped=skipped_of(parsed))
 
     async def fetch(self, ref: SourceRef) -> EntityRecord:
-        if ref.listing is None:
-            raise PayloadError("missing_field", f"{ref.external_id}: no feed entry")
-        rec = parse_paper(ref.listing)
-        return rec.model_copy(update={"redated_from": ref.redated_from})
+        return record_of_listing(ref, parse_paper)

@@ -11,6 +11,7 @@ quake with a magnitude, a disaster with impact figures). Pages are numbered from
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ClassVar, Generic, TypeVar
@@ -19,11 +20,13 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from clkt.config import SourceSettings
-from clkt.errors import ConfigError
+from clkt.errors import ConfigError, PayloadError
 from clkt.facts import Domain, EntityRecord
 from clkt.sources.http import SourceClient
 
-__all__ = ["PollPage", "Source", "SourceLicence", "SourceRef", "Window", "is_loopback", "skipped_of"]
+__all__ = [
+    "PollPage", "Source", "SourceLicence", "SourceRef", "Window", "is_loopback", "record_of_listing", "skipped_of",
+]
 
 S = TypeVar("S", bound=SourceSettings)
 
@@ -69,6 +72,14 @@ class PollPage(BaseModel):
 def skipped_of(items: object) -> tuple[tuple[str, str], ...]:
     """The (reason, detail) pairs of a list parser's skipped items (`clkt.sources._parse.Items`)."""
     return tuple((e.reason, e.detail) for e in getattr(items, "skipped", ()))
+
+
+def record_of_listing(ref: SourceRef, parse: Callable[[dict[str, Any]], EntityRecord]) -> EntityRecord:
+    """The record of a list-only API's entry (a feed item, a list result: no detail call), parsed by `parse`, with
+    the replay server's original date; `PayloadError` when the reference carries no entry."""
+    if ref.listing is None:
+        raise PayloadError("missing_field", f"{ref.external_id}: no list entry")
+    return parse(ref.listing).model_copy(update={"redated_from": ref.redated_from})
 
 
 def is_loopback(url: str) -> bool:

@@ -17,8 +17,8 @@ from xml.etree import ElementTree as ET
 from clkt.config import GdacsSettings
 from clkt.errors import PayloadError
 from clkt.facts import DisasterFacts, Domain, EntityRecord
-from clkt.sources._parse import Items, each, guard, obj, opt_int, opt_str, plausible_year, req_str
-from clkt.sources.base import PollPage, Source, SourceLicence, SourceRef, Window, skipped_of
+from clkt.sources._parse import Items, each, guard, obj, opt_int, opt_str, plausible_year, req_str, xml_feed
+from clkt.sources.base import PollPage, Source, SourceLicence, SourceRef, Window, record_of_listing, skipped_of
 
 __all__ = ["EVENT_TYPES", "GdacsSource", "item_to_payload", "parse_item", "parse_rss"]
 
@@ -117,18 +117,6 @@ def parse_item(payload: object, *, skip_types: frozenset[str] = frozenset({"EQ"}
     )
 
 
-def _xml(body: bytes) -> ET.Element:
-    # the feed is data: defusedxml refuses entity expansion (billion laughs) and external references
-    from defusedxml import DefusedXmlException
-    from defusedxml.ElementTree import fromstring
-
-    try:
-        root: ET.Element = fromstring(body)
-    except DefusedXmlException as e:
-        raise ValueError(f"the feed is refused: {type(e).__name__}") from None
-    return root
-
-
 class GdacsSource(Source[GdacsSettings]):
     name: ClassVar[str] = "gdacs"
     domain: ClassVar[Domain] = Domain.disasters
@@ -143,7 +131,7 @@ class GdacsSource(Source[GdacsSettings]):
     paged: ClassVar[bool] = False
 
     async def poll(self, window: Window, page: int) -> PollPage:
-        got = await self.client.get("xml/rss.xml", decode=_xml, cache=True)
+        got = await self.client.get("xml/rss.xml", decode=xml_feed, cache=True)
         if got.data is None:
             raise PayloadError("not_found", got.url)
         parsed = parse_rss(got.data)
@@ -154,8 +142,5 @@ class GdacsSource(Source[GdacsSettings]):
         return PollPage(refs=refs, next_page=None, not_modified=got.not_modified, skipped=skipped_of(parsed))
 
     async def fetch(self, ref: SourceRef) -> EntityRecord:
-        if ref.listing is None:
-            raise PayloadError("missing_field", f"{ref.external_id}: no feed item")
         skip = frozenset(str(x) for x in self.settings.options.skip_types)
-        rec = parse_item(ref.listing, skip_types=skip)
-        return rec.model_copy(update={"redated_from": ref.redated_from})
+        return record_of_listing(ref, lambda entry: parse_item(entry, skip_types=skip))

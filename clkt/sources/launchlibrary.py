@@ -22,7 +22,7 @@ from clkt.config import LaunchLibrarySettings
 from clkt.errors import PayloadError
 from clkt.facts import Domain, EntityRecord, LaunchFacts
 from clkt.sources._parse import Items, arr, each, guard, obj, opt_int, opt_str, req_str, when
-from clkt.sources.base import PollPage, Source, SourceLicence, SourceRef, Window, skipped_of
+from clkt.sources.base import PollPage, Source, SourceLicence, SourceRef, Window, record_of_listing, skipped_of
 
 __all__ = ["FINAL", "PENDING", "LaunchLibrarySource", "outcome_of", "parse_launch", "parse_launch_list"]
 
@@ -140,7 +140,4 @@ class LaunchLibrarySource(Source[LaunchLibrarySettings]):
                         skipped=skipped_of(parsed))
 
     async def fetch(self, ref: SourceRef) -> EntityRecord:
-        if ref.listing is None:
-            raise PayloadError("missing_field", f"{ref.external_id}: no list entry")
-        rec = parse_launch(ref.listing)
-        return rec.model_copy(update={"redated_from": ref.redated_from})
+        return record_of_listing(ref, parse_launch)

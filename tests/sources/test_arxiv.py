@@ -21,8 +21,8 @@ from clkt.documents import render_all
 from clkt.errors import PayloadError
 from clkt.facts import PaperFacts
 from clkt.replay import ReplayServer
-from clkt.sources._parse import when
-from clkt.sources.arxiv import ArxivSource, _xml, parse_feed, parse_paper, plain_text
+from clkt.sources._parse import when, xml_feed
+from clkt.sources.arxiv import ArxivSource, parse_feed, parse_paper, plain_text
 from storage.engine import Store
 from storage.entities import entity_by_key, skip_counts
 
@@ -126,7 +126,7 @@ def test_a_hostile_xml_body_is_refused() -> None:
     bomb = (b'<?xml version="1.0"?><!DOCTYPE f [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;">]>'
             b"<feed><title>&b;</title></feed>")
     with pytest.raises(ValueError, match="refused"):
-        _xml(bomb)
+        xml_feed(bomb)
     with pytest.raises(PayloadError):
         parse_feed({"not": "xml"})
 

@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 from clkt.errors import PayloadError
 from clkt.facts import FilmFacts, ReleaseFacts
-from clkt.sources._parse import MAX_TEXT_CHARS, opt_str
+from clkt.sources._parse import MAX_TEXT_CHARS, opt_str, xml_feed
 from clkt.sources.deezer import parse_album, parse_releases
-from clkt.sources.gdacs import _xml, parse_item, parse_rss
+from clkt.sources.gdacs import parse_item, parse_rss
 from clkt.sources.musicbrainz import parse_release, parse_release_search
 from clkt.sources.thesportsdb import _periods, parse_event, parse_events
 from clkt.sources.tmdb import parse_discover, parse_movie
@@ -57,7 +57,7 @@ def test_gdacs_item_without_guid_does_not_fail_the_feed() -> None:
 def test_gdacs_refuses_entity_expansion() -> None:
     bomb = b'<?xml version="1.0"?><!DOCTYPE r [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;">]><rss>&b;</rss>'
     with pytest.raises(ValueError, match="refused"):
-        _xml(bomb)
+        xml_feed(bomb)
 
 
 def test_gdacs_year_0000_is_not_read_as_2000() -> None:
