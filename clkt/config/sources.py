@@ -209,6 +209,9 @@ class ArxivSettings(SourceSettings):
     user_agent: str | None = "clkt/0.1 (+https://github.com/clkt; mailto:clkt@example.org)"
     poll_interval_s: float = Field(default=3600.0, gt=0, le=7 * 86400)
     lookback_days: int = Field(default=3, ge=1, le=3650)
+    # a paper is listed once announced (the next weekday evening, ET): a Friday's submission appears on Monday,
+    # so each window re-reads four days before the watermark
+    overlap_hours: float = Field(default=96.0, ge=0, le=24 * 366)
     options: ArxivOptions = Field(default_factory=ArxivOptions)
 
 
@@ -224,6 +227,8 @@ class LaunchLibrarySettings(SourceSettings):
     user_agent: str | None = "clkt/0.1 ( clkt@example.org )"
     timeout_s: float = Field(default=60.0, gt=0, le=600)
     poll_interval_s: float = Field(default=6 * 3600.0, gt=0, le=7 * 86400)
+    # a launch's status turns final hours to days after its net (a partial failure is assessed later): re-read 3 days
+    overlap_hours: float = Field(default=72.0, ge=0, le=24 * 366)
     options: LaunchLibraryOptions = Field(default_factory=LaunchLibraryOptions)
 
 
