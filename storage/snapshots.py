@@ -8,8 +8,10 @@ Contracts:
   that a snapshot's files and content hash use are derived from that identity above storage
   (`clkt.snapshots.ids`), so nothing here decides an order or a key of the snapshot's content.
 - Large id lists are read in chunks of `_CHUNK` ids per `IN (...)`.
-- `freeze_snapshot` writes, in the caller's transaction and in this order: the frozen `Snapshot` row (flushed),
-  its `SnapshotItem` rows, the superseding of the previous revision, the `snapshot.frozen` event, a `ready`
+- `freeze_snapshot` writes, in the caller's transaction and in this order: the superseding of the previous
+  revision (first, so one frozen row per period holds at every flush), the frozen `Snapshot` row (flushed), its
+  `SnapshotItem` rows, where its entities landed and the expiry of those that waited too long
+  (`storage.placements`: a placement another builder made meanwhile fails the flush), the `snapshot.frozen` event, a `ready`
   validity row (`storage.targets`) for every target it was built for (the selection kept only entities every
   one of them was probed clean on, so each is valid on all of them), then the caller's hook (which enqueues
   the GPU jobs in the same transaction), then a flush, so a failing write raises before the caller publishes
@@ -26,10 +28,11 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, select, update
+from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
-from clkt.errors import UserError
+from clkt.errors import FreezeConflict, UserError
 from storage.models import (
     Document,
     Entity,
@@ -44,6 +47,7 @@ from storage.models import (
     SnapshotTargetStatus,
     Translation,
 )
+from storage.placements import NewPlacement, expire_entities, place_entities
 from storage.questions import QuestionRecord, question_record
 from storage.targets import record_snapshot_target
 
@@ -68,6 +72,7 @@ __all__ = [
     "find_snapshot",
     "freeze_snapshot",
     "frozen_manifests",
+    "frozen_periods",
     "frozen_snapshot",
     "get_snapshot",
     "list_snapshots",
@@ -166,6 +171,7 @@ class CandidateEntity:
     source: str
     external_id: str
     domain: str
+    occurred_at: datetime
     probes: tuple[ProbeMark, ...]
     doc_langs: frozenset[str]
     questions: tuple[CandidateQuestion, ...]
@@ -296,6 +302,14 @@ async def frozen_manifests(session: AsyncSession, spec: str) -> list[dict[str, A
     return list(rows)
 
 
+async def frozen_periods(session: AsyncSession, spec: str) -> set[str]:
+    """The period labels that have a frozen snapshot of `spec`."""
+    rows = await session.execute(
+        select(col(Snapshot.period)).where(col(Snapshot.spec) == spec, col(Snapshot.status) == SnapshotStatus.frozen)
+    )
+    return {str(r) for (r,) in rows}
+
+
 async def set_snapshot_audit(session: AsyncSession, ident: str, audit: Mapping[str, Any]) -> SnapshotRecord:
     """Store `audit` (a JSON payload) on the snapshot named by `ident` (id or unique prefix, as `get_snapshot`)."""
     row = await _get_row(session, ident)
@@ -416,7 +430,7 @@ async def candidate_entities(
             )
         out.append(
             CandidateEntity(
-                id=e.id, source=e.source, external_id=e.external_id, domain=e.domain,
+                id=e.id, source=e.source, external_id=e.external_id, domain=e.domain, occurred_at=e.occurred_at,
                 probes=tuple(probes.get(e.id, [])), doc_langs=frozenset(doc_langs.get(e.id, set())), questions=tuple(qs),
             )
         )
@@ -476,10 +490,55 @@ async def freeze_snapshot(
     event_data: Mapping[str, Any],
     on_frozen: FrozenHook | None = None,
     targets: Sequence[str] = (),
+    placements: Sequence[NewPlacement] = (),
+    expire: Sequence[int] = (),
 ) -> SnapshotRecord:
     """Write a frozen snapshot, its items, the superseding of `supersedes` (whose export moved to
-    `superseded_export_path`), its `snapshot.frozen` event and a `ready` row for each of `targets` (the targets
-    it was built for); then run `on_frozen` and flush (see the module docstring). In the caller's transaction."""
+    `superseded_export_path`), where its entities landed (`placements`, `storage.placements`), the expiry of the
+    ready entities in `expire` that waited too long, its `snapshot.frozen` event and a `ready` row for each of
+    `targets` (the targets it was built for); then run `on_frozen` and flush (see the module docstring). In the
+    caller's transaction.
+
+    A period another builder froze meanwhile, or an entity it placed, is a `FreezeConflict` (the store's unique keys
+    refuse the second write, on SQLite and PostgreSQL; SQLite may refuse it as a stale write); the caller's
+    transaction then rolls back whole."""
+    try:
+        return await _freeze(
+            session, snapshot=snapshot, items=items, supersedes=supersedes, superseded_export_path=superseded_export_path,
+            event_message=event_message, event_data=event_data, on_frozen=on_frozen, targets=targets,
+            placements=placements, expire=expire,
+        )
+    except IntegrityError as e:
+        raise FreezeConflict(f"{snapshot.spec} {snapshot.period}: another builder froze the period or placed one of its "
+                             f"entities meanwhile; nothing written ({e.orig})") from e
+    except OperationalError as e:
+        if "locked" not in str(e).lower():
+            raise
+        raise FreezeConflict(f"{snapshot.spec} {snapshot.period}: the store changed under this build (another writer); "
+                             f"nothing written ({e.orig})") from e
+
+
+async def _freeze(
+    session: AsyncSession,
+    *,
+    snapshot: NewSnapshot,
+    items: Sequence[NewSnapshotItem],
+    supersedes: str | None,
+    superseded_export_path: str | None,
+    event_message: str,
+    event_data: Mapping[str, Any],
+    on_frozen: FrozenHook | None = None,
+    targets: Sequence[str] = (),
+    placements: Sequence[NewPlacement] = (),
+    expire: Sequence[int] = (),
+) -> SnapshotRecord:
+    """`freeze_snapshot`'s writes."""
+    if supersedes is not None:  # first: one frozen snapshot per period (`uq_snapshot_frozen_period`)
+        await session.execute(
+            update(Snapshot).where(col(Snapshot.id) == supersedes).values(
+                status=SnapshotStatus.superseded, export_path=superseded_export_path,
+            )
+        )
     row = Snapshot(
         id=snapshot.id, spec=snapshot.spec, period=snapshot.period, status=SnapshotStatus.frozen,
         content_sha256=snapshot.content_sha256, seed=snapshot.seed, partial=snapshot.partial,
@@ -487,6 +546,8 @@ async def freeze_snapshot(
     )
     session.add(row)
     await session.flush()
+    if supersedes is not None:
+        await session.execute(update(Snapshot).where(col(Snapshot.id) == supersedes).values(superseded_by=row.id))
     session.add_all(
         SnapshotItem(
             snapshot_id=row.id, question_id=it.question_id, entity_id=it.entity_id, split=it.split,
@@ -495,12 +556,11 @@ async def freeze_snapshot(
         )
         for it in items
     )
-    if supersedes is not None:
-        await session.execute(
-            update(Snapshot).where(col(Snapshot.id) == supersedes).values(
-                status=SnapshotStatus.superseded, superseded_by=row.id, export_path=superseded_export_path,
-            )
-        )
+    await place_entities(session, spec=row.spec, snapshot_id=row.id, placements=placements, supersedes=supersedes,
+                         now=snapshot.built_at)
+    if expire:
+        await expire_entities(session, spec=row.spec, entity_ids=expire, reason=f"expired: in no snapshot by {row.period}",
+                              now=snapshot.built_at)
     session.add(Event(ts=snapshot.built_at, kind="snapshot.frozen", message=event_message, data=dict(event_data)))
     entities = len({it.entity_id for it in items})
     for name in dict.fromkeys(targets):
