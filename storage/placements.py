@@ -27,7 +27,7 @@ from sqlmodel import col
 
 from storage.enums import EntityStatus
 from storage.models import Entity, Snapshot, SnapshotEntity
-from storage.types import UTCDateTime
+from storage.types import UTCDateTime, affected_rows
 
 __all__ = [
     "AccountingCount",
@@ -134,7 +134,7 @@ async def expire_entities(session: AsyncSession, *, spec: str, entity_ids: Seque
             .values(status=EntityStatus.expired, status_reason=reason, updated_at=now)
             .execution_options(synchronize_session=False)
         )
-        n += int(getattr(res, "rowcount", 0) or 0)
+        n += affected_rows(res)
     return n
 
 
