@@ -38,6 +38,7 @@ __all__ = [
     "place_entities",
     "placed_ids",
     "placed_in_other_periods",
+    "placements_in",
     "placements_of",
     "unplaced_ready_before",
     "waiting_since",
@@ -165,3 +166,16 @@ async def unplaced_ready_before(session: AsyncSession, *, spec: str, before: dat
         .order_by(col(Entity.id))
     )
     return [int(r) for (r,) in rows]
+
+
+async def placements_in(session: AsyncSession, *, spec: str, snapshot_ids: Sequence[str] | None = None,
+                        carried_only: bool = False) -> list[Placement]:
+    """The placements of `spec` (in `snapshot_ids` when given; only the carried ones with `carried_only`)."""
+    stmt = select(SnapshotEntity).where(col(SnapshotEntity.spec) == spec)
+    if snapshot_ids is not None:
+        stmt = stmt.where(col(SnapshotEntity.snapshot_id).in_(list(snapshot_ids)))
+    if carried_only:
+        stmt = stmt.where(col(SnapshotEntity.carried))
+    rows = (await session.execute(stmt)).scalars().all()
+    return [Placement(spec=r.spec, entity_id=r.entity_id, snapshot_id=r.snapshot_id, own_period=r.own_period,
+                      carried=r.carried) for r in rows]
