@@ -15,6 +15,7 @@ from sqlalchemy import func, select
 
 from clkt.config import Settings, TargetSettings
 from clkt.errors import FreezeConflict
+from clkt.roster.window import in_window
 from clkt.services import snapshot_config
 from clkt.snapshots.builder import BuildResult, BuildStatus, SnapshotExists, build_snapshot
 from clkt.snapshots.layout import MANIFEST_FILE, load_snapshot_dir
@@ -22,6 +23,7 @@ from storage.engine import Session, Store
 from storage.models import Entity, EntityStatus, Snapshot, SnapshotEntity, SnapshotItem, SnapshotStatus
 from storage.placements import accounting_counts
 from storage.snapshots import SnapshotRecord
+from storage.target_probes import snapshots_of_spec
 from tests.snapshots.factories import add_ready_entity, fill_period, make_settings
 
 JUNE = datetime(2025, 6, 1, tzinfo=UTC)
@@ -75,6 +77,12 @@ async def test_an_entity_ready_after_its_period_froze_lands_in_the_next_snapshot
     manifest = load_snapshot_dir(july.path).manifest  # type: ignore[arg-type]
     assert [(c.period, c.occurred_on, c.domain) for c in manifest.carried] == [("2025-06", "2025-06-20", "movies")]
     assert manifest.earliest_day == "2025-06-20"
+    # a target added later is checked against the earliest own date the snapshot holds, not its period's start
+    async with store.session() as s:
+        refs = {r.period: r.period_start for r in await snapshots_of_spec(s, spec="demo")}
+    assert refs == {"2025-06": "2025-06-01", "2025-07": "2025-06-20"}
+    late_cutoff = TargetSettings(name="t", model="m", cutoff=date(2024, 12, 24))  # + 183 days: fresh from 2025-06-25
+    assert in_window(date(2025, 7, 1), late_cutoff, 183) and not in_window(date.fromisoformat(refs["2025-07"]), late_cutoff, 183)
     # a snapshot without a carried entity has no `carried` key at all: the manifests frozen before keep their bytes
     assert "carried" not in json.loads((june.path / MANIFEST_FILE).read_text())  # type: ignore[operator]
     # a later snapshot does not take it again
