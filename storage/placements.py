@@ -157,7 +157,6 @@ async def waiting_since(session: AsyncSession, *, before: datetime) -> int:
     return int((await session.execute(stmt, {"before": before})).scalar_one())
 
 
-
 async def unplaced_ready_before(session: AsyncSession, *, spec: str, before: datetime) -> list[int]:
     """Ready entities that occurred before `before` and that no frozen snapshot of `spec` holds (row ids, sorted)."""
     placed = exists().where(col(SnapshotEntity.entity_id) == col(Entity.id), col(SnapshotEntity.spec) == spec)
@@ -165,7 +164,7 @@ async def unplaced_ready_before(session: AsyncSession, *, spec: str, before: dat
         select(col(Entity.id)).where(col(Entity.status) == EntityStatus.ready, col(Entity.occurred_at) < before, ~placed)
         .order_by(col(Entity.id))
     )
-    return [int(r) for (r,) in rows]
+    return [int(r) for (r,) in rows if r is not None]
 
 
 async def placements_in(session: AsyncSession, *, spec: str, snapshot_ids: Sequence[str] | None = None,

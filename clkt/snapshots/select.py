@@ -156,7 +156,8 @@ async def load_candidates(
     for e in ents:
         if (c := _candidate(e, spec, excluded)) is not None:
             by_domain[e.domain].append(c)
-    for e in offer.entities if offer is not None else ():
+    offer = offer or CarryOffer()
+    for e in offer.entities:
         if (c := _candidate(e, spec, excluded, carried_from=offer.own_periods[e.id], prefix="carried: ")) is not None:
             carried.setdefault(e.domain, []).append(c)
     return CandidatePool(by_domain=by_domain, ready_in_period=ready, excluded=excluded, carried=carried)

@@ -40,6 +40,7 @@ from clkt.snapshots.period import Period, period_of, previous_period
 from storage.engine import Session
 from storage.gpu_jobs import enqueue_gpu_jobs
 from storage.placements import waiting_since
+from storage.status_pages import ready_by_domain
 from storage.snapshots import FrozenHook, SnapshotRecord, add_event, frozen_manifests, frozen_snapshot
 
 __all__ = ["GpuEnqueue", "SnapshotBuilder", "WebhookError", "enqueue_spec_jobs", "post_webhook"]
@@ -191,8 +192,14 @@ class SnapshotBuilder:
             return await frozen_snapshot(s, self.config.spec.name, p.label) is not None
 
     async def _quotas_filled(self, ctx: ServiceContext, p: Period) -> bool:
+        """The period's own entities fill every quota. One count per domain first: while a domain has fewer ready
+        entities than its quota (the usual case, checked every `check_interval_s`) the selection is not planned."""
+        spec, snap = self.config.spec, self.config.snapshot
         async with ctx.store.session() as s:
-            sel, _ = await plan_selection(s, spec=self.config.spec, snap=self.config.snapshot, period=p, carry=False)
+            ready = await ready_by_domain(s, start=p.start, end=p.end)
+            if any(ready.get(d.value, 0) < snap.quotas.get(d, 0) for d in spec.domains):
+                return False
+            sel, _ = await plan_selection(s, spec=spec, snap=snap, period=p, carry=False)
         return bool(sel.items) and sel.own_complete
 
     async def _build(
