@@ -266,3 +266,52 @@ async def test_an_entity_past_the_carry_window_is_dropped_as_expired_and_counted
         counts = {(c.month, c.state, c.reason): c.n for c in await accounting_counts(s)}
     assert counts[("2025-05", "dropped", "expired")] == 1
     assert counts[("2025-06", "frozen", None)] == 8
+
+
+_KILLED_MID_FREEZE = """
+import asyncio, os, sys
+from datetime import UTC, datetime
+from pathlib import Path
+from clkt.services import snapshot_config
+from clkt.snapshots.builder import build_snapshot
+from storage.engine import Store
+from tests.snapshots.factories import make_settings
+
+async def main() -> None:
+    async def die(session, snap):  # the placements and items are flushed: the process dies like kill -9
+        await session.flush()
+        os._exit(9)
+
+    async with Store(url=sys.argv[1]) as store:
+        await build_snapshot(store, snapshot_config(make_settings(Path(sys.argv[2]))), period="2025-07",
+                             now=datetime(2025, 8, 2, tzinfo=UTC), on_frozen=die)
+
+asyncio.run(main())
+"""
+
+
+async def test_a_process_killed_mid_freeze_carries_nothing_and_the_next_build_carries_once(
+    db_url: str, store: Store, tmp_path: Path,
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    settings = make_settings(tmp_path)
+    await fill_period(store, month_start=JUNE, per_domain=2)
+    await _build(store, settings, "2025-06", JULY_3)
+    late = await _late(store, "late-june")
+    await fill_period(store, month_start=JULY, per_domain=2, prefix="j")
+    proc = subprocess.run([sys.executable, "-c", _KILLED_MID_FREEZE, db_url, str(tmp_path)], cwd=REPO, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True)
+    assert proc.returncode == 9, proc.stderr.decode()[-2000:]
+    async with Store(url=db_url) as fresh:  # what the next process finds
+        assert await _placement(fresh, late) is None and await _snapshots_of(fresh, late) == []
+        async with fresh.session() as s:
+            assert (await s.execute(select(func.count()).select_from(Snapshot).where(Snapshot.period == "2025-07"))).scalar_one() == 0
+        assert not (tmp_path / "snapshots" / "demo" / "2025-07").exists()
+        july = await _build(fresh, settings, "2025-07", AUG_2)
+        assert july.snapshot_id is not None
+        await _assert_carried_once(fresh, late, july.snapshot_id, "2025-06")
