@@ -36,10 +36,8 @@ __all__ = [
     "accounting_counts",
     "expire_entities",
     "place_entities",
-    "placed_ids",
     "placed_in_other_periods",
     "placements_in",
-    "placements_of",
     "unplaced_ready_before",
     "waiting_since",
 ]
@@ -90,20 +88,6 @@ async def place_entities(
     await session.flush()
 
 
-async def placed_ids(session: AsyncSession, *, spec: str, entity_ids: Sequence[int]) -> set[int]:
-    """Which of `entity_ids` a frozen snapshot of `spec` holds."""
-    out: set[int] = set()
-    ids = sorted(set(entity_ids))
-    for i in range(0, len(ids), _CHUNK):
-        rows = await session.execute(
-            select(col(SnapshotEntity.entity_id)).where(
-                col(SnapshotEntity.spec) == spec, col(SnapshotEntity.entity_id).in_(ids[i : i + _CHUNK])
-            )
-        )
-        out.update(int(r) for (r,) in rows)
-    return out
-
-
 async def placed_in_other_periods(session: AsyncSession, *, spec: str, period: str) -> set[int]:
     """Entities a frozen snapshot of `spec` for another period than `period` holds (carried there): a forced
     rebuild of `period` never takes them back."""
@@ -113,14 +97,6 @@ async def placed_in_other_periods(session: AsyncSession, *, spec: str, period: s
         .where(col(SnapshotEntity.spec) == spec, col(Snapshot.period) != period)
     )
     return {int(r) for (r,) in rows}
-
-
-async def placements_of(session: AsyncSession, snapshot_id: str) -> list[Placement]:
-    rows = (
-        await session.execute(select(SnapshotEntity).where(col(SnapshotEntity.snapshot_id) == snapshot_id))
-    ).scalars().all()
-    return [Placement(spec=r.spec, entity_id=r.entity_id, snapshot_id=r.snapshot_id, own_period=r.own_period,
-                      carried=r.carried) for r in rows]
 
 
 async def expire_entities(session: AsyncSession, *, spec: str, entity_ids: Sequence[int], reason: str, now: datetime) -> int:

@@ -22,7 +22,8 @@ Contracts:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -502,12 +503,38 @@ async def freeze_snapshot(
     A period another builder froze meanwhile, or an entity it placed, is a `FreezeConflict` (the store's unique keys
     refuse the second write, on SQLite and PostgreSQL; SQLite may refuse it as a stale write); the caller's
     transaction then rolls back whole."""
-    try:
-        return await _freeze(
-            session, snapshot=snapshot, items=items, supersedes=supersedes, superseded_export_path=superseded_export_path,
-            event_message=event_message, event_data=event_data, on_frozen=on_frozen, targets=targets,
-            placements=placements, expire=expire,
+    with _as_conflict(snapshot):
+        row = await _frozen_row(session, snapshot, supersedes=supersedes, superseded_export_path=superseded_export_path)
+        session.add_all(
+            SnapshotItem(
+                snapshot_id=row.id, question_id=it.question_id, entity_id=it.entity_id, split=it.split,
+                option_order=list(it.option_order), answer_letter=it.answer_letter, qid=it.qid,
+                public_entity_id=it.public_entity_id,
+            )
+            for it in items
         )
+        await place_entities(session, spec=row.spec, snapshot_id=row.id, placements=placements, supersedes=supersedes,
+                             now=snapshot.built_at)
+        if expire:
+            await expire_entities(session, spec=row.spec, entity_ids=expire,
+                                  reason=f"expired: in no snapshot by {row.period}", now=snapshot.built_at)
+    session.add(Event(ts=snapshot.built_at, kind="snapshot.frozen", message=event_message, data=dict(event_data)))
+    entities = len({it.entity_id for it in items})
+    for name in dict.fromkeys(targets):
+        await record_snapshot_target(session, snapshot_id=row.id, target=name, status=SnapshotTargetStatus.ready,
+                                     entities=entities, now=snapshot.built_at)
+    record = _record(row)
+    if on_frozen is not None:
+        await on_frozen(session, record)
+    await session.flush()
+    return record
+
+
+@contextmanager
+def _as_conflict(snapshot: NewSnapshot) -> Iterator[None]:
+    """A unique key another builder's write holds (or, on SQLite, a stale write) as a `FreezeConflict`."""
+    try:
+        yield
     except IntegrityError as e:
         raise FreezeConflict(f"{snapshot.spec} {snapshot.period}: another builder froze the period or placed one of its "
                              f"entities meanwhile; nothing written ({e.orig})") from e
@@ -518,22 +545,12 @@ async def freeze_snapshot(
                              f"nothing written ({e.orig})") from e
 
 
-async def _freeze(
-    session: AsyncSession,
-    *,
-    snapshot: NewSnapshot,
-    items: Sequence[NewSnapshotItem],
-    supersedes: str | None,
-    superseded_export_path: str | None,
-    event_message: str,
-    event_data: Mapping[str, Any],
-    on_frozen: FrozenHook | None = None,
-    targets: Sequence[str] = (),
-    placements: Sequence[NewPlacement] = (),
-    expire: Sequence[int] = (),
-) -> SnapshotRecord:
-    """`freeze_snapshot`'s writes."""
-    if supersedes is not None:  # first: one frozen snapshot per period (`uq_snapshot_frozen_period`)
+async def _frozen_row(
+    session: AsyncSession, snapshot: NewSnapshot, *, supersedes: str | None, superseded_export_path: str | None
+) -> Snapshot:
+    """The superseding of `supersedes` first (one frozen snapshot per period, `uq_snapshot_frozen_period`, holds at
+    every flush), then the new frozen row (flushed)."""
+    if supersedes is not None:
         await session.execute(
             update(Snapshot).where(col(Snapshot.id) == supersedes).values(
                 status=SnapshotStatus.superseded, export_path=superseded_export_path,
@@ -548,29 +565,7 @@ async def _freeze(
     await session.flush()
     if supersedes is not None:
         await session.execute(update(Snapshot).where(col(Snapshot.id) == supersedes).values(superseded_by=row.id))
-    session.add_all(
-        SnapshotItem(
-            snapshot_id=row.id, question_id=it.question_id, entity_id=it.entity_id, split=it.split,
-            option_order=list(it.option_order), answer_letter=it.answer_letter, qid=it.qid,
-            public_entity_id=it.public_entity_id,
-        )
-        for it in items
-    )
-    await place_entities(session, spec=row.spec, snapshot_id=row.id, placements=placements, supersedes=supersedes,
-                         now=snapshot.built_at)
-    if expire:
-        await expire_entities(session, spec=row.spec, entity_ids=expire, reason=f"expired: in no snapshot by {row.period}",
-                              now=snapshot.built_at)
-    session.add(Event(ts=snapshot.built_at, kind="snapshot.frozen", message=event_message, data=dict(event_data)))
-    entities = len({it.entity_id for it in items})
-    for name in dict.fromkeys(targets):
-        await record_snapshot_target(session, snapshot_id=row.id, target=name, status=SnapshotTargetStatus.ready,
-                                     entities=entities, now=snapshot.built_at)
-    record = _record(row)
-    if on_frozen is not None:
-        await on_frozen(session, record)
-    await session.flush()
-    return record
+    return row
 
 
 async def add_event(session: AsyncSession, *, ts: datetime, kind: str, message: str, data: Mapping[str, Any]) -> None:

@@ -59,6 +59,15 @@ async def _late(store: Store, name: str, *, day: int = 20, **kw: object) -> int:
                                   occurred_at=datetime(2025, 6, day, tzinfo=UTC), **kw)  # type: ignore[arg-type]
 
 
+async def _june_frozen_then_late(store: Store, settings: Settings) -> int:
+    """June frozen (2 a domain), then a June entity ready only now (late), and July's own entities (2 a domain)."""
+    await fill_period(store, month_start=JUNE, per_domain=2)
+    await _build(store, settings, "2025-06", JULY_3)
+    late = await _late(store, "late-june")
+    await fill_period(store, month_start=JULY, per_domain=2, prefix="j")
+    return late
+
+
 async def _assert_carried_once(store: Store, eid: int, into: str, own: str) -> None:
     assert await _snapshots_of(store, eid) == [into]
     placed = await _placement(store, eid)
@@ -163,10 +172,7 @@ async def test_a_freeze_that_dies_after_the_carry_leaves_nothing_and_the_next_ca
     """Carry and freeze are one transaction: a failure after the placements were written (the hook that enqueues the
     GPU jobs raises) rolls back the snapshot, its items, its placements and the expiry; the next build carries once."""
     settings = make_settings(tmp_path)
-    await fill_period(store, month_start=JUNE, per_domain=2)
-    await _build(store, settings, "2025-06", JULY_3)
-    late = await _late(store, "late-june")
-    await fill_period(store, month_start=JULY, per_domain=2, prefix="j")
+    late = await _june_frozen_then_late(store, settings)
     placed_before_death: list[int] = []
 
     async def die(session: Session, snap: SnapshotRecord) -> None:
@@ -188,10 +194,7 @@ async def test_two_builders_freezing_the_same_period_one_wins_nothing_carried_tw
     db_url: str, store: Store, tmp_path: Path
 ) -> None:
     settings = make_settings(tmp_path)
-    await fill_period(store, month_start=JUNE, per_domain=2)
-    await _build(store, settings, "2025-06", JULY_3)
-    late = await _late(store, "late-june")
-    await fill_period(store, month_start=JULY, per_domain=2, prefix="j")
+    late = await _june_frozen_then_late(store, settings)
     async with Store(url=db_url) as a, Store(url=db_url) as b:
         results = await asyncio.gather(
             *(build_snapshot(x, snapshot_config(settings), period="2025-07", now=AUG_2) for x in (a, b)),
@@ -239,10 +242,7 @@ async def test_a_forced_rebuild_of_an_old_period_never_takes_back_what_a_later_s
     store: Store, tmp_path: Path
 ) -> None:
     settings = make_settings(tmp_path)
-    await fill_period(store, month_start=JUNE, per_domain=2)
-    await _build(store, settings, "2025-06", JULY_3)
-    late = await _late(store, "late-june")
-    await fill_period(store, month_start=JULY, per_domain=2, prefix="j")
+    late = await _june_frozen_then_late(store, settings)
     july = await _build(store, settings, "2025-07", AUG_2)
     assert july.snapshot_id is not None
     rebuilt = await _build(store, settings, "2025-06", datetime(2025, 9, 2, tzinfo=UTC), force=True)
@@ -300,10 +300,7 @@ async def test_a_process_killed_mid_freeze_carries_nothing_and_the_next_build_ca
     from tests.conftest import REPO
 
     settings = make_settings(tmp_path)
-    await fill_period(store, month_start=JUNE, per_domain=2)
-    await _build(store, settings, "2025-06", JULY_3)
-    late = await _late(store, "late-june")
-    await fill_period(store, month_start=JULY, per_domain=2, prefix="j")
+    late = await _june_frozen_then_late(store, settings)
     proc = subprocess.run([sys.executable, "-c", _KILLED_MID_FREEZE, db_url, str(tmp_path)], cwd=REPO, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True)
     assert proc.returncode == 9, proc.stderr.decode()[-2000:]
