@@ -40,8 +40,8 @@ from clkt.snapshots.period import Period, period_of, previous_period
 from storage.engine import Session
 from storage.gpu_jobs import enqueue_gpu_jobs
 from storage.placements import waiting_since
-from storage.status_pages import ready_by_domain
 from storage.snapshots import FrozenHook, SnapshotRecord, add_event, frozen_manifests, frozen_snapshot
+from storage.status_pages import ready_by_domain
 
 __all__ = ["GpuEnqueue", "SnapshotBuilder", "WebhookError", "enqueue_spec_jobs", "post_webhook"]
 
