@@ -18,7 +18,7 @@ from clkt.snapshots.service import SnapshotBuilder
 from clkt.status import accounting_table, collect_status
 from clkt.telemetry import Metrics
 from storage.engine import Store
-from storage.models import EntityStatus
+from storage.models import EntityStatus, TargetModel
 from storage.placements import AccountingCount
 from tests.snapshots.factories import add_ready_entity, fill_period, make_settings
 
@@ -37,15 +37,21 @@ async def test_each_entity_is_counted_once_in_its_state_by_month(store: Store, t
                            occurred_at=datetime(2025, 6, 9, tzinfo=UTC))
     await add_ready_entity(store, domain="music", source="deezer", external_id="known", status=EntityStatus.known,
                            occurred_at=datetime(2025, 6, 10, tzinfo=UTC))
-    # ready, but a target knows it (a target added since): dropped as known, never waiting
+    # ready, but an active target knows it (one added since): dropped as known, never waiting; what a target that left
+    # the configuration knew does not count
+    async with store.transaction() as s:
+        s.add(TargetModel(name="gemma-3-270m", model="embedded:gemma-3-270m", kind="base", active=True))
+        s.add(TargetModel(name="gone", model="embedded:gone", kind="base", active=False))
     await add_ready_entity(store, domain="music", source="deezer", external_id="known-later", known_by=("gemma-3-270m",),
                            occurred_at=datetime(2025, 6, 11, tzinfo=UTC))
+    await add_ready_entity(store, domain="music", source="deezer", external_id="known-by-gone", targets=("gemma-3-270m", "gone"),
+                           known_by=("gone",), occurred_at=datetime(2025, 6, 12, tzinfo=UTC))
     rep = await collect_status(store)
     by = {r.month: r for r in rep.accounting}
     assert by["2025-05"].dropped == {"expired": 1} and by["2025-05"].total == 1
     june = by["2025-06"]
-    assert (june.frozen, june.waiting, june.pipeline, june.carried, june.ready) == (8, 4, 1, 0, 0)
-    assert june.dropped == {"known": 2} and june.total == 15  # 12 filled + probing + known + known-later
+    assert (june.frozen, june.waiting, june.pipeline, june.carried, june.ready) == (8, 5, 1, 0, 0)
+    assert june.dropped == {"known": 2} and june.total == 16  # 12 filled + probing + known + known-later + known-by-gone
     assert list(accounting_table(rep.accounting).columns[0].cells) == ["2025-05", "2025-06"]
 
 

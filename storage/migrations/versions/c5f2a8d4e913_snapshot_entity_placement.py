@@ -11,7 +11,7 @@ frozen snapshot per (spec, period) exist: two builders freezing the same period 
 `v_entity_accounting` gives every entity one state: `pipeline` (not ready yet), `ready` (ready, in no snapshot:
 its period's snapshot is not built yet, or it waits to be carried), `frozen` (in its own period's snapshot),
 `carried` (in a later snapshot), `dropped` (with `reason`: known, ineligible, rejected, failed, expired; a ready
-entity in no snapshot that a target knows is dropped as known). `month` is the UTC month of its own date.
+entity in no snapshot that an active target knows, one added since it became ready, is dropped as known). `month` is the UTC month of its own date.
 
 Revision ID: c5f2a8d4e913
 Revises: a7e3c9d1f502
@@ -36,6 +36,11 @@ def _month(dialect: str) -> str:
     return "strftime('%Y-%m', e.occurred_at)"
 
 
+# a ready entity that an active target (the configuration the daemon last started with) knows
+_KNOWN = ("EXISTS (SELECT 1 FROM probe p JOIN target t ON t.active AND p.target_model IN (t.name, t.model) "
+          "WHERE p.entity_id = e.id AND p.known)")
+
+
 def _accounting(dialect: str) -> str:
     return f"""
 SELECT e.id AS entity_id, e.source, e.external_id, e.domain, e.occurred_at, {_month(dialect)} AS month, e.status,
@@ -44,13 +49,13 @@ SELECT e.id AS entity_id, e.source, e.external_id, e.domain, e.occurred_at, {_mo
          WHEN se.snapshot_id IS NOT NULL AND se.carried THEN 'carried'
          WHEN se.snapshot_id IS NOT NULL THEN 'frozen'
          WHEN e.status IN ('discovered', 'probing', 'generating') THEN 'pipeline'
-         WHEN e.status = 'ready' AND EXISTS (SELECT 1 FROM probe p WHERE p.entity_id = e.id AND p.known) THEN 'dropped'
+         WHEN e.status = 'ready' AND {_KNOWN} THEN 'dropped'
          WHEN e.status = 'ready' THEN 'ready'
          ELSE 'dropped'
        END AS state,
        CASE
          WHEN se.snapshot_id IS NOT NULL THEN NULL
-         WHEN e.status = 'ready' AND EXISTS (SELECT 1 FROM probe p WHERE p.entity_id = e.id AND p.known) THEN 'known'
+         WHEN e.status = 'ready' AND {_KNOWN} THEN 'known'
          WHEN e.status IN ('known', 'ineligible', 'rejected', 'failed', 'expired') THEN e.status
          ELSE NULL
        END AS reason
