@@ -10,6 +10,11 @@ content before anything is written, so it is part of the content hash and the id
 (`locality`: up to `snapshot.locality_entities` entities a target already knew, with their questions, from the
 store) is written beside it, listed in the manifest but not hashed into the id.
 
+The selection is also offered the ready entities of earlier periods that no snapshot holds (`carry`: taken first,
+within the quotas, named in the manifest's `carried` with their own dates); the freeze records where every selected
+entity landed (`storage.placements`, one snapshot per entity) and drops as `expired` the entities that waited past
+`snapshot.carry_max_days`, in the same transaction. A forced rebuild never takes back what a later snapshot carried.
+
 An under-quota period returns `BuildResult(status=under_quota)` with what is missing per domain (unless
 `snapshot.allow_partial`). A frozen period is rebuilt only with `force=True`, which gives the new build the
 next `revision` (part of the hashed content, so a new id) and marks the old one `superseded`.
