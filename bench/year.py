@@ -8,11 +8,12 @@ every one after it; a restart costs a few simulated days of the clock, never at 
 
 Why the GPU is switched on late: a GPU job of the 270M target on 2 CPU cores takes minutes of real time, and a
 simulated month lasts three minutes at 14,400x; jobs all year (12 snapshots x up to 2 targets) would take more
-real time than the 45 minutes the whole year has, so they run in the last two months (the issue's minimum).
+real time than the 40 minutes the whole year has, so they run in the last two months (the issue's minimum).
 
 Per simulated month it prints: the snapshot and when it froze after its period closed, its entities and
 questions, the daemon's RSS, the store's and the data directory's size (the embedded models' folder left out),
-tasks pending and failed, GPU jobs. Goals (issue 19): every month's snapshot frozen exactly once, within a
+tasks pending and failed, GPU jobs, the entities carried into its snapshot from earlier months. Goals (issue 19, 50):
+every month's snapshot frozen exactly once, within a
 simulated day after its period closed; no entity in two snapshots; RSS at the last month <= 1.15x month 3, or,
 once a target was added, x the first whole month with both targets (`rss_last_over_month3` is printed too: a
 target's weights stay loaded, growth with the configuration, not with time); store bytes per entity (the pages
@@ -24,7 +25,9 @@ it came, and results for the GPU months. Ends with one JSON line; the load (`os.
 the times. After the last month it waits (`--wait-jobs-min`) for the GPU jobs of every GPU month's snapshot
 but the last; the clock goes on meanwhile, so later months may freeze too (they are not counted). The added
 target's jobs of earlier snapshots (queued once it is ready for them while the GPU is on: its catch-up) are
-counted (`catch_up_jobs`), not waited for.
+counted (`catch_up_jobs`), not waited for. At the end no entity of a closed month is lost (`entities_lost`: expired,
+or ready, probed clean by every target and ready before the last freeze, yet in no snapshot; those that became ready
+since wait for the next snapshot: `entities_waiting_end`, reported), and the whole year takes at most 40 minutes.
 
     python bench/year.py [--months 12] [--speed 14400] [--rate 2] [--keep DIR]
 """
@@ -46,6 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.support.year import GEMMA, SMOLLM, SOURCES, Daemon, Plan, StoreView, dir_bytes, month_start, write_config
 
 MB = 2**20
+WALL_GOAL_MIN = 40.0  # issue 50: the year holds on a machine that is not idle
 
 
 def _args() -> argparse.Namespace:
@@ -148,6 +152,7 @@ class Year:
             "froze_after_close_h": round((snap["built_at"] - self.month_end(m)).total_seconds() / 3600, 2)
             if snap and snap["built_at"] else None,
             "entities": snap["entities"] if snap else 0, "questions": snap["questions"] if snap else 0,
+            "carried_in": self.store.carried_by_period().get(self.label(m), 0),
             "rss_mb": round(self.daemon.rss_bytes() / MB, 1), "store_mb": round(self.store.bytes() / MB, 2),
             "store_data_mb": round(self.store.logical_bytes() / MB, 2),
             "data_dir_mb": round(dir_bytes(self.data, skip=("models",)) / MB, 2),
@@ -160,7 +165,7 @@ class Year:
         row["data_dir_bytes_per_entity"] = round(row["data_dir_mb"] * MB / max(1, row["store_entities"]))
         self.rows.append(row)
         print(f"{row['period']}  {row['snapshot'] or '-':34s} froze +{row['froze_after_close_h']}h  "
-              f"entities {row['entities']:4d}  questions {row['questions']:5d}  RSS {row['rss_mb']:7.1f} MB  "
+              f"entities {row['entities']:4d} (carried in {row['carried_in']:3d})  questions {row['questions']:5d}  RSS {row['rss_mb']:7.1f} MB  "
               f"store {row['store_mb']:7.2f} MB  data {row['data_dir_mb']:8.2f} MB  tasks pending "
               f"{row['tasks_pending']:4d} failed {row['tasks_failed']}  gpu {row['gpu_jobs']}  "
               f"(wall {row['wall_s']:.0f} s, load {row['load_1m']})", file=sys.stderr)
@@ -201,7 +206,7 @@ class Year:
         final_now = self.daemon.now() or final_now
         stuck = self.store.stuck(final_now, grace=timedelta(days=1))
         self.restarts[-1]["stop_rc"] = self.daemon.stop()
-        return self.figures(stuck)
+        return self.figures(stuck, open_month=final_now.strftime("%Y-%m"))
 
     def wait_for_last_jobs(self) -> None:
         """The jobs of every GPU month's snapshot but the last (frozen as the year ends, its jobs run after it)
@@ -215,7 +220,17 @@ class Year:
             time.sleep(2.0)
         self.waited_for_jobs_s = round(time.monotonic() - (deadline - self.a.wait_jobs_min * 60), 1)
 
-    def figures(self, stuck: int) -> dict[str, Any]:
+    def entity_figures(self, open_month: str) -> dict[str, Any]:
+        """Where the entities of the closed months are at the end: none lost (expired, or eligible at the last freeze
+        and in no snapshot), the waiting ones (the next snapshot takes them), and how many each month's snapshot
+        carried in from earlier months."""
+        a = self.a
+        targets = [GEMMA] + ([SMOLLM] if a.add_target_month else [])
+        left = self.store.unplaced(open_month=open_month, targets=[(t["name"], t["model"]) for t in targets])
+        return {"entities_lost": left["lost"], "entities_lost_detail": left, "entities_waiting_end": left["waiting"],
+                "open_month": open_month, "carried_by_month": self.store.carried_by_period()}
+
+    def figures(self, stuck: int, *, open_month: str) -> dict[str, Any]:
         a, rows = self.a, self.rows
         snaps = self.store.snapshots()
         by_period: dict[str, list[dict[str, Any]]] = {}
@@ -267,12 +282,13 @@ class Year:
             "waited_for_jobs_s": self.waited_for_jobs_s, "load_1m_end": round(os.getloadavg()[0], 2),
             # the added target's jobs of snapshots frozen before the GPU months (queued as it became ready for them)
             "catch_up_jobs": self.store.jobs_by_period(before_period=gpu_months[0]) if gpu_months else {},
+            **self.entity_figures(open_month),
         }
         goals = {
             "snapshots": f"== {a.months}", "frozen_once": True, "froze_after_close_h_max": "<= 24",
             "entities_in_two_snapshots": "== 0", "rss_last_over_same_targets": "<= 1.15",
             "store_bytes_per_entity_max_dev_from_month3": "<= 0.20", "data_dir_mb": "<= data_budget_mb",
-            "tasks.failed": "== 0", "stuck": "== 0", "wall_min": "<= 45",
+            "tasks.failed": "== 0", "stuck": "== 0", "wall_min": f"<= {WALL_GOAL_MIN:g}", "entities_lost": "== 0",
         }
         met = {
             "snapshots": figures["snapshots"] == a.months, "frozen_once": once, "froze_after_close_h_max": on_time,
@@ -281,7 +297,7 @@ class Year:
             "store_bytes_per_entity_max_dev_from_month3": flat <= 0.20,
             "data_dir_mb": last["data_dir_mb"] <= kept_budget_mb,
             "tasks.failed": tasks.get("failed", 0) == 0 and jobs.get("failed", 0) == 0, "stuck": stuck == 0,
-            "wall_min": figures["wall_min"] <= 45,
+            "wall_min": figures["wall_min"] <= WALL_GOAL_MIN, "entities_lost": figures["entities_lost"] == 0,
         }
         if added:
             goals.update({"late_target_ready_months_before": f"== {len(before)}",

@@ -11,6 +11,7 @@ __all__ = [
     "ConfigError",
     "DiskFullError",
     "ForeignDatabaseError",
+    "FreezeConflict",
     "JobError",
     "LeaseLost",
     "ModelUnavailableError",
@@ -116,6 +117,11 @@ class BudgetExhausted(AgentError):
 
 class SnapshotError(ClktError):
     pass
+
+
+class FreezeConflict(SnapshotError):
+    """Another builder froze the period, or placed one of the entities, while this one froze: nothing was written
+    (the freezing transaction rolled back); the next check builds what is left."""
 
 
 class JobError(ClktError):

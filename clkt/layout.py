@@ -67,6 +67,7 @@ EDIT_STATS_DIR = "edit-stats"  # knowledge editing's key statistics, one file pe
 SPEC_FILE = "spec.json"  # JobSpec: what the consumer asks (clkt.inject.contract)
 OUTCOME_FILE = "outcome.json"  # JobOutcome: the job's results, written last on success
 FAILURE_FILE = "failure.json"  # JobFailure: why it failed
+ENDED_FILE = "ended.json"  # RunEnded: a run that ended, brought back, not committed yet (a restarted daemon takes it)
 PROGRESS_FILE = "progress.json"  # JobProgress: where it is (the status page, the consumer's log)
 LOG_FILE = "job.log"  # the job process's output
 PREDICTIONS_FILE = "predictions.jsonl"  # every answer, the control split's too

@@ -9,12 +9,15 @@ from pydantic import BaseModel, Field, field_serializer
 from rich.table import Table
 from rich.text import Text
 
+from clkt import clock
 from clkt.report.cutoff_curve import RULE, TargetKnowledge, knowledge_curves, knowledge_windows
+from clkt.snapshots.accounting import PeriodAccounting, period_accounting
 from storage.engine import Session, Store
 from storage.enums import LeaseStatus, SnapshotTargetStatus
 from storage.gpu_engines import latest_engine_status
 from storage.knowledge import known_by_month
 from storage.llm_cache import CostSummary, cost_summary
+from storage.placements import accounting_counts
 from storage.publish import publish_task_counts, publish_tasks
 from storage.publish_revisions import recent_revisions
 from storage.retractions import retraction_count
@@ -29,7 +32,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MIN_ACCEPTED_FOR_RATE", "DaemonInfo", "FailedWorkInfo", "GpuEngineInfo", "KnowledgeStatus", "PublishStatus",
     "PublishTaskInfo", "PublishedRevisionInfo", "RegisteredTarget", "SnapshotValidity", "StatusReport", "TargetsStatus",
-    "collect_status", "cost_table", "knowledge_table", "publish_status",
+    "accounting_table", "collect_status", "cost_table", "knowledge_table", "publish_status",
 ]
 
 MAX_PUBLISH_TASKS_SHOWN = 20
@@ -179,6 +182,8 @@ class StatusReport(BaseModel):
     publish: PublishStatus = Field(default_factory=PublishStatus)
     gpu_engine: GpuEngineInfo | None = None  # None: the local engine (always ready), or no consumer ran yet
     knowledge: KnowledgeStatus | None = None  # None: not asked for (collected with the spec's targets)
+    # per month of occurrence: where every entity is (clkt.snapshots.accounting; the view v_entity_accounting)
+    accounting: list[PeriodAccounting] = Field(default_factory=list)
 
     @field_serializer("daemon")
     def _daemon_json(self, daemon: DaemonInfo | None) -> dict[str, object]:
@@ -197,6 +202,7 @@ async def collect_status(
         targets = await _targets(s)
         publish = await _publish_status(s)
         engine = await latest_engine_status(s)
+        accounting = period_accounting(await accounting_counts(s), now=clock.now())
         if spec is not None:
             rows = await known_by_month(s)
             extra = {t.name: t.cutoff for t in await list_targets(s)}
@@ -206,7 +212,7 @@ async def collect_status(
         stages=counts.stages, gpu_jobs=counts.gpu_jobs, snapshots=counts.snapshots, skipped=counts.skipped,
         last_errors=[FailedWorkInfo(stage=f.stage, entity_id=f.entity_id, key=f.key, attempts=f.attempts, error=f.error)
                      for f in counts.failures],
-        cost=cost, paused=paused, daemon=daemon, targets=targets, publish=publish, knowledge=knowledge,
+        cost=cost, paused=paused, daemon=daemon, targets=targets, publish=publish, knowledge=knowledge, accounting=accounting,
         gpu_engine=GpuEngineInfo(engine=engine.engine, state=engine.state, detail=engine.detail, address=engine.address,
                                  updated_at=engine.updated_at) if engine is not None else None,
     )
@@ -301,4 +307,17 @@ def knowledge_table(k: KnowledgeStatus) -> Table:
             if x.alarm else Text("no")
         t.add_row(Text(x.target), str(x.declared_cutoff or "unknown"), str(x.window_start or "unknown"), str(len(x.months)),
                   Text(floor), eff, alarm)
+    return t
+
+
+def accounting_table(rows: list[PeriodAccounting]) -> Table:
+    """Per month of occurrence: where its entities are (every entity in exactly one column)."""
+    t = Table("month", "in pipeline", "ready", "frozen", "carried", "waiting", "dropped", "total",
+              title="Entities per month of occurrence (v_entity_accounting)",
+              caption="frozen: in its own period's snapshot; carried: in a later one; waiting: ready, in no snapshot, "
+                      "its month over (the next snapshot that freezes takes it)")
+    for r in rows:
+        dropped = ", ".join(f"{k} {n}" for k, n in sorted(r.dropped.items())) or "0"
+        t.add_row(r.month, str(r.pipeline), str(r.ready), str(r.frozen), str(r.carried),
+                  Text(str(r.waiting), style="yellow" if r.waiting else ""), Text(dropped), str(r.total))
     return t

@@ -20,6 +20,7 @@ class EntityStatus(str, Enum):
     ready = "ready"  # verified, translated questions exist
     rejected = "rejected"  # no question survived verification
     failed = "failed"  # a stage gave up on it (see Task.last_error)
+    expired = "expired"  # ready, but in no snapshot `snapshot.carry_max_periods` periods after its own: dropped
 
 
 class LeaseStatus(str, Enum):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, Column, Index, LargeBinary, UniqueConstraint, false
+from sqlalchemy import BigInteger, Column, Index, LargeBinary, UniqueConstraint, false, text
 from sqlmodel import Field, SQLModel
 
 from storage.enums import (
@@ -48,6 +48,7 @@ __all__ = [
     "Retraction",
     "SkipCount",
     "Snapshot",
+    "SnapshotEntity",
     "SnapshotExclusion",
     "SnapshotItem",
     "SnapshotReport",
@@ -215,7 +216,12 @@ class Translation(SQLModel, table=True):
 
 class Snapshot(SQLModel, table=True):
     __tablename__ = "snapshot"
-    __table_args__ = (Index("ix_snapshot_spec_period", "spec", "period"),)
+    __table_args__ = (
+        Index("ix_snapshot_spec_period", "spec", "period"),
+        # one frozen snapshot per (spec, period): of two builders freezing the same period, one wins
+        Index("uq_snapshot_frozen_period", "spec", "period", unique=True, sqlite_where=text("status = 'frozen'"),
+              postgresql_where=text("status = 'frozen'")),
+    )
 
     id: str = Field(primary_key=True, max_length=160)  # <spec>-<YYYY-MM>-<sha256[:12]>
     spec: str = Field(max_length=64)
@@ -245,6 +251,22 @@ class SnapshotItem(SQLModel, table=True):
     # the public ids (clkt.snapshots.ids) of the question and its entity, as in the snapshot's files and the views
     qid: int | None = Field(default=None, sa_type=BigInteger)
     public_entity_id: int | None = Field(default=None, sa_type=BigInteger)
+
+
+class SnapshotEntity(SQLModel, table=True):
+    """Where an entity landed: the one frozen snapshot of a spec that holds it (its primary key makes "exactly one"
+    a constraint of the store: a second builder that would place it again fails its freeze). `carried`: the
+    snapshot's period is not the entity's own (`own_period`), it joined a later snapshot (`clkt.snapshots.carry`)."""
+
+    __tablename__ = "snapshot_entity"
+    __table_args__ = (Index("ix_snapshot_entity_snapshot", "snapshot_id"),)
+
+    spec: str = Field(primary_key=True, max_length=64)
+    entity_id: int = Field(primary_key=True, foreign_key="entity.id", ondelete="CASCADE")
+    snapshot_id: str = Field(foreign_key="snapshot.id", max_length=160, ondelete="CASCADE")
+    own_period: str = Field(max_length=16)  # the period of the entity's own date, in the snapshot's cadence
+    carried: bool = False
+    placed_at: datetime = _ts()
 
 
 class SnapshotReport(SQLModel, table=True):

@@ -8,8 +8,10 @@ Contracts:
   that a snapshot's files and content hash use are derived from that identity above storage
   (`clkt.snapshots.ids`), so nothing here decides an order or a key of the snapshot's content.
 - Large id lists are read in chunks of `_CHUNK` ids per `IN (...)`.
-- `freeze_snapshot` writes, in the caller's transaction and in this order: the frozen `Snapshot` row (flushed),
-  its `SnapshotItem` rows, the superseding of the previous revision, the `snapshot.frozen` event, a `ready`
+- `freeze_snapshot` writes, in the caller's transaction and in this order: the superseding of the previous
+  revision (first, so one frozen row per period holds at every flush), the frozen `Snapshot` row (flushed), its
+  `SnapshotItem` rows, where its entities landed and the expiry of those that waited too long
+  (`storage.placements`: a placement another builder made meanwhile fails the flush), the `snapshot.frozen` event, a `ready`
   validity row (`storage.targets`) for every target it was built for (the selection kept only entities every
   one of them was probed clean on, so each is valid on all of them), then the caller's hook (which enqueues
   the GPU jobs in the same transaction), then a flush, so a failing write raises before the caller publishes
@@ -20,16 +22,18 @@ Contracts:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, select, update
+from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
-from clkt.errors import UserError
+from clkt.errors import FreezeConflict, UserError
 from storage.models import (
     Document,
     Entity,
@@ -44,6 +48,7 @@ from storage.models import (
     SnapshotTargetStatus,
     Translation,
 )
+from storage.placements import NewPlacement, expire_entities, place_entities
 from storage.questions import QuestionRecord, question_record
 from storage.targets import record_snapshot_target
 
@@ -68,6 +73,7 @@ __all__ = [
     "find_snapshot",
     "freeze_snapshot",
     "frozen_manifests",
+    "frozen_periods",
     "frozen_snapshot",
     "get_snapshot",
     "list_snapshots",
@@ -166,6 +172,7 @@ class CandidateEntity:
     source: str
     external_id: str
     domain: str
+    occurred_at: datetime
     probes: tuple[ProbeMark, ...]
     doc_langs: frozenset[str]
     questions: tuple[CandidateQuestion, ...]
@@ -296,6 +303,14 @@ async def frozen_manifests(session: AsyncSession, spec: str) -> list[dict[str, A
     return list(rows)
 
 
+async def frozen_periods(session: AsyncSession, spec: str) -> set[str]:
+    """The period labels that have a frozen snapshot of `spec`."""
+    rows = await session.execute(
+        select(col(Snapshot.period)).where(col(Snapshot.spec) == spec, col(Snapshot.status) == SnapshotStatus.frozen)
+    )
+    return {str(r) for (r,) in rows}
+
+
 async def set_snapshot_audit(session: AsyncSession, ident: str, audit: Mapping[str, Any]) -> SnapshotRecord:
     """Store `audit` (a JSON payload) on the snapshot named by `ident` (id or unique prefix, as `get_snapshot`)."""
     row = await _get_row(session, ident)
@@ -416,7 +431,7 @@ async def candidate_entities(
             )
         out.append(
             CandidateEntity(
-                id=e.id, source=e.source, external_id=e.external_id, domain=e.domain,
+                id=e.id, source=e.source, external_id=e.external_id, domain=e.domain, occurred_at=e.occurred_at,
                 probes=tuple(probes.get(e.id, [])), doc_langs=frozenset(doc_langs.get(e.id, set())), questions=tuple(qs),
             )
         )
@@ -476,31 +491,33 @@ async def freeze_snapshot(
     event_data: Mapping[str, Any],
     on_frozen: FrozenHook | None = None,
     targets: Sequence[str] = (),
+    placements: Sequence[NewPlacement] = (),
+    expire: Sequence[int] = (),
 ) -> SnapshotRecord:
     """Write a frozen snapshot, its items, the superseding of `supersedes` (whose export moved to
-    `superseded_export_path`), its `snapshot.frozen` event and a `ready` row for each of `targets` (the targets
-    it was built for); then run `on_frozen` and flush (see the module docstring). In the caller's transaction."""
-    row = Snapshot(
-        id=snapshot.id, spec=snapshot.spec, period=snapshot.period, status=SnapshotStatus.frozen,
-        content_sha256=snapshot.content_sha256, seed=snapshot.seed, partial=snapshot.partial,
-        manifest=dict(snapshot.manifest), export_path=snapshot.export_path, built_at=snapshot.built_at,
-    )
-    session.add(row)
-    await session.flush()
-    session.add_all(
-        SnapshotItem(
-            snapshot_id=row.id, question_id=it.question_id, entity_id=it.entity_id, split=it.split,
-            option_order=list(it.option_order), answer_letter=it.answer_letter, qid=it.qid,
-            public_entity_id=it.public_entity_id,
-        )
-        for it in items
-    )
-    if supersedes is not None:
-        await session.execute(
-            update(Snapshot).where(col(Snapshot.id) == supersedes).values(
-                status=SnapshotStatus.superseded, superseded_by=row.id, export_path=superseded_export_path,
+    `superseded_export_path`), where its entities landed (`placements`, `storage.placements`), the expiry of the
+    ready entities in `expire` that waited too long, its `snapshot.frozen` event and a `ready` row for each of
+    `targets` (the targets it was built for); then run `on_frozen` and flush (see the module docstring). In the
+    caller's transaction.
+
+    A period another builder froze meanwhile, or an entity it placed, is a `FreezeConflict` (the store's unique keys
+    refuse the second write, on SQLite and PostgreSQL; SQLite may refuse it as a stale write); the caller's
+    transaction then rolls back whole."""
+    with _as_conflict(snapshot):
+        row = await _frozen_row(session, snapshot, supersedes=supersedes, superseded_export_path=superseded_export_path)
+        session.add_all(
+            SnapshotItem(
+                snapshot_id=row.id, question_id=it.question_id, entity_id=it.entity_id, split=it.split,
+                option_order=list(it.option_order), answer_letter=it.answer_letter, qid=it.qid,
+                public_entity_id=it.public_entity_id,
             )
+            for it in items
         )
+        await place_entities(session, spec=row.spec, snapshot_id=row.id, placements=placements, supersedes=supersedes,
+                             now=snapshot.built_at)
+        if expire:
+            await expire_entities(session, spec=row.spec, entity_ids=expire,
+                                  reason=f"expired: in no snapshot by {row.period}", now=snapshot.built_at)
     session.add(Event(ts=snapshot.built_at, kind="snapshot.frozen", message=event_message, data=dict(event_data)))
     entities = len({it.entity_id for it in items})
     for name in dict.fromkeys(targets):
@@ -511,6 +528,44 @@ async def freeze_snapshot(
         await on_frozen(session, record)
     await session.flush()
     return record
+
+
+@contextmanager
+def _as_conflict(snapshot: NewSnapshot) -> Iterator[None]:
+    """A unique key another builder's write holds (or, on SQLite, a stale write) as a `FreezeConflict`."""
+    try:
+        yield
+    except IntegrityError as e:
+        raise FreezeConflict(f"{snapshot.spec} {snapshot.period}: another builder froze the period or placed one of its "
+                             f"entities meanwhile; nothing written ({e.orig})") from e
+    except OperationalError as e:
+        if "locked" not in str(e).lower():
+            raise
+        raise FreezeConflict(f"{snapshot.spec} {snapshot.period}: the store changed under this build (another writer); "
+                             f"nothing written ({e.orig})") from e
+
+
+async def _frozen_row(
+    session: AsyncSession, snapshot: NewSnapshot, *, supersedes: str | None, superseded_export_path: str | None
+) -> Snapshot:
+    """The superseding of `supersedes` first (one frozen snapshot per period, `uq_snapshot_frozen_period`, holds at
+    every flush), then the new frozen row (flushed)."""
+    if supersedes is not None:
+        await session.execute(
+            update(Snapshot).where(col(Snapshot.id) == supersedes).values(
+                status=SnapshotStatus.superseded, export_path=superseded_export_path,
+            )
+        )
+    row = Snapshot(
+        id=snapshot.id, spec=snapshot.spec, period=snapshot.period, status=SnapshotStatus.frozen,
+        content_sha256=snapshot.content_sha256, seed=snapshot.seed, partial=snapshot.partial,
+        manifest=dict(snapshot.manifest), export_path=snapshot.export_path, built_at=snapshot.built_at,
+    )
+    session.add(row)
+    await session.flush()
+    if supersedes is not None:
+        await session.execute(update(Snapshot).where(col(Snapshot.id) == supersedes).values(superseded_by=row.id))
+    return row
 
 
 async def add_event(session: AsyncSession, *, ts: datetime, kind: str, message: str, data: Mapping[str, Any]) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -58,7 +59,9 @@ class SnapshotRef:
     spec: str
     period: str
     status: SnapshotStatus
-    period_start: str | None  # ISO date from the manifest (None: no manifest)
+    # ISO date from the manifest (None: no manifest): its period's start, or the own date of the earliest entity
+    # carried into it (`clkt.snapshots.carry`), whichever is earlier: what a target's window is checked against
+    period_start: str | None
     manifest_targets: tuple[str, ...]  # the targets it was built for
     languages: tuple[str, ...]
     entities: int  # distinct real entities of its items
@@ -99,6 +102,16 @@ async def _rows_by_snapshot(session: AsyncSession) -> dict[str, set[str]]:
     return out
 
 
+def _earliest_day(manifest: dict[str, Any]) -> str | None:
+    """The manifest's `period_start`, or the earliest `occurred_on` of its carried entities when earlier (ISO dates
+    compare as text); as `clkt.snapshots.layout.SnapshotManifest.earliest_day`."""
+    start = manifest.get("period_start")
+    if not start:
+        return None
+    carried = [str(c["occurred_on"]) for c in manifest.get("carried") or [] if isinstance(c, dict) and c.get("occurred_on")]
+    return min([str(start), *carried])
+
+
 async def snapshots_of_spec(
     session: AsyncSession, *, spec: str | None = None, statuses: Sequence[SnapshotStatus] = (SnapshotStatus.frozen,)
 ) -> list[SnapshotRef]:
@@ -115,7 +128,7 @@ async def snapshots_of_spec(
     for s in snaps:
         m = dict(s.manifest or {})
         targets = tuple(str(t.get("name")) for t in m.get("targets") or [] if isinstance(t, dict) and t.get("name"))
-        start = m.get("period_start")
+        start = _earliest_day(m)
         out.append(SnapshotRef(
             id=s.id, spec=s.spec, period=s.period, status=SnapshotStatus(s.status),
             period_start=str(start) if start else None, manifest_targets=targets,

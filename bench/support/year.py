@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -221,6 +222,32 @@ class StoreView:
     def entities_in_two_snapshots(self) -> int:
         return int(self._rows("SELECT COUNT(*) FROM (SELECT entity_id FROM snapshot_item GROUP BY entity_id "
                               "HAVING COUNT(DISTINCT snapshot_id) > 1)")[0][0])
+
+    def carried_by_period(self) -> dict[str, int]:
+        """Entities carried into each period's frozen snapshot from earlier periods (`clkt.snapshots.carry`)."""
+        return {str(p): int(n) for p, n in self._rows(
+            "SELECT s.period, COUNT(*) FROM snapshot_entity se JOIN snapshot s ON s.id = se.snapshot_id "
+            "WHERE se.carried AND s.status = 'frozen' GROUP BY s.period")}
+
+    def unplaced(self, *, open_month: str, targets: Sequence[tuple[str, str]]) -> dict[str, int]:
+        """Entities of the months before `open_month` (YYYY-MM) that no snapshot holds: `lost` (expired, or ready,
+        probed clean by every one of `targets` (name, model) and ready before the last freeze: a snapshot could have
+        taken them and did not) and `waiting` (ready, the others: the next snapshot that freezes takes them)."""
+        last = self._rows("SELECT MAX(built_at) FROM snapshot WHERE status = 'frozen'")[0][0]
+        base = ("FROM entity e WHERE strftime('%Y-%m', e.occurred_at) < ? "
+                "AND NOT EXISTS (SELECT 1 FROM snapshot_entity se WHERE se.entity_id = e.id)")
+        expired = int(self._rows(f"SELECT COUNT(*) {base} AND e.status = 'expired'", open_month)[0][0])
+        ready = int(self._rows(f"SELECT COUNT(*) {base} AND e.status = 'ready'", open_month)[0][0])
+        clean = "".join(" AND EXISTS (SELECT 1 FROM probe p WHERE p.entity_id = e.id AND p.target_model IN (?, ?) "
+                        "AND NOT p.known AND p.created_at < ?)" for _ in targets)
+        args: list[Any] = [open_month, last]
+        for name, model in targets:
+            args += [name, model, last]
+        missed = int(self._rows(
+            f"SELECT COUNT(*) {base} AND e.status = 'ready' AND e.updated_at < ? "
+            f"AND NOT EXISTS (SELECT 1 FROM probe p WHERE p.entity_id = e.id AND p.known){clean}", *args)[0][0]) \
+            if last else 0
+        return {"lost": expired + missed, "expired": expired, "missed": missed, "waiting": ready - missed}
 
     def tasks(self) -> dict[str, int]:
         return {str(s): int(n) for s, n in self._rows("SELECT status, COUNT(*) FROM task GROUP BY status")}

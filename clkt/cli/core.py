@@ -46,7 +46,7 @@ def run(config: ConfigOption = None) -> None:
 
 
 def status(config: ConfigOption = None, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
-    from clkt.status import StatusReport, collect_status, cost_table, knowledge_table
+    from clkt.status import StatusReport, accounting_table, collect_status, cost_table, knowledge_table
 
     settings = load_cli_settings(config)
 
@@ -80,6 +80,8 @@ def status(config: ConfigOption = None, as_json: Annotated[bool, typer.Option("-
         console.print(line)
     if rep.snapshots:
         console.print("Snapshots: " + ", ".join(f"{k}={v}" for k, v in sorted(rep.snapshots.items())))
+    if rep.accounting:
+        print_table(accounting_table(rep.accounting))
     if rep.targets.snapshots:  # targets over time: how many entities of each snapshot are valid for each target
         inactive = {x.name for x in rep.targets.targets if not x.active}
         t = Table("snapshot", "target", "status", "entities", "excluded", "valid", title="Targets per snapshot")

@@ -34,6 +34,10 @@ class SnapshotSettings(Section):
     # snapshot (and per month of occurrence in the probe); 0: no locality split. See clkt.snapshots.locality
     locality_entities: int = Field(default=20, ge=0, le=1000)
     allow_partial: bool = False
+    # a ready entity in no snapshot once its own period froze (late, over quota, or of a period that never filled)
+    # is carried into the next snapshot that freezes while that snapshot's period starts within this many days of
+    # the entity's own date; past it the entity is dropped as `expired` (0: nothing is carried). clkt.snapshots.carry
+    carry_max_days: int = Field(default=92, ge=0, le=3660)
     out_dir: Path = Path("snapshots")
     webhook_url: str | None = None
     check_interval_s: float = Field(default=60.0, gt=0, le=86400)

@@ -13,7 +13,9 @@ How a run ends decides what happens to the job: a failure that retrying cannot f
 reason; an out-of-memory failure is retried at a smaller batch size (stored in the job's config) until none is
 left; a crash or a timeout is retried after `RETRY_BACKOFF_S`; a run whose cluster node was lost runs again at
 once elsewhere (an attempt spent); a run whose engine went away (the cluster unreachable) is handed back
-without spending one. Jobs are claimed only while the engine is ready; why they wait is recorded in the store
+without spending one. A run that ended and was brought back (`ended.json`, the Ray driver) while this daemon died
+before committing it is not run again: the restarted daemon commits that outcome (results or failure). Jobs are
+claimed only while the engine is ready; why they wait is recorded in the store
 (`clkt.inject.engine_status`). The report is not written here: `clkt.report.service.ReportService` writes it
 once every job of the snapshot has finished.
 
@@ -42,12 +44,20 @@ from clkt._tasks import cancel_and_wait
 from clkt.config import DaemonSettings, GpuSettings, TargetSettings
 from clkt.context import ServiceContext
 from clkt.inject.commit import CommitError, CommitHook, commit_outcome
-from clkt.inject.contract import FailureKind, JobFailure, JobProgress, JobSpec, write_json_atomic
+from clkt.inject.contract import (
+    FailureKind,
+    JobFailure,
+    JobProgress,
+    JobSpec,
+    RunEnded,
+    run_fingerprint,
+    write_json_atomic,
+)
 from clkt.inject.engine import EndKind, JobEnd, JobEngine, RunningJob
 from clkt.inject.engine_status import record_status, watch_engine
 from clkt.inject.local_engine import LocalEngine
 from clkt.inject.spec_builder import JobSetupError, SpecBuilder
-from clkt.layout import FAILURE_FILE, JOBS_DIR, LOG_FILE, OUTCOME_FILE, PROGRESS_FILE, SPEC_FILE
+from clkt.layout import ENDED_FILE, FAILURE_FILE, JOBS_DIR, LOG_FILE, OUTCOME_FILE, PROGRESS_FILE, SPEC_FILE
 from clkt.logs import redact
 from storage.engine import Store
 from storage.enums import LeaseStatus
@@ -171,7 +181,12 @@ class GpuConsumer:
         except (JobSetupError, ValidationError) as e:
             return await self._fail(ctx, jid, f"{label}: {e}", permanent=True)
         spec.artifacts_dir.mkdir(parents=True, exist_ok=True)
-        for stale in (OUTCOME_FILE, FAILURE_FILE):
+        taken = _ended_before(spec)
+        if taken is not None:  # its run ended (files brought back) and this daemon died before committing them
+            log.info("%s: its run already ended (exit %s on %s): taking its outcome instead of running it again", label,
+                     taken.returncode, taken.where or "?")
+            return await self._took(ctx, taken, job, spec, label)
+        for stale in (OUTCOME_FILE, FAILURE_FILE, ENDED_FILE):
             (spec.artifacts_dir / stale).unlink(missing_ok=True)
         spec_path = spec.artifacts_dir / SPEC_FILE
         write_json_atomic(spec_path, spec)
@@ -185,7 +200,13 @@ class GpuConsumer:
             raise
         if isinstance(ended, JobRun):
             return ended
-        return await self._ended(ctx, ended, job, spec, label)
+        return await self._took(ctx, ended, job, spec, label)
+
+    async def _took(self, ctx: ServiceContext, end: JobEnd, job: GpuJobRecord, spec: JobSpec, label: str) -> JobRun:
+        """`_ended`, then the run's end record is consumed (a retried job never takes the same end twice)."""
+        out = await self._ended(ctx, end, job, spec, label)
+        (spec.artifacts_dir / ENDED_FILE).unlink(missing_ok=True)
+        return out
 
     async def _ended(self, ctx: ServiceContext, end: JobEnd, job: GpuJobRecord, spec: JobSpec, label: str) -> JobRun:
         """Store or fail the job as its run ended."""
@@ -302,6 +323,17 @@ class GpuConsumer:
                                       defer=timedelta(seconds=defer_s) if defer_s else None)
         except Exception:  # shutdown bookkeeping: the lease expires anyway
             log.exception("could not hand back GPU job %d", jid)
+
+
+def _ended_before(spec: JobSpec) -> JobEnd | None:
+    """The end of a run of this very spec whose files are in its folder (`ENDED_FILE`), if any."""
+    try:
+        rec = RunEnded.model_validate_json((spec.artifacts_dir / ENDED_FILE).read_bytes())
+    except (OSError, ValidationError):
+        return None
+    if rec.fingerprint != run_fingerprint(spec):
+        return None
+    return JobEnd(kind=EndKind.exited, returncode=rec.returncode, where=rec.where)
 
 
 def _read_failure(path: Path) -> JobFailure | None:

@@ -9,6 +9,7 @@ epochs, the typed summary) are evaluation records, below this module: `clkt.eval
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from enum import Enum
@@ -28,6 +29,8 @@ __all__ = [
     "JobProgress",
     "JobSpec",
     "RetryWith",
+    "RunEnded",
+    "run_fingerprint",
     "write_json_atomic",
 ]
 
@@ -97,6 +100,23 @@ class JobProgress(_Model):
     total: int = 0
     epoch: int | None = None
     loss: float | None = None
+
+
+class RunEnded(_Model):
+    """A run that ended and whose files are in the job's folder (`ENDED_FILE`, written by the Ray driver once it
+    brought them back): a daemon that restarts before committing them commits that outcome (results or failure)
+    instead of running the job again, when the run was of the same spec (`fingerprint`)."""
+
+    fingerprint: str  # run_fingerprint of the spec it ran
+    returncode: int
+    where: str = ""  # "ray:<node>"
+
+
+def run_fingerprint(spec: JobSpec) -> str:
+    """What identifies a run of `spec`: the spec without this daemon's paths (a run on a cluster is found again by
+    it, and an ended run's files are taken by it)."""
+    data = spec.model_dump(mode="json", exclude={"snapshot_dir", "data_dir", "artifacts_dir", "base_cache_dir", "device"})
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
 
 def write_json_atomic(path: Path, model: BaseModel) -> None:

@@ -13,8 +13,9 @@ and for each submitted job:
    jobs wait here, holding no cluster resources, until its answers are back in the daemon's base cache and
    then start with them (a producer that fails hands the turn to the next job of the pair);
 3. polls the actor, writes its progress into the daemon's `jobs/<id>/progress.json`, and when the job process
-   has ended brings its outputs back into `jobs/<id>/` (`clkt.inject.bundles`), removes the actor and says
-   `ended`; an actor lost with its node says `lost`.
+   has ended brings its outputs back into `jobs/<id>/` (`clkt.inject.bundles`), records the run's end there
+   (`ended.json`: a daemon that restarts before committing takes that outcome instead of running the job again,
+   `clkt.inject.consumer`), removes the actor and says `ended`; an actor lost with its node says `lost`.
 
 Exit status `EXIT_UNREACHABLE` (after a `StatusEvent` saying why) when the cluster cannot be reached.
 """
@@ -23,8 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
-import json
 import logging
 import os
 import socket
@@ -35,7 +34,7 @@ from typing import Any, ClassVar
 from pydantic import TypeAdapter, ValidationError
 
 from clkt.inject.bundles import base_files, pack_dir, unpack, unpack_artifacts
-from clkt.inject.contract import JobProgress, JobSpec, write_json_atomic
+from clkt.inject.contract import JobProgress, JobSpec, RunEnded, run_fingerprint, write_json_atomic
 from clkt.inject.ray_protocol import (
     Command,
     DriverConfig,
@@ -48,7 +47,7 @@ from clkt.inject.ray_protocol import (
     StopCommand,
     SubmitCommand,
 )
-from clkt.layout import BASE_DIR, PROGRESS_FILE
+from clkt.layout import BASE_DIR, ENDED_FILE, PROGRESS_FILE
 
 __all__ = ["EXIT_UNREACHABLE", "Driver", "fingerprint", "main"]
 
@@ -60,8 +59,7 @@ _COMMANDS: TypeAdapter[Command] = TypeAdapter(Command)
 
 def fingerprint(spec: JobSpec) -> str:
     """What identifies a run of `spec` on the cluster: the spec without the daemon's paths."""
-    data = spec.model_dump(mode="json", exclude={"snapshot_dir", "data_dir", "artifacts_dir", "base_cache_dir", "device"})
-    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+    return run_fingerprint(spec)
 
 
 def _emit(event: Event) -> None:
@@ -258,6 +256,9 @@ class Driver:
             if st.returncode is not None:
                 data = await _await(actor.collect.remote())
                 unpack_artifacts(data, spec.artifacts_dir, spec.base_cache_dir, header=f"--- brought back from {st.node} ---\n")
+                # the run's end, beside its files: a daemon that dies before committing them takes them at its restart
+                write_json_atomic(spec.artifacts_dir / ENDED_FILE,
+                                  RunEnded(fingerprint=fingerprint(spec), returncode=st.returncode, where=f"ray:{st.node}"))
                 with contextlib.suppress(Exception):
                     await _await(actor.close.remote())
                 with contextlib.suppress(Exception):

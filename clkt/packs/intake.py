@@ -196,7 +196,8 @@ class _Stored:
 
     @property
     def period_start(self) -> date:
-        return date.fromisoformat(self.manifest.period_start)
+        """The earliest own date the snapshot holds (its period's start, or a carried entity's): the window's rule."""
+        return date.fromisoformat(self.manifest.earliest_day)
 
 
 async def _snapshot(store: Store, pack: Pack) -> _Stored:

@@ -5,7 +5,8 @@ A query that cannot be answered is refused with one `LeaderboardError` (a `UserE
 what is wrong: a spec with no frozen snapshot, a period label that does not parse for the cadence, a start after
 the end, a window with no snapshot in it, an unknown target, strategy or result scorer, a comparison of a target
 with itself. The window is every frozen (not superseded) snapshot of the spec whose period starts inside
-[start of `--from`, end of `--to`) (default: all of them).
+[start of `--from`, end of `--to`) (default: all of them), and every one holding an entity carried in from a period
+inside it; only the entities whose own period is inside count (`clkt.report.own_dates`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from clkt.report.compare import compare_targets
 from clkt.report.leaderboard import build_rows, window_draws
 from clkt.report.leaderboard_data import Leaderboard, LeaderboardError, LeaderboardQuery, LeaderRow, WindowInfo
 from clkt.report.locality import locality_entities
+from clkt.report.own_dates import with_carried_snapshots, with_own_dates
 from clkt.report.pooled import Draws
 from clkt.report.strategy_compare import check_strategy_pair, with_strategy_comparison
 from clkt.report.submitted import SubmittedRuns, annotate, submitted_runs
@@ -98,6 +100,11 @@ def _unknown(kind: str, name: str, known: Sequence[str]) -> LeaderboardError:
     return LeaderboardError(f"unknown {kind} {name!r}; known: {', '.join(sorted(known)) or 'none'}")
 
 
+def _bounds(q: LeaderboardQuery) -> tuple[Period | None, Period | None]:
+    return (_period(q.period_from, q.names[0], q) if q.period_from else None,
+            _period(q.period_to, q.names[1], q) if q.period_to else None)
+
+
 async def check_query(session: Session, q: LeaderboardQuery) -> tuple[list[WindowSnapshot], list[str]]:
     """The query checked against the store (see the module docstring): the window's snapshots, and notes on the
     snapshots left out."""
@@ -133,6 +140,7 @@ async def check_query(session: Session, q: LeaderboardQuery) -> tuple[list[Windo
             continue
         if (start is None or p.start >= start.start) and (end is None or p.start < end.end):
             chosen.append(snap)
+    chosen = await with_carried_snapshots(session, q, chosen, all_snaps, start, end)  # entities' own dates
     if not chosen:
         held = ", ".join(sorted({x.period for x in all_snaps})) or "none"
         raise LeaderboardError(
@@ -149,6 +157,7 @@ async def resolve_window(store: Store, q: LeaderboardQuery) -> Window:
         targets = set(q.targets) | set(q.compare or ()) if q.targets else None
         strategies = {q.strategy} if q.strategy else None
         data = await window_data(s, chosen, targets=targets, strategies=strategies, scorer=q.scorer)
+        data = await with_own_dates(s, q, data, *_bounds(q))
         submitted = await submitted_runs(s, chosen, targets=targets, strategies=strategies, scorer=q.scorer)
         data = await with_public_ids(s, data, submitted.packs)
     return Window(label_from=chosen[0].period, label_to=chosen[-1].period, snapshots=chosen, data=data,

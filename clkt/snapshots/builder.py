@@ -10,6 +10,11 @@ content before anything is written, so it is part of the content hash and the id
 (`locality`: up to `snapshot.locality_entities` entities a target already knew, with their questions, from the
 store) is written beside it, listed in the manifest but not hashed into the id.
 
+The selection is also offered the ready entities of earlier periods that no snapshot holds (`carry`: taken first,
+within the quotas, named in the manifest's `carried` with their own dates); the freeze records where every selected
+entity landed (`storage.placements`, one snapshot per entity) and drops as `expired` the entities that waited past
+`snapshot.carry_max_days`, in the same transaction. A forced rebuild never takes back what a later snapshot carried.
+
 An under-quota period returns `BuildResult(status=under_quota)` with what is missing per domain (unless
 `snapshot.allow_partial`). A frozen period is rebuilt only with `force=True`, which gives the new build the
 next `revision` (part of the hashed content, so a new id) and marks the old one `superseded`.
@@ -28,14 +33,16 @@ from pathlib import Path
 
 from clkt.config import AgentSettings, SnapshotSettings, SpecSettings
 from clkt.errors import SnapshotError, UserError
+from clkt.snapshots.carry import CarryOffer, carry_offer
 from clkt.snapshots.content import SnapshotContent, assemble_content
 from clkt.snapshots.control import attach_control, control_info
 from clkt.snapshots.export import StagedDir, snapshot_dir, write_tree
-from clkt.snapshots.layout import AgentInfo, DomainCounts, SnapshotManifest, TargetInfo
+from clkt.snapshots.layout import AgentInfo, CarriedEntity, DomainCounts, SnapshotManifest, TargetInfo
 from clkt.snapshots.locality import plan_locality
 from clkt.snapshots.period import Period, parse_period
 from clkt.snapshots.select import DomainShortfall, Selection, load_candidates, select_items
 from storage.engine import Session, Store
+from storage.placements import NewPlacement, placed_in_other_periods
 from storage.snapshots import (
     FrozenHook,
     NewSnapshot,
@@ -131,15 +138,34 @@ def resolve_period(snap: SnapshotSettings, period: str | Period, *, now: datetim
     return p
 
 
-async def plan_selection(
-    session: Session, *, spec: SpecSettings, snap: SnapshotSettings, period: Period
-) -> tuple[Selection, dict[str, int]]:
-    pool = await load_candidates(session, spec=spec, period=period)
+@dataclass(frozen=True, kw_only=True)
+class _Plan:
+    selection: Selection
+    excluded: dict[str, int]
+    offer: CarryOffer
+
+
+async def _plan(
+    session: Session, *, spec: SpecSettings, snap: SnapshotSettings, period: Period, now: datetime, carry: bool = True
+) -> _Plan:
+    offer = await carry_offer(session, spec=spec, snap=snap, period=period, now=now) if carry else CarryOffer()
+    elsewhere = frozenset(await placed_in_other_periods(session, spec=spec.name, period=period.label))
+    pool = await load_candidates(session, spec=spec, period=period, offer=offer, placed_elsewhere=elsewhere)
     sel = select_items(
         pool, spec=spec, quotas={d.value: n for d, n in snap.quotas.items()}, period=period,
         seed=snap.seed, val_ratio=snap.val_ratio,
     )
-    return sel, pool.excluded
+    return _Plan(selection=sel, excluded=pool.excluded, offer=offer)
+
+
+async def plan_selection(
+    session: Session, *, spec: SpecSettings, snap: SnapshotSettings, period: Period, now: datetime | None = None,
+    carry: bool = True,
+) -> tuple[Selection, dict[str, int]]:
+    """What a build of `period` at `now` would select (with the entities carried in from earlier periods unless
+    not `carry`: what the period's own entities fill), and the excluded entities by reason."""
+    plan = await _plan(session, spec=spec, snap=snap, period=period, now=now or utcnow(), carry=carry)
+    return plan.selection, plan.excluded
 
 
 def make_counts(content: SnapshotContent) -> dict[str, DomainCounts]:
@@ -192,6 +218,31 @@ def _manifest(
     )
 
 
+def _carried(sel: Selection) -> list[CarriedEntity]:
+    """The manifest's record of the entities carried in, by public id (their own dates and periods)."""
+    return sorted(
+        (CarriedEntity(entity_id=c.entity_id, domain=c.domain, period=c.carried_from,
+                       occurred_on=c.occurred_at.date().isoformat() if c.occurred_at else "")
+         for c in sel.carried if c.carried_from is not None),
+        key=lambda c: c.entity_id,
+    )
+
+
+def _placements(sel: Selection, p: Period) -> list[NewPlacement]:
+    return [NewPlacement(entity_id=c.entity_row, own_period=c.carried_from or p.label, carried=c.carried_from is not None)
+            for c in sel.entities]
+
+
+def _items(content: SnapshotContent) -> list[NewSnapshotItem]:
+    return [
+        NewSnapshotItem(
+            question_id=it.question_row, entity_id=it.entity_row, split=it.split, option_order=it.option_order,
+            answer_letter=it.answer_letter, qid=it.qid, public_entity_id=it.entity_id,
+        )
+        for it in content.items
+    ]
+
+
 def _control_domains(spec: SpecSettings) -> list[str]:
     return [d.value for d in spec.domains]
 
@@ -218,7 +269,8 @@ async def build_snapshot(
         if old is not None and not force:
             raise SnapshotExists(old.id)
         revision = await count_revisions(s, name, p.label)
-        sel, excluded = await plan_selection(s, spec=config.spec, snap=snap, period=p)
+        plan = await _plan(s, spec=config.spec, snap=snap, period=p, now=now)
+        sel, excluded = plan.selection, plan.excluded
         if not sel.items or (not sel.complete and not partial_ok):
             return BuildResult(status=BuildStatus.under_quota, spec=name, period=p.label, report=sel.report, excluded=excluded)
         content = await assemble_content(
@@ -231,6 +283,7 @@ async def build_snapshot(
         per_domain=snap.control_entities,
     )
     manifest = _manifest(config, content, p, sel, partial=not sel.complete)
+    manifest = manifest.model_copy(update={"carried": _carried(sel)})
     final = snapshot_dir(snap.out_dir, name, p.label)
     archive = final.parent / "superseded" / old.id if old is not None else None
     StagedDir.sweep(final)
@@ -250,14 +303,7 @@ async def build_snapshot(
                     seed=content.seed, partial=manifest.partial, manifest=manifest.model_dump(mode="json"),
                     export_path=str(final), built_at=now,
                 ),
-                items=[
-                    NewSnapshotItem(
-                        question_id=it.question_row, entity_id=it.entity_row, split=it.split,
-                        option_order=it.option_order, answer_letter=it.answer_letter, qid=it.qid,
-                        public_entity_id=it.entity_id,
-                    )
-                    for it in content.items
-                ],
+                items=_items(content),
                 supersedes=old.id if old is not None else None,
                 superseded_export_path=str(archive) if archive is not None else None,
                 event_message=f"froze {content.snapshot_id} ({sum(1 for _ in content.items)} questions)",
@@ -268,6 +314,8 @@ async def build_snapshot(
                 },
                 on_frozen=on_frozen,
                 targets=[t.name for t in config.spec.targets],
+                placements=_placements(sel, p),
+                expire=plan.offer.expired,
             )
             staged.publish()
         staged.commit()

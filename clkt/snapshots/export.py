@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import re
 import shutil
+import time
 import uuid
 from pathlib import Path
 
@@ -47,13 +48,22 @@ class StagedDir:
         self._published = False
         self._moved_aside = False
 
-    @staticmethod
-    def sweep(final: Path) -> list[Path]:
-        """Remove temporary folders a crashed earlier attempt left next to `final`."""
+    # a staging folder untouched this long was left by a crashed attempt; a younger one may be a concurrent
+    # builder's (two daemons on one store and one out_dir), which the sweep must not pull from under it
+    STALE_AFTER_S = 3600.0
+
+    @classmethod
+    def sweep(cls, final: Path) -> list[Path]:
+        """Remove temporary folders a crashed earlier attempt left next to `final` (untouched for `STALE_AFTER_S`)."""
         gone: list[Path] = []
         parent = Path(final).parent
         if parent.is_dir():
             for p in parent.glob(f".{Path(final).name}.tmp-*"):
+                try:
+                    if time.time() - p.stat().st_mtime < cls.STALE_AFTER_S:
+                        continue
+                except FileNotFoundError:
+                    continue
                 shutil.rmtree(p, ignore_errors=True)
                 gone.append(p)
         return gone

@@ -54,6 +54,7 @@ __all__ = [
     "MANIFEST_FILE",
     "AgentInfo",
     "BuildInfo",
+    "CarriedEntity",
     "ControlInfo",
     "DocRow",
     "DomainCounts",
@@ -182,6 +183,16 @@ class LocalityInfo(_Row):
     known_by: dict[str, list[int]] = Field(default_factory=dict)
 
 
+class CarriedEntity(_Row):
+    """An entity of an earlier period carried into this snapshot (`clkt.snapshots.carry`): its own date and period,
+    which every reader of "the period" of an entity uses, never the snapshot's."""
+
+    entity_id: int  # public (stable_entity_id)
+    domain: str
+    occurred_on: str  # ISO date of the entity's own date (UTC)
+    period: str  # its own period's label
+
+
 class SnapshotManifest(_Row):
     layout_version: int = LAYOUT_VERSION
     snapshot_id: str
@@ -207,7 +218,16 @@ class SnapshotManifest(_Row):
     control: ControlInfo | None = None  # None: no control split (control/ absent)
     # None: no locality split (locality/ absent); left out of manifest.json then, so older manifests are unchanged
     locality: LocalityInfo | None = Field(default=None, exclude_if=lambda v: v is None)
+    # the entities carried in from earlier periods, by public id; left out when none, so every manifest of a snapshot
+    # without any (all those frozen before carry-over existed) keeps its bytes
+    carried: list[CarriedEntity] = Field(default_factory=list, exclude_if=lambda v: not v)
     files: dict[str, str] = Field(default_factory=dict)  # relative path -> sha256 (every file but these two)
+
+    @property
+    def earliest_day(self) -> str:
+        """The ISO date of the earliest entity's own date the snapshot may hold: its period's start, or the own date
+        of the earliest entity carried in (what a target's window is checked against, `clkt.roster.window`)."""
+        return min([self.period_start, *(c.occurred_on for c in self.carried)])
 
 
 class BuildInfo(_Row):

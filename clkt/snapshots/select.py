@@ -1,4 +1,5 @@
-"""Which items enter a snapshot: eligible entities of the period, quotas per domain, splits, option orders.
+"""Which items enter a snapshot: eligible entities of the period (and those carried in from earlier periods,
+`clkt.snapshots.carry`: taken first), quotas per domain, splits, option orders.
 
 Everything here is deterministic given the store's rows and the seed: entities are ordered by a seeded
 sha256 key of their stable identity (source, external id), sources are taken round-robin so every domain
@@ -14,10 +15,12 @@ import hashlib
 import math
 import random
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from clkt.config import SpecSettings
 from clkt.errors import SnapshotError
+from clkt.snapshots.carry import CarryOffer
 from clkt.snapshots.ids import stable_entity_id, stable_qid
 from clkt.snapshots.layout import LETTERS
 from clkt.snapshots.period import Period
@@ -71,6 +74,8 @@ class Candidate:
     qids: tuple[int, ...]  # public (stable_qid), sorted
     rows: dict[int, int]  # public qid -> Question.id in this store
     answer_index: dict[int, int]  # public qid -> index of the correct option in generation order
+    occurred_at: datetime | None = None
+    carried_from: str | None = None  # its own period, when it is carried in from an earlier one (`carry`)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,6 +85,7 @@ class DomainShortfall:
     selected: int
     ready_in_period: int  # ready entities that occurred in the period
     eligible: int  # of which passed the probe for every target and have every language
+    carried: int = 0  # of the selected, carried in from earlier periods (taken first)
 
     @property
     def missing(self) -> int:
@@ -91,6 +97,7 @@ class CandidatePool:
     by_domain: dict[str, list[Candidate]]
     ready_in_period: dict[str, int]
     excluded: dict[str, int] = field(default_factory=dict)  # reason -> entities
+    carried: dict[str, list[Candidate]] = field(default_factory=dict)  # domain -> offered from earlier periods
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -107,6 +114,15 @@ class Selection:
     def complete(self) -> bool:
         return not self.missing
 
+    @property
+    def own_complete(self) -> bool:
+        """The period's own eligible entities fill every quota (what builds a current period early)."""
+        return all(r.eligible >= r.quota for r in self.report)
+
+    @property
+    def carried(self) -> list[Candidate]:
+        return [c for c in self.entities if c.carried_from is not None]
+
 
 def seeded_key(seed: int, *parts: object) -> str:
     return hashlib.sha256("\x1f".join([str(seed), *map(str, parts)]).encode()).hexdigest()
@@ -121,34 +137,54 @@ def _probe_clean(rows: list[tuple[str, bool]], spec: SpecSettings) -> bool:
     return True
 
 
-async def load_candidates(session: Session, *, spec: SpecSettings, period: Period) -> CandidatePool:
-    """Ready entities of the period that passed the probe for every target and exist in every language."""
-    langs = set(spec.languages)
+async def load_candidates(
+    session: Session, *, spec: SpecSettings, period: Period, offer: CarryOffer | None = None,
+    placed_elsewhere: frozenset[int] = frozenset(),
+) -> CandidatePool:
+    """Ready entities of the period that passed the probe for every target and exist in every language, and those
+    of `offer` (earlier periods, `clkt.snapshots.carry`) that pass the same checks; the period's entities that a
+    snapshot of another period holds (`placed_elsewhere`: carried there) are left out."""
     domains = [d.value for d in spec.domains]
-    ents = await candidate_entities(session, domains=domains, start=period.start, end=period.end)
+    ents = [e for e in await candidate_entities(session, domains=domains, start=period.start, end=period.end)
+            if e.id not in placed_elsewhere]
     ready: dict[str, int] = {d: 0 for d in domains}
     for e in ents:
         ready[e.domain] = ready.get(e.domain, 0) + 1
-    excluded: dict[str, int] = {}
+    excluded: dict[str, int] = dict(offer.excluded) if offer is not None else {}
     by_domain: dict[str, list[Candidate]] = {d: [] for d in domains}
+    carried: dict[str, list[Candidate]] = {d: [] for d in domains}
     for e in ents:
-        if not _probe_clean([(p.target_model, p.known) for p in e.probes], spec):
-            excluded["probe: not probed clean for every target"] = excluded.get("probe: not probed clean for every target", 0) + 1
-            continue
-        if not langs <= e.doc_langs:
-            excluded["document missing in a spec language"] = excluded.get("document missing in a spec language", 0) + 1
-            continue
-        usable, rows = usable_questions(e, langs)
-        if not usable:
-            excluded["no question translated into every language"] = excluded.get("no question translated into every language", 0) + 1
-            continue
-        by_domain[e.domain].append(
-            Candidate(
-                entity_row=e.id, entity_id=stable_entity_id(e.source, e.external_id), source=e.source,
-                external_id=e.external_id, domain=e.domain, qids=tuple(sorted(usable)), rows=rows, answer_index=usable,
-            )
-        )
-    return CandidatePool(by_domain=by_domain, ready_in_period=ready, excluded=excluded)
+        if (c := _candidate(e, spec, excluded)) is not None:
+            by_domain[e.domain].append(c)
+    offer = offer or CarryOffer()
+    for e in offer.entities:
+        if (c := _candidate(e, spec, excluded, carried_from=offer.own_periods[e.id], prefix="carried: ")) is not None:
+            carried.setdefault(e.domain, []).append(c)
+    return CandidatePool(by_domain=by_domain, ready_in_period=ready, excluded=excluded, carried=carried)
+
+
+def _candidate(
+    e: CandidateEntity, spec: SpecSettings, excluded: dict[str, int], *, carried_from: str | None = None,
+    prefix: str = "",
+) -> Candidate | None:
+    """The entity as a candidate, or None with its reason counted in `excluded`."""
+    langs = set(spec.languages)
+    why = None
+    if not _probe_clean([(p.target_model, p.known) for p in e.probes], spec):
+        why = "probe: not probed clean for every target"
+    elif not langs <= e.doc_langs:
+        why = "document missing in a spec language"
+    usable, rows = usable_questions(e, langs) if why is None else ({}, {})
+    if why is None and not usable:
+        why = "no question translated into every language"
+    if why is not None:
+        excluded[prefix + why] = excluded.get(prefix + why, 0) + 1
+        return None
+    return Candidate(
+        entity_row=e.id, entity_id=stable_entity_id(e.source, e.external_id), source=e.source,
+        external_id=e.external_id, domain=e.domain, qids=tuple(sorted(usable)), rows=rows, answer_index=usable,
+        occurred_at=e.occurred_at, carried_from=carried_from,
+    )
 
 
 def usable_questions(e: CandidateEntity, langs: set[str]) -> tuple[dict[int, int], dict[int, int]]:
@@ -208,12 +244,14 @@ def select_items(
     for d in [x.value for x in spec.domains]:
         quota = int(quotas.get(d, 0))
         cands = pool.by_domain.get(d, [])
-        picked = _round_robin(cands, quota, seed=seed, tag=tag) if quota else []
+        # carried entities first (they waited), by the same seeded order; the period's own fill what is left
+        early = _round_robin(pool.carried.get(d, []), quota, seed=seed, tag=tag) if quota else []
+        picked = early + (_round_robin(cands, quota - len(early), seed=seed, tag=tag) if quota > len(early) else [])
         chosen.extend(picked)
         report.append(
             DomainShortfall(
                 domain=d, quota=quota, selected=len(picked), ready_in_period=pool.ready_in_period.get(d, 0),
-                eligible=len(cands),
+                eligible=len(cands), carried=len(early),
             )
         )
     # split by (public) question id: val_ratio of all questions, spread over domains, seeded per qid

@@ -4,7 +4,11 @@ Every `snapshot.check_interval_s` (by `ctx.clock`, UTC) it looks at two periods 
 
 - the last closed one: if it has no frozen snapshot, it is built (under quota: reported once per shortfall
   as an `Event`, and tried again at the next check while late items may still finish the pipeline);
-- the current one: built early, once, as soon as every domain's quota is filled (never partial).
+- the current one: built early, once, as soon as every domain's quota is filled by the period's own entities
+  (never partial).
+
+A build is also offered the ready entities of earlier periods that no snapshot holds (`clkt.snapshots.carry`); once
+per period, and after a freeze, the service counts those that waited past a whole period and logs a warning.
 
 A build logs an `Event`, enqueues the spec's GPU jobs (model x strategy x train language) and whatever the
 `on_frozen` hook adds (the publisher's tasks) in the same transaction that freezes the snapshot, then POSTs a
@@ -35,7 +39,9 @@ from clkt.snapshots.builder import BuildConfig, BuildResult, BuildStatus, Snapsh
 from clkt.snapshots.period import Period, period_of, previous_period
 from storage.engine import Session
 from storage.gpu_jobs import enqueue_gpu_jobs
+from storage.placements import waiting_since
 from storage.snapshots import FrozenHook, SnapshotRecord, add_event, frozen_manifests, frozen_snapshot
+from storage.status_pages import ready_by_domain
 
 __all__ = ["GpuEnqueue", "SnapshotBuilder", "WebhookError", "enqueue_spec_jobs", "post_webhook"]
 
@@ -123,6 +129,8 @@ class SnapshotBuilder:
         )
         self._reported: dict[str, str] = {}  # period -> last under-quota signature logged
         self._on_frozen = on_frozen
+        self._waiting_checked = ""  # the current period the waiting entities were last counted in
+        self._waiting_reported = 0
 
     async def run(self, ctx: ServiceContext) -> None:
         interval = self.config.snapshot.check_interval_s
@@ -152,7 +160,21 @@ class SnapshotBuilder:
             results.append(await self._build(ctx, closed, now, trigger="period-closed"))
         if not await self._is_frozen(ctx, current) and await self._quotas_filled(ctx, current):
             results.append(await self._build(ctx, current, now, trigger="quotas-filled", allow_partial=False))
+        if current.label != self._waiting_checked or any(r.status is BuildStatus.frozen for r in results):
+            self._waiting_checked = current.label
+            await self._warn_waiting(ctx, closed)
         return results
+
+    async def _warn_waiting(self, ctx: ServiceContext, closed: Period) -> int:
+        """Warn (once per change) when ready entities in no snapshot occurred before the last closed period: they
+        waited past a whole period (`clkt.snapshots.carry`: the next snapshot that freezes takes them)."""
+        async with ctx.store.session() as s:
+            n = await waiting_since(s, before=closed.start)
+        if n and n != self._waiting_reported:
+            log.warning("%d ready entities of periods before %s are in no snapshot yet: they wait to be carried into the "
+                        "next snapshot that freezes (`clkt status`, view v_entity_accounting)", n, closed.label)
+        self._waiting_reported = n
+        return n
 
     async def _last_rolling_end(self, ctx: ServiceContext) -> datetime | None:
         """The end of the latest frozen rolling window of the spec (windows never overlap)."""
@@ -170,9 +192,15 @@ class SnapshotBuilder:
             return await frozen_snapshot(s, self.config.spec.name, p.label) is not None
 
     async def _quotas_filled(self, ctx: ServiceContext, p: Period) -> bool:
+        """The period's own entities fill every quota. One count per domain first: while a domain has fewer ready
+        entities than its quota (the usual case, checked every `check_interval_s`) the selection is not planned."""
+        spec, snap = self.config.spec, self.config.snapshot
         async with ctx.store.session() as s:
-            sel, _ = await plan_selection(s, spec=self.config.spec, snap=self.config.snapshot, period=p)
-        return bool(sel.items) and sel.complete
+            ready = await ready_by_domain(s, start=p.start, end=p.end)
+            if any(ready.get(d.value, 0) < snap.quotas.get(d, 0) for d in spec.domains):
+                return False
+            sel, _ = await plan_selection(s, spec=spec, snap=snap, period=p, carry=False)
+        return bool(sel.items) and sel.own_complete
 
     async def _build(
         self, ctx: ServiceContext, p: Period, now: datetime, *, trigger: str, allow_partial: bool | None = None

@@ -94,6 +94,9 @@ async def test_the_status_json_keeps_its_keys_and_values(tmp_path: Path) -> None
         "publish": {"tasks": {}, "open_tasks": [], "revisions": [], "retractions": 0},
         "gpu_engine": None,  # the local engine, or no consumer ran yet
         "knowledge": None,  # the known-rate curves: only when collected with the spec (`clkt status`, the pages)
+        # where every entity is, per month of occurrence (clkt.snapshots.accounting): the one discovered entity
+        "accounting": [{"month": utcnow().strftime("%Y-%m"), "pipeline": 1, "ready": 0, "frozen": 0, "carried": 0,
+                        "waiting": 0, "dropped": {}}],
     }
     assert list(got) == list(want) and got == want
     assert got["last_errors"] == [{"stage": "probe", "entity_id": 1, "key": "m", "attempts": 5, "error": "boom"}]

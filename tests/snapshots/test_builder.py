@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import time
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,8 +31,9 @@ def _files(root: Path) -> dict[str, bytes]:
 async def test_build_freezes_and_exports_native_layout(store: Store, tmp_path: Path) -> None:
     settings = make_settings(tmp_path)
     await fill_period(store, month_start=JUNE, per_domain=3)
-    # noise: another month, a known entity, an entity of the period that is not ready
-    await add_ready_entity(store, domain="movies", source="tmdb", external_id="may", occurred_at=datetime(2025, 5, 30, tzinfo=UTC))
+    # noise: a later month, a known entity, an entity of the period that is not ready (an earlier month's entity
+    # would be carried in: tests/snapshots/test_carry.py)
+    await add_ready_entity(store, domain="movies", source="tmdb", external_id="may", occurred_at=datetime(2025, 7, 1, tzinfo=UTC))
     await add_ready_entity(store, domain="movies", source="tmdb", external_id="known", occurred_at=JUNE, known_by=("gemma-3-270m",))
     res = await build_snapshot(store, snapshot_config(settings), period="2025-06", now=NOW)
     assert res.status is BuildStatus.frozen, res.describe()
@@ -175,8 +178,11 @@ async def test_loader_detects_tampering_and_stale_temp_dirs_are_swept(store: Sto
     await fill_period(store, month_start=JUNE, per_domain=2)
     stale = tmp_path / "snapshots" / "demo" / ".2025-06.tmp-deadbeef"
     stale.mkdir(parents=True)
+    os.utime(stale, (time.time() - 7200, time.time() - 7200))  # a crashed attempt's, two hours ago
+    fresh = stale.with_name(".2025-06.tmp-cafef00d")  # a concurrent builder's, just made: left alone
+    fresh.mkdir()
     res = await build_snapshot(store, snapshot_config(settings), period="2025-06", now=NOW)
-    assert res.path is not None and not stale.exists()
+    assert res.path is not None and not stale.exists() and fresh.exists()
     q = res.path / "questions" / "ja.jsonl"
     q.write_text(q.read_text().replace("[ja]", "[xx]", 1))
     with pytest.raises(SnapshotError, match="sha256"):

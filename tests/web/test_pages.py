@@ -27,8 +27,10 @@ async def test_hostile_name_is_escaped_everywhere(pages: Pages) -> None:
 
 async def test_overview_shows_every_section(pages: Pages) -> None:
     html = await (await pages.client.get("/")).text()
-    for section in ('id="sources"', 'id="queue"', 'id="failures"', 'id="gpu"', 'id="fill"', 'id="disk"', 'id="cost"'):
+    for section in ('id="sources"', 'id="queue"', 'id="failures"', 'id="gpu"', 'id="fill"', 'id="disk"', 'id="cost"',
+                    'id="accounting"'):
         assert section in html
+    assert "<tr><td>1994-06</td>" in html and "ineligible 1" in html  # where every entity is, per month of its date
     assert "missing_id: 2" in html and "bad_date: 1" in html  # skips by reason, per source
     assert "no daemon in this process" in html  # clkt serve: the live state is said to be unknown
     assert re.search(r"of a \$20\.00 budget", html)
