@@ -28,7 +28,10 @@ from tests.roster._flow import build_june
 from tests.storage._urls import BACKENDS, empty_store_url
 
 PUBLIC_IDS = "584e9e4ac56b"  # the migration that gave snapshot_item and the views public ids
-VIEWS = ("v_fresh_entities", "v_snapshot_questions", "v_job_results", "v_pair_results", "v_snapshot_targets")
+VIEWS = (
+    "v_fresh_entities", "v_snapshot_questions", "v_job_results", "v_pair_results", "v_snapshot_targets",
+    "v_entity_accounting",
+)
 
 
 def documented() -> dict[str, list[str]]:
