@@ -64,7 +64,7 @@ def _patterns(lang: str) -> list[tuple[re.Pattern[str], str]]:
     """(pattern, the order of its groups: y m d, with M for a month name)."""
     names = _MONTHS.get(lang, _MONTHS["en"])
     month = "(" + "|".join(sorted(names, key=len, reverse=True)) + r")\.?"
-    of = r"\s+(?:de\s+|del\s+)?"
+    of = r"\s+(?:de\s+|del\s+|of\s+)?"  # es "15 de marzo de 2024", en "5th of September"
     numeric_dm = ([(rf"(?<!\d)(\d{{1,2}})[/.](\d{{1,2}})[/.]{_YEAR}(?!\d)", "mdy")] if lang == "en"
                   else [(rf"(?<!\d)(\d{{1,2}})[/.](\d{{1,2}})[/.]{_YEAR}(?!\d)", "dmy")])
     return [(re.compile(p), order) for p, order in [

@@ -6,7 +6,7 @@ called "in another language" only on evidence:
   answer is Japanese; an answer in Latin letters only, to a Japanese or Chinese question, is in a Latin-script
   language; Han or kana in an en/fr/es answer);
 - or lingua, over the spec's languages, names another language with at least `MIN_CONFIDENCE` for an answer of
-  at least `MIN_WORDS` words (Latin) or `MIN_HAN` characters (Han only: Japanese or Chinese).
+  at least `MIN_WORDS` words (Latin) or `MIN_HAN` letters (Han only: Japanese or Chinese; digits do not count).
 `clkt.openqa.score` asks this only of answers that matched no alias of the test language: what the aliases
 accept is right whatever the detector says (a band's Latin name is its name in Japanese too, when the gold's
 aliases say so).
@@ -80,11 +80,14 @@ def _by_script(text: str, lang: str) -> LangGuess | None:
     return LangGuess(lang=None, other=True, why=f"Latin script only in a {lang} answer")
 
 
-def identify(text: str, lang: str, *, langs: Iterable[str]) -> LangGuess:
-    """Whether `text` (an answer to a question in `lang`) is in another language, on the evidence above."""
+def identify(text: str, lang: str, *, langs: Iterable[str], lingua: bool = True) -> LangGuess:
+    """Whether `text` (an answer to a question in `lang`) is in another language, on the evidence above; without
+    `lingua`, on its script alone."""
     guess = _by_script(text, lang)
     if guess is not None and not (guess.lang is None and guess.other):
         return guess
+    if not lingua:
+        return guess or LangGuess(lang=None, other=False)
     pool = tuple(sorted(set(langs) | {lang}))
     detector = language_detector(pool)
     values = detector.compute_language_confidence_values(text)
@@ -93,7 +96,8 @@ def identify(text: str, lang: str, *, langs: Iterable[str]) -> LangGuess:
     if guess is not None:  # Latin letters only, to a ja/zh question: which Latin-script language, if lingua knows
         return LangGuess(lang=told if told not in ("ja", "zh") else None, other=True, why=guess.why)
     scripts = scripts_of(text)
-    long_enough = len(text.split()) >= MIN_WORDS if "Latin" in scripts else len(text) >= MIN_HAN
+    letters = sum(_script(c) is not None for c in text)
+    long_enough = len(text.split()) >= MIN_WORDS if "Latin" in scripts else letters >= MIN_HAN
     if top is not None and told != lang and top.value >= MIN_CONFIDENCE and long_enough:
         return LangGuess(lang=told, other=True, why=f"identified as {told} ({top.value:.2f})")
     return LangGuess(lang=lang if told == lang else None, other=False)

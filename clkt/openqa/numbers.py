@@ -63,6 +63,7 @@ _CJK_UNITS = {"十": 1, "百": 2, "千": 3}
 _CJK_BIG = {"万": 4, "萬": 4, "億": 8, "亿": 8}
 _CJK_EXPONENT = ("千", "万", "萬", "億", "亿")
 _CJK_RUN = re.compile(r"[〇零一二两兩三四五六七八九十百千万萬億亿]+")
+_MIXED_RUN = re.compile(r"(?:\d+|[〇零一二两兩三四五六七八九十百千万萬億亿])+")
 
 # number words (after case folding and diacritics folding): value, or a multiplier's power of ten as ("x", n)
 _UNITS: dict[str, dict[str, int]] = {
@@ -145,20 +146,27 @@ def _zeros(value: int) -> int:
     return len(text) - len(text.rstrip("0")) if value else 0
 
 
-def _cjk_value(run: str) -> int | None:
-    """A CJK numeral run as an integer: positional (`二〇二四`) or with units (`三万五千`, `十二`)."""
-    if not any(c in _CJK_UNITS or c in _CJK_BIG for c in run):
-        return int("".join(str(_CJK_DIGITS[c]) for c in run))
+def _cjk_value(run: str) -> int:
+    """A CJK numeral run as an integer: positional (`二〇二四`) or with units (`三万五千`, `一億二千万`, `十二`), its
+    digits possibly written in Arabic numerals (`3万5000`, `35万`)."""
+    parts = re.findall(r"\d+|\D", run)
+    if not any(p in _CJK_UNITS or p in _CJK_BIG for p in parts):
+        return int("".join(p if p.isdigit() else str(_CJK_DIGITS[p]) for p in parts))
     total = section = digit = 0
-    for c in run:
-        if c in _CJK_DIGITS:
-            digit = _CJK_DIGITS[c]
-        elif c in _CJK_UNITS:
-            section += (digit or 1) * 10 ** _CJK_UNITS[c]
+    last_big = 99
+    for p in parts:
+        if p.isdigit() or p in _CJK_DIGITS:
+            digit = int(p) if p.isdigit() else _CJK_DIGITS[p]
+        elif p in _CJK_UNITS:
+            section += (digit or 1) * 10 ** _CJK_UNITS[p]
             digit = 0
         else:
-            total = (total + section + digit) * 10 ** _CJK_BIG[c]
-            section = digit = 0
+            power = _CJK_BIG[p]
+            if power < last_big:  # 万 after 億: a section below the one before
+                total += (section + digit) * 10**power
+            else:
+                total = (total + section + digit) * 10**power
+            last_big, section, digit = power, 0, 0
     return total + section + digit
 
 
@@ -168,14 +176,15 @@ def cjk_to_digits(text: str) -> str:
 
 
 def _cjk_numbers(text: str) -> list[tuple[int, int, Num]]:
+    """CJK numeral runs, Arabic digits inside them included (`3万5000`); not a decimal's magnitude (`3.5万`)."""
     out = []
-    for m in _CJK_RUN.finditer(text):
-        if m.start() > 0 and text[m.start() - 1].isdigit():
-            continue  # "3万": read with the digits
-        value = _cjk_value(m.group())
-        if value is None:
+    for m in _MIXED_RUN.finditer(text):
+        run = m.group()
+        if run.isdigit() or (m.start() > 0 and text[m.start() - 1] in ".,") or (run[0].isdigit() and not any(
+                c in _CJK_UNITS or c in _CJK_BIG for c in run)):
             continue
-        exponent = _zeros(value) if m.group()[-1] in _CJK_EXPONENT else 0  # "三千": to the thousand
+        value = _cjk_value(run)
+        exponent = _zeros(value) if run[-1] in _CJK_EXPONENT else 0  # "三千": to the thousand
         out.append((m.start(), m.end(), Num(value=Decimal(value), exponent=exponent)))
     return out
 
@@ -223,7 +232,7 @@ def _counts_as_number(word: str, nxt: str, lang: str, *, alone: bool, in_run: bo
     return _is_number_word(word, lang)
 
 
-def _word_numbers(text: str, lang: str) -> list[tuple[int, int, Num]]:
+def _word_numbers(text: str, lang: str, *, articles_as_one: bool = False) -> list[tuple[int, int, Num]]:
     if lang not in _UNITS:
         return []
     tokens = _word_tokens(text)
@@ -235,7 +244,7 @@ def _word_numbers(text: str, lang: str) -> list[tuple[int, int, Num]]:
         while j < len(tokens):
             w = tokens[j][2]
             nxt = tokens[j + 1][2] if j + 1 < len(tokens) else ""
-            if _counts_as_number(w, nxt, lang, alone=len(tokens) == 1, in_run=bool(run)):
+            if _counts_as_number(w, nxt, lang, alone=len(tokens) == 1 or articles_as_one, in_run=bool(run)):
                 run.append(w)
             elif w in _JOINERS[lang] and run and _is_number_word(nxt, lang):
                 pass
@@ -252,14 +261,20 @@ def _word_numbers(text: str, lang: str) -> list[tuple[int, int, Num]]:
     return out
 
 
-def find_numbers(text: str, lang: str) -> list[Num]:
-    """Every number `text` states, in reading order (digits first where a digit and a word overlap)."""
+def find_numbers(text: str, lang: str, *, articles_as_one: bool = False) -> list[Num]:
+    """Every number `text` states, in reading order (digits first where a digit and a word overlap).
+    `articles_as_one`: fr *un but*, es *un gol* read as 1 (the scorer's second reading of an answer to a number
+    question that states no other number)."""
     folded = _fold(text)
     for minus in _MINUS[1:]:
         folded = folded.replace(minus, "-")
-    found = _digit_numbers(folded, lang)
+    if lang in ("ja", "zh"):  # "3万5000" as one number, before the digits read "3万" and "5000" apart
+        found = _cjk_numbers(folded)
+        extra = _digit_numbers(folded, lang)
+    else:
+        found = _digit_numbers(folded, lang)
+        extra = _word_numbers(folded, lang, articles_as_one=articles_as_one)
     spans = [(s, e) for s, e, _ in found]
-    extra = _cjk_numbers(folded) if lang in ("ja", "zh") else _word_numbers(folded, lang)
     found += [(s, e, n) for s, e, n in extra if not any(s < e2 and s2 < e for s2, e2 in spans)]
     return [n for _, _, n in sorted(found, key=lambda t: t[0])]
 

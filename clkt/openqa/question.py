@@ -37,7 +37,7 @@ class LangGold(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    answer: str = Field(min_length=1, max_length=300)
+    answer: str = Field(max_length=300)
     aliases: tuple[str, ...] = Field(default=(), max_length=64)
 
     @field_validator("answer")

@@ -120,7 +120,8 @@ def _value_match(spans: tuple[str, ...], gold: LangGold, lang: str, kind: Answer
     """(True/False, why) when the answer states a number or date to judge; (None, "") when it states none."""
     span = spans[-1]
     if kind is AnswerKind.number:
-        found_n = {n.value: n for n in numbers.find_numbers(span, lang)}
+        found_n = {n.value: n for n in numbers.find_numbers(span, lang)} or {
+            n.value: n for n in numbers.find_numbers(span, lang, articles_as_one=True)}  # fr "un but": 1
         if len(found_n) > 1:
             return False, f"hedged: {len(found_n)} different numbers"
         golds_n = [g for g in (numbers.parse_gold_number(f, lang) for f in gold.forms()) if g is not None]
@@ -156,8 +157,10 @@ def score_answer(
         ok, why = _value_match(spans, gold, lang, kind)
         if ok:
             return ScoredAnswer(verdict=Verdict.CORRECT, reason=why, answer_lang=lang, matched=gold.answer)
-        if ok is False and not _text_match(spans, gold.forms(), lang):
-            return _elsewhere(spans, lang, other_golds, langs) or ScoredAnswer(verdict=Verdict.INCORRECT, reason=why)
+        if ok is False:  # the value read is the verdict ("5" is not "-5", though their letters are); its language
+            # is told by its script only (lingua reads "113万" as Chinese)
+            return _elsewhere(spans, lang, None, langs, lingua=False) or ScoredAnswer(
+                verdict=Verdict.INCORRECT, reason=why)
     form = _text_match(spans, gold.forms(), lang)
     if form is not None:
         return ScoredAnswer(verdict=Verdict.CORRECT, reason="meets a gold form", answer_lang=lang, matched=form)
@@ -167,13 +170,14 @@ def score_answer(
 
 def _elsewhere(
     spans: tuple[str, ...], lang: str, other_golds: Mapping[str, LangGold] | None, langs: Iterable[str],
+    *, lingua: bool = True,
 ) -> ScoredAnswer | None:
     """An INCORRECT answered in another language, or None when it cannot be told to be."""
     for other, gold in (other_golds or {}).items():
         if other != lang and (form := _text_match(spans[-1:], gold.forms(), other)) is not None:
             return ScoredAnswer(verdict=Verdict.INCORRECT, reason=f"meets the {other} gold {form!r}",
                                 other_language=True, answer_lang=other)
-    guess = identify(spans[-1], lang, langs=langs)
+    guess = identify(spans[-1], lang, langs=langs, lingua=lingua)
     if guess.other:
         return ScoredAnswer(verdict=Verdict.INCORRECT, reason=f"answered in another language: {guess.why}",
                             other_language=True, answer_lang=guess.lang)

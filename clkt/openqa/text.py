@@ -3,8 +3,8 @@
 `normalise(text, lang)`, in order: markup out (HTML tags and entities; Markdown marks go with the punctuation),
 NFKC (full-width Latin and digits to half width, half-width katakana to full width, ligatures), zero-width and
 other format characters out (ZWJ, ZWNJ, ZWSP, BOM, word joiner, soft hyphen: MultiLoKo found them inside gold
-answers), case folded, diacritics folded for the Latin-script languages (en fr es: *Mexico* = *México*; never for
-ja, whose dakuten are marks too), punctuation and symbols to spaces (`・` and `·` in names too), French elision
+answers), case folded, diacritics folded on Latin letters (*Mexico* = *México*, *Beyonce* = *Beyoncé* in any language; never
+on kana, whose dakuten are marks too), punctuation and symbols to spaces (`・` and `·` in names too), French elision
 split (*l'Égypte* -> *l egypte*), leading articles dropped (en *the/a/an*, fr *le/la/les/l/un/une/des/du*, es
 *el/la/los/las/lo/un/una/unos/unas*; German *der/die/das/ein/eine* for completeness), whitespace collapsed — and
 removed for ja and zh, which write no spaces between words.
@@ -28,7 +28,6 @@ import unicodedata
 __all__ = ["ARTICLES", "CJK_LANGS", "answer_spans", "is_refusal", "normalise", "strip_markup"]
 
 CJK_LANGS = frozenset({"ja", "zh"})
-LATIN_FOLDED = frozenset({"en", "fr", "es", "de", "it", "pt"})
 
 ARTICLES: dict[str, frozenset[str]] = {
     "en": frozenset({"the", "a", "an"}),
@@ -76,8 +75,18 @@ def _no_format_chars(text: str) -> str:
 
 
 def _fold_marks(text: str) -> str:
-    decomposed = unicodedata.normalize("NFD", text)
-    return unicodedata.normalize("NFC", "".join(c for c in decomposed if unicodedata.category(c) != "Mn"))
+    """Combining marks dropped from Latin letters only (*Beyoncé* = *Beyonce* in any language; kana keep their
+    dakuten)."""
+    out: list[str] = []
+    base = ""
+    for c in unicodedata.normalize("NFD", text):
+        if unicodedata.category(c) == "Mn":
+            if not ("a" <= base <= "z" or "A" <= base <= "Z"):
+                out.append(c)
+            continue
+        base = c
+        out.append(c)
+    return unicodedata.normalize("NFC", "".join(out))
 
 
 def _punct_to_space(text: str) -> str:
@@ -87,8 +96,7 @@ def _punct_to_space(text: str) -> str:
 def normalise(text: str, lang: str) -> str:
     """The comparable form of `text` in `lang` (see the module docstring); "" when nothing is left."""
     out = _no_format_chars(unicodedata.normalize("NFKC", strip_markup(text))).casefold()
-    if lang in LATIN_FOLDED:
-        out = _fold_marks(out)
+    out = _fold_marks(out)
     if lang == "fr" or lang == "it":
         out = _ELISION.sub(r"\1 ", out)
     words = _punct_to_space(out).split()
@@ -123,7 +131,7 @@ def _trim(line: str, lang: str) -> str:
 def is_refusal(span: str, lang: str) -> bool:
     """Whether the span says the model does not know (SimpleQA's NOT_ATTEMPTED), in `lang` or in English: a
     one-word refusal (*unknown*) only as the whole span (*Unknown Pleasures* is an album), a phrase at its start."""
-    low = _fold_marks(span.casefold()) if lang in LATIN_FOLDED else span.casefold()
+    low = _fold_marks(span.casefold())
     for p in _REFUSALS.get(lang, ()) + (_REFUSALS["en"] if lang != "en" else ()):
         if re.fullmatch(rf"\W*(?:{p})\W*", low):
             return True
