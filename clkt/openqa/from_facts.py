@@ -84,22 +84,29 @@ QUESTIONS: dict[str, dict[str, str]] = {
 
 @dataclass(frozen=True, slots=True)
 class _Slot:
-    key: str
     kind: AnswerKind
     gold: Callable[[Formatter], str]  # the answer as the language's document writes it
     aliases: tuple[str, ...] = ()
 
 
 def _date(d: date) -> _Slot:
-    return _Slot("", AnswerKind.date, lambda f: f.date(d), (d.isoformat(),))
+    return _Slot(AnswerKind.date, lambda f: f.date(d), (d.isoformat(),))
 
 
 def _number(n: int) -> _Slot:
-    return _Slot("", AnswerKind.number, lambda _f: str(n))
+    return _Slot(AnswerKind.number, lambda _f: str(n))
+
+
+def _minutes(n: int) -> _Slot:
+    return _Slot(AnswerKind.number, lambda f: f.minutes(n), (str(n),))
+
+
+def _decimal(x: float) -> _Slot:
+    return _Slot(AnswerKind.number, lambda f: f.decimal(x), (f"{x:.1f}",))
 
 
 def _name(name: str) -> _Slot:
-    return _Slot("", AnswerKind.name, lambda _f: name)
+    return _Slot(AnswerKind.name, lambda _f: name)
 
 
 def _slots(facts: EntityFacts) -> dict[str, _Slot | None]:
@@ -107,8 +114,7 @@ def _slots(facts: EntityFacts) -> dict[str, _Slot | None]:
     if isinstance(facts, FilmFacts):
         return {"film.director": _name(facts.directors[0]) if facts.directors else None,
                 "film.release_date": _date(facts.release_date),
-                "film.runtime": _Slot("", AnswerKind.number, lambda f, m=facts.runtime_min: f.minutes(m),
-                                      (str(facts.runtime_min),)) if facts.runtime_min else None,
+                "film.runtime": _minutes(facts.runtime_min) if facts.runtime_min else None,
                 "film.lead": _name(facts.cast[0].name) if facts.cast else None}
     if isinstance(facts, ReleaseFacts):
         return {"release.artist": _name(facts.artist_credit), "release.label": _name(facts.label) if facts.label else None,
@@ -119,8 +125,7 @@ def _slots(facts: EntityFacts) -> dict[str, _Slot | None]:
                 "match.date": _date(facts.date),
                 "match.spectators": _number(facts.spectators) if facts.spectators else None}
     if isinstance(facts, QuakeFacts):
-        return {"quake.magnitude": _Slot("", AnswerKind.number, lambda f, m=facts.magnitude: f.decimal(m),
-                                         (f"{facts.magnitude:.1f}",)),
+        return {"quake.magnitude": _decimal(facts.magnitude),
                 "quake.date": _date(facts.time_utc.date()),
                 "quake.felt": _number(facts.felt) if facts.felt else None}
     if isinstance(facts, DisasterFacts):

@@ -93,8 +93,8 @@ def _contains(answer: str, gold: str, lang: str) -> bool:
     if not gold or gold not in answer:
         return False
     if lang in CJK_LANGS:
-        rest = answer.replace(gold, " ")
-        return len(rest.strip()) <= 2 * MAX_EXTRA_WORDS and not any(h in rest for h in _HEDGES.get(lang, ()))
+        left = answer.replace(gold, " ")
+        return len(left.strip()) <= 2 * MAX_EXTRA_WORDS and not any(h in left for h in _HEDGES.get(lang, ()))
     a, g = answer.split(), gold.split()
     for i in range(len(a) - len(g) + 1):
         if a[i:i + len(g)] == g:
