@@ -1,4 +1,4 @@
-"""Greedy generation of open answers with a local target, through the evaluation's generation path.
+"""Greedy open answers: a local target through the evaluation's generation path, an API target through the agents'.
 
 `generate_answers` renders each question with `clkt.openqa.prompts.render_open`, runs greedy decoding (temperature
 0) in static batches sorted by length with the evaluation's `BatchSizer` (an out-of-memory error halves an
@@ -9,22 +9,29 @@ every completion with `prompts.cut`.
 Why not `clkt.evaluate.decoding.generate_continuous` (rows leave the batch once done, new ones join): its stop is
 the MCQ letter parser (`letter_decided`), which would stop an open answer at its first capital letter; taking a
 stop predicate instead is a small change there, left to its owner (the issue's remaining work).
+
+`api_answers`: an API target answers the chat prompt (`open_text(chat=True)`) through `clkt.targets.api.ApiTargets`,
+the in-context track's way (paced by the provider's limiter, cached, budgeted, priced), cut by the same stop rule.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from clkt.evaluate.memory import BatchSizer
-from clkt.openqa.prompts import MAX_NEW_TOKENS, cut, render_open
+from clkt.openqa.prompts import MAX_NEW_TOKENS, cut, open_text, render_open
 from clkt.targets.prompting import RenderedPrompt, encode_left_padded
 
 if TYPE_CHECKING:
     from clkt.config import TargetSettings
+    from clkt.targets.api import ApiTargets
 
-__all__ = ["OpenPrompt", "generate_answers", "generate_prompts"]
+__all__ = ["STAGE", "ApiOpenAnswer", "OpenPrompt", "api_answers", "generate_answers", "generate_prompts"]
+
+STAGE = "open_answer"  # the call records' stage of an API target's open answers
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -86,3 +93,32 @@ def generate_answers(
     """Each question's greedy answer by the target (the prompt of its kind), cut by the stop rule."""
     prompts = [render_open(target, tokenizer, q.question, q.lang) for q in questions]
     return generate_prompts(model, tokenizer, prompts, sizer=sizer, max_new_tokens=max_new_tokens, progress=progress)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ApiOpenAnswer:
+    """An API target's answer: the text cut by the stop rule, and the call's tokens, price and cache hit."""
+
+    text: str
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float
+    cached: bool
+
+
+async def api_answers(
+    api: ApiTargets, target: TargetSettings, questions: Sequence[OpenPrompt], *, concurrency: int = 8,
+    max_new_tokens: int = MAX_NEW_TOKENS,
+) -> list[ApiOpenAnswer | BaseException]:
+    """Each question's answer by an API target at temperature 0, the chat prompt as its user message, through the
+    agents' stack (`ApiTargets.ask`: the provider's limiter, the LLM cache, the budget; stage `STAGE`), at most
+    `concurrency` at once. A failed call is returned as its exception, the others kept."""
+    sem = asyncio.Semaphore(concurrency)
+
+    async def one(q: OpenPrompt) -> ApiOpenAnswer:
+        async with sem:
+            a = await api.ask(target, open_text(q.question, q.lang, chat=True), max_tokens=max_new_tokens, stage=STAGE)
+        return ApiOpenAnswer(text=cut(a.text), input_tokens=a.input_tokens, output_tokens=a.output_tokens,
+                             cost_usd=a.cost_usd, cached=a.cached)
+
+    return list(await asyncio.gather(*(one(q) for q in questions), return_exceptions=True))

@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from datetime import date
 from pathlib import Path
 
 import pytest
+from pydantic_ai.models import override_allow_model_requests
 
-from clkt.config import TargetSettings
+from agents.cache import MemoryCallCache
+from clkt.config import AgentSettings, ProviderSettings, TargetSettings
+from clkt.errors import AgentError
+from clkt.openqa.generate import ApiOpenAnswer
 from clkt.openqa.prompts import FEW_SHOT, INSTRUCTIONS, LABELS, cut, open_text
 from clkt.openqa.score import score_answer
 from clkt.openqa.text import answer_spans
+from clkt.targets.api import ApiTargets
+from tests.fakes.openai_server import FakeOpenAI
 
 
 def test_every_language_has_its_instruction_labels_and_examples() -> None:
@@ -67,3 +75,30 @@ def test_greedy_answers_on_the_embedded_instruct_target(models_data_dir: Path) -
     assert len(first) == 5 and sum(ticks) == 5 and all("\n" not in a for a in first)
     assert first == again  # greedy: the same answers whatever the batch
     assert "paris" in first[0].casefold()
+
+
+@pytest.fixture
+def _loopback() -> Iterator[None]:
+    with override_allow_model_requests(True):  # only the fake server on 127.0.0.1 is ever reached
+        yield
+
+
+@pytest.mark.usefixtures("_loopback")
+async def test_an_api_target_answers_through_the_agents_stack() -> None:
+    from clkt.openqa.generate import OpenPrompt, api_answers
+
+    target = TargetSettings(name="api-t", model="fake:tiny-chat", backend="api", kind="instruct",
+                            cutoff=date(2024, 1, 1))
+    qs = [OpenPrompt(question="Who directed Barbie?", lang="en"), OpenPrompt(question="Qui ?", lang="fr")]
+    async with FakeOpenAI() as server:
+        agents = AgentSettings(providers={"fake": ProviderSettings(base_url=server.base_url, rpm=100_000,
+                                                                  max_attempts=1, timeout_s=5)})
+        server.script = [{"text": "Greta Gerwig\nQuestion: next?"}, {"status": 400}]
+        api = ApiTargets.build(agents=agents, secret=lambda _e: None, cache=MemoryCallCache())
+        first = await api_answers(api, target, qs, concurrency=1)
+        again = await api_answers(api, target, qs[:1], concurrency=1)
+        assert server.stats.calls == 2
+    ok, failed = first
+    assert isinstance(ok, ApiOpenAnswer) and ok.text == "Greta Gerwig" and not ok.cached and ok.input_tokens > 0
+    assert isinstance(failed, AgentError)  # a failed call is returned, the other kept
+    assert isinstance(again[0], ApiOpenAnswer) and again[0].cached and again[0].text == "Greta Gerwig"
