@@ -2,7 +2,7 @@
 
 Verdicts are SimpleQA's: CORRECT, INCORRECT, NOT_ATTEMPTED. In order:
 1. NOT_ATTEMPTED: an empty or whitespace-only answer, one left empty by its markup or frame, one that only echoes
-   the question (or its start), a refusal (*I don't know*, *je ne sais pas*, *わかりません*, *不知道*).
+   the question or the prompt's instruction (or a piece of them), a refusal (*I don't know*, *je ne sais pas*, *わかりません*, *不知道*).
 2. INCORRECT (not a short answer): the scored line is over `MAX_SPAN_CHARS` (a 10 KB ramble is read no further
    than its first line: the stop rule's cut).
 3. CORRECT when a reading of the answer (`clkt.openqa.text.answer_spans`) meets a gold form of the test language:
@@ -20,12 +20,13 @@ Verdicts are SimpleQA's: CORRECT, INCORRECT, NOT_ATTEMPTED. In order:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
 from clkt.openqa import dates, numbers
 from clkt.openqa.langid import identify
+from clkt.openqa.prompts import INSTRUCTIONS
 from clkt.openqa.question import AnswerKind, LangGold, ShortAnswerQuestion
 from clkt.openqa.text import CJK_LANGS, answer_spans, is_refusal, normalise
 
@@ -33,6 +34,7 @@ __all__ = ["DEFAULT_LANGS", "MAX_SPAN_CHARS", "ScoredAnswer", "Verdict", "score"
 
 DEFAULT_LANGS = ("en", "ja", "zh", "fr", "es")
 MAX_SPAN_CHARS = 200  # a scored line longer than this is not a short answer
+MIN_ECHO_CHARS = 12  # a repeated piece of the question this long (a third in ja/zh) is an echo, not an answer
 MAX_EXTRA_WORDS = 4  # words beside the gold's that a containing answer may have (*Paris, France*)
 NORMALISER = "normaliser.v1"  # the layer's name and version, recorded on each verdict
 
@@ -61,28 +63,39 @@ class ScoredAnswer:
     layer: str = NORMALISER
 
 
+_QUESTION_LABEL = re.compile(r"^\s*(?:question|pregunta|q|問題|质问|質問|问题)\s*[:：]", re.IGNORECASE)
+
+
+def _is_echo(span: str, texts: Iterable[str], lang: str) -> bool:
+    """Whether the span only repeats (a piece of) the question or the prompt's instruction: a piece of at least
+    `MIN_ECHO_CHARS` characters (a third of that in ja/zh), or the whole of a shorter text."""
+    s = normalise(_QUESTION_LABEL.sub("", span), lang)
+    least = MIN_ECHO_CHARS // 3 if lang in CJK_LANGS else MIN_ECHO_CHARS
+    for text in texts:
+        q = normalise(text, lang)
+        if s and q and s in q and len(s) >= min(len(q), least):
+            return True
+    return False
+
+
 def _echo_rest(span: str, question: str | None, lang: str) -> str | None:
-    """The span without an echoed question; "" when it is only the question (or a start of it)."""
+    """What follows an echoed question in the span (None: it does not begin with the question)."""
     if not question:
         return None
-    q, s = normalise(question, lang), normalise(re.sub(r"^\s*(?:question|q|問題|问题)\s*[:：]", "", span,
-                                                       flags=re.IGNORECASE), lang)
-    if not q or not s:
-        return None
-    if q.startswith(s) and len(s) >= min(len(q), 12):
-        return ""
-    if s.startswith(q):
-        return s[len(q):]
-    return None
+    body = _QUESTION_LABEL.sub("", span).strip()
+    if body.casefold().startswith(question.strip().casefold()):
+        return body[len(question.strip()):].strip()
+    q, s = normalise(question, lang), normalise(body, lang)
+    return s[len(q):] if q and s.startswith(q) else None
 
 
-def _not_attempted(answer: str, spans: tuple[str, ...], question: str | None, lang: str) -> str | None:
+def _not_attempted(answer: str, spans: tuple[str, ...], echoes: tuple[str, ...], lang: str) -> str | None:
     if not answer.strip():
         return "empty answer"
     if not spans:
         return "nothing left once markup and frame are removed"
-    if _echo_rest(spans[0], question, lang) == "":
-        return "only echoes the question"
+    if _is_echo(spans[0], echoes, lang):
+        return "only echoes the question or the prompt"
     if any(is_refusal(s, lang) for s in spans):
         return "refusal"
     return None
@@ -142,10 +155,12 @@ def _value_match(spans: tuple[str, ...], gold: LangGold, lang: str, kind: Answer
 def score_answer(
     answer: str, *, gold: LangGold, lang: str, kind: AnswerKind, question: str | None = None,
     other_golds: Mapping[str, LangGold] | None = None, langs: Iterable[str] = DEFAULT_LANGS,
+    echoes: Sequence[str] = (),
 ) -> ScoredAnswer:
-    """The normaliser's verdict on `answer` to a question in `lang` (see the module docstring)."""
+    """The normaliser's verdict on `answer` to a question in `lang` (see the module docstring); `echoes`: prompt
+    texts besides the question whose repetition is no answer (the instruction)."""
     spans = answer_spans(answer, lang)
-    why = _not_attempted(answer, spans, question, lang)
+    why = _not_attempted(answer, spans, (*([question] if question else []), *echoes), lang)
     if why is not None:
         return ScoredAnswer(verdict=Verdict.NOT_ATTEMPTED, reason=why)
     rest = _echo_rest(spans[0], question, lang)
@@ -189,4 +204,5 @@ def score(question: ShortAnswerQuestion, lang: str, answer: str) -> ScoredAnswer
     return score_answer(
         answer, gold=question.gold(lang), lang=lang, kind=question.kind, question=question.questions[lang],
         other_golds={k: v for k, v in question.golds.items() if k != lang}, langs=question.langs,
+        echoes=(INSTRUCTIONS[lang],) if lang in INSTRUCTIONS else (),
     )

@@ -1,6 +1,6 @@
 """The normaliser against its labelled set (`data/normaliser_cases.jsonl`): a regression test, not human agreement.
 
-276 (answer, gold, aliases, language, verdict) cases across en ja zh fr es, written from the normalisation rules
+279 (answer, gold, aliases, language, verdict) cases across en ja zh fr es, written from the normalisation rules
 (`clkt.openqa.text`, `.numbers`, `.dates`, `.langid`) and the peers' documented traps: MultiLoKo's articles that
 are also "one" (fr *un*, es *una*), answer frames, zero-width joiners, a blank answer; SimpleQA's numbers to the
 gold's last significant figure (120k: 115k and 124k right, 113k and 100k wrong), hedges and refusals. Each
@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from clkt.openqa.prompts import INSTRUCTIONS
 from clkt.openqa.question import AnswerKind, LangGold
 from clkt.openqa.score import ScoredAnswer, score_answer
 
@@ -29,7 +30,7 @@ def run(case: dict[str, Any]) -> ScoredAnswer:
     others = {lang: LangGold(**g) for lang, g in case.get("other_golds", {}).items()}
     return score_answer(case["answer"], gold=LangGold(answer=case["gold"], aliases=tuple(case["aliases"])),
                         lang=case["lang"], kind=AnswerKind(case["kind"]), question=case.get("question"),
-                        other_golds=others)
+                        other_golds=others, echoes=(INSTRUCTIONS[case["lang"]],))
 
 
 def agrees(case: dict[str, Any], got: ScoredAnswer) -> bool:
