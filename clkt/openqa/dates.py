@@ -16,10 +16,10 @@ would become a day, a different one each day), so it is neither deterministic no
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
 
 from clkt.openqa.numbers import cjk_to_digits
+from clkt.openqa.text import fold
 
 __all__ = ["PartialDate", "find_dates", "matches", "parse_gold_date"]
 
@@ -53,11 +53,6 @@ _MONTHS: dict[str, dict[str, int]] = {
 _ERAS = {"令和": 2018, "平成": 1988, "昭和": 1925}
 _DAY = r"(\d{1,2})(?:st|nd|rd|th|er|eme|º|°|o)?"
 _YEAR = r"(\d{4})"
-
-
-def _fold(text: str) -> str:
-    decomposed = unicodedata.normalize("NFD", unicodedata.normalize("NFKC", text).casefold())
-    return unicodedata.normalize("NFC", "".join(c for c in decomposed if unicodedata.category(c) != "Mn"))
 
 
 def _patterns(lang: str) -> list[tuple[re.Pattern[str], str]]:
@@ -107,7 +102,7 @@ def _eras(text: str) -> str:
 
 def find_dates(text: str, lang: str) -> list[PartialDate]:
     """Every date `text` states, in reading order; a span read once (the fullest pattern first)."""
-    folded = _fold(text)
+    folded = fold(text)
     if lang in ("ja", "zh"):
         folded = _eras(cjk_to_digits(folded))
     names = _MONTHS.get(lang, _MONTHS["en"])

@@ -22,9 +22,10 @@ Chinese, and number words in these five languages are a few dozen entries.
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+
+from clkt.openqa.text import fold
 
 __all__ = ["Num", "cjk_to_digits", "find_numbers", "matches", "parse_gold_number"]
 
@@ -89,12 +90,6 @@ _BIG_WORDS = {"en": {"thousand": 3, "million": 6, "billion": 9}, "fr": {"mille":
               "milliard": 9, "milliards": 9}, "es": {"mil": 3, "millon": 6, "millones": 6}}
 _JOINERS = {"en": ("and",), "fr": ("et",), "es": ("y",)}
 _ARTICLE_ONES = {"en": ("a", "an"), "fr": ("un", "une"), "es": ("un", "una", "uno")}
-
-
-def _fold(text: str) -> str:
-    """NFKC, case folded, diacritics dropped (Latin): the form the word tables are written in."""
-    decomposed = unicodedata.normalize("NFD", unicodedata.normalize("NFKC", text).casefold())
-    return unicodedata.normalize("NFC", "".join(c for c in decomposed if unicodedata.category(c) != "Mn"))
 
 
 def _digits_pattern(lang: str) -> re.Pattern[str]:
@@ -265,7 +260,7 @@ def find_numbers(text: str, lang: str, *, articles_as_one: bool = False) -> list
     """Every number `text` states, in reading order (digits first where a digit and a word overlap).
     `articles_as_one`: fr *un but*, es *un gol* read as 1 (the scorer's second reading of an answer to a number
     question that states no other number)."""
-    folded = _fold(text)
+    folded = fold(text)
     for minus in _MINUS[1:]:
         folded = folded.replace(minus, "-")
     if lang in ("ja", "zh"):  # "3万5000" as one number, before the digits read "3万" and "5000" apart

@@ -25,7 +25,7 @@ import html
 import re
 import unicodedata
 
-__all__ = ["ARTICLES", "CJK_LANGS", "answer_spans", "is_refusal", "normalise", "strip_markup"]
+__all__ = ["ARTICLES", "CJK_LANGS", "answer_spans", "fold", "is_refusal", "normalise", "strip_markup"]
 
 CJK_LANGS = frozenset({"ja", "zh"})
 
@@ -91,6 +91,11 @@ def _fold_marks(text: str) -> str:
 
 def _punct_to_space(text: str) -> str:
     return "".join(" " if unicodedata.category(c)[0] in "PSZ" else c for c in text)
+
+
+def fold(text: str) -> str:
+    """NFKC, case folded, Latin diacritics dropped: the form the number and date tables are written in."""
+    return _fold_marks(unicodedata.normalize("NFKC", text).casefold())
 
 
 def normalise(text: str, lang: str) -> str:
