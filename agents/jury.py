@@ -225,7 +225,14 @@ class Jury:
             return JuryVerdict(verdict="NOT_ATTEMPTED", votes=(), prompt_version=self.prompt.version,
                                reason="empty answer: no judge asked")
         prompt = judge_prompt(question=question, gold=gold, aliases=aliases, answer=answer, lang=lang)
-        votes = await asyncio.gather(*(self._vote(j, prompt) for j in self.settings.judges))
+        # every judge runs to its end (a failed vote is returned, not raised); a spent budget or a cancel is raised
+        # once all are back, so no judge's call is left running behind the caller
+        outcomes = await asyncio.gather(*(self._vote(j, prompt) for j in self.settings.judges),
+                                        return_exceptions=True)
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
+        votes = [o for o in outcomes if isinstance(o, JudgeVote)]
         verdict, reason = self._majority(votes)
         self.stats.verdicts[verdict or "undecided"] += 1
         return JuryVerdict(verdict=verdict, votes=tuple(votes), prompt_version=self.prompt.version, reason=reason)

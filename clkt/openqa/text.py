@@ -37,6 +37,7 @@ ARTICLES: dict[str, frozenset[str]] = {
 }
 
 _TAG = re.compile(r"<\s*/?\s*[a-zA-Z][^<>]{0,200}>")
+_CODE = re.compile(r"<\s*(script|style)\b.*?(?:<\s*/\s*\1\s*>|$)", re.IGNORECASE | re.DOTALL)
 _ELISION = re.compile(r"\b([ldjmnst]|qu)['’]", re.IGNORECASE)
 
 _FRAMES: dict[str, tuple[str, ...]] = {
@@ -66,8 +67,10 @@ _REFUSALS: dict[str, tuple[str, ...]] = {
 
 
 def strip_markup(text: str) -> str:
-    """HTML tags out and entities decoded, so `<b>Paris</b>` and `&lt;b&gt;Paris` read as Paris."""
-    return _TAG.sub(" ", html.unescape(_TAG.sub(" ", text)))
+    """HTML tags out (script and style blocks with their content) and entities decoded, so `<b>Paris</b>`,
+    `&lt;b&gt;Paris` and `<script>alert(1)</script>Paris` read as Paris."""
+    once = _TAG.sub(" ", _CODE.sub(" ", text))
+    return _TAG.sub(" ", _CODE.sub(" ", html.unescape(once)))
 
 
 def _no_format_chars(text: str) -> str:

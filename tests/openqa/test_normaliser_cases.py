@@ -1,6 +1,6 @@
 """The normaliser against its labelled set (`data/normaliser_cases.jsonl`): a regression test, not human agreement.
 
-279 (answer, gold, aliases, language, verdict) cases across en ja zh fr es, written from the normalisation rules
+281 (answer, gold, aliases, language, verdict) cases across en ja zh fr es, written from the normalisation rules
 (`clkt.openqa.text`, `.numbers`, `.dates`, `.langid`) and the peers' documented traps: MultiLoKo's articles that
 are also "one" (fr *un*, es *una*), answer frames, zero-width joiners, a blank answer; SimpleQA's numbers to the
 gold's last significant figure (120k: 115k and 124k right, 113k and 100k wrong), hedges and refusals. Each
