@@ -26,6 +26,7 @@ PROMPT_VERSIONS: dict[str, str] = {
     "verify": "verify.v1",
     "translate_mcq": "translate_mcq.v1",
     "translate_document": "translate_document.v1",
+    "open_judge": "open_judge.v1",  # the open track's jury (agents.jury)
 }
 
 

@@ -29,6 +29,7 @@ __all__ = [
     "check_numbers",
     "check_translated_document",
     "check_translated_mcq",
+    "language_detector",
     "numbers_in",
     "proper_names",
 ]
@@ -85,6 +86,12 @@ class LanguageCheck:
         if conf.get(lang, 0.0) >= self.MIN_CONFIDENCE:
             return []
         return [f"language identified as {top}, expected {lang}"]
+
+
+def language_detector(langs: Iterable[str]) -> LanguageDetector:
+    """The lingua detector over `langs` (one per language set, built once): the translation checks' and the open
+    answers' (`clkt.openqa.langid`)."""
+    return _detector(tuple(sorted(set(langs))))
 
 
 @cache
