@@ -22,7 +22,7 @@ from clkt.context import ServiceContext
 from clkt.errors import ConfigError
 from clkt.evaluate.results import Variant
 from clkt.evaluate.scorers import letter_token_ids
-from clkt.inject.contract import JobSpec, write_json_atomic
+from clkt.inject.contract import InjectorSpec, JobSpec, write_json_atomic
 from clkt.inject.injector import Injection, InjectionContext, WeightsDtype
 from clkt.inject.job import InjectionJob, check_spec
 from clkt.inject.strategies import INJECTORS
@@ -48,7 +48,7 @@ class AlwaysB:
     def __init__(self) -> None:
         self.seen_docs: list[str] = []
 
-    def check(self, spec: JobSpec) -> None:
+    def check(self, spec: InjectorSpec) -> None:
         return None
 
     def weights_dtype(self, device: str) -> WeightsDtype:
