@@ -285,11 +285,45 @@ async def snapshot_jobs_finished(session: AsyncSession, snapshot_id: str) -> boo
     return counts.get(LeaseStatus.pending.value, 0) == 0 and counts.get(LeaseStatus.leased.value, 0) == 0
 
 
+async def _with_stored_base_set(session: AsyncSession, job_id: int, records: list[ResultRecord]) -> list[ResultRecord]:
+    """`records` whose base answers are the (snapshot, target)'s stored set where one is: the base answers of its
+    first done job (lowest id) that has them, for the questions, languages and scorers that job answered. The
+    jobs of a target on a snapshot ask its base model the same questions, answered once (in one dtype:
+    `clkt.inject.job.InjectionJob.base_and_model`) and cached; a job run on another kind of device (or before the
+    base pass ran in one dtype) may have answered a few otherwise, and the store keeps one set all the same, so
+    every view (results, result packs) reads one."""
+    if not any(r.variant == "base" for r in records):
+        return records
+    job = (await session.execute(  # only the columns it needs (a store at an older revision has fewer)
+        select(col(GpuJob.snapshot_id), col(GpuJob.target_model)).where(col(GpuJob.id) == job_id))).first()
+    if job is None:
+        return records
+    has_base = select(QuestionResult.id).where(col(QuestionResult.job_id) == col(GpuJob.id), col(QuestionResult.variant) == "base")
+    first = (await session.execute(
+        select(func.min(GpuJob.id)).where(
+            col(GpuJob.snapshot_id) == job.snapshot_id, col(GpuJob.target_model) == job.target_model,
+            col(GpuJob.id) != job_id, col(GpuJob.status) == LeaseStatus.done, has_base.exists())
+    )).scalar()
+    if first is None:
+        return records
+    stored = await session.execute(
+        select(col(QuestionResult.question_id), col(QuestionResult.lang), col(QuestionResult.scorer),
+               col(QuestionResult.predicted), col(QuestionResult.correct), col(QuestionResult.raw))
+        .where(col(QuestionResult.job_id) == first, col(QuestionResult.variant) == "base"))
+    have = {(q, lang, scorer): (predicted, bool(correct), raw) for q, lang, scorer, predicted, correct, raw in stored.all()}
+    out: list[ResultRecord] = []
+    for r in records:
+        got = have.get((r.question_id, r.lang, r.scorer)) if r.variant == "base" else None
+        out.append(r if got is None else replace(r, predicted=got[0], correct=got[1], raw=got[2]))
+    return out
+
+
 async def write_job_results(session: AsyncSession, job_id: int, records: Iterable[ResultRecord]) -> int:
     """Replace the job's results with `records`, and its result packs (`storage.result_packs`) with theirs, in
-    the caller's transaction: all or nothing."""
+    the caller's transaction: all or nothing. Its base answers are the (snapshot, target)'s one set where one is
+    stored (`_with_stored_base_set`)."""
     await session.execute(delete(QuestionResult).where(col(QuestionResult.job_id) == job_id))
-    records = list(records)
+    records = await _with_stored_base_set(session, job_id, list(records))
     rows = [
         dict(
             job_id=job_id, question_id=r.question_id, lang=r.lang, variant=r.variant, scorer=r.scorer,
