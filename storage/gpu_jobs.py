@@ -298,9 +298,10 @@ async def _with_stored_base_set(session: AsyncSession, job_id: int, records: lis
         select(col(GpuJob.snapshot_id), col(GpuJob.target_model)).where(col(GpuJob.id) == job_id))).first()
     if job is None:
         return records
-    has_base = select(QuestionResult.id).where(col(QuestionResult.job_id) == col(GpuJob.id), col(QuestionResult.variant) == "base")
+    has_base = select(col(QuestionResult.id)).where(col(QuestionResult.job_id) == col(GpuJob.id),
+                                                 col(QuestionResult.variant) == "base")
     first = (await session.execute(
-        select(func.min(GpuJob.id)).where(
+        select(func.min(col(GpuJob.id))).where(
             col(GpuJob.snapshot_id) == job.snapshot_id, col(GpuJob.target_model) == job.target_model,
             col(GpuJob.id) != job_id, col(GpuJob.status) == LeaseStatus.done, has_base.exists())
     )).scalar()
