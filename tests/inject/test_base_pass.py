@@ -19,7 +19,6 @@ from clkt.inject.injector import Injection, InjectionContext, WeightsDtype, base
 from clkt.inject.job import InjectionJob
 from clkt.inject.strategies import INJECTORS
 from clkt.snapshots.layout import DocRow, QuestionRow
-from tests.evaluate._tiny import tiny_model, tiny_tokenizer
 
 
 class Unchanged:
@@ -57,14 +56,6 @@ def two_dtypes() -> Iterator[dict[str, Unchanged]]:
         for name in made:
             INJECTORS.unregister(name)
             STRATEGY_NAMES.unregister(name)
-
-
-@pytest.fixture()
-def tiny_target(tmp_path: Path) -> Path:
-    folder = tmp_path / "tiny-model"
-    tiny_model("llama", seed=3).save_pretrained(folder)
-    tiny_tokenizer().save_pretrained(folder)
-    return folder
 
 
 def _run(tmp_path: Path, snapshot: Path, model: Path, *, strategy: str, job_id: int, base_dir: Path) -> tuple[InjectionJob, Any]:

@@ -33,7 +33,6 @@ from clkt.telemetry import Metrics
 from storage.engine import Store
 from storage.gpu_jobs import claim_gpu_jobs, enqueue_gpu_jobs
 from storage.models import QuestionResult
-from tests.evaluate._tiny import tiny_model, tiny_tokenizer
 from tests.inject._fixtures import SNAPSHOT_ID, make_consumer, seed_store
 
 TOY = "toy-letter"
@@ -84,15 +83,6 @@ def toy_strategy() -> Iterator[AlwaysB]:
     finally:
         INJECTORS.unregister(TOY)
         STRATEGY_NAMES.unregister(TOY)
-
-
-@pytest.fixture()
-def tiny_target(tmp_path: Path) -> Path:
-    """A tiny random Llama and its word-level tokenizer as a transformers folder (a local target)."""
-    folder = tmp_path / "tiny-model"
-    tiny_model("llama", seed=3).save_pretrained(folder)
-    tiny_tokenizer().save_pretrained(folder)
-    return folder
 
 
 def _config(tmp_path: Path, model: Path, strategies: list[str]) -> Path:
