@@ -353,6 +353,7 @@ def memit_part(c: Check) -> None:
     """The `memit` strategy as a job runs it (load the snapshot, inject), then a second `key_stats` call that must
     read the statistics' cache, then the evaluation of the edited model."""
     from clkt.inject.editing import covariance
+    from clkt.inject.editing.corpus import stats_corpus
     from clkt.inject.editing.values import ZSettings
     from clkt.inject.strategies import memit
     from clkt.layout import EDIT_STATS_DIR, EDITS_FILE
@@ -388,8 +389,8 @@ def memit_part(c: Check) -> None:
     f["stats_cache_files"] = sorted(p.name for p in root.glob("*.safetensors"))
     f["stats_cache_mb"] = round(sum(p.stat().st_size for p in root.glob("*.safetensors")) / 2**20, 2)
     t = time.perf_counter()
-    again = covariance.key_stats(model, c.tok, layers, texts=memit._stats_texts(j.spec), root=root, name=j.spec.target.model,
-                                 source="gpu-check rerun", device=c.device)
+    again = covariance.key_stats(model, c.tok, layers, corpus=stats_corpus(), root=root, name=j.spec.target.model,
+                                 device=c.device)
     f["stats_reread_s"] = round(time.perf_counter() - t, 2)
     f["stats_reread_cached"] = all(s.cached for s in again.values()) and sorted(again) == layers
     rows = qs.test_rows[: a.questions]  # all of them but in --tiny

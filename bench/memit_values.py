@@ -29,7 +29,6 @@ import os
 import sys
 import time
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,6 +37,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from bench.support.targets import add_target_args, target_from_args  # noqa: E402
 from clkt.inject.editing.arch import down_proj, layer_module, num_layers, post_norm  # noqa: E402
+from clkt.inject.editing.requests import parse_facts  # noqa: E402
 from clkt.inject.editing.values import Batch, optimize_values, shared_prefix  # noqa: E402
 from clkt.inject.strategies.memit import Memit, _batches, _requests, edit_layers  # noqa: E402
 from clkt.snapshots.layout import load_snapshot_dir  # noqa: E402
@@ -90,8 +90,7 @@ def main() -> None:
         torch.set_num_threads(a.threads)
     data = load_snapshot_dir(a.snapshot, verify_hashes=False)
     docs = [*data.docs_for(a.train), *data.control_docs_for(a.train)]
-    job = SimpleNamespace(snapshot_dir=a.snapshot, train_lang=a.train)
-    every = _requests(job, docs).requests  # type: ignore[arg-type]
+    every = _requests(docs, parse_facts(data.facts)[0]).requests
     subjects = list(dict.fromkeys((r.entity_id, r.subject) for r in every))
     if a.subjects and a.subjects < len(subjects):
         step = len(subjects) / a.subjects

@@ -8,7 +8,8 @@ statements, fenced on the owner (a caller whose lease is gone gets `LeaseLost`, 
 Results are written by `write_job_results` in the caller's transaction,
 together with the fenced completion of the job (see `clkt.inject.consumer`). Results reference this store's
 question rows; `results_for_snapshot` also returns each question's identity (entity source and external id,
-slot), from which `clkt.snapshots.ids` derives the public qid that the snapshot's files use.
+slot), from which `clkt.snapshots.ids` derives the public qid that the snapshot's files use, and one base answer
+set per (target, scorer) (`one_base_set`): every reader (the report, the in-context floor) reads the same one.
 
 A job's config is stored in one shape, a `GpuSettings` as JSON (`{}`: none of its own, the consumer's `[gpu]`), and
 read back typed (`GpuJobRecord.config`; a stored config that no longer validates is `config_error`, and the job
@@ -20,7 +21,7 @@ fails for good when claimed). Its summary is the JSON of the typed summary the c
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -50,6 +51,7 @@ __all__ = [
     "gpu_job_counts",
     "heartbeat_gpu_job",
     "jobs_for_snapshot",
+    "one_base_set",
     "release_gpu_job",
     "release_gpu_jobs_of",
     "results_for_snapshot",
@@ -283,11 +285,46 @@ async def snapshot_jobs_finished(session: AsyncSession, snapshot_id: str) -> boo
     return counts.get(LeaseStatus.pending.value, 0) == 0 and counts.get(LeaseStatus.leased.value, 0) == 0
 
 
+async def _with_stored_base_set(session: AsyncSession, job_id: int, records: list[ResultRecord]) -> list[ResultRecord]:
+    """`records` whose base answers are the (snapshot, target)'s stored set where one is: the base answers of its
+    first done job (lowest id) that has them, for the questions, languages and scorers that job answered. The
+    jobs of a target on a snapshot ask its base model the same questions, answered once (in one dtype:
+    `clkt.inject.job.InjectionJob.base_and_model`) and cached; a job run on another kind of device (or before the
+    base pass ran in one dtype) may have answered a few otherwise, and the store keeps one set all the same, so
+    every view (results, result packs) reads one."""
+    if not any(r.variant == "base" for r in records):
+        return records
+    job = (await session.execute(  # only the columns it needs (a store at an older revision has fewer)
+        select(col(GpuJob.snapshot_id), col(GpuJob.target_model)).where(col(GpuJob.id) == job_id))).first()
+    if job is None:
+        return records
+    has_base = select(col(QuestionResult.id)).where(col(QuestionResult.job_id) == col(GpuJob.id),
+                                                 col(QuestionResult.variant) == "base")
+    first = (await session.execute(
+        select(func.min(col(GpuJob.id))).where(
+            col(GpuJob.snapshot_id) == job.snapshot_id, col(GpuJob.target_model) == job.target_model,
+            col(GpuJob.id) != job_id, col(GpuJob.status) == LeaseStatus.done, has_base.exists())
+    )).scalar()
+    if first is None:
+        return records
+    stored = await session.execute(
+        select(col(QuestionResult.question_id), col(QuestionResult.lang), col(QuestionResult.scorer),
+               col(QuestionResult.predicted), col(QuestionResult.correct), col(QuestionResult.raw))
+        .where(col(QuestionResult.job_id) == first, col(QuestionResult.variant) == "base"))
+    have = {(q, lang, scorer): (predicted, bool(correct), raw) for q, lang, scorer, predicted, correct, raw in stored.all()}
+    out: list[ResultRecord] = []
+    for r in records:
+        got = have.get((r.question_id, r.lang, r.scorer)) if r.variant == "base" else None
+        out.append(r if got is None else replace(r, predicted=got[0], correct=got[1], raw=got[2]))
+    return out
+
+
 async def write_job_results(session: AsyncSession, job_id: int, records: Iterable[ResultRecord]) -> int:
     """Replace the job's results with `records`, and its result packs (`storage.result_packs`) with theirs, in
-    the caller's transaction: all or nothing."""
+    the caller's transaction: all or nothing. Its base answers are the (snapshot, target)'s one set where one is
+    stored (`_with_stored_base_set`)."""
     await session.execute(delete(QuestionResult).where(col(QuestionResult.job_id) == job_id))
-    records = list(records)
+    records = await _with_stored_base_set(session, job_id, list(records))
     rows = [
         dict(
             job_id=job_id, question_id=r.question_id, lang=r.lang, variant=r.variant, scorer=r.scorer,
@@ -319,11 +356,29 @@ async def results_for_snapshot(session: AsyncSession, snapshot_id: str, *, done_
     )
     if done_only:
         stmt = stmt.where(col(GpuJob.status) == LeaseStatus.done)
-    return [
+    return one_base_set([
         JobResultRow(
             job_id=stored_id(r[0]), target_model=r[1], strategy=r[2], train_lang=r[3], question_id=r[4], lang=r[5],
             variant=r[6], scorer=r[7], split=r[8], predicted=r[9], correct=bool(r[10]), domain=r[11], source=r[12],
             external_id=r[13], slot=r[14], entity_id=stored_id(r[15]), seed=int(r[16]),
         )
         for r in (await session.execute(stmt)).all()
-    ]
+    ])
+
+
+def one_base_set(rows: Sequence[JobResultRow]) -> list[JobResultRow]:
+    """`rows` (in job id order) with every job's base answers taken from one set per (target, scorer): for each
+    question and language, the answer of the first job that has one. The jobs of a target on a snapshot share one
+    base pass (answered once, in one dtype whatever the strategy's: `clkt.inject.job.InjectionJob.base_and_model`);
+    a store written before that (full-ft's fp32 base beside the others' bf16) or by jobs on other kinds of device
+    can hold two, and then every view still reads the same one, never whichever job it happened to meet first."""
+    first: dict[tuple[str, str, int, str], JobResultRow] = {}
+    for r in rows:
+        if r.variant == "base":
+            first.setdefault((r.target_model, r.scorer, r.question_id, r.lang), r)
+    out: list[JobResultRow] = []
+    for r in rows:
+        f = first.get((r.target_model, r.scorer, r.question_id, r.lang)) if r.variant == "base" else None
+        out.append(r if f is None or (f.predicted, f.correct) == (r.predicted, r.correct)
+                   else replace(r, predicted=f.predicted, correct=f.correct))
+    return out

@@ -192,7 +192,7 @@ def _context(spec: Any, lang: str) -> tuple[dict[tuple[int, str], Any], dict[int
 
     facts, _ = parse_facts(data.facts)
     docs = data.docs_for(lang)
-    reqs = _requests(spec, docs).requests
+    reqs = _requests(docs, facts).requests
     by_key = {(r.entity_id, r.slot): r for r in reqs if r.slot is not None}
     names = {d.entity_id: naming(facts[d.entity_id], d.name, lang) for d in docs if d.entity_id in facts}
     return by_key, names
@@ -202,15 +202,16 @@ def _edit_only(job: Any, model: Any, tok: Any, qs: Any, only: set[int]) -> Any:
     """`Memit.apply` with the requests of the entities `only` (statistics from the job's cache, computed if
     missing); writes the record where the job would."""
     from clkt.inject.editing.arch import num_layers
+    from clkt.inject.editing.corpus import stats_corpus
     from clkt.inject.editing.covariance import key_stats
-    from clkt.inject.strategies.memit import Memit, _requests, _stats_texts, edit_layers
+    from clkt.inject.strategies.memit import Memit, _requests, edit_layers
     from clkt.layout import EDIT_STATS_DIR
 
     spec = job.spec
-    reqs = _requests(spec, [d for d in qs.docs if d.entity_id in only])
+    reqs = _requests([d for d in qs.docs if d.entity_id in only], qs.facts)
     layers = Memit.LAYERS if Memit.LAYERS is not None else edit_layers(num_layers(model))
-    stats = key_stats(model, tok, layers, texts=_stats_texts(spec), root=spec.data_dir / EDIT_STATS_DIR,
-                      name=spec.target.model, source=f"snapshot {spec.snapshot_id}", device="cpu")
+    stats = key_stats(model, tok, layers, corpus=stats_corpus(), root=spec.data_dir / EDIT_STATS_DIR,
+                      name=spec.target.model, device="cpu")
     record = Memit().apply(model, tok, reqs, layers, {k: s.second_moment for k, s in stats.items()}, device="cpu")
     job.ckpt_root.mkdir(parents=True, exist_ok=True)
     (job.ckpt_root / "edits.json").write_text(json.dumps(record, indent=1))

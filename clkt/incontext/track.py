@@ -181,7 +181,7 @@ class InContextTrack:
         async with self.store.session() as s:  # the done jobs' results, as the report reads them
             rows = await results_for_snapshot(s, self.snapshot.manifest.snapshot_id)
         base: dict[tuple[int, str], tuple[str | None, int]] = {}
-        for r in rows:  # by job id; a pair's jobs share one base pass: the first job's answers
+        for r in rows:  # one base set per (target, scorer) whatever the jobs' dtypes (`one_base_set`): the report's
             if (r.target_model == self.target and r.variant == Variant.base.value and r.scorer == OPTION_LOGLIK_NORM
                     and r.split == "test"):
                 base.setdefault((stable_qid(r.source, r.external_id, r.slot), r.lang), (r.predicted, r.job_id))

@@ -24,6 +24,7 @@ from clkt.evaluate.summary import JobSummary
 
 __all__ = [
     "FailureKind",
+    "InjectorSpec",
     "JobFailure",
     "JobOutcome",
     "JobProgress",
@@ -46,6 +47,20 @@ class FailureKind(str, Enum):
     crashed = "crashed"
 
 
+class InjectorSpec(_Model):
+    """What a job tells its strategy's injector about itself: the job, the target, the train language and the GPU
+    settings; never where the snapshot lies (its questions, which facts they ask, their answers). The injector's
+    documents and the typed facts of their entities come from the job (`clkt.inject.injector.InjectionContext`)."""
+
+    job_id: int
+    snapshot_id: str
+    target: TargetSettings
+    strategy: str
+    train_lang: str
+    gpu: GpuSettings
+    data_dir: Path  # the data directory (what an injector caches across jobs: `memit`'s key statistics)
+
+
 class JobSpec(_Model):
     job_id: int
     snapshot_id: str
@@ -61,12 +76,15 @@ class JobSpec(_Model):
     # public entity ids (as the snapshot's files name them) whose documents and questions this job leaves out:
     # the target's exclusions on the snapshot (a target added after the freeze recognised them; clkt.roster)
     exclude_entities: list[int] = Field(default_factory=list)
-
-
     @field_validator("strategy")
     @classmethod
     def _strategy(cls, v: str) -> str:
         return check_strategy(v)
+
+    def for_injector(self) -> InjectorSpec:
+        """The part of the spec a strategy may see (no snapshot folder: an injector cannot read the questions)."""
+        return InjectorSpec(job_id=self.job_id, snapshot_id=self.snapshot_id, target=self.target, strategy=self.strategy,
+                            train_lang=self.train_lang, gpu=self.gpu, data_dir=self.data_dir)
 
 
 class JobOutcome(_Model):

@@ -2,8 +2,10 @@
 and gives back the injected model, owning its whole loop.
 
 The job (`clkt.inject.job.InjectionJob`) loads the snapshot and the model, answers the test questions with the
-base model, then hands the model to the job's injector (`Injector.inject`) with an `InjectionContext`: the job's
-spec, its device, the injector's own folder (`work_dir`, kept across a rerun of a killed job), the progress
+base model (in `base_weights_dtype`, whatever the strategy's), then hands the model (in the strategy's dtype) to
+the job's injector (`Injector.inject`) with an `InjectionContext`: what a strategy may know of the job
+(`InjectorSpec`: no snapshot folder, so no question and no list of the facts the questions ask), the typed facts
+of the entities whose documents it injects, its device, the injector's own folder (`work_dir`, kept across a rerun of a killed job), the progress
 writer and `answer`, the job's scoring callback (the validation questions, or any other, answered at the job's
 evaluation batch sizes). The injector returns an `Injection`: the model ready to answer (eval mode) and what it
 records (the epochs, the checkpoint it chose, its throughput). The job then answers the test questions again.
@@ -20,19 +22,27 @@ directory's retention, `clkt gc`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
     from clkt.evaluate.results import EpochRecord, ResultItem
-    from clkt.inject.contract import JobProgress, JobSpec
+    from clkt.facts import EntityFacts
+    from clkt.inject.contract import InjectorSpec, JobProgress
     from clkt.snapshots.layout import DocRow, QuestionRow
 
-__all__ = ["Answerer", "Injection", "InjectionContext", "Injector", "Spare", "WeightsDtype"]
+__all__ = ["Answerer", "Injection", "InjectionContext", "Injector", "Spare", "WeightsDtype", "base_weights_dtype"]
 
 WeightsDtype = Literal["float32", "bfloat16"]
+
+
+def base_weights_dtype(device: str) -> WeightsDtype:
+    """The one dtype the base model answers in on `device`, whatever the job's strategy loads its weights in
+    (`Injector.weights_dtype`): bfloat16 on CUDA (what every strategy but full-ft loads), float32 elsewhere.
+    So a (snapshot, target, scorer) has one base answer set, which every job of it reads (`InjectionJob.base_pass`)."""
+    return "bfloat16" if device.startswith("cuda") else "float32"
 
 
 class Answerer(Protocol):
@@ -47,12 +57,15 @@ class Answerer(Protocol):
 class InjectionContext:
     """What the job lends its injector."""
 
-    spec: JobSpec
+    spec: InjectorSpec  # never the snapshot's folder: an injector cannot read the questions
     device: str  # resolved: "cpu", "cuda", "cuda:1", ...
     work_dir: Path  # the injector's own folder under the job's artifacts (checkpoints), kept across a rerun
     selection_scorer: str  # the scorer that chooses between candidates (`clkt.evaluate.scorers.selection_scorer`)
     answer: Answerer
     progress: Callable[[JobProgress], None]  # throttled writer of `progress.json`
+    # public entity id -> the typed facts (`facts.jsonl`) of the entities whose documents are injected (empty: a
+    # snapshot frozen before the file, or a fictional control entity); every fact, not the ones questions ask
+    facts: Mapping[int, EntityFacts] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -82,7 +95,7 @@ class Injector(Protocol):
     @property
     def name(self) -> str: ...
 
-    def check(self, spec: JobSpec) -> None:
+    def check(self, spec: InjectorSpec) -> None:
         """Cheap checks before any model is loaded (`UserError`/`JobError` with one clear line)."""
         ...
 

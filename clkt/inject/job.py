@@ -2,12 +2,14 @@
 
 1. `load_snapshot`: the snapshot directory's documents and questions (test, validation, control split, and the
    locality split's questions about the entities this target knew: answered, never trained on).
-2. `load_model`: the target model on the job's device, in the dtype its injector asks for
-   (`Injector.weights_dtype`), with `gpu.attn_implementation`.
-3. `base_pass`: the test split in every language with the base model (cached per snapshot x target, since
-   every job of that pair asks the same questions).
+2. `base_and_model`: the base answers, then the target model on the job's device in the dtype its injector asks
+   for (`Injector.weights_dtype`), with `gpu.attn_implementation`. `base_pass` answers the test split in every
+   language with the base model in one dtype whatever the strategy's (`base_weights_dtype`: full-ft's fp32 jobs
+   and the others' bf16 ones share one base answer set), cached per snapshot x target, since every job of that
+   pair asks the same questions; a job whose strategy loads another dtype loads the model again after it.
 4. `inject`: the job's strategy (`clkt.inject.strategies.injector_for(spec.strategy)`) injects the train
-   language's documents into the model, owning its loop (the strategies that train: epochs, validation on the
+   language's documents (and their entities' typed facts; never the questions, nor which facts they ask) into
+   the model, owning its loop (the strategies that train: epochs, validation on the
    train language's validation split, the best epoch; `clkt.inject.strategies._trained`), in its own folder
    `<artifacts>/checkpoints/`, and gives back the model ready to answer and what it records (`Injection`).
 5. `injected_pass`: the test split in every language again.
@@ -27,7 +29,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,8 +42,10 @@ from clkt.evaluate.results import CONTROL_SPLIT, LOCALITY_SPLIT, ResultItem, Var
 from clkt.evaluate.runner import accuracy, answer_questions
 from clkt.evaluate.scorers import scorers_for, selection_scorer
 from clkt.evaluate.summary import JobSummary, LearnSummary, ScorerScore
+from clkt.facts import EntityFacts
 from clkt.inject.contract import JobOutcome, JobProgress, JobSpec, write_json_atomic
-from clkt.inject.injector import Injection, InjectionContext
+from clkt.inject.editing.requests import parse_facts
+from clkt.inject.injector import Injection, InjectionContext, WeightsDtype, base_weights_dtype
 from clkt.inject.strategies import injector_for
 from clkt.inject.usage import peak_memory, reset_peak_memory
 from clkt.layout import BASE_CACHE_KEY_HEX, CKPT_DIR, PREDICTIONS_FILE, PROGRESS_FILE, base_cache_name
@@ -79,6 +83,8 @@ class JobQuestions:
     val_rows: list[QuestionRow]  # the validation split in the train language
     # the locality split in every language: entities this target knew (answered before and after, never trained on)
     locality_rows: list[QuestionRow] = field(default_factory=list)
+    # the typed facts of the real entities whose documents are injected (`facts.jsonl`): what an injector may know
+    facts: Mapping[int, EntityFacts] = field(default_factory=dict)
 
     @property
     def control_qids(self) -> set[int]:
@@ -110,9 +116,8 @@ class InjectionJob:
         started = time.monotonic()
         reset_peak_memory(resolve_device(spec.device))
         qs = self.load_snapshot()
-        model, tok = self.load_model()
         rows = qs.test_rows + qs.locality_rows
-        base = self.base_pass(model, tok, rows)
+        base, model, tok = self.base_and_model(rows)
         injecting = time.monotonic()
         injection = self.inject(model, tok, qs)
         inject_s = time.monotonic() - injecting
@@ -149,37 +154,70 @@ class InjectionJob:
         test_rows = [r for lang in data.languages for r in data.questions_for(lang, "test") if r.entity_id not in out]
         # the locality split: the entities this target knew (the snapshot's `locality.known_by`), never trained on
         locality_rows = [r for lang in data.languages for r in data.locality_questions_for(lang, spec.target.name)]
+        injected = {d.entity_id for d in docs}
+        facts, bad = parse_facts({e: f for e, f in data.facts.items() if e in injected})
+        if bad:
+            log.warning("the typed facts of %d entities do not parse: their injector sees their documents only", len(bad))
         return JobQuestions(docs=docs, test_rows=test_rows + control_rows, control_rows=control_rows,
                             val_rows=[r for r in data.questions_for(spec.train_lang, "val") if r.entity_id not in out],
-                            locality_rows=locality_rows)
+                            locality_rows=locality_rows, facts=facts)
 
-    def load_model(self) -> tuple[Any, Any]:
+    def load_model(self, dtype_name: WeightsDtype | None = None) -> tuple[Any, Any]:
+        """The target model in `dtype_name` (None: the strategy's, `Injector.weights_dtype`) and its tokenizer."""
         import torch
 
         spec = self.spec
         self.device = resolve_device(spec.device)
-        dtype = getattr(torch, self.injector.weights_dtype(self.device))
+        dtype = getattr(torch, dtype_name or self.injector.weights_dtype(self.device))
         self.dtype = str(dtype)
         self.progress(JobProgress(phase="loading"), force=True)
         return load_target(spec.target, data_dir=spec.data_dir, device=self.device, dtype=dtype,
                            attn_implementation=spec.gpu.attn_implementation)
 
-    def base_pass(self, model: Any, tok: Any, rows: list[QuestionRow]) -> list[ResultItem]:
-        """Base-model answers, shared through `spec.base_cache_dir` by every job of the same snapshot x target."""
+    def base_and_model(self, rows: list[QuestionRow]) -> tuple[list[ResultItem], Any, Any]:
+        """The base answers to `rows` (the shared cache's, else answered with the model loaded in
+        `base_weights_dtype`), then the model in the strategy's dtype (loaded again when it is another)."""
+        self.device = resolve_device(self.spec.device)
+        base_dtype, wanted = base_weights_dtype(self.device), self.injector.weights_dtype(self.device)
+        cached = self._cached_base(rows, f"torch.{base_dtype}")
+        if cached is not None:
+            return (cached, *self.load_model(wanted))
+        model, tok = self.load_model(base_dtype)
+        base = self.base_pass(model, tok, rows)
+        if wanted != base_dtype:
+            del model
+            _release_memory(self.device)
+            model, tok = self.load_model(wanted)
+        return base, model, tok
+
+    def _base_cache(self, rows: list[QuestionRow], dtype: str) -> Path | None:
+        """The shared cache file of the base answers to `rows` by the base model in `dtype` (None: no cache)."""
         spec = self.spec
         key = hashlib.sha256(
             json.dumps(
                 [spec.target.model_dump(mode="json"), self.scorers, spec.gpu.parse, spec.gpu.max_new_tokens,
-                 spec.gpu.max_seq_len, spec.gpu.eval_batch_size, EVAL_PROMPT_VERSION, self.dtype,
+                 spec.gpu.max_seq_len, spec.gpu.eval_batch_size, EVAL_PROMPT_VERSION, dtype,
                  sorted((r.qid, r.lang) for r in rows)],
                 sort_keys=True, default=str,
             ).encode()
         ).hexdigest()[:BASE_CACHE_KEY_HEX]
-        cache = spec.base_cache_dir / base_cache_name(spec.target.name, key) if spec.base_cache_dir else None
-        if cache is not None and cache.is_file():
-            self.base_from_cache = True
-            log.info("base pass: %d answers read from the shared cache %s", len(rows), cache.name)
-            return [ResultItem.model_validate_json(line) for line in cache.read_text(encoding="utf-8").splitlines() if line]
+        return spec.base_cache_dir / base_cache_name(spec.target.name, key) if spec.base_cache_dir else None
+
+    def _cached_base(self, rows: list[QuestionRow], dtype: str) -> list[ResultItem] | None:
+        cache = self._base_cache(rows, dtype)
+        if cache is None or not cache.is_file():
+            return None
+        self.base_from_cache = True
+        log.info("base pass: %d answers read from the shared cache %s", len(rows), cache.name)
+        return [ResultItem.model_validate_json(line) for line in cache.read_text(encoding="utf-8").splitlines() if line]
+
+    def base_pass(self, model: Any, tok: Any, rows: list[QuestionRow]) -> list[ResultItem]:
+        """Base-model answers by `model` (loaded in `self.dtype`), shared through `spec.base_cache_dir` by every
+        job of the same snapshot x target."""
+        cached = self._cached_base(rows, self.dtype)
+        if cached is not None:
+            return cached
+        cache = self._base_cache(rows, self.dtype)
         log.info("base pass: answering %d questions with the base model", len(rows))
         items = self._answer(model, tok, rows, scorers=self.scorers, variant=Variant.base, phase="base")
         if cache is not None:
@@ -196,8 +234,8 @@ class InjectionJob:
         ) -> list[ResultItem]:
             return self._answer(model, tok, rows, scorers=scorers, variant=Variant.injected, phase=phase, epoch=epoch)
 
-        ctx = InjectionContext(spec=self.spec, device=self.device, work_dir=self.ckpt_root,
-                               selection_scorer=self.selection, answer=answer, progress=self.progress)
+        ctx = InjectionContext(spec=self.spec.for_injector(), device=self.device, work_dir=self.ckpt_root,
+                               selection_scorer=self.selection, answer=answer, progress=self.progress, facts=qs.facts)
         self.ckpt_root.mkdir(parents=True, exist_ok=True)
         return self.injector.inject(model, tok, docs=qs.docs, val_rows=qs.val_rows, ctx=ctx)
 
@@ -243,6 +281,17 @@ class InjectionJob:
         )
 
 
+def _release_memory(device: str) -> None:
+    """Give back what a model just dropped held (its accelerator memory), before another is loaded."""
+    import gc
+
+    gc.collect()
+    if device.startswith("cuda"):
+        import torch
+
+        torch.cuda.empty_cache()
+
+
 def score_summaries(results: list[ResultItem]) -> list[ScorerScore]:
     """Accuracy per variant x result scorer (base first, scorers sorted); for `generate`, the share of answers
     without a letter."""
@@ -271,6 +320,6 @@ def learn_summaries(results: list[ResultItem], train_lang: str) -> dict[str, Lea
 
 def check_spec(spec: JobSpec) -> None:
     """Cheap checks before any model is loaded: the strategy's (`Injector.check`), then the snapshot's folder."""
-    injector_for(spec.strategy).check(spec)
+    injector_for(spec.strategy).check(spec.for_injector())
     if not Path(spec.snapshot_dir).is_dir():
         raise UserError(f"snapshot directory {spec.snapshot_dir} does not exist")

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from clkt.evaluate.memory import CPU_AUTO_BATCH, CPU_AUTO_GENERATE_BATCH
+from clkt.inject.editing.corpus import stats_corpus
 from tests.conftest import REPO
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
@@ -40,7 +41,8 @@ def test_gpu_check_tiny_runs_the_job_code_and_reports(tmp_path: Path) -> None:
     assert m["entities_from_documents"] == 0
     # the statistics: computed once (3,000 tokens at most in --tiny), cached per layer, read back by a second call
     assert m["stats_computed"] is True and 1000 < m["stats_tokens"] <= 3000 and m["stats_reread_cached"] is True
-    assert [name.rsplit("-", 1)[1] for name in m["stats_cache_files"]] == ["layer1.safetensors", "layer2.safetensors"]
+    corpus = f"corpus{stats_corpus().sha256[:12]}.safetensors"  # cached per layer over the fixed corpus
+    assert [name.split("-")[-2:] for name in m["stats_cache_files"]] == [["layer1", corpus], ["layer2", corpus]]
     assert all((tmp_path / "work" / "edit-stats" / name).is_file() for name in m["stats_cache_files"])
     # the edit fitted: the targets' NLL fell with the optimised values and on the weights as written
     # (tiny, seeded: 10.56 -> 10.30 with the values, 10.40 after the update, which writes half of each residual)

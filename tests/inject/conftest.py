@@ -22,3 +22,13 @@ def data_dir(tmp_path: Path, models_data_dir: Path) -> Path:  # noqa: F811 - the
 def tiny_snapshot(tmp_path: Path) -> Path:
     return write_tiny_snapshot(tmp_path / "snapshot")
 
+
+@pytest.fixture()
+def tiny_target(tmp_path: Path) -> Path:
+    """A tiny random Llama and its word-level tokenizer as a transformers folder (a local target)."""
+    from tests.evaluate._tiny import tiny_model, tiny_tokenizer
+
+    folder = tmp_path / "tiny-model"
+    tiny_model("llama", seed=3).save_pretrained(folder)
+    tiny_tokenizer().save_pretrained(folder)
+    return folder

@@ -18,7 +18,7 @@ from clkt.config import load_settings
 from clkt.config.strategies import STRATEGY_NAMES, StrategyName
 from clkt.context import ServiceContext
 from clkt.evaluate.summary import JobSummary
-from clkt.inject.contract import JobOutcome, JobSpec, write_json_atomic
+from clkt.inject.contract import InjectorSpec, JobOutcome, JobSpec, write_json_atomic
 from clkt.inject.injector import Injection, InjectionContext, WeightsDtype
 from clkt.inject.job import InjectionJob
 from clkt.inject.strategies import INJECTORS
@@ -50,7 +50,7 @@ class KeepAll:
     def __init__(self) -> None:
         self.docs: list[DocRow] = []
 
-    def check(self, spec: JobSpec) -> None:
+    def check(self, spec: InjectorSpec) -> None:
         return None
 
     def weights_dtype(self, device: str) -> WeightsDtype:

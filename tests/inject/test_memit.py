@@ -19,6 +19,7 @@ from clkt.evaluate.results import Variant
 from clkt.facts import CastMember, FilmFacts
 from clkt.inject.contract import JobSpec
 from clkt.inject.editing.arch import mlp_layout
+from clkt.inject.editing.corpus import StatsCorpus, stats_corpus
 from clkt.inject.editing.covariance import key_stats, model_identity, stats_path
 from clkt.inject.editing.memit_update import memit_delta
 from clkt.inject.editing.requests import (
@@ -40,6 +41,7 @@ from tests.inject._fixtures import DOCS, QUESTIONS, public_entity_id
 
 TEXTS = ["the answer is a film of the year in Paris", "who won the team score in Rome ? yes no maybe",
          "x y z a film in the city of Rome , the year"] * 10
+CORPUS = StatsCorpus.of(name="test", texts=TEXTS)
 
 
 def _sharp_model(kind: str, *, seed: int = 1) -> Any:
@@ -137,7 +139,7 @@ def test_an_edit_raises_the_objects_probability_after_its_subject(tmp_path: Path
     untouched = EditRequest(entity_id=3, subject="x y", prompt="x y", target=" z")
     before = [_prob(model, tok, r) for r in [*edits, untouched]]
     layers = [0, 1]
-    stats = key_stats(model, tok, layers, texts=TEXTS, root=tmp_path, name="tiny", source="test", device="cpu")
+    stats = key_stats(model, tok, layers, corpus=CORPUS, root=tmp_path, name="tiny", device="cpu")
     monkeypatch.setattr(Memit, "LAMBDA", 1.0)
     record = Memit().apply(model, tok, RequestSet(edits), layers, {k: s.second_moment for k, s in stats.items()}, device="cpu")
     after = [_prob(model, tok, r) for r in [*edits, untouched]]
@@ -233,7 +235,7 @@ def test_an_edit_through_gemmas_wide_post_norm_gains_makes_the_model_say_the_obj
     with torch.no_grad():
         before = _target_nll(model, batch)
     layers = [0, 1]
-    stats = key_stats(model, tok, layers, texts=TEXTS, root=tmp_path, name="tiny", source="test", device="cpu")
+    stats = key_stats(model, tok, layers, corpus=CORPUS, root=tmp_path, name="tiny", device="cpu")
     record = Memit().apply(model, tok, RequestSet(edits), layers, {k: s.second_moment for k, s in stats.items()}, device="cpu")
     with torch.no_grad():
         after = _target_nll(model, batch)
@@ -321,26 +323,53 @@ def _spec(snapshot: Path, tmp_path: Path) -> JobSpec:
                    artifacts_dir=tmp_path / "job", device="cpu")
 
 
-def test_the_requests_are_the_facts_the_questions_test_with_their_correct_option_as_target(
+def _job_requests(snapshot: Path, tmp_path: Path) -> RequestSet:
+    """The requests of a memit job on `snapshot`, from what the job hands its injector (documents and facts)."""
+    qs = InjectionJob(_spec(snapshot, tmp_path)).load_snapshot()
+    return _requests(qs.docs, qs.facts)
+
+
+def test_every_fact_is_edited_whatever_the_questions_ask_and_moving_them_changes_no_request(
     tmp_path: Path, tiny_snapshot: Path,
 ) -> None:
+    """The requests are every fact the film's relation templates cover, not the ones its questions ask: the
+    questions moved to other slots, their answers changed and half of them dropped, the requests stay the same."""
     film = public_entity_id(1)
     _with_facts(tiny_snapshot, [dumps_row(FactsRow(entity_id=film, facts=_film().model_dump(mode="json")))])
     data = load_snapshot_dir(tiny_snapshot)
     assert set(data.facts) == {film}
-    reqs = _requests(_spec(tiny_snapshot, tmp_path), data.docs_for("en"))
+    reqs = _job_requests(tiny_snapshot, tmp_path)
     assert (reqs.from_facts, reqs.from_documents, reqs.skipped_entities) == (1, 1, [])
     by_film = {r.slot: r for r in reqs.requests if r.entity_id == film}
-    assert set(by_film) == {"director", "runtime"}  # the tested slots only (no lead actor, no genre)
-    for q in data.questions_for("en"):  # each target is what its question's correct option says
+    every = {r.slot for r in requests_from_facts(film, "Velmora Tide", _film(), "en")}
+    assert set(by_film) == every and {"director", "runtime", "lead_actor"} <= every  # asked or not
+    for q in data.questions_for("en"):  # a fact a question asks is edited with its correct option as target
         if q.entity_id == film:
             assert by_film[q.slot].target.strip() == q.options[q.answer_index]
     assert all(r.slot is None for r in reqs.requests if r.entity_id != film)  # the match: its document
 
+    for lang in QUESTIONS:  # the questions moved: other slots, another correct letter, the test split dropped
+        q = questions_path(tiny_snapshot, lang)
+        rows = [json.loads(line) for line in q.read_text(encoding="utf-8").splitlines() if line]
+        kept = [{**r, "slot": "lead_actor" if r["slot"] == "director" else "genre", "answer": "D", "answer_index": 3}
+                for r in rows if r["split"] == "val"]
+        q.write_text("".join(json.dumps(r) + "\n" for r in kept), encoding="utf-8")
+    assert {q.slot for q in load_snapshot_dir(tiny_snapshot).questions_for("en")} == {"lead_actor"}
+    assert _job_requests(tiny_snapshot, tmp_path) == reqs
+
+
+def test_an_injector_is_not_told_where_the_snapshot_is(tmp_path: Path, tiny_snapshot: Path) -> None:
+    """What a strategy sees of its job (`InjectorSpec`) names no folder it could read the questions from."""
+    spec = _spec(tiny_snapshot, tmp_path)
+    seen = spec.for_injector()
+    assert not {"snapshot_dir", "artifacts_dir", "base_cache_dir"} & set(type(seen).model_fields)
+    assert str(tiny_snapshot) not in seen.model_dump_json()
+    assert (seen.snapshot_id, seen.train_lang, seen.gpu, seen.target) == (spec.snapshot_id, "en", spec.gpu, spec.target)
+
 
 def test_facts_that_do_not_parse_fall_back_to_the_document_and_are_counted(tmp_path: Path, tiny_snapshot: Path) -> None:
     _with_facts(tiny_snapshot, [dumps_row(FactsRow(entity_id=public_entity_id(1), facts={"kind": "film", "title": 3}))])
-    reqs = _requests(_spec(tiny_snapshot, tmp_path), load_snapshot_dir(tiny_snapshot).docs_for("en"))
+    reqs = _job_requests(tiny_snapshot, tmp_path)
     assert (reqs.from_facts, reqs.from_documents) == (0, 2) and len(reqs.requests) == 3
     assert parse_facts({5: _film().model_dump(mode="json"), 6: {"kind": "nope"}})[1] == [6]
 
@@ -372,11 +401,11 @@ def test_the_statistics_are_cached_and_a_corrupted_or_foreign_cache_is_recompute
     model, tok = tiny_model("llama", seed=1), tiny_tokenizer()
 
     def stats(m: Any = model) -> Any:
-        return key_stats(m, tok, [0, 1], texts=TEXTS, root=tmp_path, name="org/tiny", source="test", device="cpu")
+        return key_stats(m, tok, [0, 1], corpus=CORPUS, root=tmp_path, name="org/tiny", device="cpu")
 
     first = stats()
     assert {k: s.cached for k, s in first.items()} == {0: False, 1: False} and first[0].tokens > 0
-    path = stats_path(tmp_path, "org/tiny", model_identity(model, "org/tiny"), 0)
+    path = stats_path(tmp_path, "org/tiny", model_identity(model, "org/tiny"), 0, CORPUS.sha256)
     assert path.is_file() and path.parent == tmp_path
     again = stats()
     assert again[0].cached and torch.equal(again[0].second_moment, first[0].second_moment)
@@ -391,11 +420,43 @@ def test_the_statistics_are_cached_and_a_corrupted_or_foreign_cache_is_recompute
 
     other = tiny_model("llama", seed=2)  # another model's statistics under this model's file name
     other_stats = stats(other)
-    foreign = stats_path(tmp_path, "org/tiny", model_identity(other, "org/tiny"), 0)
+    foreign = stats_path(tmp_path, "org/tiny", model_identity(other, "org/tiny"), 0, CORPUS.sha256)
     assert foreign != path and not torch.equal(other_stats[0].second_moment, first[0].second_moment)
     path.write_bytes(foreign.read_bytes())
     back = stats()[0]
     assert not back.cached and torch.equal(back.second_moment, first[0].second_moment)
+
+
+def test_statistics_cached_over_another_corpus_are_recomputed_never_read(tmp_path: Path) -> None:
+    import torch
+
+    model, tok = tiny_model("llama", seed=1), tiny_tokenizer()
+    other = StatsCorpus.of(name="other", texts=["a b c the city of Rome , yes"] * 7)
+    assert other.sha256 != CORPUS.sha256
+
+    def stats(corpus: StatsCorpus) -> Any:
+        return key_stats(model, tok, [0], corpus=corpus, root=tmp_path, name="org/tiny", device="cpu")[0]
+
+    mine, theirs = stats(CORPUS), stats(other)
+    assert not mine.cached and not theirs.cached and not torch.equal(mine.second_moment, theirs.second_moment)
+    identity = model_identity(model, "org/tiny")
+    path, foreign = (stats_path(tmp_path, "org/tiny", identity, 0, c.sha256) for c in (CORPUS, other))
+    assert path != foreign and stats(CORPUS).cached
+    path.write_bytes(foreign.read_bytes())  # another corpus's statistics (whole, same model) under this one's name
+    back = stats(CORPUS)
+    assert not back.cached and torch.equal(back.second_moment, mine.second_moment)
+
+
+def test_the_statistics_corpus_is_fixed_and_in_every_document_language() -> None:
+    from clkt.documents.formatting import LANGUAGES
+
+    first = stats_corpus()
+    stats_corpus.cache_clear()
+    again = stats_corpus()
+    assert again is not first and again == first and len(first.sha256) == 64
+    assert StatsCorpus.of(name="x", texts=first.texts).sha256 == first.sha256
+    assert len(first.texts) % len(LANGUAGES) == 0 and any("映画" in t or "災害" in t for t in first.texts)
+    assert not any("Velmora" in t or "Quenford" in t for t in first.texts)  # no snapshot's entity
 
 
 # -- a whole job ------------------------------------------------------------------------------------------------
@@ -456,3 +517,44 @@ def test_an_update_that_is_not_finite_stops_the_job_instead_of_scoring_a_broken_
     with pytest.raises(JobError, match="memit: the update of layer 0 is not finite"):
         InjectionJob(spec).run()
     assert not (spec.artifacts_dir / PREDICTIONS_FILE).exists()
+
+
+def _other_snapshot(root: Path) -> Path:
+    """The tiny snapshot with other documents (other words, the same entities and questions)."""
+    from tests.inject._fixtures import write_tiny_snapshot
+
+    snap = write_tiny_snapshot(root)
+    for lang in QUESTIONS:
+        p = root / "docs" / f"{lang}.jsonl"
+        p.write_text(p.read_text(encoding="utf-8").replace("Osric Palandri", "Dara Venn Holloway of the north")
+                     .replace("Harlow Park", "the old Marrow Street ground, in heavy rain"), encoding="utf-8")
+    return snap
+
+
+def test_a_jobs_edits_are_the_same_in_either_run_order(
+    tmp_path: Path, tiny_folder: Path, tiny_snapshot: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The key statistics come from the fixed corpus, not from the first snapshot a model met: the job on
+    snapshot A edits the same whether it runs before or after the job on snapshot B (each order in its own data
+    directory; the statistics cached by the first job are read by the second)."""
+    from clkt.inject.editing import covariance
+
+    monkeypatch.setattr(covariance, "MAX_TOKENS", 3000)
+    monkeypatch.setattr(Memit, "Z", Memit.Z.__class__(steps=3))
+    snaps = {"a": tiny_snapshot, "b": _other_snapshot(tmp_path / "other")}
+    gpu = GpuSettings(devices=["cpu"], max_seq_len=64, torch_threads=1, scorers=["letter-logprob"])
+    same = ("requests", "layers", "delta_norms", "written", "target_nll_before", "target_nll_at_z", "target_nll_after",
+            "stats_corpus")
+    runs: dict[tuple[str, str], tuple[dict[str, Any], list[Any]]] = {}
+    for order in ("ab", "ba"):
+        for n, name in enumerate(order):
+            spec = JobSpec(job_id=n + 1, snapshot_id=name, snapshot_dir=snaps[name], strategy="memit", train_lang="en",
+                           target=TargetSettings(name="tiny", model=str(tiny_folder)), gpu=gpu, device="cpu",
+                           data_dir=tmp_path / order / "data", artifacts_dir=tmp_path / order / name)
+            spec.artifacts_dir.mkdir(parents=True)
+            outcome = InjectionJob(spec).run()
+            record = json.loads((spec.artifacts_dir / "checkpoints" / EDITS_FILE).read_text())
+            assert record["stats"]["0"]["cached"] is (n == 1)  # the second job reads the first one's statistics
+            runs[(order, name)] = ({k: record[k] for k in same}, [(r.qid, r.lang, r.predicted) for r in outcome.results])
+    assert runs[("ab", "a")] == runs[("ba", "a")] and runs[("ab", "b")] == runs[("ba", "b")]
+    assert runs[("ab", "a")][0]["delta_norms"] != runs[("ab", "b")][0]["delta_norms"]  # other documents, other edits

@@ -22,7 +22,7 @@ from clkt.context import ServiceContext
 from clkt.errors import ConfigError
 from clkt.evaluate.results import Variant
 from clkt.evaluate.scorers import letter_token_ids
-from clkt.inject.contract import JobSpec, write_json_atomic
+from clkt.inject.contract import InjectorSpec, JobSpec, write_json_atomic
 from clkt.inject.injector import Injection, InjectionContext, WeightsDtype
 from clkt.inject.job import InjectionJob, check_spec
 from clkt.inject.strategies import INJECTORS
@@ -33,7 +33,6 @@ from clkt.telemetry import Metrics
 from storage.engine import Store
 from storage.gpu_jobs import claim_gpu_jobs, enqueue_gpu_jobs
 from storage.models import QuestionResult
-from tests.evaluate._tiny import tiny_model, tiny_tokenizer
 from tests.inject._fixtures import SNAPSHOT_ID, make_consumer, seed_store
 
 TOY = "toy-letter"
@@ -48,7 +47,7 @@ class AlwaysB:
     def __init__(self) -> None:
         self.seen_docs: list[str] = []
 
-    def check(self, spec: JobSpec) -> None:
+    def check(self, spec: InjectorSpec) -> None:
         return None
 
     def weights_dtype(self, device: str) -> WeightsDtype:
@@ -84,15 +83,6 @@ def toy_strategy() -> Iterator[AlwaysB]:
     finally:
         INJECTORS.unregister(TOY)
         STRATEGY_NAMES.unregister(TOY)
-
-
-@pytest.fixture()
-def tiny_target(tmp_path: Path) -> Path:
-    """A tiny random Llama and its word-level tokenizer as a transformers folder (a local target)."""
-    folder = tmp_path / "tiny-model"
-    tiny_model("llama", seed=3).save_pretrained(folder)
-    tiny_tokenizer().save_pretrained(folder)
-    return folder
 
 
 def _config(tmp_path: Path, model: Path, strategies: list[str]) -> Path:

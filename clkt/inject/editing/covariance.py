@@ -1,13 +1,14 @@
-"""The keys' second moment E[k kᵀ] at each edited layer (the `C` of MEMIT's update), from the project's own text.
+"""The keys' second moment E[k kᵀ] at each edited layer (the `C` of MEMIT's update), from one fixed corpus.
 
-The keys are the inputs of a layer's MLP down-projection over ordinary text: here the documents of the job's
-snapshot, every language and the control split (the project's own text; the test questions are not read).
-The statistics depend on the model and the layer, not on the snapshot, so they are computed once per model x
-layer and kept under `<data_dir>/edit-stats/` (`clkt.layout.EDIT_STATS_DIR`; retention keeps the folder): one
-safetensors file per model x layer whose header names what it was computed for (the format version, the
-model's identity, the layer, d_ff, the tokens it saw, the text it came from) and the sha256 of the matrix.
-A file that does not read, names another model, layer or size, or whose matrix does not match its sha256 is
-recomputed and replaced, never trusted.
+The keys are the inputs of a layer's MLP down-projection over ordinary text: here the fixed corpus of
+`clkt.inject.editing.corpus` (fictional documents in every language, the same for every snapshot; no snapshot's
+documents or questions are read), so a job's edits do not depend on which job ran first. The statistics depend
+on the model, the layer and the corpus, so they are computed once per model x layer x corpus and kept under
+`<data_dir>/edit-stats/` (`clkt.layout.EDIT_STATS_DIR`; retention keeps the folder): one safetensors file per
+model x layer x corpus whose header names what it was computed for (the format version, the model's identity,
+the layer, d_ff, the corpus's name and sha256, the tokens it saw) and the sha256 of the matrix. A file that does
+not read, names another model, layer, size or corpus, or whose matrix does not match its sha256 is recomputed
+and replaced, never trusted.
 """
 
 from __future__ import annotations
@@ -23,12 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from clkt.inject.editing.arch import down_proj
+from clkt.inject.editing.corpus import StatsCorpus
 
 __all__ = ["STATS_VERSION", "KeyStats", "key_stats", "model_identity", "stats_path"]
 
 log = logging.getLogger(__name__)
 
-STATS_VERSION = "1"
+STATS_VERSION = "2"  # 2: the corpus (its sha256) is part of the key
 MAX_TOKENS = 100_000  # text tokens the statistics read at most
 SEQ_LEN = 256  # tokens per forward pass
 _TENSOR = "second_moment"
@@ -56,17 +58,18 @@ def model_identity(model: Any, name: str) -> str:
     return h.hexdigest()
 
 
-def stats_path(root: Path, name: str, identity: str, layer: int) -> Path:
+def stats_path(root: Path, name: str, identity: str, layer: int, corpus: str) -> Path:
+    """The cache file of `name` (whose identity is `identity`) at `layer` over the corpus whose sha256 is `corpus`."""
     slug = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_")[-48:] or "model"
-    return root / f"{slug}-{identity[:16]}-layer{layer}.safetensors"
+    return root / f"{slug}-{identity[:16]}-layer{layer}-corpus{corpus[:12]}.safetensors"
 
 
 def _digest(m: Any) -> str:
     return hashlib.sha256(m.contiguous().numpy().tobytes()).hexdigest()
 
 
-def _read(path: Path, *, identity: str, layer: int, d_ff: int) -> KeyStats | None:
-    """The cached statistics at `path` when they are whole and for this model and layer, else None."""
+def _read(path: Path, *, identity: str, layer: int, d_ff: int, corpus: str) -> KeyStats | None:
+    """The cached statistics at `path` when they are whole and for this model, layer and corpus, else None."""
     from safetensors import SafetensorError, safe_open
 
     if not path.is_file():
@@ -78,19 +81,20 @@ def _read(path: Path, *, identity: str, layer: int, d_ff: int) -> KeyStats | Non
     except (SafetensorError, OSError, ValueError, RuntimeError) as e:  # a truncated or garbled file
         log.warning("edit statistics %s do not read (%s): recomputing them", path.name, e)
         return None
-    want = {"version": STATS_VERSION, "identity": identity, "layer": str(layer), "d_ff": str(d_ff)}
+    want = {"version": STATS_VERSION, "identity": identity, "layer": str(layer), "d_ff": str(d_ff), "corpus_sha256": corpus}
     if any(meta.get(k) != v for k, v in want.items()) or tuple(m.shape) != (d_ff, d_ff) or meta.get("sha256") != _digest(m):
-        log.warning("edit statistics %s are not this model's layer %d (or are damaged): recomputing them", path.name, layer)
+        log.warning("edit statistics %s are not this model's layer %d over this corpus (or are damaged): recomputing them",
+                    path.name, layer)
         return None
     return KeyStats(layer=layer, second_moment=m, tokens=int(meta.get("tokens", "0")), cached=True)
 
 
-def _write(path: Path, m: Any, *, identity: str, layer: int, tokens: int, source: str) -> None:
+def _write(path: Path, m: Any, *, identity: str, layer: int, tokens: int, corpus: StatsCorpus) -> None:
     from safetensors.torch import save_file
 
     path.parent.mkdir(parents=True, exist_ok=True)
     meta = {"version": STATS_VERSION, "identity": identity, "layer": str(layer), "d_ff": str(m.shape[0]),
-            "tokens": str(tokens), "source": source, "sha256": _digest(m)}
+            "tokens": str(tokens), "corpus": corpus.name, "corpus_sha256": corpus.sha256, "sha256": _digest(m)}
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     save_file({_TENSOR: m.contiguous()}, str(tmp), metadata=meta)
     os.replace(tmp, path)
@@ -132,25 +136,27 @@ def _compute(model: Any, tok: Any, layers: Sequence[int], texts: Sequence[str], 
 
 
 def key_stats(
-    model: Any, tok: Any, layers: Sequence[int], *, texts: Sequence[str], root: Path, name: str, source: str, device: str,
+    model: Any, tok: Any, layers: Sequence[int], *, corpus: StatsCorpus, root: Path, name: str, device: str,
 ) -> dict[int, KeyStats]:
-    """E[k kᵀ] at each of `layers`: read from `root` when cached for this model, else computed from `texts`
-    (once, for every layer missing) and cached."""
+    """E[k kᵀ] at each of `layers`: read from `root` when cached for this model and `corpus` (its sha256), else
+    computed from `corpus` (once, for every layer missing) and cached."""
     identity = model_identity(model, name)
     out: dict[int, KeyStats] = {}
     for layer in layers:
         d_ff = down_proj(model, layer).weight.shape[1]
-        got = _read(stats_path(root, name, identity, layer), identity=identity, layer=layer, d_ff=d_ff)
+        path = stats_path(root, name, identity, layer, corpus.sha256)
+        got = _read(path, identity=identity, layer=layer, d_ff=d_ff, corpus=corpus.sha256)
         if got is not None:
             out[layer] = got
     missing = [layer for layer in layers if layer not in out]
     if missing:
-        if not any(t.strip() for t in texts):
+        if not any(t.strip() for t in corpus.texts):
             from clkt.errors import SnapshotError
 
-            raise SnapshotError("knowledge editing: no text to compute the key statistics from")
-        computed, seen = _compute(model, tok, missing, texts, device=device)
+            raise SnapshotError(f"knowledge editing: the corpus {corpus.name!r} has no text to compute the key statistics from")
+        computed, seen = _compute(model, tok, missing, corpus.texts, device=device)
         for layer, m in computed.items():
-            _write(stats_path(root, name, identity, layer), m, identity=identity, layer=layer, tokens=seen, source=source)
+            _write(stats_path(root, name, identity, layer, corpus.sha256), m, identity=identity, layer=layer, tokens=seen,
+                   corpus=corpus)
             out[layer] = KeyStats(layer=layer, second_moment=m, tokens=seen, cached=False)
     return out

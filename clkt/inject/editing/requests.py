@@ -3,9 +3,10 @@
 A request's prompt starts with its subject, so the subject's last token (where the edit is written) is the
 same position in every prompt about that subject; its target is the object the model must then say.
 
-Two sources, both in the train language only (the test questions are never read):
+Two sources, both in the train language only; no question is read (neither its text nor which fact it asks):
 
-- `requests_from_facts`: an entity's typed facts (`clkt.facts`). For each fact slot its document states, the
+- `requests_from_facts`: an entity's typed facts (`clkt.facts`). For each fact slot its document states (every
+  fact the kind's relation templates cover, whether or not a question asks it), the
   renderer's sentence for that slot (`clkt.documents.render_document`) is cut before the slot's answer value
   (the value the questions test, rendered in the language), behind the entity as the questions name it in that
   language (`agents.template.plans.entity_naming`: "The film Velmora Tide (2025)", "{artist}的{title}"; the
@@ -18,16 +19,15 @@ Two sources, both in the train language only (the test questions are never read)
   each one fact in a rendered document, are cut before their last words (the object, in the languages that end
   a statement with it), and the prompt leads with the subject.
 
-`build_requests` takes the train language's documents (and the facts it has for some of their entities, and
-optionally the slots the snapshot's questions test per entity: then only those facts are edited) and returns the
-requests, how many entities were edited from their facts and how many from their documents, and the entities
+`build_requests` takes the train language's documents (and the facts it has for some of their entities) and
+returns the requests, how many entities were edited from their facts and how many from their documents, and the entities
 that gave none: those are skipped and counted, never a failed job.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -84,10 +84,8 @@ def _target(obj: str, lang: str) -> str:
     return obj if lang in UNSPACED else f" {obj}"
 
 
-def requests_from_facts(
-    entity_id: int, subject: str, facts: EntityFacts, lang: str, *, slots: Collection[str] | None = None,
-) -> list[EditRequest]:
-    """One request per slot of `facts` (of `slots` only, when given) whose value its `lang` document states. The
+def requests_from_facts(entity_id: int, subject: str, facts: EntityFacts, lang: str) -> list[EditRequest]:
+    """One request per slot of `facts` whose value its `lang` document states (every slot of its kind). The
     target is the slot's answer value rendered in `lang`, as the question generator renders its correct option;
     the subject is the entity as the questions name it in `lang`, else `subject` (the document's name)."""
     from agents.template.plans import entity_naming, slot_spec
@@ -99,8 +97,6 @@ def requests_from_facts(
     subject = entity_naming(facts, lang) or subject
     out: list[EditRequest] = []
     for slot in slots_of(facts.kind):
-        if slots is not None and slot not in slots:
-            continue
         sentence, spec = doc.sentences.get(slot), slot_spec(facts, slot)
         value = spec.answer(facts) if spec is not None else None
         if sentence is None or value is None:
@@ -145,20 +141,15 @@ def requests_from_document(doc: DocRow) -> list[EditRequest]:
     return out
 
 
-def build_requests(
-    docs: Sequence[DocRow], facts: Mapping[int, EntityFacts] | None = None, *,
-    slots: Mapping[int, Collection[str]] | None = None,
-) -> RequestSet:
-    """The requests of every document: from its entity's facts when `facts` has them (only the slots `slots`
-    names for that entity, when it names any), else from the document; the entities that gave none are counted
-    in `skipped_entities`."""
+def build_requests(docs: Sequence[DocRow], facts: Mapping[int, EntityFacts] | None = None) -> RequestSet:
+    """The requests of every document: from its entity's facts when `facts` has them (every fact its document
+    states), else from the document; the entities that gave none are counted in `skipped_entities`."""
     requests: list[EditRequest] = []
     skipped: list[int] = []
     n_facts = n_docs = 0
     for doc in docs:
         f = (facts or {}).get(doc.entity_id)
-        tested = (slots or {}).get(doc.entity_id)
-        got = requests_from_facts(doc.entity_id, doc.name, f, doc.lang, slots=tested) if f is not None else []
+        got = requests_from_facts(doc.entity_id, doc.name, f, doc.lang) if f is not None else []
         from_facts = bool(got)
         if not got:
             got = requests_from_document(doc)

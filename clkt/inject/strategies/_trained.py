@@ -29,7 +29,7 @@ from clkt.inject.trainer import EpochResult, TrainLoop, completed_epochs
 from clkt.layout import EPOCH_PREFIX, OPTIM_FILE, STATE_FILE, VAL_FILE, epoch_dir, epoch_of
 
 if TYPE_CHECKING:
-    from clkt.inject.contract import JobSpec
+    from clkt.inject.contract import InjectorSpec
     from clkt.inject.strategies._recipe import TrainExample, TrainingRecipe
     from clkt.snapshots.layout import DocRow, QuestionRow
 
@@ -49,7 +49,7 @@ class TrainedInjector:
     def name(self) -> str:
         return self.recipe.name
 
-    def check(self, spec: JobSpec) -> None:
+    def check(self, spec: InjectorSpec) -> None:
         if spec.gpu.epochs < 1:
             raise JobError("epochs must be >= 1")
 

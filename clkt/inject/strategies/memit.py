@@ -2,13 +2,16 @@
 paper's equations. No epochs and no training loop: the facts are written into a few MLP layers in closed form.
 
 1. Edit requests in the train language (`clkt.inject.editing.requests`): subject, relation prompt, object, one
-   per fact the snapshot's questions test (their `slot`; the questions' text and answers are never read), from
-   the entity's typed facts (the snapshot's `facts.jsonl`), so the target is the question's correct option as the
-   generator renders it. A snapshot frozen before `facts.jsonl` (or an entity whose facts give nothing) falls
-   back to its document's sentences; `edits.json` counts both. An entity with nothing to edit is skipped and
-   counted.
+   per fact its relation templates cover, from the typed facts of the entities whose documents are injected (the
+   job hands them over: `InjectionContext.facts`), every fact a document states, as CPT trains on the whole
+   document. Which facts the questions ask is never known here (an injector gets no snapshot folder, no question):
+   earlier versions edited only the facts the snapshot's questions asked, which flattered both Learn and
+   kept % against CPT. An entity without typed facts (a snapshot frozen before `facts.jsonl`, a fictional
+   control entity, facts that give nothing) falls back to its document's sentences; `edits.json` counts both. An
+   entity with nothing to edit is skipped and counted.
 2. The edited layers `L` (`edit_layers`: a band in the lower third of the model, MEMIT's critical layers) and
-   the keys' second moment at each (`clkt.inject.editing.covariance`, cached per model x layer).
+   the keys' second moment at each (`clkt.inject.editing.covariance`, over the fixed corpus of
+   `clkt.inject.editing.corpus`, cached per model x layer x corpus sha256: the same in any run order).
 3. For each subject, the change δ of every edited layer's down-projection outputs at its last token that makes
    the model say its objects, optimized together (`clkt.inject.editing.values`; one subject per batch, whose
    tokens before its last run once; MEMIT's target value z with its
@@ -33,9 +36,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from clkt.errors import JobError, SnapshotError
 from clkt.inject.contract import JobProgress
 from clkt.inject.editing.arch import down_proj, layer_module, mlp_layout, num_layers, post_norm
+from clkt.inject.editing.corpus import stats_corpus
 from clkt.inject.editing.covariance import key_stats
 from clkt.inject.editing.memit_update import memit_delta
-from clkt.inject.editing.requests import EditRequest, RequestSet, build_requests, parse_facts
+from clkt.inject.editing.requests import EditRequest, RequestSet, build_requests
 from clkt.inject.editing.values import (
     Batch,
     ZSettings,
@@ -51,7 +55,10 @@ from clkt.inject.strategies._registry import register_injector
 from clkt.layout import EDIT_STATS_DIR, EDITS_FILE
 
 if TYPE_CHECKING:
-    from clkt.inject.contract import JobSpec
+    from collections.abc import Mapping
+
+    from clkt.facts import EntityFacts
+    from clkt.inject.contract import InjectorSpec
     from clkt.snapshots.layout import DocRow, QuestionRow
 
 __all__ = ["INJECTOR", "LAMBDA_WIDTH", "Memit", "edit_layers"]
@@ -84,7 +91,7 @@ class Memit:
     MAX_LEN: ClassVar[int] = 96  # tokens of one prompt + target
     LAYERS: ClassVar[list[int] | None] = None  # None: `edit_layers(n)`
 
-    def check(self, spec: JobSpec) -> None:
+    def check(self, spec: InjectorSpec) -> None:
         return None  # no epochs, no learning rate; the architecture is checked once the model is loaded
 
     def weights_dtype(self, device: str) -> WeightsDtype:
@@ -96,7 +103,7 @@ class Memit:
         mlp_layout(model)  # an architecture whose MLP is unknown: one line, before any work
         spec = ctx.spec
         t_req = time.monotonic()
-        reqs = _requests(spec, docs)
+        reqs = _requests(docs, ctx.facts)
         requests_s = time.monotonic() - t_req
         log.info("memit: %d requests, %d entities from their facts, %d from their documents", len(reqs.requests),
                  reqs.from_facts, reqs.from_documents)
@@ -108,12 +115,14 @@ class Memit:
         model.eval()
         t0 = time.monotonic()
         ctx.progress(JobProgress(phase="edit-stats"))
-        stats = key_stats(model, tokenizer, layers, texts=_stats_texts(spec), root=spec.data_dir / EDIT_STATS_DIR,
-                          name=spec.target.model, source=f"snapshot {spec.snapshot_id}", device=ctx.device)
+        corpus = stats_corpus()
+        stats = key_stats(model, tokenizer, layers, corpus=corpus, root=spec.data_dir / EDIT_STATS_DIR,
+                          name=spec.target.model, device=ctx.device)
         t1 = time.monotonic()
         record = self.apply(model, tokenizer, reqs, layers, {k: s.second_moment for k, s in stats.items()},
                             device=ctx.device, progress=ctx.progress)
         record.update(stats={str(k): {"tokens": s.tokens, "cached": s.cached} for k, s in stats.items()},
+                      stats_corpus={"name": corpus.name, "sha256": corpus.sha256},
                       requests_seconds=round(requests_s, 3), stats_seconds=round(t1 - t0, 3),
                       edit_seconds=round(time.monotonic() - t1, 3))
         (ctx.work_dir / EDITS_FILE).write_text(json.dumps(record, indent=1), encoding="utf-8")
@@ -212,28 +221,10 @@ def _batches(tok: Any, requests: list[EditRequest], *, rows: int, device: str, m
     return out
 
 
-def _requests(spec: JobSpec, docs: list[DocRow]) -> RequestSet:
-    """The job's edit requests: from the snapshot's facts (the slots its questions test per entity) where it has
-    them, else from `docs`."""
-    from clkt.snapshots.layout import load_snapshot_dir
-
-    data = load_snapshot_dir(spec.snapshot_dir, verify_hashes=False)
-    facts, bad = parse_facts(data.facts)
-    if bad:
-        log.warning("memit: the facts of %d entities do not parse; their documents are used", len(bad))
-    slots: dict[int, set[str]] = {}
-    for q in data.questions.get(spec.train_lang, []):
-        slots.setdefault(q.entity_id, set()).add(q.slot)
-    return build_requests(docs, facts, slots=slots)
-
-
-def _stats_texts(spec: JobSpec) -> list[str]:
-    """The project's own text for the key statistics: the snapshot's documents in every language, the control
-    split's included (never its questions)."""
-    from clkt.snapshots.layout import load_snapshot_dir
-
-    data = load_snapshot_dir(spec.snapshot_dir, verify_hashes=False)
-    return [d.text for lang in data.languages for d in (*data.docs_for(lang), *data.control_docs_for(lang))]
+def _requests(docs: list[DocRow], facts: Mapping[int, EntityFacts]) -> RequestSet:
+    """The job's edit requests: every fact of an entity's typed facts its document states (`facts`), else its
+    document's sentences."""
+    return build_requests(docs, facts)
 
 
 INJECTOR = register_injector(Memit())
