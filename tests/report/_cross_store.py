@@ -8,7 +8,8 @@ of 2025-02) with
   questions right before, about 2 entities: too few for kept %, wherever it is shown),
 - an entity of 2025-01 that no job run here answered (`EXTRA`: it joined the snapshot's items later), and
 - two submitted packs on 2025-01 (both answer that entity too): `gamma`, a copy of beta's answers (it learned), and `delta`, the same with every
-  injected answer of the en-trained job replaced by the base model's (en did not learn).
+  injected answer of the en-trained job replaced by the base model's (en did not learn);
+- beta's in-context track on 2025-01 (the en or fr document in the prompt, and none: the floor).
 
 `pack_rows` gives a submitted pack's predictions (`clkt.packs.format.PredictionRow`), to compute its metrics.json.
 """
@@ -26,10 +27,10 @@ from sqlmodel import col, select
 from clkt.evaluate.summary import EntityKept, LocalityCounts
 from clkt.packs.format import PredictionRow
 from storage.engine import Store
-from storage.gpu_jobs import enqueue_gpu_jobs, results_for_snapshot, write_job_results
+from storage.gpu_jobs import results_for_snapshot
 from storage.submissions import NewSubmission, add_submission
 from tests.report._strategy_store import seed_strategy_store
-from tests.report._window_store import PERIODS, WindowStore, _records
+from tests.report._window_store import PERIODS, WindowStore, add_seed_jobs
 
 __all__ = ["SUBMITTED", "pack_rows", "seed_cross_store"]
 
@@ -46,21 +47,8 @@ def _loc(per_entity: list[tuple[int, int, int]], lang: str = "fr") -> dict[str, 
 
 
 async def _seeds(store: Store, info: WindowStore) -> None:
-    from storage.models import GpuJob, LeaseStatus
-
-    rng = random.Random(5)
-    async with store.transaction() as s:
-        for period in SEEDED:
-            await enqueue_gpu_jobs(s, snapshot_id=info.snapshots[period], targets=["alpha"], strategies=["cpt-lora"],
-                                   train_langs=["en", "fr"], max_attempts=1, seeds=[0, 1, 2])
-    async with store.transaction() as s:
-        jobs = (await s.execute(select(GpuJob).where(col(GpuJob.seed) > 0).order_by(col(GpuJob.id)))).scalars().all()
-        for job in jobs:
-            assert job.id is not None
-            at = list(info.snapshots.values()).index(job.snapshot_id)
-            qids = sorted(q for q, e in info.entity_of.items() if (e - 1) // 12 == at)
-            await write_job_results(s, job.id, _records(rng, "beta", job.train_lang, qids, ("generate", "option-loglik")))
-            job.status, job.attempts = LeaseStatus.done, 1
+    await add_seed_jobs(store, info, target="alpha", snapshot_ids=[info.snapshots[p] for p in SEEDED], seeds=[1, 2],
+                        rng=random.Random(5))
 
 
 async def _locality(store: Store, info: WindowStore) -> None:
@@ -82,18 +70,14 @@ async def _locality(store: Store, info: WindowStore) -> None:
 
 async def _items(store: Store, sid: str) -> dict[int, tuple[int, int]]:
     """The snapshot's items (every question a test one, answer A); store question row -> (public qid, public entity)."""
-    from clkt.snapshots.ids import stable_entity_id, stable_qid
-    from storage.models import Entity, Question, SnapshotItem
+    from storage.models import Question, SnapshotItem
 
-    out: dict[int, tuple[int, int]] = {}
+    public = await _public(store, sid)
     async with store.transaction() as s:
-        rows = (await s.execute(select(Question, Entity).join(Entity, col(Entity.id) == col(Question.entity_id)))).all()
-        for q, e in rows:
-            if e.external_id.startswith(f"{sid}/"):
-                s.add(SnapshotItem(snapshot_id=sid, question_id=q.id, entity_id=e.id, split="test",
-                                   option_order=[0, 1, 2, 3], answer_letter="A"))
-                out[q.id] = (stable_qid(e.source, e.external_id, q.slot), stable_entity_id(e.source, e.external_id))
-    return out
+        for q in (await s.execute(select(Question).where(col(Question.id).in_(list(public))))).scalars().all():
+            s.add(SnapshotItem(snapshot_id=sid, question_id=q.id, entity_id=q.entity_id, split="test",
+                               option_order=[0, 1, 2, 3], answer_letter="A"))
+    return public
 
 
 _PACKS: dict[str, list[PredictionRow]] = {}
@@ -161,9 +145,36 @@ def pack_rows(name: str) -> list[PredictionRow]:
     return list(_PACKS[name])
 
 
+async def _incontext(store: Store, info: WindowStore) -> None:
+    """Beta's in-context track on 2025-01: the en or fr document in the prompt, the question in every language."""
+    from storage.incontext import NO_CONTEXT, InContextRecord, add_incontext_answers
+
+    sid = info.snapshots[PERIODS[0]]
+    public = await _public(store, sid)
+    rng = random.Random(3)
+    records = [InContextRecord(snapshot_id=sid, target="beta", qid=qid, entity_id=ent, context_lang=c, lang=lang,
+                               status="answered", letter="A", correct=rng.random() < (0.3 if c == NO_CONTEXT else 0.8),
+                               truncated=False)
+               for qid, ent in public.values() for c in ("en", "fr", NO_CONTEXT) for lang in ("en", "fr", "ja")]
+    async with store.transaction() as s:
+        await add_incontext_answers(s, records)
+
+
+async def _public(store: Store, sid: str) -> dict[int, tuple[int, int]]:
+    """The snapshot's questions: store question row -> (public qid, public entity id)."""
+    from clkt.snapshots.ids import stable_entity_id, stable_qid
+    from storage.models import Entity, Question
+
+    async with store.session() as s:
+        rows = (await s.execute(select(Question, Entity).join(Entity, col(Entity.id) == col(Question.entity_id)))).all()
+    return {q.id: (stable_qid(e.source, e.external_id, q.slot), stable_entity_id(e.source, e.external_id))
+            for q, e in rows if e.external_id.startswith(f"{sid}/")}
+
+
 async def seed_cross_store(store: Store) -> WindowStore:
     info = await seed_strategy_store(store)
     await _seeds(store, info)
     await _locality(store, info)
+    await _incontext(store, info)
     await _submit(store, info)
     return info

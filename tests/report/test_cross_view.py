@@ -1,10 +1,16 @@
 """One figure, one number (issue 45 item 6): a store with two targets, two strategies, three training seeds, two
-snapshots, locality counts and two submitted packs (one whose en job did not learn), read by every view: the
-leaderboard (the CLI's JSON and CSV, the board cache's copy), the snapshot report, the per-domain board, both
-comparisons and the packs' metrics.json. Every figure that two views show (Learn, Overall, Transfer, kept %, their
-intervals, the learned flags, each n) must be the same number in both.
+snapshots, locality counts, an in-context track and two submitted packs (one whose en job did not learn), read by
+every view: the leaderboard (the CLI's JSON and CSV, the board cache's copy, filtered or not), the snapshot report,
+the per-domain board, both comparisons and the packs' metrics.json. Every figure that two views show (Learn,
+Overall, Transfer, kept %, their intervals, the learned flags, each n) must be the same number in both.
 
-Each check is recorded as `view A vs view B: what`; the test lists every figure that differs."""
+Each check is recorded as `view A vs view B: what`; the test lists every figure that differs. On 467b40a 42 of the
+151 checks differed: rows' intervals moved with `--target` / `--strategy` and a merged submission (20), the
+report's Table 2 intervals against the board's (6), the report's seed rows against the board's (3), the per-domain
+board against the board over seeds and over draws (10), a report cell's kept % "too few" shown as 75 % on the board,
+a learned flag of the lowest seed against every seed's, and a pack's Transfer averaging a pair whose train language
+did not learn.
+"""
 
 from __future__ import annotations
 
@@ -29,7 +35,7 @@ _TOL = 1e-9
 
 
 def _q(**kw: Any) -> LeaderboardQuery:
-    return LeaderboardQuery(spec=SPEC, languages=LANGS, min_questions=10, samples=200, **kw)
+    return LeaderboardQuery(spec=SPEC, languages=LANGS, min_questions=10, **kw)  # the report's draws (BOOTSTRAP_SAMPLES)
 
 
 class _Diffs:
@@ -126,6 +132,19 @@ def _check_report(d: _Diffs, report: Any, board: Leaderboard) -> None:
                    kept.value if kept else None)
 
 
+def _check_incontext(d: _Diffs, report: Any, board: Leaderboard) -> None:
+    """The in-context track: its own section, never a row of the board; the parametric Transfer it is read against
+    is the report's (and so the board's) figure."""
+    from clkt.report.incontext import _parametric
+
+    (track,) = report.incontext
+    d.same("in-context track vs leaderboard: never a row", [r.target for r in board.rows if "context" in r.track], [])
+    row = _rows(board)[("beta", "cpt-lora", "generate")]
+    d.same("in-context section vs leaderboard: beta's parametric Transfer beside its ceiling",
+           f"{100 * row.metric('transfer').value:.1f}" in _parametric("beta", report.table2), True)
+    d.same("in-context track: Transfer has its n and interval", track.transfer.ci is not None, True)
+
+
 def _check_domains(d: _Diffs, cells: list[Any], board: Leaderboard, name: str) -> None:
     rows = _rows(board)
     for c in cells:
@@ -160,7 +179,7 @@ def _check_comparisons(d: _Diffs, board: Leaderboard, strat: Leaderboard, models
     assert c is not None
     a, b = rows[(c.target_a, c.strategy, c.scorer_a)], rows[(c.target_b, c.strategy, c.scorer_b)]
     both = set(a.learned_langs) & set(b.learned_langs)
-    left = [line for line in c.lines if line.metric == "Transfer" and line.scope == "all pairs"][0]
+    left = next(line for line in c.lines if line.metric == "Transfer" and line.scope == "all pairs")
     d.same("model comparison vs leaderboard: Transfer's train languages (learned by both)",
            left.a.value is None, not both)
 
@@ -185,6 +204,7 @@ async def test_every_view_shows_one_number_per_figure(store: Store) -> None:
     one = await load_leaderboard(store, _q(period_from=PERIODS[0], period_to=PERIODS[0]))
     report = await load_report_data(store, info.snapshots[PERIODS[0]])
     _check_report(d, report, one)
+    _check_incontext(d, report, one)
     # the per-domain board (Table 2 over the window) against the leaderboard
     domains = await load_domain_board(store, _q(**window))
     _check_domains(d, domains.cells, board, "per-domain board")
