@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from clkt.config import GpuSettings, Settings
     from clkt.inject.engine import JobEngine
     from clkt.packs.intake import Intake
-    from clkt.packs.metrics import KeptCell
+    from clkt.packs.metrics import KeptCell, ScorerMetrics
     from clkt.packs.pack import Pack
     from storage.engine import Store
 
@@ -87,8 +87,7 @@ def _report(got: Intake, *, remote: bool = False) -> None:
     console.print(plain(f"submitted pack {got.pack_sha256[:12]}: {got.target} on {got.snapshot_id}"))
     if got.metrics is not None:
         for scorer, m in got.metrics.scorers.items():
-            means = ", ".join(f"{k} {v * 100:.1f} %" if v is not None else f"{k} n/a" for k, v in m.means.items())
-            console.print(plain(f"  {scorer}: {means} (mean over {len(m.pairs)} language pairs)"))
+            console.print(plain(f"  {scorer}: {_means_line(m)}"))
             for line in kept_lines(scorer, m.locality):
                 console.print(plain(line))
 
@@ -257,3 +256,21 @@ def _reproduce_stored(settings: Settings, gpu: GpuSettings, ident: str, k: int |
                 await _rerun(store, plan, answers, engine)
 
     run_async(go)
+
+
+def _means_line(m: ScorerMetrics) -> str:
+    """A scorer's means as `clkt submit` prints them: a metric that needs learning (Transfer) says which train
+    languages did not learn, whose pairs it leaves out (`clkt.report.metric_table`), and reads "not interpretable"
+    when none learned."""
+    from clkt.report.metric_table import PAIR_METRICS
+
+    not_learned = sorted(lt for lt, learn in m.learn.items() if not learn.learned)
+
+    def one(key: str, v: float | None) -> str:
+        if v is not None:
+            return f"{key} {v * 100:.1f} %"
+        needs = key in PAIR_METRICS.ordered_keys() and PAIR_METRICS[key].needs_learned
+        return f"{key} not interpretable" if needs and not_learned else f"{key} n/a"
+
+    left = f"; did not learn: {', '.join(not_learned)} (its pairs left out of Transfer)" if not_learned else ""
+    return ", ".join(one(k, v) for k, v in m.means.items()) + f" (mean over {len(m.pairs)} language pairs{left})"

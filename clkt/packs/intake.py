@@ -32,6 +32,7 @@ from clkt.errors import UserError
 from clkt.packs.format import LOCALITY_FILE, LocalityRow, PredictionRow
 from clkt.packs.metrics import PackMetrics, compute_metrics, first_difference
 from clkt.packs.pack import Pack, rows_jsonl, sort_key
+from clkt.report.submitted import prime
 from clkt.roster.window import in_window
 from clkt.snapshots.content import load_item_refs
 from clkt.snapshots.layout import QuestionRow, SnapshotManifest, sha256_file
@@ -263,5 +264,7 @@ async def submit_pack(store: Store, pack: Pack, *, buffer_days: int) -> Intake:
     )
     async with store.transaction() as s:
         stored = await add_submission(s, new)
+    if stored:  # scored for the board now, while the key is at hand (`clkt.report.submitted.prime`)
+        prime(answers, snap.items)
     return Intake(pack_sha256=pack.sha256, snapshot_id=m.snapshot.id, target=m.model.name, stored=stored,
                   claims_match=not note, claims_note=note, flags_fixed=fixed, metrics=metrics)

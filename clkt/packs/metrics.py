@@ -3,7 +3,9 @@
 Per scorer: the accuracy of each variant per train language and test language, Learn per train language (base
 against injected on the train language's questions, `clkt.report.learn`), and every ordered language pair's
 contingency with each metric of `clkt.report.metric_table.PAIR_METRICS` (Overall, Transfer, ...), plus their mean
-over the pairs, every domain pooled (`clkt.report.metrics.pair_metrics`). With locality answers
+over the pairs, every domain pooled (`clkt.report.metrics.pair_metrics`); Transfer's mean leaves out the pairs whose
+train language did not learn, as the report's and the leaderboard's do (one rule, `clkt.report.metric_table`): a
+pack's Transfer is the report's for the same letters. With locality answers
 (`locality.jsonl`), per scorer `locality`: kept % per train language and test language (of the locality questions
 the base model answered right, the share the injected model still answers right), with its counts and a 95%
 interval from the report's bootstrap over entities (`clkt.report.locality.kept_figure`: seeded by the snapshot's
@@ -123,10 +125,14 @@ def _pairs(rows: Sequence[PredictionRow], languages: Sequence[str]) -> list[Pair
     ]
 
 
-def _means(pairs: Sequence[PairRow]) -> dict[str, float | None]:
+def _means(pairs: Sequence[PairRow], learn: dict[str, LearnSummary]) -> dict[str, float | None]:
+    """Per metric, the mean over the pairs where it is defined; a metric that needs its train language to have
+    learned (Transfer) over the pairs whose train language learned (`learn`), as the report and the leaderboard
+    read the same answers (`clkt.report.metric_table`)."""
     out: dict[str, float | None] = {}
     for m in PAIR_METRICS:
-        vals = [v for p in pairs if (v := p.values.get(m.key)) is not None]
+        vals = [v for p in pairs if (v := p.values.get(m.key)) is not None
+                and not (m.needs_learned and not (p.train_lang in learn and learn[p.train_lang].learned))]
         out[m.key] = sum(vals) / len(vals) if vals else None
     return out
 
@@ -166,8 +172,8 @@ def compute_metrics(
     scorers: dict[str, ScorerMetrics] = {}
     for scorer in sorted(set(by_scorer) | set(kept)):
         sel = by_scorer.get(scorer, [])
-        pairs = _pairs(sel, languages)
-        scorers[scorer] = ScorerMetrics(accuracy=_accuracy(sel), learn=_learn(sel), pairs=pairs, means=_means(pairs),
+        pairs, learn = _pairs(sel, languages), _learn(sel)
+        scorers[scorer] = ScorerMetrics(accuracy=_accuracy(sel), learn=learn, pairs=pairs, means=_means(pairs, learn),
                                         locality=kept.get(scorer, []))
     return PackMetrics(format_version=format_version, scorers=scorers)
 

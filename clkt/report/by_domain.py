@@ -16,7 +16,9 @@ Each cell carries both readings, labelled:
 Which pairs enter Transfer's mean (`TransferPairs`): clkt's rule, `learned` (default), keeps only the pairs
 whose train language learned (pooled over the window, all domains: the leaderboard's `learned_langs`), since
 otherwise A+B is what the base model guessed; the paper averages over `all` pairs. Over a window of one snapshot
-with `learned`, a cell equals that snapshot's Table 2 cell (`clkt.report.metrics.summarize`). `avg` is Table 2's
+with `learned`, a cell equals that snapshot's Table 2 cell (`clkt.report.metrics.summarize`). A group run with
+several training seeds is pooled over them as its leaderboard row is (`clkt.report.seeds`: per seed, then the
+mean; the interval over entities and seeds), so its `all` cell is its row's figure. `avg` is Table 2's
 last column: per pair, the mean of its per-domain values; then mean ± std over pairs.
 
 The asymmetry of a pair {L1, L2}: on the test questions answered by the L1-trained job in L2 and by the
@@ -49,7 +51,9 @@ from clkt.report.pooled import (
     nanmean,
     percentile_ci,
     pool,
+    unit_keys,
 )
+from clkt.report.seeds import by_seed, over_seeds
 from clkt.report.stats import mcnemar_exact
 from storage.result_packs import INJECTED_ANSWERED, INJECTED_CORRECT
 
@@ -174,6 +178,23 @@ def _avg_metric(m: PairMetric, per: list[tuple[Sums, Sums | None]], keep: np.nda
                         n=int(sum(int(s.cells[m.denominator][keep].sum()) for s, _ in per)))
 
 
+def _over_seeds(cell: dict[str, DomainMetric], answers: Sequence[Answers], layout: Layout, draws: Draws | None,
+                interp: np.ndarray, transfer_pairs: TransferPairs) -> dict[str, DomainMetric]:
+    """A cell of a group run with several training seeds: each metric's mean and interval pooled over the seeds as
+    the leaderboard's row pools them (`clkt.report.seeds`: per seed over the same pairs, then the mean, the interval
+    widened by the between-seed term); the paper's std over pairs, the pairs and n stay those of every seed's
+    answers together."""
+    seeds = by_seed(answers)
+    if len(seeds) < 2:
+        return cell
+    out = dict(cell)
+    for m in PAIR_METRICS:
+        keep = _keep(m, interp, transfer_pairs)
+        sm = over_seeds(seeds, layout, draws=draws, mask=keep).metrics[m.key]
+        out[m.key] = cell[m.key].model_copy(update={"mean": sm.mean, "ci": sm.total_ci})
+    return out
+
+
 def _sums(answers: Sequence[Answers], layout: Layout, draws: Draws | None) -> tuple[Sums, Sums | None, int]:
     pooled = pool(answers, layout)
     s = full_sums(layout, pooled.counts.sum(axis=0))
@@ -189,6 +210,8 @@ def _cells_of(
 ) -> list[DomainCell]:
     target, strategy, scorer = group
     layout = _layout(answers, languages)
+    if draws is not None:  # the row's own entities (`Draws.own`): its `all` cell is its leaderboard row's figure
+        draws = draws.own(np.unique(np.concatenate([unit_keys(a) for a in answers])))
     s_all, d_all, n_all = _sums(answers, layout, draws)
     learned = learned_trains(layout, s_all)
     interp = np.asarray([bool(learned[layout.train_index[lt]]) for lt, _ in layout.pairs], dtype=bool)
@@ -200,17 +223,20 @@ def _cells_of(
     per: list[tuple[Sums, Sums | None]] = []
     for dom in domains:
         keep_ents = np.asarray([e for e in ents.tolist() if domain_of.get(int(e), "unknown") == dom], dtype=np.int64)
-        s, d, n = _sums([_restrict(a, keep_ents) for a in answers], layout, draws)
+        restricted = [_restrict(a, keep_ents) for a in answers]
+        s, d, n = _sums(restricted, layout, draws)
         per.append((s, d))
         dom_present = s.cells["ABCD"] > 0
+        metrics = {m.key: _metric(m, s, d, _keep(m, interp, transfer_pairs)) for m in PAIR_METRICS}
         out.append(DomainCell(
             target=target, strategy=strategy, scorer=scorer, domain=dom, entities=n,
-            metrics={m.key: _metric(m, s, d, _keep(m, interp, transfer_pairs)) for m in PAIR_METRICS},
+            metrics=_over_seeds(metrics, restricted, layout, draws, interp, transfer_pairs),
             not_interpretable=0 if transfer_pairs == "all" else int((dom_present & ~interp).sum()),
         ))
+    metrics = {m.key: _metric(m, s_all, d_all, _keep(m, interp, transfer_pairs)) for m in PAIR_METRICS}
     out.append(DomainCell(
         target=target, strategy=strategy, scorer=scorer, domain=ALL_DOMAINS, entities=n_all, not_interpretable=dropped,
-        metrics={m.key: _metric(m, s_all, d_all, _keep(m, interp, transfer_pairs)) for m in PAIR_METRICS},
+        metrics=_over_seeds(metrics, answers, layout, draws, interp, transfer_pairs),
     ))
     if per:
         out.append(DomainCell(

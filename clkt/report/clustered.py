@@ -1,9 +1,10 @@
 """The snapshot report's bootstrap: entities resampled, never questions (a clustered bootstrap).
 
 The questions of one entity (and its language pairs) are not independent, so they travel together, as in the
-leaderboard (`clkt.report.pooled.Draws`): the report draws its entities with the leaderboard's own draws (the
-same seed, the snapshot's id, the snapshot's entities), so a snapshot's pooled Overall and Transfer carry the
-same interval in its report (the summary and Table 2's `all` column) and on a leaderboard of that snapshot.
+leaderboard (`clkt.report.pooled.Draws`): the report draws a group's entities with the leaderboard's own draws
+(the same seed, the snapshot's id, the entities of the group's own answers: `Draws.own`), so a snapshot's pooled
+Overall and Transfer carry the same interval in its report (the summary and Table 2's `all` column) and on a
+leaderboard of that snapshot, whatever else either holds.
 
 One set of draws serves every domain, every language pair and every metric of a model x strategy x scorer: a
 metric added to `clkt.report.metric_table.PAIR_METRICS` moves no other metric's interval.

@@ -11,7 +11,10 @@ Transfer, the units both targets got right in the train language, right in the t
 for Learn, the train-language questions one target alone got right. McNemar treats those units as
 independent; the interval, over entities, is the one that does not, and it decides: a difference whose
 interval holds 0 is a *tie*. Transfer (a metric that `needs_learned`) compares only the pairs whose train
-language both targets learned (`LeaderRow.learned_langs`). Identical predictions give a difference of 0, an
+language both targets learned (`LeaderRow.learned_langs`: the one learned rule of `clkt.report.metric_table`, every
+training seed's paired answers together). The comparison's own figures are on the questions both answered, each
+side's lowest training seed's answers (`lowest_seed_jobs`): with one seed they are the rows' figures on those
+questions; with several they are that seed's, not the rows' mean over seeds. Identical predictions give a difference of 0, an
 interval [0, 0] and McNemar p = 1: a tie.
 """
 
@@ -216,7 +219,8 @@ def compare_targets(
     data: WindowData, rows: Sequence[LeaderRow], *, target_a: str, target_b: str, strategy: str, scorer_a: str,
     scorer_b: str, languages: Sequence[str], draws: Draws | None, min_questions: int = MIN_QUESTIONS,
 ) -> Comparison:
-    """`draws`: the window's (`clkt.report.leaderboard.window_draws`): the same entities drawn for both targets."""
+    """`draws`: the window's (`clkt.report.leaderboard.window_draws`): the draws of the entities both targets answered
+    (`Draws.own`), the same for both sides: paired."""
     u, both = _collect(data, target_a=target_a, target_b=target_b, strategy=strategy, scorer_a=scorer_a,
                        scorer_b=scorer_b, languages=languages)
     all_keys = np.unique(np.concatenate(u.keys)) if u.keys else np.zeros(0, dtype=np.int64)
@@ -225,7 +229,7 @@ def compare_targets(
         counts = np.bincount(flat, minlength=len(all_keys) * u.width).astype(np.float64).reshape(len(all_keys), u.width)
     else:
         counts = np.zeros((0, u.width))
-    per = draws.sums(all_keys, counts) if draws is not None else {}
+    per = draws.own(all_keys).sums(all_keys, counts) if draws is not None else {}  # the units of the comparison
     boot = np.sum(list(per.values()), axis=0) if per else None
     point = counts.sum(axis=0)
     questions = len(np.unique(np.concatenate(u.questions))) if u.questions else 0

@@ -12,7 +12,9 @@ fewer than `MIN_QUESTIONS` distinct test questions is `too_few` and never ranked
 scorer, rows are ranked by Overall, and a row only ranks below the rows whose whole interval lies above its
 own: rows the intervals cannot separate share a rank (`tied`). A group whose jobs ran with several training seeds
 (`spec.seeds`) is pooled over them (`clkt.report.seeds.seed_row`: the mean over seeds, an interval over entities
-and seeds, the between-seed std); one seed gives the row it always did.
+and seeds, the between-seed std); one seed gives the row it always did. A row's interval draws its own entities
+(`clkt.report.pooled.Draws.own`), so its figures depend on its content alone: they are computed once per content and
+read back (`clkt.report.row_cache`).
 """
 
 from __future__ import annotations
@@ -42,12 +44,11 @@ from clkt.report.pooled import (
     one_blas_thread,
     percentile_ci,
     pool,
-    universes,
 )
 from clkt.report.pooled_metrics import learned_trains, metric_of
+from clkt.report.row_cache import RowCache, row_key
 from clkt.report.seeds import by_seed, seed_row
 from storage.leaderboard import WindowData, WindowJob
-from storage.result_packs import ResultPackRecord
 
 __all__ = [
     "build_rows",
@@ -59,6 +60,7 @@ __all__ = [
 ]
 
 ROW_THREADS = min(4, os.cpu_count() or 1)  # rows built at once (same rows, same order, whatever the number)
+ROWS = RowCache()  # each row's figures, by its content (`clkt.report.row_cache`): computed once per content
 
 def _interpretable(layout: Layout, learned: np.ndarray) -> np.ndarray:
     return np.asarray([bool(learned[layout.train_index[lt]]) for lt, _ in layout.pairs], dtype=bool)
@@ -70,17 +72,11 @@ def _value(x: np.ndarray) -> float | None:
 
 
 def window_draws(data: WindowData, *, seed: int, samples: int) -> Draws | None:
-    """The bootstrap's draws of the window (`clkt.report.pooled.Draws`), over each snapshot's entities; None
-    without draws."""
+    """The window's bootstrap (`clkt.report.pooled.Draws`): its snapshots' names, the seed and the public ids, from
+    which each row (and comparison) takes the draws of its own entities (`Draws.own`); None without draws."""
     if samples <= 0:
         return None
-    index = {s.id: i for i, s in enumerate(data.snapshots)}
-    snap_of = {j.id: index[j.snapshot_id] for j in data.jobs}
-    by: dict[int, list[ResultPackRecord]] = defaultdict(list)
-    for p in data.packs:
-        if p.job_id in snap_of:
-            by[snap_of[p.job_id]].append(p)
-    return Draws(universes=universes(by), names={i: s.id for i, s in enumerate(data.snapshots)}, seed=seed, samples=samples,
+    return Draws(universes={}, names={i: s.id for i, s in enumerate(data.snapshots)}, seed=seed, samples=samples,
                  public=data.public_entities)
 
 
@@ -217,19 +213,21 @@ def build_rows(
 
     def one(item: tuple[Group, list[Answers]]) -> LeaderRow | None:
         group, answers = item
+        key = row_key(group, answers, data, languages=languages, draws=draws, min_questions=min_questions)
+        return ROWS.get_or_build(key, lambda: _group_row(group, answers))
+
+    def _group_row(group: Group, answers: list[Answers]) -> LeaderRow | None:
         layout = _layout(answers, languages)
         pooled = pool(answers, layout)
         if not len(pooled.keys):
             return None
-        row = _row(group, pooled, data, draws=draws, min_questions=min_questions)
+        own = draws.own(pooled.keys) if draws is not None else None  # the row's own entities (`Draws.own`)
+        row = _row(group, pooled, data, draws=own, min_questions=min_questions)
         if len({a.seed for a in answers}) > 1:  # several training seeds: pooled over them (clkt.report.seeds)
-            row = seed_row(row, by_seed(answers), layout, draws=draws)
+            row = seed_row(row, by_seed(answers), layout, draws=own)
         return row
 
     with one_blas_thread():
-        if draws is not None:
-            for s in draws.universes:  # made once, before the rows share them
-                draws.weights(s)
         workers = min(len(groups), ROW_THREADS)
         if workers > 1:  # numpy's sorts, searches and products release the GIL: rows in parallel
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="leaderboard-row") as ex:

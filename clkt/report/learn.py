@@ -173,15 +173,17 @@ def learn_tests(
     outcomes: Sequence[Outcome], *, alpha: float = LEARN_ALPHA, control: bool = False, draws: EntityDraws | None = None,
 ) -> list[LearnTest]:
     """Per (model, strategy, scorer, train language) x (each domain, `all`), over the train-language test
-    questions answered by both the base and the injected model; `draws` (`clkt.report.clustered.entity_draws`):
+    questions answered by both the base and the injected model of the same job; with several training seeds
+    (`Outcome.seed`), every seed's paired answers together (the one rule of `clkt.report.metric_table`: the exact
+    McNemar on the summed gained / lost); `draws` (`clkt.report.clustered.entity_draws`):
     the intervals are over entities (else Wilson and Wald, over questions)."""
-    base: dict[tuple[str, str, str, str, bool], dict[int, tuple[str, bool, int]]] = defaultdict(dict)
-    inj: dict[tuple[str, str, str, str, bool], dict[int, tuple[str, bool, int]]] = defaultdict(dict)
+    base: dict[tuple[str, str, str, str, bool], dict[tuple[int, int], tuple[str, bool, int]]] = defaultdict(dict)
+    inj: dict[tuple[str, str, str, str, bool], dict[tuple[int, int], tuple[str, bool, int]]] = defaultdict(dict)
     for o in outcomes:
         if o.split != "test" or o.lang != o.train_lang:
             continue
         key = (o.model, o.strategy, o.scorer, o.train_lang, control)
-        (base if o.variant == "base" else inj)[key][o.qid] = (o.domain, o.correct, o.cluster)
+        (base if o.variant == "base" else inj)[key][(o.seed, o.qid)] = (o.domain, o.correct, o.cluster)
     out: list[LearnTest] = []
     for key in sorted(inj):
         b = base.get(key, {})

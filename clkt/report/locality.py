@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from clkt.evaluate.summary import LocalityCounts
 from clkt.report._metric_fields import Estimate
 from clkt.report.clustered import entity_draws
-from clkt.report.metric_table import ratio
+from clkt.report.metric_table import MIN_KEPT_ENTITIES, MIN_KEPT_N, kept_too_few, ratio
 from clkt.report.pooled import one_blas_thread, percentile_ci
 
 __all__ = [
@@ -32,8 +32,6 @@ __all__ = [
     "kept_langs", "kept_row", "kept_text", "locality_entities", "locality_lines", "pooled_kept",
 ]
 
-MIN_KEPT_N = 10  # questions right before injection under which kept % reads "too few"
-MIN_KEPT_ENTITIES = 2  # ... and entities: a bootstrap over one entity gives an interval of width 0, which says nothing
 KEPT_HEADER = ["model", "strategy", "scorer", "train", "test", "questions", "right before", "kept", "lost", "gained",
                "kept % [95% CI]"]
 
@@ -125,7 +123,7 @@ def kept_figure(
         n=c.n, kept=c.kept, lost=c.lost, gained=c.gained, entities=entities,
         rate=c.kept / c.base_right if c.base_right else None,
         ci=kept_interval(c, name=draws_name(snapshot_id), seed=seed, samples=samples, public=public),
-        too_few=c.base_right < min_n or entities < MIN_KEPT_ENTITIES,
+        too_few=kept_too_few(base_right=c.base_right, entities=entities, min_n=min_n),
     )
 
 
@@ -179,7 +177,9 @@ def pooled_kept(
     public: Mapping[int, int] | None = None,
 ) -> Estimate | None:
     """Kept % of a leaderboard row: the locality counts of its jobs (snapshot id, the stored summary's `locality`)
-    for `scorer`, pooled over snapshots, train and test languages; n = questions right before. Its 95% interval
+    for `scorer`, pooled over snapshots, train and test languages; n = questions right before; without a value under
+the cells' minimum (`clkt.report.metric_table.kept_too_few`: the board, its CSV and the strategy table read "too
+few" where a report cell would). Its 95% interval
     draws each snapshot's locality entities (seeded by the snapshot's id), summed over the snapshots. None when no
     job has locality counts (a count that does not validate is left out)."""
     tally: dict[str, dict[int, list[int]]] = {}  # snapshot -> entity -> [right before, kept]
@@ -197,8 +197,8 @@ def pooled_kept(
     right = sum(t[0] for per in tally.values() for t in per.values())
     if not tally:
         return None
-    if sum(t[0] > 0 for per in tally.values() for t in per.values()) < MIN_KEPT_ENTITIES:
-        return Estimate(value=None, ci=None, n=right)  # one entity: "too few", not a point with a zero-width interval
+    if kept_too_few(base_right=right, entities=sum(t[0] > 0 for per in tally.values() for t in per.values())):
+        return Estimate(value=None, ci=None, n=right)  # "too few" (the cells' rule), never a bare figure
     kept = sum(t[1] for per in tally.values() for t in per.values())
     sums: np.ndarray | None = None
     for snapshot_id, per in sorted(tally.items()):

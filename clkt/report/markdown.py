@@ -166,9 +166,9 @@ def _seeds(data: ReportData) -> list[str]:
              "Every seed's jobs pooled as the leaderboard pools them: per metric the mean over seeds [95% CI: the "
              "bootstrap interval over entities of the seeds' mean, each side widened in quadrature by the "
              "between-seed term t(k-1) × sd/√k for k seeds] ± the between-seed sd (entities only: the interval with "
-             "the seeds fixed), and each seed's value. Learn's test is run per seed: a train language counts as learned where "
-             "it learned in every seed, and Transfer in each seed keeps the pairs whose train language learned in "
-             "that seed.", "", _md_row(SEED_HEADER), "|" + "---|" * len(SEED_HEADER)]
+             "the seeds fixed), and each seed's value. Learn's test is the exact McNemar on every seed's paired answers "
+             "together (the rule of every view): a train language learned when it says so, and Transfer in each seed "
+             "keeps the pairs whose train language learned by that rule.", "", _md_row(SEED_HEADER), "|" + "---|" * len(SEED_HEADER)]
     lines += [_md_row(r) for r in seed_lines(data.seeds)]
     lines.append("")
     return lines

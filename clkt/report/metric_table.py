@@ -17,6 +17,23 @@ neither): Overall = A/(A+B+C+D), Transfer = A/(A+B). One declaration gives
 Learn (base against injected on the same train-language questions) is declared here too (`learned`,
 `learn_accuracy`, `learn_gain`): `clkt.report.learn` and the leaderboard both decide "learned" with it.
 
+One rule per figure, whatever the view (the report, the leaderboard's JSON, CSV and page, the comparisons, the
+per-domain board, the card, a result pack's metrics.json and the intake):
+
+- **learned** (a train language of a row: target x strategy x scorer over its snapshots): `learned` on the paired
+  answers (base, injected) of every training seed together: the exact McNemar on the summed gained / lost. One
+  seed: the job's own test. A pair whose train language did not learn is left out of Transfer's mean everywhere,
+  a result pack's included (`clkt.packs.metrics`).
+- **over seeds**: every pair-level figure (Overall, Transfer) is computed per seed over the same pairs (those the
+  row's learned flags keep), then averaged over the seeds (`clkt.report.seeds`); the interval widens the sampling
+  one by the between-seed term.
+- **intervals**: a row's bootstrap draws the entities of its own answers, snapshot by snapshot, seeded by the seed
+  and the snapshot's id (`clkt.report.pooled.Draws.own`), never those of whatever else a view loaded: a filter or a
+  submission beside it never moves an unchanged row's interval.
+- **too few**: a Transfer pair under `MIN_CELL_N` questions (A+B); kept % under `MIN_KEPT_N` questions right before
+  or about fewer than `MIN_KEPT_ENTITIES` entities (`kept_too_few`), for a cell and for a row's pooled figure alike
+  (board, CSV, strategy table, report, card, pack).
+
 The report's Table 2, `table2.csv`, `pairs.csv`, `metrics.json`, `report.md`, the size figures, the
 leaderboard's rows, its CSV and page, and the comparison all loop over `PAIR_METRICS`. A new metric is one
 `PairMetric(...)` added to `PAIR_METRICS` below (or `PAIR_METRICS.register(...)`, as the tests do).
@@ -35,6 +52,8 @@ __all__ = [
     "CELLS",
     "HEATMAP",
     "MIN_CELL_N",
+    "MIN_KEPT_ENTITIES",
+    "MIN_KEPT_N",
     "OVERALL",
     "PAIR_METRICS",
     "RANK_BY",
@@ -46,6 +65,7 @@ __all__ = [
     "cell_indicator",
     "cell_sum",
     "cell_sums",
+    "kept_too_few",
     "learn_accuracy",
     "learn_gain",
     "learned",
@@ -54,6 +74,8 @@ __all__ = [
 
 CELLS = "ABCD"
 MIN_CELL_N = 10  # a Transfer cell on fewer questions (A+B) is too small to say anything: grey, never coloured
+MIN_KEPT_N = 10  # questions right before injection under which kept % reads "too few"
+MIN_KEPT_ENTITIES = 2  # ... and entities: a bootstrap over one entity gives an interval of width 0, which says nothing
 
 
 class Cells(Protocol):
@@ -232,3 +254,9 @@ def learn_accuracy(correct: int, n: int) -> float | None:
 
 def learn_gain(*, base_correct: int, injected_correct: int, n: int) -> float | None:
     return (injected_correct - base_correct) / n if n else None
+
+
+def kept_too_few(*, base_right: int, entities: int, min_n: int = MIN_KEPT_N) -> bool:
+    """Whether kept % (kept / right before) on `base_right` questions right before, about `entities` entities, is
+    too few to show: the one rule of a cell, a row's pooled figure and a pack's cell."""
+    return base_right < min_n or entities < MIN_KEPT_ENTITIES

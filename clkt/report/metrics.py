@@ -76,6 +76,7 @@ class Outcome:
     split: str = "test"
     entity: int | None = None  # the question's entity (store id): the bootstrap resamples entities
     entity_public: int | None = None  # its public id (`clkt.snapshots.ids`): the order the draws are made in
+    seed: int = 0  # the job's training seed (Learn pools every seed's paired answers: `clkt.report.learn`)
 
     @staticmethod
     def public_ids(outcomes: Sequence[Outcome]) -> dict[int, int]:
@@ -262,8 +263,8 @@ def summarize(
     public: Mapping[int, int] | None = None,
 ) -> list[SummaryCell]:
     """Table 2: mean ± std over pairs per model x strategy x scorer x domain, plus `all` and `avg`, for every
-    metric of `PAIR_METRICS`, each with a 95% interval from a bootstrap over the snapshot's entities
-    (`clkt.report.clustered`: the leaderboard's draws of `snapshot_id` for `seed`).
+    metric of `PAIR_METRICS`, each with a 95% interval from a bootstrap over the entities of the group's own answers
+    (`clkt.report.clustered`: the leaderboard's draws of `snapshot_id` for `seed`, as its row draws them).
 
     Pairs of the jobs in `not_learned` (no significant in-language gain: `clkt.report.learn`) count in
     Overall but not in Transfer (a metric that `needs_learned`), whose A+B is then what the base model
@@ -273,8 +274,7 @@ def summarize(
     idx = _index(outcomes)
     tests = [o for o in outcomes if o.split == "test"]
     cluster_of = {o.qid: o.cluster for o in tests}
-    ents = entity_draws([o.cluster for o in tests], snapshot_id=snapshot_id, seed=seed, samples=samples if bootstrap else 0,
-                        public=Outcome.public_ids(tests) if public is None else public)
+    public = Outcome.public_ids(tests) if public is None else public
     by_group: dict[tuple[str, str, str], list[PairMetrics]] = defaultdict(list)
     for p in pair_metrics(outcomes, languages):
         by_group[(p.model, p.strategy, p.scorer)].append(p)
@@ -282,6 +282,9 @@ def summarize(
     for group, plist in sorted(by_group.items()):
         domains = sorted({p.domain for p in plist} - {ALL_DOMAINS})
         draws = None
+        # the group's own entities (`clkt.report.pooled.Draws.own`): its `all` cell is its leaderboard row's interval
+        ents = entity_draws([o.cluster for o in tests if (o.model, o.strategy, o.scorer) == group], snapshot_id=snapshot_id,
+                            seed=seed, samples=samples if bootstrap else 0, public=public)
         if bootstrap and len(ents.weights):
             answers = {(k[3], k[4], k[5]): v for k, v in idx.items() if k[:3] == group}
             pairs = list(dict.fromkeys((p.train_lang, p.test_lang) for p in plist))

@@ -11,10 +11,11 @@ are exactly what one counts by hand from the predictions; the metrics over sums 
 interpretable pairs of A/(A+B).
 
 The bootstrap (`Draws`) resamples entities, never questions: the questions of one entity (and its language
-pairs) are not independent, so they travel together. It is stratified by snapshot (each snapshot's entities are
-drawn with replacement among themselves, as many as it has): a snapshot is a fixed sample of its period, and one
-set of draws gives the pooled interval and every snapshot's own. Draws come from a generator seeded by the seed
-and the snapshot's id: the same store and seed give the same intervals.
+pairs) are not independent, so they travel together. It is stratified by snapshot (a row's entities of each
+snapshot are drawn with replacement among themselves, as many as it has): a snapshot is a fixed sample of its
+period, and one set of draws gives the pooled interval and every snapshot's own. A row draws the entities of its own
+answers (`Draws.own`), never those of whatever else a query loaded. Draws come from a generator seeded by the seed
+and the snapshot's id: the same answers and seed give the same intervals, in any store and beside any other row.
 """
 
 from __future__ import annotations
@@ -50,7 +51,6 @@ __all__ = [
     "percentile_ci",
     "pool",
     "unit_keys",
-    "universes",
 ]
 
 PAIR_FIELDS = ("a", "b", "c", "d")
@@ -205,18 +205,20 @@ def pool(answers: Sequence[Answers], layout: Layout) -> Pooled:
 
 
 class Draws:
-    """The bootstrap's draws of a window: per snapshot, `samples` resamples with replacement of its entities (all
-    of them: every entity a job of the window answered), as counts (samples x entities), made once per snapshot
-    from the seed and the snapshot's id and shared by every row and comparison of the window.
+    """The bootstrap's draws: per snapshot, `samples` resamples with replacement of its `universes` entities, as
+    counts (samples x entities), made from the seed and the snapshot's id.
 
-    An entity a target did not answer or excluded contributes nothing to that target's sums: its excluded
-    entities are a domain of the snapshot's sample, so how many valid entities a draw holds varies from draw to
-    draw as it would from sample to sample (the domain estimate of survey sampling). Shared draws also make a
-    comparison paired, and the same query on the same store gives the same intervals."""
+    A row's interval belongs to the row (`clkt.report.metric_table`, "intervals"): its draws are over the entities
+    of its own answers in each snapshot (`own`), never over those of whatever else a query loaded, so a filter
+    (`--target`, `--strategy`) or a merged submission never moves an unchanged row's interval, and a row's figures
+    are a function of its own answers. A comparison draws over its own units (the entities both sides answered),
+    the same draws for both sides: paired. Within a row, an entity one of its parts (a domain, a seed, a snapshot
+    column) did not answer contributes nothing to that part's sums (the domain estimate of survey sampling).
+    Weights are made once per (snapshot, entity set) and shared by every `own` of the same parent."""
 
     def __init__(
         self, *, universes: Mapping[int, np.ndarray], names: Mapping[int, str], seed: int, samples: int,
-        public: Mapping[int, int] | None = None,
+        public: Mapping[int, int] | None = None, shared: dict[tuple[int, bytes], np.ndarray] | None = None,
     ) -> None:
         self.universes = dict(universes)  # snapshot index -> its entity ids, ascending
         self.names = dict(names)  # snapshot index -> snapshot id (seeds its draws)
@@ -224,6 +226,16 @@ class Draws:
         self.samples = samples
         self.public = dict(public or {})  # store entity id -> public id: the order the draws are made in
         self._weights: dict[int, np.ndarray] = {}
+        self._shared = shared if shared is not None else {}  # (snapshot, entity ids' bytes) -> weights
+        self._lock = threading.Lock()
+
+    def own(self, keys: np.ndarray) -> Draws:
+        """The draws over the entities of the unit keys `keys` alone (ascending), snapshot by snapshot: a row's or a
+        comparison's own bootstrap (see the class docstring)."""
+        strata = keys >> _SHIFT
+        universes = {int(s): np.unique(keys[strata == s] & _MASK) for s in np.unique(strata).tolist()}
+        return Draws(universes=universes, names=self.names, seed=self.seed, samples=self.samples, public=self.public,
+                     shared=self._shared)
 
     def weights(self, s: int) -> np.ndarray:
         """(samples, entities) float32 counts of the snapshot's draws, made over its entities in the order of their
@@ -232,6 +244,12 @@ class Draws:
         got = self._weights.get(s)
         if got is None:
             universe = self.universes[s]
+            key = (s, universe.tobytes())
+            with self._lock:
+                got = self._shared.get(key)
+            if got is not None:
+                self._weights[s] = got
+                return got
             n = len(universe)
             rng = np.random.default_rng([self.seed, zlib.crc32(self.names[s].encode("utf-8"))])
             rows = np.arange(self.samples, dtype=np.intp)[:, None]
@@ -243,6 +261,8 @@ class Draws:
             got = np.empty((self.samples, n), dtype=np.float32)
             got[:, order] = counts
             self._weights[s] = got
+            with self._lock:
+                self._shared[key] = got
         return got
 
     def sums(self, keys: np.ndarray, counts: np.ndarray) -> dict[int, np.ndarray]:
@@ -294,14 +314,6 @@ def one_blas_thread() -> Iterator[None]:
             if _blas_holders == 0 and _blas_limiter is not None:
                 _blas_limiter.restore_original_limits()
                 _blas_limiter = None
-
-
-def universes(snapshots: Mapping[int, Sequence[ResultPackRecord]]) -> dict[int, np.ndarray]:
-    """Per snapshot index, the entity ids of its packs (every target's, before exclusions), ascending."""
-    return {
-        s: np.unique(np.concatenate([np.frombuffer(p.entity_ids, dtype="<i8").astype(np.int64) for p in packs]))
-        for s, packs in snapshots.items() if packs
-    }
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,7 +1,8 @@
 """A snapshot's report when its jobs ran with several training seeds (`spec.seeds`).
 
-The report's tables (Learn, Table 2, the pairs, the asymmetry tests) are those of each (target, strategy)'s
-lowest seed, as a snapshot of one seed always was (`primary_seed`); the section *Training seeds* pools every seed
+The report's tables (Table 2, the pairs, the asymmetry tests) are those of each (target, strategy)'s lowest seed
+(`primary_seed`); Learn and the learned flags (which pairs Transfer keeps, how a pair reads) pool every seed's paired
+answers, the rule of every view (`clkt.report.metric_table`); the section *Training seeds* pools every seed
 as the leaderboard does over a window of this one snapshot (`seed_rows`: `clkt.report.leaderboard.build_rows`,
 `clkt.report.seeds.seed_row`): per (target, strategy, scorer) each metric's mean over seeds, the between-seed
 std, the interval over entities alone and the one over entities and seeds, and every seed's value. With one seed
@@ -37,8 +38,9 @@ def primary_seed(
     if all(j.seed == low[(j.target_model, j.strategy)] for j in jobs):
         return list(jobs), list(rows), None
     seeds = sorted({j.seed for j in jobs})
-    note = (f"the jobs ran with training seeds {', '.join(map(str, seeds))}: the tables are each target and "
-            "strategy's lowest seed's; *Training seeds* pools every seed (mean, between-seed sd, intervals)")
+    note = (f"the jobs ran with training seeds {', '.join(map(str, seeds))}: Table 2 and the pairs are each target and "
+            "strategy's lowest seed's; Learn and whether a train language learned pool every seed's paired answers "
+            "(the rule of every view); *Training seeds* pools every seed (mean, between-seed sd, intervals)")
     return ([j for j in jobs if j.seed == low[(j.target_model, j.strategy)]],
             [r for r in rows if r.seed == low[(r.target_model, r.strategy)]], note)
 
@@ -89,5 +91,5 @@ def seed_lines(rows: Sequence[LeaderRow]) -> list[list[str]]:
     return out
 
 
-SEED_HEADER = ["model", "strategy", "scorer", "seeds", "learned in every seed", "Learn p (largest)",
+SEED_HEADER = ["model", "strategy", "scorer", "seeds", "learned (every seed's answers)", "Learn p",
                *[x for m in PAIR_METRICS for x in (f"{m.label} % mean [CI entities+seeds] ± seed sd", f"{m.label} per seed")]]

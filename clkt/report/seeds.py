@@ -2,8 +2,9 @@
 several injection seeds, each pooled as the leaderboard pools a job's answers (`clkt.report.pooled`), give per
 metric of the table
 
-- each seed's value (`metric_of` over that seed's sums, Transfer over the pairs whose train language learned in
-  that seed),
+- each seed's value (`metric_of` over that seed's sums; Transfer over the pairs whose train language learned by
+  the one rule of `clkt.report.metric_table`: the exact McNemar on every seed's paired answers together, the same
+  pairs in every seed),
 - their mean and the **between-seed spread** (sample std over seeds, ddof 1; None for one seed),
 - the **sampling interval** of the mean: the window's draws of entities (`Draws`, the leaderboard's), the seeds
   fixed,
@@ -18,12 +19,13 @@ metric of the table
 
 `seed_row` turns a leaderboard row built on every seed's answers into the row pooled over seeds: each metric of
 the table is the mean over seeds with the total interval (`ci`), the sampling one (`sampling_ci`) and the
-between-seed std (`seed_std`). Learn's test is run per seed (exact McNemar on that seed's paired answers, never on
-the answers of several seeds together, which would count each question once per seed): a train language learned
-when it learned in every seed, the row's p-value the largest of the seeds'; its injected accuracy and gain are
-those of every seed's answers together (the mean over seeds when they answer the same questions), with their
-between-seed std. Transfer is computed per seed over the pairs whose train language learned in that seed, then
-averaged. The per-pair and per-snapshot cells pool every seed's answers (their n counts each seed's answer).
+between-seed std (`seed_std`). Learn is the row's, on every seed's paired answers together: a train language
+learned when the exact McNemar on the summed gained / lost of its seeds says so (`clkt.report.metric_table.learned`,
+the rule every view applies: the heatmap, the snapshot columns, the comparisons, the per-domain board, the report);
+the row's p-value is that test's; its injected accuracy and gain those of every seed's answers together (the mean
+over seeds when they answer the same questions), with their between-seed std. Transfer is computed per seed over
+the pairs whose train language learned by that rule, then averaged. The per-pair and per-snapshot cells pool every
+seed's answers (their n counts each seed's answer).
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from clkt.report.metric_table import PAIR_METRICS
 from clkt.report.pooled import Answers, Draws, Layout, boot_matrix, draw_sums, full_sums, nanmean, percentile_ci, pool
 from clkt.report.pooled_metrics import learned_trains, metric_of
 
-__all__ = ["SeedMetric", "SeedSummary", "by_seed", "over_seeds", "seed_row", "t975", "total_interval"]
+__all__ = ["SeedMetric", "SeedSummary", "by_seed", "learned_mask", "over_seeds", "seed_row", "t975", "total_interval"]
 
 # Student's t, two-sided 95 % (the 0.975 quantile), for 1-30 degrees of freedom (scipy.stats.t.ppf to 6 places;
 # `tests/report/test_seeds.py` checks them against scipy, not imported here: `scipy.stats` costs 0.6 s to import,
@@ -75,16 +77,25 @@ class SeedSummary(BaseModel):
     metrics: dict[str, SeedMetric] = Field(default_factory=dict)  # per metric of the table ("overall", ...)
 
 
-def _per_seed(answers: Sequence[Answers], layout: Layout, draws: Draws | None) -> dict[str, tuple[float, np.ndarray | None]]:
+def _per_seed(answers: Sequence[Answers], layout: Layout, draws: Draws | None, mask: np.ndarray,
+              ) -> dict[str, tuple[float, np.ndarray | None]]:
+    """One seed's value of each metric (and its draws), over the pairs `mask` keeps for a metric that needs its
+    train language to have learned (the row's learned rule, the same for every seed)."""
     pooled = pool(answers, layout)
     s = full_sums(layout, pooled.counts.sum(axis=0))
-    interp = np.asarray([bool(x) for x in learned_trains(layout, s)], dtype=bool)
-    mask = np.asarray([bool(interp[layout.train_index[lt]]) for lt, _ in layout.pairs], dtype=bool)
     d = None
     if draws is not None and len(pooled.keys):
         reduced = draws.sums(pooled.keys, boot_matrix(layout, pooled.counts))
         d = draw_sums(layout, np.sum(list(reduced.values()), axis=0))
     return {m.key: (float(metric_of(m, s, mask)), metric_of(m, d, mask) if d is not None else None) for m in PAIR_METRICS}
+
+
+def learned_mask(layout: Layout, answers: Sequence[Answers]) -> np.ndarray:
+    """Per pair of `layout`, whether its train language learned under the one rule (`clkt.report.metric_table`,
+    "learned"): the exact McNemar on every seed's paired answers together (`learned_trains` of the sums of all of
+    them)."""
+    learned = learned_trains(layout, full_sums(layout, pool(answers, layout).counts.sum(axis=0)))
+    return np.asarray([bool(learned[layout.train_index[lt]]) for lt, _ in layout.pairs], dtype=bool)
 
 
 def total_interval(sampling: tuple[float, float], values: Sequence[float]) -> tuple[float, float]:
@@ -100,10 +111,15 @@ def total_interval(sampling: tuple[float, float], values: Sequence[float]) -> tu
     return (max(0.0, mean - math.hypot(lo_half, seed_term)), min(1.0, mean + math.hypot(hi_half, seed_term)))
 
 
-def over_seeds(by_seed: Mapping[int, Sequence[Answers]], layout: Layout, *, draws: Draws | None) -> SeedSummary:
-    """Each metric over the seeds of one group (see the module docstring)."""
+def over_seeds(
+    by_seed: Mapping[int, Sequence[Answers]], layout: Layout, *, draws: Draws | None, mask: np.ndarray | None = None,
+) -> SeedSummary:
+    """Each metric over the seeds of one group (see the module docstring); `mask`: the pairs a metric that needs
+    learning keeps (default: the group's, `learned_mask` of every seed's answers)."""
     seeds = sorted(by_seed)
-    per = {s: _per_seed(by_seed[s], layout, draws) for s in seeds}
+    if mask is None:
+        mask = learned_mask(layout, [a for s in seeds for a in by_seed[s]])
+    per = {s: _per_seed(by_seed[s], layout, draws, mask) for s in seeds}
     out: dict[str, SeedMetric] = {}
     for m in PAIR_METRICS:
         values = np.asarray([per[s][m.key][0] for s in seeds], dtype=float)
@@ -136,29 +152,24 @@ def _std(values: Sequence[float]) -> float | None:
 
 def seed_row(row: LeaderRow, seeds: Mapping[int, Sequence[Answers]], layout: Layout, *, draws: Draws | None) -> LeaderRow:
     """`row` (built on every seed's answers together) pooled over its seeds (see the module docstring)."""
-    summary = over_seeds(seeds, layout, draws=draws)
+    mask = np.asarray([lt in row.learned_langs for lt, _ in layout.pairs], dtype=bool)
+    summary = over_seeds(seeds, layout, draws=draws, mask=mask)
     metrics = dict(row.metrics)
     for key, sm in summary.metrics.items():
         est = row.metric(key)
         metrics[key] = est.model_copy(update={"value": sm.mean, "ci": sm.total_ci, "sampling_ci": sm.sampling_ci,
                                               "seed_std": sm.between_seed_std})
-    learned_all = np.ones(len(layout.trains), dtype=bool)
     stats = []
     for s in summary.seeds:
-        sums = full_sums(layout, pool(seeds[s], layout).counts.sum(axis=0))
-        learned_all &= learned_trains(layout, sums)
-        n, bc, ic, g, lo = (int(v) for v in sums.learn.sum(axis=-2))
+        n, bc, ic, g, lo = (int(v) for v in full_sums(layout, pool(seeds[s], layout).counts.sum(axis=0)).learn.sum(axis=-2))
         if n:
             stats.append(stat_from_counts(n=n, base_correct=bc, injected_correct=ic, gained=g, lost=lo))
-    lr = row.learn
+    lr = row.learn  # the row's test: every seed's paired answers together (the one rule); only the spread is added
     learn = lr.model_copy(update={
-        "p_value": max((st.p_value for st in stats), default=lr.p_value),
-        "learned": len(stats) == len(summary.seeds) and all(st.learned for st in stats),
         "injected": lr.injected.model_copy(update={"seed_std": _std([x for st in stats if (x := st.injected_accuracy) is not None])}),
         "gain": lr.gain.model_copy(update={"seed_std": _std([x for st in stats if (x := st.gain) is not None])}),
     })
     return row.model_copy(update={
         "metrics": metrics, "learn": learn, "seeds": summary.seeds,
-        "learned_langs": [t for t, ok in zip(layout.trains, learned_all.tolist(), strict=True) if ok],
         "per_seed": {k: m.per_seed for k, m in summary.metrics.items()},
     })

@@ -8,7 +8,9 @@ questions: Learn (the injected model's train-language accuracy), Overall and Tra
 side, their difference a - b with a 95% paired bootstrap interval over entities (the window's draws: the same
 entities for both strategies), an exact McNemar test on the discordant units and a verdict (the better strategy,
 "tie" when the interval holds 0). Beside them, each strategy's Learn as base -> injected on the same
-train-language questions (base answered under both), with its gain's interval and McNemar p.
+train-language questions (base answered under both), with its gain's interval and McNemar p; whether it learned is its
+row's flag (the one rule of `clkt.report.metric_table`: every seed's paired answers, all its questions). The
+comparison pairs each strategy's lowest training seed's answers (`clkt.report.compare.lowest_seed_jobs`).
 
 A metric added to the side-by-side table is one more `CompareLine` (`lines`): the table, the JSON and the page
 show whatever lines there are.
@@ -203,7 +205,7 @@ def compare_strategies(
     width = u.width + 2 * _BASE
     flat = np.searchsorted(all_keys, np.concatenate(keys)) * width + np.concatenate(cols)
     counts = np.bincount(flat, minlength=len(all_keys) * width).astype(np.float64).reshape(len(all_keys), width)
-    per = draws.sums(all_keys, counts) if draws is not None else {}
+    per = draws.own(all_keys).sums(all_keys, counts) if draws is not None else {}  # the units of the comparison
     boot = np.sum(list(per.values()), axis=0) if per else None
     point = counts.sum(axis=0)
     too_few = questions < min_questions
@@ -214,7 +216,8 @@ def compare_strategies(
     pb = boot[:, : u.width] if boot is not None else None
     lines = _lines(u, point[: u.width], pb, interp, names, languages, too_few)
     bb = boot[:, u.width :] if boot is not None else None
-    learn = [base.estimate(side, point[u.width :], bb) for side in (0, 1)]
+    learn = [_row_learned(base.estimate(side, point[u.width :], bb), rows, target, scorer, name)
+             for side, name in enumerate(names)]
     left = sorted({lt for (lt, _), ok in zip(u.pairs, interp, strict=True) if not ok})
     notes = [f"Transfer leaves out the pairs trained in {', '.join(left)}: that train language did not learn under both "
              f"{strategy_a} and {strategy_b}"] if left else []
@@ -224,6 +227,13 @@ def compare_strategies(
         questions=questions, question_pairs=int(u.pair_cols(point[: u.width])[..., 0].sum()), too_few=too_few,
         learn=learn, lines=lines, notes=notes, kept=_kept(rows, target, scorer, names),
     )
+
+
+def _row_learned(est: LearnEstimate, rows: Sequence[LeaderRow], target: str, scorer: str, strategy: str) -> LearnEstimate:
+    """`est` (on the paired questions) with its row's learned flag: whether a strategy learned is decided once, by
+    the rule of every view (`clkt.report.metric_table`), not again on the questions a comparison keeps."""
+    row = next((r for r in rows if (r.target, r.strategy, r.scorer) == (target, strategy, scorer)), None)
+    return est if row is None else est.model_copy(update={"learned": row.learn.learned})
 
 
 def _kept(rows: Sequence[LeaderRow], target: str, scorer: str, names: tuple[str, str]) -> list[Estimate | None]:

@@ -5,7 +5,9 @@ A submitted pack's answers are read as submitted (its predictions.jsonl) and sco
 against this store's answer key of the snapshot (`clkt.snapshots.content.load_item_refs`): the pack's own
 `correct` flags and metrics.json are never read. Its answers become result packs (`storage.result_packs`) of
 synthetic jobs (negative ids, one per train language), keyed by this store's question and entity rows, so they pool
-over the window's snapshots and take the same entity-bootstrap draws as the rows run here.
+over the window's snapshots and take the same entity-bootstrap draws as the rows run here. A pack's answers are
+scored once per process (by their bytes, the snapshot's key and the scorer asked for), at intake (`prime`) or at the
+first board that reads them.
 
 One submitted row per model identity (target name, model, revision, weights sha256) x strategy x scorer, pooled
 over the snapshots it has packs of; its label is `<name> (submitted)` (with the identity's first 8 hex digits when
@@ -21,13 +23,15 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-from collections import defaultdict
+import threading
+from collections import OrderedDict, defaultdict
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from clkt.report.leaderboard_data import Leaderboard, LeaderRow, Reproduction, SubmittedPackInfo
 from clkt.snapshots.content import load_item_refs
+from clkt.snapshots.select import ItemRef
 from storage.leaderboard import WindowData, WindowJob, WindowSnapshot
 from storage.result_packs import PackedAnswer, ResultPackRecord, build_packs
 from storage.submissions import SubmissionRecord, list_submissions, submission_answers
@@ -43,6 +47,7 @@ __all__ = [
     "annotate",
     "board_packs",
     "pack_info",
+    "prime",
     "submitted_runs",
 ]
 
@@ -51,6 +56,33 @@ SUBMITTED = "submitted"
 REPRODUCED_AT = 0.95  # letter agreement of a re-run at or above which a submitted pack counts as reproduced
 
 Identity = tuple[str, str, str | None, str | None]  # target name, model, revision, weights sha256
+RESCORED_KEEP = 1024  # packs whose rescored answers are kept in process (the least recently used goes first)
+
+
+class _Rescored:
+    """A pack's answers scored against a snapshot's key, by (the answers' sha256, the key's digest, scorer): parsed
+    and scored once per process, not at every board (bounded, least recently used out; thread-safe)."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._got: OrderedDict[tuple[str, str, str | None], dict[str, list[PackedAnswer]]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, str, str | None]) -> dict[str, list[PackedAnswer]] | None:
+        with self._lock:
+            got = self._got.get(key)
+            if got is not None:
+                self._got.move_to_end(key)
+            return got
+
+    def put(self, key: tuple[str, str, str | None], value: dict[str, list[PackedAnswer]]) -> None:
+        with self._lock:
+            self._got[key] = value
+            while len(self._got) > self._size:
+                self._got.popitem(last=False)
+
+
+_RESCORED = _Rescored(RESCORED_KEEP)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -109,14 +141,41 @@ def _reproduction(r: SubmissionRecord) -> Reproduction | None:
     return Reproduction.model_validate(raw) if raw else None
 
 
-def _answers(blob: bytes, refs: dict[int, tuple[int, int, str]], scorer: str | None) -> dict[str, list[PackedAnswer]]:
+Refs = dict[int, tuple[int, int, str]]  # public qid -> question row, entity row, answer letter (test items)
+
+
+def _refs(items: Sequence[ItemRef]) -> Refs:
+    return {it.qid: (it.question_row, it.entity_row, it.answer_letter) for it in items if it.split == "test"}
+
+
+def _digest(refs: Refs) -> str:
+    return hashlib.sha256(json.dumps(sorted(refs.items())).encode()).hexdigest()
+
+
+def _scored(blob: bytes, refs: Refs, digest: str, scorer: str | None) -> dict[str, list[PackedAnswer]]:
+    """`_answers`, once per answers, answer key and scorer in this process (a frozen snapshot's key never changes)."""
+    memo = (hashlib.sha256(blob).hexdigest(), digest, scorer)
+    got = _RESCORED.get(memo)
+    if got is None:
+        got = _answers(blob, refs, scorer)
+        _RESCORED.put(memo, got)
+    return got
+
+
+def prime(blob: bytes, items: Sequence[ItemRef]) -> None:
+    """Score a pack's stored answers (`blob`, as `storage.submissions` keeps them) against the snapshot's key
+    (`items`) as the board reads them, when the pack is taken in (`clkt.packs.intake`): a service that takes packs in
+    and serves the board scores each once, at intake."""
+    refs = _refs(items)
+    _scored(blob, refs, _digest(refs), None)
+
+
+def _answers(blob: bytes, refs: Refs, scorer: str | None) -> dict[str, list[PackedAnswer]]:
     """Per train language, the pack's answers scored against this store's key (`refs`: public qid -> question row,
     entity row, answer letter); answers to a question the snapshot no longer holds are left out."""
     out: dict[str, list[PackedAnswer]] = defaultdict(list)
-    for line in gzip.decompress(blob).splitlines():
-        if not line.strip():
-            continue
-        row = json.loads(line)
+    lines = [line for line in gzip.decompress(blob).splitlines() if line.strip()]
+    for row in json.loads(b"[" + b",".join(lines) + b"]"):  # one parse of every line (the lines were checked at intake)
         ref = refs.get(int(row["qid"]))
         if ref is None or (scorer is not None and row["scorer"] != scorer):
             continue
@@ -158,12 +217,14 @@ async def submitted_runs(
     jobs: list[WindowJob] = []
     packs: list[ResultPackRecord] = []
     info: dict[tuple[str, str], list[SubmittedPackInfo]] = defaultdict(list)
+    digests: dict[str, str] = {}
     for r in records:
         if r.snapshot_id not in keys:
-            keys[r.snapshot_id] = {it.qid: (it.question_row, it.entity_row, it.answer_letter)
-                                   for it in await load_item_refs(session, r.snapshot_id) if it.split == "test"}
+            keys[r.snapshot_id] = _refs(await load_item_refs(session, r.snapshot_id))
+            digests[r.snapshot_id] = _digest(keys[r.snapshot_id])
         label = labels[_identity(r)]
-        by_train = _answers(await submission_answers(session, r.pack_sha256), keys[r.snapshot_id], scorer)
+        blob = await submission_answers(session, r.pack_sha256)
+        by_train = _scored(blob, keys[r.snapshot_id], digests[r.snapshot_id], scorer)
         for train, answers in sorted(by_train.items()):
             job_id = -(len(jobs) + 1)
             jobs.append(WindowJob(id=job_id, snapshot_id=r.snapshot_id, target=label, strategy=r.strategy, train_lang=train))

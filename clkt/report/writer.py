@@ -32,7 +32,7 @@ import asyncio
 import csv
 import json
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -81,7 +81,7 @@ from clkt.report.metrics import (
 from clkt.report.seed_report import primary_seed, seed_rows
 from clkt.report.window import public_entity_ids
 from clkt.snapshots.ids import stable_entity_id, stable_qid
-from storage.gpu_jobs import jobs_for_snapshot, results_for_snapshot
+from storage.gpu_jobs import JobResultRow, jobs_for_snapshot, results_for_snapshot
 from storage.incontext import incontext_answers
 from storage.knowledge import known_by_month
 from storage.snapshots import find_snapshot
@@ -136,7 +136,8 @@ async def load_report_data(
         if snap is None:
             raise UserError(f"no snapshot {snapshot_id!r} in the store")
         all_jobs = await jobs_for_snapshot(s, snapshot_id)
-        jobs, rows, seed_note = primary_seed(all_jobs, await results_for_snapshot(s, snapshot_id))
+        all_rows = await results_for_snapshot(s, snapshot_id)
+        jobs, rows, seed_note = primary_seed(all_jobs, all_rows)
         manifest = dict(snap.manifest or {})
         validity = await snapshot_targets(s, snapshot_id=snapshot_id)
         verdicts = await known_by_month(s, targets=sorted({j.target_model for j in jobs})) if jobs else []
@@ -159,23 +160,18 @@ async def load_report_data(
             locality=(summary.locality or None) if summary else None,
         ))
     langs = list(manifest.get("languages") or sorted({r.lang for r in rows} | {j.train_lang for j in jobs}))
-    outcomes = [
-        Outcome(
-            model=r.target_model, strategy=r.strategy, scorer=r.scorer, variant=r.variant, train_lang=r.train_lang,
-            lang=r.lang, qid=stable_qid(r.source, r.external_id, r.slot), domain=r.domain, correct=r.correct, predicted=r.predicted, split=r.split,
-            entity=r.entity_id or None, entity_public=stable_entity_id(r.source, r.external_id),
-        )
-        for r in rows
-    ]
-    left_out = {o.qid for o in outcomes} & exclude_qids
-    if exclude_qids:
-        outcomes = [o for o in outcomes if o.qid not in exclude_qids]
+    outcomes = _outcomes(rows, exclude_qids)
+    # the other seeds' answers: Learn (and so the learned flags) pools every seed's (the one rule)
+    primary = {j.id for j in jobs}
+    others = _outcomes([r for r in all_rows if r.job_id not in primary], exclude_qids) if seed_note else []
+    left_out = {stable_qid(r.source, r.external_id, r.slot) for r in rows} & exclude_qids
     public = Outcome.public_ids(outcomes)
     near = locality_entities(j.locality for j in infos)
     if near - set(public):  # the locality split's entities: their public ids order their draws too
         async with store.session() as s:
             public |= await public_entity_ids(s, near - set(public))
-    data = await asyncio.to_thread(partial(build_report, public=public), snapshot_id, langs, infos, outcomes, seed)
+    data = await asyncio.to_thread(partial(build_report, public=public, other_seeds=others), snapshot_id, langs, infos,
+                                   outcomes, seed)
     data.notes.extend(unreadable)
     if seed_note:  # several training seeds: the tables are the lowest seed's, the seeds pooled in their own section
         data.notes.append(seed_note)
@@ -197,6 +193,20 @@ async def load_report_data(
         TargetValidity(target=v.target_name, status=v.status.value, entities=v.entities, excluded=v.excluded)
         for v in validity if v.target_name in ran
     ]})
+
+
+def _outcomes(rows: Sequence[JobResultRow], exclude_qids: frozenset[int]) -> list[Outcome]:
+    """The stored results as outcomes (public qids and entity ids), the retracted questions left out."""
+    out = [
+        Outcome(
+            model=r.target_model, strategy=r.strategy, scorer=r.scorer, variant=r.variant, train_lang=r.train_lang,
+            lang=r.lang, qid=stable_qid(r.source, r.external_id, r.slot), domain=r.domain, correct=r.correct,
+            predicted=r.predicted, split=r.split, entity=r.entity_id or None,
+            entity_public=stable_entity_id(r.source, r.external_id), seed=r.seed,
+        )
+        for r in rows
+    ]
+    return [o for o in out if o.qid not in exclude_qids] if exclude_qids else out
 
 
 def _cost(summary: JobSummary) -> dict[str, Any]:
@@ -224,10 +234,11 @@ def _control(jobs: list[JobInfo], notes: list[str]) -> list[ControlLang]:
 
 def build_report(
     snapshot_id: str, languages: list[str], jobs: list[JobInfo], outcomes: list[Outcome], seed: int = 0, *,
-    public: Mapping[int, int] | None = None,
+    public: Mapping[int, int] | None = None, other_seeds: Sequence[Outcome] = (),
 ) -> ReportData:
     """The report's data; `public`: store entity id -> public id, the order of the bootstrap's draws (default: the
-    outcomes' own, `Outcome.entity_public`)."""
+    outcomes' own, `Outcome.entity_public`); `other_seeds`: the answers of the jobs of other training seeds than
+    the tables' (`primary_seed`), which Learn and the learned flags pool (`clkt.report.learn.learn_tests`)."""
     notes: list[str] = []
     failed = [j for j in jobs if j.status == "failed"]
     if failed:
@@ -237,7 +248,7 @@ def build_report(
     public = Outcome.public_ids(outcomes) if public is None else public
     draws = entity_draws([o.cluster for o in tests], snapshot_id=snapshot_id, seed=seed, samples=BOOTSTRAP_SAMPLES,
                          public=public)
-    learn = learn_tests(real, draws=draws)
+    learn = learn_tests([*real, *other_seeds], draws=draws)
     not_learned = {(t.model, t.strategy, t.scorer, t.train_lang) for t in learn if t.domain == ALL_DOMAINS and not t.learned}
     for t in learn:
         if t.domain == ALL_DOMAINS and not t.learned:

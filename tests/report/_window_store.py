@@ -31,7 +31,7 @@ from storage.enums import SnapshotTargetStatus
 from storage.gpu_jobs import ResultRecord, enqueue_gpu_jobs, write_job_results
 from storage.targets import TargetIdentity, add_exclusions, record_snapshot_target, sync_targets
 
-__all__ = ["LANGS", "PERIODS", "SPEC", "TARGETS", "WindowStore", "seed_window_store"]
+__all__ = ["LANGS", "PERIODS", "SPEC", "TARGETS", "WindowStore", "add_seed_jobs", "seed_window_store"]
 
 SPEC = "lb"
 PERIODS = ("2025-01", "2025-02", "2025-03")
@@ -186,3 +186,25 @@ async def _seed(store: Store, *, seed: int) -> WindowStore:
             await write_job_results(s, job.id, recs)
             job.status, job.attempts = LeaseStatus.done, 1
     return info
+
+
+async def add_seed_jobs(store: Store, info: WindowStore, *, target: str, snapshot_ids: list[str], seeds: list[int],
+                        rng: random.Random) -> None:
+    """`target`'s cpt-lora jobs of the other training seeds `seeds` (0 is there) on `snapshot_ids`, in both train
+    languages, answering like a weaker model (beta): their answers differ from seed 0's on the same questions."""
+    from sqlmodel import col, select
+
+    from storage.models import GpuJob, LeaseStatus
+
+    async with store.transaction() as s:
+        for sid in snapshot_ids:
+            await enqueue_gpu_jobs(s, snapshot_id=sid, targets=[target], strategies=["cpt-lora"], train_langs=list(TRAINS),
+                                   max_attempts=1, seeds=[0, *seeds])
+    async with store.transaction() as s:
+        jobs = (await s.execute(select(GpuJob).where(col(GpuJob.seed).in_(seeds)).order_by(col(GpuJob.id)))).scalars().all()
+        for job in jobs:
+            assert job.id is not None
+            at = list(info.snapshots.values()).index(job.snapshot_id)
+            qids = sorted(q for q, e in info.entity_of.items() if (e - 1) // ENTITIES == at)
+            await write_job_results(s, job.id, _records(rng, "beta", job.train_lang, qids, ("generate", "option-loglik")))
+            job.status, job.attempts = LeaseStatus.done, 1

@@ -37,6 +37,9 @@ def test_pooled_kept_sums_entities_over_jobs_snapshots_and_languages() -> None:
     assert pooled_kept(jobs, scorer="generate", seed=0, samples=500) == got  # seeded
     assert pooled_kept(jobs, scorer="generate", seed=0, samples=0) == got.model_copy(update={"ci": None})
     assert pooled_kept([], scorer="generate", seed=0, samples=500) is None
+    # the cells' minimum holds for the pooled figure too: 8 right before about 2 entities is too few (n kept)
+    few = pooled_kept([("s1", _loc([(1, 4, 4), (2, 4, 2)]))], scorer="generate", seed=0, samples=500)
+    assert few is not None and (few.value, few.ci, few.n) == (None, None, 8)
     assert pooled_kept(jobs, scorer="letter-logprob", seed=0, samples=500) is None
 
 

@@ -7,12 +7,10 @@ from __future__ import annotations
 import random
 
 import numpy as np
-from sqlmodel import col, select
 
 from clkt.report.window import LeaderboardQuery, load_leaderboard
 from storage.engine import Store
-from storage.gpu_jobs import enqueue_gpu_jobs, write_job_results
-from tests.report._window_store import LANGS, SPEC, WindowStore, _records, seed_window_store
+from tests.report._window_store import LANGS, SPEC, WindowStore, add_seed_jobs, seed_window_store
 
 TRAINS = ("en", "fr")
 
@@ -20,21 +18,8 @@ TRAINS = ("en", "fr")
 async def _second_seed(store: Store, info: WindowStore, target: str) -> None:
     """A seed-1 job of `target` per snapshot and train language, answering like a weaker model (a seed that
     learned less): its answers differ from seed 0's on the same questions."""
-    from storage.models import GpuJob, LeaseStatus
-
-    rng = random.Random(99)
-    async with store.transaction() as s:
-        for sid in info.snapshots.values():
-            await enqueue_gpu_jobs(s, snapshot_id=sid, targets=[target], strategies=["cpt-lora"], train_langs=list(TRAINS),
-                                   max_attempts=1, seeds=[0, 1])  # seed 0 is there: only seed 1 is new
-    async with store.transaction() as s:
-        jobs = (await s.execute(select(GpuJob).where(col(GpuJob.seed) == 1).order_by(col(GpuJob.id)))).scalars().all()
-        for job in jobs:
-            assert job.id is not None
-            sid_index = list(info.snapshots.values()).index(job.snapshot_id)
-            qids = sorted(q for q, e in info.entity_of.items() if (e - 1) // 12 == sid_index)
-            await write_job_results(s, job.id, _records(rng, "beta", job.train_lang, qids, ("generate", "option-loglik")))
-            job.status, job.attempts = LeaseStatus.done, 1
+    await add_seed_jobs(store, info, target=target, snapshot_ids=list(info.snapshots.values()), seeds=[1],
+                        rng=random.Random(99))
 
 
 def _query() -> LeaderboardQuery:
@@ -63,8 +48,13 @@ async def test_two_seeds_are_pooled_with_their_spread_and_one_seed_reads_as_befo
         # the interval over entities and seeds is wider than the one over entities alone, and holds both seeds' values
         assert est.ci[1] - est.ci[0] > est.sampling_ci[1] - est.sampling_ci[0]
         assert est.ci[0] <= min(per.values()) and max(per.values()) <= est.ci[1]
-    # Learn's test per seed: the row's p-value the largest of the seeds'; learned only where every seed learned
-    assert two.learn.p_value >= one.learn.p_value and set(two.learned_langs) <= set(one.learned_langs)
+    # Learn's test on every seed's paired answers together (the one rule): its p is McNemar's on the summed
+    # gained / lost, and the learned flags are that test's
+    from clkt.report.stats import mcnemar_exact
+
+    assert two.learn.n == 2 * one.learn.n and two.learn.gained > one.learn.gained
+    assert two.learn.p_value == mcnemar_exact(two.learn.gained, two.learn.lost)
+    assert set(two.learned_langs) == {p.train_lang for p in two.pairs if p.reading != "not interpretable"}
     assert two.learn.injected.seed_std is not None and two.learn.injected.seed_std > 0
     # beta ran one seed: its row is what it was, and its JSON has no seed field
     b1, b2 = row(before, "beta").model_dump(mode="json"), row(after, "beta").model_dump(mode="json")

@@ -1,5 +1,6 @@
-"""A snapshot's report when its jobs ran with two training seeds: the tables stay the lowest seed's (what a
-one-seed report of that seed says), and *Training seeds* pools both with their spread."""
+"""A snapshot's report when its jobs ran with two training seeds: Table 2 stays the lowest seed's, Learn and the
+learned flags pool both seeds' paired answers (the rule of every view), and *Training seeds* pools both with their
+spread."""
 
 from __future__ import annotations
 
@@ -43,7 +44,18 @@ async def test_two_seeds_keep_the_tables_of_the_lowest_and_pool_both_apart(tmp_p
         await _second_seed(store)
         two = await load_report_data(store, SNAPSHOT_ID)
         paths = await write_report(store, SNAPSHOT_ID, report_dir(tmp_path, SNAPSHOT_ID))
-    assert two.table2 == one.table2 and two.learn == one.learn and two.jobs == one.jobs  # the lowest seed's
+    assert two.jobs == one.jobs  # the lowest seed's
+    # Learn pools both seeds' paired answers (the one rule): twice the questions for `large`, the others unchanged;
+    # Table 2 is the lowest seed's, with the pairs the learned flags keep (the same flags here)
+    learn_one = {(t.model, t.train_lang, t.scorer, t.domain): t for t in one.learn}
+    for t in two.learn:
+        before = learn_one[(t.model, t.train_lang, t.scorer, t.domain)]
+        assert t.stat.n == (2 * before.stat.n if t.model == "large" else before.stat.n)
+        assert t.domain != "all" or t.learned == before.learned  # a domain alone may now have enough to learn
+    assert two.table2 == one.table2
+    for r in two.seeds:  # the report's learned flags are its seed rows' (and the leaderboard's)
+        assert set(r.learned_langs) == {t.train_lang for t in two.learn
+                                        if (t.model, t.scorer, t.domain) == (r.target, r.scorer, "all") and t.learned}
     assert not one.seeds and "seeds" not in one.model_dump(mode="json")
     assert {(r.target, r.scorer) for r in two.seeds} == {("large", sc) for sc in SCORERS}
     for r in two.seeds:

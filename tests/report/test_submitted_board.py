@@ -77,3 +77,17 @@ async def test_a_copy_of_a_job_run_here_pools_to_the_same_figures(tmp_path: Path
             assert [p.model_revision for p in b.submissions] == ["abc123"] and b.submissions[0].environment == {"torch": "2.5"}
             assert a.submissions == [] and a.verified == ""
     assert 0 < REPRODUCED_AT <= 1
+
+
+async def test_a_pack_is_scored_again_when_its_answers_differ(tmp_path: Path) -> None:
+    """Submitted answers are scored once per process by their bytes and the snapshot's key: a pack of the same name
+    and sha256 label with other answers (another store) is scored afresh, never read from the first."""
+    boards = {}
+    for target in ("alpha", "beta"):
+        async with Store(url=f"sqlite+aiosqlite:///{tmp_path / f'{target}.db'}") as store:
+            info = await seed_window_store(store)
+            await _submit_copy_of(store, info, target, name="same")
+            q = LeaderboardQuery(spec=SPEC, period_from=PERIOD, period_to=PERIOD, languages=LANGS, samples=200)
+            boards[target] = {(r.target, r.scorer): r for r in (await load_leaderboard(store, q)).rows}
+    for target, rows in boards.items():
+        assert rows[("same (submitted)", "generate")].metrics == rows[(target, "generate")].metrics
