@@ -56,6 +56,27 @@ def register(app: typer.Typer) -> None:
     app.command("submit", help="Verify a result pack (clkt evaluate) against this store's snapshot and store it; "
                                "the same pack twice changes nothing. With --reproduce K: re-run it here and compare "
                                "letters. With --url: upload it to a service's POST /packs instead.")(submit)
+    app.command("intake-token", help="A new upload token for one submitter of POST /packs: the token is printed once; "
+                                     "only its sha256 is written, as a line of [http] intake_tokens_file")(intake_token)
+
+
+def intake_token(
+    name: Annotated[str, typer.Argument(help="the submitter (letters, digits, _ . @ -)")],
+    file: Annotated[Path, typer.Option("--file", help="the tokens file to add the line to ([http] intake_tokens_file)")],
+) -> None:
+    import secrets
+
+    from clkt.web.intake_gate import read_tokens_file, token_line
+
+    token = secrets.token_urlsafe(32)
+    line = token_line(name, token)
+    if file.exists() and name in read_tokens_file(file).values():
+        raise fail(f"{file} already has a token for {name} (remove its line to replace it)")
+    fd = os.open(file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    with os.fdopen(fd, "a", encoding="utf-8") as fh:
+        fh.write(line + "\n")
+    err_console.print(f"added {name} to {file} (its sha256 only); the token, shown once, is on stdout", markup=False)
+    typer.echo(token)
 
 
 def parse_k(text: str) -> int | None:
