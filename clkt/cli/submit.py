@@ -242,14 +242,15 @@ async def _rerun(store: Store, plan: Any, answers: Any, engine: JobEngine) -> No
         err_console.print(plain(f"clkt: warning: {note}"), highlight=False)
     where = f" at {plan.request.gpu.ray_address}" if engine.name == "ray" else ""
     console.print(plain(f"re-running pack {plan.pack_sha256[:12]}'s jobs on the {engine.name} engine{where} to compare "
-                        f"{len(plan.questions)} questions"))
+                        f"{plan.compared} questions (drawn when the jobs are done)"))
     result = await run_reproduction(plan, answers, engine=engine,
                                     progress=lambda line: err_console.print(plain(line), highlight=False))
     await save_reproduction(store, plan, result)
-    verdict = "reproduced" if result.reproduced else "FLAGGED"
-    console.print(plain(f"pack {plan.pack_sha256[:12]}: {verdict}: {result.agreed}/{result.checked} letters agree "
-                        f"({100 * result.rate:.1f} %, threshold {100 * result.threshold:.0f} %) on {result.questions} "
-                        f"questions on the {result.engine} engine; stored (replaces any earlier re-run)"))
+    verdict = "reproduced" if result.reproduced else f"NOT REPRODUCED ({result.failed})"
+    console.print(plain(f"pack {plan.pack_sha256[:12]}: {verdict}: {result.agreed}/{result.checked} letters agree in "
+                        f"{len(result.cells)} cells (each needs {100 * result.threshold:.0f} %; Learn, Overall and Transfer "
+                        f"within {result.tolerance}) on {result.questions} questions drawn by nonce {result.nonce} on the "
+                        f"{result.engine} engine; stored (replaces any earlier re-run)"))
 
 
 def _reproduce_stored(settings: Settings, gpu: GpuSettings, ident: str, k: int | None, model: str | None) -> None:
