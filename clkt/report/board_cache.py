@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CACHE_KEEP", "CACHE_VERSION", "board_cache_dir", "cache_key", "cached_leaderboard"]
 
-CACHE_VERSION = 3  # raise when the statistics or the cached shape change without a new clkt version (3: submitted rows)
+CACHE_VERSION = 4  # raise when the statistics or the cached shape change without a new clkt version (4: only verified rows rank)
 CACHE_KEEP = BOARD_CACHE_KEEP  # result files kept (the newest); the folder is `clkt.layout.board_cache_dir`
 
 def cache_key(q: LeaderboardQuery, fingerprint: tuple[object, ...]) -> str:

@@ -57,6 +57,7 @@ class LeaderboardQuery:
     min_questions: int = MIN_QUESTIONS
     samples: int = BOOTSTRAP_SAMPLES
     names: tuple[str, str] = ("--from", "--to")  # how the two period bounds are named in messages
+    unverified: bool = False  # list the submitted rows not reproduced here apart, unranked (`clkt.report.verified_ranks`)
 
 
 class _Frozen(BaseModel):
@@ -178,6 +179,7 @@ class LeaderRow(PerMetric):
     # "not reproduced" (not re-run yet); `agreement` over every answer re-run of its packs
     verified: str = ""
     agreement: float | None = None
+    probe: str = ""  # a submitted row: "not probed here" (no entity its model knew is excluded; clkt.report.verified_ranks)
     # several training seeds (`spec.seeds`; None: one, and the row reads as it always did): the seeds, and each
     # metric's value per seed; the metrics are then pooled over them (`clkt.report.seeds`: mean, between-seed
     # std, an interval over entities and seeds)

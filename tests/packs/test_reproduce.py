@@ -46,7 +46,7 @@ def _evaluated(tmp_path: Path) -> Path:
 
 def _board_row(cfg: Path) -> dict[str, Any]:
     res = clkt("leaderboard", "--spec", "tiny", "--json", "--min-questions", "1", "--config", str(cfg),
-               "--scorer", "option-loglik")
+               "--scorer", "option-loglik", "--unverified")
     assert res.returncode == 0, res.stderr
     (row,) = json.loads(res.stdout)["rows"]
     return dict(row)
@@ -163,16 +163,20 @@ async def test_the_text_board_and_the_page_mark_a_reproduced_and_a_flagged_row(t
                                    reproduced=agreed == 8, engine="local", at="2026-12-04T00:00:00+00:00")
                 assert await set_reproduction(s, sha, rep.model_dump(mode="json"))
         async with TestClient(TestServer(pages_app(page_context(settings, store=store)), host="127.0.0.1")) as client:
-            r = await client.get("/leaderboard")
+            r = await client.get("/leaderboard?unverified=1")
             html = await r.text()
     assert r.status == 200
     for needle in ('<span class="ok">reproduced 100.0%</span>', '<span class="flag">flagged: 62.5% agree</span>',
                    "yes: 8/8 letters agree", "flagged: 5/8 letters agree", "(on the local engine)"):
         assert needle in html, needle
-    res = clkt("leaderboard", "--spec", "tiny", "--min-questions", "1", "--config", str(cfg))
+    res = clkt("leaderboard", "--spec", "tiny", "--min-questions", "1", "--config", str(cfg), "--unverified")
     assert res.returncode == 0, res.stderr
     assert "submitted, reproduced 100.0 %" in res.stdout
     assert "submitted, flagged 62.5 %" in res.stdout
+    res = clkt("leaderboard", "--spec", "tiny", "--min-questions", "1", "--config", str(cfg), "--json")
+    board = json.loads(res.stdout)  # by default the flagged row is left off; the reproduced one ranks
+    assert [(r["target"], r["rank"]) for r in board["rows"]] == [("good (submitted)", 1)]
+    assert any("(flagged) are not shown and never ranked" in n for n in board["notes"])
 
 
 async def test_a_model_here_with_other_weights_is_said_before_the_rerun(tmp_path: Path) -> None:
@@ -195,4 +199,4 @@ async def test_a_model_here_with_other_weights_is_said_before_the_rerun(tmp_path
     assert f"the model here ({model}) has weights sha256" in note and "the pack's 111111111111" in note
     assert plan.request.target.model == str(model) and plan.request.strategy == "cpt-lora"
     assert plan.request.gpu.epochs == 1  # the pack's job settings over this service's
-    assert len(plan.questions) == 1 and plan.questions[0] in TEST_QIDS
+    assert plan.compared == 1 and plan.qids == sorted(TEST_QIDS)  # one of them, drawn once the jobs are done
