@@ -22,6 +22,7 @@ import asyncio
 import hashlib
 import json
 import os
+import shutil
 import sqlite3
 import statistics
 import subprocess
@@ -252,6 +253,7 @@ def fuzz(n: int, seed: int, bomb_mb: int) -> dict[str, Any]:
     finally:
         proc.terminate()
         proc.wait(timeout=60)
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def main() -> None:

@@ -66,6 +66,7 @@ class _Inflate:
         self.unpacked = 0
         self._z = zlib.decompressobj(wbits=31)
         self._buf = b""
+        self._pos = 0
         self._eof = False
 
     def _feed(self) -> bytes:
@@ -98,19 +99,22 @@ class _Inflate:
 
     def read(self, n: int) -> bytes:
         """Exactly `n` bytes (n <= CHUNK), or b"" at a clean end; `ArchiveRefused` on a short read or a limit."""
-        while len(self._buf) < n and not self._eof:
+        while len(self._buf) - self._pos < n and not self._eof:
             got = self._feed()
             if not got:
                 self._eof = True
                 break
             self.unpacked += len(got)
             self._check()
-            self._buf += got
-        if not self._buf and self._eof:
+            self._buf = self._buf[self._pos :] + got  # the rest kept is under n bytes: no copy grows with the stream
+            self._pos = 0
+        left = len(self._buf) - self._pos
+        if not left and self._eof:
             return b""
-        if len(self._buf) < n:
+        if left < n:
             raise ArchiveRefused("the tar stream ends inside an entry (truncated)")
-        out, self._buf = self._buf[:n], self._buf[n:]
+        out = self._buf[self._pos : self._pos + n]
+        self._pos += n
         return out
 
     def _check(self) -> None:

@@ -56,6 +56,11 @@ def _answer(out: bytes, code: int, shown: str) -> str:
                     f"failed (the verifier exited with {code}); refused")
 
 
+def _child_env() -> dict[str, str]:
+    """The child's whole environment: where clkt is, nothing else (no secret of this process reaches it)."""
+    return {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p), "PYTHONNOUSERSITE": "1", "LC_ALL": "C.UTF-8"}
+
+
 @contextlib.contextmanager
 def _verified_folder(archive: Path, shown: str) -> Iterator[Path]:
     tmp = Path(tempfile.mkdtemp(prefix="clkt-verify-"))
@@ -65,7 +70,7 @@ def _verified_folder(archive: Path, shown: str) -> Iterator[Path]:
                str(Sandbox.MEMORY_BYTES), str(Sandbox.TIME_S)]
         try:
             got = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=2 * Sandbox.TIME_S,
-                                 check=False, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+                                 check=False, env=_child_env())
         except subprocess.TimeoutExpired:
             raise UserError(f"pack {shown}: its verification passed {2 * Sandbox.TIME_S} s; refused") from None
         root = _answer(got.stdout, got.returncode, shown)

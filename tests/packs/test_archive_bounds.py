@@ -137,6 +137,13 @@ def test_an_honest_pack_reads_in_the_child(tmp_path: Path) -> None:
     assert pack.sha256 == sha and pack.predictions and str(pack.source) == "the upload"
 
 
+def test_the_child_gets_no_secret_of_the_daemon(monkeypatch: pytest.MonkeyPatch) -> None:
+    from clkt.packs.sandbox import _child_env
+
+    monkeypatch.setenv("CLKT_INTAKE_TOKEN", "secret-value")
+    assert set(_child_env()) == {"PYTHONPATH", "PYTHONNOUSERSITE", "LC_ALL"}
+
+
 def test_a_child_past_its_memory_limit_is_one_refusal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     make_pack(tmp_path / "pack.tar.gz", metrics={"note": os.urandom(12 << 20).hex()})  # honest, large to read
     monkeypatch.setattr(Sandbox, "MEMORY_BYTES", 64 << 20)
