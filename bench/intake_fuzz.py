@@ -125,7 +125,7 @@ def dump(db: Path, skip: frozenset[str] = frozenset()) -> dict[str, str]:
         out = {}
         for n in names:
             if n not in skip:
-                rows = con.execute(f'SELECT * FROM "{n}"').fetchall()  # noqa: S608 - our own table names
+                rows = con.execute(f'SELECT * FROM "{n}"').fetchall()
                 out[n] = hashlib.sha256(repr(sorted(map(repr, rows))).encode()).hexdigest()
         return out
     finally:

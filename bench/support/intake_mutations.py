@@ -4,7 +4,8 @@
 `expect` is "refuse" (anything but HTTP 200) or "claims" (honest letters with lying metrics: it may be taken in, but
 only with `claims_match` false, its metrics recomputed). Any mutation may also come out as the honest pack itself
 (a flip in a gzip header's time or a tar block's padding, a regular file of type 7, data after the archive's end):
-taken in with its sha256 and `stored` false, nothing changed, that is no accept of a lie (`bench/intake_fuzz.py`). Families: truncations, bit flips (in the gzip stream
+taken in with its sha256 and `stored` false, nothing changed, that is no accept of a lie (`bench/intake_fuzz.py`).
+Families: truncations, bit flips (in the gzip stream
 and in the tar stream under it), huge, declared-only and nested extended headers, every tar member type, unicode,
 invalid and overlong names, deep paths, duplicate members, manifest lies (newer format, another snapshot, another
 content hash, a file's hash, missing and extra files, no cutoff, a cutoff too late), letter-file lies (questions
@@ -82,11 +83,11 @@ def _letter_lies(rng: random.Random) -> Iterator[Case]:
     files = honest_files()
     lines = files[PREDICTIONS_FILE].splitlines(keepends=True)
     edits: list[Callable[[list[bytes]], list[bytes]]] = [
-        lambda ls: ls + [ls[0]], lambda ls: ls[1:], lambda ls: [ls[0].replace(b'"qid":', b'"qid":9')] + ls[1:],
-        lambda ls: [ls[0].replace(b'"lang":"en"', b'"lang":"xx"')] + ls[1:],
-        lambda ls: [ls[0].replace(b'"scorer":"option-loglik"', b'"scorer":"other"')] + ls[1:],
-        lambda ls: [b"{not json\n"] + ls, lambda ls: [b'{"qid": 1}\n'] + ls, lambda ls: [b"\xff\xfe\n"] + ls,
-        lambda ls: [b"[" * 100_000 + b"\n"] + ls,
+        lambda ls: [*ls, ls[0]], lambda ls: ls[1:], lambda ls: [ls[0].replace(b'"qid":', b'"qid":9'), *ls[1:]],
+        lambda ls: [ls[0].replace(b'"lang":"en"', b'"lang":"xx"'), *ls[1:]],
+        lambda ls: [ls[0].replace(b'"scorer":"option-loglik"', b'"scorer":"other"'), *ls[1:]],
+        lambda ls: [b"{not json\n", *ls], lambda ls: [b'{"qid": 1}\n', *ls], lambda ls: [b"\xff\xfe\n", *ls],
+        lambda ls: [b"[" * 100000 + b"\n", *ls],
     ]
     for edit in edits:
         yield Case("letter-lie", gz(honest_tar(_rehash({**files, PREDICTIONS_FILE: b"".join(edit(list(lines)))}))))
@@ -127,20 +128,20 @@ def _members(rng: random.Random) -> Iterator[Case]:
         if kind in (b"5", b"g"):
             continue  # a folder, a global header: harmless beside the files (the pack then fails as what it is)
         at = rng.randrange(len(ok) + 1)
-        yield Case("member-type", gz(tar_of(ok[:at] + [member("odd", b"data", kind, linkname=MANIFEST_FILE)] + ok[at:])))
+        yield Case("member-type", gz(tar_of([*ok[:at], member("odd", b"data", kind, linkname=MANIFEST_FILE), *ok[at:]])))
         yield Case("member-type", gz(tar_of([member(n, d, kind, linkname="/etc/passwd") for n, d in sorted(files.items())])))
     for name in NAMES:
-        yield Case("name", gz(tar_of(ok + [member(name.encode("utf-8", "surrogatepass"), b"x")])))
+        yield Case("name", gz(tar_of([*ok, member(name.encode("utf-8", "surrogatepass"), b"x")])))
         if name.encode("utf-8", "replace") == name.encode("utf-8", "surrogatepass"):
-            yield Case("name", gz(tar_of(ok + [pax({"path": name}), member("x", b"1")])))
+            yield Case("name", gz(tar_of([*ok, pax({"path": name}), member("x", b"1")])))
     for n in (101, 256, 1000, 5000):
-        yield Case("long-name", gz(tar_of(ok + [pax({"path": "n" * n}), member("x", b"1")])))
-        yield Case("long-name", gz(tar_of(ok + [member("././@LongLink", b"n" * n, b"L"), member("x", b"1")])))
-    yield Case("deep", gz(tar_of(ok + [member("/".join(["d"] * 30) + "/x", b"1")])))
+        yield Case("long-name", gz(tar_of([*ok, pax({"path": "n" * n}), member("x", b"1")])))
+        yield Case("long-name", gz(tar_of([*ok, member("././@LongLink", b"n" * n, b"L"), member("x", b"1")])))
+    yield Case("deep", gz(tar_of([*ok, member("/".join(["d"] * 30) + "/x", b"1")])))
     for name in sorted(files):
-        yield Case("duplicate", gz(tar_of(ok + [member(name, b"{}")])))
-        yield Case("duplicate", gz(tar_of(ok + [member("./" + name, files[name])])))
-        yield Case("duplicate", gz(tar_of(ok + [member("pack/../" + name, files[name])])))
+        yield Case("duplicate", gz(tar_of([*ok, member(name, b"{}")])))
+        yield Case("duplicate", gz(tar_of([*ok, member("./" + name, files[name])])))
+        yield Case("duplicate", gz(tar_of([*ok, member("pack/../" + name, files[name])])))
     yield Case("many-members", gz(tar_of(ok + [member(f"f{i}", b"") for i in range(100)])))
 
 
