@@ -283,9 +283,7 @@ def leaderboard(
     no_cache: Annotated[bool, typer.Option("--no-cache", help="compute afresh, not from the kept result of an unchanged store")] = False,
     by: Annotated[str | None, typer.Option("--by", help="the paper's tables over the window: domain (Table 2), size "
                                                         "(Figure 4) or asymmetry (McNemar per language pair)")] = None,
-    unverified: Annotated[bool, typer.Option("--unverified", help="list the submitted rows not reproduced here (never "
-                                                                   "re-run, or flagged) apart, after the ranked rows, "
-                                                                   "never ranked")] = False,
+    unverified: Annotated[bool, typer.Option("--unverified", help="list submitted rows not reproduced here apart, never ranked")] = False,
     transfer_pairs: Annotated[str, typer.Option("--transfer-pairs", help="--by: Transfer's mean over the pairs whose "
                                                 "train language 'learned' (clkt) or over 'all' pairs (the paper)")] = "learned",
 ) -> None:
