@@ -1,6 +1,7 @@
 """A pack archive from a stranger verified in a child process with memory and time limits.
 
-`read_pack_isolated(archive)` runs `python -m clkt.packs.sandbox` on it: the child lowers its own limits first
+`read_pack_isolated(archive)` hands it to a `python -m clkt.packs.sandbox` child (started ahead, `_Spare`, with an
+environment of its own: no secret of the service's reaches it): the child lowers its own limits first
 (`resource.setrlimit`: its address space to `MEMORY_BYTES`, its CPU time to `TIME_S`, the largest file it may write
 to the archive's decompressed limit), then extracts the archive (`clkt.packs.archive.SafeExtract`, every limit counted
 on the stream) into a private folder and reads every file against the manifest (`clkt.packs.pack.read_pack`). It
@@ -20,6 +21,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
@@ -61,20 +63,45 @@ def _child_env() -> dict[str, str]:
     return {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p), "PYTHONNOUSERSITE": "1", "LC_ALL": "C.UTF-8"}
 
 
+class _Spare:
+    """One verifier child started ahead of the upload it will verify: its interpreter and imports (a few tenths of a
+    second, most of a refusal's time) are paid while the service waits for the next upload. It reads one job line
+    and exits; each upload takes the spare and starts the next one, so no child ever verifies two packs."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._next: subprocess.Popen[bytes] | None = None
+
+    @staticmethod
+    def _start() -> subprocess.Popen[bytes]:
+        return subprocess.Popen([sys.executable, "-m", "clkt.packs.sandbox"], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=_child_env())
+
+    def take(self) -> subprocess.Popen[bytes]:
+        with self._lock:
+            child, self._next = self._next, self._start()
+        if child is None or child.poll() is not None:
+            child = self._start()
+        return child
+
+
+_SPARE = _Spare()
+
+
 @contextlib.contextmanager
 def _verified_folder(archive: Path, shown: str) -> Iterator[Path]:
     tmp = Path(tempfile.mkdtemp(prefix="clkt-verify-"))
     try:
-        limits = json.dumps(asdict(SafeExtract.limits()))
-        cmd = [sys.executable, "-m", "clkt.packs.sandbox", str(archive), str(tmp / "x"), shown, limits,
-               str(Sandbox.MEMORY_BYTES), str(Sandbox.TIME_S)]
+        job = {"archive": str(archive), "dest": str(tmp / "x"), "shown": shown, "limits": asdict(SafeExtract.limits()),
+               "memory": Sandbox.MEMORY_BYTES, "cpu": Sandbox.TIME_S}
+        child = _SPARE.take()
         try:
-            got = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=2 * Sandbox.TIME_S,
-                                 check=False, env=_child_env())
+            out, _ = child.communicate(json.dumps(job).encode() + b"\n", timeout=2 * Sandbox.TIME_S)
         except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
             raise UserError(f"pack {shown}: its verification passed {2 * Sandbox.TIME_S} s; refused") from None
-        root = _answer(got.stdout, got.returncode, shown)
-        yield Path(root)
+        yield Path(_answer(out, child.returncode, shown))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -94,13 +121,18 @@ def _limit(kind: int, value: int) -> None:
     resource.setrlimit(kind, (value if hard == resource.RLIM_INFINITY else min(value, hard), hard))
 
 
-def _child(argv: list[str]) -> int:
-    archive, dest, shown, limits_json, memory, cpu = argv
-    limits = Limits(**json.loads(limits_json))
-    _limit(resource.RLIMIT_AS, int(memory))
-    _limit(resource.RLIMIT_CPU, int(cpu))
+def _child() -> int:
+    """A spare's life: wait for one job line (`_verified_folder`), lower the limits, verify, answer one line."""
+    line = sys.stdin.buffer.readline(1 << 16)
+    if not line.strip():
+        return 0  # the service went away before sending a job
+    job = json.loads(line)
+    shown, archive = str(job["shown"]), str(job["archive"])
+    limits = Limits(**job["limits"])
+    _limit(resource.RLIMIT_AS, int(job["memory"]))
+    _limit(resource.RLIMIT_CPU, int(job["cpu"]))
     _limit(resource.RLIMIT_FSIZE, limits.unpacked_bytes + (1 << 20))
-    root = Path(dest)
+    root = Path(job["dest"])
     try:
         root.mkdir()
         root = SafeExtract(Path(archive), limits=limits).extract(root)
@@ -109,12 +141,12 @@ def _child(argv: list[str]) -> int:
         print(json.dumps({"error": str(e).replace(archive, shown).replace(str(root), shown)}))
         return 1
     except MemoryError:
-        print(json.dumps({"error": f"pack {shown}: its verification passed the {int(memory):,}-byte memory limit; "
-                                   "refused"}))
+        print(json.dumps({"error": f"pack {shown}: its verification passed the {int(job['memory']):,}-byte memory "
+                                   "limit; refused"}))
         return 1
     print(json.dumps({"root": str(root)}))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(_child(sys.argv[1:]))
+    sys.exit(_child())
