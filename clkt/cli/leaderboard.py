@@ -97,7 +97,8 @@ def _provenance(board: Leaderboard) -> Table | None:
         env = ", ".join(f"{k} {v}" for k, v in p.environment.items() if v)
         rep = p.reproduction
         again = "no" if rep is None else (f"{'yes' if rep.reproduced else 'FLAGGED'}: {rep.agreed}/{rep.checked} "
-                                          f"letters agree ({100 * rep.rate:.1f} %, threshold {100 * rep.threshold:.0f} %)")
+                                          f"letters agree ({100 * rep.rate:.1f} %, threshold {100 * rep.threshold:.0f} %)"
+                                          + (f"; {rep.failed}" if rep.failed else ""))
         t.add_row(p.pack_sha256[:12], plain(p.target), plain(p.model), plain(p.model_revision or p.weights_sha256 or "—"),
                   p.snapshot_id, p.strategy, p.clkt_version, plain(env), p.submitted_at, again)
     return t

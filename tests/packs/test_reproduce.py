@@ -160,14 +160,16 @@ async def test_the_text_board_and_the_page_mark_a_reproduced_and_a_flagged_row(t
         async with store.transaction() as s:
             for sha, agreed in ((good, 8), (bad, 5)):
                 rep = Reproduction(checked=8, agreed=agreed, questions=2, rate=agreed / 8, threshold=0.95,
-                                   reproduced=agreed == 8, engine="local", at="2026-12-04T00:00:00+00:00")
+                                   reproduced=agreed == 8, engine="local", at="2026-12-04T00:00:00+00:00", nonce="ab" * 16,
+                                   failed=None if agreed == 8 else "cell (en, option-loglik, injected, fr): 1/2 letters agree")
                 assert await set_reproduction(s, sha, rep.model_dump(mode="json"))
         async with TestClient(TestServer(pages_app(page_context(settings, store=store)), host="127.0.0.1")) as client:
             r = await client.get("/leaderboard?unverified=1")
             html = await r.text()
     assert r.status == 200
     for needle in ('<span class="ok">reproduced 100.0%</span>', '<span class="flag">flagged: 62.5% agree</span>',
-                   "yes: 8/8 letters agree", "flagged: 5/8 letters agree", "(on the local engine)"):
+                   "yes: 8/8 letters agree", "flagged: 5/8 letters agree; cell (en, option-loglik, injected, fr): 1/2",
+                   f"drawn by nonce <code>{'ab' * 16}</code>", "(on the local engine)"):
         assert needle in html, needle
     res = clkt("leaderboard", "--spec", "tiny", "--min-questions", "1", "--config", str(cfg), "--unverified")
     assert res.returncode == 0, res.stderr
