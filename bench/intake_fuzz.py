@@ -229,6 +229,15 @@ def goals_met(f: dict[str, Any]) -> dict[str, bool]:
     }
 
 
+def idle_rss(sampler: RssSampler, samples: int = 50) -> int:
+    """The daemon's largest RSS over a second of doing nothing."""
+    peak = 0
+    for _ in range(samples):
+        peak = max(peak, sampler.rss())
+        time.sleep(0.02)
+    return peak
+
+
 def volatile_tables(db: Path, wait_s: float = 3.0) -> frozenset[str]:
     """The tables the idle daemon writes by itself (left out of the comparisons)."""
     a = dump(db)
@@ -247,7 +256,7 @@ def fuzz(n: int, seed: int, bomb_mb: int) -> dict[str, Any]:
         assert status == 200 and got["stored"], got
         sampler = RssSampler(proc.pid)
         skip = volatile_tables(root / "clkt.db")
-        idle = max(sampler.rss() for _ in range(50) if time.sleep(0.02) is None)
+        idle = idle_rss(sampler)
         sampler.start()
         t0 = time.monotonic()
         t = run_cases(port, root / "clkt.db", root, todo, got, skip)

@@ -30,8 +30,9 @@ from clkt.packs.archive import archive_bytes
 from clkt.packs.format import FORMAT_VERSION, MANIFEST_FILE, METRICS_FILE, PREDICTIONS_FILE
 from clkt.packs.metrics import compute_metrics
 from clkt.packs.pack import pack_bytes
+from tests.inject._fixtures import SNAPSHOT_ID
 from tests.packs._hostile import gz, header, honest_tar, member, pax, pax_bomb, tar_of
-from tests.packs._packs import LANGS, SNAPSHOT_ID, manifest, rows
+from tests.packs._packs import LANGS, manifest, rows
 
 __all__ = ["Case", "cases", "honest_files"]
 
