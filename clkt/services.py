@@ -33,6 +33,7 @@ from clkt.sources.poller import source_services
 from clkt.targets.loader import MODEL_CACHE, probe_device
 from clkt.telemetry import Metrics
 from clkt.web.intake import IntakeConfig
+from clkt.web.intake_gate import IntakeLimits, Submitters
 from clkt.web.pages import PageContext
 from storage.engine import Store
 
@@ -136,9 +137,15 @@ def build_services(settings: Settings, *, board: SourceBoard) -> list[Service]:
 
 
 def intake_config(settings: Settings, store: Store) -> IntakeConfig | None:
-    """The result packs' upload, when `[http] intake_token_env` names a variable that holds a token (else None: off)."""
-    token = settings.secret(settings.http.intake_token_env)
-    if token is None or not token.get_secret_value():
+    """The result packs' upload, when `[http] intake_tokens_file` is set or `intake_token_env` names a variable that
+    holds a token (else None: off)."""
+    h = settings.http
+    token = settings.secret(h.intake_token_env)
+    operator = token.get_secret_value() if token is not None else None
+    if not operator and h.intake_tokens_file is None:
         return None
-    return IntakeConfig(store=store, token=token.get_secret_value(), buffer_days=settings.spec.temporal_buffer_days,
-                        max_bytes=settings.http.intake_max_bytes)
+    limits = IntakeLimits(rate_per_hour=h.intake_rate_per_hour, burst=h.intake_burst, concurrent=h.intake_concurrent,
+                          total_concurrent=h.intake_total_concurrent, read_timeout_s=h.intake_read_timeout_s,
+                          upload_timeout_s=h.intake_upload_timeout_s)
+    return IntakeConfig(store=store, submitters=Submitters.of(operator_token=operator, tokens_file=h.intake_tokens_file),
+                        buffer_days=settings.spec.temporal_buffer_days, max_bytes=h.intake_max_bytes, limits=limits)

@@ -78,7 +78,8 @@ def _who(r: LeaderRow) -> str:
     if r.track != "submitted":
         return r.target
     rate = f" {100 * r.agreement:.1f} %" if r.agreement is not None else ""
-    return f"{r.target} [submitted, {r.verified}{rate}]"
+    probe = f", {r.probe}" if r.probe else ""
+    return f"{r.target} [submitted, {r.verified}{rate}{probe}]"
 
 
 def _provenance(board: Leaderboard) -> Table | None:
@@ -96,7 +97,8 @@ def _provenance(board: Leaderboard) -> Table | None:
         env = ", ".join(f"{k} {v}" for k, v in p.environment.items() if v)
         rep = p.reproduction
         again = "no" if rep is None else (f"{'yes' if rep.reproduced else 'FLAGGED'}: {rep.agreed}/{rep.checked} "
-                                          f"letters agree ({100 * rep.rate:.1f} %, threshold {100 * rep.threshold:.0f} %)")
+                                          f"letters agree ({100 * rep.rate:.1f} %, threshold {100 * rep.threshold:.0f} %)"
+                                          + (f"; {rep.failed}" if rep.failed else ""))
         t.add_row(p.pack_sha256[:12], plain(p.target), plain(p.model), plain(p.model_revision or p.weights_sha256 or "—"),
                   p.snapshot_id, p.strategy, p.clkt_version, plain(env), p.submitted_at, again)
     return t
@@ -282,6 +284,7 @@ def leaderboard(
     no_cache: Annotated[bool, typer.Option("--no-cache", help="compute afresh, not from the kept result of an unchanged store")] = False,
     by: Annotated[str | None, typer.Option("--by", help="the paper's tables over the window: domain (Table 2), size "
                                                         "(Figure 4) or asymmetry (McNemar per language pair)")] = None,
+    unverified: Annotated[bool, typer.Option("--unverified", help="list submitted rows not reproduced here apart, never ranked")] = False,
     transfer_pairs: Annotated[str, typer.Option("--transfer-pairs", help="--by: Transfer's mean over the pairs whose "
                                                 "train language 'learned' (clkt) or over 'all' pairs (the paper)")] = "learned",
 ) -> None:
@@ -302,7 +305,7 @@ def leaderboard(
         period_to=period_to, strategy=strategy, scorer=scorer, targets=tuple(target or ()), compare=compare,
         compare_strategies=strategy_pair,
         languages=tuple(settings.spec.languages) if name == settings.spec.name else (), seed=seed,
-        min_questions=min_questions or MIN_QUESTIONS, samples=bootstrap or BOOTSTRAP_SAMPLES,
+        min_questions=min_questions or MIN_QUESTIONS, samples=bootstrap or BOOTSTRAP_SAMPLES, unverified=unverified,
     )
     if predictions is not None and not predictions.parent.is_dir():
         raise fail(f"--predictions: no folder {predictions.parent}")

@@ -56,6 +56,27 @@ def register(app: typer.Typer) -> None:
     app.command("submit", help="Verify a result pack (clkt evaluate) against this store's snapshot and store it; "
                                "the same pack twice changes nothing. With --reproduce K: re-run it here and compare "
                                "letters. With --url: upload it to a service's POST /packs instead.")(submit)
+    app.command("intake-token", help="A new upload token for one submitter of POST /packs: the token is printed once; "
+                                     "only its sha256 is written, as a line of [http] intake_tokens_file")(intake_token)
+
+
+def intake_token(
+    name: Annotated[str, typer.Argument(help="the submitter (letters, digits, _ . @ -)")],
+    file: Annotated[Path, typer.Option("--file", help="the tokens file to add the line to ([http] intake_tokens_file)")],
+) -> None:
+    import secrets
+
+    from clkt.web.intake_gate import read_tokens_file, token_line
+
+    token = secrets.token_urlsafe(32)
+    line = token_line(name, token)
+    if file.exists() and name in read_tokens_file(file).values():
+        raise fail(f"{file} already has a token for {name} (remove its line to replace it)")
+    fd = os.open(file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    with os.fdopen(fd, "a", encoding="utf-8") as fh:
+        fh.write(line + "\n")
+    err_console.print(f"added {name} to {file} (its sha256 only); the token, shown once, is on stdout", markup=False)
+    typer.echo(token)
 
 
 def parse_k(text: str) -> int | None:
@@ -220,14 +241,15 @@ async def _rerun(store: Store, plan: Any, answers: Any, engine: JobEngine) -> No
         err_console.print(plain(f"clkt: warning: {note}"), highlight=False)
     where = f" at {plan.request.gpu.ray_address}" if engine.name == "ray" else ""
     console.print(plain(f"re-running pack {plan.pack_sha256[:12]}'s jobs on the {engine.name} engine{where} to compare "
-                        f"{len(plan.questions)} questions"))
+                        f"{plan.compared} questions (drawn when the jobs are done)"))
     result = await run_reproduction(plan, answers, engine=engine,
                                     progress=lambda line: err_console.print(plain(line), highlight=False))
     await save_reproduction(store, plan, result)
-    verdict = "reproduced" if result.reproduced else "FLAGGED"
-    console.print(plain(f"pack {plan.pack_sha256[:12]}: {verdict}: {result.agreed}/{result.checked} letters agree "
-                        f"({100 * result.rate:.1f} %, threshold {100 * result.threshold:.0f} %) on {result.questions} "
-                        f"questions on the {result.engine} engine; stored (replaces any earlier re-run)"))
+    verdict = "reproduced" if result.reproduced else f"NOT REPRODUCED ({result.failed})"
+    console.print(plain(f"pack {plan.pack_sha256[:12]}: {verdict}: {result.agreed}/{result.checked} letters agree in "
+                        f"{len(result.cells)} cells (each needs {100 * result.threshold:.0f} %; Learn, Overall and Transfer "
+                        f"within {result.tolerance}) on {result.questions} questions drawn by nonce {result.nonce} on the "
+                        f"{result.engine} engine; stored (replaces any earlier re-run)"))
 
 
 def _reproduce_stored(settings: Settings, gpu: GpuSettings, ident: str, k: int | None, model: str | None) -> None:

@@ -213,6 +213,15 @@ class HttpSettings(Section):
     # the intake token, which every upload carries as `Authorization: Bearer <token>`
     intake_token_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
     intake_max_bytes: int = Field(default=64 << 20, ge=1 << 10, le=1 << 30)  # an upload's largest body (413 past it)
+    # one `NAME sha256:HEX` line per submitter: each uploads with a token of their own, kept here only as its sha256
+    # (`clkt intake-token NAME` prints a new token and its line); the operator's token above is one more submitter
+    intake_tokens_file: Path | None = None
+    intake_rate_per_hour: float = Field(default=30.0, gt=0, le=100_000)  # uploads per submitter (429 past it)
+    intake_burst: int = Field(default=5, ge=1, le=1000)
+    intake_concurrent: int = Field(default=1, ge=1, le=64)  # uploads of one submitter in hand at once (429 past it)
+    intake_total_concurrent: int = Field(default=4, ge=1, le=256)  # of all submitters (503 past it)
+    intake_read_timeout_s: float = Field(default=30.0, gt=0, le=3600)  # a stalled sender is cut off (408)
+    intake_upload_timeout_s: float = Field(default=600.0, gt=0, le=86_400)  # one whole body
 
     def is_loopback(self) -> bool:
         if self.host == "localhost":

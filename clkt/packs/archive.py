@@ -1,10 +1,11 @@
 """A pack as one `.tar.gz` archive: written deterministically, read back by a safe extraction.
 
-Extraction takes only regular files, each by a relative name inside the archive (no absolute name, no `..`, no
-symbolic or hard link, no device or fifo), at most `MAX_MEMBERS` of them, and stops as soon as the bytes written
-pass `MAX_UNPACKED_BYTES` (counted while writing, whatever the headers claim): a hostile archive is refused with
-one line (`UserError`) and leaves nothing behind. The files may sit at the archive's top or in one folder there
-(`tar czf pack.tar.gz pack/`).
+Extraction reads the archive with `clkt.packs._tarstream` (not `tarfile`, which holds a PAX header's whole payload
+in memory): only regular files and folders, each by a relative name inside the archive (no absolute name, no `..`,
+no link, device or fifo, no name twice), every limit (`SafeExtract.MAX_*`: compressed and decompressed bytes, entries,
+header size, nested headers, name length and depth, compression ratio) counted on the stream before anything is
+allocated for it: a hostile archive is refused with one line (`UserError`) and leaves nothing behind. The files may
+sit at the archive's top or in one folder there (`tar czf pack.tar.gz pack/`).
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ import gzip
 import io
 import tarfile
 import zlib
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import ClassVar
 
 from clkt.errors import UserError
+from clkt.packs._tarstream import ArchiveRefused, Limits, TarStream
 
 __all__ = ["ARCHIVE_SUFFIXES", "SafeExtract", "archive_bytes", "is_archive", "write_archive"]
 
@@ -52,55 +54,51 @@ def write_archive(files: dict[str, bytes], out: Path) -> None:
 
 class SafeExtract:
     """Extracts a pack archive into an empty folder (see the module docstring); `extract` returns the folder that
-    holds the pack's files."""
+    holds the pack's files. The limits are class constants (tests and the intake change them)."""
 
+    MAX_COMPRESSED_BYTES: ClassVar[int] = 1 << 30  # the archive itself (the endpoint's own limit is lower)
     MAX_UNPACKED_BYTES: ClassVar[int] = 1 << 30  # 1 GiB: the documented limit of a pack's decompressed size
     MAX_MEMBERS: ClassVar[int] = 64
+    MAX_HEADER_BYTES: ClassVar[int] = 64 << 10  # one PAX / GNU long-name header's payload
+    MAX_NESTED_HEADERS: ClassVar[int] = 4  # extended headers in a row before one entry
+    MAX_PATH_CHARS: ClassVar[int] = 255
+    MAX_PATH_DEPTH: ClassVar[int] = 4
+    MAX_RATIO: ClassVar[int] = 200  # decompressed / compressed bytes, past the first MiB
 
-    def __init__(self, archive: Path) -> None:
+    def __init__(self, archive: Path, *, limits: Limits | None = None) -> None:
         self.archive = archive
+        self._limits = limits
+
+    @classmethod
+    def limits(cls) -> Limits:
+        return Limits(compressed_bytes=cls.MAX_COMPRESSED_BYTES, unpacked_bytes=cls.MAX_UNPACKED_BYTES,
+                      entries=cls.MAX_MEMBERS, header_bytes=cls.MAX_HEADER_BYTES, nested_headers=cls.MAX_NESTED_HEADERS,
+                      path_chars=cls.MAX_PATH_CHARS, path_depth=cls.MAX_PATH_DEPTH, ratio=cls.MAX_RATIO)
 
     def _refuse(self, why: str) -> UserError:
         return UserError(f"pack archive {self.archive}: {why}; nothing was extracted")
 
-    def _name(self, member: tarfile.TarInfo) -> PurePosixPath:
-        name = member.name
-        if not (member.isfile() or member.isdir()):
-            kind = "link" if member.issym() or member.islnk() else "special file"
-            raise self._refuse(f"{name!r} is a {kind} (only regular files are read)")
-        p = PurePosixPath(name)
-        if name.startswith("/") or "\\" in name or p.is_absolute() or (len(name) > 1 and name[1] == ":"):
-            raise self._refuse(f"{name!r} is an absolute path")
-        if any(part == ".." for part in p.parts):
-            raise self._refuse(f"{name!r} leaves the archive ('..')")
-        return PurePosixPath(*[x for x in p.parts if x != "."])
-
     def extract(self, dest: Path) -> Path:
-        written = 0
-        members = 0
         try:
-            with tarfile.open(self.archive, mode="r:*") as tar:
-                for member in tar:
-                    members += 1
-                    if members > self.MAX_MEMBERS:
-                        raise self._refuse(f"more than {self.MAX_MEMBERS} entries")
-                    rel = self._name(member)
-                    if member.isdir() or not rel.parts:
-                        continue
-                    target = dest.joinpath(*rel.parts)
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    src = tar.extractfile(member)
-                    if src is None:
-                        raise self._refuse(f"{member.name!r} cannot be read")
-                    with target.open("wb") as out:
-                        while chunk := src.read(1 << 20):
-                            written += len(chunk)
-                            if written > self.MAX_UNPACKED_BYTES:
-                                raise self._refuse(f"its content passes the {self.MAX_UNPACKED_BYTES:,}-byte limit")
-                            out.write(chunk)
-        except (tarfile.TarError, EOFError, OSError, ValueError, zlib.error) as e:
+            with self.archive.open("rb") as fh:
+                self._extract(TarStream(fh, self._limits or self.limits()), dest)
+        except ArchiveRefused as e:
+            raise self._refuse(str(e)) from None
+        except (OSError, zlib.error) as e:
             raise self._refuse(f"not a readable .tar.gz ({type(e).__name__}: {e})") from e
         return self._root(dest)
+
+    @staticmethod
+    def _extract(tar: TarStream, dest: Path) -> None:
+        for entry in tar.entries():
+            target = dest.joinpath(*entry.path.parts)
+            if entry.is_dir:
+                target.mkdir(parents=True, exist_ok=True)
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with target.open("xb") as out:
+                for chunk in tar.chunks():
+                    out.write(chunk)
 
     def _root(self, dest: Path) -> Path:
         """`dest`, or the one folder at its top when the files sit in it."""

@@ -6,13 +6,14 @@ languages and job settings (the pack's `strategy.settings` over this service's `
 service's). They run on this service's GPU engine, `[gpu] engine` (or `--engine`, `clkt.packs.runner.engine_settings`):
 the local one (a child process on `devices[0]`) or the Ray cluster at `ray_address`, opened as the GPU queue opens
 it (`open_plan_engine`: `clkt.packs.runner.open_engine`) and checked to be ready before anything is stored. Injection trains on the whole documents of each
-train language, whatever K is: K only limits the questions whose letters are compared. They are drawn by a seeded
-rule (`sample_questions`: the pack's sha256 seeds the draw, so the same pack and K compare the same questions);
-`None` compares every test question. Every answer of a drawn question (each train language, scorer, variant and
-language of the pack) is compared with the re-run's; an answer the re-run does not have counts as a disagreement.
+train language, whatever K is: K only limits the questions whose letters are compared. They are drawn once the
+jobs are done, from a fresh random nonce stored with the result (`clkt.packs.verdict`: nothing the submitter knows
+decides which); `None` compares every test question. The verdict is by cell: each (train language, scorer, variant,
+language) of the pack must agree with the re-run's letters, and Learn, Overall and Transfer recomputed from both
+must lie within a stated tolerance; the first cell or figure that fails is named and the pack is not reproduced.
 
-The result (`Reproduction`: agreed / checked, the threshold `REPRODUCED_AT`, reproduced or flagged, the engine that
-ran the jobs, its cluster's address and where each job ran) is stored on
+The result (`Reproduction`: the nonce, each cell, the figures' differences, the first failure, agreed / checked in
+all, reproduced or not, the engine that ran the jobs, its cluster's address and where each job ran) is stored on
 the pack's row (`storage.submissions.set_reproduction`): a later re-run replaces an earlier one, whatever either
 found. Everything that can be refused (the snapshot, the settings, the model) is checked before anything runs
 or is stored (`plan_reproduction`); the re-run's work folder (`<data_dir>/reproduce/<pack sha256[:16]>/`) resumes
@@ -24,9 +25,8 @@ from __future__ import annotations
 import contextlib
 import gzip
 import json
-import random
 import shutil
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,8 +39,8 @@ from clkt.inject.engine import JobEngine
 from clkt.packs.format import PackManifest, PredictionRow
 from clkt.packs.pack import read_pack
 from clkt.packs.runner import EvaluateRequest, job_settings, model_identity, open_engine, run_evaluate, run_key
+from clkt.packs.verdict import CELL_AGREEMENT, METRIC_TOLERANCE, AnswerKey, draw, judge, new_nonce
 from clkt.report.leaderboard_data import Reproduction
-from clkt.report.submitted import REPRODUCED_AT
 from clkt.snapshots.layout import load_snapshot_dir
 from clkt.targets.loader import resolve_target
 from storage.engine import Store
@@ -48,11 +48,10 @@ from storage.snapshots import find_snapshot
 from storage.submissions import set_reproduction
 
 __all__ = [
-    "Plan", "agreement", "answers_of", "answers_of_rows", "open_plan_engine", "plan_reproduction", "run_reproduction",
-    "sample_questions", "save_reproduction",
+    "Plan", "answers_of", "answers_of_rows", "open_plan_engine", "plan_reproduction", "run_reproduction",
+    "save_reproduction",
 ]
 
-AnswerKey = tuple[str, str, str, str, int]  # train language, scorer, variant, language, question
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,20 +60,15 @@ class Plan:
 
     pack_sha256: str
     request: EvaluateRequest
-    questions: list[int]
+    qids: list[int]  # the pack's test questions: `k` of them are drawn once the jobs are done
+    k: int | None
     work: Path
     notes: list[str]  # where the model here is not the pack's (its weights' sha256 or revision differ)
 
-
-def sample_questions(qids: Iterable[int], k: int | None, *, seed: str) -> list[int]:
-    """`k` of the questions (every one when `k` is None or not below their number), drawn by `random.Random(seed)`
-    from their sorted ids, sorted."""
-    if k is not None and k <= 0:
-        raise UserError(f"--reproduce {k}: a number of questions above 0, or all")
-    pool = sorted(set(qids))
-    if k is None or k >= len(pool):
-        return pool
-    return sorted(random.Random(seed).sample(pool, k))
+    @property
+    def compared(self) -> int:
+        """How many questions will be compared."""
+        return len(self.qids) if self.k is None else min(self.k, len(self.qids))
 
 
 def _key(r: PredictionRow | dict[str, object]) -> AnswerKey:
@@ -98,15 +92,6 @@ def answers_of_rows(rows: Iterable[PredictionRow]) -> dict[AnswerKey, str | None
     return {_key(r): r.predicted for r in rows}
 
 
-def agreement(pack: dict[AnswerKey, str | None], rerun: Sequence[PredictionRow], questions: Sequence[int]) -> tuple[int, int]:
-    """(agreed, checked): the pack's answers to `questions` whose letter the re-run gave too."""
-    wanted = set(questions)
-    again = {_key(r): r.predicted for r in rerun if r.qid in wanted}
-    mine = {k: v for k, v in pack.items() if k[4] in wanted}
-    agreed = sum(1 for k, letter in mine.items() if k in again and again[k] == letter)
-    return agreed, len(mine)
-
-
 def _gpu(own: GpuSettings, manifest: PackManifest) -> GpuSettings:
     """This service's `[gpu]` with the pack's job settings (the ones a job computes with) over it."""
     theirs = {k: v for k, v in manifest.strategy.settings.items() if k in job_settings(own)}
@@ -125,7 +110,8 @@ async def plan_reproduction(
     """The re-run of the pack `sha256` (its manifest, its answers' questions `qids`), checked: its snapshot's export
     here, its settings, its model readable (`model` in place of the pack's: where this service holds the same
     weights; `UserError` otherwise); nothing runs and nothing is stored."""
-    questions = sample_questions(qids, k, seed=sha256)
+    pool = sorted(set(qids))
+    draw(pool, k, nonce="")  # a bad K: one line, before anything runs
     async with store.session() as s:
         snap = await find_snapshot(s, manifest.snapshot.id)
     if snap is None or not snap.export_path:
@@ -146,7 +132,7 @@ async def plan_reproduction(
                           train_langs=list(manifest.strategy.train_languages), gpu=_gpu(gpu, manifest),
                           out=work / "pack", data_dir=data_dir, device=gpu.devices[0], keep_work=True)
     load_snapshot_dir(folder)  # its files match its manifest (SnapshotError otherwise)
-    return Plan(pack_sha256=sha256, request=req, questions=questions, work=work, notes=notes)
+    return Plan(pack_sha256=sha256, request=req, qids=pool, k=k, work=work, notes=notes)
 
 
 @contextlib.asynccontextmanager
@@ -164,20 +150,28 @@ async def open_plan_engine(plan: Plan) -> AsyncIterator[JobEngine]:
             plan.work.parent.rmdir()  # `<data_dir>/reproduce` when nothing is under way (a refusal left nothing)
 
 
+def _answer_key(folder: Path) -> dict[tuple[int, str], str]:
+    data = load_snapshot_dir(folder)
+    return {(q.qid, lang): q.answer for lang, rows in data.questions.items() for q in rows}
+
+
 async def run_reproduction(plan: Plan, answers: dict[AnswerKey, str | None], *, engine: JobEngine,
                            progress: Callable[[str], None]) -> Reproduction:
-    """Run the plan's jobs on `engine` (`open_plan_engine`; resuming an interrupted re-run) and compare the letters
-    of its questions."""
+    """Run the plan's jobs on `engine` (`open_plan_engine`; resuming an interrupted re-run), then draw the questions
+    from a fresh nonce and judge the pack by cell (`clkt.packs.verdict.judge`)."""
     shutil.rmtree(plan.request.out, ignore_errors=True)  # a pack an interrupted re-run wrote: its jobs are read back
     done = await run_evaluate(plan.request, progress=progress, engine=engine)
-    rerun = read_pack(plan.request.out).predictions
-    agreed, checked = agreement(answers, rerun, plan.questions)
-    rate = agreed / checked if checked else 0.0
+    rerun = read_pack(plan.request.out)
+    key = _answer_key(plan.request.snapshot_dir)
+    languages = sorted({lang for (_, lang) in key})
+    v = judge(answers, rerun.predictions, plan.qids, plan.k, nonce=new_nonce(), key=key, languages=languages)
     gpu = plan.request.gpu
-    return Reproduction(checked=checked, agreed=agreed, questions=len(plan.questions), rate=rate,
-                        threshold=REPRODUCED_AT, reproduced=bool(checked) and rate >= REPRODUCED_AT, engine=done.engine,
+    return Reproduction(checked=v.checked, agreed=v.agreed, questions=len(v.questions),
+                        rate=v.agreed / v.checked if v.checked else 0.0, threshold=CELL_AGREEMENT,
+                        reproduced=v.reproduced, engine=done.engine,
                         engine_address=gpu.ray_address if done.engine == "ray" else None, ran_on=done.ran_on,
-                        at=datetime.now(UTC).replace(microsecond=0).isoformat())
+                        at=datetime.now(UTC).replace(microsecond=0).isoformat(), nonce=v.nonce, cells=v.cells,
+                        deltas=v.deltas, tolerance=METRIC_TOLERANCE, failed=v.failed)
 
 
 async def save_reproduction(store: Store, plan: Plan, result: Reproduction) -> None:

@@ -14,6 +14,7 @@ from clkt.snapshots.period import Cadence
 
 __all__ = [
     "MIN_QUESTIONS",
+    "CellCheck",
     "CompareLine",
     "Comparison",
     "Estimate",
@@ -56,6 +57,7 @@ class LeaderboardQuery:
     min_questions: int = MIN_QUESTIONS
     samples: int = BOOTSTRAP_SAMPLES
     names: tuple[str, str] = ("--from", "--to")  # how the two period bounds are named in messages
+    unverified: bool = False  # list the submitted rows not reproduced here apart, unranked (`clkt.report.verified_ranks`)
 
 
 class _Frozen(BaseModel):
@@ -93,6 +95,19 @@ class PairCell(PerMetric):
     reading: str  # the heatmap metric's (Transfer's): ok, missing, undefined, not interpretable, too few
 
 
+class CellCheck(_Frozen):
+    """One (train language, scorer, variant, test language) cell of a re-run: the pack's letters on the drawn
+    questions against the re-run's (`clkt.packs.verdict`)."""
+
+    train_lang: str
+    scorer: str
+    variant: str
+    lang: str
+    agreed: int
+    checked: int
+    passed: bool
+
+
 class Reproduction(_Frozen):
     """`clkt submit --reproduce`: a submitted pack's answers re-run on this service's engine, letter against letter."""
 
@@ -106,6 +121,14 @@ class Reproduction(_Frozen):
     engine_address: str | None = None  # the Ray cluster's address (`gpu.ray_address`); None on the local engine
     ran_on: list[str] = Field(default_factory=list)  # where each job re-run ran ("local", "ray:<node>"); read back: none
     at: str  # ISO time of the re-run
+    # the verdict by cell (`clkt.packs.verdict`): the draw's nonce (fresh at the re-run; repeats the draw), each cell,
+    # |pack - re-run| of Learn, Overall and Transfer, and the first cell or figure that failed (None: reproduced).
+    # Re-runs stored before carry none of these (their verdict was one pooled agreement)
+    nonce: str | None = None
+    cells: list[CellCheck] = Field(default_factory=list)
+    deltas: dict[str, float] = Field(default_factory=dict)
+    tolerance: float | None = None
+    failed: str | None = None
 
 
 class SubmittedPackInfo(_Frozen):
@@ -156,6 +179,7 @@ class LeaderRow(PerMetric):
     # "not reproduced" (not re-run yet); `agreement` over every answer re-run of its packs
     verified: str = ""
     agreement: float | None = None
+    probe: str = ""  # a submitted row: "not probed here" (no entity its model knew is excluded; clkt.report.verified_ranks)
     # several training seeds (`spec.seeds`; None: one, and the row reads as it always did): the seeds, and each
     # metric's value per seed; the metrics are then pooled over them (`clkt.report.seeds`: mean, between-seed
     # std, an interval over entities and seeds)

@@ -31,6 +31,7 @@ from clkt.report.own_dates import with_carried_snapshots, with_own_dates
 from clkt.report.pooled import Draws
 from clkt.report.strategy_compare import check_strategy_pair, with_strategy_comparison
 from clkt.report.submitted import SubmittedRuns, annotate, submitted_runs
+from clkt.report.verified_ranks import partition
 from clkt.snapshots.ids import stable_entity_id, stable_qid
 from clkt.snapshots.period import Period, PeriodError, parse_period
 from clkt.targets.embedded import EMBEDDED_MODELS, EMBEDDED_PREFIX
@@ -223,7 +224,8 @@ def build_board(w: Window, q: LeaderboardQuery) -> Pooled:
     draws = window_draws(data, seed=q.seed, samples=q.samples)
     rows = annotate(build_rows(data, q.languages, min_questions=q.min_questions, draws=draws), w.submitted)
     shown = [r for r in rows if not q.targets or w.submitted.names.get(r.target, r.target) in q.targets]
-    notes = list(w.notes)
+    shown, apart = partition(shown, show_unverified=q.unverified)
+    notes = list(w.notes) + apart
     for t in sorted({t for _, t in w.data.ready} - {r.target for r in shown}):
         if not q.targets or t in q.targets:
             notes.append(f"target {t}: valid snapshots in the window but no finished results"

@@ -44,7 +44,7 @@ __all__ = ["FIELDS", "BoardCache", "LeaderboardView", "form_of", "known_rate_ima
            "trend_image"]
 
 T = TypeVar("T")
-FIELDS = ("from", "to", "strategy", "scorer", "a", "b", "sa", "sb", "st")  # sa, sb: two strategies of target st
+FIELDS = ("from", "to", "strategy", "scorer", "a", "b", "sa", "sb", "st", "unverified")  # sa, sb: two strategies of target st
 MAX_FIELD = 200
 
 
@@ -156,7 +156,7 @@ def _query(form: Mapping[str, str], spec: SpecSettings, snapshot: SnapshotSettin
     return LeaderboardQuery(
         spec=spec.name, cadence=snapshot.cadence, rolling_days=snapshot.rolling_days, period_from=form["from"] or None,
         period_to=form["to"] or None, strategy=form["strategy"] or None, scorer=form["scorer"] or None, compare=compare,
-        languages=tuple(spec.languages), names=("from", "to"),
+        languages=tuple(spec.languages), names=("from", "to"), unverified=form.get("unverified", "") in ("1", "on", "true"),
     )
 
 

@@ -26,6 +26,7 @@ from clkt.packs.pack import write_pack
 from clkt.snapshots.layout import MANIFEST_FILE, SnapshotManifest, sha256_file
 from clkt.web import HostGuard, security_middlewares
 from clkt.web.intake import INTAKE_PATH, IntakeConfig, add_intake
+from clkt.web.intake_gate import IntakeLimits, Submitters, hash_token
 from storage.engine import Store
 from tests.cli._in_process import clkt
 from tests.inject._fixtures import (
@@ -133,12 +134,15 @@ async def make_store(tmp_path: Path, *, known_by: dict[str, list[int]] | None = 
     return cfg
 
 
-def intake_app(store: Store | None, *, token: str, max_bytes: int = 1 << 20) -> web.Application:
+def intake_app(store: Store | None, *, token: str, max_bytes: int = 1 << 20, limits: IntakeLimits | None = None,
+               tokens: dict[str, str] | None = None) -> web.Application:
     """The daemon endpoint's guards (`clkt.endpoint`) with `POST /packs` on `store` (None: no intake token, no route)."""
     guard = HostGuard(host="127.0.0.1")
     app = web.Application(middlewares=security_middlewares(guard, writable=[INTAKE_PATH] if store else []))
     if store is not None:
-        add_intake(app, IntakeConfig(store=store, token=token, buffer_days=0, max_bytes=max_bytes))
+        submitters = Submitters({**{hash_token(t): n for n, t in (tokens or {}).items()}, hash_token(token): "operator"})
+        add_intake(app, IntakeConfig(store=store, submitters=submitters, buffer_days=0, max_bytes=max_bytes,
+                                     limits=limits or IntakeLimits(rate_per_hour=3600, burst=100, concurrent=4)))
     return app
 
 

@@ -16,8 +16,10 @@ from tests.packs._packs import make_pack, make_store, rows
 pytestmark = pytest.mark.usefixtures("wide_console")
 
 
-def _board(cfg: Path, *args: str) -> dict[str, Any]:
-    res = clkt("leaderboard", "--spec", "tiny", "--json", "--min-questions", "1", "--config", str(cfg), *args)
+def _board(cfg: Path, *args: str, unverified: bool = True) -> dict[str, Any]:
+    """The board as JSON; with `unverified`, the submitted rows not reproduced here listed apart (`--unverified`)."""
+    more = ["--unverified"] if unverified else []
+    res = clkt("leaderboard", "--spec", "tiny", "--json", "--min-questions", "1", "--config", str(cfg), *more, *args)
     assert res.returncode == 0, res.stderr
     return json.loads(res.stdout)
 
@@ -32,10 +34,14 @@ async def test_a_submitted_pack_joins_the_board_with_its_provenance(tmp_path: Pa
     assert _board(cfg)["rows"] == []  # kept in the cache: a submission must change what is read
     sha = make_pack(tmp_path / "pack")
     _submit(cfg, tmp_path / "pack")
+    default = _board(cfg, unverified=False)  # not reproduced here: never ranked, left off unless asked for
+    assert default["rows"] == [] and any("1 submitted row(s) not verified here (not reproduced) are not shown and never "
+                                         "ranked (--unverified lists them apart)" in n for n in default["notes"])
     board = _board(cfg)
     (row,) = board["rows"]
     assert (row["target"], row["track"], row["strategy"], row["scorer"]) == ("tiny (submitted)", "submitted", "cpt-lora", "option-loglik")
     assert row["verified"] == "not reproduced" and row["agreement"] is None
+    assert row["rank"] is None and row["probe"] == "not probed here"
     assert row["overall"]["value"] == 1.0 and row["overall"]["n"] == 2  # en -> fr: both test questions right in both
     assert row["learn"]["base"] == 0.5 and row["learn"]["injected"]["value"] == 1.0
     assert row["overall"]["ci"] is not None  # the entity bootstrap, as for the rows run here
@@ -83,9 +89,9 @@ async def test_the_text_board_marks_the_submitted_row(tmp_path: Path) -> None:
     cfg = await make_store(tmp_path)
     sha = make_pack(tmp_path / "pack")
     _submit(cfg, tmp_path / "pack")
-    res = clkt("leaderboard", "--spec", "tiny", "--min-questions", "1", "--config", str(cfg))
+    res = clkt("leaderboard", "--spec", "tiny", "--min-questions", "1", "--config", str(cfg), "--unverified")
     assert res.returncode == 0, res.stderr
-    assert "tiny (submitted)" in res.stdout and "submitted, not reproduced" in res.stdout
+    assert "tiny (submitted)" in res.stdout and "submitted, not reproduced, not probed here" in res.stdout
     assert sha[:12] in res.stdout and "/models/tiny" in res.stdout
 
 
@@ -105,9 +111,9 @@ async def test_the_page_shows_the_submitted_row_and_its_provenance(tmp_path: Pat
     settings = load_settings(cfg, environ={})
     async with Store(url=settings.resolved_store_url) as store, \
             TestClient(TestServer(pages_app(page_context(settings, store=store)), host="127.0.0.1")) as client:
-        r = await client.get("/leaderboard")
+        r = await client.get("/leaderboard?unverified=1")
         html = await r.text()
     assert r.status == 200
-    for needle in ("<td>tiny (submitted)</td>", '<a href="#submitted">submitted</a>', "not reproduced", 'id="submitted-packs"',
+    for needle in ("<td>tiny (submitted)</td>", '<a href="#submitted">submitted</a>', "not reproduced", "not probed here", 'id="submitted-packs"',
                    f'title="{sha}"', "<td>/models/tiny</td>", f"<code>{'1' * 64}</code>", "<td>0.1.0</td>", "device cpu"):
         assert needle in html, needle

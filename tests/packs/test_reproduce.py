@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 
 from clkt.packs.pack import read_pack, write_pack
-from clkt.packs.reproduce import agreement, answers_of_rows, sample_questions
 from tests.cli._in_process import clkt
 from tests.evaluate._tiny import tiny_model, tiny_tokenizer
 from tests.packs._packs import TEST_QIDS, make_pack, make_store, store_dump
@@ -47,32 +46,10 @@ def _evaluated(tmp_path: Path) -> Path:
 
 def _board_row(cfg: Path) -> dict[str, Any]:
     res = clkt("leaderboard", "--spec", "tiny", "--json", "--min-questions", "1", "--config", str(cfg),
-               "--scorer", "option-loglik")
+               "--scorer", "option-loglik", "--unverified")
     assert res.returncode == 0, res.stderr
     (row,) = json.loads(res.stdout)["rows"]
     return dict(row)
-
-
-def test_the_questions_compared_are_drawn_by_a_seeded_rule() -> None:
-    qids = list(range(100, 140))
-    five = sample_questions(qids, 5, seed="a" * 64)
-    assert five == sample_questions(reversed(qids), 5, seed="a" * 64)  # the same pack and K: the same questions
-    assert len(five) == 5 and five == sorted(five) and set(five) <= set(qids)
-    assert sample_questions(qids, 5, seed="b" * 64) != five  # another pack draws others
-    assert sample_questions(qids, None, seed="a") == qids == sample_questions(qids, 99, seed="a")
-
-
-def test_agreement_counts_every_answer_of_the_drawn_questions() -> None:
-    from tests.packs._packs import rows
-
-    mine = rows()
-    first = min(TEST_QIDS)
-    changed = [r.model_copy(update={"predicted": "D" if r.predicted != "D" else "C"}) if r.qid == first and r.lang == "fr"
-               else r for r in mine]
-    # 2 variants x 2 languages per question; the re-run differs on the first question in fr (2 answers)
-    assert agreement(answers_of_rows(mine), changed, [first]) == (2, 4)
-    assert agreement(answers_of_rows(mine), changed, sorted(TEST_QIDS)) == (4 * len(TEST_QIDS) - 2, 4 * len(TEST_QIDS))
-    assert agreement(answers_of_rows(mine), [], [first]) == (0, 4)  # an answer the re-run lacks disagrees
 
 
 @pytest.mark.slow
@@ -85,11 +62,12 @@ async def test_a_pack_is_reproduced_flagged_and_the_latest_rerun_counts(tmp_path
     assert res.returncode == 0, res.stderr
     assert f"submitted pack {sha[:12]}" in res.stdout  # a pack file: taken in first, then re-run
     n = 2 * 2 * 2 * len(TEST_QIDS)  # 2 scorers x 2 variants x 2 languages x the test questions
-    assert f"pack {sha[:12]}: reproduced: {n}/{n} letters agree (100.0 %, threshold 95 %) on {len(TEST_QIDS)}" in res.stdout
+    assert f"pack {sha[:12]}: reproduced: {n}/{n} letters agree in 8 cells (each needs 95 %" in res.stdout
     row = _board_row(cfg)
     assert (row["track"], row["verified"], row["agreement"]) == ("submitted", "reproduced", 1.0)
     rep = row["submissions"][0]["reproduction"]
     assert (rep["checked"], rep["agreed"], rep["threshold"], rep["reproduced"], rep["engine"]) == (n, n, 0.95, True, "local")
+    assert len(rep["nonce"]) == 32 and rep["failed"] is None and all(c["passed"] for c in rep["cells"])
     assert not (tmp_path / "reproduce").exists()  # the re-run's work folder is removed once stored
 
     # the same model's pack with every injected letter changed: the re-run disagrees, the row is flagged
@@ -102,7 +80,8 @@ async def test_a_pack_is_reproduced_flagged_and_the_latest_rerun_counts(tmp_path
     assert clkt("submit", str(tmp_path / "changed"), "--config", str(cfg)).returncode == 0
     res = clkt("submit", "--reproduce", "1", bad_sha[:10], "--config", str(cfg), timeout_s=600)
     assert res.returncode == 0, res.stderr
-    assert f"pack {bad_sha[:12]}: FLAGGED: 4/8 letters agree (50.0 %, threshold 95 %) on 1 questions" in res.stdout
+    assert f"pack {bad_sha[:12]}: NOT REPRODUCED (cell (en, " in res.stdout and ", injected, " in res.stdout
+    assert ": 4/8 letters agree in 8 cells" in res.stdout
     row = _board_row(cfg)  # the later pack of the identity is the one on the board
     assert (row["verified"], row["agreement"]) == ("flagged", 0.5)
 
@@ -181,19 +160,25 @@ async def test_the_text_board_and_the_page_mark_a_reproduced_and_a_flagged_row(t
         async with store.transaction() as s:
             for sha, agreed in ((good, 8), (bad, 5)):
                 rep = Reproduction(checked=8, agreed=agreed, questions=2, rate=agreed / 8, threshold=0.95,
-                                   reproduced=agreed == 8, engine="local", at="2026-12-04T00:00:00+00:00")
+                                   reproduced=agreed == 8, engine="local", at="2026-12-04T00:00:00+00:00", nonce="ab" * 16,
+                                   failed=None if agreed == 8 else "cell (en, option-loglik, injected, fr): 1/2 letters agree")
                 assert await set_reproduction(s, sha, rep.model_dump(mode="json"))
         async with TestClient(TestServer(pages_app(page_context(settings, store=store)), host="127.0.0.1")) as client:
-            r = await client.get("/leaderboard")
+            r = await client.get("/leaderboard?unverified=1")
             html = await r.text()
     assert r.status == 200
     for needle in ('<span class="ok">reproduced 100.0%</span>', '<span class="flag">flagged: 62.5% agree</span>',
-                   "yes: 8/8 letters agree", "flagged: 5/8 letters agree", "(on the local engine)"):
+                   "yes: 8/8 letters agree", "flagged: 5/8 letters agree; cell (en, option-loglik, injected, fr): 1/2",
+                   f"drawn by nonce <code>{'ab' * 16}</code>", "(on the local engine)"):
         assert needle in html, needle
-    res = clkt("leaderboard", "--spec", "tiny", "--min-questions", "1", "--config", str(cfg))
+    res = clkt("leaderboard", "--spec", "tiny", "--min-questions", "1", "--config", str(cfg), "--unverified")
     assert res.returncode == 0, res.stderr
     assert "submitted, reproduced 100.0 %" in res.stdout
     assert "submitted, flagged 62.5 %" in res.stdout
+    res = clkt("leaderboard", "--spec", "tiny", "--min-questions", "1", "--config", str(cfg), "--json")
+    board = json.loads(res.stdout)  # by default the flagged row is left off; the reproduced one ranks
+    assert [(r["target"], r["rank"]) for r in board["rows"]] == [("good (submitted)", 1)]
+    assert any("(flagged) are not shown and never ranked" in n for n in board["notes"])
 
 
 async def test_a_model_here_with_other_weights_is_said_before_the_rerun(tmp_path: Path) -> None:
@@ -216,4 +201,4 @@ async def test_a_model_here_with_other_weights_is_said_before_the_rerun(tmp_path
     assert f"the model here ({model}) has weights sha256" in note and "the pack's 111111111111" in note
     assert plan.request.target.model == str(model) and plan.request.strategy == "cpt-lora"
     assert plan.request.gpu.epochs == 1  # the pack's job settings over this service's
-    assert len(plan.questions) == 1 and plan.questions[0] in TEST_QIDS
+    assert plan.compared == 1 and plan.qids == sorted(TEST_QIDS)  # one of them, drawn once the jobs are done

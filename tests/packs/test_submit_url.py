@@ -72,7 +72,7 @@ def _one_line(res: Ran, *secrets: str) -> str:
 
 
 def _board(cfg: Path) -> dict:
-    res = clkt("leaderboard", "--spec", "tiny", "--json", "--min-questions", "1", "--config", str(cfg))
+    res = clkt("leaderboard", "--spec", "tiny", "--json", "--min-questions", "1", "--config", str(cfg), "--unverified")
     assert res.returncode == 0, res.stderr
     return json.loads(res.stdout)
 

@@ -84,7 +84,8 @@ async def test_without_a_token_configured_there_is_no_upload(tmp_path: Path) -> 
         cfg.write_text(cfg.read_text() + '[http]\nintake_token_env = "CLKT_INTAKE_TOKEN"\nintake_max_bytes = 4096\n')
         assert intake_config(load_settings(cfg, environ={}), store) is None  # named, but the variable is unset
         on = intake_config(load_settings(cfg, environ={"CLKT_INTAKE_TOKEN": TOKEN}), store)
-        assert on is not None and on.token == TOKEN and on.max_bytes == 4096
+        assert on is not None and on.submitters.who(f"Bearer {TOKEN}") == "operator" and on.max_bytes == 4096
+        assert TOKEN not in repr(on.submitters)  # only its sha256 is held
     async with await _client(None) as client:
         r = await client.post(INTAKE_PATH, data=b"x", headers={"Authorization": f"Bearer {TOKEN}"})
         assert r.status == 405 and "read-only" in await r.text()

@@ -1,0 +1,145 @@
+"""Whether a re-run reproduces a submitted pack: a verdict that cannot be aimed at, cell by cell.
+
+The questions compared are drawn when the re-run's jobs are done, from a fresh random nonce (`new_nonce`, stored
+with the verdict so the draw can be repeated: `draw(qids, k, nonce=...)`); nothing the submitter knows (the pack's
+sha256 included) decides which, so a pack honest only on some questions fails as soon as others are drawn.
+
+Every (train language, scorer, variant, test language) cell of the pack is compared on its own: its letters on the
+drawn questions must agree with the re-run's at `CELL_AGREEMENT` or above (an answer the re-run lacks disagrees).
+Then the figures: Learn (the injected model's gain on the train language), Overall and Transfer (their means over
+the language pairs) are recomputed from the pack's letters and from the re-run's, both scored against this
+snapshot's answer key, and must lie within `METRIC_TOLERANCE` of each other. A pack that fails any cell or figure is
+not reproduced, and the verdict names the first that failed; there is no pooled agreement to hide in (base answers,
+90 % of a 5-language pack's rows, no longer dilute the injected ones).
+"""
+
+from __future__ import annotations
+
+import random
+import secrets
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from clkt.errors import UserError
+from clkt.packs.format import PredictionRow
+from clkt.packs.metrics import PackMetrics, compute_metrics
+from clkt.report.leaderboard_data import CellCheck
+
+__all__ = ["CELL_AGREEMENT", "METRIC_TOLERANCE", "AnswerKey", "Verdict", "draw", "judge", "new_nonce"]
+
+CELL_AGREEMENT = 0.95  # the share of one cell's letters on the drawn questions that must be the re-run's
+METRIC_TOLERANCE = 0.05  # |pack - re-run| allowed for Learn, Overall and Transfer (absolute, as fractions)
+_FIGURES = ("overall", "transfer")
+
+AnswerKey = tuple[str, str, str, str, int]  # train language, scorer, variant, language, question
+
+
+def new_nonce() -> str:
+    return secrets.token_hex(16)
+
+
+def draw(qids: Iterable[int], k: int | None, *, nonce: str) -> list[int]:
+    """`k` of the questions (every one when `k` is None or not below their number), drawn by `random.Random(nonce)`
+    from their sorted ids, sorted."""
+    if k is not None and k <= 0:
+        raise UserError(f"--reproduce {k}: a number of questions above 0, or all")
+    pool = sorted(set(qids))
+    if k is None or k >= len(pool):
+        return pool
+    return sorted(random.Random(nonce).sample(pool, k))
+
+
+def _key(r: PredictionRow) -> AnswerKey:
+    return (r.train_lang, r.scorer, r.variant, r.lang, r.qid)
+
+
+def _cells(pack: Mapping[AnswerKey, str | None], again: Mapping[AnswerKey, str | None], wanted: set[int]) -> list[CellCheck]:
+    counts: dict[tuple[str, str, str, str], list[int]] = {}
+    for k, letter in pack.items():
+        if k[4] in wanted:
+            c = counts.setdefault(k[:4], [0, 0])
+            c[0] += k in again and again[k] == letter
+            c[1] += 1
+    return [CellCheck(train_lang=t, scorer=s, variant=v, lang=lang, agreed=a, checked=n,
+                      passed=n > 0 and a / n >= CELL_AGREEMENT)
+            for (t, s, v, lang), (a, n) in sorted(counts.items())]
+
+
+def _as_pack(rerun: Sequence[PredictionRow], pack: Mapping[AnswerKey, str | None],
+             key: Mapping[tuple[int, str], str]) -> list[PredictionRow]:
+    """The re-run's rows with the pack's letters, scored against `key` ((question, language) -> answer letter)."""
+    out = []
+    for r in rerun:
+        letter = pack.get(_key(r))
+        out.append(r.model_copy(update={"predicted": letter, "correct": letter is not None and letter == key.get((r.qid, r.lang))}))
+    return out
+
+
+def _figures(m: PackMetrics) -> dict[str, float | None]:
+    out: dict[str, float | None] = {}
+    for scorer, sm in m.scorers.items():
+        for train, learn in sm.learn.items():
+            out[f"{scorer} learn ({train})"] = learn.gain
+        for f in _FIGURES:
+            out[f"{scorer} {f}"] = sm.means.get(f)
+    return out
+
+
+def _figure_failure(mine: PackMetrics, theirs: PackMetrics) -> tuple[dict[str, float], str | None]:
+    a, b = _figures(mine), _figures(theirs)
+    deltas: dict[str, float] = {}
+    failed: str | None = None
+    for name in sorted(set(a) | set(b)):
+        x, y = a.get(name), b.get(name)
+        if x is None and y is None:
+            continue
+        if x is None or y is None:
+            failed = failed or f"{name}: defined for one of the pack and the re-run only"
+            continue
+        deltas[name] = round(abs(x - y), 6)
+        if deltas[name] > METRIC_TOLERANCE:
+            failed = failed or f"{name}: the pack's {x:.3f}, the re-run's {y:.3f} (tolerance {METRIC_TOLERANCE})"
+    return deltas, failed
+
+
+@dataclass(frozen=True, kw_only=True)
+class Verdict:
+    """The comparison's outcome: the cells, the figures' differences, and the first failure (None: reproduced)."""
+
+    nonce: str
+    questions: list[int]
+    cells: list[CellCheck]
+    deltas: dict[str, float]
+    failed: str | None
+
+    @property
+    def reproduced(self) -> bool:
+        return self.failed is None
+
+    @property
+    def agreed(self) -> int:
+        return sum(c.agreed for c in self.cells)
+
+    @property
+    def checked(self) -> int:
+        return sum(c.checked for c in self.cells)
+
+
+def judge(pack: Mapping[AnswerKey, str | None], rerun: Sequence[PredictionRow], qids: Iterable[int], k: int | None, *,
+          nonce: str, key: Mapping[tuple[int, str], str], languages: Sequence[str]) -> Verdict:
+    """The verdict on the pack's answers `pack` against the re-run's rows `rerun`, on `k` of `qids` drawn by `nonce`."""
+    questions = draw(qids, k, nonce=nonce)
+    wanted = set(questions)
+    mine = [r for r in rerun if r.qid in wanted]
+    cells = _cells(pack, {_key(r): r.predicted for r in mine}, wanted)
+    bad = next((c for c in cells if not c.passed), None)
+    failed = (f"cell ({bad.train_lang}, {bad.scorer}, {bad.variant}, {bad.lang}): {bad.agreed}/{bad.checked} letters "
+              f"agree (at least {CELL_AGREEMENT:.0%} needed)") if bad else None
+    if not cells:
+        failed = "no answer of the pack's was compared"
+    deltas: dict[str, float] = {}
+    if mine:
+        pack_m = compute_metrics(_as_pack(mine, pack, key), languages, format_version=1)
+        deltas, figure_failed = _figure_failure(pack_m, compute_metrics(mine, languages, format_version=1))
+        failed = failed or figure_failed
+    return Verdict(nonce=nonce, questions=questions, cells=cells, deltas=deltas, failed=failed)
