@@ -18,6 +18,9 @@ locality/questions/<lang>.jsonl       the locality split (optional): questions a
                            knew (the probe's "known" verdicts; `manifest.locality.known_by` says which target
                            knew which entity), answered before and after injection to measure what it kept
                            ("kept %"); never trained on, never scored as transfer, never in the exports
+open/<lang>.jsonl          OpenRow: the open track's short-answer questions (`clkt.openqa`), per entity and fact
+control/open/<lang>.jsonl  the control split's (optional: snapshots frozen before issue 47 have none, and
+                           `manifest.open` is then absent; the typed reader is `clkt.openqa.frozen`)
 reference/<train_lang>/    the reference implementation's layout (see `formats`)
 hf/, lm_eval/              a `datasets` folder and lm-evaluation-harness tasks (see `formats`)
 ```
@@ -52,6 +55,7 @@ __all__ = [
     "LETTERS",
     "LOCALITY_DIR",
     "MANIFEST_FILE",
+    "OPEN_DIR",
     "AgentInfo",
     "BuildInfo",
     "CarriedEntity",
@@ -61,6 +65,8 @@ __all__ = [
     "FactsRow",
     "Letter",
     "LocalityInfo",
+    "OpenInfo",
+    "OpenRow",
     "QuestionRow",
     "SnapshotData",
     "SnapshotManifest",
@@ -83,6 +89,7 @@ SplitName = Literal["val", "test"]
 LETTERS: tuple[Letter, Letter, Letter, Letter] = ("A", "B", "C", "D")
 CONTROL_DIR = "control"  # the control split's files: control/docs/<lang>.jsonl, control/questions/<lang>.jsonl
 FACTS_FILE = "facts.jsonl"  # FactsRow per selected entity (optional; never exported or published)
+OPEN_DIR = "open"  # the open track's files: open/<lang>.jsonl, control/open/<lang>.jsonl (optional)
 LOCALITY_DIR = "locality"  # the locality split's files: locality/questions/<lang>.jsonl (no documents: never trained on)
 
 
@@ -137,6 +144,33 @@ class QuestionRow(_Row):
     @property
     def text_answer(self) -> str:
         return self.options[self.answer_index]
+
+
+class OpenRow(_Row):
+    """One short-answer question (the open track, `clkt.openqa`) in one language: the gold and its aliases."""
+
+    qid: int  # public (`stable_open_qid`: entity and fact), never an MCQ's
+    entity_id: int  # public (stable_entity_id)
+    domain: str
+    source: str
+    lang: str
+    split: SplitName  # every open question is in `test` (the open track picks no checkpoint)
+    fact: str  # the fact slot asked (`clkt.openqa.from_facts.QUESTIONS`), e.g. "film.director"
+    kind: str  # `clkt.openqa.question.AnswerKind`: name, number, date, phrase
+    question: str = Field(min_length=1)
+    answer: str = Field(min_length=1)
+    aliases: list[str] = Field(default_factory=list)
+
+
+class OpenInfo(_Row):
+    """The open track of a snapshot: which generator wrote it and what it holds (per language)."""
+
+    engine: str  # `clkt.openqa.from_facts.GENERATOR_VERSION`: regenerating gives the same rows only under it
+    questions: int = 0  # real entities' questions, per language
+    control_questions: int = 0  # the control split's, per language
+    entities: int = 0  # real entities with at least one question
+    entities_without: int = 0  # real entities whose facts gave none (no facts, a kind the generator lacks)
+    refused: int = 0  # questions refused at generation (a gold that cannot be scored): never frozen
 
 
 class DomainCounts(_Row):
@@ -218,6 +252,8 @@ class SnapshotManifest(_Row):
     control: ControlInfo | None = None  # None: no control split (control/ absent)
     # None: no locality split (locality/ absent); left out of manifest.json then, so older manifests are unchanged
     locality: LocalityInfo | None = Field(default=None, exclude_if=lambda v: v is None)
+    # None: no open track (frozen before it existed); left out of manifest.json then, so older manifests are unchanged
+    open: OpenInfo | None = Field(default=None, exclude_if=lambda v: v is None)
     # the entities carried in from earlier periods, by public id; left out when none, so every manifest of a snapshot
     # without any (all those frozen before carry-over existed) keeps its bytes
     carried: list[CarriedEntity] = Field(default_factory=list, exclude_if=lambda v: not v)
