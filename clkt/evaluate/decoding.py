@@ -3,9 +3,9 @@
 `generate_continuous` keeps up to `sizer.size` prompts decoding at once. After every step, a row whose letter
 is decided (`letter_decided`, on its text decoded incrementally: `StreamText` decodes the new token with a few
 before it, not the whole completion again; or the caller's `stop` predicate: the open track's line break), that
-produced an end-of-sequence token or `max_new_tokens` tokens leaves the batch (its rows of the KV cache and the attention mask are dropped: the next pass runs only the rows
-still generating), and prompts from the queue (sorted by length, as the static
-batches are) join it. They are prefilled a few at a time (`PREFILL_AHEAD`), ahead of need: on a CPU a forward
+produced an end-of-sequence token or `max_new_tokens` tokens leaves the batch (its rows of the KV cache and the
+attention mask are dropped: the next pass runs only the rows still generating), and prompts from the queue (sorted
+by length, as the static batches are) join it. They are prefilled a few at a time (`PREFILL_AHEAD`), ahead of need: on a CPU a forward
 pass costs about the same for one row as for several, so a row that leaves is replaced by one already prefilled,
 and the prompts cost a quarter of the passes (at most `PREFILL_AHEAD` rows wait prefilled beside the batch).
 Prompts that begin with the same tokens (the chat template and the instruction of a language: about a third of

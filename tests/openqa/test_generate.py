@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from clkt.evaluate.decoding import generate_continuous
-from clkt.evaluate.parse import letter_decided
 from clkt.evaluate.memory import BatchSizer
+from clkt.evaluate.parse import letter_decided
 from clkt.openqa.generate import generate_prompts, line_done
 from clkt.targets.prompting import RenderedPrompt
 from tests.evaluate._tiny import prompts, tiny_model, tiny_tokenizer
