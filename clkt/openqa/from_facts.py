@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import date
 
 from clkt.documents.formatting import Formatter, formatter
-from clkt.facts import DisasterFacts, EntityFacts, FilmFacts, MatchFacts, QuakeFacts, ReleaseFacts
+from clkt.facts import DisasterFacts, EntityFacts, FilmFacts, LaunchFacts, MatchFacts, QuakeFacts, ReleaseFacts
 from clkt.openqa.question import AnswerKind, LangGold, ShortAnswerQuestion
 from clkt.openqa.text import normalise
 
@@ -143,7 +143,7 @@ def _entity(facts: EntityFacts) -> tuple[str, tuple[str, str]]:
         return f"{facts.home_team} vs {facts.away_team}", (facts.home_team, facts.away_team)
     if isinstance(facts, QuakeFacts):
         return facts.place, ("", "")  # its title ("M 6.7 - ...") would give the magnitude away
-    if isinstance(facts, DisasterFacts):
+    if isinstance(facts, DisasterFacts | LaunchFacts):
         return facts.name, ("", "")
     return facts.title, ("", "")
 

@@ -117,7 +117,8 @@ def _hf_card(content: SnapshotContent, configs: list[tuple[str, list[tuple[str, 
             lines.append(f"    path: {path}")
         if i == 0:
             lines.append("  default: true")
-    lines += ["language:", *[f"- {lang}" for lang in content.languages], "task_categories:", "- multiple-choice", "---", ""]
+    tasks = ["- multiple-choice", *(["- question-answering"] if content.open_questions else [])]
+    lines += ["language:", *[f"- {lang}" for lang in content.languages], "task_categories:", *tasks, "---", ""]
     return "\n".join(lines) + card_body
 
 

@@ -156,6 +156,8 @@ async def test_the_open_exports_load_in_datasets_and_lm_eval(
     row = ds["test"][0]
     assert row["lang"] == "fr" and row["answer"] and isinstance(row["aliases"], list)
     assert (root / "hf" / "data" / "open_ja-test.jsonl").is_file()  # the frozen tree's hf/ has it too
+    assert "- question-answering" in (out / "README.md").read_text(encoding="utf-8")
+    assert "`open/<lang>.jsonl`: the open track, 6 short-answer questions" in (root / "README.md").read_text("utf-8")
     tm = TaskManager(include_path=str(root / "lm_eval"), include_defaults=False)
     names = [lm_eval_task_name(snap.content, lang) + OPEN_TASK_SUFFIX for lang in LANGS]
     assert set(names) <= set(tm.all_tasks)
