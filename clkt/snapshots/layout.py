@@ -40,7 +40,7 @@ import json
 from datetime import date
 from enum import Enum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -77,6 +77,7 @@ __all__ = [
     "dumps_row",
     "load_snapshot_dir",
     "questions_path",
+    "read_jsonl",
     "sha256_file",
 ]
 
@@ -100,6 +101,9 @@ class Split(str, Enum):
 
 class _Row(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+_R = TypeVar("_R", bound=_Row)
 
 
 class DocRow(_Row):
@@ -345,18 +349,23 @@ class SnapshotData(BaseModel):
         return [r.qid for r in self.questions_for(first, split)]
 
 
-def _read_jsonl(path: Path, model: type[_Row]) -> list[_Row]:
+def read_jsonl(path: Path, model: type[_R]) -> list[_R]:
+    """The rows of a snapshot's JSONL file; a `SnapshotError` naming the file (and line) when it is missing, not
+    UTF-8, or holds a line that is not a `model`."""
     if not path.is_file():
         raise SnapshotError(f"snapshot file missing: {path}")
-    rows: list[_Row] = []
-    with path.open("r", encoding="utf-8") as fh:
-        for n, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                rows.append(model.model_validate_json(line))
-            except ValidationError as e:
-                raise SnapshotError(f"{path}:{n}: invalid {model.__name__}: {e.errors()[0]['msg']}") from e
+    rows: list[_R] = []
+    try:
+        with path.open("r", encoding="utf-8") as fh:
+            for n, line in enumerate(fh, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    rows.append(model.model_validate_json(line))
+                except ValidationError as e:
+                    raise SnapshotError(f"{path}:{n}: invalid {model.__name__}: {e.errors()[0]['msg']}") from e
+    except UnicodeDecodeError as e:
+        raise SnapshotError(f"{path} is not UTF-8 ({e.reason})") from e
     return rows
 
 
@@ -380,8 +389,8 @@ def load_snapshot_dir(path: Path | str, *, verify_hashes: bool = True) -> Snapsh
     docs: dict[str, list[DocRow]] = {}
     questions: dict[str, list[QuestionRow]] = {}
     for lang in manifest.languages:
-        docs[lang] = [r for r in _read_jsonl(docs_path(root, lang), DocRow) if isinstance(r, DocRow)]
-        questions[lang] = [r for r in _read_jsonl(questions_path(root, lang), QuestionRow) if isinstance(r, QuestionRow)]
+        docs[lang] = [r for r in read_jsonl(docs_path(root, lang), DocRow) if isinstance(r, DocRow)]
+        questions[lang] = [r for r in read_jsonl(questions_path(root, lang), QuestionRow) if isinstance(r, QuestionRow)]
     ref: dict[int, SplitName] | None = None
     for lang, rows in questions.items():
         split_of = {r.qid: r.split for r in rows}
@@ -399,10 +408,10 @@ def load_snapshot_dir(path: Path | str, *, verify_hashes: bool = True) -> Snapsh
     if manifest.control is not None and manifest.control.questions:
         for lang in manifest.languages:
             control_docs[lang] = [
-                r for r in _read_jsonl(root / CONTROL_DIR / "docs" / f"{lang}.jsonl", DocRow) if isinstance(r, DocRow)
+                r for r in read_jsonl(root / CONTROL_DIR / "docs" / f"{lang}.jsonl", DocRow) if isinstance(r, DocRow)
             ]
             control_questions[lang] = [
-                r for r in _read_jsonl(root / CONTROL_DIR / "questions" / f"{lang}.jsonl", QuestionRow)
+                r for r in read_jsonl(root / CONTROL_DIR / "questions" / f"{lang}.jsonl", QuestionRow)
                 if isinstance(r, QuestionRow)
             ]
         real = {r.qid for rows in questions.values() for r in rows}
@@ -430,7 +439,7 @@ def _facts(root: Path) -> dict[int, dict[str, Any]]:
     """`facts.jsonl`'s rows by public entity id ({} when the snapshot has none: built before it was written)."""
     if not (root / FACTS_FILE).is_file():
         return {}
-    return {r.entity_id: r.facts for r in _read_jsonl(root / FACTS_FILE, FactsRow) if isinstance(r, FactsRow)}
+    return {r.entity_id: r.facts for r in read_jsonl(root / FACTS_FILE, FactsRow) if isinstance(r, FactsRow)}
 
 
 def _locality(root: Path, manifest: SnapshotManifest, taken: set[int]) -> dict[str, list[QuestionRow]]:
@@ -441,7 +450,7 @@ def _locality(root: Path, manifest: SnapshotManifest, taken: set[int]) -> dict[s
     out: dict[str, list[QuestionRow]] = {}
     ref: set[int] | None = None
     for lang in manifest.languages:
-        rows = [r for r in _read_jsonl(root / LOCALITY_DIR / "questions" / f"{lang}.jsonl", QuestionRow) if isinstance(r, QuestionRow)]
+        rows = [r for r in read_jsonl(root / LOCALITY_DIR / "questions" / f"{lang}.jsonl", QuestionRow) if isinstance(r, QuestionRow)]
         got = {r.qid for r in rows}
         if len(got) != len(rows) or got & taken:
             raise SnapshotError(f"snapshot {manifest.snapshot_id}: locality/questions/{lang}.jsonl repeats a qid or shares one with the other questions")

@@ -30,7 +30,7 @@ from clkt.openqa.from_facts import GENERATOR_VERSION, LANGS, asks, generate_ques
 from clkt.snapshots.content import SnapshotContent
 from clkt.snapshots.control import CONTROL_DIR, CONTROL_SOURCE, control_entities
 from clkt.snapshots.ids import stable_open_qid
-from clkt.snapshots.layout import OPEN_DIR, OpenInfo, OpenRow, SnapshotManifest, dumps_row
+from clkt.snapshots.layout import OPEN_DIR, OpenInfo, OpenRow, SnapshotManifest, dumps_row, read_jsonl
 
 __all__ = ["attach_open", "check_open_engine", "open_path", "open_unsupported", "read_open", "write_open"]
 
@@ -148,22 +148,9 @@ def write_open(content: SnapshotContent, root: Path) -> list[str]:
 
 
 def _read_rows(root: Path, rel: str, snapshot_id: str) -> list[OpenRow]:
-    path = root / rel
-    if not path.is_file():
+    if not (root / rel).is_file():
         raise SnapshotError(f"snapshot {snapshot_id}: open-track file {rel} is missing")
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError as e:
-        raise SnapshotError(f"snapshot {snapshot_id}: open-track file {rel} is not UTF-8 ({e.reason})") from e
-    rows: list[OpenRow] = []
-    for n, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            rows.append(OpenRow.model_validate_json(line))
-        except ValidationError as e:
-            raise SnapshotError(f"snapshot {snapshot_id}: {rel}:{n}: invalid open question: {e.errors()[0]['msg']}") from e
-    return rows
+    return read_jsonl(root / rel, OpenRow)
 
 
 def read_open(root: Path, manifest: SnapshotManifest, *, control: bool = False) -> dict[str, list[OpenRow]]:

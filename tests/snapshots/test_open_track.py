@@ -100,7 +100,7 @@ async def test_a_corrupted_open_file_is_named(store: Store, tmp_path: Path) -> N
     path.write_bytes(good[: len(good) // 2])  # cut mid-row
     with pytest.raises(SnapshotError, match=r"open/fr\.jsonl does not match its sha256"):
         load_open_questions(root)
-    with pytest.raises(SnapshotError, match=r"open/fr\.jsonl:\d+: invalid open question"):
+    with pytest.raises(SnapshotError, match=r"open/fr\.jsonl:\d+: invalid OpenRow"):
         load_open_questions(root, verify_hashes=False)
     path.write_bytes(b"\xff\xfe garbage\n")
     with pytest.raises(SnapshotError, match=r"open/fr\.jsonl is not UTF-8"):
