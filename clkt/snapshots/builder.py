@@ -317,6 +317,7 @@ async def build_snapshot(
                     "snapshot_id": content.snapshot_id, "spec": name, "period": p.label, "partial": manifest.partial,
                     "superseded": old.id if old is not None else None, "path": str(final),
                     "counts": {k: v.model_dump() for k, v in manifest.counts.items()},
+                    "open": manifest.open.model_dump() if manifest.open is not None else None,
                 },
                 on_frozen=on_frozen,
                 targets=[t.name for t in config.spec.targets],

@@ -27,7 +27,7 @@ from clkt.snapshots.layout import MANIFEST_FILE, load_snapshot_dir
 from clkt.snapshots.open import attach_open
 from clkt.snapshots.stored import LoadedSnapshot, load_snapshot
 from storage.engine import Store
-from storage.models import Entity
+from storage.models import Entity, Event
 from tests.snapshots.factories import LANGS, fill_period, make_settings
 
 JUNE = datetime(2025, 6, 1, tzinfo=UTC)
@@ -58,6 +58,9 @@ async def test_the_open_track_is_frozen_hashed_and_regenerated(store: Store, tmp
     # each movie: director, release date, runtime (no cast); the 6 other entities have no facts: counted, frozen
     assert (info.entities, info.entities_without, info.questions, info.refused) == (2, 6, 6, 0)
     assert info.control_questions > 0
+    async with store.session() as s:  # the freeze's event counts them too
+        event = (await s.execute(select(Event).where(Event.kind == "snapshot.frozen"))).scalars().one()
+    assert event.data["open"]["entities_without"] == 6
     assert {f"open/{lang}.jsonl" for lang in LANGS} | {f"control/open/{lang}.jsonl" for lang in LANGS} <= set(
         snap.manifest.files)
     assert load_snapshot_dir(root).manifest.open == info  # every file's hash checks
