@@ -2,10 +2,10 @@
 
 `generate_continuous` keeps up to `sizer.size` prompts decoding at once. After every step, a row whose letter
 is decided (`letter_decided`, on its text decoded incrementally: `StreamText` decodes the new token with a few
-before it, not the whole completion again), that produced an end-of-sequence token or `max_new_tokens` tokens
-leaves the batch (its rows of the KV cache and the attention mask are dropped: the next pass runs only the rows
-still generating), and prompts from the queue (sorted by length, as the static
-batches are) join it. They are prefilled a few at a time (`PREFILL_AHEAD`), ahead of need: on a CPU a forward
+before it, not the whole completion again; or the caller's `stop` predicate: the open track's line break), that
+produced an end-of-sequence token or `max_new_tokens` tokens leaves the batch (its rows of the KV cache and the
+attention mask are dropped: the next pass runs only the rows still generating), and prompts from the queue (sorted
+by length, as the static batches are) join it. They are prefilled a few at a time (`PREFILL_AHEAD`), ahead of need: on a CPU a forward
 pass costs about the same for one row as for several, so a row that leaves is replaced by one already prefilled,
 and the prompts cost a quarter of the passes (at most `PREFILL_AHEAD` rows wait prefilled beside the batch).
 Prompts that begin with the same tokens (the chat template and the instruction of a language: about a third of
@@ -207,11 +207,15 @@ def prefix_groups(enc: Sequence[Sequence[int]], *, min_prefix: int = MIN_SHARED_
 def generate_continuous(
     model: Any, tokenizer: Any, prompts: Sequence[RenderedPrompt], *, sizer: BatchSizer, max_new_tokens: int,
     max_length: int | None = None, parse: ParseMode = "strict", progress: Callable[[int], None] | None = None,
-    share_prefixes: bool = True,
+    share_prefixes: bool = True, stop: Callable[[str], bool] | None = None,
 ) -> list[str]:
     """The greedy completion of every prompt (up to its decided letter), in the input order. `share_prefixes`:
-    run the first tokens that prompts share once per group of them (`prefix_groups`)."""
+    run the first tokens that prompts share once per group of them (`prefix_groups`). `stop`: whether a row's
+    completion so far is done (besides the end of sequence and `max_new_tokens`); None: its MCQ letter is decided
+    (`letter_decided` under `parse`). The open track stops at a line break instead (`clkt.openqa.generate`)."""
     import torch
+
+    done = stop if stop is not None else (lambda text: letter_decided(text, parse))
 
     add = prompts[0].add_special_tokens if prompts else True
     kwargs: dict[str, Any] = {}
@@ -249,7 +253,7 @@ def generate_continuous(
                         moving = [r.index for r in part.rows]  # in neither batch until joined
                         _join(batch, part)
                         moving = []
-                _step(model, tokenizer, batch, eos, max_new_tokens, parse, out, dev, progress)
+                _step(model, tokenizer, batch, eos, max_new_tokens, done, out, dev, progress)
             except RuntimeError as e:
                 if not is_oom(e):
                     raise
@@ -387,7 +391,7 @@ def _join(batch: _Batch, part: _Batch) -> None:
 
 
 def _step(
-    model: Any, tokenizer: Any, batch: _Batch, eos: set[int], max_new_tokens: int, parse: ParseMode,
+    model: Any, tokenizer: Any, batch: _Batch, eos: set[int], max_new_tokens: int, done: Callable[[str], bool],
     out: list[str | None], dev: Any, progress: Callable[[int], None] | None,
 ) -> None:
     """Take each row's next token; rows that are done leave; the others run one more position."""
@@ -400,7 +404,7 @@ def _step(
         if row.completion is None:
             row.completion = StreamText(tokenizer)
         text = row.completion.add(int(tok))  # the new token's text only, not the whole completion's again
-        if int(tok) in eos or len(row.completion.tokens) >= max_new_tokens or letter_decided(text, parse):
+        if int(tok) in eos or len(row.completion.tokens) >= max_new_tokens or done(text):
             out[row.index] = text
             finished += 1
         else:

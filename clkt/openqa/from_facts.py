@@ -35,9 +35,11 @@ from clkt.facts import (
 from clkt.openqa.question import AnswerKind, LangGold, ShortAnswerQuestion
 from clkt.openqa.text import normalise
 
-__all__ = ["LANGS", "QUESTIONS", "short_answer_questions"]
+__all__ = ["GENERATOR_VERSION", "LANGS", "QUESTIONS", "Generated", "asks", "generate_questions", "short_answer_questions"]
 
 LANGS = ("en", "ja", "zh", "fr", "es")
+# names this generator's output: a snapshot records it and regenerates its open questions only under the same version
+GENERATOR_VERSION = "open-facts-1"
 
 # slot -> lang -> question template ({e}: the entity as the language quotes it; {a}/{b}: a match's teams)
 QUESTIONS: dict[str, dict[str, str]] = {
@@ -199,24 +201,71 @@ def _gives_away(question: str, gold: str, lang: str) -> bool:
     return bool(key) and key in normalise(question, lang)
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Generated:
+    """What the generator made of one entity's facts: its questions, and the slots it refused (slot, why: a gold
+    that cannot be scored, e.g. empty), never emitted."""
+
+    questions: tuple[ShortAnswerQuestion, ...]
+    refused: tuple[tuple[str, str], ...] = ()
+
+
+def asks(facts: EntityFacts) -> bool:
+    """Whether the generator knows the facts' kind (every kind of the six domains today)."""
+    return isinstance(
+        facts, FilmFacts | ReleaseFacts | MatchFacts | QuakeFacts | DisasterFacts | PaperFacts | LaunchFacts)
+
+
+def _filled(facts: EntityFacts, slots: Iterable[str] | None) -> list[tuple[str, _Slot]]:
+    """The slots the facts fill, those of `slots` only when given."""
+    wanted = set(slots) if slots is not None else None
+    return [(k, v) for k, v in _slots(facts).items() if v is not None and (wanted is None or k in wanted)]
+
+
+def _question(
+    facts: EntityFacts, key: str, slot: _Slot, *, entity_id: str, langs: Sequence[str]
+) -> ShortAnswerQuestion | None:
+    """The question on `slot` in every language of `langs`; None when it gives its answer away. A gold that cannot
+    be scored raises `ValueError` (pydantic's `ValidationError` is one)."""
+    name, (a, b) = _entity(facts)
+    questions: dict[str, str] = {}
+    golds: dict[str, LangGold] = {}
+    for lang in langs:
+        f = formatter(lang)
+        questions[lang] = QUESTIONS[key][lang].format(e=f.quote(name), a=a, b=b)
+        golds[lang] = LangGold(answer=slot.gold(f), aliases=slot.aliases)
+    if any(_gives_away(questions[lang], golds[lang].answer, lang) for lang in langs):
+        return None
+    return ShortAnswerQuestion(qid=f"{entity_id}:{key}", entity=name, fact=key, kind=slot.kind,
+                               questions=questions, golds=golds)
+
+
+def generate_questions(
+    facts: EntityFacts, *, entity_id: str, langs: Sequence[str] = LANGS, slots: Iterable[str] | None = None,
+) -> Generated:
+    """As `short_answer_questions`, but a slot whose gold cannot be scored is refused (named with why), not raised:
+    what a snapshot's freeze uses, so one bad fact costs its question, never the snapshot."""
+    out: list[ShortAnswerQuestion] = []
+    refused: list[tuple[str, str]] = []
+    for key, slot in _filled(facts, slots):
+        try:
+            q = _question(facts, key, slot, entity_id=entity_id, langs=langs)
+        except ValueError as e:
+            refused.append((key, str(e).splitlines()[-1].strip() if str(e) else type(e).__name__))
+            continue
+        if q is not None:
+            out.append(q)
+    return Generated(questions=tuple(out), refused=tuple(refused))
+
+
 def short_answer_questions(
     facts: EntityFacts, *, entity_id: str, langs: Sequence[str] = LANGS, slots: Iterable[str] | None = None,
 ) -> list[ShortAnswerQuestion]:
-    """One question per slot the facts fill (or those of `slots`), in every language of `langs`."""
-    name, (a, b) = _entity(facts)
-    wanted = set(slots) if slots is not None else None
+    """One question per slot the facts fill (or those of `slots`), in every language of `langs`; a gold that cannot
+    be scored raises (`generate_questions` refuses it instead)."""
     out: list[ShortAnswerQuestion] = []
-    for key, slot in _slots(facts).items():
-        if slot is None or (wanted is not None and key not in wanted):
-            continue
-        questions: dict[str, str] = {}
-        golds: dict[str, LangGold] = {}
-        for lang in langs:
-            f = formatter(lang)
-            questions[lang] = QUESTIONS[key][lang].format(e=f.quote(name), a=a, b=b)
-            golds[lang] = LangGold(answer=slot.gold(f), aliases=slot.aliases)
-        if any(_gives_away(questions[lang], golds[lang].answer, lang) for lang in langs):
-            continue
-        out.append(ShortAnswerQuestion(qid=f"{entity_id}:{key}", entity=name, fact=key, kind=slot.kind,
-                                       questions=questions, golds=golds))
+    for key, slot in _filled(facts, slots):
+        q = _question(facts, key, slot, entity_id=entity_id, langs=langs)
+        if q is not None:
+            out.append(q)
     return out

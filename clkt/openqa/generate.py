@@ -1,14 +1,14 @@
 """Greedy open answers: a local target through the evaluation's generation path, an API target through the agents'.
 
-`generate_answers` renders each question with `clkt.openqa.prompts.render_open`, runs greedy decoding (temperature
-0) in static batches sorted by length with the evaluation's `BatchSizer` (an out-of-memory error halves an
-automatic size and runs the batch again) and left-padded encoding (`clkt.targets.prompting.encode_left_padded`),
-stops each row at the stop rule (a line break after the answer began: `LineStop`) or the token budget, and cuts
-every completion with `prompts.cut`.
-
-Why not `clkt.evaluate.decoding.generate_continuous` (rows leave the batch once done, new ones join): its stop is
-the MCQ letter parser (`letter_decided`), which would stop an open answer at its first capital letter; taking a
-stop predicate instead is a small change there, left to its owner (the issue's remaining work).
+`generate_answers` renders each question with `clkt.openqa.prompts.render_open` and decodes it greedily
+(temperature 0) through the evaluation's generation path: `clkt.evaluate.decoding.generate_continuous` (rows leave
+the batch once done, new ones join, shared prompt prefixes run once) with the open track's stop rule as its stop
+predicate (`line_done`: a line break after the answer began; the MCQ letter parser it uses by default would stop an
+open answer at its first capital letter), or the token budget; where the model does not allow it (a sliding window
+shorter than the rows) or `continuous=False`, static batches sorted by length with the evaluation's `BatchSizer` (an
+out-of-memory error halves an automatic size and runs the batch again), left-padded encoding
+(`clkt.targets.prompting.encode_left_padded`) and the same rule as a stopping criterion (`LineStop`). Both give
+the same answers (a test holds them equal); every completion is cut by `prompts.cut`.
 
 `api_answers`: an API target answers the chat prompt (`open_text(chat=True)`) through `clkt.targets.api.ApiTargets`,
 the in-context track's way (paced by the provider's limiter, cached, budgeted, priced), cut by the same stop rule.
@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from clkt.evaluate.decoding import generate_continuous, supports_continuous
 from clkt.evaluate.memory import BatchSizer
 from clkt.openqa.prompts import MAX_NEW_TOKENS, cut, open_text, render_open
 from clkt.targets.prompting import RenderedPrompt, encode_left_padded
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from clkt.config import TargetSettings
     from clkt.targets.api import ApiTargets
 
-__all__ = ["STAGE", "ApiOpenAnswer", "OpenPrompt", "api_answers", "generate_answers", "generate_prompts"]
+__all__ = ["STAGE", "ApiOpenAnswer", "OpenPrompt", "api_answers", "generate_answers", "generate_prompts", "line_done"]
 
 STAGE = "open_answer"  # the call records' stage of an API target's open answers
 
@@ -40,6 +41,12 @@ class OpenPrompt:
     lang: str
 
 
+def line_done(completion: str) -> bool:
+    """The stop rule on a completion so far: a line break after the answer began (`prompts.cut` keeps what is
+    before it)."""
+    return "\n" in completion.lstrip()
+
+
 def _line_stop(tokenizer: Any, prompt_len: int) -> Any:
     """A stopping criterion: each row is done once its completion has a line break after some text."""
     import torch
@@ -48,7 +55,7 @@ def _line_stop(tokenizer: Any, prompt_len: int) -> Any:
     class LineStop(StoppingCriteria):
         def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
             texts = tokenizer.batch_decode(input_ids[:, prompt_len:], skip_special_tokens=True)
-            done = ["\n" in t.lstrip() for t in texts]
+            done = [line_done(t) for t in texts]
             return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
 
     return LineStop()
@@ -56,14 +63,28 @@ def _line_stop(tokenizer: Any, prompt_len: int) -> Any:
 
 def generate_prompts(
     model: Any, tokenizer: Any, prompts: Sequence[RenderedPrompt], *, sizer: BatchSizer,
-    max_new_tokens: int = MAX_NEW_TOKENS, progress: Callable[[int], None] | None = None,
+    max_new_tokens: int = MAX_NEW_TOKENS, progress: Callable[[int], None] | None = None, continuous: bool = True,
 ) -> list[str]:
     """The greedy completion of each rendered prompt (input order), cut by the stop rule."""
-    import torch
-
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     lengths = [len(tokenizer.encode(p.text, add_special_tokens=p.add_special_tokens)) for p in prompts]
+    if not prompts:
+        return []
+    if continuous and supports_continuous(model, longest=max(lengths) + max_new_tokens):
+        texts = generate_continuous(model, tokenizer, prompts, sizer=sizer, max_new_tokens=max_new_tokens,
+                                    progress=progress, stop=line_done)
+        return [cut(t) for t in texts]
+    return _generate_static(model, tokenizer, prompts, lengths, sizer=sizer, max_new_tokens=max_new_tokens,
+                            progress=progress)
+
+
+def _generate_static(
+    model: Any, tokenizer: Any, prompts: Sequence[RenderedPrompt], lengths: list[int], *, sizer: BatchSizer,
+    max_new_tokens: int, progress: Callable[[int], None] | None,
+) -> list[str]:
+    import torch
+
     order = sorted(range(len(prompts)), key=lambda i: lengths[i])
     out: list[str] = [""] * len(prompts)
 
@@ -88,11 +109,12 @@ def generate_prompts(
 
 def generate_answers(
     model: Any, tokenizer: Any, target: TargetSettings, questions: Sequence[OpenPrompt], *, sizer: BatchSizer,
-    max_new_tokens: int = MAX_NEW_TOKENS, progress: Callable[[int], None] | None = None,
+    max_new_tokens: int = MAX_NEW_TOKENS, progress: Callable[[int], None] | None = None, continuous: bool = True,
 ) -> list[str]:
     """Each question's greedy answer by the target (the prompt of its kind), cut by the stop rule."""
     prompts = [render_open(target, tokenizer, q.question, q.lang) for q in questions]
-    return generate_prompts(model, tokenizer, prompts, sizer=sizer, max_new_tokens=max_new_tokens, progress=progress)
+    return generate_prompts(model, tokenizer, prompts, sizer=sizer, max_new_tokens=max_new_tokens, progress=progress,
+                            continuous=continuous)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

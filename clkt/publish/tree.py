@@ -4,8 +4,9 @@ A snapshot's folder in the repo (`snapshots/<snapshot id>/`):
 
 ```
 hf/README.md                         the snapshot's dataset card (configs qa_<lang>, docs_<lang>)
-hf/data/qa_<lang>-{validation,test}.jsonl, docs_<lang>-train.jsonl
-                                     the frozen `hf/` export's rows, minus the retracted questions (none while held)
+hf/data/qa_<lang>-{validation,test}.jsonl, docs_<lang>-train.jsonl, open_<lang>-test.jsonl
+                                     the frozen `hf/` export's rows, minus the retracted questions (none while held;
+                                     open_: the open track's short-answer questions, held back as the MCQs are)
 manifest.json                        the frozen manifest, as frozen (counts per domain, hashes: no entity)
 report/                              the report recomputed from the stored results without the retracted questions
                                      (aggregates per domain and language pair: no entity)
@@ -69,6 +70,7 @@ __all__ = [
 ]
 
 _QA = re.compile(r"^hf/data/qa_(?P<lang>[A-Za-z0-9_-]+)-(?P<split>validation|test)\.jsonl$")
+_OPEN = re.compile(r"^hf/data/open_(?P<lang>[A-Za-z0-9_-]+)-test\.jsonl$")
 _DOCS = re.compile(r"^hf/data/docs_(?P<lang>[A-Za-z0-9_-]+)-train\.jsonl$")
 _PRED = re.compile(r"^predictions/[^/]+\.jsonl$")
 _SPLITS = (("val", "validation"), ("test", "test"))
@@ -118,15 +120,19 @@ def _kept_lines(src: Path, drop: frozenset[int]) -> list[str]:
 
 def configs_of(paths: Iterable[str], *, prefix: str = "", languages: Sequence[str] = ()) -> list[Config]:
     """The `datasets` configs of a snapshot folder's files (`paths` relative to the folder), named with `prefix`:
-    `qa_<lang>`, `docs_<lang>` for each language (in `languages`' order, then by name) and `predictions`."""
+    `qa_<lang>`, `docs_<lang>`, `open_<lang>` for each language (in `languages`' order, then by name) and
+    `predictions`."""
     qa: dict[str, dict[str, str]] = {}
     docs: dict[str, str] = {}
+    opens: dict[str, str] = {}
     preds: list[str] = []
     for p in sorted(paths):
         if m := _QA.match(p):
             qa.setdefault(m["lang"], {})[m["split"]] = p
         elif m := _DOCS.match(p):
             docs[m["lang"]] = p
+        elif m := _OPEN.match(p):
+            opens[m["lang"]] = p
         elif _PRED.match(p):
             preds.append(p)
     order = {lang: i for i, lang in enumerate(languages)}
@@ -137,6 +143,7 @@ def configs_of(paths: Iterable[str], *, prefix: str = "", languages: Sequence[st
     out = [Config(name=f"{prefix}qa_{lang}", files=tuple((s, qa[lang][s]) for s in ("validation", "test") if s in qa[lang]))
            for lang in langs(qa)]
     out += [Config(name=f"{prefix}docs_{lang}", files=(("train", docs[lang]),)) for lang in langs(docs)]
+    out += [Config(name=f"{prefix}open_{lang}", files=(("test", opens[lang]),)) for lang in langs(opens)]
     if preds:
         out.append(Config(name=f"{prefix}predictions", files=(("predictions", "predictions/*.jsonl"),)))
     return out
@@ -233,6 +240,11 @@ def _write_rows(base: Path, mat: SnapshotMaterial) -> tuple[list[str], dict[str,
                 _write(base / rel, "".join(kept))
                 written.append(rel)
                 published[lang][hf_split] = len(kept)
+    for lang in data.languages:  # the open track's questions (snapshots frozen before it have none)
+        rel = f"hf/data/open_{lang}-test.jsonl"
+        if (frozen / rel).is_file() and (kept := _kept_lines(frozen / rel, retracted)):
+            _write(base / rel, "".join(kept))
+            written.append(rel)
     for lang in data.languages:
         rel = f"hf/data/docs_{lang}-train.jsonl"
         if (frozen / rel).is_file():

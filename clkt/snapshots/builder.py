@@ -39,6 +39,7 @@ from clkt.snapshots.control import attach_control, control_info
 from clkt.snapshots.export import StagedDir, snapshot_dir, write_tree
 from clkt.snapshots.layout import AgentInfo, CarriedEntity, DomainCounts, SnapshotManifest, TargetInfo
 from clkt.snapshots.locality import plan_locality
+from clkt.snapshots.open import attach_open, open_unsupported
 from clkt.snapshots.period import Period, parse_period
 from clkt.snapshots.select import DomainShortfall, Selection, load_candidates, select_items
 from storage.engine import Session, Store
@@ -201,6 +202,8 @@ def _manifest(
         )
     if config.offline_demo:
         notes.append("built by the embedded offline demonstration")
+    if content.open_info is None:
+        notes.append(f"no open track: no short-answer templates in {', '.join(open_unsupported(content.languages))}")
     return SnapshotManifest(
         snapshot_id=content.snapshot_id, spec=content.spec, period=period.label,
         period_start=period.start.date().isoformat(), period_end=period.end.date().isoformat(),
@@ -215,6 +218,7 @@ def _manifest(
         quotas={d.value: n for d, n in snap.quotas.items() if d in spec.domains},
         counts=make_counts(content), missing=sel.missing, redated=content.redated_entities > 0, notes=notes,
         control=control_info(content, domains=_control_domains(spec), per_domain=snap.control_entities),
+        open=content.open_info,
     )
 
 
@@ -282,6 +286,8 @@ async def build_snapshot(
         content, start=p.start.date(), end=p.end.date(), domains=_control_domains(config.spec),
         per_domain=snap.control_entities,
     )
+    content = attach_open(content, start=p.start.date(), end=p.end.date(), control_domains=_control_domains(config.spec),
+                          per_domain=snap.control_entities)
     manifest = _manifest(config, content, p, sel, partial=not sel.complete)
     manifest = manifest.model_copy(update={"carried": _carried(sel)})
     final = snapshot_dir(snap.out_dir, name, p.label)
@@ -311,6 +317,7 @@ async def build_snapshot(
                     "snapshot_id": content.snapshot_id, "spec": name, "period": p.label, "partial": manifest.partial,
                     "superseded": old.id if old is not None else None, "path": str(final),
                     "counts": {k: v.model_dump() for k, v in manifest.counts.items()},
+                    "open": manifest.open.model_dump() if manifest.open is not None else None,
                 },
                 on_frozen=on_frozen,
                 targets=[t.name for t in config.spec.targets],

@@ -68,6 +68,7 @@ def render_card(manifest: SnapshotManifest, sources: list[str]) -> str:
         "- `lm_eval/`: `lm_eval --include_path <this dir>/lm_eval --tasks <task>` (the letters A-D after the lettered",
         "  question) or `<task>_options` (each option's text after the bare question, `acc` and `acc_norm`: the",
         "  context and continuations of clkt's `option-loglik`, for base models)",
+        *_open_lines(m),
         "",
         "## Provenance and licences",
         "",
@@ -86,3 +87,15 @@ def render_card(manifest: SnapshotManifest, sources: list[str]) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _open_lines(m: SnapshotManifest) -> list[str]:
+    """The open track's files (none for a snapshot without one)."""
+    if m.open is None or not m.open.questions:
+        return []
+    return [
+        f"- `open/<lang>.jsonl`: the open track, {m.open.questions} short-answer questions per language (a name, a",
+        "  number, a date) with the gold answer and its accepted aliases, all `test`; `hf/`'s `open_<lang>` configs and",
+        "  `lm_eval/`'s `<task>_open` (`generate_until`: clkt's few-shot frame, stop at the first line break, exact",
+        "  match against the gold and aliases: a lower bound of clkt's normaliser)",
+    ]

@@ -22,7 +22,7 @@ from pydantic import TypeAdapter
 
 from clkt.errors import SnapshotError
 from clkt.snapshots.ids import stable_entity_id, stable_qid
-from clkt.snapshots.layout import LETTERS, DocRow, FactsRow, QuestionRow, SplitName
+from clkt.snapshots.layout import LETTERS, DocRow, FactsRow, OpenInfo, OpenRow, QuestionRow, SplitName
 from clkt.snapshots.select import ItemRef
 from storage.engine import Session
 from storage.snapshots import ContentEntity, content_rows, stored_items
@@ -60,6 +60,11 @@ class SnapshotContent:
     # the entities' typed facts (facts.jsonl), sorted by public entity_id: not in the content hash (the documents
     # and questions already follow from them), so adding them kept every snapshot id
     facts: tuple[FactsRow, ...] = ()
+    # the open track (`clkt.snapshots.open`): short-answer questions of the real entities and of the control split,
+    # sorted by (lang order, qid); hashed when there are any, so a snapshot without them keeps its id
+    open_questions: tuple[OpenRow, ...] = ()
+    control_open: tuple[OpenRow, ...] = ()
+    open_info: OpenInfo | None = None  # None: no open track attached (the manifest's `open`)
 
     def docs_in(self, lang: str) -> list[DocRow]:
         return [d for d in self.docs if d.lang == lang]
@@ -72,6 +77,9 @@ class SnapshotContent:
 
     def control_questions_in(self, lang: str) -> list[QuestionRow]:
         return [q for q in self.control_questions if q.lang == lang]
+
+    def open_in(self, lang: str, *, control: bool = False) -> list[OpenRow]:
+        return [q for q in (self.control_open if control else self.open_questions) if q.lang == lang]
 
     @property
     def entity_ids(self) -> set[int]:
@@ -91,6 +99,11 @@ class SnapshotContent:
             body["control"] = {
                 "docs": [d.model_dump(mode="json") for d in self.control_docs],
                 "questions": [q.model_dump(mode="json") for q in self.control_questions],
+            }
+        if self.open_questions or self.control_open:  # absent without an open track: older snapshots keep their ids
+            body["open"] = {
+                "questions": [q.model_dump(mode="json") for q in self.open_questions],
+                "control": [q.model_dump(mode="json") for q in self.control_open],
             }
         return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
 

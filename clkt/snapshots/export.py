@@ -23,6 +23,7 @@ from clkt.snapshots.control import write_control
 from clkt.snapshots.formats import FORMATS, write_hf, write_lm_eval, write_native, write_reference, write_text
 from clkt.snapshots.layout import BUILD_FILE, CARD_FILE, MANIFEST_FILE, BuildInfo, SnapshotManifest, sha256_file
 from clkt.snapshots.locality import LocalitySplit, write_locality
+from clkt.snapshots.open import write_open
 
 __all__ = ["StagedDir", "export_format", "snapshot_dir", "write_tree"]
 
@@ -124,6 +125,7 @@ def write_tree(
         card = render_card(manifest, sources)
         files = write_native(content, root)
         files += write_control(content, root)  # the control split: its own folder, no other export holds it
+        files += write_open(content, root)  # the open track (short-answer questions), real and control
         write_text(root / CARD_FILE, card)
         files.append(CARD_FILE)
         files += write_reference(content, root)

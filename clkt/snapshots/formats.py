@@ -7,9 +7,14 @@
   `test_mc.jsonl` (the test questions in every language, the train language included: the contingency table
   needs both)
 - hf: `data/<config>-<split>.jsonl` + a card whose `configs:` YAML makes `datasets.load_dataset(dir, config)`
-  work offline; configs `qa_<lang>` (validation, test) and `docs_<lang>` (train)
+  work offline; configs `qa_<lang>` (validation, test), `docs_<lang>` (train) and, with an open track,
+  `open_<lang>` (test: the short-answer questions, gold and aliases)
 - lm-eval: one lm-evaluation-harness task per language on the test questions, a group over them, and a
-  loader module next to the YAML so the folder can be moved (`lm_eval --include_path DIR --tasks NAME`)
+  loader module next to the YAML so the folder can be moved (`lm_eval --include_path DIR --tasks NAME`); with an
+  open track, a `generate_until` task `<task>_open` per language (`OPEN_TASK_SUFFIX`): the base-model few-shot
+  frame of `clkt.openqa.prompts` as the prompt, greedy, stopped at the first line break within
+  `MAX_NEW_TOKENS`, scored by lm-eval's `exact_match` against the gold and every alias (case and punctuation
+  ignored): a lower bound of clkt's normaliser, which also reads numbers, dates, scripts and the answer's language
 
 Every writer returns the relative paths it wrote; bytes depend only on the content (sorted keys, LF).
 """
@@ -21,11 +26,13 @@ import re
 from pathlib import Path
 
 from clkt.documents.answer_cues import answer_cue
+from clkt.openqa.prompts import MAX_NEW_TOKENS, open_text
 from clkt.snapshots.content import SnapshotContent, canonical_json
-from clkt.snapshots.layout import FACTS_FILE, LETTERS, QuestionRow, docs_path, dumps_row, questions_path
+from clkt.snapshots.layout import FACTS_FILE, LETTERS, OpenRow, QuestionRow, docs_path, dumps_row, questions_path
 
 __all__ = [
     "FORMATS",
+    "OPEN_TASK_SUFFIX",
     "OPTIONS_TASK_SUFFIX",
     "lm_eval_task_name",
     "mc_prompt",
@@ -110,7 +117,8 @@ def _hf_card(content: SnapshotContent, configs: list[tuple[str, list[tuple[str, 
             lines.append(f"    path: {path}")
         if i == 0:
             lines.append("  default: true")
-    lines += ["language:", *[f"- {lang}" for lang in content.languages], "task_categories:", "- multiple-choice", "---", ""]
+    tasks = ["- multiple-choice", *(["- question-answering"] if content.open_questions else [])]
+    lines += ["language:", *[f"- {lang}" for lang in content.languages], "task_categories:", *tasks, "---", ""]
     return "\n".join(lines) + card_body
 
 
@@ -129,6 +137,12 @@ def write_hf(content: SnapshotContent, root: Path, *, card_body: str, prefix: st
             files.append((hf_split, rel))
             out.append(_rel(root, base / rel))
         configs.append((f"qa_{lang}", files))
+    for lang in content.languages:
+        if content.open_in(lang):  # the open track's short-answer questions (all in the test split)
+            rel = f"data/open_{lang}-test.jsonl"
+            _jsonl(base / rel, [r.model_dump(mode="json") for r in content.open_in(lang)])
+            configs.append((f"open_{lang}", [("test", rel)]))
+            out.append(_rel(root, base / rel))
     for lang in content.languages:
         rel = f"data/docs_{lang}-train.jsonl"
         _jsonl(base / rel, [d.model_dump(mode="json") for d in content.docs_in(lang)])
@@ -155,6 +169,10 @@ _HERE = Path(__file__).resolve().parent
 
 def load(lang=None, **_kwargs):
     return datasets.load_dataset("json", data_files={"test": str(_HERE / "data" / f"{lang}-test.jsonl")})
+
+
+def load_open(lang=None, **_kwargs):
+    return datasets.load_dataset("json", data_files={"test": str(_HERE / "data" / f"open-{lang}-test.jsonl")})
 '''
 
 _TASK = """task: {task}
@@ -204,6 +222,59 @@ metadata:
 """
 
 OPTIONS_TASK_SUFFIX = "_options"
+OPEN_TASK_SUFFIX = "_open"
+
+# the open track: the prompt is each row's `prompt` (clkt's few-shot frame), the targets its gold and aliases
+_OPEN_TASK = """task: {task}
+tag: {group}
+custom_dataset: !function clkt_lmeval.load_open
+dataset_kwargs:
+  lang: {lang}
+test_split: test
+output_type: generate_until
+doc_to_text: "{{{{prompt}}}}"
+doc_to_target: "{{{{golds}}}}"
+generation_kwargs:
+  until:
+    - "\\n"
+  max_gen_toks: {max_tokens}
+  do_sample: false
+  temperature: 0.0
+filter_list:
+  - name: strip
+    filter:
+      - function: remove_whitespace
+      - function: take_first
+metric_list:
+  - metric: exact_match
+    aggregation: mean
+    higher_is_better: true
+    ignore_case: true
+    ignore_punctuation: true
+metadata:
+  version: 1.0
+  snapshot: {snapshot}
+"""
+
+
+def _open_row(r: OpenRow) -> dict[str, object]:
+    return {**r.model_dump(mode="json"), "prompt": open_text(r.question, r.lang, chat=False),
+            "golds": [r.answer, *r.aliases]}
+
+
+def _write_open_tasks(content: SnapshotContent, root: Path, base: Path, lang: str) -> list[str]:
+    """The `generate_until` task of `lang`'s open questions and its rows (nothing without any)."""
+    rows = content.open_in(lang)
+    if not rows:
+        return []
+    data = base / "data" / f"open-{lang}-test.jsonl"
+    _jsonl(data, [_open_row(r) for r in rows])
+    task = lm_eval_task_name(content, lang) + OPEN_TASK_SUFFIX
+    write_text(base / f"{task}.yaml", _OPEN_TASK.format(
+        task=task, group=lm_eval_task_name(content) + OPEN_TASK_SUFFIX, lang=lang, max_tokens=MAX_NEW_TOKENS,
+        snapshot=content.snapshot_id,
+    ))
+    return [_rel(root, data), _rel(root, base / f"{task}.yaml")]
 
 
 def write_lm_eval(content: SnapshotContent, root: Path, *, prefix: str = "lm_eval") -> list[str]:
@@ -229,5 +300,6 @@ def write_lm_eval(content: SnapshotContent, root: Path, *, prefix: str = "lm_eva
             task=opt, group=group + OPTIONS_TASK_SUFFIX, lang=lang, text=text, snapshot=content.snapshot_id,
         ))
         out += [_rel(root, base / "data" / f"{lang}-test.jsonl"), _rel(root, base / f"{task}.yaml"), _rel(root, base / f"{opt}.yaml")]
+        out += _write_open_tasks(content, root, base, lang)
     return out
 

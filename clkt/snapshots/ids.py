@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 
-__all__ = ["PUBLIC_ID_BITS", "stable_entity_id", "stable_qid"]
+__all__ = ["PUBLIC_ID_BITS", "stable_entity_id", "stable_open_qid", "stable_qid"]
 
 PUBLIC_ID_BITS = 52
 _HEX_DIGITS = PUBLIC_ID_BITS // 4
@@ -32,3 +32,9 @@ def stable_entity_id(source: str, external_id: str) -> int:
 def stable_qid(source: str, external_id: str, slot: str) -> int:
     """The public id (`qid`) of the question in `slot` of the entity `external_id` of `source`."""
     return _public_id("question", source, external_id, slot)
+
+
+def stable_open_qid(entity_id: int, fact: str) -> int:
+    """The public id of the open track's short-answer question on `fact` (`clkt.openqa.from_facts` slot) of the
+    entity whose public id is `entity_id` (never equal to an MCQ's qid: another kind of identity)."""
+    return _public_id("open", str(entity_id), fact)

@@ -18,6 +18,9 @@ locality/questions/<lang>.jsonl       the locality split (optional): questions a
                            knew (the probe's "known" verdicts; `manifest.locality.known_by` says which target
                            knew which entity), answered before and after injection to measure what it kept
                            ("kept %"); never trained on, never scored as transfer, never in the exports
+open/<lang>.jsonl          OpenRow: the open track's short-answer questions (`clkt.openqa`), per entity and fact
+control/open/<lang>.jsonl  the control split's (optional: snapshots frozen before issue 47 have none, and
+                           `manifest.open` is then absent; the typed reader is `clkt.openqa.frozen`)
 reference/<train_lang>/    the reference implementation's layout (see `formats`)
 hf/, lm_eval/              a `datasets` folder and lm-evaluation-harness tasks (see `formats`)
 ```
@@ -37,7 +40,7 @@ import json
 from datetime import date
 from enum import Enum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -52,6 +55,7 @@ __all__ = [
     "LETTERS",
     "LOCALITY_DIR",
     "MANIFEST_FILE",
+    "OPEN_DIR",
     "AgentInfo",
     "BuildInfo",
     "CarriedEntity",
@@ -61,6 +65,8 @@ __all__ = [
     "FactsRow",
     "Letter",
     "LocalityInfo",
+    "OpenInfo",
+    "OpenRow",
     "QuestionRow",
     "SnapshotData",
     "SnapshotManifest",
@@ -71,6 +77,7 @@ __all__ = [
     "dumps_row",
     "load_snapshot_dir",
     "questions_path",
+    "read_jsonl",
     "sha256_file",
 ]
 
@@ -83,6 +90,7 @@ SplitName = Literal["val", "test"]
 LETTERS: tuple[Letter, Letter, Letter, Letter] = ("A", "B", "C", "D")
 CONTROL_DIR = "control"  # the control split's files: control/docs/<lang>.jsonl, control/questions/<lang>.jsonl
 FACTS_FILE = "facts.jsonl"  # FactsRow per selected entity (optional; never exported or published)
+OPEN_DIR = "open"  # the open track's files: open/<lang>.jsonl, control/open/<lang>.jsonl (optional)
 LOCALITY_DIR = "locality"  # the locality split's files: locality/questions/<lang>.jsonl (no documents: never trained on)
 
 
@@ -93,6 +101,9 @@ class Split(str, Enum):
 
 class _Row(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+_R = TypeVar("_R", bound=_Row)
 
 
 class DocRow(_Row):
@@ -137,6 +148,33 @@ class QuestionRow(_Row):
     @property
     def text_answer(self) -> str:
         return self.options[self.answer_index]
+
+
+class OpenRow(_Row):
+    """One short-answer question (the open track, `clkt.openqa`) in one language: the gold and its aliases."""
+
+    qid: int  # public (`stable_open_qid`: entity and fact), never an MCQ's
+    entity_id: int  # public (stable_entity_id)
+    domain: str
+    source: str
+    lang: str
+    split: SplitName  # every open question is in `test` (the open track picks no checkpoint)
+    fact: str  # the fact slot asked (`clkt.openqa.from_facts.QUESTIONS`), e.g. "film.director"
+    kind: str  # `clkt.openqa.question.AnswerKind`: name, number, date, phrase
+    question: str = Field(min_length=1)
+    answer: str = Field(min_length=1)
+    aliases: list[str] = Field(default_factory=list)
+
+
+class OpenInfo(_Row):
+    """The open track of a snapshot: which generator wrote it and what it holds (per language)."""
+
+    engine: str  # `clkt.openqa.from_facts.GENERATOR_VERSION`: regenerating gives the same rows only under it
+    questions: int = 0  # real entities' questions, per language
+    control_questions: int = 0  # the control split's, per language
+    entities: int = 0  # real entities with at least one question
+    entities_without: int = 0  # real entities whose facts gave none (no facts, a kind the generator lacks)
+    refused: int = 0  # questions refused at generation (a gold that cannot be scored): never frozen
 
 
 class DomainCounts(_Row):
@@ -218,6 +256,8 @@ class SnapshotManifest(_Row):
     control: ControlInfo | None = None  # None: no control split (control/ absent)
     # None: no locality split (locality/ absent); left out of manifest.json then, so older manifests are unchanged
     locality: LocalityInfo | None = Field(default=None, exclude_if=lambda v: v is None)
+    # None: no open track (frozen before it existed); left out of manifest.json then, so older manifests are unchanged
+    open: OpenInfo | None = Field(default=None, exclude_if=lambda v: v is None)
     # the entities carried in from earlier periods, by public id; left out when none, so every manifest of a snapshot
     # without any (all those frozen before carry-over existed) keeps its bytes
     carried: list[CarriedEntity] = Field(default_factory=list, exclude_if=lambda v: not v)
@@ -309,18 +349,23 @@ class SnapshotData(BaseModel):
         return [r.qid for r in self.questions_for(first, split)]
 
 
-def _read_jsonl(path: Path, model: type[_Row]) -> list[_Row]:
+def read_jsonl(path: Path, model: type[_R]) -> list[_R]:
+    """The rows of a snapshot's JSONL file; a `SnapshotError` naming the file (and line) when it is missing, not
+    UTF-8, or holds a line that is not a `model`."""
     if not path.is_file():
         raise SnapshotError(f"snapshot file missing: {path}")
-    rows: list[_Row] = []
-    with path.open("r", encoding="utf-8") as fh:
-        for n, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                rows.append(model.model_validate_json(line))
-            except ValidationError as e:
-                raise SnapshotError(f"{path}:{n}: invalid {model.__name__}: {e.errors()[0]['msg']}") from e
+    rows: list[_R] = []
+    try:
+        with path.open("r", encoding="utf-8") as fh:
+            for n, line in enumerate(fh, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    rows.append(model.model_validate_json(line))
+                except ValidationError as e:
+                    raise SnapshotError(f"{path}:{n}: invalid {model.__name__}: {e.errors()[0]['msg']}") from e
+    except UnicodeDecodeError as e:
+        raise SnapshotError(f"{path} is not UTF-8 ({e.reason})") from e
     return rows
 
 
@@ -344,8 +389,8 @@ def load_snapshot_dir(path: Path | str, *, verify_hashes: bool = True) -> Snapsh
     docs: dict[str, list[DocRow]] = {}
     questions: dict[str, list[QuestionRow]] = {}
     for lang in manifest.languages:
-        docs[lang] = [r for r in _read_jsonl(docs_path(root, lang), DocRow) if isinstance(r, DocRow)]
-        questions[lang] = [r for r in _read_jsonl(questions_path(root, lang), QuestionRow) if isinstance(r, QuestionRow)]
+        docs[lang] = [r for r in read_jsonl(docs_path(root, lang), DocRow) if isinstance(r, DocRow)]
+        questions[lang] = [r for r in read_jsonl(questions_path(root, lang), QuestionRow) if isinstance(r, QuestionRow)]
     ref: dict[int, SplitName] | None = None
     for lang, rows in questions.items():
         split_of = {r.qid: r.split for r in rows}
@@ -363,10 +408,10 @@ def load_snapshot_dir(path: Path | str, *, verify_hashes: bool = True) -> Snapsh
     if manifest.control is not None and manifest.control.questions:
         for lang in manifest.languages:
             control_docs[lang] = [
-                r for r in _read_jsonl(root / CONTROL_DIR / "docs" / f"{lang}.jsonl", DocRow) if isinstance(r, DocRow)
+                r for r in read_jsonl(root / CONTROL_DIR / "docs" / f"{lang}.jsonl", DocRow) if isinstance(r, DocRow)
             ]
             control_questions[lang] = [
-                r for r in _read_jsonl(root / CONTROL_DIR / "questions" / f"{lang}.jsonl", QuestionRow)
+                r for r in read_jsonl(root / CONTROL_DIR / "questions" / f"{lang}.jsonl", QuestionRow)
                 if isinstance(r, QuestionRow)
             ]
         real = {r.qid for rows in questions.values() for r in rows}
@@ -394,7 +439,7 @@ def _facts(root: Path) -> dict[int, dict[str, Any]]:
     """`facts.jsonl`'s rows by public entity id ({} when the snapshot has none: built before it was written)."""
     if not (root / FACTS_FILE).is_file():
         return {}
-    return {r.entity_id: r.facts for r in _read_jsonl(root / FACTS_FILE, FactsRow) if isinstance(r, FactsRow)}
+    return {r.entity_id: r.facts for r in read_jsonl(root / FACTS_FILE, FactsRow) if isinstance(r, FactsRow)}
 
 
 def _locality(root: Path, manifest: SnapshotManifest, taken: set[int]) -> dict[str, list[QuestionRow]]:
@@ -405,7 +450,7 @@ def _locality(root: Path, manifest: SnapshotManifest, taken: set[int]) -> dict[s
     out: dict[str, list[QuestionRow]] = {}
     ref: set[int] | None = None
     for lang in manifest.languages:
-        rows = [r for r in _read_jsonl(root / LOCALITY_DIR / "questions" / f"{lang}.jsonl", QuestionRow) if isinstance(r, QuestionRow)]
+        rows = [r for r in read_jsonl(root / LOCALITY_DIR / "questions" / f"{lang}.jsonl", QuestionRow) if isinstance(r, QuestionRow)]
         got = {r.qid for r in rows}
         if len(got) != len(rows) or got & taken:
             raise SnapshotError(f"snapshot {manifest.snapshot_id}: locality/questions/{lang}.jsonl repeats a qid or shares one with the other questions")

@@ -19,6 +19,7 @@ from clkt.errors import SnapshotError
 from clkt.snapshots.content import SnapshotContent, assemble_content, load_item_refs
 from clkt.snapshots.control import attach_control, check_control_engine
 from clkt.snapshots.layout import SnapshotManifest
+from clkt.snapshots.open import attach_open, check_open_engine
 from storage.engine import Session
 from storage.snapshots import SnapshotRecord, get_snapshot
 
@@ -70,6 +71,13 @@ async def load_snapshot(session: Session, ident: str) -> LoadedSnapshot:
         content = attach_control(
             content, start=date.fromisoformat(manifest.period_start), end=date.fromisoformat(manifest.period_end),
             domains=manifest.control.domains, per_domain=manifest.control.per_domain,
+        )
+    if manifest.open is not None:  # the open track, regenerated from the facts (none before it existed)
+        check_open_engine(manifest.open, row.id)
+        content = attach_open(
+            content, start=date.fromisoformat(manifest.period_start), end=date.fromisoformat(manifest.period_end),
+            control_domains=manifest.control.domains if manifest.control else [],
+            per_domain=manifest.control.per_domain if manifest.control else 0,
         )
     if content.content_sha256 != row.content_sha256:
         raise SnapshotError(

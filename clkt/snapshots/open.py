@@ -1,0 +1,175 @@
+"""The open track's frozen files: the short-answer questions of a snapshot's entities (issue 47).
+
+When a snapshot freezes, the offline generator (`clkt.openqa.from_facts.generate_questions`) asks every selected
+entity's typed facts (`facts.jsonl`'s rows) and every control entity's (regenerated from the seed, as the control
+split is) in every language of the spec; the rows (`OpenRow`, every one in the `test` split) go to
+`open/<lang>.jsonl` and `control/open/<lang>.jsonl`, are part of the content hash and listed in the manifest
+(`manifest.open`: the generator's version and the counts). An entity whose facts give no question (none stored, a
+kind the generator does not know yet, every slot empty) still freezes, counted in `entities_without`; a question
+whose gold cannot be scored (an empty one) is refused at generation, counted in `refused`, never frozen.
+
+A spec with a language the generator has no templates for gets no open track (`manifest.open` absent, a note
+says why): the track is asked in every language of the spec or not at all. A snapshot frozen before the track
+existed has no `manifest.open` and no open files, and loads as before; `read_open` returns nothing for it.
+The typed reader of the rows as `ShortAnswerQuestion`s is `clkt.openqa.frozen`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Sequence
+from datetime import date
+from pathlib import Path
+
+from pydantic import TypeAdapter, ValidationError
+
+from clkt.errors import SnapshotError
+from clkt.facts import EntityFacts
+from clkt.openqa.from_facts import GENERATOR_VERSION, LANGS, asks, generate_questions
+from clkt.snapshots.content import SnapshotContent
+from clkt.snapshots.control import CONTROL_DIR, CONTROL_SOURCE, control_entities
+from clkt.snapshots.ids import stable_open_qid
+from clkt.snapshots.layout import OPEN_DIR, OpenInfo, OpenRow, SnapshotManifest, dumps_row, read_jsonl
+
+__all__ = ["attach_open", "check_open_engine", "open_path", "open_unsupported", "read_open", "write_open"]
+
+log = logging.getLogger(__name__)
+_FACTS: TypeAdapter[EntityFacts] = TypeAdapter(EntityFacts)
+
+
+def open_path(root: Path, lang: str, *, control: bool = False) -> Path:
+    return (root / CONTROL_DIR / OPEN_DIR if control else root / OPEN_DIR) / f"{lang}.jsonl"
+
+
+def open_unsupported(languages: Sequence[str]) -> list[str]:
+    """The languages of `languages` the generator has no templates for (any: no open track)."""
+    return [lang for lang in languages if lang not in LANGS]
+
+
+@dataclasses.dataclass
+class _Tally:
+    rows: list[OpenRow] = dataclasses.field(default_factory=list)
+    entities: int = 0
+    without: int = 0
+    refused: int = 0
+
+
+def _ask(tally: _Tally, *, entity_id: int, domain: str, source: str, facts: EntityFacts | None,
+         langs: Sequence[str]) -> None:
+    """Add the entity's rows to `tally` (or count it without questions)."""
+    if facts is None or not asks(facts):
+        tally.without += 1
+        return
+    gen = generate_questions(facts, entity_id=str(entity_id), langs=langs)
+    tally.refused += len(gen.refused)
+    for slot, why in gen.refused:
+        log.warning("open track: entity %s, %s refused: %s", entity_id, slot, why)
+    if not gen.questions:
+        tally.without += 1
+        return
+    tally.entities += 1
+    for q in gen.questions:
+        qid = stable_open_qid(entity_id, q.fact)
+        for lang in langs:
+            gold = q.gold(lang)
+            tally.rows.append(OpenRow(
+                qid=qid, entity_id=entity_id, domain=domain, source=source, lang=lang, split="test", fact=q.fact,
+                kind=q.kind.value, question=q.questions[lang], answer=gold.answer, aliases=list(gold.aliases),
+            ))
+
+
+def _parsed(entity_id: int, facts: dict[str, object]) -> EntityFacts | None:
+    try:
+        return _FACTS.validate_python(facts)
+    except ValidationError as e:  # stored facts of an older shape: no question, counted
+        log.warning("open track: entity %s has facts that do not validate: %s", entity_id, e.errors()[0]["msg"])
+        return None
+
+
+def attach_open(
+    content: SnapshotContent, *, start: date, end: date, control_domains: Sequence[str], per_domain: int,
+) -> SnapshotContent:
+    """`content` with its open track (unchanged when a language has no templates: `open_unsupported`); the control
+    entities are regenerated from the seed with the arguments the control split was built with."""
+    langs = content.languages
+    if open_unsupported(langs):
+        return content
+    facts = {r.entity_id: r.facts for r in content.facts}
+    real = _Tally()
+    seen: set[int] = set()
+    for d in content.docs:
+        if d.entity_id in seen:
+            continue
+        seen.add(d.entity_id)
+        raw = facts.get(d.entity_id)
+        _ask(real, entity_id=d.entity_id, domain=d.domain, source=d.source, langs=langs,
+             facts=_parsed(d.entity_id, raw) if raw else None)
+    ctl = _Tally()
+    if per_domain > 0:
+        for e in control_entities(spec=content.spec, period=content.period, seed=content.seed, start=start, end=end,
+                                  domains=control_domains, per_domain=per_domain):
+            _ask(ctl, entity_id=e.entity_id, domain=e.domain, source=CONTROL_SOURCE, facts=e.facts, langs=langs)
+    rank = {lang: i for i, lang in enumerate(langs)}
+    info = OpenInfo(
+        engine=GENERATOR_VERSION, questions=len(real.rows) // len(langs), control_questions=len(ctl.rows) // len(langs),
+        entities=real.entities, entities_without=real.without, refused=real.refused + ctl.refused,
+    )
+    return dataclasses.replace(
+        content, open_questions=tuple(sorted(real.rows, key=lambda r: (rank[r.lang], r.qid))),
+        control_open=tuple(sorted(ctl.rows, key=lambda r: (rank[r.lang], r.qid))), open_info=info,
+    )
+
+
+def check_open_engine(info: OpenInfo, snapshot_id: str) -> None:
+    """Refuse to regenerate an open track another generator version wrote (its rows, and the hash, would differ)."""
+    if info.engine != GENERATOR_VERSION:
+        raise SnapshotError(
+            f"snapshot {snapshot_id}: its open track was written by generator {info.engine}, this code writes "
+            f"{GENERATOR_VERSION}, so it cannot be regenerated; use its exported folder, or rebuild the snapshot"
+        )
+
+
+def write_open(content: SnapshotContent, root: Path) -> list[str]:
+    """Write the open files (none without an open track); their paths relative to `root`."""
+    if content.open_info is None:
+        return []
+    out: list[str] = []
+    for control in (False, True):
+        if control and not content.control_open:
+            continue
+        for lang in content.languages:
+            path = open_path(root, lang, control=control)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("w", encoding="utf-8", newline="\n") as fh:
+                fh.write("".join(dumps_row(r) + "\n" for r in content.open_in(lang, control=control)))
+            out.append(path.relative_to(root).as_posix())
+    return out
+
+
+def _read_rows(root: Path, rel: str, snapshot_id: str) -> list[OpenRow]:
+    if not (root / rel).is_file():
+        raise SnapshotError(f"snapshot {snapshot_id}: open-track file {rel} is missing")
+    return read_jsonl(root / rel, OpenRow)
+
+
+def read_open(root: Path, manifest: SnapshotManifest, *, control: bool = False) -> dict[str, list[OpenRow]]:
+    """The open rows per language of the snapshot folder `root` ({} without an open track, or a control one):
+    the same qids in every language, each file's language its rows'. A bad file raises `SnapshotError` naming it."""
+    info = manifest.open
+    if info is None or (control and not info.control_questions):
+        return {}
+    out: dict[str, list[OpenRow]] = {}
+    ref: set[int] | None = None
+    for lang in manifest.languages:
+        rel = open_path(root, lang, control=control).relative_to(root).as_posix()
+        rows = _read_rows(root, rel, manifest.snapshot_id)
+        qids = {r.qid for r in rows}
+        if len(qids) != len(rows) or any(r.lang != lang for r in rows):
+            raise SnapshotError(f"snapshot {manifest.snapshot_id}: {rel} repeats a qid or holds another language's rows")
+        if ref is not None and qids != ref:
+            raise SnapshotError(f"snapshot {manifest.snapshot_id}: {rel} does not hold the same qids as the "
+                                f"{manifest.languages[0]} file")
+        ref = qids
+        out[lang] = rows
+    return out
