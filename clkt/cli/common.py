@@ -4,7 +4,7 @@ opening the store and running a coroutine (its failure as one line, never a trac
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ConfigOption", "app", "console", "describe_error", "err_console", "fail", "load_cli_settings", "one_line",
     "open_store", "plain", "plural", "print_table", "read_store", "run_async",
-    "snapshot_id",
+    "snapshot_id", "start_settings",
 ]
 
 T = TypeVar("T")
@@ -116,6 +116,19 @@ def load_cli_settings(config: Path | None) -> Settings:
         return settings
     except ConfigError as e:
         raise fail(str(e), 2) from None
+
+
+def start_settings(config: Path | None, *, targets: Sequence[str] | None = None, daemon: bool = True) -> Settings:
+    """`load_cli_settings`, then every error a command that starts work can know before it creates, writes or
+    opens anything (`clkt.preflight.check_start`: API keys, local model folders, the daemon's own needs)."""
+    from clkt.preflight import check_start
+
+    settings = load_cli_settings(config)
+    try:
+        check_start(settings, targets=targets, daemon=daemon)
+    except ConfigError as e:
+        raise fail(str(e), 2) from None
+    return settings
 
 
 def open_store(settings: Settings) -> Store:
