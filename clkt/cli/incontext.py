@@ -19,10 +19,13 @@ def register(app: typer.Typer) -> None:
 
 def incontext(
     snapshot: Annotated[str, typer.Argument(help="snapshot id or a unique prefix of one")],
-    target: Annotated[list[str] | None, typer.Option("--target", help="only this target (repeatable)")] = None,
+    target: Annotated[list[str] | None, typer.Option("--target", help="only these targets: A,B (or repeated)")] = None,
     config: ConfigOption = None,
 ) -> None:
+    from clkt.cli.vocabulary import comma_list
     from clkt.incontext.runner import TrackRun, run_incontext
+
+    target = comma_list(target)
 
     # the chosen targets' keys and models checked before the store is opened (which must exist: a frozen snapshot)
     settings = start_settings(config, targets=target or None, daemon=False)

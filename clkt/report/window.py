@@ -196,7 +196,7 @@ def what_it_needs(w: Window, shown: Sequence[LeaderRow], q: LeaderboardQuery) ->
         notes.append(f"one target ({next(iter(targets))}): ranks and the comparison need two or more; add a "
                      "[[spec.targets]] entry (the embedded ones: "
                      f"{', '.join(EMBEDDED_PREFIX + name for name in EMBEDDED_MODELS)}), "
-                     "then compare them with --compare A B")
+                     "then compare them with --compare-targets A,B")
     if len(w.snapshots) == 1:
         notes.append(f"one snapshot in the window ({w.snapshots[0].id}): the trend has one point per target and "
                      "the pooled figures are that snapshot's; the window fills as the daemon freezes more "
