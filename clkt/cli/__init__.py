@@ -20,6 +20,7 @@ if sys.argv[1:2] == ["run"]:
 
 import typer
 from rich.markup import escape
+from typer.models import CommandInfo, TyperInfo
 
 from clkt.cli import (
     core,
@@ -56,7 +57,8 @@ _ORDER = {name: i for i, name in enumerate(_PANEL_OF)}
 
 def _group_commands() -> None:
     """Every command and command group into its panel of `PANELS`, the commands in the panels' order."""
-    for info in [*app.registered_commands, *app.registered_groups]:
+    infos: list[CommandInfo | TyperInfo] = [*app.registered_commands, *app.registered_groups]
+    for info in infos:
         info.rich_help_panel = _PANEL_OF.get(info.name or "")
     app.registered_commands.sort(key=lambda c: _ORDER.get(c.name or "", len(_ORDER)))
 

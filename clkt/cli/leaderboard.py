@@ -1,6 +1,6 @@
 """`clkt leaderboard`: Learn, Overall and Transfer per target pooled over a window of snapshots, with n and a
 bootstrap interval over entities, one column per snapshot, the window's language pairs, a paired comparison of
-two targets (`--compare A B`) or of two strategies of one target (`--compare-strategies A,B`,
+two targets (`--compare-targets A,B`) or of two strategies of one target (`--compare-strategies A,B`,
 `clkt.cli.leaderboard_strategies`) and the predictions behind every figure (`--predictions FILE.csv`).
 
 A result is kept in the data dir and read back while the store has not changed (`clkt.report.board_cache`;

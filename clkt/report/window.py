@@ -102,7 +102,7 @@ async def check_query(session: Session, q: LeaderboardQuery) -> tuple[list[Windo
     """The query checked against the store (see the module docstring): the window's snapshots, and notes on the
     snapshots left out."""
     if q.compare is not None and q.compare[0] == q.compare[1]:
-        raise LeaderboardError(f"--compare needs two different targets, got {q.compare[0]!r} twice")
+        raise LeaderboardError(f"--compare-targets needs two different targets, got {q.compare[0]!r} twice")
     start = _period(q.period_from, q.names[0], q) if q.period_from else None
     end = _period(q.period_to, q.names[1], q) if q.period_to else None
     if start is not None and end is not None and start.start > end.start:
