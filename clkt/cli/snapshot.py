@@ -72,7 +72,8 @@ snapshot_app.command("latest", help="The id of the latest frozen snapshot (newes
 
 
 @snapshot_app.command("show", help="A snapshot's Table-3 counts, provenance and audit precision.")
-def show(ident: IdArg, config: ConfigOption = None) -> None:
+def show(ident: IdArg, config: ConfigOption = None, as_json: Annotated[bool, typer.Option(
+        "--json", help="the stored snapshot as one JSON object (its manifest and audit included)")] = False) -> None:
     from clkt.snapshots.stored import stored_manifest
     from storage.snapshots import get_snapshot
 
@@ -83,6 +84,11 @@ def show(ident: IdArg, config: ConfigOption = None) -> None:
             return await get_snapshot(s, ident)
 
     r = run_async(read_snapshot)
+    if as_json:
+        from pydantic import TypeAdapter
+
+        print(TypeAdapter(type(r)).dump_json(r).decode())
+        return
     m = stored_manifest(r.manifest)  # None: not frozen yet (what a manifest holds is shown as unknown)
     console.print(f"[bold]{r.id}[/] — {r.status.value}{' (partial)' if r.partial else ''}")
     console.print(f"spec {r.spec}, period {r.period} ({m and m.period_start} – {m and m.period_end}), seed {r.seed}, "

@@ -92,29 +92,15 @@ def test_lists_are_comma_lists(capsys: pytest.CaptureFixture[str]) -> None:
     assert "names nothing" in capsys.readouterr().err
 
 
-@pytest.fixture
-def seeded(tmp_path: Path) -> Path:
-    """A store with the tiny frozen snapshot; its config (data_dir) returned."""
-    async def seed() -> None:
-        snap = write_tiny_snapshot(tmp_path / "snap")
-        async with Store(url=f"sqlite+aiosqlite:///{tmp_path / 'clkt.db'}") as store:
-            await seed_store(store, snap)
-
-    asyncio.run(seed())
-    cfg = tmp_path / "c.toml"
-    cfg.write_text(f'data_dir = "{tmp_path}"\n')
-    return cfg
-
-
-def test_snapshot_list_json_and_latest(seeded: Path) -> None:
-    ran = clkt("snapshot", "list", "--json", "--config", str(seeded))
+def test_snapshot_list_json_and_latest(tiny_store: Path) -> None:
+    ran = clkt("snapshot", "list", "--json", "--config", str(tiny_store))
     rows = [json.loads(line) for line in ran.stdout.splitlines()]
     assert ran.returncode == 0 and [r["id"] for r in rows] == [SNAPSHOT_ID]
     assert rows[0]["status"] == "frozen" and rows[0]["spec"] == "tiny" and rows[0]["period"] == "2025-06"
-    ran = clkt("snapshot", "latest", "--spec", "tiny", "--config", str(seeded), columns=10)
+    ran = clkt("snapshot", "latest", "--spec", "tiny", "--config", str(tiny_store), columns=10)
     assert (ran.returncode, ran.stdout) == (0, SNAPSHOT_ID + "\n")  # never wrapped, whatever the width
-    assert json.loads(clkt("snapshot", "latest", "--spec", "tiny", "--json", "--config", str(seeded)).stdout)["id"] == SNAPSHOT_ID
-    none = clkt("snapshot", "latest", "--config", str(seeded))  # the configured spec has none
+    assert json.loads(clkt("snapshot", "latest", "--spec", "tiny", "--json", "--config", str(tiny_store)).stdout)["id"] == SNAPSHOT_ID
+    none = clkt("snapshot", "latest", "--config", str(tiny_store))  # the configured spec has none
     assert none.returncode == 1 and "no frozen snapshot of spec" in none.stderr and none.stdout == ""
 
 
@@ -145,15 +131,21 @@ async def test_incontext_takes_a_unique_prefix(store: Store, tmp_path: Path) -> 
     assert f"then: clkt report {SNAPSHOT_ID}" in ran.stdout and "api-t: 12 answered now" in ran.stdout
 
 
-def test_snapshot_diff_json(seeded: Path) -> None:
-    ran = clkt("snapshot", "diff", SNAPSHOT_ID[:6], SNAPSHOT_ID, "--json", "--config", str(seeded))
+def test_snapshot_show_json(tiny_store: Path) -> None:
+    ran = clkt("snapshot", "show", SNAPSHOT_ID[:8], "--json", "--config", str(tiny_store))
+    d = json.loads(ran.stdout)
+    assert ran.returncode == 0 and (d["id"], d["status"], d["period"]) == (SNAPSHOT_ID, "frozen", "2025-06")
+
+
+def test_snapshot_diff_json(tiny_store: Path) -> None:
+    ran = clkt("snapshot", "diff", SNAPSHOT_ID[:6], SNAPSHOT_ID, "--json", "--config", str(tiny_store))
     d = json.loads(ran.stdout)
     assert ran.returncode == 0 and d["a"] == d["b"] == SNAPSHOT_ID and d["questions_added"] == []
 
 
-def test_leaderboard_compare_still_works_with_a_notice(seeded: Path) -> None:
-    old = clkt("leaderboard", "--compare", "alpha", "beta", "--json", "--config", str(seeded))
-    new = clkt("leaderboard", "--compare-targets", "alpha,beta", "--json", "--config", str(seeded))
+def test_leaderboard_compare_still_works_with_a_notice(tiny_store: Path) -> None:
+    old = clkt("leaderboard", "--compare", "alpha", "beta", "--json", "--config", str(tiny_store))
+    new = clkt("leaderboard", "--compare-targets", "alpha,beta", "--json", "--config", str(tiny_store))
     assert old.stderr.splitlines()[0] == "clkt: warning: --compare A B is deprecated; use --compare-targets A,B"
     assert old.stderr.splitlines()[1:] == new.stderr.splitlines() and old.returncode == new.returncode
     assert old.stdout == new.stdout
