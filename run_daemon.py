@@ -17,8 +17,8 @@ from clkt.process import remember_early_stops
 remember_early_stops()  # before the heavy imports: a SIGTERM while starting is a clean stop
 
 from clkt.config import load_settings  # noqa: E402
-from clkt.cutoff import check_cutoffs  # noqa: E402
 from clkt.errors import ConfigError  # noqa: E402
+from clkt.preflight import check_start  # noqa: E402
 from clkt.process import run_daemon_process  # noqa: E402
 
 
@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         settings = load_settings(args.config)
-        check_cutoffs(settings.spec)  # the whole config, before anything starts
+        check_start(settings)  # the whole config, before anything is created, written or opened
     except ConfigError as e:
         from clkt.logs import redact
 

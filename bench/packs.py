@@ -142,7 +142,7 @@ def _run_evaluate(cfg: Path, spec: JobSpec, snap: SnapshotData, out: Path) -> tu
     out.parent.mkdir(parents=True)
     own = job_settings(load_settings(cfg, environ={}).gpu)
     sets = [f"{k}={json.dumps(v)}" for k, v in job_settings(spec.gpu).items() if own.get(k) != v]
-    cmd = [sys.executable, "-m", "clkt.cli", "evaluate", str(snap.path), "--target", TARGET, "--train-languages",
+    cmd = [sys.executable, "-m", "clkt.cli", "evaluate", str(snap.path), "--model-path", TARGET, "--train-languages",
            spec.train_lang, "--strategy", spec.strategy, "--device", spec.device, "--out", str(out), "--config", str(cfg)]
     for s in sets:
         cmd += ["--set", s]

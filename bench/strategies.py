@@ -64,7 +64,7 @@ def run(strategy: str, snapshot: Path, work: Path, train: str, reuse: bool) -> d
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "CLKT_DATA_DIR": str(work / "data")}
     times = out / "time.txt"
     cmd = ["/usr/bin/time", "-f", "%e %M", "-o", str(times), str(ROOT / ".venv" / "bin" / "clkt"), "evaluate", str(snapshot),
-           "--target", TARGET, "--strategy", strategy, "--train-languages", train, "--out", str(out / "pack"), "--keep-work"]
+           "--model-path", TARGET, "--strategy", strategy, "--train-languages", train, "--out", str(out / "pack"), "--keep-work"]
     with (out / "run.log").open("w") as log:
         rc = subprocess.run(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, check=False).returncode
     if rc != 0:

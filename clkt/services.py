@@ -15,13 +15,13 @@ from collections.abc import Callable
 from agents.backend import AgentBackend
 from clkt.config import Settings
 from clkt.context import Service
-from clkt.errors import ConfigError
 from clkt.incontext.service import InContextService
 from clkt.inject.commit import CommitHook
 from clkt.inject.consumer import GpuConsumer
 from clkt.pipeline.backends import build_backend
 from clkt.pipeline.stage_worker import StageConfig
 from clkt.pipeline.stages import stage_services
+from clkt.preflight import publish_token
 from clkt.publish.service import PublishService, freeze_hook
 from clkt.report.service import ReportService
 from clkt.retention.apply import after_job_commit
@@ -95,10 +95,7 @@ def agent_backend(settings: Settings, *, store: Store, metrics: Metrics | None =
 
 def publish_service(settings: Settings, *, burst: bool = False) -> PublishService:
     """The daemon's `publisher`; a `ConfigError` (nothing started) when its Hub token is not in the environment."""
-    token = settings.secret(settings.publish.token_env)
-    if token is None:
-        raise ConfigError("publish.token_env", f"{settings.publish.token_env} is not set: publishing by itself "
-                          "(publish.on_freeze / on_report) needs a Hub token with write access in that variable")
+    token = publish_token(settings)
     return PublishService(publish=settings.publish, daemon=settings.daemon, spec_name=settings.spec.name,
                           data_dir=settings.data_dir, token=token, burst=burst)
 

@@ -8,8 +8,9 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-# the entry points (run_daemon.py, clkt.process, the CLI commands), the wiring, and the configuration itself
-ALLOWED = ("run_daemon", "clkt.process", "clkt.cli", "clkt.services", "clkt.daemon", "clkt.config")
+# the entry points (run_daemon.py, clkt.process, the CLI commands), the wiring, its start-up check of the whole
+# config (clkt.preflight), and the configuration itself
+ALLOWED = ("run_daemon", "clkt.process", "clkt.cli", "clkt.services", "clkt.preflight", "clkt.daemon", "clkt.config")
 
 
 def _module(path: Path) -> str:

@@ -184,7 +184,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("clkt.report",),
     ("clkt.inject", "clkt.publish", "clkt.status", "clkt.incontext", "clkt.packs"),
     ("clkt.retention", "clkt.web", "clkt.progress", "clkt.endpoint", "clkt.diskwatch"),  # retention keeps inject's folders
-    ("clkt.services",),
+    ("clkt.services", "clkt.preflight"),
     ("clkt.daemon", "clkt.process", "clkt.cli", "run_daemon"),
 )
 _FLOOR = {area: n for n, areas in enumerate(FLOORS) for area in areas}

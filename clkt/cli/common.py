@@ -4,15 +4,17 @@ opening the store and running a coroutine (its failure as one line, never a trac
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 import typer
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
+from rich.markdown import Markdown
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
+from typer import rich_utils
 from typer.core import TyperOption
 
 from clkt.config import Settings, load_settings
@@ -26,7 +28,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ConfigOption", "app", "console", "describe_error", "err_console", "fail", "load_cli_settings", "one_line",
     "open_store", "plain", "plural", "print_table", "read_store", "run_async",
-    "snapshot_id",
+    "snapshot_id", "start_settings",
 ]
 
 T = TypeVar("T")
@@ -38,6 +40,16 @@ def _flag_type(option: TyperOption, ctx: typer.Context) -> str | None:
 
 _typer_type = TyperOption.display_type_rich
 TyperOption.display_type_rich = _flag_type  # type: ignore[method-assign,assignment]
+
+
+def _literal_help(*, text: str, style: str = "", markup_mode: Literal["markdown", "rich"]) -> Markdown | Text:
+    """A help text as written: rich markup would eat `[gpu]` ("a [gpu] job setting" -> "a  job setting"), and no
+    help of ours is markup."""
+    return _typer_rich_text(text=escape(text) if markup_mode == "rich" else text, style=style, markup_mode=markup_mode)
+
+
+_typer_rich_text = rich_utils._make_rich_text
+rich_utils._make_rich_text = _literal_help
 
 app = typer.Typer(
     name="clkt", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
@@ -59,7 +71,26 @@ def _options(
                                           callback=_print_version)] = False,
 ) -> None:
     pass
-console = Console()
+class _OutConsole(Console):
+    """stdout's console: on a terminal as wide as the terminal; into a pipe or a file as wide as each line needs
+    (nothing wrapped or folded: a snapshot id a script reads stays on one line), unless a width was given (COLUMNS,
+    or a test's `console.width`)."""
+
+    UNBOUNDED = 1 << 14  # the width of a line that goes to a program (a table is as wide as its cells, never padded)
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        size = super().size
+        if self._width is None and not self.is_terminal:
+            return ConsoleDimensions(self.UNBOUNDED, size.height)
+        return size
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        self._width, self._height = new_size
+
+
+console = _OutConsole()
 err_console = Console(stderr=True, soft_wrap=True)
 
 ConfigOption = Annotated[
@@ -116,6 +147,19 @@ def load_cli_settings(config: Path | None) -> Settings:
         return settings
     except ConfigError as e:
         raise fail(str(e), 2) from None
+
+
+def start_settings(config: Path | None, *, targets: Sequence[str] | None = None, daemon: bool = True) -> Settings:
+    """`load_cli_settings`, then every error a command that starts work can know before it creates, writes or
+    opens anything (`clkt.preflight.check_start`: API keys, local model folders, the daemon's own needs)."""
+    from clkt.preflight import check_start
+
+    settings = load_cli_settings(config)
+    try:
+        check_start(settings, targets=targets, daemon=daemon)
+    except ConfigError as e:
+        raise fail(str(e), 2) from None
+    return settings
 
 
 def open_store(settings: Settings) -> Store:

@@ -20,6 +20,7 @@ from clkt.cli.common import (
     print_table,
     read_store,
     run_async,
+    start_settings,
 )
 from clkt.facts import Domain
 from storage.enums import EntityStatus
@@ -42,13 +43,13 @@ def register(app: typer.Typer) -> None:
 def run(config: ConfigOption = None) -> None:
     from clkt.process import run_daemon_process
 
-    raise typer.Exit(run_daemon_process(load_cli_settings(config)))
+    raise typer.Exit(run_daemon_process(start_settings(config)))
 
 
 def status(config: ConfigOption = None, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     from clkt.status import StatusReport, accounting_table, collect_status, cost_table, knowledge_table
 
-    settings = load_cli_settings(config)
+    settings = start_settings(config)  # the config the daemon runs, refused as `clkt run` would refuse it
 
     async def read_status() -> StatusReport:
         async with read_store(settings) as store:

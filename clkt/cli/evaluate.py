@@ -1,4 +1,4 @@
-"""`clkt evaluate SNAPSHOT --target MODEL --out PACK`: measure a model on a snapshot folder, with no daemon and no
+"""`clkt evaluate SNAPSHOT --model-path MODEL --out PACK`: measure a model on a snapshot folder, with no daemon and no
 store, and write a result pack (`clkt.packs`). The jobs are the GPU queue's own (`clkt.packs.runner`); the
 settings are the config's (`--config`, else the embedded default), a `--set gpu-key=value` overrides one, and the
 pack says which were overridden. The jobs run on the config's `[gpu] engine` (`--engine local|ray` overrides it;
@@ -96,6 +96,19 @@ def _target(model: str, name: str | None, kind: str | None, cutoff: str | None) 
         {"name": label, "model": model, "cutoff": day, "kind": kind or (embedded.kind if embedded else "base")})
 
 
+def _model_and_name(model_path: str | None, target: str | None, name: str | None) -> tuple[str, str | None]:
+    """The model and the target's name from `--model-path` and `--target`, or from the old spellings: `--target MODEL`
+    without `--model-path` (the model, as before), `--name` (the name)."""
+    from clkt.cli.vocabulary import deprecated, renamed
+
+    if model_path is not None:
+        return model_path, renamed(target, name, new="--target", old="--name")
+    if target is None:
+        raise fail("--model-path is required: the model to measure (a local folder, a cached Hub id, or embedded:<name>)")
+    deprecated("--target MODEL (the model)", "--model-path MODEL (--target is the target's name)")
+    return target, renamed(None, name, new="--target", old="--name")
+
+
 def _train_langs(spec: Any, snapshot: Path, chosen: list[str] | None) -> tuple[list[str], dict[str, object]]:
     """The train languages: the ones given, else the config's `train_languages` that the snapshot has, else all of
     the snapshot's."""
@@ -137,13 +150,16 @@ def _snapshot_dir(settings: Any, text: str) -> Path:
 
 def evaluate(
     snapshot_arg: Annotated[str, typer.Argument(metavar="SNAPSHOT", help="a snapshot folder (clkt snapshot export --format native, or "
-                                                 "the frozen one), or hf://owner/name\\[/snapshot-id]\\[@revision]: one published by clkt")],
-    target: Annotated[str, typer.Option("--target", help="the model: a local folder, a cached Hub id, or embedded:<name>")],
+                                                 "the frozen one), or hf://owner/name[/snapshot-id][@revision]: one published by clkt")],
     out: Annotated[Path, typer.Option("--out", help="the pack to write: a new folder, or a file ending in .tar.gz")],
+    model_path: Annotated[str | None, typer.Option("--model-path", help="the model: a local folder, a cached Hub id, or "
+                                                   "embedded:<name> (required)")] = None,
     strategy: Annotated[str | None, typer.Option("--strategy", help="the injection strategy (default: the config's first)")] = None,
     train_languages: Annotated[list[str] | None, typer.Option("--train-languages", help="inject in these (repeatable or comma-separated)")] = None,
     set_: Annotated[list[str] | None, typer.Option("--set", help="override a [gpu] job setting: <setting>=<value> (repeatable)")] = None,
-    name: Annotated[str | None, typer.Option("--name", help="the target's name in the pack (default: from the model)")] = None,
+    target: Annotated[str | None, typer.Option("--target", help="the target's name in the pack (default: from the "
+                                                "model)")] = None,
+    name: Annotated[str | None, typer.Option("--name", hidden=True, help="old spelling of --target")] = None,
     kind: Annotated[str | None, typer.Option("--kind", help="base or instruct (default: base; an embedded model's own)")] = None,
     cutoff: Annotated[str | None, typer.Option("--cutoff", help="the model's knowledge cutoff, YYYY-MM-DD (default: the registry's)")] = None,
     device: Annotated[str | None, typer.Option("--device", help="cpu, cuda, cuda:N or auto (default: the config's first)")] = None,
@@ -168,7 +184,7 @@ def evaluate(
             overridden["strategy"] = {"config": own, "used": used}
         langs, changed = _train_langs(settings.spec, snapshot, train_languages)
         req = EvaluateRequest(
-            snapshot_dir=snapshot, target=_target(target, name, kind, cutoff), strategy=used, train_langs=langs, gpu=gpu,
+            snapshot_dir=snapshot, target=_target(*_model_and_name(model_path, target, name), kind, cutoff), strategy=used, train_langs=langs, gpu=gpu,
             overridden={**overridden, **changed}, out=out, data_dir=Path(settings.data_dir),
             device=device or settings.gpu.devices[0], keep_work=keep_work,
         )

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from clkt.cli.common import ConfigOption, console, fail, load_cli_settings, open_store, run_async
+from clkt.cli.common import ConfigOption, console, fail, read_store, run_async, snapshot_id, start_settings
 
 __all__ = ["register"]
 
@@ -18,22 +18,27 @@ def register(app: typer.Typer) -> None:
 
 
 def incontext(
-    snapshot: Annotated[str, typer.Argument(help="snapshot id")],
-    target: Annotated[list[str] | None, typer.Option("--target", help="only this target (repeatable)")] = None,
+    snapshot: Annotated[str, typer.Argument(help="snapshot id or a unique prefix of one")],
+    target: Annotated[list[str] | None, typer.Option("--target", help="only these targets: A,B (or repeated)")] = None,
     config: ConfigOption = None,
 ) -> None:
+    from clkt.cli.vocabulary import comma_list
     from clkt.incontext.runner import TrackRun, run_incontext
 
-    settings = load_cli_settings(config)
+    target = comma_list(target)
 
-    async def go() -> list[TrackRun]:
-        async with open_store(settings) as store:
-            return await run_incontext(
-                store=store, snapshot_id=snapshot, spec=settings.spec, agents=settings.agents, gpu=settings.gpu,
+    # the chosen targets' keys and models checked before the store is opened (which must exist: a frozen snapshot)
+    settings = start_settings(config, targets=target or None, daemon=False)
+
+    async def go() -> tuple[str, list[TrackRun]]:
+        async with read_store(settings) as store:
+            ident = await snapshot_id(store, snapshot)
+            return ident, await run_incontext(
+                store=store, snapshot_id=ident, spec=settings.spec, agents=settings.agents, gpu=settings.gpu,
                 data_dir=Path(settings.data_dir), secret=settings.secret, targets=target or None,
             )
 
-    runs = run_async(go)
+    ident, runs = run_async(go)
     for r in runs:
         c = r.counts
         jobs = f", {c.from_jobs} floor answers from its jobs' base pass" if c.from_jobs else ""
@@ -42,4 +47,4 @@ def incontext(
     stopped = [r for r in runs if r.error]
     if stopped:
         raise fail(stopped[0].error or "", code=1)
-    console.print(f"then: clkt report {snapshot}")
+    console.print(f"then: clkt report {ident}")

@@ -1,6 +1,6 @@
 """`clkt leaderboard`: Learn, Overall and Transfer per target pooled over a window of snapshots, with n and a
 bootstrap interval over entities, one column per snapshot, the window's language pairs, a paired comparison of
-two targets (`--compare A B`) or of two strategies of one target (`--compare-strategies A,B`,
+two targets (`--compare-targets A,B`) or of two strategies of one target (`--compare-strategies A,B`,
 `clkt.cli.leaderboard_strategies`) and the predictions behind every figure (`--predictions FILE.csv`).
 
 A result is kept in the data dir and read back while the store has not changed (`clkt.report.board_cache`;
@@ -31,6 +31,7 @@ from clkt.cli.common import (
     read_store,
     run_async,
 )
+from clkt.cli.vocabulary import target_options
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -234,7 +235,7 @@ def _check_by(by: str | None, transfer_pairs: str, *, compare: bool, predictions
     if transfer_pairs not in ("learned", "all"):
         raise fail(f"--transfer-pairs: {transfer_pairs!r}; known: learned, all")
     if by is not None and (compare or predictions):
-        raise fail("--by with --compare or --predictions: choose one")
+        raise fail("--by with --compare-targets or --predictions: choose one")
 
 
 def _by(settings: Settings, q: LeaderboardQuery, by: str, transfer_pairs: str, *, as_json: bool, as_csv: bool) -> None:
@@ -270,8 +271,9 @@ def leaderboard(
     period_to: Annotated[str | None, typer.Option("--to", help="last period of the window (default: the last held)")] = None,
     strategy: Annotated[str | None, typer.Option("--strategy", help="only this injection strategy")] = None,
     scorer: Annotated[str | None, typer.Option("--scorer", help="only this result scorer (e.g. generate-circular)")] = None,
-    target: Annotated[list[str] | None, typer.Option("--target", help="only this target (repeatable)")] = None,
-    compare: Annotated[tuple[str, str] | None, typer.Option("--compare", help="compare two targets: --compare A B")] = None,
+    target: Annotated[list[str] | None, typer.Option("--target", help="only these targets: A,B (or repeated)")] = None,
+    compare_targets: Annotated[str | None, typer.Option("--compare-targets", help="compare two targets: A,B")] = None,
+    compare: Annotated[tuple[str, str] | None, typer.Option("--compare", hidden=True, help="old: --compare A B")] = None,
     compare_strategies: Annotated[str | None, typer.Option("--compare-strategies", help="compare two strategies of one "
                                                            "target (--target) on the same questions: A,B")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="the leaderboard as JSON")] = False,
@@ -294,6 +296,7 @@ def leaderboard(
 
     if as_json and as_csv:
         raise fail("--json and --csv: choose one")
+    compare, target = target_options(compare_targets, compare, target)
     _check_by(by, transfer_pairs, compare=compare is not None, predictions=predictions is not None)
     from clkt.cli.leaderboard_strategies import parse_pair
 

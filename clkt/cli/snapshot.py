@@ -17,12 +17,13 @@ from clkt.cli.common import (
     fail,
     load_cli_settings,
     open_store,
-    plural,
     print_table,
     read_store,
     run_async,
 )
 from clkt.cli.publish import add_commands as add_publish_commands
+from clkt.cli.snapshot_list import latest, list_snapshots_command
+from clkt.cli.vocabulary import comma_list
 from clkt.errors import UserError
 
 if TYPE_CHECKING:
@@ -48,20 +49,6 @@ def _counts_table(title: str, counts: Mapping[str, DomainCounts]) -> Table:
     return t
 
 
-def _listed_total(stored: Mapping[str, Any]) -> DomainCounts | None:
-    """The total counts of a listed snapshot (None: not frozen, or a manifest that does not validate: the
-    listing still shows the row)."""
-    from pydantic import ValidationError
-
-    from clkt.snapshots.stored import stored_manifest
-
-    try:
-        m = stored_manifest(stored)
-    except ValidationError:
-        return None
-    return None if m is None else m.counts.get("total")
-
-
 def _audit_procedure(audit: Mapping[str, Any]) -> str:
     """How a stored audit's precision was reached: a majority vote of N annotators with their agreement, or a
     single annotator's (an audit stored before the procedure was recorded: told from its number of annotators)."""
@@ -79,31 +66,14 @@ def _audit_procedure(audit: Mapping[str, Any]) -> str:
             f"{agreement.get('observed', 0):.0%} unanimous")
 
 
-@snapshot_app.command("list", help="Snapshots in the store, newest period first.")
-def list_(config: ConfigOption = None, spec: Annotated[str | None, typer.Option("--spec")] = None) -> None:
-    from storage.snapshots import list_snapshots
-
-    settings = load_cli_settings(config)
-
-    async def read_listing() -> list[Any]:
-        async with read_store(settings) as store, store.session() as s:
-            return await list_snapshots(s, spec=spec)
-
-    rows = run_async(read_listing)
-    t = Table(title=plural(len(rows), "snapshot", "snapshots"))
-    t.add_column("id", no_wrap=True)
-    for col in ("spec", "period", "status", "entities", "questions", "built (UTC)"):
-        t.add_column(col)
-    for r in rows:
-        total = _listed_total(r.manifest)
-        status = r.status.value + (" (partial)" if r.partial else "")
-        t.add_row(r.id, r.spec, r.period, status, "" if total is None else str(total.entities),
-                  "" if total is None else str(total.fact_qas), r.built_at.strftime("%Y-%m-%d %H:%M"))
-    print_table(t)
+snapshot_app.command("list", help="Snapshots in the store, newest period first.")(list_snapshots_command)
+snapshot_app.command("latest", help="The id of the latest frozen snapshot (newest period), for a script: "
+                                    "clkt report \"$(clkt snapshot latest)\".")(latest)
 
 
 @snapshot_app.command("show", help="A snapshot's Table-3 counts, provenance and audit precision.")
-def show(ident: IdArg, config: ConfigOption = None) -> None:
+def show(ident: IdArg, config: ConfigOption = None, as_json: Annotated[bool, typer.Option(
+        "--json", help="the stored snapshot as one JSON object (its manifest and audit included)")] = False) -> None:
     from clkt.snapshots.stored import stored_manifest
     from storage.snapshots import get_snapshot
 
@@ -114,6 +84,11 @@ def show(ident: IdArg, config: ConfigOption = None) -> None:
             return await get_snapshot(s, ident)
 
     r = run_async(read_snapshot)
+    if as_json:
+        from pydantic import TypeAdapter
+
+        print(TypeAdapter(type(r)).dump_json(r).decode())
+        return
     m = stored_manifest(r.manifest)  # None: not frozen yet (what a manifest holds is shown as unknown)
     console.print(f"[bold]{r.id}[/] — {r.status.value}{' (partial)' if r.partial else ''}")
     console.print(f"spec {r.spec}, period {r.period} ({m and m.period_start} – {m and m.period_end}), seed {r.seed}, "
@@ -221,7 +196,8 @@ def export(
 
 
 @snapshot_app.command("diff", help="Entities and questions added or removed between two snapshots.")
-def diff(a: IdArg, b: IdArg, config: ConfigOption = None) -> None:
+def diff(a: IdArg, b: IdArg, config: ConfigOption = None, as_json: Annotated[bool, typer.Option(
+        "--json", help="one JSON object: both ids and every list of ids")] = False) -> None:
     from clkt.snapshots.stored import diff_snapshots
 
     settings = load_cli_settings(config)
@@ -231,6 +207,12 @@ def diff(a: IdArg, b: IdArg, config: ConfigOption = None) -> None:
             return await diff_snapshots(s, a, b)
 
     d = run_async(read_diff)
+    if as_json:
+        import dataclasses
+        import json
+
+        print(json.dumps(dataclasses.asdict(d)))
+        return
     console.print(f"{d.a} → {d.b}")
     for label, ids in (("entities added", d.entities_added), ("entities removed", d.entities_removed),
                        ("questions added", d.questions_added), ("questions removed", d.questions_removed),
@@ -249,7 +231,8 @@ def audit_sample(
         "--per-language", help="instead of --fraction: this many pairs per language, shared over its domains "
                                "in proportion to their sizes")] = None,
     language: Annotated[list[str] | None, typer.Option(
-        "--language", help="the languages to sample (repeat; default: the source language and every translation)")] = None,
+        "--language", help="the languages to sample: en,fr (or repeated; default: the source language and every "
+                           "translation)")] = None,
     seed: Annotated[int | None, typer.Option("--seed", help="default: the snapshot's seed")] = None,
     config: ConfigOption = None,
 ) -> None:
@@ -262,7 +245,7 @@ def audit_sample(
         async with read_store(settings) as store, store.session() as s:
             snap = await load_snapshot(s, ident)
         pairs = sample_pairs(snap.content, fraction=fraction, seed=snap.row.seed if seed is None else seed,
-                             languages=language or None, per_language=per_language)
+                             languages=comma_list(language), per_language=per_language)
         c, h = write_sample(pairs, out)
         counts: dict[str, int] = {}
         for p in pairs:

@@ -130,9 +130,10 @@ def submit(
     pack: Annotated[str, typer.Argument(help="the pack: a folder or a .tar.gz archive; with --reproduce also the "
                                              "sha256 (or a prefix) of a pack submitted before", metavar="PACK_OR_ID")],
     reproduce: Annotated[str | None, typer.Option("--reproduce", metavar="K", help=_REPRODUCE_HELP)] = None,
-    model: Annotated[str | None, typer.Option("--model", help="with --reproduce: the model to re-run (a local folder, a "
+    model_path: Annotated[str | None, typer.Option("--model-path", help="with --reproduce: the model to re-run (a local folder, a "
                                                              "cached Hub id, embedded:<name>) in place of the one the pack "
                                                              "names, where this service holds the same weights")] = None,
+    model: Annotated[str | None, typer.Option("--model", hidden=True, help="old spelling of --model-path")] = None,
     url: Annotated[str | None, typer.Option("--url", help=_URL_HELP)] = None,
     token_env: Annotated[str, typer.Option("--token-env", metavar="NAME", help=_TOKEN_ENV_HELP)] = DEFAULT_TOKEN_ENV,
     engine: Annotated[str | None, typer.Option("--engine", metavar="local|ray", help="with --reproduce: " + ENGINE_HELP)] = None,
@@ -146,8 +147,11 @@ def submit(
     if url is not None and reproduce is not None:
         raise fail("--url uploads a pack to a service; --reproduce re-runs one on this service: run --reproduce there")
     k = parse_k(reproduce) if reproduce is not None else None
+    from clkt.cli.vocabulary import renamed
+
+    model = renamed(model_path, model, new="--model-path", old="--model")
     if model is not None and reproduce is None:
-        raise fail("--model is an option of --reproduce (the model re-run here)")
+        raise fail("--model-path is an option of --reproduce (the model re-run here)")
     if (engine is not None or ray_address is not None) and reproduce is None:
         raise fail("--engine and --ray-address are options of --reproduce (where the jobs re-run here)")
     if url is not None:

@@ -19,7 +19,7 @@ def register(app: typer.Typer) -> None:
 
 def worker(
     config: ConfigOption = None,
-    device: Annotated[list[str] | None, typer.Option("--device", "-d", help="device(s) to use: cpu, cuda:0, auto (repeatable)")] = None,
+    device: Annotated[list[str] | None, typer.Option("--device", "-d", help="device(s) to use: cpu, cuda:0, auto; a comma list (or repeated)")] = None,
     burst: Annotated[bool, typer.Option("--burst", help="exit when no job is left to claim")] = False,
 ) -> None:
     import aiohttp
@@ -35,7 +35,9 @@ def worker(
 
     settings = load_cli_settings(config)
     setup_logging(settings.log_level, secrets=settings.secrets.values())
-    consumer = gpu_consumer(settings, devices=device or None, burst=burst)
+    from clkt.cli.vocabulary import comma_list
+
+    consumer = gpu_consumer(settings, devices=comma_list(device), burst=burst)
     # the report of each snapshot whose jobs have all finished: the report step is its own service
     reporter = ReportService(data_dir=settings.data_dir, daemon=settings.daemon, burst=burst, spec=settings.spec)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import date
 from typing import Literal, NewType
 
@@ -15,6 +16,9 @@ __all__ = ["EMBEDDED_TARGET", "MAX_SEED", "ScorerLiteral", "SpecSettings", "Stra
 
 
 ScorerLiteral = Literal["option-loglik", "letter-logprob", "generate"]
+
+# `<provider>:<model>` (two letters at least before the colon: `C:\\models` is a Windows folder, not a provider)
+_PROVIDER_MODEL = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]+:[^/\\]")
 
 
 class TargetSettings(Section):
@@ -41,6 +45,14 @@ class TargetSettings(Section):
 
     @model_validator(mode="after")
     def _api_target(self) -> TargetSettings:
+        if self.backend == "local" and _PROVIDER_MODEL.match(self.model) and not self.model.startswith("embedded:"):
+            # refused, not inferred: an API target needs its declared cutoff and sends questions to a paid
+            # provider, neither of which a local target asks for, so the config must say so itself
+            raise ValueError(
+                f"target {self.name!r}: model {self.model!r} is a '<provider>:<model>' string, which a local target "
+                f"cannot load; add backend = \"api\" (with cutoff = YYYY-MM-DD) to ask it through its provider, or "
+                f"name a local model folder or a Hugging Face id"
+            )
         if self.backend == "api":
             provider, sep, name = self.model.partition(":")
             if not sep or not provider or not name:

@@ -29,7 +29,7 @@ from typing import Any
 from clkt.config import TargetSettings
 from clkt.cutoff import first_eligible_day
 from clkt.errors import UserError
-from clkt.packs.format import LOCALITY_FILE, LocalityRow, PredictionRow
+from clkt.packs.format import LOCALITY_FILE, LocalityRow, ModelIdentity, PredictionRow
 from clkt.packs.metrics import PackMetrics, compute_metrics, first_difference
 from clkt.packs.pack import Pack, rows_jsonl, sort_key
 from clkt.report.submitted import prime
@@ -44,8 +44,18 @@ from storage.enums import SnapshotStatus
 from storage.snapshots import find_snapshot
 from storage.submissions import NewSubmission, add_submission, find_submission
 
-__all__ = ["VARIANTS", "Intake", "LocalityKey", "coverage_error", "locality_error", "locality_key", "rescored",
-           "rescored_locality", "submit_pack"]
+__all__ = [
+    "VARIANTS",
+    "Intake",
+    "LocalityKey",
+    "coverage_error",
+    "locality_error",
+    "locality_key",
+    "pack_target",
+    "rescored",
+    "rescored_locality",
+    "submit_pack",
+]
 
 VARIANTS = ("base", "injected")
 
@@ -171,12 +181,22 @@ def rescored_locality(rows: Sequence[LocalityRow], key: LocalityKey) -> tuple[li
     return out, fixed
 
 
+def pack_target(model: ModelIdentity, *, source: str, path: str | None = None) -> TargetSettings:
+    """The target a pack's model identity names (`path`: another copy of its weights, where this service holds
+    them); a model string no local target can be (`<provider>:<model>`) is a `UserError` naming the pack."""
+    try:
+        return TargetSettings(name=model.name, model=path or model.model, cutoff=model.cutoff, kind=model.kind)
+    except ValueError as e:  # pydantic's ValidationError: the model string or the name
+        raise UserError(f"pack {source}: its model {(path or model.model)!r} is not a model clkt can load "
+                        f"({str(e).splitlines()[-1].strip()})") from None
+
+
 def _window(pack: Pack, period_start: date, buffer_days: int) -> None:
     model = pack.manifest.model
     if model.cutoff is None:
         raise UserError(f"pack {pack.source}: its target {model.name} declares no knowledge cutoff "
                         "(clkt evaluate --cutoff YYYY-MM-DD); without one the snapshot's window cannot be checked")
-    target = TargetSettings(name=model.name, model=model.model, cutoff=model.cutoff, kind=model.kind)
+    target = pack_target(model, source=str(pack.source))
     if not in_window(period_start, target, buffer_days):
         first = first_eligible_day(model.cutoff, buffer_days)
         raise UserError(

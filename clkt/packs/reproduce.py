@@ -33,10 +33,11 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from clkt.config import GpuSettings, TargetSettings
+from clkt.config import GpuSettings
 from clkt.errors import UserError
 from clkt.inject.engine import JobEngine
 from clkt.packs.format import PackManifest, PredictionRow
+from clkt.packs.intake import pack_target
 from clkt.packs.pack import read_pack
 from clkt.packs.runner import EvaluateRequest, job_settings, model_identity, open_engine, run_evaluate, run_key
 from clkt.packs.verdict import CELL_AGREEMENT, METRIC_TOLERANCE, AnswerKey, draw, judge, new_nonce
@@ -120,7 +121,7 @@ async def plan_reproduction(
     if not folder.is_dir():  # noqa: ASYNC240 - once per re-run
         raise UserError(f"pack {sha256[:12]}: snapshot {manifest.snapshot.id}'s export {folder} is not there")
     m = manifest.model
-    target = TargetSettings(name=m.name, model=model or m.model, cutoff=m.cutoff, kind=m.kind)
+    target = pack_target(m, source=sha256[:12], path=model)
     resolve_target(target, data_dir)  # a model that cannot be read: one line, before anything runs
     here = model_identity(target, data_dir)
     notes = [f"the model here ({target.model}) has {what} {mine[:12]}, the pack's {theirs[:12]}: its letters may differ"

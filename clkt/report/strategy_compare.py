@@ -72,7 +72,7 @@ def check_strategy_pair(q: LeaderboardQuery, known: Collection[str]) -> None:
     if q.strategy is not None:
         raise LeaderboardError("--strategy with --compare-strategies: choose one (the compared strategies are both shown)")
     if q.compare is not None:
-        raise LeaderboardError("--compare with --compare-strategies: choose one")
+        raise LeaderboardError("--compare-targets with --compare-strategies: choose one")
 
 
 def choose_target(rows: Sequence[LeaderRow], q: LeaderboardQuery) -> tuple[str, str]:

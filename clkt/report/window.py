@@ -110,7 +110,7 @@ async def check_query(session: Session, q: LeaderboardQuery) -> tuple[list[Windo
     """The query checked against the store (see the module docstring): the window's snapshots, and notes on the
     snapshots left out."""
     if q.compare is not None and q.compare[0] == q.compare[1]:
-        raise LeaderboardError(f"--compare needs two different targets, got {q.compare[0]!r} twice")
+        raise LeaderboardError(f"--compare-targets needs two different targets, got {q.compare[0]!r} twice")
     start = _period(q.period_from, q.names[0], q) if q.period_from else None
     end = _period(q.period_to, q.names[1], q) if q.period_to else None
     if start is not None and end is not None and start.start > end.start:
@@ -206,7 +206,7 @@ def what_it_needs(w: Window, shown: Sequence[LeaderRow], q: LeaderboardQuery) ->
         notes.append(f"one target ({next(iter(targets))}): ranks and the comparison need two or more; add a "
                      "[[spec.targets]] entry (the embedded ones: "
                      f"{', '.join(EMBEDDED_PREFIX + name for name in EMBEDDED_MODELS)}), "
-                     "then compare them with --compare A B")
+                     "then compare them with --compare-targets A,B")
     if len(w.snapshots) == 1:
         notes.append(f"one snapshot in the window ({w.snapshots[0].id}): the trend has one point per target and "
                      "the pooled figures are that snapshot's; the window fills as the daemon freezes more "

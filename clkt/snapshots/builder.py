@@ -25,7 +25,6 @@ What a build reads from the configuration is a `BuildConfig`: the spec, the `[sn
 
 from __future__ import annotations
 
-import importlib.metadata
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
@@ -118,10 +117,10 @@ class BuildResult:
 
 
 def clkt_version() -> str:
-    try:
-        return importlib.metadata.version("clkt")
-    except importlib.metadata.PackageNotFoundError:
-        return "0+unknown"
+    """The installed clkt's version (`clkt.__version__`, from the package metadata)."""
+    from clkt import __version__
+
+    return __version__
 
 
 def check_spec(spec: SpecSettings, requested: str | None) -> str:

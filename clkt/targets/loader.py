@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from clkt.errors import ModelUnavailableError, UserError
 from clkt.layout import MODELS_DIR
-from clkt.targets.embedded import EMBEDDED_PREFIX, embedded_model, ensure_converted
+from clkt.targets.embedded import EMBEDDED_PREFIX, check_embedded, embedded_model, ensure_converted
 
 if TYPE_CHECKING:
     import torch
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from clkt.config import GpuSettings, TargetSettings
 
 __all__ = [
-    "MODEL_CACHE", "ModelCache", "cached_target", "check_attention", "clear_cache", "default_dtype", "load_target",
+    "MODEL_CACHE", "ModelCache", "cached_target", "check_attention", "check_local_target", "clear_cache", "default_dtype", "load_target",
     "probe_device", "resolve_device", "resolve_target",
 ]
 
@@ -38,11 +38,10 @@ PROBE_EXCEPT = "auto-except:"  # `probe_device`'s deferred choice: a CUDA device
 log = logging.getLogger(__name__)
 
 
-def resolve_target(target: TargetSettings, data_dir: Path) -> Path | str:
-    """A local transformers folder (Path) or a Hugging Face id (str) for `target`."""
+def _local_folder(target: TargetSettings) -> Path | None:
+    """The transformers folder `target.model` names, None when it names no folder (a Hugging Face id), or
+    `ModelUnavailableError` for a path that does not exist or is not a model folder."""
     model = target.model
-    if model.startswith(EMBEDDED_PREFIX):
-        return ensure_converted(embedded_model(model), Path(data_dir) / MODELS_DIR)
     path = Path(model).expanduser()
     if path.exists():
         if not (path / "config.json").is_file():
@@ -50,6 +49,40 @@ def resolve_target(target: TargetSettings, data_dir: Path) -> Path | str:
         return path
     if model.startswith((".", "/", "~")):
         raise ModelUnavailableError(f"target {target.name}: the model folder {model} does not exist")
+    return None
+
+
+def check_local_target(target: TargetSettings, data_dir: Path) -> None:
+    """The start-up check of a local target (`backend = "local"`), reading only: a bundled model is installed, a
+    folder exists and holds a transformers model, a Hugging Face id is in the local cache (nothing downloads at run
+    time). `ModelUnavailableError` naming the target and what to do otherwise; other backends pass."""
+    if target.backend != "local":
+        return
+    if target.model.startswith(EMBEDDED_PREFIX):
+        check_embedded(target.model, Path(data_dir) / MODELS_DIR)
+        return
+    if _local_folder(target) is not None:
+        return
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        cached = try_to_load_from_cache(target.model, "config.json")
+    except ValueError:  # huggingface_hub's HFValidationError: not a repo id either
+        cached = None
+    if not isinstance(cached, str):
+        raise ModelUnavailableError(
+            f"target {target.name}: {target.model!r} is neither a local model folder nor a Hugging Face id in the "
+            f"local cache (download it first: `hf download {target.model}`, or name its folder)")
+
+
+def resolve_target(target: TargetSettings, data_dir: Path) -> Path | str:
+    """A local transformers folder (Path) or a Hugging Face id (str) for `target`."""
+    model = target.model
+    if model.startswith(EMBEDDED_PREFIX):
+        return ensure_converted(embedded_model(model), Path(data_dir) / MODELS_DIR)
+    path = _local_folder(target)
+    if path is not None:
+        return path
     try:  # prefer the cached snapshot: works with HF_HUB_OFFLINE=1 and never touches the network
         from huggingface_hub import snapshot_download
 

@@ -37,7 +37,7 @@ async def test_evaluate_writes_a_pack_that_submit_takes_in(tmp_path: Path) -> No
     store_cfg = await make_store(tmp_path)  # the tiny snapshot at tmp_path/snap, frozen in a store
     model = _tiny_target(tmp_path / "tiny-model")
     out = tmp_path / "out" / "pack.tar.gz"
-    args = ["evaluate", str(tmp_path / "snap"), "--target", str(model), "--out", str(out), "--cutoff", "2024-08-01",
+    args = ["evaluate", str(tmp_path / "snap"), "--model-path", str(model), "--out", str(out), "--cutoff", "2024-08-01",
             "--train-languages", "en", "--set", "epochs=1", "--config", str(_config(tmp_path))]
     res = clkt(*args, "--keep-work", timeout_s=600)
     assert res.returncode == 0, res.stderr
@@ -77,7 +77,7 @@ def test_a_model_that_cannot_be_read_is_one_line(tmp_path: Path) -> None:
     from tests.inject._fixtures import write_tiny_snapshot
 
     snap = write_tiny_snapshot(tmp_path / "snap")
-    res = clkt("evaluate", str(snap), "--target", str(tmp_path / "no-such-model"), "--out", str(tmp_path / "pack"),
+    res = clkt("evaluate", str(snap), "--model-path", str(tmp_path / "no-such-model"), "--out", str(tmp_path / "pack"),
                "--cutoff", "2024-08-01", "--config", str(_config(tmp_path)))
     assert res.returncode == 2
     assert "the model folder" in res.stderr and "does not exist" in res.stderr
@@ -97,7 +97,7 @@ def test_bad_options_are_one_line_and_write_nothing(tmp_path: Path, extra: list[
     from tests.inject._fixtures import write_tiny_snapshot
 
     snap = write_tiny_snapshot(tmp_path / "snap")
-    res = clkt("evaluate", str(snap), "--target", "embedded:gemma-3-270m", "--out", str(tmp_path / "pack"), *extra,
+    res = clkt("evaluate", str(snap), "--model-path", "embedded:gemma-3-270m", "--out", str(tmp_path / "pack"), *extra,
                "--config", str(_config(tmp_path)))
     assert res.returncode == 2, res.stderr
     assert line in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
@@ -111,7 +111,7 @@ def test_a_snapshot_whose_files_do_not_match_is_refused(tmp_path: Path) -> None:
     snap = write_tiny_snapshot(tmp_path / "snap")
     m = SnapshotManifest.model_validate_json((snap / MANIFEST_FILE).read_bytes())
     (snap / MANIFEST_FILE).write_text(m.model_copy(update={"files": {"docs/en.jsonl": "0" * 64}}).model_dump_json())
-    res = clkt("evaluate", str(snap), "--target", "embedded:gemma-3-270m", "--out", str(tmp_path / "pack"),
+    res = clkt("evaluate", str(snap), "--model-path", "embedded:gemma-3-270m", "--out", str(tmp_path / "pack"),
                "--config", str(_config(tmp_path)))
     assert res.returncode == 2
     assert "docs/en.jsonl does not match its sha256" in res.stderr
@@ -132,7 +132,7 @@ async def test_evaluate_packs_the_locality_answers_with_the_jobs_kept_percent(tm
     store_cfg = await make_store(tmp_path, known_by={"tiny-model": [7, 8]})
     model = _tiny_target(tmp_path / "tiny-model")
     out = tmp_path / "out" / "pack"
-    res = clkt("evaluate", str(tmp_path / "snap"), "--target", str(model), "--out", str(out), "--cutoff", "2024-08-01",
+    res = clkt("evaluate", str(tmp_path / "snap"), "--model-path", str(model), "--out", str(out), "--cutoff", "2024-08-01",
                "--train-languages", "en", "--set", "epochs=1", "--config", str(_config(tmp_path)), "--keep-work",
                timeout_s=600)
     assert res.returncode == 0, res.stderr

@@ -48,8 +48,8 @@ def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str,
         (["--from", "2025-03", "--to", "2025-01"], "--from 2025-03 is after --to 2025-01"),
         (["--spec", "nope"], "no frozen snapshot of spec 'nope' in the store (specs with snapshots: lb, other)"),
         (["--target", "gamma"], "unknown target 'gamma'; known: alpha, beta"),
-        (["--compare", "alpha", "gamma"], "unknown target 'gamma'"),
-        (["--compare", "alpha", "alpha"], "--compare needs two different targets"),
+        (["--compare-targets", "alpha,gamma"], "unknown target 'gamma'"),
+        (["--compare-targets", "alpha,alpha"], "--compare-targets 'alpha,alpha': two different names"),
         (["--strategy", "magic"], "unknown strategy 'magic'; known: cpt-lora, full-ft, memit, sft-lora"),
         (["--scorer", "vibes"], "unknown scorer 'vibes'; known: generate, generate-circular, letter-logprob"),
         (["--from", "2025-W03"], "--from: invalid period '2025-W03' for the monthly cadence: expected YYYY-MM"),
@@ -58,7 +58,7 @@ def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str,
         (["--predictions", "/nonexistent/dir/p.csv"], "--predictions: no folder /nonexistent/dir"),
         (["--by", "colour"], "--by: unknown key 'colour'; known: domain, size, asymmetry"),
         (["--by", "domain", "--transfer-pairs", "some"], "--transfer-pairs: 'some'; known: learned, all"),
-        (["--by", "domain", "--compare", "alpha", "beta"], "--by with --compare or --predictions: choose one"),
+        (["--by", "domain", "--compare-targets", "alpha,beta"], "--by with --compare-targets or --predictions: choose one"),
         (["--by", "domain", "--spec", "nope"], "no frozen snapshot of spec 'nope'"),
     ],
 )
@@ -75,7 +75,7 @@ def test_bad_input_is_one_line_and_exit_2(lb_store: tuple[Path, WindowStore], ca
 def test_json_csv_and_the_predictions_behind_them(lb_store: tuple[Path, WindowStore], capsys: pytest.CaptureFixture[str],
                                                   tmp_path: Path) -> None:
     cfg, info = lb_store
-    code, out, err = _run(["leaderboard", "--config", str(cfg), "--json", "--compare", "alpha", "beta", "--scorer", "generate",
+    code, out, err = _run(["leaderboard", "--config", str(cfg), "--json", "--compare-targets", "alpha,beta", "--scorer", "generate",
                            "--min-questions", "10"], capsys)
     assert code == 0, err
     board = json.loads(out)
@@ -124,7 +124,7 @@ def _public_ids(cfg: Path) -> dict[int, tuple[int, int]]:
 
 def test_the_command_prints_the_tables(lb_store: tuple[Path, WindowStore]) -> None:
     cfg, _ = lb_store
-    res = clkt("leaderboard", "--config", str(cfg), "--compare", "alpha", "beta", columns=240, timeout_s=300)
+    res = clkt("leaderboard", "--config", str(cfg), "--compare-targets", "alpha,beta", columns=240, timeout_s=300)
     assert res.returncode == 0, res.stderr
     text = res.stdout
     for needle in ("Leaderboard — spec lb, monthly window 2025-01 .. 2025-03 (3 snapshots)", "cpt-lora, generate", "too few",

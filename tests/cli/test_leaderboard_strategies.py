@@ -49,7 +49,7 @@ def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str,
         (["--compare-strategies", "cpt-lora,memit", "--target", "beta"], "target beta has results of cpt-lora only, not of memit"),
         (["--compare-strategies", "cpt-lora,memit"], "several targets have results of cpt-lora or memit (alpha, beta); name one with --target"),
         (["--compare-strategies", "cpt-lora,memit", "--by", "domain"], "--by with --compare-strategies: choose one"),
-        (["--compare-strategies", "cpt-lora,memit", "--compare", "alpha", "beta"], "--compare with --compare-strategies: choose one"),
+        (["--compare-strategies", "cpt-lora,memit", "--compare-targets", "alpha,beta"], "--compare-targets with --compare-strategies: choose one"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(cfg: Path, capsys: pytest.CaptureFixture[str], args: list[str], says: str) -> None:

@@ -3,7 +3,6 @@ headers): at 120 columns they fit, at 80 they fold onto more lines, never `…`.
 
 from __future__ import annotations
 
-import asyncio
 import re
 from pathlib import Path
 
@@ -12,8 +11,7 @@ from rich.table import Table
 
 import clkt.cli as cli
 from clkt.cli import common
-from storage.engine import Store
-from tests.inject._fixtures import SNAPSHOT_ID, seed_store, write_tiny_snapshot
+from tests.inject._fixtures import SNAPSHOT_ID
 
 WIDTHS = [120, 80]
 
@@ -49,16 +47,9 @@ def test_identifiers_and_p_values_fold_never_elide(width: int, monkeypatch: pyte
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-def test_snapshot_list_keeps_its_ids_and_headers(width: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+def test_snapshot_list_keeps_its_ids_and_headers(width: int, tiny_store: Path, monkeypatch: pytest.MonkeyPatch,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
-    async def seed() -> None:
-        snap = write_tiny_snapshot(tmp_path / "snap")
-        async with Store(url=f"sqlite+aiosqlite:///{tmp_path / 'clkt.db'}") as store:
-            await seed_store(store, snap)
-
-    asyncio.run(seed())
-    cfg = tmp_path / "c.toml"
-    cfg.write_text(f'data_dir = "{tmp_path}"\n')
+    cfg = tiny_store
     monkeypatch.setattr(common.console, "width", width)
     capsys.readouterr()
     cli.main(["snapshot", "list", "--config", str(cfg)])

@@ -16,12 +16,19 @@ from storage.targets import list_targets, sync_targets
 from tests.conftest import REPO
 
 
+def _folder(path: Path) -> Path:
+    """A model folder as far as the start-up check looks (`clkt.preflight`: it exists, with a config.json)."""
+    path.mkdir(parents=True)
+    (path / "config.json").write_text("{}")
+    return path
+
+
 def _config(tmp_path: Path, model: str) -> Path:
     cfg = tmp_path / f"clkt-{Path(model).name}.toml"
     cfg.write_text(
         f'data_dir = "{tmp_path / "data"}"\n[http]\nport = 0\n[gpu]\nenabled = false\n'
         f'[[spec.targets]]\nname = "t1"\nmodel = "{model}"\ncutoff = 2024-01-01\n'
-        '[[spec.targets]]\nname = "t2"\nmodel = "/models/other"\ncutoff = 2024-01-01\n',
+        f'[[spec.targets]]\nname = "t2"\nmodel = "{_folder(tmp_path / "models" / "other")}"\ncutoff = 2024-01-01\n',
         encoding="utf-8",
     )
     return cfg
@@ -38,13 +45,14 @@ def test_clkt_run_refuses_a_renamed_target_and_starts_nothing(tmp_path: Path) ->
             await sync_targets(s, identities(spec))
 
     asyncio.run(seed())
+    b = _folder(tmp_path / "models" / "b")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.run([sys.executable, "-m", "clkt.cli", "run", "--config", str(_config(tmp_path, "/models/b"))],
+    proc = subprocess.run([sys.executable, "-m", "clkt.cli", "run", "--config", str(_config(tmp_path, str(b)))],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     ours = [ln for ln in proc.stderr.splitlines() if ln.startswith("clkt:")]
     assert proc.returncode == 2, proc.stderr
     assert len(ours) == 1 and "Traceback" not in proc.stderr
-    assert "spec.targets" in ours[0] and "'t1' is model '/models/a' in this store" in ours[0] and "/models/b" in ours[0]
+    assert "spec.targets" in ours[0] and "'t1' is model '/models/a' in this store" in ours[0] and str(b) in ours[0]
     assert not (tmp_path / "data" / "daemon.json").exists()  # no endpoint, no services
 
     async def registry() -> list[tuple[str, str]]:

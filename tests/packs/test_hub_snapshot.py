@@ -77,7 +77,7 @@ async def test_a_published_snapshot_reads_back_as_its_frozen_folder(store: Store
 async def test_a_bad_reference_is_one_line_and_runs_nothing(store: Store, tmp_path: Path, hub: FakeHub, ref: str,
                                                               line: str) -> None:
     cfg, _, _ = await _published(store, tmp_path, hub)
-    res = await asyncio.to_thread(clkt, "evaluate", ref, "--target", "embedded:gemma-3-270m", "--cutoff", "2024-08-01", "--out",
+    res = await asyncio.to_thread(clkt, "evaluate", ref, "--model-path", "embedded:gemma-3-270m", "--cutoff", "2024-08-01", "--out",
                str(tmp_path / "pack"), "--config", str(cfg))
     assert res.returncode == 2
     err = [x for x in res.stderr.splitlines() if x.strip()]
@@ -108,7 +108,7 @@ async def test_the_cli_reads_the_snapshot_through_the_configs_endpoint(store: St
     from clkt.layout import hub_cache_dir
 
     cfg, sid, _ = await _published(store, tmp_path, hub)
-    res = await asyncio.to_thread(clkt, "evaluate", f"hf://{REPO}", "--target", str(tmp_path / "no-model"), "--cutoff",
+    res = await asyncio.to_thread(clkt, "evaluate", f"hf://{REPO}", "--model-path", str(tmp_path / "no-model"), "--cutoff",
                                   "2024-08-01", "--out", str(tmp_path / "pack"), "--config", str(cfg))
     assert res.returncode == 2 and "does not exist" in res.stderr, res.stderr
     assert f"reading snapshot {sid}" in res.stderr and hub.calls("resolve")
@@ -131,7 +131,7 @@ async def test_hf_endpoint_is_read_when_the_config_names_no_endpoint(store: Stor
         cfg.write_text("\n".join(x for x in text.splitlines() if not x.startswith("endpoint =")) + "\n")
         assert hub.url not in cfg.read_text()
         monkeypatch.setenv("HF_ENDPOINT", hub.url + "/")
-    res = await asyncio.to_thread(clkt, "evaluate", f"hf://{REPO}", "--target", str(tmp_path / "no-model"), "--cutoff",
+    res = await asyncio.to_thread(clkt, "evaluate", f"hf://{REPO}", "--model-path", str(tmp_path / "no-model"), "--cutoff",
                                   "2024-08-01", "--out", str(tmp_path / "pack"), "--config", str(cfg))
     assert res.returncode == 2 and "does not exist" in res.stderr, res.stderr  # the snapshot read, then the model
     assert f"reading snapshot {sid} at commit" in res.stderr and f"from {hub.url} " in res.stderr

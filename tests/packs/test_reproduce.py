@@ -38,7 +38,7 @@ def _evaluated(tmp_path: Path) -> Path:
     cfg.write_text(f'data_dir = "{tmp_path / "elsewhere"}"\n[spec]\nlanguages = ["en", "fr"]\nstrategies = ["cpt-lora"]\n'
                    + _GPU, encoding="utf-8")
     out = tmp_path / "pack"
-    res = clkt("evaluate", str(tmp_path / "snap"), "--target", str(model), "--out", str(out), "--cutoff", "2024-08-01",
+    res = clkt("evaluate", str(tmp_path / "snap"), "--model-path", str(model), "--out", str(out), "--cutoff", "2024-08-01",
                "--train-languages", "en", "--config", str(cfg), timeout_s=600)
     assert res.returncode == 0, res.stderr
     return out
@@ -88,7 +88,7 @@ async def test_a_pack_is_reproduced_flagged_and_the_latest_rerun_counts(tmp_path
     # the first pack again, on one question, its model where this service keeps it: the latest re-run replaces the
     # earlier one on its row
     shutil.copytree(tmp_path / "tiny-model", tmp_path / "here" / "tiny-model")
-    res = clkt("submit", "--reproduce", "1", sha, "--model", str(tmp_path / "here" / "tiny-model"), "--config", str(cfg),
+    res = clkt("submit", "--reproduce", "1", sha, "--model-path", str(tmp_path / "here" / "tiny-model"), "--config", str(cfg),
                timeout_s=600)
     assert res.returncode == 0, res.stderr
     assert "warning" not in res.stderr  # the same weights (sha256) as the pack's
@@ -107,7 +107,7 @@ async def test_a_pack_is_reproduced_flagged_and_the_latest_rerun_counts(tmp_path
      (["--reproduce", "some", "ffffff"], "--reproduce 'some': a number of questions above 0, or all"),
      (["--reproduce", "3", "ffffff"], "no submitted pack in this store has a sha256 starting ffffff"),
      (["--reproduce", "3", "no-such-pack"], "'no-such-pack': no such pack file or folder, nor the sha256"),
-     (["--model", "/m", "ffffff"], "--model is an option of --reproduce")],
+     (["--model-path", "/m", "ffffff"], "--model-path is an option of --reproduce")],
 )
 async def test_bad_reproduce_inputs_are_one_line_and_change_nothing(tmp_path: Path, args: list[str], line: str) -> None:
     cfg = await _store(tmp_path)

@@ -132,7 +132,7 @@ def test_clkt_evaluate_refuses_an_unreachable_cluster_in_one_line_and_writes_not
     cfg.write_text(f'data_dir = "{tmp_path / "data"}"\n[spec]\nlanguages = ["en", "fr"]\nstrategies = ["cpt-lora"]\n'
                    f"[gpu]\n{_JOB}", encoding="utf-8")
     address = f"127.0.0.1:{_closed_port()}"
-    res = clkt("evaluate", str(snap), "--target", str(_tiny_model(tmp_path)), "--out",
+    res = clkt("evaluate", str(snap), "--model-path", str(_tiny_model(tmp_path)), "--out",
                str(tmp_path / "out"), "--cutoff", "2024-08-01", "--engine", "ray", "--ray-address", address,
                "--config", str(cfg))
     assert res.returncode == 2

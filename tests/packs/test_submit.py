@@ -177,6 +177,8 @@ CATALOGUE: list[tuple[str, Callable[..., Path], str]] = [
     ("unknown language", _lang, "answered in language 'de'"),
     ("no cutoff", lambda t: _pack(t, model={"cutoff": None}), "declares no knowledge cutoff"),
     ("out of window", lambda t: _pack(t, model={"cutoff": "2025-03-01"}), "is outside the window of tiny"),
+    ("an API model string", lambda t: _pack(t, model={"model": "openai:gpt-4o-mini"}),
+     "its model 'openai:gpt-4o-mini' is not a model clkt can load"),
     ("absolute path", lambda t: _good_tar_with(t, _member("/tmp/evil.json")), "'/tmp/evil.json' is an absolute path"),
     ("dot-dot", lambda t: _good_tar_with(t, _member("../evil.json")), "'../evil.json' leaves the archive"),
     ("symlink", lambda t: _link(t, tarfile.SYMTYPE), "'metrics.json' is a link"),
