@@ -49,7 +49,7 @@ PANELS: dict[str, tuple[str, ...]] = {
     "Data": ("entities", "snapshot", "audit"),
     "Results": ("report", "leaderboard", "incontext"),
     "Your model": ("evaluate", "submit"),
-    "Operations": ("worker", "serve", "gc", "db"),
+    "Operations": ("worker", "serve", "intake-token", "gc", "db"),
 }
 _PANEL_OF = {name: panel for panel, names in PANELS.items() for name in names}
 _ORDER = {name: i for i, name in enumerate(_PANEL_OF)}

@@ -337,11 +337,8 @@ def leaderboard(
                       f"seed {board.seed}; rows on fewer than {board.min_questions} questions are too few to rank")
         for t in _tables(board):
             print_table(t)
-        for note in board.notes:
+        for note in [*board.notes, *(board.comparison.notes if board.comparison is not None else ())]:
             console.print("[yellow]note:[/]", plain(note))
-        if board.comparison is not None:
-            for note in board.comparison.notes:
-                console.print("[yellow]note:[/]", plain(note))
         _print_strategies(board)
     if predictions is not None:
         (err_console if as_json or as_csv else console).print(plain(f"predictions: {predictions} ({written} rows)"))
