@@ -19,13 +19,13 @@ from importlib import resources
 from typing import Any
 from xml.etree import ElementTree as ET
 
-from clkt.sources import SOURCE_TYPES
+from clkt.domains.science.source import ATOM_NS, ArxivSource
+from clkt.domains.spaceflight.source import LaunchLibrarySource
 from clkt.sources._parse import when
-from clkt.sources.arxiv import ATOM_NS, ArxivSource
 from clkt.sources.deezer import DeezerSource
 from clkt.sources.gdacs import GdacsSource
-from clkt.sources.launchlibrary import LaunchLibrarySource
 from clkt.sources.musicbrainz import MusicBrainzSource
+from clkt.sources.registry import SOURCE_TYPES
 from clkt.sources.thesportsdb import TheSportsDbSource
 from clkt.sources.tmdb import TmdbSource
 from clkt.sources.usgs import UsgsSource

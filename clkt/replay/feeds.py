@@ -1,7 +1,7 @@
 """The arXiv and Launch Library 2 surfaces of the replay server, in both modes: how their list queries are read
 (the submission window of an arXiv `search_query`, LL2's `net__gte` / `net__lt` / `limit` / `offset`), the
 Atom feed and the LL2 page they answer, and the generator mode's entries (`arxiv_entry`, `launch_record`) in the
-APIs' own shapes, which `clkt.sources.arxiv` and `clkt.sources.launchlibrary` parse.
+APIs' own shapes, which `clkt.domains.science.source` and `clkt.domains.spaceflight.source` parse.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from xml.sax.saxutils import escape, quoteattr
 from aiohttp import web
 
 from clkt import clock
-from clkt.facts import LaunchFacts, PaperFacts
+from clkt.domains.science.facts import PaperFacts
+from clkt.domains.spaceflight.facts import LaunchFacts
 from clkt.replay.query import parse_time, query_int
 from clkt.replay.stream import Generated
 

@@ -29,14 +29,14 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
+from clkt.domains.science.source import ArxivSource
+from clkt.domains.spaceflight.source import LaunchLibrarySource
 from clkt.facts import EntityFacts
 from clkt.snapshots.fiction import fictional_entity, fictional_timed
-from clkt.sources import SOURCE_TYPES
-from clkt.sources.arxiv import ArxivSource
 from clkt.sources.deezer import DeezerSource
 from clkt.sources.gdacs import GdacsSource
-from clkt.sources.launchlibrary import LaunchLibrarySource
 from clkt.sources.musicbrainz import MusicBrainzSource
+from clkt.sources.registry import SOURCE_TYPES
 from clkt.sources.thesportsdb import TheSportsDbSource
 from clkt.sources.tmdb import TmdbSource
 from clkt.sources.usgs import UsgsSource

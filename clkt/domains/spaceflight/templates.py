@@ -14,7 +14,7 @@ from agents.template.slots import DomainTemplates, SlotTemplate
 from agents.template.values import DateValue, LabelValue, NameValue, Value
 from clkt.documents.formatting import Formatter
 from clkt.documents.labels import known_values
-from clkt.facts import LaunchFacts
+from clkt.domains.spaceflight.facts import LaunchFacts
 
 __all__ = ["LAUNCH_SITES", "PADS", "PROVIDERS", "ROCKETS", "SPEC"]
 

@@ -10,7 +10,7 @@ from agents.template.matchers import FactList, name_fact
 from agents.template.slots import DomainTemplates, SlotTemplate
 from agents.template.values import DateValue, IntValue, NameValue, Value
 from clkt.documents.formatting import Formatter
-from clkt.facts import PaperFacts
+from clkt.domains.science.facts import PaperFacts
 
 __all__ = ["CATEGORIES", "RESEARCHERS", "SPEC"]
 

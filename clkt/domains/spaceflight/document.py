@@ -5,7 +5,9 @@ from __future__ import annotations
 from clkt.documents._builder import DocBuilder
 from clkt.documents.formatting import Formatter
 from clkt.documents.registry import DOCUMENT_KINDS, DocumentKind
-from clkt.facts import SLOTS, Domain, LaunchFacts, RenderedDocument
+from clkt.domains.spaceflight import SPEC
+from clkt.domains.spaceflight.facts import LaunchFacts
+from clkt.facts import RenderedDocument
 
 __all__ = ["LAUNCH_TEXT", "render_launch"]
 
@@ -95,5 +97,5 @@ def render_launch(f: LaunchFacts, fmt: Formatter) -> RenderedDocument:
 
 
 DOCUMENT_KINDS.register(
-    DocumentKind(kind="launch", facts=LaunchFacts, domain=Domain.spaceflight.value, slots=SLOTS["launch"], render=render_launch)
+    DocumentKind(kind="launch", facts=LaunchFacts, domain=SPEC.name, slots=SPEC.slots, render=render_launch)
 )
