@@ -87,3 +87,13 @@ def test_a_spec_that_clashes_or_is_malformed_is_refused_by_name() -> None:
     with pytest.raises(ValueError, match="unknown domain module 'poller'"):
         science.module("poller")
     assert list(DOMAINS) == ["science", "spaceflight"]  # nothing half-registered
+
+
+def test_a_domain_s_vocabulary_is_added_once_and_never_over_another_s() -> None:
+    from clkt.documents.labels import LABELS, add_labels, label_text
+    from clkt.domains.spaceflight.labels import ORBIT
+
+    assert label_text(ORBIT, "Low Earth Orbit", "fr") == "orbite terrestre basse"  # the folder's words, by category
+    with pytest.raises(ValueError, match=r"already defined: \['genre', 'orbit'\]"):
+        add_labels({"orbit": {"x": ("x", "x", "x", "x", "x")}, "genre": {}, "new": {}})
+    assert "new" not in LABELS and "x" not in LABELS[ORBIT]  # nothing half-added

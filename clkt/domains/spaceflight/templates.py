@@ -15,6 +15,7 @@ from agents.template.values import DateValue, LabelValue, NameValue, Value
 from clkt.documents.formatting import Formatter
 from clkt.documents.labels import known_values
 from clkt.domains.spaceflight.facts import LaunchFacts
+from clkt.domains.spaceflight.labels import MISSION_TYPE, ORBIT
 
 __all__ = ["LAUNCH_SITES", "PADS", "PROVIDERS", "ROCKETS", "SPEC"]
 
@@ -142,12 +143,12 @@ SPEC = DomainTemplates(
             candidates=lambda f, rng: pool_names(ROCKETS, rng, exclude=[f.rocket or "", f.name]),
         ),
         "mission_type": SlotTemplate(
-            slot="mission_type", question=Q["mission_type"], answer=lambda f: _label("mission_type", f.mission_type),
-            candidates=lambda f, rng: _labels("mission_type", f.mission_type, rng),
+            slot="mission_type", question=Q["mission_type"], answer=lambda f: _label(MISSION_TYPE, f.mission_type),
+            candidates=lambda f, rng: _labels(MISSION_TYPE, f.mission_type, rng),
         ),
         "orbit": SlotTemplate(
-            slot="orbit", question=Q["orbit"], answer=lambda f: _label("orbit", f.orbit),
-            candidates=lambda f, rng: _labels("orbit", f.orbit, rng),
+            slot="orbit", question=Q["orbit"], answer=lambda f: _label(ORBIT, f.orbit),
+            candidates=lambda f, rng: _labels(ORBIT, f.orbit, rng),
         ),
         "pad": SlotTemplate(
             slot="pad", question=Q["pad"], answer=lambda f: _named(f.pad),
