@@ -105,6 +105,11 @@ class ReplayRoutes:
                 return s
         return None
 
+    def window(self, source: str, lo: datetime | None, hi: datetime | None) -> list[Served]:
+        """`source`'s items that occurred in [lo, hi) (an open end: None), oldest first (a list query's answer)."""
+        items = [s for s in self.served[source] if (lo is None or s.occurred >= lo) and (hi is None or s.occurred < hi)]
+        return sorted(items, key=lambda s: (s.occurred, s.id))
+
     def _headers(self, items: Iterable[Served]) -> dict[str, str]:
         h = {REPLAY_HEADER: "true"}
         if self.redated:

@@ -102,9 +102,7 @@ def _items() -> list[Item]:
 
 async def _recorded(routes: ReplayRoutes, request: web.Request) -> web.Response:
     lo, hi, start, size = query(request)
-    items = [s for s in routes.served[SPEC.source]
-             if (lo is None or s.occurred >= lo) and (hi is None or s.occurred < hi)]
-    items.sort(key=lambda s: (s.occurred, s.id))
+    items = routes.window(SPEC.source, lo, hi)
     chunk = items[start: start + size]
     body = feed(request, [s.listing for s in chunk], total=len(items), start=start, size=size)
     return routes._respond(request, body, "application/atom+xml", chunk, conditional=True)

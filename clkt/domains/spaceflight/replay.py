@@ -77,9 +77,7 @@ def _items() -> list[Item]:
 
 async def _recorded(routes: ReplayRoutes, request: web.Request) -> web.Response:
     lo, hi, offset, limit = query(request)
-    items = [s for s in routes.served[SPEC.source]
-             if (lo is None or s.occurred >= lo) and (hi is None or s.occurred < hi)]
-    items.sort(key=lambda s: (s.occurred, s.id))
+    items = routes.window(SPEC.source, lo, hi)
     chunk = items[offset: offset + limit]
     data = page(request, [s.listing for s in chunk], total=len(items), offset=offset, limit=limit)
     return routes._json(request, data, chunk, conditional=True)

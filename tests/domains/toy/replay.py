@@ -39,8 +39,7 @@ def _record(g: Generated) -> dict[str, Any]:
 
 async def _recorded(routes: ReplayRoutes, request: web.Request) -> web.Response:
     lo, hi, offset, limit = _query(request)
-    items = sorted((s for s in routes.served[SPEC.source] if (lo is None or s.occurred >= lo)
-                    and (hi is None or s.occurred < hi)), key=lambda s: (s.occurred, s.id))
+    items = routes.window(SPEC.source, lo, hi)
     chunk = items[offset: offset + limit]
     data = {"results": [s.listing for s in chunk], "next": offset + limit < len(items)}
     return routes._json(request, data, chunk, conditional=True)
