@@ -17,7 +17,7 @@ from clkt.documents.labels import known_values
 from clkt.domains.spaceflight.facts import LaunchFacts
 from clkt.domains.spaceflight.labels import MISSION_TYPE, ORBIT
 
-__all__ = ["LAUNCH_SITES", "PADS", "PROVIDERS", "ROCKETS", "SPEC"]
+__all__ = ["LAUNCH_SITES", "PADS", "PROVIDERS", "ROCKETS", "TEMPLATES"]
 
 PROVIDERS = (
     "SpaceX", "Rocket Lab", "Arianespace", "United Launch Alliance", "Blue Origin", "Indian Space Research Organization",
@@ -124,7 +124,7 @@ def _named(value: str | None) -> Value | None:
     return NameValue(value) if value else None
 
 
-SPEC = DomainTemplates(
+TEMPLATES = DomainTemplates(
     kind="launch",
     context=_context,
     anchors=_anchors,
@@ -172,7 +172,7 @@ def _judge_facts(f: LaunchFacts, found: FactList) -> None:
 
 AGENT_KINDS.register(
     AgentKind(
-        kind="launch", templates=SPEC, judge_facts=_judge_facts,
+        kind="launch", templates=TEMPLATES, judge_facts=_judge_facts,
         proper_names=lambda f: [x for x in (f.provider, f.rocket, f.mission, f.pad) if x],
     )
 )
