@@ -40,11 +40,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from clkt.config import ReplaySettings, Settings, load_settings
 from clkt.context import ServiceContext
 from clkt.replay import ReplayServer
-from clkt.sources import SOURCE_TYPES
 from clkt.sources.base import SourceRef
 from clkt.sources.board import SourceBoard
 from clkt.sources.http import SourceClient
 from clkt.sources.poller import CycleReport, SourcePoller
+from clkt.sources.registry import SOURCE_TYPES
 from clkt.telemetry import Metrics
 from storage.engine import Store
 

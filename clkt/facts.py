@@ -1,7 +1,9 @@
 """Typed structured facts of an entity, per domain: the contract between the crawlers (which fill them
 from the API payload), the document renderer and the question generators (which read them).
 
-Every fact model is a pydantic model with a `kind` discriminator; `EntityFacts` is their union.
+Every fact model is a pydantic model with a `kind` discriminator (`clkt.domain_base.Facts`); `EntityFacts` is
+their union, open: the four first kinds are declared here, every other one by its domain's folder
+(`clkt.domains`), and a payload is validated by its `kind` against all of them.
 `RenderedDocument.sentences` maps a fact slot to the sentence of the document that states it (always a
 substring of `text`), so a generator can quote evidence verbatim.
 
@@ -12,23 +14,28 @@ its renderer and slots (`clkt.documents.registry.DocumentKind`), its templates, 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import date, datetime
 from enum import Enum
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PlainValidator, SerializeAsAny
+
+from clkt.domain_base import Facts, FactsModel
+from clkt.domains import DOMAINS
 
 __all__ = [
+    "FACT_MODELS",
     "SLOTS",
     "CastMember",
     "DisasterFacts",
     "Domain",
     "EntityFacts",
     "EntityRecord",
+    "Facts",
+    "FactsModel",
     "FilmFacts",
-    "LaunchFacts",
     "MatchFacts",
-    "PaperFacts",
     "PeriodScore",
     "QuakeFacts",
     "ReleaseFacts",
@@ -37,26 +44,27 @@ __all__ = [
 ]
 
 
-class Domain(str, Enum):
-    movies = "movies"
-    music = "music"
-    sports = "sports"
-    disasters = "disasters"
-    science = "science"
-    spaceflight = "spaceflight"
+_FIRST_DOMAINS = ("movies", "music", "sports", "disasters")
+
+if TYPE_CHECKING:
+    class Domain(str, Enum):
+        """The domains: the four first ones typed by name; a registered one by `Domain(name)`."""
+
+        movies = "movies"
+        music = "music"
+        sports = "sports"
+        disasters = "disasters"
+else:  # the four first ones, then every registered domain (`clkt.domains.DOMAINS`), in order
+    Domain = Enum("Domain", [(n, n) for n in (*_FIRST_DOMAINS, *DOMAINS)], type=str, module=__name__)
 
 
-class _Facts(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class PeriodScore(_Facts):
+class PeriodScore(FactsModel):
     label: str  # "1", "2", "Q1", "1st half", an inning number...
     home: int
     away: int
 
 
-class MatchFacts(_Facts):
+class MatchFacts(Facts):
     kind: Literal["match"] = "match"
     sport: str
     competition: str
@@ -76,12 +84,12 @@ class MatchFacts(_Facts):
     status: str = "FT"
 
 
-class CastMember(_Facts):
+class CastMember(FactsModel):
     name: str
     character: str | None = None
 
 
-class FilmFacts(_Facts):
+class FilmFacts(Facts):
     kind: Literal["film"] = "film"
     title: str
     original_title: str | None = None
@@ -99,13 +107,13 @@ class FilmFacts(_Facts):
     original_language: str | None = None
 
 
-class Track(_Facts):
+class Track(FactsModel):
     position: int
     title: str
     length_s: int | None = None
 
 
-class ReleaseFacts(_Facts):
+class ReleaseFacts(Facts):
     kind: Literal["release"] = "release"
     title: str
     artists: list[str]
@@ -120,7 +128,7 @@ class ReleaseFacts(_Facts):
     barcode: str | None = None
 
 
-class QuakeFacts(_Facts):
+class QuakeFacts(Facts):
     kind: Literal["quake"] = "quake"
     title: str
     place: str
@@ -140,7 +148,7 @@ class QuakeFacts(_Facts):
     economic_loss_usd: int | None = None
 
 
-class DisasterFacts(_Facts):
+class DisasterFacts(Facts):
     """A non-seismic disaster (ReliefWeb / GDACS): flood, storm, drought..."""
 
     kind: Literal["disaster"] = "disaster"
@@ -157,45 +165,30 @@ class DisasterFacts(_Facts):
     summary: str | None = None
 
 
-class PaperFacts(_Facts):
-    """A new arXiv paper (science): its first version's metadata, as the arXiv API lists it."""
-
-    kind: Literal["paper"] = "paper"
-    arxiv_id: str  # without its version ("2511.18882")
-    title: str  # plain text: markup stripped, whitespace folded
-    authors: list[str] = Field(min_length=1)  # in the paper's order
-    primary_category: str  # "cs.CV"
-    categories: list[str] = Field(default_factory=list)  # the primary first, then the cross-lists
-    submitted: datetime  # aware UTC: the first version's submission
-    version: int = 1
-    comment: str | None = None
-    journal_ref: str | None = None
-    doi: str | None = None
-    summary: str | None = None  # the abstract, whitespace folded (TeX kept as written)
+def _fact_models() -> dict[str, type[Facts]]:
+    first: tuple[type[Facts], ...] = (MatchFacts, FilmFacts, ReleaseFacts, QuakeFacts, DisasterFacts)
+    return {**{m.model_fields["kind"].default: m for m in first}, **{d.kind: d.facts for d in DOMAINS.values()}}
 
 
-class LaunchFacts(_Facts):
-    """An orbital launch attempt with a final outcome (spaceflight), as Launch Library 2 lists it."""
-
-    kind: Literal["launch"] = "launch"
-    name: str  # "Falcon 9 Block 5 | Starlink Group 10-40"
-    net: datetime  # aware UTC: the launch time
-    outcome: Literal["success", "failure", "partial failure"]
-    provider: str | None = None
-    rocket: str | None = None  # the configuration's full name
-    mission: str | None = None
-    mission_type: str | None = None
-    orbit: str | None = None
-    pad: str | None = None
-    location: str | None = None
-    country_code: str | None = None
-    failreason: str | None = None
+# every kind of facts by its `kind`: the first ones here, then each registered domain's
+FACT_MODELS: dict[str, type[Facts]] = _fact_models()
 
 
-EntityFacts = Annotated[
-    MatchFacts | FilmFacts | ReleaseFacts | QuakeFacts | DisasterFacts | PaperFacts | LaunchFacts,
-    Field(discriminator="kind"),
-]
+def _validate_facts(value: object) -> Facts:
+    """A facts model of the kind `value` names (a facts object passes as it is); an unknown kind is refused by name."""
+    if isinstance(value, Facts):
+        return value
+    if not isinstance(value, Mapping):
+        raise ValueError(f"facts are an object with a `kind`, got {type(value).__name__}")
+    kind = value.get("kind")
+    model = FACT_MODELS.get(kind) if isinstance(kind, str) else None
+    if model is None:
+        raise ValueError(f"unknown kind of facts {kind!r}; known: {sorted(FACT_MODELS)}")
+    return model.model_validate(value)
+
+
+# any kind's facts, validated by its `kind` and serialized with all its own fields
+EntityFacts = Annotated[SerializeAsAny[Facts], PlainValidator(_validate_facts)]
 
 
 class EntityRecord(BaseModel):
@@ -230,6 +223,5 @@ SLOTS: dict[str, tuple[str, ...]] = {
         "time", "place", "magnitude", "depth", "alert", "tsunami", "felt", "fatalities", "intensity", "latitude",
     ),
     "disaster": ("date", "disaster_type", "country", "status", "deaths", "affected", "glide"),
-    "paper": ("submitted", "first_author", "last_author", "author_count", "primary_category", "category_count"),
-    "launch": ("net", "provider", "rocket", "outcome", "mission_type", "orbit", "pad", "location"),
+    **{d.kind: d.slots for d in DOMAINS.values()},
 }

@@ -24,12 +24,18 @@ from pathlib import Path
 
 import pytest
 
+from clkt.domains.spec import SIDES
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("clkt", "agents", "storage")
 KERNEL = (
     "clkt.errors", "clkt.clock", "clkt.config", "clkt.logs", "clkt.facts", "clkt.documents", "clkt.outputs", "clkt.calls",
-    "clkt.layout",
+    "clkt.layout", "clkt.section", "clkt.domain_base", "clkt.domains",
 )
+# a domain folder (`clkt.domains.<name>`) holds one module per side of the layering, sorted by file name
+# (`clkt.domains.spec.SIDES`): each is checked as a module of its side's area; the others are kernel
+DOMAIN_AREAS = {"agents": "agents.template", "sources": "clkt.sources", "snapshots": "clkt.snapshots",
+                "replay": "clkt.replay"}
 SQL = ("sqlalchemy", "sqlmodel", "alembic", "storage.models", "storage.claim")
 
 Imports = dict[str, list[tuple[str, int]]]
@@ -40,6 +46,17 @@ def _module_name(path: Path, root: Path) -> str:
     if parts[-1] == "__init__":
         parts = parts[:-1]
     return ".".join(parts)
+
+
+def side_name(module: str) -> str:
+    """`module`'s name in the graph: a domain folder's module of a side above the kernel as a module of that
+    side's area (`clkt.domains.science.source` -> `clkt.sources.domain_science`), anything else as it is."""
+    parts = module.split(".")
+    if len(parts) == 4 and parts[:2] == ["clkt", "domains"]:
+        area = DOMAIN_AREAS.get(SIDES.get(parts[3], "kernel"))
+        if area is not None:
+            return f"{area}.domain_{parts[2]}"
+    return module
 
 
 def _sources(root: Path) -> dict[str, Path]:
@@ -78,7 +95,9 @@ def build_graph(root: Path, *, known: Collection[str] = ()) -> tuple[dict[str, P
     under `root` and `known` (a probe tree in tmp_path resolves against the product's modules)."""
     modules = _sources(root)
     names = set(modules) | set(known)
-    return modules, {name: list(_imports(name, path, names)) for name, path in modules.items()}
+    graph = {side_name(name): [(side_name(d), line) for d, line in _imports(name, path, names)]
+             for name, path in modules.items()}
+    return {side_name(name): path for name, path in modules.items()}, graph
 
 
 def _within(mod: str, prefixes: tuple[str, ...]) -> bool:
@@ -253,3 +272,22 @@ def test_the_floors_catch_an_upward_import(tmp_path: Path, module: str, text: st
     assert list(modules) == [module]
     found = _violations(lambda m: m == module, _upward, graph=graph, modules=modules, root=tmp_path)
     assert bool(found) is caught, found
+
+
+def test_a_domain_folder_is_sorted_by_file_name() -> None:
+    """Each side's module of a domain folder is checked as its side's: a template module is agents', a poller
+    the sources' floor, so a facts module that imported the poller would be an upward import of the kernel."""
+    assert side_name("clkt.domains.science.templates") == "agents.template.domain_science"
+    assert side_name("clkt.domains.science.source") == "clkt.sources.domain_science"
+    assert side_name("clkt.domains.science.facts") == "clkt.domains.science.facts"  # kernel
+    assert "clkt.snapshots.domain_spaceflight" in MODULES and "clkt.domains.spaceflight.facts" in MODULES
+
+
+def test_a_kernel_module_of_a_domain_folder_may_not_import_its_poller(tmp_path: Path) -> None:
+    probe = tmp_path / "clkt" / "domains" / "probe" / "facts.py"
+    probe.parent.mkdir(parents=True)
+    probe.write_text("from clkt.domains.science.source import ArxivSource\n", encoding="utf-8")
+    modules, graph = build_graph(tmp_path, known=MODULES)
+    assert list(modules) == ["clkt.domains.probe.facts"]
+    found = _violations(lambda m: m == "clkt.domains.probe.facts", _upward, graph=graph, modules=modules, root=tmp_path)
+    assert found == ["clkt/domains/probe/facts.py:1 imports clkt.sources.domain_science"]

@@ -13,7 +13,9 @@ from agents.template.backend import ENGINE_NAME, PROMPT_VERSION, TemplateBackend
 from agents.template.judge import judge_response
 from agents.template.plans import build_mcqs, plan
 from clkt.documents.registry import load_modules
+from clkt.domains import import_side
 
 __all__ = ["ENGINE_NAME", "PROMPT_VERSION", "TemplateBackend", "build_mcqs", "judge_response", "plan"]
 
 load_modules(__name__, __path__)
+import_side("templates")  # each domain folder's templates.py

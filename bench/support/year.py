@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from clkt.sources import SOURCE_TYPES
+from clkt.sources.registry import SOURCE_TYPES
 
 ROOT = Path(__file__).resolve().parents[2]
 # the year's sources (the four domains it was timed on); arXiv and Launch Library 2 stay off until it is re-timed

@@ -29,14 +29,10 @@ from clkt.config.retention import RetentionSettings
 from clkt.config.sections import DaemonSettings, GpuSettings, HttpSettings, ReplaySettings, SnapshotSettings
 from clkt.config.settings import Settings
 from clkt.config.sources import (
-    ArxivOptions,
-    ArxivSettings,
     DeezerOptions,
     DeezerSettings,
     GdacsOptions,
     GdacsSettings,
-    LaunchLibraryOptions,
-    LaunchLibrarySettings,
     MusicBrainzOptions,
     MusicBrainzSettings,
     SourceOptions,
@@ -60,8 +56,6 @@ __all__ = [
     "AgentMode",
     "AgentRole",
     "AgentSettings",
-    "ArxivOptions",
-    "ArxivSettings",
     "BatchSettings",
     "DaemonSettings",
     "DeezerOptions",
@@ -70,8 +64,6 @@ __all__ = [
     "GdacsSettings",
     "GpuSettings",
     "HttpSettings",
-    "LaunchLibraryOptions",
-    "LaunchLibrarySettings",
     "MusicBrainzOptions",
     "MusicBrainzSettings",
     "PriceSettings",

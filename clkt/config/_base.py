@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pydantic import BaseModel, ConfigDict, SecretStr
+from pydantic import SecretStr
+
+from clkt.section import Section
 
 __all__ = ["LANGS_DEFAULT", "SUPPORTED_LANGS", "SecretLookup", "Section"]
 
@@ -14,9 +16,3 @@ SUPPORTED_LANGS = {"en", "ja", "zh", "fr", "es", "de", "it", "pt", "ko", "ru", "
 # the name of an environment variable (`api_key_env`) -> its value, or None when unset or unnamed
 # (`Settings.secret`); what a part that needs API keys receives instead of the whole Settings
 SecretLookup = Callable[[str | None], SecretStr | None]
-
-
-class Section(BaseModel):
-    """A configuration section (a TOML table): frozen, unknown keys refused, inf/nan refused."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)

@@ -12,6 +12,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from clkt.config._base import Section
 from clkt.config.spec import ScorerLiteral
+from clkt.domains import DOMAINS
 from clkt.facts import Domain
 
 __all__ = ["DaemonSettings", "GpuSettings", "HttpSettings", "ReplaySettings", "SnapshotSettings"]
@@ -24,7 +25,7 @@ class SnapshotSettings(Section):
     rolling_days: int = Field(default=30, ge=1, le=366)
     quotas: dict[Domain, int] = Field(
         default_factory=lambda: {Domain.movies: 30, Domain.music: 30, Domain.sports: 20, Domain.disasters: 20,
-                                 Domain.science: 20, Domain.spaceflight: 20}
+                                 **{Domain(d.name): d.quota for d in DOMAINS.values()}}
     )
     seed: int = Field(default=0, ge=0, le=2**32 - 1)
     val_ratio: float = Field(default=0.2, gt=0, lt=1)

@@ -1,30 +1,29 @@
 """The domain APIs (`[sources.<name>]`): one settings class per source, with its real endpoint, its documented
 limits and its typed `options`, each written here once.
 
-`SourceSettings` is what every source has (politeness, timeouts, polling, breaker); each source's class
-sets its own defaults and its `options` model (`[sources.<name>.options]`). `SourcesSettings` has one field
-per source, so an unknown `[sources.<name>]` table is refused by name and a `[sources.<name>]` table
+`SourceSettings` is what every source has (politeness, timeouts, polling, breaker; `clkt.domain_base`); each
+source's class sets its own defaults and its `options` model (`[sources.<name>.options]`). `SourcesSettings` has
+one field per source: the first domains' sources here, then each registered domain's (`clkt.domains`, its
+`settings.py`), so an unknown `[sources.<name>]` table is refused by name and a `[sources.<name>]` table
 overrides that source's defaults key by key.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, create_model, field_validator
 
 from clkt.config._base import Section
+from clkt.domain_base import Burst, Concurrency, RatePerS, SourceOptions, SourceSettings
+from clkt.domains import DOMAINS
 
 __all__ = [
-    "ArxivOptions",
-    "ArxivSettings",
     "DeezerOptions",
     "DeezerSettings",
+    "FirstSources",
     "GdacsOptions",
     "GdacsSettings",
-    "LaunchLibraryOptions",
-    "LaunchLibrarySettings",
     "MusicBrainzOptions",
     "MusicBrainzSettings",
     "SourceOptions",
@@ -40,19 +39,6 @@ __all__ = [
 
 
 # --- typed options per source (`[sources.<name>.options]`) ------------------------------------------
-
-class SourceOptions(Section):
-    """A source's own options. No option is a switch: `true` where a number or an id belongs is a mistake, not 1."""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _no_booleans(cls, data: Any) -> Any:
-        if isinstance(data, Mapping):
-            for k, v in data.items():
-                if isinstance(v, bool) or (isinstance(v, list) and any(isinstance(x, bool) for x in v)):
-                    raise ValueError(f"{k}: a boolean is not a valid value here")
-        return data
-
 
 class TmdbOptions(SourceOptions):
     language: str | None = Field(default=None, pattern=r"^[a-z]{2}(-[A-Z]{2})?$")  # None: TMDB's default
@@ -93,43 +79,6 @@ class GdacsOptions(SourceOptions):
     skip_types: list[str] = Field(default_factory=lambda: ["EQ"], max_length=20)  # EQ: USGS has the earthquakes
 
 
-class ArxivOptions(SourceOptions):
-    page_size: int = Field(default=100, ge=1, le=2000)  # entries per query (arXiv asks for slices of at most 2000)
-    # the search, ANDed to the submission window (arXiv's query syntax: cat:, au:, ti:, abs:, AND / OR / ANDNOT)
-    query: str = Field(default="cat:cs.CL OR cat:cs.LG OR cat:astro-ph.EP", min_length=1, max_length=500)
-
-
-class LaunchLibraryOptions(SourceOptions):
-    page_size: int = Field(default=100, ge=1, le=100)  # launches per list page (Launch Library 2's maximum: 100)
-
-
-# --- what every source has --------------------------------------------------------------------------
-
-RatePerS = Annotated[float, Field(gt=0, le=1000)]
-Burst = Annotated[int, Field(ge=1, le=1000)]
-Concurrency = Annotated[int, Field(ge=1, le=256)]
-
-
-class SourceSettings(Section):
-    """One domain API. Each source's class below gives `base_url`, `rate_per_s`, `burst` and `concurrency` the
-    API's real endpoint and documented limits."""
-
-    enabled: bool = True
-    base_url: str
-    rate_per_s: RatePerS
-    burst: Burst = 1
-    concurrency: Concurrency = 2
-    api_key_env: str | None = None  # NAME of the environment variable holding the key
-    default_api_key: str | None = None  # a documented public key (TheSportsDB's "123"), not a secret
-    user_agent: str | None = None
-    timeout_s: float = Field(default=20.0, gt=0, le=600)
-    max_body_bytes: int = Field(default=8 * 1024 * 1024, ge=1024, le=256 * 1024 * 1024)  # larger: a skipped record
-    poll_interval_s: float = Field(default=900.0, gt=0, le=7 * 86400)
-    lookback_days: int = Field(default=14, ge=1, le=3650)  # first window when no cursor exists
-    overlap_hours: float = Field(default=24.0, ge=0, le=24 * 366)  # re-read this much before the watermark
-    breaker_failures: int = Field(default=5, ge=1, le=1000)
-    breaker_reset_s: float = Field(default=300.0, gt=0, le=86400)
-    options: SourceOptions = Field(default_factory=SourceOptions)  # each source's own, typed
 
 
 # --- the sources: real endpoints with their documented limits ----------------------------------
@@ -198,42 +147,9 @@ class GdacsSettings(SourceSettings):
     options: GdacsOptions = Field(default_factory=GdacsOptions)
 
 
-class ArxivSettings(SourceSettings):
-    """arXiv API (science, Atom XML): no key; one request every 3 s on a single connection (the API's terms);
-    metadata under CC0 1.0."""
-
-    base_url: str = "https://export.arxiv.org/api"
-    rate_per_s: RatePerS = 1 / 3
-    burst: Burst = 1
-    concurrency: Concurrency = 1
-    user_agent: str | None = "clkt/0.1 (+https://github.com/clkt; mailto:clkt@example.org)"
-    poll_interval_s: float = Field(default=3600.0, gt=0, le=7 * 86400)
-    lookback_days: int = Field(default=3, ge=1, le=3650)
-    # a paper is listed once announced (the next weekday evening, ET): a Friday's submission appears on Monday,
-    # so each window re-reads four days before the watermark
-    overlap_hours: float = Field(default=96.0, ge=0, le=24 * 366)
-    options: ArxivOptions = Field(default_factory=ArxivOptions)
-
-
-class LaunchLibrarySettings(SourceSettings):
-    """Launch Library 2 (spaceflight, The Space Devs): 15 requests an hour without a key, a key (a Patreon
-    token) from the environment raises it; the data is free to use and share, attribution encouraged."""
-
-    base_url: str = "https://ll.thespacedevs.com/2.2.0"
-    rate_per_s: RatePerS = 15 / 3600
-    burst: Burst = 1
-    concurrency: Concurrency = 1
-    api_key_env: str | None = "LAUNCHLIBRARY_API_KEY"
-    user_agent: str | None = "clkt/0.1 ( clkt@example.org )"
-    timeout_s: float = Field(default=60.0, gt=0, le=600)
-    poll_interval_s: float = Field(default=6 * 3600.0, gt=0, le=7 * 86400)
-    # a launch's status turns final hours to days after its net (a partial failure is assessed later): re-read 3 days
-    overlap_hours: float = Field(default=72.0, ge=0, le=24 * 366)
-    options: LaunchLibraryOptions = Field(default_factory=LaunchLibraryOptions)
-
-
-class SourcesSettings(Section):
-    """`[sources.<name>]`: one field per source, each with its real defaults."""
+class FirstSources(Section):
+    """`[sources.<name>]` of the first domains' sources, each with its real defaults (`SourcesSettings` adds
+    every registered domain's source)."""
 
     tmdb: TmdbSettings = Field(default_factory=TmdbSettings)
     musicbrainz: MusicBrainzSettings = Field(default_factory=MusicBrainzSettings)
@@ -241,8 +157,6 @@ class SourcesSettings(Section):
     thesportsdb: TheSportsDbSettings = Field(default_factory=TheSportsDbSettings)
     usgs: UsgsSettings = Field(default_factory=UsgsSettings)
     gdacs: GdacsSettings = Field(default_factory=GdacsSettings)
-    arxiv: ArxivSettings = Field(default_factory=ArxivSettings)
-    launchlibrary: LaunchLibrarySettings = Field(default_factory=LaunchLibrarySettings)
 
     @classmethod
     def names(cls) -> list[str]:
@@ -259,3 +173,17 @@ class SourcesSettings(Section):
         value = getattr(self, name)
         assert isinstance(value, SourceSettings)
         return value
+
+
+def _sources_model() -> type[FirstSources]:
+    fields: dict[str, Any] = {d.source: (d.settings, Field(default_factory=d.settings)) for d in DOMAINS.values()}
+    return create_model(
+        "SourcesSettings", __base__=FirstSources, __module__=__name__,
+        __doc__="`[sources.<name>]`: one field per source, each with its real defaults.", **fields,
+    )
+
+
+if TYPE_CHECKING:  # typed access by name for the first sources; `sources[name]` for every source
+    SourcesSettings = FirstSources
+else:
+    SourcesSettings = _sources_model()

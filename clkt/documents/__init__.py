@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from clkt.documents.formatting import LANGUAGES, Formatter, formatter
 from clkt.documents.registry import DOCUMENT_KINDS, DocumentKind, document_kind, load_modules
+from clkt.domains import import_side
 from clkt.facts import EntityFacts, RenderedDocument
 
 __all__ = ["DOCUMENT_KINDS", "LANGUAGES", "DocumentKind", "Formatter", "formatter", "render_all", "render_document"]
@@ -35,3 +36,4 @@ def render_all(facts: EntityFacts, langs: Sequence[str] = LANGUAGES) -> dict[str
 
 
 load_modules(__name__, __path__)
+import_side("document")  # each domain folder's document.py

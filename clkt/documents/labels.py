@@ -1,16 +1,20 @@
 """Controlled vocabularies translated into the five document languages (values the APIs send in English).
 
 Unknown values are kept as the API sent them (they are usually proper names). Keys are matched
-case-insensitively. Order of each table = (en, ja, zh, fr, es).
+case-insensitively. Order of each table = (en, ja, zh, fr, es). A domain folder adds its own categories
+(`add_labels`, from its `labels.py`, imported by the modules that read them).
 """
 
 from __future__ import annotations
 
-__all__ = ["LABELS", "known_values", "label_text"]
+__all__ = ["LABELS", "Vocabulary", "add_labels", "known_values", "label_text"]
 
 _ORDER = ("en", "ja", "zh", "fr", "es")
 
-_RAW: dict[str, dict[str, tuple[str, str, str, str, str]]] = {
+# category -> value (lower case) -> its text in (en, ja, zh, fr, es)
+Vocabulary = dict[str, dict[str, tuple[str, str, str, str, str]]]
+
+_RAW: Vocabulary = {
     "alert": {
         "green": ("green", "緑", "绿色", "vert", "verde"),
         "yellow": ("yellow", "黄", "黄色", "jaune", "amarillo"),
@@ -79,40 +83,6 @@ _RAW: dict[str, dict[str, tuple[str, str, str, str, str]]] = {
         "ongoing": ("ongoing", "継続中", "持续中", "continue", "continuo"),
         "past": ("past", "終息", "已结束", "passée", "pasado"),
     },
-    "launch_outcome": {
-        "success": ("success", "成功", "成功", "succès", "éxito"),
-        "failure": ("failure", "失敗", "失败", "échec", "fracaso"),
-        "partial failure": ("partial failure", "部分的失敗", "部分失败", "échec partiel", "fracaso parcial"),
-    },
-    "orbit": {
-        "low earth orbit": ("low Earth orbit", "低軌道", "近地轨道", "orbite terrestre basse", "órbita terrestre baja"),
-        "sun-synchronous orbit": ("Sun-synchronous orbit", "太陽同期軌道", "太阳同步轨道", "orbite héliosynchrone", "órbita heliosíncrona"),
-        "geostationary transfer orbit": (
-            "geostationary transfer orbit", "静止トランスファ軌道", "地球同步转移轨道", "orbite de transfert géostationnaire",
-            "órbita de transferencia geoestacionaria",
-        ),
-        "geostationary orbit": ("geostationary orbit", "静止軌道", "地球静止轨道", "orbite géostationnaire", "órbita geoestacionaria"),
-        "medium earth orbit": ("medium Earth orbit", "中軌道", "中地球轨道", "orbite terrestre moyenne", "órbita terrestre media"),
-        "polar orbit": ("polar orbit", "極軌道", "极地轨道", "orbite polaire", "órbita polar"),
-        "suborbital": ("suborbital trajectory", "弾道飛行", "亚轨道", "trajectoire suborbitale", "trayectoria suborbital"),
-        "lunar orbit": ("lunar orbit", "月周回軌道", "月球轨道", "orbite lunaire", "órbita lunar"),
-        "heliocentric n/a": ("heliocentric orbit", "太陽周回軌道", "日心轨道", "orbite héliocentrique", "órbita heliocéntrica"),
-        "elliptical orbit": ("elliptical orbit", "楕円軌道", "椭圆轨道", "orbite elliptique", "órbita elíptica"),
-    },
-    "mission_type": {
-        "communications": ("communications", "通信", "通信", "télécommunications", "comunicaciones"),
-        "earth science": ("Earth science", "地球科学", "地球科学", "sciences de la Terre", "ciencias de la Tierra"),
-        "test flight": ("test flight", "試験飛行", "试飞", "vol d'essai", "vuelo de prueba"),
-        "resupply": ("resupply", "補給", "补给", "ravitaillement", "reabastecimiento"),
-        "tourism": ("space tourism", "宇宙旅行", "太空旅游", "tourisme spatial", "turismo espacial"),
-        "human exploration": ("human exploration", "有人探査", "载人探索", "exploration habitée", "exploración tripulada"),
-        "navigation": ("navigation", "測位", "导航", "navigation", "navegación"),
-        "government/top secret": ("government (classified)", "政府（機密）", "政府（机密）", "gouvernemental (classifié)", "gubernamental (clasificada)"),
-        "astrophysics": ("astrophysics", "天体物理学", "天体物理", "astrophysique", "astrofísica"),
-        "planetary science": ("planetary science", "惑星科学", "行星科学", "planétologie", "ciencias planetarias"),
-        "technology": ("technology demonstration", "技術実証", "技术验证", "démonstration technologique", "demostración tecnológica"),
-        "dedicated rideshare": ("dedicated rideshare", "相乗り専用", "专用拼车发射", "vol partagé dédié", "viaje compartido dedicado"),
-    },
     "sport": {
         "soccer": ("football", "サッカー", "足球", "football", "fútbol"),
         "basketball": ("basketball", "バスケットボール", "篮球", "basket-ball", "baloncesto"),
@@ -130,6 +100,16 @@ _RAW: dict[str, dict[str, tuple[str, str, str, str, str]]] = {
 LABELS: dict[str, dict[str, dict[str, str]]] = {
     cat: {key: dict(zip(_ORDER, vals, strict=True)) for key, vals in table.items()} for cat, table in _RAW.items()
 }
+
+
+def add_labels(vocabulary: Vocabulary) -> None:
+    """Adds a domain's own categories; a category that is already there is refused by name (no table is merged
+    into another, so a domain cannot change another's words)."""
+    taken = sorted(set(vocabulary) & set(LABELS))
+    if taken:
+        raise ValueError(f"label categories already defined: {taken}")
+    for cat, table in vocabulary.items():
+        LABELS[cat] = {key.casefold(): dict(zip(_ORDER, vals, strict=True)) for key, vals in table.items()}
 
 
 def label_text(category: str, value: str, lang: str) -> str:

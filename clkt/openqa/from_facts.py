@@ -192,7 +192,9 @@ def _entity(facts: EntityFacts) -> tuple[str, tuple[str, str]]:
         return facts.place, ("", "")  # its title ("M 6.7 - ...") would give the magnitude away
     if isinstance(facts, DisasterFacts | LaunchFacts):
         return facts.name, ("", "")
-    return facts.title, ("", "")
+    if isinstance(facts, FilmFacts | ReleaseFacts):
+        return facts.title, ("", "")
+    raise TypeError(f"no short-answer questions for facts of kind {type(facts).__name__}")
 
 
 def _gives_away(question: str, gold: str, lang: str) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from functools import cache
@@ -19,13 +19,11 @@ from importlib import resources
 from typing import Any
 from xml.etree import ElementTree as ET
 
-from clkt.sources import SOURCE_TYPES
-from clkt.sources._parse import when
-from clkt.sources.arxiv import ATOM_NS, ArxivSource
+from clkt.replay.domains import Item, domain_replays
 from clkt.sources.deezer import DeezerSource
 from clkt.sources.gdacs import GdacsSource
-from clkt.sources.launchlibrary import LaunchLibrarySource
 from clkt.sources.musicbrainz import MusicBrainzSource
+from clkt.sources.registry import SOURCE_TYPES
 from clkt.sources.thesportsdb import TheSportsDbSource
 from clkt.sources.tmdb import TmdbSource
 from clkt.sources.usgs import UsgsSource
@@ -35,21 +33,6 @@ __all__ = ["GDACS_NS", "SOURCES", "Catalog", "Item", "load_catalog"]
 SOURCES = tuple(SOURCE_TYPES)  # the sources (`clkt.sources.registry`), each with its recorded items here
 GDACS_NS = {"gdacs": "http://www.gdacs.org"}
 _ITEM_RE = re.compile(r"<item>.*?</item>", re.S)
-_ENTRY_RE = re.compile(r"<entry>.*?</entry>", re.S)
-_ARXIV_ID = re.compile(r"abs/(.+?)v\d+$")
-ARXIV_FILES = ("api-query-all-BIPV-max3.xml", "api-query-au-del_maestro-legacy-2016.xml",
-               "api-query-id_list-1707.08567.xml", "api-query-search-testing-start0-max10.xml")
-LAUNCH_FILES = ("v2.0.0-launch-upcoming.json", "v2.0.0-launch-upcoming-compact.json", "v2.2.0-launch-upcoming-limit5.json")
-
-
-@dataclass(frozen=True)
-class Item:
-    id: str
-    occurred: datetime  # original primary time, aware UTC
-    listing: Any  # list-shaped JSON entry (or the raw `<item>` XML text for GDACS)
-    detail: Any | None = None
-    extras: dict[str, Any] = field(default_factory=dict)
-    projected: bool = False  # the list entry was projected from the recorded detail
 
 
 @dataclass(frozen=True)
@@ -192,31 +175,6 @@ def _gdacs() -> tuple[list[Item], str, str]:
     return items, head, tail
 
 
-def _arxiv() -> list[Item]:
-    """Every recorded Atom `<entry>` (its raw XML text), once per arXiv id, dated by its `<published>`."""
-    items: dict[str, Item] = {}
-    for f in ARXIV_FILES:
-        raw = _read(f"arxiv/{f}")
-        root = ET.fromstring(raw.encode("utf-8"))  # our own recordings, read once at start
-        for block, el in zip(_ENTRY_RE.findall(raw), root.iterfind("atom:entry", ATOM_NS), strict=True):
-            m = _ARXIV_ID.search((el.findtext("atom:id", namespaces=ATOM_NS) or "").strip())
-            published = el.findtext("atom:published", namespaces=ATOM_NS)
-            if m is None or published is None or m.group(1) in items:
-                continue
-            items[m.group(1)] = Item(id=m.group(1), occurred=when(published, "published"), listing=block)
-    return list(items.values())
-
-
-def _launchlibrary() -> list[Item]:
-    """Every recorded launch (both schema versions), once per id, dated by its `net`."""
-    items: dict[str, Item] = {}
-    for f in LAUNCH_FILES:
-        for r in _json(f"launchlibrary/{f}")["results"]:
-            if r["id"] not in items:
-                items[r["id"]] = Item(id=r["id"], occurred=when(r["net"], "net"), listing=r, detail=r)
-    return list(items.values())
-
-
 @cache
 def load_catalog() -> Catalog:
     gdacs, head, tail = _gdacs()
@@ -224,7 +182,7 @@ def load_catalog() -> Catalog:
         items={
             TmdbSource.name: _tmdb(), MusicBrainzSource.name: _musicbrainz(), DeezerSource.name: _deezer(),
             TheSportsDbSource.name: _thesportsdb(), UsgsSource.name: _usgs(), GdacsSource.name: gdacs,
-            ArxivSource.name: _arxiv(), LaunchLibrarySource.name: _launchlibrary(),
+            **{source: replay.items() for source, replay in domain_replays().items()},
         },
         gdacs_head=head,
         gdacs_tail=tail,

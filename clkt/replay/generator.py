@@ -20,12 +20,14 @@ import re
 from collections.abc import Iterable
 from datetime import UTC, date, datetime, time, timedelta
 from email.utils import format_datetime
+from functools import partial
 from typing import Any
 
 from aiohttp import web
 
 from clkt import clock
-from clkt.replay import feeds, payloads
+from clkt.replay import payloads
+from clkt.replay.domains import domain_replays
 from clkt.replay.query import add_api_routes, parse_day, parse_time, query_int
 from clkt.replay.stream import SOURCES, EntityStream, Generated
 
@@ -56,6 +58,9 @@ class GeneratorRoutes:
 
     def add_to(self, app: web.Application) -> None:
         add_api_routes(app, self)
+        for replay in domain_replays().values():
+            for path in replay.paths:
+                app.router.add_get(path, partial(replay.generated, self))
 
     def published_so_far(self) -> dict[str, int]:
         """How many entities each source has published by now (for `/_control/info`)."""
@@ -283,19 +288,3 @@ class GeneratorRoutes:
         body = payloads.GDACS_HEAD + "\n    ".join(
             payloads.gdacs_item(g, event_type=self.stream.gdacs_type(g.index)) for g in items) + payloads.GDACS_TAIL
         return self._respond(request, body.encode("utf-8"), "application/rss+xml", conditional=True)
-
-    # --- arXiv and Launch Library 2 -------------------------------------------------------------------
-
-    async def arxiv_query(self, request: web.Request) -> web.Response:
-        lo, hi, start, size = feeds.arxiv_query(request)
-        now = clock.now()
-        total, items = self._page("arxiv", lo or self.stream.start, hi or now, offset=start, limit=size)
-        body = feeds.arxiv_feed(request, [feeds.arxiv_entry(g) for g in items], total=total, start=start, size=size)
-        return self._respond(request, body, "application/atom+xml", conditional=True)
-
-    async def ll2_launches(self, request: web.Request) -> web.Response:
-        lo, hi, offset, limit = feeds.ll2_query(request)
-        now = clock.now()
-        total, items = self._page("launchlibrary", lo or self.stream.start, hi or now, offset=offset, limit=limit)
-        data = feeds.ll2_page(request, [feeds.launch_record(g) for g in items], total=total, offset=offset, limit=limit)
-        return self._json(request, data, conditional=True)

@@ -10,7 +10,8 @@ from aiohttp import web
 
 __all__ = ["API_ROUTES", "add_api_routes", "parse_day", "parse_time", "query_int"]
 
-# (path, handler method name): every route the replay server serves for the sources, in either mode
+# (path, handler method name): every route the replay server serves for the first domains' sources, in either mode
+# (each registered domain's are its folder's `replay.py`: `clkt.replay.domains`)
 API_ROUTES: tuple[tuple[str, str], ...] = (
     ("/tmdb/discover/movie", "tmdb_discover"),
     (r"/tmdb/movie/{id:\d+}", "tmdb_movie"),
@@ -25,9 +26,6 @@ API_ROUTES: tuple[tuple[str, str], ...] = (
     ("/thesportsdb/{key}/lookupevent.php", "sportsdb_lookup"),
     ("/usgs/query", "usgs_query"),
     ("/gdacs/xml/rss.xml", "gdacs_rss"),
-    ("/arxiv/query", "arxiv_query"),
-    ("/launchlibrary/launch/previous/", "ll2_launches"),
-    ("/launchlibrary/launch/upcoming/", "ll2_launches"),
 )
 
 

@@ -15,12 +15,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import date, datetime
 from email.utils import format_datetime, parsedate_to_datetime
+from functools import partial
 from typing import Any
 
 from aiohttp import web
 
-from clkt.replay import feeds
 from clkt.replay.catalog import Catalog, Item
+from clkt.replay.domains import domain_replays
 from clkt.replay.query import add_api_routes, parse_day, parse_time, query_int
 from clkt.replay.redate import RedatePlan, shift_json, shift_text, text_variants
 
@@ -92,6 +93,9 @@ class ReplayRoutes:
 
     def add_to(self, app: web.Application) -> None:
         add_api_routes(app, self)
+        for replay in domain_replays().values():
+            for path in replay.paths:
+                app.router.add_get(path, partial(replay.recorded, self))
 
     # --- helpers -------------------------------------------------------------------------------------
 
@@ -100,6 +104,11 @@ class ReplayRoutes:
             if s.id == item_id:
                 return s
         return None
+
+    def window(self, source: str, lo: datetime | None, hi: datetime | None) -> list[Served]:
+        """`source`'s items that occurred in [lo, hi) (an open end: None), oldest first (a list query's answer)."""
+        items = [s for s in self.served[source] if (lo is None or s.occurred >= lo) and (hi is None or s.occurred < hi)]
+        return sorted(items, key=lambda s: (s.occurred, s.id))
 
     def _headers(self, items: Iterable[Served]) -> dict[str, str]:
         h = {REPLAY_HEADER: "true"}
@@ -327,22 +336,3 @@ class ReplayRoutes:
         items = sorted(self.served["gdacs"], key=lambda s: (s.occurred, s.id), reverse=True)
         xml = self.gdacs_head + "\n    ".join(s.listing for s in items) + self.gdacs_tail
         return self._respond(request, xml.encode("utf-8"), "application/rss+xml", items, conditional=True)
-
-    # --- arXiv and Launch Library 2 -------------------------------------------------------------------
-
-    async def arxiv_query(self, request: web.Request) -> web.Response:
-        lo, hi, start, size = feeds.arxiv_query(request)
-        items = [s for s in self.served["arxiv"] if (lo is None or s.occurred >= lo) and (hi is None or s.occurred < hi)]
-        items.sort(key=lambda s: (s.occurred, s.id))
-        chunk = items[start: start + size]
-        body = feeds.arxiv_feed(request, [s.listing for s in chunk], total=len(items), start=start, size=size)
-        return self._respond(request, body, "application/atom+xml", chunk, conditional=True)
-
-    async def ll2_launches(self, request: web.Request) -> web.Response:
-        lo, hi, offset, limit = feeds.ll2_query(request)
-        items = [s for s in self.served["launchlibrary"]
-                 if (lo is None or s.occurred >= lo) and (hi is None or s.occurred < hi)]
-        items.sort(key=lambda s: (s.occurred, s.id))
-        chunk = items[offset: offset + limit]
-        data = feeds.ll2_page(request, [s.listing for s in chunk], total=len(items), offset=offset, limit=limit)
-        return self._json(request, data, chunk, conditional=True)

@@ -30,13 +30,12 @@ from typing import TypeVar
 from pydantic import BaseModel
 
 from clkt.facts import EntityFacts
+from clkt.replay.domains import domain_replays
 from clkt.snapshots.fiction import fictional_entity, fictional_timed
-from clkt.sources import SOURCE_TYPES
-from clkt.sources.arxiv import ArxivSource
 from clkt.sources.deezer import DeezerSource
 from clkt.sources.gdacs import GdacsSource
-from clkt.sources.launchlibrary import LaunchLibrarySource
 from clkt.sources.musicbrainz import MusicBrainzSource
+from clkt.sources.registry import SOURCE_TYPES
 from clkt.sources.thesportsdb import TheSportsDbSource
 from clkt.sources.tmdb import TmdbSource
 from clkt.sources.usgs import UsgsSource
@@ -51,16 +50,22 @@ KIND_OF = {name: cls.kind for name, cls in SOURCE_TYPES.items()}  # the kind of 
 LEAGUES = ("4328", "4424", "4387")  # the league ids TheSportsDB's poller asks for by default; matches take turns
 # how long after it occurred an entity is listed: (least, most) seconds, always under a day
 _LAG_S = {TmdbSource.name: (0, 6 * 3600), MusicBrainzSource.name: (0, 6 * 3600), DeezerSource.name: (0, 6 * 3600),
-          TheSportsDbSource.name: (2 * 3600, 3 * 3600), UsgsSource.name: (60, 1800), GdacsSource.name: (3600, 12 * 3600),
-          ArxivSource.name: (60, 1800), LaunchLibrarySource.name: (1800, 3 * 3600)}
+          TheSportsDbSource.name: (2 * 3600, 3 * 3600), UsgsSource.name: (60, 1800), GdacsSource.name: (3600, 12 * 3600)}
+
+
+def _lag_s(source: str) -> tuple[int, int]:
+    """(least, most) seconds after it occurred that an entity of `source` is listed: the first sources' here,
+    a registered domain's from its folder's `replay.py`."""
+    replay = domain_replays().get(source)
+    return replay.lag_s if replay is not None else _LAG_S[source]
+
+
 # leading digit of the numeric ids
 _NUMERIC_BASE = {TmdbSource.name: 7, DeezerSource.name: 8, TheSportsDbSource.name: 9}
 _INDEX_DIGITS = 9  # up to a billion entities per source and seed
 _MB_ID = re.compile(r"^c1c7(?P<tag>[0-9a-f]{4})-0000-4000-8000-(?P<i>[0-9a-f]{12})$")
 _USGS_ID = re.compile(r"^cg(?P<tag>\d{3})(?P<i>\d{9})$")
 _GDACS_ID = re.compile(r"^[A-Z]{2}(?P<tag>\d{3})(?P<i>\d{9})$")
-_ARXIV_ID = re.compile(r"^clkt(?P<tag>\d{3})/(?P<i>\d{9})$")  # an old-style arXiv id ("hep-th/9901001"), ours
-_LL2_ID = re.compile(r"^c1c8(?P<tag>[0-9a-f]{4})-0000-4000-8000-(?P<i>[0-9a-f]{12})$")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -112,7 +117,7 @@ class EntityStream:
         return ORIGIN + timedelta(seconds=round(at))
 
     def published(self, source: str, index: int) -> datetime:
-        lo, hi = _LAG_S[source]
+        lo, hi = _lag_s(source)
         return self.occurred(source, index) + timedelta(seconds=round(lo + (hi - lo) * self._unit(source, index, "lag")))
 
     def first_at_or_after(self, source: str, t: datetime) -> int:
@@ -142,7 +147,7 @@ class EntityStream:
         last = self.last_before(source, min(hi, now))
         if last < first:
             return 0
-        tail = math.ceil(_LAG_S[source][1] / self.step_s) + 1  # only the last few can still be unpublished
+        tail = math.ceil(_lag_s(source)[1] / self.step_s) + 1  # only the last few can still be unpublished
         hidden = sum(1 for i in range(max(first, last - tail), last + 1) if self.published(source, i) > now)
         return last - first + 1 - hidden
 
@@ -150,7 +155,7 @@ class EntityStream:
         """`limit` indices of `occurred_between` from its `offset`-th on (skipping without generating)."""
         first = self.first_at_or_after(source, lo)
         last = self.last_before(source, min(hi, now))
-        tail_start = last - (math.ceil(_LAG_S[source][1] / self.step_s) + 1)
+        tail_start = last - (math.ceil(_lag_s(source)[1] / self.step_s) + 1)
         out: list[int] = []
         i, seen = first, 0
         # before the tail every index is published: jump straight to the offset
@@ -175,10 +180,9 @@ class EntityStream:
             return f"cg{self.tag:03d}{index:09d}"
         if source == GdacsSource.name:
             return f"{self.gdacs_type(index)}{self.tag:03d}{index:09d}"
-        if source == ArxivSource.name:
-            return f"clkt{self.tag:03d}/{index:09d}"
-        if source == LaunchLibrarySource.name:
-            return f"c1c8{self.tag:04x}-0000-4000-8000-{index:012x}"
+        replay = domain_replays().get(source)
+        if replay is not None:
+            return replay.external_id(self.tag, index)
         raise KeyError(source)
 
     def index_of(self, source: str, external_id: str) -> int | None:
@@ -190,12 +194,14 @@ class EntityStream:
             n = int(s)
             head, index = divmod(n, 10**_INDEX_DIGITS)
             return index if head == _NUMERIC_BASE[source] * 1000 + self.tag else None
-        pattern = {MusicBrainzSource.name: _MB_ID, UsgsSource.name: _USGS_ID, GdacsSource.name: _GDACS_ID,
-                   ArxivSource.name: _ARXIV_ID, LaunchLibrarySource.name: _LL2_ID}.get(source)
+        replay = domain_replays().get(source)
+        if replay is not None:
+            return replay.index_of(s, tag=self.tag)
+        pattern = {MusicBrainzSource.name: _MB_ID, UsgsSource.name: _USGS_ID, GdacsSource.name: _GDACS_ID}.get(source)
         m = pattern.match(s) if pattern is not None else None
         if m is None:
             return None
-        base = 16 if source in (MusicBrainzSource.name, LaunchLibrarySource.name) else 10
+        base = 16 if source == MusicBrainzSource.name else 10
         tag, index = int(m["tag"], base), int(m["i"], base)
         if tag != self.tag or self.external_id(source, index) != s:
             return None

@@ -1,14 +1,13 @@
 """The crawlers: one module per domain API, the shared HTTP layer, and the poller service; `registry` lists the
-sources once."""
+sources once (import it as `clkt.sources.registry`: it imports every domain folder's `source.py`, which imports
+this package, so the package does not import it)."""
 
 from __future__ import annotations
 
 from clkt.sources.base import PollPage, Source, SourceLicence, SourceRef, Window
 from clkt.sources.http import Fetched, SourceClient
-from clkt.sources.registry import SOURCE_TYPES, licence_of, source_licences
 
 __all__ = [
-    "SOURCE_TYPES",
     "Fetched",
     "PollPage",
     "Source",
@@ -16,6 +15,4 @@ __all__ = [
     "SourceLicence",
     "SourceRef",
     "Window",
-    "licence_of",
-    "source_licences",
 ]

@@ -39,10 +39,10 @@ from clkt.documents import render_document
 from clkt.errors import ClktError, ConfigError, PayloadError, SourceBlocked, SourceError, SourceHttpError
 from clkt.facts import Domain, EntityRecord
 from clkt.logs import redact
-from clkt.sources import SOURCE_TYPES
 from clkt.sources.base import PollPage, Source, SourceRef, Window
 from clkt.sources.board import SourceBoard
 from clkt.sources.http import SourceClient
+from clkt.sources.registry import SOURCE_TYPES
 from storage.entities import (
     UpsertOutcome,
     existing_ids,

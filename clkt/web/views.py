@@ -21,8 +21,8 @@ from clkt.report.locality import KEPT_HEADER, kept_row
 from clkt.report.writer import report_dir
 from clkt.snapshots.layout import MANIFEST_FILE, SnapshotManifest
 from clkt.snapshots.period import period_of
-from clkt.sources import SOURCE_TYPES
 from clkt.sources.board import CycleOutcome, SourceBoard
+from clkt.sources.registry import SOURCE_TYPES
 from clkt.status import StatusReport, collect_status
 from clkt.web.files import list_files
 from storage.engine import Store

@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from agents.backend import AgentBackend
-from clkt.config import Settings, TargetSettings
+from clkt.config import ReplaySettings, Settings, TargetSettings
 from clkt.context import ServiceContext
 from clkt.documents import render_document
 from clkt.facts import EntityFacts
@@ -24,9 +24,13 @@ from clkt.pipeline.probe import ProbeFn, ProbeWorker
 from clkt.pipeline.stage_worker import StageWorker
 from clkt.pipeline.translate import TranslateWorker
 from clkt.pipeline.verify import VerifyWorker
+from clkt.replay import ReplayServer
+from clkt.sources.board import SourceBoard
+from clkt.sources.poller import SourcePoller
 from clkt.telemetry import Metrics
 from storage.engine import Store
-from storage.models import Document, Entity, EntityStatus, Stage
+from storage.enums import LeaseStatus
+from storage.models import Document, Entity, EntityStatus, Stage, Task
 from storage.tasks import enqueue
 from tests.conftest import wait_for
 
@@ -126,3 +130,26 @@ async def settle(store: Store, n: int, *, timeout: float = 60.0) -> dict[int, En
 
     await wait_for(done, timeout=timeout, interval=0.1)
     return await statuses(store)
+
+
+async def crawl_replayed(store: Store, settings: Settings, sources: Sequence[str]) -> int:
+    """`sources` crawled by their real pollers from the replay server's recordings (re-dated into February 2026,
+    read on 1 March 2026), each cycle completing with something inserted; every entity then queued for the probe
+    (what the gate does). The number of entities."""
+    replay = ReplaySettings(enabled=True, redate=True, redate_end=date(2026, 3, 1), redate_days=28)
+    async with ReplayServer(settings=replay) as server, aiohttp.ClientSession() as http:
+        ctx = ServiceContext(store=store, http=http, owner="t", metrics=Metrics(),
+                             clock=lambda: datetime(2026, 3, 1, 12, tzinfo=UTC))
+        for name in sources:
+            src = settings.sources[name].model_copy(update={"base_url": server.base_url(name), "rate_per_s": 1000.0,
+                                                            "lookback_days": 30})
+            report = await SourcePoller(source_name=name, settings=src, daemon=settings.daemon,
+                                        board=SourceBoard()).run_cycle(ctx)
+            assert report.completed and report.inserted, report
+    async with store.transaction() as s:
+        ids = list((await s.execute(select(Entity.id))).scalars())
+        await s.execute(update(Task).where(Task.stage == Stage.gate).values(status=LeaseStatus.done))
+        await s.execute(update(Entity).values(status=EntityStatus.probing))
+        for i in ids:
+            await enqueue(s, Stage.probe, i, "", max_attempts=3)
+    return len(ids)

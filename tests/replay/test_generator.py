@@ -21,11 +21,11 @@ from clkt.errors import ConfigError
 from clkt.facts import EntityRecord, FilmFacts, QuakeFacts, ReleaseFacts
 from clkt.replay import ReplayServer
 from clkt.replay.stream import SOURCES, EntityStream
-from clkt.sources import SOURCE_TYPES
 from clkt.sources.base import Source, Window
 from clkt.sources.board import SourceBoard
 from clkt.sources.http import SourceClient
 from clkt.sources.poller import SourcePoller
+from clkt.sources.registry import SOURCE_TYPES
 from clkt.telemetry import Metrics
 from storage.engine import Store
 

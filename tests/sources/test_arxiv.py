@@ -18,11 +18,11 @@ from defusedxml.ElementTree import fromstring
 
 from clkt.context import ServiceContext
 from clkt.documents import render_all
+from clkt.domains.science.facts import PaperFacts
+from clkt.domains.science.source import ArxivSource, parse_feed, parse_paper, plain_text
 from clkt.errors import PayloadError
-from clkt.facts import PaperFacts
 from clkt.replay import ReplayServer
 from clkt.sources._parse import when, xml_feed
-from clkt.sources.arxiv import ArxivSource, parse_feed, parse_paper, plain_text
 from storage.engine import Store
 from storage.entities import entity_by_key, skip_counts
 
@@ -32,7 +32,7 @@ MakeCtx = Callable[..., ServiceContext]
 
 
 def recorded(name: str) -> str:
-    return resources.files("clkt.replay").joinpath("data", "arxiv", name).read_text(encoding="utf-8")
+    return resources.files("clkt.domains.science").joinpath("data", name).read_text(encoding="utf-8")
 
 
 BIPV = recorded("api-query-all-BIPV-max3.xml")
@@ -181,7 +181,7 @@ def settings_for_url(url: str) -> Any:
 
 
 def test_the_real_endpoint_keeps_the_documented_pace() -> None:
-    from clkt.config import ArxivSettings
+    from clkt.domains.science.settings import ArxivSettings
 
     s = ArxivSettings()
     assert s.base_url == "https://export.arxiv.org/api" and s.concurrency == 1 and s.burst == 1

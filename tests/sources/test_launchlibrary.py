@@ -17,13 +17,14 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 from sqlalchemy import func, select
 
-from clkt.config import LaunchLibrarySettings, load_settings
+from clkt.config import load_settings
 from clkt.context import ServiceContext
 from clkt.documents import render_all
+from clkt.domains.spaceflight.facts import LaunchFacts
+from clkt.domains.spaceflight.settings import LaunchLibrarySettings
+from clkt.domains.spaceflight.source import LaunchLibrarySource, parse_launch, parse_launch_list
 from clkt.errors import PayloadError
-from clkt.facts import LaunchFacts
 from clkt.replay import ReplayServer
-from clkt.sources.launchlibrary import LaunchLibrarySource, parse_launch, parse_launch_list
 from storage.engine import Store
 from storage.entities import entity_by_key, skip_counts
 from storage.models import Entity
@@ -35,7 +36,7 @@ MakeCtx = Callable[..., ServiceContext]
 
 def recorded(name: str) -> dict[str, Any]:
     data: dict[str, Any] = json.loads(
-        resources.files("clkt.replay").joinpath("data", "launchlibrary", name).read_text(encoding="utf-8"))
+        resources.files("clkt.domains.spaceflight").joinpath("data", name).read_text(encoding="utf-8"))
     return data
 
 

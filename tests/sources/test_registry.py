@@ -9,8 +9,7 @@ from clkt.config import SourcesSettings
 from clkt.documents.registry import DOCUMENT_KINDS
 from clkt.replay import catalog, stream
 from clkt.snapshots.card import SOURCE_LICENCES
-from clkt.sources import SOURCE_TYPES, licence_of, source_licences
-from clkt.sources.registry import RETIRED_LICENCES
+from clkt.sources.registry import RETIRED_LICENCES, SOURCE_TYPES, licence_of, source_licences
 
 
 def test_every_source_has_a_settings_table_of_its_own_class() -> None:

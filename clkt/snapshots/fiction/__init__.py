@@ -12,6 +12,7 @@ from datetime import date, datetime
 from typing import Any
 
 from clkt.documents.registry import kinds_of_domain, load_modules
+from clkt.domains import import_side
 from clkt.errors import SnapshotError
 from clkt.facts import EntityFacts
 from clkt.snapshots.fiction._namer import Namer
@@ -50,3 +51,4 @@ def makers_of(domain: str) -> tuple[FictionalKind[Any], ...]:
 
 
 load_modules(__name__, __path__)
+import_side("control")  # each domain folder's control.py

@@ -18,13 +18,15 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Literal
 
-from clkt.config import LaunchLibrarySettings
+from clkt.domains.spaceflight import SPEC
+from clkt.domains.spaceflight.facts import LaunchFacts
+from clkt.domains.spaceflight.settings import LaunchLibrarySettings
 from clkt.errors import PayloadError
-from clkt.facts import Domain, EntityRecord, LaunchFacts
+from clkt.facts import Domain, EntityRecord
 from clkt.sources._parse import Items, arr, each, guard, obj, opt_int, opt_str, req_str, when
 from clkt.sources.base import PollPage, Source, SourceLicence, SourceRef, Window, record_of_listing, skipped_of
 
-__all__ = ["FINAL", "PENDING", "LaunchLibrarySource", "outcome_of", "parse_launch", "parse_launch_list"]
+__all__ = ["FINAL", "PENDING", "SOURCE", "LaunchLibrarySource", "outcome_of", "parse_launch", "parse_launch_list"]
 
 Outcome = Literal["success", "failure", "partial failure"]
 # Launch Library 2's status ids and the names both schema versions give them (name, abbrev), case-folded
@@ -104,7 +106,7 @@ def parse_launch(payload: object) -> EntityRecord:
         failreason=opt_str(r, "failreason") if outcome != "success" else None,
     )
     return EntityRecord(
-        source=LaunchLibrarySource.name, external_id=launch_id, domain=Domain.spaceflight,
+        source=LaunchLibrarySource.name, external_id=launch_id, domain=Domain(SPEC.name),
         name=f"{facts.name} ({net.date().isoformat()})", occurred_at=net, payload=dict(r), facts=facts,
     )
 
@@ -115,7 +117,7 @@ def _iso(dt: datetime) -> str:
 
 class LaunchLibrarySource(Source[LaunchLibrarySettings]):
     name: ClassVar[str] = "launchlibrary"
-    domain: ClassVar[Domain] = Domain.spaceflight
+    domain: ClassVar[Domain] = Domain(SPEC.name)
     kind: ClassVar[str] = "launch"
     licence: ClassVar[SourceLicence] = SourceLicence(
         provider="Launch Library 2 by The Space Devs, https://thespacedevs.com",
@@ -141,3 +143,6 @@ class LaunchLibrarySource(Source[LaunchLibrarySettings]):
 
     async def fetch(self, ref: SourceRef) -> EntityRecord:
         return record_of_listing(ref, parse_launch)
+
+
+SOURCE = LaunchLibrarySource  # what the sources' registry reads

@@ -5,7 +5,10 @@ from __future__ import annotations
 from clkt.documents._builder import DocBuilder
 from clkt.documents.formatting import Formatter
 from clkt.documents.registry import DOCUMENT_KINDS, DocumentKind
-from clkt.facts import SLOTS, Domain, LaunchFacts, RenderedDocument
+from clkt.domains.spaceflight import SPEC
+from clkt.domains.spaceflight.facts import LaunchFacts
+from clkt.domains.spaceflight.labels import MISSION_TYPE, ORBIT, OUTCOME
+from clkt.facts import RenderedDocument
 
 __all__ = ["LAUNCH_TEXT", "render_launch"]
 
@@ -77,13 +80,13 @@ def render_launch(f: LaunchFacts, fmt: Formatter) -> RenderedDocument:
         doc.add(t["provider"].format(provider=f.provider), slot="provider")
     if f.rocket:
         doc.add(t["rocket"].format(rocket=f.rocket), slot="rocket")
-    doc.add(t["outcome"].format(outcome=fmt.label("launch_outcome", f.outcome)), slot="outcome")
+    doc.add(t["outcome"].format(outcome=fmt.label(OUTCOME, f.outcome)), slot="outcome")
     if f.mission:
         doc.add(t["mission"].format(mission=f.mission))
     if f.mission_type and f.mission_type.strip().casefold() != "unknown":
-        doc.add(t["mission_type"].format(type=fmt.label("mission_type", f.mission_type)), slot="mission_type")
+        doc.add(t["mission_type"].format(type=fmt.label(MISSION_TYPE, f.mission_type)), slot="mission_type")
     if f.orbit and f.orbit.strip().casefold() != "unknown":
-        doc.add(t["orbit"].format(orbit=fmt.label("orbit", f.orbit)), slot="orbit")
+        doc.add(t["orbit"].format(orbit=fmt.label(ORBIT, f.orbit)), slot="orbit")
     if f.pad:
         doc.add(t["pad"].format(pad=f.pad), slot="pad")
     if f.location:
@@ -95,5 +98,5 @@ def render_launch(f: LaunchFacts, fmt: Formatter) -> RenderedDocument:
 
 
 DOCUMENT_KINDS.register(
-    DocumentKind(kind="launch", facts=LaunchFacts, domain=Domain.spaceflight.value, slots=SLOTS["launch"], render=render_launch)
+    DocumentKind(kind="launch", facts=LaunchFacts, domain=SPEC.name, slots=SPEC.slots, render=render_launch)
 )

@@ -6,7 +6,9 @@ from __future__ import annotations
 from clkt.documents._builder import DocBuilder
 from clkt.documents.formatting import Formatter
 from clkt.documents.registry import DOCUMENT_KINDS, DocumentKind
-from clkt.facts import SLOTS, Domain, PaperFacts, RenderedDocument
+from clkt.domains.science import SPEC
+from clkt.domains.science.facts import PaperFacts
+from clkt.facts import RenderedDocument
 
 __all__ = ["LISTED_AUTHORS", "PAPER_TEXT", "render_paper"]
 
@@ -94,5 +96,5 @@ def render_paper(f: PaperFacts, fmt: Formatter) -> RenderedDocument:
 
 
 DOCUMENT_KINDS.register(
-    DocumentKind(kind="paper", facts=PaperFacts, domain=Domain.science.value, slots=SLOTS["paper"], render=render_paper)
+    DocumentKind(kind="paper", facts=PaperFacts, domain=SPEC.name, slots=SPEC.slots, render=render_paper)
 )

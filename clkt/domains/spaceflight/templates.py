@@ -14,9 +14,10 @@ from agents.template.slots import DomainTemplates, SlotTemplate
 from agents.template.values import DateValue, LabelValue, NameValue, Value
 from clkt.documents.formatting import Formatter
 from clkt.documents.labels import known_values
-from clkt.facts import LaunchFacts
+from clkt.domains.spaceflight.facts import LaunchFacts
+from clkt.domains.spaceflight.labels import MISSION_TYPE, ORBIT
 
-__all__ = ["LAUNCH_SITES", "PADS", "PROVIDERS", "ROCKETS", "SPEC"]
+__all__ = ["LAUNCH_SITES", "PADS", "PROVIDERS", "ROCKETS", "TEMPLATES"]
 
 PROVIDERS = (
     "SpaceX", "Rocket Lab", "Arianespace", "United Launch Alliance", "Blue Origin", "Indian Space Research Organization",
@@ -123,7 +124,7 @@ def _named(value: str | None) -> Value | None:
     return NameValue(value) if value else None
 
 
-SPEC = DomainTemplates(
+TEMPLATES = DomainTemplates(
     kind="launch",
     context=_context,
     anchors=_anchors,
@@ -142,12 +143,12 @@ SPEC = DomainTemplates(
             candidates=lambda f, rng: pool_names(ROCKETS, rng, exclude=[f.rocket or "", f.name]),
         ),
         "mission_type": SlotTemplate(
-            slot="mission_type", question=Q["mission_type"], answer=lambda f: _label("mission_type", f.mission_type),
-            candidates=lambda f, rng: _labels("mission_type", f.mission_type, rng),
+            slot="mission_type", question=Q["mission_type"], answer=lambda f: _label(MISSION_TYPE, f.mission_type),
+            candidates=lambda f, rng: _labels(MISSION_TYPE, f.mission_type, rng),
         ),
         "orbit": SlotTemplate(
-            slot="orbit", question=Q["orbit"], answer=lambda f: _label("orbit", f.orbit),
-            candidates=lambda f, rng: _labels("orbit", f.orbit, rng),
+            slot="orbit", question=Q["orbit"], answer=lambda f: _label(ORBIT, f.orbit),
+            candidates=lambda f, rng: _labels(ORBIT, f.orbit, rng),
         ),
         "pad": SlotTemplate(
             slot="pad", question=Q["pad"], answer=lambda f: _named(f.pad),
@@ -171,7 +172,7 @@ def _judge_facts(f: LaunchFacts, found: FactList) -> None:
 
 AGENT_KINDS.register(
     AgentKind(
-        kind="launch", templates=SPEC, judge_facts=_judge_facts,
+        kind="launch", templates=TEMPLATES, judge_facts=_judge_facts,
         proper_names=lambda f: [x for x in (f.provider, f.rocket, f.mission, f.pad) if x],
     )
 )

@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 from datetime import UTC, date, datetime, time
 
-from agents.template.science import CATEGORIES
-from clkt.facts import PaperFacts
+from clkt.domains.science.facts import PaperFacts
+from clkt.domains.science.templates import CATEGORIES
 from clkt.snapshots.fiction._namer import Namer, day_in
 from clkt.snapshots.fiction.kinds import FICTIONAL_KINDS, FictionalKind, Made
 

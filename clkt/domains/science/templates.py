@@ -10,9 +10,9 @@ from agents.template.matchers import FactList, name_fact
 from agents.template.slots import DomainTemplates, SlotTemplate
 from agents.template.values import DateValue, IntValue, NameValue, Value
 from clkt.documents.formatting import Formatter
-from clkt.facts import PaperFacts
+from clkt.domains.science.facts import PaperFacts
 
-__all__ = ["CATEGORIES", "RESEARCHERS", "SPEC"]
+__all__ = ["CATEGORIES", "RESEARCHERS", "TEMPLATES"]
 
 # arXiv category codes (https://arxiv.org/category_taxonomy): identical in every language, like names
 CATEGORIES = (
@@ -96,7 +96,7 @@ def _other_authors(f: PaperFacts, rng: Random, index: int) -> list[Value]:
     return [*coauthors, *pool_names(RESEARCHERS, rng, exclude=f.authors)]
 
 
-SPEC = DomainTemplates(
+TEMPLATES = DomainTemplates(
     kind="paper",
     context=_context,
     anchors=_anchors,
@@ -141,5 +141,5 @@ def _judge_facts(f: PaperFacts, found: FactList) -> None:
 
 
 AGENT_KINDS.register(
-    AgentKind(kind="paper", templates=SPEC, judge_facts=_judge_facts, proper_names=lambda f: [*f.authors, f.title])
+    AgentKind(kind="paper", templates=TEMPLATES, judge_facts=_judge_facts, proper_names=lambda f: [*f.authors, f.title])
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from datetime import UTC, date, datetime, time
 
-from clkt.facts import LaunchFacts
+from clkt.domains.spaceflight.facts import LaunchFacts
 from clkt.snapshots.fiction._namer import Namer, day_in
 from clkt.snapshots.fiction.kinds import FICTIONAL_KINDS, FictionalKind, Made
 

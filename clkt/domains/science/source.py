@@ -20,13 +20,15 @@ from html.parser import HTMLParser
 from typing import Any, ClassVar
 from xml.etree import ElementTree as ET
 
-from clkt.config import ArxivSettings
+from clkt.domains.science import SPEC
+from clkt.domains.science.facts import PaperFacts
+from clkt.domains.science.settings import ArxivSettings
 from clkt.errors import PayloadError
-from clkt.facts import Domain, EntityRecord, PaperFacts
+from clkt.facts import Domain, EntityRecord
 from clkt.sources._parse import Items, each, guard, obj, opt_str, req_str, when, xml_feed
 from clkt.sources.base import PollPage, Source, SourceLicence, SourceRef, Window, record_of_listing, skipped_of
 
-__all__ = ["ATOM_NS", "ArxivSource", "entry_to_payload", "parse_feed", "parse_paper", "plain_text"]
+__all__ = ["ATOM_NS", "SOURCE", "ArxivSource", "entry_to_payload", "parse_feed", "parse_paper", "plain_text"]
 
 ATOM_NS = {
     "atom": "http://www.w3.org/2005/Atom",
@@ -132,7 +134,7 @@ def parse_paper(payload: object) -> EntityRecord:
         journal_ref=opt_str(p, "journal_ref"), doi=opt_str(p, "doi"), summary=" ".join(summary.split()) if summary else None,
     )
     return EntityRecord(
-        source=ArxivSource.name, external_id=arxiv_id, domain=Domain.science, name=f"{title} (arXiv:{arxiv_id})",
+        source=ArxivSource.name, external_id=arxiv_id, domain=Domain(SPEC.name), name=f"{title} (arXiv:{arxiv_id})",
         occurred_at=submitted, payload=p, facts=facts,
     )
 
@@ -143,7 +145,7 @@ def _stamp(dt: datetime) -> str:
 
 class ArxivSource(Source[ArxivSettings]):
     name: ClassVar[str] = "arxiv"
-    domain: ClassVar[Domain] = Domain.science
+    domain: ClassVar[Domain] = Domain(SPEC.name)
     kind: ClassVar[str] = "paper"
     licence: ClassVar[SourceLicence] = SourceLicence(
         provider="arXiv (Cornell University), https://arxiv.org; metadata through the arXiv API",
@@ -171,3 +173,6 @@ class ArxivSource(Source[ArxivSettings]):
 
     async def fetch(self, ref: SourceRef) -> EntityRecord:
         return record_of_listing(ref, parse_paper)
+
+
+SOURCE = ArxivSource  # what the sources' registry reads

@@ -1,0 +1,58 @@
+"""What a domain package declares about itself (`DomainSpec`): the one object the rest of the product reads.
+
+A domain is one package (`clkt.domains.<name>`, or any importable package, a test's toy domain included) whose
+`__init__` declares `SPEC`; its modules are named by side of the layering, and each side's registry imports the
+module it needs from every registered domain (`side_module`):
+
+- kernel: `facts.py` (the facts model), `settings.py` (the source's settings), `document.py` (the canonical
+  document in every language);
+- agents: `templates.py` (template questions, proper names, judge facts);
+- sources: `source.py` (the poller); snapshots: `control.py` (the control split's maker); replay: `replay.py`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from clkt.domain_base import Facts, SourceSettings
+
+__all__ = ["SIDES", "DomainSpec"]
+
+# a domain module's file name -> the side of the layering it belongs to (tests/test_layering.py reads it too)
+SIDES: dict[str, str] = {
+    "facts": "kernel", "settings": "kernel", "document": "kernel", "templates": "agents", "source": "sources",
+    "control": "snapshots", "replay": "replay",
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class DomainSpec:
+    """One domain: its name, the kind of its facts, its source and the defaults the product reads from it."""
+
+    name: str  # the domain: `[snapshot.quotas]`'s key, the spec's domains
+    package: str  # the importable package holding its modules ("clkt.domains.<name>")
+    facts: type[Facts]  # its facts model; its `kind` literal is the discriminator
+    slots: tuple[str, ...]  # the fact slots a document states and questions ask about, in document order
+    source: str  # its source's name: the `[sources.<name>]` table
+    settings: type[SourceSettings]  # that table's model, with the API's real endpoint and documented rate
+    quota: int  # entities per snapshot period, by default
+
+    def __post_init__(self) -> None:
+        if not self.name.isidentifier() or not self.source.isidentifier():
+            raise ValueError(f"domain {self.name!r}: its name and its source's name must be identifiers")
+        if self.quota < 0:
+            raise ValueError(f"domain {self.name!r}: a quota is a count of entities, got {self.quota}")
+
+    @property
+    def kind(self) -> str:
+        """The `kind` of its facts (the model's literal default)."""
+        default = self.facts.model_fields["kind"].default
+        if not isinstance(default, str):
+            raise TypeError(f"domain {self.name!r}: {self.facts.__name__}.kind has no literal default")
+        return default
+
+    def module(self, side: str) -> str:
+        """The dotted name of its module of `side`'s file name ("source", "templates"...)."""
+        if side not in SIDES:
+            raise ValueError(f"unknown domain module {side!r}; known: {sorted(SIDES)}")
+        return f"{self.package}.{side}"

@@ -1,0 +1,75 @@
+"""What a domain folder's `replay.py` declares (`REPLAY`, a `DomainReplay`): its routes, its recorded items (from
+its folder's `data/`), how each mode answers a request, its listing lag and its generated ids. The recorded
+server, the generator and the stream mount and read every registered domain's through `domain_replays()`.
+
+The registry is read when a server or a stream is built, not when this package is imported: a domain's
+`replay.py` imports this package's modules, so importing it from here at import time would find it half-built.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cache
+from typing import Any
+
+from aiohttp import web
+
+from clkt.domains import import_side
+
+__all__ = ["DomainReplay", "Item", "domain_replays"]
+
+# a domain's handler: (the recorded server's `ReplayRoutes` or the generator's `GeneratorRoutes`, the request); typed
+# loosely here because those modules mount the handlers (the domain's own module types its argument)
+Handler = Callable[[Any, web.Request], Awaitable[web.Response]]
+
+
+@dataclass(frozen=True)
+class Item:
+    """One recorded item of a source (`clkt.replay.catalog`): its recorded list entry, its detail, its date."""
+
+    id: str
+    occurred: datetime  # original primary time, aware UTC
+    listing: Any  # list-shaped JSON entry (or the raw `<item>` XML text for GDACS)
+    detail: Any | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+    projected: bool = False  # the list entry was projected from the recorded detail
+
+
+@dataclass(frozen=True, kw_only=True)
+class DomainReplay:
+    """One domain's replay surface, both modes."""
+
+    source: str  # its source's name (the spec's `source`)
+    paths: tuple[str, ...]  # its routes, each served by `recorded` (recorded mode) and `generated` (generator mode)
+    items: Callable[[], list[Item]]  # its recorded items, from its folder's data
+    recorded: Handler  # over a `clkt.replay.routes.ReplayRoutes`
+    generated: Handler  # over a `clkt.replay.generator.GeneratorRoutes`
+    lag_s: tuple[int, int]  # how long after it occurred an entity is listed: (least, most) seconds, under a day
+    external_id: Callable[[int, int], str]  # (the stream's tag, the entity's index) -> its id
+    id_pattern: re.Pattern[str]  # an id of ours, with groups `tag` and `i`
+    id_base: int = 10  # the base the two groups are written in
+
+    def index_of(self, external_id: str, *, tag: int) -> int | None:
+        """The index `external_id` names in the stream of `tag`, or None (another seed's, or no id of ours)."""
+        m = self.id_pattern.match(external_id.strip())
+        if m is None:
+            return None
+        got_tag, index = int(m["tag"], self.id_base), int(m["i"], self.id_base)
+        if got_tag != tag or self.external_id(tag, index) != external_id.strip():
+            return None
+        return index
+
+
+@cache
+def domain_replays() -> dict[str, DomainReplay]:
+    """Every registered domain's replay surface by its source's name (a domain without `replay.py` has none)."""
+    out: dict[str, DomainReplay] = {}
+    for module in import_side("replay"):
+        replay = getattr(module, "REPLAY", None)
+        if not isinstance(replay, DomainReplay):
+            raise TypeError(f"{module.__name__} declares no `REPLAY` (its `DomainReplay`)")
+        out[replay.source] = replay
+    return out
