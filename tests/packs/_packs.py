@@ -18,6 +18,7 @@ from clkt.packs.format import (
     ModelIdentity,
     PackManifest,
     PredictionRow,
+    ProbeRow,
     SnapshotRef,
     StrategyInfo,
 )
@@ -102,13 +103,14 @@ def manifest(**changes: Any) -> PackManifest:
 
 
 def make_pack(out: Path, *, preds: list[PredictionRow] | None = None, metrics: dict[str, Any] | None = None,
-              locality: list[LocalityRow] | None = None, **changes: Any) -> str:
-    """Write a pack at `out` (a folder, or an archive by its name), with `locality` answers when given; its sha256."""
+              locality: list[LocalityRow] | None = None, probe: list[ProbeRow] | None = None, **changes: Any) -> str:
+    """Write a pack at `out` (a folder, or an archive by its name), with `locality` and `probe` answers when given;
+    its sha256."""
     preds = rows() if preds is None else preds
     if metrics is None:
         metrics = compute_metrics(preds, LANGS, format_version=FORMAT_VERSION, locality=locality or (),
                                   snapshot_id=SNAPSHOT_ID).model_dump(mode="json")
-    return write_pack(out, manifest(**changes), preds, metrics, locality or ())
+    return write_pack(out, manifest(**changes), preds, metrics, locality or (), probe or ())
 
 
 async def make_store(tmp_path: Path, *, known_by: dict[str, list[int]] | None = None) -> Path:
