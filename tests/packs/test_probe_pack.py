@@ -67,7 +67,7 @@ def test_a_pack_with_probe_answers_reads_back_hashed_in_the_manifest(tmp_path: P
     assert read_pack(tmp_path / "plain").probe == []
 
 
-async def test_the_entity_the_model_knew_is_excluded_and_the_figures_recomputed_without_it(tmp_path: Path) -> None:
+async def test_intake_excludes_the_entity_the_model_knew_and_recomputes_the_figures_without_it(tmp_path: Path) -> None:
     cfg = await _store_with_facts(tmp_path)
     make_pack(tmp_path / "pack", probe=probe_rows())
     res = clkt("submit", str(tmp_path / "pack"), "--config", str(cfg))
@@ -81,6 +81,7 @@ async def test_the_entity_the_model_knew_is_excluded_and_the_figures_recomputed_
     expected = compute_metrics(kept, LANGS, format_version=FORMAT_VERSION, snapshot_id=SNAPSHOT_ID).model_dump(mode="json")
     assert {k: v for k, v in stored.items() if k != "probe"} == expected
     assert {c["n"] for c in stored["scorers"]["option-loglik"]["accuracy"]} == {1}  # 2 test questions, 1 left
+    assert "  probe: probed here (1 of 2 excluded), judged here (template judge)" in res.stdout
     board = _board_row(cfg)
     assert board["probe"] == "probed here (1 of 2 excluded)"
     assert board["overall"]["n"] == 1 and board["overall"]["value"] == 1.0  # type: ignore[index]
@@ -99,7 +100,8 @@ async def test_the_verdicts_are_this_services_not_the_packs(tmp_path: Path) -> N
 async def test_a_pack_without_probe_answers_keeps_not_probed_here(tmp_path: Path) -> None:
     cfg = await _store_with_facts(tmp_path)
     make_pack(tmp_path / "pack")
-    assert clkt("submit", str(tmp_path / "pack"), "--config", str(cfg)).returncode == 0
+    res = clkt("submit", str(tmp_path / "pack"), "--config", str(cfg))
+    assert res.returncode == 0 and "  probe: not probed here\n" in res.stdout
     assert "probe" not in json.loads(submitted(tmp_path)[0][3])
     board = _board_row(cfg)
     assert board["probe"] == "not probed here" and board["overall"]["n"] == 2  # type: ignore[index]
@@ -181,3 +183,33 @@ def test_the_lab_asks_the_daemons_prompt_about_every_real_entity_in_every_langua
     assert "Provide a brief factual summary of 'Velmora Tide'.\nSummary:" in prompts  # a base model's cue
     assert [r.summary for r in got] == probe_texts(target, prompts, data_dir=tmp_path, device="cpu", max_new_tokens=8)
     assert lines == ["probe: 2 entities x 2 languages (4 prompts)"]
+
+
+async def test_post_packs_intake_judges_the_probe_and_refuses_a_bad_one_with_one_line(tmp_path: Path) -> None:
+    """`POST /packs`: the verified upload's probe answers judged in the service (the limited child only reads
+    them), the known entity excluded; an upload naming an entity not in the snapshot is a 400 and stores nothing."""
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from clkt.web.intake import INTAKE_PATH
+    from storage.engine import Store
+    from tests.packs._packs import intake_app, store_dump
+
+    await _store_with_facts(tmp_path)
+    make_pack(tmp_path / "bad.tar.gz", probe=[*probe_rows()[:-1], probe_rows()[-1].model_copy(update={"entity_id": UNKNOWN})])
+    make_pack(tmp_path / "good.tar.gz", probe=probe_rows())
+    auth = {"Authorization": "Bearer intake-secret-0123456789"}
+    async with Store(url=f"sqlite+aiosqlite:///{tmp_path / 'clkt.db'}") as store:
+        app = intake_app(store, token="intake-secret-0123456789")
+        async with TestClient(TestServer(app, host="127.0.0.1")) as client:
+            before = store_dump(tmp_path)
+            r = await client.post(INTAKE_PATH, data=(tmp_path / "bad.tar.gz").read_bytes(), headers=auth)
+            got = await r.json()
+            assert r.status == 400, got
+            err = got["error"]
+            assert r.status == 400 and f"probe.jsonl: entity {UNKNOWN} is not a real entity" in err and "\n" not in err
+            assert store_dump(tmp_path) == before
+            r = await client.post(INTAKE_PATH, data=(tmp_path / "good.tar.gz").read_bytes(), headers=auth)
+            got = await r.json()
+            assert r.status == 200, got
+            assert got["metrics"]["probe"]["excluded"] == [public_entity_id(1)]
+            assert {c["n"] for c in got["metrics"]["scorers"]["option-loglik"]["accuracy"]} == {1}
