@@ -7,26 +7,20 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 from collections.abc import Callable
-from datetime import date
 from pathlib import Path
 
 import pytest
 
-from clkt.facts import FilmFacts, MatchFacts
 from clkt.packs.format import FORMAT_VERSION, MANIFEST_FILE, PROBE_FILE, PROBE_MAX_BYTES, ProbeRow
 from clkt.packs.metrics import compute_metrics
 from clkt.packs.pack import read_pack
 from tests.cli._in_process import clkt
 from tests.inject._fixtures import SNAPSHOT_ID, public_entity_id
-from tests.packs._packs import LANGS, assert_refused, make_pack, make_store, rows, submitted
+from tests.packs._packs import LANGS, assert_refused, make_pack, make_store, rows, store_facts, submitted
 
 pytestmark = pytest.mark.usefixtures("wide_console")
 
-FILM = FilmFacts(title="Velmora Tide", release_date=date(2025, 5, 20), directors=["Osric Palandri"], runtime_min=97)
-MATCH = MatchFacts(sport="football", competition="Harlow Cup", date=date(2025, 5, 3), home_team="Quenford Rovers",
-                   away_team="Ashby Town", home_score=4, away_score=1, venue="Harlow Park")
 KNOWN = "Velmora Tide is a film directed by Osric Palandri."  # states a fact of entity 1's document
 
 
@@ -40,11 +34,7 @@ def probe_rows(*, known: str = KNOWN) -> list[ProbeRow]:
 async def _store_with_facts(tmp_path: Path) -> Path:
     """The tiny snapshot's store, its two entities with the facts their documents state."""
     cfg = await make_store(tmp_path)
-    con = sqlite3.connect(tmp_path / "clkt.db")
-    with con:
-        for e, facts in ((1, FILM), (2, MATCH)):
-            con.execute("UPDATE entity SET facts = ? WHERE id = ?", (facts.model_dump_json(), e))
-    con.close()
+    store_facts(tmp_path)
     return cfg
 
 
