@@ -166,6 +166,8 @@ def evaluate(
     keep_work: Annotated[bool, typer.Option("--keep-work", help="keep the job folders (<out>.work) after the pack is written")] = False,
     engine: Annotated[str | None, typer.Option("--engine", metavar="local|ray", help=ENGINE_HELP)] = None,
     ray_address: Annotated[str | None, typer.Option("--ray-address", metavar="ADDRESS", help=RAY_ADDRESS_HELP)] = None,
+    probe: Annotated[bool, typer.Option("--probe", help="also ask the model the recognition probe about every entity "
+                                        "(probe.jsonl): the taker judges the answers and excludes what it knew")] = False,
     config: ConfigOption = None,
 ) -> None:
     from clkt.config.strategies import check_strategy
@@ -186,7 +188,8 @@ def evaluate(
         req = EvaluateRequest(
             snapshot_dir=snapshot, target=_target(*_model_and_name(model_path, target, name), kind, cutoff), strategy=used, train_langs=langs, gpu=gpu,
             overridden={**overridden, **changed}, out=out, data_dir=Path(settings.data_dir),
-            device=device or settings.gpu.devices[0], keep_work=keep_work,
+            device=device or settings.gpu.devices[0], keep_work=keep_work, probe=probe,
+            probe_max_new_tokens=settings.agents.probe_max_new_tokens,
         )
     except (ClktError, ValueError) as e:  # a refused option: one line, nothing run
         raise fail(str(e)) from None
@@ -203,5 +206,6 @@ def evaluate(
     done = run_async(go)
     resumed = f" ({', '.join(done.resumed)} read back from an earlier run)" if done.resumed else ""
     locality = f" and {done.locality} locality answers" if done.locality else ""
+    locality += f" and {done.probed} probe answers" if done.probed else ""
     console.print(plain(f"wrote {done.out}: {done.predictions} predictions{locality}{resumed}; pack sha256 {done.pack_sha256}"))
     console.print(plain(f"then: clkt submit {done.out}"))

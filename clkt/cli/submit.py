@@ -93,6 +93,8 @@ def parse_k(text: str) -> int | None:
 
 
 def _report(got: Intake, *, remote: bool = False) -> None:
+    from clkt.report.probed import probe_label
+
     here, key = ("by the service", "the service's answer key") if remote else ("here", "this store's answer key")
     if not got.stored:
         console.print(plain(f"pack {got.pack_sha256[:12]} ({got.target} on {got.snapshot_id}) was submitted before: "
@@ -106,6 +108,9 @@ def _report(got: Intake, *, remote: bool = False) -> None:
         err_console.print(plain(f"clkt: warning: {got.flags_fixed} answers' `correct` disagreed with their letter "
                                 f"against {key}; scored by the letters"), highlight=False)
     console.print(plain(f"submitted pack {got.pack_sha256[:12]}: {got.target} on {got.snapshot_id}"))
+    probe = got.metrics.probe if got.metrics is not None else None
+    console.print(plain(f"  probe: {probe_label([probe])}" + (f", judged {here} ({probe.judge} judge); the figures "
+                                                             "leave the excluded entities out" if probe else "")))
     if got.metrics is not None:
         for scorer, m in got.metrics.scorers.items():
             console.print(plain(f"  {scorer}: {_means_line(m)}"))

@@ -13,11 +13,16 @@ metrics.json        PackMetrics, computed from the answers alone (`clkt.packs.me
 locality.jsonl      optional: LocalityRow, one line per (train language, scorer, variant, test language, locality
                     question): the locality split's answers (questions about entities the target knew before
                     injection), from which metrics.json's kept % is computed; absent: no locality figure
+probe.jsonl         optional (`clkt evaluate --probe`): ProbeRow, one line per (real entity of the snapshot, language):
+                    the model's answer to the recognition probe ("Provide a brief factual summary of '<name>'.",
+                    `clkt.targets.summary`), never a verdict: the service that takes the pack in judges the answers
+                    itself and excludes the entities the model knew (`clkt.packs.probe`); absent: "not probed here"
 ```
 
 The locality answers are a file of their own, listed in the manifest like the others, so `predictions.jsonl`
 keeps meaning "every test answer" (what a reader computes accuracy from) and a version-1 reader that does not know
-the file still reads the pack (it checks the file's hash and reads no further).
+the file still reads the pack (it checks the file's hash and reads no further). `probe.jsonl` was added the same
+way, within version 1: a reader that does not know it checks its hash and scores the pack unprobed.
 
 The pack's identity (`pack_sha256`) is the sha256 of its `manifest.json` bytes, which name the other files'
 hashes: the same pack as a folder or as an archive has one identity. The contract is versioned: a reader of
@@ -42,12 +47,16 @@ __all__ = [
     "OPTIONAL_FILES",
     "PACK_FILES",
     "PREDICTIONS_FILE",
+    "PROBE_FILE",
+    "PROBE_MAX_BYTES",
+    "PROBE_SUMMARY_MAX_CHARS",
     "EnvironmentInfo",
     "FileEntry",
     "LocalityRow",
     "ModelIdentity",
     "PackManifest",
     "PredictionRow",
+    "ProbeRow",
     "SnapshotRef",
     "StrategyInfo",
 ]
@@ -58,8 +67,11 @@ MANIFEST_FILE = "manifest.json"
 PREDICTIONS_FILE = "predictions.jsonl"
 METRICS_FILE = "metrics.json"
 LOCALITY_FILE = "locality.jsonl"
+PROBE_FILE = "probe.jsonl"
+PROBE_MAX_BYTES = 8 << 20  # a larger probe.jsonl is refused before it is read (about 12 languages x 1,000 entities)
+PROBE_SUMMARY_MAX_CHARS = 4000  # one answer (the daemon asks for at most 1,024 new tokens; 96 by default)
 PACK_FILES = (MANIFEST_FILE, PREDICTIONS_FILE, METRICS_FILE)  # a pack holds these, and only `OPTIONAL_FILES` besides
-OPTIONAL_FILES = (LOCALITY_FILE,)
+OPTIONAL_FILES = (LOCALITY_FILE, PROBE_FILE)
 LOCALITY_SPLIT = "locality"  # `LocalityRow.split` (`clkt.evaluate.results.LOCALITY_SPLIT`)
 
 
@@ -148,3 +160,12 @@ class LocalityRow(PredictionRow):
     trained on, never scored as transfer): the fields of a `PredictionRow`, and the split it belongs to."""
 
     split: Literal["locality"]
+
+
+class ProbeRow(_Model):
+    """The model's answer to the recognition probe about the snapshot's entity `entity_id` (its public id) asked in
+    `lang`: what it said, never whether that shows it knew the entity (the taker judges it)."""
+
+    entity_id: int
+    lang: str = Field(min_length=2, max_length=8)
+    summary: str = Field(max_length=PROBE_SUMMARY_MAX_CHARS)

@@ -14,6 +14,12 @@ keeps no item rows for that split: it is not part of the content hash). Every lo
 of that split about an entity the pack's target knew (`known_by`), and every such question must be answered exactly
 once per train language, scorer, variant and language; its letters are scored against that key and kept % is
 recomputed from them (`clkt.packs.metrics.kept_cells`). A pack without locality answers never reads the folder.
+
+A pack with probe answers (`probe.jsonl`) must answer the probe for every real entity of the snapshot in every
+language, once (`clkt.packs.probe.probe_error`); the answers are judged here (`clkt.packs.probe.judge_probe`), the
+entities its model knew are excluded, and the stored metrics are recomputed without them and carry the verdicts
+(`PackMetrics.probe`); the pack's own metrics.json (computed by the lab, which cannot judge) is compared with the
+figures of every answer. A pack without probe answers is stored unprobed.
 """
 
 from __future__ import annotations
@@ -30,8 +36,9 @@ from clkt.config import TargetSettings
 from clkt.cutoff import first_eligible_day
 from clkt.errors import UserError
 from clkt.packs.format import LOCALITY_FILE, LocalityRow, ModelIdentity, PredictionRow
-from clkt.packs.metrics import PackMetrics, compute_metrics, first_difference
+from clkt.packs.metrics import PackMetrics, ProbeVerdicts, compute_metrics, first_difference
 from clkt.packs.pack import Pack, rows_jsonl, sort_key
+from clkt.packs.probe import judge_probe, probe_error, probed_entities
 from clkt.report.submitted import prime
 from clkt.roster.window import in_window
 from clkt.snapshots.content import load_item_refs
@@ -69,7 +76,7 @@ class Intake:
     claims_match: bool
     claims_note: str  # where the pack's metrics first differ from the recomputed ones ("" when they agree)
     flags_fixed: int  # answers whose `correct` disagreed with their letter against this store's key
-    metrics: PackMetrics | None
+    metrics: PackMetrics | None  # with the probe's verdicts, computed without the entities they exclude
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -252,6 +259,17 @@ async def _locality(pack: Pack, stored: _Stored) -> tuple[list[LocalityRow], int
     return rescored_locality(pack.locality, key)
 
 
+async def _probe(store: Store, pack: Pack, stored: _Stored) -> ProbeVerdicts | None:
+    """The pack's probe answers checked and judged here (none: None, nothing read)."""
+    if not pack.probe:
+        return None
+    entities = {it.entity_id: it.entity_row for it in stored.items}
+    error = probe_error(pack.probe, entities=entities, languages=stored.languages, snapshot_id=pack.manifest.snapshot.id)
+    if error:
+        raise UserError(f"pack {pack.source}: {error}")
+    return judge_probe(pack.probe, await probed_entities(store, stored.items), stored.languages)
+
+
 async def submit_pack(store: Store, pack: Pack, *, buffer_days: int) -> Intake:
     """Verify `pack` against the store and store it (see the module docstring)."""
     m = pack.manifest
@@ -268,11 +286,17 @@ async def submit_pack(store: Store, pack: Pack, *, buffer_days: int) -> Intake:
         raise UserError(f"pack {pack.source}: {error}")
     _window(pack, snap.period_start, buffer_days)
     locality, fixed_locality = await _locality(pack, snap)
+    probe = await _probe(store, pack, snap)
     rows, fixed = rescored(pack.predictions, test)
     fixed += fixed_locality
     metrics = compute_metrics(rows, languages, format_version=m.format_version, locality=locality,
                               snapshot_id=m.snapshot.id)
     note = first_difference(pack.claimed_metrics, metrics.model_dump(mode="json")) or ""
+    if probe is not None:  # the figures without the entities the model knew, with the verdicts
+        excluded = set(probe.excluded)
+        kept = [r for r in rows if r.entity_id not in excluded]
+        metrics = compute_metrics(kept, languages, format_version=m.format_version, locality=locality,
+                                  snapshot_id=m.snapshot.id).model_copy(update={"probe": probe})
     answers = gzip.compress(rows_jsonl(pack.predictions), mtime=0)
     new = NewSubmission(
         pack_sha256=pack.sha256, snapshot_id=m.snapshot.id, target_name=m.model.name, model=m.model.model,

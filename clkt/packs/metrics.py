@@ -30,10 +30,11 @@ from clkt.report.learn import learn_stat
 from clkt.report.locality import MIN_KEPT_N, KeptFigure, kept_figure
 from clkt.report.metric_table import PAIR_METRICS
 from clkt.report.metrics import ALL_DOMAINS, Outcome, pair_metrics
+from clkt.report.probed import ProbeVerdicts
 
 __all__ = [
-    "KEPT_SEED", "Accuracy", "KeptCell", "PackMetrics", "PairRow", "ScorerMetrics", "compute_metrics", "first_difference",
-    "kept_cells",
+    "KEPT_SEED", "Accuracy", "KeptCell", "PackMetrics", "PairRow", "ProbeVerdicts", "ScorerMetrics", "compute_metrics",
+    "first_difference", "kept_cells",
 ]
 
 KEPT_SEED = 0  # the report's bootstrap seed (`clkt report`, `clkt.report.writer`): the same draws, the same interval
@@ -86,6 +87,8 @@ class ScorerMetrics(_Model):
 class PackMetrics(_Model):
     format_version: int
     scorers: dict[str, ScorerMetrics] = Field(default_factory=dict)
+    # set only by the taker (`clkt submit`): the probe's verdicts, the figures computed without the entities excluded
+    probe: ProbeVerdicts | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 def _accuracy(rows: Sequence[PredictionRow]) -> list[Accuracy]:

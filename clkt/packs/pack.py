@@ -5,8 +5,9 @@ atomically, or as one `.tar.gz` when `out` ends so); `read_pack` takes a folder 
 into a temporary folder, `clkt.packs.archive`) and refuses, with one line (`UserError`), a pack of a newer format
 version, a missing, truncated, extra or linked file, a file whose sha256 is not the manifest's, or a line that is
 not a `PredictionRow` (in `locality.jsonl`: a `LocalityRow`, whose split must be `locality`). A pack without
-`locality.jsonl` (every pack written before it existed) reads with no locality answers. What it returns is what
-the files say: whether it fits a snapshot is `clkt.packs.intake`'s question.
+`locality.jsonl` (every pack written before it existed) reads with no locality answers; `probe.jsonl` (the model's
+probe answers, `ProbeRow`) likewise, and one the manifest lists larger than `PROBE_MAX_BYTES` is refused before it
+is read. What it returns is what the files say: whether it fits a snapshot is `clkt.packs.intake`'s question.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from clkt.errors import UserError
 from clkt.packs.archive import SafeExtract, is_archive, write_archive
@@ -32,15 +33,18 @@ from clkt.packs.format import (
     MANIFEST_FILE,
     METRICS_FILE,
     PREDICTIONS_FILE,
+    PROBE_FILE,
+    PROBE_MAX_BYTES,
     FileEntry,
     LocalityRow,
     PackManifest,
     PredictionRow,
+    ProbeRow,
 )
 
-__all__ = ["Pack", "canonical", "pack_bytes", "read_pack", "rows_jsonl", "sort_key", "write_pack"]
+__all__ = ["Pack", "canonical", "pack_bytes", "probe_jsonl", "read_pack", "rows_jsonl", "sort_key", "write_pack"]
 
-_R = TypeVar("_R", bound=PredictionRow)
+_R = TypeVar("_R", bound=BaseModel)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,6 +57,7 @@ class Pack:
     predictions: list[PredictionRow]
     claimed_metrics: dict[str, Any]
     locality: list[LocalityRow] = field(default_factory=list)  # the locality split's answers (none: no such file)
+    probe: list[ProbeRow] = field(default_factory=list)  # the model's probe answers (none: no such file)
 
 
 def canonical(data: Any) -> str:
@@ -68,18 +73,26 @@ def rows_jsonl(rows: Sequence[PredictionRow]) -> bytes:
     return "".join(canonical(r.model_dump(mode="json")) + "\n" for r in sorted(rows, key=sort_key)).encode()
 
 
+def probe_jsonl(rows: Sequence[ProbeRow]) -> bytes:
+    """Probe answers as the pack writes them: one canonical JSON object a line, by entity and language."""
+    ordered = sorted(rows, key=lambda r: (r.entity_id, r.lang))
+    return "".join(canonical(r.model_dump(mode="json")) + "\n" for r in ordered).encode()
+
+
 def pack_bytes(
     manifest: PackManifest, predictions: Sequence[PredictionRow], metrics: dict[str, Any],
-    locality: Sequence[LocalityRow] = (),
+    locality: Sequence[LocalityRow] = (), probe: Sequence[ProbeRow] = (),
 ) -> dict[str, bytes]:
-    """The pack's files as bytes (`locality.jsonl` only with locality answers); `manifest.files` is replaced by the
-    other files' hashes and sizes."""
+    """The pack's files as bytes (`locality.jsonl` only with locality answers, `probe.jsonl` only with probe
+    answers); `manifest.files` is replaced by the other files' hashes and sizes."""
     body = {
         PREDICTIONS_FILE: rows_jsonl(predictions),
         METRICS_FILE: (json.dumps(metrics, ensure_ascii=False, sort_keys=True, indent=1) + "\n").encode(),
     }
     if locality:
         body[LOCALITY_FILE] = rows_jsonl(locality)
+    if probe:
+        body[PROBE_FILE] = probe_jsonl(probe)
     files = {name: FileEntry(sha256=hashlib.sha256(data).hexdigest(), bytes=len(data)) for name, data in body.items()}
     final = manifest.model_copy(update={"files": files})
     body[MANIFEST_FILE] = (json.dumps(final.model_dump(mode="json"), ensure_ascii=False, sort_keys=True, indent=1) + "\n").encode()
@@ -88,10 +101,10 @@ def pack_bytes(
 
 def write_pack(
     out: Path, manifest: PackManifest, predictions: Sequence[PredictionRow], metrics: dict[str, Any],
-    locality: Sequence[LocalityRow] = (),
+    locality: Sequence[LocalityRow] = (), probe: Sequence[ProbeRow] = (),
 ) -> str:
     """Write the pack at `out` (a new folder, or a `.tar.gz` file); its sha256."""
-    body = pack_bytes(manifest, predictions, metrics, locality)
+    body = pack_bytes(manifest, predictions, metrics, locality, probe)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise UserError(f"{out} exists (choose another --out, or remove it)")
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -161,6 +174,10 @@ def _check_files(root: Path, manifest: PackManifest, shown: Path) -> None:
     for name in (PREDICTIONS_FILE, METRICS_FILE):
         if name not in manifest.files:
             raise UserError(f"pack {shown}: the manifest does not list {name}")
+    probe = manifest.files.get(PROBE_FILE)
+    if probe is not None and probe.bytes > PROBE_MAX_BYTES:
+        raise UserError(f"pack {shown}: {PROBE_FILE} is {probe.bytes:,} bytes, more than the {PROBE_MAX_BYTES:,} "
+                        "a pack's probe answers may be")
     extra = sorted(present - set(manifest.files))
     if extra:
         raise UserError(f"pack {shown}: extra file {extra[0]} is not listed in the manifest")
@@ -199,6 +216,7 @@ def _read_folder(root: Path, *, shown: Path) -> Pack:
     try:
         predictions = _rows(root, shown, PREDICTIONS_FILE, PredictionRow, "a prediction")
         locality = _rows(root, shown, LOCALITY_FILE, LocalityRow, "a locality answer") if LOCALITY_FILE in manifest.files else []
+        probe = _rows(root, shown, PROBE_FILE, ProbeRow, "a probe answer") if PROBE_FILE in manifest.files else []
         metrics = json.loads((root / METRICS_FILE).read_text(encoding="utf-8"))
     except UnicodeDecodeError as e:
         raise UserError(f"pack {shown}: a file is not UTF-8 text ({e.reason})") from e
@@ -207,4 +225,4 @@ def _read_folder(root: Path, *, shown: Path) -> Pack:
     if not isinstance(metrics, dict):
         raise UserError(f"pack {shown}: {METRICS_FILE} is not a JSON object")
     return Pack(source=shown, sha256=hashlib.sha256(raw).hexdigest(), manifest=manifest, predictions=predictions,
-                claimed_metrics=metrics, locality=locality)
+                claimed_metrics=metrics, locality=locality, probe=probe)

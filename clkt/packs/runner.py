@@ -15,6 +15,8 @@ arguments never reuse its files. The work folder is removed once the pack is wri
 The locality split's answers (the questions about entities the target knew, when the snapshot has them for its
 name: `manifest.locality.known_by`) are read from each job's `predictions.jsonl` (split `locality`; the outcome
 carries them only as counts) into the pack's `locality.jsonl`, and metrics.json's kept % is computed from them.
+With `probe` the model also answers the recognition probe about every real entity (`clkt.packs.probe_ask`, after
+the jobs, in this process on `device`) into the pack's `probe.jsonl`; the taker judges them.
 """
 
 from __future__ import annotations
@@ -66,6 +68,7 @@ from clkt.packs.format import (
 )
 from clkt.packs.metrics import compute_metrics
 from clkt.packs.pack import canonical, write_pack
+from clkt.packs.probe_ask import ask_probe
 from clkt.snapshots.layout import SnapshotData, load_snapshot_dir
 from clkt.targets.embedded import EMBEDDED_PREFIX, embedded_model
 from clkt.targets.loader import resolve_target
@@ -99,6 +102,8 @@ class EvaluateRequest:
     data_dir: Path  # where embedded models are converted (the config's data_dir)
     device: str = "auto"
     keep_work: bool = False
+    probe: bool = False  # ask the probe too (`probe.jsonl`)
+    probe_max_new_tokens: int = 96  # `[agents] probe_max_new_tokens`, as the daemon's probe stage
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -108,6 +113,7 @@ class Evaluated:
     predictions: int
     resumed: list[str]  # train languages whose finished job was read back
     locality: int = 0  # locality answers (locality.jsonl)
+    probed: int = 0  # probe answers (probe.jsonl)
     engine: str = "local"  # the engine the jobs ran on (`gpu.engine`)
     ran_on: list[str] = field(default_factory=list)  # where the jobs run now ran ("local", "ray:<node>"), in order
 
@@ -409,7 +415,9 @@ async def _evaluate(req: EvaluateRequest, snap: SnapshotData, root: Path, specs:
     manifest = _manifest(req, snap, rows, outcomes[-1][1].device)
     metrics = compute_metrics(rows, snap.languages, format_version=FORMAT_VERSION, locality=locality,
                               snapshot_id=snap.manifest.snapshot_id)
-    sha = write_pack(req.out, manifest, rows, metrics.model_dump(mode="json"), locality)
+    probe = await ask_probe(snap, req.target, data_dir=req.data_dir, device=req.device,
+                            max_new_tokens=req.probe_max_new_tokens, progress=progress) if req.probe else []
+    sha = write_pack(req.out, manifest, rows, metrics.model_dump(mode="json"), locality, probe)
     if not req.keep_work:
         shutil.rmtree(root, ignore_errors=True)
         work = root.parent
@@ -417,4 +425,4 @@ async def _evaluate(req: EvaluateRequest, snap: SnapshotData, root: Path, specs:
         if work.is_dir() and not any(work.iterdir()):
             work.rmdir()
     return Evaluated(out=req.out, pack_sha256=sha, predictions=len(rows), resumed=resumed, engine=engine.name,
-                     ran_on=ran_on, locality=len(locality))
+                     ran_on=ran_on, locality=len(locality), probed=len(probe))

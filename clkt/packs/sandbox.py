@@ -23,7 +23,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Iterator
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import ClassVar
 
@@ -112,8 +112,7 @@ def read_pack_isolated(archive: Path, *, shown: str | None = None) -> Pack:
     name = shown or str(archive)
     with _verified_folder(archive, name) as root:
         pack = read_pack(root)
-    return Pack(source=Path(name), sha256=pack.sha256, manifest=pack.manifest, predictions=pack.predictions,
-                claimed_metrics=pack.claimed_metrics, locality=pack.locality)
+    return replace(pack, source=Path(name))  # every file it read (the probe answers too), named as shown
 
 
 def _limit(kind: int, value: int) -> None:

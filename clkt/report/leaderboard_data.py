@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from clkt.errors import UserError
 from clkt.report._metric_fields import Estimate, PerMetric
 from clkt.report.basics import BOOTSTRAP_SAMPLES, MIN_CELL_N, Contingency
+from clkt.report.probed import ProbeVerdicts
 from clkt.snapshots.period import Cadence
 
 __all__ = [
@@ -151,6 +152,7 @@ class SubmittedPackInfo(_Frozen):
     submitted_at: str
     claims_match: bool  # the pack's own metrics.json agreed with its predictions (the board uses the predictions)
     reproduction: Reproduction | None = None
+    probe: ProbeVerdicts | None = None  # the probe's verdicts judged at intake (None: the pack carried no answers)
 
 
 class LeaderRow(PerMetric):
@@ -179,7 +181,7 @@ class LeaderRow(PerMetric):
     # "not reproduced" (not re-run yet); `agreement` over every answer re-run of its packs
     verified: str = ""
     agreement: float | None = None
-    probe: str = ""  # a submitted row: "not probed here" (no entity its model knew is excluded; clkt.report.verified_ranks)
+    probe: str = ""  # a submitted row: "probed here (k of n excluded)" or "not probed here" (clkt.report.probed)
     # several training seeds (`spec.seeds`; None: one, and the row reads as it always did): the seeds, and each
     # metric's value per seed; the metrics are then pooled over them (`clkt.report.seeds`: mean, between-seed
     # std, an interval over entities and seeds)

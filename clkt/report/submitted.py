@@ -13,7 +13,10 @@ One submitted row per model identity (target name, model, revision, weights sha2
 over the snapshots it has packs of; its label is `<name> (submitted)` (with the identity's first 8 hex digits when
 one name has several identities in the window). Of several packs of one identity, strategy and snapshot the latest
 submitted counts (a note says so). A submitted model declared its cutoff and was checked against the snapshot's
-window at intake; it has no recognition probes here, so no entity is excluded for it. A row is marked
+window at intake. A pack that carried its model's probe answers (`clkt evaluate --probe`) had them judged at intake
+(`clkt.packs.probe`): the entities its model knew (`metrics.probe.excluded`, public ids) are its row's exclusions on
+that snapshot, applied as a local target's are; a pack without them excludes nothing and its row is labelled "not
+probed here" (`probe_label`). A row is marked
 **reproduced** when `clkt submit --reproduce` re-ran its packs here with letter agreement at or above the pack's
 threshold (`REPRODUCED_AT`), **flagged** when below, **not reproduced** when never re-run.
 """
@@ -30,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from clkt.report.leaderboard_data import Leaderboard, LeaderRow, Reproduction, SubmittedPackInfo
+from clkt.report.probed import ProbeVerdicts, probe_label
 from clkt.snapshots.content import load_item_refs
 from clkt.snapshots.select import ItemRef
 from storage.leaderboard import WindowData, WindowJob, WindowSnapshot
@@ -94,13 +98,16 @@ class SubmittedRuns:
     info: dict[tuple[str, str], list[SubmittedPackInfo]] = field(default_factory=dict)  # (label, strategy) -> packs
     names: dict[str, str] = field(default_factory=dict)  # label -> the target's name in its packs
     notes: list[str] = field(default_factory=list)
+    # (snapshot id, label) -> the store's entity rows its probed packs' models knew (`clkt.packs.probe`)
+    exclusions: dict[tuple[str, str], frozenset[int]] = field(default_factory=dict)
 
     def merged(self, data: WindowData) -> WindowData:
-        """`data` with the submitted jobs and packs added, valid on every snapshot of the window (no exclusion)."""
+        """`data` with the submitted jobs and packs added, valid on every snapshot of the window, with the exclusions
+        their probes made."""
         if not self.jobs:
             return data
         ready = {(s.id, label) for s in data.snapshots for label in self.names}
-        return WindowData(snapshots=data.snapshots, ready=data.ready | ready, exclusions=data.exclusions,
+        return WindowData(snapshots=data.snapshots, ready=data.ready | ready, exclusions={**data.exclusions, **self.exclusions},
                           jobs=data.jobs + self.jobs, packs=data.packs + self.packs, public_entities=data.public_entities)
 
 
@@ -132,8 +139,22 @@ def pack_info(r: SubmissionRecord, reproduction: Reproduction | None = None) -> 
         strategy=r.strategy, train_langs=list(r.train_langs), clkt_version=r.clkt_version, format_version=r.format_version,
         environment=dict(env) if isinstance(env, dict) else {}, overridden=dict(strategy.get("overridden") or {}),
         submitted_at=r.submitted_at.isoformat(), claims_match=r.claims_match,
-        reproduction=reproduction if reproduction is not None else _reproduction(r),
+        reproduction=reproduction if reproduction is not None else _reproduction(r), probe=_probe(r),
     )
+
+
+def _probe(r: SubmissionRecord) -> ProbeVerdicts | None:
+    raw = r.metrics.get("probe")
+    return ProbeVerdicts.model_validate(raw) if isinstance(raw, dict) else None
+
+
+def _excluded(r: SubmissionRecord, items: Sequence[ItemRef]) -> frozenset[int]:
+    """The store's entity rows of the entities `r`'s probe excluded (none without a probe)."""
+    probe = _probe(r)
+    if probe is None or not probe.excluded:
+        return frozenset()
+    known = set(probe.excluded)
+    return frozenset(it.entity_row for it in items if it.entity_id in known)
 
 
 def _reproduction(r: SubmissionRecord) -> Reproduction | None:
@@ -214,15 +235,19 @@ async def submitted_runs(
     records = _latest(records, notes)
     labels = _labels(records)
     keys: dict[str, dict[int, tuple[int, int, str]]] = {}
+    items: dict[str, list[ItemRef]] = {}
+    exclusions: dict[tuple[str, str], frozenset[int]] = defaultdict(frozenset)
     jobs: list[WindowJob] = []
     packs: list[ResultPackRecord] = []
     info: dict[tuple[str, str], list[SubmittedPackInfo]] = defaultdict(list)
     digests: dict[str, str] = {}
     for r in records:
         if r.snapshot_id not in keys:
-            keys[r.snapshot_id] = _refs(await load_item_refs(session, r.snapshot_id))
+            items[r.snapshot_id] = await load_item_refs(session, r.snapshot_id)
+            keys[r.snapshot_id] = _refs(items[r.snapshot_id])
             digests[r.snapshot_id] = _digest(keys[r.snapshot_id])
         label = labels[_identity(r)]
+        exclusions[(r.snapshot_id, label)] |= _excluded(r, items[r.snapshot_id])
         blob = await submission_answers(session, r.pack_sha256)
         by_train = _scored(blob, keys[r.snapshot_id], digests[r.snapshot_id], scorer)
         for train, answers in sorted(by_train.items()):
@@ -231,7 +256,8 @@ async def submitted_runs(
             packs.extend(build_packs(job_id, answers))
         info[(label, r.strategy)].append(pack_info(r))
     return SubmittedRuns(jobs=tuple(jobs), packs=tuple(packs), info=dict(info),
-                         names={label: ident[0] for ident, label in labels.items()}, notes=notes)
+                         names={label: ident[0] for ident, label in labels.items()}, notes=notes,
+                         exclusions={k: v for k, v in exclusions.items() if v})
 
 
 def _verified(packs: Sequence[SubmittedPackInfo]) -> tuple[str, float | None]:
@@ -253,7 +279,8 @@ def annotate(rows: Sequence[LeaderRow], runs: SubmittedRuns) -> list[LeaderRow]:
             out.append(r)
             continue
         verified, rate = _verified(packs)
-        out.append(r.model_copy(update={"track": SUBMITTED, "submissions": packs, "verified": verified, "agreement": rate}))
+        out.append(r.model_copy(update={"track": SUBMITTED, "submissions": packs, "verified": verified, "agreement": rate,
+                                        "probe": probe_label([p.probe for p in packs])}))
     return out
 
 

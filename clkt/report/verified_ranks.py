@@ -6,8 +6,9 @@ and how to list them); with `LeaderboardQuery.unverified` (`clkt leaderboard --u
 it is listed apart, after every ranked row, labelled, with no rank. The ranks of the rows that do rank are computed
 among them alone (`clkt.report.leaderboard.rank_rows`), so an unverified row never pushes a verified one down.
 
-Every submitted row is also labelled "not probed here": its model's recognition probe never ran on this service, so
-no entity it already knew is excluded from its scores (rows run here exclude them).
+Every submitted row is also labelled with its probe (`clkt.report.probed`): "probed here (k of n excluded)" when its
+packs carried probe answers judged at intake, else "not probed here": no entity its model already knew is excluded
+from its scores (rows run here exclude them).
 """
 
 from __future__ import annotations
@@ -16,11 +17,11 @@ from collections.abc import Sequence
 
 from clkt.report.leaderboard import rank_rows
 from clkt.report.leaderboard_data import LeaderRow
+from clkt.report.probed import NOT_PROBED
 
 __all__ = ["NOT_PROBED", "RANKED_SUBMISSIONS", "partition"]
 
 RANKED_SUBMISSIONS = frozenset({"reproduced"})  # a submitted row's `verified` that ranks
-NOT_PROBED = "not probed here"
 
 
 def _ranks(r: LeaderRow) -> bool:
@@ -29,7 +30,7 @@ def _ranks(r: LeaderRow) -> bool:
 
 def partition(rows: Sequence[LeaderRow], *, show_unverified: bool) -> tuple[list[LeaderRow], list[str]]:
     """The board's rows (see the module docstring) and the note on the rows left off or listed apart."""
-    labelled = [r.model_copy(update={"probe": NOT_PROBED}) if r.track == "submitted" else r for r in rows]
+    labelled = [r.model_copy(update={"probe": NOT_PROBED}) if r.track == "submitted" and not r.probe else r for r in rows]
     ranked = rank_rows([r for r in labelled if _ranks(r)])
     apart = sorted((r.model_copy(update={"rank": None, "tied": False}) for r in labelled if not _ranks(r)),
                    key=lambda r: (r.strategy, r.scorer, r.target))

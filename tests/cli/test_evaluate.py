@@ -13,8 +13,8 @@ from clkt.packs.format import MANIFEST_FILE
 from clkt.packs.pack import read_pack
 from tests.cli._in_process import clkt
 from tests.evaluate._tiny import tiny_model, tiny_tokenizer
-from tests.inject._fixtures import SNAPSHOT_ID
-from tests.packs._packs import TEST_QIDS, make_store, submitted
+from tests.inject._fixtures import SNAPSHOT_ID, public_entity_id
+from tests.packs._packs import TEST_QIDS, make_store, store_facts, submitted
 
 pytestmark = pytest.mark.usefixtures("wide_console")
 
@@ -57,16 +57,22 @@ async def test_evaluate_writes_a_pack_that_submit_takes_in(tmp_path: Path) -> No
     assert {(r.variant, r.lang) for r in pack.predictions} == {(v, x) for v in ("base", "injected") for x in ("en", "fr")}
     assert {r.qid for r in pack.predictions} == set(TEST_QIDS)
 
-    # the same command again, the pack gone but its jobs' folder kept: the finished job is read back, not rerun
+    # the same command again with --probe, the pack gone but its jobs' folder kept: the finished job is read back,
+    # not rerun, and the model answers the probe about both entities in both languages (probe.jsonl)
     out.unlink()
-    again = clkt(*args, timeout_s=600)
+    again = clkt(*args, "--probe", timeout_s=600)
     assert again.returncode == 0, again.stderr
     assert "(en read back from an earlier run)" in again.stdout and "job starts" not in again.stderr
+    assert "and 4 probe answers" in again.stdout and "probe: 2 entities x 2 languages (4 prompts)" in again.stderr
     assert read_pack(out).predictions == pack.predictions
+    assert sorted((r.entity_id, r.lang) for r in read_pack(out).probe) == sorted(
+        (public_entity_id(e), lang) for e in (1, 2) for lang in ("en", "fr"))
     assert not (tmp_path / "out" / "pack.work").exists()  # removed once the pack is written
 
+    store_facts(tmp_path)  # what the probe is judged against here
     sub = clkt("submit", str(out), "--config", str(store_cfg))
     assert sub.returncode == 0, sub.stderr
+    assert "  probe: probed here (0 of 2 excluded), judged here (template judge)" in sub.stdout  # random weights
     assert f"submitted pack {read_pack(out).sha256[:12]}: tiny-model on {SNAPSHOT_ID}" in sub.stdout
     (row,) = submitted(tmp_path)
     assert row[2] == 1  # its metrics were recomputed and agree with its claims
@@ -150,8 +156,10 @@ async def test_evaluate_packs_the_locality_answers_with_the_jobs_kept_percent(tm
         c = cells[key]
         assert (c["n"], c["right_before"], c["kept"], c["rate"], c["too_few"]) == (k.n, k.base_right, k.kept, k.rate, k.too_few)
         assert c["ci"] == (list(k.ci) if k.ci is not None else None)
+    store_facts(tmp_path)  # what the probe is judged against here
     sub = clkt("submit", str(out), "--config", str(store_cfg))
     assert sub.returncode == 0, sub.stderr
+    assert "  probe: probed here (0 of 2 excluded), judged here (template judge)" in sub.stdout  # random weights
     assert sub.stderr == ""  # the claims, kept % included, agree with the letters against the store's key
     (row,) = submitted(tmp_path)
     assert row[2] == 1 and json.loads(row[3])["scorers"]["option-loglik"]["locality"] == pack.claimed_metrics["scorers"]["option-loglik"]["locality"]

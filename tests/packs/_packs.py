@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
+from datetime import date
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 from sqlmodel import col, update
 
+from clkt.facts import FilmFacts, MatchFacts
 from clkt.packs.format import (
     FORMAT_VERSION,
     EnvironmentInfo,
@@ -18,6 +20,7 @@ from clkt.packs.format import (
     ModelIdentity,
     PackManifest,
     PredictionRow,
+    ProbeRow,
     SnapshotRef,
     StrategyInfo,
 )
@@ -102,13 +105,14 @@ def manifest(**changes: Any) -> PackManifest:
 
 
 def make_pack(out: Path, *, preds: list[PredictionRow] | None = None, metrics: dict[str, Any] | None = None,
-              locality: list[LocalityRow] | None = None, **changes: Any) -> str:
-    """Write a pack at `out` (a folder, or an archive by its name), with `locality` answers when given; its sha256."""
+              locality: list[LocalityRow] | None = None, probe: list[ProbeRow] | None = None, **changes: Any) -> str:
+    """Write a pack at `out` (a folder, or an archive by its name), with `locality` and `probe` answers when given;
+    its sha256."""
     preds = rows() if preds is None else preds
     if metrics is None:
         metrics = compute_metrics(preds, LANGS, format_version=FORMAT_VERSION, locality=locality or (),
                                   snapshot_id=SNAPSHOT_ID).model_dump(mode="json")
-    return write_pack(out, manifest(**changes), preds, metrics, locality or ())
+    return write_pack(out, manifest(**changes), preds, metrics, locality or (), probe or ())
 
 
 async def make_store(tmp_path: Path, *, known_by: dict[str, list[int]] | None = None) -> Path:
@@ -172,5 +176,22 @@ def submitted(tmp_path: Path) -> list[tuple[Any, ...]]:
     con = sqlite3.connect(tmp_path / "clkt.db")
     try:
         return con.execute("SELECT pack_sha256, target_name, claims_match, metrics FROM submitted_pack").fetchall()
+    finally:
+        con.close()
+
+
+# the facts the tiny snapshot's documents state (entity 1: a film, 2: a match): what a probe is judged against here
+FILM = FilmFacts(title="Velmora Tide", release_date=date(2025, 5, 20), directors=["Osric Palandri"], runtime_min=97)
+MATCH = MatchFacts(sport="football", competition="Harlow Cup", date=date(2025, 5, 3), home_team="Quenford Rovers",
+                   away_team="Ashby Town", home_score=4, away_score=1, venue="Harlow Park")
+
+
+def store_facts(tmp_path: Path) -> None:
+    """The tiny store's two entities given `FILM` and `MATCH` as their facts (`make_store` stores none)."""
+    con = sqlite3.connect(tmp_path / "clkt.db")
+    try:
+        with con:
+            for e, facts in ((1, FILM), (2, MATCH)):
+                con.execute("UPDATE entity SET facts = ? WHERE id = ?", (facts.model_dump_json(), e))
     finally:
         con.close()
