@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import typer
+from pydantic_ai.models import override_allow_model_requests
 from rich.table import Table
 
 import clkt.cli as cli
@@ -126,7 +127,8 @@ async def test_incontext_takes_a_unique_prefix(store: Store, tmp_path: Path) -> 
                        f'[agents.providers.fake]\nbase_url = "{server.base_url}"\n'
                        '[[spec.targets]]\nname = "api-t"\nmodel = "fake:tiny-chat"\nbackend = "api"\nkind = "instruct"\n'
                        'cutoff = 2024-01-01\n')
-        ran = await asyncio.to_thread(clkt, "incontext", SNAPSHOT_ID[:9], "--config", str(cfg))
+        with override_allow_model_requests(True):  # the fake server on loopback (tests/agents/conftest.py forbids)
+            ran = await asyncio.to_thread(clkt, "incontext", SNAPSHOT_ID[:9], "--config", str(cfg))
     assert ran.returncode == 0, ran.stderr
     assert f"then: clkt report {SNAPSHOT_ID}" in ran.stdout and "api-t: 12 answered now" in ran.stdout
 

@@ -108,7 +108,8 @@ async def test_a_job_of_a_target_without_exclusions_leaves_nothing_out(store: St
     async with aiohttp.ClientSession() as http:
         spec = await consumer._job_spec(ServiceContext(store=store, http=http, owner="o", metrics=Metrics()), job, "cpu")
     assert spec.exclude_entities == []
-    assert len({d.entity_id for d in InjectionJob(spec).load_snapshot().docs}) == 8 + 4  # and the 4 control entities
+    control = len(settings.spec.domains) * settings.snapshot.control_entities  # the control split's entities
+    assert len({d.entity_id for d in InjectionJob(spec).load_snapshot().docs}) == 8 + control
 
 
 async def test_a_snapshot_before_the_targets_window_is_out_of_window(store: Store, tmp_path) -> None:
