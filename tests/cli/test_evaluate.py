@@ -159,7 +159,7 @@ async def test_evaluate_packs_the_locality_answers_with_the_jobs_kept_percent(tm
     store_facts(tmp_path)  # what the probe is judged against here
     sub = clkt("submit", str(out), "--config", str(store_cfg))
     assert sub.returncode == 0, sub.stderr
-    assert "  probe: probed here (0 of 2 excluded), judged here (template judge)" in sub.stdout  # random weights
+    assert "  probe: not probed here" in sub.stdout  # evaluated without --probe: the pack carries no answers
     assert sub.stderr == ""  # the claims, kept % included, agree with the letters against the store's key
     (row,) = submitted(tmp_path)
     assert row[2] == 1 and json.loads(row[3])["scorers"]["option-loglik"]["locality"] == pack.claimed_metrics["scorers"]["option-loglik"]["locality"]
