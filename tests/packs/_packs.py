@@ -27,7 +27,7 @@ from clkt.packs.format import (
 from clkt.packs.metrics import compute_metrics
 from clkt.packs.pack import write_pack
 from clkt.snapshots.layout import MANIFEST_FILE, SnapshotManifest, sha256_file
-from clkt.web import HostGuard, security_middlewares
+from clkt.web import HostGuard, pages_app, security_middlewares
 from clkt.web.intake import INTAKE_PATH, IntakeConfig, add_intake
 from clkt.web.intake_gate import IntakeLimits, Submitters, hash_token
 from storage.engine import Store
@@ -195,3 +195,20 @@ def store_facts(tmp_path: Path) -> None:
                 con.execute("UPDATE entity SET facts = ? WHERE id = ?", (facts.model_dump_json(), e))
     finally:
         con.close()
+
+
+async def leaderboard_page(cfg: Path) -> tuple[int, str]:
+    """The status pages' leaderboard (unverified rows listed) of the store `cfg` configures: (HTTP status, HTML)."""
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from clkt.config import load_settings
+    from clkt.services import page_context
+    from storage.engine import Store
+
+    with cfg.open("a", encoding="utf-8") as fh:
+        fh.write('[gpu]\nenabled = false\n[spec]\nname = "tiny"\nlanguages = ["en", "fr"]\n')
+    settings = load_settings(cfg, environ={})
+    async with Store(url=settings.resolved_store_url) as store, \
+            TestClient(TestServer(pages_app(page_context(settings, store=store)), host="127.0.0.1")) as client:
+        r = await client.get("/leaderboard?unverified=1")
+        return r.status, await r.text()

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.cli._in_process import clkt
-from tests.packs._packs import make_pack, make_store, rows
+from tests.packs._packs import leaderboard_page, make_pack, make_store, rows
 
 pytestmark = pytest.mark.usefixtures("wide_console")
 
@@ -96,24 +96,11 @@ async def test_the_text_board_marks_the_submitted_row(tmp_path: Path) -> None:
 
 
 async def test_the_page_shows_the_submitted_row_and_its_provenance(tmp_path: Path) -> None:
-    from aiohttp.test_utils import TestClient, TestServer
-
-    from clkt.config import load_settings
-    from clkt.services import page_context
-    from clkt.web import pages_app
-    from storage.engine import Store
-
     cfg = await make_store(tmp_path)
     sha = make_pack(tmp_path / "pack")
     _submit(cfg, tmp_path / "pack")
-    with cfg.open("a", encoding="utf-8") as fh:
-        fh.write('[gpu]\nenabled = false\n[spec]\nname = "tiny"\nlanguages = ["en", "fr"]\n')
-    settings = load_settings(cfg, environ={})
-    async with Store(url=settings.resolved_store_url) as store, \
-            TestClient(TestServer(pages_app(page_context(settings, store=store)), host="127.0.0.1")) as client:
-        r = await client.get("/leaderboard?unverified=1")
-        html = await r.text()
-    assert r.status == 200
+    status, html = await leaderboard_page(cfg)
+    assert status == 200
     for needle in ("<td>tiny (submitted)</td>", '<a href="#submitted">submitted</a>', "not reproduced", "not probed here", 'id="submitted-packs"',
                    f'title="{sha}"', "<td>/models/tiny</td>", f"<code>{'1' * 64}</code>", "<td>0.1.0</td>", "device cpu"):
         assert needle in html, needle

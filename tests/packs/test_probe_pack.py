@@ -17,7 +17,16 @@ from clkt.packs.metrics import compute_metrics
 from clkt.packs.pack import read_pack
 from tests.cli._in_process import clkt
 from tests.inject._fixtures import SNAPSHOT_ID, public_entity_id
-from tests.packs._packs import LANGS, assert_refused, make_pack, make_store, rows, store_facts, submitted
+from tests.packs._packs import (
+    LANGS,
+    assert_refused,
+    leaderboard_page,
+    make_pack,
+    make_store,
+    rows,
+    store_facts,
+    submitted,
+)
 
 pytestmark = pytest.mark.usefixtures("wide_console")
 
@@ -206,23 +215,10 @@ async def test_post_packs_intake_judges_the_probe_and_refuses_a_bad_one_with_one
 
 
 async def test_the_page_shows_the_probe_of_the_row_and_of_its_pack(tmp_path: Path) -> None:
-    from aiohttp.test_utils import TestClient, TestServer
-
-    from clkt.config import load_settings
-    from clkt.services import page_context
-    from clkt.web import pages_app
-    from storage.engine import Store
-
     cfg = await _store_with_facts(tmp_path)
     make_pack(tmp_path / "pack", probe=probe_rows())
     assert clkt("submit", str(tmp_path / "pack"), "--config", str(cfg)).returncode == 0
-    with cfg.open("a", encoding="utf-8") as fh:
-        fh.write('[gpu]\nenabled = false\n[spec]\nname = "tiny"\nlanguages = ["en", "fr"]\n')
-    settings = load_settings(cfg, environ={})
-    async with Store(url=settings.resolved_store_url) as store, \
-            TestClient(TestServer(pages_app(page_context(settings, store=store)), host="127.0.0.1")) as client:
-        r = await client.get("/leaderboard?unverified=1")
-        html = await r.text()
-    assert r.status == 200
+    status, html = await leaderboard_page(cfg)
+    assert status == 200
     assert '<span class="muted">probed here (1 of 2 excluded)</span>' in html
     assert "<th>probed here</th>" in html and "1 of 2 excluded <span class=\"muted\">(template judge, en, fr)</span>" in html
