@@ -56,9 +56,9 @@ def pytest_configure(config: pytest.Config) -> None:
     if worker and url:
         import asyncio
 
-        from tests.storage._urls import worker_database
+        import tests.storage._urls as urls
 
-        os.environ["CLKT_TEST_PG_URL"] = asyncio.run(worker_database(url, worker))
+        os.environ["CLKT_TEST_PG_URL"] = urls.PG_URL = asyncio.run(urls.worker_database(url, worker))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -56,7 +56,8 @@ SELECT e.id AS entity_id, e.source, e.external_id, e.domain, e.occurred_at, {_mo
        CASE
          WHEN se.snapshot_id IS NOT NULL THEN NULL
          WHEN e.status = 'ready' AND {_KNOWN} THEN 'known'
-         WHEN e.status IN ('known', 'ineligible', 'rejected', 'failed', 'expired') THEN e.status
+         WHEN CAST(e.status AS VARCHAR) IN ('known', 'ineligible', 'rejected', 'failed', 'expired')
+           THEN CAST(e.status AS VARCHAR)
          ELSE NULL
        END AS reason
 FROM entity e
@@ -65,6 +66,10 @@ LEFT JOIN snapshot s ON s.id = se.snapshot_id"""
 
 
 def upgrade() -> None:
+    if op.get_bind().dialect.name == "postgresql":
+        # PostgreSQL keeps the statuses in an enum type; the new value may not be used in this transaction, so the
+        # view below compares the status as text.
+        op.execute("ALTER TYPE entitystatus ADD VALUE IF NOT EXISTS 'expired'")
     op.create_table(
         'snapshot_entity',
         sa.Column('spec', sa.String(length=64), nullable=False),
