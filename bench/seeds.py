@@ -18,7 +18,13 @@ report Table 2 field by field (`table2_fields_mismatched` == 0, no cell on one s
 on 2 idle CPU cores a demo job takes about 6 minutes; under a load of 5-10 the first seed alone ran past 40 minutes
 (base pass 18 min, 5 epochs with validation about 20 min, then the test pass), hence `--timeout-min` 90 per seed.
 
+`--record` adds each seed's figures to the demo's spread (`bench/results/demo-spread.json`, issue 45 item 5: kind
+`seed`, or `deterministic` with `--deterministic`, which runs the jobs with `[gpu] deterministic = true` on
+`--threads` torch threads, default 1). `seed0_vs_demo` lists the figures where this copy's seed-0 job differs from
+the demo's own report (the same job run again on the same machine).
+
     .venv/bin/python bench/seeds.py [--from DIR] [--seeds 3] [--train en] [--timeout-min 90]
+                                    [--record] [--deterministic] [--threads N]
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from bench.demo import run_demo  # noqa: E402
+from bench.support import spread  # noqa: E402
 from clkt.config import load_settings  # noqa: E402
 from clkt.layout import MODELS_DIR, base_cache_dir, job_dir  # noqa: E402
 from clkt.report.domain_board import build_domain_board  # noqa: E402
@@ -73,9 +80,11 @@ def _copy_demo(src: Path, dst: Path) -> Path:
     return dst
 
 
-def _config(work: Path, seeds: list[int]) -> Path:
+def _config(work: Path, seeds: list[int], *, deterministic: bool = False, threads: int | None = None) -> Path:
     cfg = work / "seeds.toml"
-    cfg.write_text(f'offline_demo = true\ndata_dir = "{work / "clkt-data"}"\n[spec]\nseeds = {seeds}\n', encoding="utf-8")
+    lines = ["offline_demo = true", f'data_dir = "{work / "clkt-data"}"', "[spec]", f"seeds = {seeds}"]
+    gpu = (["deterministic = true"] if deterministic else []) + ([f"torch_threads = {threads}"] if threads else [])
+    cfg.write_text("\n".join(lines + (["[gpu]", *gpu] if gpu else [])) + "\n", encoding="utf-8")
     return cfg
 
 
@@ -196,7 +205,11 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--train", default="en")
     ap.add_argument("--timeout-min", type=float, default=90.0, help="per seed's worker")
+    ap.add_argument("--record", action="store_true", help="add each seed's figures to bench/results/demo-spread.json")
+    ap.add_argument("--deterministic", action="store_true", help="[gpu] deterministic = true (see above)")
+    ap.add_argument("--threads", type=int, help="[gpu] torch_threads (default: 1 with --deterministic, else torch's)")
     a = ap.parse_args()
+    threads = a.threads or (1 if a.deterministic else None)
     figures: dict[str, Any] = {}
     src = a.from_dir
     if src is None:
@@ -205,7 +218,9 @@ def main() -> None:
         figures["demo_wall_s"] = round(wall, 1)
     work = _copy_demo(src.resolve(), Path(tempfile.mkdtemp(prefix="clkt-seeds-bench-")) / "demo")
     seeds = list(range(a.seeds))
-    cfg = _config(work, seeds)
+    cfg = _config(work, seeds, deterministic=a.deterministic, threads=threads)
+    demo_head = spread.headline(json.loads(next(iter(sorted(src.glob("clkt-data/reports/*/metrics.json")))).read_text(
+        encoding="utf-8")))
     sid, target = asyncio.run(_reset(cfg))
     walls = []
     for s in seeds:
@@ -213,7 +228,17 @@ def main() -> None:
         walls.append(_worker(work, cfg, a.timeout_min * 60))
     figures |= {"snapshot": sid, "target": target, "train": a.train, "seeds": seeds,
                 "seed_wall_s": [round(x, 1) for x in walls], "wall_ratio": round(sum(walls) / walls[0], 3)}
-    figures |= asyncio.run(_measure(cfg, seeds))
+    figures |= asyncio.run(_measure(cfg, seeds)) | {"deterministic": a.deterministic, "threads": threads}
+    scorer = figures["scorer"]
+    heads = {s: spread.seed_headline(f, scorer) for s, f in figures["per_seed"].items()}
+    if "0" in heads:
+        figures["seed0_vs_demo"] = [f"{k}: {v:.4f} here, {demo_head[k]:.4f} in the demo's report"
+                                    for k, v in heads["0"].items() if k in demo_head and abs(v - demo_head[k]) > 1e-9]
+    if a.record:
+        kind = "deterministic" if a.deterministic else "seed"
+        for (s, head), wall in zip(heads.items(), walls, strict=True):
+            spread.append(spread.observation(f"bench/seeds.py seed {s}", kind, head, seed=int(s), threads=threads,
+                                             job_wall_s=round(wall, 1)))
     goals = {"wall_ratio": f"<= {WALL_RATIO_GOAL}",
              **{f"{m}_pooled_ci_width": f">= {m}_widest_single_ci_width" for m in METRICS},
              "table2_fields_mismatched": "== 0 (and table2_cells_only_one_side == 0, table2_fields_compared > 0)"}

@@ -81,6 +81,10 @@ class GpuSettings(Section):
     job_timeout_s: float = Field(default=6 * 3600, gt=0, le=30 * 86400)
     max_attempts: int = Field(default=3, ge=1, le=100)
     torch_threads: int | None = Field(default=None, ge=1, le=1024)
+    # deterministic kernels (`torch.use_deterministic_algorithms`; on CUDA also a fixed cuBLAS workspace): an op
+    # without a deterministic kernel fails the job instead of running. Slower; what it changes is measured by
+    # `bench/seeds.py --deterministic` (bench/results/demo-spread.json)
+    deterministic: bool = False
     seed: int = Field(default=0, ge=0, le=2**32 - 1)
     # -- where GPU jobs run (clkt.inject.engine) --
     engine: Literal["local", "ray"] = "local"  # local: a child process per device; ray: Ray work on a cluster

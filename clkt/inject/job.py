@@ -112,6 +112,9 @@ class InjectionJob:
         spec = self.spec
         if spec.gpu.torch_threads:
             torch.set_num_threads(spec.gpu.torch_threads)
+        if spec.gpu.deterministic:
+            os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # read when cuBLAS starts, before any matmul
+            torch.use_deterministic_algorithms(True)
         torch.manual_seed(spec.gpu.seed)
         started = time.monotonic()
         reset_peak_memory(resolve_device(spec.device))
@@ -197,7 +200,7 @@ class InjectionJob:
             json.dumps(
                 [spec.target.model_dump(mode="json"), self.scorers, spec.gpu.parse, spec.gpu.max_new_tokens,
                  spec.gpu.max_seq_len, spec.gpu.eval_batch_size, EVAL_PROMPT_VERSION, dtype,
-                 sorted((r.qid, r.lang) for r in rows)],
+                 sorted((r.qid, r.lang) for r in rows)] + (["deterministic"] if spec.gpu.deterministic else []),
                 sort_keys=True, default=str,
             ).encode()
         ).hexdigest()[:BASE_CACHE_KEY_HEX]

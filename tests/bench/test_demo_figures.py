@@ -1,7 +1,7 @@
 """The README's demo figures are the rendering of a recorded demo run (`bench/results/demo-metrics.json`, written
-by `bench/demo.py --write` from the report the demo wrote): a figure edited by hand, or a renderer changed
-without a new run, fails here. `bench/demo.py` (no `--write`) reruns the demo and says whether the figures
-still hold."""
+by `bench/demo.py --write` from the report the demo wrote) followed by the figures' spread
+(`bench/results/demo-spread.json`): a figure edited by hand, or a renderer changed without a new run, fails here.
+`bench/demo.py` (no `--write`) reruns the demo and says whether its figures fall inside the spread."""
 
 from __future__ import annotations
 
@@ -10,14 +10,21 @@ from pathlib import Path
 
 import pytest
 
-from bench.demo import BEGIN, END, README, STORED, readme_block, render_figures, write_block
+from bench.demo import BEGIN, END, README, STORED, readme_block, readme_lines, render_figures, write_block
+from bench.support import spread
 
 GOLDEN = Path(__file__).resolve().parents[1] / "report" / "golden" / "metrics.json"
 
 
-def test_the_readme_quotes_the_recorded_demo_run() -> None:
+def test_the_readme_quotes_the_recorded_demo_run_and_its_spread() -> None:
     metrics = json.loads(STORED.read_text(encoding="utf-8"))
-    assert readme_block(README.read_text(encoding="utf-8")) == render_figures(metrics)
+    observed = spread.load()
+    block = readme_block(README.read_text(encoding="utf-8"))
+    assert block == readme_lines(metrics, observed)
+    # the recorded run is one of the spread's observations (issue 45 item 5: the figure with its spread)
+    assert any(o.kind == "run" and o.figures == {k: round(v, 6) for k, v in spread.headline(metrics).items()}
+               for o in observed)
+    assert any(ln.startswith("- Spread of the figures above") for ln in block)
 
 
 def test_the_recorded_run_is_a_whole_demo_report() -> None:

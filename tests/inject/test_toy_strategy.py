@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -167,3 +168,43 @@ async def test_a_toy_strategy_flows_from_the_config_to_the_report(
     assert (overall["n"], overall["injected_correct"]) == ("2", "1")
     with paths.table_csv.open(encoding="utf-8") as fh:
         assert any(row["strategy"] == TOY for row in csv.DictReader(fh))
+
+
+async def test_deterministic_kernels_are_on_in_the_job_when_asked(
+    tmp_path: Path, tiny_snapshot: Path, tiny_target: Path, toy_strategy: AlwaysB, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`[gpu] deterministic = true`: the job runs with torch's deterministic algorithms (the job process's own
+    state; here, in the test's process, switched back after), and its base answers are cached apart."""
+    import torch
+
+    seen: list[bool] = []
+    inject = toy_strategy.inject
+
+    def recording(*args: Any, **kwargs: Any) -> Injection:
+        seen.append(torch.are_deterministic_algorithms_enabled())
+        return inject(*args, **kwargs)
+
+    monkeypatch.setattr(toy_strategy, "inject", recording)
+    monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", "")  # recorded, so that the job's setting is undone after
+    monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG")
+    cfg = _config(tmp_path, tiny_target, [TOY])
+    keys = []
+    for deterministic in (False, True):
+        settings = load_settings(cfg, environ={})
+        gpu = settings.gpu.model_copy(update={"deterministic": deterministic})
+        spec = JobSpec(
+            job_id=1 + deterministic, snapshot_id=SNAPSHOT_ID, snapshot_dir=tiny_snapshot,
+            target=settings.spec.targets[0], strategy=TOY, train_lang="en", gpu=gpu, data_dir=settings.data_dir,
+            artifacts_dir=settings.data_dir / "jobs" / str(1 + deterministic), device="cpu",
+            base_cache_dir=tmp_path / "base",
+        )
+        spec.artifacts_dir.mkdir(parents=True)
+        job = InjectionJob(spec)
+        try:
+            job.run()
+        finally:
+            torch.use_deterministic_algorithms(False)
+        keys.append(job._base_cache(job.load_snapshot().test_rows, "float32"))
+    assert seen == [False, True]
+    assert os.environ.get("CUBLAS_WORKSPACE_CONFIG") == ":4096:8"
+    assert keys[0] != keys[1] and keys[0] is not None
