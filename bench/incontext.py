@@ -32,7 +32,7 @@ requests the proxy admitted per minute over each child's span of admissions, the
 the restart repays 0 answered calls (`repaid`: calls the proxy answered after the restart minus the prompts whose
 answer was not in the call cache at the kill); part A's accuracy with the document above the floor with p < 0.01.
 
-    .venv/bin/python bench/incontext.py [--snapshot DIR] [--questions N] [--n 12] [--rpm R] [--work DIR]
+    .venv/bin/python bench/incontext.py (--demo DIR | --snapshot DIR) [--questions N] [--n 12] [--rpm R] [--work DIR]
 """
 
 from __future__ import annotations
@@ -69,24 +69,28 @@ from aiohttp import ClientSession, ClientTimeout, web  # noqa: E402
 from clkt.config import ProviderSettings, TargetSettings  # noqa: E402
 from clkt.snapshots.layout import SnapshotData, load_snapshot_dir  # noqa: E402
 
-DEMO_DIR = Path("/tmp/demo1")
 MODELS_DATA = Path(os.environ.get("CLKT_TEST_MODELS_DIR") or Path(tempfile.gettempdir()) / "clkt-test-data")
 SMOL = "smollm2-135m-instruct"
 GEMMA = "gemma-3-270m"
 CUTOFF = date(2024, 11, 1)
 
 
-def find_snapshot(given: str | None) -> Path:
-    """`--snapshot`, else the single demo snapshot under /tmp/demo1; one line naming what is wrong otherwise."""
+def find_snapshot(given: str | None, demo: str | None) -> Path:
+    """`--snapshot`, else the single frozen snapshot under the demo folder `--demo`; one line naming what is wrong."""
     if given:
         path = Path(given)
         if not (path / "manifest.json").is_file():
             raise SystemExit(f"--snapshot {given}: no manifest.json there (give a frozen snapshot's directory)")
         return path
-    found = sorted(p.parent for p in DEMO_DIR.glob("**/manifest.json") if "snapshot_id" in p.read_text("utf-8"))
+    if not demo:
+        raise SystemExit("give --demo DIR (a finished `clkt demo` folder) or --snapshot DIR (a frozen snapshot)")
+    root = Path(demo)
+    if not root.is_dir():
+        raise SystemExit(f"--demo {demo}: no such folder")
+    found = sorted(p.parent for p in root.glob("**/manifest.json") if "snapshot_id" in p.read_text("utf-8"))
     if len(found) != 1:
         what = "none" if not found else f"{len(found)}: {', '.join(map(str, found))}"
-        raise SystemExit(f"no single demo snapshot under {DEMO_DIR} ({what}); give --snapshot DIR")
+        raise SystemExit(f"no single demo snapshot under {root} ({what}); give --snapshot DIR")
     return found[0]
 
 
@@ -431,7 +435,7 @@ GOALS = {"same_letters": ">= 0.98", "rpm_ratio": ">= 0.95", "throttled_429": "==
 
 
 async def main(args: argparse.Namespace) -> dict[str, Any]:
-    snapshot = find_snapshot(args.snapshot)
+    snapshot = find_snapshot(args.snapshot, args.demo)
     work = Path(args.work or tempfile.mkdtemp(prefix="clkt-bench-incontext-"))
     if (work / "snapshot").exists():  # a previous run of the bench there
         shutil.rmtree(work)
@@ -455,7 +459,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--snapshot", default=None, help=f"a frozen snapshot's directory (default: the one under {DEMO_DIR})")
+    ap.add_argument("--demo", default=None, help="a finished `clkt demo` folder: its one frozen snapshot")
+    ap.add_argument("--snapshot", default=None, help="a frozen snapshot's directory (instead of --demo)")
     ap.add_argument("--questions", type=int, default=None, help="part A: the first N test questions (default: all)")
     ap.add_argument("--n", type=int, default=12, help="part B: test questions (each in every language)")
     ap.add_argument("--rpm", type=int, default=None, help="part B: the proxy's limit (default: calibrated)")

@@ -19,7 +19,7 @@ models linked read-only):
   (`load_leaderboard` in process, no cache: every submitted row pooled and bootstrapped), cold and warm.
   Goals: p95 per pack < 1 s, the leaderboard after them < 2 s.
 
-    python bench/packs.py --demo /tmp/demo1 [--work DIR] [--packs 200] [--parts evaluate,intake] [--reuse]
+    python bench/packs.py --demo DIR [--work DIR] [--packs 200] [--parts evaluate,intake] [--reuse]
                           [--order queue,evaluate|evaluate,queue] [--timeout-min 60]
 
 `--reuse` reads the evaluate part's earlier pack and timing in `--work` instead of running it again. Ends with one

@@ -30,19 +30,23 @@ def test_the_proxy_admits_a_request_a_second_within_the_minutes_limit(monkeypatc
     assert [fast.admit() for _ in range(11)][-2:] == [0.0, pytest.approx(0.1)]
 
 
-def test_the_snapshot_is_the_single_demo_one_or_a_one_line_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(bench, "DEMO_DIR", tmp_path)
+def test_the_snapshot_is_the_single_demo_one_or_a_one_line_error(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit, match=r"give --demo DIR \(a finished `clkt demo` folder\) or --snapshot DIR"):
+        bench.find_snapshot(None, None)  # no default folder (it was /tmp/demo1)
+    with pytest.raises(SystemExit, match=r"--demo .*nowhere: no such folder"):
+        bench.find_snapshot(None, str(tmp_path / "nowhere"))
+    demo = str(tmp_path)
     with pytest.raises(SystemExit, match=r"no single demo snapshot under .* \(none\); give --snapshot DIR"):
-        bench.find_snapshot(None)
+        bench.find_snapshot(None, demo)
     one = tmp_path / "snapshots" / "demo" / "2026-12-03"
     one.mkdir(parents=True)
     (one / "manifest.json").write_text(json.dumps({"snapshot_id": "demo-x"}), encoding="utf-8")
-    assert bench.find_snapshot(None) == one
+    assert bench.find_snapshot(None, demo) == one
     two = tmp_path / "clkt-data" / "snapshots" / "demo" / "2026-12-04"
     two.mkdir(parents=True)
     (two / "manifest.json").write_text(json.dumps({"snapshot_id": "demo-y"}), encoding="utf-8")
     with pytest.raises(SystemExit, match=r"\(2: "):
-        bench.find_snapshot(None)
-    assert bench.find_snapshot(str(one)) == one
+        bench.find_snapshot(None, demo)
+    assert bench.find_snapshot(str(one), demo) == one
     with pytest.raises(SystemExit, match=r"no manifest\.json there"):
-        bench.find_snapshot(str(tmp_path / "nothing"))
+        bench.find_snapshot(str(tmp_path / "nothing"), None)
