@@ -1,6 +1,6 @@
 """What a command that starts work checks before it creates, writes or opens anything (`clkt run`, `run_daemon.py`,
-`clkt status`, `clkt incontext`): every error of the configuration that can be known at start, as one
-`ConfigError` (one line, exit 2), while no store, data directory, log file or port exists yet.
+`clkt status`, `clkt incontext`, `clkt worker`): every error of the configuration that can be known at start, as
+one `ConfigError` (one line, exit 2), while no store, data directory, log file or port exists yet.
 
 Checked, in this order (the first failure is the one reported):
 - every target has a knowledge cutoff, its own or a known one (`clkt.cutoff.check_cutoffs`);
@@ -9,6 +9,10 @@ Checked, in this order (the first failure is the one reported):
   transformers model, a Hugging Face id is in the local cache (`clkt.targets.loader.check_local_target`);
 - for the daemon: the agents' LLM backend resolves (every role's model and key, `clkt.pipeline.backends`) and
   publishing by itself has its Hub token (`publish_token`).
+
+`clkt worker` (`check_worker`) needs neither API keys nor the agents: its local targets must load without a
+download, and each device it trains on must exist here (`cuda:N` on a machine with N or fewer CUDA devices, any
+CUDA device on a machine without one); with the Ray engine the devices are the cluster's, not checked here.
 
 What the config's own validation refuses (unknown strategies, a `<provider>:<model>` string without
 `backend = "api"`, a bad cutoff date) is refused earlier, by `clkt.config.load_settings`. What only the store can
@@ -27,7 +31,7 @@ if TYPE_CHECKING:
 
     from clkt.config import Settings, TargetSettings
 
-__all__ = ["check_start", "chosen_targets", "publish_token"]
+__all__ = ["check_start", "check_worker", "chosen_targets", "publish_token"]
 
 
 def chosen_targets(settings: Settings, names: Sequence[str] | None) -> list[TargetSettings]:
@@ -78,3 +82,42 @@ def check_start(settings: Settings, *, targets: Sequence[str] | None = None, dae
         check_backend_config(settings.agents, secret=settings.secret)
         if settings.publish.automatic:
             publish_token(settings)
+
+
+def _check_device(device: str, cuda_count: int) -> None:
+    if device in ("cpu", "auto"):
+        return
+    if device == "cuda" or device.startswith("cuda:"):
+        index = 0 if device == "cuda" else device[5:]
+        if not str(index).isdigit():
+            raise ConfigError("gpu.devices", f"{device!r} is not a device (cpu, auto, cuda, cuda:N)")
+        if int(index) >= cuda_count:
+            have = f"{cuda_count} CUDA device(s)" if cuda_count else "no CUDA device"
+            raise ConfigError("gpu.devices", f"device {device}: this machine has {have}")
+        return
+    raise ConfigError("gpu.devices", f"{device!r} is not a device (cpu, auto, cuda, cuda:N)")
+
+
+def check_worker(settings: Settings, devices: Sequence[str] | None = None) -> None:
+    """What `clkt worker` can know at start (see the module): its local targets and its devices (`devices`, else
+    `[gpu] devices`); `ConfigError` for the first problem."""
+    from clkt.targets.api import is_api_target
+    from clkt.targets.loader import check_local_target
+
+    for i, t in enumerate(settings.spec.targets):
+        if is_api_target(t):
+            continue  # measured in context by the daemon, never trained by a worker
+        try:
+            check_local_target(t, settings.data_dir)
+        except ModelUnavailableError as e:
+            raise ConfigError(f"spec.targets[{i}].model ({t.name})", str(e)) from None
+    if settings.gpu.engine != "local":
+        return
+    wanted = list(devices or settings.gpu.devices)
+    cuda_count = 0
+    if any(d != "cpu" for d in wanted):
+        import torch
+
+        cuda_count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    for d in wanted:
+        _check_device(d, cuda_count)

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from clkt.cli.common import ConfigOption, console, load_cli_settings, open_store, plain, run_async
+from clkt.cli.common import ConfigOption, console, fail, load_cli_settings, open_store, plain, run_async
 
 __all__ = ["register"]
 
@@ -33,9 +33,16 @@ def worker(
     from clkt.services import gpu_consumer
     from clkt.telemetry import Metrics
 
-    settings = load_cli_settings(config)
-    setup_logging(settings.log_level, secrets=settings.secrets.values())
     from clkt.cli.vocabulary import comma_list
+    from clkt.errors import ConfigError
+    from clkt.preflight import check_worker
+
+    settings = load_cli_settings(config)
+    try:
+        check_worker(settings, comma_list(device))
+    except ConfigError as e:
+        raise fail(str(e), 2) from None
+    setup_logging(settings.log_level, secrets=settings.secrets.values())
 
     consumer = gpu_consumer(settings, devices=comma_list(device), burst=burst)
     # the report of each snapshot whose jobs have all finished: the report step is its own service

@@ -1,5 +1,5 @@
 """Refused before anything runs (`clkt.preflight`): every error of the configuration that `clkt run`,
-`run_daemon.py`, `clkt status` and `clkt incontext` can know at start is one line on stderr and exit 2, and the
+`run_daemon.py`, `clkt status`, `clkt incontext` and `clkt worker` can know at start is one line on stderr and exit 2, and the
 empty folder that is the data directory (and the working directory) stays empty: no store, no log, no info file,
 no port."""
 
@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from clkt.errors import ConfigError
 from tests.cli._in_process import clkt
 from tests.conftest import REPO
 
@@ -115,3 +116,28 @@ def test_a_windows_folder_is_not_a_provider() -> None:
     assert TargetSettings(name="e", model="embedded:gemma-3-270m").backend == "local"
     with pytest.raises(ValueError, match="provider"):
         TargetSettings(name="o", model="ollama:llama3")
+
+
+@pytest.mark.parametrize(("case", "body", "fragment"), [
+    c for c in CASES if c[0] in ("missing-folder", "hub-id-not-cached", "unknown-embedded", "unknown-cutoff")
+] + [
+    ("cuda-on-a-cpu-machine", '[gpu]\ndevices = ["cuda:0"]\n', "device cuda:0: this machine has no CUDA device"),
+    ("not-a-device", '[gpu]\ndevices = ["tpu7"]\n', "'tpu7' is not a device"),
+], ids=lambda v: v if isinstance(v, str) and "\n" not in v and " " not in v else None)
+def test_worker_refuses_before_the_store(case: str, body: str, fragment: str, tmp_path: Path, empty: Path) -> None:
+    """`clkt worker`: a local target it cannot load or a device this machine lacks is one line, exit 2, before the
+    store or a log exists (no GPU here: any CUDA device is refused)."""
+    ran = clkt("worker", "--burst", "--config", _config(tmp_path, empty, body))
+    _assert_refused(ran.returncode, ran.stderr, fragment, empty)
+
+
+def test_worker_needs_no_api_key(tmp_path: Path, empty: Path) -> None:
+    """An API target without its key is the daemon's concern, not the worker's start-up check."""
+    from clkt.config import load_settings
+    from clkt.preflight import check_start, check_worker
+
+    settings = load_settings(Path(_config(tmp_path, empty, f"[[spec.targets]]\n{API}")), environ={})
+    check_worker(settings, ["cpu"])  # passes: the embedded default target loads, the API one is skipped
+    with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
+        check_start(settings)  # the daemon's check does ask for it
+    assert sorted(empty.iterdir()) == []
