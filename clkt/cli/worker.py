@@ -24,18 +24,17 @@ def worker(
 ) -> None:
     import aiohttp
 
+    from clkt.cli.vocabulary import comma_list
     from clkt.context import ServiceContext
     from clkt.daemon import Supervisor, install_stop_signals, release_leases
+    from clkt.errors import ConfigError
     from clkt.logs import setup_logging
     from clkt.owner import new_owner_id
+    from clkt.preflight import check_worker
     from clkt.report.service import ReportService
     from clkt.roster.startup import check_worker_targets
     from clkt.services import gpu_consumer
     from clkt.telemetry import Metrics
-
-    from clkt.cli.vocabulary import comma_list
-    from clkt.errors import ConfigError
-    from clkt.preflight import check_worker
 
     settings = load_cli_settings(config)
     try:

@@ -98,17 +98,18 @@ def learned_mask(layout: Layout, answers: Sequence[Answers]) -> np.ndarray:
     return np.asarray([bool(learned[layout.train_index[lt]]) for lt, _ in layout.pairs], dtype=bool)
 
 
-def total_interval(sampling: tuple[float, float], values: Sequence[float]) -> tuple[float, float]:
+def total_interval(sampling: tuple[float, float], values: Sequence[float], *,
+                   bounds: tuple[float, float] = (0.0, 1.0)) -> tuple[float, float]:
     """The sampling interval of the seeds' mean widened by the between-seed term (see the module docstring):
-    each side's half-width from the mean in quadrature with t_{k-1,0.975} * sd / sqrt(k), clipped to [0, 1];
-    under two seeds the sampling interval itself."""
+    each side's half-width from the mean in quadrature with t_{k-1,0.975} * sd / sqrt(k), clipped to `bounds`
+    ([0, 1] for a rate, [-1, 1] for a difference of two); under two seeds the sampling interval itself."""
     k = len(values)
     if k < 2:
         return sampling
     mean = float(np.mean(values))
     seed_term = t975(k - 1) * float(np.std(values, ddof=1)) / math.sqrt(k)
     lo_half, hi_half = max(mean - sampling[0], 0.0), max(sampling[1] - mean, 0.0)
-    return (max(0.0, mean - math.hypot(lo_half, seed_term)), min(1.0, mean + math.hypot(hi_half, seed_term)))
+    return (max(bounds[0], mean - math.hypot(lo_half, seed_term)), min(bounds[1], mean + math.hypot(hi_half, seed_term)))
 
 
 def over_seeds(

@@ -9,8 +9,10 @@ side, their difference a - b with a 95% paired bootstrap interval over entities 
 entities for both strategies), an exact McNemar test on the discordant units and a verdict (the better strategy,
 "tie" when the interval holds 0). Beside them, each strategy's Learn as base -> injected on the same
 train-language questions (base answered under both), with its gain's interval and McNemar p; whether it learned is its
-row's flag (the one rule of `clkt.report.metric_table`: every seed's paired answers, all its questions). The
-comparison pairs each strategy's lowest training seed's answers (`clkt.report.compare.lowest_seed_jobs`).
+row's flag (the one rule of `clkt.report.metric_table`: every seed's paired answers, all its questions). Over
+training seeds the comparison follows the rows' rule as a target comparison does (`clkt.report.compare`): each
+strategy's pair metrics per seed, then the mean over its seeds (between-seed term in the interval), Learn and the
+base -> injected lines on every one of its seeds' answers together; McNemar pairs the seeds by rank.
 
 A metric added to the side-by-side table is one more `CompareLine` (`lines`): the table, the JSON and the page
 show whatever lines there are.
@@ -22,11 +24,24 @@ only one of the two (or of neither), no result scorer both have, no question bot
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection, Sequence
 
 import numpy as np
 
-from clkt.report.compare import _learn_line, _metric_line, _Units, lowest_seed_jobs, pair_packs
+from clkt.report.compare import (
+    Seeded,
+    _learn_line,
+    _metric_line,
+    _Units,
+    lowest_seed_jobs,
+    of_seeds,
+    pair_packs,
+    run_keys,
+    seeded_counts,
+    seeds_note,
+    side_seeds,
+)
 from clkt.report.leaderboard_data import (
     MIN_QUESTIONS,
     CompareLine,
@@ -41,7 +56,7 @@ from clkt.report.leaderboard_data import (
 from clkt.report.learn import stat_from_counts
 from clkt.report.metric_table import PAIR_METRICS, ratio
 from clkt.report.pooled import Draws, bit, percentile_ci
-from storage.leaderboard import WindowData
+from storage.leaderboard import WindowData, WindowJob
 from storage.result_packs import BASE_ANSWERED, BASE_CORRECT, INJECTED_ANSWERED, INJECTED_CORRECT
 
 __all__ = ["check_strategy_pair", "choose_target", "compare_strategies", "parse_strategy_pair", "with_strategy_comparison"]
@@ -146,17 +161,20 @@ class _Base:
 
 def _collect(
     data: WindowData, *, target: str, strategies: tuple[str, str], scorer: str, languages: Sequence[str],
+    trains: Sequence[str] | None = None,
 ) -> tuple[_Units, _Base]:
-    """The units of the target's valid snapshots where both strategies answered the same questions."""
+    """The units of the target's valid snapshots where both strategies answered the same questions, of the jobs in
+    `data` (one seed's); `trains`: the train languages (default: those `data` has), the same for every seed."""
     sa, sb = strategies
     index = {s.id: i for i, s in enumerate(data.snapshots)}
     job = {(s_, st, lt): j for (s_, t, st, lt), j in lowest_seed_jobs(data).items() if t == target}
     pack = {(p.job_id, p.scorer): p for p in data.packs}
     valid = [s for s in data.snapshots if (s.id, target) in data.ready]
-    trains = [lt for lt in languages if any((s.id, sa, lt) in job and (s.id, sb, lt) in job for s in valid)]
+    if trains is None:
+        trains = [lt for lt in languages if any((s.id, sa, lt) in job and (s.id, sb, lt) in job for s in valid)]
     pairs = [(lt, ls) for lt in trains for ls in languages if ls != lt]
     pix = {p: i for i, p in enumerate(pairs)}
-    u = _Units(pairs=pairs, trains=trains, sets=PAIR_METRICS.cell_sets())
+    u = _Units(pairs=pairs, trains=list(trains), sets=PAIR_METRICS.cell_sets())
     u.disc = np.zeros((len(pairs), len(PAIR_METRICS), 2), dtype=np.int64)
     base = _Base()
     for s in valid:
@@ -175,17 +193,18 @@ def _collect(
     return u, base
 
 
-def _lines(u: _Units, point: np.ndarray, boot: np.ndarray | None, interp: np.ndarray, names: tuple[str, str],
-           languages: Sequence[str], too_few: bool) -> list[CompareLine]:
+def _lines(sd: Seeded, interp: np.ndarray, names: tuple[str, str], languages: Sequence[str], too_few: bool,
+           ) -> list[CompareLine]:
+    u = sd.u
     lines: list[CompareLine] = []
     scopes = [("all pairs", np.ones(len(u.pairs), dtype=bool))] + [
         (f"into {lang}", np.asarray([ls == lang for _, ls in u.pairs], dtype=bool)) for lang in languages
         if any(ls == lang for _, ls in u.pairs)
     ]
     for scope, keep in scopes:
-        lines += [_metric_line(u, k, m, scope, keep, interp, point, boot, names, too_few) for k, m in enumerate(PAIR_METRICS)]
+        lines += [_metric_line(sd, k, m, scope, keep, interp, names, too_few) for k, m in enumerate(PAIR_METRICS)]
         if scope == "all pairs":
-            lines.append(_learn_line(u, point, boot, names, too_few))
+            lines.append(_learn_line(sd, names, too_few))
     return lines
 
 
@@ -195,36 +214,54 @@ def compare_strategies(
 ) -> StrategyComparison:
     """The comparison (see the module docstring); `draws`: the window's (`clkt.report.leaderboard.window_draws`).
     No question answered under both strategies is refused (`LeaderboardError`)."""
-    u, base = _collect(data, target=target, strategies=(strategy_a, strategy_b), scorer=scorer, languages=languages)
-    questions = len(np.unique(np.concatenate(u.questions))) if u.questions else 0
+    names = (strategy_a, strategy_b)
+    def is_a(j: WindowJob) -> bool:
+        return (j.target, j.strategy) == (target, strategy_a)
+
+    seeds_a, seeds_b = side_seeds(data, is_a, lambda j: (j.target, j.strategy) == (target, strategy_b))
+    collect = functools.partial(_collect, target=target, strategies=names, scorer=scorer, languages=languages)
+    full, _ = collect(data)
+    keys = run_keys(seeds_a, seeds_b)
+    per = [collect(of_seeds(data, is_a, sa, sb), trains=full.trains) for sa, sb in keys]
+    u = per[0][0]
+    every_q = [q for x, _ in per for q in x.questions]
+    questions = len(np.unique(np.concatenate(every_q))) if every_q else 0
     if not questions:
         raise LeaderboardError(f"{strategy_a} and {strategy_b} share no question for target {target} ({scorer}) in the "
                                "window: none of the same snapshot, train and test language answered under both")
-    keys, cols = u.keys + base.keys, u.cols + [c + u.width for c in base.cols]
-    all_keys = np.unique(np.concatenate(keys))
     width = u.width + 2 * _BASE
-    flat = np.searchsorted(all_keys, np.concatenate(keys)) * width + np.concatenate(cols)
-    counts = np.bincount(flat, minlength=len(all_keys) * width).astype(np.float64).reshape(len(all_keys), width)
-    per = draws.own(all_keys).sums(all_keys, counts) if draws is not None else {}  # the units of the comparison
-    boot = np.sum(list(per.values()), axis=0) if per else None
-    point = counts.sum(axis=0)
+    _, points, boots = seeded_counts(
+        [(x.keys + b.keys, x.cols + [c + x.width for c in b.cols]) for x, b in per], width, draws)
+    sd = Seeded(seeds_a=seeds_a, seeds_b=seeds_b, runs={
+        k: (x, p[: u.width], bt[:, : u.width] if bt is not None else None)
+        for k, (x, _), p, bt in zip(keys, per, points, boots, strict=True)})
+    run = {k: i for i, k in enumerate(keys)}
     too_few = questions < min_questions
     learned = {r.strategy: set(r.learned_langs) for r in rows if (r.target, r.scorer) == (target, scorer)}
     interp = np.asarray([lt in learned.get(strategy_a, set()) and lt in learned.get(strategy_b, set()) for lt, _ in u.pairs],
                         dtype=bool)
-    names = (strategy_a, strategy_b)
-    pb = boot[:, : u.width] if boot is not None else None
-    lines = _lines(u, point[: u.width], pb, interp, names, languages, too_few)
-    bb = boot[:, u.width :] if boot is not None else None
-    learn = [_row_learned(base.estimate(side, point[u.width :], bb), rows, target, scorer, name)
-             for side, name in enumerate(names)]
+    lines = _lines(sd, interp, names, languages, too_few)
+    learn = []
+    for side, name in enumerate(names):  # every seed's base -> injected answers together, as the row's Learn
+        own = [run[(s, seeds_b[0])] for s in seeds_a] if side == 0 else [run[(seeds_a[0], s)] for s in seeds_b]
+        base = _Base()
+        base.moved = np.sum([per[i][1].moved for i in own], axis=0)
+        bp = np.sum([points[i][u.width :] for i in own], axis=0)
+        own_boots = [boots[i] for i in own]
+        bb = None if any(b is None for b in own_boots) else np.sum([b[:, u.width :] for b in own_boots if b is not None],
+                                                                  axis=0)
+        learn.append(_row_learned(base.estimate(side, bp, bb), rows, target, scorer, name))
     left = sorted({lt for (lt, _), ok in zip(u.pairs, interp, strict=True) if not ok})
     notes = [f"Transfer leaves out the pairs trained in {', '.join(left)}: that train language did not learn under both "
              f"{strategy_a} and {strategy_b}"] if left else []
+    if len(seeds_a) > 1 or len(seeds_b) > 1:
+        notes.append(seeds_note(names, seeds_a, seeds_b))
+    used = set().union(*(x.used for x, _ in per))
     return StrategyComparison(
         target=target, strategy_a=strategy_a, strategy_b=strategy_b, scorer=scorer,
-        snapshots=[s.id for s in data.snapshots if s.id in u.used], entities=len(np.unique(np.concatenate(u.keys))),
-        questions=questions, question_pairs=int(u.pair_cols(point[: u.width])[..., 0].sum()), too_few=too_few,
+        snapshots=[s.id for s in data.snapshots if s.id in used],
+        entities=len(np.unique(np.concatenate([k for x, _ in per for k in x.keys]))),
+        questions=questions, question_pairs=int(u.pair_cols(sd.point)[..., 0].sum()), too_few=too_few,
         learn=learn, lines=lines, notes=notes, kept=_kept(rows, target, scorer, names),
     )
 

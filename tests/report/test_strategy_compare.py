@@ -8,6 +8,7 @@ from collections import defaultdict
 
 import numpy as np
 import pytest
+from sqlalchemy import delete
 from sqlmodel import col, select
 
 from clkt.report.leaderboard_data import LeaderboardError, StrategyComparison
@@ -218,16 +219,54 @@ async def _add_seed_one(store: Store, info: WindowStore) -> None:
             job.status, job.attempts = LeaseStatus.done, 1
 
 
-async def test_two_seeds_compare_on_each_strategys_lowest_seed(store: Store) -> None:
-    """Each strategy with seeds 0 and 1 (seed 1 stored last, answering otherwise): the comparison's figures are
-    seed 0's, equal to the recomputation from seed 0's stored answers and to the comparison before seed 1 ran."""
+def _mix(a: dict[tuple[str, str, str], Answers], b: dict[tuple[str, str, str], Answers]) -> dict[tuple[str, str, str], Answers]:
+    """Strategy a's answers of one seed beside strategy b's of another: one run of the comparison."""
+    return {k: v for k, v in a.items() if k[0] == PAIR[0]} | {k: v for k, v in b.items() if k[0] == PAIR[1]}
+
+
+async def test_two_seeds_compare_by_the_rows_rule_over_seeds(store: Store) -> None:
+    """Each strategy with seeds 0 and 1 (seed 1 answering otherwise): each side's Learn is on both its seeds' answers
+    together (each seed on the questions it and the other side's lowest seed answered) and its Overall the mean of
+    its seeds' values (the rows' rule, `clkt.report.metric_table`), the difference that of the means; McNemar pairs
+    the seeds by rank; the interval holds the difference."""
     info = await seed_strategy_store(store)
     before = await _comparison(store, _query())
     await _add_seed_one(store, info)
     after = await _comparison(store, _query())
+    a0, a1 = await _stored(store, seed=0), await _stored(store, seed=1)
+    r00, r11, r10, r01 = (_recompute(m, info) for m in (a0, a1, _mix(a1, a0), _mix(a0, a1)))
+    (n00, ra00, rb00, ao00, bo00), (n11, _, _, ao11, bo11) = r00["learn"], r11["learn"]  # type: ignore[misc]
+    (n10, ra10, _, _, _), (n01, _, rb01, _, _) = r10["learn"], r01["learn"]  # type: ignore[misc]
+    assert r11["learn"] != r00["learn"]  # seed 1's answers differ
     learn = next(ln for ln in after.lines if ln.metric == "Learn")
-    n, ra, rb, _, _ = _recompute(await _stored(store, seed=0), info)["learn"]  # type: ignore[misc]
-    assert (learn.diff.n, learn.a.value, learn.b.value) == (n, pytest.approx(ra / n), pytest.approx(rb / n))
-    assert after.lines == before.lines and after.learn == before.learn  # every figure is seed 0's
-    n1, ra1, rb1, _, _ = _recompute(await _stored(store, seed=1), info)["learn"]  # type: ignore[misc]
-    assert (n1, ra1, rb1) != (n, ra, rb)  # seed 1's answers differ: the seed taken shows
+    assert (learn.a.n, learn.b.n, learn.diff.n) == (n00 + n10, n00 + n01, n00 + n11)
+    assert learn.a.value == pytest.approx((ra00 + ra10) / (n00 + n10))
+    assert learn.b.value == pytest.approx((rb00 + rb01) / (n00 + n01))
+    assert (learn.a_only, learn.b_only) == (ao00 + ao11, bo00 + bo11)
+    overall = next(ln for ln in after.lines if ln.metric == "Overall" and ln.scope == "all pairs")
+    oa = (r00["overall"][0] + r10["overall"][0]) / 2  # type: ignore[index]
+    ob = (r00["overall"][1] + r01["overall"][1]) / 2  # type: ignore[index]
+    assert (overall.a.value, overall.b.value, overall.diff.value) == (pytest.approx(oa), pytest.approx(ob),
+                                                                       pytest.approx(oa - ob))
+    one = next(ln for ln in before.lines if ln.metric == "Overall" and ln.scope == "all pairs")
+    assert one.a.value == pytest.approx(r00["overall"][0])  # type: ignore[index]  # seed 0 alone, before seed 1 ran
+    assert overall.diff.ci is not None and overall.diff.ci[0] <= overall.diff.value <= overall.diff.ci[1]
+    assert any(f"training seeds: {PAIR[0]} 0, 1, {PAIR[1]} 0, 1;" in x for x in after.notes)
+
+
+async def test_a_strategy_with_more_seeds_is_read_by_its_rows_rule(store: Store) -> None:
+    """Seed 1 of memit removed: cpt-lora (seeds 0, 1) is read over both its seeds, memit over seed 0 alone; memit's
+    figures are those before seed 1 ran, and a note names each side's seeds."""
+    info = await seed_strategy_store(store)
+    before = await _comparison(store, _query())
+    await _add_seed_one(store, info)
+    async with store.transaction() as s:
+        await s.execute(delete(GpuJob).where(col(GpuJob.seed) == 1, col(GpuJob.strategy) == PAIR[1]))
+    after = await _comparison(store, _query())
+    for old, new in zip(before.lines, after.lines, strict=True):
+        assert (new.metric, new.scope, new.b) == (old.metric, old.scope, old.b)  # memit: seed 0 alone, as before
+    a0, a1 = await _stored(store, seed=0), await _stored(store, seed=1)
+    r00, r10 = _recompute(a0, info), _recompute(_mix(a1, a0), info)
+    overall = next(ln for ln in after.lines if ln.metric == "Overall" and ln.scope == "all pairs")
+    assert overall.a.value == pytest.approx((r00["overall"][0] + r10["overall"][0]) / 2)  # type: ignore[index]
+    assert any(f"training seeds: {PAIR[0]} 0, 1, {PAIR[1]} 0;" in x for x in after.notes)
