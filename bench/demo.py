@@ -15,7 +15,8 @@ has observed at least twice lies inside it (`outside_spread` == [], `figures_jud
 within its 20-minute budget. Whether this run's rendering equals the recorded one is reported
 (`same_as_recorded`), not a goal: two runs are not promised to be identical. `--write` stores this run's figures
 in the README and `bench/results/` and adds the run to the spread (`--kind processor` on another processor);
-`--from DIR` renders an earlier demo's folder (its `clkt-data/reports/*/metrics.json`) without running it again.
+`--from DIR` renders an earlier demo's folder (its `clkt-data/reports/*/metrics.json`) without running it again;
+`--render` only rewrites the README's block from the recorded run and the spread (after `bench/seeds.py --record`).
 
 `--strategies A,B` runs `clkt demo --strategies A,B` (issue 31: `cpt-lora,memit`, knowledge editing beside
 continual pretraining on the same snapshot) instead: the README's block is the default demo's, so it is not
@@ -140,7 +141,13 @@ def main() -> None:
     ap.add_argument("--strategies", help="run `clkt demo --strategies` with these (e.g. cpt-lora,memit); see above")
     ap.add_argument("--kind", choices=["run", "processor"], default="run",
                     help="with --write: what this run adds to the spread (a run here, or one on another processor)")
+    ap.add_argument("--render", action="store_true",
+                    help="only rewrite the README's block from the recorded run and the spread as they are (no run)")
     args = ap.parse_args()
+    if args.render:
+        metrics = json.loads(STORED.read_text(encoding="utf-8"))
+        README.write_text(write_block(README.read_text(encoding="utf-8"), readme_lines(metrics)), encoding="utf-8")
+        return
     if args.strategies and args.write:
         raise SystemExit("--write stores the default demo's figures; it does not go with --strategies")
     figures: dict[str, Any] = {}
