@@ -28,6 +28,7 @@ from clkt.layout import OPEN_PREDICTIONS_FILE, OUTCOME_FILE
 from clkt.openqa.frozen import load_open_questions
 from clkt.openqa.results import OPEN_SCORER, OpenResultItem
 from clkt.openqa.score import Verdict, score
+from clkt.report.writer import write_report
 from clkt.snapshots.layout import DocRow, QuestionRow
 from clkt.telemetry import Metrics
 from storage.engine import Store
@@ -129,6 +130,7 @@ async def test_the_job_answers_the_open_questions_before_and_after_and_commits_t
         async with store.session() as s:
             stored = (await s.execute(select(OpenResult).order_by(OpenResult.id))).scalars().all()
             mcq = (await s.execute(select(QuestionResult))).scalars().all()
+        paths = await write_report(store, SNAPSHOT_ID, tmp_path / "report")
 
     items = outcome.open_results
     # 3 questions (2 real, 1 control) x 2 languages x base and injected
@@ -149,6 +151,13 @@ async def test_the_job_answers_the_open_questions_before_and_after_and_commits_t
     assert [(r.open_qid, r.lang, r.variant, r.split, r.verdict, r.other_language, r.answer) for r in stored] == [
         (i.qid, i.lang, i.variant.value, i.split, i.verdict.value, i.other_language, i.answer) for i in items]
     assert {r.fact for r in stored} == {"film.director", "match.venue"} and len(mcq) == 8
+    # the report's open section: English, base then injected, on the two real questions (the control one apart)
+    track = json.loads(paths.json.read_text(encoding="utf-8"))["open_track"]
+    (learn,) = [t for t in track["learn"] if t["domain"] == "all"]
+    base_en = sum(i.correct for i in items if i.variant is Variant.base and i.lang == "en" and i.split == "test")
+    assert (learn["stat"]["n"], learn["stat"]["base_correct"], learn["stat"]["injected_correct"]) == (2, base_en, 1)
+    assert [t["stat"]["injected_correct"] for t in track["control_learn"] if t["domain"] == "all"] == [1]
+    assert "## Open answers (short-answer track)" in paths.markdown.read_text(encoding="utf-8")
 
 
 def test_the_base_answers_are_shared_and_keyed_by_the_questions_and_the_prompt(
