@@ -23,7 +23,7 @@ from clkt.evaluate.results import ResultItem
 from clkt.evaluate.summary import ControlCounts, JobSummary
 from clkt.inject.contract import JobOutcome, JobSpec
 from clkt.layout import OUTCOME_FILE
-from clkt.snapshots.stored import question_rows_by_qid
+from clkt.snapshots.content import load_item_refs
 from storage.engine import Store
 from storage.gpu_jobs import ResultRecord, complete_gpu_job, write_job_results
 from storage.open_results import OpenResultRecord, write_open_results
@@ -124,14 +124,16 @@ async def commit_outcome(store: Store, spec: JobSpec, *, owner: str, ran_on: str
     outcome = read_outcome(spec)
     try:
         async with store.session() as s:
-            rows_by_qid = await question_rows_by_qid(s, spec.snapshot_id)
+            items = await load_item_refs(s, spec.snapshot_id)
+        rows_by_qid = {it.qid: it.question_row for it in items}
         records = result_records(outcome, rows_by_qid, snapshot_id=spec.snapshot_id)
     except (JobError, SnapshotError) as e:
         raise CommitError(str(e), permanent=True) from e
     summary = completed_summary(outcome, spec.target, ran_on=ran_on)
     async with store.transaction() as s:
         n = await write_job_results(s, spec.job_id, records)
-        await write_open_results(s, spec.job_id, open_records(outcome))
+        await write_open_results(s, spec.job_id, open_records(outcome),
+                                 entity_rows={it.entity_id: it.entity_row for it in items})
         await complete_gpu_job(
             s, spec.job_id, owner=owner, best_epoch=outcome.best_epoch, device=outcome.device,
             artifacts_dir=str(spec.artifacts_dir), summary=summary,

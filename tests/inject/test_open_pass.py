@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +28,15 @@ from clkt.layout import OPEN_PREDICTIONS_FILE, OUTCOME_FILE
 from clkt.openqa.frozen import load_open_questions
 from clkt.openqa.results import OPEN_SCORER, OpenResultItem
 from clkt.openqa.score import Verdict, score
+from clkt.report.leaderboard import build_rows
 from clkt.report.writer import write_report
 from clkt.snapshots.layout import DocRow, QuestionRow
 from clkt.telemetry import Metrics
 from storage.engine import Store
 from storage.gpu_jobs import claim_gpu_jobs, enqueue_gpu_jobs
+from storage.leaderboard import WindowData, WindowJob, WindowSnapshot, known_names
 from storage.models import OpenResult, QuestionResult
+from storage.result_packs import result_packs
 from tests.inject._fixtures import SNAPSHOT_ID, make_consumer, public_entity_id, seed_store
 from tests.inject._open_fixtures import add_open_track, open_qid
 
@@ -68,6 +71,9 @@ class SaysParis:
 
     def returned_files(self, work_dir: Path, *, best_epoch: int | None) -> list[Path]:
         return []
+
+    def spare(self, root: Path, *, best_epoch: int | None) -> list[Any]:
+        return []  # nothing of its folder for retention to keep
 
 
 @pytest.fixture()
@@ -130,6 +136,8 @@ async def test_the_job_answers_the_open_questions_before_and_after_and_commits_t
         async with store.session() as s:
             stored = (await s.execute(select(OpenResult).order_by(OpenResult.id))).scalars().all()
             mcq = (await s.execute(select(QuestionResult))).scalars().all()
+            packs = await result_packs(s, [job.id])
+            names = await known_names(s)
         paths = await write_report(store, SNAPSHOT_ID, tmp_path / "report")
 
     items = outcome.open_results
@@ -158,6 +166,17 @@ async def test_the_job_answers_the_open_questions_before_and_after_and_commits_t
     assert (learn["stat"]["n"], learn["stat"]["base_correct"], learn["stat"]["injected_correct"]) == (2, base_en, 1)
     assert [t["stat"]["injected_correct"] for t in track["control_learn"] if t["domain"] == "all"] == [1]
     assert "## Open answers (short-answer track)" in paths.markdown.read_text(encoding="utf-8")
+    # the leaderboard: the open answers are packed as their own scorer, so they are rows of their own
+    assert [p.scorer for p in packs] == ["letter-logprob", OPEN_SCORER] and OPEN_SCORER in names.scorers
+    window = WindowData(
+        snapshots=(WindowSnapshot(id=SNAPSHOT_ID, spec="tiny", period="2025-06", built_at=datetime.now(UTC)),),
+        ready=frozenset({(SNAPSHOT_ID, "tiny")}), exclusions={},
+        jobs=(WindowJob(id=job.id, snapshot_id=SNAPSHOT_ID, target="tiny", strategy=TOY, train_lang="en"),),
+        packs=tuple(packs))
+    rows = {r.scorer: r for r in build_rows(window, ["en", "fr"], samples=0)}
+    assert set(rows) == {"letter-logprob", OPEN_SCORER}
+    assert (rows[OPEN_SCORER].questions, rows[OPEN_SCORER].learn.n) == (2, 2)  # the 2 real questions, asked in en
+    assert rows[OPEN_SCORER].learn.injected.value == pytest.approx(0.5)  # "Paris": right on the film, not the match
 
 
 def test_the_base_answers_are_shared_and_keyed_by_the_questions_and_the_prompt(

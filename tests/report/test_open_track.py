@@ -13,12 +13,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from clkt.report.data import ci_text
 from clkt.report.metric_table import OVERALL, TRANSFER
 from clkt.report.metrics import ALL_DOMAINS
 from clkt.report.open_lines import open_lines
-from clkt.report.open_track import OPEN_TITLE, open_track
+from clkt.report.open_track import OPEN_TITLE, OpenTrack, open_track
 from clkt.snapshots.ids import stable_entity_id
 from storage.gpu_jobs import JobResultRow
 from storage.open_results import OpenResultRow
@@ -100,3 +103,30 @@ def test_a_job_that_did_not_learn_leaves_transfer_out() -> None:
     (cell,) = [c for c in track.table2 if c.domain == ALL_DOMAINS]
     assert cell.metric(TRANSFER.key).mean is None and cell.not_interpretable == 1
     assert cell.metric(OVERALL.key).mean is not None
+
+
+def test_the_card_shows_the_open_track_apart_with_the_reports_figures(tmp_path: Path) -> None:
+    from clkt.publish.card import SnapshotCard, render_snapshot_card
+    from clkt.publish.state import Hold, Included, PublishState
+    from clkt.snapshots.layout import MANIFEST_FILE, SnapshotManifest
+    from tests.inject._fixtures import write_tiny_snapshot
+
+    m = SnapshotManifest.model_validate_json((write_tiny_snapshot(tmp_path / "s") / MANIFEST_FILE).read_bytes())
+    state = PublishState(snapshot_id=m.snapshot_id, content_sha256=m.content_sha256, held=False, hold_documents=False,
+                         retracted=[], report_fingerprint="f" * 64,
+                         include=Included(report=True, predictions=True, configs=True, adapters=False))
+
+    def card(track: OpenTrack | None) -> str:
+        return render_snapshot_card(SnapshotCard(
+            manifest=m, sources=[], state=state, hold=Hold(periods=0, newer=0, until_period=None, expected=None),
+            retractions=[], held_retractions=0, revision=1, history=[], published={}, has_report=True, predictions=0,
+            jobs=1, adapters=0, manifest_sha256="0" * 64, open_track=track), [])
+
+    track = open_track(_rows(), languages=["en", "fr"], snapshot_id="snap", samples=200)
+    assert track is not None
+    (learn,) = [t for t in track.learn if t.domain == ALL_DOMAINS]
+    text = card(track)
+    assert f"## {OPEN_TITLE}" in text and "never pooled" in text
+    assert f"| m | s | open-normaliser | en | 12 | 0.0{ci_text(learn.stat.base_ci)} | 83.3{ci_text(learn.stat.injected_ci)} |" in text
+    assert "| m | s | open-normaliser | 1 | 50.0 ± 0.0 [" in text  # Overall of the one pair, then Transfer 60.0
+    assert OPEN_TITLE not in card(None)
