@@ -14,6 +14,7 @@ from typing import Any
 import aiohttp
 import pytest
 from sqlalchemy import select
+from sqlmodel import col
 
 import clkt.inject.open_pass as open_pass
 from clkt.config import load_settings
@@ -134,7 +135,7 @@ async def test_the_job_answers_the_open_questions_before_and_after_and_commits_t
             run = await make_consumer(settings)._store_outcome(ctx, job.id, spec, "job")
         assert run.status is not None and run.status.value == "done"
         async with store.session() as s:
-            stored = (await s.execute(select(OpenResult).order_by(OpenResult.id))).scalars().all()
+            stored = (await s.execute(select(OpenResult).order_by(col(OpenResult.id)))).scalars().all()
             mcq = (await s.execute(select(QuestionResult))).scalars().all()
             packs = await result_packs(s, [job.id])
             names = await known_names(s)
