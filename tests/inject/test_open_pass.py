@@ -11,83 +11,49 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import pytest
 from sqlalchemy import select
 from sqlmodel import col
 
 import clkt.inject.open_pass as open_pass
 from clkt.config import load_settings
-from clkt.config.strategies import STRATEGY_NAMES, StrategyName
-from clkt.context import ServiceContext
 from clkt.evaluate.results import Variant
-from clkt.inject.contract import InjectorSpec, JobSpec, write_json_atomic
-from clkt.inject.injector import Injection, InjectionContext, WeightsDtype
+from clkt.inject.contract import JobSpec
 from clkt.inject.job import InjectionJob
-from clkt.inject.strategies import INJECTORS
-from clkt.layout import OPEN_PREDICTIONS_FILE, OUTCOME_FILE
+from clkt.layout import OPEN_PREDICTIONS_FILE
 from clkt.openqa.frozen import load_open_questions
 from clkt.openqa.results import OPEN_SCORER, OpenResultItem
 from clkt.openqa.score import Verdict, score
 from clkt.report.leaderboard import build_rows
 from clkt.report.writer import write_report
-from clkt.snapshots.layout import DocRow, QuestionRow
-from clkt.telemetry import Metrics
 from storage.engine import Store
 from storage.gpu_jobs import claim_gpu_jobs, enqueue_gpu_jobs
 from storage.leaderboard import WindowData, WindowJob, WindowSnapshot, known_names
 from storage.models import OpenResult, QuestionResult
 from storage.result_packs import result_packs
-from tests.inject._fixtures import SNAPSHOT_ID, make_consumer, public_entity_id, seed_store
+from tests.inject._fixtures import SNAPSHOT_ID, public_entity_id, seed_store
 from tests.inject._open_fixtures import add_open_track, open_qid
+from tests.inject.test_toy_strategy import AlwaysB, registered, run_and_commit
 
 TOY = "toy-paris"
 WORD = "Paris"
 
 
-class SaysParis:
-    """An injector without epochs: one edit of the LM head (a bias on the token "Paris")."""
+class SaysParis(AlwaysB):
+    """The toy of `test_toy_strategy` biased to another token: the model says "Paris"."""
 
     name = TOY
 
-    def check(self, spec: InjectorSpec) -> None:
-        return None
-
-    def weights_dtype(self, device: str) -> WeightsDtype:
-        return "float32"
-
-    def inject(
-        self, model: Any, tokenizer: Any, *, docs: list[DocRow], val_rows: list[QuestionRow], ctx: InjectionContext,
-    ) -> Injection:
-        import torch
-
-        head = model.get_output_embeddings()
-        biased = torch.nn.Linear(head.in_features, head.out_features, bias=True)
-        with torch.no_grad():
-            biased.weight.copy_(head.weight)
-            biased.bias.zero_()
-            biased.bias[tokenizer.convert_tokens_to_ids(WORD)] = 1e4
-        model.set_output_embeddings(biased)
-        return Injection(model=model.eval(), examples=len(docs), best_epoch=0)
-
-    def returned_files(self, work_dir: Path, *, best_epoch: int | None) -> list[Path]:
-        return []
-
-    def spare(self, root: Path, *, best_epoch: int | None) -> list[Any]:
-        return []  # nothing of its folder for retention to keep
+    def biased_tokens(self, tokenizer: Any) -> list[int]:
+        return [tokenizer.convert_tokens_to_ids(WORD)]
 
 
 @pytest.fixture()
 def says_paris(monkeypatch: pytest.MonkeyPatch) -> Iterator[SaysParis]:
     # one token per answer: the injected model says "Paris" and stops (the stop rule's line break aside)
     monkeypatch.setattr(open_pass, "MAX_NEW_TOKENS", 1)
-    STRATEGY_NAMES.register(StrategyName(name=TOY, label="toy: always says Paris", family="test"))
-    injector = INJECTORS.register(SaysParis())
-    try:
+    with registered(SaysParis(), "toy: always says Paris") as injector:
         yield injector
-    finally:
-        INJECTORS.unregister(TOY)
-        STRATEGY_NAMES.unregister(TOY)
 
 
 def _settings(tmp_path: Path, model: Path, *, open_answers: bool = True) -> Any:
@@ -128,12 +94,7 @@ async def test_the_job_answers_the_open_questions_before_and_after_and_commits_t
         async with store.transaction() as s:
             (job,) = await claim_gpu_jobs(s, owner="o", lease=timedelta(seconds=60))
         spec = _spec(settings, snapshot, job.id)
-        outcome = InjectionJob(spec).run()
-        write_json_atomic(spec.artifacts_dir / OUTCOME_FILE, outcome)
-        async with aiohttp.ClientSession() as http:
-            ctx = ServiceContext(store=store, http=http, owner="o", metrics=Metrics())
-            run = await make_consumer(settings)._store_outcome(ctx, job.id, spec, "job")
-        assert run.status is not None and run.status.value == "done"
+        outcome = await run_and_commit(store, settings, spec)
         async with store.session() as s:
             stored = (await s.execute(select(OpenResult).order_by(col(OpenResult.id)))).scalars().all()
             mcq = (await s.execute(select(QuestionResult))).scalars().all()
