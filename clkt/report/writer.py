@@ -81,7 +81,7 @@ from clkt.report.metrics import (
     parse_failure_rates,
     summarize,
 )
-from clkt.report.open_track import open_track
+from clkt.report.open_track import OPEN_TITLE, open_track
 from clkt.report.seed_report import primary_seed, seed_rows
 from clkt.report.window import public_entity_ids
 from clkt.snapshots.ids import stable_entity_id, stable_qid
@@ -403,6 +403,11 @@ def render_tables(data: ReportData) -> list[Table]:
     if data.control_learn:
         t = Table(*LEARN_HEADER, title="Control split (fictional entities): Learn")
         for r in learn_rows(data.control_learn):
+            t.add_row(*r)
+        tables.append(t)
+    if data.open_track is not None and data.open_track.learn:  # the open track: its own table, never pooled
+        t = Table(*LEARN_HEADER, title=f"{OPEN_TITLE}: Learn (report.md has its Overall, Transfer and paired view)")
+        for r in learn_rows(data.open_track.learn):
             t.add_row(*r)
         tables.append(t)
     if data.base:

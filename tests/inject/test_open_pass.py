@@ -25,7 +25,8 @@ from clkt.openqa.frozen import load_open_questions
 from clkt.openqa.results import OPEN_SCORER, OpenResultItem
 from clkt.openqa.score import Verdict, score
 from clkt.report.leaderboard import build_rows
-from clkt.report.writer import write_report
+from clkt.report.open_track import OPEN_TITLE
+from clkt.report.writer import ReportData, render_tables, write_report
 from storage.engine import Store
 from storage.gpu_jobs import claim_gpu_jobs, enqueue_gpu_jobs
 from storage.leaderboard import WindowData, WindowJob, WindowSnapshot, known_names
@@ -128,6 +129,8 @@ async def test_the_job_answers_the_open_questions_before_and_after_and_commits_t
     assert (learn["stat"]["n"], learn["stat"]["base_correct"], learn["stat"]["injected_correct"]) == (2, base_en, 1)
     assert [t["stat"]["injected_correct"] for t in track["control_learn"] if t["domain"] == "all"] == [1]
     assert "## Open answers (short-answer track)" in paths.markdown.read_text(encoding="utf-8")
+    data = ReportData.model_validate_json(paths.json.read_text(encoding="utf-8"))
+    assert any(OPEN_TITLE in str(t.title) for t in render_tables(data))  # `clkt report` prints it too
     # the leaderboard: the open answers are packed as their own scorer, so they are rows of their own
     assert [p.scorer for p in packs] == ["letter-logprob", OPEN_SCORER] and OPEN_SCORER in names.scorers
     window = WindowData(
