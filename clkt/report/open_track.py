@@ -12,7 +12,8 @@ test entities the bootstrap draws). Apart from those:
 - **answered in another language**: per job group, variant and test language, the share of answers the normaliser
   found in another language (INCORRECT, counted apart), with n and its interval over entities;
 - **the paired view**: per job and variant, the same fact asked both ways (the MCQ whose slot is the open
-  question's fact, e.g. `director` and `film.director`, about the same entity in the same language): how often
+  question's fact, e.g. `director` and `film.director`, or the slot `MCQ_SLOT` names where the two are spelled
+  apart, about the same entity in the same language): how often
   the MCQ verdict and the open verdict agree, with n, the four cells and the interval over entities.
 """
 
@@ -31,9 +32,17 @@ from clkt.snapshots.ids import stable_entity_id
 from storage.gpu_jobs import JobResultRow
 from storage.open_results import OpenResultRow
 
-__all__ = ["OPEN_TITLE", "OpenAgreement", "OpenTrack", "OtherLanguage", "open_outcomes", "open_track"]
+__all__ = ["MCQ_SLOT", "OPEN_TITLE", "OpenAgreement", "OpenTrack", "OtherLanguage", "mcq_slot", "open_outcomes",
+           "open_track"]
 
 OPEN_TITLE = "Open answers (short-answer track)"
+# open fact -> the MCQ slot asking the same fact, where it is not the fact's last part (`clkt.openqa.from_facts`)
+MCQ_SLOT = {"release.date": "release_date", "release.tracks": "track_count", "quake.date": "time"}
+
+
+def mcq_slot(fact: str) -> str:
+    """The MCQ slot that asks the open question's `fact`."""
+    return MCQ_SLOT.get(fact, fact.rsplit(".", 1)[-1])
 
 
 class _Frozen(BaseModel):
@@ -124,7 +133,7 @@ def _agreement(rows: Sequence[OpenResultRow], mcq: Sequence[JobResultRow], draws
     cells: dict[tuple[int, str], list[tuple[bool, bool, int]]] = defaultdict(list)
     who: dict[int, OpenResultRow] = {}
     for r in rows:
-        got = mcq_of.get((r.job_id, r.variant, r.entity_id, r.fact.rsplit(".", 1)[-1], r.lang))
+        got = mcq_of.get((r.job_id, r.variant, r.entity_id, mcq_slot(r.fact), r.lang))
         if r.split == "test" and got is not None:
             cells[(r.job_id, r.variant)].append((got, r.correct, r.entity_id))
             who.setdefault(r.job_id, r)

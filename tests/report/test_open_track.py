@@ -21,7 +21,7 @@ from clkt.report.data import ci_text
 from clkt.report.metric_table import OVERALL, TRANSFER
 from clkt.report.metrics import ALL_DOMAINS
 from clkt.report.open_lines import open_lines
-from clkt.report.open_track import OPEN_TITLE, OpenTrack, open_track
+from clkt.report.open_track import OPEN_TITLE, OpenTrack, mcq_slot, open_track
 from clkt.snapshots.ids import stable_entity_id
 from storage.gpu_jobs import JobResultRow
 from storage.open_results import OpenResultRow
@@ -89,6 +89,11 @@ def test_the_section_shows_each_figure_with_its_n() -> None:
     assert "| m | s | en | fr | 6 | 4 | 1 | 1 | 50.0 | 60.0 (n=10) |" in text
     assert "| m | s | en | injected | fr | 12 | 1 | 8.3 [" in text
     assert "| 1 | m | s | en | injected | 12 | 83.3 [" in text
+
+
+def test_the_same_fact_is_paired_where_its_names_differ() -> None:
+    assert (mcq_slot("film.director"), mcq_slot("release.tracks"), mcq_slot("quake.date")) == (
+        "director", "track_count", "time")
 
 
 def test_no_open_answers_no_section() -> None:
