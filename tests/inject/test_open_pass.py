@@ -17,6 +17,7 @@ from sqlmodel import col
 
 import clkt.inject.open_pass as open_pass
 from clkt.config import load_settings
+from clkt.errors import SnapshotError
 from clkt.evaluate.results import Variant
 from clkt.inject.contract import JobSpec
 from clkt.inject.job import InjectionJob
@@ -191,3 +192,17 @@ def test_without_the_track_or_with_the_flag_off_the_job_runs_as_before(
     dumped = outcome.summary.model_dump(mode="json")
     assert "open_questions" not in dumped and "open_answer_s" not in dumped
     assert len(outcome.results) == 8  # the MCQs as before: 2 test questions x 2 languages x base and injected
+
+
+def test_an_edited_open_file_fails_the_job_before_any_model_is_loaded(
+    tmp_path: Path, tiny_snapshot: Path, tiny_target: Path, says_paris: SaysParis, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    snapshot = add_open_track(tiny_snapshot)
+    path = snapshot / "open" / "en.jsonl"
+    path.write_text(path.read_text(encoding="utf-8").replace("Paris", ""), encoding="utf-8")  # an emptied gold
+    job = InjectionJob(_spec(_settings(tmp_path, tiny_target), snapshot, 1))
+    loads: list[object] = []
+    monkeypatch.setattr(job, "load_model", lambda *a, **k: loads.append(a))
+    with pytest.raises(SnapshotError, match=r"open/en\.jsonl"):
+        job.run()
+    assert loads == [] and not (job.spec.artifacts_dir / OPEN_PREDICTIONS_FILE).exists()
