@@ -34,6 +34,7 @@ __all__ = [
     "JOBS_DIR",
     "LOG_FILE",
     "MODELS_DIR",
+    "OPEN_PREDICTIONS_FILE",
     "OPTIM_FILE",
     "OUTCOME_FILE",
     "PREDICTIONS_FILE",
@@ -71,6 +72,7 @@ ENDED_FILE = "ended.json"  # RunEnded: a run that ended, brought back, not commi
 PROGRESS_FILE = "progress.json"  # JobProgress: where it is (the status page, the consumer's log)
 LOG_FILE = "job.log"  # the job process's output
 PREDICTIONS_FILE = "predictions.jsonl"  # every answer, the control split's too
+OPEN_PREDICTIONS_FILE = "open_predictions.jsonl"  # every open answer (the open track), scored, both splits
 CKPT_DIR = "checkpoints"  # checkpoints/epoch-<n>/, one per finished epoch
 EPOCH_PREFIX = "epoch-"
 STATE_FILE = "state.json"  # in an epoch's folder: the epoch's loss, tokens and time (it counts once this is there)

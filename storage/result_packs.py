@@ -39,6 +39,7 @@ __all__ = [
     "PACKED_SPLIT",
     "PackedAnswer",
     "ResultPackRecord",
+    "add_result_packs",
     "build_packs",
     "packs_from_results",
     "result_packs",
@@ -133,10 +134,14 @@ async def write_result_packs(
     if not test:
         return 0
     entity = await _entities_of(session, {r[0] for r in test})
-    packs = build_packs(job_id, (
+    return await add_result_packs(session, build_packs(job_id, (
         PackedAnswer(question_id=q, entity_id=entity[q], lang=lang, variant=variant, scorer=scorer, correct=correct)
         for q, lang, variant, scorer, _, correct in test if q in entity
-    ))
+    )))
+
+
+async def add_result_packs(session: AsyncSession, packs: Sequence[ResultPackRecord]) -> int:
+    """Insert `packs` (built by `build_packs`) in the caller's transaction; how many."""
     now = utcnow()
     for p in packs:
         session.add(ResultPack(job_id=p.job_id, scorer=p.scorer, langs=",".join(p.langs), questions=p.questions,

@@ -85,6 +85,10 @@ class GpuSettings(Section):
     # without a deterministic kernel fails the job instead of running. Slower; what it changes is measured by
     # `bench/seeds.py --deterministic` (bench/results/demo-spread.json)
     deterministic: bool = False
+    # the open track (issue 47): where the snapshot has short-answer questions, the local target answers them greedily
+    # in every test language before and after injection (`clkt.inject.open_pass`); false: the MCQs only. What it adds
+    # to a job is its summary's `open_answer_s` (the demo's is in README, Open answers)
+    open_answers: bool = True
     seed: int = Field(default=0, ge=0, le=2**32 - 1)
     # -- where GPU jobs run (clkt.inject.engine) --
     engine: Literal["local", "ray"] = "local"  # local: a child process per device; ray: Ray work on a cluster

@@ -102,6 +102,9 @@ class JobSummary(_Model):
     learn: dict[str, LearnSummary] = Field(default_factory=dict)  # result scorer -> Learn (real test questions)
     learn_control: dict[str, LearnSummary] = Field(default_factory=dict)  # ... on the control split
     eval_batch_sizes: dict[str, int] = Field(default_factory=dict)  # scorer -> the evaluation batch size it ran at
+    # the open track's pass (`clkt.inject.open_pass`): questions x languages asked per variant, and its seconds
+    open_questions: int = Field(default=0, exclude_if=lambda v: not v)
+    open_answer_s: float | None = Field(default=None, exclude_if=lambda v: v is None)
     ran_on: str | None = None  # where the job process ran: this machine ("local") or a cluster node ("ray:<node>")
     # what the job cost (`clkt.inject.usage`; None: not recorded, as by versions before it)
     wall_s: float | None = None  # the job process's run: loading the snapshot to the summary

@@ -23,11 +23,13 @@ from clkt.evaluate.results import ResultItem
 from clkt.evaluate.summary import ControlCounts, JobSummary
 from clkt.inject.contract import JobOutcome, JobSpec
 from clkt.layout import OUTCOME_FILE
-from clkt.snapshots.stored import question_rows_by_qid
+from clkt.snapshots.content import load_item_refs
 from storage.engine import Store
 from storage.gpu_jobs import ResultRecord, complete_gpu_job, write_job_results
+from storage.open_results import OpenResultRecord, write_open_results
 
-__all__ = ["CommitError", "CommitHook", "Committed", "commit_outcome", "completed_summary", "control_counts", "result_records"]
+__all__ = ["CommitError", "CommitHook", "Committed", "commit_outcome", "completed_summary", "control_counts", "open_records",
+           "result_records"]
 
 
 class CommitHook(Protocol):
@@ -65,6 +67,16 @@ def result_records(outcome: JobOutcome, rows_by_qid: dict[int, int], *, snapshot
             predicted=r.predicted, correct=r.correct, raw=r.raw,
         )
         for r in outcome.results
+    ]
+
+
+def open_records(outcome: JobOutcome) -> list[OpenResultRecord]:
+    """The outcome's open answers (the open track: public ids, both splits) as the store's `open_result` rows."""
+    return [
+        OpenResultRecord(open_qid=r.qid, entity_id=r.entity_id, domain=r.domain, fact=r.fact, lang=r.lang,
+                         variant=r.variant.value, scorer=r.scorer, split=r.split, verdict=r.verdict.value,
+                         other_language=r.other_language, answer=r.answer)
+        for r in outcome.open_results
     ]
 
 
@@ -112,13 +124,16 @@ async def commit_outcome(store: Store, spec: JobSpec, *, owner: str, ran_on: str
     outcome = read_outcome(spec)
     try:
         async with store.session() as s:
-            rows_by_qid = await question_rows_by_qid(s, spec.snapshot_id)
+            items = await load_item_refs(s, spec.snapshot_id)
+        rows_by_qid = {it.qid: it.question_row for it in items}
         records = result_records(outcome, rows_by_qid, snapshot_id=spec.snapshot_id)
     except (JobError, SnapshotError) as e:
         raise CommitError(str(e), permanent=True) from e
     summary = completed_summary(outcome, spec.target, ran_on=ran_on)
     async with store.transaction() as s:
         n = await write_job_results(s, spec.job_id, records)
+        await write_open_results(s, spec.job_id, open_records(outcome),
+                                 entity_rows={it.entity_id: it.entity_row for it in items})
         await complete_gpu_job(
             s, spec.job_id, owner=owner, best_epoch=outcome.best_epoch, device=outcome.device,
             artifacts_dir=str(spec.artifacts_dir), summary=summary,

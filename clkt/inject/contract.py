@@ -21,6 +21,7 @@ from clkt.config import GpuSettings, TargetSettings
 from clkt.config.strategies import check_strategy
 from clkt.evaluate.results import EpochRecord, ResultItem
 from clkt.evaluate.summary import JobSummary
+from clkt.openqa.results import OpenResultItem
 
 __all__ = [
     "FailureKind",
@@ -96,6 +97,8 @@ class JobOutcome(_Model):
     summary: JobSummary  # what the job measured; the consumer completes it (epochs, target, control counts)
     # the control split's answers (split "control"): never stored as question results, never in the real scores
     control_results: list[ResultItem] = Field(default_factory=list)
+    # the open track's scored answers, both splits (`clkt.inject.open_pass`); [] without it
+    open_results: list[OpenResultItem] = Field(default_factory=list)
 
 
 class RetryWith(_Model):

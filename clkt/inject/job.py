@@ -13,6 +13,10 @@
    train language's validation split, the best epoch; `clkt.inject.strategies._trained`), in its own folder
    `<artifacts>/checkpoints/`, and gives back the model ready to answer and what it records (`Injection`).
 5. `injected_pass`: the test split in every language again.
+   The open track (`clkt.inject.open_pass`, where the snapshot has one and `[gpu] open_answers` is on): the
+   short-answer questions of every test language (test and control splits) answered greedily and scored by the
+   normaliser, by the base model (`open_base`, cached beside the base MCQ answers) and the injected one
+   (`open_injected`), into `open_predictions.jsonl` and the outcome's `open_results`.
 6. `write_predictions`: `predictions.jsonl`, every answer (the control and locality splits' too).
 7. `summarise`: the typed `JobSummary` (`clkt.evaluate.summary`) the `JobOutcome` carries; the locality split's
    answers only as its paired counts (`JobSummary.locality`: what the injection kept), never as results.
@@ -46,9 +50,11 @@ from clkt.facts import EntityFacts
 from clkt.inject.contract import JobOutcome, JobProgress, JobSpec, write_json_atomic
 from clkt.inject.editing.requests import parse_facts
 from clkt.inject.injector import Injection, InjectionContext, WeightsDtype, base_weights_dtype
+from clkt.inject.open_pass import OpenPass, open_asks
 from clkt.inject.strategies import injector_for
 from clkt.inject.usage import peak_memory, reset_peak_memory
 from clkt.layout import BASE_CACHE_KEY_HEX, CKPT_DIR, PREDICTIONS_FILE, PROGRESS_FILE, base_cache_name
+from clkt.openqa.results import OpenResultItem
 from clkt.report.learn import learn_stat
 from clkt.snapshots.layout import DocRow, QuestionRow, load_snapshot_dir
 from clkt.targets.loader import load_target, resolve_device
@@ -105,6 +111,9 @@ class InjectionJob:
         self.dtype = ""
         self.sizers: dict[str, BatchSizer] = {}  # scorer -> its evaluation batch size, for the whole job
         self.base_from_cache = False
+        self.open = OpenPass(spec, [], progress=self._open_progress)  # set by `run` once the snapshot is read
+        self.open_results: list[OpenResultItem] = []  # base, then injected (`open_base`, `open_injected`)
+        self.open_s = 0.0
 
     def run(self) -> JobOutcome:
         import torch
@@ -119,12 +128,15 @@ class InjectionJob:
         started = time.monotonic()
         reset_peak_memory(resolve_device(spec.device))
         qs = self.load_snapshot()
+        self.open = OpenPass(spec, open_asks(spec, list(dict.fromkeys(r.lang for r in qs.test_rows))),
+                             progress=self._open_progress)
         rows = qs.test_rows + qs.locality_rows
         base, model, tok = self.base_and_model(rows)
         injecting = time.monotonic()
         injection = self.inject(model, tok, qs)
         inject_s = time.monotonic() - injecting
         injected = self.injected_pass(injection.model, tok, rows)
+        self.open_injected(injection.model, tok)
         control_qids, locality_of = qs.control_qids, {r.qid: r.entity_id for r in qs.locality_rows}
         results = [r.model_copy(update={"split": LOCALITY_SPLIT}) if r.qid in locality_of else r for r in base + injected]
         self.write_predictions(results)
@@ -133,12 +145,13 @@ class InjectionJob:
         results = [r for r in results if r.qid not in control_qids and r.qid not in locality_of]
         peak, kind = peak_memory(self.device)
         summary = self.summarise(qs, injection, results, control_results).model_copy(update=dict(
-            wall_s=time.monotonic() - started, inject_s=inject_s, peak_memory_bytes=peak, peak_memory_kind=kind))
+            wall_s=time.monotonic() - started, inject_s=inject_s, peak_memory_bytes=peak, peak_memory_kind=kind,
+            open_questions=len(self.open.asks), open_answer_s=self.open_s if self.open.asks else None))
         if qs.locality_rows:
             summary = summary.model_copy(update={"locality_questions": len(qs.locality_rows), "locality": locality})
         return JobOutcome(
             job_id=spec.job_id, best_epoch=injection.best_epoch, epochs=injection.epochs, device=self.device, results=results,
-            summary=summary, control_results=control_results,
+            summary=summary, control_results=control_results, open_results=self.open_results,
         )
 
     # -- the steps ----------------------------------------------------------------------------------------------
@@ -184,9 +197,12 @@ class InjectionJob:
         base_dtype, wanted = base_weights_dtype(self.device), self.injector.weights_dtype(self.device)
         cached = self._cached_base(rows, f"torch.{base_dtype}")
         if cached is not None:
-            return (cached, *self.load_model(wanted))
+            model, tok = self.load_model(wanted)
+            self.open_base(model, tok, dtypes=[f"torch.{base_dtype}", self.dtype])
+            return cached, model, tok
         model, tok = self.load_model(base_dtype)
         base = self.base_pass(model, tok, rows)
+        self.open_base(model, tok, dtypes=[self.dtype])
         if wanted != base_dtype:
             del model
             _release_memory(self.device)
@@ -230,6 +246,20 @@ class InjectionJob:
             os.replace(tmp, cache)
         return items
 
+    def open_base(self, model: Any, tok: Any, *, dtypes: list[str]) -> None:
+        """The open track's base answers (`clkt.inject.open_pass`: none without the track), the shared cache's
+        under the first of `dtypes` that has them, else by `model`."""
+        started = time.monotonic()
+        self.open_results = self.open.base(model, tok, dtypes=dtypes)
+        self.open_s += time.monotonic() - started
+
+    def open_injected(self, model: Any, tok: Any) -> None:
+        """The open track's answers by the injected model, after the base ones; both go to `open_predictions.jsonl`."""
+        started = time.monotonic()
+        self.open_results = [*self.open_results, *self.open.answer(model, tok, variant=Variant.injected)]
+        self.open_s += time.monotonic() - started
+        self.open.write(self.open_results)
+
     def inject(self, model: Any, tok: Any, qs: JobQuestions) -> Injection:
         """The strategy's injector: the train language's documents into the model; the model it gives back answers."""
         def answer(
@@ -272,6 +302,9 @@ class InjectionJob:
         )
 
     # -- helpers ------------------------------------------------------------------------------------------------
+
+    def _open_progress(self, phase: str, done: int, total: int) -> None:
+        self.progress(JobProgress(phase=phase, done=done, total=total))
 
     def _answer(
         self, model: Any, tok: Any, rows: list[QuestionRow], *, scorers: Sequence[str], variant: Variant, phase: str,

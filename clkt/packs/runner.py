@@ -79,7 +79,10 @@ __all__ = [
 ]
 
 Progress = Callable[[str], None]
-_NOT_SETTINGS = (*ENGINE_FIELDS, "enabled", "devices", "probe_device", "probe_cache_size", "probe_cache_gb")
+# not what a pack's answers are computed with: where the jobs run, and the open track (a pack holds the MCQ answers
+# only, `clkt.packs.format`: its jobs never run the open pass)
+_NOT_SETTINGS = (*ENGINE_FIELDS, "enabled", "devices", "probe_device", "probe_cache_size", "probe_cache_gb",
+                 "open_answers")
 _WEIGHTS = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
 POLL_S = 1.0  # how often a running job's progress is read
 ENGINES = ("local", "ray")  # `[gpu] engine`'s values, `--engine`'s choices
@@ -370,7 +373,8 @@ def _specs(req: EvaluateRequest, snap: SnapshotData, root: Path, *, device: str)
     sid = snap.manifest.snapshot_id
     return [
         JobSpec(job_id=n, snapshot_id=sid, snapshot_dir=snap.path.resolve(), target=req.target, strategy=req.strategy,
-                train_lang=lang, gpu=req.gpu, data_dir=req.data_dir.resolve(), artifacts_dir=job_dir(root, n).resolve(),
+                train_lang=lang, gpu=req.gpu.model_copy(update={"open_answers": False}), data_dir=req.data_dir.resolve(),
+                artifacts_dir=job_dir(root, n).resolve(),
                 device=device, base_cache_dir=base_cache_dir(root, sid).resolve())
         for n, lang in enumerate(req.train_langs, start=1)
     ]

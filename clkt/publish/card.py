@@ -17,7 +17,11 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from clkt.publish.state import LEAKY_LAYOUT, Hold, PublishState
+from clkt.report.data import LEARN_HEADER, learn_rows, metric_cell
 from clkt.report.locality import KEPT_HEADER, MIN_KEPT_N, KeptLang, kept_row
+from clkt.report.metric_table import PAIR_METRICS
+from clkt.report.metrics import ALL_DOMAINS
+from clkt.report.open_track import OPEN_TITLE, OpenTrack
 from clkt.snapshots.card import SOURCE_LICENCES
 from clkt.snapshots.layout import SnapshotManifest
 from storage.retractions import RetractionRecord
@@ -87,6 +91,7 @@ class SnapshotCard:
     adapters: int
     manifest_sha256: str
     kept: Sequence[KeptLang] = ()  # kept % per job x scorer x test language (the report's locality figures)
+    open_track: OpenTrack | None = None  # the report's open-answer figures (`clkt.report.open_track`), if any
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -212,6 +217,26 @@ def _kept_lines(kept: Sequence[KeptLang]) -> list[str]:
             *["| " + " | ".join(_cell(c) for c in kept_row(k)) + " |" for k in kept], ""]
 
 
+def _row(cells: Sequence[str]) -> str:
+    return "| " + " | ".join(_cell(c) for c in cells) + " |"
+
+
+def _open_lines(track: OpenTrack | None) -> list[str]:
+    """The open track's section: the report's own Learn and pooled metric figures (none without the track)."""
+    if track is None:
+        return []
+    cells = [c for c in track.table2 if c.domain == ALL_DOMAINS]
+    return [f"## {OPEN_TITLE}", "",
+            "The same facts asked as short-answer questions, answered greedily and scored by the normaliser layer (an",
+            "answer in another language is never right); apart from the multiple-choice figures, never pooled with",
+            "them. 95% CIs from a bootstrap over entities. The same figures as `report/metrics.json` (`open_track`).", "",
+            _row(LEARN_HEADER), "|" + "---|" * len(LEARN_HEADER), *map(_row, learn_rows(track.learn)), "",
+            _row(["model", "strategy", "scorer", "pairs", *(m.label for m in PAIR_METRICS)]),
+            "|" + "---|" * (4 + len(PAIR_METRICS)),
+            *[_row([c.model, c.strategy, c.scorer, str(c.pairs), *(metric_cell(c, m) for m in PAIR_METRICS)]) for c in cells],
+            ""]
+
+
 def render_snapshot_card(card: SnapshotCard, configs: Sequence[Config]) -> str:
     """The dataset card of one published snapshot (its `hf/README.md`)."""
     m, st = card.manifest, card.state
@@ -243,6 +268,7 @@ def render_snapshot_card(card: SnapshotCard, configs: Sequence[Config]) -> str:
         lines += ["**Offline demonstration data**: recorded items were re-dated; do not use this as a benchmark result.", ""]
     lines += _hold_lines(st, card.hold)
     lines += _kept_lines(card.kept)
+    lines += _open_lines(card.open_track)
     lines += ["## Errata", "", *leak_erratum(card.history)]
     if card.retractions:
         lines += [f"{len(card.retractions)} question(s) retracted and left out of this revision (all languages, the",

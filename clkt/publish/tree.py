@@ -207,6 +207,7 @@ def write_snapshot_folder(root: Path, mat: SnapshotMaterial) -> list[str]:
         published=published, has_report=mat.report is not None, predictions=n_predictions, jobs=len(mat.jobs),
         adapters=0 if state.held else len(mat.adapters), manifest_sha256=sha256_file(frozen / MANIFEST_FILE),
         kept=mat.report.locality if mat.report is not None else (),
+        open_track=mat.report.open_track if mat.report is not None else None,
     )
     hf_configs = [  # the card sits in hf/: its paths are relative to it
         Config(name=c.name, files=tuple((s, p.removeprefix("hf/")) for s, p in c.files))

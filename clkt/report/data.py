@@ -31,6 +31,7 @@ from clkt.report.metrics import (
     SummaryCell,
     fmt,
 )
+from clkt.report.open_track import OpenTrack
 from clkt.report.stats import wilson_ci
 
 __all__ = [
@@ -147,6 +148,9 @@ class ReportData(BaseModel):
     # the groups whose jobs ran with several training seeds, pooled over them (`clkt.report.seed_report`); left
     # out of metrics.json when every job ran one seed
     seeds: list[LeaderRow] = Field(default_factory=list, exclude_if=lambda v: not v)
+    # the open track (`clkt.report.open_track`): the short-answer questions' figures, never pooled with the MCQ rows;
+    # left out of metrics.json when no job answered them
+    open_track: OpenTrack | None = Field(default=None, exclude_if=lambda v: v is None)
 
     def job_learned(self, model: str, strategy: str, scorer: str, train_lang: str) -> bool | None:
         """None: no Learn test (no base or injected answers in the train language)."""

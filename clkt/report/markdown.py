@@ -13,6 +13,7 @@ from clkt.report.incontext import incontext_lines
 from clkt.report.locality import KEPT_HEADER, LOCALITY_INTRO, kept_row
 from clkt.report.metric_table import PAIR_METRICS
 from clkt.report.metrics import BASE_FLAG_MEANS
+from clkt.report.open_lines import open_lines
 from clkt.report.seed_report import SEED_HEADER, seed_lines
 from clkt.report.stats import wilson_ci
 
@@ -82,6 +83,8 @@ def markdown(data: ReportData, figures: list[Path]) -> str:
         lines += _knowledge(data)
     if data.incontext:
         lines += incontext_lines(data.incontext, data.table2)
+    if data.open_track is not None:
+        lines += open_lines(data.open_track, _md_row)
     if figures:
         lines += ["## Figures", ""]
         lines += [f"![{f.stem}]({f.name})" for f in figures]

@@ -22,6 +22,9 @@ each job keeps their paired counts per scorer and language in its summary's `con
 against injected per language, as the positive control of injection. A job whose stored summary cannot be
 read is reported without it (no family, size, parse rule or control counts), with a note saying so.
 
+The open track's answers (`storage.open_results`), where jobs answered the snapshot's short-answer questions, get
+their own section and `metrics.json` key (`open_track`: `clkt.report.open_track`), computed by the same metric
+functions and never pooled with the MCQ rows.
 The report is written by the `report-writer` service (`clkt.report.service`) once every GPU job of the
 snapshot has finished, and by `clkt report`.
 """
@@ -78,12 +81,14 @@ from clkt.report.metrics import (
     parse_failure_rates,
     summarize,
 )
+from clkt.report.open_track import OPEN_TITLE, open_track
 from clkt.report.seed_report import primary_seed, seed_rows
 from clkt.report.window import public_entity_ids
 from clkt.snapshots.ids import stable_entity_id, stable_qid
 from storage.gpu_jobs import JobResultRow, jobs_for_snapshot, results_for_snapshot
 from storage.incontext import incontext_answers
 from storage.knowledge import known_by_month
+from storage.open_results import open_results_for_snapshot
 from storage.snapshots import find_snapshot
 from storage.targets import list_targets, snapshot_targets
 
@@ -143,6 +148,7 @@ async def load_report_data(
         verdicts = await known_by_month(s, targets=sorted({j.target_model for j in jobs})) if jobs else []
         registry = {t.name: t.cutoff for t in await list_targets(s)}
         incontext_rows = await incontext_answers(s, snapshot_id)
+        open_rows = await open_results_for_snapshot(s, snapshot_id)
     infos: list[JobInfo] = []
     unreadable: list[str] = []
     for j in jobs:
@@ -188,6 +194,9 @@ async def load_report_data(
         kept = [r for r in incontext_rows if r.qid not in exclude_qids]
         data = data.model_copy(update={"incontext": await asyncio.to_thread(
             partial(incontext_results, kept, languages=langs, snapshot_id=snapshot_id, seed=seed))})
+    if open_rows:  # the open track: the same metrics on the short-answer questions, apart (`clkt.report.open_track`)
+        data = data.model_copy(update={"open_track": await asyncio.to_thread(partial(
+            open_track, open_rows, languages=langs, snapshot_id=snapshot_id, seed=seed, primary_jobs=primary, mcq=rows))})
     ran = {j.target_model for j in jobs}  # every target whose jobs ran on it, each on its valid entities
     return data.model_copy(update={"targets": [
         TargetValidity(target=v.target_name, status=v.status.value, entities=v.entities, excluded=v.excluded)
@@ -394,6 +403,11 @@ def render_tables(data: ReportData) -> list[Table]:
     if data.control_learn:
         t = Table(*LEARN_HEADER, title="Control split (fictional entities): Learn")
         for r in learn_rows(data.control_learn):
+            t.add_row(*r)
+        tables.append(t)
+    if data.open_track is not None and data.open_track.learn:  # the open track: its own table, never pooled
+        t = Table(*LEARN_HEADER, title=f"{OPEN_TITLE}: Learn (report.md has its Overall, Transfer and paired view)")
+        for r in learn_rows(data.open_track.learn):
             t.add_row(*r)
         tables.append(t)
     if data.base:

@@ -9,9 +9,10 @@ import csv
 import json
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp
 import pytest
@@ -23,8 +24,8 @@ from clkt.context import ServiceContext
 from clkt.errors import ConfigError
 from clkt.evaluate.results import Variant
 from clkt.evaluate.scorers import letter_token_ids
-from clkt.inject.contract import InjectorSpec, JobSpec, write_json_atomic
-from clkt.inject.injector import Injection, InjectionContext, WeightsDtype
+from clkt.inject.contract import InjectorSpec, JobOutcome, JobSpec, write_json_atomic
+from clkt.inject.injector import Injection, InjectionContext, Injector, Spare, WeightsDtype
 from clkt.inject.job import InjectionJob, check_spec
 from clkt.inject.strategies import INJECTORS
 from clkt.layout import OUTCOME_FILE, PREDICTIONS_FILE
@@ -38,6 +39,7 @@ from tests.inject._fixtures import SNAPSHOT_ID, make_consumer, seed_store
 
 TOY = "toy-letter"
 LETTER = "B"
+ToyT = TypeVar("ToyT", bound=Injector)
 
 
 class AlwaysB:
@@ -65,7 +67,7 @@ class AlwaysB:
         with torch.no_grad():
             biased.weight.copy_(head.weight)
             biased.bias.zero_()
-            for t in letter_token_ids(tokenizer)["ABCD".index(LETTER)]:
+            for t in self.biased_tokens(tokenizer):
                 biased.bias[t] = 1e4
         model.set_output_embeddings(biased)
         (ctx.work_dir / "edit.json").write_text(json.dumps({"letter": LETTER}))
@@ -74,16 +76,41 @@ class AlwaysB:
     def returned_files(self, work_dir: Path, *, best_epoch: int | None) -> list[Path]:
         return [work_dir / "edit.json"]
 
+    def spare(self, work_dir: Path, *, best_epoch: int | None) -> list[Spare]:
+        return []  # nothing of its folder for retention to remove
 
-@pytest.fixture()
-def toy_strategy() -> Iterator[AlwaysB]:
-    STRATEGY_NAMES.register(StrategyName(name=TOY, label="toy: always answers B", family="test"))
-    injector = INJECTORS.register(AlwaysB())
+    def biased_tokens(self, tokenizer: Any) -> list[int]:
+        """The tokens the edit makes the model say (those that spell "B")."""
+        return list(letter_token_ids(tokenizer)["ABCD".index(LETTER)])
+
+
+@contextmanager
+def registered(injector: ToyT, label: str) -> Iterator[ToyT]:
+    """`injector` declared as a strategy (config, labels) and registered, both taken away after."""
+    STRATEGY_NAMES.register(StrategyName(name=injector.name, label=label, family="test"))
+    INJECTORS.register(injector)
     try:
         yield injector
     finally:
-        INJECTORS.unregister(TOY)
-        STRATEGY_NAMES.unregister(TOY)
+        INJECTORS.unregister(injector.name)
+        STRATEGY_NAMES.unregister(injector.name)
+
+
+@pytest.fixture()
+def toy_strategy() -> Iterator[AlwaysB]:
+    with registered(AlwaysB(), "toy: always answers B") as injector:
+        yield injector
+
+
+async def run_and_commit(store: Store, settings: Any, spec: JobSpec) -> JobOutcome:
+    """Run the job in this process, then commit its outcome as the consumer does (done, or the test fails)."""
+    outcome = InjectionJob(spec).run()
+    write_json_atomic(spec.artifacts_dir / OUTCOME_FILE, outcome)
+    async with aiohttp.ClientSession() as http:
+        ctx = ServiceContext(store=store, http=http, owner="o", metrics=Metrics())
+        run = await make_consumer(settings)._store_outcome(ctx, spec.job_id, spec, "job")
+    assert run.status is not None and run.status.value == "done"
+    return outcome
 
 
 def _config(tmp_path: Path, model: Path, strategies: list[str]) -> Path:
@@ -141,12 +168,7 @@ async def test_a_toy_strategy_flows_from_the_config_to_the_report(
         )
         spec.artifacts_dir.mkdir(parents=True)
         check_spec(spec)
-        outcome = InjectionJob(spec).run()
-        write_json_atomic(spec.artifacts_dir / OUTCOME_FILE, outcome)
-        async with aiohttp.ClientSession() as http:
-            ctx = ServiceContext(store=store, http=http, owner="o", metrics=Metrics())
-            run = await make_consumer(settings)._store_outcome(ctx, job.id, spec, "job")
-        assert run.status is not None and run.status.value == "done"
+        outcome = await run_and_commit(store, settings, spec)
         async with store.session() as s:
             stored = (await s.execute(select(QuestionResult))).scalars().all()
         paths = await write_report(store, SNAPSHOT_ID, tmp_path / "report")

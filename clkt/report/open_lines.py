@@ -1,0 +1,61 @@
+"""The open-answer section of `report.md` (`clkt.report.open_track`): its Learn, Overall and Transfer, contingency,
+control split, answers in another language and paired view, each figure with its n and its 95% interval."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from clkt.report.data import LEARN_HEADER, ci_text, learn_rows, metric_cell, pct1
+from clkt.report.metric_table import OVERALL, PAIR_METRICS, TRANSFER
+from clkt.report.metrics import ALL_DOMAINS
+from clkt.report.open_track import OPEN_TITLE, OpenTrack
+
+__all__ = ["open_lines"]
+
+_INTRO = (
+    "The same facts asked as short-answer questions, answered greedily (`clkt.openqa`), each answer scored by the "
+    "normaliser layer (CORRECT only when it meets a gold form of the test language; an answer in another language is "
+    "INCORRECT and counted apart). The same metrics as above, computed by the same functions, never pooled with the "
+    "multiple-choice rows: Learn (exact McNemar; 95% CIs from the bootstrap over entities), Overall and Transfer "
+    "(mean ± std over pairs [95% CI over entities]; a job that did not learn is left out of Transfer)."
+)
+
+
+def _table(header: list[str], rows: list[list[str]], md_row: Callable[[list[str]], str]) -> list[str]:
+    return [md_row(header), "|" + "---|" * len(header), *(md_row(r) for r in rows), ""]
+
+
+def open_lines(track: OpenTrack, md_row: Callable[[list[str]], str]) -> list[str]:
+    """The section's Markdown lines; `md_row`: the report's table row (escapes what could break the table)."""
+    lines = [f"## {OPEN_TITLE}", "", _INTRO, "", f"Scorer(s): {', '.join(track.scorers)}; {track.answers} answers.", ""]
+    if track.learn:
+        lines += ["### Learn (train language, base vs injected)", "", *_table(LEARN_HEADER, learn_rows(track.learn), md_row)]
+    cells = [c for c in track.table2 if c.domain == ALL_DOMAINS]
+    if cells:
+        lines += ["### Overall and Transfer (all domains pooled)", ""]
+        lines += _table(["model", "strategy", "scorer", "pairs", *(m.label for m in PAIR_METRICS)],
+                        [[c.model, c.strategy, c.scorer, str(c.pairs), *(metric_cell(c, m) for m in PAIR_METRICS)]
+                         for c in cells], md_row)
+    pairs = [p for p in track.pairs if p.domain == ALL_DOMAINS and not p.missing]
+    if pairs:
+        lines += ["### Contingency per ordered pair (injected)", ""]
+        lines += _table(["model", "strategy", "train", "test", "A", "B", "C", "D", f"{OVERALL.label} %", f"{TRANSFER.label} % (n = A+B)"],
+                        [[p.model, p.strategy, p.train_lang, p.test_lang, str(p.table.a), str(p.table.b), str(p.table.c),
+                          str(p.table.d), pct1(p.overall), f"{pct1(p.transfer)} (n={p.table.a + p.table.b})"]
+                         for p in pairs], md_row)
+    if track.control_learn:
+        lines += ["### Control split (fictional entities; Wilson CIs over questions)", "",
+                  *_table(LEARN_HEADER, learn_rows(track.control_learn), md_row)]
+    if track.other_language:
+        lines += ["### Answered in another language (INCORRECT, counted apart)", ""]
+        lines += _table(["model", "strategy", "train", "variant", "test language", "n", "other", "share % [CI]"],
+                        [[o.model, o.strategy, o.train_lang, o.variant, o.lang, str(o.n), str(o.other),
+                          f"{pct1(o.share)}{ci_text(o.ci)}"] for o in track.other_language], md_row)
+    if track.agreement:
+        lines += ["### The same fact asked both ways (MCQ verdict against open verdict, per job)", ""]
+        lines += _table(["job", "model", "strategy", "train", "variant", "n", "agree % [CI]", "both right", "MCQ only",
+                         "open only", "neither"],
+                        [[str(a.job_id), a.model, a.strategy, a.train_lang, a.variant, str(a.n),
+                          f"{pct1(a.rate)}{ci_text(a.ci)}", str(a.both_right), str(a.mcq_only), str(a.open_only),
+                          str(a.neither)] for a in track.agreement], md_row)
+    return lines

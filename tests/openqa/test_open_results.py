@@ -1,0 +1,46 @@
+"""An open answer as the job records it (`clkt.openqa.results.scored_item`): the bad answers of issue 47 score as
+the normaliser says, never right by accident, and what is kept of them is bounded."""
+
+from __future__ import annotations
+
+import pytest
+
+from clkt.evaluate.results import Variant
+from clkt.openqa.question import AnswerKind, LangGold, ShortAnswerQuestion
+from clkt.openqa.results import MAX_ANSWER_CHARS, OPEN_SCORER, OpenResultItem, scored_item
+from clkt.openqa.score import Verdict
+
+Q = ShortAnswerQuestion(
+    qid="7", entity="Velmora Tide", fact="film.director", kind=AnswerKind.name,
+    questions={"en": "Who directed the film Velmora Tide?", "ja": "映画Velmora Tideの監督は誰ですか？"},
+    golds={"en": LangGold(answer="Osric Palandri"), "ja": LangGold(answer="オスリック・パランドリ")},
+)
+
+
+def _item(answer: str, lang: str = "en") -> OpenResultItem:
+    return scored_item(Q, qid=7, entity_id=1, lang=lang, answer=answer, variant=Variant.injected, split="test")
+
+
+@pytest.mark.parametrize(("answer", "verdict"), [
+    ("", Verdict.NOT_ATTEMPTED),
+    ("  \n\t ", Verdict.NOT_ATTEMPTED),
+    ("Who directed the film Velmora Tide?", Verdict.NOT_ATTEMPTED),  # only the prompt echoed
+    ("<b></b>", Verdict.NOT_ATTEMPTED),  # markup with nothing in it
+    ("Osric Palandri " * 700, Verdict.INCORRECT),  # 10 KB on one line: not a short answer, though the gold is in it
+])
+def test_bad_answers_are_never_right(answer: str, verdict: Verdict) -> None:
+    item = _item(answer)
+    assert item.verdict is verdict and not item.correct
+    assert len(item.answer) <= MAX_ANSWER_CHARS
+
+
+def test_an_answer_in_another_script_is_counted_apart_never_right() -> None:
+    item = _item("オスリック・パランドリ")  # the Japanese gold, to a question asked in English
+    assert item.verdict is Verdict.INCORRECT and item.other_language and item.answer_lang == "ja"
+    assert _item("オスリック・パランドリ", "ja").correct  # right in its own language
+
+
+def test_a_right_answer_records_its_fact_scorer_and_variant() -> None:
+    item = _item("Osric Palandri.\n")
+    assert item.correct and item.fact == "film.director" and item.scorer == OPEN_SCORER
+    assert item.variant is Variant.injected and not item.other_language
