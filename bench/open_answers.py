@@ -2,7 +2,8 @@
 
 Takes the folder of a finished `clkt demo` (`--from DIR`), copies it (the converted models linked, not copied:
 `bench.seeds`), removes the copy's `cpt-lora` jobs of the snapshot and the shared base answers, enqueues the job
-again (train language `--train`, default en; `[gpu] open_answers` is on by default) and runs it with
+again (train language `--train`, default en; `[gpu] open_answers = true`, which the demo's config leaves off) and
+runs it with
 `clkt worker --burst`, timed. Then, from the store, through the report's open-track figures
 (`clkt.report.open_track`, the MCQ track's metric functions):
 
@@ -143,7 +144,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if not (a.from_dir / "clkt-data" / "clkt.db").is_file():  # before any temporary folder is made
         raise SystemExit(f"{a.from_dir} holds no finished demo (no clkt-data/clkt.db)")
     work = _copy_demo(a.from_dir.resolve(), Path(tempfile.mkdtemp(prefix="clkt-open-bench-")) / "demo")
-    cfg = _config(work, [0])
+    cfg = _config(work, [0], open_answers=True)  # the demo's config leaves the pass off
     sid, target = asyncio.run(_reset(cfg))
     asyncio.run(_enqueue(cfg, sid, target, a.train, 0))
     figures: dict[str, Any] = {"snapshot": sid, "target": target, "train": a.train,

@@ -80,10 +80,12 @@ def _copy_demo(src: Path, dst: Path) -> Path:
     return dst
 
 
-def _config(work: Path, seeds: list[int], *, deterministic: bool = False, threads: int | None = None) -> Path:
+def _config(work: Path, seeds: list[int], *, deterministic: bool = False, threads: int | None = None,
+            open_answers: bool | None = None) -> Path:
     cfg = work / "seeds.toml"
     lines = ["offline_demo = true", f'data_dir = "{work / "clkt-data"}"', "[spec]", f"seeds = {seeds}"]
     gpu = (["deterministic = true"] if deterministic else []) + ([f"torch_threads = {threads}"] if threads else [])
+    gpu += [f"open_answers = {str(open_answers).lower()}"] if open_answers is not None else []
     cfg.write_text("\n".join(lines + (["[gpu]", *gpu] if gpu else [])) + "\n", encoding="utf-8")
     return cfg
 

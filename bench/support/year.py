@@ -82,7 +82,8 @@ def write_config(plan: Plan, path: Path) -> Path:
         "snapshot": {"cadence": "monthly", "allow_partial": True, "control_entities": 0, "check_interval_s": 3600.0,
                      "out_dir": str(d / "snapshots"),
                      "quotas": {"movies": 100_000, "music": 100_000, "sports": 100_000, "disasters": 100_000}},
-        "gpu": {"enabled": plan.gpu, "devices": ["cpu"], "epochs": 1, "max_seq_len": 128, "max_new_tokens": 4,
+        "gpu": {"open_answers": False,  # the year's goals are the MCQ track's; the open pass costs bench/open_answers.py's
+                "enabled": plan.gpu, "devices": ["cpu"], "epochs": 1, "max_seq_len": 128, "max_new_tokens": 4,
                 "eval_batch_size": 16, "torch_threads": 1, "target_modules": "all-linear", "learning_rate": 2e-3,
                 "job_timeout_s": 30 * 86400.0},
         "daemon": {"clock_start": plan.clock_start, "clock_speed": plan.speed, "lease_s": 7 * 86400.0,
