@@ -2,8 +2,8 @@
 from the API payload), the document renderer and the question generators (which read them).
 
 Every fact model is a pydantic model with a `kind` discriminator (`clkt.domain_base.Facts`); `EntityFacts` is
-their union, open: the four first kinds are declared here, every other one by its domain's folder
-(`clkt.domains`), and a payload is validated by its `kind` against all of them.
+their union, open: the first kinds not yet in a folder are declared here, every other one by its domain's folder
+(`clkt.domains`; their models are re-exported here by name), and a payload is validated by its `kind` against all of them.
 `RenderedDocument.sentences` maps a fact slot to the sentence of the document that states it (always a
 substring of `text`), so a generator can quote evidence verbatim.
 
@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, SerializeAsAny
 
 from clkt.domain_base import Facts, FactsModel
-from clkt.domains import DOMAINS
+from clkt.domains import DOMAINS, domain_names
+from clkt.domains.movies.facts import CastMember, FilmFacts
 
 __all__ = [
     "FACT_MODELS",
@@ -44,8 +45,6 @@ __all__ = [
 ]
 
 
-_FIRST_DOMAINS = ("movies", "music", "sports", "disasters")
-
 if TYPE_CHECKING:
     class Domain(str, Enum):
         """The domains: the four first ones typed by name; a registered one by `Domain(name)`."""
@@ -54,8 +53,8 @@ if TYPE_CHECKING:
         music = "music"
         sports = "sports"
         disasters = "disasters"
-else:  # the four first ones, then every registered domain (`clkt.domains.DOMAINS`), in order
-    Domain = Enum("Domain", [(n, n) for n in (*_FIRST_DOMAINS, *DOMAINS)], type=str, module=__name__)
+else:  # the four first ones, then every registered domain (`clkt.domains.domain_names`), in order
+    Domain = Enum("Domain", [(n, n) for n in domain_names()], type=str, module=__name__)
 
 
 class PeriodScore(FactsModel):
@@ -82,29 +81,6 @@ class MatchFacts(Facts):
     periods: list[PeriodScore] = Field(default_factory=list)
     spectators: int | None = None
     status: str = "FT"
-
-
-class CastMember(FactsModel):
-    name: str
-    character: str | None = None
-
-
-class FilmFacts(Facts):
-    kind: Literal["film"] = "film"
-    title: str
-    original_title: str | None = None
-    release_date: date
-    directors: list[str] = Field(default_factory=list)
-    cast: list[CastMember] = Field(default_factory=list)  # billing order
-    runtime_min: int | None = None
-    genres: list[str] = Field(default_factory=list)
-    overview: str | None = None
-    tagline: str | None = None
-    budget_usd: int | None = None
-    revenue_usd: int | None = None
-    production_companies: list[str] = Field(default_factory=list)
-    countries: list[str] = Field(default_factory=list)
-    original_language: str | None = None
 
 
 class Track(FactsModel):
@@ -166,7 +142,7 @@ class DisasterFacts(Facts):
 
 
 def _fact_models() -> dict[str, type[Facts]]:
-    first: tuple[type[Facts], ...] = (MatchFacts, FilmFacts, ReleaseFacts, QuakeFacts, DisasterFacts)
+    first: tuple[type[Facts], ...] = (MatchFacts, ReleaseFacts, QuakeFacts, DisasterFacts)
     return {**{m.model_fields["kind"].default: m for m in first}, **{d.kind: d.facts for d in DOMAINS.values()}}
 
 
@@ -217,7 +193,6 @@ class RenderedDocument(BaseModel):
 # The fact slots a document states (one sentence each, when the fact is known) and questions ask about.
 SLOTS: dict[str, tuple[str, ...]] = {
     "match": ("date", "competition", "venue", "home_team", "away_team", "final_score", "winner", "spectators"),
-    "film": ("release_date", "director", "lead_actor", "runtime", "genre", "budget", "revenue", "production_company"),
     "release": ("artist", "release_date", "label", "track_count", "first_track", "last_track", "release_type"),
     "quake": (
         "time", "place", "magnitude", "depth", "alert", "tsunami", "felt", "fatalities", "intensity", "latitude",

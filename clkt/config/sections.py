@@ -12,10 +12,17 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from clkt.config._base import Section
 from clkt.config.spec import ScorerLiteral
-from clkt.domains import DOMAINS
+from clkt.domains import DOMAINS, domain_names
 from clkt.facts import Domain
 
 __all__ = ["DaemonSettings", "GpuSettings", "HttpSettings", "ReplaySettings", "SnapshotSettings"]
+
+_FIRST_QUOTAS = {"music": 30, "sports": 20, "disasters": 20}  # the first domains' not yet in a folder
+
+
+def _default_quotas() -> dict[Domain, int]:
+    """Entities per period of every domain, in the domains' order: a registered domain's from its spec."""
+    return {Domain(n): DOMAINS[n].quota if n in DOMAINS else _FIRST_QUOTAS[n] for n in domain_names()}
 
 
 class SnapshotSettings(Section):
@@ -23,10 +30,7 @@ class SnapshotSettings(Section):
     # rolling: non-overlapping windows of `rolling_days` complete days, built as soon as the quotas fill
     cadence: Literal["monthly", "weekly", "daily", "rolling"] = "monthly"
     rolling_days: int = Field(default=30, ge=1, le=366)
-    quotas: dict[Domain, int] = Field(
-        default_factory=lambda: {Domain.movies: 30, Domain.music: 30, Domain.sports: 20, Domain.disasters: 20,
-                                 **{Domain(d.name): d.quota for d in DOMAINS.values()}}
-    )
+    quotas: dict[Domain, int] = Field(default_factory=_default_quotas)
     seed: int = Field(default=0, ge=0, le=2**32 - 1)
     val_ratio: float = Field(default=0.2, gt=0, lt=1)
     # fictional entities per spec domain in every snapshot's control split (0: none); see clkt.snapshots.control

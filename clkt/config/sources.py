@@ -3,9 +3,9 @@ limits and its typed `options`, each written here once.
 
 `SourceSettings` is what every source has (politeness, timeouts, polling, breaker; `clkt.domain_base`); each
 source's class sets its own defaults and its `options` model (`[sources.<name>.options]`). `SourcesSettings` has
-one field per source: the first domains' sources here, then each registered domain's (`clkt.domains`, its
-`settings.py`), so an unknown `[sources.<name>]` table is refused by name and a `[sources.<name>]` table
-overrides that source's defaults key by key.
+one field per source, in the domains' order (`clkt.domains.domain_names`): a registered domain's from its
+folder's `settings.py`, a first domain's not yet in a folder from here, so an unknown `[sources.<name>]` table is
+refused by name and a `[sources.<name>]` table overrides that source's defaults key by key.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from pydantic import Field, create_model, field_validator
 
 from clkt.config._base import Section
 from clkt.domain_base import Burst, Concurrency, RatePerS, SourceOptions, SourceSettings
-from clkt.domains import DOMAINS
+from clkt.domains import DOMAINS, domain_names
+from clkt.domains.movies.settings import TmdbOptions, TmdbSettings
 
 __all__ = [
     "DeezerOptions",
@@ -28,6 +29,7 @@ __all__ = [
     "MusicBrainzSettings",
     "SourceOptions",
     "SourceSettings",
+    "SourcesBase",
     "SourcesSettings",
     "TheSportsDbOptions",
     "TheSportsDbSettings",
@@ -39,10 +41,6 @@ __all__ = [
 
 
 # --- typed options per source (`[sources.<name>.options]`) ------------------------------------------
-
-class TmdbOptions(SourceOptions):
-    language: str | None = Field(default=None, pattern=r"^[a-z]{2}(-[A-Z]{2})?$")  # None: TMDB's default
-
 
 class MusicBrainzOptions(SourceOptions):
     page_size: int = Field(default=100, ge=1, le=100)  # releases per search page (MusicBrainz's maximum: 100)
@@ -82,17 +80,6 @@ class GdacsOptions(SourceOptions):
 
 
 # --- the sources: real endpoints with their documented limits ----------------------------------
-
-class TmdbSettings(SourceSettings):
-    """TMDB (movies): a key is required (free, non-commercial; attribution required)."""
-
-    base_url: str = "https://api.themoviedb.org/3"
-    rate_per_s: RatePerS = 20.0
-    burst: Burst = 20
-    concurrency: Concurrency = 8
-    api_key_env: str | None = "TMDB_API_KEY"
-    options: TmdbOptions = Field(default_factory=TmdbOptions)
-
 
 class MusicBrainzSettings(SourceSettings):
     """MusicBrainz WS/2 (music): no key, 1 request/s, a User-Agent with a contact is mandatory."""
@@ -147,16 +134,8 @@ class GdacsSettings(SourceSettings):
     options: GdacsOptions = Field(default_factory=GdacsOptions)
 
 
-class FirstSources(Section):
-    """`[sources.<name>]` of the first domains' sources, each with its real defaults (`SourcesSettings` adds
-    every registered domain's source)."""
-
-    tmdb: TmdbSettings = Field(default_factory=TmdbSettings)
-    musicbrainz: MusicBrainzSettings = Field(default_factory=MusicBrainzSettings)
-    deezer: DeezerSettings = Field(default_factory=DeezerSettings)
-    thesportsdb: TheSportsDbSettings = Field(default_factory=TheSportsDbSettings)
-    usgs: UsgsSettings = Field(default_factory=UsgsSettings)
-    gdacs: GdacsSettings = Field(default_factory=GdacsSettings)
+class SourcesBase(Section):
+    """What `SourcesSettings` does whatever its fields: its sources by name, in order."""
 
     @classmethod
     def names(cls) -> list[str]:
@@ -175,15 +154,40 @@ class FirstSources(Section):
         return value
 
 
-def _sources_model() -> type[FirstSources]:
-    fields: dict[str, Any] = {d.source: (d.settings, Field(default_factory=d.settings)) for d in DOMAINS.values()}
+class FirstSources(SourcesBase):
+    """`[sources.<name>]` of the first domains' sources not yet in a folder, each with its real defaults
+    (`SourcesSettings` has these and every registered domain's, in the domains' order)."""
+
+    musicbrainz: MusicBrainzSettings = Field(default_factory=MusicBrainzSettings)
+    deezer: DeezerSettings = Field(default_factory=DeezerSettings)
+    thesportsdb: TheSportsDbSettings = Field(default_factory=TheSportsDbSettings)
+    usgs: UsgsSettings = Field(default_factory=UsgsSettings)
+    gdacs: GdacsSettings = Field(default_factory=GdacsSettings)
+
+
+# a first domain not yet in a folder -> its sources here, in order
+_FIRST_SOURCES: dict[str, tuple[str, ...]] = {
+    "music": ("musicbrainz", "deezer"), "sports": ("thesportsdb",), "disasters": ("usgs", "gdacs"),
+}
+
+
+def _sources_model() -> type[SourcesBase]:
+    """`SourcesSettings`: a field per source, in the domains' order (`domain_names`)."""
+    fields: dict[str, Any] = {}
+    for name in domain_names():
+        spec = DOMAINS.get(name)
+        if spec is not None:
+            fields[spec.source] = (spec.settings, Field(default_factory=spec.settings))
+        for source in _FIRST_SOURCES.get(name, ()) if spec is None else ():
+            info = FirstSources.model_fields[source]
+            fields[source] = (info.annotation, info)
     return create_model(
-        "SourcesSettings", __base__=FirstSources, __module__=__name__,
+        "SourcesSettings", __base__=SourcesBase, __module__=__name__,
         __doc__="`[sources.<name>]`: one field per source, each with its real defaults.", **fields,
     )
 
 
-if TYPE_CHECKING:  # typed access by name for the first sources; `sources[name]` for every source
+if TYPE_CHECKING:  # typed access by name for the first sources not yet in a folder; `sources[name]` for every source
     SourcesSettings = FirstSources
 else:
     SourcesSettings = _sources_model()

@@ -16,19 +16,29 @@ import importlib
 import os
 from types import ModuleType
 
-from clkt.domains import science, spaceflight
+from clkt.domains import movies, science, spaceflight
 from clkt.domains.spec import DomainSpec
 
-__all__ = ["DOMAINS", "PACKAGES_ENV", "DomainSpec", "import_side", "register"]
+__all__ = ["DOMAINS", "FIRST_DOMAINS", "PACKAGES_ENV", "DomainSpec", "domain_names", "import_side", "register"]
 
 PACKAGES_ENV = "CLKT_DOMAIN_PACKAGES"  # more domain packages, comma-separated
 
 _BUILT_IN: tuple[DomainSpec, ...] = (
+    movies.SPEC,
     science.SPEC,
     spaceflight.SPEC,
 )
 
 DOMAINS: dict[str, DomainSpec] = {}
+
+# the first four domains, in their order (the `Domain` enum's, the quotas', the sources'): those still declared
+# outside a folder keep their place among the registered ones (`domain_names`)
+FIRST_DOMAINS = ("movies", "music", "sports", "disasters")
+
+
+def domain_names() -> list[str]:
+    """Every domain's name in order: the first four (registered or not yet a folder), then the registered ones."""
+    return list(dict.fromkeys((*FIRST_DOMAINS, *DOMAINS)))
 
 
 def register(spec: DomainSpec) -> DomainSpec:

@@ -19,13 +19,13 @@ from importlib import resources
 from typing import Any
 from xml.etree import ElementTree as ET
 
+from clkt.domains.movies.source import TmdbSource
 from clkt.replay.domains import Item, domain_replays
 from clkt.sources.deezer import DeezerSource
 from clkt.sources.gdacs import GdacsSource
 from clkt.sources.musicbrainz import MusicBrainzSource
 from clkt.sources.registry import SOURCE_TYPES
 from clkt.sources.thesportsdb import TheSportsDbSource
-from clkt.sources.tmdb import TmdbSource
 from clkt.sources.usgs import UsgsSource
 
 __all__ = ["GDACS_NS", "SOURCES", "Catalog", "Item", "load_catalog"]

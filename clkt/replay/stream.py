@@ -29,6 +29,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
+from clkt.domains.movies.source import TmdbSource
 from clkt.facts import EntityFacts
 from clkt.replay.domains import domain_replays
 from clkt.snapshots.fiction import fictional_entity, fictional_timed
@@ -37,7 +38,6 @@ from clkt.sources.gdacs import GdacsSource
 from clkt.sources.musicbrainz import MusicBrainzSource
 from clkt.sources.registry import SOURCE_TYPES
 from clkt.sources.thesportsdb import TheSportsDbSource
-from clkt.sources.tmdb import TmdbSource
 from clkt.sources.usgs import UsgsSource
 
 __all__ = ["KIND_OF", "LEAGUES", "ORIGIN", "SOURCES", "EntityStream", "Generated"]

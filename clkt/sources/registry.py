@@ -5,16 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from clkt.domains import DOMAINS, import_side
+from clkt.domains import DOMAINS, domain_names, import_side
 from clkt.sources.base import Source, SourceLicence
 from clkt.sources.deezer import DeezerSource
 from clkt.sources.gdacs import GdacsSource
 from clkt.sources.musicbrainz import MusicBrainzSource
 from clkt.sources.thesportsdb import TheSportsDbSource
-from clkt.sources.tmdb import TmdbSource
 from clkt.sources.usgs import UsgsSource
 
 __all__ = ["RETIRED_LICENCES", "SOURCE_TYPES", "licence_of", "source_licences"]
+
 
 def _domain_sources() -> list[type[Source[Any]]]:
     """Each registered domain's poller: the `SOURCE` its folder's `source.py` declares, named as its spec says."""
@@ -29,12 +29,18 @@ def _domain_sources() -> list[type[Source[Any]]]:
     return out
 
 
-# source name (a field of `clkt.config.SourcesSettings`) -> implementation: the first domains' sources, then each
-# registered domain's (`clkt.domains`)
-_FIRST: tuple[type[Source[Any]], ...] = (
-    TmdbSource, MusicBrainzSource, DeezerSource, TheSportsDbSource, UsgsSource, GdacsSource,
-)
-SOURCE_TYPES: dict[str, type[Source[Any]]] = {cls.name: cls for cls in (*_FIRST, *_domain_sources())}
+# the first domains' sources not yet in a folder
+_FIRST: tuple[type[Source[Any]], ...] = (MusicBrainzSource, DeezerSource, TheSportsDbSource, UsgsSource, GdacsSource)
+
+
+def _in_order() -> list[type[Source[Any]]]:
+    """Every source, in the domains' order (`domain_names`): a registered domain's from its folder."""
+    registered = _domain_sources()
+    return [cls for name in domain_names() for cls in (*registered, *_FIRST) if cls.domain.value == name]
+
+
+# source name (a field of `clkt.config.SourcesSettings`) -> implementation, in the domains' order
+SOURCE_TYPES: dict[str, type[Source[Any]]] = {cls.name: cls for cls in _in_order()}
 
 # sources the crawler no longer has, whose items older stores and snapshots may still hold
 RETIRED_LICENCES: dict[str, SourceLicence] = {

@@ -29,7 +29,7 @@ def _paper() -> PaperFacts:
 
 
 def test_every_registered_domain_reaches_the_facts_the_settings_and_the_quotas() -> None:
-    assert list(DOMAINS) == ["science", "spaceflight"]
+    assert list(DOMAINS) == ["movies", "science", "spaceflight"]
     for spec in DOMAINS.values():
         assert FACT_MODELS[spec.kind] is spec.facts
         assert SLOTS[spec.kind] == spec.slots
@@ -37,8 +37,7 @@ def test_every_registered_domain_reaches_the_facts_the_settings_and_the_quotas()
         assert spec.source in SourcesSettings.names()
         assert type(SourcesSettings()[spec.source]) is spec.settings
         assert SnapshotSettings().quotas[Domain(spec.name)] == spec.quota
-    assert [m.__name__ for m in import_side("document")] == ["clkt.domains.science.document",
-                                                             "clkt.domains.spaceflight.document"]
+    assert [m.__name__ for m in import_side("document")] == [f"clkt.domains.{d}.document" for d in DOMAINS]
 
 
 def test_a_registered_sources_table_overrides_its_defaults_key_by_key() -> None:
@@ -86,7 +85,7 @@ def test_a_spec_that_clashes_or_is_malformed_is_refused_by_name() -> None:
         DomainSpec(name="other", package="p", facts=_Other, slots=(), source="x", settings=science.settings, quota=-1)
     with pytest.raises(ValueError, match="unknown domain module 'poller'"):
         science.module("poller")
-    assert list(DOMAINS) == ["science", "spaceflight"]  # nothing half-registered
+    assert list(DOMAINS) == ["movies", "science", "spaceflight"]  # nothing half-registered
 
 
 def test_a_domain_s_vocabulary_is_added_once_and_never_over_another_s() -> None:
