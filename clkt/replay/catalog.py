@@ -19,7 +19,6 @@ from importlib import resources
 from typing import Any
 from xml.etree import ElementTree as ET
 
-from clkt.domains.movies.source import TmdbSource
 from clkt.replay.domains import Item, domain_replays
 from clkt.sources.deezer import DeezerSource
 from clkt.sources.gdacs import GdacsSource
@@ -62,23 +61,6 @@ def _json(path: str) -> Any:
 def _day(s: str) -> datetime:
     parts = [int(p) for p in s.split("-")] + [1, 1]
     return datetime(parts[0], parts[1] or 1, parts[2] or 1, tzinfo=UTC)
-
-
-def _tmdb() -> list[Item]:
-    details = _json("tmdb/movie-details-550.json")
-    credits = _json("tmdb/movie-credits-550.json")
-    release_dates = _json("tmdb/movie-release-dates-550.json")
-    recorded = {details["id"]: (details, {"credits": credits, "release_dates": release_dates})}
-    seen: set[int] = set()
-    items: list[Item] = []
-    for f in ("tmdb/discover-movie.json", "tmdb/movie-now-playing.json"):
-        for r in _json(f)["results"]:
-            if r["id"] in seen:
-                continue
-            seen.add(r["id"])
-            det, extras = recorded.get(r["id"], (None, {}))
-            items.append(Item(id=str(r["id"]), occurred=_day(r["release_date"]), listing=r, detail=det, extras=extras))
-    return items
 
 
 def _mb_listing(lookup: dict[str, Any]) -> dict[str, Any]:
@@ -178,12 +160,13 @@ def _gdacs() -> tuple[list[Item], str, str]:
 @cache
 def load_catalog() -> Catalog:
     gdacs, head, tail = _gdacs()
+    items = {
+        MusicBrainzSource.name: _musicbrainz(), DeezerSource.name: _deezer(), TheSportsDbSource.name: _thesportsdb(),
+        UsgsSource.name: _usgs(), GdacsSource.name: gdacs,
+        **{source: replay.items() for source, replay in domain_replays().items()},
+    }
     return Catalog(
-        items={
-            TmdbSource.name: _tmdb(), MusicBrainzSource.name: _musicbrainz(), DeezerSource.name: _deezer(),
-            TheSportsDbSource.name: _thesportsdb(), UsgsSource.name: _usgs(), GdacsSource.name: gdacs,
-            **{source: replay.items() for source, replay in domain_replays().items()},
-        },
+        items={s: items[s] for s in sorted(items, key=lambda s: SOURCES.index(s) if s in SOURCES else len(SOURCES))},
         gdacs_head=head,
         gdacs_tail=tail,
     )

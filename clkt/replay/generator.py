@@ -7,7 +7,7 @@ unchanged, and every detail route finds an entity from its id (each API's own "n
 for an entity not yet published). Nothing is kept per entity: a request generates what it lists.
 
 Deviations from the real APIs, all harmless to the pollers: TMDB's `popularity.desc` order is the release
-order; Deezer's editorials all list the one stream; a GDACS feed lists the last 7 days of alerts (at most 100);
+order (`clkt.domains.movies.replay`); Deezer's editorials all list the one stream; a GDACS feed lists the last 7 days of alerts (at most 100);
 TheSportsDB's matches are soccer matches of fictional competitions in the three default league ids.
 """
 
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
 from collections.abc import Iterable
 from datetime import UTC, date, datetime, time, timedelta
@@ -46,7 +45,6 @@ def _midnight(d: date) -> datetime:
 class GeneratorRoutes:
     """Handlers over one `EntityStream`; the time is the process's clock at each request."""
 
-    TMDB_PAGE_SIZE = 20
     MB_DEFAULT_LIMIT = 25
     DEEZER_DEFAULT_LIMIT = 25
     GDACS_FEED_DAYS = 7
@@ -108,49 +106,6 @@ class GeneratorRoutes:
         n = total - offset - first
         got = self.stream.nth_between(source, lo, hi, now=now, offset=first, limit=n)
         return total, self._entities(source, reversed(got))
-
-    # --- TMDB ----------------------------------------------------------------------------------------
-
-    async def tmdb_discover(self, request: web.Request) -> web.Response:
-        q = request.query
-        lo = parse_day(q.get("primary_release_date.gte") or q.get("release_date.gte"))
-        hi = parse_day(q.get("primary_release_date.lte") or q.get("release_date.lte"))
-        page = query_int(q, "page", 1)
-        if not 1 <= page <= 500:
-            message = "Invalid page: Pages start at 1 and max at 500. They are expected to be an integer."
-            return self._json(request, {"success": False, "status_code": 22, "status_message": message}, status=422)
-        n = self.TMDB_PAGE_SIZE
-        total, items = self._page(
-            "tmdb", _midnight(lo) if lo else self.stream.start, _midnight(hi) + timedelta(days=1) if hi else clock.now(),
-            offset=(page - 1) * n, limit=n, newest_first=q.get("sort_by", "").endswith(".desc"),
-        )
-        data = {"page": page, "results": [payloads.tmdb_discover_result(g) for g in items],
-                "total_pages": max(1, math.ceil(total / n)), "total_results": total}
-        return self._json(request, data, conditional=True)
-
-    def _tmdb_404(self, request: web.Request) -> web.Response:
-        return self._json(request, {"success": False, "status_code": 34,
-                                    "status_message": "The resource you requested could not be found."}, status=404)
-
-    async def tmdb_movie(self, request: web.Request) -> web.Response:
-        g = self._find("tmdb", request.match_info["id"])
-        if g is None:
-            return self._tmdb_404(request)
-        parts = {p.strip() for p in request.query.get("append_to_response", "").split(",")}
-        return self._json(request, payloads.tmdb_movie(g, credits="credits" in parts, release_dates="release_dates" in parts))
-
-    async def tmdb_credits(self, request: web.Request) -> web.Response:
-        g = self._find("tmdb", request.match_info["id"])
-        if g is None:
-            return self._tmdb_404(request)
-        return self._json(request, {"id": int(g.external_id), **payloads.tmdb_movie(g, credits=True, release_dates=False)["credits"]})
-
-    async def tmdb_release_dates(self, request: web.Request) -> web.Response:
-        g = self._find("tmdb", request.match_info["id"])
-        if g is None:
-            return self._tmdb_404(request)
-        return self._json(request, {"id": int(g.external_id),
-                                    **payloads.tmdb_movie(g, credits=False, release_dates=True)["release_dates"]})
 
     # --- MusicBrainz ---------------------------------------------------------------------------------
 

@@ -1,7 +1,7 @@
 """The living upstream's entities in each API's own payload shapes (list entries and detail records).
 
 Each function takes one `Generated` entity (`clkt.replay.stream`) and answers what the real API answers for
-it: TMDB's discover result and movie details (credits and release dates appended), MusicBrainz's release
+it (the first domains' sources not yet in a folder; a domain folder's are its `replay.py`'s): MusicBrainz's release
 search entry and lookup (artist credits, labels, media with tracks), Deezer's editorial release and album
 (contributors, tracks), TheSportsDB's event (every number a string), USGS's GeoJSON feature, and one GDACS
 RSS `<item>`. They are exactly what `clkt.sources.<api>` parse; ids of people, labels and tracks are drawn
@@ -15,7 +15,7 @@ from email.utils import format_datetime
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
-from clkt.facts import DisasterFacts, FilmFacts, MatchFacts, QuakeFacts, ReleaseFacts
+from clkt.facts import DisasterFacts, MatchFacts, QuakeFacts, ReleaseFacts
 from clkt.replay.stream import Generated
 
 __all__ = [
@@ -27,14 +27,9 @@ __all__ = [
     "mb_lookup",
     "mb_search_entry",
     "sportsdb_event",
-    "tmdb_discover_result",
-    "tmdb_movie",
     "usgs_feature",
 ]
 
-_GENRE_IDS = {"Action": 28, "Adventure": 12, "Animation": 16, "Comedy": 35, "Crime": 80, "Documentary": 99,
-              "Drama": 18, "Family": 10751, "Fantasy": 14, "History": 36, "Horror": 27, "Music": 10402,
-              "Mystery": 9648, "Romance": 10749, "Science Fiction": 878, "Thriller": 53, "War": 10752, "Western": 37}
 _GDACS_NAMES = {"FL": "Flood", "TC": "Tropical cyclone", "DR": "Drought", "WF": "Forest fire"}
 GDACS_HEAD = (
     '<?xml version="1.0" encoding="utf-8"?>\n'
@@ -54,48 +49,6 @@ def _day(d: Any) -> str:
 def _ids(g: Generated, purpose: str, n: int, lo: int = 10_000, hi: int = 9_999_999) -> list[int]:
     r = g.rng(purpose)
     return [r.randint(lo, hi) for _ in range(n)]
-
-
-# --- TMDB ----------------------------------------------------------------------------------------
-
-def tmdb_discover_result(g: Generated) -> dict[str, Any]:
-    f = g.facts_as(FilmFacts)
-    r = g.rng("tmdb-list")
-    return {
-        "adult": False, "id": int(g.external_id), "title": f.title, "original_title": f.title,
-        "original_language": "en", "overview": f"{f.title}, a film by {', '.join(f.directors)}.",
-        "release_date": _day(f.release_date), "popularity": round(r.uniform(1.0, 250.0), 3),
-        "vote_average": round(r.uniform(4.0, 8.5), 1), "vote_count": r.randint(0, 3000), "video": False,
-        "genre_ids": [_GENRE_IDS.get(x, 18) for x in f.genres],
-    }
-
-
-def tmdb_movie(g: Generated, *, credits: bool, release_dates: bool) -> dict[str, Any]:
-    f = g.facts_as(FilmFacts)
-    listing = tmdb_discover_result(g)
-    people = _ids(g, "tmdb-people", len(f.cast) + len(f.directors))
-    d: dict[str, Any] = {
-        "id": listing["id"], "title": f.title, "original_title": f.title, "original_language": "en",
-        "release_date": _day(f.release_date), "status": "Released", "runtime": f.runtime_min,
-        "genres": [{"id": _GENRE_IDS.get(x, 18), "name": x} for x in f.genres],
-        "budget": f.budget_usd or 0, "revenue": f.revenue_usd or 0, "overview": listing["overview"], "tagline": "",
-        "popularity": listing["popularity"], "vote_average": listing["vote_average"], "imdb_id": None,
-        "production_companies": [{"id": i, "name": n, "origin_country": ""}
-                                 for i, n in zip(_ids(g, "tmdb-companies", len(f.production_companies)),
-                                                 f.production_companies, strict=True)],
-        "production_countries": [],
-    }
-    if credits:
-        d["credits"] = {
-            "cast": [{"id": people[k], "name": c.name, "character": c.character or "", "order": k,
-                      "known_for_department": "Acting"} for k, c in enumerate(f.cast)],
-            "crew": [{"id": people[len(f.cast) + k], "name": n, "job": "Director", "department": "Directing"}
-                     for k, n in enumerate(f.directors)],
-        }
-    if release_dates:
-        d["release_dates"] = {"results": [{"iso_3166_1": "US", "release_dates": [
-            {"certification": "", "release_date": f"{_day(f.release_date)}T00:00:00.000Z", "type": 3, "note": ""}]}]}
-    return d
 
 
 # --- MusicBrainz ---------------------------------------------------------------------------------

@@ -13,10 +13,6 @@ __all__ = ["API_ROUTES", "add_api_routes", "parse_day", "parse_time", "query_int
 # (path, handler method name): every route the replay server serves for the first domains' sources, in either mode
 # (each registered domain's are its folder's `replay.py`: `clkt.replay.domains`)
 API_ROUTES: tuple[tuple[str, str], ...] = (
-    ("/tmdb/discover/movie", "tmdb_discover"),
-    (r"/tmdb/movie/{id:\d+}", "tmdb_movie"),
-    (r"/tmdb/movie/{id:\d+}/credits", "tmdb_credits"),
-    (r"/tmdb/movie/{id:\d+}/release_dates", "tmdb_release_dates"),
     ("/musicbrainz/release", "mb_search"),
     ("/musicbrainz/release/{mbid}", "mb_lookup"),
     ("/deezer/editorial/{id}/releases", "deezer_releases"),

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -73,7 +72,6 @@ def _serve(item: Item, plan: RedatePlan | None) -> Served:
 class ReplayRoutes:
     """Handlers bound to one catalog and one re-dating plan. Page sizes are tunable class constants."""
 
-    TMDB_PAGE_SIZE = 20
     MB_DEFAULT_LIMIT = 25
     DEEZER_DEFAULT_LIMIT = 25
 
@@ -155,55 +153,6 @@ class ReplayRoutes:
                 continue
             out.append(s)
         return out
-
-    # --- TMDB ----------------------------------------------------------------------------------------
-
-    async def tmdb_discover(self, request: web.Request) -> web.Response:
-        q = request.query
-        lo = parse_day(q.get("primary_release_date.gte") or q.get("release_date.gte"))
-        hi = parse_day(q.get("primary_release_date.lte") or q.get("release_date.lte"))
-        page = query_int(q, "page", 1)
-        if not 1 <= page <= 500:
-            message = "Invalid page: Pages start at 1 and max at 500. They are expected to be an integer."
-            return self._json(request, {"success": False, "status_code": 22, "status_message": message}, [], status=422)
-        items = self._window(self.served["tmdb"], lo, hi, lambda s: parse_day(s.listing.get("release_date")))
-        sort = q.get("sort_by", "popularity.desc")
-        if sort.startswith("primary_release_date"):
-            items.sort(key=lambda s: (s.listing["release_date"], s.id), reverse=sort.endswith(".desc"))
-        else:
-            items.sort(key=lambda s: (-float(s.listing.get("popularity") or 0), s.id))
-        n = self.TMDB_PAGE_SIZE
-        chunk = items[(page - 1) * n: page * n]
-        data = {"page": page, "results": [s.listing for s in chunk], "total_pages": max(1, math.ceil(len(items) / n)),
-                "total_results": len(items)}
-        return self._json(request, data, chunk, conditional=True)
-
-    def _tmdb_404(self, request: web.Request) -> web.Response:
-        return self._json(request, {"success": False, "status_code": 34, "status_message": "The resource you requested could not be found."}, [], status=404)
-
-    async def tmdb_movie(self, request: web.Request) -> web.Response:
-        s = self._find("tmdb", request.match_info["id"])
-        if s is None or s.detail is None:
-            return self._tmdb_404(request)
-        data = dict(s.detail)
-        for part in [p.strip() for p in request.query.get("append_to_response", "").split(",") if p.strip()]:
-            if part == "credits" and "credits" in s.extras:
-                data["credits"] = {k: v for k, v in s.extras["credits"].items() if k != "id"}
-            elif part == "release_dates" and "release_dates" in s.extras:
-                data["release_dates"] = {k: v for k, v in s.extras["release_dates"].items() if k != "id"}
-        return self._json(request, data, [s])
-
-    async def tmdb_credits(self, request: web.Request) -> web.Response:
-        s = self._find("tmdb", request.match_info["id"])
-        if s is None or "credits" not in s.extras:
-            return self._tmdb_404(request)
-        return self._json(request, s.extras["credits"], [s])
-
-    async def tmdb_release_dates(self, request: web.Request) -> web.Response:
-        s = self._find("tmdb", request.match_info["id"])
-        if s is None or "release_dates" not in s.extras:
-            return self._tmdb_404(request)
-        return self._json(request, s.extras["release_dates"], [s])
 
     # --- MusicBrainz ---------------------------------------------------------------------------------
 

@@ -29,7 +29,6 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
-from clkt.domains.movies.source import TmdbSource
 from clkt.facts import EntityFacts
 from clkt.replay.domains import domain_replays
 from clkt.snapshots.fiction import fictional_entity, fictional_timed
@@ -49,7 +48,7 @@ SOURCES = tuple(SOURCE_TYPES)  # the sources (`clkt.sources.registry`)
 KIND_OF = {name: cls.kind for name, cls in SOURCE_TYPES.items()}  # the kind of facts each source's entities have
 LEAGUES = ("4328", "4424", "4387")  # the league ids TheSportsDB's poller asks for by default; matches take turns
 # how long after it occurred an entity is listed: (least, most) seconds, always under a day
-_LAG_S = {TmdbSource.name: (0, 6 * 3600), MusicBrainzSource.name: (0, 6 * 3600), DeezerSource.name: (0, 6 * 3600),
+_LAG_S = {MusicBrainzSource.name: (0, 6 * 3600), DeezerSource.name: (0, 6 * 3600),
           TheSportsDbSource.name: (2 * 3600, 3 * 3600), UsgsSource.name: (60, 1800), GdacsSource.name: (3600, 12 * 3600)}
 
 
@@ -61,7 +60,7 @@ def _lag_s(source: str) -> tuple[int, int]:
 
 
 # leading digit of the numeric ids
-_NUMERIC_BASE = {TmdbSource.name: 7, DeezerSource.name: 8, TheSportsDbSource.name: 9}
+_NUMERIC_BASE = {DeezerSource.name: 8, TheSportsDbSource.name: 9}
 _INDEX_DIGITS = 9  # up to a billion entities per source and seed
 _MB_ID = re.compile(r"^c1c7(?P<tag>[0-9a-f]{4})-0000-4000-8000-(?P<i>[0-9a-f]{12})$")
 _USGS_ID = re.compile(r"^cg(?P<tag>\d{3})(?P<i>\d{9})$")
