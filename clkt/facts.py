@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, PlainValidator, SerializeAsAn
 from clkt.domain_base import Facts, FactsModel
 from clkt.domains import DOMAINS, domain_names
 from clkt.domains.movies.facts import CastMember, FilmFacts
+from clkt.domains.sports.facts import MatchFacts, PeriodScore
 
 __all__ = [
     "FACT_MODELS",
@@ -55,32 +56,6 @@ if TYPE_CHECKING:
         disasters = "disasters"
 else:  # the four first ones, then every registered domain (`clkt.domains.domain_names`), in order
     Domain = Enum("Domain", [(n, n) for n in domain_names()], type=str, module=__name__)
-
-
-class PeriodScore(FactsModel):
-    label: str  # "1", "2", "Q1", "1st half", an inning number...
-    home: int
-    away: int
-
-
-class MatchFacts(Facts):
-    kind: Literal["match"] = "match"
-    sport: str
-    competition: str
-    season: str | None = None
-    round: str | None = None
-    date: date
-    kickoff_utc: datetime | None = None
-    venue: str | None = None
-    city: str | None = None
-    country: str | None = None
-    home_team: str
-    away_team: str
-    home_score: int
-    away_score: int
-    periods: list[PeriodScore] = Field(default_factory=list)
-    spectators: int | None = None
-    status: str = "FT"
 
 
 class Track(FactsModel):
@@ -142,7 +117,7 @@ class DisasterFacts(Facts):
 
 
 def _fact_models() -> dict[str, type[Facts]]:
-    first: tuple[type[Facts], ...] = (MatchFacts, ReleaseFacts, QuakeFacts, DisasterFacts)
+    first: tuple[type[Facts], ...] = (ReleaseFacts, QuakeFacts, DisasterFacts)
     return {**{m.model_fields["kind"].default: m for m in first}, **{d.kind: d.facts for d in DOMAINS.values()}}
 
 
@@ -192,7 +167,6 @@ class RenderedDocument(BaseModel):
 
 # The fact slots a document states (one sentence each, when the fact is known) and questions ask about.
 SLOTS: dict[str, tuple[str, ...]] = {
-    "match": ("date", "competition", "venue", "home_team", "away_team", "final_score", "winner", "spectators"),
     "release": ("artist", "release_date", "label", "track_count", "first_track", "last_track", "release_type"),
     "quake": (
         "time", "place", "magnitude", "depth", "alert", "tsunami", "felt", "fatalities", "intensity", "latitude",

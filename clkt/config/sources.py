@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pydantic import Field, create_model, field_validator
+from pydantic import Field, create_model
 
 from clkt.config._base import Section
 from clkt.domain_base import Burst, Concurrency, RatePerS, SourceOptions, SourceSettings
 from clkt.domains import DOMAINS, domain_names
 from clkt.domains.movies.settings import TmdbOptions, TmdbSettings
+from clkt.domains.sports.settings import TheSportsDbOptions, TheSportsDbSettings
 
 __all__ = [
     "DeezerOptions",
@@ -52,22 +53,6 @@ class DeezerOptions(SourceOptions):
     editorial_id: int | str = Field(default="0")  # 0: Deezer's "all genres" editorial
 
 
-def _default_leagues() -> list[int | str]:
-    return ["4328", "4424", "4387"]
-
-
-class TheSportsDbOptions(SourceOptions):
-    leagues: list[int | str] = Field(default_factory=_default_leagues, min_length=1, max_length=100)  # EPL, MLB, NBA
-
-    @field_validator("leagues")
-    @classmethod
-    def _ids(cls, v: list[int | str]) -> list[int | str]:
-        bad = [x for x in v if not str(x).isdigit()]
-        if bad:
-            raise ValueError(f"league ids are numbers (e.g. 4328), got {bad[:3]}")
-        return v
-
-
 class UsgsOptions(SourceOptions):
     page_size: int = Field(default=200, ge=1, le=20000)
     min_magnitude: float = Field(default=5.5, ge=-2, le=10)
@@ -100,18 +85,6 @@ class DeezerSettings(SourceSettings):
     burst: Burst = 5
     concurrency: Concurrency = 2
     options: DeezerOptions = Field(default_factory=DeezerOptions)
-
-
-class TheSportsDbSettings(SourceSettings):
-    """TheSportsDB (sports): the free key "123" (30 requests/min), a premium key from the environment."""
-
-    base_url: str = "https://www.thesportsdb.com/api/v1/json"
-    rate_per_s: RatePerS = 0.5
-    burst: Burst = 1
-    concurrency: Concurrency = 1
-    api_key_env: str | None = "THESPORTSDB_API_KEY"
-    default_api_key: str | None = "123"
-    options: TheSportsDbOptions = Field(default_factory=TheSportsDbOptions)
 
 
 class UsgsSettings(SourceSettings):
@@ -160,14 +133,13 @@ class FirstSources(SourcesBase):
 
     musicbrainz: MusicBrainzSettings = Field(default_factory=MusicBrainzSettings)
     deezer: DeezerSettings = Field(default_factory=DeezerSettings)
-    thesportsdb: TheSportsDbSettings = Field(default_factory=TheSportsDbSettings)
     usgs: UsgsSettings = Field(default_factory=UsgsSettings)
     gdacs: GdacsSettings = Field(default_factory=GdacsSettings)
 
 
 # a first domain not yet in a folder -> its sources here, in order
 _FIRST_SOURCES: dict[str, tuple[str, ...]] = {
-    "music": ("musicbrainz", "deezer"), "sports": ("thesportsdb",), "disasters": ("usgs", "gdacs"),
+    "music": ("musicbrainz", "deezer"), "disasters": ("usgs", "gdacs"),
 }
 
 

@@ -16,7 +16,7 @@ import importlib
 import os
 from types import ModuleType
 
-from clkt.domains import movies, science, spaceflight
+from clkt.domains import movies, science, spaceflight, sports
 from clkt.domains.spec import DomainSpec
 
 __all__ = ["DOMAINS", "FIRST_DOMAINS", "PACKAGES_ENV", "DomainSpec", "domain_names", "import_side", "register"]
@@ -25,6 +25,7 @@ PACKAGES_ENV = "CLKT_DOMAIN_PACKAGES"  # more domain packages, comma-separated
 
 _BUILT_IN: tuple[DomainSpec, ...] = (
     movies.SPEC,
+    sports.SPEC,
     science.SPEC,
     spaceflight.SPEC,
 )

@@ -24,7 +24,6 @@ from clkt.sources.deezer import DeezerSource
 from clkt.sources.gdacs import GdacsSource
 from clkt.sources.musicbrainz import MusicBrainzSource
 from clkt.sources.registry import SOURCE_TYPES
-from clkt.sources.thesportsdb import TheSportsDbSource
 from clkt.sources.usgs import UsgsSource
 
 __all__ = ["GDACS_NS", "SOURCES", "Catalog", "Item", "load_catalog"]
@@ -103,21 +102,6 @@ def _deezer() -> list[Item]:
     return items
 
 
-def _sportsdb_time(ev: dict[str, Any]) -> datetime:
-    ts = ev.get("strTimestamp")
-    if ts:
-        return datetime.fromisoformat(ts.replace("Z", "")).replace(tzinfo=UTC)
-    return _day(ev["dateEvent"])
-
-
-def _thesportsdb() -> list[Item]:
-    items: list[Item] = []
-    for f in ("thesportsdb/eventsday-2023-11-01-l4424.json", "thesportsdb/lookupevent-441613.json"):
-        for ev in _json(f)["events"]:
-            items.append(Item(id=ev["idEvent"], occurred=_sportsdb_time(ev), listing=ev, detail=ev))
-    return items
-
-
 def _usgs() -> list[Item]:
     items: list[Item] = []
     seen: set[str] = set()
@@ -161,7 +145,7 @@ def _gdacs() -> tuple[list[Item], str, str]:
 def load_catalog() -> Catalog:
     gdacs, head, tail = _gdacs()
     items = {
-        MusicBrainzSource.name: _musicbrainz(), DeezerSource.name: _deezer(), TheSportsDbSource.name: _thesportsdb(),
+        MusicBrainzSource.name: _musicbrainz(), DeezerSource.name: _deezer(),
         UsgsSource.name: _usgs(), GdacsSource.name: gdacs,
         **{source: replay.items() for source, replay in domain_replays().items()},
     }

@@ -7,8 +7,9 @@ unchanged, and every detail route finds an entity from its id (each API's own "n
 for an entity not yet published). Nothing is kept per entity: a request generates what it lists.
 
 Deviations from the real APIs, all harmless to the pollers: TMDB's `popularity.desc` order is the release
-order (`clkt.domains.movies.replay`); Deezer's editorials all list the one stream; a GDACS feed lists the last 7 days of alerts (at most 100);
-TheSportsDB's matches are soccer matches of fictional competitions in the three default league ids.
+order (`clkt.domains.movies.replay`); Deezer's editorials all list the one stream; a GDACS feed lists the last 7
+days of alerts (at most 100); TheSportsDB's matches are soccer matches of fictional competitions in the three
+default league ids (`clkt.domains.sports.replay`).
 """
 
 from __future__ import annotations
@@ -159,32 +160,6 @@ class GeneratorRoutes:
             return self._deezer_no_data(request)
         tracks = payloads.deezer_album(g)["tracks"]["data"]
         return self._json(request, {"data": tracks, "total": len(tracks)})
-
-    # --- TheSportsDB ---------------------------------------------------------------------------------
-
-    async def sportsdb_eventsday(self, request: web.Request) -> web.Response:
-        q = request.query
-        d = parse_day(q.get("d"))
-        if d is None:
-            return self._json(request, {"events": None})
-        league, sport = q.get("l"), q.get("s")
-        now = clock.now()
-        events = []
-        for i in self.stream.occurred_between("thesportsdb", _midnight(d), _midnight(d) + timedelta(days=1), now=now):
-            g = self.stream.entity("thesportsdb", i)
-            ev = payloads.sportsdb_event(g, league=self.stream.league(i))
-            if league and league not in (ev["idLeague"], ev["strLeague"]):
-                continue
-            if sport and sport != ev["strSport"]:
-                continue
-            events.append(ev)
-        return self._json(request, {"events": events or None}, conditional=True)
-
-    async def sportsdb_lookup(self, request: web.Request) -> web.Response:
-        g = self._find("thesportsdb", request.query.get("id", ""))
-        if g is None:
-            return self._json(request, {"events": None})
-        return self._json(request, {"events": [payloads.sportsdb_event(g, league=self.stream.league(g.index))]})
 
     # --- USGS ----------------------------------------------------------------------------------------
 

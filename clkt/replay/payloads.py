@@ -3,19 +3,19 @@
 Each function takes one `Generated` entity (`clkt.replay.stream`) and answers what the real API answers for
 it (the first domains' sources not yet in a folder; a domain folder's are its `replay.py`'s): MusicBrainz's release
 search entry and lookup (artist credits, labels, media with tracks), Deezer's editorial release and album
-(contributors, tracks), TheSportsDB's event (every number a string), USGS's GeoJSON feature, and one GDACS
+(contributors, tracks), USGS's GeoJSON feature, and one GDACS
 RSS `<item>`. They are exactly what `clkt.sources.<api>` parse; ids of people, labels and tracks are drawn
 from the entity's own seed, so the same entity is always the same payload.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from email.utils import format_datetime
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
-from clkt.facts import DisasterFacts, MatchFacts, QuakeFacts, ReleaseFacts
+from clkt.facts import DisasterFacts, QuakeFacts, ReleaseFacts
 from clkt.replay.stream import Generated
 
 __all__ = [
@@ -26,7 +26,6 @@ __all__ = [
     "gdacs_item",
     "mb_lookup",
     "mb_search_entry",
-    "sportsdb_event",
     "usgs_feature",
 ]
 
@@ -117,23 +116,6 @@ def deezer_album(g: Generated) -> dict[str, Any]:
                          for k, a in enumerate(f.artists)],
         "tracks": {"data": [{"id": tid, "title": t.title, "duration": t.length_s or 0, "track_position": t.position,
                              "type": "track"} for tid, t in zip(track_ids, f.tracks, strict=True)]},
-    }
-
-
-# --- TheSportsDB ---------------------------------------------------------------------------------
-
-def sportsdb_event(g: Generated, *, league: str) -> dict[str, Any]:
-    f = g.facts_as(MatchFacts)
-    kickoff = f.kickoff_utc or datetime.combine(f.date, datetime.min.time(), tzinfo=UTC)
-    return {
-        "idEvent": g.external_id, "strEvent": f"{f.home_team} vs {f.away_team}", "strSport": "Soccer",
-        "idLeague": league, "strLeague": f.competition, "strSeason": f.season, "intRound": "0",
-        "dateEvent": _day(f.date), "strTime": kickoff.strftime("%H:%M:%S"),
-        "strTimestamp": kickoff.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S"),
-        "strHomeTeam": f.home_team, "strAwayTeam": f.away_team, "intHomeScore": str(f.home_score),
-        "intAwayScore": str(f.away_score), "strStatus": "Match Finished", "strPostponed": "no",
-        "strVenue": f.venue, "strCity": f.city, "strCountry": f.country,
-        "intSpectators": str(f.spectators) if f.spectators else None, "strResult": "",
     }
 
 

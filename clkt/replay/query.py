@@ -18,8 +18,6 @@ API_ROUTES: tuple[tuple[str, str], ...] = (
     ("/deezer/editorial/{id}/releases", "deezer_releases"),
     ("/deezer/album/{id}", "deezer_album"),
     ("/deezer/album/{id}/tracks", "deezer_tracks"),
-    ("/thesportsdb/{key}/eventsday.php", "sportsdb_eventsday"),
-    ("/thesportsdb/{key}/lookupevent.php", "sportsdb_lookup"),
     ("/usgs/query", "usgs_query"),
     ("/gdacs/xml/rss.xml", "gdacs_rss"),
 )

@@ -213,28 +213,6 @@ class ReplayRoutes:
             return self._deezer_no_data(request)
         return self._json(request, s.extras["tracks"], [s])
 
-    # --- TheSportsDB ---------------------------------------------------------------------------------
-
-    async def sportsdb_eventsday(self, request: web.Request) -> web.Response:
-        q = request.query
-        d = parse_day(q.get("d"))
-        if d is None:
-            return self._json(request, {"events": None}, [])
-        league, sport = q.get("l"), q.get("s")
-        items = [
-            s for s in self.served["thesportsdb"]
-            if s.listing.get("dateEvent") == d.isoformat()
-            and (not league or league in (s.listing.get("idLeague"), s.listing.get("strLeague")))
-            and (not sport or sport == s.listing.get("strSport"))
-        ]
-        return self._json(request, {"events": [s.listing for s in items] or None}, items, conditional=True)
-
-    async def sportsdb_lookup(self, request: web.Request) -> web.Response:
-        s = self._find("thesportsdb", request.query.get("id", ""))
-        if s is None:
-            return self._json(request, {"events": None}, [])
-        return self._json(request, {"events": [s.detail]}, [s])
-
     # --- USGS ----------------------------------------------------------------------------------------
 
     async def usgs_query(self, request: web.Request) -> web.Response:

@@ -36,20 +36,18 @@ from clkt.sources.deezer import DeezerSource
 from clkt.sources.gdacs import GdacsSource
 from clkt.sources.musicbrainz import MusicBrainzSource
 from clkt.sources.registry import SOURCE_TYPES
-from clkt.sources.thesportsdb import TheSportsDbSource
 from clkt.sources.usgs import UsgsSource
 
-__all__ = ["KIND_OF", "LEAGUES", "ORIGIN", "SOURCES", "EntityStream", "Generated"]
+__all__ = ["KIND_OF", "ORIGIN", "SOURCES", "EntityStream", "Generated"]
 
 F = TypeVar("F", bound=BaseModel)
 
 ORIGIN = datetime(2000, 1, 1, tzinfo=UTC)
 SOURCES = tuple(SOURCE_TYPES)  # the sources (`clkt.sources.registry`)
 KIND_OF = {name: cls.kind for name, cls in SOURCE_TYPES.items()}  # the kind of facts each source's entities have
-LEAGUES = ("4328", "4424", "4387")  # the league ids TheSportsDB's poller asks for by default; matches take turns
 # how long after it occurred an entity is listed: (least, most) seconds, always under a day
-_LAG_S = {MusicBrainzSource.name: (0, 6 * 3600), DeezerSource.name: (0, 6 * 3600),
-          TheSportsDbSource.name: (2 * 3600, 3 * 3600), UsgsSource.name: (60, 1800), GdacsSource.name: (3600, 12 * 3600)}
+_LAG_S = {MusicBrainzSource.name: (0, 6 * 3600), DeezerSource.name: (0, 6 * 3600), UsgsSource.name: (60, 1800),
+          GdacsSource.name: (3600, 12 * 3600)}
 
 
 def _lag_s(source: str) -> tuple[int, int]:
@@ -60,7 +58,7 @@ def _lag_s(source: str) -> tuple[int, int]:
 
 
 # leading digit of the numeric ids
-_NUMERIC_BASE = {DeezerSource.name: 8, TheSportsDbSource.name: 9}
+_NUMERIC_BASE = {DeezerSource.name: 8}
 _INDEX_DIGITS = 9  # up to a billion entities per source and seed
 _MB_ID = re.compile(r"^c1c7(?P<tag>[0-9a-f]{4})-0000-4000-8000-(?P<i>[0-9a-f]{12})$")
 _USGS_ID = re.compile(r"^cg(?P<tag>\d{3})(?P<i>\d{9})$")
@@ -209,9 +207,6 @@ class EntityStream:
     def gdacs_type(self, index: int) -> str:
         """A disaster's GDACS event type, known from its index alone (it is part of the id)."""
         return ("FL", "TC", "DR", "WF", "FL", "TC")[math.floor(self._unit(GdacsSource.name, index, "type") * 6)]
-
-    def league(self, index: int) -> str:
-        return LEAGUES[index % len(LEAGUES)]
 
     # --- the entities ------------------------------------------------------------------------------
 

@@ -10,7 +10,6 @@ from clkt.sources.base import Source, SourceLicence
 from clkt.sources.deezer import DeezerSource
 from clkt.sources.gdacs import GdacsSource
 from clkt.sources.musicbrainz import MusicBrainzSource
-from clkt.sources.thesportsdb import TheSportsDbSource
 from clkt.sources.usgs import UsgsSource
 
 __all__ = ["RETIRED_LICENCES", "SOURCE_TYPES", "licence_of", "source_licences"]
@@ -30,7 +29,7 @@ def _domain_sources() -> list[type[Source[Any]]]:
 
 
 # the first domains' sources not yet in a folder
-_FIRST: tuple[type[Source[Any]], ...] = (MusicBrainzSource, DeezerSource, TheSportsDbSource, UsgsSource, GdacsSource)
+_FIRST: tuple[type[Source[Any]], ...] = (MusicBrainzSource, DeezerSource, UsgsSource, GdacsSource)
 
 
 def _in_order() -> list[type[Source[Any]]]:

@@ -29,7 +29,7 @@ def _paper() -> PaperFacts:
 
 
 def test_every_registered_domain_reaches_the_facts_the_settings_and_the_quotas() -> None:
-    assert list(DOMAINS) == ["movies", "science", "spaceflight"]
+    assert list(DOMAINS) == ["movies", "sports", "science", "spaceflight"]
     for spec in DOMAINS.values():
         assert FACT_MODELS[spec.kind] is spec.facts
         assert SLOTS[spec.kind] == spec.slots
@@ -85,7 +85,7 @@ def test_a_spec_that_clashes_or_is_malformed_is_refused_by_name() -> None:
         DomainSpec(name="other", package="p", facts=_Other, slots=(), source="x", settings=science.settings, quota=-1)
     with pytest.raises(ValueError, match="unknown domain module 'poller'"):
         science.module("poller")
-    assert list(DOMAINS) == ["movies", "science", "spaceflight"]  # nothing half-registered
+    assert list(DOMAINS) == ["movies", "sports", "science", "spaceflight"]  # nothing half-registered
 
 
 def test_a_domain_s_vocabulary_is_added_once_and_never_over_another_s() -> None:
