@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, PlainValidator, SerializeAsAn
 from clkt.domain_base import Facts, FactsModel
 from clkt.domains import DOMAINS, domain_names
 from clkt.domains.movies.facts import CastMember, FilmFacts
+from clkt.domains.music.facts import ReleaseFacts, Track
 from clkt.domains.sports.facts import MatchFacts, PeriodScore
 
 __all__ = [
@@ -56,27 +57,6 @@ if TYPE_CHECKING:
         disasters = "disasters"
 else:  # the four first ones, then every registered domain (`clkt.domains.domain_names`), in order
     Domain = Enum("Domain", [(n, n) for n in domain_names()], type=str, module=__name__)
-
-
-class Track(FactsModel):
-    position: int
-    title: str
-    length_s: int | None = None
-
-
-class ReleaseFacts(Facts):
-    kind: Literal["release"] = "release"
-    title: str
-    artists: list[str]
-    artist_credit: str  # as credited, with join phrases ("A feat. B")
-    release_date: date
-    label: str | None = None
-    catalog_number: str | None = None
-    country: str | None = None
-    release_type: str | None = None  # Album, Single, EP...
-    tracks: list[Track] = Field(default_factory=list)
-    genres: list[str] = Field(default_factory=list)
-    barcode: str | None = None
 
 
 class QuakeFacts(Facts):
@@ -117,7 +97,7 @@ class DisasterFacts(Facts):
 
 
 def _fact_models() -> dict[str, type[Facts]]:
-    first: tuple[type[Facts], ...] = (ReleaseFacts, QuakeFacts, DisasterFacts)
+    first: tuple[type[Facts], ...] = (QuakeFacts, DisasterFacts)
     return {**{m.model_fields["kind"].default: m for m in first}, **{d.kind: d.facts for d in DOMAINS.values()}}
 
 
@@ -167,7 +147,6 @@ class RenderedDocument(BaseModel):
 
 # The fact slots a document states (one sentence each, when the fact is known) and questions ask about.
 SLOTS: dict[str, tuple[str, ...]] = {
-    "release": ("artist", "release_date", "label", "track_count", "first_track", "last_track", "release_type"),
     "quake": (
         "time", "place", "magnitude", "depth", "alert", "tsunami", "felt", "fatalities", "intensity", "latitude",
     ),

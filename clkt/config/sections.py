@@ -17,7 +17,7 @@ from clkt.facts import Domain
 
 __all__ = ["DaemonSettings", "GpuSettings", "HttpSettings", "ReplaySettings", "SnapshotSettings"]
 
-_FIRST_QUOTAS = {"music": 30, "disasters": 20}  # the first domains' not yet in a folder
+_FIRST_QUOTAS = {"disasters": 20}  # the first domains' not yet in a folder
 
 
 def _default_quotas() -> dict[Domain, int]:

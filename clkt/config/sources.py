@@ -18,6 +18,7 @@ from clkt.config._base import Section
 from clkt.domain_base import Burst, Concurrency, RatePerS, SourceOptions, SourceSettings
 from clkt.domains import DOMAINS, domain_names
 from clkt.domains.movies.settings import TmdbOptions, TmdbSettings
+from clkt.domains.music.settings import DeezerOptions, DeezerSettings, MusicBrainzOptions, MusicBrainzSettings
 from clkt.domains.sports.settings import TheSportsDbOptions, TheSportsDbSettings
 
 __all__ = [
@@ -43,16 +44,6 @@ __all__ = [
 
 # --- typed options per source (`[sources.<name>.options]`) ------------------------------------------
 
-class MusicBrainzOptions(SourceOptions):
-    page_size: int = Field(default=100, ge=1, le=100)  # releases per search page (MusicBrainz's maximum: 100)
-    query: str = Field(default="status:official AND primarytype:album", max_length=500)  # Lucene, ANDed to the dates
-
-
-class DeezerOptions(SourceOptions):
-    page_size: int = Field(default=50, ge=1, le=100)
-    editorial_id: int | str = Field(default="0")  # 0: Deezer's "all genres" editorial
-
-
 class UsgsOptions(SourceOptions):
     page_size: int = Field(default=200, ge=1, le=20000)
     min_magnitude: float = Field(default=5.5, ge=-2, le=10)
@@ -65,27 +56,6 @@ class GdacsOptions(SourceOptions):
 
 
 # --- the sources: real endpoints with their documented limits ----------------------------------
-
-class MusicBrainzSettings(SourceSettings):
-    """MusicBrainz WS/2 (music): no key, 1 request/s, a User-Agent with a contact is mandatory."""
-
-    base_url: str = "https://musicbrainz.org/ws/2"
-    rate_per_s: RatePerS = 1.0
-    burst: Burst = 1
-    concurrency: Concurrency = 1
-    user_agent: str | None = "clkt/0.1 ( clkt@example.org )"
-    options: MusicBrainzOptions = Field(default_factory=MusicBrainzOptions)
-
-
-class DeezerSettings(SourceSettings):
-    """Deezer (music, a second source): no key."""
-
-    base_url: str = "https://api.deezer.com"
-    rate_per_s: RatePerS = 5.0
-    burst: Burst = 5
-    concurrency: Concurrency = 2
-    options: DeezerOptions = Field(default_factory=DeezerOptions)
-
 
 class UsgsSettings(SourceSettings):
     """USGS earthquakes (FDSN event service): no key, public domain."""
@@ -131,15 +101,13 @@ class FirstSources(SourcesBase):
     """`[sources.<name>]` of the first domains' sources not yet in a folder, each with its real defaults
     (`SourcesSettings` has these and every registered domain's, in the domains' order)."""
 
-    musicbrainz: MusicBrainzSettings = Field(default_factory=MusicBrainzSettings)
-    deezer: DeezerSettings = Field(default_factory=DeezerSettings)
     usgs: UsgsSettings = Field(default_factory=UsgsSettings)
     gdacs: GdacsSettings = Field(default_factory=GdacsSettings)
 
 
 # a first domain not yet in a folder -> its sources here, in order
 _FIRST_SOURCES: dict[str, tuple[str, ...]] = {
-    "music": ("musicbrainz", "deezer"), "disasters": ("usgs", "gdacs"),
+    "disasters": ("usgs", "gdacs"),
 }
 
 
@@ -148,8 +116,8 @@ def _sources_model() -> type[SourcesBase]:
     fields: dict[str, Any] = {}
     for name in domain_names():
         spec = DOMAINS.get(name)
-        if spec is not None:
-            fields[spec.source] = (spec.settings, Field(default_factory=spec.settings))
+        for source, settings in spec.sources if spec is not None else ():
+            fields[source] = (settings, Field(default_factory=settings))
         for source in _FIRST_SOURCES.get(name, ()) if spec is None else ():
             info = FirstSources.model_fields[source]
             fields[source] = (info.annotation, info)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Iterable
 from datetime import UTC, date, datetime, time, timedelta
 from email.utils import format_datetime
@@ -28,13 +27,12 @@ from aiohttp import web
 from clkt import clock
 from clkt.replay import payloads
 from clkt.replay.domains import domain_replays
-from clkt.replay.query import add_api_routes, parse_day, parse_time, query_int
+from clkt.replay.query import add_api_routes, parse_time, query_int
 from clkt.replay.stream import SOURCES, EntityStream, Generated
 
 __all__ = ["GENERATOR_HEADER", "GeneratorRoutes"]
 
 GENERATOR_HEADER = "X-Clkt-Replay-Generated"
-_MB_DATE = re.compile(r"date:\[\s*(\S+)\s+TO\s+(\S+)\s*\]", re.I)
 USGS_SEARCH_LIMIT = 20000  # the real API refuses a query that matches more
 
 
@@ -46,8 +44,6 @@ def _midnight(d: date) -> datetime:
 class GeneratorRoutes:
     """Handlers over one `EntityStream`; the time is the process's clock at each request."""
 
-    MB_DEFAULT_LIMIT = 25
-    DEEZER_DEFAULT_LIMIT = 25
     GDACS_FEED_DAYS = 7
     GDACS_FEED_MAX = 100
     USGS_DEFAULT_DAYS = 30  # the real API's default start: 30 days before now
@@ -107,59 +103,6 @@ class GeneratorRoutes:
         n = total - offset - first
         got = self.stream.nth_between(source, lo, hi, now=now, offset=first, limit=n)
         return total, self._entities(source, reversed(got))
-
-    # --- MusicBrainz ---------------------------------------------------------------------------------
-
-    async def mb_search(self, request: web.Request) -> web.Response:
-        q = request.query
-        m = _MB_DATE.search(q.get("query", ""))
-        lo = parse_day(m.group(1)) if m else None
-        hi = parse_day(m.group(2)) if m else None
-        limit = min(max(query_int(q, "limit", self.MB_DEFAULT_LIMIT), 1), 100)
-        offset = max(query_int(q, "offset", 0), 0)
-        total, items = self._page(
-            "musicbrainz", _midnight(lo) if lo else self.stream.start,
-            _midnight(hi) + timedelta(days=1) if hi else clock.now(), offset=offset, limit=limit,
-        )
-        data = {"created": clock.now().replace(microsecond=0).isoformat().replace("+00:00", "Z"), "count": total,
-                "offset": offset, "releases": [payloads.mb_search_entry(g) for g in items]}
-        return self._json(request, data, conditional=True)
-
-    async def mb_lookup(self, request: web.Request) -> web.Response:
-        g = self._find("musicbrainz", request.match_info["mbid"])
-        if g is None:
-            return self._json(request, {"error": "Not Found",
-                                        "help": "For usage, please see: https://musicbrainz.org/development/mmd"}, status=404)
-        return self._json(request, payloads.mb_lookup(g))
-
-    # --- Deezer --------------------------------------------------------------------------------------
-
-    def _deezer_no_data(self, request: web.Request) -> web.Response:
-        return self._json(request, {"error": {"type": "DataException", "message": "no data", "code": 800}})
-
-    async def deezer_releases(self, request: web.Request) -> web.Response:
-        if not request.match_info["id"].isdigit():
-            return self._deezer_no_data(request)
-        index = max(query_int(request.query, "index", 0), 0)
-        limit = max(query_int(request.query, "limit", self.DEEZER_DEFAULT_LIMIT), 1)
-        total, items = self._page("deezer", self.stream.start, clock.now(), offset=index, limit=limit, newest_first=True)
-        data: dict[str, Any] = {"data": [payloads.deezer_release(g) for g in items], "total": total}
-        if index + limit < total:
-            data["next"] = f"{request.url.origin()}/deezer/editorial/{request.match_info['id']}/releases?index={index + limit}"
-        return self._json(request, data, conditional=True)
-
-    async def deezer_album(self, request: web.Request) -> web.Response:
-        g = self._find("deezer", request.match_info["id"])
-        if g is None:
-            return self._deezer_no_data(request)
-        return self._json(request, payloads.deezer_album(g))
-
-    async def deezer_tracks(self, request: web.Request) -> web.Response:
-        g = self._find("deezer", request.match_info["id"])
-        if g is None:
-            return self._deezer_no_data(request)
-        tracks = payloads.deezer_album(g)["tracks"]["data"]
-        return self._json(request, {"data": tracks, "total": len(tracks)})
 
     # --- USGS ----------------------------------------------------------------------------------------
 

@@ -1,11 +1,10 @@
 """The living upstream's entities in each API's own payload shapes (list entries and detail records).
 
 Each function takes one `Generated` entity (`clkt.replay.stream`) and answers what the real API answers for
-it (the first domains' sources not yet in a folder; a domain folder's are its `replay.py`'s): MusicBrainz's release
-search entry and lookup (artist credits, labels, media with tracks), Deezer's editorial release and album
-(contributors, tracks), USGS's GeoJSON feature, and one GDACS
-RSS `<item>`. They are exactly what `clkt.sources.<api>` parse; ids of people, labels and tracks are drawn
-from the entity's own seed, so the same entity is always the same payload.
+it, for the first domains' sources not yet in a folder (a domain folder's are its `replay.py`'s): USGS's GeoJSON
+feature and one GDACS RSS `<item>`. They are exactly what `clkt.sources.<api>` parse; ids drawn for a payload
+(`_ids`, which the folders' replays use too) come from the entity's own seed, so the same entity is always the same
+payload.
 """
 
 from __future__ import annotations
@@ -15,17 +14,13 @@ from email.utils import format_datetime
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
-from clkt.facts import DisasterFacts, QuakeFacts, ReleaseFacts
+from clkt.facts import DisasterFacts, QuakeFacts
 from clkt.replay.stream import Generated
 
 __all__ = [
     "GDACS_HEAD",
     "GDACS_TAIL",
-    "deezer_album",
-    "deezer_release",
     "gdacs_item",
-    "mb_lookup",
-    "mb_search_entry",
     "usgs_feature",
 ]
 
@@ -48,75 +43,6 @@ def _day(d: Any) -> str:
 def _ids(g: Generated, purpose: str, n: int, lo: int = 10_000, hi: int = 9_999_999) -> list[int]:
     r = g.rng(purpose)
     return [r.randint(lo, hi) for _ in range(n)]
-
-
-# --- MusicBrainz ---------------------------------------------------------------------------------
-
-def _mbid(g: Generated, purpose: str, k: int = 0) -> str:
-    n = g.rng(f"mb-{purpose}-{k}").getrandbits(128)
-    h = f"{n:032x}"
-    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-8{h[17:20]}-{h[20:32]}"
-
-
-def _artist_credit(g: Generated, f: ReleaseFacts) -> list[dict[str, Any]]:
-    out = []
-    for k, a in enumerate(f.artists):
-        join = " & " if k < len(f.artists) - 1 else ""
-        out.append({"name": a, "joinphrase": join, "artist": {"id": _mbid(g, "artist", k), "name": a, "sort-name": a}})
-    return out
-
-
-def mb_search_entry(g: Generated) -> dict[str, Any]:
-    f = g.facts_as(ReleaseFacts)
-    return {
-        "id": g.external_id, "score": 100, "title": f.title, "status": "Official", "date": _day(f.release_date),
-        "country": "XW", "artist-credit": _artist_credit(g, f), "track-count": len(f.tracks),
-        "release-group": {"id": _mbid(g, "group"), "title": f.title, "primary-type": f.release_type or "Album"},
-    }
-
-
-def mb_lookup(g: Generated) -> dict[str, Any]:
-    f = g.facts_as(ReleaseFacts)
-    tracks = [
-        {"id": _mbid(g, "track", t.position), "position": t.position, "number": str(t.position), "title": t.title,
-         "length": (t.length_s or 0) * 1000 or None,
-         "recording": {"id": _mbid(g, "recording", t.position), "title": t.title, "video": False,
-                       "length": (t.length_s or 0) * 1000 or None}}
-        for t in f.tracks
-    ]
-    return {
-        "id": g.external_id, "title": f.title, "status": "Official", "date": _day(f.release_date), "country": "XW",
-        "barcode": f"{g.rng('barcode').randint(10**11, 10**12 - 1)}", "artist-credit": _artist_credit(g, f),
-        "label-info": [{"catalog-number": f"CLK-{g.index:05d}", "label": {"id": _mbid(g, "label"), "name": f.label}}]
-        if f.label else [],
-        "release-group": {"id": _mbid(g, "group"), "title": f.title, "primary-type": f.release_type or "Album"},
-        "media": [{"position": 1, "format": "Digital Media", "track-count": len(tracks), "tracks": tracks}],
-        "genres": [],
-    }
-
-
-# --- Deezer --------------------------------------------------------------------------------------
-
-def deezer_release(g: Generated) -> dict[str, Any]:
-    f = g.facts_as(ReleaseFacts)
-    artist_id = _ids(g, "deezer-artist", 1)[0]
-    return {"id": int(g.external_id), "title": f.title, "release_date": _day(f.release_date),
-            "record_type": (f.release_type or "album").lower(), "explicit_lyrics": False,
-            "artist": {"id": artist_id, "name": f.artists[0], "type": "artist"}, "type": "album"}
-
-
-def deezer_album(g: Generated) -> dict[str, Any]:
-    f = g.facts_as(ReleaseFacts)
-    listing = deezer_release(g)
-    track_ids = _ids(g, "deezer-tracks", len(f.tracks), 10**8, 10**9)
-    return {
-        **listing, "upc": f"{g.rng('upc').randint(10**11, 10**12 - 1)}", "label": f.label, "nb_tracks": len(f.tracks),
-        "duration": sum(t.length_s or 0 for t in f.tracks), "genres": {"data": []},
-        "contributors": [{"id": listing["artist"]["id"] + k, "name": a, "role": "Main", "type": "artist"}
-                         for k, a in enumerate(f.artists)],
-        "tracks": {"data": [{"id": tid, "title": t.title, "duration": t.length_s or 0, "track_position": t.position,
-                             "type": "track"} for tid, t in zip(track_ids, f.tracks, strict=True)]},
-    }
 
 
 # --- USGS ----------------------------------------------------------------------------------------

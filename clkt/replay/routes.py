@@ -21,7 +21,7 @@ from aiohttp import web
 
 from clkt.replay.catalog import Catalog, Item
 from clkt.replay.domains import domain_replays
-from clkt.replay.query import add_api_routes, parse_day, parse_time, query_int
+from clkt.replay.query import add_api_routes, parse_time, query_int
 from clkt.replay.redate import RedatePlan, shift_json, shift_text, text_variants
 
 __all__ = ["ORIGINALS_HEADER", "REDATED_HEADER", "REPLAY_HEADER", "ReplayRoutes", "Served"]
@@ -29,7 +29,6 @@ __all__ = ["ORIGINALS_HEADER", "REDATED_HEADER", "REPLAY_HEADER", "ReplayRoutes"
 REPLAY_HEADER = "X-Clkt-Replay"
 REDATED_HEADER = "X-Clkt-Replay-Redated"
 ORIGINALS_HEADER = "X-Clkt-Replay-Original-Dates"  # JSON {item id: original ISO datetime}
-_MB_DATE = re.compile(r"date:\[\s*(\S+)\s+TO\s+(\S+)\s*\]", re.I)
 _YEAR_TAG = re.compile(r"(<gdacs:year>)(\d{4})(</gdacs:year>)")
 
 
@@ -72,8 +71,6 @@ def _serve(item: Item, plan: RedatePlan | None) -> Served:
 class ReplayRoutes:
     """Handlers bound to one catalog and one re-dating plan. Page sizes are tunable class constants."""
 
-    MB_DEFAULT_LIMIT = 25
-    DEEZER_DEFAULT_LIMIT = 25
 
     def __init__(self, *, catalog: Catalog, plans: dict[str, RedatePlan] | None, started: datetime) -> None:
         self.catalog = catalog
@@ -153,65 +150,6 @@ class ReplayRoutes:
                 continue
             out.append(s)
         return out
-
-    # --- MusicBrainz ---------------------------------------------------------------------------------
-
-    async def mb_search(self, request: web.Request) -> web.Response:
-        q = request.query
-        m = _MB_DATE.search(q.get("query", ""))
-        lo = hi = None
-        if m:
-            lo = None if m.group(1) == "*" else parse_day(m.group(1))
-            hi = None if m.group(2) == "*" else parse_day(m.group(2))
-        limit = min(max(query_int(q, "limit", self.MB_DEFAULT_LIMIT), 1), 100)
-        offset = max(query_int(q, "offset", 0), 0)
-
-        def day(s: Served) -> date | None:
-            raw = str(s.listing.get("date") or "")
-            return s.occurred.date() if raw else None
-
-        items = self._window(self.served["musicbrainz"], lo, hi, day)
-        items.sort(key=lambda s: (s.occurred, s.id))
-        chunk = items[offset: offset + limit]
-        data = {"created": self.last_modified.isoformat().replace("+00:00", "Z"), "count": len(items),
-                "offset": offset, "releases": [s.listing for s in chunk]}
-        return self._json(request, data, chunk, conditional=True)
-
-    async def mb_lookup(self, request: web.Request) -> web.Response:
-        s = self._find("musicbrainz", request.match_info["mbid"])
-        if s is None or s.detail is None:
-            return self._json(request, {"error": "Not Found", "help": "For usage, please see: https://musicbrainz.org/development/mmd"}, [], status=404)
-        return self._json(request, s.detail, [s])
-
-    # --- Deezer --------------------------------------------------------------------------------------
-
-    def _deezer_no_data(self, request: web.Request) -> web.Response:
-        return self._json(request, {"error": {"type": "DataException", "message": "no data", "code": 800}}, [])
-
-    async def deezer_releases(self, request: web.Request) -> web.Response:
-        # one editorial list was recorded (106 "Electro"); it is also a true subset of 0 "All"
-        if request.match_info["id"] not in ("0", "106"):
-            return self._deezer_no_data(request)
-        index = max(query_int(request.query, "index", 0), 0)
-        limit = max(query_int(request.query, "limit", self.DEEZER_DEFAULT_LIMIT), 1)
-        items = sorted(self.served["deezer"], key=lambda s: (s.listing.get("release_date", ""), s.id), reverse=True)
-        chunk = items[index: index + limit]
-        data: dict[str, Any] = {"data": [s.listing for s in chunk], "total": len(items)}
-        if index + limit < len(items):
-            data["next"] = f"{request.url.origin()}/deezer/editorial/{request.match_info['id']}/releases?index={index + limit}"
-        return self._json(request, data, chunk, conditional=True)
-
-    async def deezer_album(self, request: web.Request) -> web.Response:
-        s = self._find("deezer", request.match_info["id"])
-        if s is None or s.detail is None:
-            return self._deezer_no_data(request)
-        return self._json(request, s.detail, [s])
-
-    async def deezer_tracks(self, request: web.Request) -> web.Response:
-        s = self._find("deezer", request.match_info["id"])
-        if s is None or "tracks" not in s.extras:
-            return self._deezer_no_data(request)
-        return self._json(request, s.extras["tracks"], [s])
 
     # --- USGS ----------------------------------------------------------------------------------------
 

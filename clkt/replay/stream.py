@@ -32,9 +32,7 @@ from pydantic import BaseModel
 from clkt.facts import EntityFacts
 from clkt.replay.domains import domain_replays
 from clkt.snapshots.fiction import fictional_entity, fictional_timed
-from clkt.sources.deezer import DeezerSource
 from clkt.sources.gdacs import GdacsSource
-from clkt.sources.musicbrainz import MusicBrainzSource
 from clkt.sources.registry import SOURCE_TYPES
 from clkt.sources.usgs import UsgsSource
 
@@ -46,8 +44,7 @@ ORIGIN = datetime(2000, 1, 1, tzinfo=UTC)
 SOURCES = tuple(SOURCE_TYPES)  # the sources (`clkt.sources.registry`)
 KIND_OF = {name: cls.kind for name, cls in SOURCE_TYPES.items()}  # the kind of facts each source's entities have
 # how long after it occurred an entity is listed: (least, most) seconds, always under a day
-_LAG_S = {MusicBrainzSource.name: (0, 6 * 3600), DeezerSource.name: (0, 6 * 3600), UsgsSource.name: (60, 1800),
-          GdacsSource.name: (3600, 12 * 3600)}
+_LAG_S = {UsgsSource.name: (60, 1800), GdacsSource.name: (3600, 12 * 3600)}
 
 
 def _lag_s(source: str) -> tuple[int, int]:
@@ -58,9 +55,6 @@ def _lag_s(source: str) -> tuple[int, int]:
 
 
 # leading digit of the numeric ids
-_NUMERIC_BASE = {DeezerSource.name: 8}
-_INDEX_DIGITS = 9  # up to a billion entities per source and seed
-_MB_ID = re.compile(r"^c1c7(?P<tag>[0-9a-f]{4})-0000-4000-8000-(?P<i>[0-9a-f]{12})$")
 _USGS_ID = re.compile(r"^cg(?P<tag>\d{3})(?P<i>\d{9})$")
 _GDACS_ID = re.compile(r"^[A-Z]{2}(?P<tag>\d{3})(?P<i>\d{9})$")
 
@@ -169,10 +163,6 @@ class EntityStream:
     # --- ids ---------------------------------------------------------------------------------------
 
     def external_id(self, source: str, index: int) -> str:
-        if source in _NUMERIC_BASE:
-            return str((_NUMERIC_BASE[source] * 1000 + self.tag) * 10**_INDEX_DIGITS + index)
-        if source == MusicBrainzSource.name:
-            return f"c1c7{self.tag:04x}-0000-4000-8000-{index:012x}"
         if source == UsgsSource.name:
             return f"cg{self.tag:03d}{index:09d}"
         if source == GdacsSource.name:
@@ -185,21 +175,14 @@ class EntityStream:
     def index_of(self, source: str, external_id: str) -> int | None:
         """The index an id names in this stream, or None (another seed's, or no id of ours)."""
         s = external_id.strip()
-        if source in _NUMERIC_BASE:
-            if not s.isdigit():
-                return None
-            n = int(s)
-            head, index = divmod(n, 10**_INDEX_DIGITS)
-            return index if head == _NUMERIC_BASE[source] * 1000 + self.tag else None
         replay = domain_replays().get(source)
         if replay is not None:
             return replay.index_of(s, tag=self.tag)
-        pattern = {MusicBrainzSource.name: _MB_ID, UsgsSource.name: _USGS_ID, GdacsSource.name: _GDACS_ID}.get(source)
+        pattern = {UsgsSource.name: _USGS_ID, GdacsSource.name: _GDACS_ID}.get(source)
         m = pattern.match(s) if pattern is not None else None
         if m is None:
             return None
-        base = 16 if source == MusicBrainzSource.name else 10
-        tag, index = int(m["tag"], base), int(m["i"], base)
+        tag, index = int(m["tag"]), int(m["i"])
         if tag != self.tag or self.external_id(source, index) != s:
             return None
         return index
