@@ -12,17 +12,14 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from clkt.config._base import Section
 from clkt.config.spec import ScorerLiteral
-from clkt.domains import DOMAINS, domain_names
+from clkt.domains import DOMAINS
 from clkt.facts import Domain
 
 __all__ = ["DaemonSettings", "GpuSettings", "HttpSettings", "ReplaySettings", "SnapshotSettings"]
 
-_FIRST_QUOTAS = {"disasters": 20}  # the first domains' not yet in a folder
-
-
 def _default_quotas() -> dict[Domain, int]:
-    """Entities per period of every domain, in the domains' order: a registered domain's from its spec."""
-    return {Domain(n): DOMAINS[n].quota if n in DOMAINS else _FIRST_QUOTAS[n] for n in domain_names()}
+    """Entities per period of every registered domain, from its spec, in the registry's order."""
+    return {Domain(name): spec.quota for name, spec in DOMAINS.items()}
 
 
 class SnapshotSettings(Section):

@@ -1,11 +1,11 @@
-"""The domain APIs (`[sources.<name>]`): one settings class per source, with its real endpoint, its documented
-limits and its typed `options`, each written here once.
+"""The domain APIs (`[sources.<name>]`): `SourcesSettings`, one field per source of every registered domain.
 
 `SourceSettings` is what every source has (politeness, timeouts, polling, breaker; `clkt.domain_base`); each
-source's class sets its own defaults and its `options` model (`[sources.<name>.options]`). `SourcesSettings` has
-one field per source, in the domains' order (`clkt.domains.domain_names`): a registered domain's from its
-folder's `settings.py`, a first domain's not yet in a folder from here, so an unknown `[sources.<name>]` table is
-refused by name and a `[sources.<name>]` table overrides that source's defaults key by key.
+source's class, in its domain's folder (`clkt.domains.<name>.settings`), sets its real endpoint, its documented
+limits and its `options` model (`[sources.<name>.options]`). `SourcesSettings` loops over the registry
+(`clkt.domains.DOMAINS`, each spec's `sources`), so an unknown `[sources.<name>]` table is refused by name and a
+`[sources.<name>]` table overrides that source's defaults key by key. The first domains' settings classes are
+re-exported here by name (`clkt.config.TmdbSettings`...), for their importers.
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field, create_model
 
 from clkt.config._base import Section
-from clkt.domain_base import Burst, Concurrency, RatePerS, SourceOptions, SourceSettings
-from clkt.domains import DOMAINS, domain_names
+from clkt.domain_base import SourceOptions, SourceSettings
+from clkt.domains import DOMAINS
+from clkt.domains.disasters.settings import GdacsOptions, GdacsSettings, UsgsOptions, UsgsSettings
 from clkt.domains.movies.settings import TmdbOptions, TmdbSettings
 from clkt.domains.music.settings import DeezerOptions, DeezerSettings, MusicBrainzOptions, MusicBrainzSettings
 from clkt.domains.sports.settings import TheSportsDbOptions, TheSportsDbSettings
@@ -24,7 +25,6 @@ from clkt.domains.sports.settings import TheSportsDbOptions, TheSportsDbSettings
 __all__ = [
     "DeezerOptions",
     "DeezerSettings",
-    "FirstSources",
     "GdacsOptions",
     "GdacsSettings",
     "MusicBrainzOptions",
@@ -40,41 +40,6 @@ __all__ = [
     "UsgsOptions",
     "UsgsSettings",
 ]
-
-
-# --- typed options per source (`[sources.<name>.options]`) ------------------------------------------
-
-class UsgsOptions(SourceOptions):
-    page_size: int = Field(default=200, ge=1, le=20000)
-    min_magnitude: float = Field(default=5.5, ge=-2, le=10)
-
-
-class GdacsOptions(SourceOptions):
-    skip_types: list[str] = Field(default_factory=lambda: ["EQ"], max_length=20)  # EQ: USGS has the earthquakes
-
-
-
-
-# --- the sources: real endpoints with their documented limits ----------------------------------
-
-class UsgsSettings(SourceSettings):
-    """USGS earthquakes (FDSN event service): no key, public domain."""
-
-    base_url: str = "https://earthquake.usgs.gov/fdsnws/event/1"
-    rate_per_s: RatePerS = 2.0
-    burst: Burst = 2
-    concurrency: Concurrency = 2
-    options: UsgsOptions = Field(default_factory=UsgsOptions)
-
-
-class GdacsSettings(SourceSettings):
-    """GDACS (disasters, an RSS feed): no key."""
-
-    base_url: str = "https://www.gdacs.org"
-    rate_per_s: RatePerS = 0.5
-    burst: Burst = 1
-    concurrency: Concurrency = 1
-    options: GdacsOptions = Field(default_factory=GdacsOptions)
 
 
 class SourcesBase(Section):
@@ -97,37 +62,18 @@ class SourcesBase(Section):
         return value
 
 
-class FirstSources(SourcesBase):
-    """`[sources.<name>]` of the first domains' sources not yet in a folder, each with its real defaults
-    (`SourcesSettings` has these and every registered domain's, in the domains' order)."""
-
-    usgs: UsgsSettings = Field(default_factory=UsgsSettings)
-    gdacs: GdacsSettings = Field(default_factory=GdacsSettings)
-
-
-# a first domain not yet in a folder -> its sources here, in order
-_FIRST_SOURCES: dict[str, tuple[str, ...]] = {
-    "disasters": ("usgs", "gdacs"),
-}
-
-
 def _sources_model() -> type[SourcesBase]:
-    """`SourcesSettings`: a field per source, in the domains' order (`domain_names`)."""
-    fields: dict[str, Any] = {}
-    for name in domain_names():
-        spec = DOMAINS.get(name)
-        for source, settings in spec.sources if spec is not None else ():
-            fields[source] = (settings, Field(default_factory=settings))
-        for source in _FIRST_SOURCES.get(name, ()) if spec is None else ():
-            info = FirstSources.model_fields[source]
-            fields[source] = (info.annotation, info)
+    """`SourcesSettings`: a field per source of every registered domain, in the registry's order."""
+    fields: dict[str, Any] = {
+        source: (settings, Field(default_factory=settings)) for spec in DOMAINS.values() for source, settings in spec.sources
+    }
     return create_model(
         "SourcesSettings", __base__=SourcesBase, __module__=__name__,
         __doc__="`[sources.<name>]`: one field per source, each with its real defaults.", **fields,
     )
 
 
-if TYPE_CHECKING:  # typed access by name for the first sources not yet in a folder; `sources[name]` for every source
-    SourcesSettings = FirstSources
+if TYPE_CHECKING:  # `sources[name]` for every source (a domain's settings class types its own fields)
+    SourcesSettings = SourcesBase
 else:
     SourcesSettings = _sources_model()

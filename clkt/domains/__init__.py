@@ -16,10 +16,10 @@ import importlib
 import os
 from types import ModuleType
 
-from clkt.domains import movies, music, science, spaceflight, sports
+from clkt.domains import disasters, movies, music, science, spaceflight, sports
 from clkt.domains.spec import DomainSpec
 
-__all__ = ["DOMAINS", "FIRST_DOMAINS", "PACKAGES_ENV", "DomainSpec", "domain_names", "import_side", "register"]
+__all__ = ["DOMAINS", "PACKAGES_ENV", "DomainSpec", "import_side", "register"]
 
 PACKAGES_ENV = "CLKT_DOMAIN_PACKAGES"  # more domain packages, comma-separated
 
@@ -27,27 +27,20 @@ _BUILT_IN: tuple[DomainSpec, ...] = (
     movies.SPEC,
     music.SPEC,
     sports.SPEC,
+    disasters.SPEC,
     science.SPEC,
     spaceflight.SPEC,
 )
 
 DOMAINS: dict[str, DomainSpec] = {}
 
-# the first four domains, in their order (the `Domain` enum's, the quotas', the sources'): those still declared
-# outside a folder keep their place among the registered ones (`domain_names`)
-FIRST_DOMAINS = ("movies", "music", "sports", "disasters")
-
-
-def domain_names() -> list[str]:
-    """Every domain's name in order: the first four (registered or not yet a folder), then the registered ones."""
-    return list(dict.fromkeys((*FIRST_DOMAINS, *DOMAINS)))
-
 
 def register(spec: DomainSpec) -> DomainSpec:
     """Adds `spec` to the registry; a second domain of the same name, kind or source is refused by name."""
     for other in DOMAINS.values():
         shared = {s for s, _ in spec.sources} & {s for s, _ in other.sources}
-        clash = [what for what, same in (("name", spec.name == other.name), ("kind", spec.kind == other.kind),
+        kinds = set(spec.kind_names) & set(other.kind_names)
+        clash = [what for what, same in (("name", spec.name == other.name), ("kind", bool(kinds)),
                                          ("source", bool(shared))) if same]
         if clash and other != spec:
             raise ValueError(f"domain {spec.name!r}: its {clash[0]} is already domain {other.name!r}'s")

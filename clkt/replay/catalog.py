@@ -19,10 +19,9 @@ from importlib import resources
 from typing import Any
 from xml.etree import ElementTree as ET
 
+from clkt.domains.disasters.source import GdacsSource, UsgsSource
 from clkt.replay.domains import Item, domain_replays
-from clkt.sources.gdacs import GdacsSource
 from clkt.sources.registry import SOURCE_TYPES
-from clkt.sources.usgs import UsgsSource
 
 __all__ = ["GDACS_NS", "SOURCES", "Catalog", "Item", "load_catalog"]
 

@@ -29,12 +29,11 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
+from clkt.domains.disasters.source import GdacsSource, UsgsSource
 from clkt.facts import EntityFacts
 from clkt.replay.domains import domain_replays
 from clkt.snapshots.fiction import fictional_entity, fictional_timed
-from clkt.sources.gdacs import GdacsSource
 from clkt.sources.registry import SOURCE_TYPES
-from clkt.sources.usgs import UsgsSource
 
 __all__ = ["KIND_OF", "ORIGIN", "SOURCES", "EntityStream", "Generated"]
 

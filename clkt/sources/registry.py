@@ -5,10 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from clkt.domains import DOMAINS, domain_names, import_side
+from clkt.domains import DOMAINS, import_side
 from clkt.sources.base import Source, SourceLicence
-from clkt.sources.gdacs import GdacsSource
-from clkt.sources.usgs import UsgsSource
 
 __all__ = ["RETIRED_LICENCES", "SOURCE_TYPES", "licence_of", "source_licences"]
 
@@ -28,18 +26,8 @@ def _domain_sources() -> list[type[Source[Any]]]:
     return out
 
 
-# the first domains' sources not yet in a folder
-_FIRST: tuple[type[Source[Any]], ...] = (UsgsSource, GdacsSource)
-
-
-def _in_order() -> list[type[Source[Any]]]:
-    """Every source, in the domains' order (`domain_names`): a registered domain's from its folder."""
-    registered = _domain_sources()
-    return [cls for name in domain_names() for cls in (*registered, *_FIRST) if cls.domain.value == name]
-
-
-# source name (a field of `clkt.config.SourcesSettings`) -> implementation, in the domains' order
-SOURCE_TYPES: dict[str, type[Source[Any]]] = {cls.name: cls for cls in _in_order()}
+# source name (a field of `clkt.config.SourcesSettings`) -> implementation, in the registry's order
+SOURCE_TYPES: dict[str, type[Source[Any]]] = {cls.name: cls for cls in _domain_sources()}
 
 # sources the crawler no longer has, whose items older stores and snapshots may still hold
 RETIRED_LICENCES: dict[str, SourceLicence] = {
