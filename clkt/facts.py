@@ -2,8 +2,9 @@
 from the API payload), the document renderer and the question generators (which read them).
 
 Every fact model is a pydantic model with a `kind` discriminator (`clkt.domain_base.Facts`); `EntityFacts` is
-their union, open: the four first kinds are declared here, every other one by its domain's folder
-(`clkt.domains`), and a payload is validated by its `kind` against all of them.
+their union, open: every kind is declared by its domain's folder (`clkt.domains.<name>.facts`, listed by the
+registry's specs; the first four domains' models are re-exported here by name), and a payload is validated by its
+`kind` against all of them.
 `RenderedDocument.sentences` maps a fact slot to the sentence of the document that states it (always a
 substring of `text`), so a generator can quote evidence verbatim.
 
@@ -15,14 +16,18 @@ its renderer and slots (`clkt.documents.registry.DocumentKind`), its templates, 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import date, datetime
+from datetime import datetime
 from enum import Enum
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, SerializeAsAny
 
 from clkt.domain_base import Facts, FactsModel
 from clkt.domains import DOMAINS
+from clkt.domains.disasters.facts import DisasterFacts, QuakeFacts
+from clkt.domains.movies.facts import CastMember, FilmFacts
+from clkt.domains.music.facts import ReleaseFacts, Track
+from clkt.domains.sports.facts import MatchFacts, PeriodScore
 
 __all__ = [
     "FACT_MODELS",
@@ -44,133 +49,24 @@ __all__ = [
 ]
 
 
-_FIRST_DOMAINS = ("movies", "music", "sports", "disasters")
-
 if TYPE_CHECKING:
     class Domain(str, Enum):
-        """The domains: the four first ones typed by name; a registered one by `Domain(name)`."""
+        """The domains (the registry's): the four first ones typed by name for the code that names them; any
+        registered one by `Domain(name)`."""
 
         movies = "movies"
         music = "music"
         sports = "sports"
         disasters = "disasters"
-else:  # the four first ones, then every registered domain (`clkt.domains.DOMAINS`), in order
-    Domain = Enum("Domain", [(n, n) for n in (*_FIRST_DOMAINS, *DOMAINS)], type=str, module=__name__)
-
-
-class PeriodScore(FactsModel):
-    label: str  # "1", "2", "Q1", "1st half", an inning number...
-    home: int
-    away: int
-
-
-class MatchFacts(Facts):
-    kind: Literal["match"] = "match"
-    sport: str
-    competition: str
-    season: str | None = None
-    round: str | None = None
-    date: date
-    kickoff_utc: datetime | None = None
-    venue: str | None = None
-    city: str | None = None
-    country: str | None = None
-    home_team: str
-    away_team: str
-    home_score: int
-    away_score: int
-    periods: list[PeriodScore] = Field(default_factory=list)
-    spectators: int | None = None
-    status: str = "FT"
-
-
-class CastMember(FactsModel):
-    name: str
-    character: str | None = None
-
-
-class FilmFacts(Facts):
-    kind: Literal["film"] = "film"
-    title: str
-    original_title: str | None = None
-    release_date: date
-    directors: list[str] = Field(default_factory=list)
-    cast: list[CastMember] = Field(default_factory=list)  # billing order
-    runtime_min: int | None = None
-    genres: list[str] = Field(default_factory=list)
-    overview: str | None = None
-    tagline: str | None = None
-    budget_usd: int | None = None
-    revenue_usd: int | None = None
-    production_companies: list[str] = Field(default_factory=list)
-    countries: list[str] = Field(default_factory=list)
-    original_language: str | None = None
-
-
-class Track(FactsModel):
-    position: int
-    title: str
-    length_s: int | None = None
-
-
-class ReleaseFacts(Facts):
-    kind: Literal["release"] = "release"
-    title: str
-    artists: list[str]
-    artist_credit: str  # as credited, with join phrases ("A feat. B")
-    release_date: date
-    label: str | None = None
-    catalog_number: str | None = None
-    country: str | None = None
-    release_type: str | None = None  # Album, Single, EP...
-    tracks: list[Track] = Field(default_factory=list)
-    genres: list[str] = Field(default_factory=list)
-    barcode: str | None = None
-
-
-class QuakeFacts(Facts):
-    kind: Literal["quake"] = "quake"
-    title: str
-    place: str
-    time_utc: datetime
-    magnitude: float
-    mag_type: str | None = None
-    depth_km: float
-    latitude: float
-    longitude: float
-    alert: str | None = None  # PAGER green / yellow / orange / red
-    tsunami: bool = False
-    felt: int | None = None  # number of felt reports
-    mmi: float | None = None
-    cdi: float | None = None
-    significance: int | None = None
-    fatalities: int | None = None
-    economic_loss_usd: int | None = None
-
-
-class DisasterFacts(Facts):
-    """A non-seismic disaster (ReliefWeb / GDACS): flood, storm, drought..."""
-
-    kind: Literal["disaster"] = "disaster"
-    name: str
-    disaster_type: str
-    country: str
-    countries: list[str] = Field(default_factory=list)
-    date: date
-    status: str | None = None
-    glide: str | None = None
-    alert: str | None = None
-    deaths: int | None = None
-    affected: int | None = None
-    summary: str | None = None
+else:  # every registered domain (`clkt.domains.DOMAINS`), in the registry's order
+    Domain = Enum("Domain", [(n, n) for n in DOMAINS], type=str, module=__name__)
 
 
 def _fact_models() -> dict[str, type[Facts]]:
-    first: tuple[type[Facts], ...] = (MatchFacts, FilmFacts, ReleaseFacts, QuakeFacts, DisasterFacts)
-    return {**{m.model_fields["kind"].default: m for m in first}, **{d.kind: d.facts for d in DOMAINS.values()}}
+    return {model.model_fields["kind"].default: model for d in DOMAINS.values() for model, _ in d.kinds}
 
 
-# every kind of facts by its `kind`: the first ones here, then each registered domain's
+# every kind of facts by its `kind`: each registered domain's, in the registry's order
 FACT_MODELS: dict[str, type[Facts]] = _fact_models()
 
 
@@ -214,14 +110,7 @@ class RenderedDocument(BaseModel):
     sentences: dict[str, str] = Field(default_factory=dict)  # fact slot -> sentence (substring of text)
 
 
-# The fact slots a document states (one sentence each, when the fact is known) and questions ask about.
+# The fact slots a document states (one sentence each, when the fact is known) and questions ask about, by kind.
 SLOTS: dict[str, tuple[str, ...]] = {
-    "match": ("date", "competition", "venue", "home_team", "away_team", "final_score", "winner", "spectators"),
-    "film": ("release_date", "director", "lead_actor", "runtime", "genre", "budget", "revenue", "production_company"),
-    "release": ("artist", "release_date", "label", "track_count", "first_track", "last_track", "release_type"),
-    "quake": (
-        "time", "place", "magnitude", "depth", "alert", "tsunami", "felt", "fatalities", "intensity", "latitude",
-    ),
-    "disaster": ("date", "disaster_type", "country", "status", "deaths", "affected", "glide"),
-    **{d.kind: d.slots for d in DOMAINS.values()},
+    model.model_fields["kind"].default: slots for d in DOMAINS.values() for model, slots in d.kinds
 }

@@ -1,10 +1,10 @@
 """The offline template engine: a deterministic `AgentBackend` for the structured domains.
 
-Entry point: `TemplateBackend()`. Submodules: `plans` (plan a slot, render it in any language),
-`sports`/`movies`/`music`/`disasters` (per kind of facts: templates per slot x language, proper names and judge
-facts, each registered once in `domains.AGENT_KINDS`), `distractors`, `values`, `judge` + `matchers` (the fact
-matcher) and `parsing` (numbers, dates and scores in 5 languages). Every public module here is imported once
-(`load_modules`), so a new kind of facts is one new module that registers its `AgentKind`.
+Entry point: `TemplateBackend()`. Submodules: `plans` (plan a slot, render it in any language), `distractors`,
+`values`, `judge` + `matchers` (the fact matcher) and `parsing` (numbers, dates and scores in 5 languages). The
+templates per kind of facts (per slot x language, proper names and judge facts, each registered once in
+`domains.AGENT_KINDS`) are each domain folder's `templates.py` (`clkt/domains/<name>/`), imported here for every
+registered domain (`import_side`), so a new kind of facts is its domain folder.
 """
 
 from __future__ import annotations

@@ -17,16 +17,17 @@ from clkt.facts import Domain
 
 __all__ = ["DaemonSettings", "GpuSettings", "HttpSettings", "ReplaySettings", "SnapshotSettings"]
 
+def _default_quotas() -> dict[Domain, int]:
+    """Entities per period of every registered domain, from its spec, in the registry's order."""
+    return {Domain(name): spec.quota for name, spec in DOMAINS.items()}
+
 
 class SnapshotSettings(Section):
     # monthly/weekly/daily: calendar periods (UTC), built when they close or when the quotas fill early;
     # rolling: non-overlapping windows of `rolling_days` complete days, built as soon as the quotas fill
     cadence: Literal["monthly", "weekly", "daily", "rolling"] = "monthly"
     rolling_days: int = Field(default=30, ge=1, le=366)
-    quotas: dict[Domain, int] = Field(
-        default_factory=lambda: {Domain.movies: 30, Domain.music: 30, Domain.sports: 20, Domain.disasters: 20,
-                                 **{Domain(d.name): d.quota for d in DOMAINS.values()}}
-    )
+    quotas: dict[Domain, int] = Field(default_factory=_default_quotas)
     seed: int = Field(default=0, ge=0, le=2**32 - 1)
     val_ratio: float = Field(default=0.2, gt=0, lt=1)
     # fictional entities per spec domain in every snapshot's control split (0: none); see clkt.snapshots.control

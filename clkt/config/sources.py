@@ -1,33 +1,37 @@
-"""The domain APIs (`[sources.<name>]`): one settings class per source, with its real endpoint, its documented
-limits and its typed `options`, each written here once.
+"""The domain APIs (`[sources.<name>]`): `SourcesSettings`, one field per source of every registered domain.
 
 `SourceSettings` is what every source has (politeness, timeouts, polling, breaker; `clkt.domain_base`); each
-source's class sets its own defaults and its `options` model (`[sources.<name>.options]`). `SourcesSettings` has
-one field per source: the first domains' sources here, then each registered domain's (`clkt.domains`, its
-`settings.py`), so an unknown `[sources.<name>]` table is refused by name and a `[sources.<name>]` table
-overrides that source's defaults key by key.
+source's class, in its domain's folder (`clkt.domains.<name>.settings`), sets its real endpoint, its documented
+limits and its `options` model (`[sources.<name>.options]`). `SourcesSettings` loops over the registry
+(`clkt.domains.DOMAINS`, each spec's `sources`), so an unknown `[sources.<name>]` table is refused by name and a
+`[sources.<name>]` table overrides that source's defaults key by key. The first domains' settings classes are
+re-exported here by name (`clkt.config.TmdbSettings`...), for their importers.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pydantic import Field, create_model, field_validator
+from pydantic import Field, create_model
 
 from clkt.config._base import Section
-from clkt.domain_base import Burst, Concurrency, RatePerS, SourceOptions, SourceSettings
+from clkt.domain_base import SourceOptions, SourceSettings
 from clkt.domains import DOMAINS
+from clkt.domains.disasters.settings import GdacsOptions, GdacsSettings, UsgsOptions, UsgsSettings
+from clkt.domains.movies.settings import TmdbOptions, TmdbSettings
+from clkt.domains.music.settings import DeezerOptions, DeezerSettings, MusicBrainzOptions, MusicBrainzSettings
+from clkt.domains.sports.settings import TheSportsDbOptions, TheSportsDbSettings
 
 __all__ = [
     "DeezerOptions",
     "DeezerSettings",
-    "FirstSources",
     "GdacsOptions",
     "GdacsSettings",
     "MusicBrainzOptions",
     "MusicBrainzSettings",
     "SourceOptions",
     "SourceSettings",
+    "SourcesBase",
     "SourcesSettings",
     "TheSportsDbOptions",
     "TheSportsDbSettings",
@@ -38,125 +42,8 @@ __all__ = [
 ]
 
 
-# --- typed options per source (`[sources.<name>.options]`) ------------------------------------------
-
-class TmdbOptions(SourceOptions):
-    language: str | None = Field(default=None, pattern=r"^[a-z]{2}(-[A-Z]{2})?$")  # None: TMDB's default
-
-
-class MusicBrainzOptions(SourceOptions):
-    page_size: int = Field(default=100, ge=1, le=100)  # releases per search page (MusicBrainz's maximum: 100)
-    query: str = Field(default="status:official AND primarytype:album", max_length=500)  # Lucene, ANDed to the dates
-
-
-class DeezerOptions(SourceOptions):
-    page_size: int = Field(default=50, ge=1, le=100)
-    editorial_id: int | str = Field(default="0")  # 0: Deezer's "all genres" editorial
-
-
-def _default_leagues() -> list[int | str]:
-    return ["4328", "4424", "4387"]
-
-
-class TheSportsDbOptions(SourceOptions):
-    leagues: list[int | str] = Field(default_factory=_default_leagues, min_length=1, max_length=100)  # EPL, MLB, NBA
-
-    @field_validator("leagues")
-    @classmethod
-    def _ids(cls, v: list[int | str]) -> list[int | str]:
-        bad = [x for x in v if not str(x).isdigit()]
-        if bad:
-            raise ValueError(f"league ids are numbers (e.g. 4328), got {bad[:3]}")
-        return v
-
-
-class UsgsOptions(SourceOptions):
-    page_size: int = Field(default=200, ge=1, le=20000)
-    min_magnitude: float = Field(default=5.5, ge=-2, le=10)
-
-
-class GdacsOptions(SourceOptions):
-    skip_types: list[str] = Field(default_factory=lambda: ["EQ"], max_length=20)  # EQ: USGS has the earthquakes
-
-
-
-
-# --- the sources: real endpoints with their documented limits ----------------------------------
-
-class TmdbSettings(SourceSettings):
-    """TMDB (movies): a key is required (free, non-commercial; attribution required)."""
-
-    base_url: str = "https://api.themoviedb.org/3"
-    rate_per_s: RatePerS = 20.0
-    burst: Burst = 20
-    concurrency: Concurrency = 8
-    api_key_env: str | None = "TMDB_API_KEY"
-    options: TmdbOptions = Field(default_factory=TmdbOptions)
-
-
-class MusicBrainzSettings(SourceSettings):
-    """MusicBrainz WS/2 (music): no key, 1 request/s, a User-Agent with a contact is mandatory."""
-
-    base_url: str = "https://musicbrainz.org/ws/2"
-    rate_per_s: RatePerS = 1.0
-    burst: Burst = 1
-    concurrency: Concurrency = 1
-    user_agent: str | None = "clkt/0.1 ( clkt@example.org )"
-    options: MusicBrainzOptions = Field(default_factory=MusicBrainzOptions)
-
-
-class DeezerSettings(SourceSettings):
-    """Deezer (music, a second source): no key."""
-
-    base_url: str = "https://api.deezer.com"
-    rate_per_s: RatePerS = 5.0
-    burst: Burst = 5
-    concurrency: Concurrency = 2
-    options: DeezerOptions = Field(default_factory=DeezerOptions)
-
-
-class TheSportsDbSettings(SourceSettings):
-    """TheSportsDB (sports): the free key "123" (30 requests/min), a premium key from the environment."""
-
-    base_url: str = "https://www.thesportsdb.com/api/v1/json"
-    rate_per_s: RatePerS = 0.5
-    burst: Burst = 1
-    concurrency: Concurrency = 1
-    api_key_env: str | None = "THESPORTSDB_API_KEY"
-    default_api_key: str | None = "123"
-    options: TheSportsDbOptions = Field(default_factory=TheSportsDbOptions)
-
-
-class UsgsSettings(SourceSettings):
-    """USGS earthquakes (FDSN event service): no key, public domain."""
-
-    base_url: str = "https://earthquake.usgs.gov/fdsnws/event/1"
-    rate_per_s: RatePerS = 2.0
-    burst: Burst = 2
-    concurrency: Concurrency = 2
-    options: UsgsOptions = Field(default_factory=UsgsOptions)
-
-
-class GdacsSettings(SourceSettings):
-    """GDACS (disasters, an RSS feed): no key."""
-
-    base_url: str = "https://www.gdacs.org"
-    rate_per_s: RatePerS = 0.5
-    burst: Burst = 1
-    concurrency: Concurrency = 1
-    options: GdacsOptions = Field(default_factory=GdacsOptions)
-
-
-class FirstSources(Section):
-    """`[sources.<name>]` of the first domains' sources, each with its real defaults (`SourcesSettings` adds
-    every registered domain's source)."""
-
-    tmdb: TmdbSettings = Field(default_factory=TmdbSettings)
-    musicbrainz: MusicBrainzSettings = Field(default_factory=MusicBrainzSettings)
-    deezer: DeezerSettings = Field(default_factory=DeezerSettings)
-    thesportsdb: TheSportsDbSettings = Field(default_factory=TheSportsDbSettings)
-    usgs: UsgsSettings = Field(default_factory=UsgsSettings)
-    gdacs: GdacsSettings = Field(default_factory=GdacsSettings)
+class SourcesBase(Section):
+    """What `SourcesSettings` does whatever its fields: its sources by name, in order."""
 
     @classmethod
     def names(cls) -> list[str]:
@@ -175,15 +62,18 @@ class FirstSources(Section):
         return value
 
 
-def _sources_model() -> type[FirstSources]:
-    fields: dict[str, Any] = {d.source: (d.settings, Field(default_factory=d.settings)) for d in DOMAINS.values()}
+def _sources_model() -> type[SourcesBase]:
+    """`SourcesSettings`: a field per source of every registered domain, in the registry's order."""
+    fields: dict[str, Any] = {
+        source: (settings, Field(default_factory=settings)) for spec in DOMAINS.values() for source, settings in spec.sources
+    }
     return create_model(
-        "SourcesSettings", __base__=FirstSources, __module__=__name__,
+        "SourcesSettings", __base__=SourcesBase, __module__=__name__,
         __doc__="`[sources.<name>]`: one field per source, each with its real defaults.", **fields,
     )
 
 
-if TYPE_CHECKING:  # typed access by name for the first sources; `sources[name]` for every source
-    SourcesSettings = FirstSources
+if TYPE_CHECKING:  # `sources[name]` for every source (a domain's settings class types its own fields)
+    SourcesSettings = SourcesBase
 else:
     SourcesSettings = _sources_model()

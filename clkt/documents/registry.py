@@ -4,16 +4,16 @@ A kind of facts (a match, a film, a quake...) is declared once on each side of t
 owns that side's part of it, by registering one entry keyed by the facts' `kind`:
 
 - the kernel: a `DocumentKind` (its facts class, its domain, its fact slots, its document renderer), registered
-  by the kind's renderer module in `clkt/documents/`;
+  by its domain folder's `document.py` (`clkt/domains/<name>/`);
 - the agents: an `AgentKind` (`agents.template.domains`: question templates, proper names, judge facts),
-  registered by the kind's template module in `agents/template/`;
-- the snapshots: a `FictionalKind` (`clkt.snapshots.fiction`: the control split's maker), registered by the
-  kind's module in `clkt/snapshots/fiction/`.
+  registered by its domain folder's `templates.py`;
+- the snapshots: a `FictionalKind` (`clkt.snapshots.fiction`: the control split's maker), registered by its
+  domain folder's `control.py`.
 
 Every caller asks its side's registry by the facts' kind; nothing chains `isinstance` over the kinds. Each
-side's package imports its own modules once (`load_modules`), so a new kind is one new module per side with
-nothing else to edit. Registering a kind twice raises `UserError` (a programming mistake); `unregister` is
-for tests that add a kind of their own.
+side's package imports its own modules once (`load_modules`) and every registered domain's module of its side
+(`clkt.domains.import_side`), so a new kind is its domain folder with nothing else to edit. Registering a kind
+twice raises `UserError` (a programming mistake); `unregister` is for tests that add a kind of their own.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ import importlib
 import os
 from types import ModuleType
 
-from clkt.domains import science, spaceflight
+from clkt.domains import disasters, movies, music, science, spaceflight, sports
 from clkt.domains.spec import DomainSpec
 
 __all__ = ["DOMAINS", "PACKAGES_ENV", "DomainSpec", "import_side", "register"]
@@ -24,6 +24,10 @@ __all__ = ["DOMAINS", "PACKAGES_ENV", "DomainSpec", "import_side", "register"]
 PACKAGES_ENV = "CLKT_DOMAIN_PACKAGES"  # more domain packages, comma-separated
 
 _BUILT_IN: tuple[DomainSpec, ...] = (
+    movies.SPEC,
+    music.SPEC,
+    sports.SPEC,
+    disasters.SPEC,
     science.SPEC,
     spaceflight.SPEC,
 )
@@ -34,8 +38,10 @@ DOMAINS: dict[str, DomainSpec] = {}
 def register(spec: DomainSpec) -> DomainSpec:
     """Adds `spec` to the registry; a second domain of the same name, kind or source is refused by name."""
     for other in DOMAINS.values():
-        clash = [what for what, a, b in (("name", spec.name, other.name), ("kind", spec.kind, other.kind),
-                                         ("source", spec.source, other.source)) if a == b]
+        shared = {s for s, _ in spec.sources} & {s for s, _ in other.sources}
+        kinds = set(spec.kind_names) & set(other.kind_names)
+        clash = [what for what, same in (("name", spec.name == other.name), ("kind", bool(kinds)),
+                                         ("source", bool(shared))) if same]
         if clash and other != spec:
             raise ValueError(f"domain {spec.name!r}: its {clash[0]} is already domain {other.name!r}'s")
     DOMAINS[spec.name] = spec

@@ -36,12 +36,38 @@ class DomainSpec:
     source: str  # its source's name: the `[sources.<name>]` table
     settings: type[SourceSettings]  # that table's model, with the API's real endpoint and documented rate
     quota: int  # entities per snapshot period, by default
+    # a domain with more than one source: the others, (name, settings) each, after `source` in every listing
+    more_sources: tuple[tuple[str, type[SourceSettings]], ...] = ()
+    # a domain with more than one kind of facts: the others, (facts model, its slots) each, after `facts`
+    more_kinds: tuple[tuple[type[Facts], tuple[str, ...]], ...] = ()
 
     def __post_init__(self) -> None:
-        if not self.name.isidentifier() or not self.source.isidentifier():
-            raise ValueError(f"domain {self.name!r}: its name and its source's name must be identifiers")
+        if not self.name.isidentifier() or not all(s.isidentifier() for s, _ in self.sources):
+            raise ValueError(f"domain {self.name!r}: its name and its sources' names must be identifiers")
         if self.quota < 0:
             raise ValueError(f"domain {self.name!r}: a quota is a count of entities, got {self.quota}")
+
+    @property
+    def sources(self) -> tuple[tuple[str, type[SourceSettings]], ...]:
+        """(name, settings) of each of its sources: `source` first."""
+        return ((self.source, self.settings), *self.more_sources)
+
+    @property
+    def kinds(self) -> tuple[tuple[type[Facts], tuple[str, ...]], ...]:
+        """(facts model, its slots) of each of its kinds of facts: `facts` first."""
+        return ((self.facts, self.slots), *self.more_kinds)
+
+    def slots_of(self, facts: type[Facts]) -> tuple[str, ...]:
+        """The slots of its kind of facts `facts`."""
+        for model, slots in self.kinds:
+            if model is facts:
+                return slots
+        raise KeyError(f"domain {self.name!r} has no kind of facts {facts.__name__}")
+
+    @property
+    def kind_names(self) -> tuple[str, ...]:
+        """The `kind` of each of its kinds of facts."""
+        return tuple(str(model.model_fields["kind"].default) for model, _ in self.kinds)
 
     @property
     def kind(self) -> str:

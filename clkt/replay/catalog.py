@@ -19,14 +19,9 @@ from importlib import resources
 from typing import Any
 from xml.etree import ElementTree as ET
 
+from clkt.domains.disasters.source import GdacsSource, UsgsSource
 from clkt.replay.domains import Item, domain_replays
-from clkt.sources.deezer import DeezerSource
-from clkt.sources.gdacs import GdacsSource
-from clkt.sources.musicbrainz import MusicBrainzSource
 from clkt.sources.registry import SOURCE_TYPES
-from clkt.sources.thesportsdb import TheSportsDbSource
-from clkt.sources.tmdb import TmdbSource
-from clkt.sources.usgs import UsgsSource
 
 __all__ = ["GDACS_NS", "SOURCES", "Catalog", "Item", "load_catalog"]
 
@@ -62,78 +57,6 @@ def _json(path: str) -> Any:
 def _day(s: str) -> datetime:
     parts = [int(p) for p in s.split("-")] + [1, 1]
     return datetime(parts[0], parts[1] or 1, parts[2] or 1, tzinfo=UTC)
-
-
-def _tmdb() -> list[Item]:
-    details = _json("tmdb/movie-details-550.json")
-    credits = _json("tmdb/movie-credits-550.json")
-    release_dates = _json("tmdb/movie-release-dates-550.json")
-    recorded = {details["id"]: (details, {"credits": credits, "release_dates": release_dates})}
-    seen: set[int] = set()
-    items: list[Item] = []
-    for f in ("tmdb/discover-movie.json", "tmdb/movie-now-playing.json"):
-        for r in _json(f)["results"]:
-            if r["id"] in seen:
-                continue
-            seen.add(r["id"])
-            det, extras = recorded.get(r["id"], (None, {}))
-            items.append(Item(id=str(r["id"]), occurred=_day(r["release_date"]), listing=r, detail=det, extras=extras))
-    return items
-
-
-def _mb_listing(lookup: dict[str, Any]) -> dict[str, Any]:
-    """Project a recorded lookup onto the search-result shape (the fields a search returns)."""
-    keep = ("id", "title", "status", "status-id", "packaging", "packaging-id", "text-representation",
-            "artist-credit", "release-group", "date", "country", "release-events", "barcode", "label-info")
-    out = {k: copy.deepcopy(lookup[k]) for k in keep if k in lookup}
-    out["score"] = 100
-    out["track-count"] = sum(int(m.get("track-count") or 0) for m in lookup.get("media", []))
-    out["media"] = [
-        {k: m[k] for k in ("format", "disc-count", "track-count") if k in m} for m in lookup.get("media", [])
-    ]
-    return out
-
-
-def _musicbrainz() -> list[Item]:
-    lookup = _json("musicbrainz/release-lookup-94ad3a58.json")
-    items = [Item(id=lookup["id"], occurred=_day(lookup["date"]), listing=_mb_listing(lookup), detail=lookup, projected=True)]
-    for r in _json("musicbrainz/release-search-rumours.json")["releases"]:
-        if r["id"] != lookup["id"]:
-            items.append(Item(id=r["id"], occurred=_day(r["date"]), listing=r))
-    return items
-
-
-def _deezer() -> list[Item]:
-    album = _json("deezer/album-302127.json")
-    items: list[Item] = []
-    for r in _json("deezer/editorial-106-releases.json")["data"]:
-        items.append(Item(id=str(r["id"]), occurred=_day(r["release_date"]), listing=r))
-    keep = ("id", "title", "cover", "cover_small", "cover_medium", "cover_big", "cover_xl", "md5_image",
-            "release_date", "tracklist", "artist", "type", "record_type")
-    listing = {k: copy.deepcopy(album[k]) for k in keep if k in album}
-    if isinstance(listing.get("artist"), dict):
-        listing["artist"] = {k: v for k, v in listing["artist"].items() if k in ("id", "name", "tracklist", "type")}
-    tracks = _json("deezer/album-302127-tracks.json")
-    items.append(
-        Item(id=str(album["id"]), occurred=_day(album["release_date"]), listing=listing, detail=album,
-             extras={"tracks": tracks}, projected=True)
-    )
-    return items
-
-
-def _sportsdb_time(ev: dict[str, Any]) -> datetime:
-    ts = ev.get("strTimestamp")
-    if ts:
-        return datetime.fromisoformat(ts.replace("Z", "")).replace(tzinfo=UTC)
-    return _day(ev["dateEvent"])
-
-
-def _thesportsdb() -> list[Item]:
-    items: list[Item] = []
-    for f in ("thesportsdb/eventsday-2023-11-01-l4424.json", "thesportsdb/lookupevent-441613.json"):
-        for ev in _json(f)["events"]:
-            items.append(Item(id=ev["idEvent"], occurred=_sportsdb_time(ev), listing=ev, detail=ev))
-    return items
 
 
 def _usgs() -> list[Item]:
@@ -178,12 +101,12 @@ def _gdacs() -> tuple[list[Item], str, str]:
 @cache
 def load_catalog() -> Catalog:
     gdacs, head, tail = _gdacs()
+    items = {
+        UsgsSource.name: _usgs(), GdacsSource.name: gdacs,
+        **{source: replay.items() for source, replay in domain_replays().items()},
+    }
     return Catalog(
-        items={
-            TmdbSource.name: _tmdb(), MusicBrainzSource.name: _musicbrainz(), DeezerSource.name: _deezer(),
-            TheSportsDbSource.name: _thesportsdb(), UsgsSource.name: _usgs(), GdacsSource.name: gdacs,
-            **{source: replay.items() for source, replay in domain_replays().items()},
-        },
+        items={s: items[s] for s in sorted(items, key=lambda s: SOURCES.index(s) if s in SOURCES else len(SOURCES))},
         gdacs_head=head,
         gdacs_tail=tail,
     )

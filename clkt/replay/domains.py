@@ -65,11 +65,12 @@ class DomainReplay:
 
 @cache
 def domain_replays() -> dict[str, DomainReplay]:
-    """Every registered domain's replay surface by its source's name (a domain without `replay.py` has none)."""
+    """Every registered domain's replay surface by its source's name (a domain without `replay.py` has none): its
+    `REPLAY`, or `REPLAYS` (one per source) for a domain of several sources."""
     out: dict[str, DomainReplay] = {}
     for module in import_side("replay"):
-        replay = getattr(module, "REPLAY", None)
-        if not isinstance(replay, DomainReplay):
-            raise TypeError(f"{module.__name__} declares no `REPLAY` (its `DomainReplay`)")
-        out[replay.source] = replay
+        for replay in getattr(module, "REPLAYS", None) or (getattr(module, "REPLAY", None),):
+            if not isinstance(replay, DomainReplay):
+                raise TypeError(f"{module.__name__} declares no `REPLAY` (its `DomainReplay`)")
+            out[replay.source] = replay
     return out

@@ -7,16 +7,15 @@ unchanged, and every detail route finds an entity from its id (each API's own "n
 for an entity not yet published). Nothing is kept per entity: a request generates what it lists.
 
 Deviations from the real APIs, all harmless to the pollers: TMDB's `popularity.desc` order is the release
-order; Deezer's editorials all list the one stream; a GDACS feed lists the last 7 days of alerts (at most 100);
-TheSportsDB's matches are soccer matches of fictional competitions in the three default league ids.
+order (`clkt.domains.movies.replay`); Deezer's editorials all list the one stream; a GDACS feed lists the last 7
+days of alerts (at most 100); TheSportsDB's matches are soccer matches of fictional competitions in the three
+default league ids (`clkt.domains.sports.replay`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import math
-import re
 from collections.abc import Iterable
 from datetime import UTC, date, datetime, time, timedelta
 from email.utils import format_datetime
@@ -28,13 +27,12 @@ from aiohttp import web
 from clkt import clock
 from clkt.replay import payloads
 from clkt.replay.domains import domain_replays
-from clkt.replay.query import add_api_routes, parse_day, parse_time, query_int
+from clkt.replay.query import add_api_routes, parse_time, query_int
 from clkt.replay.stream import SOURCES, EntityStream, Generated
 
 __all__ = ["GENERATOR_HEADER", "GeneratorRoutes"]
 
 GENERATOR_HEADER = "X-Clkt-Replay-Generated"
-_MB_DATE = re.compile(r"date:\[\s*(\S+)\s+TO\s+(\S+)\s*\]", re.I)
 USGS_SEARCH_LIMIT = 20000  # the real API refuses a query that matches more
 
 
@@ -46,9 +44,6 @@ def _midnight(d: date) -> datetime:
 class GeneratorRoutes:
     """Handlers over one `EntityStream`; the time is the process's clock at each request."""
 
-    TMDB_PAGE_SIZE = 20
-    MB_DEFAULT_LIMIT = 25
-    DEEZER_DEFAULT_LIMIT = 25
     GDACS_FEED_DAYS = 7
     GDACS_FEED_MAX = 100
     USGS_DEFAULT_DAYS = 30  # the real API's default start: 30 days before now
@@ -108,128 +103,6 @@ class GeneratorRoutes:
         n = total - offset - first
         got = self.stream.nth_between(source, lo, hi, now=now, offset=first, limit=n)
         return total, self._entities(source, reversed(got))
-
-    # --- TMDB ----------------------------------------------------------------------------------------
-
-    async def tmdb_discover(self, request: web.Request) -> web.Response:
-        q = request.query
-        lo = parse_day(q.get("primary_release_date.gte") or q.get("release_date.gte"))
-        hi = parse_day(q.get("primary_release_date.lte") or q.get("release_date.lte"))
-        page = query_int(q, "page", 1)
-        if not 1 <= page <= 500:
-            message = "Invalid page: Pages start at 1 and max at 500. They are expected to be an integer."
-            return self._json(request, {"success": False, "status_code": 22, "status_message": message}, status=422)
-        n = self.TMDB_PAGE_SIZE
-        total, items = self._page(
-            "tmdb", _midnight(lo) if lo else self.stream.start, _midnight(hi) + timedelta(days=1) if hi else clock.now(),
-            offset=(page - 1) * n, limit=n, newest_first=q.get("sort_by", "").endswith(".desc"),
-        )
-        data = {"page": page, "results": [payloads.tmdb_discover_result(g) for g in items],
-                "total_pages": max(1, math.ceil(total / n)), "total_results": total}
-        return self._json(request, data, conditional=True)
-
-    def _tmdb_404(self, request: web.Request) -> web.Response:
-        return self._json(request, {"success": False, "status_code": 34,
-                                    "status_message": "The resource you requested could not be found."}, status=404)
-
-    async def tmdb_movie(self, request: web.Request) -> web.Response:
-        g = self._find("tmdb", request.match_info["id"])
-        if g is None:
-            return self._tmdb_404(request)
-        parts = {p.strip() for p in request.query.get("append_to_response", "").split(",")}
-        return self._json(request, payloads.tmdb_movie(g, credits="credits" in parts, release_dates="release_dates" in parts))
-
-    async def tmdb_credits(self, request: web.Request) -> web.Response:
-        g = self._find("tmdb", request.match_info["id"])
-        if g is None:
-            return self._tmdb_404(request)
-        return self._json(request, {"id": int(g.external_id), **payloads.tmdb_movie(g, credits=True, release_dates=False)["credits"]})
-
-    async def tmdb_release_dates(self, request: web.Request) -> web.Response:
-        g = self._find("tmdb", request.match_info["id"])
-        if g is None:
-            return self._tmdb_404(request)
-        return self._json(request, {"id": int(g.external_id),
-                                    **payloads.tmdb_movie(g, credits=False, release_dates=True)["release_dates"]})
-
-    # --- MusicBrainz ---------------------------------------------------------------------------------
-
-    async def mb_search(self, request: web.Request) -> web.Response:
-        q = request.query
-        m = _MB_DATE.search(q.get("query", ""))
-        lo = parse_day(m.group(1)) if m else None
-        hi = parse_day(m.group(2)) if m else None
-        limit = min(max(query_int(q, "limit", self.MB_DEFAULT_LIMIT), 1), 100)
-        offset = max(query_int(q, "offset", 0), 0)
-        total, items = self._page(
-            "musicbrainz", _midnight(lo) if lo else self.stream.start,
-            _midnight(hi) + timedelta(days=1) if hi else clock.now(), offset=offset, limit=limit,
-        )
-        data = {"created": clock.now().replace(microsecond=0).isoformat().replace("+00:00", "Z"), "count": total,
-                "offset": offset, "releases": [payloads.mb_search_entry(g) for g in items]}
-        return self._json(request, data, conditional=True)
-
-    async def mb_lookup(self, request: web.Request) -> web.Response:
-        g = self._find("musicbrainz", request.match_info["mbid"])
-        if g is None:
-            return self._json(request, {"error": "Not Found",
-                                        "help": "For usage, please see: https://musicbrainz.org/development/mmd"}, status=404)
-        return self._json(request, payloads.mb_lookup(g))
-
-    # --- Deezer --------------------------------------------------------------------------------------
-
-    def _deezer_no_data(self, request: web.Request) -> web.Response:
-        return self._json(request, {"error": {"type": "DataException", "message": "no data", "code": 800}})
-
-    async def deezer_releases(self, request: web.Request) -> web.Response:
-        if not request.match_info["id"].isdigit():
-            return self._deezer_no_data(request)
-        index = max(query_int(request.query, "index", 0), 0)
-        limit = max(query_int(request.query, "limit", self.DEEZER_DEFAULT_LIMIT), 1)
-        total, items = self._page("deezer", self.stream.start, clock.now(), offset=index, limit=limit, newest_first=True)
-        data: dict[str, Any] = {"data": [payloads.deezer_release(g) for g in items], "total": total}
-        if index + limit < total:
-            data["next"] = f"{request.url.origin()}/deezer/editorial/{request.match_info['id']}/releases?index={index + limit}"
-        return self._json(request, data, conditional=True)
-
-    async def deezer_album(self, request: web.Request) -> web.Response:
-        g = self._find("deezer", request.match_info["id"])
-        if g is None:
-            return self._deezer_no_data(request)
-        return self._json(request, payloads.deezer_album(g))
-
-    async def deezer_tracks(self, request: web.Request) -> web.Response:
-        g = self._find("deezer", request.match_info["id"])
-        if g is None:
-            return self._deezer_no_data(request)
-        tracks = payloads.deezer_album(g)["tracks"]["data"]
-        return self._json(request, {"data": tracks, "total": len(tracks)})
-
-    # --- TheSportsDB ---------------------------------------------------------------------------------
-
-    async def sportsdb_eventsday(self, request: web.Request) -> web.Response:
-        q = request.query
-        d = parse_day(q.get("d"))
-        if d is None:
-            return self._json(request, {"events": None})
-        league, sport = q.get("l"), q.get("s")
-        now = clock.now()
-        events = []
-        for i in self.stream.occurred_between("thesportsdb", _midnight(d), _midnight(d) + timedelta(days=1), now=now):
-            g = self.stream.entity("thesportsdb", i)
-            ev = payloads.sportsdb_event(g, league=self.stream.league(i))
-            if league and league not in (ev["idLeague"], ev["strLeague"]):
-                continue
-            if sport and sport != ev["strSport"]:
-                continue
-            events.append(ev)
-        return self._json(request, {"events": events or None}, conditional=True)
-
-    async def sportsdb_lookup(self, request: web.Request) -> web.Response:
-        g = self._find("thesportsdb", request.query.get("id", ""))
-        if g is None:
-            return self._json(request, {"events": None})
-        return self._json(request, {"events": [payloads.sportsdb_event(g, league=self.stream.league(g.index))]})
 
     # --- USGS ----------------------------------------------------------------------------------------
 

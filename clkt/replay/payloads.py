@@ -1,40 +1,29 @@
 """The living upstream's entities in each API's own payload shapes (list entries and detail records).
 
 Each function takes one `Generated` entity (`clkt.replay.stream`) and answers what the real API answers for
-it: TMDB's discover result and movie details (credits and release dates appended), MusicBrainz's release
-search entry and lookup (artist credits, labels, media with tracks), Deezer's editorial release and album
-(contributors, tracks), TheSportsDB's event (every number a string), USGS's GeoJSON feature, and one GDACS
-RSS `<item>`. They are exactly what `clkt.sources.<api>` parse; ids of people, labels and tracks are drawn
-from the entity's own seed, so the same entity is always the same payload.
+it, for the first domains' sources not yet in a folder (a domain folder's are its `replay.py`'s): USGS's GeoJSON
+feature and one GDACS RSS `<item>`. They are exactly what `clkt.sources.<api>` parse; ids drawn for a payload
+(`_ids`, which the folders' replays use too) come from the entity's own seed, so the same entity is always the same
+payload.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from email.utils import format_datetime
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
-from clkt.facts import DisasterFacts, FilmFacts, MatchFacts, QuakeFacts, ReleaseFacts
+from clkt.facts import DisasterFacts, QuakeFacts
 from clkt.replay.stream import Generated
 
 __all__ = [
     "GDACS_HEAD",
     "GDACS_TAIL",
-    "deezer_album",
-    "deezer_release",
     "gdacs_item",
-    "mb_lookup",
-    "mb_search_entry",
-    "sportsdb_event",
-    "tmdb_discover_result",
-    "tmdb_movie",
     "usgs_feature",
 ]
 
-_GENRE_IDS = {"Action": 28, "Adventure": 12, "Animation": 16, "Comedy": 35, "Crime": 80, "Documentary": 99,
-              "Drama": 18, "Family": 10751, "Fantasy": 14, "History": 36, "Horror": 27, "Music": 10402,
-              "Mystery": 9648, "Romance": 10749, "Science Fiction": 878, "Thriller": 53, "War": 10752, "Western": 37}
 _GDACS_NAMES = {"FL": "Flood", "TC": "Tropical cyclone", "DR": "Drought", "WF": "Forest fire"}
 GDACS_HEAD = (
     '<?xml version="1.0" encoding="utf-8"?>\n'
@@ -54,134 +43,6 @@ def _day(d: Any) -> str:
 def _ids(g: Generated, purpose: str, n: int, lo: int = 10_000, hi: int = 9_999_999) -> list[int]:
     r = g.rng(purpose)
     return [r.randint(lo, hi) for _ in range(n)]
-
-
-# --- TMDB ----------------------------------------------------------------------------------------
-
-def tmdb_discover_result(g: Generated) -> dict[str, Any]:
-    f = g.facts_as(FilmFacts)
-    r = g.rng("tmdb-list")
-    return {
-        "adult": False, "id": int(g.external_id), "title": f.title, "original_title": f.title,
-        "original_language": "en", "overview": f"{f.title}, a film by {', '.join(f.directors)}.",
-        "release_date": _day(f.release_date), "popularity": round(r.uniform(1.0, 250.0), 3),
-        "vote_average": round(r.uniform(4.0, 8.5), 1), "vote_count": r.randint(0, 3000), "video": False,
-        "genre_ids": [_GENRE_IDS.get(x, 18) for x in f.genres],
-    }
-
-
-def tmdb_movie(g: Generated, *, credits: bool, release_dates: bool) -> dict[str, Any]:
-    f = g.facts_as(FilmFacts)
-    listing = tmdb_discover_result(g)
-    people = _ids(g, "tmdb-people", len(f.cast) + len(f.directors))
-    d: dict[str, Any] = {
-        "id": listing["id"], "title": f.title, "original_title": f.title, "original_language": "en",
-        "release_date": _day(f.release_date), "status": "Released", "runtime": f.runtime_min,
-        "genres": [{"id": _GENRE_IDS.get(x, 18), "name": x} for x in f.genres],
-        "budget": f.budget_usd or 0, "revenue": f.revenue_usd or 0, "overview": listing["overview"], "tagline": "",
-        "popularity": listing["popularity"], "vote_average": listing["vote_average"], "imdb_id": None,
-        "production_companies": [{"id": i, "name": n, "origin_country": ""}
-                                 for i, n in zip(_ids(g, "tmdb-companies", len(f.production_companies)),
-                                                 f.production_companies, strict=True)],
-        "production_countries": [],
-    }
-    if credits:
-        d["credits"] = {
-            "cast": [{"id": people[k], "name": c.name, "character": c.character or "", "order": k,
-                      "known_for_department": "Acting"} for k, c in enumerate(f.cast)],
-            "crew": [{"id": people[len(f.cast) + k], "name": n, "job": "Director", "department": "Directing"}
-                     for k, n in enumerate(f.directors)],
-        }
-    if release_dates:
-        d["release_dates"] = {"results": [{"iso_3166_1": "US", "release_dates": [
-            {"certification": "", "release_date": f"{_day(f.release_date)}T00:00:00.000Z", "type": 3, "note": ""}]}]}
-    return d
-
-
-# --- MusicBrainz ---------------------------------------------------------------------------------
-
-def _mbid(g: Generated, purpose: str, k: int = 0) -> str:
-    n = g.rng(f"mb-{purpose}-{k}").getrandbits(128)
-    h = f"{n:032x}"
-    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-8{h[17:20]}-{h[20:32]}"
-
-
-def _artist_credit(g: Generated, f: ReleaseFacts) -> list[dict[str, Any]]:
-    out = []
-    for k, a in enumerate(f.artists):
-        join = " & " if k < len(f.artists) - 1 else ""
-        out.append({"name": a, "joinphrase": join, "artist": {"id": _mbid(g, "artist", k), "name": a, "sort-name": a}})
-    return out
-
-
-def mb_search_entry(g: Generated) -> dict[str, Any]:
-    f = g.facts_as(ReleaseFacts)
-    return {
-        "id": g.external_id, "score": 100, "title": f.title, "status": "Official", "date": _day(f.release_date),
-        "country": "XW", "artist-credit": _artist_credit(g, f), "track-count": len(f.tracks),
-        "release-group": {"id": _mbid(g, "group"), "title": f.title, "primary-type": f.release_type or "Album"},
-    }
-
-
-def mb_lookup(g: Generated) -> dict[str, Any]:
-    f = g.facts_as(ReleaseFacts)
-    tracks = [
-        {"id": _mbid(g, "track", t.position), "position": t.position, "number": str(t.position), "title": t.title,
-         "length": (t.length_s or 0) * 1000 or None,
-         "recording": {"id": _mbid(g, "recording", t.position), "title": t.title, "video": False,
-                       "length": (t.length_s or 0) * 1000 or None}}
-        for t in f.tracks
-    ]
-    return {
-        "id": g.external_id, "title": f.title, "status": "Official", "date": _day(f.release_date), "country": "XW",
-        "barcode": f"{g.rng('barcode').randint(10**11, 10**12 - 1)}", "artist-credit": _artist_credit(g, f),
-        "label-info": [{"catalog-number": f"CLK-{g.index:05d}", "label": {"id": _mbid(g, "label"), "name": f.label}}]
-        if f.label else [],
-        "release-group": {"id": _mbid(g, "group"), "title": f.title, "primary-type": f.release_type or "Album"},
-        "media": [{"position": 1, "format": "Digital Media", "track-count": len(tracks), "tracks": tracks}],
-        "genres": [],
-    }
-
-
-# --- Deezer --------------------------------------------------------------------------------------
-
-def deezer_release(g: Generated) -> dict[str, Any]:
-    f = g.facts_as(ReleaseFacts)
-    artist_id = _ids(g, "deezer-artist", 1)[0]
-    return {"id": int(g.external_id), "title": f.title, "release_date": _day(f.release_date),
-            "record_type": (f.release_type or "album").lower(), "explicit_lyrics": False,
-            "artist": {"id": artist_id, "name": f.artists[0], "type": "artist"}, "type": "album"}
-
-
-def deezer_album(g: Generated) -> dict[str, Any]:
-    f = g.facts_as(ReleaseFacts)
-    listing = deezer_release(g)
-    track_ids = _ids(g, "deezer-tracks", len(f.tracks), 10**8, 10**9)
-    return {
-        **listing, "upc": f"{g.rng('upc').randint(10**11, 10**12 - 1)}", "label": f.label, "nb_tracks": len(f.tracks),
-        "duration": sum(t.length_s or 0 for t in f.tracks), "genres": {"data": []},
-        "contributors": [{"id": listing["artist"]["id"] + k, "name": a, "role": "Main", "type": "artist"}
-                         for k, a in enumerate(f.artists)],
-        "tracks": {"data": [{"id": tid, "title": t.title, "duration": t.length_s or 0, "track_position": t.position,
-                             "type": "track"} for tid, t in zip(track_ids, f.tracks, strict=True)]},
-    }
-
-
-# --- TheSportsDB ---------------------------------------------------------------------------------
-
-def sportsdb_event(g: Generated, *, league: str) -> dict[str, Any]:
-    f = g.facts_as(MatchFacts)
-    kickoff = f.kickoff_utc or datetime.combine(f.date, datetime.min.time(), tzinfo=UTC)
-    return {
-        "idEvent": g.external_id, "strEvent": f"{f.home_team} vs {f.away_team}", "strSport": "Soccer",
-        "idLeague": league, "strLeague": f.competition, "strSeason": f.season, "intRound": "0",
-        "dateEvent": _day(f.date), "strTime": kickoff.strftime("%H:%M:%S"),
-        "strTimestamp": kickoff.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S"),
-        "strHomeTeam": f.home_team, "strAwayTeam": f.away_team, "intHomeScore": str(f.home_score),
-        "intAwayScore": str(f.away_score), "strStatus": "Match Finished", "strPostponed": "no",
-        "strVenue": f.venue, "strCity": f.city, "strCountry": f.country,
-        "intSpectators": str(f.spectators) if f.spectators else None, "strResult": "",
-    }
 
 
 # --- USGS ----------------------------------------------------------------------------------------

@@ -13,17 +13,6 @@ __all__ = ["API_ROUTES", "add_api_routes", "parse_day", "parse_time", "query_int
 # (path, handler method name): every route the replay server serves for the first domains' sources, in either mode
 # (each registered domain's are its folder's `replay.py`: `clkt.replay.domains`)
 API_ROUTES: tuple[tuple[str, str], ...] = (
-    ("/tmdb/discover/movie", "tmdb_discover"),
-    (r"/tmdb/movie/{id:\d+}", "tmdb_movie"),
-    (r"/tmdb/movie/{id:\d+}/credits", "tmdb_credits"),
-    (r"/tmdb/movie/{id:\d+}/release_dates", "tmdb_release_dates"),
-    ("/musicbrainz/release", "mb_search"),
-    ("/musicbrainz/release/{mbid}", "mb_lookup"),
-    ("/deezer/editorial/{id}/releases", "deezer_releases"),
-    ("/deezer/album/{id}", "deezer_album"),
-    ("/deezer/album/{id}/tracks", "deezer_tracks"),
-    ("/thesportsdb/{key}/eventsday.php", "sportsdb_eventsday"),
-    ("/thesportsdb/{key}/lookupevent.php", "sportsdb_lookup"),
     ("/usgs/query", "usgs_query"),
     ("/gdacs/xml/rss.xml", "gdacs_rss"),
 )

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ from aiohttp import web
 
 from clkt.replay.catalog import Catalog, Item
 from clkt.replay.domains import domain_replays
-from clkt.replay.query import add_api_routes, parse_day, parse_time, query_int
+from clkt.replay.query import add_api_routes, parse_time, query_int
 from clkt.replay.redate import RedatePlan, shift_json, shift_text, text_variants
 
 __all__ = ["ORIGINALS_HEADER", "REDATED_HEADER", "REPLAY_HEADER", "ReplayRoutes", "Served"]
@@ -30,7 +29,6 @@ __all__ = ["ORIGINALS_HEADER", "REDATED_HEADER", "REPLAY_HEADER", "ReplayRoutes"
 REPLAY_HEADER = "X-Clkt-Replay"
 REDATED_HEADER = "X-Clkt-Replay-Redated"
 ORIGINALS_HEADER = "X-Clkt-Replay-Original-Dates"  # JSON {item id: original ISO datetime}
-_MB_DATE = re.compile(r"date:\[\s*(\S+)\s+TO\s+(\S+)\s*\]", re.I)
 _YEAR_TAG = re.compile(r"(<gdacs:year>)(\d{4})(</gdacs:year>)")
 
 
@@ -73,9 +71,6 @@ def _serve(item: Item, plan: RedatePlan | None) -> Served:
 class ReplayRoutes:
     """Handlers bound to one catalog and one re-dating plan. Page sizes are tunable class constants."""
 
-    TMDB_PAGE_SIZE = 20
-    MB_DEFAULT_LIMIT = 25
-    DEEZER_DEFAULT_LIMIT = 25
 
     def __init__(self, *, catalog: Catalog, plans: dict[str, RedatePlan] | None, started: datetime) -> None:
         self.catalog = catalog
@@ -155,136 +150,6 @@ class ReplayRoutes:
                 continue
             out.append(s)
         return out
-
-    # --- TMDB ----------------------------------------------------------------------------------------
-
-    async def tmdb_discover(self, request: web.Request) -> web.Response:
-        q = request.query
-        lo = parse_day(q.get("primary_release_date.gte") or q.get("release_date.gte"))
-        hi = parse_day(q.get("primary_release_date.lte") or q.get("release_date.lte"))
-        page = query_int(q, "page", 1)
-        if not 1 <= page <= 500:
-            message = "Invalid page: Pages start at 1 and max at 500. They are expected to be an integer."
-            return self._json(request, {"success": False, "status_code": 22, "status_message": message}, [], status=422)
-        items = self._window(self.served["tmdb"], lo, hi, lambda s: parse_day(s.listing.get("release_date")))
-        sort = q.get("sort_by", "popularity.desc")
-        if sort.startswith("primary_release_date"):
-            items.sort(key=lambda s: (s.listing["release_date"], s.id), reverse=sort.endswith(".desc"))
-        else:
-            items.sort(key=lambda s: (-float(s.listing.get("popularity") or 0), s.id))
-        n = self.TMDB_PAGE_SIZE
-        chunk = items[(page - 1) * n: page * n]
-        data = {"page": page, "results": [s.listing for s in chunk], "total_pages": max(1, math.ceil(len(items) / n)),
-                "total_results": len(items)}
-        return self._json(request, data, chunk, conditional=True)
-
-    def _tmdb_404(self, request: web.Request) -> web.Response:
-        return self._json(request, {"success": False, "status_code": 34, "status_message": "The resource you requested could not be found."}, [], status=404)
-
-    async def tmdb_movie(self, request: web.Request) -> web.Response:
-        s = self._find("tmdb", request.match_info["id"])
-        if s is None or s.detail is None:
-            return self._tmdb_404(request)
-        data = dict(s.detail)
-        for part in [p.strip() for p in request.query.get("append_to_response", "").split(",") if p.strip()]:
-            if part == "credits" and "credits" in s.extras:
-                data["credits"] = {k: v for k, v in s.extras["credits"].items() if k != "id"}
-            elif part == "release_dates" and "release_dates" in s.extras:
-                data["release_dates"] = {k: v for k, v in s.extras["release_dates"].items() if k != "id"}
-        return self._json(request, data, [s])
-
-    async def tmdb_credits(self, request: web.Request) -> web.Response:
-        s = self._find("tmdb", request.match_info["id"])
-        if s is None or "credits" not in s.extras:
-            return self._tmdb_404(request)
-        return self._json(request, s.extras["credits"], [s])
-
-    async def tmdb_release_dates(self, request: web.Request) -> web.Response:
-        s = self._find("tmdb", request.match_info["id"])
-        if s is None or "release_dates" not in s.extras:
-            return self._tmdb_404(request)
-        return self._json(request, s.extras["release_dates"], [s])
-
-    # --- MusicBrainz ---------------------------------------------------------------------------------
-
-    async def mb_search(self, request: web.Request) -> web.Response:
-        q = request.query
-        m = _MB_DATE.search(q.get("query", ""))
-        lo = hi = None
-        if m:
-            lo = None if m.group(1) == "*" else parse_day(m.group(1))
-            hi = None if m.group(2) == "*" else parse_day(m.group(2))
-        limit = min(max(query_int(q, "limit", self.MB_DEFAULT_LIMIT), 1), 100)
-        offset = max(query_int(q, "offset", 0), 0)
-
-        def day(s: Served) -> date | None:
-            raw = str(s.listing.get("date") or "")
-            return s.occurred.date() if raw else None
-
-        items = self._window(self.served["musicbrainz"], lo, hi, day)
-        items.sort(key=lambda s: (s.occurred, s.id))
-        chunk = items[offset: offset + limit]
-        data = {"created": self.last_modified.isoformat().replace("+00:00", "Z"), "count": len(items),
-                "offset": offset, "releases": [s.listing for s in chunk]}
-        return self._json(request, data, chunk, conditional=True)
-
-    async def mb_lookup(self, request: web.Request) -> web.Response:
-        s = self._find("musicbrainz", request.match_info["mbid"])
-        if s is None or s.detail is None:
-            return self._json(request, {"error": "Not Found", "help": "For usage, please see: https://musicbrainz.org/development/mmd"}, [], status=404)
-        return self._json(request, s.detail, [s])
-
-    # --- Deezer --------------------------------------------------------------------------------------
-
-    def _deezer_no_data(self, request: web.Request) -> web.Response:
-        return self._json(request, {"error": {"type": "DataException", "message": "no data", "code": 800}}, [])
-
-    async def deezer_releases(self, request: web.Request) -> web.Response:
-        # one editorial list was recorded (106 "Electro"); it is also a true subset of 0 "All"
-        if request.match_info["id"] not in ("0", "106"):
-            return self._deezer_no_data(request)
-        index = max(query_int(request.query, "index", 0), 0)
-        limit = max(query_int(request.query, "limit", self.DEEZER_DEFAULT_LIMIT), 1)
-        items = sorted(self.served["deezer"], key=lambda s: (s.listing.get("release_date", ""), s.id), reverse=True)
-        chunk = items[index: index + limit]
-        data: dict[str, Any] = {"data": [s.listing for s in chunk], "total": len(items)}
-        if index + limit < len(items):
-            data["next"] = f"{request.url.origin()}/deezer/editorial/{request.match_info['id']}/releases?index={index + limit}"
-        return self._json(request, data, chunk, conditional=True)
-
-    async def deezer_album(self, request: web.Request) -> web.Response:
-        s = self._find("deezer", request.match_info["id"])
-        if s is None or s.detail is None:
-            return self._deezer_no_data(request)
-        return self._json(request, s.detail, [s])
-
-    async def deezer_tracks(self, request: web.Request) -> web.Response:
-        s = self._find("deezer", request.match_info["id"])
-        if s is None or "tracks" not in s.extras:
-            return self._deezer_no_data(request)
-        return self._json(request, s.extras["tracks"], [s])
-
-    # --- TheSportsDB ---------------------------------------------------------------------------------
-
-    async def sportsdb_eventsday(self, request: web.Request) -> web.Response:
-        q = request.query
-        d = parse_day(q.get("d"))
-        if d is None:
-            return self._json(request, {"events": None}, [])
-        league, sport = q.get("l"), q.get("s")
-        items = [
-            s for s in self.served["thesportsdb"]
-            if s.listing.get("dateEvent") == d.isoformat()
-            and (not league or league in (s.listing.get("idLeague"), s.listing.get("strLeague")))
-            and (not sport or sport == s.listing.get("strSport"))
-        ]
-        return self._json(request, {"events": [s.listing for s in items] or None}, items, conditional=True)
-
-    async def sportsdb_lookup(self, request: web.Request) -> web.Response:
-        s = self._find("thesportsdb", request.query.get("id", ""))
-        if s is None:
-            return self._json(request, {"events": None}, [])
-        return self._json(request, {"events": [s.detail]}, [s])
 
     # --- USGS ----------------------------------------------------------------------------------------
 

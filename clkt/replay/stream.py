@@ -29,28 +29,21 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
+from clkt.domains.disasters.source import GdacsSource, UsgsSource
 from clkt.facts import EntityFacts
 from clkt.replay.domains import domain_replays
 from clkt.snapshots.fiction import fictional_entity, fictional_timed
-from clkt.sources.deezer import DeezerSource
-from clkt.sources.gdacs import GdacsSource
-from clkt.sources.musicbrainz import MusicBrainzSource
 from clkt.sources.registry import SOURCE_TYPES
-from clkt.sources.thesportsdb import TheSportsDbSource
-from clkt.sources.tmdb import TmdbSource
-from clkt.sources.usgs import UsgsSource
 
-__all__ = ["KIND_OF", "LEAGUES", "ORIGIN", "SOURCES", "EntityStream", "Generated"]
+__all__ = ["KIND_OF", "ORIGIN", "SOURCES", "EntityStream", "Generated"]
 
 F = TypeVar("F", bound=BaseModel)
 
 ORIGIN = datetime(2000, 1, 1, tzinfo=UTC)
 SOURCES = tuple(SOURCE_TYPES)  # the sources (`clkt.sources.registry`)
 KIND_OF = {name: cls.kind for name, cls in SOURCE_TYPES.items()}  # the kind of facts each source's entities have
-LEAGUES = ("4328", "4424", "4387")  # the league ids TheSportsDB's poller asks for by default; matches take turns
 # how long after it occurred an entity is listed: (least, most) seconds, always under a day
-_LAG_S = {TmdbSource.name: (0, 6 * 3600), MusicBrainzSource.name: (0, 6 * 3600), DeezerSource.name: (0, 6 * 3600),
-          TheSportsDbSource.name: (2 * 3600, 3 * 3600), UsgsSource.name: (60, 1800), GdacsSource.name: (3600, 12 * 3600)}
+_LAG_S = {UsgsSource.name: (60, 1800), GdacsSource.name: (3600, 12 * 3600)}
 
 
 def _lag_s(source: str) -> tuple[int, int]:
@@ -61,9 +54,6 @@ def _lag_s(source: str) -> tuple[int, int]:
 
 
 # leading digit of the numeric ids
-_NUMERIC_BASE = {TmdbSource.name: 7, DeezerSource.name: 8, TheSportsDbSource.name: 9}
-_INDEX_DIGITS = 9  # up to a billion entities per source and seed
-_MB_ID = re.compile(r"^c1c7(?P<tag>[0-9a-f]{4})-0000-4000-8000-(?P<i>[0-9a-f]{12})$")
 _USGS_ID = re.compile(r"^cg(?P<tag>\d{3})(?P<i>\d{9})$")
 _GDACS_ID = re.compile(r"^[A-Z]{2}(?P<tag>\d{3})(?P<i>\d{9})$")
 
@@ -172,10 +162,6 @@ class EntityStream:
     # --- ids ---------------------------------------------------------------------------------------
 
     def external_id(self, source: str, index: int) -> str:
-        if source in _NUMERIC_BASE:
-            return str((_NUMERIC_BASE[source] * 1000 + self.tag) * 10**_INDEX_DIGITS + index)
-        if source == MusicBrainzSource.name:
-            return f"c1c7{self.tag:04x}-0000-4000-8000-{index:012x}"
         if source == UsgsSource.name:
             return f"cg{self.tag:03d}{index:09d}"
         if source == GdacsSource.name:
@@ -188,21 +174,14 @@ class EntityStream:
     def index_of(self, source: str, external_id: str) -> int | None:
         """The index an id names in this stream, or None (another seed's, or no id of ours)."""
         s = external_id.strip()
-        if source in _NUMERIC_BASE:
-            if not s.isdigit():
-                return None
-            n = int(s)
-            head, index = divmod(n, 10**_INDEX_DIGITS)
-            return index if head == _NUMERIC_BASE[source] * 1000 + self.tag else None
         replay = domain_replays().get(source)
         if replay is not None:
             return replay.index_of(s, tag=self.tag)
-        pattern = {MusicBrainzSource.name: _MB_ID, UsgsSource.name: _USGS_ID, GdacsSource.name: _GDACS_ID}.get(source)
+        pattern = {UsgsSource.name: _USGS_ID, GdacsSource.name: _GDACS_ID}.get(source)
         m = pattern.match(s) if pattern is not None else None
         if m is None:
             return None
-        base = 16 if source == MusicBrainzSource.name else 10
-        tag, index = int(m["tag"], base), int(m["i"], base)
+        tag, index = int(m["tag"]), int(m["i"])
         if tag != self.tag or self.external_id(source, index) != s:
             return None
         return index
@@ -210,9 +189,6 @@ class EntityStream:
     def gdacs_type(self, index: int) -> str:
         """A disaster's GDACS event type, known from its index alone (it is part of the id)."""
         return ("FL", "TC", "DR", "WF", "FL", "TC")[math.floor(self._unit(GdacsSource.name, index, "type") * 6)]
-
-    def league(self, index: int) -> str:
-        return LEAGUES[index % len(LEAGUES)]
 
     # --- the entities ------------------------------------------------------------------------------
 

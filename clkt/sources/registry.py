@@ -7,34 +7,27 @@ from typing import Any
 
 from clkt.domains import DOMAINS, import_side
 from clkt.sources.base import Source, SourceLicence
-from clkt.sources.deezer import DeezerSource
-from clkt.sources.gdacs import GdacsSource
-from clkt.sources.musicbrainz import MusicBrainzSource
-from clkt.sources.thesportsdb import TheSportsDbSource
-from clkt.sources.tmdb import TmdbSource
-from clkt.sources.usgs import UsgsSource
 
 __all__ = ["RETIRED_LICENCES", "SOURCE_TYPES", "licence_of", "source_licences"]
 
+
 def _domain_sources() -> list[type[Source[Any]]]:
-    """Each registered domain's poller: the `SOURCE` its folder's `source.py` declares, named as its spec says."""
+    """Each registered domain's pollers: the `SOURCE` its folder's `source.py` declares (or `SOURCES`, a domain of
+    several sources), each named as its spec says."""
     out: list[type[Source[Any]]] = []
     for module in import_side("source"):
-        cls = getattr(module, "SOURCE", None)
-        if not (isinstance(cls, type) and issubclass(cls, Source)):
-            raise TypeError(f"{module.__name__} declares no `SOURCE` (its `Source` class)")
-        if not any(d.source == cls.name and d.package + ".source" == module.__name__ for d in DOMAINS.values()):
-            raise TypeError(f"{module.__name__}: its source {cls.name!r} is not its domain spec's source")
-        out.append(cls)
+        declared = getattr(module, "SOURCES", None) or (getattr(module, "SOURCE", None),)
+        for cls in declared:
+            if not (isinstance(cls, type) and issubclass(cls, Source)):
+                raise TypeError(f"{module.__name__} declares no `SOURCE` (its `Source` class)")
+            if not any(cls.name in dict(d.sources) and d.package + ".source" == module.__name__ for d in DOMAINS.values()):
+                raise TypeError(f"{module.__name__}: its source {cls.name!r} is not one of its domain spec's sources")
+            out.append(cls)
     return out
 
 
-# source name (a field of `clkt.config.SourcesSettings`) -> implementation: the first domains' sources, then each
-# registered domain's (`clkt.domains`)
-_FIRST: tuple[type[Source[Any]], ...] = (
-    TmdbSource, MusicBrainzSource, DeezerSource, TheSportsDbSource, UsgsSource, GdacsSource,
-)
-SOURCE_TYPES: dict[str, type[Source[Any]]] = {cls.name: cls for cls in (*_FIRST, *_domain_sources())}
+# source name (a field of `clkt.config.SourcesSettings`) -> implementation, in the registry's order
+SOURCE_TYPES: dict[str, type[Source[Any]]] = {cls.name: cls for cls in _domain_sources()}
 
 # sources the crawler no longer has, whose items older stores and snapshots may still hold
 RETIRED_LICENCES: dict[str, SourceLicence] = {

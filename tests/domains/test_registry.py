@@ -12,9 +12,11 @@ from pydantic import TypeAdapter, ValidationError
 from clkt.config import SnapshotSettings, SourcesSettings
 from clkt.domain_base import Facts
 from clkt.domains import DOMAINS, DomainSpec, import_side, register
+from clkt.domains.disasters.facts import DisasterFacts
 from clkt.domains.science.facts import PaperFacts
 from clkt.domains.spaceflight.settings import LaunchLibrarySettings
 from clkt.facts import FACT_MODELS, SLOTS, Domain, EntityFacts, EntityRecord
+from clkt.sources.registry import SOURCE_TYPES
 
 FACTS: TypeAdapter[EntityFacts] = TypeAdapter(EntityFacts)
 
@@ -29,16 +31,19 @@ def _paper() -> PaperFacts:
 
 
 def test_every_registered_domain_reaches_the_facts_the_settings_and_the_quotas() -> None:
-    assert list(DOMAINS) == ["science", "spaceflight"]
+    assert list(DOMAINS) == ["movies", "music", "sports", "disasters", "science", "spaceflight"]
     for spec in DOMAINS.values():
-        assert FACT_MODELS[spec.kind] is spec.facts
-        assert SLOTS[spec.kind] == spec.slots
+        for model, slots in spec.kinds:  # every kind of a domain of several (disasters: quakes, other disasters)
+            kind = model.model_fields["kind"].default
+            assert FACT_MODELS[kind] is model and SLOTS[kind] == slots == spec.slots_of(model)
         assert Domain(spec.name).value == spec.name
-        assert spec.source in SourcesSettings.names()
-        assert type(SourcesSettings()[spec.source]) is spec.settings
+        for source, settings in spec.sources:  # every source of a domain of several (music: MusicBrainz, Deezer)
+            assert source in SourcesSettings.names() and SOURCE_TYPES[source].domain.value == spec.name
+            assert type(SourcesSettings()[source]) is settings
         assert SnapshotSettings().quotas[Domain(spec.name)] == spec.quota
-    assert [m.__name__ for m in import_side("document")] == ["clkt.domains.science.document",
-                                                             "clkt.domains.spaceflight.document"]
+    assert [m.__name__ for m in import_side("document")] == [f"clkt.domains.{d}.document" for d in DOMAINS]
+    assert DOMAINS["music"].sources == (("musicbrainz", SourcesSettings.model_fields["musicbrainz"].annotation),
+                                        ("deezer", SourcesSettings.model_fields["deezer"].annotation))
 
 
 def test_a_registered_sources_table_overrides_its_defaults_key_by_key() -> None:
@@ -80,13 +85,24 @@ def test_a_spec_that_clashes_or_is_malformed_is_refused_by_name() -> None:
     with pytest.raises(ValueError, match="its kind is already domain 'science'"):
         register(DomainSpec(name="other", package="tests.domains.none", facts=PaperFacts, slots=(), source="x",
                             settings=science.settings, quota=1))
+    with pytest.raises(ValueError, match="its source is already domain 'music'"):  # a domain's second source too
+        register(DomainSpec(name="other", package="tests.domains.none", facts=_Other, slots=(), source="x",
+                            settings=science.settings, more_sources=(("deezer", science.settings),), quota=1))
+    with pytest.raises(ValueError, match="its kind is already domain 'disasters'"):  # a domain's second kind too
+        register(DomainSpec(name="other", package="tests.domains.none", facts=_Other, slots=(), source="x",
+                            settings=science.settings, more_kinds=((DisasterFacts, ()),), quota=1))
+    with pytest.raises(KeyError, match="domain 'science' has no kind of facts DisasterFacts"):
+        science.slots_of(DisasterFacts)
     with pytest.raises(ValueError, match="must be identifiers"):
         DomainSpec(name="no-dash", package="p", facts=_Other, slots=(), source="x", settings=science.settings, quota=1)
+    with pytest.raises(ValueError, match="must be identifiers"):
+        DomainSpec(name="other", package="p", facts=_Other, slots=(), source="x", settings=science.settings, quota=1,
+                   more_sources=(("not-one", science.settings),))
     with pytest.raises(ValueError, match="a quota is a count"):
         DomainSpec(name="other", package="p", facts=_Other, slots=(), source="x", settings=science.settings, quota=-1)
     with pytest.raises(ValueError, match="unknown domain module 'poller'"):
         science.module("poller")
-    assert list(DOMAINS) == ["science", "spaceflight"]  # nothing half-registered
+    assert list(DOMAINS) == ["movies", "music", "sports", "disasters", "science", "spaceflight"]  # nothing half-registered
 
 
 def test_a_domain_s_vocabulary_is_added_once_and_never_over_another_s() -> None:

@@ -1,6 +1,7 @@
 """A domain from the test tree alone (`tests/domains/toy/`: one folder, named in `CLKT_DOMAIN_PACKAGES`) is
-crawled from the replay server, probed, given questions and frozen (`toy_flow.py`, run in its own process so the
-registry has it before the product's modules build their types); no product file names it."""
+crawled from the replay server, probed, given questions, frozen, injected (a cpt-lora job on a tiny random model,
+on the CPU) and reported with its own per-domain rows (`toy_flow.py`, run in its own process so the registry has it
+before the product's modules build their types; ~20 s); no product file names it."""
 
 from __future__ import annotations
 

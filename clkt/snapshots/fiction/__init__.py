@@ -1,8 +1,8 @@
 """Fictional entities, per kind of facts: the control split's makers (and the replay stream's, which reuses them).
 
-Each kind's module here registers its `FictionalKind` once (`kinds.FICTIONAL_KINDS`): `sports`, `movies`,
-`music`, `disasters`; `_namer` invents the names they share. A domain's kinds are its `DocumentKind`s
-(`clkt.documents.registry.kinds_of_domain`), whose makers take turns. A new kind is one new module here.
+Each domain folder's `control.py` (`clkt/domains/<name>/`) registers its kinds' `FictionalKind`s once
+(`kinds.FICTIONAL_KINDS`); `_namer` invents the names they share. A domain's kinds are its `DocumentKind`s
+(`clkt.documents.registry.kinds_of_domain`), whose makers take turns. A new kind is its domain folder.
 """
 
 from __future__ import annotations

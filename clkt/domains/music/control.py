@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from datetime import date
 
-from clkt.facts import ReleaseFacts, Track
+from clkt.domains.music.facts import ReleaseFacts, Track
 from clkt.snapshots.fiction._namer import WORDS, Namer, day_in
 from clkt.snapshots.fiction.kinds import FICTIONAL_KINDS, FictionalKind, Made
 

@@ -12,8 +12,8 @@ from agents.template.slots import DomainTemplates, SlotTemplate
 from agents.template.values import DateValue, IntValue, LabelValue, NameValue, Value
 from clkt.documents.formatting import Formatter
 from clkt.documents.labels import known_values
-from clkt.documents.movies import MAIN_CAST
-from clkt.facts import FilmFacts
+from clkt.domains.movies.document import MAIN_CAST
+from clkt.domains.movies.facts import FilmFacts
 
 __all__ = ["SPEC"]
 

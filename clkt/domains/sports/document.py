@@ -5,7 +5,9 @@ from __future__ import annotations
 from clkt.documents._builder import DocBuilder
 from clkt.documents.formatting import Formatter
 from clkt.documents.registry import DOCUMENT_KINDS, DocumentKind
-from clkt.facts import SLOTS, Domain, MatchFacts, RenderedDocument
+from clkt.domains.sports import SPEC
+from clkt.domains.sports.facts import MatchFacts
+from clkt.facts import RenderedDocument
 
 __all__ = ["TEXT", "render_match"]
 
@@ -148,5 +150,5 @@ def render_match(f: MatchFacts, fmt: Formatter) -> RenderedDocument:
 
 
 DOCUMENT_KINDS.register(
-    DocumentKind(kind="match", facts=MatchFacts, domain=Domain.sports.value, slots=SLOTS["match"], render=render_match)
+    DocumentKind(kind="match", facts=MatchFacts, domain=SPEC.name, slots=SPEC.slots, render=render_match)
 )

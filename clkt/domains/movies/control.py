@@ -6,7 +6,7 @@ import random
 from datetime import date
 
 from clkt.documents.labels import known_values
-from clkt.facts import CastMember, FilmFacts
+from clkt.domains.movies.facts import CastMember, FilmFacts
 from clkt.snapshots.fiction._namer import Namer, day_in
 from clkt.snapshots.fiction.kinds import FICTIONAL_KINDS, FictionalKind, Made
 

@@ -11,7 +11,7 @@ from agents.template.pools import competitions_for, teams_for, venues_for
 from agents.template.slots import DomainTemplates, SlotTemplate
 from agents.template.values import DateValue, IntValue, NameValue, ScoreValue, Value
 from clkt.documents.formatting import Formatter
-from clkt.facts import MatchFacts
+from clkt.domains.sports.facts import MatchFacts
 
 __all__ = ["SPEC"]
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 from clkt.documents._builder import DocBuilder
 from clkt.documents.formatting import Formatter
 from clkt.documents.registry import DOCUMENT_KINDS, DocumentKind
-from clkt.facts import SLOTS, Domain, FilmFacts, RenderedDocument
+from clkt.domains.movies import SPEC
+from clkt.domains.movies.facts import FilmFacts
+from clkt.facts import RenderedDocument
 
 __all__ = ["MAIN_CAST", "TEXT", "render_film"]
 
@@ -126,5 +128,5 @@ def render_film(f: FilmFacts, fmt: Formatter) -> RenderedDocument:
 
 
 DOCUMENT_KINDS.register(
-    DocumentKind(kind="film", facts=FilmFacts, domain=Domain.movies.value, slots=SLOTS["film"], render=render_film)
+    DocumentKind(kind="film", facts=FilmFacts, domain=SPEC.name, slots=SPEC.slots, render=render_film)
 )

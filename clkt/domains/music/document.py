@@ -5,7 +5,9 @@ from __future__ import annotations
 from clkt.documents._builder import DocBuilder
 from clkt.documents.formatting import Formatter
 from clkt.documents.registry import DOCUMENT_KINDS, DocumentKind
-from clkt.facts import SLOTS, Domain, ReleaseFacts, RenderedDocument
+from clkt.domains.music import SPEC
+from clkt.domains.music.facts import ReleaseFacts
+from clkt.facts import RenderedDocument
 
 __all__ = ["TEXT", "ordered_tracks", "release_type_key", "render_release"]
 
@@ -120,5 +122,5 @@ def render_release(f: ReleaseFacts, fmt: Formatter) -> RenderedDocument:
 
 
 DOCUMENT_KINDS.register(
-    DocumentKind(kind="release", facts=ReleaseFacts, domain=Domain.music.value, slots=SLOTS["release"], render=render_release)
+    DocumentKind(kind="release", facts=ReleaseFacts, domain=SPEC.name, slots=SPEC.slots, render=render_release)
 )

@@ -12,8 +12,8 @@ from agents.template.slots import DomainTemplates, SlotTemplate
 from agents.template.values import DateValue, IntValue, LabelValue, NameValue, Value
 from clkt.documents.formatting import Formatter
 from clkt.documents.labels import known_values
-from clkt.documents.music import ordered_tracks, release_type_key
-from clkt.facts import ReleaseFacts
+from clkt.domains.music.document import ordered_tracks, release_type_key
+from clkt.domains.music.facts import ReleaseFacts
 from clkt.outputs import normalize
 
 __all__ = ["SPEC"]

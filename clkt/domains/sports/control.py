@@ -6,7 +6,7 @@ import random
 from datetime import date, datetime
 
 from agents.template.values import NameValue
-from clkt.facts import MatchFacts
+from clkt.domains.sports.facts import MatchFacts
 from clkt.snapshots.fiction._namer import Namer, day_in
 from clkt.snapshots.fiction.kinds import FICTIONAL_KINDS, FictionalKind, Made
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 from clkt.documents._builder import DocBuilder
 from clkt.documents.formatting import Formatter
 from clkt.documents.registry import DOCUMENT_KINDS, DocumentKind
-from clkt.facts import SLOTS, DisasterFacts, Domain, QuakeFacts, RenderedDocument
+from clkt.domains.disasters import SPEC
+from clkt.domains.disasters.facts import DisasterFacts, QuakeFacts
+from clkt.facts import RenderedDocument
 
 __all__ = ["DISASTER_TEXT", "QUAKE_TEXT", "mag_type_text", "render_disaster", "render_quake"]
 
@@ -193,8 +195,9 @@ def render_disaster(f: DisasterFacts, fmt: Formatter) -> RenderedDocument:
 
 
 DOCUMENT_KINDS.register(
-    DocumentKind(kind="quake", facts=QuakeFacts, domain=Domain.disasters.value, slots=SLOTS["quake"], render=render_quake)
+    DocumentKind(kind="quake", facts=QuakeFacts, domain=SPEC.name, slots=SPEC.slots_of(QuakeFacts), render=render_quake)
 )
 DOCUMENT_KINDS.register(
-    DocumentKind(kind="disaster", facts=DisasterFacts, domain=Domain.disasters.value, slots=SLOTS["disaster"], render=render_disaster)
+    DocumentKind(kind="disaster", facts=DisasterFacts, domain=SPEC.name, slots=SPEC.slots_of(DisasterFacts),
+                 render=render_disaster)
 )

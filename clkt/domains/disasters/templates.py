@@ -20,7 +20,7 @@ from agents.template.slots import DomainTemplates, SlotTemplate
 from agents.template.values import CoordValue, DateValue, FloatValue, IntValue, LabelValue, NameValue, Value
 from clkt.documents.formatting import Formatter
 from clkt.documents.labels import known_values
-from clkt.facts import DisasterFacts, QuakeFacts
+from clkt.domains.disasters.facts import DisasterFacts, QuakeFacts
 
 __all__ = ["DISASTER_SPEC", "QUAKE_SPEC"]
 
