@@ -185,7 +185,9 @@ async def _measure(cfg: Path, seeds: list[int]) -> dict[str, Any]:
         every = dataclasses.replace(q, strategy=None)
         t2 = await _table2_check(store, every, await resolve_window(store, every), w.snapshots[-1].id)
     langs = list(settings.spec.languages)
-    pooled = next(r for r in build_rows(w.data, langs, min_questions=0) if r.seeds)
+    rows = build_rows(w.data, langs, min_questions=0)
+    # the row pooled over the seeds (one seed: its own row, on the first scorer, as the report orders them)
+    pooled = next((r for r in rows if r.seeds), None) or next(r for r in rows if r.strategy == STRATEGY)
     single = {}
     for s in seeds:
         data = dataclasses.replace(w.data, jobs=tuple(j for j in w.data.jobs if j.seed == s))
