@@ -146,7 +146,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.render:
         metrics = json.loads(STORED.read_text(encoding="utf-8"))
-        README.write_text(write_block(README.read_text(encoding="utf-8"), readme_lines(metrics)), encoding="utf-8")
+        write_readme(metrics)
         return
     if args.strategies and args.write:
         raise SystemExit("--write stores the default demo's figures; it does not go with --strategies")
@@ -176,7 +176,7 @@ def main() -> None:
         STORED.write_text(json.dumps(metrics, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         extra = {k: figures[k] for k in ("demo_wall_s", "peak_rss_gb") if k in figures}
         spread.append(spread.observation("clkt demo", args.kind, head, **extra))
-        README.write_text(write_block(README.read_text(encoding="utf-8"), readme_lines(metrics)), encoding="utf-8")
+        write_readme(metrics)
     goals: dict[str, str] = {"outside_spread": "== []", "figures_judged": "> 0"}
     met = not off and bool(judged)
     if "demo_wall_s" in figures:
@@ -189,6 +189,11 @@ def main() -> None:
         with RESULTS.open("a", encoding="utf-8") as f:
             f.write(line + "\n")
     print(line)
+
+
+def write_readme(metrics: dict[str, Any]) -> None:
+    """The README's demo block rewritten from `metrics` and the recorded spread."""
+    README.write_text(write_block(README.read_text(encoding="utf-8"), readme_lines(metrics)), encoding="utf-8")
 
 
 def readme_lines(metrics: dict[str, Any], observations: list[spread.Observation] | None = None) -> list[str]:

@@ -53,12 +53,10 @@ def publish_token(settings: Settings) -> SecretStr:
     return token
 
 
-def _check_targets(settings: Settings, targets: Sequence[TargetSettings]) -> None:
-    from clkt.targets.api import check_api_targets, is_api_target
+def _check_local_targets(settings: Settings, targets: Sequence[TargetSettings]) -> None:
+    """Each local target of `targets` loads without a download (`check_local_target`; other backends pass)."""
     from clkt.targets.loader import check_local_target
 
-    if any(is_api_target(t) for t in targets):
-        check_api_targets(targets, settings.agents, secret=settings.secret)
     chosen = {t.name for t in targets}
     for i, t in enumerate(settings.spec.targets):
         if t.name in chosen:
@@ -66,6 +64,14 @@ def _check_targets(settings: Settings, targets: Sequence[TargetSettings]) -> Non
                 check_local_target(t, settings.data_dir)
             except ModelUnavailableError as e:
                 raise ConfigError(f"spec.targets[{i}].model ({t.name})", str(e)) from None
+
+
+def _check_targets(settings: Settings, targets: Sequence[TargetSettings]) -> None:
+    from clkt.targets.api import check_api_targets, is_api_target
+
+    if any(is_api_target(t) for t in targets):
+        check_api_targets(targets, settings.agents, secret=settings.secret)
+    _check_local_targets(settings, targets)
 
 
 def check_start(settings: Settings, *, targets: Sequence[str] | None = None, daemon: bool = True) -> None:
@@ -101,16 +107,7 @@ def _check_device(device: str, cuda_count: int) -> None:
 def check_worker(settings: Settings, devices: Sequence[str] | None = None) -> None:
     """What `clkt worker` can know at start (see the module): its local targets and its devices (`devices`, else
     `[gpu] devices`); `ConfigError` for the first problem."""
-    from clkt.targets.api import is_api_target
-    from clkt.targets.loader import check_local_target
-
-    for i, t in enumerate(settings.spec.targets):
-        if is_api_target(t):
-            continue  # measured in context by the daemon, never trained by a worker
-        try:
-            check_local_target(t, settings.data_dir)
-        except ModelUnavailableError as e:
-            raise ConfigError(f"spec.targets[{i}].model ({t.name})", str(e)) from None
+    _check_local_targets(settings, settings.spec.targets)  # no API key: a worker never trains an API target
     if settings.gpu.engine != "local":
         return
     wanted = list(devices or settings.gpu.devices)

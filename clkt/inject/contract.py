@@ -140,7 +140,12 @@ def run_fingerprint(spec: JobSpec) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
 
-def write_json_atomic(path: Path, model: BaseModel) -> None:
+def write_text_atomic(path: Path, text: str) -> None:
+    """`text` in `path`, whole or not at all: written beside it, then renamed over it."""
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(model.model_dump(mode="json"), ensure_ascii=False, indent=1), encoding="utf-8")
+    tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
+
+
+def write_json_atomic(path: Path, model: BaseModel) -> None:
+    write_text_atomic(path, json.dumps(model.model_dump(mode="json"), ensure_ascii=False, indent=1))

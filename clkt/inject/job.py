@@ -47,7 +47,7 @@ from clkt.evaluate.runner import accuracy, answer_questions
 from clkt.evaluate.scorers import scorers_for, selection_scorer
 from clkt.evaluate.summary import JobSummary, LearnSummary, ScorerScore
 from clkt.facts import EntityFacts
-from clkt.inject.contract import JobOutcome, JobProgress, JobSpec, write_json_atomic
+from clkt.inject.contract import JobOutcome, JobProgress, JobSpec, write_json_atomic, write_text_atomic
 from clkt.inject.editing.requests import parse_facts
 from clkt.inject.injector import Injection, InjectionContext, WeightsDtype, base_weights_dtype
 from clkt.inject.open_pass import OpenPass, open_asks
@@ -241,9 +241,7 @@ class InjectionJob:
         items = self._answer(model, tok, rows, scorers=self.scorers, variant=Variant.base, phase="base")
         if cache is not None:
             cache.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cache.with_name(f".{cache.name}.tmp-{os.getpid()}")
-            tmp.write_text("".join(i.model_dump_json() + "\n" for i in items), encoding="utf-8")
-            os.replace(tmp, cache)
+            write_text_atomic(cache, "".join(i.model_dump_json() + "\n" for i in items))
         return items
 
     def open_base(self, model: Any, tok: Any, *, dtypes: list[str]) -> None:
@@ -276,10 +274,7 @@ class InjectionJob:
         return self._answer(model, tok, rows, scorers=self.scorers, variant=Variant.injected, phase="test")
 
     def write_predictions(self, results: list[ResultItem]) -> None:
-        path = self.spec.artifacts_dir / PREDICTIONS_FILE
-        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-        tmp.write_text("".join(r.model_dump_json() + "\n" for r in results), encoding="utf-8")
-        os.replace(tmp, path)
+        write_text_atomic(self.spec.artifacts_dir / PREDICTIONS_FILE, "".join(r.model_dump_json() + "\n" for r in results))
 
     def summarise(
         self, qs: JobQuestions, injection: Injection, results: list[ResultItem], control_results: list[ResultItem],

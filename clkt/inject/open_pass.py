@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +27,7 @@ from typing import Any
 
 from clkt.evaluate.memory import BatchSizer
 from clkt.evaluate.results import Variant
-from clkt.inject.contract import JobSpec
+from clkt.inject.contract import JobSpec, write_text_atomic
 from clkt.layout import BASE_CACHE_KEY_HEX, OPEN_PREDICTIONS_FILE, base_cache_name
 from clkt.openqa.frozen import FrozenOpenQuestion, load_open_questions
 from clkt.openqa.generate import OpenPrompt, generate_answers
@@ -99,9 +98,7 @@ class OpenPass:
         cache = self.cache_path(dtypes[-1])
         if cache is not None and self.asks:
             cache.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cache.with_name(f".{cache.name}.tmp-{os.getpid()}")
-            tmp.write_text("".join(json.dumps(t, ensure_ascii=False) + "\n" for t in texts), encoding="utf-8")
-            os.replace(tmp, cache)
+            write_text_atomic(cache, "".join(json.dumps(t, ensure_ascii=False) + "\n" for t in texts))
         return self._scored(texts, Variant.base)
 
     def cache_path(self, dtype: str) -> Path | None:
@@ -120,10 +117,7 @@ class OpenPass:
         """`open_predictions.jsonl` in the job's folder (written only where the job asked open questions)."""
         if not items:
             return
-        path = self.spec.artifacts_dir / OPEN_PREDICTIONS_FILE
-        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-        tmp.write_text("".join(i.model_dump_json() + "\n" for i in items), encoding="utf-8")
-        os.replace(tmp, path)
+        write_text_atomic(self.spec.artifacts_dir / OPEN_PREDICTIONS_FILE, "".join(i.model_dump_json() + "\n" for i in items))
 
     def _texts(self, model: Any, tok: Any, *, variant: Variant) -> list[str]:
         if not self.asks:

@@ -35,9 +35,9 @@ import numpy as np
 from clkt.report.leaderboard_data import MIN_QUESTIONS, CompareLine, Comparison, Estimate, LeaderRow
 from clkt.report.metric_table import PAIR_METRICS, PairMetric, cell_indicator, ratio
 from clkt.report.pooled import Answers, Draws, bit, decode, nanmean, percentile_ci
-from clkt.report.seeds import t975
+from clkt.report.seeds import seed_term, widen
 from clkt.report.stats import mcnemar_exact
-from storage.leaderboard import WindowData, WindowJob
+from storage.leaderboard import WindowData, WindowJob, WindowSnapshot
 from storage.result_packs import INJECTED_ANSWERED, INJECTED_CORRECT, ResultPackRecord
 
 __all__ = ["compare_targets"]
@@ -130,18 +130,27 @@ def _one_train(
     return answered
 
 
+def _valid_for_both(data: WindowData, target_a: str, target_b: str) -> list[WindowSnapshot]:
+    return [s for s in data.snapshots if (s.id, target_a) in data.ready and (s.id, target_b) in data.ready]
+
+
+def _trains(data: WindowData, *, target_a: str, target_b: str, strategy: str, languages: Sequence[str]) -> list[str]:
+    """The train languages target a was injected in under `strategy` on a snapshot valid for both (any seed)."""
+    job = lowest_seed_jobs(data)
+    both = _valid_for_both(data, target_a, target_b)
+    return [lt for lt in languages if any((s.id, target_a, strategy, lt) in job for s in both)]
+
+
 def _collect(
     data: WindowData, *, target_a: str, target_b: str, strategy: str, scorer_a: str, scorer_b: str,
-    languages: Sequence[str], trains: Sequence[str] | None = None,
+    languages: Sequence[str], trains: Sequence[str],
 ) -> tuple[_Units, list[str]]:
-    """The units of the snapshots valid for both targets (and their ids), of the jobs in `data` (one seed's);
-    `trains`: the train languages (default: those `data` has), the same for every seed."""
+    """The units of the snapshots valid for both targets (and their ids), of the jobs in `data` (one run's: one job
+    per key), in the train languages `trains` (`_trains`, the same for every run)."""
     index = {s.id: i for i, s in enumerate(data.snapshots)}
     job = lowest_seed_jobs(data)
     pack = {(p.job_id, p.scorer): p for p in data.packs}
-    both = [s for s in data.snapshots if (s.id, target_a) in data.ready and (s.id, target_b) in data.ready]
-    if trains is None:
-        trains = [lt for lt in languages if any((s.id, target_a, strategy, lt) in job for s in both)]
+    both = _valid_for_both(data, target_a, target_b)
     pairs = [(lt, ls) for lt in trains for ls in languages if ls != lt]
     pix = {p: i for i, p in enumerate(pairs)}
     u = _Units(pairs=pairs, trains=list(trains), sets=PAIR_METRICS.cell_sets())
@@ -197,11 +206,15 @@ class Seeded:
     def u(self) -> _Units:
         return next(iter(self.runs.values()))[0]
 
+    def side_keys(self, side: int) -> list[tuple[int, int]]:
+        """The run of each training seed of one side (0: a, 1: b)."""
+        if side == 0:
+            return [(s, self.seeds_b[0]) for s in self.seeds_a]
+        return [(self.seeds_a[0], s) for s in self.seeds_b]
+
     def side(self, side: int) -> list[tuple[np.ndarray, np.ndarray | None]]:
         """(sums, sums per draw) of each training seed of one side (0: a, 1: b)."""
-        if side == 0:
-            return [self.runs[(s, self.seeds_b[0])][1:] for s in self.seeds_a]
-        return [self.runs[(self.seeds_a[0], s)][1:] for s in self.seeds_b]
+        return [self.runs[k][1:] for k in self.side_keys(side)]
 
     @property
     def ranked(self) -> list[tuple[_Units, np.ndarray]]:
@@ -219,21 +232,16 @@ def _seed_mean(values: list[float | None]) -> float | None:
 
 
 def _seed_term(values: list[float | None]) -> float:
-    """The between-seed term of a mean over seeds (`clkt.report.seeds`): t_{k-1,0.975} * sd / sqrt(k); 0 under two."""
-    ok = [v for v in values if v is not None]
-    if len(ok) < 2:
-        return 0.0
-    return t975(len(ok) - 1) * float(np.std(ok, ddof=1)) / math.sqrt(len(ok))
+    """The between-seed term of a side's mean over its seeds with a value (`clkt.report.seeds.seed_term`)."""
+    return seed_term([v for v in values if v is not None])
 
 
 def _widen(sampling: tuple[float, float] | None, center: float | None, term: float, bounds: tuple[float, float],
            ) -> tuple[float, float] | None:
-    """`sampling` widened by `term` in quadrature on each side of `center`, clipped to `bounds` (as
-    `clkt.report.seeds.total_interval`)."""
+    """`sampling` widened by the between-seed `term` (`clkt.report.seeds.widen`); as it is without a seed term."""
     if sampling is None or center is None or term == 0.0:
         return sampling
-    lo_half, hi_half = max(center - sampling[0], 0.0), max(sampling[1] - center, 0.0)
-    return max(bounds[0], center - math.hypot(lo_half, term)), min(bounds[1], center + math.hypot(hi_half, term))
+    return widen(sampling, center, term, bounds=bounds)
 
 
 def _metric_line(
@@ -341,6 +349,23 @@ def run_keys(seeds_a: Sequence[int], seeds_b: Sequence[int]) -> list[tuple[int, 
     return keys
 
 
+def comparison_lines(sd: Seeded, interp: np.ndarray, names: tuple[str, str], languages: Sequence[str], too_few: bool,
+                     ) -> list[CompareLine]:
+    """Every metric of the table over all pairs and into each test language, and Learn: a comparison's lines (of two
+    targets, or of two strategies)."""
+    u = sd.u
+    lines: list[CompareLine] = []
+    scopes = [("all pairs", np.ones(len(u.pairs), dtype=bool))] + [
+        (f"into {lang}", np.asarray([ls == lang for _, ls in u.pairs], dtype=bool)) for lang in languages
+        if any(ls == lang for _, ls in u.pairs)
+    ]
+    for scope, keep in scopes:
+        lines += [_metric_line(sd, k, m, scope, keep, interp, names, too_few) for k, m in enumerate(PAIR_METRICS)]
+        if scope == "all pairs":
+            lines.append(_learn_line(sd, names, too_few))
+    return lines
+
+
 def compare_targets(
     data: WindowData, rows: Sequence[LeaderRow], *, target_a: str, target_b: str, strategy: str, scorer_a: str,
     scorer_b: str, languages: Sequence[str], draws: Draws | None, min_questions: int = MIN_QUESTIONS,
@@ -353,10 +378,11 @@ def compare_targets(
     seeds_a, seeds_b = side_seeds(data, is_a, lambda j: (j.target, j.strategy) == (target_b, strategy))
     collect = functools.partial(_collect, target_a=target_a, target_b=target_b, strategy=strategy, scorer_a=scorer_a,
                                 scorer_b=scorer_b, languages=languages)
-    full, both = collect(data)
+    trains = _trains(data, target_a=target_a, target_b=target_b, strategy=strategy, languages=languages)
     keys = run_keys(seeds_a, seeds_b)
-    units = [collect(of_seeds(data, is_a, sa, sb), trains=full.trains)[0] for sa, sb in keys]
-    all_keys, points, boots = seeded_counts([(u.keys, u.cols) for u in units], full.width, draws)
+    runs = [collect(of_seeds(data, is_a, sa, sb), trains=trains) for sa, sb in keys]
+    units, both = [u for u, _ in runs], runs[0][1]  # the snapshots valid for both do not depend on the run
+    all_keys, points, boots = seeded_counts([(u.keys, u.cols) for u in units], units[0].width, draws)
     sd = Seeded(seeds_a=seeds_a, seeds_b=seeds_b,
                 runs={k: (u, p, b) for k, u, p, b in zip(keys, units, points, boots, strict=True)})
     u = sd.u
@@ -367,15 +393,7 @@ def compare_targets(
     interp = np.asarray([lt in learned.get((target_a, scorer_a), set()) and lt in learned.get((target_b, scorer_b), set())
                          for lt, _ in u.pairs], dtype=bool)
     names = (target_a, target_b)
-    lines: list[CompareLine] = []
-    scopes = [("all pairs", np.ones(len(u.pairs), dtype=bool))] + [
-        (f"into {lang}", np.asarray([ls == lang for _, ls in u.pairs], dtype=bool)) for lang in languages
-        if any(ls == lang for _, ls in u.pairs)
-    ]
-    for scope, keep in scopes:
-        lines += [_metric_line(sd, k, m, scope, keep, interp, names, too_few) for k, m in enumerate(PAIR_METRICS)]
-        if scope == "all pairs":
-            lines.append(_learn_line(sd, names, too_few))
+    lines = comparison_lines(sd, interp, names, languages, too_few)
     used = set().union(*(x.used for x in units))
     notes: list[str] = []
     if not both:

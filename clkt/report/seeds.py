@@ -42,7 +42,8 @@ from clkt.report.metric_table import PAIR_METRICS
 from clkt.report.pooled import Answers, Draws, Layout, boot_matrix, draw_sums, full_sums, nanmean, percentile_ci, pool
 from clkt.report.pooled_metrics import learned_trains, metric_of
 
-__all__ = ["SeedMetric", "SeedSummary", "by_seed", "learned_mask", "over_seeds", "seed_row", "t975", "total_interval"]
+__all__ = ["SeedMetric", "SeedSummary", "by_seed", "learned_mask", "over_seeds", "seed_row", "seed_term", "t975",
+           "total_interval", "widen"]
 
 # Student's t, two-sided 95 % (the 0.975 quantile), for 1-30 degrees of freedom (scipy.stats.t.ppf to 6 places;
 # `tests/report/test_seeds.py` checks them against scipy, not imported here: `scipy.stats` costs 0.6 s to import,
@@ -98,18 +99,29 @@ def learned_mask(layout: Layout, answers: Sequence[Answers]) -> np.ndarray:
     return np.asarray([bool(learned[layout.train_index[lt]]) for lt, _ in layout.pairs], dtype=bool)
 
 
-def total_interval(sampling: tuple[float, float], values: Sequence[float], *,
-                   bounds: tuple[float, float] = (0.0, 1.0)) -> tuple[float, float]:
-    """The sampling interval of the seeds' mean widened by the between-seed term (see the module docstring):
-    each side's half-width from the mean in quadrature with t_{k-1,0.975} * sd / sqrt(k), clipped to `bounds`
-    ([0, 1] for a rate, [-1, 1] for a difference of two); under two seeds the sampling interval itself."""
+def seed_term(values: Sequence[float]) -> float:
+    """The between-seed term of a mean over k seeds: t_{k-1,0.975} * sd / sqrt(k) (sd with ddof 1); 0 under two."""
     k = len(values)
     if k < 2:
+        return 0.0
+    return t975(k - 1) * float(np.std(values, ddof=1)) / math.sqrt(k)
+
+
+def widen(sampling: tuple[float, float], center: float, term: float, *,
+          bounds: tuple[float, float] = (0.0, 1.0)) -> tuple[float, float]:
+    """`sampling` widened by `term`: each side's half-width from `center` in quadrature with it, clipped to `bounds`
+    ([0, 1] for a rate, [-1, 1] for a difference of two)."""
+    lo_half, hi_half = max(center - sampling[0], 0.0), max(sampling[1] - center, 0.0)
+    return (max(bounds[0], center - math.hypot(lo_half, term)), min(bounds[1], center + math.hypot(hi_half, term)))
+
+
+def total_interval(sampling: tuple[float, float], values: Sequence[float]) -> tuple[float, float]:
+    """The sampling interval of the seeds' mean widened by the between-seed term (see the module docstring):
+    each side's half-width from the mean in quadrature with t_{k-1,0.975} * sd / sqrt(k), clipped to [0, 1];
+    under two seeds the sampling interval itself."""
+    if len(values) < 2:
         return sampling
-    mean = float(np.mean(values))
-    seed_term = t975(k - 1) * float(np.std(values, ddof=1)) / math.sqrt(k)
-    lo_half, hi_half = max(mean - sampling[0], 0.0), max(sampling[1] - mean, 0.0)
-    return (max(bounds[0], mean - math.hypot(lo_half, seed_term)), min(bounds[1], mean + math.hypot(hi_half, seed_term)))
+    return widen(sampling, float(np.mean(values)), seed_term(values))
 
 
 def over_seeds(

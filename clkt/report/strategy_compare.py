@@ -31,9 +31,8 @@ import numpy as np
 
 from clkt.report.compare import (
     Seeded,
-    _learn_line,
-    _metric_line,
     _Units,
+    comparison_lines,
     lowest_seed_jobs,
     of_seeds,
     pair_packs,
@@ -44,7 +43,6 @@ from clkt.report.compare import (
 )
 from clkt.report.leaderboard_data import (
     MIN_QUESTIONS,
-    CompareLine,
     Estimate,
     Leaderboard,
     LeaderboardError,
@@ -159,19 +157,25 @@ class _Base:
         )
 
 
+def _trains(data: WindowData, *, target: str, strategies: tuple[str, str], languages: Sequence[str]) -> list[str]:
+    """The train languages both strategies were run in for `target` on one of its valid snapshots (any seed)."""
+    sa, sb = strategies
+    job = {(s_, st, lt): j for (s_, t, st, lt), j in lowest_seed_jobs(data).items() if t == target}
+    valid = [s for s in data.snapshots if (s.id, target) in data.ready]
+    return [lt for lt in languages if any((s.id, sa, lt) in job and (s.id, sb, lt) in job for s in valid)]
+
+
 def _collect(
     data: WindowData, *, target: str, strategies: tuple[str, str], scorer: str, languages: Sequence[str],
-    trains: Sequence[str] | None = None,
+    trains: Sequence[str],
 ) -> tuple[_Units, _Base]:
     """The units of the target's valid snapshots where both strategies answered the same questions, of the jobs in
-    `data` (one seed's); `trains`: the train languages (default: those `data` has), the same for every seed."""
+    `data` (one run's: one job per key), in the train languages `trains` (`_trains`, the same for every run)."""
     sa, sb = strategies
     index = {s.id: i for i, s in enumerate(data.snapshots)}
     job = {(s_, st, lt): j for (s_, t, st, lt), j in lowest_seed_jobs(data).items() if t == target}
     pack = {(p.job_id, p.scorer): p for p in data.packs}
     valid = [s for s in data.snapshots if (s.id, target) in data.ready]
-    if trains is None:
-        trains = [lt for lt in languages if any((s.id, sa, lt) in job and (s.id, sb, lt) in job for s in valid)]
     pairs = [(lt, ls) for lt in trains for ls in languages if ls != lt]
     pix = {p: i for i, p in enumerate(pairs)}
     u = _Units(pairs=pairs, trains=list(trains), sets=PAIR_METRICS.cell_sets())
@@ -193,21 +197,6 @@ def _collect(
     return u, base
 
 
-def _lines(sd: Seeded, interp: np.ndarray, names: tuple[str, str], languages: Sequence[str], too_few: bool,
-           ) -> list[CompareLine]:
-    u = sd.u
-    lines: list[CompareLine] = []
-    scopes = [("all pairs", np.ones(len(u.pairs), dtype=bool))] + [
-        (f"into {lang}", np.asarray([ls == lang for _, ls in u.pairs], dtype=bool)) for lang in languages
-        if any(ls == lang for _, ls in u.pairs)
-    ]
-    for scope, keep in scopes:
-        lines += [_metric_line(sd, k, m, scope, keep, interp, names, too_few) for k, m in enumerate(PAIR_METRICS)]
-        if scope == "all pairs":
-            lines.append(_learn_line(sd, names, too_few))
-    return lines
-
-
 def compare_strategies(
     data: WindowData, rows: Sequence[LeaderRow], *, target: str, strategy_a: str, strategy_b: str, scorer: str,
     languages: Sequence[str], draws: Draws | None, min_questions: int = MIN_QUESTIONS,
@@ -220,9 +209,9 @@ def compare_strategies(
 
     seeds_a, seeds_b = side_seeds(data, is_a, lambda j: (j.target, j.strategy) == (target, strategy_b))
     collect = functools.partial(_collect, target=target, strategies=names, scorer=scorer, languages=languages)
-    full, _ = collect(data)
+    trains = _trains(data, target=target, strategies=names, languages=languages)
     keys = run_keys(seeds_a, seeds_b)
-    per = [collect(of_seeds(data, is_a, sa, sb), trains=full.trains) for sa, sb in keys]
+    per = [collect(of_seeds(data, is_a, sa, sb), trains=trains) for sa, sb in keys]
     u = per[0][0]
     every_q = [q for x, _ in per for q in x.questions]
     questions = len(np.unique(np.concatenate(every_q))) if every_q else 0
@@ -235,15 +224,15 @@ def compare_strategies(
     sd = Seeded(seeds_a=seeds_a, seeds_b=seeds_b, runs={
         k: (x, p[: u.width], bt[:, : u.width] if bt is not None else None)
         for k, (x, _), p, bt in zip(keys, per, points, boots, strict=True)})
-    run = {k: i for i, k in enumerate(keys)}
+    run = {k: i for i, k in enumerate(keys)}  # a run's index in `per`, `points` and `boots`
     too_few = questions < min_questions
     learned = {r.strategy: set(r.learned_langs) for r in rows if (r.target, r.scorer) == (target, scorer)}
     interp = np.asarray([lt in learned.get(strategy_a, set()) and lt in learned.get(strategy_b, set()) for lt, _ in u.pairs],
                         dtype=bool)
-    lines = _lines(sd, interp, names, languages, too_few)
+    lines = comparison_lines(sd, interp, names, languages, too_few)
     learn = []
     for side, name in enumerate(names):  # every seed's base -> injected answers together, as the row's Learn
-        own = [run[(s, seeds_b[0])] for s in seeds_a] if side == 0 else [run[(seeds_a[0], s)] for s in seeds_b]
+        own = [run[k] for k in sd.side_keys(side)]
         base = _Base()
         base.moved = np.sum([per[i][1].moved for i in own], axis=0)
         bp = np.sum([points[i][u.width :] for i in own], axis=0)
