@@ -65,9 +65,8 @@ def headline(metrics: Mapping[str, Any], train_lang: str = "en", strategy: str =
 
 def seed_headline(per_seed: Mapping[str, Any], scorer: str) -> dict[str, float]:
     """The same figures from one seed's row of `bench/seeds.py` (its leaderboard row over the demo's snapshot)."""
-    names = {"learn_base": "learn_base", "learn_injected": "learn_injected", "learn_gain": "learn_gain",
-             "overall": "overall", "transfer": "transfer"}
-    return {f"{ours}/{scorer}": float(per_seed[k]) for k, ours in names.items() if per_seed.get(k) is not None}
+    names = ("learn_base", "learn_injected", "learn_gain", "overall", "transfer")  # the same names in both
+    return {f"{k}/{scorer}": float(per_seed[k]) for k in names if per_seed.get(k) is not None}
 
 
 def _commit() -> str:
