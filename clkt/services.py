@@ -24,6 +24,7 @@ from clkt.pipeline.stages import stage_services
 from clkt.preflight import publish_token
 from clkt.publish.service import PublishService, freeze_hook
 from clkt.report.service import ReportService
+from clkt.report.window import default_query
 from clkt.retention.apply import after_job_commit
 from clkt.roster.service import LateTargetService
 from clkt.snapshots.builder import BuildConfig
@@ -145,4 +146,5 @@ def intake_config(settings: Settings, store: Store) -> IntakeConfig | None:
                           total_concurrent=h.intake_total_concurrent, read_timeout_s=h.intake_read_timeout_s,
                           upload_timeout_s=h.intake_upload_timeout_s)
     return IntakeConfig(store=store, submitters=Submitters.of(operator_token=operator, tokens_file=h.intake_tokens_file),
-                        buffer_days=settings.spec.temporal_buffer_days, max_bytes=h.intake_max_bytes, limits=limits)
+                        buffer_days=settings.spec.temporal_buffer_days, max_bytes=h.intake_max_bytes, limits=limits,
+                        board=default_query(settings.spec, settings.snapshot))

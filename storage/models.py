@@ -22,6 +22,7 @@ from storage.enums import (
     SnapshotTargetStatus,
     Stage,
 )
+from storage.figure_cache import FigureCacheEntry  # its own module (as the next), registered here
 from storage.open_result_table import OpenResult  # its own module (this one is over its size budget); registered here
 from storage.types import JSONType, UTCDateTime, utcnow
 
@@ -31,6 +32,7 @@ __all__ = [
     "Entity",
     "EntityStatus",
     "Event",
+    "FigureCacheEntry",
     "GpuEngineStatus",
     "GpuJob",
     "LeaseStatus",

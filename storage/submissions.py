@@ -28,6 +28,7 @@ __all__ = [
     "list_submissions",
     "set_reproduction",
     "submission_answers",
+    "submissions_answers",
     "submitted_names",
 ]
 
@@ -142,6 +143,17 @@ async def submission_answers(session: AsyncSession, pack_sha256: str) -> bytes:
     """The pack's predictions.jsonl as submitted (gzip'd); b"" when no such pack is stored."""
     got = (await session.execute(select(col(SubmittedPack.answers)).where(col(SubmittedPack.pack_sha256) == pack_sha256))).scalar()
     return bytes(got) if got is not None else b""
+
+
+async def submissions_answers(session: AsyncSession, pack_sha256s: Collection[str]) -> dict[str, bytes]:
+    """The predictions.jsonl (gzip'd) of each of these packs that is stored, by pack sha256, in few queries."""
+    wanted = sorted(set(pack_sha256s))
+    out: dict[str, bytes] = {}
+    for i in range(0, len(wanted), 400):
+        q = select(col(SubmittedPack.pack_sha256), col(SubmittedPack.answers)).where(
+            col(SubmittedPack.pack_sha256).in_(wanted[i:i + 400]))
+        out.update((str(k), bytes(a)) for k, a in (await session.execute(q)).all())
+    return out
 
 
 async def submitted_names(session: AsyncSession) -> set[str]:

@@ -171,6 +171,9 @@ def submit(
         _reproduce_stored(settings, gpu, pack, k, model)
         return
     store_ = read_store(settings)  # never creates a store: a pack is checked against an existing one
+    from clkt.report.window import default_query
+
+    board = default_query(settings.spec, settings.snapshot)  # its rows on the default board are kept at intake
 
     async def go() -> tuple[Intake, Pack]:
         from clkt.packs.reproduce import open_plan_engine
@@ -178,11 +181,11 @@ def submit(
         loaded = read_pack(path)  # the files first: a bad pack never opens the store
         async with store_ as store:
             if reproduce is None:
-                return await submit_pack(store, loaded, buffer_days=settings.spec.temporal_buffer_days), loaded
+                return await submit_pack(store, loaded, buffer_days=settings.spec.temporal_buffer_days, board=board), loaded
             plan = await _plan(store, settings, gpu, loaded.sha256, loaded.manifest, {r.qid for r in loaded.predictions},
                                k, model)
             async with open_plan_engine(plan) as ready:  # ready to run before the pack is stored
-                got = await submit_pack(store, loaded, buffer_days=settings.spec.temporal_buffer_days)
+                got = await submit_pack(store, loaded, buffer_days=settings.spec.temporal_buffer_days, board=board)
                 _report(got)
                 await _rerun(store, plan, _pack_answers(loaded), ready)
             return got, loaded

@@ -39,6 +39,8 @@ from clkt.packs.format import LOCALITY_FILE, LocalityRow, ModelIdentity, Predict
 from clkt.packs.metrics import PackMetrics, ProbeVerdicts, compute_metrics, first_difference
 from clkt.packs.pack import Pack, rows_jsonl, sort_key
 from clkt.packs.probe import judge_probe, probe_error, probed_entities
+from clkt.report.kept_figures import SCORED
+from clkt.report.leaderboard_data import LeaderboardQuery
 from clkt.report.submitted import prime
 from clkt.roster.window import in_window
 from clkt.snapshots.content import load_item_refs
@@ -48,6 +50,7 @@ from clkt.snapshots.select import ItemRef
 from clkt.snapshots.stored import stored_manifest
 from storage.engine import Store
 from storage.enums import SnapshotStatus
+from storage.figure_cache import write_figure_cache
 from storage.snapshots import find_snapshot
 from storage.submissions import NewSubmission, add_submission, find_submission
 
@@ -270,8 +273,9 @@ async def _probe(store: Store, pack: Pack, stored: _Stored) -> ProbeVerdicts | N
     return judge_probe(pack.probe, await probed_entities(store, stored.items), stored.languages)
 
 
-async def submit_pack(store: Store, pack: Pack, *, buffer_days: int) -> Intake:
-    """Verify `pack` against the store and store it (see the module docstring)."""
+async def submit_pack(store: Store, pack: Pack, *, buffer_days: int, board: LeaderboardQuery | None = None) -> Intake:
+    """Verify `pack` against the store and store it (see the module docstring); with `board` (the default
+    leaderboard's query), its rows on that board are computed and kept now (`clkt.report.window.keep_rows_of`)."""
     m = pack.manifest
     async with store.session() as s:
         if await find_submission(s, pack.sha256) is not None:
@@ -306,9 +310,14 @@ async def submit_pack(store: Store, pack: Pack, *, buffer_days: int) -> Intake:
         predictions=len(rows), claims_match=not note, claims_note=note, metrics=metrics.model_dump(mode="json"),
         manifest=m.model_dump(mode="json"), answers=answers,
     )
+    key, scored = prime(answers, snap.items)  # scored for the board now, while the key is at hand
     async with store.transaction() as s:
         stored = await add_submission(s, new)
-    if stored:  # scored for the board now, while the key is at hand (`clkt.report.submitted.prime`)
-        prime(answers, snap.items)
+        if stored:  # kept with the pack: any process's board reads it (`clkt.report.kept_figures`)
+            await write_figure_cache(s, SCORED, {key: scored})
+    if stored and board is not None:
+        from clkt.report.window import keep_rows_of  # the board's machinery, only when asked for
+
+        await keep_rows_of(store, board, m.model.name)
     return Intake(pack_sha256=pack.sha256, snapshot_id=m.snapshot.id, target=m.model.name, stored=stored,
                   claims_match=not note, claims_note=note, flags_fixed=fixed, metrics=metrics)

@@ -8,8 +8,9 @@ packs: any change to what the leaderboard reads changes it) and of `CACHE_VERSIO
 that computes differently never reads an older file). A hit is checked (it must parse as a `Leaderboard`; a file
 that does not is computed afresh and replaced), a miss is computed and written to a temporary file, then renamed, so
 a reader never sees half a file; the newest `CACHE_KEEP` files are kept. Reading a hit takes the store's
-fingerprint and one file, not the statistics' imports: the command answers in about half the time. `--no-cache`
-computes afresh (and stores the result).
+fingerprint and one file, not the statistics' imports: the command answers in about half the time. A miss reads
+the rows an earlier process computed from the store's figure cache (`clkt.report.kept_rows`). `--no-cache`
+computes afresh, every row included (and stores the result).
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ async def cached_leaderboard(store: Store, q: LeaderboardQuery, *, cache_dir: Pa
             pass  # none yet, or unreadable: computed afresh below
     from clkt.report.window import load_leaderboard
 
-    board = await load_leaderboard(store, q)
+    board = await load_leaderboard(store, q, recompute=refresh)  # --no-cache: every row computed again too
     _write(path, board)
     return board, False
 

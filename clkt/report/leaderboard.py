@@ -53,6 +53,7 @@ from storage.leaderboard import WindowData, WindowJob
 __all__ = [
     "build_rows",
     "group_answers",
+    "keyed_groups",
     "learned_trains",
     "metric_of",
     "rank_rows",
@@ -209,11 +210,10 @@ def build_rows(
     """One row per (target, strategy, scorer) with answers in the window, ranked (see the module docstring);
     `draws`: the window's (`window_draws`, made from `seed` and `samples` when not given)."""
     draws = draws if draws is not None else window_draws(data, seed=seed, samples=samples)
-    groups = list(group_answers(data).items())
+    groups = keyed_groups(data, languages, draws=draws, min_questions=min_questions)
 
-    def one(item: tuple[Group, list[Answers]]) -> LeaderRow | None:
-        group, answers = item
-        key = row_key(group, answers, data, languages=languages, draws=draws, min_questions=min_questions)
+    def one(item: tuple[str, Group, list[Answers]]) -> LeaderRow | None:
+        key, group, answers = item
         return ROWS.get_or_build(key, lambda: _group_row(group, answers))
 
     def _group_row(group: Group, answers: list[Answers]) -> LeaderRow | None:
@@ -235,6 +235,14 @@ def build_rows(
         else:
             got = [one(g) for g in groups]
     return rank_rows([r for r in got if r is not None])
+
+
+def keyed_groups(
+    data: WindowData, languages: Sequence[str], *, draws: Draws | None, min_questions: int,
+) -> list[tuple[str, Group, list[Answers]]]:
+    """Each group's row key (`clkt.report.row_cache.row_key`), the group and its answers."""
+    return [(row_key(group, answers, data, languages=languages, draws=draws, min_questions=min_questions), group, answers)
+            for group, answers in group_answers(data).items()]
 
 
 def rank_rows(rows: Sequence[LeaderRow]) -> list[LeaderRow]:

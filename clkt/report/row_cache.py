@@ -80,6 +80,23 @@ class RowCache:
                 self._rows.popitem(last=False)
         return row
 
+    def peek(self, key: str) -> tuple[bool, LeaderRow | None]:
+        """(whether `key` is kept, its row), without building."""
+        with self._lock:
+            return (True, self._rows[key]) if key in self._rows else (False, None)
+
+    def put(self, key: str, row: LeaderRow | None) -> None:
+        """Keep `row` under `key` (a row read back from the figure cache, `clkt.report.kept_rows`)."""
+        with self._lock:
+            self._rows[key] = row
+            self._rows.move_to_end(key)
+            while len(self._rows) > self._size:
+                self._rows.popitem(last=False)
+
+    def forget(self, key: str) -> None:
+        with self._lock:
+            self._rows.pop(key, None)
+
     def clear(self) -> None:
         with self._lock:
             self._rows.clear()

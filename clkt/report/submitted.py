@@ -32,13 +32,15 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from clkt.report.kept_figures import ScoredPacks, decode_scored, encode_scored, scored_key, with_job
 from clkt.report.leaderboard_data import Leaderboard, LeaderRow, Reproduction, SubmittedPackInfo
 from clkt.report.probed import ProbeVerdicts, probe_label
 from clkt.snapshots.content import load_item_refs
 from clkt.snapshots.select import ItemRef
+from storage.figure_cache import read_figure_cache
 from storage.leaderboard import WindowData, WindowJob, WindowSnapshot
 from storage.result_packs import PackedAnswer, ResultPackRecord, build_packs
-from storage.submissions import SubmissionRecord, list_submissions, submission_answers
+from storage.submissions import SubmissionRecord, list_submissions, submissions_answers
 
 if TYPE_CHECKING:
     from storage.engine import Session
@@ -64,22 +66,23 @@ RESCORED_KEEP = 1024  # packs whose rescored answers are kept in process (the le
 
 
 class _Rescored:
-    """A pack's answers scored against a snapshot's key, by (the answers' sha256, the key's digest, scorer): parsed
-    and scored once per process, not at every board (bounded, least recently used out; thread-safe)."""
+    """A pack's answers scored against a snapshot's key, as result packs, by their `scored_key` (the pack's sha256,
+    the key's digest, the scorer): parsed and scored once per process, not at every board (bounded, least recently
+    used out; thread-safe)."""
 
     def __init__(self, size: int) -> None:
         self._size = size
-        self._got: OrderedDict[tuple[str, str, str | None], dict[str, list[PackedAnswer]]] = OrderedDict()
+        self._got: OrderedDict[str, ScoredPacks] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: tuple[str, str, str | None]) -> dict[str, list[PackedAnswer]] | None:
+    def get(self, key: str) -> ScoredPacks | None:
         with self._lock:
             got = self._got.get(key)
             if got is not None:
                 self._got.move_to_end(key)
             return got
 
-    def put(self, key: tuple[str, str, str | None], value: dict[str, list[PackedAnswer]]) -> None:
+    def put(self, key: str, value: ScoredPacks) -> None:
         with self._lock:
             self._got[key] = value
             while len(self._got) > self._size:
@@ -100,6 +103,7 @@ class SubmittedRuns:
     notes: list[str] = field(default_factory=list)
     # (snapshot id, label) -> the store's entity rows its probed packs' models knew (`clkt.packs.probe`)
     exclusions: dict[tuple[str, str], frozenset[int]] = field(default_factory=dict)
+    fresh: dict[str, bytes] = field(default_factory=dict)  # packs scored by this read, for the figure cache (key -> payload)
 
     def merged(self, data: WindowData) -> WindowData:
         """`data` with the submitted jobs and packs added, valid on every snapshot of the window, with the exclusions
@@ -173,22 +177,20 @@ def _digest(refs: Refs) -> str:
     return hashlib.sha256(json.dumps(sorted(refs.items())).encode()).hexdigest()
 
 
-def _scored(blob: bytes, refs: Refs, digest: str, scorer: str | None) -> dict[str, list[PackedAnswer]]:
-    """`_answers`, once per answers, answer key and scorer in this process (a frozen snapshot's key never changes)."""
-    memo = (hashlib.sha256(blob).hexdigest(), digest, scorer)
-    got = _RESCORED.get(memo)
-    if got is None:
-        got = _answers(blob, refs, scorer)
-        _RESCORED.put(memo, got)
-    return got
-
-
-def prime(blob: bytes, items: Sequence[ItemRef]) -> None:
+def prime(blob: bytes, items: Sequence[ItemRef]) -> tuple[str, bytes]:
     """Score a pack's stored answers (`blob`, as `storage.submissions` keeps them) against the snapshot's key
-    (`items`) as the board reads them, when the pack is taken in (`clkt.packs.intake`): a service that takes packs in
-    and serves the board scores each once, at intake."""
+    (`items`) as the board reads them, when the pack is taken in (`clkt.packs.intake`): kept in this process, and
+    returned as the figure cache's key and payload (`clkt.report.kept_figures`) for the intake to store with the
+    pack, so any later process reads them instead of scoring again."""
     refs = _refs(items)
-    _scored(blob, refs, _digest(refs), None)
+    key = scored_key(_sha(blob), _digest(refs), None)
+    scored = _score(blob, refs, None)
+    _RESCORED.put(key, scored)
+    return key, encode_scored(scored)
+
+
+def _score(blob: bytes, refs: Refs, scorer: str | None) -> ScoredPacks:
+    return {train: build_packs(0, answers) for train, answers in _answers(blob, refs, scorer).items()}
 
 
 def _answers(blob: bytes, refs: Refs, scorer: str | None) -> dict[str, list[PackedAnswer]]:
@@ -246,18 +248,46 @@ async def submitted_runs(
             items[r.snapshot_id] = await load_item_refs(session, r.snapshot_id)
             keys[r.snapshot_id] = _refs(items[r.snapshot_id])
             digests[r.snapshot_id] = _digest(keys[r.snapshot_id])
+    blobs = await submissions_answers(session, [r.pack_sha256 for r in records])
+    cache = {r.pack_sha256: scored_key(_sha(blobs.get(r.pack_sha256, b"")), digests[r.snapshot_id], scorer) for r in records}
+    scored, fresh = await _scored_packs(session, records, cache, keys, blobs, scorer)
+    for r in records:
         label = labels[_identity(r)]
         exclusions[(r.snapshot_id, label)] |= _excluded(r, items[r.snapshot_id])
-        blob = await submission_answers(session, r.pack_sha256)
-        by_train = _scored(blob, keys[r.snapshot_id], digests[r.snapshot_id], scorer)
-        for train, answers in sorted(by_train.items()):
+        for train, stored in sorted(scored[r.pack_sha256].items()):
             job_id = -(len(jobs) + 1)
             jobs.append(WindowJob(id=job_id, snapshot_id=r.snapshot_id, target=label, strategy=r.strategy, train_lang=train))
-            packs.extend(build_packs(job_id, answers))
+            packs.extend(with_job(p, job_id) for p in stored)
         info[(label, r.strategy)].append(pack_info(r))
     return SubmittedRuns(jobs=tuple(jobs), packs=tuple(packs), info=dict(info),
                          names={label: ident[0] for ident, label in labels.items()}, notes=notes,
-                         exclusions={k: v for k, v in exclusions.items() if v})
+                         exclusions={k: v for k, v in exclusions.items() if v}, fresh=fresh)
+
+
+async def _scored_packs(
+    session: Session, records: Sequence[SubmissionRecord], cache: dict[str, str], keys: dict[str, Refs],
+    blobs: dict[str, bytes], scorer: str | None,
+) -> tuple[dict[str, ScoredPacks], dict[str, bytes]]:
+    """Each pack's scored answers (by pack sha256): kept in this process, else in the figure cache (read in one
+    query), else scored now; and the payloads scored now, by their key, for the figure cache."""
+    got = {sha: p for sha, k in cache.items() if (p := _RESCORED.get(k)) is not None}
+    stored = await read_figure_cache(session, [k for sha, k in cache.items() if sha not in got])
+    fresh: dict[str, bytes] = {}
+    for r in records:
+        k = cache[r.pack_sha256]
+        if r.pack_sha256 in got:
+            continue
+        p = decode_scored(stored[k]) if k in stored else None
+        if p is None:  # not kept yet (or not decodable): scored from the stored answers
+            p = _score(blobs.get(r.pack_sha256, b""), keys[r.snapshot_id], scorer)
+            fresh[k] = encode_scored(p)
+        _RESCORED.put(k, p)
+        got[r.pack_sha256] = p
+    return got, fresh
+
+
+def _sha(blob: bytes) -> str:
+    return hashlib.sha256(blob).hexdigest()
 
 
 def _verified(packs: Sequence[SubmittedPackInfo]) -> tuple[str, float | None]:

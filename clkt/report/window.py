@@ -24,7 +24,8 @@ from clkt.config.strategies import strategy_names
 from clkt.evaluate.circular import CIRCULAR_SCORERS, circular_name
 from clkt.evaluate.scorers import OPTION_LOGLIK_NORM, ScorerName
 from clkt.report.compare import compare_targets
-from clkt.report.leaderboard import build_rows, window_draws
+from clkt.report.kept_rows import keep_figures, read_kept_rows
+from clkt.report.leaderboard import ROWS, build_rows, keyed_groups, window_draws
 from clkt.report.leaderboard_data import Leaderboard, LeaderboardError, LeaderboardQuery, LeaderRow, WindowInfo
 from clkt.report.locality import locality_entities
 from clkt.report.own_dates import with_carried_snapshots, with_own_dates
@@ -49,6 +50,8 @@ from storage.leaderboard import (
 from storage.snapshots import entity_identities, question_identities
 
 if TYPE_CHECKING:
+    from clkt.config.sections import SnapshotSettings
+    from clkt.config.spec import SpecSettings
     from storage.engine import Session, Store
     from storage.result_packs import ResultPackRecord
 
@@ -278,9 +281,43 @@ def _languages(data: WindowData, q: LeaderboardQuery) -> list[str]:
     return [x for x in q.languages if x in seen] + sorted(seen - set(q.languages))
 
 
-async def load_leaderboard(store: Store, q: LeaderboardQuery) -> Leaderboard:
+async def load_leaderboard(store: Store, q: LeaderboardQuery, *, recompute: bool = False) -> Leaderboard:
+    """The query's leaderboard: the rows an earlier process computed read from the store's figure cache, the others
+    computed and kept there (`clkt.report.kept_rows`); `recompute`: every row computed here and written over the
+    kept one (`clkt leaderboard --no-cache`)."""
     w = await resolve_window(store, q)
-    return await asyncio.to_thread(build_leaderboard, w, q)
+    keys = await asyncio.to_thread(board_row_keys, w, q)
+    if recompute:
+        for k in keys:
+            ROWS.forget(k)
+    had = set() if recompute else await read_kept_rows(store, keys)
+    board = await asyncio.to_thread(build_leaderboard, w, q)
+    await keep_figures(store, rows=keys, had=had, scored=w.submitted.fresh)
+    return board
+
+
+def default_query(spec: SpecSettings, snapshot: SnapshotSettings) -> LeaderboardQuery:
+    """The board shown without options (the page's first view, `clkt leaderboard` alone)."""
+    return LeaderboardQuery(spec=spec.name, cadence=snapshot.cadence, rolling_days=snapshot.rolling_days,
+                            languages=tuple(spec.languages))
+
+
+async def keep_rows_of(store: Store, q: LeaderboardQuery, target_name: str) -> bool:
+    """Compute and keep (`clkt.report.kept_rows`) the rows of one submitted model's packs on `q`'s board, when its
+    pack is taken in: a row's key does not depend on the board's filters, so the whole board reads them back. False
+    when `q`'s window cannot be read (the board computes them then); never raises for that."""
+    try:
+        await load_leaderboard(store, replace(q, targets=(target_name,), compare=None, compare_strategies=None, unverified=True))
+    except LeaderboardError:
+        return False
+    return True
+
+
+def board_row_keys(w: Window, q: LeaderboardQuery) -> list[str]:
+    """The row keys of the board `build_board` builds (the submitted packs merged, the window's draws)."""
+    data = w.submitted.merged(w.data)
+    draws = window_draws(data, seed=q.seed, samples=q.samples)
+    return [k for k, _, _ in keyed_groups(data, q.languages, draws=draws, min_questions=q.min_questions)]
 
 
 PublicIds = dict[int, tuple[int, int]]  # store question row -> (public qid, public entity id)

@@ -31,6 +31,7 @@ from aiohttp import web
 from clkt.errors import UserError
 from clkt.packs.intake import submit_pack
 from clkt.packs.sandbox import read_pack_isolated
+from clkt.report.leaderboard_data import LeaderboardQuery
 from clkt.web.intake_gate import GateRefusal, IntakeGate, IntakeLimits, Submitters
 from storage.engine import Store
 
@@ -45,6 +46,7 @@ class IntakeConfig:
     store: Store
     submitters: Submitters
     buffer_days: int  # the spec's temporal buffer (the window rule)
+    board: LeaderboardQuery | None = None  # the default board, whose rows a taken-in pack's are computed for at once
     max_bytes: int
     limits: IntakeLimits = field(default_factory=IntakeLimits)
 
@@ -112,7 +114,7 @@ async def _take(request: web.Request, cfg: IntakeConfig, who: str) -> web.Respon
                           who=who)
         try:
             pack = await asyncio.to_thread(read_pack_isolated, tmp / "pack.tar.gz", shown="the upload")
-            got = await submit_pack(cfg.store, pack, buffer_days=cfg.buffer_days)
+            got = await submit_pack(cfg.store, pack, buffer_days=cfg.buffer_days, board=cfg.board)
         except UserError as e:
             return _error(400, str(e).replace(str(tmp / "pack.tar.gz"), "the upload"), who=who)
     finally:
