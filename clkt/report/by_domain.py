@@ -23,7 +23,8 @@ last column: per pair, the mean of its per-domain values; then mean ± std over 
 
 The asymmetry of a pair {L1, L2}: on the test questions answered by the L1-trained job in L2 and by the
 L2-trained job in L1, how many L1->L2 got right and L2->L1 wrong (forward) and the reverse (backward), summed
-over the window's snapshots, with the exact McNemar p (`clkt.report.stats.mcnemar_exact`).
+over the window's snapshots and the training seeds (each seed's two jobs paired, as Learn pools its seeds), with
+the exact McNemar p (`clkt.report.stats.mcnemar_exact`): a snapshot's report gives the same test.
 """
 
 from __future__ import annotations
@@ -258,8 +259,9 @@ def domain_cells(
     return out
 
 
-def _correct_in(answers: Sequence[Answers], train: str, lang: str) -> dict[tuple[int, int], bool]:
-    """(snapshot, qid) -> the injected model's correctness in `lang` of the jobs trained in `train` (answered only)."""
+def _correct_in(answers: Sequence[Answers], train: str, lang: str) -> dict[tuple[int, int, int], bool]:
+    """(snapshot, training seed, qid) -> the injected model's correctness in `lang` of the jobs trained in `train`
+    (answered only): each seed's two directions are paired on a question, never one seed's against another's."""
     out: dict[tuple[int, int], bool] = {}
     for a in answers:
         if a.train_lang != train or lang not in a.langs:
@@ -267,7 +269,7 @@ def _correct_in(answers: Sequence[Answers], train: str, lang: str) -> dict[tuple
         pos = a.langs.index(lang)
         answered, correct = bit(a.flags, INJECTED_ANSWERED, pos), bit(a.flags, INJECTED_CORRECT, pos)
         for q, c in zip(a.qids[answered].tolist(), correct[answered].tolist(), strict=True):
-            out[(a.snapshot, int(q))] = bool(c)
+            out[(a.snapshot, a.seed, int(q))] = bool(c)
     return out
 
 
