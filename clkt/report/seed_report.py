@@ -9,8 +9,9 @@ A group (target x strategy x scorer) whose jobs ran with several seeds is read b
 - Table 2 (`table2.csv`, `metrics.json`, report.md, the size figures, the in-context section's parametric figure):
   each domain's and the `all` cell's mean is the mean over seeds of each seed's mean over the pairs (Transfer over
   the pairs whose train language learned by that rule), its interval the sampling one widened by the between-seed
-  term (`clkt.report.seeds`); the std over pairs, the pair counts and `avg` are those of every seed's answers
-  together (the per-domain board's cell: `pooled_cells`). The `all` cell is the leaderboard row's figure;
+  term (`clkt.report.seeds`), `avg` (each pair's mean over domains) the same way; the std over pairs and the pair
+  counts are those of every seed's answers together (the per-domain board's cell: `pooled_cells`). The `all` cell is
+  the leaderboard row's figure;
 - the pairs (`pairs.csv`, the heatmaps) sum each pair's contingency over the seeds, as the leaderboard's heatmap
   does (n counts every seed's answer); the asymmetry tests sum each seed's discordant counts (the McNemar on paired
   per-seed answers, as Learn's): `clkt.report.metrics.pair_metrics`, `mcnemar_tests`;
