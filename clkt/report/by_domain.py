@@ -295,7 +295,7 @@ def domain_cells(
 def _correct_in(answers: Sequence[Answers], train: str, lang: str) -> dict[tuple[int, int, int], bool]:
     """(snapshot, training seed, qid) -> the injected model's correctness in `lang` of the jobs trained in `train`
     (answered only): each seed's two directions are paired on a question, never one seed's against another's."""
-    out: dict[tuple[int, int], bool] = {}
+    out: dict[tuple[int, int, int], bool] = {}
     for a in answers:
         if a.train_lang != train or lang not in a.langs:
             continue
