@@ -19,11 +19,13 @@ otherwise A+B is what the base model guessed; the paper averages over `all` pair
 with `learned`, a cell equals that snapshot's Table 2 cell (`clkt.report.metrics.summarize`). A group run with
 several training seeds is pooled over them as its leaderboard row is (`clkt.report.seeds`: per seed, then the
 mean; the interval over entities and seeds), so its `all` cell is its row's figure. `avg` is Table 2's
-last column: per pair, the mean of its per-domain values; then mean ± std over pairs.
+last column: per pair, the mean of its per-domain values; then mean ± std over pairs (several seeds: each seed's,
+then the mean over seeds, its interval widened by the between-seed term, as the other cells).
 
 The asymmetry of a pair {L1, L2}: on the test questions answered by the L1-trained job in L2 and by the
 L2-trained job in L1, how many L1->L2 got right and L2->L1 wrong (forward) and the reverse (backward), summed
-over the window's snapshots, with the exact McNemar p (`clkt.report.stats.mcnemar_exact`).
+over the window's snapshots and the training seeds (each seed's two jobs paired, as Learn pools its seeds), with
+the exact McNemar p (`clkt.report.stats.mcnemar_exact`): a snapshot's report gives the same test.
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ from clkt.report.pooled import (
     pool,
     unit_keys,
 )
-from clkt.report.seeds import by_seed, over_seeds
+from clkt.report.seeds import by_seed, over_seeds, total_interval
 from clkt.report.stats import mcnemar_exact
 from storage.result_packs import INJECTED_ANSWERED, INJECTED_CORRECT
 
@@ -164,18 +166,45 @@ def _metric(m: PairMetric, s: Sums, draws: Sums | None, keep: np.ndarray) -> Dom
     return DomainMetric(mean=mean, std=std, ci=ci, pairs=int(used.sum()), n=int(s.cells[m.denominator][keep].sum()))
 
 
-def _avg_metric(m: PairMetric, per: list[tuple[Sums, Sums | None]], keep: np.ndarray) -> DomainMetric:
-    """Table 2's avg: per pair the mean of its per-domain values, then mean ± std over the pairs."""
-    values = np.stack([m.ratio(s.cells) for s, _ in per])  # (domains, P)
-    by_pair = nanmean(values, axis=0)
+def _avg_parts(m: PairMetric, per: list[tuple[Sums, Sums | None]], keep: np.ndarray,
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Table 2's avg of one set of answers: per pair the mean of its per-domain values, the pairs in the mean, and
+    its draws (the mean over those pairs in each; None without draws)."""
+    by_pair = nanmean(np.stack([m.ratio(s.cells) for s, _ in per]), axis=0)  # (P,)
     used = keep & ~np.isnan(by_pair)
-    mean, std = _mean_std(by_pair[used])
-    ci = None
+    boots = None
     if used.any() and all(d is not None for _, d in per):
         draws = np.stack([m.ratio(d.cells) for _, d in per if d is not None], axis=1)  # (B, domains, P)
-        ci = percentile_ci(nanmean(np.where(used, nanmean(draws, axis=1), np.nan)))
-    return DomainMetric(mean=mean, std=std, ci=ci, pairs=int(used.sum()),
+        boots = nanmean(np.where(used, nanmean(draws, axis=1), np.nan))
+    return by_pair, used, boots
+
+
+def _avg_metric(m: PairMetric, per: list[tuple[Sums, Sums | None]], keep: np.ndarray) -> DomainMetric:
+    """Table 2's avg: per pair the mean of its per-domain values, then mean ± std over the pairs."""
+    by_pair, used, boots = _avg_parts(m, per, keep)
+    mean, std = _mean_std(by_pair[used])
+    return DomainMetric(mean=mean, std=std, ci=percentile_ci(boots) if boots is not None else None, pairs=int(used.sum()),
                         n=int(sum(int(s.cells[m.denominator][keep].sum()) for s, _ in per)))
+
+
+def _avg_over_seeds(cell: dict[str, DomainMetric], per_seed: Sequence[list[tuple[Sums, Sums | None]]],
+                    interp: np.ndarray, transfer_pairs: TransferPairs) -> dict[str, DomainMetric]:
+    """The avg cell of a group run with several training seeds, pooled as `_over_seeds` pools the others: each
+    seed's avg over the same pairs, their mean, the sampling interval of that mean widened by the between-seed term
+    (`clkt.report.seeds.total_interval`); the std over pairs, the pairs and n stay every seed's answers together."""
+    if len(per_seed) < 2:
+        return cell
+    out = dict(cell)
+    for m in PAIR_METRICS:
+        parts = [_avg_parts(m, per, _keep(m, interp, transfer_pairs)) for per in per_seed]
+        values = [float(by_pair[used].mean()) for by_pair, used, _ in parts if used.any()]
+        boots = [b for _, _, b in parts]
+        ci = None
+        if values and all(b is not None for b in boots):
+            sampling = percentile_ci(nanmean(np.stack([b for b in boots if b is not None]), axis=0))
+            ci = total_interval(sampling, values) if sampling is not None else None
+        out[m.key] = cell[m.key].model_copy(update={"mean": float(np.mean(values)) if values else None, "ci": ci})
+    return out
 
 
 def _over_seeds(cell: dict[str, DomainMetric], answers: Sequence[Answers], layout: Layout, draws: Draws | None,
@@ -221,11 +250,15 @@ def _cells_of(
     domains = sorted({domain_of.get(int(e), "unknown") for e in ents.tolist()})
     out: list[DomainCell] = []
     per: list[tuple[Sums, Sums | None]] = []
+    seeds = by_seed(answers)
+    per_seed: list[list[tuple[Sums, Sums | None]]] = [[] for _ in seeds] if len(seeds) > 1 else []
     for dom in domains:
         keep_ents = np.asarray([e for e in ents.tolist() if domain_of.get(int(e), "unknown") == dom], dtype=np.int64)
         restricted = [_restrict(a, keep_ents) for a in answers]
         s, d, n = _sums(restricted, layout, draws)
         per.append((s, d))
+        for each, seed in zip(per_seed, seeds, strict=False):  # several seeds: each one's own sums (its avg)
+            each.append(_sums([a for a in restricted if a.seed == seed], layout, draws)[:2])
         dom_present = s.cells["ABCD"] > 0
         metrics = {m.key: _metric(m, s, d, _keep(m, interp, transfer_pairs)) for m in PAIR_METRICS}
         out.append(DomainCell(
@@ -241,7 +274,8 @@ def _cells_of(
     if per:
         out.append(DomainCell(
             target=target, strategy=strategy, scorer=scorer, domain=AVG_DOMAINS, entities=n_all, not_interpretable=dropped,
-            metrics={m.key: _avg_metric(m, per, _keep(m, interp, transfer_pairs)) for m in PAIR_METRICS},
+            metrics=_avg_over_seeds({m.key: _avg_metric(m, per, _keep(m, interp, transfer_pairs)) for m in PAIR_METRICS},
+                                    per_seed, interp, transfer_pairs),
         ))
     return out
 
@@ -258,16 +292,17 @@ def domain_cells(
     return out
 
 
-def _correct_in(answers: Sequence[Answers], train: str, lang: str) -> dict[tuple[int, int], bool]:
-    """(snapshot, qid) -> the injected model's correctness in `lang` of the jobs trained in `train` (answered only)."""
-    out: dict[tuple[int, int], bool] = {}
+def _correct_in(answers: Sequence[Answers], train: str, lang: str) -> dict[tuple[int, int, int], bool]:
+    """(snapshot, training seed, qid) -> the injected model's correctness in `lang` of the jobs trained in `train`
+    (answered only): each seed's two directions are paired on a question, never one seed's against another's."""
+    out: dict[tuple[int, int, int], bool] = {}
     for a in answers:
         if a.train_lang != train or lang not in a.langs:
             continue
         pos = a.langs.index(lang)
         answered, correct = bit(a.flags, INJECTED_ANSWERED, pos), bit(a.flags, INJECTED_CORRECT, pos)
         for q, c in zip(a.qids[answered].tolist(), correct[answered].tolist(), strict=True):
-            out[(a.snapshot, int(q))] = bool(c)
+            out[(a.snapshot, a.seed, int(q))] = bool(c)
     return out
 
 

@@ -145,8 +145,9 @@ class ReportData(BaseModel):
     # the in-context track (`clkt.report.incontext`): contextual, never pooled with the rows above; left out of
     # metrics.json when no target ran it on the snapshot
     incontext: list[InContextTarget] = Field(default_factory=list, exclude_if=lambda v: not v)
-    # the groups whose jobs ran with several training seeds, pooled over them (`clkt.report.seed_report`); left
-    # out of metrics.json when every job ran one seed
+    # the groups whose jobs ran with several training seeds: their leaderboard rows, pooled over the seeds (the
+    # figures of their Table 2 `all` cells) with each seed's value and the between-seed sd (`clkt.report.seed_report`);
+    # left out of metrics.json when every job ran one seed
     seeds: list[LeaderRow] = Field(default_factory=list, exclude_if=lambda v: not v)
     # the open track (`clkt.report.open_track`): the short-answer questions' figures, never pooled with the MCQ rows;
     # left out of metrics.json when no job answered them

@@ -162,16 +162,17 @@ def _knowledge(data: ReportData) -> list[str]:
 
 
 def _seeds(data: ReportData) -> list[str]:
-    """*Training seeds*: the groups whose jobs ran with several seeds, pooled over them (none: no section)."""
+    """*Training seeds*: how far the seeds of the groups run with several seeds spread (none: no section); their
+    pooled figures are Table 2's."""
     if not data.seeds:
         return []
     lines = ["## Training seeds", "",
-             "Every seed's jobs pooled as the leaderboard pools them: per metric the mean over seeds [95% CI: the "
-             "bootstrap interval over entities of the seeds' mean, each side widened in quadrature by the "
-             "between-seed term t(k-1) × sd/√k for k seeds] ± the between-seed sd (entities only: the interval with "
-             "the seeds fixed), and each seed's value. Learn's test is the exact McNemar on every seed's paired answers "
-             "together (the rule of every view): a train language learned when it says so, and Transfer in each seed "
-             "keeps the pairs whose train language learned by that rule.", "", _md_row(SEED_HEADER), "|" + "---|" * len(SEED_HEADER)]
+             "The groups whose jobs ran with several training seeds: Table 2's cells above already pool them (the mean "
+             "over seeds; the 95% CI is the bootstrap interval over entities of that mean, each side widened in "
+             "quadrature by the between-seed term t(k-1) × sd/√k for k seeds: the leaderboard's figure). Here, how far "
+             "the seeds spread: each seed's value (Transfer over the pairs whose train language learned on every "
+             "seed's paired answers together, the same pairs in every seed) and the between-seed sd.", "",
+             _md_row(SEED_HEADER), "|" + "---|" * len(SEED_HEADER)]
     lines += [_md_row(r) for r in seed_lines(data.seeds)]
     lines.append("")
     return lines

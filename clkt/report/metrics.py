@@ -182,8 +182,36 @@ def _index(outcomes: Iterable[Outcome], variant: str = "injected") -> dict[tuple
     return idx
 
 
+def _seeds(outcomes: Sequence[Outcome]) -> list[list[Outcome]]:
+    """The outcomes by the training seed of their job, in seed order."""
+    by: dict[int, list[Outcome]] = defaultdict(list)
+    for o in outcomes:
+        by[o.seed].append(o)
+    return [by[s] for s in sorted(by)]
+
+
 def pair_metrics(outcomes: Sequence[Outcome], languages: Sequence[str]) -> list[PairMetrics]:
-    """Every ordered pair of `languages` for every job group and domain present (missing pairs included)."""
+    """Every ordered pair of `languages` for every job group and domain present (missing pairs included); a group
+    run with several training seeds sums each pair's contingency over its seeds (the leaderboard's heatmap cell:
+    its n counts every seed's answer)."""
+    per = [_seed_pairs(x, languages) for x in _seeds(outcomes)]
+    if len(per) < 2:
+        return per[0] if per else []
+    order = {p: i for i, p in enumerate(permutations(languages, 2))}
+    summed: dict[tuple[str, str, str, str, str, str], PairMetrics] = {}
+    for plist in per:
+        for p in plist:
+            key = (p.model, p.strategy, p.scorer, p.domain, p.train_lang, p.test_lang)
+            if key in summed:
+                t, u = summed[key].table, p.table
+                table = Contingency(a=t.a + u.a, b=t.b + u.b, c=t.c + u.c, d=t.d + u.d)
+                p = p.model_copy(update={"table": table, "missing": table.n == 0})
+            summed[key] = p
+    return sorted(summed.values(), key=lambda p: (p.model, p.strategy, p.scorer, p.domain, order[(p.train_lang, p.test_lang)]))
+
+
+def _seed_pairs(outcomes: Sequence[Outcome], languages: Sequence[str]) -> list[PairMetrics]:
+    """`pair_metrics` of one training seed's outcomes."""
     idx = _index(outcomes)
     groups = sorted({(k[0], k[1], k[2], k[4]) for k in idx})
     out: list[PairMetrics] = []
@@ -296,11 +324,31 @@ def summarize(
 
 
 def mcnemar_tests(outcomes: Sequence[Outcome], languages: Sequence[str]) -> list[AsymmetryTest]:
-    """Per unordered language pair: is L1->L2 transfer different from L2->L1 on the same questions?"""
-    idx = _index(outcomes)
-    groups = sorted({(k[0], k[1], k[2]) for k in idx})
+    """Per unordered language pair: is L1->L2 transfer different from L2->L1 on the same questions? A group run
+    with several training seeds sums each seed's discordant counts (each seed's two directions paired on a question,
+    as Learn pools its seeds), then one exact McNemar."""
+    counts: dict[tuple[str, str, str, str, str], tuple[int, int]] = {}
+    for x in _seeds(outcomes):
+        for key, (f, b) in _discordant(x, languages).items():
+            f0, b0 = counts.get(key, (0, 0))
+            counts[key] = (f0 + f, b0 + b)
     out: list[AsymmetryTest] = []
-    for model, strategy, scorer in groups:
+    for (model, strategy, scorer, l1, l2), (f, b) in sorted(counts.items(), key=lambda kv: (kv[0][:3], _pair_order(kv[0], languages))):
+        stronger = None if f == b else (f"{l1}->{l2}" if f > b else f"{l2}->{l1}")
+        out.append(AsymmetryTest(model=model, strategy=strategy, scorer=scorer, lang_1=l1, lang_2=l2, forward=f,
+                                 backward=b, p_value=mcnemar_exact(f, b) if f + b else None, stronger=stronger))
+    return out
+
+
+def _pair_order(key: tuple[str, str, str, str, str], languages: Sequence[str]) -> tuple[int, int]:
+    return languages.index(key[3]), languages.index(key[4])
+
+
+def _discordant(outcomes: Sequence[Outcome], languages: Sequence[str]) -> dict[tuple[str, str, str, str, str], tuple[int, int]]:
+    """One seed's (L1->L2 only, L2->L1 only) per group and unordered pair trained both ways, over every domain."""
+    idx = _index(outcomes)
+    out: dict[tuple[str, str, str, str, str], tuple[int, int]] = {}
+    for model, strategy, scorer in sorted({(k[0], k[1], k[2]) for k in idx}):
         for i, l1 in enumerate(languages):
             for l2 in languages[i + 1 :]:
                 fwd = idx.get((model, strategy, scorer, l1, ALL_DOMAINS, l2))
@@ -308,16 +356,8 @@ def mcnemar_tests(outcomes: Sequence[Outcome], languages: Sequence[str]) -> list
                 if not fwd or not bwd:
                     continue
                 common = set(fwd) & set(bwd)
-                f = sum(1 for q in common if fwd[q] and not bwd[q])
-                b = sum(1 for q in common if bwd[q] and not fwd[q])
-                p = mcnemar_exact(f, b) if f + b else None
-                stronger = None if f == b else (f"{l1}->{l2}" if f > b else f"{l2}->{l1}")
-                out.append(
-                    AsymmetryTest(
-                        model=model, strategy=strategy, scorer=scorer, lang_1=l1, lang_2=l2, forward=f, backward=b,
-                        p_value=p, stronger=stronger,
-                    )
-                )
+                out[(model, strategy, scorer, l1, l2)] = (sum(1 for q in common if fwd[q] and not bwd[q]),
+                                                          sum(1 for q in common if bwd[q] and not fwd[q]))
     return out
 
 

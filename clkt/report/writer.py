@@ -79,10 +79,9 @@ from clkt.report.metrics import (
     mcnemar_tests,
     pair_metrics,
     parse_failure_rates,
-    summarize,
 )
 from clkt.report.open_track import OPEN_TITLE, open_track
-from clkt.report.seed_report import primary_seed, seed_rows
+from clkt.report.seed_report import SeedTables, primary_seed, seed_tables, table2
 from clkt.report.window import public_entity_ids
 from clkt.snapshots.ids import stable_entity_id, stable_qid
 from storage.gpu_jobs import JobResultRow, jobs_for_snapshot, results_for_snapshot
@@ -167,21 +166,23 @@ async def load_report_data(
         ))
     langs = list(manifest.get("languages") or sorted({r.lang for r in rows} | {j.train_lang for j in jobs}))
     outcomes = _outcomes(rows, exclude_qids)
-    # the other seeds' answers: Learn (and so the learned flags) pools every seed's (the one rule)
+    # the other seeds' answers: every figure of a group run with several seeds pools them (`clkt.report.seed_report`)
     primary = {j.id for j in jobs}
     others = _outcomes([r for r in all_rows if r.job_id not in primary], exclude_qids) if seed_note else []
+    seeded = await seed_tables(store, snap, all_jobs, langs, seed=seed, drop=frozenset(
+        r.question_id for r in all_rows if stable_qid(r.source, r.external_id, r.slot) in exclude_qids)) if seed_note else None
     left_out = {stable_qid(r.source, r.external_id, r.slot) for r in rows} & exclude_qids
     public = Outcome.public_ids(outcomes)
     near = locality_entities(j.locality for j in infos)
     if near - set(public):  # the locality split's entities: their public ids order their draws too
         async with store.session() as s:
             public |= await public_entity_ids(s, near - set(public))
-    data = await asyncio.to_thread(partial(build_report, public=public, other_seeds=others), snapshot_id, langs, infos,
-                                   outcomes, seed)
+    data = await asyncio.to_thread(partial(build_report, public=public, other_seeds=others, seeded=seeded), snapshot_id,
+                                   langs, infos, outcomes, seed)
     data.notes.extend(unreadable)
-    if seed_note:  # several training seeds: the tables are the lowest seed's, the seeds pooled in their own section
+    if seed_note:  # several training seeds: every figure pools them, *Training seeds* shows their spread
         data.notes.append(seed_note)
-        data = data.model_copy(update={"seeds": await seed_rows(store, snap, all_jobs, langs, seed=seed)})
+        data = data.model_copy(update={"seeds": seeded.rows if seeded is not None else []})
     if left_out:
         data.notes.append(f"{len(left_out)} retracted question(s) are left out of every figure (see ERRATA.md)")
     if verdicts:
@@ -243,11 +244,13 @@ def _control(jobs: list[JobInfo], notes: list[str]) -> list[ControlLang]:
 
 def build_report(
     snapshot_id: str, languages: list[str], jobs: list[JobInfo], outcomes: list[Outcome], seed: int = 0, *,
-    public: Mapping[int, int] | None = None, other_seeds: Sequence[Outcome] = (),
+    public: Mapping[int, int] | None = None, other_seeds: Sequence[Outcome] = (), seeded: SeedTables | None = None,
 ) -> ReportData:
     """The report's data; `public`: store entity id -> public id, the order of the bootstrap's draws (default: the
     outcomes' own, `Outcome.entity_public`); `other_seeds`: the answers of the jobs of other training seeds than
-    the tables' (`primary_seed`), which Learn and the learned flags pool (`clkt.report.learn.learn_tests`)."""
+    `outcomes`' (each group's lowest: `primary_seed`), which Learn, the learned flags, the pairs and the asymmetry
+    tests pool; `seeded`: the groups run with several seeds, their Table 2 pooled over them
+    (`clkt.report.seed_report`)."""
     notes: list[str] = []
     failed = [j for j in jobs if j.status == "failed"]
     if failed:
@@ -257,7 +260,8 @@ def build_report(
     public = Outcome.public_ids(outcomes) if public is None else public
     draws = entity_draws([o.cluster for o in tests], snapshot_id=snapshot_id, seed=seed, samples=BOOTSTRAP_SAMPLES,
                          public=public)
-    learn = learn_tests([*real, *other_seeds], draws=draws)
+    every = [*real, *other_seeds]
+    learn = learn_tests(every, draws=draws)
     not_learned = {(t.model, t.strategy, t.scorer, t.train_lang) for t in learn if t.domain == ALL_DOMAINS and not t.learned}
     for t in learn:
         if t.domain == ALL_DOMAINS and not t.learned:
@@ -284,8 +288,9 @@ def build_report(
     pf = [{"model": m, "strategy": s, "variant": v, "rate": r} for (m, s, v), r in parse_failure_rates(real).items()]
     data = ReportData(
         snapshot_id=snapshot_id, languages=languages, jobs=jobs,
-        table2=summarize(real, languages, seed=seed, not_learned=not_learned, snapshot_id=snapshot_id, public=public),
-        pairs=pair_metrics(real, languages), asymmetry=mcnemar_tests(real, languages), base=base,
+        table2=table2(real, every, languages, seeded, seed=seed, not_learned=not_learned, snapshot_id=snapshot_id,
+                      public=public),
+        pairs=pair_metrics(every, languages), asymmetry=mcnemar_tests(every, languages), base=base,
         parse_failures=pf, notes=notes, learn=learn,
     )
     ctrl = _control(jobs, data.notes)

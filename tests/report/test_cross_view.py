@@ -17,16 +17,18 @@ from __future__ import annotations
 import csv
 import io
 import json
+from pathlib import Path
 from typing import Any
 
 from clkt.cli.leaderboard import _csv
 from clkt.packs.metrics import compute_metrics
+from clkt.report.by_domain import DomainBoard
 from clkt.report.domain_board import load_domain_board
 from clkt.report.leaderboard_data import Leaderboard, LeaderRow
 from clkt.report.metric_table import PAIR_METRICS
 from clkt.report.metrics import ALL_DOMAINS
 from clkt.report.window import LeaderboardQuery, load_leaderboard
-from clkt.report.writer import load_report_data
+from clkt.report.writer import load_report_data, write_report_files
 from storage.engine import Store
 from tests.report._cross_store import SUBMITTED, pack_rows, seed_cross_store
 from tests.report._window_store import LANGS, PERIODS, SPEC
@@ -96,9 +98,9 @@ def _check_report(d: _Diffs, report: Any, board: Leaderboard) -> None:
     """The snapshot's report against a leaderboard whose window is that snapshot alone."""
     rows = _rows(board)
     seeded = {(r.target, r.strategy, r.scorer): r for r in report.seeds}
-    for c in report.table2:
+    for c in report.table2:  # every group, those run with several training seeds too (pooled over them)
         key = (c.model, c.strategy, c.scorer)
-        if c.domain != ALL_DOMAINS or key not in rows or key in seeded:
+        if c.domain != ALL_DOMAINS or key not in rows:
             continue
         for m in PAIR_METRICS:
             d.same(f"report Table 2 vs leaderboard: {key} {m.key}", c.metric(m.key).mean, rows[key].metric(m.key).value)
@@ -118,6 +120,7 @@ def _check_report(d: _Diffs, report: Any, board: Leaderboard) -> None:
 
         d.same(f"report pairs vs leaderboard heatmap: {key} {p.train_lang}->{p.test_lang} reading",
                pair_reading(report, p), cell.reading)
+        d.same(f"report pairs vs leaderboard heatmap: {key} {p.train_lang}->{p.test_lang} A/B/C/D", p.table, cell.table)
     for key, r in seeded.items():
         row = rows[key]
         d.same(f"report seeds vs leaderboard: {key} learned", r.learned_langs, row.learned_langs)
@@ -131,6 +134,38 @@ def _check_report(d: _Diffs, report: Any, board: Leaderboard) -> None:
             kept = rows[key].kept
             d.same(f"report locality vs leaderboard kept: {key}", None if k.too_few else k.rate,
                    kept.value if kept else None)
+
+
+def _check_metrics_json(d: _Diffs, saved: dict[str, Any], board: Leaderboard) -> None:
+    """The report's metrics.json (as written) against the leaderboard of its snapshot: Table 2's `all` cells."""
+    rows = _rows(board)
+    for c in saved["table2"]:
+        key = (c["model"], c["strategy"], c["scorer"])
+        if c["domain"] != ALL_DOMAINS or key not in rows:
+            continue
+        for m in PAIR_METRICS:
+            e = rows[key].metric(m.key)
+            d.same(f"report metrics.json vs leaderboard: {key} {m.key}", c[f"{m.key}_mean"], e.value)
+            d.same(f"report metrics.json vs leaderboard: {key} {m.key} ci", c[f"{m.key}_ci"], list(e.ci) if e.ci else None)
+
+
+def _check_report_domains(d: _Diffs, report: Any, board: DomainBoard) -> None:
+    """The report's Table 2 per domain and its asymmetry tests against the per-domain board of its snapshot alone."""
+    cells = {(c.target, c.strategy, c.scorer, c.domain): c for c in board.cells}
+    for c in report.table2:
+        got = cells.get((c.model, c.strategy, c.scorer, c.domain))
+        if got is None:
+            continue
+        for m in PAIR_METRICS:
+            a, b = c.metric(m.key), got.metrics[m.key]
+            d.same(f"report Table 2 vs per-domain board: {c.model}/{c.strategy}/{c.scorer} {c.domain} {m.key}",
+                   (a.mean, a.std, a.ci), (b.mean, b.std, b.ci))
+    asym = {(a.target, a.strategy, a.scorer, a.lang_1, a.lang_2): a for a in board.asymmetry}
+    for a in report.asymmetry:
+        key = (a.model, a.strategy, a.scorer, a.lang_1, a.lang_2)
+        other = asym.get(key)
+        d.same(f"report asymmetry vs per-domain board: {key}", (a.forward, a.backward, a.p_value),
+               (other.forward, other.backward, other.p_value) if other else None)
 
 
 def _check_incontext(d: _Diffs, report: Any, board: Leaderboard) -> None:
@@ -185,7 +220,7 @@ def _check_comparisons(d: _Diffs, board: Leaderboard, strat: Leaderboard, models
            left.a.value is None, not both)
 
 
-async def test_every_view_shows_one_number_per_figure(store: Store) -> None:
+async def test_every_view_shows_one_number_per_figure(store: Store, tmp_path: Path) -> None:
     info = await seed_cross_store(store)
     window = dict(period_from=PERIODS[0], period_to=PERIODS[1])
     board = await load_leaderboard(store, _q(**window))
@@ -205,6 +240,9 @@ async def test_every_view_shows_one_number_per_figure(store: Store) -> None:
     one = await load_leaderboard(store, _q(period_from=PERIODS[0], period_to=PERIODS[0]))
     report = await load_report_data(store, info.snapshots[PERIODS[0]])
     _check_report(d, report, one)
+    write_report_files(report, tmp_path)
+    _check_metrics_json(d, json.loads((tmp_path / "metrics.json").read_text(encoding="utf-8")), one)
+    _check_report_domains(d, report, await load_domain_board(store, _q(period_from=PERIODS[0], period_to=PERIODS[0])))
     _check_incontext(d, report, one)
     # the per-domain board (Table 2 over the window) against the leaderboard
     domains = await load_domain_board(store, _q(**window))
