@@ -27,7 +27,7 @@ from aiohttp import web
 from clkt import clock
 from clkt.domains.disasters.facts import DisasterFacts, QuakeFacts
 from clkt.replay.catalog import json_recorded, read_recorded
-from clkt.replay.domains import DomainReplay, Item
+from clkt.replay.domains import DomainReplay, Item, StreamKey
 from clkt.replay.generator import GENERATOR_HEADER
 from clkt.replay.query import parse_time, query_int
 from clkt.replay.redate import shift_text
@@ -35,7 +35,7 @@ from clkt.replay.redate import shift_text
 if TYPE_CHECKING:
     from clkt.replay.generator import GeneratorRoutes
     from clkt.replay.routes import ReplayRoutes, Served
-    from clkt.replay.stream import EntityStream, Generated
+    from clkt.replay.stream import Generated
 
 __all__ = ["GDACS_FEED_DAYS", "GDACS_FEED_MAX", "GDACS_NS", "REPLAYS", "SEARCH_LIMIT", "USGS_DEFAULT_DAYS",
            "gdacs_item", "gdacs_type", "usgs_feature"]
@@ -194,7 +194,7 @@ def usgs_feature(g: Generated) -> dict[str, Any]:
     }
 
 
-def gdacs_type(stream: EntityStream, index: int) -> str:
+def gdacs_type(stream: StreamKey, index: int) -> str:
     """A disaster's GDACS event type, known from its index alone (it is part of the id)."""
     return _GDACS_TYPES[math.floor(stream.unit(GDACS, index, "type") * len(_GDACS_TYPES))]
 
