@@ -35,7 +35,7 @@ KERNEL = (
 # a domain folder (`clkt.domains.<name>`) holds one module per side of the layering, sorted by file name
 # (`clkt.domains.spec.SIDES`): each is checked as a module of its side's area; the others are kernel
 DOMAIN_AREAS = {"agents": "agents.template", "sources": "clkt.sources", "snapshots": "clkt.snapshots",
-                "replay": "clkt.replay"}
+                "replay": "clkt.replay", "openqa": "clkt.openqa"}
 SQL = ("sqlalchemy", "sqlmodel", "alembic", "storage.models", "storage.claim")
 
 Imports = dict[str, list[tuple[str, int]]]

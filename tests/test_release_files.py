@@ -43,10 +43,10 @@ def test_licence_is_apache_2_as_pyproject_says() -> None:
 
 def test_notice_names_every_recorded_source_and_its_terms() -> None:
     notice = (ROOT / "NOTICE").read_text()
-    recorded = sorted(p.name for p in (ROOT / "clkt" / "replay" / "data").iterdir() if p.is_dir())
-    assert recorded, "no recorded data found"
-    for name in recorded:
-        assert f"clkt/replay/data/{name}/" in notice, name
+    recorded = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "clkt" / "domains").glob("*/data/*") if p.is_dir())
+    assert len(recorded) == len(SOURCE_TYPES), recorded  # every source's recordings, in its domain's folder
+    for path in recorded:
+        assert f"{path}/" in notice, path
     for name, cls in SOURCE_TYPES.items():
         assert cls.licence.provider.split(",")[0] in notice, name
     for terms in ("CC0 1.0", "arXiv API Terms of Use", "Launch Library 2", "public domain"):

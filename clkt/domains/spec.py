@@ -5,9 +5,11 @@ A domain is one package (`clkt.domains.<name>`, or any importable package, a tes
 module it needs from every registered domain (`side_module`):
 
 - kernel: `facts.py` (the facts model), `settings.py` (the source's settings), `document.py` (the canonical
-  document in every language);
+  document in every language), `labels.py` (its controlled vocabularies in every language), `pools.py` (its pools
+  of real names: distractors, and names the control split's invented ones never take);
 - agents: `templates.py` (template questions, proper names, judge facts);
-- sources: `source.py` (the poller); snapshots: `control.py` (the control split's maker); replay: `replay.py`.
+- sources: `source.py` (the poller); snapshots: `control.py` (the control split's maker); replay: `replay.py` (and
+  its recorded responses, `data/<source>/`); openqa: `openqa.py` (the open track's short-answer questions).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ __all__ = ["SIDES", "DomainSpec"]
 # a domain module's file name -> the side of the layering it belongs to (tests/test_layering.py reads it too)
 SIDES: dict[str, str] = {
     "facts": "kernel", "settings": "kernel", "document": "kernel", "templates": "agents", "source": "sources",
-    "control": "snapshots", "replay": "replay",
+    "control": "snapshots", "replay": "replay", "openqa": "openqa", "pools": "kernel", "labels": "kernel",
 }
 
 

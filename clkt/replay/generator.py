@@ -6,10 +6,8 @@ the way the real API (and the recorded routes) do, so the pollers' cursors, look
 unchanged, and every detail route finds an entity from its id (each API's own "not found" otherwise, also
 for an entity not yet published). Nothing is kept per entity: a request generates what it lists.
 
-Deviations from the real APIs, all harmless to the pollers: TMDB's `popularity.desc` order is the release
-order (`clkt.domains.movies.replay`); Deezer's editorials all list the one stream; a GDACS feed lists the last 7
-days of alerts (at most 100); TheSportsDB's matches are soccer matches of fictional competitions in the three
-default league ids (`clkt.domains.sports.replay`).
+Each route and its answers are its domain folder's (`clkt/domains/<name>/replay.py`, mounted through
+`clkt.replay.domains`); each says where it deviates from the real API (all deviations harmless to the pollers).
 """
 
 from __future__ import annotations
@@ -17,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time
 from email.utils import format_datetime
 from functools import partial
 from typing import Any
@@ -25,15 +23,12 @@ from typing import Any
 from aiohttp import web
 
 from clkt import clock
-from clkt.replay import payloads
 from clkt.replay.domains import domain_replays
-from clkt.replay.query import add_api_routes, parse_time, query_int
 from clkt.replay.stream import SOURCES, EntityStream, Generated
 
 __all__ = ["GENERATOR_HEADER", "GeneratorRoutes"]
 
 GENERATOR_HEADER = "X-Clkt-Replay-Generated"
-USGS_SEARCH_LIMIT = 20000  # the real API refuses a query that matches more
 
 
 def _midnight(d: date) -> datetime:
@@ -44,15 +39,10 @@ def _midnight(d: date) -> datetime:
 class GeneratorRoutes:
     """Handlers over one `EntityStream`; the time is the process's clock at each request."""
 
-    GDACS_FEED_DAYS = 7
-    GDACS_FEED_MAX = 100
-    USGS_DEFAULT_DAYS = 30  # the real API's default start: 30 days before now
-
     def __init__(self, *, stream: EntityStream) -> None:
         self.stream = stream
 
     def add_to(self, app: web.Application) -> None:
-        add_api_routes(app, self)
         for replay in domain_replays().values():
             for path in replay.paths:
                 app.router.add_get(path, partial(replay.generated, self))
@@ -103,61 +93,3 @@ class GeneratorRoutes:
         n = total - offset - first
         got = self.stream.nth_between(source, lo, hi, now=now, offset=first, limit=n)
         return total, self._entities(source, reversed(got))
-
-    # --- USGS ----------------------------------------------------------------------------------------
-
-    async def usgs_query(self, request: web.Request) -> web.Response:
-        q = request.query
-        if "eventid" in q:
-            g = self._find("usgs", q["eventid"])
-            if g is None:
-                return web.Response(status=404, text="Error 404: Not Found\n\nUnknown eventid\n",
-                                    headers={"X-Clkt-Replay": "true", GENERATOR_HEADER: "true"})
-            return self._json(request, payloads.usgs_feature(g))
-        now = clock.now()
-        end = parse_time(q.get("endtime")) or now
-        start = parse_time(q.get("starttime")) or (now - timedelta(days=self.USGS_DEFAULT_DAYS))
-        try:
-            minmag = float(q["minmagnitude"]) if "minmagnitude" in q else None
-            maxmag = float(q["maxmagnitude"]) if "maxmagnitude" in q else None
-        except ValueError:
-            raise web.HTTPBadRequest(text="Bad minmagnitude/maxmagnitude") from None
-        limit = query_int(q, "limit", USGS_SEARCH_LIMIT)
-        offset = query_int(q, "offset", 1)
-        if limit < 1 or limit > USGS_SEARCH_LIMIT or offset < 1:
-            raise web.HTTPBadRequest(text="Bad limit/offset")
-        # the end is inclusive at the API (the start too): [start, end + 1 s) at its second precision
-        window_end = end + timedelta(seconds=1)
-        if self.stream.count_between("usgs", start, window_end, now=now) > USGS_SEARCH_LIMIT:
-            raise web.HTTPBadRequest(text=f"Error 400: Bad Request\n\n{USGS_SEARCH_LIMIT} matching events exceeds search limit")
-        features = []
-        for i in self.stream.occurred_between("usgs", start, window_end, now=now):
-            f = payloads.usgs_feature(self.stream.entity("usgs", i))
-            mag = f["properties"]["mag"]
-            if (minmag is not None and mag < minmag) or (maxmag is not None and mag > maxmag):
-                continue
-            features.append(f)
-        order = q.get("orderby", "time")
-        if order.startswith("magnitude"):
-            features.sort(key=lambda f: (f["properties"]["mag"], f["id"]), reverse=order == "magnitude")
-        elif order == "time":
-            features.reverse()  # newest first, the API's default
-        chunk = features[offset - 1: offset - 1 + limit]
-        data = {
-            "type": "FeatureCollection",
-            "metadata": {"generated": int(now.timestamp() * 1000), "url": str(request.url),
-                         "title": "USGS Earthquakes (clkt replay: generated, fictional)", "status": 200,
-                         "api": "1.12.3", "limit": limit, "offset": offset, "count": len(chunk)},
-            "features": chunk,
-        }
-        return self._json(request, data, conditional=True)
-
-    # --- GDACS ---------------------------------------------------------------------------------------
-
-    async def gdacs_rss(self, request: web.Request) -> web.Response:
-        now = clock.now()
-        _, items = self._page("gdacs", now - timedelta(days=self.GDACS_FEED_DAYS), now, offset=0,
-                              limit=self.GDACS_FEED_MAX, newest_first=True)
-        body = payloads.GDACS_HEAD + "\n    ".join(
-            payloads.gdacs_item(g, event_type=self.stream.gdacs_type(g.index)) for g in items) + payloads.GDACS_TAIL
-        return self._respond(request, body.encode("utf-8"), "application/rss+xml", conditional=True)

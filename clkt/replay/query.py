@@ -1,5 +1,5 @@
-"""The replayed APIs' surface, shared by the recorded routes and the generator: their routes (`add_api_routes`) and
-how they read query parameters (a bad value is the 400 the real API answers)."""
+"""How the replayed APIs read query parameters, shared by every domain folder's `replay.py` in both modes (a bad
+value is the 400 the real API answers)."""
 
 from __future__ import annotations
 
@@ -8,21 +8,7 @@ from typing import Any
 
 from aiohttp import web
 
-__all__ = ["API_ROUTES", "add_api_routes", "parse_day", "parse_time", "query_int"]
-
-# (path, handler method name): every route the replay server serves for the first domains' sources, in either mode
-# (each registered domain's are its folder's `replay.py`: `clkt.replay.domains`)
-API_ROUTES: tuple[tuple[str, str], ...] = (
-    ("/usgs/query", "usgs_query"),
-    ("/gdacs/xml/rss.xml", "gdacs_rss"),
-)
-
-
-def add_api_routes(app: web.Application, handlers: object) -> None:
-    """Every route of `API_ROUTES` on `app`, served by the method of that name of `handlers`."""
-    for path, name in API_ROUTES:
-        app.router.add_get(path, getattr(handlers, name))
-
+__all__ = ["parse_day", "parse_time", "query_int"]
 
 def parse_day(s: str | None) -> date | None:
     """A day (`2026-01-31`, or the day of a timestamp); none, empty or `*` (an open end of a range): None."""

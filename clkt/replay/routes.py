@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -20,8 +19,7 @@ from typing import Any
 from aiohttp import web
 
 from clkt.replay.catalog import Catalog, Item
-from clkt.replay.domains import domain_replays
-from clkt.replay.query import add_api_routes, parse_time, query_int
+from clkt.replay.domains import DomainReplay, domain_replays
 from clkt.replay.redate import RedatePlan, shift_json, shift_text, text_variants
 
 __all__ = ["ORIGINALS_HEADER", "REDATED_HEADER", "REPLAY_HEADER", "ReplayRoutes", "Served"]
@@ -29,7 +27,6 @@ __all__ = ["ORIGINALS_HEADER", "REDATED_HEADER", "REPLAY_HEADER", "ReplayRoutes"
 REPLAY_HEADER = "X-Clkt-Replay"
 REDATED_HEADER = "X-Clkt-Replay-Redated"
 ORIGINALS_HEADER = "X-Clkt-Replay-Original-Dates"  # JSON {item id: original ISO datetime}
-_YEAR_TAG = re.compile(r"(<gdacs:year>)(\d{4})(</gdacs:year>)")
 
 
 @dataclass(frozen=True)
@@ -47,16 +44,17 @@ class Served:
         return self.item.id
 
 
-def _serve(item: Item, plan: RedatePlan | None) -> Served:
+def _serve(item: Item, plan: RedatePlan | None, replay: DomainReplay | None) -> Served:
     if plan is None:
         return Served(item=item, occurred=item.occurred, listing=item.listing, detail=item.detail, extras=item.extras)
     delta = plan.delta(item.id)
     occurred = item.occurred + delta
     years = round(delta.days / 365.2425)  # seasons ("2014-2015") move by whole years, nearest
-    if isinstance(item.listing, str):  # GDACS XML item
+    if isinstance(item.listing, str):  # an XML element kept as text
         variants = list(zip(text_variants(item.occurred), text_variants(occurred), strict=True))
         xml = shift_text(item.listing, delta, variants=variants)
-        xml = _YEAR_TAG.sub(lambda m: f"{m.group(1)}{occurred.year}{m.group(3)}", xml)
+        if replay is not None and replay.retext is not None:
+            xml = replay.retext(xml, occurred)
         return Served(item=item, occurred=occurred, listing=xml, detail=None, extras={})
     return Served(
         item=item,
@@ -75,19 +73,15 @@ class ReplayRoutes:
     def __init__(self, *, catalog: Catalog, plans: dict[str, RedatePlan] | None, started: datetime) -> None:
         self.catalog = catalog
         self.redated = plans is not None
+        self.plans = plans  # each source's re-dating plan (None: served as recorded)
+        replays = domain_replays()
         self.served: dict[str, list[Served]] = {
-            src: [_serve(it, plans.get(src) if plans else None) for it in items] for src, items in catalog.items.items()
+            src: [_serve(it, plans.get(src) if plans else None, replays.get(src)) for it in items]
+            for src, items in catalog.items.items()
         }
         self.last_modified = started.replace(microsecond=0)
-        self.gdacs_head, self.gdacs_tail = catalog.gdacs_head, catalog.gdacs_tail
-        if plans and catalog.items.get("gdacs"):  # the channel's own dates move with its newest item
-            newest = max(catalog.items["gdacs"], key=lambda it: it.occurred)
-            delta = plans["gdacs"].delta(newest.id)
-            self.gdacs_head = shift_text(self.gdacs_head, delta)
-            self.gdacs_tail = shift_text(self.gdacs_tail, delta)
 
     def add_to(self, app: web.Application) -> None:
-        add_api_routes(app, self)
         for replay in domain_replays().values():
             for path in replay.paths:
                 app.router.add_get(path, partial(replay.recorded, self))
@@ -150,54 +144,3 @@ class ReplayRoutes:
                 continue
             out.append(s)
         return out
-
-    # --- USGS ----------------------------------------------------------------------------------------
-
-    async def usgs_query(self, request: web.Request) -> web.Response:
-        q = request.query
-        if "eventid" in q:
-            s = self._find("usgs", q["eventid"])
-            if s is None or s.detail is None:
-                return web.Response(status=404, text="Error 404: Not Found\n\nUnknown eventid\n", headers=self._headers([]))
-            return self._json(request, s.detail, [s])
-        start, end = parse_time(q.get("starttime")), parse_time(q.get("endtime"))
-        try:
-            minmag = float(q["minmagnitude"]) if "minmagnitude" in q else None
-            maxmag = float(q["maxmagnitude"]) if "maxmagnitude" in q else None
-        except ValueError:
-            raise web.HTTPBadRequest(text="Bad minmagnitude/maxmagnitude") from None
-        limit = query_int(q, "limit", 20000)
-        offset = query_int(q, "offset", 1)
-        if limit < 1 or limit > 20000 or offset < 1:
-            raise web.HTTPBadRequest(text="Bad limit/offset")
-        items = []
-        for s in self.served["usgs"]:
-            mag = s.listing["properties"].get("mag")
-            if (start and s.occurred < start) or (end and s.occurred > end):
-                continue
-            if minmag is not None and (mag is None or mag < minmag):
-                continue
-            if maxmag is not None and (mag is None or mag > maxmag):
-                continue
-            items.append(s)
-        order = q.get("orderby", "time")
-        if order.startswith("magnitude"):
-            items.sort(key=lambda s: (s.listing["properties"].get("mag") or 0, s.id), reverse=order == "magnitude")
-        else:
-            items.sort(key=lambda s: (s.occurred, s.id), reverse=order == "time")
-        chunk = items[offset - 1: offset - 1 + limit]
-        data = {
-            "type": "FeatureCollection",
-            "metadata": {"generated": int(self.last_modified.timestamp() * 1000), "url": str(request.url),
-                         "title": "USGS Earthquakes", "status": 200, "api": "1.12.3", "limit": limit,
-                         "offset": offset, "count": len(chunk)},
-            "features": [s.listing for s in chunk],
-        }
-        return self._json(request, data, chunk, conditional=True)
-
-    # --- GDACS ---------------------------------------------------------------------------------------
-
-    async def gdacs_rss(self, request: web.Request) -> web.Response:
-        items = sorted(self.served["gdacs"], key=lambda s: (s.occurred, s.id), reverse=True)
-        xml = self.gdacs_head + "\n    ".join(s.listing for s in items) + self.gdacs_tail
-        return self._respond(request, xml.encode("utf-8"), "application/rss+xml", items, conditional=True)

@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import math
 import random
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -29,9 +28,8 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
-from clkt.domains.disasters.source import GdacsSource, UsgsSource
 from clkt.facts import EntityFacts
-from clkt.replay.domains import domain_replays
+from clkt.replay.domains import DomainReplay, domain_replays
 from clkt.snapshots.fiction import fictional_entity, fictional_timed
 from clkt.sources.registry import SOURCE_TYPES
 
@@ -42,20 +40,18 @@ F = TypeVar("F", bound=BaseModel)
 ORIGIN = datetime(2000, 1, 1, tzinfo=UTC)
 SOURCES = tuple(SOURCE_TYPES)  # the sources (`clkt.sources.registry`)
 KIND_OF = {name: cls.kind for name, cls in SOURCE_TYPES.items()}  # the kind of facts each source's entities have
-# how long after it occurred an entity is listed: (least, most) seconds, always under a day
-_LAG_S = {UsgsSource.name: (60, 1800), GdacsSource.name: (3600, 12 * 3600)}
 
 
 def _lag_s(source: str) -> tuple[int, int]:
-    """(least, most) seconds after it occurred that an entity of `source` is listed: the first sources' here,
-    a registered domain's from its folder's `replay.py`."""
+    """(least, most) seconds after it occurred that an entity of `source` is listed (its domain's `replay.py`)."""
+    return _replay(source).lag_s
+
+
+def _replay(source: str) -> DomainReplay:
     replay = domain_replays().get(source)
-    return replay.lag_s if replay is not None else _LAG_S[source]
-
-
-# leading digit of the numeric ids
-_USGS_ID = re.compile(r"^cg(?P<tag>\d{3})(?P<i>\d{9})$")
-_GDACS_ID = re.compile(r"^[A-Z]{2}(?P<tag>\d{3})(?P<i>\d{9})$")
+    if replay is None:
+        raise KeyError(f"no replay declares source {source!r}; known: {sorted(domain_replays())}")
+    return replay
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -98,17 +94,18 @@ class EntityStream:
 
     # --- the timeline ------------------------------------------------------------------------------
 
-    def _unit(self, source: str, index: int, purpose: str) -> float:
+    def unit(self, source: str, index: int, purpose: str) -> float:
+        """A number in [0, 1) drawn from (seed, source, index, purpose) alone."""
         h = hashlib.sha256(f"clkt-stream/{self.seed}/{source}/{index}/{purpose}".encode()).digest()
         return int.from_bytes(h[:8], "big") / 2**64
 
     def occurred(self, source: str, index: int) -> datetime:
-        at = (index + 0.05 + 0.9 * self._unit(source, index, "at")) * self.step_s
+        at = (index + 0.05 + 0.9 * self.unit(source, index, "at")) * self.step_s
         return ORIGIN + timedelta(seconds=round(at))
 
     def published(self, source: str, index: int) -> datetime:
         lo, hi = _lag_s(source)
-        return self.occurred(source, index) + timedelta(seconds=round(lo + (hi - lo) * self._unit(source, index, "lag")))
+        return self.occurred(source, index) + timedelta(seconds=round(lo + (hi - lo) * self.unit(source, index, "lag")))
 
     def first_at_or_after(self, source: str, t: datetime) -> int:
         """The first index that occurred at or after `t` (and not before the stream's start)."""
@@ -162,33 +159,12 @@ class EntityStream:
     # --- ids ---------------------------------------------------------------------------------------
 
     def external_id(self, source: str, index: int) -> str:
-        if source == UsgsSource.name:
-            return f"cg{self.tag:03d}{index:09d}"
-        if source == GdacsSource.name:
-            return f"{self.gdacs_type(index)}{self.tag:03d}{index:09d}"
-        replay = domain_replays().get(source)
-        if replay is not None:
-            return replay.external_id(self.tag, index)
-        raise KeyError(source)
+        return _replay(source).id_in(self, index)
 
     def index_of(self, source: str, external_id: str) -> int | None:
         """The index an id names in this stream, or None (another seed's, or no id of ours)."""
-        s = external_id.strip()
         replay = domain_replays().get(source)
-        if replay is not None:
-            return replay.index_of(s, tag=self.tag)
-        pattern = {UsgsSource.name: _USGS_ID, GdacsSource.name: _GDACS_ID}.get(source)
-        m = pattern.match(s) if pattern is not None else None
-        if m is None:
-            return None
-        tag, index = int(m["tag"]), int(m["i"])
-        if tag != self.tag or self.external_id(source, index) != s:
-            return None
-        return index
-
-    def gdacs_type(self, index: int) -> str:
-        """A disaster's GDACS event type, known from its index alone (it is part of the id)."""
-        return ("FL", "TC", "DR", "WF", "FL", "TC")[math.floor(self._unit(GdacsSource.name, index, "type") * 6)]
+        return None if replay is None else replay.index_of(external_id, stream=self)
 
     # --- the entities ------------------------------------------------------------------------------
 

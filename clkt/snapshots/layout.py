@@ -159,7 +159,7 @@ class OpenRow(_Row):
     source: str
     lang: str
     split: SplitName  # every open question is in `test` (the open track picks no checkpoint)
-    fact: str  # the fact slot asked (`clkt.openqa.from_facts.QUESTIONS`), e.g. "film.director"
+    fact: str  # the fact slot asked (`clkt.openqa.from_facts.questions()`), e.g. "film.director"
     kind: str  # `clkt.openqa.question.AnswerKind`: name, number, date, phrase
     question: str = Field(min_length=1)
     answer: str = Field(min_length=1)

@@ -3,9 +3,12 @@ consistent with the shifted dates, faults on request, control endpoints, conditi
 
 from __future__ import annotations
 
+import glob
 import json
+import tomllib
 from collections.abc import AsyncIterator, Mapping
 from datetime import UTC, date, datetime
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -170,3 +173,15 @@ async def test_enforced_limits_answer_429(http: aiohttp.ClientSession) -> None:
         status, headers, _ = await get(http, url)
         assert status == 429 and int(headers["Retry-After"]) >= 1
         assert (await get(http, server.url + "/deezer/album/302127"))[0] == 200  # other sources unaffected
+
+
+def test_every_recording_ships_in_the_wheel() -> None:
+    """Each domain folder's recordings match pyproject's package data (setuptools globs them recursively, from the
+    package's folder), so an installed wheel serves what the checkout does."""
+    root = Path(__file__).resolve().parents[2]
+    globs = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["clkt"]
+    shipped = {Path(p) for g in globs for p in glob.glob(str(root / "clkt" / g), recursive=True) if Path(p).is_file()}
+    recorded = {p for p in (root / "clkt" / "domains").glob("*/data/**/*") if p.is_file()}
+    assert len(recorded) >= 2 * len(load_catalog().items)  # a README and a recording per source at least
+    assert recorded - shipped == set()
+    assert not (root / "clkt" / "replay" / "data").exists()  # the replay package holds no domain's recordings

@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 
 from agents.template import PROMPT_VERSION
-from agents.template.pools import ACTORS, ARTISTS, COMPANIES, DIRECTORS, LABELS, TEAMS
 from clkt.config import load_settings
+from clkt.domains.movies.pools import ACTORS, COMPANIES, DIRECTORS
+from clkt.domains.music.pools import ARTISTS, LABELS
+from clkt.domains.sports.pools import TEAMS
 from clkt.errors import ConfigError, SnapshotError
 from clkt.facts import FilmFacts, QuakeFacts, ReleaseFacts
 from clkt.services import snapshot_config

@@ -32,7 +32,7 @@ MakeCtx = Callable[..., ServiceContext]
 
 
 def recorded(name: str) -> str:
-    return resources.files("clkt.domains.science").joinpath("data", name).read_text(encoding="utf-8")
+    return resources.files("clkt.domains.science").joinpath("data", "arxiv", name).read_text(encoding="utf-8")
 
 
 BIPV = recorded("api-query-all-BIPV-max3.xml")

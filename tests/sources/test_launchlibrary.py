@@ -36,7 +36,7 @@ MakeCtx = Callable[..., ServiceContext]
 
 def recorded(name: str) -> dict[str, Any]:
     data: dict[str, Any] = json.loads(
-        resources.files("clkt.domains.spaceflight").joinpath("data", name).read_text(encoding="utf-8"))
+        resources.files("clkt.domains.spaceflight").joinpath("data", "launchlibrary", name).read_text(encoding="utf-8"))
     return data
 
 

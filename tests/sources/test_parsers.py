@@ -6,7 +6,6 @@ from __future__ import annotations
 import copy
 import json
 from datetime import UTC, date, datetime
-from importlib import resources
 from typing import Any
 from xml.etree import ElementTree as ET
 
@@ -15,8 +14,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from clkt.documents import render_document
+from clkt.domains import DOMAINS
 from clkt.errors import PayloadError, SourceBlocked
 from clkt.facts import FilmFacts, MatchFacts, QuakeFacts, ReleaseFacts
+from clkt.replay.catalog import read_recorded
 from clkt.sources.deezer import parse_album, parse_releases, raise_for_error
 from clkt.sources.gdacs import parse_item, parse_rss
 from clkt.sources.musicbrainz import parse_release, parse_release_search
@@ -26,7 +27,10 @@ from clkt.sources.usgs import parse_quake, parse_quake_list
 
 
 def data(path: str) -> Any:
-    raw = resources.files("clkt.replay").joinpath("data", path).read_text(encoding="utf-8-sig")
+    """A recorded response, `<source>/<file>`, from the folder of the domain whose source it is."""
+    source = path.split("/", 1)[0]
+    package = next(spec.package for spec in DOMAINS.values() if source in {name for name, _ in spec.sources})
+    raw = read_recorded(package, path)
     return raw if path.endswith(".xml") else json.loads(raw)
 
 

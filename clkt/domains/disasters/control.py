@@ -7,8 +7,8 @@ import math
 import random
 from datetime import UTC, date, datetime, time
 
-from agents.template.pools import COUNTRIES
 from clkt.domains.disasters.facts import DisasterFacts, QuakeFacts
+from clkt.domains.disasters.pools import COUNTRIES
 from clkt.snapshots.fiction._namer import Namer, day_in
 from clkt.snapshots.fiction.kinds import FICTIONAL_KINDS, FictionalKind, Made
 

@@ -7,6 +7,7 @@ from clkt.documents.formatting import Formatter
 from clkt.documents.registry import DOCUMENT_KINDS, DocumentKind
 from clkt.domains.disasters import SPEC
 from clkt.domains.disasters.facts import DisasterFacts, QuakeFacts
+from clkt.domains.disasters.labels import ALERT, DISASTER_STATUS, DISASTER_TYPE
 from clkt.facts import RenderedDocument
 
 __all__ = ["DISASTER_TEXT", "QUAKE_TEXT", "mag_type_text", "render_disaster", "render_quake"]
@@ -158,7 +159,7 @@ def render_quake(f: QuakeFacts, fmt: Formatter) -> RenderedDocument:
     # the coordinates sentence states the latitude (the slot asked about); the longitude rides along
     doc.add(t["coords"].format(lat=fmt.latitude(f.latitude), lon=fmt.longitude(f.longitude)), slot="latitude")
     if f.alert:
-        doc.add(t["alert"].format(alert=fmt.label("alert", f.alert)), slot="alert")
+        doc.add(t["alert"].format(alert=fmt.label(ALERT, f.alert)), slot="alert")
     doc.add(t["tsunami_yes"] if f.tsunami else t["tsunami_no"], slot="tsunami")
     if f.felt is not None:
         doc.add(t["felt"].format(n=fmt.integer(f.felt)), slot="felt")
@@ -173,15 +174,15 @@ def render_disaster(f: DisasterFacts, fmt: Formatter) -> RenderedDocument:
     t = DISASTER_TEXT[fmt.lang]
     doc = DocBuilder(lang=fmt.lang, title=f.name)
     doc.add(t["date"].format(date=fmt.date(f.date)), slot="date")
-    doc.add(t["disaster_type"].format(type=fmt.label("disaster_type", f.disaster_type)), slot="disaster_type")
+    doc.add(t["disaster_type"].format(type=fmt.label(DISASTER_TYPE, f.disaster_type)), slot="disaster_type")
     doc.add(t["country"].format(country=f.country), slot="country")
     others = [c for c in f.countries if c != f.country]
     if others:
         doc.add(t["countries"].format(countries=fmt.join([f.country, *others])))
     if f.status:
-        doc.add(t["status"].format(status=fmt.label("disaster_status", f.status)), slot="status")
+        doc.add(t["status"].format(status=fmt.label(DISASTER_STATUS, f.status)), slot="status")
     if f.alert:
-        doc.add(t["alert"].format(alert=fmt.label("alert", f.alert)))
+        doc.add(t["alert"].format(alert=fmt.label(ALERT, f.alert)))
     if f.deaths is not None:
         doc.add(t["deaths"].format(n=fmt.integer(f.deaths)), slot="deaths")
     if f.affected is not None:

@@ -15,12 +15,13 @@ from agents.template.distractors import (
 )
 from agents.template.domains import AGENT_KINDS, AgentKind
 from agents.template.matchers import FactList, depth_fact, magnitude_fact, name_fact
-from agents.template.pools import COUNTRIES, QUAKE_PLACES
 from agents.template.slots import DomainTemplates, SlotTemplate
 from agents.template.values import CoordValue, DateValue, FloatValue, IntValue, LabelValue, NameValue, Value
 from clkt.documents.formatting import Formatter
 from clkt.documents.labels import known_values
 from clkt.domains.disasters.facts import DisasterFacts, QuakeFacts
+from clkt.domains.disasters.labels import ALERT, DISASTER_STATUS, DISASTER_TYPE
+from clkt.domains.disasters.pools import COUNTRIES, QUAKE_PLACES
 
 __all__ = ["DISASTER_SPEC", "QUAKE_SPEC"]
 
@@ -240,11 +241,11 @@ def _intensity_candidates(f: QuakeFacts, rng: Random) -> list[Value]:
 
 def _alert_candidates(f: QuakeFacts | DisasterFacts, rng: Random) -> list[Value]:
     own = (f.alert or "").strip().casefold()
-    if own not in known_values("alert"):
+    if own not in known_values(ALERT):
         return []
-    keys = [k for k in known_values("alert") if k != own]
+    keys = [k for k in known_values(ALERT) if k != own]
     rng.shuffle(keys)
-    return [LabelValue("alert", k) for k in keys]
+    return [LabelValue(ALERT, k) for k in keys]
 
 
 # the quake as the questions name it (`DomainTemplates.naming`; a disaster is named by its name, the default)
@@ -276,7 +277,7 @@ QUAKE_SPEC = DomainTemplates(
         ),
         "alert": SlotTemplate(
             slot="alert", question=QUAKE_QUESTIONS["alert"],
-            answer=lambda f: LabelValue("alert", f.alert.strip().casefold()) if f.alert else None,
+            answer=lambda f: LabelValue(ALERT, f.alert.strip().casefold()) if f.alert else None,
             candidates=_alert_candidates,
         ),
         "felt": SlotTemplate(
@@ -307,7 +308,7 @@ def _disaster_context(f: DisasterFacts, fmt: Formatter) -> dict[str, str]:
         "name": f.name,
         "country": f.country,
         "date": fmt.date(f.date),
-        "type": fmt.label("disaster_type", f.disaster_type),
+        "type": fmt.label(DISASTER_TYPE, f.disaster_type),
     }
 
 
@@ -318,22 +319,22 @@ def _disaster_anchors(f: DisasterFacts, fmt: Formatter) -> list[str]:
 def _type_candidates(f: DisasterFacts, rng: Random) -> list[Value]:
     own = f.disaster_type.strip().casefold()
     related = set().union(*(fam for fam in _FAMILIES if own in fam)) | {own}
-    keys = [k for k in known_values("disaster_type") if k not in related and k != "other"]
+    keys = [k for k in known_values(DISASTER_TYPE) if k not in related and k != "other"]
     rng.shuffle(keys)
-    return [LabelValue("disaster_type", k) for k in keys]
+    return [LabelValue(DISASTER_TYPE, k) for k in keys]
 
 
 def _status_answer(f: DisasterFacts) -> Value | None:
     own = (f.status or "").strip().casefold()
     # "current" and "ongoing" mean nearly the same: only ask when the answer is unambiguous
-    return LabelValue("disaster_status", own) if own in ("past", "alert") else None
+    return LabelValue(DISASTER_STATUS, own) if own in ("past", "alert") else None
 
 
 def _status_candidates(f: DisasterFacts, rng: Random) -> list[Value]:
     own = (f.status or "").strip().casefold()
     keys = [k for k in _STATUSES if k != own]
     rng.shuffle(keys)
-    return [LabelValue("disaster_status", k) for k in keys]
+    return [LabelValue(DISASTER_STATUS, k) for k in keys]
 
 
 def _glide_candidates(f: DisasterFacts, rng: Random) -> list[Value]:
@@ -358,7 +359,7 @@ DISASTER_SPEC = DomainTemplates(
         ),
         "disaster_type": SlotTemplate(
             slot="disaster_type", question=DISASTER_QUESTIONS["disaster_type"],
-            answer=lambda f: LabelValue("disaster_type", f.disaster_type.strip()),
+            answer=lambda f: LabelValue(DISASTER_TYPE, f.disaster_type.strip()),
             candidates=_type_candidates,
         ),
         "country": SlotTemplate(

@@ -10,6 +10,7 @@ from clkt.documents.formatting import Formatter
 from clkt.documents.registry import DOCUMENT_KINDS, DocumentKind
 from clkt.domains.movies import SPEC
 from clkt.domains.movies.facts import FilmFacts
+from clkt.domains.movies.labels import GENRE
 from clkt.facts import RenderedDocument
 
 __all__ = ["MAIN_CAST", "TEXT", "render_film"]
@@ -110,7 +111,7 @@ def render_film(f: FilmFacts, fmt: Formatter) -> RenderedDocument:
     if f.runtime_min:
         doc.add(t["runtime"].format(runtime=fmt.minutes(f.runtime_min)), slot="runtime")
     if f.genres:
-        doc.add(t["genre"].format(genres=fmt.join([fmt.label("genre", g) for g in f.genres])), slot="genre")
+        doc.add(t["genre"].format(genres=fmt.join([fmt.label(GENRE, g) for g in f.genres])), slot="genre")
     if f.budget_usd:
         doc.add(t["budget"].format(money=fmt.usd(f.budget_usd)), slot="budget")
     if f.revenue_usd:

@@ -1,6 +1,6 @@
 """TMDB as the replay server serves it, both modes: discover (a release-date window, 20 a page, 500 pages at most),
 a movie's details (credits and release dates appended on request), its credits, its release dates; the recorded
-responses (`clkt/replay/data/tmdb/`, where the parsers' tests read them too) and the generated ones."""
+responses (`data/tmdb/`, where the parsers' tests read them too) and the generated ones."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import math
 import re
 from collections.abc import Callable
 from datetime import date, timedelta
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -15,7 +16,7 @@ from aiohttp import web
 from clkt import clock
 from clkt.domains.movies import SPEC
 from clkt.domains.movies.facts import FilmFacts
-from clkt.replay.catalog import _day, _json
+from clkt.replay.catalog import _day, json_recorded
 from clkt.replay.domains import DomainReplay, Item
 from clkt.replay.generator import _midnight
 from clkt.replay.payloads import _ids
@@ -27,6 +28,8 @@ if TYPE_CHECKING:
     from clkt.replay.stream import Generated
 
 __all__ = ["PAGE_SIZE", "REPLAY", "discover_result", "movie"]
+
+_json = partial(json_recorded, __name__.rpartition(".")[0])  # this folder's recordings: `data/<source>/<file>`
 
 PAGE_SIZE = 20  # TMDB's page
 MAX_PAGE = 500

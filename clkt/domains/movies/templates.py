@@ -7,13 +7,14 @@ from random import Random
 from agents.template.distractors import near_ints, pool_names, shifted_dates
 from agents.template.domains import AGENT_KINDS, AgentKind
 from agents.template.matchers import FactList, money_fact, runtime_fact
-from agents.template.pools import ACTORS, COMPANIES, DIRECTORS
 from agents.template.slots import DomainTemplates, SlotTemplate
 from agents.template.values import DateValue, IntValue, LabelValue, NameValue, Value
 from clkt.documents.formatting import Formatter
 from clkt.documents.labels import known_values
 from clkt.domains.movies.document import MAIN_CAST
 from clkt.domains.movies.facts import FilmFacts
+from clkt.domains.movies.labels import GENRE
+from clkt.domains.movies.pools import ACTORS, COMPANIES, DIRECTORS
 
 __all__ = ["SPEC"]
 
@@ -100,9 +101,9 @@ def _genre_key(name: str) -> str:
 
 def _genre_candidates(f: FilmFacts, rng: Random) -> list[Value]:
     own = {g.strip().casefold() for g in f.genres}
-    keys = [k for k in known_values("genre") if k not in own]
+    keys = [k for k in known_values(GENRE) if k not in own]
     rng.shuffle(keys)
-    return [LabelValue("genre", k) for k in keys]
+    return [LabelValue(GENRE, k) for k in keys]
 
 
 def _money(n: int | None, rng: Random, other: int | None) -> list[Value]:
@@ -144,9 +145,9 @@ SPEC = DomainTemplates(
         ),
         "genre": SlotTemplate(
             slot="genre", question=Q["genre"],
-            answer=lambda f: LabelValue("genre", _genre_key(f.genres[0])) if f.genres else None,
+            answer=lambda f: LabelValue(GENRE, _genre_key(f.genres[0])) if f.genres else None,
             candidates=_genre_candidates,
-            truths=lambda f: [LabelValue("genre", _genre_key(g)) for g in f.genres],
+            truths=lambda f: [LabelValue(GENRE, _genre_key(g)) for g in f.genres],
         ),
         "budget": SlotTemplate(
             slot="budget", question=Q["budget"],

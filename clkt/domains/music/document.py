@@ -7,6 +7,7 @@ from clkt.documents.formatting import Formatter
 from clkt.documents.registry import DOCUMENT_KINDS, DocumentKind
 from clkt.domains.music import SPEC
 from clkt.domains.music.facts import ReleaseFacts
+from clkt.domains.music.labels import RELEASE_TYPE
 from clkt.facts import RenderedDocument
 
 __all__ = ["TEXT", "ordered_tracks", "release_type_key", "render_release"]
@@ -103,7 +104,7 @@ def render_release(f: ReleaseFacts, fmt: Formatter) -> RenderedDocument:
         doc.add(t["label"].format(label=f.label, catalog=catalog), slot="label")
     rtype = release_type_key(f.release_type)
     if rtype:
-        doc.add(t["release_type"].format(type=fmt.label("release_type", rtype)), slot="release_type")
+        doc.add(t["release_type"].format(type=fmt.label(RELEASE_TYPE, rtype)), slot="release_type")
     titles = ordered_tracks(f)
     if titles:
         doc.add(t["track_count"].format(n=fmt.integer(len(titles))), slot="track_count")

@@ -1,6 +1,6 @@
 """The music sources as the replay server serves them, both modes: MusicBrainz's release search (a Lucene
 `date:[a TO b]` window) and lookup, Deezer's editorial releases (newest first), album and tracks; the recorded
-responses (`clkt/replay/data/musicbrainz/` and `deezer/`, where the parsers' tests read them too; a list entry
+responses (`data/musicbrainz/` and `data/deezer/`, where the parsers' tests read them too; a list entry
 projected from a recorded lookup where only the lookup was recorded) and the generated ones."""
 
 from __future__ import annotations
@@ -8,13 +8,14 @@ from __future__ import annotations
 import copy
 import re
 from datetime import date, timedelta
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
 from clkt import clock
 from clkt.domains.music.facts import ReleaseFacts
-from clkt.replay.catalog import _day, _json
+from clkt.replay.catalog import _day, json_recorded
 from clkt.replay.domains import DomainReplay, Item
 from clkt.replay.generator import _midnight
 from clkt.replay.payloads import _ids
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
     from clkt.replay.stream import Generated
 
 __all__ = ["DEFAULT_LIMIT", "REPLAYS", "deezer_album", "deezer_release", "mb_lookup", "mb_search_entry"]
+
+_json = partial(json_recorded, __name__.rpartition(".")[0])  # this folder's recordings: `data/<source>/<file>`
 
 DEFAULT_LIMIT = 25  # both APIs' page when none is asked for
 _MB_DATE = re.compile(r"date:\[\s*(\S+)\s+TO\s+(\S+)\s*\]", re.I)

@@ -7,13 +7,14 @@ from random import Random
 from agents.template.distractors import near_ints, pool_names, shifted_dates
 from agents.template.domains import AGENT_KINDS, AgentKind
 from agents.template.matchers import FactList, in_name, label_fact, title_fact
-from agents.template.pools import ARTISTS, LABELS
 from agents.template.slots import DomainTemplates, SlotTemplate
 from agents.template.values import DateValue, IntValue, LabelValue, NameValue, Value
 from clkt.documents.formatting import Formatter
 from clkt.documents.labels import known_values
 from clkt.domains.music.document import ordered_tracks, release_type_key
 from clkt.domains.music.facts import ReleaseFacts
+from clkt.domains.music.labels import RELEASE_TYPE
+from clkt.domains.music.pools import ARTISTS, LABELS
 from clkt.outputs import normalize
 
 __all__ = ["SPEC"]
@@ -105,14 +106,14 @@ def _other_tracks(f: ReleaseFacts, rng: Random, index: int) -> list[Value]:
 
 def _type_answer(f: ReleaseFacts) -> Value | None:
     key = release_type_key(f.release_type)
-    return LabelValue("release_type", key) if key in known_values("release_type") else None
+    return LabelValue(RELEASE_TYPE, key) if key in known_values(RELEASE_TYPE) else None
 
 
 def _type_candidates(f: ReleaseFacts, rng: Random) -> list[Value]:
     own = release_type_key(f.release_type)
     keys = [k for k in _TYPES if k != own]
     rng.shuffle(keys)
-    return [LabelValue("release_type", k) for k in keys]
+    return [LabelValue(RELEASE_TYPE, k) for k in keys]
 
 
 SPEC = DomainTemplates(

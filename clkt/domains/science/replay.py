@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta
-from importlib import resources
 from typing import TYPE_CHECKING
 from xml.etree import ElementTree as ET
 from xml.sax.saxutils import escape, quoteattr
@@ -16,6 +15,7 @@ from clkt import clock
 from clkt.domains.science import SPEC
 from clkt.domains.science.facts import PaperFacts
 from clkt.domains.science.source import ATOM_NS
+from clkt.replay.catalog import read_recorded
 from clkt.replay.domains import DomainReplay, Item
 from clkt.replay.query import query_int
 from clkt.sources._parse import when
@@ -89,7 +89,7 @@ def _items() -> list[Item]:
     """Every recorded Atom `<entry>` (its raw XML text), once per arXiv id, dated by its `<published>`."""
     items: dict[str, Item] = {}
     for f in FILES:
-        raw = resources.files(SPEC.package).joinpath("data", f).read_text(encoding="utf-8-sig")
+        raw = read_recorded(SPEC.package, f"arxiv/{f}")
         root = ET.fromstring(raw.encode("utf-8"))  # our own recordings, read once at start
         for block, el in zip(_ENTRY_RE.findall(raw), root.iterfind("atom:entry", ATOM_NS), strict=True):
             m = _ID.search((el.findtext("atom:id", namespaces=ATOM_NS) or "").strip())

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import re
 from datetime import UTC, datetime
-from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -15,6 +14,7 @@ from aiohttp import web
 from clkt import clock
 from clkt.domains.spaceflight import SPEC
 from clkt.domains.spaceflight.facts import LaunchFacts
+from clkt.replay.catalog import read_recorded
 from clkt.replay.domains import DomainReplay, Item
 from clkt.replay.query import parse_time, query_int
 from clkt.sources._parse import when
@@ -68,7 +68,7 @@ def _items() -> list[Item]:
     """Every recorded launch (both schema versions), once per id, dated by its `net`."""
     items: dict[str, Item] = {}
     for f in FILES:
-        raw = resources.files(SPEC.package).joinpath("data", f).read_text(encoding="utf-8-sig")
+        raw = read_recorded(SPEC.package, f"launchlibrary/{f}")
         for r in json.loads(raw)["results"]:
             if r["id"] not in items:
                 items[r["id"]] = Item(id=r["id"], occurred=when(r["net"], "net"), listing=r, detail=r)

@@ -7,6 +7,7 @@ from clkt.documents.formatting import Formatter
 from clkt.documents.registry import DOCUMENT_KINDS, DocumentKind
 from clkt.domains.sports import SPEC
 from clkt.domains.sports.facts import MatchFacts
+from clkt.domains.sports.labels import SPORT
 from clkt.facts import RenderedDocument
 
 __all__ = ["TEXT", "render_match"]
@@ -112,7 +113,7 @@ def render_match(f: MatchFacts, fmt: Formatter) -> RenderedDocument:
     kickoff = ""
     if f.kickoff_utc is not None:
         kickoff = t["kickoff"].format(clock=fmt.clock(f.kickoff_utc))
-    sport = fmt.label("sport", f.sport)
+    sport = fmt.label(SPORT, f.sport)
     doc.add(
         t["date"].format(sport=sport, home=f.home_team, away=f.away_team, date=fmt.date(f.date), kickoff=kickoff),
         slot="date",

@@ -1,5 +1,5 @@
 """TheSportsDB as the replay server serves it, both modes: a day's events (`eventsday.php?d=&l=&s=`) and one event
-(`lookupevent.php?id=`); the recorded responses (`clkt/replay/data/thesportsdb/`, where the parsers' tests read
+(`lookupevent.php?id=`); the recorded responses (`data/thesportsdb/`, where the parsers' tests read
 them too) and the generated ones: soccer matches of fictional competitions in the three default league ids, taking
 turns."""
 
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -14,7 +15,7 @@ from aiohttp import web
 from clkt import clock
 from clkt.domains.sports import SPEC
 from clkt.domains.sports.facts import MatchFacts
-from clkt.replay.catalog import _day, _json
+from clkt.replay.catalog import _day, json_recorded
 from clkt.replay.domains import DomainReplay, Item
 from clkt.replay.generator import _midnight
 from clkt.replay.query import parse_day
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
     from clkt.replay.stream import Generated
 
 __all__ = ["LEAGUES", "REPLAY", "event"]
+
+_json = partial(json_recorded, __name__.rpartition(".")[0])  # this folder's recordings: `data/<source>/<file>`
 
 LEAGUES = ("4328", "4424", "4387")  # the league ids the poller asks for by default; generated matches take turns
 _EVENTS_DAY, _LOOKUP = "/thesportsdb/{key}/eventsday.php", "/thesportsdb/{key}/lookupevent.php"

@@ -7,11 +7,11 @@ from random import Random
 from agents.template.distractors import near_ints, near_scores, pool_names, shifted_dates
 from agents.template.domains import AGENT_KINDS, AgentKind
 from agents.template.matchers import FactList, score_fact
-from agents.template.pools import competitions_for, teams_for, venues_for
 from agents.template.slots import DomainTemplates, SlotTemplate
 from agents.template.values import DateValue, IntValue, NameValue, ScoreValue, Value
 from clkt.documents.formatting import Formatter
 from clkt.domains.sports.facts import MatchFacts
+from clkt.domains.sports.pools import competitions_for, teams_for, venues_for
 
 __all__ = ["SPEC"]
 

@@ -7,19 +7,8 @@ import random
 from collections.abc import Callable, Sequence
 from datetime import date, timedelta
 
-from agents.template.pools import (
-    ACTORS,
-    ARTISTS,
-    COMPANIES,
-    COMPETITIONS,
-    COUNTRIES,
-    DIRECTORS,
-    LABELS,
-    QUAKE_PLACES,
-    TEAMS,
-    VENUES,
-)
 from agents.template.values import NameValue, Value
+from clkt.domains import import_side
 from clkt.errors import SnapshotError
 
 __all__ = ["NAMES_PER_POOL", "WORDS", "Namer", "day_in"]
@@ -37,13 +26,9 @@ WORDS = (
 _COMPASS = ("N", "NE", "E", "SE", "S", "SW", "W", "NW", "NNE", "ENE", "ESE", "SSE", "SSW", "WSW", "WNW", "NNW")
 NAMES_PER_POOL = 12  # fictional distractor candidates of each kind per entity
 
+# every registered domain's pools of real names (its folder's `pools.py`: `POOLS`)
 _REAL: frozenset[str] = frozenset(
-    n.casefold()
-    for pool in (
-        *TEAMS.values(), *VENUES.values(), *COMPETITIONS.values(), DIRECTORS, ACTORS, COMPANIES, ARTISTS, LABELS,
-        QUAKE_PLACES, COUNTRIES,
-    )
-    for n in pool
+    n.casefold() for module in import_side("pools") for pool in getattr(module, "POOLS", ()) for n in pool
 )
 
 
