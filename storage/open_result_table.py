@@ -11,9 +11,10 @@ from __future__ import annotations
 from sqlalchemy import BigInteger, Column, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-__all__ = ["ANSWER_CHARS", "OpenResult"]
+__all__ = ["ANSWER_CHARS", "REASON_CHARS", "OpenResult"]
 
 ANSWER_CHARS = 500  # the answer text kept (`clkt.openqa.results.MAX_ANSWER_CHARS`)
+REASON_CHARS = 200  # the verdict's reason kept (`clkt.openqa.results.MAX_REASON_CHARS`)
 
 
 class OpenResult(SQLModel, table=True):
@@ -35,3 +36,5 @@ class OpenResult(SQLModel, table=True):
     verdict: str = Field(max_length=16)  # CORRECT | INCORRECT | NOT_ATTEMPTED
     other_language: bool = False  # answered in another language (INCORRECT, counted apart)
     answer: str = Field(default="", max_length=ANSWER_CHARS)
+    answer_lang: str | None = Field(default=None, max_length=8)  # the language identified in the answer (None: none)
+    reason: str = Field(default="", max_length=REASON_CHARS)  # why the scorer gave its verdict ("alias", "other_language"...)

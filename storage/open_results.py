@@ -11,19 +11,19 @@ the MCQs; the report computes the same metrics on them, apart.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import delete, select
+from sqlalchemy import ColumnElement, delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from storage.models import GpuJob, LeaseStatus, ResultPack
-from storage.open_result_table import ANSWER_CHARS, OpenResult
+from storage.open_result_table import ANSWER_CHARS, REASON_CHARS, OpenResult
 from storage.result_packs import PACKED_SPLIT, PackedAnswer, add_result_packs, build_packs
 from storage.tasks import insert_ignore
 
-__all__ = ["OpenResultRecord", "OpenResultRow", "open_results_for_snapshot", "write_open_results"]
+__all__ = ["OpenResultRecord", "OpenResultRow", "open_results_for_jobs", "open_results_for_snapshot", "write_open_results"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -41,6 +41,8 @@ class OpenResultRecord:
     verdict: str
     other_language: bool
     answer: str
+    answer_lang: str | None = None  # the language identified in the answer (None: none, or stored before it was kept)
+    reason: str = ""  # the scorer's reason for its verdict (empty: stored before it was kept)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -72,7 +74,8 @@ async def write_open_results(
     rows = [
         dict(job_id=job_id, open_qid=r.open_qid, entity_id=r.entity_id, domain=r.domain[:32], fact=r.fact[:100],
              lang=r.lang, variant=r.variant, scorer=r.scorer, split=r.split, verdict=r.verdict,
-             other_language=r.other_language, answer=r.answer[:ANSWER_CHARS])
+             other_language=r.other_language, answer=r.answer[:ANSWER_CHARS],
+             answer_lang=(r.answer_lang or "")[:8] or None, reason=r.reason[:REASON_CHARS])
         for r in records
     ]
     total = 0
@@ -88,10 +91,27 @@ async def write_open_results(
 
 async def open_results_for_snapshot(session: AsyncSession, snapshot_id: str) -> list[OpenResultRow]:
     """The open answers of the snapshot's finished jobs, in job order."""
+    return await _rows(session, col(GpuJob.snapshot_id) == snapshot_id, col(GpuJob.status) == LeaseStatus.done)
+
+
+async def open_results_for_jobs(
+    session: AsyncSession, job_ids: Sequence[int], *, split: str | None = None, scorer: str | None = None,
+) -> list[OpenResultRow]:
+    """The open answers of these jobs (of one split, of one scorer when named), in job order."""
+    out: list[OpenResultRow] = []
+    ids = sorted(set(job_ids))
+    where = [col(OpenResult.split) == split] if split is not None else []
+    where += [col(OpenResult.scorer) == scorer] if scorer is not None else []
+    for i in range(0, len(ids), 500):
+        out += await _rows(session, col(OpenResult.job_id).in_(ids[i : i + 500]), *where)
+    return out
+
+
+async def _rows(session: AsyncSession, *where: ColumnElement[bool]) -> list[OpenResultRow]:
     stmt = (
         select(OpenResult, col(GpuJob.target_model), col(GpuJob.strategy), col(GpuJob.train_lang), col(GpuJob.seed))
         .join(GpuJob, col(GpuJob.id) == col(OpenResult.job_id))
-        .where(col(GpuJob.snapshot_id) == snapshot_id, col(GpuJob.status) == LeaseStatus.done)
+        .where(*where)
         .order_by(col(OpenResult.job_id), col(OpenResult.id))
     )
     return [
@@ -99,7 +119,7 @@ async def open_results_for_snapshot(session: AsyncSession, snapshot_id: str) -> 
             job_id=r.job_id, target_model=model, strategy=strategy, train_lang=lang, seed=int(seed),
             open_qid=int(r.open_qid), entity_id=int(r.entity_id), domain=r.domain, fact=r.fact, lang=r.lang,
             variant=r.variant, scorer=r.scorer, split=r.split, verdict=r.verdict, other_language=bool(r.other_language),
-            answer=r.answer,
+            answer=r.answer, answer_lang=r.answer_lang, reason=r.reason,
         )
         for r, model, strategy, lang, seed in (await session.execute(stmt)).all()
     ]

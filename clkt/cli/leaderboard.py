@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from clkt.config import Settings
     from clkt.report.by_domain import DomainBoard
     from clkt.report.leaderboard_data import Comparison, Estimate, Leaderboard, LeaderboardQuery, LeaderRow
+    from storage.engine import Store
 
 __all__ = ["register"]
 
@@ -227,6 +228,21 @@ def _csv(board: Leaderboard) -> str:
     return buf.getvalue()
 
 
+async def _write_predictions(
+    store: Store, q: LeaderboardQuery, predictions: Path | None, open_predictions: Path | None,
+) -> list[tuple[str, Path, int]]:
+    """The predictions files asked for (the MCQ answers, the open track's); each one's label, path and row count."""
+    from clkt.report.open_predictions import write_open_predictions
+    from clkt.report.window import write_predictions
+
+    out: list[tuple[str, Path, int]] = []
+    if predictions is not None:
+        out.append(("predictions", predictions, await write_predictions(store, q, predictions)))
+    if open_predictions is not None:
+        out.append(("open predictions", open_predictions, await write_open_predictions(store, q, open_predictions)))
+    return out
+
+
 def _check_by(by: str | None, transfer_pairs: str, *, compare: bool, predictions: bool) -> None:
     from clkt.report.by_domain import BY_KEYS
 
@@ -279,6 +295,8 @@ def leaderboard(
     as_json: Annotated[bool, typer.Option("--json", help="the leaderboard as JSON")] = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="the rows as CSV")] = False,
     predictions: Annotated[Path | None, typer.Option("--predictions", help="write the predictions behind it as CSV")] = None,
+    open_predictions: Annotated[Path | None, typer.Option(
+        "--open-predictions", help="write the open track's answers behind it as CSV (answer, verdict, reason)")] = None,
     seed: Annotated[int, typer.Option("--seed", min=0, max=2**32 - 1, help="the bootstrap's seed")] = 0,
     min_questions: Annotated[int | None, typer.Option("--min-questions", min=1, max=1_000_000,
                                                       help="fewer distinct test questions: too few, not ranked (default 50)")] = None,
@@ -297,7 +315,7 @@ def leaderboard(
     if as_json and as_csv:
         raise fail("--json and --csv: choose one")
     compare, target = target_options(compare_targets, compare, target)
-    _check_by(by, transfer_pairs, compare=compare is not None, predictions=predictions is not None)
+    _check_by(by, transfer_pairs, compare=compare is not None, predictions=predictions is not None or open_predictions is not None)
     from clkt.cli.leaderboard_strategies import parse_pair
 
     strategy_pair = parse_pair(compare_strategies, by=by)
@@ -310,21 +328,17 @@ def leaderboard(
         languages=tuple(settings.spec.languages) if name == settings.spec.name else (), seed=seed,
         min_questions=min_questions or MIN_QUESTIONS, samples=bootstrap or BOOTSTRAP_SAMPLES, unverified=unverified,
     )
-    if predictions is not None and not predictions.parent.is_dir():
-        raise fail(f"--predictions: no folder {predictions.parent}")
+    for option, path in (("--predictions", predictions), ("--open-predictions", open_predictions)):
+        if path is not None and not path.parent.is_dir():
+            raise fail(f"{option}: no folder {path.parent}")
     if by is not None:
         _by(settings, q, by, transfer_pairs, as_json=as_json, as_csv=as_csv)
         return
 
-    async def read() -> tuple[Leaderboard, int | None]:
+    async def read() -> tuple[Leaderboard, list[tuple[str, Path, int]]]:
         async with read_store(settings) as store:
             board, _ = await cached_leaderboard(store, q, cache_dir=board_cache_dir(settings.data_dir), refresh=no_cache)
-            rows = None
-            if predictions is not None:
-                from clkt.report.window import write_predictions
-
-                rows = await write_predictions(store, q, predictions)
-            return board, rows
+            return board, await _write_predictions(store, q, predictions, open_predictions)
 
     board, written = run_async(read)
     if as_json:
@@ -340,5 +354,5 @@ def leaderboard(
         for note in [*board.notes, *(board.comparison.notes if board.comparison is not None else ())]:
             console.print("[yellow]note:[/]", plain(note))
         _print_strategies(board)
-    if predictions is not None:
-        (err_console if as_json or as_csv else console).print(plain(f"predictions: {predictions} ({written} rows)"))
+    for label, path, n in written:
+        (err_console if as_json or as_csv else console).print(plain(f"{label}: {path} ({n} rows)"))

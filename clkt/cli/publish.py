@@ -128,7 +128,8 @@ def _busy(snapshot_id: str, where: str, task: PublishTaskRecord | None) -> str:
 
 def retract(
     ident: IdArg,
-    question_id: Annotated[int, typer.Argument(help="the question's qid (as in the snapshot's questions/<lang>.jsonl)")],
+    question_id: Annotated[int, typer.Argument(help="the question's qid (as in the snapshot's questions/<lang>.jsonl, or "
+                                                    "open/<lang>.jsonl); the other format's questions on its fact go with it")],
     reason: Annotated[str, typer.Option("--reason", help="why the question is wrong (listed in ERRATA.md)")],
     config: ConfigOption = None,
 ) -> None:
@@ -142,6 +143,8 @@ def retract(
 
     r = run_async(go)
     rec = r.record
+    if r.same_fact:
+        console.print(plain(f"with it, on the same fact: question(s) {', '.join(str(t.qid) for t in r.same_fact)}"))
     if not r.new:
         console.print(plain(f"question {rec.qid} of {rec.snapshot_id} was already retracted on "
                             f"{rec.retracted_at:%Y-%m-%d %H:%M} UTC ({rec.reason}); that retraction stands"))

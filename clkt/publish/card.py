@@ -87,6 +87,7 @@ class SnapshotCard:
     published: dict[str, dict[str, int]]  # language -> split -> questions in this revision
     has_report: bool
     predictions: int  # files
+    open_predictions: int = 0  # files: the open track's answers
     jobs: int
     adapters: int
     manifest_sha256: str
@@ -288,6 +289,9 @@ def render_snapshot_card(card: SnapshotCard, configs: Sequence[Config]) -> str:
                            if card.has_report else "not yet (the GPU jobs have not all finished)"),
         f"- `predictions/`: {card.predictions} file(s), every job's answer to every published question per variant and"
         " scorer (`predicted` is empty when no letter was read; `raw` the generated text)",
+        *([f"- `open_predictions/`: {card.open_predictions} file(s), every job's answer to every published open question"
+           " per variant: the answer as stored, the normaliser's `verdict`, its `reason`, `answer_lang` and"
+           " `other_language` (answered in another language: never right)"] if card.open_predictions else []),
         f"- `jobs/`: {card.jobs} job config(s): strategy, LoRA settings, seeds, the job's summary and library versions",
         f"- `adapters/`: {card.adapters} LoRA adapter(s) of the best epoch",
         "- `publish.json`: this revision's state; `SHA256SUMS`: the sha256 of every file of this revision",

@@ -18,6 +18,7 @@ from clkt.snapshots.layout import SnapshotData
 from storage.engine import Store
 from storage.enums import LeaseStatus
 from storage.gpu_jobs import GpuJobRecord, jobs_for_snapshot
+from storage.open_results import OpenResultRow, open_results_for_snapshot
 from storage.publish_revisions import PredictionRow, latest_revisions, predictions_for_snapshot
 from storage.retractions import RetractionRecord, retractions_of
 from storage.snapshots import list_snapshots
@@ -49,6 +50,7 @@ async def gather_material(
     cfg, sid = publish, plan.record.id
     report = None
     predictions: list[PredictionRow] = []
+    open_rows: list[OpenResultRow] = []
     jobs: list[GpuJobRecord] = []
     adapters: dict[str, Path] = {}
     if plan.report is not None:
@@ -58,12 +60,13 @@ async def gather_material(
         async with store.session() as s:
             if cfg.include_predictions:
                 predictions = await predictions_for_snapshot(s, sid)
+                open_rows = await open_results_for_snapshot(s, sid)
             all_jobs = await jobs_for_snapshot(s, sid)
         if cfg.include_configs:
             jobs = all_jobs
         if cfg.include_adapters:
             adapters = _adapters(all_jobs)
-    return SnapshotMaterial(plan=plan, data=data, report=report, predictions=predictions, jobs=jobs,
+    return SnapshotMaterial(plan=plan, data=data, report=report, predictions=predictions, open_predictions=open_rows, jobs=jobs,
                             adapters=adapters, revision=revision, history=history, versions=library_versions())
 
 async def repo_entries(

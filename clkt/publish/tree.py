@@ -12,6 +12,9 @@ report/                              the report recomputed from the stored resul
                                      (aggregates per domain and language pair: no entity)
 predictions/<model>__<strategy>__<train_lang>.jsonl   every answer of every finished job (minus retracted; none
                                      while held)
+open_predictions/<model>__<strategy>__<train_lang>.jsonl   every open answer (the open track's test split) of every
+                                     finished job, with its verdict and reason (`clkt.report.open_predictions`; minus
+                                     retracted; none while held)
 jobs/<model>__<strategy>__<train_lang>.json           the job's config, summary and library versions
                                      (a training seed other than 0 adds `__seed<n>` to these three names)
 adapters/<model>__<strategy>__<train_lang>/           the best epoch's LoRA adapter (publish.include_adapters; none
@@ -51,11 +54,13 @@ from clkt.publish.card import (
 )
 from clkt.publish.state import SnapshotPlan
 from clkt.report.data import ReportData
+from clkt.report.open_predictions import open_prediction
 from clkt.report.writer import write_report_files
 from clkt.snapshots.content import canonical_json
 from clkt.snapshots.ids import stable_entity_id, stable_qid
 from clkt.snapshots.layout import MANIFEST_FILE, SnapshotData, sha256_file
 from storage.gpu_jobs import GpuJobRecord
+from storage.open_results import OpenResultRow
 from storage.publish_revisions import PredictionRow
 from storage.retractions import RetractionRecord
 
@@ -73,6 +78,7 @@ _QA = re.compile(r"^hf/data/qa_(?P<lang>[A-Za-z0-9_-]+)-(?P<split>validation|tes
 _OPEN = re.compile(r"^hf/data/open_(?P<lang>[A-Za-z0-9_-]+)-test\.jsonl$")
 _DOCS = re.compile(r"^hf/data/docs_(?P<lang>[A-Za-z0-9_-]+)-train\.jsonl$")
 _PRED = re.compile(r"^predictions/[^/]+\.jsonl$")
+_OPEN_PRED = re.compile(r"^open_predictions/[^/]+\.jsonl$")
 _SPLITS = (("val", "validation"), ("test", "test"))
 
 
@@ -80,7 +86,7 @@ def snapshot_folder(snapshot_id: str) -> str:
     return f"snapshots/{snapshot_id}"
 
 
-def job_key(job: GpuJobRecord | PredictionRow) -> str:
+def job_key(job: GpuJobRecord | PredictionRow | OpenResultRow) -> str:
     """`<model>__<strategy>__<train_lang>`, and `__seed<n>` for a training seed other than 0 (`spec.seeds`)."""
     model = job.target_model
     key = "__".join(re.sub(r"[^A-Za-z0-9._-]+", "-", p).strip("-") or "x" for p in (model, job.strategy, job.train_lang))
@@ -95,6 +101,7 @@ class SnapshotMaterial:
     data: SnapshotData  # the frozen folder, loaded with its hashes checked
     report: ReportData | None  # recomputed without the retracted questions; None: not included or not yet
     predictions: list[PredictionRow] = field(default_factory=list)
+    open_predictions: list[OpenResultRow] = field(default_factory=list)  # the open track's stored answers
     jobs: list[GpuJobRecord] = field(default_factory=list)
     adapters: dict[str, Path] = field(default_factory=dict)  # job key -> the best epoch's folder
     revision: int = 1
@@ -120,12 +127,13 @@ def _kept_lines(src: Path, drop: frozenset[int]) -> list[str]:
 
 def configs_of(paths: Iterable[str], *, prefix: str = "", languages: Sequence[str] = ()) -> list[Config]:
     """The `datasets` configs of a snapshot folder's files (`paths` relative to the folder), named with `prefix`:
-    `qa_<lang>`, `docs_<lang>`, `open_<lang>` for each language (in `languages`' order, then by name) and
-    `predictions`."""
+    `qa_<lang>`, `docs_<lang>`, `open_<lang>` for each language (in `languages`' order, then by name),
+    `predictions` and `open_predictions`."""
     qa: dict[str, dict[str, str]] = {}
     docs: dict[str, str] = {}
     opens: dict[str, str] = {}
     preds: list[str] = []
+    open_preds: list[str] = []
     for p in sorted(paths):
         if m := _QA.match(p):
             qa.setdefault(m["lang"], {})[m["split"]] = p
@@ -135,6 +143,8 @@ def configs_of(paths: Iterable[str], *, prefix: str = "", languages: Sequence[st
             opens[m["lang"]] = p
         elif _PRED.match(p):
             preds.append(p)
+        elif _OPEN_PRED.match(p):
+            open_preds.append(p)
     order = {lang: i for i, lang in enumerate(languages)}
 
     def langs(keys: Iterable[str]) -> list[str]:
@@ -146,6 +156,8 @@ def configs_of(paths: Iterable[str], *, prefix: str = "", languages: Sequence[st
     out += [Config(name=f"{prefix}open_{lang}", files=(("test", opens[lang]),)) for lang in langs(opens)]
     if preds:
         out.append(Config(name=f"{prefix}predictions", files=(("predictions", "predictions/*.jsonl"),)))
+    if open_preds:
+        out.append(Config(name=f"{prefix}open_predictions", files=(("predictions", "open_predictions/*.jsonl"),)))
     return out
 
 
@@ -191,6 +203,7 @@ def write_snapshot_folder(root: Path, mat: SnapshotMaterial) -> list[str]:
         write_report_files(mat.report, base / "report")
         written += sorted(p.relative_to(base).as_posix() for p in (base / "report").rglob("*") if p.is_file())
     n_predictions = _write_predictions(base, mat, written)
+    n_open = _write_open_predictions(base, mat, written)
     _write_jobs_and_adapters(base, mat, written)
     # a retracted question of a held snapshot is counted, never named (not even by qid) until it is released
     hidden = held_qids(data) if state.held else frozenset()
@@ -204,7 +217,8 @@ def write_snapshot_folder(root: Path, mat: SnapshotMaterial) -> list[str]:
     card = SnapshotCard(
         manifest=data.manifest, sources=sorted({d.source for rows in data.docs.values() for d in rows}), state=state,
         hold=plan.hold, retractions=named, held_retractions=n_hidden, revision=mat.revision, history=mat.history,
-        published=published, has_report=mat.report is not None, predictions=n_predictions, jobs=len(mat.jobs),
+        published=published, has_report=mat.report is not None, predictions=n_predictions, open_predictions=n_open,
+        jobs=len(mat.jobs),
         adapters=0 if state.held else len(mat.adapters), manifest_sha256=sha256_file(frozen / MANIFEST_FILE),
         kept=mat.report.locality if mat.report is not None else (),
         open_track=mat.report.open_track if mat.report is not None else None,
@@ -270,6 +284,23 @@ def _write_predictions(base: Path, mat: SnapshotMaterial, written: list[str]) ->
                                  int(str(r["qid"]))))
         rel = f"predictions/{key}.jsonl"
         _write(base / rel, "".join(canonical_json(r) + "\n" for r in rows))
+        written.append(rel)
+    return len(by_job)
+
+
+def _write_open_predictions(base: Path, mat: SnapshotMaterial, written: list[str]) -> int:
+    """Every job's open answers of the test split (without the retracted open questions; none while held), one file a
+    job (`clkt.report.open_predictions.OpenPrediction` rows); how many files."""
+    state = mat.plan.state
+    retracted = frozenset(state.retracted)
+    by_job: dict[str, list[OpenResultRow]] = {}
+    for r in [] if state.held else mat.open_predictions:
+        if r.split == "test" and r.open_qid not in retracted:
+            by_job.setdefault(job_key(r), []).append(r)
+    for key, rows in sorted(by_job.items()):
+        rows.sort(key=lambda r: (r.lang, r.variant, r.scorer, r.open_qid))
+        rel = f"open_predictions/{key}.jsonl"
+        _write(base / rel, "".join(canonical_json(open_prediction(r).model_dump(mode="json")) + "\n" for r in rows))
         written.append(rel)
     return len(by_job)
 

@@ -24,6 +24,7 @@ from collections.abc import Collection, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
+from clkt.openqa.same_fact import MCQ_SLOT, mcq_slot
 from clkt.report.basics import BOOTSTRAP_SAMPLES
 from clkt.report.clustered import EntityDraws, accuracy_interval, entity_draws
 from clkt.report.learn import LearnTest, learn_tests
@@ -36,13 +37,6 @@ __all__ = ["MCQ_SLOT", "OPEN_TITLE", "OpenAgreement", "OpenTrack", "OtherLanguag
            "open_track"]
 
 OPEN_TITLE = "Open answers (short-answer track)"
-# open fact -> the MCQ slot asking the same fact, where it is not the fact's last part (`clkt.openqa.from_facts`)
-MCQ_SLOT = {"release.date": "release_date", "release.tracks": "track_count", "quake.date": "time"}
-
-
-def mcq_slot(fact: str) -> str:
-    """The MCQ slot that asks the open question's `fact`."""
-    return MCQ_SLOT.get(fact, fact.rsplit(".", 1)[-1])
 
 
 class _Frozen(BaseModel):

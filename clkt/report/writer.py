@@ -171,7 +171,7 @@ async def load_report_data(
     others = _outcomes([r for r in all_rows if r.job_id not in primary], exclude_qids) if seed_note else []
     seeded = await seed_tables(store, snap, all_jobs, langs, seed=seed, drop=frozenset(
         r.question_id for r in all_rows if stable_qid(r.source, r.external_id, r.slot) in exclude_qids)) if seed_note else None
-    left_out = {stable_qid(r.source, r.external_id, r.slot) for r in rows} & exclude_qids
+    left_out = ({stable_qid(r.source, r.external_id, r.slot) for r in rows} | {r.open_qid for r in open_rows}) & exclude_qids
     public = Outcome.public_ids(outcomes)
     near = locality_entities(j.locality for j in infos)
     if near - set(public):  # the locality split's entities: their public ids order their draws too
@@ -195,9 +195,10 @@ async def load_report_data(
         kept = [r for r in incontext_rows if r.qid not in exclude_qids]
         data = data.model_copy(update={"incontext": await asyncio.to_thread(
             partial(incontext_results, kept, languages=langs, snapshot_id=snapshot_id, seed=seed))})
-    if open_rows:  # the open track: the same metrics on the short-answer questions, apart (`clkt.report.open_track`)
+    if open_kept := [r for r in open_rows if r.open_qid not in exclude_qids]:  # the open track, apart (`clkt.report.open_track`)
+        mcq = [r for r in rows if stable_qid(r.source, r.external_id, r.slot) not in exclude_qids]
         data = data.model_copy(update={"open_track": await asyncio.to_thread(partial(
-            open_track, open_rows, languages=langs, snapshot_id=snapshot_id, seed=seed, primary_jobs=primary, mcq=rows))})
+            open_track, open_kept, languages=langs, snapshot_id=snapshot_id, seed=seed, primary_jobs=primary, mcq=mcq))})
     ran = {j.target_model for j in jobs}  # every target whose jobs ran on it, each on its valid entities
     return data.model_copy(update={"targets": [
         TargetValidity(target=v.target_name, status=v.status.value, entities=v.entities, excluded=v.excluded)

@@ -56,6 +56,7 @@ def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str,
         (["--to", "2025-13"], "--to: invalid period '2025-13': month 13 out of range"),
         (["--json", "--csv"], "--json and --csv: choose one"),
         (["--predictions", "/nonexistent/dir/p.csv"], "--predictions: no folder /nonexistent/dir"),
+        (["--open-predictions", "/nonexistent/dir/o.csv"], "--open-predictions: no folder /nonexistent/dir"),
         (["--by", "colour"], "--by: unknown key 'colour'; known: domain, size, asymmetry"),
         (["--by", "domain", "--transfer-pairs", "some"], "--transfer-pairs: 'some'; known: learned, all"),
         (["--by", "domain", "--compare-targets", "alpha,beta"], "--by with --compare-targets or --predictions: choose one"),
@@ -109,6 +110,22 @@ def test_json_csv_and_the_predictions_behind_them(lb_store: tuple[Path, WindowSt
         assert public[int(r[13])] == (int(r[1]), int(r[9]))  # qid and entity id as the snapshot's files have them
         assert int(r[1]) != int(r[13])
     assert not (tmp_path / "p.csv.part").exists()
+
+
+def test_the_open_predictions_file_beside_the_mcq_one(lb_store: tuple[Path, WindowStore], capsys: pytest.CaptureFixture[str],
+                                                      tmp_path: Path) -> None:
+    """A window whose jobs answered no open question: the open file is its header alone, the MCQ file as before
+    (the rows themselves: `tests/publish/test_open_predictions.py`)."""
+    from clkt.report.open_predictions import OPEN_CSV_COLUMNS
+
+    cfg, _ = lb_store
+    pred, opened = tmp_path / "p.csv", tmp_path / "o.csv"
+    code, out, err = _run(["leaderboard", "--config", str(cfg), "--json", "--scorer", "generate", "--target", "beta",
+                           "--predictions", str(pred), "--open-predictions", str(opened)], capsys)
+    assert code == 0, err
+    assert json.loads(out)["rows"]  # the board on stdout, the files' lines on stderr
+    assert "p.csv (792 rows)" in err and "open predictions:" in err and "o.csv (0 rows)" in err
+    assert opened.read_text(encoding="utf-8") == ",".join(OPEN_CSV_COLUMNS) + "\n"
 
 
 def _public_ids(cfg: Path) -> dict[int, tuple[int, int]]:

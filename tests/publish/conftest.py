@@ -130,6 +130,40 @@ async def seed_snapshot(
     return res.snapshot_id
 
 
+OPEN_DIRECTOR = "Osric Palandri"
+OPEN_TWIN_SLOTS = {"slot0": "director", "slot1": "release_date"}  # a movie's MCQs on the facts of its open questions
+
+
+async def seed_open_snapshot(
+    store: Store, settings: Settings, *, month: int, prefix: str, hook: FrozenHook | None = None,
+) -> str:
+    """The 2025-`month` snapshot with facts on its movies (so they have open questions; two of each movie's MCQs ask
+    the facts of two of them: `OPEN_TWIN_SLOTS`), and a finished report."""
+    from datetime import date
+
+    from sqlalchemy import select
+
+    from clkt.facts import FilmFacts
+    from storage.models import Entity, Question
+
+    start = datetime(2025, month, 1, tzinfo=UTC)
+    await fill_period(store, month_start=start, per_domain=2, prefix=prefix)
+    film = FilmFacts(title=f"Velmora {prefix}", release_date=date(2025, month, 2), directors=[f"{OPEN_DIRECTOR} {prefix}"],
+                     runtime_min=90 + month)
+    async with store.session() as s:
+        for e in (await s.execute(select(Entity).where(Entity.domain == "movies"))).scalars():
+            if e.external_id.startswith(prefix):
+                e.facts = film.model_dump(mode="json")
+                for q in (await s.execute(select(Question).where(Question.entity_id == e.id))).scalars():
+                    q.slot = OPEN_TWIN_SLOTS.get(q.slot, q.slot)  # MCQs that ask what two open questions ask
+        await s.commit()
+    res = await build_snapshot(store, snapshot_config(settings), period=f"2025-{month:02d}",
+                               now=datetime(2025, month + 1, 3, tzinfo=UTC), on_frozen=hook)
+    assert res.snapshot_id is not None
+    await finish_jobs(store, res.snapshot_id, settings)
+    return res.snapshot_id
+
+
 async def finish_jobs(store: Store, sid: str, settings: Settings) -> None:
     from sqlmodel import col, select
 

@@ -4,41 +4,13 @@ no gold, no qid); on release they appear as the `open_<lang>` configs of the sna
 from __future__ import annotations
 
 import json
-from datetime import UTC, date, datetime
 from pathlib import Path
 
-from sqlalchemy import select
-
-from clkt.facts import FilmFacts
 from clkt.publish.service import freeze_hook
-from clkt.services import publish_service, snapshot_config
-from clkt.snapshots.builder import build_snapshot
+from clkt.services import publish_service
 from storage.engine import Store
-from storage.models import Entity
-from storage.snapshots import FrozenHook
 from tests.fakes.hub_server import FakeHub
-from tests.publish.conftest import REPO, finish_jobs, leaks, publish_settings, service_ctx
-from tests.snapshots.factories import fill_period
-
-DIRECTOR = "Osric Palandri"
-
-
-async def _seed(store: Store, settings: object, *, month: int, prefix: str, hook: FrozenHook) -> str:
-    """The 2025-`month` snapshot with facts on its movies (so they have open questions), and a finished report."""
-    start = datetime(2025, month, 1, tzinfo=UTC)
-    await fill_period(store, month_start=start, per_domain=2, prefix=prefix)
-    film = FilmFacts(title=f"Velmora {prefix}", release_date=date(2025, month, 2), directors=[f"{DIRECTOR} {prefix}"],
-                     runtime_min=90 + month)
-    async with store.session() as s:
-        for e in (await s.execute(select(Entity).where(Entity.domain == "movies"))).scalars():
-            if e.external_id.startswith(prefix):
-                e.facts = film.model_dump(mode="json")
-        await s.commit()
-    res = await build_snapshot(store, snapshot_config(settings), period=f"2025-{month:02d}",  # type: ignore[arg-type]
-                               now=datetime(2025, month + 1, 3, tzinfo=UTC), on_frozen=hook)
-    assert res.snapshot_id is not None
-    await finish_jobs(store, res.snapshot_id, settings)  # type: ignore[arg-type]
-    return res.snapshot_id
+from tests.publish.conftest import OPEN_DIRECTOR, REPO, leaks, publish_settings, seed_open_snapshot, service_ctx
 
 
 def _open_needles(frozen: Path) -> set[str]:
@@ -56,16 +28,16 @@ async def test_a_held_snapshot_publishes_no_open_question_and_its_release_does(
     settings = publish_settings(tmp_path, hub.url, repo=REPO, on_freeze=True, hold_back_periods=1, hold_documents=False)
     hook = freeze_hook(settings.publish)
     assert hook is not None
-    a = await _seed(store, settings, month=5, prefix="a", hook=hook)
+    a = await seed_open_snapshot(store, settings, month=5, prefix="a", hook=hook)
     svc = publish_service(settings, burst=True)
     async with service_ctx(store) as ctx:
         await svc.run(ctx)
     needles = _open_needles(settings.snapshot.out_dir / "demo" / "2025-05")
-    assert f"{DIRECTOR} a" in needles and len(needles) > 20
+    assert f"{OPEN_DIRECTOR} a" in needles and len(needles) > 20
     assert leaks(hub, REPO, sorted(needles)) == []
     assert not [p for p in hub.tree(REPO) if "open_" in p]
 
-    await _seed(store, settings, month=6, prefix="b", hook=hook)  # releases a (and holds b)
+    await seed_open_snapshot(store, settings, month=6, prefix="b", hook=hook)  # releases a (and holds b)
     async with service_ctx(store) as ctx:
         await svc.run(ctx)
     tree = hub.tree(REPO)

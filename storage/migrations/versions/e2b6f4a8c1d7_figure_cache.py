@@ -2,7 +2,7 @@
 45 item 3); a cache: its rows can be deleted at any time
 
 Revision ID: e2b6f4a8c1d7
-Revises: d9e4b7a1c3f6
+Revises: e4a6c8b0d2f1
 Create Date: 2026-12-06 09:00:00.000000
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ from alembic import op
 import storage.types
 
 revision = 'e2b6f4a8c1d7'
-down_revision = 'd9e4b7a1c3f6'
+down_revision = 'e4a6c8b0d2f1'
 branch_labels = None
 depends_on = None
 
