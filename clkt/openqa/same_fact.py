@@ -14,7 +14,9 @@ from dataclasses import dataclass
 __all__ = ["MCQ_SLOT", "AskedFact", "mcq_slot", "same_fact_qids"]
 
 # open fact -> the MCQ slot asking the same fact, where it is not the fact's last part (`clkt.openqa.from_facts`)
-MCQ_SLOT = {"film.lead": "lead_actor", "release.date": "release_date", "release.tracks": "track_count", "quake.date": "time"}
+MCQ_SLOT = {"film.lead": "lead_actor", "release.date": "release_date", "release.tracks": "track_count", "quake.date": "time",
+            "paper.date": "submitted", "paper.authors": "author_count", "paper.category": "primary_category",
+            "launch.date": "net"}
 
 
 def mcq_slot(fact: str) -> str:
