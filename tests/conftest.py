@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from clkt import clock
 from storage import engine
@@ -17,6 +18,11 @@ from tests.store_template import migrated_schema, replaying_upgrade
 from tests.waiting import handles_signal as handles_signal  # the condition waiters: the tests import them from here
 from tests.waiting import wait_for as wait_for
 from tests.waiting import wait_until as wait_until
+
+# Property tests time no example: on a loaded 2-core machine the first example (babel's data, a lazy import) can
+# pass hypothesis's 200 ms deadline, and a deadline is a speed target (bench/), not a correctness check.
+settings.register_profile("clkt", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("clkt")
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
