@@ -2,7 +2,7 @@
 the page's results and of `clkt leaderboard`'s kept results (`clkt.report.board_cache`).
 
 Plain SQL over the tables' stable columns, without the ORM models: a command that finds its result kept pays for
-one engine and these six aggregates, not for importing every table's model.
+one engine and these seven aggregates, not for importing every table's model.
 """
 
 from __future__ import annotations
@@ -20,12 +20,14 @@ _WINDOW = (
     "SELECT count(*), max(created_at) FROM result_pack",
     # a submitted pack joins the board, a re-run marks its row (`storage.submissions`)
     "SELECT count(*), max(submitted_at), max(reproduced_at) FROM submitted_pack",
+    # a retracted question leaves every view (`storage.leaderboard.retracted_questions`)
+    "SELECT count(*), max(retracted_at) FROM retraction",
 )
 
 
 async def window_fingerprint(session: AsyncSession) -> tuple[object, ...]:
     """Counts, latest times and statuses of the snapshots, the finished jobs, the validity rows, the exclusions,
-    the result packs and the submitted packs."""
+    the result packs, the submitted packs and the retractions."""
     out: list[object] = []
     for sql in _WINDOW:
         out.extend((await session.execute(text(sql))).one())

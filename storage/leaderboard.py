@@ -27,12 +27,13 @@ from storage.models import (
     Question,
     QuestionResult,
     ResultPack,
+    Retraction,
     Snapshot,
     SnapshotExclusion,
     SnapshotTarget,
     TargetModel,
 )
-from storage.result_packs import ResultPackRecord, result_packs
+from storage.result_packs import ResultPackRecord, result_packs, without_questions
 from storage.submissions import submitted_names
 from storage.types import stored_id
 
@@ -44,6 +45,7 @@ __all__ = [
     "WindowSnapshot",
     "iter_predictions",
     "known_names",
+    "retracted_questions",
     "spec_names",
     "window_data",
     "window_fingerprint",
@@ -148,6 +150,19 @@ async def known_names(session: AsyncSession) -> KnownNames:
     return KnownNames(targets=frozenset(targets), strategies=frozenset(strategies), scorers=frozenset(scorers))
 
 
+async def retracted_questions(session: AsyncSession, snapshot_ids: Sequence[str]) -> dict[str, frozenset[int]]:
+    """Snapshot id -> its retracted questions as result packs key them (`clkt snapshot retract`): an MCQ by this
+    store's question row, an open question (which has no row) by its public qid. Every view of the board leaves
+    them out, as the snapshot's report does."""
+    out: dict[str, set[int]] = defaultdict(set)
+    for i in range(0, len(snapshot_ids), _CHUNK):
+        q = select(col(Retraction.snapshot_id), col(Retraction.question_id), col(Retraction.qid)).where(
+            col(Retraction.snapshot_id).in_(list(snapshot_ids[i : i + _CHUNK])))
+        for sid, row, qid in (await session.execute(q)).all():
+            out[str(sid)].add(int(row) if row is not None else int(qid))
+    return {k: frozenset(v) for k, v in out.items()}
+
+
 async def window_data(
     session: AsyncSession, snapshots: Sequence[WindowSnapshot], *, targets: Collection[str] | None = None,
     strategies: Collection[str] | None = None, scorer: str | None = None,
@@ -181,7 +196,10 @@ async def window_data(
                               locality=dict((summary or {}).get("locality") or {}) if isinstance(summary, dict) else {})
                     for j, s, t, st_, lang, summary, seed in (await session.execute(jq.order_by(col(GpuJob.id)))).all())
     counted = [j.id for j in jobs if (j.snapshot_id, j.target) in ready]
-    packs = await result_packs(session, counted, scorer=scorer)
+    retracted = await retracted_questions(session, ids)
+    snapshot_of = {j.id: j.snapshot_id for j in jobs}
+    packs = [without_questions(p, retracted.get(snapshot_of[p.job_id], frozenset()))
+             for p in await result_packs(session, counted, scorer=scorer)]
     return WindowData(
         snapshots=tuple(snapshots), ready=frozenset(ready), exclusions={k: frozenset(v) for k, v in excl.items()},
         jobs=tuple(jobs), packs=tuple(packs),

@@ -43,6 +43,7 @@ __all__ = [
     "build_packs",
     "packs_from_results",
     "result_packs",
+    "without_questions",
     "write_result_packs",
 ]
 
@@ -113,6 +114,23 @@ def build_packs(job_id: int, answers: Iterable[PackedAnswer]) -> list[ResultPack
             entity_ids=struct.pack(f"<{n}q", *(entity[q] for q in qids)), flags=struct.pack(f"<{n}Q", *words),
         ))
     return out
+
+
+def without_questions(pack: ResultPackRecord, drop: Collection[int]) -> ResultPackRecord:
+    """`pack` without the questions of `drop` (retracted ones: `storage.leaderboard.retracted_questions`); the same
+    record when it holds none of them."""
+    n = pack.questions
+    qids = struct.unpack(f"<{n}q", pack.question_ids)
+    keep = [i for i, q in enumerate(qids) if q not in drop]
+    if len(keep) == n:
+        return pack
+    ents, flags = struct.unpack(f"<{n}q", pack.entity_ids), struct.unpack(f"<{n}Q", pack.flags)
+    k = len(keep)
+    return ResultPackRecord(
+        job_id=pack.job_id, scorer=pack.scorer, langs=pack.langs, stored=pack.stored,
+        question_ids=struct.pack(f"<{k}q", *(qids[i] for i in keep)), entity_ids=struct.pack(f"<{k}q", *(ents[i] for i in keep)),
+        flags=struct.pack(f"<{k}Q", *(flags[i] for i in keep)),
+    )
 
 
 async def _entities_of(session: AsyncSession, question_ids: Collection[int]) -> dict[int, int]:

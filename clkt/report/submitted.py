@@ -38,8 +38,8 @@ from clkt.report.probed import ProbeVerdicts, probe_label
 from clkt.snapshots.content import load_item_refs
 from clkt.snapshots.select import ItemRef
 from storage.figure_cache import read_figure_cache
-from storage.leaderboard import WindowData, WindowJob, WindowSnapshot
-from storage.result_packs import PackedAnswer, ResultPackRecord, build_packs
+from storage.leaderboard import WindowData, WindowJob, WindowSnapshot, retracted_questions
+from storage.result_packs import PackedAnswer, ResultPackRecord, build_packs, without_questions
 from storage.submissions import SubmissionRecord, list_submissions, submissions_answers
 
 if TYPE_CHECKING:
@@ -251,13 +251,14 @@ async def submitted_runs(
     blobs = await submissions_answers(session, [r.pack_sha256 for r in records])
     cache = {r.pack_sha256: scored_key(_sha(blobs.get(r.pack_sha256, b"")), digests[r.snapshot_id], scorer) for r in records}
     scored, fresh = await _scored_packs(session, records, cache, keys, blobs, scorer)
+    retracted = await retracted_questions(session, sorted(keys))  # left out as from the packs run here
     for r in records:
         label = labels[_identity(r)]
         exclusions[(r.snapshot_id, label)] |= _excluded(r, items[r.snapshot_id])
         for train, stored in sorted(scored[r.pack_sha256].items()):
             job_id = -(len(jobs) + 1)
             jobs.append(WindowJob(id=job_id, snapshot_id=r.snapshot_id, target=label, strategy=r.strategy, train_lang=train))
-            packs.extend(with_job(p, job_id) for p in stored)
+            packs.extend(without_questions(with_job(p, job_id), retracted.get(r.snapshot_id, frozenset())) for p in stored)
         info[(label, r.strategy)].append(pack_info(r))
     return SubmittedRuns(jobs=tuple(jobs), packs=tuple(packs), info=dict(info),
                          names={label: ident[0] for ident, label in labels.items()}, notes=notes,

@@ -162,3 +162,26 @@ async def test_recompute_computes_every_row_and_writes_over_the_kept_one(tmp_pat
         assert (await load_leaderboard(store, _query())).model_dump() == first.model_dump()  # the kept one was replaced
     finally:
         await store.close()
+
+
+async def test_a_retracted_question_leaves_every_row_of_the_board(tmp_path: Path) -> None:
+    """A question retracted after the board was computed (`clkt snapshot retract`) leaves the rows run here and the
+    submitted ones, as it leaves the snapshot's report; the kept rows of before are not read (their key moved)."""
+    from storage.retractions import add_retraction
+    from tests.report.test_submitted_board import _items
+
+    _forget()
+    store = await _seeded(tmp_path)
+    try:
+        before = {(r.target, r.scorer): r for r in (await load_leaderboard(store, _query())).rows}
+        sid = (await resolve_window(store, _query())).snapshots[0].id
+        row, qid = sorted((await _items(store, sid)).items())[0]
+        async with store.transaction() as s:
+            await add_retraction(s, snapshot_id=sid, qid=qid, question_id=row, reason="wrong answer key")
+        _forget()
+        after = {(r.target, r.scorer): r for r in (await load_leaderboard(store, _query())).rows}
+    finally:
+        await store.close()
+    assert after.keys() == before.keys()
+    assert all(after[k].questions == before[k].questions - 1 for k in before)  # each row answered it once
+    assert after[("alpha", "generate")].metrics == after[("elsewhere (submitted)", "generate")].metrics
