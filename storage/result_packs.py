@@ -119,6 +119,8 @@ def build_packs(job_id: int, answers: Iterable[PackedAnswer]) -> list[ResultPack
 def without_questions(pack: ResultPackRecord, drop: Collection[int]) -> ResultPackRecord:
     """`pack` without the questions of `drop` (retracted ones: `storage.leaderboard.retracted_questions`); the same
     record when it holds none of them."""
+    if not drop:  # the usual case: no retraction on the pack's snapshot
+        return pack
     n = pack.questions
     qids = struct.unpack(f"<{n}q", pack.question_ids)
     keep = [i for i, q in enumerate(qids) if q not in drop]

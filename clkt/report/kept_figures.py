@@ -18,7 +18,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
@@ -96,10 +95,6 @@ def decode_scored(payload: bytes) -> ScoredPacks | None:
     except (ValueError, TypeError):
         return None
     return out
-
-
-def with_job(p: ResultPackRecord, job_id: int) -> ResultPackRecord:
-    return replace(p, job_id=job_id)
 
 
 def encode_row(row: LeaderRow | None) -> bytes:

@@ -51,6 +51,7 @@ from clkt.report.seeds import by_seed, seed_row
 from storage.leaderboard import WindowData, WindowJob
 
 __all__ = [
+    "Keyed",
     "build_rows",
     "group_answers",
     "keyed_groups",
@@ -84,6 +85,7 @@ def window_draws(data: WindowData, *, seed: int, samples: int) -> Draws | None:
 # -- rows -------------------------------------------------------------------------------------------------------
 
 Group = tuple[str, str, str]  # (target, strategy, scorer)
+Keyed = tuple[str, Group, list[Answers]]  # a group's row key (`clkt.report.row_cache.row_key`), the group, its answers
 
 
 def group_answers(data: WindowData) -> dict[Group, list[Answers]]:
@@ -205,14 +207,15 @@ def _row(group: Group, pooled: Pooled, data: WindowData, *, draws: Draws | None,
 
 def build_rows(
     data: WindowData, languages: Sequence[str], *, seed: int = 0, samples: int = BOOTSTRAP_SAMPLES,
-    min_questions: int = MIN_QUESTIONS, draws: Draws | None = None,
+    min_questions: int = MIN_QUESTIONS, draws: Draws | None = None, keyed: Sequence[Keyed] | None = None,
 ) -> list[LeaderRow]:
     """One row per (target, strategy, scorer) with answers in the window, ranked (see the module docstring);
-    `draws`: the window's (`window_draws`, made from `seed` and `samples` when not given)."""
+    `draws`: the window's (`window_draws`, made from `seed` and `samples` when not given); `keyed`: the groups'
+    `keyed_groups` with the same draws and minimum, when the caller has them already."""
     draws = draws if draws is not None else window_draws(data, seed=seed, samples=samples)
-    groups = keyed_groups(data, languages, draws=draws, min_questions=min_questions)
+    groups = list(keyed) if keyed is not None else keyed_groups(data, languages, draws=draws, min_questions=min_questions)
 
-    def one(item: tuple[str, Group, list[Answers]]) -> LeaderRow | None:
+    def one(item: Keyed) -> LeaderRow | None:
         key, group, answers = item
         return ROWS.get_or_build(key, lambda: _group_row(group, answers))
 
@@ -239,7 +242,7 @@ def build_rows(
 
 def keyed_groups(
     data: WindowData, languages: Sequence[str], *, draws: Draws | None, min_questions: int,
-) -> list[tuple[str, Group, list[Answers]]]:
+) -> list[Keyed]:
     """Each group's row key (`clkt.report.row_cache.row_key`), the group and its answers."""
     return [(row_key(group, answers, data, languages=languages, draws=draws, min_questions=min_questions), group, answers)
             for group, answers in group_answers(data).items()]

@@ -74,10 +74,7 @@ class RowCache:
                 self._rows.move_to_end(key)
                 return self._rows[key]
         row = build()
-        with self._lock:
-            self._rows[key] = row
-            while len(self._rows) > self._size:
-                self._rows.popitem(last=False)
+        self.put(key, row)
         return row
 
     def peek(self, key: str) -> tuple[bool, LeaderRow | None]:
@@ -86,7 +83,7 @@ class RowCache:
             return (True, self._rows[key]) if key in self._rows else (False, None)
 
     def put(self, key: str, row: LeaderRow | None) -> None:
-        """Keep `row` under `key` (a row read back from the figure cache, `clkt.report.kept_rows`)."""
+        """Keep `row` under `key` (built here, or read back from the figure cache: `clkt.report.kept_rows`)."""
         with self._lock:
             self._rows[key] = row
             self._rows.move_to_end(key)

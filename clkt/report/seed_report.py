@@ -25,7 +25,7 @@ per job: the lowest seed's jobs (`primary_seed`), and the note says so. With one
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -41,7 +41,7 @@ from storage.engine import Store
 from storage.entity_domains import entity_domains
 from storage.gpu_jobs import GpuJobRecord, JobResultRow
 from storage.leaderboard import WindowData, WindowJob, WindowSnapshot
-from storage.result_packs import ResultPackRecord, result_packs
+from storage.result_packs import result_packs, without_questions
 from storage.snapshots import SnapshotRecord
 
 __all__ = ["SEED_HEADER", "SeedTables", "pooled_cells", "primary_seed", "seed_lines", "seed_tables", "table2"]
@@ -84,22 +84,12 @@ def primary_seed(
             [r for r in rows if r.seed == low[(r.target_model, r.strategy)]], note)
 
 
-def _without(pack: ResultPackRecord, drop: frozenset[int]) -> ResultPackRecord:
-    """A pack without the questions `drop` (store question ids: the snapshot's retracted questions)."""
-    qids = np.frombuffer(pack.question_ids, dtype="<i8")
-    keep = ~np.isin(qids, np.fromiter(drop, dtype=np.int64, count=len(drop)))
-    if keep.all():
-        return pack
-    ents, flags = np.frombuffer(pack.entity_ids, dtype="<i8"), np.frombuffer(pack.flags, dtype="<u8")
-    return replace(pack, question_ids=qids[keep].tobytes(), entity_ids=ents[keep].tobytes(), flags=flags[keep].tobytes())
-
-
 async def _window(store: Store, snap: SnapshotRecord, done: Sequence[GpuJobRecord], drop: frozenset[int],
                   ) -> tuple[WindowData, dict[int, str]]:
     """A window of this one snapshot over the finished jobs (run on their target's valid entities: nothing is
     excluded here, but the retracted questions `drop`), and the domain of each of its entities."""
     async with store.session() as s:
-        packs = [_without(p, drop) if drop else p for p in await result_packs(s, [j.id for j in done])]
+        packs = [without_questions(p, drop) for p in await result_packs(s, [j.id for j in done])]
         data = await with_public_ids(s, WindowData(
             snapshots=(WindowSnapshot(id=snap.id, spec=snap.spec, period=snap.period, built_at=snap.built_at),),
             ready=frozenset((snap.id, j.target_model) for j in done), exclusions={},

@@ -29,10 +29,10 @@ import json
 import threading
 from collections import OrderedDict, defaultdict
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from clkt.report.kept_figures import ScoredPacks, decode_scored, encode_scored, scored_key, with_job
+from clkt.report.kept_figures import ScoredPacks, decode_scored, encode_scored, scored_key
 from clkt.report.leaderboard_data import Leaderboard, LeaderRow, Reproduction, SubmittedPackInfo
 from clkt.report.probed import ProbeVerdicts, probe_label
 from clkt.snapshots.content import load_item_refs
@@ -258,7 +258,7 @@ async def submitted_runs(
         for train, stored in sorted(scored[r.pack_sha256].items()):
             job_id = -(len(jobs) + 1)
             jobs.append(WindowJob(id=job_id, snapshot_id=r.snapshot_id, target=label, strategy=r.strategy, train_lang=train))
-            packs.extend(without_questions(with_job(p, job_id), retracted.get(r.snapshot_id, frozenset())) for p in stored)
+            packs.extend(without_questions(replace(p, job_id=job_id), retracted.get(r.snapshot_id, frozenset())) for p in stored)
         info[(label, r.strategy)].append(pack_info(r))
     return SubmittedRuns(jobs=tuple(jobs), packs=tuple(packs), info=dict(info),
                          names={label: ident[0] for ident, label in labels.items()}, notes=notes,

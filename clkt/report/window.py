@@ -25,7 +25,7 @@ from clkt.evaluate.circular import CIRCULAR_SCORERS, circular_name
 from clkt.evaluate.scorers import OPTION_LOGLIK_NORM, ScorerName
 from clkt.report.compare import compare_targets
 from clkt.report.kept_rows import keep_figures, read_kept_rows
-from clkt.report.leaderboard import ROWS, build_rows, keyed_groups, window_draws
+from clkt.report.leaderboard import ROWS, Keyed, build_rows, keyed_groups, window_draws
 from clkt.report.leaderboard_data import Leaderboard, LeaderboardError, LeaderboardQuery, LeaderRow, WindowInfo
 from clkt.report.locality import locality_entities
 from clkt.report.own_dates import with_carried_snapshots, with_own_dates
@@ -220,12 +220,12 @@ def what_it_needs(w: Window, shown: Sequence[LeaderRow], q: LeaderboardQuery) ->
     return notes
 
 
-def build_board(w: Window, q: LeaderboardQuery) -> Pooled:
+def build_board(w: Window, q: LeaderboardQuery, keyed: Sequence[Keyed] | None = None) -> Pooled:
     """The pooled rows of the window, the submitted ones beside those run here (CPU work: run it off the event
-    loop); `q.compare` is not looked at."""
+    loop); `q.compare` is not looked at; `keyed`: the board's `board_groups`, when computed already."""
     data = w.submitted.merged(w.data)  # the submitted packs pool and draw with the jobs run here
     draws = window_draws(data, seed=q.seed, samples=q.samples)
-    rows = annotate(build_rows(data, q.languages, min_questions=q.min_questions, draws=draws), w.submitted)
+    rows = annotate(build_rows(data, q.languages, min_questions=q.min_questions, draws=draws, keyed=keyed), w.submitted)
     shown = [r for r in rows if not q.targets or w.submitted.names.get(r.target, r.target) in q.targets]
     shown, apart = partition(shown, show_unverified=q.unverified)
     notes = list(w.notes) + apart
@@ -270,9 +270,9 @@ def with_comparison(p: Pooled, q: LeaderboardQuery) -> Leaderboard:
     return p.board.model_copy(update={"comparison": comparison})
 
 
-def build_leaderboard(w: Window, q: LeaderboardQuery) -> Leaderboard:
+def build_leaderboard(w: Window, q: LeaderboardQuery, keyed: Sequence[Keyed] | None = None) -> Leaderboard:
     """The pooled rows of the window and, when asked for, the comparison (CPU work: run it off the event loop)."""
-    p = build_board(w, q)
+    p = build_board(w, q, keyed)
     return with_strategy_comparison(with_comparison(p, q), w.data, p.rows, p.draws, q)
 
 
@@ -286,12 +286,13 @@ async def load_leaderboard(store: Store, q: LeaderboardQuery, *, recompute: bool
     computed and kept there (`clkt.report.kept_rows`); `recompute`: every row computed here and written over the
     kept one (`clkt leaderboard --no-cache`)."""
     w = await resolve_window(store, q)
-    keys = await asyncio.to_thread(board_row_keys, w, q)
+    keyed = await asyncio.to_thread(board_groups, w, q)
+    keys = [k for k, _, _ in keyed]
     if recompute:
         for k in keys:
             ROWS.forget(k)
     had = set() if recompute else await read_kept_rows(store, keys)
-    board = await asyncio.to_thread(build_leaderboard, w, q)
+    board = await asyncio.to_thread(build_leaderboard, w, q, keyed)
     await keep_figures(store, rows=keys, had=had, scored=w.submitted.fresh)
     return board
 
@@ -313,11 +314,12 @@ async def keep_rows_of(store: Store, q: LeaderboardQuery, target_name: str) -> b
     return True
 
 
-def board_row_keys(w: Window, q: LeaderboardQuery) -> list[str]:
-    """The row keys of the board `build_board` builds (the submitted packs merged, the window's draws)."""
+def board_groups(w: Window, q: LeaderboardQuery) -> list[Keyed]:
+    """The keyed groups of the board `build_board` builds (the submitted packs merged, the window's draws): their
+    keys are read from the figure cache before it is built, and they are built from them (decoded once)."""
     data = w.submitted.merged(w.data)
     draws = window_draws(data, seed=q.seed, samples=q.samples)
-    return [k for k, _, _ in keyed_groups(data, q.languages, draws=draws, min_questions=q.min_questions)]
+    return keyed_groups(data, q.languages, draws=draws, min_questions=q.min_questions)
 
 
 PublicIds = dict[int, tuple[int, int]]  # store question row -> (public qid, public entity id)

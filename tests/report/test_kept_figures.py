@@ -17,7 +17,7 @@ from clkt.packs.pack import read_pack
 from clkt.report import kept_figures, leaderboard, submitted
 from clkt.report.kept_figures import ROW, SCORED, decode_scored, encode_scored, row_store_key, scored_key
 from clkt.report.leaderboard import ROWS
-from clkt.report.window import LeaderboardQuery, board_row_keys, load_leaderboard, resolve_window
+from clkt.report.window import LeaderboardQuery, board_groups, load_leaderboard, resolve_window
 from storage import figure_cache
 from storage.engine import Store
 from storage.result_packs import ResultPackRecord
@@ -66,7 +66,7 @@ async def test_a_fresh_process_reads_what_an_earlier_one_computed(tmp_path: Path
     try:
         first = await load_leaderboard(store, _query())
         kinds = await _kinds(store)
-        assert kinds[SCORED] == 2 and kinds[ROW] == len(board_row_keys(await resolve_window(store, _query()), _query()))
+        assert kinds[SCORED] == 2 and kinds[ROW] == len(board_groups(await resolve_window(store, _query()), _query()))
         assert any(r.track == "submitted" for r in first.rows) and any(r.track == "run here" for r in first.rows)
         _forget()
         _computing_refused(monkeypatch)
@@ -151,7 +151,7 @@ async def test_recompute_computes_every_row_and_writes_over_the_kept_one(tmp_pat
     try:
         first = await load_leaderboard(store, _query())
         row = first.rows[0]
-        key = next(k for k in board_row_keys(await resolve_window(store, _query()), _query()) if ROWS.peek(k)[1] == row)
+        key = next(k for k, _, _ in board_groups(await resolve_window(store, _query()), _query()) if ROWS.peek(k)[1] == row)
         altered = row.model_copy(update={"questions": row.questions + 1000})
         async with store.transaction() as s:
             await s.execute(text("UPDATE figure_cache SET payload = :p WHERE key = :k"),
