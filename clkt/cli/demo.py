@@ -28,9 +28,14 @@ from clkt.cli.common import ConfigOption, console, fail, load_cli_settings, open
 if TYPE_CHECKING:
     from clkt.config import Settings
 
-__all__ = ["DEMO_DAY", "register", "runs_incontext", "with_strategies"]
+__all__ = ["DEMO_DAY", "OPEN_ANSWERS_HELP", "register", "runs_incontext", "with_open_answers", "with_strategies"]
 
 DEMO_DAY = date(2026, 12, 1)  # the demo's calendar day (the README's figures come from it)
+# how long the open pass adds: `open_answer_s` of bench/open_answers.py's runs (bench/results/open_answers.json)
+OPEN_ANSWERS_HELP = (
+    "also ask the snapshot's short-answer questions (the open track) before and after each job, and give the report "
+    "the open track's section; it adds the open pass to each job: about 30 minutes on 2 idle CPU cores "
+    "(bench/results/open_answers.json), so the demo takes about 45 minutes instead of 15")
 
 
 def register(app: typer.Typer) -> None:
@@ -48,13 +53,15 @@ def demo(
         "--strategies", metavar="A,B",
         help="the injection strategies of the snapshot's GPU jobs, comma-separated (default: the config's, cpt-lora); "
              "cpt-lora,memit compares continual pretraining with knowledge editing in the report")] = None,
+    open_answers: Annotated[bool, typer.Option(
+        "--open-answers", help=OPEN_ANSWERS_HELP)] = False,
 ) -> None:
     from clkt.daemon import Daemon
     from clkt.errors import ClktError
     from clkt.logs import setup_logging
     from clkt.progress import DemoWatcher
 
-    settings = with_strategies(load_cli_settings(config), strategies)
+    settings = with_open_answers(with_strategies(load_cli_settings(config), strategies), open_answers)
     pinned = _pin_calendar(settings, day)
     setup_logging(settings.log_level, secrets=settings.secrets.values())
     result: dict[str, object] = {}
@@ -128,6 +135,14 @@ def with_strategies(settings: Settings, given: str | None) -> Settings:
     except UnknownStrategyError as e:
         raise fail(f"--strategies: {e}", 2) from None
     return settings.model_copy(update={"spec": settings.spec.model_copy(update={"strategies": checked})})
+
+
+def with_open_answers(settings: Settings, on: bool) -> Settings:
+    """`settings` with `[gpu] open_answers` on when `on` (the demo's config leaves the open pass off to keep within
+    its 20 minutes); unchanged otherwise, so a user's config that turns it on keeps it."""
+    if not on:
+        return settings
+    return settings.model_copy(update={"gpu": settings.gpu.model_copy(update={"open_answers": True})})
 
 
 def _pin_calendar(settings: Settings, day: str | None) -> date | None:

@@ -35,8 +35,9 @@ if TYPE_CHECKING:
 __all__ = ["kept_lines", "parse_k", "register"]
 
 _REPRODUCE_HELP = (
-    "re-run the pack's jobs on this service's engine and compare the letters of K test questions drawn by a rule "
-    "seeded by the pack's sha256 (or 'all'); the result marks its leaderboard row reproduced or flagged, and a later "
+    "re-run the pack's jobs on this service's engine and compare the letters of K test questions (or 'all') drawn "
+    "after the re-run from a fresh random nonce, stored with the verdict, so nothing the submitter knows decides "
+    "them; the result marks its leaderboard row reproduced or flagged, and a later "
     "re-run replaces an earlier one. The injection trains on the whole documents of each train language whatever K "
     "is: K limits the questions compared, not the training"
 )

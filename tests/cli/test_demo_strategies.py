@@ -57,3 +57,15 @@ def test_a_bad_strategy_list_is_one_line_and_starts_nothing(bad: str, says: str,
     err = capsys.readouterr().err
     assert "--strategies" in err and says in err and len(err.strip().splitlines()) == 1
     assert list(tmp_path.iterdir()) == []  # no store, no data directory
+
+
+def test_open_answers_turns_the_open_pass_on_and_off_leaves_the_config(tmp_path: Path) -> None:
+    from clkt.cli.demo import with_open_answers
+
+    off = _settings(tmp_path).model_copy(update={"gpu": _settings(tmp_path).gpu.model_copy(update={"open_answers": False})})
+    on = with_open_answers(off, True)
+    assert on.gpu.open_answers and not off.gpu.open_answers  # a copy: the loaded settings are not changed in place
+    assert on.gpu.model_dump(exclude={"open_answers"}) == off.gpu.model_dump(exclude={"open_answers"})
+    assert with_open_answers(off, False) is off
+    kept = off.model_copy(update={"gpu": off.gpu.model_copy(update={"open_answers": True})})
+    assert with_open_answers(kept, False).gpu.open_answers  # a config that turns it on keeps it
