@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation, localcontext
 
 from clkt.openqa.text import fold
 
@@ -43,8 +43,17 @@ class Num:
 
 
 def matches(gold: Num, answer: Num) -> bool:
-    """SimpleQA's rule: the answer, rounded at the gold's last significant figure, is the gold."""
-    return answer.rounded_at(gold.exponent) == gold.value
+    """SimpleQA's rule: the answer, rounded at the gold's last significant figure, is the gold. An answer whose
+    magnitude is beyond any rounding to the gold (a run of hundreds of digits in a hostile or runaway answer) is
+    not the gold: it is refused before the rounding, which would exceed the decimal context's precision."""
+    if answer.value and gold.value and answer.value.adjusted() > gold.value.adjusted() + 1:
+        return False
+    with localcontext() as ctx:
+        ctx.prec = max(ctx.prec, gold.value.adjusted() - gold.exponent + 8)
+        try:
+            return answer.rounded_at(gold.exponent) == gold.value
+        except InvalidOperation:  # an answer's digits far below the gold's precision: still not the gold
+            return False
 
 
 _MINUS = "-\u2212\u2012\u2013"

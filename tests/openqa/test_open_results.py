@@ -44,3 +44,27 @@ def test_a_right_answer_records_its_fact_scorer_and_variant() -> None:
     item = _item("Osric Palandri.\n")
     assert item.correct and item.fact == "film.director" and item.scorer == OPEN_SCORER
     assert item.variant is Variant.injected and not item.other_language
+
+
+NUM = ShortAnswerQuestion(
+    qid="8", entity="Velmora Tide", fact="film.budget", kind=AnswerKind.number,
+    questions={"en": "How many tickets did Velmora Tide sell on its first day?"},
+    golds={"en": LangGold(answer="120,000")},
+)
+
+
+@pytest.mark.parametrize("answer", [
+    "1" * 40,  # a run of digits past the decimal context's 28 (it crashed a demo job's open pass)
+    "9" * 3000,  # a runaway answer: one number of 3,000 digits
+    "0." + "0" * 60 + "1",  # far below the gold's last significant figure
+    "120000" + "0" * 30,
+])
+def test_numbers_of_any_length_are_scored_never_raise(answer: str) -> None:
+    item = scored_item(NUM, qid=8, entity_id=1, lang="en", answer=answer, variant=Variant.injected, split="test")
+    assert item.verdict is Verdict.INCORRECT and not item.correct
+
+
+def test_a_long_number_equal_to_the_gold_still_matches() -> None:
+    for answer in ("120,000", "120000.000000000000000000000000000000001", "about 120 thousand"):
+        item = scored_item(NUM, qid=8, entity_id=1, lang="en", answer=answer, variant=Variant.injected, split="test")
+        assert item.correct, answer
