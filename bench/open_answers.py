@@ -151,7 +151,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                                "worker_wall_s": round(_worker(work, cfg, a.timeout_min * 60), 1)}
     figures |= asyncio.run(_measure(cfg, sid, a.train))
     if a.throughput:
-        figures["throughput"] = _throughput(cfg, sid, asyncio.run(_export_path(cfg, sid)))
+        export = asyncio.run(_export_path(cfg, sid))  # as the store keeps it: relative to the demo's folder
+        figures["throughput"] = _throughput(cfg, sid, export if export.is_absolute() else work / export)
     goals = {"open_learn_p": f"< {LEARN_P_GOAL} (exact McNemar, base -> injected, train language)"}
     print(json.dumps({"bench": "open_answers", "figures": figures, "goals": goals, "met": goals_met(figures)}))
 
