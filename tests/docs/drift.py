@@ -535,6 +535,8 @@ _DEFAULT_AFTER = re.compile(
     r"^\s*(?:\(default:?\s+|,?\s*defaults? to\s+)"
     r"(`[^`]*`|-?\d[\d_.]*(?:e-?\d+)?(?:\s*(?:KiB|MiB|GiB|KB|MB|GB))?|on|off|true|false|none|unset)(?=[\s,;:)]|$)"
 )
+# "`[snapshot] cadence`, monthly by default", "`[gpu] epochs` is `5` by default"
+_BY_DEFAULT = re.compile(r"^\s*(?:,|\s+is)\s+(`[^`]*`|[A-Za-z0-9_.-]+(?:\s*(?:KiB|MiB|GiB|KB|MB|GB))?)\s+by default\b")
 
 
 def doc_value(text: str) -> Any:
@@ -586,9 +588,12 @@ def _default_finding(page: Page, line: int, key: str, shown_text: str) -> Findin
     found = lookup_key(key)
     if isinstance(found, str) or "<" in key:
         return None  # check_keys reports an unknown key; a `<name>`'s default may differ by name
+    shown = doc_value(shown_text)
+    if isinstance(found.default, Mapping) and not isinstance(shown, Mapping):
+        return None  # a table of names (`[agents] output_modes`): the value shown is each name's, when unset
     if not found.has_default:
         return Finding(file=page.name, line=line, what=f"`{key}` has no default, but the page shows one ({shown_text})")
-    if same_value(doc_value(shown_text), found.default):
+    if same_value(shown, found.default):
         return None
     return Finding(file=page.name, line=line,
                    what=f"`{key}`: the page shows the default {shown_text}, the code's is {_plain(found.default)!r}")
@@ -630,7 +635,7 @@ def check_defaults(page: Page) -> list[Finding]:
     out = []
     for line, code, rest in _inline_code(page):
         key = default_key(code)
-        m = _DEFAULT_AFTER.match(rest) if key is not None else None
+        m = (_DEFAULT_AFTER.match(rest) or _BY_DEFAULT.match(rest)) if key is not None else None
         if key is None or m is None:
             continue
         finding = _default_finding(page, line, key, m.group(1))

@@ -184,7 +184,7 @@ def test_defaults_that_are_the_code_s_give_no_finding() -> None:
         "`gpu.job_timeout_s` (default `21600`), `[http] intake_max_bytes` (default 64 MiB), `[gpu] deterministic` "
         "(default off), `hold_back_periods` (default 1), `[publish] token_env` defaults to `HF_TOKEN`, "
         "`[spec] seeds` (default `[0]`), `[snapshot] cadence` (default `\"monthly\"`), `store_url` (default SQLite "
-        "in `data_dir`)\n"
+        "in `data_dir`), `[snapshot] cadence`, monthly by default, `[gpu] epochs` is `5` by default\n"
     )
     assert check_defaults(page(text)) == []
 
@@ -198,6 +198,8 @@ def test_defaults_that_are_the_code_s_give_no_finding() -> None:
         ("`hold_back_periods` (default 2)", "`publish.hold_back_periods`"),
         ("`[publish] token_env` defaults to `HUB_TOKEN`", "the code's is 'HF_TOKEN'"),
         ("`[[spec.targets]] name` (default `x`)", "has no default"),
+        ("`[snapshot] cadence`, weekly by default", "the code's is 'monthly'"),
+        ("`[gpu] epochs` is `3` by default", "the code's is 5"),
     ],
 )
 def test_a_changed_default_is_reported(text: str, why: str) -> None:
