@@ -304,3 +304,14 @@ def test_a_relative_link_to_nothing_is_reported(tmp_path: Path) -> None:
     (tmp_path / "guides" / "year.md").write_text("# y\n")
     text = "[a year](guides/year.md#top), [site](https://example.org/x), [gone](guides/gone.md)\n"
     assert whats(check_links(page(text, base=tmp_path))) == ["link `guides/gone.md`: no such file"]
+
+
+def test_commands_and_keys_in_a_table_are_checked() -> None:
+    text = (
+        "# t\n\n| task | command |\n|---|---|\n| run | `clkt runn` |\n"
+        "| export | `clkt snapshot export ID --format hf\\|lm-eval --out D` |\n| key | `[gpu] nope` |\n"
+    )
+    assert [(f.line, f.what) for f in check_commands(page(text))] == [
+        (5, "`clkt runn`: No such command 'runn'. Did you mean 'run'?")
+    ]
+    assert [f.line for f in check_keys(page(text))] == [7]
