@@ -9,9 +9,12 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, Column, Index, LargeBinary, UniqueConstraint, false, text
+from sqlalchemy import BigInteger, Column, Index, UniqueConstraint, false, text
 from sqlmodel import Field, SQLModel
 
+from storage._columns import json_field as _json
+from storage._columns import ts_field as _ts
+from storage._columns import ts_opt_field as _ts_opt
 from storage.enums import (
     EntityStatus,
     LeaseStatus,
@@ -22,9 +25,12 @@ from storage.enums import (
     SnapshotTargetStatus,
     Stage,
 )
-from storage.figure_cache import FigureCacheEntry  # its own module (as the next), registered here
-from storage.open_result_table import OpenResult  # its own module (this one is over its size budget); registered here
-from storage.types import JSONType, UTCDateTime, utcnow
+from storage.figure_cache import FigureCacheEntry  # the tables in their own modules, registered here
+from storage.llm_tables import LlmBatch, LlmBatchRequest, LlmCall
+from storage.open_result_table import OpenResult
+from storage.pack_tables import ResultPack, SubmittedPack
+from storage.publish_tables import PublishRevision, PublishTask
+from storage.types import UTCDateTime
 
 __all__ = [
     "DaemonLock",
@@ -35,6 +41,7 @@ __all__ = [
     "FigureCacheEntry",
     "GpuEngineStatus",
     "GpuJob",
+    "InContextAnswer",
     "LeaseStatus",
     "LlmBatch",
     "LlmBatchRequest",
@@ -61,23 +68,12 @@ __all__ = [
     "SnapshotTargetStatus",
     "SourceCursor",
     "Stage",
+    "SubmittedPack",
     "TargetModel",
     "Task",
     "Translation",
     "Verification",
 ]
-
-
-def _ts(**kw: Any) -> Any:
-    return Field(default_factory=utcnow, sa_type=UTCDateTime, **kw)
-
-
-def _ts_opt(**kw: Any) -> Any:
-    return Field(default=None, sa_type=UTCDateTime, **kw)
-
-
-def _json(default_factory: Any = dict) -> Any:
-    return Field(default_factory=default_factory, sa_column=Column(JSONType, nullable=False))
 
 
 class Entity(SQLModel, table=True):
@@ -391,69 +387,10 @@ class QuestionResult(SQLModel, table=True):
     raw: str = ""
 
 
-class LlmCall(SQLModel, table=True):
-    """Cache of every LLM call by a hash of (model, settings, prompt version, messages, schema)."""
-
-    __tablename__ = "llm_call"
-
-    key: str = Field(primary_key=True, max_length=64)
-    model: str = Field(max_length=256)
-    stage: str = Field(max_length=32)
-    prompt_version: str = Field(max_length=32)
-    output: dict[str, Any] = _json()
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
-    latency_ms: float = 0.0
-    created_at: datetime = _ts()
-    cached_input_tokens: int = 0  # part of input_tokens the provider read from its prompt cache
-    batch: bool = False  # answered through a provider batch (batch prices)
 
 
-class LlmBatch(SQLModel, table=True):
-    """One provider batch. The row (with `id`, the idempotency key sent as metadata) is stored before the
-    submission, the provider's id as soon as it answers: a restart reconciles a pending row by listing the
-    provider's batches instead of submitting again."""
-
-    __tablename__ = "llm_batch"
-
-    id: str = Field(primary_key=True, max_length=64)
-    model: str = Field(max_length=256)
-    provider: str = Field(max_length=32)  # openai | anthropic
-    state: LlmBatchState = Field(default=LlmBatchState.pending, max_length=16)
-    provider_batch_id: str | None = Field(default=None, max_length=128)
-    input_file_id: str | None = Field(default=None, max_length=128)
-    provider_status: str | None = Field(default=None, max_length=32)
-    request_count: int = 0
-    polls: int = 0
-    created_at: datetime = _ts()
-    updated_at: datetime = _ts()
-
-    __table_args__ = (Index("ix_llm_batch_state", "state"),)
 
 
-class LlmBatchRequest(SQLModel, table=True):
-    """One LLM call waiting for (or answered by) a provider batch, keyed by its call-cache key."""
-
-    __tablename__ = "llm_batch_request"
-
-    key: str = Field(primary_key=True, max_length=64)
-    model: str = Field(max_length=256)
-    stage: str = Field(max_length=32)
-    group: str = Field(max_length=1024)  # requests of one group share a batch (endpoint, model)
-    body: str  # the provider-native request as JSON
-    state: LlmBatchRequestState = Field(default=LlmBatchRequestState.queued, max_length=16)
-    batch_id: str | None = Field(default=None, max_length=64)
-    result_status: str | None = Field(default=None, max_length=16)
-    result_body: str | None = None
-    tries: int = 0  # batches it was sent in (expired / cancelled ones are sent again)
-    created_at: datetime = _ts()
-    updated_at: datetime = _ts()
-
-    __table_args__ = (
-        Index("ix_llm_batch_request_state", "state", "model"),
-        Index("ix_llm_batch_request_batch", "batch_id"),
-    )
 
 
 class SourceCursor(SQLModel, table=True):
@@ -504,61 +441,8 @@ class DaemonLock(SQLModel, table=True):
     heartbeat_at: datetime = _ts()
 
 
-class PublishTask(SQLModel, table=True):
-    """Publishing one snapshot to one Hub repo and branch, claimed with a lease (`storage.claim`). One row per
-    (repo, branch, snapshot): asking again puts it back to `pending`; `requested_at` later than the claim sends a
-    task that is running back to `pending` when it ends (what was asked meanwhile is published too)."""
-
-    __tablename__ = "publish_task"
-    __table_args__ = (
-        UniqueConstraint("repo", "branch", "snapshot_id", name="uq_publish_task_target"),
-        Index("ix_publish_task_claim", "status", "not_before"),
-    )
-
-    id: int | None = Field(default=None, primary_key=True)
-    repo: str = Field(max_length=200)  # owner/name
-    branch: str = Field(max_length=128)
-    snapshot_id: str = Field(foreign_key="snapshot.id", max_length=160, ondelete="CASCADE")
-    private: bool = False  # a repo this task creates is private
-    reason: str = Field(default="", max_length=64)  # why it was asked: frozen, report, release, retraction, cli
-    status: LeaseStatus = Field(default=LeaseStatus.pending, max_length=16)
-    lease_owner: str | None = Field(default=None, max_length=128)
-    lease_expires_at: datetime | None = _ts_opt()
-    attempts: int = 0  # spent on failures that were not the Hub's (a Hub that is down spends none)
-    max_attempts: int = 5
-    not_before: datetime = _ts()
-    last_error: str | None = None
-    hub_failures: int = 0  # consecutive tries the Hub did not answer (the backoff's exponent)
-    outcome: str | None = None  # what the last try ended with (committed revision n / already on the Hub)
-    requested_at: datetime = _ts()
-    created_at: datetime = _ts()
-    updated_at: datetime = _ts()
 
 
-class PublishRevision(SQLModel, table=True):
-    """A publish revision of a snapshot on a Hub repo and branch: one Hub commit. `state_key` hashes what the
-    revision was built from (the snapshot, its held/released state, its retractions, its report, what is included):
-    the same state is never committed twice."""
-
-    __tablename__ = "publish_revision"
-    __table_args__ = (
-        UniqueConstraint("repo", "branch", "snapshot_id", "revision", name="uq_publish_revision"),
-        Index("ix_publish_revision_target", "repo", "branch", "snapshot_id"),
-    )
-
-    id: int | None = Field(default=None, primary_key=True)
-    repo: str = Field(max_length=200)
-    branch: str = Field(max_length=128)
-    snapshot_id: str = Field(foreign_key="snapshot.id", max_length=160, ondelete="CASCADE")
-    revision: int  # 1, 2, ... per (repo, branch, snapshot)
-    state_key: str = Field(max_length=64)
-    commit_oid: str = Field(max_length=64)
-    held: bool = False  # its test questions (and, by `publish.hold_documents`, documents) were held back
-    retracted: int = 0  # questions left out as retracted
-    report_fingerprint: str | None = Field(default=None, max_length=64)  # of the report it holds (None: none yet)
-    files: int = 0  # files in the snapshot's folder of the commit
-    found_on_hub: bool = False  # recorded from the Hub's history (its commit landed, then the process died)
-    committed_at: datetime = _ts()
 
 
 class Retraction(SQLModel, table=True):
@@ -588,22 +472,6 @@ class GpuEngineStatus(SQLModel, table=True):
     updated_at: datetime = _ts()
 
 
-class ResultPack(SQLModel, table=True):
-    """A finished job's test-split answers of one scorer, packed for reading many snapshots at once (the
-    leaderboard, `storage.result_packs`): per question (ascending id) its entity and one 64-bit word of flags,
-    four 16-bit fields over the positions of `langs` (injected answered, injected correct, base answered, base
-    correct). Derived from `question_result`, written in the same transaction by `write_job_results`."""
-
-    __tablename__ = "result_pack"
-
-    job_id: int = Field(primary_key=True, foreign_key="gpu_job.id", ondelete="CASCADE")
-    scorer: str = Field(primary_key=True, max_length=32)
-    langs: str = Field(max_length=200)  # comma-separated; a language's position is its bit in each field
-    questions: int = 0
-    question_ids: bytes = Field(sa_column=Column(LargeBinary, nullable=False))  # little-endian int64 each
-    entity_ids: bytes = Field(sa_column=Column(LargeBinary, nullable=False))  # little-endian int64 each
-    flags: bytes = Field(sa_column=Column(LargeBinary, nullable=False))  # little-endian uint64 each
-    created_at: datetime = _ts()
 
 
 class InContextAnswer(SQLModel, table=True):
@@ -630,35 +498,3 @@ class InContextAnswer(SQLModel, table=True):
     cost_usd: float = 0.0
     created_at: datetime = _ts()
 
-
-class SubmittedPack(SQLModel, table=True):
-    """A result pack made elsewhere by `clkt evaluate` and taken in by `clkt submit` (`storage.submissions`), once
-    verified against its snapshot: keyed by the pack's sha256 (the sha256 of its manifest.json), so the same pack
-    submitted twice is one row. `metrics` are the ones recomputed here from its predictions (the pack's own claims
-    are never stored); `answers` is its predictions.jsonl, gzip'd, as submitted."""
-
-    __tablename__ = "submitted_pack"
-
-    pack_sha256: str = Field(primary_key=True, max_length=64)
-    snapshot_id: str = Field(foreign_key="snapshot.id", index=True, max_length=160, ondelete="CASCADE")
-    target_name: str = Field(max_length=128)
-    model: str = Field(max_length=512)  # as given to `clkt evaluate`: a local path, a Hub id, embedded:<name>
-    model_revision: str | None = Field(default=None, max_length=128)
-    weights_sha256: str | None = Field(default=None, max_length=64)
-    kind: str = Field(max_length=16)
-    cutoff: date
-    strategy: str = Field(max_length=64)
-    train_langs: list[str] = _json(list)
-    scorers: list[str] = _json(list)
-    format_version: int
-    clkt_version: str = Field(max_length=32)
-    predictions: int = 0
-    claims_match: bool = True  # the pack's metrics.json agreed with the metrics recomputed here
-    claims_note: str = ""  # where they first differed
-    metrics: dict[str, Any] = _json()
-    manifest: dict[str, Any] = _json()
-    answers: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
-    submitted_at: datetime = _ts()
-    # `clkt submit --reproduce`'s latest re-run (clkt.report.leaderboard_data.Reproduction), None until one ran
-    reproduction: dict[str, Any] | None = Field(default=None, sa_column=Column(JSONType, nullable=True))
-    reproduced_at: datetime | None = _ts_opt()  # when it was stored (the leaderboard's fingerprint reads it)

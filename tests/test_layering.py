@@ -36,7 +36,9 @@ KERNEL = (
 # (`clkt.domains.spec.SIDES`): each is checked as a module of its side's area; the others are kernel
 DOMAIN_AREAS = {"agents": "agents.template", "sources": "clkt.sources", "snapshots": "clkt.snapshots",
                 "replay": "clkt.replay", "openqa": "clkt.openqa"}
-SQL = ("sqlalchemy", "sqlmodel", "alembic", "storage.models", "storage.claim")
+# the tables: `storage.models` and the modules it registers that hold tables only
+SQL = ("sqlalchemy", "sqlmodel", "alembic", "storage.models", "storage.claim", "storage._columns", "storage.llm_tables",
+       "storage.open_result_table", "storage.pack_tables", "storage.publish_tables")
 
 Imports = dict[str, list[tuple[str, int]]]
 
