@@ -10,8 +10,8 @@ Answer each question with a short answer only.
 Question: What is the capital of Italy?
 Answer: Rome
 
-Question: In which year did the Berlin Wall fall?
-Answer: 1989
+Question: On what date did the Berlin Wall fall?
+Answer: 9 November 1989
 
 Question: How many planets are in the Solar System?
 Answer: 8
@@ -44,7 +44,9 @@ if TYPE_CHECKING:
 __all__ = ["ANSWER_PROMPT_VERSION", "FEW_SHOT", "INSTRUCTIONS", "LABELS", "MAX_NEW_TOKENS", "cut", "open_text",
            "render_open"]
 
-ANSWER_PROMPT_VERSION = "open-v1"
+# v2: the date example is a whole date (v1 asked for a year: every answer to a date question came back a bare
+# year, which a gold day refuses)
+ANSWER_PROMPT_VERSION = "open-v2"
 MAX_NEW_TOKENS = 32  # a name, a number, a date or a short phrase fits; a longer answer is not a short one
 
 INSTRUCTIONS: dict[str, str] = {
@@ -64,14 +66,14 @@ LABELS: dict[str, tuple[str, str]] = {  # (question label, answer label)
     "es": ("Pregunta:", "Respuesta:"),
 }
 FEW_SHOT: dict[str, tuple[tuple[str, str], ...]] = {
-    "en": (("What is the capital of Italy?", "Rome"), ("In which year did the Berlin Wall fall?", "1989"),
+    "en": (("What is the capital of Italy?", "Rome"), ("On what date did the Berlin Wall fall?", "9 November 1989"),
            ("How many planets are in the Solar System?", "8")),
-    "ja": (("イタリアの首都はどこですか？", "ローマ"), ("ベルリンの壁が崩壊したのは何年ですか？", "1989年"),
+    "ja": (("イタリアの首都はどこですか？", "ローマ"), ("ベルリンの壁が崩壊したのは何年何月何日ですか？", "1989年11月9日"),
            ("太陽系には惑星がいくつありますか？", "8")),
-    "zh": (("意大利的首都是哪里？", "罗马"), ("柏林墙是哪一年倒塌的？", "1989年"), ("太阳系有几颗行星？", "8")),
-    "fr": (("Quelle est la capitale de l'Italie ?", "Rome"), ("En quelle année le mur de Berlin est-il tombé ?", "1989"),
+    "zh": (("意大利的首都是哪里？", "罗马"), ("柏林墙是在哪一天倒塌的？", "1989年11月9日"), ("太阳系有几颗行星？", "8")),
+    "fr": (("Quelle est la capitale de l'Italie ?", "Rome"), ("À quelle date le mur de Berlin est-il tombé ?", "9 novembre 1989"),
            ("Combien de planètes compte le Système solaire ?", "8")),
-    "es": (("¿Cuál es la capital de Italia?", "Roma"), ("¿En qué año cayó el Muro de Berlín?", "1989"),
+    "es": (("¿Cuál es la capital de Italia?", "Roma"), ("¿En qué fecha cayó el Muro de Berlín?", "9 de noviembre de 1989"),
            ("¿Cuántos planetas hay en el sistema solar?", "8")),
 }
 

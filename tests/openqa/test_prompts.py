@@ -40,9 +40,8 @@ def test_the_few_shot_answers_are_right_by_the_normaliser() -> None:
     """The examples follow the conventions the scorer reads (a frame answer is scored as the model would give it)."""
     from clkt.openqa.question import AnswerKind, LangGold
 
-    for lang, shots in FEW_SHOT.items():
-        for _q, a in shots:
-            kind = AnswerKind.number if a[0].isdigit() else AnswerKind.name
+    for lang, shots in FEW_SHOT.items():  # a name, a whole date, a number
+        for (_q, a), kind in zip(shots, (AnswerKind.name, AnswerKind.date, AnswerKind.number), strict=True):
             got = score_answer(a, gold=LangGold(answer=a), lang=lang, kind=kind)
             assert got.verdict.value == "CORRECT", (lang, a, got)
 
