@@ -49,9 +49,11 @@ __all__ = [
     "AuditScore",
     "DomainPrecision",
     "LanguagePrecision",
+    "neutralise_cell",
     "rejected",
     "sample_pairs",
     "score_files",
+    "sheet_text",
     "write_sample",
 ]
 
@@ -312,15 +314,21 @@ def _verdict(row: dict[str, str], where: str, *, has_correct: bool) -> _Verdicts
     return {CORRECT: ok, **v} if ok or ticked else None
 
 
-def _read_sheet(f: Path) -> tuple[list[tuple[int, dict[str, str]]], bool]:
-    """The rows of one annotator's sheet (with their line numbers) and whether it has the `correct` column."""
+def sheet_text(f: Path) -> str:
+    """An annotated sheet's text, whatever the spreadsheet saved it as (and the csv module's field limit raised to
+    `MAX_FIELD_BYTES`); `UserError` when it cannot be read."""
     try:
         raw = Path(f).read_bytes()
     except OSError as e:
         raise UserError(f"cannot read {f}: {e.strerror or e}") from None
     if csv.field_size_limit() < MAX_FIELD_BYTES:
         csv.field_size_limit(MAX_FIELD_BYTES)
-    reader = csv.DictReader(io.StringIO(_decode_sheet(raw), newline=""))
+    return _decode_sheet(raw)
+
+
+def _read_sheet(f: Path) -> tuple[list[tuple[int, dict[str, str]]], bool]:
+    """The rows of one annotator's sheet (with their line numbers) and whether it has the `correct` column."""
+    reader = csv.DictReader(io.StringIO(sheet_text(f), newline=""))
     try:
         fieldnames = reader.fieldnames or []
     except csv.Error as e:
