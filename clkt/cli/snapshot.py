@@ -249,7 +249,7 @@ def audit_sample(
 
         if fraction is not None:
             raise fail("--fraction: the open form draws --per-language answers per language")
-        sample_open(ident, out, per_language=per_language or DEFAULT_PER_LANGUAGE, languages=comma_list(language),
+        sample_open(ident, out, per_language=DEFAULT_PER_LANGUAGE if per_language is None else per_language, languages=comma_list(language),
                     seed=seed, config=config)
         return
     fraction = 0.2 if fraction is None else fraction
