@@ -28,22 +28,22 @@ def sample_open(
 
     settings = load_cli_settings(config)
 
-    async def draw() -> tuple[Path, dict[str, int]]:
+    async def draw() -> tuple[tuple[Path, Path], dict[str, int]]:
         async with read_store(settings) as store, store.session() as s:
             snap = await load_snapshot(s, ident)
             stored = await open_results_for_snapshot(s, snap.row.id)
         rows = sample_answers(snap.content, stored, per_language=per_language, languages=languages,
                               seed=snap.row.seed if seed is None else seed)
-        path = write_open_form(rows, out)
+        paths = write_open_form(rows, out)
         counts: dict[str, int] = {}
         for a in rows:
             counts[a.language] = counts.get(a.language, 0) + 1
-        return path, counts
+        return paths, counts
 
-    path, counts = run_async(draw)
+    (c, h), counts = run_async(draw)
     per = ", ".join(f"{lang} {n}" for lang, n in counts.items())
     console.print(plain(f"{sum(counts.values())} open answers ({per}), no verdict shown: label each CORRECT, "
-                        f"INCORRECT or NOT_ATTEMPTED → {path}"))
+                        f"INCORRECT or NOT_ATTEMPTED → {c} and {h}"))
 
 
 def _kappa_text(a: ScorerAgreement) -> str:

@@ -237,7 +237,7 @@ def audit_sample(
     seed: Annotated[int | None, typer.Option("--seed", help="default: the snapshot's seed")] = None,
     open_track: Annotated[bool, typer.Option(
         "--open", help="the open track's form: distinct stored answers per language (the question, gold, aliases "
-                       "and answer; never a verdict), a CSV with a blank label column")] = False,
+                       "and answer; never a verdict), a CSV with a blank label column and an HTML form that saves it")] = False,
     config: ConfigOption = None,
 ) -> None:
     from clkt.snapshots.audit import sample_pairs, write_sample

@@ -49,6 +49,7 @@ __all__ = [
     "AuditScore",
     "DomainPrecision",
     "LanguagePrecision",
+    "form_template",
     "neutralise_cell",
     "rejected",
     "sample_pairs",
@@ -236,12 +237,13 @@ class _FormPair:
 
 
 @cache
-def _form_template() -> jinja2.Template:
+def form_template(name: str = "audit/form.html") -> jinja2.Template:
+    """An audit form's template (`clkt/templates/`): autoescaped, every variable required."""
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("clkt", "templates"), autoescape=True, undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
     )
-    return env.get_template("audit/form.html")
+    return env.get_template(name)
 
 
 def _html(pairs: Sequence[AuditPair], title: str) -> str:
@@ -254,7 +256,7 @@ def _html(pairs: Sequence[AuditPair], title: str) -> str:
     ]
     data = [[p.sample_id, p.snapshot_id, p.language, p.domain, p.qid, p.entity, p.document, p.question, _options_text(p), p.answer]
             for p in pairs]
-    return _form_template().render(title=title, pairs=shown, criteria=CRITERIA, correct=CORRECT, columns=COLUMNS,
+    return form_template().render(title=title, pairs=shown, criteria=CRITERIA, correct=CORRECT, columns=COLUMNS,
                                    data=data)
 
 

@@ -6,7 +6,8 @@ question in one language; the same text to the same question in the same languag
 in every job, or two jobs said the same) is one answer, shown once. An answer whose question the snapshot does not
 hold (no question, gold or aliases to show) is not drawn.
 
-Each row of the form (`write_open_form`, a CSV written whole or not at all) has a stable id, the language, the
+Each row of the form (`write_open_form`: a CSV and a self-contained HTML form that saves the same CSV, each
+written whole or not at all) has a stable id, the language, the
 domain, the entity's name, the question, the gold and its accepted forms, and the model's answer, then a blank
 `label` for SimpleQA's grades (CORRECT / INCORRECT / NOT_ATTEMPTED) and `notes`. It never holds a verdict, a
 reason, the language identified in the answer, which job or which variant (base or injected) gave it: the id
@@ -27,7 +28,7 @@ from pathlib import Path
 
 from clkt.errors import UserError
 from clkt.openqa.score import Verdict
-from clkt.snapshots.audit import neutralise_cell
+from clkt.snapshots.audit import form_template, neutralise_cell
 from clkt.snapshots.content import SnapshotContent
 from clkt.snapshots.layout import OpenRow
 from clkt.snapshots.select import seeded_key
@@ -145,17 +146,32 @@ def open_form_csv(rows: Sequence[OpenAuditRow]) -> str:
     return buf.getvalue()
 
 
-def write_open_form(rows: Sequence[OpenAuditRow], out: Path) -> Path:
-    """`<out>` (`.csv` added when missing), written beside itself and renamed over: whole or not at all."""
+def _html(rows: Sequence[OpenAuditRow]) -> str:
+    """The self-contained form (clkt/templates/audit/open_form.html): the answers escaped by jinja2, the data its
+    script saves `tojson`'s HTML-safe JSON (a model's `</script>` stays text); it saves the CSV's columns."""
+    data = [[a.sample_id, a.snapshot_id, a.language, a.domain, a.entity, a.question, a.gold,
+             ALIAS_SEPARATOR.join(a.aliases), a.answer] for a in rows]
+    return form_template("audit/open_form.html").render(
+        title=f"Open answers of {rows[0].snapshot_id}", rows=rows, labels=LABELS, columns=OPEN_COLUMNS, data=data)
+
+
+def write_open_form(rows: Sequence[OpenAuditRow], out: Path) -> tuple[Path, Path]:
+    """`<out>` (CSV; `.csv` added when missing) and the HTML form next to it, each written beside itself and
+    renamed over: whole or not at all."""
     if not rows:
         raise UserError("the sample is empty: the snapshot's finished jobs have no open answers to its questions")
-    path = out if out.suffix == ".csv" else out.with_name(out.name + ".csv")
-    if not path.parent.is_dir():
-        raise UserError(f"--out: no folder {path.parent}")
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    csv_path = out if out.suffix == ".csv" else out.with_name(out.name + ".csv")
+    html_path = csv_path.with_suffix(".html")
+    if not csv_path.parent.is_dir():
+        raise UserError(f"--out: no folder {csv_path.parent}")
+    texts = {csv_path: open_form_csv(rows), html_path: _html(rows)}
+    tmps = {path: path.with_name(f".{path.name}.tmp-{os.getpid()}") for path in texts}
     try:
-        tmp.write_text(open_form_csv(rows), encoding="utf-8", newline="")
-        os.replace(tmp, path)
+        for path, text in texts.items():
+            tmps[path].write_text(text, encoding="utf-8", newline="")
+        for path, tmp in tmps.items():
+            os.replace(tmp, path)
     finally:
-        tmp.unlink(missing_ok=True)
-    return path
+        for tmp in tmps.values():
+            tmp.unlink(missing_ok=True)
+    return csv_path, html_path

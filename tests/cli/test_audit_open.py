@@ -52,6 +52,7 @@ def test_the_open_form_is_blind_stratified_and_seeded_and_scores_the_normaliser(
     form, again = tmp_path / "open.csv", tmp_path / "again.csv"
     r = clkt("audit", "sample", sid, "--open", "--per-language", "5", "--seed", "7", "--out", str(form), *cfg)
     assert r.returncode == 0 and "15 open answers" in r.stdout, r.stdout + r.stderr
+    assert "Save CSV" in form.with_suffix(".html").read_text(encoding="utf-8")
     rows = _read(form)
     assert list(rows[0]) == OPEN_COLUMNS and sorted(r_["language"] for r_ in rows) == sorted(x for x in LANGS for _ in range(5))
     assert all(r_["label"] == "" and r_["question"] and r_["gold"] for r_ in rows)
