@@ -55,6 +55,15 @@ def _kappa_text(a: ScorerAgreement) -> str:
     return f"{a.kappa:.2f}{ci}"
 
 
+def _annotators_text(score: OpenAuditScore) -> str:
+    a = score.annotator_agreement
+    if a is None:
+        return ""
+    if a.kappa is None:
+        return f"; the annotators' agreement is undefined over {a.pairs} answers"
+    return f"; the annotators' {a.method} {a.kappa:.2f} over {a.pairs} answers all labelled, {a.observed:.0%} unanimous"
+
+
 def _table(score: OpenAuditScore) -> Table:
     t = Table("scorer", "language", "n", "agree", "entities", "Cohen's κ [95% CI]",
               title=f"{score.snapshot_id}: open answers, each scorer against the human labels ({score.ci_method})")
@@ -87,7 +96,8 @@ def score_open_forms(files: Sequence[Path], *, as_json: bool, config: Path | Non
         return
     who = "one annotator" if score.annotators == 1 else f"the majority of {score.annotators} annotators"
     console.print(plain(f"{score.labelled} answers labelled by {who}"
-                        + (f"; {score.no_majority} without a majority left out" if score.no_majority else "")))
+                        + (f"; {score.no_majority} without a majority left out" if score.no_majority else "")
+                        + _annotators_text(score)))
     print_table(_table(score))
     if score.without_verdicts:
         console.print(plain(f"no verdicts stored per answer for {' and '.join(score.without_verdicts)}: "

@@ -3,8 +3,8 @@
 `cohen_kappa(a, b)`: two raters over the same items, any categories (a binary verdict, or SimpleQA's three
 grades), kappa = (p_o - p_e) / (1 - p_e) with p_o the share of items they agree on and p_e the agreement their own
 rates of each category predict by chance, sum_c p_a(c) p_b(c) (Cohen 1960).
-`fleiss_kappa(ratings)`: any number n >= 2 of annotators on a binary verdict, each pair rated by all n (Fleiss
-1971): P_i = (sum_j n_ij^2 - n) / (n (n - 1)) per pair, P_e = sum_j p_j^2 over the categories' overall shares.
+`fleiss_kappa(ratings)`: any number n >= 2 of annotators, any categories, each item rated by all n (Fleiss 1971):
+P_i = (sum_j n_ij^2 - n) / (n (n - 1)) per item, P_e = sum_j p_j^2 over the categories' overall shares.
 Both are None where chance agreement is 1 (every verdict the same: kappa is undefined).
 `kappa_interval(a, b, units)`: the 95 % percentile interval of Cohen's kappa from a bootstrap over `units` (the
 items of one unit, e.g. the answers about one entity, are not independent: they are drawn together), seeded by
@@ -34,22 +34,21 @@ def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable]) -> float | None:
     return None if chance >= 1 else (observed - chance) / (1 - chance)
 
 
-def fleiss_kappa(ratings: Sequence[Sequence[bool]]) -> float | None:
-    """`ratings[i]`: the verdicts of every annotator on pair i (the same number for every pair, at least 2)."""
+def fleiss_kappa(ratings: Sequence[Sequence[Hashable]]) -> float | None:
+    """`ratings[i]`: the verdicts of every annotator on item i (the same number for every item, at least 2)."""
     if not ratings:
         raise ValueError("Fleiss' kappa needs at least one rated pair")
     n = len(ratings[0])
     if n < 2 or any(len(r) != n for r in ratings):
         raise ValueError("Fleiss' kappa needs the same number (>= 2) of verdicts on every pair")
-    per_pair = []
-    yes_total = 0
+    per_item = []
+    totals: Counter[Hashable] = Counter()
     for r in ratings:
-        yes = sum(r)
-        yes_total += yes
-        per_pair.append((yes * yes + (n - yes) * (n - yes) - n) / (n * (n - 1)))
-    p_bar = sum(per_pair) / len(ratings)
-    p_yes = yes_total / (len(ratings) * n)
-    chance = p_yes * p_yes + (1 - p_yes) * (1 - p_yes)
+        counts = Counter(r)
+        totals.update(counts)
+        per_item.append((sum(k * k for k in counts.values()) - n) / (n * (n - 1)))
+    p_bar = sum(per_item) / len(ratings)
+    chance = sum((k / (len(ratings) * n)) ** 2 for k in totals.values())
     return None if chance >= 1 else (p_bar - chance) / (1 - chance)
 
 

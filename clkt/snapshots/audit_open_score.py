@@ -4,7 +4,8 @@
 wrong: a form with no label at all, a row left without one (a partial form), a label that is not one of SimpleQA's
 grades, a row id whose snapshot is not the form's, an id twice, forms of several snapshots. The human label of an
 answer is the strict majority of its annotators' (with one annotator, theirs); an answer without one is left out,
-counted in `no_majority`.
+counted in `no_majority`. With several annotators, their own agreement over the answers all of them labelled is
+reported too (Cohen's kappa for two, Fleiss' for more, over the three grades).
 
 `score_open` looks each labelled answer up among the snapshot's stored answers (`storage.open_results`, every
 scorer's rows) by its id, and refuses an id it does not know (edited, or drawn from another store) or an answer
@@ -22,14 +23,14 @@ import csv
 import io
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
 from clkt.errors import UserError
-from clkt.snapshots.agreement import BOOTSTRAP_SAMPLES, cohen_kappa, kappa_interval
-from clkt.snapshots.audit import neutralise_cell, sheet_text
+from clkt.snapshots.agreement import BOOTSTRAP_SAMPLES, cohen_kappa, fleiss_kappa, kappa_interval
+from clkt.snapshots.audit import Agreement, neutralise_cell, sheet_text
 from clkt.snapshots.audit_open import LABEL, LABELS, open_sample_id
 from storage.open_results import OpenResultRow
 
@@ -53,6 +54,7 @@ class OpenLabels:
     labels: dict[str, str]
     answers: dict[str, str]
     no_majority: int
+    votes: dict[str, list[str]] = field(default_factory=dict)  # per answer, each form's label in the forms' order
 
 
 class ScorerAgreement(BaseModel):
@@ -80,6 +82,7 @@ class OpenAuditScore(BaseModel):
     no_majority: int
     scorers: list[str]
     without_verdicts: list[str]  # scoring layers with no verdict stored per answer
+    annotator_agreement: Agreement | None = None  # None: one annotator
     agreement: list[ScorerAgreement]
     ci_method: str = f"bootstrap over entities, {BOOTSTRAP_SAMPLES} draws, 95 % percentile interval"
 
@@ -160,7 +163,7 @@ def read_open_forms(files: Sequence[Path]) -> OpenLabels:
         if k * 2 > len(vs):
             labels[sid] = top
     return OpenLabels(snapshot_id=snapshots.pop(), files=[Path(f).name for f in files], annotators=len(files),
-                      labels=labels, answers=answers, no_majority=len(votes) - len(labels))
+                      labels=labels, answers=answers, no_majority=len(votes) - len(labels), votes=votes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,6 +210,21 @@ def _agreement(scorer: str, language: str, pairs: Sequence[_Pair], *, seed: int,
     )
 
 
+def _annotators(labels: OpenLabels) -> Agreement | None:
+    """The annotators' agreement over the answers every one of them labelled (the three grades)."""
+    if labels.annotators < 2:
+        return None
+    rated = [vs for vs in labels.votes.values() if len(vs) == labels.annotators]
+    if not rated:
+        return Agreement(method="none", kappa=None, pairs=0, observed=0.0)
+    if labels.annotators == 2:
+        method, kappa = "Cohen's kappa", cohen_kappa([r[0] for r in rated], [r[1] for r in rated])
+    else:
+        method, kappa = "Fleiss' kappa", fleiss_kappa(rated)
+    return Agreement(method=method, kappa=None if kappa is None else round(kappa, 4), pairs=len(rated),
+                     observed=round(sum(len(set(r)) == 1 for r in rated) / len(rated), 4))
+
+
 def score_open(labels: OpenLabels, stored: Sequence[OpenResultRow], *, seed: int) -> OpenAuditScore:
     """Each scorer's agreement with the labels, per language (in name order) and overall."""
     per_scorer = _pairs(labels, stored)
@@ -219,5 +237,5 @@ def score_open(labels: OpenLabels, stored: Sequence[OpenResultRow], *, seed: int
     return OpenAuditScore(
         snapshot_id=labels.snapshot_id, files=labels.files, annotators=labels.annotators, labelled=len(labels.labels),
         no_majority=labels.no_majority, scorers=sorted(per_scorer), agreement=rows,
-        without_verdicts=[] if judged else ["each judge", "the jury"],
+        without_verdicts=[] if judged else ["each judge", "the jury"], annotator_agreement=_annotators(labels),
     )

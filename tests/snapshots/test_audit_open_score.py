@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from clkt.errors import UserError
-from clkt.snapshots.agreement import cohen_kappa, kappa_interval
+from clkt.snapshots.agreement import cohen_kappa, fleiss_kappa, kappa_interval
 from clkt.snapshots.audit_open import OPEN_COLUMNS, open_sample_id
 from clkt.snapshots.audit_open_score import ALL, MIN_N, OpenLabels, read_open_forms, score_open
 from storage.open_results import OpenResultRow
@@ -114,8 +114,12 @@ def _form(path: Path, rows: list[dict[str, str]]) -> Path:
     return path
 
 
+def _fid(i: int) -> str:
+    return open_sample_id(SID, "en", i, 1, "base")
+
+
 def _form_rows(labels: list[str]) -> list[dict[str, str]]:
-    return [{**dict.fromkeys(OPEN_COLUMNS, ""), "sample_id": f"{SID}:en:{i}:abc", "snapshot_id": SID, "language": "en",
+    return [{**dict.fromkeys(OPEN_COLUMNS, ""), "sample_id": _fid(i), "snapshot_id": SID, "language": "en",
              "answer": f"a{i}", "label": lab} for i, lab in enumerate(labels)]
 
 
@@ -124,8 +128,22 @@ def test_the_majority_of_several_annotators_is_the_label(tmp_path: Path) -> None
     b = _form(tmp_path / "b.csv", _form_rows(["correct", "not attempted", NA]))
     c = _form(tmp_path / "c.csv", _form_rows([IN, IN, "Not-Attempted"]))
     got = read_open_forms([a, b, c])
-    assert got.labels == {f"{SID}:en:0:abc": CO, f"{SID}:en:2:abc": NA} and got.no_majority == 1
-    assert got.annotators == 3 and read_open_forms([a]).labels[f"{SID}:en:2:abc"] == IN
+    assert got.labels == {_fid(0): CO, _fid(2): NA} and got.no_majority == 1
+    assert got.annotators == 3 and read_open_forms([a]).labels[_fid(2)] == IN
+    stored = [OpenResultRow(open_qid=i, entity_id=i, domain="movies", fact="f", lang="en", variant="base", scorer="open-normaliser",
+                            split="test", verdict=CO, other_language=False, answer=f"a{i}", job_id=1, target_model="t",
+                            strategy="s", train_lang="en", seed=0) for i in range(3)]
+    score = score_open(got, stored, seed=0)
+    agreement = score.annotator_agreement
+    # three annotators on three answers: Fleiss' kappa over the three grades, by hand: P_i = 1/3, 0, 1/3, P_e = 3 (1/3)^2
+    # = 1/3, so (2/9 - 1/3) / (2/3) = -1/6 (worse than chance)
+    assert agreement is not None and agreement.method == "Fleiss' kappa" and agreement.pairs == 3
+    assert agreement.kappa == pytest.approx(-1 / 6, abs=1e-4) == fleiss_kappa([[CO, CO, IN], [CO, NA, IN], [IN, NA, NA]])
+    assert agreement.observed == 0.0
+    assert score.agreement[-1].n == 2  # the answer without a majority is left out
+    two = score_open(read_open_forms([a, b]), stored, seed=0).annotator_agreement
+    assert two is not None and two.method == "Cohen's kappa" and two.pairs == 3
+    assert score_open(read_open_forms([a]), stored, seed=0).annotator_agreement is None
 
 
 @pytest.mark.parametrize(("edit", "message"), [
@@ -133,7 +151,7 @@ def test_the_majority_of_several_annotators_is_the_label(tmp_path: Path) -> None
     (lambda rows: [rows[0], {**rows[1], "label": ""}], r":3: answer .* has no label"),
     (lambda rows: [{**rows[0], "label": "MAYBE"}], "'MAYBE' is not a label"),
     (lambda rows: [rows[0], rows[0]], "appears twice"),
-    (lambda rows: [rows[0], {**rows[1], "sample_id": "other-2025-05-r0:en:1:abc"}], "is not one of snapshot"),
+    (lambda rows: [rows[0], {**rows[1], "sample_id": "other-2025-05-r0:en:1:abcdef012345"}], "is not one of snapshot"),
     (lambda rows: [rows[0], {**rows[1], "snapshot_id": "other"}], "several snapshots"),
 ])
 def test_a_bad_form_is_refused_with_one_line(tmp_path: Path, edit: object, message: str) -> None:
