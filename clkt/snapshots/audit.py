@@ -26,7 +26,7 @@ from __future__ import annotations
 import csv
 import io
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -52,8 +52,10 @@ __all__ = [
     "form_template",
     "neutralise_cell",
     "rejected",
+    "sample_languages",
     "sample_pairs",
     "score_files",
+    "sheet_csv",
     "sheet_text",
     "write_sample",
 ]
@@ -173,6 +175,16 @@ def _quotas(sizes: dict[str, int], total: int) -> dict[str, int]:
     return quota
 
 
+def sample_languages(content: SnapshotContent, languages: Sequence[str] | None) -> list[str]:
+    """The languages a sample covers: `languages` (default: the snapshot's), each one the snapshot has."""
+    langs = list(content.languages if languages is None else languages)
+    unknown = [x for x in langs if x not in content.languages]
+    if unknown:
+        raise UserError(f"snapshot {content.snapshot_id} has no language {', '.join(unknown)} "
+                        f"(it has {', '.join(content.languages)})")
+    return langs
+
+
 def sample_pairs(
     content: SnapshotContent, *, fraction: float, seed: int, languages: Sequence[str] | None = None,
     per_language: int | None = None,
@@ -184,11 +196,7 @@ def sample_pairs(
         raise UserError(f"--fraction must be in (0, 1], got {fraction}")
     if per_language is not None and per_language < 1:
         raise UserError(f"--per-language must be at least 1, got {per_language}")
-    langs = list(content.languages if languages is None else languages)
-    unknown = [x for x in langs if x not in content.languages]
-    if unknown:
-        raise UserError(f"snapshot {content.snapshot_id} has no language {', '.join(unknown)} "
-                        f"(it has {', '.join(content.languages)})")
+    langs = sample_languages(content, languages)
     out: list[AuditPair] = []
     for lang in langs:
         by_domain = _pairs_in(content, lang)
@@ -211,15 +219,20 @@ def neutralise_cell(value: object) -> str:
     return "'" + s if s.startswith(_FORMULA_START) else s
 
 
-def _csv(pairs: Sequence[AuditPair]) -> str:
+def sheet_csv(columns: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    """A form's CSV: the header, then each row's cells neutralised (`neutralise_cell`) and blank cells to fill up to
+    the header's width (the annotator's columns)."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(COLUMNS)
-    for p in pairs:
-        w.writerow([neutralise_cell(x) for x in (
-            p.sample_id, p.snapshot_id, p.language, p.domain, p.qid, p.entity, p.document, p.question, _options_text(p), p.answer,
-        )] + [""] * (1 + len(CRITERIA)) + [""])
+    w.writerow(columns)
+    for row in rows:
+        w.writerow([neutralise_cell(x) for x in row] + [""] * (len(columns) - len(row)))
     return buf.getvalue()
+
+
+def _csv(pairs: Sequence[AuditPair]) -> str:
+    return sheet_csv(COLUMNS, ((p.sample_id, p.snapshot_id, p.language, p.domain, p.qid, p.entity, p.document, p.question,
+                                _options_text(p), p.answer) for p in pairs))
 
 
 @dataclass(frozen=True, kw_only=True)

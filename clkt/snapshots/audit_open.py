@@ -18,9 +18,7 @@ Cells a spreadsheet would run as formulas are neutralised as in the MCQ form (`c
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,7 +26,7 @@ from pathlib import Path
 
 from clkt.errors import UserError
 from clkt.openqa.score import Verdict
-from clkt.snapshots.audit import form_template, neutralise_cell
+from clkt.snapshots.audit import form_template, sample_languages, sheet_csv
 from clkt.snapshots.content import SnapshotContent
 from clkt.snapshots.layout import OpenRow
 from clkt.snapshots.select import seeded_key
@@ -112,11 +110,7 @@ def sample_answers(
     order (default: the snapshot's)."""
     if per_language < 1:
         raise UserError(f"--per-language must be at least 1, got {per_language}")
-    langs = list(content.languages if languages is None else languages)
-    unknown = [x for x in langs if x not in content.languages]
-    if unknown:
-        raise UserError(f"snapshot {content.snapshot_id} has no language {', '.join(unknown)} "
-                        f"(it has {', '.join(content.languages)})")
+    langs = sample_languages(content, languages)
     questions, names = _questions(content), _names(content)
     drawn = [
         OpenAuditRow(
@@ -135,15 +129,8 @@ def sample_answers(
 
 
 def open_form_csv(rows: Sequence[OpenAuditRow]) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(OPEN_COLUMNS)
-    for a in rows:
-        w.writerow([neutralise_cell(x) for x in (
-            a.sample_id, a.snapshot_id, a.language, a.domain, a.entity, a.question, a.gold,
-            ALIAS_SEPARATOR.join(a.aliases), a.answer,
-        )] + ["", ""])
-    return buf.getvalue()
+    return sheet_csv(OPEN_COLUMNS, ((a.sample_id, a.snapshot_id, a.language, a.domain, a.entity, a.question, a.gold,
+                                     ALIAS_SEPARATOR.join(a.aliases), a.answer) for a in rows))
 
 
 def _html(rows: Sequence[OpenAuditRow]) -> str:
