@@ -64,6 +64,13 @@ def test_the_open_form_is_blind_stratified_and_seeded_and_scores_the_normaliser(
     assert again.read_bytes() == form.read_bytes()  # deterministic with a seed
     assert clkt("audit", "sample", sid, "--open", "--per-language", "5", "--seed", "8", "--out", str(again), *cfg).returncode == 0
     assert again.read_bytes() != form.read_bytes()
+    # everything: each distinct (question, language, answer) once, though two jobs gave most of them (the base model
+    # in both, and the fixture's injected answers alike); the control answer to a question the snapshot lacks is left out
+    assert clkt("audit", "sample", sid, "--open", "--per-language", "1000", "--out", str(again), *cfg).returncode == 0
+    everything = _read(again)
+    distinct = {(v.open_qid, v.lang, v.answer) for v in stored if v.split == "test"}
+    assert len(everything) == len(distinct) < len([v for v in stored if v.split == "test"])
+    assert len({(r_["sample_id"].split(":")[2], r_["language"], r_["answer"]) for r_ in everything}) == len(distinct)
 
     # label every answer as the stored normaliser verdict says, but one: agreement 14 of 15
     verdict = {open_sample_id(sid, v.lang, v.open_qid, v.job_id, v.variant): v.verdict for v in stored}
