@@ -8,6 +8,7 @@ import json
 import re
 import shutil
 import subprocess
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -44,7 +45,7 @@ globalThis.URL = {createObjectURL: () => 'blob:'};
 """
 
 
-def _saved(page: str, sections: list[dict[str, object]]) -> str:
+def _saved(page: str, sections: Sequence[Mapping[str, object]]) -> str:
     (script,) = re.findall(r"<script>(.*?)</script>", page, flags=re.S)
     code = f"const SECTIONS_IN = {json.dumps(sections)};\n{STAND_IN}\n{script}\nsave.onclick();\nprocess.stdout.write(saved);"
     return subprocess.run(["node", "-e", code], capture_output=True, text=True, check=True, timeout=60).stdout

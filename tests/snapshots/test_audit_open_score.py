@@ -33,7 +33,7 @@ def test_cohen_kappa_over_three_grades_against_a_hand_computed_value() -> None:
     humans, scorer = _pairs()
     assert round(KAPPA, 4) == 0.6658
     assert cohen_kappa(humans, scorer) == pytest.approx(KAPPA, abs=1e-12)
-    from sklearn.metrics import cohen_kappa_score
+    from sklearn.metrics import cohen_kappa_score  # type: ignore[import-untyped]
 
     assert cohen_kappa(humans, scorer) == pytest.approx(cohen_kappa_score(humans, scorer), abs=1e-12)
     # the binary case is unchanged: Cohen's textbook table (20, 5, 10, 15) is 0.4
