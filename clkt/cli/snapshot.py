@@ -1,5 +1,5 @@
 """`clkt snapshot list|show|build|export|diff` (and `publish|retract`, from `clkt.cli.publish`) and
-`clkt audit sample|score`."""
+`clkt audit sample|score` (the open track's form: `clkt.cli.audit_open`)."""
 
 from __future__ import annotations
 
@@ -221,24 +221,38 @@ def diff(a: IdArg, b: IdArg, config: ConfigOption = None, as_json: Annotated[boo
         console.print(f"{label}: {len(ids)}" + (f" ({shown})" if ids else ""))
 
 
-@audit_app.command("sample", help="A seeded sample of document–question pairs per language and domain: CSV + HTML form.")
+@audit_app.command("sample", help="A seeded sample of document–question pairs per language and domain: CSV + HTML "
+                                  "form; with --open, of the open track's answers to label, blind to the verdicts.")
 def audit_sample(
     ident: IdArg,
     out: Annotated[Path, typer.Option("--out", help="CSV file to write (the HTML form goes next to it)")],
-    fraction: Annotated[float, typer.Option("--fraction", min=0.0, max=1.0,
-                                            help="the share of each (language, domain) drawn")] = 0.2,
+    fraction: Annotated[float | None, typer.Option("--fraction", min=0.0, max=1.0,
+                                                   help="the share of each (language, domain) drawn [default: 0.2]")] = None,
     per_language: Annotated[int | None, typer.Option(
         "--per-language", help="instead of --fraction: this many pairs per language, shared over its domains "
-                               "in proportion to their sizes")] = None,
+                               "in proportion to their sizes (with --open: answers per language, default 50)")] = None,
     language: Annotated[list[str] | None, typer.Option(
         "--language", help="the languages to sample: en,fr (or repeated; default: the source language and every "
                            "translation)")] = None,
     seed: Annotated[int | None, typer.Option("--seed", help="default: the snapshot's seed")] = None,
+    open_track: Annotated[bool, typer.Option(
+        "--open", help="the open track's form: distinct stored answers per language (the question, gold, aliases "
+                       "and answer; never a verdict), a CSV with a blank label column and an HTML form that saves it")] = False,
     config: ConfigOption = None,
 ) -> None:
     from clkt.snapshots.audit import sample_pairs, write_sample
     from clkt.snapshots.stored import load_snapshot
 
+    if open_track:
+        from clkt.cli.audit_open import sample_open
+        from clkt.snapshots.audit_open import DEFAULT_PER_LANGUAGE
+
+        if fraction is not None:
+            raise fail("--fraction: the open form draws --per-language answers per language")
+        sample_open(ident, out, per_language=DEFAULT_PER_LANGUAGE if per_language is None else per_language, languages=comma_list(language),
+                    seed=seed, config=config)
+        return
+    fraction = 0.2 if fraction is None else fraction
     settings = load_cli_settings(config)
 
     async def draw_sample() -> tuple[Path, Path, dict[str, int]]:
@@ -285,18 +299,29 @@ def _agreement_text(agreement: Any) -> str:
 
 
 @audit_app.command("score", help="Majority vote over annotators' CSVs; precision per domain and per language, "
-                                 "stored with the snapshot.")
+                                 "stored with the snapshot. Open-answer forms: each scorer's agreement with the "
+                                 "labels (Cohen's κ per language), printed.")
 def audit_score(
     files: Annotated[list[Path], typer.Argument(help="annotated CSV files")],
     retract_rejected: Annotated[bool, typer.Option(
         "--retract-rejected", help="retract (errata) every question the majority judged not correct, "
                                    "with the audit as the reason")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="open-answer forms: the score as one JSON object")] = False,
     config: ConfigOption = None,
 ) -> None:
     from clkt.snapshots.audit import score_files
     from clkt.snapshots.stored import stored_manifest
     from storage.snapshots import get_snapshot, set_snapshot_audit
 
+    if _open_forms(files):
+        from clkt.cli.audit_open import score_open_forms
+
+        if retract_rejected:
+            raise fail("--retract-rejected: an open-answer form judges answers, not questions")
+        score_open_forms(files, as_json=as_json, config=config)
+        return
+    if as_json:
+        raise fail("--json: only for open-answer forms")
     settings = load_cli_settings(config)
 
     async def store_score() -> tuple[Any, list[tuple[int, bool]] | None]:
@@ -329,6 +354,19 @@ def audit_score(
         console.print(f"retracted {len(new)} question(s) of {score.snapshot_id} the audit rejected"
                       + (f": {', '.join(map(str, new))}" if new else "")
                       + (f"; {len(done) - len(new)} already retracted" if len(done) > len(new) else ""))
+
+
+def _open_forms(files: list[Path]) -> bool:
+    """Whether the files are open-answer forms (all of them; a mix is refused)."""
+    from clkt.snapshots.audit_open_score import is_open_form
+
+    try:
+        kinds = {is_open_form(f) for f in files}
+    except UserError as e:
+        raise fail(str(e)) from None
+    if len(kinds) > 1:
+        raise fail("the files mix open-answer forms and MCQ audit sheets: score each kind on its own")
+    return kinds == {True}
 
 
 def _rejected_qids(files: list[Path]) -> dict[int, list[str]]:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import csv
 import io
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -49,9 +49,14 @@ __all__ = [
     "AuditScore",
     "DomainPrecision",
     "LanguagePrecision",
+    "form_template",
+    "neutralise_cell",
     "rejected",
+    "sample_languages",
     "sample_pairs",
     "score_files",
+    "sheet_csv",
+    "sheet_text",
     "write_sample",
 ]
 
@@ -170,6 +175,16 @@ def _quotas(sizes: dict[str, int], total: int) -> dict[str, int]:
     return quota
 
 
+def sample_languages(content: SnapshotContent, languages: Sequence[str] | None) -> list[str]:
+    """The languages a sample covers: `languages` (default: the snapshot's), each one the snapshot has."""
+    langs = list(content.languages if languages is None else languages)
+    unknown = [x for x in langs if x not in content.languages]
+    if unknown:
+        raise UserError(f"snapshot {content.snapshot_id} has no language {', '.join(unknown)} "
+                        f"(it has {', '.join(content.languages)})")
+    return langs
+
+
 def sample_pairs(
     content: SnapshotContent, *, fraction: float, seed: int, languages: Sequence[str] | None = None,
     per_language: int | None = None,
@@ -181,11 +196,7 @@ def sample_pairs(
         raise UserError(f"--fraction must be in (0, 1], got {fraction}")
     if per_language is not None and per_language < 1:
         raise UserError(f"--per-language must be at least 1, got {per_language}")
-    langs = list(content.languages if languages is None else languages)
-    unknown = [x for x in langs if x not in content.languages]
-    if unknown:
-        raise UserError(f"snapshot {content.snapshot_id} has no language {', '.join(unknown)} "
-                        f"(it has {', '.join(content.languages)})")
+    langs = sample_languages(content, languages)
     out: list[AuditPair] = []
     for lang in langs:
         by_domain = _pairs_in(content, lang)
@@ -208,15 +219,20 @@ def neutralise_cell(value: object) -> str:
     return "'" + s if s.startswith(_FORMULA_START) else s
 
 
-def _csv(pairs: Sequence[AuditPair]) -> str:
+def sheet_csv(columns: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    """A form's CSV: the header, then each row's cells neutralised (`neutralise_cell`) and blank cells to fill up to
+    the header's width (the annotator's columns)."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(COLUMNS)
-    for p in pairs:
-        w.writerow([neutralise_cell(x) for x in (
-            p.sample_id, p.snapshot_id, p.language, p.domain, p.qid, p.entity, p.document, p.question, _options_text(p), p.answer,
-        )] + [""] * (1 + len(CRITERIA)) + [""])
+    w.writerow(columns)
+    for row in rows:
+        w.writerow([neutralise_cell(x) for x in row] + [""] * (len(columns) - len(row)))
     return buf.getvalue()
+
+
+def _csv(pairs: Sequence[AuditPair]) -> str:
+    return sheet_csv(COLUMNS, ((p.sample_id, p.snapshot_id, p.language, p.domain, p.qid, p.entity, p.document, p.question,
+                                _options_text(p), p.answer) for p in pairs))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -234,12 +250,13 @@ class _FormPair:
 
 
 @cache
-def _form_template() -> jinja2.Template:
+def form_template(name: str = "audit/form.html") -> jinja2.Template:
+    """An audit form's template (`clkt/templates/`): autoescaped, every variable required."""
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("clkt", "templates"), autoescape=True, undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
     )
-    return env.get_template("audit/form.html")
+    return env.get_template(name)
 
 
 def _html(pairs: Sequence[AuditPair], title: str) -> str:
@@ -252,7 +269,7 @@ def _html(pairs: Sequence[AuditPair], title: str) -> str:
     ]
     data = [[p.sample_id, p.snapshot_id, p.language, p.domain, p.qid, p.entity, p.document, p.question, _options_text(p), p.answer]
             for p in pairs]
-    return _form_template().render(title=title, pairs=shown, criteria=CRITERIA, correct=CORRECT, columns=COLUMNS,
+    return form_template().render(title=title, pairs=shown, criteria=CRITERIA, correct=CORRECT, columns=COLUMNS,
                                    data=data)
 
 
@@ -312,15 +329,21 @@ def _verdict(row: dict[str, str], where: str, *, has_correct: bool) -> _Verdicts
     return {CORRECT: ok, **v} if ok or ticked else None
 
 
-def _read_sheet(f: Path) -> tuple[list[tuple[int, dict[str, str]]], bool]:
-    """The rows of one annotator's sheet (with their line numbers) and whether it has the `correct` column."""
+def sheet_text(f: Path) -> str:
+    """An annotated sheet's text, whatever the spreadsheet saved it as (and the csv module's field limit raised to
+    `MAX_FIELD_BYTES`); `UserError` when it cannot be read."""
     try:
         raw = Path(f).read_bytes()
     except OSError as e:
         raise UserError(f"cannot read {f}: {e.strerror or e}") from None
     if csv.field_size_limit() < MAX_FIELD_BYTES:
         csv.field_size_limit(MAX_FIELD_BYTES)
-    reader = csv.DictReader(io.StringIO(_decode_sheet(raw), newline=""))
+    return _decode_sheet(raw)
+
+
+def _read_sheet(f: Path) -> tuple[list[tuple[int, dict[str, str]]], bool]:
+    """The rows of one annotator's sheet (with their line numbers) and whether it has the `correct` column."""
+    reader = csv.DictReader(io.StringIO(sheet_text(f), newline=""))
     try:
         fieldnames = reader.fieldnames or []
     except csv.Error as e:
