@@ -34,8 +34,8 @@ DEMO_DAY = date(2026, 12, 1)  # the demo's calendar day (the README's figures co
 # how long the open pass adds: `open_answer_s` of bench/open_answers.py's runs (bench/results/open_answers.json)
 OPEN_ANSWERS_HELP = (
     "also ask the snapshot's short-answer questions (the open track) before and after each job, and give the report "
-    "the open track's section; it adds the open pass to each job: about 30 minutes on 2 idle CPU cores "
-    "(bench/results/open_answers.json), so the demo takes about 45 minutes instead of 15")
+    "the open track's section; the open pass adds about 2.5 minutes to the demo's job on 2 CPU cores "
+    "(open_answer_s in bench/results/open_answers.json)")
 
 
 def register(app: typer.Typer) -> None:
