@@ -103,6 +103,8 @@ def render_cli() -> str:
         out += f"## {panel}\n\n"
         for name in names:
             command = group.get_command(ctx, name)
+            if command is None:
+                raise ValueError(f"clkt.cli.PANELS names {name!r}, which is no command")
             listed.add(name)
             sub_ctx = command.make_context(name, [], parent=ctx, resilient_parsing=True)
             out += "".join(_command(c, x) for c, x in _walk(command, sub_ctx))
