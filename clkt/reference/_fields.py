@@ -39,14 +39,6 @@ class FieldDoc:
     description: str
 
 
-def _owner(model: type[BaseModel], name: str) -> type[BaseModel]:
-    """The class of `model`'s MRO that declares field `name` (its source holds the comment)."""
-    for cls in model.__mro__:
-        if name in getattr(cls, "__annotations__", {}):
-            return typing.cast(type[BaseModel], cls)
-    return model
-
-
 def _class_source(cls: type) -> str | None:
     try:
         return textwrap.dedent(inspect.getsource(cls))
@@ -79,9 +71,16 @@ def model_comments(cls: type) -> dict[str, str]:
 
 
 def _describe(model: type[BaseModel], name: str, info: FieldInfo) -> str:
+    """The field's description, else the comment of its nearest declaration in `model`'s MRO that has one (a
+    source's class re-declares `base_url` with its own default; the base class says what it is)."""
     if info.description:
         return info.description
-    return model_comments(_owner(model, name)).get(name, "")
+    for cls in model.__mro__:
+        if cls is BaseModel:
+            break
+        if model_comments(cls).get(name):  # only a declaration in the class's own body has one
+            return model_comments(cls)[name]
+    return ""
 
 
 def _literal(args: tuple[Any, ...]) -> str:

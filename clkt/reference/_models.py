@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import typing
 from collections.abc import Iterable
 
@@ -33,12 +34,19 @@ def reachable(roots: Iterable[type[BaseModel]]) -> list[type[BaseModel]]:
     return found
 
 
+def _linked(kind: str, names: set[str]) -> str:
+    """A field's type, escaped, each model of the page in it a link to its section (`#modelname`)."""
+    return re.sub(r"\b[A-Z]\w*\b", lambda m: f"[{m[0]}](#{m[0].lower()})" if m[0] in names else m[0], escape(kind))
+
+
 def model_sections(models: Iterable[type[BaseModel]], *, level: int = 3) -> str:
     """A section per model: `### ModelName`, its docstring, its fields (name, type, default, description)."""
+    models = list(models)
+    names = {m.__name__ for m in models}
     out = ""
     for model in models:
         out += f"{'#' * level} `{model.__name__}`\n\n" + prose(model.__dict__.get("__doc__"))
-        rows = [[code(f.name), escape(f.type), "required" if f.default is None else code(f.default), escape(f.description)]
-                for f in field_docs(model)]
+        rows = [[code(f.name), _linked(f.type, names), "required" if f.default is None else code(f.default),
+                 escape(f.description)] for f in field_docs(model)]
         out += table(["field", "type", "default", "description"], rows) + "\n" if rows else "No fields.\n\n"
     return out
