@@ -6,7 +6,7 @@ equal to a fresh generation). Output is deterministic: nothing depends on the ti
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import importlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,69 +15,30 @@ __all__ = ["GENERATED", "Generated", "generate", "stale", "write"]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Generated:
-    """One generated file: its path under the repository root and what renders it (given the root)."""
+    """One generated file: its path under the repository root and the function that renders it (`module.function`,
+    imported when it runs; given the repository root when `needs_root`)."""
 
     path: str
-    render: Callable[[Path], str]
+    module: str
+    function: str
+    needs_root: bool = False
 
-
-def _cli(_root: Path) -> str:
-    from clkt.reference.cli_page import render_cli
-
-    return render_cli()
-
-
-def _config(_root: Path) -> str:
-    from clkt.reference.config_page import render_config
-
-    return render_config()
-
-
-def _pack(_root: Path) -> str:
-    from clkt.reference.formats_page import render_pack_format
-
-    return render_pack_format()
-
-
-def _snapshot(_root: Path) -> str:
-    from clkt.reference.formats_page import render_snapshot_layout
-
-    return render_snapshot_layout()
-
-
-def _sql(_root: Path) -> str:
-    from clkt.reference.sql_page import render_sql_views
-
-    return render_sql_views()
-
-
-def _metrics(_root: Path) -> str:
-    from clkt.reference.metrics_page import render_metrics
-
-    return render_metrics()
-
-
-def _benchmarks(root: Path) -> str:
-    from clkt.reference.bench_page import render_benchmarks
-
-    return render_benchmarks(root / "bench" / "results")
-
-
-def _example(_root: Path) -> str:
-    from clkt.reference.example_config import render_example
-
-    return render_example()
+    def render(self, root: Path) -> str:
+        fn = getattr(importlib.import_module(f"clkt.reference.{self.module}"), self.function)
+        text = fn(root) if self.needs_root else fn()
+        assert isinstance(text, str)
+        return text
 
 
 GENERATED: tuple[Generated, ...] = (
-    Generated(path="docs/reference/cli.md", render=_cli),
-    Generated(path="docs/reference/config.md", render=_config),
-    Generated(path="docs/reference/pack-format.md", render=_pack),
-    Generated(path="docs/reference/snapshot-layout.md", render=_snapshot),
-    Generated(path="docs/reference/sql-views.md", render=_sql),
-    Generated(path="docs/reference/metrics.md", render=_metrics),
-    Generated(path="docs/benchmarks.md", render=_benchmarks),
-    Generated(path="clkt.example.toml", render=_example),
+    Generated(path="docs/reference/cli.md", module="cli_page", function="render_cli"),
+    Generated(path="docs/reference/config.md", module="config_page", function="render_config"),
+    Generated(path="docs/reference/pack-format.md", module="formats_page", function="render_pack_format"),
+    Generated(path="docs/reference/snapshot-layout.md", module="formats_page", function="render_snapshot_layout"),
+    Generated(path="docs/reference/sql-views.md", module="sql_page", function="render_sql_views"),
+    Generated(path="docs/reference/metrics.md", module="metrics_page", function="render_metrics"),
+    Generated(path="docs/benchmarks.md", module="bench_page", function="render_results", needs_root=True),
+    Generated(path="clkt.example.toml", module="example_config", function="render_example"),
 )
 
 

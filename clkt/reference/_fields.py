@@ -24,7 +24,7 @@ from typing import Any
 from pydantic import BaseModel, TypeAdapter
 from pydantic.fields import FieldInfo
 
-__all__ = ["FieldDoc", "field_docs", "model_comments", "toml_value", "type_name"]
+__all__ = ["FieldDoc", "body_comments", "field_docs", "model_comments", "module_comments", "toml_value", "type_name"]
 
 _HEADING = re.compile(r"^--.*--$")  # `# -- where GPU jobs run --`: a heading of the fields below, not a description
 
@@ -46,28 +46,50 @@ def _class_source(cls: type) -> str | None:
         return None
 
 
-@cache
-def model_comments(cls: type) -> dict[str, str]:
-    """The comments of each field declared in `cls`'s own body: the lines right above it, then its end comment."""
-    source = _class_source(cls)
-    if source is None:
-        return {}
+def _assigned(node: ast.stmt) -> str | None:
+    """The name a statement declares (`x: int = 1`, `X = 1`), else None."""
+    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+        return node.target.id
+    if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+        return node.targets[0].id
+    return None
+
+
+def body_comments(source: str, body: list[ast.stmt]) -> dict[str, str]:
+    """The comments of each name `body` (statements of `source`) declares: the lines right above it, then its end
+    comment; a heading comment (`# -- ... --`) left out."""
     comments = {t.start[0]: t.string.lstrip("#").strip() for t in tokenize.generate_tokens(io.StringIO(source).readline)
                 if t.type == tokenize.COMMENT}
     lines = source.splitlines()
-    body = ast.parse(source).body[0]
     out: dict[str, str] = {}
-    for node in getattr(body, "body", []):
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            above: list[str] = []
-            line = node.lineno - 1
-            while line - 1 >= 0 and lines[line - 1].strip().startswith("#"):
-                above.insert(0, comments.get(line, ""))
-                line -= 1
-            after = [comments[n] for n in range(node.lineno, (node.end_lineno or node.lineno) + 1) if n in comments]
-            text = " ".join(c for c in [*above, *after] if c and not _HEADING.match(c))
-            out[node.target.id] = text
+    for node in body:
+        name = _assigned(node)
+        if name is None:
+            continue
+        above: list[str] = []
+        line = node.lineno - 1
+        while line - 1 >= 0 and lines[line - 1].strip().startswith("#"):
+            above.insert(0, comments.get(line, ""))
+            line -= 1
+        after = [comments[n] for n in range(node.lineno, (node.end_lineno or node.lineno) + 1) if n in comments]
+        out[name] = " ".join(c for c in [*above, *after] if c and not _HEADING.match(c))
     return out
+
+
+@cache
+def model_comments(cls: type) -> dict[str, str]:
+    """The comments of each field declared in `cls`'s own body (`body_comments`)."""
+    source = _class_source(cls)
+    if source is None:
+        return {}
+    return body_comments(source, list(getattr(ast.parse(source).body[0], "body", [])))
+
+
+@cache
+def module_comments(module: types.ModuleType) -> dict[str, str]:
+    """The comments of each module-level name of `module` (`body_comments`)."""
+    source = inspect.getsource(module)
+    return body_comments(source, ast.parse(source).body)
 
 
 def _describe(model: type[BaseModel], name: str, info: FieldInfo) -> str:

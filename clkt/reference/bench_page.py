@@ -13,7 +13,7 @@ from typing import Any
 
 from clkt.reference._text import code, escape, generated_header, table
 
-__all__ = ["read_runs", "render_benchmarks"]
+__all__ = ["read_runs", "render_benchmarks", "render_results"]
 
 # the figures that say under which conditions a run was taken (shown with the conditions, not as results)
 CONDITION_KEYS = ("at", "commit", "commit_base", "conditions", "date", "machine", "device", "processor", "cpus", "load_1m",
@@ -123,3 +123,8 @@ def render_benchmarks(results: Path) -> str:
     """The page, from every `*.json` file directly in `results` (sorted by name)."""
     paths = sorted(results.glob("*.json"))
     return generated_header("Benchmarks", _INTRO) + "".join(_bench(p) for p in paths)
+
+
+def render_results(root: Path) -> str:
+    """The page of the repository at `root`: its `bench/results/`."""
+    return render_benchmarks(root / "bench" / "results")

@@ -3,16 +3,28 @@ models and constants (`clkt.packs.format`, `clkt.packs.metrics`, `clkt.snapshots
 
 from __future__ import annotations
 
+from types import ModuleType
+
 from pydantic import BaseModel
 
+from clkt.reference._fields import module_comments
 from clkt.reference._models import model_sections, reachable
 from clkt.reference._text import code, escape, generated_header, prose, table
 
 __all__ = ["render_pack_format", "render_snapshot_layout"]
 
 
-def _constants(rows: list[tuple[str, object, str]]) -> str:
-    return table(["constant", "value", "meaning"], [[code(n), code(v), escape(m)] for n, v, m in rows]) + "\n"
+def _page(title: str, intro: str, module: ModuleType, constants: str, roots: list[type[BaseModel]]) -> str:
+    """A format's page: its version line, its module's docstring, the named constants (value and the comment beside
+    each in the code), then every model it holds."""
+    said = module_comments(module)
+    rows = []
+    for name in constants.split():
+        value = getattr(module, name)
+        shown = ", ".join(map(str, value)) if isinstance(value, tuple) else value
+        rows.append([code(name), code(shown), escape(said.get(name, ""))])
+    out = generated_header(title, intro) + prose(module.__doc__) + "## Constants\n\n"
+    return out + table(["constant", "value", "meaning"], rows) + "\n## Models\n\n" + model_sections(reachable(roots))
 
 
 def render_pack_format() -> str:
@@ -21,18 +33,8 @@ def render_pack_format() -> str:
 
     intro = (f"Format **{f.FORMAT_NAME}**, version **{f.FORMAT_VERSION}** (`clkt.packs.format.FORMAT_VERSION`; "
              "CHANGELOG.md says what each version changed).")
-    out = generated_header("Result pack format", intro) + prose(f.__doc__)
-    out += "## Constants\n\n" + _constants([
-        ("FORMAT_NAME", f.FORMAT_NAME, "manifest.json's `format`"),
-        ("FORMAT_VERSION", f.FORMAT_VERSION, "manifest.json's `format_version`"),
-        ("PACK_FILES", ", ".join(f.PACK_FILES), "the files every pack holds"),
-        ("OPTIONAL_FILES", ", ".join(f.OPTIONAL_FILES), "the only other files a pack may hold"),
-        ("PROBE_MAX_BYTES", f.PROBE_MAX_BYTES, "a larger probe.jsonl is refused before it is read"),
-        ("PROBE_SUMMARY_MAX_CHARS", f.PROBE_SUMMARY_MAX_CHARS, "the longest answer in probe.jsonl"),
-        ("LOCALITY_SPLIT", f.LOCALITY_SPLIT, "the `split` of every locality.jsonl row"),
-    ])
-    roots: list[type[BaseModel]] = [f.PackManifest, f.PredictionRow, f.LocalityRow, f.ProbeRow, PackMetrics]
-    return out + "## Models\n\n" + model_sections(reachable(roots))
+    names = "FORMAT_NAME FORMAT_VERSION PACK_FILES OPTIONAL_FILES PROBE_MAX_BYTES PROBE_SUMMARY_MAX_CHARS LOCALITY_SPLIT"
+    return _page("Result pack format", intro, f, names, [f.PackManifest, f.PredictionRow, f.LocalityRow, f.ProbeRow, PackMetrics])
 
 
 def render_snapshot_layout() -> str:
@@ -40,17 +42,6 @@ def render_snapshot_layout() -> str:
 
     intro = (f"Layout version **{s.LAYOUT_VERSION}** (`clkt.snapshots.layout.LAYOUT_VERSION`, manifest.json's "
              "`layout_version`; CHANGELOG.md says what each version changed).")
-    out = generated_header("Snapshot folder layout", intro) + prose(s.__doc__)
-    out += "## Constants\n\n" + _constants([
-        ("LAYOUT_VERSION", s.LAYOUT_VERSION, "manifest.json's `layout_version`"),
-        ("MANIFEST_FILE", s.MANIFEST_FILE, "the manifest"),
-        ("BUILD_FILE", s.BUILD_FILE, "the build's non-deterministic facts"),
-        ("CARD_FILE", s.CARD_FILE, "the dataset card"),
-        ("CONTROL_DIR", s.CONTROL_DIR, "the control split's folder"),
-        ("LOCALITY_DIR", s.LOCALITY_DIR, "the locality split's folder"),
-        ("OPEN_DIR", s.OPEN_DIR, "the open track's folder"),
-        ("FACTS_FILE", s.FACTS_FILE, "the entities' typed facts"),
-        ("LETTERS", " ".join(s.LETTERS), "the answer letters, in option order"),
-    ])
-    roots: list[type[BaseModel]] = [s.SnapshotManifest, s.BuildInfo, s.DocRow, s.QuestionRow, s.FactsRow, s.OpenRow]
-    return out + "## Models\n\n" + model_sections(reachable(roots))
+    names = "LAYOUT_VERSION MANIFEST_FILE BUILD_FILE CARD_FILE CONTROL_DIR LOCALITY_DIR OPEN_DIR FACTS_FILE LETTERS"
+    return _page("Snapshot folder layout", intro, s, names, [s.SnapshotManifest, s.BuildInfo, s.DocRow, s.QuestionRow,
+                                                             s.FactsRow, s.OpenRow])
