@@ -72,7 +72,9 @@ def body_comments(source: str, body: list[ast.stmt]) -> dict[str, str]:
             above.insert(0, comments.get(line, ""))
             line -= 1
         after = [comments[n] for n in range(node.lineno, (node.end_lineno or node.lineno) + 1) if n in comments]
-        out[name] = " ".join(c for c in [*above, *after] if c and not _HEADING.match(c))
+        head, tail = " ".join(c for c in above if c and not _HEADING.match(c)), " ".join(c for c in after if c)
+        joint = ": " if head and tail and head[-1] not in ".:;)" else " "  # a group's comment above, the key's own after
+        out[name] = joint.join(x for x in (head, tail) if x)
     return out
 
 
