@@ -36,12 +36,18 @@ def _committed(path: str) -> str:
     return (REPO / path).read_text(encoding="utf-8")
 
 
-def test_the_committed_generated_files_equal_a_fresh_generation() -> None:
-    assert stale(REPO) == [], "stale generated files: run `python -m clkt.reference --write`"
+@pytest.fixture(scope="module")
+def fresh() -> dict[str, str]:
+    return generate(REPO)
 
 
-def test_every_generated_page_names_the_command_that_writes_it() -> None:
-    for path, text in generate(REPO).items():
+def test_the_committed_generated_files_equal_a_fresh_generation(fresh: dict[str, str]) -> None:
+    assert stale(REPO, fresh) == [], "stale generated files: run `python -m clkt.reference --write`"
+    assert sorted(fresh) == sorted(g.path for g in GENERATED) and all(fresh.values())
+
+
+def test_every_generated_page_names_the_command_that_writes_it(fresh: dict[str, str]) -> None:
+    for path, text in fresh.items():
         first = text.splitlines()[0]
         assert "python -m clkt.reference --write" in first and "generated" in first, path
 
