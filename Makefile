@@ -1,11 +1,12 @@
 # Two commands do all the set-up on a fresh machine:  make run  (the daemon, offline demo)  and  make test.
-# make test-fast: the tier without daemon processes or model loads; make lint: ruff and mypy (CI runs both).
+# make test-fast: the tier without daemon processes or model loads; make lint: ruff and mypy (CI runs both);
+# make docs: the generated pages are current and the documentation site builds with --strict (CI runs it).
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.clkt-installed
 PYTHON ?= python3
 
-.PHONY: setup browser run demo test test-fast lint bench clean
+.PHONY: setup browser run demo test test-fast lint docs bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,8 +43,14 @@ lint: setup
 	$(VENV)/bin/ruff check clkt agents storage tests bench run_daemon.py
 	$(VENV)/bin/mypy
 
+# the pages generated from the code (docs/reference/, docs/benchmarks.md, clkt.example.toml) must be current
+# (`python -m clkt.reference --write` regenerates them), then the site builds with every warning an error
+docs: setup
+	$(PY) -m clkt.reference --check
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
+
 bench: setup
 	for b in bench/*.py; do HF_HUB_OFFLINE=1 $(PY) $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) clkt-data snapshots
+	rm -rf $(VENV) clkt-data snapshots site

@@ -31,18 +31,20 @@ OutputMode = Literal["tool", "prompted", "auto"]
 class ProviderSettings(Section):
     """An LLM provider: an OpenAI-compatible base URL (vLLM, Ollama...) or a hosted API."""
 
-    base_url: str | None = None
-    api_key_env: str | None = None
-    rpm: int = Field(default=500, ge=1, le=10_000_000)
-    tpm: int = Field(default=200_000, ge=1, le=10_000_000_000)
-    max_in_flight: int = Field(default=8, ge=1, le=1024)
-    timeout_s: float = Field(default=60.0, gt=0, le=3600)
+    base_url: str | None = None  # an OpenAI-compatible server (None: the provider's hosted API)
+    api_key_env: str | None = None  # NAME of the environment variable holding the key
+    rpm: int = Field(default=500, ge=1, le=10_000_000)  # requests per minute at most
+    tpm: int = Field(default=200_000, ge=1, le=10_000_000_000)  # tokens per minute at most
+    max_in_flight: int = Field(default=8, ge=1, le=1024)  # requests at once (halved on a 429)
+    timeout_s: float = Field(default=60.0, gt=0, le=3600)  # one request
     max_attempts: int = Field(default=5, ge=1, le=100)  # tries per call (429/5xx/timeouts), Retry-After honoured
 
 
 class PriceSettings(Section):
-    input_per_mtok: float = Field(ge=0, le=1_000_000)
-    output_per_mtok: float = Field(ge=0, le=1_000_000)
+    """A model's prices in USD per million tokens (`[agents.prices."<provider>:<model>"]`), over genai-prices' own."""
+
+    input_per_mtok: float = Field(ge=0, le=1_000_000)  # USD per million input tokens
+    output_per_mtok: float = Field(ge=0, le=1_000_000)  # USD per million output tokens
     cached_input_per_mtok: float | None = Field(default=None, ge=0, le=1_000_000)  # None: the input price
     batch_discount: float = Field(default=0.5, gt=0, le=1)  # batch price = this x the online price
 
@@ -53,31 +55,35 @@ class BatchSettings(Section):
     max_requests: int = Field(default=1000, ge=1, le=50_000)  # per batch
     # submit once the oldest queued request waited this long
     flush_after_s: float = Field(default=300.0, ge=0, le=86_400)
-    poll_interval_s: float = Field(default=60.0, gt=0, le=86_400)
+    poll_interval_s: float = Field(default=60.0, gt=0, le=86_400)  # how often a submitted batch is asked about
     max_tries: int = Field(default=3, ge=1, le=100)  # batches a request may expire or be cancelled in
 
 
 class AgentSettings(Section):
+    """The agents of the pipeline's stages (judge, generate, verify, translate): their backend, models and limits."""
+
+    # "template": the deterministic multilingual template engine (offline); "llm": pydantic-ai agents on the models below
     backend: Literal["template", "llm"] = "template"
     judge_model: str | None = None  # pydantic-ai model strings, e.g. "openai:gpt-4o-mini"
-    generator_model: str | None = None
-    verifier_model: str | None = None
-    translator_model: str | None = None
-    allow_same_verifier: bool = False
+    generator_model: str | None = None  # writes the questions
+    verifier_model: str | None = None  # checks them (another model than the generator)
+    translator_model: str | None = None  # translates questions and documents
+    allow_same_verifier: bool = False  # accept verifier_model = generator_model
     mode: AgentMode = "online"  # "batch": the provider's batch API, at batch prices, answers within 24 h
-    stage_modes: dict[AgentRole, AgentMode] = Field(default_factory=dict)
+    stage_modes: dict[AgentRole, AgentMode] = Field(default_factory=dict)  # per role, over `mode` (e.g. { verify = "online" })
     batch: BatchSettings = Field(default_factory=BatchSettings)
-    output_retries: int = Field(default=3, ge=0, le=20)
+    output_retries: int = Field(default=3, ge=0, le=20)  # repairs of an answer that does not fit its output model
     # per role: the most tokens one answer may take (the request's max_tokens); unset: the provider's default
     max_tokens: dict[LlmRole, Annotated[StrictInt, Field(ge=1, le=1_000_000)]] = Field(default_factory=dict)
     output_modes: dict[LlmRole, OutputMode] = Field(default_factory=dict)  # per role; unset: "auto"
     providers: dict[str, ProviderSettings] = Field(default_factory=dict)
     prices: dict[str, PriceSettings] = Field(default_factory=dict)
+    # the paid stages defer their tasks to next month once this month's LLM cost reaches it (None: no budget)
     monthly_budget_usd: float | None = Field(default=None, ge=0, le=10_000_000)
-    questions_per_entity: int = Field(default=5, ge=1, le=20)
+    questions_per_entity: int = Field(default=5, ge=1, le=20)  # questions the generator writes per entity
     # per-domain caps that replace `questions_per_entity` for their domain (e.g. { sports = 4 })
     questions_per_domain: dict[Domain, int] = Field(default_factory=dict)
-    concurrency: int = Field(default=4, ge=1, le=1024)
+    concurrency: int = Field(default=4, ge=1, le=1024)  # tasks each agent stage runs at once
     probe_max_new_tokens: int = Field(default=96, ge=8, le=1024)  # target-model probe answer length
 
     @model_validator(mode="after")

@@ -40,6 +40,8 @@ def check_branch(value: str) -> str:
 
 
 class PublishSettings(Section):
+    """Publishing snapshots, their reports and everything behind every score to a Hub dataset repo (`clkt.publish`)."""
+
     # the dataset repo `owner/name`; None: nothing is published by the daemon (`clkt snapshot publish --repo` still works)
     repo: str | None = None
     private: bool = False  # a repo the publisher creates is private (an existing repo keeps its visibility)

@@ -20,6 +20,8 @@ MIB = 1 << 20
 
 
 class RetentionSettings(Section):
+    """What the data directory keeps once a GPU job is committed, and the daemon's own log file."""
+
     # the checkpoint folders of a committed job's epochs: "best" keeps the best epoch's adapter (its weights, state
     # and validation score) and drops the other epochs and the optimizer state; "all" keeps every epoch whole.
     # ("none" is refused: the best adapter is what the job's results were measured with.)

@@ -23,26 +23,28 @@ def _default_quotas() -> dict[Domain, int]:
 
 
 class SnapshotSettings(Section):
+    """When snapshots are built and what each holds (`clkt.snapshots`)."""
+
     # monthly/weekly/daily: calendar periods (UTC), built when they close or when the quotas fill early;
     # rolling: non-overlapping windows of `rolling_days` complete days, built as soon as the quotas fill
     cadence: Literal["monthly", "weekly", "daily", "rolling"] = "monthly"
-    rolling_days: int = Field(default=30, ge=1, le=366)
-    quotas: dict[Domain, int] = Field(default_factory=_default_quotas)
-    seed: int = Field(default=0, ge=0, le=2**32 - 1)
-    val_ratio: float = Field(default=0.2, gt=0, lt=1)
+    rolling_days: int = Field(default=30, ge=1, le=366)  # the window of cadence "rolling"
+    quotas: dict[Domain, int] = Field(default_factory=_default_quotas)  # entities per domain and period (each domain's own)
+    seed: int = Field(default=0, ge=0, le=2**32 - 1)  # of the selection, the option shuffles and the validation split
+    val_ratio: float = Field(default=0.2, gt=0, lt=1)  # the share of facts (qids) held out for validation, in every language
     # fictional entities per spec domain in every snapshot's control split (0: none); see clkt.snapshots.control
     control_entities: int = Field(default=2, ge=0, le=100)
     # entities a target already knew (the probe's "known") that get questions for the locality split, at most per
     # snapshot (and per month of occurrence in the probe); 0: no locality split. See clkt.snapshots.locality
     locality_entities: int = Field(default=20, ge=0, le=1000)
-    allow_partial: bool = False
+    allow_partial: bool = False  # freeze a closed period under its quotas (else it waits, and its entities are carried)
     # a ready entity in no snapshot once its own period froze (late, over quota, or of a period that never filled)
     # is carried into the next snapshot that freezes while that snapshot's period starts within this many days of
     # the entity's own date; past it the entity is dropped as `expired` (0: nothing is carried). clkt.snapshots.carry
     carry_max_days: int = Field(default=92, ge=0, le=3660)
-    out_dir: Path = Path("snapshots")
-    webhook_url: str | None = None
-    check_interval_s: float = Field(default=60.0, gt=0, le=86400)
+    out_dir: Path = Path("snapshots")  # where frozen snapshots are written: <out_dir>/<spec>/<period>/
+    webhook_url: str | None = None  # a JSON notice is POSTed here when a snapshot freezes (None: none)
+    check_interval_s: float = Field(default=60.0, gt=0, le=86400)  # how often the builder looks at the periods
 
     @field_validator("quotas")
     @classmethod
@@ -53,35 +55,37 @@ class SnapshotSettings(Section):
 
 
 class GpuSettings(Section):
-    enabled: bool = True
+    """The GPU queue: the injection jobs (the paper's LoRA settings by default), their scoring and where they run."""
+
+    enabled: bool = True  # false: no GPU job is queued or run by this daemon
     devices: list[str] = Field(default_factory=lambda: ["auto"], min_length=1)  # "auto", "cpu", "cuda:0"
-    lora_r: int = Field(default=16, ge=1, le=4096)
-    lora_alpha: int = Field(default=32, ge=1, le=65536)
-    lora_dropout: float = Field(default=0.1, ge=0, lt=1)
-    learning_rate: float = Field(default=5e-4, gt=0, le=1)
+    lora_r: int = Field(default=16, ge=1, le=4096)  # LoRA rank (the paper: 16)
+    lora_alpha: int = Field(default=32, ge=1, le=65536)  # LoRA alpha (the paper: 32)
+    lora_dropout: float = Field(default=0.1, ge=0, lt=1)  # LoRA dropout (the paper: 0.1)
+    learning_rate: float = Field(default=5e-4, gt=0, le=1)  # of the LoRA strategies (the paper: 5e-4)
     full_ft_learning_rate: float = Field(default=2e-5, gt=0, le=1)  # strategy full-ft: every weight trains
     max_grad_norm: float = Field(default=1.0, ge=0, le=1e6)  # 0: no clipping
-    batch_size: int = Field(default=1, ge=1, le=4096)
-    epochs: int = Field(default=5, ge=1, le=1000)
+    batch_size: int = Field(default=1, ge=1, le=4096)  # documents per optimizer step (the paper: 1)
+    epochs: int = Field(default=5, ge=1, le=1000)  # the best epoch is chosen on the validation questions (the paper: 5)
     # None: the attention projections; "all-linear": every linear layer but the output head (peft's rule)
     target_modules: list[str] | Literal["all-linear"] | None = None
-    max_seq_len: int = Field(default=1024, ge=16, le=1_048_576)
-    packing: bool = False
+    max_seq_len: int = Field(default=1024, ge=16, le=1_048_576)  # tokens of a training document (longer: truncated)
+    packing: bool = False  # true: the documents are packed into blocks of max_seq_len tokens instead
     # None: each target's own `scorers`, else by its kind (base: option-loglik; instruct: generate)
     scorers: list[ScorerLiteral] | None = Field(default=None, min_length=1)
     parse: Literal["strict", "reference"] = "strict"  # how `generate` reads the answer letter
     # CircularEval beside the plain letter scorers (generate, letter-logprob): each test question under the four
     # rotations of its options, right only if right under all, stored as `<scorer>-circular` (clkt.evaluate.circular)
     circular: bool = False
-    max_new_tokens: int = Field(default=64, ge=1, le=65536)
+    max_new_tokens: int = Field(default=64, ge=1, le=65536)  # of the generate scorer (it stops once the letter is decided)
     # None: found automatically (the largest that fits: `eval_batch_max` on a GPU; on a CPU 16 for generation and 8
     # for the other passes, `clkt.evaluate.memory`; halved on out-of-memory); a number: that size (an out-of-memory
     # error retries the job at half of it)
     eval_batch_size: int | None = Field(default=None, ge=1, le=4096)
     eval_batch_max: int = Field(default=64, ge=1, le=4096)  # where the automatic size starts on a GPU
-    job_timeout_s: float = Field(default=6 * 3600, gt=0, le=30 * 86400)
-    max_attempts: int = Field(default=3, ge=1, le=100)
-    torch_threads: int | None = Field(default=None, ge=1, le=1024)
+    job_timeout_s: float = Field(default=6 * 3600, gt=0, le=30 * 86400)  # one try of a GPU job; past it the try fails
+    max_attempts: int = Field(default=3, ge=1, le=100)  # tries of a GPU job before it is failed
+    torch_threads: int | None = Field(default=None, ge=1, le=1024)  # torch's CPU threads in a job (None: torch's choice)
     # deterministic kernels (`torch.use_deterministic_algorithms`; on CUDA also a fixed cuBLAS workspace): an op
     # without a deterministic kernel fails the job instead of running. Slower; what it changes is measured by
     # `bench/seeds.py --deterministic` (bench/results/demo-spread.json)
@@ -90,12 +94,12 @@ class GpuSettings(Section):
     # in every test language before and after injection (`clkt.inject.open_pass`); false: the MCQs only. What it adds
     # to a job is its summary's `open_answer_s` (the demo's is in README, Open answers)
     open_answers: bool = True
-    seed: int = Field(default=0, ge=0, le=2**32 - 1)
+    seed: int = Field(default=0, ge=0, le=2**32 - 1)  # the training seed (plus each of spec.seeds)
     # -- where GPU jobs run (clkt.inject.engine) --
     engine: Literal["local", "ray"] = "local"  # local: a child process per device; ray: Ray work on a cluster
     # the cluster's address (`ray start --head` prints it: "<head ip>:6379"), or "auto" (the local one)
     ray_address: str | None = Field(default=None, max_length=512, validate_default=True)
-    ray_namespace: str = Field(default="clkt", min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")
+    ray_namespace: str = Field(default="clkt", min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")  # of the jobs' actors
     num_gpus: float = Field(default=1.0, gt=0, le=1024)  # per job; fractions share a GPU between small jobs
     num_cpus: float = Field(default=1.0, ge=0, le=1024)  # per job
     resources: dict[str, float] = Field(default_factory=dict, max_length=32)  # custom Ray resources per job
@@ -170,11 +174,13 @@ def _installed(module: str) -> bool:
 
 
 class DaemonSettings(Section):
-    grace_period_s: float = Field(default=30.0, ge=0, le=3600)
-    lease_s: float = Field(default=300.0, gt=0, le=7 * 86400)
-    poll_interval_s: float = Field(default=2.0, gt=0, le=3600)
-    restart_backoff_max_s: float = Field(default=60.0, gt=0, le=86400)
-    min_free_disk_mb: int = Field(default=200, ge=0, le=100_000_000)
+    """The daemon's stage workers: leases, polling, retries, timeouts, and how it stops."""
+
+    grace_period_s: float = Field(default=30.0, ge=0, le=3600)  # on stop: how long work in flight may finish
+    lease_s: float = Field(default=300.0, gt=0, le=7 * 86400)  # a claimed task's lease (renewed while it runs)
+    poll_interval_s: float = Field(default=2.0, gt=0, le=3600)  # how often an idle stage worker looks for work
+    restart_backoff_max_s: float = Field(default=60.0, gt=0, le=86400)  # a crashed service restarts after a doubling wait, up to this
+    min_free_disk_mb: int = Field(default=200, ge=0, le=100_000_000)  # below it free in data_dir, every worker pauses
     # tries of every stage task (gate, probe, generate, verify, translate) before it is `failed`
     max_attempts: int = Field(default=5, ge=1, le=100)
     # one try of a stage task runs at most this long; past it the try fails ("timed out") and is retried
@@ -182,7 +188,7 @@ class DaemonSettings(Section):
     # TEST SETTING, a simulated calendar: the daemon's clock starts at `clock_start` (timezone-aware) and runs
     # `clock_speed` times faster than real time (polling, periods, leases, breakers, backoffs); unset: real time
     clock_start: datetime | None = None
-    clock_speed: float = Field(default=1.0, ge=1.0, le=MAX_CLOCK_SPEED)
+    clock_speed: float = Field(default=1.0, ge=1.0, le=MAX_CLOCK_SPEED)  # TEST SETTING (above)
 
     @field_validator("clock_start")
     @classmethod
@@ -210,7 +216,10 @@ HostName = Annotated[str, Field(min_length=1, max_length=253, pattern=r"^[A-Za-z
 
 
 class HttpSettings(Section):
-    enabled: bool = True
+    """The daemon's HTTP endpoint: /healthz /status /metrics, the status pages and the result packs' intake."""
+
+    enabled: bool = True  # false: no port is opened
+    # beyond loopback is accepted with a warning: the endpoint has no authentication
     host: str = Field(default="127.0.0.1", min_length=1, max_length=253, pattern=r"^[A-Za-z0-9.:\-\[\]]+$")
     port: int = Field(default=8765, ge=0, le=65535)  # 0: a free port
     # the status pages (`/`, `/entities`, `/snapshots`) beside /healthz /status /metrics
@@ -227,7 +236,7 @@ class HttpSettings(Section):
     # (`clkt intake-token NAME` prints a new token and its line); the operator's token above is one more submitter
     intake_tokens_file: Path | None = None
     intake_rate_per_hour: float = Field(default=30.0, gt=0, le=100_000)  # uploads per submitter (429 past it)
-    intake_burst: int = Field(default=5, ge=1, le=1000)
+    intake_burst: int = Field(default=5, ge=1, le=1000)  # uploads a submitter may send at once before the rate applies
     intake_concurrent: int = Field(default=1, ge=1, le=64)  # uploads of one submitter in hand at once (429 past it)
     intake_total_concurrent: int = Field(default=4, ge=1, le=256)  # of all submitters (503 past it)
     intake_read_timeout_s: float = Field(default=30.0, gt=0, le=3600)  # a stalled sender is cut off (408)
@@ -246,12 +255,12 @@ class ReplaySettings(Section):
     """The bundled replay server of recorded real API responses (tests and the offline demo), or, with
     `mode = "generator"`, a living upstream: a stream of new fictional entities for every source."""
 
-    enabled: bool = False
-    mode: Literal["recorded", "generator"] = "recorded"
+    enabled: bool = False  # true: the sources read from the replay server on loopback, not the real APIs
+    mode: Literal["recorded", "generator"] = "recorded"  # the recorded real responses, or the generator's stream
     redate: bool = True  # move recorded items into a recent window so they pass the temporal gate
     redate_end: date | None = None  # None: today
-    redate_days: int = Field(default=28, ge=1, le=3650)
-    faults: dict[str, Any] = Field(default_factory=dict)
+    redate_days: int = Field(default=28, ge=1, le=3650)  # ... into the days before redate_end
+    faults: dict[str, Any] = Field(default_factory=dict)  # TEST SETTING: failures the server injects (clkt.replay.faults)
     # generator mode: the stream's seed, its rate (new entities per source per week of the clock) and the
     # moment it began (nothing is published before it; unset: the stream has always been flowing)
     seed: int = Field(default=0, ge=0, le=2**31 - 1)

@@ -60,9 +60,9 @@ class Settings(BaseSettings):
     )
 
     offline_demo: bool = False  # the embedded offline demonstration: says so loudly everywhere
-    data_dir: Path = Path("clkt-data")
+    data_dir: Path = Path("clkt-data")  # the store, converted models, GPU job folders, reports (relative to the cwd)
     store_url: str | None = None  # None: sqlite+aiosqlite:///<data_dir>/clkt.db
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"  # of the daemon's log (stderr, and retention.daemon_log)
     http: HttpSettings = Field(default_factory=HttpSettings)
     sources: SourcesSettings = Field(default_factory=SourcesSettings)
     replay: ReplaySettings = Field(default_factory=ReplaySettings)

@@ -27,14 +27,14 @@ class TargetSettings(Section):
     `<provider>:<model>` for an `[agents.providers.<provider>]` with a base_url) and `cutoff` is required: an API
     target is probed and judged, takes the in-context track (`clkt.incontext`), and never goes to the GPU queue."""
 
-    name: str
-    model: str
+    name: str  # the target's name in the store, reports and commands
+    model: str  # a HF id, a local path, `embedded:<name>`, or `<provider>:<model>` with backend = "api"
     cutoff: date | None = None  # None: look up the registry of known cutoffs
-    kind: Literal["base", "instruct"] = "base"
-    backend: Literal["local", "openai", "api"] = "local"
+    kind: Literal["base", "instruct"] = "base"  # picks the default scorers (base: option-loglik; instruct: generate)
+    backend: Literal["local", "openai", "api"] = "local"  # local weights, an OpenAI-compatible server, or an API target
     base_url: str | None = None  # for backend = "openai" (e.g. a vLLM server of the target)
-    api_key_env: str | None = None
-    family: str | None = None
+    api_key_env: str | None = None  # NAME of the environment variable holding the key
+    family: str | None = None  # the model family, for grouping in reports
     size_b: float | None = Field(default=None, gt=0, le=100_000)  # parameters in billions (Figure 4)
     # None: [gpu] scorers, else by kind (base: option-loglik; instruct: generate); see clkt.evaluate.scorers
     scorers: list[ScorerLiteral] | None = Field(default=None, min_length=1)
@@ -98,12 +98,12 @@ def _default_strategies() -> list[Strategy]:
 class SpecSettings(Section):
     """The benchmark spec: whom we measure, in which languages, on which domains."""
 
-    name: str = Field(default="default", pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")
+    name: str = Field(default="default", pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")  # names the spec's snapshots
     targets: list[TargetSettings] = Field(default_factory=lambda: [EMBEDDED_TARGET], min_length=1)
-    languages: list[str] = Field(default_factory=lambda: list(LANGS_DEFAULT), min_length=2)
-    domains: list[Domain] = Field(default_factory=lambda: list(Domain), min_length=1)
-    temporal_buffer_days: int = Field(default=183, ge=0, le=3650)
-    strategies: list[Strategy] = Field(default_factory=_default_strategies, min_length=1)
+    languages: list[str] = Field(default_factory=lambda: list(LANGS_DEFAULT), min_length=2)  # the evaluation languages
+    domains: list[Domain] = Field(default_factory=lambda: list(Domain), min_length=1)  # the domains crawled and asked about
+    temporal_buffer_days: int = Field(default=183, ge=0, le=3650)  # an entity must occur this long after every cutoff
+    strategies: list[Strategy] = Field(default_factory=_default_strategies, min_length=1)  # names of clkt.config.strategies
     # the languages a GPU job injects in (None: every language); a subset still tests in every language
     train_languages: list[str] | None = Field(default=None, min_length=1)
     # the share of entities the temporal gate turns away that every target is asked about anyway (observing probe

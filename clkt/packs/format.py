@@ -61,8 +61,8 @@ __all__ = [
     "StrategyInfo",
 ]
 
-FORMAT_NAME: Literal["clkt-result-pack"] = "clkt-result-pack"
-FORMAT_VERSION = 1
+FORMAT_NAME: Literal["clkt-result-pack"] = "clkt-result-pack"  # manifest.json's `format`
+FORMAT_VERSION = 1  # manifest.json's `format_version`: a reader refuses a newer one
 MANIFEST_FILE = "manifest.json"
 PREDICTIONS_FILE = "predictions.jsonl"
 METRICS_FILE = "metrics.json"
@@ -71,7 +71,7 @@ PROBE_FILE = "probe.jsonl"
 PROBE_MAX_BYTES = 8 << 20  # a larger probe.jsonl is refused before it is read (about 12 languages x 1,000 entities)
 PROBE_SUMMARY_MAX_CHARS = 4000  # one answer (the daemon asks for at most 1,024 new tokens; 96 by default)
 PACK_FILES = (MANIFEST_FILE, PREDICTIONS_FILE, METRICS_FILE)  # a pack holds these, and only `OPTIONAL_FILES` besides
-OPTIONAL_FILES = (LOCALITY_FILE, PROBE_FILE)
+OPTIONAL_FILES = (LOCALITY_FILE, PROBE_FILE)  # each listed and hashed in the manifest when present
 LOCALITY_SPLIT = "locality"  # `LocalityRow.split` (`clkt.evaluate.results.LOCALITY_SPLIT`)
 
 

@@ -81,13 +81,13 @@ __all__ = [
     "sha256_file",
 ]
 
-LAYOUT_VERSION = 1
-MANIFEST_FILE = "manifest.json"
-BUILD_FILE = "build.json"
-CARD_FILE = "README.md"
+LAYOUT_VERSION = 1  # manifest.json's `layout_version`
+MANIFEST_FILE = "manifest.json"  # SnapshotManifest: deterministic, the hashes of every other file
+BUILD_FILE = "build.json"  # BuildInfo: the build's time and clkt version, in no hash
+CARD_FILE = "README.md"  # the dataset card: provenance and licences of the sources
 Letter = Literal["A", "B", "C", "D"]
 SplitName = Literal["val", "test"]
-LETTERS: tuple[Letter, Letter, Letter, Letter] = ("A", "B", "C", "D")
+LETTERS: tuple[Letter, Letter, Letter, Letter] = ("A", "B", "C", "D")  # the answer letters, in option order
 CONTROL_DIR = "control"  # the control split's files: control/docs/<lang>.jsonl, control/questions/<lang>.jsonl
 FACTS_FILE = "facts.jsonl"  # FactsRow per selected entity (optional; never exported or published)
 OPEN_DIR = "open"  # the open track's files: open/<lang>.jsonl, control/open/<lang>.jsonl (optional)

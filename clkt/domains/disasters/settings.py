@@ -11,8 +11,8 @@ __all__ = ["GdacsOptions", "GdacsSettings", "UsgsOptions", "UsgsSettings"]
 
 
 class UsgsOptions(SourceOptions):
-    page_size: int = Field(default=200, ge=1, le=20000)
-    min_magnitude: float = Field(default=5.5, ge=-2, le=10)
+    page_size: int = Field(default=200, ge=1, le=20000)  # events per request
+    min_magnitude: float = Field(default=5.5, ge=-2, le=10)  # smaller earthquakes are not asked for
 
 
 class GdacsOptions(SourceOptions):

@@ -16,7 +16,7 @@ class MusicBrainzOptions(SourceOptions):
 
 
 class DeezerOptions(SourceOptions):
-    page_size: int = Field(default=50, ge=1, le=100)
+    page_size: int = Field(default=50, ge=1, le=100)  # albums per request
     editorial_id: int | str = Field(default="0")  # 0: Deezer's "all genres" editorial
 
 
