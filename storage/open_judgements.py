@@ -106,11 +106,14 @@ def _joined(stmt: Select[Any], panel: str) -> Select[Any]:
     return stmt.join(GpuJob, col(GpuJob.id) == col(OpenResult.job_id)).outerjoin(OpenJudgement, on)
 
 
-async def pending_answers(session: AsyncSession, *, panel: str, max_attempts: int, limit: int) -> list[PendingAnswer]:
-    """Up to `limit` answers the jury `panel` has to grade (see the module), in the order they were stored."""
+async def pending_answers(
+    session: AsyncSession, *, panel: str, max_attempts: int, limit: int, after: int = 0,
+) -> list[PendingAnswer]:
+    """Up to `limit` answers the jury `panel` has to grade (see the module), stored after the answer `after` (a
+    pass's cursor: an answer it graded with a failed vote waits for the next pass), in the order they were stored."""
     stmt = select(col(OpenResult.id), col(GpuJob.snapshot_id), col(OpenResult.open_qid), col(OpenResult.lang),
                   col(OpenResult.split), col(OpenResult.answer), func.coalesce(col(OpenJudgement.attempts), 0))
-    stmt = _joined(stmt, panel).where(*_todo(max_attempts)).order_by(col(OpenResult.id)).limit(limit)
+    stmt = _joined(stmt, panel).where(*_todo(max_attempts), col(OpenResult.id) > after).order_by(col(OpenResult.id)).limit(limit)
     return [PendingAnswer(open_result_id=int(i), snapshot_id=sid, open_qid=int(q), lang=lang, split=split, answer=a,
                           attempts=int(n))
             for i, sid, q, lang, split, a, n in (await session.execute(stmt)).all()]
