@@ -103,7 +103,7 @@ def _todo(max_attempts: int) -> tuple[ColumnElement[bool], ...]:
 def _joined(stmt: Select[Any], panel: str) -> Select[Any]:
     on = and_(col(OpenJudgement.open_result_id) == col(OpenResult.id), col(OpenJudgement.judge) == JURY,
               col(OpenJudgement.panel) == panel)
-    return stmt.join(GpuJob, col(GpuJob.id) == col(OpenResult.job_id)).outerjoin(OpenJudgement, on)
+    return stmt.select_from(OpenResult).join(GpuJob, col(GpuJob.id) == col(OpenResult.job_id)).outerjoin(OpenJudgement, on)
 
 
 async def pending_answers(

@@ -5,7 +5,7 @@ a time, and returns the answers it graded as `storage.open_judgements.GradedAnsw
 failure and why, and the jury's majority or undecided: never guessed) with `BatchOutcome.budget_spent` when the
 monthly budget stopped it: the answer being graded then writes nothing (its paid votes are in the call cache, so the
 next pass replays them at no cost). An answer whose question cannot be found (its snapshot folder gone or
-unreadable) is skipped and counted, never graded against nothing.
+unreadable) is never graded against nothing: its jury row says so (undecided, with why), and it is counted.
 
 `panel_of` is the digest that names a jury in the store: its judges (in any order) and its prompt's version.
 """
@@ -26,7 +26,7 @@ from clkt.openqa.frozen import load_open_questions
 from clkt.openqa.question import ShortAnswerQuestion
 from storage.open_judgements import JURY, GradedAnswer, Judgement, PendingAnswer
 
-__all__ = ["BatchOutcome", "QuestionBook", "grade_batch", "graded_rows", "panel_of"]
+__all__ = ["BatchOutcome", "QuestionBook", "grade_batch", "graded_rows", "panel_of", "unfound_rows"]
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +65,7 @@ class QuestionBook:
 @dataclass
 class BatchOutcome:
     graded: list[GradedAnswer] = field(default_factory=list)
-    skipped: int = 0  # answers whose question was not found
+    skipped: int = 0  # answers whose question was not found (stored undecided, with why: `unfound_rows`)
     budget_spent: str | None = None  # the BudgetExhausted message when the budget stopped the batch
     verdicts: Counter[str] = field(default_factory=Counter)  # the jury's, "undecided" for None
 
@@ -79,6 +79,15 @@ def graded_rows(answer: PendingAnswer, verdict: JuryVerdict, *, judges: int) -> 
     jury = Judgement(judge=JURY, verdict=verdict.verdict, prompt_version=verdict.prompt_version, reason=verdict.reason,
                      error=failed, cost_usd=verdict.cost_usd, attempts=attempts)
     return GradedAnswer(open_result_id=answer.open_result_id, votes=votes, jury=jury)
+
+
+def unfound_rows(answer: PendingAnswer, *, prompt_version: str) -> GradedAnswer:
+    """The jury's row of an answer whose question cannot be found: undecided, no judge asked, the reason stored (it is
+    looked for again on a later pass, up to the bound on passes, as a failed vote is)."""
+    jury = Judgement(judge=JURY, verdict=None, prompt_version=prompt_version, reason="not graded: no judge asked",
+                     error=f"question {answer.open_qid} not found in snapshot {answer.snapshot_id}",
+                     attempts=answer.attempts + 1)
+    return GradedAnswer(open_result_id=answer.open_result_id, votes=(), jury=jury)
 
 
 async def _grade_one(jury: Jury, answer: PendingAnswer, question: ShortAnswerQuestion) -> GradedAnswer:
@@ -112,6 +121,8 @@ async def grade_batch(
         q = book.question(a.snapshot_id, a.open_qid)
         if q is None or a.lang not in q.questions:
             out.skipped += 1
+            out.graded.append(unfound_rows(a, prompt_version=jury.prompt_version))
+            out.verdicts["undecided"] += 1
         else:
             todo.append((a, q))
     for i in range(0, len(todo), concurrency):

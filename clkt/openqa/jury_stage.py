@@ -56,8 +56,8 @@ OnGraded = Callable[["Store", str], Awaitable[None]]
 class JuryPass:
     """What one pass did."""
 
-    graded: int = 0
-    skipped: int = 0  # answers whose question could not be found
+    graded: int = 0  # answers whose rows were written (those whose question was not found included)
+    skipped: int = 0  # answers whose question could not be found (stored undecided, with why)
     verdicts: Counter[str] = field(default_factory=Counter)  # the jury's; "undecided" for no majority
     budget_spent: str | None = None
     touched: set[str] = field(default_factory=set)  # snapshots whose answers this pass graded
