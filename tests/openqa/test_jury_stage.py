@@ -23,7 +23,7 @@ from clkt.context import ServiceContext
 from clkt.openqa.jury_stage import JuryStage
 from clkt.telemetry import Metrics
 from storage.engine import Store
-from storage.open_judgements import JURY, judgements_for
+from storage.open_judgements import judgements_for
 from tests.fakes.openai_server import FakeOpenAI
 from tests.publish._open import store_open_answers
 from tests.publish.conftest import seed_open_snapshot
