@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypeVarTuple
 
 from sqlalchemy import ColumnElement, Select, and_, delete, func, or_, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -33,6 +33,7 @@ __all__ = [
 ]
 
 _CHUNK = 400  # ids per IN (...) query
+_Ts = TypeVarTuple("_Ts")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -100,7 +101,7 @@ def _todo(max_attempts: int) -> tuple[ColumnElement[bool], ...]:
     )
 
 
-def _joined(stmt: Select[Any], panel: str) -> Select[Any]:
+def _joined(stmt: Select[*_Ts], panel: str) -> Select[*_Ts]:
     on = and_(col(OpenJudgement.open_result_id) == col(OpenResult.id), col(OpenJudgement.judge) == JURY,
               col(OpenJudgement.panel) == panel)
     return stmt.select_from(OpenResult).join(GpuJob, col(GpuJob.id) == col(OpenResult.job_id)).outerjoin(OpenJudgement, on)
@@ -114,7 +115,7 @@ async def pending_answers(
     stmt = select(col(OpenResult.id), col(GpuJob.snapshot_id), col(OpenResult.open_qid), col(OpenResult.lang),
                   col(OpenResult.split), col(OpenResult.answer), func.coalesce(col(OpenJudgement.attempts), 0))
     stmt = _joined(stmt, panel).where(*_todo(max_attempts), col(OpenResult.id) > after).order_by(col(OpenResult.id)).limit(limit)
-    return [PendingAnswer(open_result_id=int(i), snapshot_id=sid, open_qid=int(q), lang=lang, split=split, answer=a,
+    return [PendingAnswer(open_result_id=int(i or 0), snapshot_id=sid, open_qid=int(q), lang=lang, split=split, answer=a,
                           attempts=int(n))
             for i, sid, q, lang, split, a, n in (await session.execute(stmt)).all()]
 

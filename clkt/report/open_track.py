@@ -93,7 +93,8 @@ class OpenTrack(_Frozen):
     pairs: list[PairMetrics]
     other_language: list[OtherLanguage]
     agreement: list[OpenAgreement]
-    jury: OpenJury | None = Field(default=None, exclude_if=lambda v: v is None)  # the jury layer's figure, apart (`clkt.report.open_jury`); None: no jury verdict
+    # the jury layer's figure, apart (`clkt.report.open_jury`); None: no jury verdict
+    jury: OpenJury | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 def open_outcomes(rows: Sequence[OpenResultRow], *, split: str = "test") -> list[Outcome]:
