@@ -250,3 +250,18 @@ async def test_the_report_shows_the_jury_apart_with_n_and_ci(
     assert f"{jury.graded} test answers graded, 0 not yet" in md
     c = jury.cells[0]
     assert f"| {c.lang} | {c.n} | {100 * c.accuracy:.1f} [" in md
+
+
+async def test_the_daemon_rewrites_the_report_once_every_answer_is_graded(
+    store: Store, seeded: str, servers: list[FakeOpenAI], ctx: ServiceContext, tmp_path: Path,
+) -> None:
+    from clkt.report.writer import report_dir
+    from clkt.services import jury_report_hook
+
+    settings = make_settings(tmp_path / "cfg")
+    jury = JuryStage(agents=agents(servers, max_attempts=1), daemon=DaemonSettings(), secret=lambda _env: None,
+                     burst=True, on_graded=jury_report_hook(settings))
+    await jury.run(ctx)  # burst: one pass
+    assert jury.passes[0].completed == [seeded]
+    md = (report_dir(settings.data_dir, seeded) / "report.md").read_text(encoding="utf-8")
+    assert "open-jury layer" in md and "0 not yet" in md
