@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, Field
 from pydantic_ai import Agent, capture_run_messages
 from pydantic_ai.exceptions import AgentRunError, ModelAPIError, RunCancelled, UnexpectedModelBehavior
 from pydantic_ai.messages import ModelMessage, ModelResponse
@@ -40,7 +40,7 @@ from pydantic_ai.models import Model
 from agents._prompting import data_block, load_prompt
 from agents.cache import CacheStats, cost_usd, price_of
 from agents.factory import ModelFactory
-from clkt.config.jury import DEFAULT_JURY_SIZE, JuryConfig, judge_family, judge_problem
+from clkt.config.jury import DEFAULT_JURY_SIZE, JuryConfig, judge_family
 from clkt.errors import AgentError, BudgetExhausted, UserError
 
 __all__ = [
@@ -73,37 +73,18 @@ class JudgeGrade(BaseModel):
     reason: str = Field(default="", max_length=1000)
 
 
-class JurySettings(BaseModel):
-    """The jury: its judges' model strings (`<provider>:<model>`, as the agent roles'), of different families."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class JurySettings(JuryConfig):
+    """The jury: `[agents.jury]` with at least one judge (their model strings `<provider>:<model>`, as the agent
+    roles', of different families: `JuryConfig`'s rule)."""
 
     judges: tuple[str, ...] = Field(min_length=1, max_length=9)
-    output_retries: int = Field(default=2, ge=0, le=10)  # asks again after a malformed or missing verdict
-    allow_same_family: bool = False
-
-    @field_validator("judges")
-    @classmethod
-    def _judges(cls, v: tuple[str, ...]) -> tuple[str, ...]:
-        problem = judge_problem(v, allow_same_family=True)
-        if problem:
-            raise ValueError(problem)
-        return v
-
-    @model_validator(mode="after")
-    def _families(self) -> JurySettings:
-        problem = judge_problem(self.judges, allow_same_family=self.allow_same_family)
-        if problem:
-            raise ValueError(problem)
-        return self
 
     @classmethod
     def of(cls, config: JuryConfig) -> JurySettings:
         """The jury `[agents.jury]` configures (a `UserError` when it names no judge)."""
         if not config.judges:
             raise UserError("no jury is configured ([agents.jury] judges is empty)")
-        return cls(judges=tuple(config.judges), output_retries=config.output_retries,
-                   allow_same_family=config.allow_same_family)
+        return cls.model_validate(config.model_dump())
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -68,7 +68,7 @@ def judge_problem(judges: Sequence[str], *, allow_same_family: bool) -> str | No
 class JuryConfig(Section):
     """`[agents.jury]`: see the module."""
 
-    judges: list[str] = Field(default_factory=list, max_length=9)  # empty: no jury (the default)
+    judges: tuple[str, ...] = Field(default=(), max_length=9)  # empty: no jury (the default)
     allow_same_family: bool = False
     output_retries: int = Field(default=2, ge=0, le=10)  # a judge is asked again after a malformed or missing verdict
     # passes that grade one answer: a pass with a failed vote (timeout, malformed, HTTP error) is retried on a later
@@ -79,7 +79,7 @@ class JuryConfig(Section):
 
     @field_validator("judges")
     @classmethod
-    def _shape(cls, v: list[str]) -> list[str]:
+    def _shape(cls, v: tuple[str, ...]) -> tuple[str, ...]:
         problem = judge_problem(v, allow_same_family=True)
         if problem:
             raise ValueError(problem)

@@ -28,7 +28,7 @@ def _load(tmp_path: Path, body: str, environ: dict[str, str] | None = None) -> S
 
 def test_no_jury_by_default_and_no_stage(tmp_path: Path) -> None:
     s = load_settings(None, environ={})
-    assert s.agents.jury.judges == [] and not s.agents.jury.enabled and s.agents.jury.size_warning() is None
+    assert s.agents.jury.judges == () and not s.agents.jury.enabled and s.agents.jury.size_warning() is None
     check_jury(s)  # nothing to check
     assert "open-jury" not in {x.name for x in build_services(s, board=SourceBoard())}
 
