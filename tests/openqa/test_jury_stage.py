@@ -217,7 +217,7 @@ async def test_a_judge_that_times_out_is_stored_failed_then_graded_on_a_later_pa
 async def test_a_spent_budget_writes_no_half_answer_and_pauses(
     store: Store, seeded: str, servers: list[FakeOpenAI], ctx: ServiceContext,
 ) -> None:
-    jury = stage(servers, budget=0.0004, concurrency=2)  # a few answers' worth of calls
+    jury = stage(servers, budget=0.01, concurrency=2)  # a few answers' worth of calls (~$0.0007 a call)
     done = await jury.run_once(ctx)
     answers = await _answers(store, seeded)
     per = await _rows_per_answer(store)
