@@ -6,8 +6,9 @@
   (a re-grade replaces; another panel's rows of the answer go), in the caller's transaction;
 - `judgements_for`: the judges' verdicts and the jury's of given answers (the audit reads each judge's agreement
   with human labels from them);
-- `jury_rows_for_snapshot`: the jury's verdicts of a snapshot's finished jobs, keyed like the answers they grade
-  (the report's jury figure), and `pending_by_snapshot` (what is left to grade, per snapshot).
+- `jury_rows_for_snapshot`: the jury's verdicts of a snapshot's finished jobs (with `votes=True` each judge's too),
+  keyed like the answers they grade (the report's jury figure; the audit's per-judge agreement), and
+  `pending_by_snapshot` (what is left to grade, per snapshot).
 """
 
 from __future__ import annotations
@@ -79,15 +80,17 @@ class AnswerJudgements:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class JuryRow:
-    """The jury's verdict of one stored answer, keyed like the answer (job, public qid, language, variant, scorer)."""
+    """The jury's verdict of one stored answer (or, `judge` a model string, one judge's vote), keyed like the answer
+    (job, public qid, language, variant, scorer) as `storage.open_results.OpenResultRow` is."""
 
+    judge: str  # JURY, or the judge's model string
     job_id: int
     open_qid: int
     lang: str
     variant: str
     scorer: str
     verdict: str | None
-    failed: bool  # a vote failed (the verdict is the others')
+    failed: bool  # the jury's: a vote failed (the verdict is the others'); a vote's: it gave no verdict
     cost_usd: float
     prompt_version: str
 
@@ -172,16 +175,18 @@ async def judgements_for(session: AsyncSession, open_result_ids: Sequence[int]) 
     return out
 
 
-async def jury_rows_for_snapshot(session: AsyncSession, snapshot_id: str) -> list[JuryRow]:
-    """The jury's verdicts of the snapshot's finished jobs' answers, in the order they were stored."""
+async def jury_rows_for_snapshot(session: AsyncSession, snapshot_id: str, *, votes: bool = False) -> list[JuryRow]:
+    """The jury's verdicts of the snapshot's finished jobs' answers (with `votes`, each judge's too: the audit's
+    agreement of each judge with the human labels), in the order they were stored."""
+    on = col(OpenJudgement.open_result_id) == col(OpenResult.id)
     stmt = (
         select(OpenResult, OpenJudgement)
         .join(GpuJob, col(GpuJob.id) == col(OpenResult.job_id))
-        .join(OpenJudgement, and_(col(OpenJudgement.open_result_id) == col(OpenResult.id), col(OpenJudgement.judge) == JURY))
+        .join(OpenJudgement, on if votes else and_(on, col(OpenJudgement.judge) == JURY))
         .where(col(GpuJob.snapshot_id) == snapshot_id, col(GpuJob.status) == LeaseStatus.done)
-        .order_by(col(OpenResult.id))
+        .order_by(col(OpenResult.id), col(OpenJudgement.id))
     )
-    return [JuryRow(job_id=a.job_id, open_qid=int(a.open_qid), lang=a.lang, variant=a.variant, scorer=a.scorer,
+    return [JuryRow(judge=j.judge, job_id=a.job_id, open_qid=int(a.open_qid), lang=a.lang, variant=a.variant, scorer=a.scorer,
                     verdict=j.verdict, failed=j.error is not None, cost_usd=float(j.cost_usd),
                     prompt_version=j.prompt_version)
             for a, j in (await session.execute(stmt)).all()]

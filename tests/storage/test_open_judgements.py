@@ -104,13 +104,15 @@ async def test_rows_are_written_over_and_pending_follows_the_panel_and_the_bound
         got = await judgements_for(s, ids)
         n = (await s.execute(text("SELECT count(*) FROM open_judgement"))).scalar()
         rows = await jury_rows_for_snapshot(s, SID)
+        every = await jury_rows_for_snapshot(s, SID, votes=True)
     assert n == 8 and set(got) == {ids[0], ids[1]}
     second = got[ids[1]]
     assert second.jury is not None and second.jury.attempts == 2 and second.jury.error == "1 of 3 votes failed"
     assert set(second.votes) == set(JUDGES) and second.votes[JUDGES[2]].verdict is None
     assert second.votes[JUDGES[2]].error == "timeout: slow"
     assert [(r.open_qid, r.verdict, r.failed) for r in rows] == [(100, "CORRECT", False), (101, "CORRECT", True)]
-    assert sum(r.cost_usd for r in rows) == pytest.approx(0.006)
+    assert sum(r.cost_usd for r in rows) == pytest.approx(0.006) and {r.judge for r in rows} == {JURY}
+    assert len(every) == 8 and [(r.judge, r.verdict) for r in every if r.failed and r.judge != JURY] == [(JUDGES[2], None)]
 
 
 async def test_another_panel_replaces_the_answers_rows_and_rows_go_with_their_answer(store: Store) -> None:
