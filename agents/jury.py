@@ -2,7 +2,8 @@
 
 PoLL (Verga et al. 2024): three small judges from different families agree with humans better than one large
 judge, at a fraction of the cost. So a jury is `DEFAULT_JURY_SIZE` judges by default, each a configured model
-string of a different provider or family (`judge_family`: two Qwen models behind two servers are one family),
+string of a different provider or family (`judge_family`, `clkt.config.jury`: two Qwen models behind two servers
+are one family; `[agents.jury]` configures the jury, `JurySettings.of` reads it),
 each a pydantic-ai agent whose typed output (`JudgeGrade`) is CORRECT / INCORRECT / NOT_ATTEMPTED with a reason.
 The judges are asked in English (the prompt `agents/prompts/open_judge.v<N>.md`, whose version each verdict
 records), with the question, the gold and its accepted forms, the question's language and the answer, every
@@ -25,13 +26,12 @@ this jury paid (cache misses) and replayed (hits).
 from __future__ import annotations
 
 import asyncio
-import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, Field
 from pydantic_ai import Agent, capture_run_messages
 from pydantic_ai.exceptions import AgentRunError, ModelAPIError, RunCancelled, UnexpectedModelBehavior
 from pydantic_ai.messages import ModelMessage, ModelResponse
@@ -40,6 +40,7 @@ from pydantic_ai.models import Model
 from agents._prompting import data_block, load_prompt
 from agents.cache import CacheStats, cost_usd, price_of
 from agents.factory import ModelFactory
+from clkt.config.jury import DEFAULT_JURY_SIZE, JuryConfig, judge_family
 from clkt.errors import AgentError, BudgetExhausted, UserError
 
 __all__ = [
@@ -58,17 +59,11 @@ __all__ = [
 
 Grade = Literal["CORRECT", "INCORRECT", "NOT_ATTEMPTED"]
 GRADES: tuple[str, ...] = get_args(Grade)
-DEFAULT_JURY_SIZE = 3
 STAGE = "open_judge"  # the call records' stage and the prompt's role
 MAX_ANSWER_CHARS = 2000  # an answer is cut here before a judge reads it
 MAX_ANSWER_TOKENS = 300  # a judge's reply: a verdict and one sentence
 
 _LANG_NAMES = {"en": "English", "ja": "Japanese", "zh": "Chinese", "fr": "French", "es": "Spanish"}
-# family markers in a model's name, for servers that host several families (vLLM, Ollama, a gateway)
-_FAMILIES = ("qwen", "llama", "gemma", "mistral", "mixtral", "phi", "deepseek", "gpt", "claude", "command",
-             "granite", "olmo", "smollm", "glm", "yi", "falcon", "internlm", "aya", "nemotron", "gemini")
-_FAMILY_ALIASES = {"mixtral": "mistral", "gpt": "openai", "claude": "anthropic", "command": "cohere",
-                   "aya": "cohere"}
 
 
 class JudgeGrade(BaseModel):
@@ -78,46 +73,18 @@ class JudgeGrade(BaseModel):
     reason: str = Field(default="", max_length=1000)
 
 
-def judge_family(model: str) -> str:
-    """The family of a judge's model string: the hosted provider (openai, anthropic), else the family its name
-    names (`myvllm:Qwen2.5-7B-Instruct` -> qwen), else the name's first part."""
-    provider, _, name = model.partition(":")
-    if provider in ("openai", "anthropic"):
-        return provider
-    low = name.casefold().rsplit("/", 1)[-1]
-    for family in _FAMILIES:
-        if re.match(rf"{family}(?![a-z])", low) or re.search(rf"[^a-z]{family}(?![a-z])", low):
-            return _FAMILY_ALIASES.get(family, family)
-    return re.split(r"[-_.:\d]", low, maxsplit=1)[0] or low
-
-
-class JurySettings(BaseModel):
-    """The jury: its judges' model strings (`<provider>:<model>`, as the agent roles'), of different families."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class JurySettings(JuryConfig):
+    """The jury: `[agents.jury]` with at least one judge (their model strings `<provider>:<model>`, as the agent
+    roles', of different families: `JuryConfig`'s rule)."""
 
     judges: tuple[str, ...] = Field(min_length=1, max_length=9)
-    output_retries: int = Field(default=2, ge=0, le=10)  # asks again after a malformed or missing verdict
-    allow_same_family: bool = False
 
-    @field_validator("judges")
     @classmethod
-    def _judges(cls, v: tuple[str, ...]) -> tuple[str, ...]:
-        bad = [j for j in v if not re.fullmatch(r"[\w.-]+:\S+", j)]
-        if bad:
-            raise ValueError(f"judges must be '<provider>:<model>' strings, got {bad}")
-        if len(set(v)) != len(v):
-            raise ValueError(f"a judge is named twice in {list(v)}")
-        return v
-
-    @model_validator(mode="after")
-    def _families(self) -> JurySettings:
-        families = Counter(judge_family(j) for j in self.judges)
-        same = sorted(f for f, n in families.items() if n > 1)
-        if same and not self.allow_same_family:
-            raise ValueError(f"judges of one family {same}: a jury's judges come from different providers or "
-                             "families (PoLL); set allow_same_family = true to accept them")
-        return self
+    def of(cls, config: JuryConfig) -> JurySettings:
+        """The jury `[agents.jury]` configures (a `UserError` when it names no judge)."""
+        if not config.judges:
+            raise UserError("no jury is configured ([agents.jury] judges is empty)")
+        return cls.model_validate(config.model_dump())
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -7,7 +7,8 @@ Checked, in this order (the first failure is the one reported):
 - every API target's provider is known and its key is in the environment (`clkt.targets.api.check_api_targets`);
 - every local target can be loaded without a download: a bundled model is installed, a folder exists and holds a
   transformers model, a Hugging Face id is in the local cache (`clkt.targets.loader.check_local_target`);
-- for the daemon: the agents' LLM backend resolves (every role's model and key, `clkt.pipeline.backends`) and
+- for the daemon: the agents' LLM backend resolves (every role's model and key, `clkt.pipeline.backends`), every
+  judge of the open track's jury resolves (`[agents.jury]`: its provider known, its key in the environment) and
   publishing by itself has its Hub token (`publish_token`).
 
 `clkt worker` (`check_worker`) needs neither API keys nor the agents: its local targets must load without a
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 
     from clkt.config import Settings, TargetSettings
 
-__all__ = ["check_start", "check_worker", "chosen_targets", "publish_token"]
+__all__ = ["check_jury", "check_start", "check_worker", "chosen_targets", "publish_token"]
 
 
 def chosen_targets(settings: Settings, names: Sequence[str] | None) -> list[TargetSettings]:
@@ -74,6 +75,15 @@ def _check_targets(settings: Settings, targets: Sequence[TargetSettings]) -> Non
     _check_local_targets(settings, targets)
 
 
+def check_jury(settings: Settings) -> None:
+    """Every judge of `[agents.jury]` resolves like an agent role's model (its provider, its key): a `ConfigError`
+    naming the judge and the variable otherwise (no jury: nothing to check)."""
+    from agents.factory import resolve_model
+
+    for i, judge in enumerate(settings.agents.jury.judges):
+        resolve_model(settings.agents, judge, key=f"agents.jury.judges[{i}]", secret=settings.secret)
+
+
 def check_start(settings: Settings, *, targets: Sequence[str] | None = None, daemon: bool = True) -> None:
     """Every error of `settings` a command can know before it starts (see the module): `ConfigError` for the first.
     `targets`: only these targets are checked (a name the spec lacks is an error too); `daemon`: the daemon's own
@@ -86,6 +96,7 @@ def check_start(settings: Settings, *, targets: Sequence[str] | None = None, dae
         from clkt.pipeline.backends import check_backend_config
 
         check_backend_config(settings.agents, secret=settings.secret)
+        check_jury(settings)
         if settings.publish.automatic:
             publish_token(settings)
 

@@ -3,7 +3,7 @@
 This module and `clkt.daemon` (with the entry points: `run_daemon.py`, `clkt.process`, the CLI commands) are
 the only readers of the whole `Settings`; every service, worker and page receives its own section(s) in
 its constructor. Each area registers its services here (source pollers, the stage workers of the flow,
-snapshot builder, GPU consumer, report writer, publisher), and the hooks that join areas without one importing
+snapshot builder, GPU consumer, report writer, the open track's jury, publisher), and the hooks that join areas without one importing
 the other (the GPU consumer's commit hook: the retention of a committed job's folder). What a service is:
 `clkt.context.Service`. Registering one name twice raises.
 """
@@ -18,12 +18,13 @@ from clkt.context import Service
 from clkt.incontext.service import InContextService
 from clkt.inject.commit import CommitHook
 from clkt.inject.consumer import GpuConsumer
+from clkt.openqa.jury_stage import JuryStage, OnGraded
 from clkt.pipeline.backends import build_backend
 from clkt.pipeline.stage_worker import StageConfig
 from clkt.pipeline.stages import stage_services
 from clkt.preflight import publish_token
 from clkt.publish.service import PublishService, freeze_hook
-from clkt.report.service import ReportService
+from clkt.report.service import ReportService, write_report_files
 from clkt.report.window import default_query
 from clkt.retention.apply import after_job_commit
 from clkt.roster.service import LateTargetService
@@ -37,9 +38,11 @@ from clkt.web.intake import IntakeConfig
 from clkt.web.intake_gate import IntakeLimits, Submitters
 from clkt.web.pages import PageContext
 from storage.engine import Store
+from storage.gpu_jobs import snapshot_jobs_finished
 
 __all__ = [
-    "agent_backend", "build_services", "commit_hook", "gpu_consumer", "intake_config", "page_context", "publish_service",
+    "agent_backend", "build_services", "commit_hook", "gpu_consumer", "intake_config", "jury_report_hook", "jury_stage",
+    "page_context", "publish_service",
     "snapshot_config",
     "stage_config",
 ]
@@ -88,6 +91,26 @@ def gpu_consumer(settings: Settings, *, devices: list[str] | None = None, burst:
                        devices=devices, burst=burst, on_commit=commit_hook(settings))
 
 
+def jury_report_hook(settings: Settings) -> OnGraded:
+    """What the jury's stage does once a snapshot's answers are all graded: its report written again (with the jury's
+    figure), when every GPU job of the snapshot has finished (else the report writer writes it after them)."""
+    data_dir, spec = settings.data_dir, settings.spec
+
+    async def rewrite(store: Store, snapshot_id: str) -> None:
+        async with store.session() as s:
+            if not await snapshot_jobs_finished(s, snapshot_id):
+                return
+        await write_report_files(store, snapshot_id, data_dir=data_dir, spec=spec)
+
+    return rewrite
+
+
+def jury_stage(settings: Settings, *, burst: bool = False) -> JuryStage:
+    """The daemon's `open-jury` stage (`[agents.jury]`), its report hook wired."""
+    return JuryStage(agents=settings.agents, daemon=settings.daemon, secret=settings.secret, burst=burst,
+                     on_graded=jury_report_hook(settings))
+
+
 def agent_backend(settings: Settings, *, store: Store, metrics: Metrics | None = None) -> AgentBackend:
     """The stages' one agent backend, from `[agents]` (its LLM calls cached in `store`)."""
     return build_backend(settings.agents, languages=settings.spec.languages, secret=settings.secret, store=store,
@@ -124,6 +147,9 @@ def build_services(settings: Settings, *, board: SourceBoard) -> list[Service]:
     if InContextService.wanted(settings.spec):
         services.append(InContextService(spec=settings.spec, agents=settings.agents, gpu=settings.gpu,
                                          daemon=settings.daemon, data_dir=settings.data_dir, secret=settings.secret))
+    # --- the open track's jury of LLM judges, grading the stored open answers ([agents.jury]; clkt.openqa) ---
+    if JuryStage.wanted(settings.agents):
+        services.append(jury_stage(settings))
     # --- publishing to the Hugging Face Hub by itself ([publish] repo + on_freeze / on_report) ---
     if settings.publish.automatic:
         services.append(publish_service(settings))

@@ -15,7 +15,7 @@ API keys never live in the config: a source or provider names the *environment v
 its key (`api_key_env`), and `Settings.secret(name)` (a `SecretLookup`) returns it as a `SecretStr`.
 
 The modules: `sources` (one settings class per domain API), `agents`, `spec` (the spec and its targets),
-`sections` (snapshot, gpu, daemon, http, replay), `retention` (what the data directory keeps), `publish` (the Hub),
+`jury` (the open track's judges), `sections` (snapshot, gpu, daemon, http, replay), `retention` (what the data directory keeps), `publish` (the Hub),
 `settings` (the root), `loader` (files, environment, errors, secrets).
 """
 
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from clkt.config._base import LANGS_DEFAULT, SUPPORTED_LANGS, SecretLookup
 from clkt.config.agents import AgentMode, AgentRole, AgentSettings, BatchSettings, PriceSettings, ProviderSettings
+from clkt.config.jury import DEFAULT_JURY_SIZE, JuryConfig, judge_family, judge_problem
 from clkt.config.loader import DEMO_PROFILE, EMBEDDED_DEFAULT, load_settings, loopback_warning
 from clkt.config.publish import PublishSettings
 from clkt.config.retention import RetentionSettings
@@ -48,6 +49,7 @@ from clkt.config.sources import (
 from clkt.config.spec import EMBEDDED_TARGET, ScorerLiteral, SpecSettings, TargetSettings
 
 __all__ = [
+    "DEFAULT_JURY_SIZE",
     "DEMO_PROFILE",
     "EMBEDDED_DEFAULT",
     "EMBEDDED_TARGET",
@@ -64,6 +66,7 @@ __all__ = [
     "GdacsSettings",
     "GpuSettings",
     "HttpSettings",
+    "JuryConfig",
     "MusicBrainzOptions",
     "MusicBrainzSettings",
     "PriceSettings",
@@ -86,6 +89,8 @@ __all__ = [
     "TmdbSettings",
     "UsgsOptions",
     "UsgsSettings",
+    "judge_family",
+    "judge_problem",
     "load_settings",
     "loopback_warning",
 ]

@@ -1,4 +1,5 @@
-"""`[agents]`: the agent backend of the stages, its models, providers, prices, batch mode and budget."""
+"""`[agents]`: the agent backend of the stages, its models, providers, prices, batch mode and budget; the open
+track's jury (`[agents.jury]`, `clkt.config.jury`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Annotated, Literal
 from pydantic import Field, StrictInt, field_validator, model_validator
 
 from clkt.config._base import Section
+from clkt.config.jury import JuryConfig
 from clkt.facts import Domain
 
 __all__ = [
@@ -85,6 +87,7 @@ class AgentSettings(Section):
     questions_per_domain: dict[Domain, int] = Field(default_factory=dict)
     concurrency: int = Field(default=4, ge=1, le=1024)  # tasks each agent stage runs at once
     probe_max_new_tokens: int = Field(default=96, ge=8, le=1024)  # target-model probe answer length
+    jury: JuryConfig = Field(default_factory=JuryConfig)  # the open track's LLM judges (`clkt.config.jury`); none by default
 
     @model_validator(mode="after")
     def _llm_models(self) -> AgentSettings:

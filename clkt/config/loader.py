@@ -105,9 +105,9 @@ def load_settings(path: Path | str | None = None, *, environ: Mapping[str, str] 
         raise ConfigError("<root>", f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}") from None
     finally:
         settings_sources.reset(token)
-    warning = loopback_warning(settings)
-    if warning:
-        log.warning("%s", warning)
+    for warning in (loopback_warning(settings), settings.agents.jury.size_warning()):
+        if warning:
+            log.warning("%s", warning)
     return _attach_secrets(settings, env)
 
 

@@ -16,12 +16,15 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from agents.jury import Jury, JuryVerdict
 from clkt.openqa.question import ShortAnswerQuestion
 from clkt.openqa.score import ScoredAnswer, score
 
-__all__ = ["LayerCounts", "LayeredVerdict", "agreement", "score_layers"]
+if TYPE_CHECKING:
+    from agents.jury import Jury, JuryVerdict
+
+__all__ = ["LayerCounts", "LayeredVerdict", "agreement", "agreement_of", "score_layers"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -70,5 +73,11 @@ class LayerCounts:
 
 def agreement(verdicts: Iterable[LayeredVerdict]) -> tuple[int, int]:
     """(alike, n): of the answers the jury decided, how many it grades as the normaliser does."""
-    pairs = [(v.normaliser.verdict.value, v.jury.verdict) for v in verdicts if v.jury is not None and v.jury.verdict]
-    return sum(a == b for a, b in pairs), len(pairs)
+    return agreement_of((v.normaliser.verdict.value, v.jury.verdict) for v in verdicts if v.jury is not None)
+
+
+def agreement_of(pairs: Iterable[tuple[str, str | None]]) -> tuple[int, int]:
+    """(alike, n) over (normaliser's verdict, jury's verdict or None) pairs: the jury's undecided ones left out (the
+    stored verdicts' form of `agreement`, which the report reads)."""
+    decided = [(a, b) for a, b in pairs if b]
+    return sum(a == b for a, b in decided), len(decided)

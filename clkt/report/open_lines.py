@@ -1,5 +1,5 @@
 """The open-answer section of `report.md` (`clkt.report.open_track`): its Learn, Overall and Transfer, contingency,
-control split, answers in another language and paired view, each figure with its n and its 95% interval."""
+control split, answers in another language, paired view and the jury's figure (apart), each figure with its n and its 95% interval."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from collections.abc import Callable
 from clkt.report.data import LEARN_HEADER, ci_text, learn_rows, metric_cell, pct1
 from clkt.report.metric_table import OVERALL, PAIR_METRICS, TRANSFER
 from clkt.report.metrics import ALL_DOMAINS
+from clkt.report.open_jury import JURY_TITLE, OpenJury
 from clkt.report.open_track import OPEN_TITLE, OpenTrack
 
 __all__ = ["open_lines"]
@@ -58,4 +59,22 @@ def open_lines(track: OpenTrack, md_row: Callable[[list[str]], str]) -> list[str
                         [[str(a.job_id), a.model, a.strategy, a.train_lang, a.variant, str(a.n),
                           f"{pct1(a.rate)}{ci_text(a.ci)}", str(a.both_right), str(a.mcq_only), str(a.open_only),
                           str(a.neither)] for a in track.agreement], md_row)
+    if track.jury is not None:
+        lines += jury_lines(track.jury, md_row)
     return lines
+
+
+def jury_lines(jury: OpenJury, md_row: Callable[[list[str]], str]) -> list[str]:
+    """The jury's subsection of the open track in `report.md`."""
+    header = ["model", "strategy", "train", "variant", "test language", "n", "jury accuracy % [CI]", "undecided",
+              "failed votes", "agrees with normaliser % [CI] (n decided)"]
+    rows = [[c.model, c.strategy, c.train_lang, c.variant, c.lang, str(c.n), f"{pct1(c.accuracy)}{ci_text(c.ci)}",
+             str(c.undecided), str(c.failed_votes), f"{pct1(c.agreement)}{ci_text(c.agreement_ci)} (n={c.decided})"]
+            for c in jury.cells]
+    intro = (f"Layer `{jury.scorer}`: the majority of the configured LLM judges (SimpleQA's CORRECT / INCORRECT / "
+             "NOT_ATTEMPTED; no strict majority is undecided, never guessed), on the same answers as the normaliser "
+             "and never merged with its figures. Accuracy is CORRECT / n with its 95% CI over entities; the agreement "
+             "is with the normaliser on the answers the jury decided. It is not agreement with humans (`clkt audit`). "
+             f"Prompt(s): {', '.join(jury.prompt_versions)}; {jury.graded} test answers graded, {jury.pending} not yet; "
+             f"the jury's cost: ${jury.cost_usd:.4f}.")
+    return [f"### {JURY_TITLE}", "", intro, "", *_table(header, rows, md_row)]

@@ -14,7 +14,8 @@ test entities the bootstrap draws). Apart from those:
 - **the paired view**: per job and variant, the same fact asked both ways (the MCQ whose slot is the open
   question's fact, e.g. `director` and `film.director`, or the slot `MCQ_SLOT` names where the two are spelled
   apart, about the same entity in the same language): how often
-  the MCQ verdict and the open verdict agree, with n, the four cells and the interval over entities.
+  the MCQ verdict and the open verdict agree, with n, the four cells and the interval over entities;
+- **the jury** (where one is configured and has graded): its own figure, apart (`clkt.report.open_jury`).
 """
 
 from __future__ import annotations
@@ -22,15 +23,17 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Collection, Sequence
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from clkt.openqa.same_fact import MCQ_SLOT, mcq_slot
 from clkt.report.basics import BOOTSTRAP_SAMPLES
 from clkt.report.clustered import EntityDraws, accuracy_interval, entity_draws
 from clkt.report.learn import LearnTest, learn_tests
 from clkt.report.metrics import ALL_DOMAINS, Outcome, PairMetrics, SummaryCell, pair_metrics, summarize
+from clkt.report.open_jury import OpenJury, open_jury
 from clkt.snapshots.ids import stable_entity_id
 from storage.gpu_jobs import JobResultRow
+from storage.open_judgements import JuryRow
 from storage.open_results import OpenResultRow
 
 __all__ = ["MCQ_SLOT", "OPEN_TITLE", "OpenAgreement", "OpenTrack", "OtherLanguage", "mcq_slot", "open_outcomes",
@@ -90,6 +93,8 @@ class OpenTrack(_Frozen):
     pairs: list[PairMetrics]
     other_language: list[OtherLanguage]
     agreement: list[OpenAgreement]
+    # the jury layer's figure, apart (`clkt.report.open_jury`); None: no jury verdict
+    jury: OpenJury | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 def open_outcomes(rows: Sequence[OpenResultRow], *, split: str = "test") -> list[Outcome]:
@@ -146,9 +151,11 @@ def _agreement(rows: Sequence[OpenResultRow], mcq: Sequence[JobResultRow], draws
 def open_track(
     rows: Sequence[OpenResultRow], *, languages: Sequence[str], snapshot_id: str, seed: int = 0,
     primary_jobs: Collection[int] | None = None, mcq: Sequence[JobResultRow] = (), samples: int = BOOTSTRAP_SAMPLES,
+    jury: Sequence[JuryRow] = (),
 ) -> OpenTrack | None:
     """The open track's figures (None: no open answer stored); `primary_jobs`: the jobs of the tables' seed (the
-    others' answers pooled in Learn only, as for the MCQs); `mcq`: those jobs' MCQ results, for the paired view."""
+    others' answers pooled in Learn only, as for the MCQs); `mcq`: those jobs' MCQ results, for the paired view;
+    `jury`: the jury's stored verdicts, for its figure apart."""
     if not rows:
         return None
     tables = [r for r in rows if primary_jobs is None or r.job_id in primary_jobs]
@@ -164,5 +171,5 @@ def open_track(
         table2=summarize(tests, languages, seed=seed, not_learned=not_learned, snapshot_id=snapshot_id,
                          samples=samples, bootstrap=samples > 0, public=public),
         pairs=pair_metrics(tests, languages), other_language=_other_language(tables, draws),
-        agreement=_agreement(tables, mcq, draws),
+        agreement=_agreement(tables, mcq, draws), jury=open_jury(tables, jury, draws),
     )

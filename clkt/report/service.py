@@ -29,9 +29,10 @@ from clkt import clock
 from clkt.config import DaemonSettings, SpecSettings
 from clkt.context import ServiceContext
 from clkt.report.writer import report_dir, write_report
+from storage.engine import Store
 from storage.reports import FinishedJobs, ReportRecord, due_reports, record_report
 
-__all__ = ["ReportService", "stored_report_path"]
+__all__ = ["ReportService", "stored_report_path", "write_report_files"]
 
 log = logging.getLogger(__name__)
 
@@ -111,17 +112,21 @@ class ReportService:
         return record
 
     async def _write_files(self, ctx: ServiceContext, snapshot_id: str) -> Path:
-        """The report written beside its folder, then each file moved in (`os.replace`, report.md last): a
-        reader, or another process writing the same report (a worker beside the daemon), never sees a file
-        half written."""
-        out = report_dir(self.data_dir, snapshot_id)
-        tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
-        try:
-            await write_report(ctx.store, snapshot_id, tmp, spec=self.spec)
-            await asyncio.to_thread(_move_into, tmp, out)
-        finally:
-            await asyncio.to_thread(shutil.rmtree, tmp, True)
-        return out
+        return await write_report_files(ctx.store, snapshot_id, data_dir=self.data_dir, spec=self.spec)
+
+
+async def write_report_files(store: Store, snapshot_id: str, *, data_dir: Path, spec: SpecSettings | None) -> Path:
+    """The snapshot's report written beside its folder, then each file moved in (`os.replace`, report.md last): a
+    reader, or another process writing the same report (a worker beside the daemon, the jury's stage), never sees a
+    file half written."""
+    out = report_dir(data_dir, snapshot_id)
+    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
+    try:
+        await write_report(store, snapshot_id, tmp, spec=spec)
+        await asyncio.to_thread(_move_into, tmp, out)
+    finally:
+        await asyncio.to_thread(shutil.rmtree, tmp, True)
+    return out
 
 
 def stored_report_path(folder: Path, data_dir: Path) -> str:

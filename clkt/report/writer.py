@@ -24,7 +24,8 @@ read is reported without it (no family, size, parse rule or control counts), wit
 
 The open track's answers (`storage.open_results`), where jobs answered the snapshot's short-answer questions, get
 their own section and `metrics.json` key (`open_track`: `clkt.report.open_track`), computed by the same metric
-functions and never pooled with the MCQ rows.
+functions and never pooled with the MCQ rows; the jury's verdicts, where a jury graded them
+(`storage.open_judgements`), are its figure apart (`open_track.jury`: `clkt.report.open_jury`).
 The report is written by the `report-writer` service (`clkt.report.service`) once every GPU job of the
 snapshot has finished, and by `clkt report`.
 """
@@ -87,6 +88,7 @@ from clkt.snapshots.ids import stable_entity_id, stable_qid
 from storage.gpu_jobs import JobResultRow, jobs_for_snapshot, results_for_snapshot
 from storage.incontext import incontext_answers
 from storage.knowledge import known_by_month
+from storage.open_judgements import jury_rows_for_snapshot
 from storage.open_results import open_results_for_snapshot
 from storage.snapshots import find_snapshot
 from storage.targets import list_targets, snapshot_targets
@@ -148,6 +150,7 @@ async def load_report_data(
         registry = {t.name: t.cutoff for t in await list_targets(s)}
         incontext_rows = await incontext_answers(s, snapshot_id)
         open_rows = await open_results_for_snapshot(s, snapshot_id)
+        jury_rows = await jury_rows_for_snapshot(s, snapshot_id) if open_rows else []
     infos: list[JobInfo] = []
     unreadable: list[str] = []
     for j in jobs:
@@ -198,7 +201,8 @@ async def load_report_data(
     if open_kept := [r for r in open_rows if r.open_qid not in exclude_qids]:  # the open track, apart (`clkt.report.open_track`)
         mcq = [r for r in rows if stable_qid(r.source, r.external_id, r.slot) not in exclude_qids]
         data = data.model_copy(update={"open_track": await asyncio.to_thread(partial(
-            open_track, open_kept, languages=langs, snapshot_id=snapshot_id, seed=seed, primary_jobs=primary, mcq=mcq))})
+            open_track, open_kept, languages=langs, snapshot_id=snapshot_id, seed=seed, primary_jobs=primary, mcq=mcq,
+            jury=[j for j in jury_rows if j.open_qid not in exclude_qids]))})
     ran = {j.target_model for j in jobs}  # every target whose jobs ran on it, each on its valid entities
     return data.model_copy(update={"targets": [
         TargetValidity(target=v.target_name, status=v.status.value, entities=v.entities, excluded=v.excluded)

@@ -2,7 +2,8 @@
 
 `respond(role, prompt)` reads the data blocks of the user prompt the agents build and returns the tool
 arguments of a valid answer: the judge says "not known", the generator asks for the longest number of a
-document sentence (evidence = that sentence), the verifier passes, the translators write a fixed sentence in
+document sentence (evidence = that sentence), the verifier passes, the open track's judge says CORRECT when the
+answer holds the gold's first line, the translators write a fixed sentence in
 the target language that keeps every number and capitalised name of the source.
 `role_of_schema(properties)` tells the role from the output tool's JSON schema properties.
 """
@@ -44,6 +45,8 @@ def role_of_schema(properties: dict[str, Any]) -> str:
         return "translate_mcq"
     if "text" in keys:
         return "translate_document"
+    if "verdict" in keys:
+        return "open_judge"
     raise ValueError(f"unknown output schema {sorted(keys)}")
 
 
@@ -88,6 +91,11 @@ def respond(role: str, prompt: str) -> dict[str, Any]:
     if role == "generate":
         n_m = re.search(r"Write (\d+) multiple-choice", prompt)
         return _generate(prompt, int(n_m.group(1)) if n_m else 3)
+    if role == "open_judge":  # the open track's judge: CORRECT when the answer holds the gold's first line
+        gold = block(prompt, "gold").split("\n", 1)[0].strip().casefold()
+        right = bool(gold) and gold in block(prompt, "answer").casefold()
+        return {"verdict": "CORRECT" if right else "INCORRECT", "reason": "the gold is in the answer" if right else
+                "the answer does not give the gold"}
     if role == "verify":
         return {"grounded": True, "specific": True, "verifiable": True, "answer_correct": True,
                 "distractors_plausible_wrong": True, "reasons": {}}
