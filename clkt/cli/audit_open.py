@@ -76,6 +76,7 @@ def _table(score: OpenAuditScore) -> Table:
 def score_open_forms(files: Sequence[Path], *, as_json: bool, config: Path | None) -> None:
     from clkt.errors import UserError
     from clkt.snapshots.audit_open_score import read_open_forms, score_open
+    from storage.open_judgements import jury_rows_for_snapshot
     from storage.open_results import open_results_for_snapshot
     from storage.snapshots import find_snapshot
 
@@ -88,7 +89,8 @@ def score_open_forms(files: Sequence[Path], *, as_json: bool, config: Path | Non
             if snap is None:
                 raise UserError(f"the form is of snapshot {labels.snapshot_id}, which this store does not have")
             stored = await open_results_for_snapshot(s, snap.id)
-        return score_open(labels, stored, seed=snap.seed)
+            judged = await jury_rows_for_snapshot(s, snap.id, votes=True)
+        return score_open(labels, stored, seed=snap.seed, judged=judged)
 
     score = run_async(read)
     if as_json:
@@ -101,4 +103,4 @@ def score_open_forms(files: Sequence[Path], *, as_json: bool, config: Path | Non
     print_table(_table(score))
     if score.without_verdicts:
         console.print(plain(f"no verdicts stored per answer for {' and '.join(score.without_verdicts)}: "
-                            "their agreement cannot be measured on this form"))
+                            "no jury graded these answers ([agents.jury] judges), so their agreement cannot be measured on this form"))

@@ -10,8 +10,9 @@ reported too (Cohen's kappa for two, Fleiss' for more, over the three grades).
 `score_open` looks each labelled answer up among the snapshot's stored answers (`storage.open_results`, every
 scorer's rows) by its id, and refuses an id it does not know (edited, or drawn from another store) or an answer
 whose text is not the stored one (edited, or the job re-run since the form was drawn). Then, for each scorer with
-verdicts on those answers (the normaliser, `open-normaliser`; a judge or the jury where their verdicts are stored:
-today they are not, which `without_verdicts` says), per language and overall: n, the answers where the scorer's
+verdicts on those answers (the normaliser, `open-normaliser`; each judge and the jury, from the jury stage's rows,
+`storage.open_judgements`, where a jury is configured and has graded them; `without_verdicts` says when none has),
+per language and overall: n, the answers where the scorer's
 verdict is the human label, Cohen's kappa over the three grades and its 95 % interval from a bootstrap over
 entities (an entity's answers are drawn together; seeded by the snapshot's seed and id). Under `MIN_N` answers, or
 with one entity, the kappa reads *too few* (no figure); where every label and verdict is one grade it is undefined.
@@ -32,6 +33,7 @@ from clkt.errors import UserError
 from clkt.snapshots.agreement import BOOTSTRAP_SAMPLES, cohen_kappa, fleiss_kappa, kappa_interval
 from clkt.snapshots.audit import Agreement, neutralise_cell, sheet_text
 from clkt.snapshots.audit_open import LABEL, LABELS, open_sample_id
+from storage.open_judgements import JURY, JuryRow
 from storage.open_results import OpenResultRow
 
 __all__ = ["ALL", "MIN_N", "OpenAuditScore", "OpenLabels", "ScorerAgreement", "is_open_form", "read_open_forms",
@@ -195,6 +197,26 @@ def _pairs(labels: OpenLabels, stored: Sequence[OpenResultRow]) -> dict[str, lis
     return out
 
 
+def judge_scorer(judge: str) -> str:
+    """The name a jury row's verdicts are scored under: `jury`, or `judge <provider:model>`."""
+    return "jury" if judge == JURY else f"judge {judge}"
+
+
+def _judged_pairs(labels: OpenLabels, stored: Sequence[OpenResultRow], judged: Sequence[JuryRow]) -> dict[str, list[_Pair]]:
+    """Per judge and the jury, the labelled answers it gave a verdict on (a failed vote or an undecided jury is no
+    verdict: left out, never guessed). A jury row is keyed like its answer (job, qid, language, variant, scorer)."""
+    answers = {(r.job_id, r.open_qid, r.lang, r.variant, r.scorer): r for r in stored}
+    out: dict[str, list[_Pair]] = {}
+    for j in judged:
+        r = answers.get((j.job_id, j.open_qid, j.lang, j.variant, j.scorer))
+        if r is None or j.verdict is None:
+            continue
+        human = labels.labels.get(open_sample_id(labels.snapshot_id, r.lang, r.open_qid, r.job_id, r.variant))
+        if human is not None:
+            out.setdefault(judge_scorer(j.judge), []).append(_Pair(r.lang, r.entity_id, human, j.verdict))
+    return out
+
+
 def _agreement(scorer: str, language: str, pairs: Sequence[_Pair], *, seed: int, name: str) -> ScorerAgreement:
     humans, verdicts, units = [p.human for p in pairs], [p.verdict for p in pairs], [p.entity for p in pairs]
     entities = len(set(units))
@@ -225,17 +247,20 @@ def _annotators(labels: OpenLabels) -> Agreement | None:
                      observed=round(sum(len(set(r)) == 1 for r in rated) / len(rated), 4))
 
 
-def score_open(labels: OpenLabels, stored: Sequence[OpenResultRow], *, seed: int) -> OpenAuditScore:
-    """Each scorer's agreement with the labels, per language (in name order) and overall."""
-    per_scorer = _pairs(labels, stored)
+def score_open(labels: OpenLabels, stored: Sequence[OpenResultRow], *, seed: int,
+               judged: Sequence[JuryRow] = ()) -> OpenAuditScore:
+    """Each scorer's agreement with the labels, per language (in name order) and overall: the stored answers'
+    scorers (the normaliser) and, from `judged` (the jury's stored rows with each judge's vote), each judge and the
+    jury."""
+    per_scorer = _pairs(labels, stored) | _judged_pairs(labels, stored, judged)
     rows: list[ScorerAgreement] = []
     for scorer, pairs in sorted(per_scorer.items()):
         for lang in sorted({p.lang for p in pairs}):
             rows.append(_agreement(scorer, lang, [p for p in pairs if p.lang == lang], seed=seed, name=labels.snapshot_id))
         rows.append(_agreement(scorer, ALL, pairs, seed=seed, name=labels.snapshot_id))
-    judged = any(m in s for s in per_scorer for m in _JUDGE_MARKERS)
+    has_judges = any(m in s for s in per_scorer for m in _JUDGE_MARKERS)
     return OpenAuditScore(
         snapshot_id=labels.snapshot_id, files=labels.files, annotators=labels.annotators, labelled=len(labels.labels),
         no_majority=labels.no_majority, scorers=sorted(per_scorer), agreement=rows,
-        without_verdicts=[] if judged else ["each judge", "the jury"], annotator_agreement=_annotators(labels),
+        without_verdicts=[] if has_judges else ["each judge", "the jury"], annotator_agreement=_annotators(labels),
     )

@@ -14,6 +14,7 @@ from clkt.errors import UserError
 from clkt.snapshots.agreement import cohen_kappa, fleiss_kappa, kappa_interval
 from clkt.snapshots.audit_open import OPEN_COLUMNS, open_sample_id
 from clkt.snapshots.audit_open_score import ALL, MIN_N, OpenLabels, read_open_forms, score_open
+from storage.open_judgements import JURY, JuryRow
 from storage.open_results import OpenResultRow
 
 SID = "demo-2025-06-r0"
@@ -94,6 +95,34 @@ def test_each_stored_scorer_against_the_labels_per_language_and_overall() -> Non
     assert score_open(_labels(norm, humans), norm, seed=0) == only_norm  # seeded: the same intervals
     same = score_open(_labels(norm, [CO] * 25), [_row(i, verdict=CO) for i in range(25)], seed=0)
     assert same.agreement[0].reading == "undefined" and same.agreement[0].kappa is None
+
+
+def _vote(r: OpenResultRow, judge: str, verdict: str | None) -> JuryRow:
+    return JuryRow(judge=judge, job_id=r.job_id, open_qid=r.open_qid, lang=r.lang, variant=r.variant, scorer=r.scorer,
+                   verdict=verdict, failed=verdict is None, cost_usd=0.001, prompt_version="open-judge.v1")
+
+
+def test_each_judge_and_the_jury_from_their_stored_rows() -> None:
+    """The jury stage's rows (`storage.open_judgements`): each judge's votes and the jury's verdicts are scored
+    against the labels beside the normaliser; a failed vote or an undecided jury is no verdict, never guessed."""
+    humans, scorer = _pairs()
+    norm = [_row(i, verdict=v) for i, v in enumerate(scorer)]
+    unlabelled = _row(99)
+    judged = [
+        *(_vote(r, "openai:gpt-4o-mini", h) for r, h in zip(norm, humans, strict=True)),  # agrees with the labels
+        *(_vote(r, "google-gla:gemini-2.0-flash", v) for r, v in zip(norm, scorer, strict=True)),  # as the normaliser
+        *(_vote(r, JURY, h if i % 5 else None) for i, (r, h) in enumerate(zip(norm, humans, strict=True))),
+        _vote(unlabelled, JURY, CO),  # an answer not on the form: not counted
+    ]
+    score = score_open(_labels(norm, humans), [*norm, unlabelled], seed=0, judged=judged)
+    got = {(a.scorer, a.language): a for a in score.agreement}
+    assert score.scorers == ["judge google-gla:gemini-2.0-flash", "judge openai:gpt-4o-mini", "jury", "open-normaliser"]
+    assert score.without_verdicts == []
+    assert got[("judge openai:gpt-4o-mini", ALL)].kappa == pytest.approx(1.0)
+    assert got[("judge google-gla:gemini-2.0-flash", "en")].kappa == pytest.approx(KAPPA)
+    jury = got[("jury", "en")]
+    assert (jury.n, jury.agree) == (20, 20)  # the 5 undecided left out
+    assert got[("open-normaliser", "en")].n == 25
 
 
 def test_an_unknown_id_or_an_edited_answer_is_refused() -> None:
