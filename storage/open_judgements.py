@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TypeVarTuple
 
 from sqlalchemy import ColumnElement, Select, and_, delete, func, or_, select
@@ -95,13 +96,14 @@ class JuryRow:
     prompt_version: str
 
 
-def _todo(max_attempts: int) -> tuple[ColumnElement[bool], ...]:
-    """An answer of a finished job with no jury row of `panel`, or one with a failed vote and tries left."""
+def _todo(max_attempts: int, retry_before: datetime | None = None) -> tuple[ColumnElement[bool], ...]:
+    """An answer of a finished job with no jury row of `panel`, or one with a failed vote and tries left (with
+    `retry_before`: last tried no later than that)."""
     jury = OpenJudgement
-    return (
-        col(GpuJob.status) == LeaseStatus.done,
-        or_(col(jury.id).is_(None), and_(col(jury.error).is_not(None), col(jury.attempts) < max_attempts)),
-    )
+    again = and_(col(jury.error).is_not(None), col(jury.attempts) < max_attempts)
+    if retry_before is not None:
+        again = and_(again, col(jury.graded_at) <= retry_before)
+    return (col(GpuJob.status) == LeaseStatus.done, or_(col(jury.id).is_(None), again))
 
 
 def _joined(stmt: Select[*_Ts], panel: str) -> Select[*_Ts]:
@@ -112,12 +114,14 @@ def _joined(stmt: Select[*_Ts], panel: str) -> Select[*_Ts]:
 
 async def pending_answers(
     session: AsyncSession, *, panel: str, max_attempts: int, limit: int, after: int = 0,
+    retry_before: datetime | None = None,
 ) -> list[PendingAnswer]:
     """Up to `limit` answers the jury `panel` has to grade (see the module), stored after the answer `after` (a
-    pass's cursor: an answer it graded with a failed vote waits for the next pass), in the order they were stored."""
+    pass's cursor: an answer it graded with a failed vote waits for the next pass; with `retry_before`, until its
+    last try is that old), in the order they were stored."""
     stmt = select(col(OpenResult.id), col(GpuJob.snapshot_id), col(OpenResult.open_qid), col(OpenResult.lang),
                   col(OpenResult.split), col(OpenResult.answer), func.coalesce(col(OpenJudgement.attempts), 0))
-    stmt = _joined(stmt, panel).where(*_todo(max_attempts), col(OpenResult.id) > after).order_by(col(OpenResult.id)).limit(limit)
+    stmt = _joined(stmt, panel).where(*_todo(max_attempts, retry_before), col(OpenResult.id) > after).order_by(col(OpenResult.id)).limit(limit)
     return [PendingAnswer(open_result_id=int(i or 0), snapshot_id=sid, open_qid=int(q), lang=lang, split=split, answer=a,
                           attempts=int(n))
             for i, sid, q, lang, split, a, n in (await session.execute(stmt)).all()]

@@ -74,6 +74,9 @@ class JuryConfig(Section):
     # passes that grade one answer: a pass with a failed vote (timeout, malformed, HTTP error) is retried on a later
     # pass until this many, under the budget; then the failed vote stays failed (stored with its reason)
     max_attempts: int = Field(default=3, ge=1, le=20)
+    # a failed vote is graded again only this long after its last try (a provider outage would otherwise spend
+    # every attempt within seconds of each other, one per poll)
+    retry_after_s: float = Field(default=900.0, ge=0.0, le=7 * 86400.0)
     batch_size: int = Field(default=64, ge=1, le=10_000)  # answers read and written per transaction
     concurrency: int = Field(default=4, ge=1, le=256)  # answers graded at once (each asks every judge)
 

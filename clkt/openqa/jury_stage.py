@@ -30,7 +30,7 @@ import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from agents.jury import Jury, JurySettings
@@ -125,10 +125,11 @@ class JuryStage:
             return done
         self.build_jury(ctx)
         cursor = 0
+        retry_before = ctx.clock() - timedelta(seconds=self.config.retry_after_s)
         while not ctx.stopping.is_set():
             async with ctx.store.session() as s:
                 batch = await pending_answers(s, panel=self.panel, max_attempts=self.config.max_attempts,
-                                              limit=self.config.batch_size, after=cursor)
+                                              limit=self.config.batch_size, after=cursor, retry_before=retry_before)
             if not batch:
                 break
             cursor = batch[-1].open_result_id

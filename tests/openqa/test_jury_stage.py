@@ -166,6 +166,8 @@ async def test_malformed_output_is_a_failed_vote_never_a_guess_and_retried_up_to
     assert first.completed == []  # answers with a failed vote are left to retry
     calls = servers[2].stats.calls
     assert calls == 2 * await _distinct_asked(store, set(spoken))  # asked, then asked again once (output_retries)
+    assert (await jury.run_once(ctx)).graded == 0  # a failed vote waits retry_after_s (900 s) before another try
+    jury = stage(servers, max_attempts=2, output_retries=1, retry_after_s=0)
     second = await jury.run_once(ctx)
     unfound = len(await _control_answers(store))
     assert second.graded == len(spoken) + unfound and servers[2].stats.calls == calls  # the malformed replies are cached
@@ -173,7 +175,7 @@ async def test_malformed_output_is_a_failed_vote_never_a_guess_and_retried_up_to
         assert {j.jury.attempts for j in (await judgements_for(s, spoken)).values() if j.jury} == {2}
     third = await jury.run_once(ctx)
     assert third.graded == 0  # max_attempts reached: the failure stays stored, counted
-    assert jury.build_jury(ctx).stats.failed["malformed"] == 2 * len(spoken)  # counted per answer, each pass
+    assert jury.build_jury(ctx).stats.failed["malformed"] == len(spoken)  # counted per answer, each pass (one here)
 
 
 async def test_two_failed_judges_leave_the_answer_undecided(
@@ -200,7 +202,7 @@ async def test_a_judge_that_times_out_is_stored_failed_then_graded_on_a_later_pa
     answers = await _answers(store, seeded)
     spoken = [i for i, a in answers.items() if a.strip() and i not in await _control_answers(store)]
     servers[0].script = [{"delay_s": 3.0}] * len(spoken)  # every first call of judge a outlives its timeout
-    jury = stage(servers, timeouts=(0.5, 30.0, 30.0), concurrency=16)
+    jury = stage(servers, timeouts=(0.5, 30.0, 30.0), concurrency=16, retry_after_s=0)
     first = await jury.run_once(ctx)
     async with store.session() as s:
         got = await judgements_for(s, spoken)
