@@ -27,6 +27,7 @@ from storage.enums import (
 )
 from storage.figure_cache import FigureCacheEntry  # the tables in their own modules, registered here
 from storage.llm_tables import LlmBatch, LlmBatchRequest, LlmCall
+from storage.open_judgement_table import OpenJudgement
 from storage.open_result_table import OpenResult
 from storage.pack_tables import ResultPack, SubmittedPack
 from storage.publish_tables import PublishRevision, PublishTask
@@ -48,6 +49,7 @@ __all__ = [
     "LlmBatchRequestState",
     "LlmBatchState",
     "LlmCall",
+    "OpenJudgement",
     "OpenResult",
     "Probe",
     "PublishRevision",

@@ -10,7 +10,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 # the entry points (run_daemon.py, clkt.process, the CLI commands), the wiring, its start-up check of the whole
 # config (clkt.preflight), and the configuration itself
-ALLOWED = ("run_daemon", "clkt.process", "clkt.cli", "clkt.services", "clkt.preflight", "clkt.daemon", "clkt.config")
+# clkt.reference: the documentation generator reads the settings class (every key and default), no instance
+ALLOWED = ("run_daemon", "clkt.process", "clkt.cli", "clkt.services", "clkt.preflight", "clkt.daemon", "clkt.config",
+           "clkt.reference")
 
 
 def _module(path: Path) -> str:

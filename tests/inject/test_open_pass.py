@@ -157,7 +157,7 @@ def test_the_base_answers_are_shared_and_keyed_by_the_questions_and_the_prompt(
     assert base[0] == base[1] and len(base[0]) == 6
     key = jobs[1].open.cache_path("torch.float32")
     assert key is not None and key.is_file()
-    monkeypatch.setattr(open_pass, "ANSWER_PROMPT_VERSION", "open-v2")  # another prompt: another file
+    monkeypatch.setattr(open_pass, "ANSWER_PROMPT_VERSION", open_pass.ANSWER_PROMPT_VERSION + "-other")  # another prompt: another file
     assert jobs[1].open.cache_path("torch.float32") != key
     monkeypatch.undo()
     fewer = open_pass.OpenPass(jobs[1].spec, jobs[1].open.asks[1:], progress=lambda *_: None)
