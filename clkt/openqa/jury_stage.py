@@ -84,7 +84,7 @@ class JuryStage:
         self.jury: Jury | None = None
         self.book = QuestionBook()
         self.paused_until: datetime | None = None  # a spent budget: no pass before then
-        self.passes: list[JuryPass] = []
+        self.last_pass: JuryPass | None = None  # the latest only: a daemon passes every poll for a year
 
     @staticmethod
     def wanted(agents: AgentSettings) -> bool:
@@ -162,7 +162,7 @@ class JuryStage:
         return False
 
     async def _finish(self, ctx: ServiceContext, done: JuryPass) -> None:
-        self.passes.append(done)
+        self.last_pass = done
         if not done.graded:
             return
         jury = self._jury_or_raise()

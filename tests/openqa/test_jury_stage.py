@@ -264,6 +264,6 @@ async def test_the_daemon_rewrites_the_report_once_every_answer_is_graded(
     jury = JuryStage(agents=agents(servers, max_attempts=1), daemon=DaemonSettings(), secret=lambda _env: None,
                      burst=True, on_graded=jury_report_hook(settings))
     await jury.run(ctx)  # burst: one pass
-    assert jury.passes[0].completed == [seeded]
+    assert jury.last_pass is not None and jury.last_pass.completed == [seeded]
     md = (report_dir(settings.data_dir, seeded) / "report.md").read_text(encoding="utf-8")
     assert "open-jury layer" in md and "0 not yet" in md
