@@ -21,7 +21,6 @@ and the snapshot's id: the same answers and seed give the same intervals, in any
 from __future__ import annotations
 
 import threading
-import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -31,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from clkt.report.metric_table import PAIR_METRICS
+from clkt.snapshots.bootstrap import draw_counts
 from storage.result_packs import BASE_ANSWERED, BASE_CORRECT, INJECTED_ANSWERED, INJECTED_CORRECT, ResultPackRecord
 
 __all__ = [
@@ -251,10 +251,7 @@ class Draws:
                 self._weights[s] = got
                 return got
             n = len(universe)
-            rng = np.random.default_rng([self.seed, zlib.crc32(self.names[s].encode("utf-8"))])
-            rows = np.arange(self.samples, dtype=np.intp)[:, None]
-            draws = rng.integers(0, n, size=(self.samples, n))
-            counts = np.bincount((rows * n + draws).ravel(), minlength=self.samples * n).reshape(self.samples, n)
+            counts = draw_counts(n, samples=self.samples, seed=self.seed, name=self.names[s])
             unknown = 1 << 62
             keys = [(self.public.get(int(e), unknown), int(e)) for e in universe]
             order = sorted(range(n), key=keys.__getitem__)  # column j of `counts` is the j-th entity in that order

@@ -13,11 +13,12 @@ items of one unit, e.g. the answers about one entity, are not independent: they 
 
 from __future__ import annotations
 
-import zlib
 from collections import Counter
 from collections.abc import Hashable, Sequence
 
 import numpy as np
+
+from clkt.snapshots.bootstrap import draw_counts
 
 __all__ = ["BOOTSTRAP_SAMPLES", "cohen_kappa", "fleiss_kappa", "kappa_interval"]
 
@@ -71,10 +72,7 @@ def kappa_interval(
     n_units, k = tables.shape[0], tables.shape[1]
     if n_units < 2 or samples <= 0:
         return None
-    rng = np.random.default_rng([seed, zlib.crc32(name.encode("utf-8"))])
-    rows = np.arange(samples, dtype=np.intp)[:, None]
-    draws = rng.integers(0, n_units, size=(samples, n_units))
-    weights = np.bincount((rows * n_units + draws).ravel(), minlength=samples * n_units).reshape(samples, n_units)
+    weights = draw_counts(n_units, samples=samples, seed=seed, name=name)
     drawn = (weights @ tables.reshape(n_units, k * k)).reshape(samples, k, k)
     total = drawn.sum(axis=(1, 2))
     observed = np.trace(drawn, axis1=1, axis2=2) / total
