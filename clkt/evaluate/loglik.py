@@ -8,7 +8,8 @@ cannot map what it knows onto "A"–"D" still shows what it learned.
 
 Batched, and the options of one question share the question's prefix: the contexts of a batch of questions
 run once (left padded, with their KV cache), the cache is repeated for the 4 options, and only the options'
-tokens run a second time (right padded, positions continuing each row's context). `share_prefix=False` runs
+tokens run a second time (right padded, positions continuing each row's context), the output head only where a
+real option token is predicted (`_rest_logprobs`). `share_prefix=False` runs
 every (context + option) sequence whole instead; both give the same numbers (a test checks), the shared one
 is faster (bench/eval.py measures it).
 """
@@ -16,6 +17,7 @@ is faster (bench/eval.py measures it).
 from __future__ import annotations
 
 import inspect
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -31,6 +33,8 @@ if TYPE_CHECKING:
 __all__ = ["LoglikItem", "LoglikScored", "cache_kwarg", "loglik_item", "output_cache", "score_option_loglik"]
 
 Progress = Callable[[int], None]
+HEAD_CHUNK = 512  # option positions per output-head call: bounds the (positions x vocabulary) logits held at once
+_HEAD_IS_LOGITS: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()  # model -> head alone gives its logits
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,19 +130,47 @@ def _shared(model: Any, pad: int, ctxs: list[list[int]], conts: list[list[list[i
         cmask[r, : len(o)] = 1
     full_mask = torch.cat([mask.repeat_interleave(k, dim=0), cmask], dim=1)
     cpos = pos[:, -1:].repeat_interleave(k, dim=0) + 1 + torch.arange(lo).unsqueeze(0)
-    res = model(
-        input_ids=cids.to(dev), attention_mask=full_mask.to(dev), position_ids=cpos.to(dev), use_cache=True,
-        **{cache_kwarg(model): cache},
-    )
     first = _token_logprobs(last.repeat_interleave(k, dim=0), cids[:, 0].to(dev))  # (b*k,)
-    rest = _token_logprobs(res.logits[:, :-1, :], cids[:, 1:].to(dev)) if lo > 1 else None  # (b*k, lo-1)
-    sums: list[float] = []
-    for r, o in enumerate(flat):
-        s = float(first[r])
-        if rest is not None and len(o) > 1:
-            s += float(rest[r, : len(o) - 1].sum())
-        sums.append(s)
+    sums = [float(v) for v in first]
+    if lo > 1:  # every option of one token is scored by the contexts' last logits alone
+        kwargs = dict(input_ids=cids.to(dev), attention_mask=full_mask.to(dev), position_ids=cpos.to(dev), use_cache=True)
+        rest = _rest_logprobs(model, kwargs | {cache_kwarg(model): cache}, cids.to(dev), [len(o) for o in flat])
+        sums = [s + r for s, r in zip(sums, rest, strict=True)]
     return [sums[i * k : (i + 1) * k] for i in range(b)]
+
+
+def _rest_logprobs(model: Any, kwargs: dict[str, Any], cids: Any, lens: list[int]) -> list[float]:
+    """Each option row's summed log p of its tokens after the first (position p predicts token p + 1, p < len - 1).
+
+    The output head (the vocabulary's logits: 262k columns for Gemma, most of a small model's work per token) runs
+    only at those positions, not at every padded one: the forward pass returns the final hidden states, gathered
+    at the positions that predict a real token. The model's own logits at the last position (`logits_to_keep=1`)
+    check that its output embeddings alone turn a hidden state into its logits; a model whose logits are
+    processed further (soft-capped, scaled) fails the check and is run whole, as before (`_HEAD_IS_LOGITS`)."""
+    import torch
+
+    if _HEAD_IS_LOGITS.get(model) is False:
+        return _rest_from_logits(model(**kwargs).logits, cids, lens)
+    out = model(**kwargs, logits_to_keep=1, output_hidden_states=True)
+    hidden, head = out.hidden_states[-1], model.get_output_embeddings()
+    if _HEAD_IS_LOGITS.get(model) is None:
+        same = head is not None and torch.allclose(head(hidden[:, -1:, :]).float(), out.logits.float(), rtol=1e-4, atol=1e-4)
+        _HEAD_IS_LOGITS[model] = same
+        if not same:
+            return _rest_logprobs(model, kwargs, cids, lens)
+    rows = torch.tensor([r for r, n in enumerate(lens) for _ in range(n - 1)], dtype=torch.long, device=cids.device)
+    cols = torch.tensor([p for n in lens for p in range(n - 1)], dtype=torch.long, device=cids.device)
+    sums = [0.0] * len(lens)
+    for i in range(0, len(rows), HEAD_CHUNK):
+        r, c = rows[i : i + HEAD_CHUNK], cols[i : i + HEAD_CHUNK]
+        for row, v in zip(r.tolist(), _token_logprobs(head(hidden[r, c]), cids[r, c + 1]).tolist(), strict=True):
+            sums[row] += v
+    return sums
+
+
+def _rest_from_logits(logits: Any, cids: Any, lens: list[int]) -> list[float]:
+    rest = _token_logprobs(logits[:, :-1, :], cids[:, 1:])  # (rows, lo-1)
+    return [float(rest[r, : n - 1].sum()) if n > 1 else 0.0 for r, n in enumerate(lens)]
 
 
 def _whole(model: Any, pad: int, ctxs: list[list[int]], conts: list[list[list[int]]]) -> list[list[float]]:
