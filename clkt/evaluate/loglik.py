@@ -9,7 +9,7 @@ cannot map what it knows onto "A"–"D" still shows what it learned.
 Batched, and the options of one question share the question's prefix: the contexts of a batch of questions
 run once (left padded, with their KV cache), the cache is repeated for the 4 options, and only the options'
 tokens run a second time (right padded, positions continuing each row's context), the output head only where a
-real option token is predicted (`_rest_logprobs`). `share_prefix=False` runs
+real option token is predicted, where the output embeddings alone give the model's logits (`_head_alone`). `share_prefix=False` runs
 every (context + option) sequence whole instead; both give the same numbers (a test checks), the shared one
 is faster (bench/eval.py measures it).
 """
@@ -17,7 +17,6 @@ is faster (bench/eval.py measures it).
 from __future__ import annotations
 
 import inspect
-import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -34,7 +33,6 @@ __all__ = ["LoglikItem", "LoglikScored", "cache_kwarg", "loglik_item", "output_c
 
 Progress = Callable[[int], None]
 HEAD_CHUNK = 512  # option positions per output-head call: bounds the (positions x vocabulary) logits held at once
-_HEAD_IS_LOGITS: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()  # model -> head alone gives its logits
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,8 +115,9 @@ def _shared(model: Any, pad: int, ctxs: list[list[int]], conts: list[list[list[i
         mask[i, lc - len(c) :] = 1
     pos = (mask.cumsum(-1) - 1).clamp(min=0)
     dev = model.device
-    out = model(input_ids=ids.to(dev), attention_mask=mask.to(dev), position_ids=pos.to(dev), use_cache=True, logits_to_keep=1)
-    last = out.logits[:, -1, :]  # predicts each option's first token
+    out = model(input_ids=ids.to(dev), attention_mask=mask.to(dev), position_ids=pos.to(dev), use_cache=True, logits_to_keep=1,
+                output_hidden_states=True)
+    last, head = out.logits[:, -1, :], _head_alone(model, out)  # predicts each option's first token
     cache = output_cache(out)
     cache.batch_repeat_interleave(k)
     flat = [o for opts in conts for o in opts]
@@ -134,30 +133,35 @@ def _shared(model: Any, pad: int, ctxs: list[list[int]], conts: list[list[list[i
     sums = [float(v) for v in first]
     if lo > 1:  # every option of one token is scored by the contexts' last logits alone
         kwargs = dict(input_ids=cids.to(dev), attention_mask=full_mask.to(dev), position_ids=cpos.to(dev), use_cache=True)
-        rest = _rest_logprobs(model, kwargs | {cache_kwarg(model): cache}, cids.to(dev), [len(o) for o in flat])
+        rest = _rest_logprobs(model, kwargs | {cache_kwarg(model): cache}, cids.to(dev), [len(o) for o in flat], head)
         sums = [s + r for s, r in zip(sums, rest, strict=True)]
     return [sums[i * k : (i + 1) * k] for i in range(b)]
 
 
-def _rest_logprobs(model: Any, kwargs: dict[str, Any], cids: Any, lens: list[int]) -> list[float]:
-    """Each option row's summed log p of its tokens after the first (position p predicts token p + 1, p < len - 1).
-
-    The output head (the vocabulary's logits: 262k columns for Gemma, most of a small model's work per token) runs
-    only at those positions, not at every padded one: the forward pass returns the final hidden states, gathered
-    at the positions that predict a real token. The model's own logits at the last position (`logits_to_keep=1`)
-    check that its output embeddings alone turn a hidden state into its logits; a model whose logits are
-    processed further (soft-capped, scaled) fails the check and is run whole, as before (`_HEAD_IS_LOGITS`)."""
+def _head_alone(model: Any, out: Any) -> Any:
+    """The model's output embeddings when they alone turn its final hidden states into its logits (checked on
+    `out`, a pass with `output_hidden_states` and the logits of its last position), else None: a model whose logits
+    are processed further (soft-capped, scaled) is run whole."""
     import torch
 
-    if _HEAD_IS_LOGITS.get(model) is False:
+    head = model.get_output_embeddings()
+    if head is None:
+        return None
+    mine = head(out.hidden_states[-1][:, -1:, :]).float()
+    return head if torch.allclose(mine, out.logits[:, -1:, :].float(), rtol=1e-4, atol=1e-4) else None
+
+
+def _rest_logprobs(model: Any, kwargs: dict[str, Any], cids: Any, lens: list[int], head: Any) -> list[float]:
+    """Each option row's summed log p of its tokens after the first (position p predicts token p + 1, p < len - 1).
+
+    With `head` (`_head_alone`), the output head (the vocabulary's logits: 262k columns for Gemma, most of a small
+    model's work per token) runs only at those positions, not at every padded one: the pass returns the final
+    hidden states, gathered where a real token is predicted. Without, the whole logits are computed as before."""
+    import torch
+
+    if head is None:
         return _rest_from_logits(model(**kwargs).logits, cids, lens)
-    out = model(**kwargs, logits_to_keep=1, output_hidden_states=True)
-    hidden, head = out.hidden_states[-1], model.get_output_embeddings()
-    if _HEAD_IS_LOGITS.get(model) is None:
-        same = head is not None and torch.allclose(head(hidden[:, -1:, :]).float(), out.logits.float(), rtol=1e-4, atol=1e-4)
-        _HEAD_IS_LOGITS[model] = same
-        if not same:
-            return _rest_logprobs(model, kwargs, cids, lens)
+    hidden = model(**kwargs, logits_to_keep=1, output_hidden_states=True).hidden_states[-1]
     rows = torch.tensor([r for r, n in enumerate(lens) for _ in range(n - 1)], dtype=torch.long, device=cids.device)
     cols = torch.tensor([p for n in lens for p in range(n - 1)], dtype=torch.long, device=cids.device)
     sums = [0.0] * len(lens)

@@ -43,3 +43,22 @@ def test_shared_prefix_equals_whole_sequences_and_batching_changes_nothing(model
     assert spider.acc_norm == "ABCD"[norm.index(max(norm))]
     assert spider.logliks[3] == min(spider.logliks)
     assert "A=" in shared[0].raw and "D=" in shared[0].raw
+
+
+@pytest.mark.slow
+def test_a_model_whose_logits_are_not_its_head_alone_runs_the_continuation_whole(models_data_dir: Path) -> None:
+    """The output head runs only at the option positions when it alone gives the model's logits; a model that
+    soft-caps them (Gemma 2's `final_logit_softcapping`) fails the check and gets the whole logits: its numbers
+    are the whole-sequence computation's, not the uncapped head's."""
+    model, tok = cached_target(EMBEDDED_TARGET, data_dir=models_data_dir)
+    items = [loglik_item(EMBEDDED_TARGET, tok, q, o, lang) for q, o, lang in QUESTIONS]
+    plain = score_option_loglik(model, tok, items, batch_size=5)
+    model.config.final_logit_softcapping = 2.0  # logits in (-2, 2): far from the head's
+    try:
+        capped = score_option_loglik(model, tok, items, batch_size=5)
+        whole = score_option_loglik(model, tok, items, batch_size=5, share_prefix=False)
+    finally:
+        model.config.final_logit_softcapping = None
+    for c, w, p in zip(capped, whole, plain, strict=True):
+        assert c.logliks == pytest.approx(w.logliks, abs=2e-3)
+        assert c.logliks != pytest.approx(p.logliks, abs=0.5)
