@@ -5,7 +5,9 @@ language's open questions, the test split's (the entities it injects: the target
 control split's, greedily through `clkt.openqa.generate.generate_answers` (the evaluation's continuous-batching
 generation path, the prompt of the target's kind, the stop rule), once with the base model (`base`) and once with
 the injected one (`injected`). Every answer is scored by the normaliser layer (`clkt.openqa.results.scored_item`):
-an answer in another language is INCORRECT, flagged `other_language`.
+an answer in another language is INCORRECT, flagged `other_language`; an answer whose scoring raises (a lone
+surrogate that the language identifier cannot encode) is recorded `UNSCORABLE` with the error as its reason, left
+out of every figure and counted apart, and the job goes on.
 
 The base answers are shared like the MCQ base answers (`InjectionJob.base_pass`): a file in `spec.base_cache_dir`
 keyed by the target, the prompt version (`ANSWER_PROMPT_VERSION`), the token budget, the weights' dtype, the
@@ -32,7 +34,7 @@ from clkt.layout import BASE_CACHE_KEY_HEX, OPEN_PREDICTIONS_FILE, base_cache_na
 from clkt.openqa.frozen import FrozenOpenQuestion, load_open_questions
 from clkt.openqa.generate import OpenPrompt, generate_answers
 from clkt.openqa.prompts import ANSWER_PROMPT_VERSION, MAX_NEW_TOKENS
-from clkt.openqa.results import OpenResultItem, OpenSplit, scored_item
+from clkt.openqa.results import OpenResultItem, OpenSplit, safely_scored_item, scored_item
 
 __all__ = ["OPEN_SIZER", "OpenAsk", "OpenPass", "open_asks"]
 
@@ -71,6 +73,10 @@ def open_asks(spec: JobSpec, languages: Sequence[str]) -> list[OpenAsk]:
 
 class OpenPass:
     """The open answers of one job: `answer` (scored), the base ones through the shared cache (`base`)."""
+
+    # scores one answer (`clkt.openqa.results.scored_item`); an answer whose scoring raises is recorded UNSCORABLE
+    # with its reason and the pass goes on (`safely_scored_item`)
+    scorer: Callable[..., OpenResultItem] = staticmethod(scored_item)
 
     def __init__(self, spec: JobSpec, asks: Sequence[OpenAsk], *, progress: Callable[[str, int, int], None]) -> None:
         self.spec = spec
@@ -138,8 +144,8 @@ class OpenPass:
                                 sizer=self.sizer, max_new_tokens=MAX_NEW_TOKENS, progress=tick)
 
     def _scored(self, texts: Sequence[str], variant: Variant) -> list[OpenResultItem]:
-        return [scored_item(a.question.question, qid=a.question.qid, entity_id=a.question.entity_id, lang=a.lang,
-                            answer=t, variant=variant, split=a.split, domain=a.question.domain)
+        return [safely_scored_item(a.question.question, qid=a.question.qid, entity_id=a.question.entity_id, lang=a.lang,
+                                   answer=t, variant=variant, split=a.split, domain=a.question.domain, scorer=self.scorer)
                 for a, t in zip(self.asks, texts, strict=True)]
 
 

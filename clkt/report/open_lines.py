@@ -28,7 +28,9 @@ def _table(header: list[str], rows: list[list[str]], md_row: Callable[[list[str]
 
 def open_lines(track: OpenTrack, md_row: Callable[[list[str]], str]) -> list[str]:
     """The section's Markdown lines; `md_row`: the report's table row (escapes what could break the table)."""
-    lines = [f"## {OPEN_TITLE}", "", _INTRO, "", f"Scorer(s): {', '.join(track.scorers)}; {track.answers} answers.", ""]
+    unscorable = (f"; {track.unscorable} could not be scored (UNSCORABLE: left out of every figure, never right; "
+                  "their reasons in the open predictions)") if track.unscorable else ""
+    lines = [f"## {OPEN_TITLE}", "", _INTRO, "", f"Scorer(s): {', '.join(track.scorers)}; {track.answers} answers{unscorable}.", ""]
     if track.learn:
         lines += ["### Learn (train language, base vs injected)", "", *_table(LEARN_HEADER, learn_rows(track.learn), md_row)]
     cells = [c for c in track.table2 if c.domain == ALL_DOMAINS]

@@ -34,7 +34,7 @@ from clkt.report.open_jury import OpenJury, open_jury
 from clkt.snapshots.ids import stable_entity_id
 from storage.gpu_jobs import JobResultRow
 from storage.open_judgements import JuryRow
-from storage.open_results import OpenResultRow
+from storage.open_results import GRADES, OpenResultRow
 
 __all__ = ["MCQ_SLOT", "OPEN_TITLE", "OpenAgreement", "OpenTrack", "OtherLanguage", "mcq_slot", "open_outcomes",
            "open_track"]
@@ -87,6 +87,8 @@ class OpenAgreement(_Frozen):
 class OpenTrack(_Frozen):
     scorers: list[str]
     answers: int  # stored open answers read (test and control splits, base and injected)
+    # of them, those the normaliser could not score (UNSCORABLE: left out of every figure, never right, counted here)
+    unscorable: int = 0
     learn: list[LearnTest]
     control_learn: list[LearnTest]
     table2: list[SummaryCell]
@@ -104,7 +106,7 @@ def open_outcomes(rows: Sequence[OpenResultRow], *, split: str = "test") -> list
         Outcome(model=r.target_model, strategy=r.strategy, scorer=r.scorer, variant=r.variant, train_lang=r.train_lang,
                 lang=r.lang, qid=r.open_qid, domain=r.domain, correct=r.correct, split="test", entity=r.entity_id,
                 entity_public=r.entity_id, seed=r.seed)
-        for r in rows if r.split == split
+        for r in rows if r.split == split and r.verdict in GRADES
     ]
 
 
@@ -158,7 +160,7 @@ def open_track(
     `jury`: the jury's stored verdicts, for its figure apart."""
     if not rows:
         return None
-    tables = [r for r in rows if primary_jobs is None or r.job_id in primary_jobs]
+    tables = [r for r in rows if (primary_jobs is None or r.job_id in primary_jobs) and r.verdict in GRADES]
     tests = open_outcomes(tables)
     public = Outcome.public_ids(tests)
     draws = entity_draws([o.cluster for o in tests], snapshot_id=snapshot_id, seed=seed, samples=samples,
@@ -166,7 +168,8 @@ def open_track(
     learn = learn_tests(open_outcomes(rows), draws=draws)
     not_learned = {(t.model, t.strategy, t.scorer, t.train_lang) for t in learn if t.domain == ALL_DOMAINS and not t.learned}
     return OpenTrack(
-        scorers=sorted({r.scorer for r in rows}), answers=len(rows), learn=learn,
+        scorers=sorted({r.scorer for r in rows}), answers=len(rows), unscorable=sum(r.verdict not in GRADES for r in rows),
+        learn=learn,
         control_learn=learn_tests(open_outcomes(rows, split="control"), control=True),
         table2=summarize(tests, languages, seed=seed, not_learned=not_learned, snapshot_id=snapshot_id,
                          samples=samples, bootstrap=samples > 0, public=public),

@@ -23,7 +23,7 @@ from clkt.inject.contract import JobSpec
 from clkt.inject.job import InjectionJob
 from clkt.layout import OPEN_PREDICTIONS_FILE
 from clkt.openqa.frozen import load_open_questions
-from clkt.openqa.results import OPEN_SCORER, OpenResultItem
+from clkt.openqa.results import OPEN_SCORER, UNSCORABLE, OpenResultItem, scored_item
 from clkt.openqa.score import Verdict, score
 from clkt.report.leaderboard import build_rows
 from clkt.report.open_track import OPEN_TITLE
@@ -206,3 +206,45 @@ def test_an_edited_open_file_fails_the_job_before_any_model_is_loaded(
     with pytest.raises(SnapshotError, match=r"open/en\.jsonl"):
         job.run()
     assert loads == [] and not (job.spec.artifacts_dir / OPEN_PREDICTIONS_FILE).exists()
+
+
+async def test_an_answer_that_cannot_be_scored_is_recorded_unscorable_and_the_job_goes_on(
+    tmp_path: Path, tiny_snapshot: Path, tiny_target: Path, says_paris: SaysParis, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One injected English answer reaches the real normaliser with a lone surrogate after it (the language identifier
+    raises UnicodeEncodeError on it): that answer is stored UNSCORABLE with its reason, left out of every figure and
+    counted apart; every other answer, the MCQs and the commit as before."""
+    target = open_qid(1, "film.director")
+
+    def surrogate_for_one(question: Any, **kw: Any) -> OpenResultItem:
+        if kw["qid"] == target and kw["lang"] == "en" and kw["variant"] is Variant.injected:
+            kw["answer"] += "\udfff"
+        return scored_item(question, **kw)
+
+    monkeypatch.setattr(open_pass.OpenPass, "scorer", staticmethod(surrogate_for_one))
+    snapshot = add_open_track(tiny_snapshot)
+    settings = _settings(tmp_path, tiny_target)
+    async with Store(url=f"sqlite+aiosqlite:///{tmp_path}/s.db") as store:
+        await seed_store(store, snapshot)
+        async with store.transaction() as s:
+            await enqueue_gpu_jobs(s, snapshot_id=SNAPSHOT_ID, targets=["tiny"], strategies=[TOY], train_langs=["en"],
+                                   config=settings.gpu, max_attempts=1)
+        async with store.transaction() as s:
+            (job,) = await claim_gpu_jobs(s, owner="o", lease=timedelta(seconds=60))
+        outcome = await run_and_commit(store, settings, _spec(settings, snapshot, job.id))
+        async with store.session() as s:
+            stored = (await s.execute(select(OpenResult).order_by(col(OpenResult.id)))).scalars().all()
+            packs = {p.scorer: p for p in await result_packs(s, [job.id])}
+        paths = await write_report(store, SNAPSHOT_ID, tmp_path / "report")
+
+    assert len(outcome.open_results) == 12 and len(outcome.results) == 8  # every answer recorded, the MCQs too
+    (bad,) = [r for r in stored if r.verdict == UNSCORABLE]
+    assert (bad.open_qid, bad.lang, bad.variant) == (target, "en", "injected")
+    assert bad.reason.startswith("unscorable: UnicodeEncodeError") and bad.answer == WORD  # the text the pass gave it
+    assert sum(r.verdict == "CORRECT" for r in stored if r.variant == "injected") == 3  # was 4: that one is not right
+    assert packs[OPEN_SCORER].questions == 2  # the question stays packed for its other answers ...
+    track = json.loads(paths.json.read_text(encoding="utf-8"))["open_track"]
+    assert track["answers"] == 12 and track["unscorable"] == 1
+    (learn,) = [t for t in track["learn"] if t["domain"] == "all"]
+    assert (learn["stat"]["n"], learn["stat"]["injected_correct"]) == (1, 0)  # ... but Learn pairs the other one only
+    assert "1 could not be scored (UNSCORABLE" in paths.markdown.read_text(encoding="utf-8")
