@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -32,7 +32,7 @@ MAX_REASON_CHARS = 200
 OpenSplit = Literal["test", "control"]
 # the verdict of an answer the normaliser could not score (its reason says why): no layer's grade, so never right
 # and never guessed; left out of every figure (the store packs only SimpleQA's grades) and counted apart
-UNSCORABLE = "UNSCORABLE"
+UNSCORABLE: Final = "UNSCORABLE"
 
 
 class OpenResultItem(BaseModel):
