@@ -77,6 +77,17 @@ def _spec(settings: Any, snapshot: Path, job_id: int, *, base_cache: Path | None
     return spec
 
 
+async def _claimed_job(store: Store, settings: Any, snapshot: Path) -> Any:
+    """The store seeded with `snapshot`, and its one job (tiny, the toy, trained in en) enqueued and claimed."""
+    await seed_store(store, snapshot)
+    async with store.transaction() as s:
+        await enqueue_gpu_jobs(s, snapshot_id=SNAPSHOT_ID, targets=["tiny"], strategies=[TOY], train_langs=["en"],
+                               config=settings.gpu, max_attempts=1)
+    async with store.transaction() as s:
+        (job,) = await claim_gpu_jobs(s, owner="o", lease=timedelta(seconds=60))
+    return job
+
+
 def _rescored(snapshot: Path, items: list[OpenResultItem]) -> list[Verdict]:
     """Each item's answer scored again from the snapshot's questions: what the job recorded must be it."""
     qs = {q.qid: q for control in (False, True) for q in load_open_questions(snapshot, control=control)}
@@ -89,12 +100,7 @@ async def test_the_job_answers_the_open_questions_before_and_after_and_commits_t
     snapshot = add_open_track(tiny_snapshot)
     settings = _settings(tmp_path, tiny_target)
     async with Store(url=f"sqlite+aiosqlite:///{tmp_path}/s.db") as store:
-        await seed_store(store, snapshot)
-        async with store.transaction() as s:
-            await enqueue_gpu_jobs(s, snapshot_id=SNAPSHOT_ID, targets=["tiny"], strategies=[TOY], train_langs=["en"],
-                                   config=settings.gpu, max_attempts=1)
-        async with store.transaction() as s:
-            (job,) = await claim_gpu_jobs(s, owner="o", lease=timedelta(seconds=60))
+        job = await _claimed_job(store, settings, snapshot)
         spec = _spec(settings, snapshot, job.id)
         outcome = await run_and_commit(store, settings, spec)
         async with store.session() as s:
@@ -225,12 +231,7 @@ async def test_an_answer_that_cannot_be_scored_is_recorded_unscorable_and_the_jo
     snapshot = add_open_track(tiny_snapshot)
     settings = _settings(tmp_path, tiny_target)
     async with Store(url=f"sqlite+aiosqlite:///{tmp_path}/s.db") as store:
-        await seed_store(store, snapshot)
-        async with store.transaction() as s:
-            await enqueue_gpu_jobs(s, snapshot_id=SNAPSHOT_ID, targets=["tiny"], strategies=[TOY], train_langs=["en"],
-                                   config=settings.gpu, max_attempts=1)
-        async with store.transaction() as s:
-            (job,) = await claim_gpu_jobs(s, owner="o", lease=timedelta(seconds=60))
+        job = await _claimed_job(store, settings, snapshot)
         outcome = await run_and_commit(store, settings, _spec(settings, snapshot, job.id))
         async with store.session() as s:
             stored = (await s.execute(select(OpenResult).order_by(col(OpenResult.id)))).scalars().all()
