@@ -142,3 +142,23 @@ async def test_the_command_prints_the_open_section_apart_and_the_csv_names_the_f
     board = Leaderboard.model_validate_json(ran.stdout)
     assert [r.scorer for r in board.rows] == ["option-loglik"] and [r.scorer for r in board.open_rows] == [OPEN_SCORER]
     assert float(table[1]["learn_n"]) == board.open_rows[0].learn.n > 0
+
+
+async def test_the_page_shows_the_open_section_after_the_mcq_tables(store: Store, tmp_path: Path) -> None:
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from clkt.services import page_context
+    from clkt.web import pages_app
+
+    settings = publish_settings(tmp_path, None)
+    sid = await seed_open_snapshot(store, settings, month=5, prefix="a")
+    await _ready(store, sid)
+    await store_open_answers(store, sid)
+    async with TestClient(TestServer(pages_app(page_context(settings, store=store)), host="127.0.0.1")) as client:
+        r = await client.get("/leaderboard")
+        html = await r.text()
+    assert r.status == 200
+    mcq, _, opened = html.partition(f'<h2 id="open">{OPEN_TITLE}</h2>')
+    assert opened and "cpt-lora, option-loglik" in mcq and OPEN_SCORER not in mcq.split('id="board"')[1]
+    assert f"cpt-lora, {OPEN_SCORER}</h3>" in opened and "option-loglik</h3>" not in opened
+    assert "too few" in opened and f"{TARGET} · cpt-lora · {OPEN_SCORER}" in opened  # its row and its heatmap
