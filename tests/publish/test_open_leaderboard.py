@@ -20,6 +20,7 @@ from clkt.report.window import load_leaderboard
 from clkt.snapshots.content import load_item_refs
 from storage.engine import Store
 from storage.enums import SnapshotTargetStatus
+from storage.fingerprints import window_fingerprint
 from storage.models import OpenResult
 from storage.open_judgements import JURY, GradedAnswer, Judgement, write_judgements
 from storage.open_results import OpenResultRow, open_results_for_snapshot
@@ -85,7 +86,11 @@ async def test_the_open_track_is_its_own_rows_by_layer_and_leaves_the_mcq_rows_a
     normaliser_only = await load_leaderboard(store, q)
     assert normaliser_only.rows == before.rows  # the MCQ rows: not one figure moved by the open answers
     assert [(r.scorer, r.target) for r in normaliser_only.open_rows] == [(OPEN_SCORER, TARGET)]
+    async with store.session() as s:
+        unjudged = await window_fingerprint(s)
     jury = await _jury_grades(store)
+    async with store.session() as s:
+        assert await window_fingerprint(s) != unjudged  # a kept board is computed again once the jury has graded
     board = await load_leaderboard(store, q)
     assert board.rows == before.rows and {r.scorer for r in board.rows} == {"option-loglik"}
     rows = {r.scorer: r for r in board.open_rows}
