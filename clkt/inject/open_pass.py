@@ -2,7 +2,8 @@
 
 Where the snapshot has an open track (`manifest.open`) and `[gpu] open_answers` is on, the job asks every test
 language's open questions, the test split's (the entities it injects: the target's exclusions left out) and the
-control split's, greedily through `clkt.openqa.generate.generate_answers` (the evaluation's continuous-batching
+control split's, and the locality split's (entities this target already knew, never trained on: what the
+injection kept, `clkt.report.open_locality`), greedily through `clkt.openqa.generate.generate_answers` (the evaluation's continuous-batching
 generation path, the prompt of the target's kind, the stop rule), once with the base model (`base`) and once with
 the injected one (`injected`). Every answer is scored by the normaliser layer (`clkt.openqa.results.scored_item`):
 an answer in another language is INCORRECT, flagged `other_language`; an answer whose scoring raises (a lone
@@ -31,7 +32,7 @@ from clkt.evaluate.memory import BatchSizer
 from clkt.evaluate.results import Variant
 from clkt.inject.contract import JobSpec, write_text_atomic
 from clkt.layout import BASE_CACHE_KEY_HEX, OPEN_PREDICTIONS_FILE, base_cache_name
-from clkt.openqa.frozen import FrozenOpenQuestion, load_open_questions
+from clkt.openqa.frozen import FrozenOpenQuestion, load_open_questions, locality_open_questions
 from clkt.openqa.generate import OpenPrompt, generate_answers
 from clkt.openqa.prompts import ANSWER_PROMPT_VERSION, MAX_NEW_TOKENS
 from clkt.openqa.results import OpenResultItem, OpenSplit, safely_scored_item, scored_item
@@ -57,8 +58,9 @@ class OpenAsk:
 
 
 def open_asks(spec: JobSpec, languages: Sequence[str]) -> list[OpenAsk]:
-    """What the job asks of the open track: the test split (without the target's exclusions) and the control split,
-    in every language of `languages` the questions have; [] when the snapshot has no open track or the flag is off."""
+    """What the job asks of the open track: the test split (without the target's exclusions), the control split and
+    the locality split's questions about the entities the target knew, in every language of `languages` the
+    questions have; [] when the snapshot has no open track or the flag is off."""
     if not spec.gpu.open_answers:
         return []
     out = set(spec.exclude_entities)
@@ -68,6 +70,8 @@ def open_asks(spec: JobSpec, languages: Sequence[str]) -> list[OpenAsk]:
         for q in load_open_questions(spec.snapshot_dir, control=control):
             if control or (q.split == "test" and q.entity_id not in out):
                 asks += [OpenAsk(question=q, lang=lang, split=split) for lang in languages if lang in q.question.golds]
+    for q in locality_open_questions(spec.snapshot_dir, spec.target.name):
+        asks += [OpenAsk(question=q, lang=lang, split="locality") for lang in languages if lang in q.question.golds]
     return asks
 
 

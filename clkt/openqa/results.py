@@ -29,7 +29,7 @@ OPEN_SCORER = "open-normaliser"  # the scorer name of the normaliser layer's ver
 MAX_ANSWER_CHARS = 500  # the answer text kept with a verdict (the stop rule keeps one line; this bounds a long one)
 MAX_REASON_CHARS = 200
 
-OpenSplit = Literal["test", "control"]
+OpenSplit = Literal["test", "control", "locality"]  # locality: entities the target knew (never trained on)
 # the verdict of an answer the normaliser could not score (its reason says why): no layer's grade, so never right
 # and never guessed; left out of every figure (the store packs only SimpleQA's grades) and counted apart
 UNSCORABLE: Final = "UNSCORABLE"

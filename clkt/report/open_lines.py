@@ -1,12 +1,13 @@
 """The open-answer section of `report.md` (`clkt.report.open_track`): its Learn, Overall and Transfer, contingency,
-control split, answers in another language, paired view and the jury's figure (apart), each figure with its n and its 95% interval."""
+control split, locality, answers in another language, paired view and the jury's figure (apart), each figure with its n and its 95% interval."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from clkt.report.data import LEARN_HEADER, ci_text, learn_rows, metric_cell, pct1
-from clkt.report.metric_table import OVERALL, PAIR_METRICS, TRANSFER
+from clkt.report.locality import KEPT_HEADER, kept_row
+from clkt.report.metric_table import MIN_KEPT_N, OVERALL, PAIR_METRICS, TRANSFER
 from clkt.report.metrics import ALL_DOMAINS
 from clkt.report.open_jury import JURY_TITLE, OpenJury
 from clkt.report.open_track import OPEN_TITLE, OpenTrack
@@ -49,6 +50,12 @@ def open_lines(track: OpenTrack, md_row: Callable[[list[str]], str]) -> list[str
     if track.control_learn:
         lines += ["### Control split (fictional entities; Wilson CIs over questions)", "",
                   *_table(LEARN_HEADER, learn_rows(track.control_learn), md_row)]
+    if track.locality:
+        lines += ["### Locality (entities the target knew; never trained on)", "",
+                  "Kept % = among the locality questions the base model answered right, the share the injected model "
+                  f"still answers right; 95% CIs from a bootstrap over entities; under {MIN_KEPT_N} right before, or one "
+                  "entity: *too few*. The multiple-choice locality's definition, on the short answers.", "",
+                  *_table(KEPT_HEADER, [kept_row(k) for k in track.locality], md_row)]
     if track.other_language:
         lines += ["### Answered in another language (INCORRECT, counted apart)", ""]
         lines += _table(["model", "strategy", "train", "variant", "test language", "n", "other", "share % [CI]"],

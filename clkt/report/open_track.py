@@ -15,6 +15,9 @@ test entities the bootstrap draws). Apart from those:
   question's fact, e.g. `director` and `film.director`, or the slot `MCQ_SLOT` names where the two are spelled
   apart, about the same entity in the same language): how often
   the MCQ verdict and the open verdict agree, with n, the four cells and the interval over entities;
+- **locality** (where the snapshot's locality split has open questions): kept % of what the target answered right
+  before injection about entities it already knew, per job and test language, by the MCQ locality's definition
+  (`clkt.report.open_locality`);
 - **the jury** (where one is configured and has graded): its own figure, apart (`clkt.report.open_jury`).
 """
 
@@ -29,8 +32,10 @@ from clkt.openqa.same_fact import MCQ_SLOT, mcq_slot
 from clkt.report.basics import BOOTSTRAP_SAMPLES
 from clkt.report.clustered import EntityDraws, accuracy_interval, entity_draws
 from clkt.report.learn import LearnTest, learn_tests
+from clkt.report.locality import KeptLang
 from clkt.report.metrics import ALL_DOMAINS, Outcome, PairMetrics, SummaryCell, pair_metrics, summarize
 from clkt.report.open_jury import OpenJury, open_jury
+from clkt.report.open_locality import open_kept
 from clkt.snapshots.ids import stable_entity_id
 from storage.gpu_jobs import JobResultRow
 from storage.open_judgements import JuryRow
@@ -95,6 +100,8 @@ class OpenTrack(_Frozen):
     pairs: list[PairMetrics]
     other_language: list[OtherLanguage]
     agreement: list[OpenAgreement]
+    # kept % of the locality split's open answers, per job x scorer x test language (`clkt.report.open_locality`)
+    locality: list[KeptLang] = Field(default_factory=list)
     # the jury layer's figure, apart (`clkt.report.open_jury`); None: no jury verdict
     jury: OpenJury | None = Field(default=None, exclude_if=lambda v: v is None)
 
@@ -175,4 +182,5 @@ def open_track(
                          samples=samples, bootstrap=samples > 0, public=public),
         pairs=pair_metrics(tests, languages), other_language=_other_language(tables, draws),
         agreement=_agreement(tables, mcq, draws), jury=open_jury(tables, jury, draws),
+        locality=open_kept(rows, snapshot_id=snapshot_id, seed=seed, samples=samples),
     )

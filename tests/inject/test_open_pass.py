@@ -28,12 +28,13 @@ from clkt.openqa.score import Verdict, score
 from clkt.report.leaderboard import build_rows
 from clkt.report.open_track import OPEN_TITLE
 from clkt.report.writer import ReportData, render_tables, write_report
+from clkt.snapshots.layout import OpenRow
 from storage.engine import Store
 from storage.gpu_jobs import claim_gpu_jobs, enqueue_gpu_jobs
 from storage.leaderboard import WindowData, WindowJob, WindowSnapshot, known_names
 from storage.models import OpenResult, QuestionResult
 from storage.result_packs import result_packs
-from tests.inject._fixtures import SNAPSHOT_ID, public_entity_id, seed_store
+from tests.inject._fixtures import SNAPSHOT_ID, add_locality_split, public_entity_id, seed_store
 from tests.inject._open_fixtures import add_open_track, open_qid
 from tests.inject.test_toy_strategy import AlwaysB, registered, run_and_commit
 
@@ -249,3 +250,34 @@ async def test_an_answer_that_cannot_be_scored_is_recorded_unscorable_and_the_jo
     (learn,) = [t for t in track["learn"] if t["domain"] == "all"]
     assert (learn["stat"]["n"], learn["stat"]["injected_correct"]) == (1, 0)  # ... but Learn pairs the other one only
     assert "1 could not be scored (UNSCORABLE" in paths.markdown.read_text(encoding="utf-8")
+
+
+async def test_the_locality_splits_open_questions_are_answered_before_and_after_for_the_targets_entities(
+    tmp_path: Path, tiny_snapshot: Path, tiny_target: Path, says_paris: SaysParis,
+) -> None:
+    """The locality split's short-answer questions (entity 7's known by this target, entity 8's by another) are
+    answered by the base and the injected model, stored in split `locality`, kept out of Learn, and shown as the
+    open track's kept % from those very answers."""
+    rows = [OpenRow(qid=open_qid(e, fact), entity_id=public_entity_id(e), domain="movies", source="fixture", lang=lang,
+                    split="test", fact=fact, kind="name", question=f"[{lang}] {fact}?", answer=gold)
+            for e, fact, gold in ((7, "film.director", WORD), (8, "match.venue", "Rome")) for lang in ("en", "fr")]
+    snapshot = add_locality_split(add_open_track(tiny_snapshot), known_by={"tiny": [7], "other": [8]}, open_rows=rows)
+    settings = _settings(tmp_path, tiny_target)
+    async with Store(url=f"sqlite+aiosqlite:///{tmp_path}/s.db") as store:
+        job = await _claimed_job(store, settings, snapshot)
+        outcome = await run_and_commit(store, settings, _spec(settings, snapshot, job.id))
+        async with store.session() as s:
+            stored = (await s.execute(select(OpenResult).where(OpenResult.split == "locality"))).scalars().all()
+        paths = await write_report(store, SNAPSHOT_ID, tmp_path / "report")
+
+    local = [i for i in outcome.open_results if i.split == "locality"]
+    assert len(outcome.open_results) == 16 and len(local) == 4  # 12 as before, and entity 7's question x 2 x 2
+    assert {i.entity_id for i in local} == {public_entity_id(7)} and len(stored) == 4
+    assert all(i.verdict is Verdict.CORRECT for i in local if i.variant is Variant.injected)  # it says "Paris"
+    before = {i.lang: i.correct for i in local if i.variant is Variant.base}
+    track = json.loads(paths.json.read_text(encoding="utf-8"))["open_track"]
+    (learn,) = [t for t in track["learn"] if t["domain"] == "all"]
+    assert learn["stat"]["n"] == 2  # the test split's two questions only: the locality answers are never Learn
+    got = {k["lang"]: (k["n"], k["kept"], k["lost"], k["gained"], k["too_few"]) for k in track["locality"]}
+    assert got == {lang: (1, int(b), 0, int(not b), True) for lang, b in before.items()}  # one entity: too few
+    assert "### Locality (entities the target knew; never trained on)" in paths.markdown.read_text(encoding="utf-8")
