@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import date
 from pathlib import Path
 
@@ -35,7 +35,17 @@ from clkt.openqa.from_facts import GENERATOR_VERSION, LANGS, asks, generate_ques
 from clkt.snapshots.content import SnapshotContent
 from clkt.snapshots.control import CONTROL_DIR, CONTROL_SOURCE, control_entities
 from clkt.snapshots.ids import stable_open_qid
-from clkt.snapshots.layout import LOCALITY_DIR, OPEN_DIR, OpenInfo, OpenRow, SnapshotManifest, dumps_row, read_jsonl
+from clkt.snapshots.layout import (
+    LOCALITY_DIR,
+    OPEN_DIR,
+    DocRow,
+    OpenInfo,
+    OpenRow,
+    QuestionRow,
+    SnapshotManifest,
+    dumps_row,
+    read_jsonl,
+)
 
 __all__ = ["attach_open", "check_open_engine", "has_open", "locality_open", "open_path", "open_unsupported", "read_open",
            "write_open"]
@@ -95,6 +105,21 @@ def _parsed(entity_id: int, facts: dict[str, object]) -> EntityFacts | None:
         return None
 
 
+def _ask_entities(content: SnapshotContent, rows: Iterable[DocRow | QuestionRow]) -> _Tally:
+    """Ask the facts of each entity of `rows` (once each, in their order) in every language of `content`."""
+    facts = {r.entity_id: r.facts for r in content.facts}
+    tally = _Tally()
+    seen: set[int] = set()
+    for r in rows:
+        if r.entity_id in seen:
+            continue
+        seen.add(r.entity_id)
+        raw = facts.get(r.entity_id)
+        _ask(tally, entity_id=r.entity_id, domain=r.domain, source=r.source, langs=content.languages,
+             facts=_parsed(r.entity_id, raw) if raw else None)
+    return tally
+
+
 def attach_open(
     content: SnapshotContent, *, start: date, end: date, control_domains: Sequence[str], per_domain: int,
 ) -> SnapshotContent:
@@ -103,16 +128,7 @@ def attach_open(
     langs = content.languages
     if open_unsupported(langs):
         return content
-    facts = {r.entity_id: r.facts for r in content.facts}
-    real = _Tally()
-    seen: set[int] = set()
-    for d in content.docs:
-        if d.entity_id in seen:
-            continue
-        seen.add(d.entity_id)
-        raw = facts.get(d.entity_id)
-        _ask(real, entity_id=d.entity_id, domain=d.domain, source=d.source, langs=langs,
-             facts=_parsed(d.entity_id, raw) if raw else None)
+    real = _ask_entities(content, content.docs)
     ctl = _Tally()
     if per_domain > 0:
         for e in control_entities(spec=content.spec, period=content.period, seed=content.seed, start=start, end=end,
@@ -136,16 +152,7 @@ def locality_open(content: SnapshotContent) -> list[OpenRow]:
     langs = content.languages
     if open_unsupported(langs) or not langs:
         return []
-    facts = {r.entity_id: r.facts for r in content.facts}
-    tally = _Tally()
-    seen: set[int] = set()
-    for q in content.questions_in(langs[0]):
-        if q.entity_id in seen:
-            continue
-        seen.add(q.entity_id)
-        raw = facts.get(q.entity_id)
-        _ask(tally, entity_id=q.entity_id, domain=q.domain, source=q.source, langs=langs,
-             facts=_parsed(q.entity_id, raw) if raw else None)
+    tally = _ask_entities(content, content.questions_in(langs[0]))
     rank = {lang: i for i, lang in enumerate(langs)}
     return sorted(tally.rows, key=lambda r: (rank[r.lang], r.qid))
 
