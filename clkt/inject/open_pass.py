@@ -10,6 +10,10 @@ an answer in another language is INCORRECT, flagged `other_language`; an answer 
 surrogate that the language identifier cannot encode) is recorded `UNSCORABLE` with the error as its reason, left
 out of every figure and counted apart, and the job goes on.
 
+The locality split's answers are also kept as paired counts in the job's summary (`JobSummary.locality`, under
+the open scorer's name beside the MCQ scorers': `locality_counts`), which the leaderboard's open rows read for
+their kept % (`clkt.report.locality.pooled_kept`) exactly as the MCQ rows read theirs.
+
 The base answers are shared like the MCQ base answers (`InjectionJob.base_pass`): a file in `spec.base_cache_dir`
 keyed by the target, the prompt version (`ANSWER_PROMPT_VERSION`), the token budget, the weights' dtype, the
 deterministic flag and the questions asked (qid, language, split and text: a changed question set recomputes).
@@ -28,14 +32,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from clkt.evaluate.locality import paired_counts
 from clkt.evaluate.memory import BatchSizer
 from clkt.evaluate.results import Variant
+from clkt.evaluate.summary import LocalityCounts
 from clkt.inject.contract import JobSpec, write_text_atomic
 from clkt.layout import BASE_CACHE_KEY_HEX, OPEN_PREDICTIONS_FILE, base_cache_name
 from clkt.openqa.frozen import FrozenOpenQuestion, load_open_questions, locality_open_questions
 from clkt.openqa.generate import OpenPrompt, generate_answers
 from clkt.openqa.prompts import ANSWER_PROMPT_VERSION, MAX_NEW_TOKENS
-from clkt.openqa.results import OpenResultItem, OpenSplit, safely_scored_item, scored_item
+from clkt.openqa.results import UNSCORABLE, OpenResultItem, OpenSplit, safely_scored_item, scored_item
 
 __all__ = ["OPEN_SIZER", "OpenAsk", "OpenPass", "open_asks"]
 
@@ -122,6 +128,14 @@ class OpenPass:
             sort_keys=True, default=str, ensure_ascii=False,
         ).encode()).hexdigest()[:BASE_CACHE_KEY_HEX]
         return spec.base_cache_dir / base_cache_name(spec.target.name, key)
+
+    @staticmethod
+    def locality_counts(items: Sequence[OpenResultItem]) -> dict[str, dict[str, LocalityCounts]]:
+        """The locality split's answers as paired counts, scorer -> test language (`clkt.evaluate.locality`), as
+        the summary keeps the MCQ locality's ({}: none asked; an UNSCORABLE answer is no pair)."""
+        local = [i for i in items if i.split == "locality" and i.verdict != UNSCORABLE]
+        return paired_counts(((i.scorer, i.lang, i.qid, i.variant, i.correct) for i in local),
+                             {i.qid: i.entity_id for i in local})
 
     def write(self, items: Sequence[OpenResultItem]) -> None:
         """`open_predictions.jsonl` in the job's folder (written only where the job asked open questions)."""

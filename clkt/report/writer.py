@@ -81,6 +81,7 @@ from clkt.report.metrics import (
     pair_metrics,
     parse_failure_rates,
 )
+from clkt.report.open_board import is_open
 from clkt.report.open_track import OPEN_TITLE, open_track
 from clkt.report.seed_report import SeedTables, primary_seed, seed_tables, table2
 from clkt.report.window import public_entity_ids
@@ -304,7 +305,9 @@ def build_report(
         LearnTest(model=c.model, strategy=c.strategy, scorer=c.scorer, train_lang=c.train_lang, domain=ALL_DOMAINS, control=True, stat=c.stat)
         for c in ctrl if c.lang == c.train_lang
     )
-    data.locality.extend(kept_langs(jobs, snapshot_id=snapshot_id, seed=seed, samples=BOOTSTRAP_SAMPLES, public=public))
+    # the multiple-choice scorers' (the open scorer's kept % is the open section's, `clkt.report.open_locality`)
+    data.locality.extend(k for k in kept_langs(jobs, snapshot_id=snapshot_id, seed=seed, samples=BOOTSTRAP_SAMPLES,
+                                               public=public) if not is_open(k.scorer))
     missing = [p for p in data.pairs if p.missing and p.domain == ALL_DOMAINS]
     if missing:
         data.notes.append(

@@ -32,7 +32,7 @@ from clkt.snapshots.layout import OpenRow
 from storage.engine import Store
 from storage.gpu_jobs import claim_gpu_jobs, enqueue_gpu_jobs
 from storage.leaderboard import WindowData, WindowJob, WindowSnapshot, known_names
-from storage.models import OpenResult, QuestionResult
+from storage.models import GpuJob, OpenResult, QuestionResult
 from storage.result_packs import result_packs
 from tests.inject._fixtures import SNAPSHOT_ID, add_locality_split, public_entity_id, seed_store
 from tests.inject._open_fixtures import add_open_track, open_qid
@@ -268,6 +268,8 @@ async def test_the_locality_splits_open_questions_are_answered_before_and_after_
         outcome = await run_and_commit(store, settings, _spec(settings, snapshot, job.id))
         async with store.session() as s:
             stored = (await s.execute(select(OpenResult).where(OpenResult.split == "locality"))).scalars().all()
+            summary = (await s.execute(select(GpuJob.summary).where(GpuJob.id == job.id))).scalar_one()
+            packs = await result_packs(s, [job.id])
         paths = await write_report(store, SNAPSHOT_ID, tmp_path / "report")
 
     local = [i for i in outcome.open_results if i.split == "locality"]
@@ -281,3 +283,20 @@ async def test_the_locality_splits_open_questions_are_answered_before_and_after_
     got = {k["lang"]: (k["n"], k["kept"], k["lost"], k["gained"], k["too_few"]) for k in track["locality"]}
     assert got == {lang: (1, int(b), 0, int(not b), True) for lang, b in before.items()}  # one entity: too few
     assert "### Locality (entities the target knew; never trained on)" in paths.markdown.read_text(encoding="utf-8")
+    # the summary keeps the open scorer's paired counts beside the MCQ scorer's; the MCQ locality table has no open row
+    counts = summary["locality"][OPEN_SCORER]
+    assert {lang: (c["n"], c["kept"], c["gained"]) for lang, c in counts.items()} == {
+        lang: (n, k, g) for lang, (n, k, _, g, _) in got.items()}
+    assert "letter-logprob" in summary["locality"]
+    report = json.loads(paths.json.read_text(encoding="utf-8"))
+    assert report["locality"] and {k["scorer"] for k in report["locality"]} == {"letter-logprob"}
+    # the leaderboard's open row reads them for its kept % (n = right before, pooled over both languages)
+    window = WindowData(
+        snapshots=(WindowSnapshot(id=SNAPSHOT_ID, spec="tiny", period="2025-06", built_at=datetime.now(UTC)),),
+        ready=frozenset({(SNAPSHOT_ID, "tiny")}), exclusions={}, packs=tuple(packs),
+        jobs=(WindowJob(id=job.id, snapshot_id=SNAPSHOT_ID, target="tiny", strategy=TOY, train_lang="en",
+                        locality=summary["locality"]),))
+    rows = {r.scorer: r for r in build_rows(window, ["en", "fr"], samples=0)}
+    kept = rows[OPEN_SCORER].kept
+    assert kept is not None and kept.n == sum(before.values()) and kept.value is None  # one entity: too few
+    assert rows["letter-logprob"].kept is not None  # the MCQ row's own, apart
