@@ -1,5 +1,5 @@
 """The open-answer section of `report.md` (`clkt.report.open_track`): its Learn, Overall and Transfer, contingency,
-control split, locality, answers in another language, paired view and the jury's figure (apart), each figure with its n and its 95% interval."""
+training seeds, control split, locality, answers in another language, paired view and the jury's figure (apart), each figure with its n and its 95% interval."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from clkt.report.metric_table import MIN_KEPT_N, OVERALL, PAIR_METRICS, TRANSFER
 from clkt.report.metrics import ALL_DOMAINS
 from clkt.report.open_jury import JURY_TITLE, OpenJury
 from clkt.report.open_track import OPEN_TITLE, OpenTrack
+from clkt.report.seed_report import SEED_HEADER, seed_lines
 
 __all__ = ["open_lines"]
 
@@ -40,6 +41,9 @@ def open_lines(track: OpenTrack, md_row: Callable[[list[str]], str]) -> list[str
         lines += _table(["model", "strategy", "scorer", "pairs", *(m.label for m in PAIR_METRICS)],
                         [[c.model, c.strategy, c.scorer, str(c.pairs), *(metric_cell(c, m) for m in PAIR_METRICS)]
                          for c in cells], md_row)
+    if track.seeds:
+        lines += ["### Training seeds (the cells above pool them, as the leaderboard row does)", "",
+                  *_table(SEED_HEADER, seed_lines(track.seeds), md_row)]
     pairs = [p for p in track.pairs if p.domain == ALL_DOMAINS and not p.missing]
     if pairs:
         lines += ["### Contingency per ordered pair (injected)", ""]

@@ -7,7 +7,9 @@ injected in the train language, exact McNemar, intervals from the bootstrap over
 of every ordered pair (`pair_metrics`), Overall and Transfer with their entity-bootstrap intervals (`summarize`,
 `PAIR_METRICS`; a pair of a job that did not learn is left out of Transfer, as for the MCQs), and Learn on the
 control split (its fictional entities: Wilson and Wald intervals over questions, since they are not among the
-test entities the bootstrap draws). Apart from those:
+test entities the bootstrap draws). A group whose jobs ran with several training seeds reads Overall and Transfer
+pooled over its seeds by the MCQ report's rule (`clkt.report.seed_report.table2`: the leaderboard row's figure,
+its interval widened by the between-seed term), and the section lists its seed rows (`seeds`). Apart from those:
 
 - **answered in another language**: per job group, variant and test language, the share of answers the normaliser
   found in another language (INCORRECT, counted apart), with n and its interval over entities;
@@ -31,11 +33,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from clkt.openqa.same_fact import MCQ_SLOT, mcq_slot
 from clkt.report.basics import BOOTSTRAP_SAMPLES
 from clkt.report.clustered import EntityDraws, accuracy_interval, entity_draws
+from clkt.report.leaderboard_data import LeaderRow
 from clkt.report.learn import LearnTest, learn_tests
 from clkt.report.locality import KeptLang
 from clkt.report.metrics import ALL_DOMAINS, Outcome, PairMetrics, SummaryCell, pair_metrics, summarize
 from clkt.report.open_jury import OpenJury, open_jury
 from clkt.report.open_locality import open_kept
+from clkt.report.seed_report import SeedTables, table2
 from clkt.snapshots.ids import stable_entity_id
 from storage.gpu_jobs import JobResultRow
 from storage.open_judgements import JuryRow
@@ -100,6 +104,8 @@ class OpenTrack(_Frozen):
     pairs: list[PairMetrics]
     other_language: list[OtherLanguage]
     agreement: list[OpenAgreement]
+    # the groups run with several seeds: their rows pooled over the seeds (`clkt.report.seed_report`)
+    seeds: list[LeaderRow] = Field(default_factory=list)
     # kept % of the locality split's open answers, per job x scorer x test language (`clkt.report.open_locality`)
     locality: list[KeptLang] = Field(default_factory=list)
     # the jury layer's figure, apart (`clkt.report.open_jury`); None: no jury verdict
@@ -160,11 +166,11 @@ def _agreement(rows: Sequence[OpenResultRow], mcq: Sequence[JobResultRow], draws
 def open_track(
     rows: Sequence[OpenResultRow], *, languages: Sequence[str], snapshot_id: str, seed: int = 0,
     primary_jobs: Collection[int] | None = None, mcq: Sequence[JobResultRow] = (), samples: int = BOOTSTRAP_SAMPLES,
-    jury: Sequence[JuryRow] = (),
+    jury: Sequence[JuryRow] = (), seeded: SeedTables | None = None,
 ) -> OpenTrack | None:
     """The open track's figures (None: no open answer stored); `primary_jobs`: the jobs of the tables' seed (the
     others' answers pooled in Learn only, as for the MCQs); `mcq`: those jobs' MCQ results, for the paired view;
-    `jury`: the jury's stored verdicts, for its figure apart."""
+    `jury`: the jury's stored verdicts, for its figure apart; `seeded`: the open groups run with several seeds."""
     if not rows:
         return None
     tables = [r for r in rows if (primary_jobs is None or r.job_id in primary_jobs) and r.verdict in GRADES]
@@ -179,7 +185,10 @@ def open_track(
         learn=learn,
         control_learn=learn_tests(open_outcomes(rows, split="control"), control=True),
         table2=summarize(tests, languages, seed=seed, not_learned=not_learned, snapshot_id=snapshot_id,
-                         samples=samples, bootstrap=samples > 0, public=public),
+                         samples=samples, bootstrap=samples > 0, public=public) if seeded is None else
+        table2(tests, open_outcomes(rows), languages, seeded, seed=seed, not_learned=not_learned,
+               snapshot_id=snapshot_id, public=public),
+        seeds=seeded.rows if seeded is not None else [],
         pairs=pair_metrics(tests, languages), other_language=_other_language(tables, draws),
         agreement=_agreement(tables, mcq, draws), jury=open_jury(tables, jury, draws),
         locality=open_kept(rows, snapshot_id=snapshot_id, seed=seed, samples=samples),

@@ -186,7 +186,8 @@ async def load_report_data(
     data.notes.extend(unreadable)
     if seed_note:  # several training seeds: every figure pools them, *Training seeds* shows their spread
         data.notes.append(seed_note)
-        data = data.model_copy(update={"seeds": seeded.rows if seeded is not None else []})
+        # the multiple-choice groups' (the open track's seed rows are its own section's: never beside an MCQ row)
+        data = data.model_copy(update={"seeds": [r for r in seeded.rows if not is_open(r.scorer)] if seeded is not None else []})
     if left_out:
         data.notes.append(f"{len(left_out)} retracted question(s) are left out of every figure (see ERRATA.md)")
     if verdicts:
@@ -203,6 +204,7 @@ async def load_report_data(
         mcq = [r for r in rows if stable_qid(r.source, r.external_id, r.slot) not in exclude_qids]
         data = data.model_copy(update={"open_track": await asyncio.to_thread(partial(
             open_track, open_kept, languages=langs, snapshot_id=snapshot_id, seed=seed, primary_jobs=primary, mcq=mcq,
+            seeded=seeded.of(is_open) if seeded is not None else None,
             jury=[j for j in jury_rows if j.open_qid not in exclude_qids]))})
     ran = {j.target_model for j in jobs}  # every target whose jobs ran on it, each on its valid entities
     return data.model_copy(update={"targets": [
