@@ -184,10 +184,9 @@ async def load_report_data(
     data = await asyncio.to_thread(partial(build_report, public=public, other_seeds=others, seeded=seeded), snapshot_id,
                                    langs, infos, outcomes, seed)
     data.notes.extend(unreadable)
-    if seed_note:  # several training seeds: every figure pools them, *Training seeds* shows their spread
+    if seed_note:  # several seeds: every figure pools them, *Training seeds* their spread (the open rows: its section)
         data.notes.append(seed_note)
-        # the multiple-choice groups' (the open track's seed rows are its own section's: never beside an MCQ row)
-        data = data.model_copy(update={"seeds": [r for r in seeded.rows if not is_open(r.scorer)] if seeded is not None else []})
+        data = data.model_copy(update={"seeds": [r for r in seeded.rows if not is_open(r.scorer)] if seeded else []})  # MCQ
     if left_out:
         data.notes.append(f"{len(left_out)} retracted question(s) are left out of every figure (see ERRATA.md)")
     if verdicts:
