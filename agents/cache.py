@@ -8,6 +8,10 @@ Pricing (`cost_usd`): the config's `[agents.prices."<model>"]` when given (cache
 knows cached and batch prices of the hosted models), else 0.
 Volatile message fields (timestamps, run ids, usage) are left out of the key, so the same conversation
 always maps to the same key; a retry after `ModelRetry` is simply a longer conversation with its own key.
+A reply the asker could not use (a judge's malformed output: no parseable verdict, `agents.jury`) is retired
+(`CachedModel.retire`, the keys of the run gathered by `recorded_keys`): its record moves to a key no request
+has, so its cost still counts against the budget but it is never replayed, and the next ask is sent again (under
+the budget and the asker's own retry schedule) instead of replaying the same unusable reply forever.
 One call per key at a time (`InFlight`, shared by the models of one factory): a second asker of a key whose
 call is on its way waits for that answer and reads it from the cache, instead of paying for it again (two
 entities with the same document ask the same translations; two stage tasks may ask them at the same moment).
@@ -23,7 +27,9 @@ import asyncio
 import hashlib
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -36,7 +42,7 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_core import to_jsonable_python
 
 from clkt import clock as _clock
-from clkt.calls import CachedCall, month_start
+from clkt.calls import CachedCall, month_start, retired_key
 from clkt.config import PriceSettings
 from clkt.errors import BudgetExhausted
 
@@ -52,6 +58,7 @@ __all__ = [
     "cost_usd",
     "month_start",
     "price_of",
+    "recorded_keys",
 ]
 
 _RESPONSE = TypeAdapter(ModelResponse)
@@ -72,6 +79,24 @@ class CallCache(Protocol):
         """Cost of the calls stored since `since`."""
         ...
 
+    async def retire(self, keys: Sequence[str]) -> None:
+        """Never replay the calls of `keys` again (each moved to a `retired_key`: kept, its cost still counted)."""
+        ...
+
+
+_RUN_KEYS: ContextVar[list[str] | None] = ContextVar("clkt_run_keys", default=None)
+
+
+@contextmanager
+def recorded_keys() -> Iterator[list[str]]:
+    """The cache keys of the calls a `CachedModel` makes or replays inside the block (this task's), in order."""
+    keys: list[str] = []
+    token = _RUN_KEYS.set(keys)
+    try:
+        yield keys
+    finally:
+        _RUN_KEYS.reset(token)
+
 
 class MemoryCallCache:
     """An in-process `CallCache` (tests, benches); the daemon uses `storage.llm_cache.SqlCallCache`."""
@@ -88,6 +113,13 @@ class MemoryCallCache:
 
     async def spent_usd(self, *, since: datetime) -> float:
         return sum(c.cost_usd for ts, c in self.calls.values() if ts >= since)
+
+    async def retire(self, keys: Sequence[str]) -> None:
+        for key in keys:
+            hit = self.calls.pop(key, None)
+            if hit is not None:
+                new = retired_key(key)
+                self.calls[new] = (hit[0], hit[1].model_copy(update={"key": new}))
 
 
 class InFlight:
@@ -232,6 +264,9 @@ class CachedModel(WrapperModel):
             model_settings=model_settings,
             params=model_request_parameters,
         )
+        run = _RUN_KEYS.get()
+        if run is not None:
+            run.append(key)
         # the cache is read only once no other caller of this key is on its way: its answer is stored by then
         await self.in_flight.lead(key)
         try:
@@ -281,6 +316,10 @@ class CachedModel(WrapperModel):
         s.cost_usd += cost
         s.by_stage[self.stage] = s.by_stage.get(self.stage, 0) + 1
         return response
+
+    async def retire(self, keys: Sequence[str]) -> None:
+        """Never replay these calls' answers (a reply the asker could not use): the next ask is sent again."""
+        await self.cache.retire(keys)
 
     async def _check_budget(self) -> None:
         if self.budget is None:

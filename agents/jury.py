@@ -13,7 +13,10 @@ Every call goes through the project's stack: `ModelFactory` wraps each judge's m
 (the LLM call cache: a re-grade never pays twice; the monthly budget) around `RateLimitedModel` (the provider's
 pacing, a timeout per attempt, retries of 429/5xx/timeouts up to the provider's `max_attempts`). A judge whose
 output is malformed is asked again (`output_retries`, pydantic-ai's output validation); one that still gives no
-verdict, errs or times out is a failed vote, counted by why (`JuryStats.failed`), never guessed. The jury's
+verdict, errs or times out is a failed vote, counted by why (`JuryStats.failed`), never guessed. The calls of a
+malformed vote are retired from the cache (`CachedModel.retire`: their cost still counted, never replayed), so
+the answer's next grading (the stage's retry, after `retry_after_s`, under the budget) asks the judge again
+instead of replaying the same unusable reply forever. The jury's
 verdict is the grade of a strict majority of the configured judges; without one it is None (undecided, counted).
 A spent budget (`BudgetExhausted`) is raised, as from every paid stage: the grading pauses.
 
@@ -38,7 +41,7 @@ from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models import Model
 
 from agents._prompting import data_block, load_prompt
-from agents.cache import CacheStats, cost_usd, price_of
+from agents.cache import CachedModel, CacheStats, cost_usd, price_of, recorded_keys
 from agents.factory import ModelFactory
 from clkt.config.jury import DEFAULT_JURY_SIZE, JuryConfig, judge_family
 from clkt.errors import AgentError, BudgetExhausted, UserError
@@ -163,6 +166,7 @@ class Jury:
         self.prompt = load_prompt(STAGE)
         self.stats = JuryStats()
         self._agents: dict[str, Agent[None, JudgeGrade]] = {}
+        self._models: dict[str, CachedModel] = {}
         for i, judge in enumerate(settings.judges):
             if raw_models is not None and judge in raw_models:
                 model = factory.wrap(raw_models[judge], model=judge, provider=judge.partition(":")[0], stage=STAGE,
@@ -171,6 +175,7 @@ class Jury:
                 model = factory.for_model(judge, key=f"jury.judges[{i}]", stage=STAGE,
                                           prompt_version=self.prompt.version)
             model.stats = self.stats.calls  # this jury's own paid / replayed counts
+            self._models[judge] = model
             self._agents[judge] = Agent(
                 model, output_type=JudgeGrade, instructions=self.prompt.instructions, name=f"{STAGE}:{judge}",
                 retries={"output": settings.output_retries},
@@ -214,7 +219,7 @@ class Jury:
         return None, f"no majority of {len(self.settings.judges)} ({dict(counts)}, {failed} failed)"
 
     async def _vote(self, judge: str, prompt: str) -> JudgeVote:
-        with capture_run_messages() as messages:
+        with capture_run_messages() as messages, recorded_keys() as keys:
             try:
                 result = await self._agents[judge].run(prompt)
             except (BudgetExhausted, RunCancelled):  # a spent budget pauses the grading; a cancel is no failure
@@ -222,6 +227,8 @@ class Jury:
             except (AgentRunError, ModelAPIError, AgentError, TimeoutError) as e:
                 why = _why(e)
                 self.stats.failed[why] += 1
+                if why == "malformed":  # its replies are never replayed: the next grading asks again
+                    await self._models[judge].retire(keys)
                 return JudgeVote(judge=judge, verdict=None, error=f"{why}: {e}"[:300],
                                  cost_usd=_cost(messages, judge, self.factory))
         return JudgeVote(judge=judge, verdict=result.output.verdict, reason=result.output.reason,

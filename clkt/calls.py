@@ -6,18 +6,26 @@ and `storage.llm_batches` map them to rows, and neither side imports the other.
 
 from __future__ import annotations
 
+import hashlib
+import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-__all__ = ["BatchRecord", "BatchRequestRecord", "CachedCall", "month_start"]
+__all__ = ["BatchRecord", "BatchRequestRecord", "CachedCall", "month_start", "retired_key"]
 
 
 def month_start(now: datetime) -> datetime:
     """The first instant of `now`'s month (UTC): where a monthly budget starts."""
     return now.astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+
+
+def retired_key(key: str) -> str:
+    """A fresh key for a retired call's record (`agents.cache.CachedModel.retire`): no request hashes to it, so the
+    call is kept (its cost counts against the budget) but never replayed."""
+    return hashlib.sha256(f"retired:{key}:{uuid.uuid4().hex}".encode()).hexdigest()
 
 
 class CachedCall(BaseModel):

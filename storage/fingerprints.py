@@ -2,7 +2,7 @@
 the page's results and of `clkt leaderboard`'s kept results (`clkt.report.board_cache`).
 
 Plain SQL over the tables' stable columns, without the ORM models: a command that finds its result kept pays for
-one engine and these seven aggregates, not for importing every table's model.
+one engine and these eight aggregates, not for importing every table's model.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ _WINDOW = (
     "SELECT count(*), max(submitted_at), max(reproduced_at) FROM submitted_pack",
     # a retracted question leaves every view (`storage.leaderboard.retracted_questions`)
     "SELECT count(*), max(retracted_at) FROM retraction",
+    # the jury's verdicts are the open track's open-jury rows (`clkt.report.open_board`)
+    "SELECT count(*), max(graded_at) FROM open_judgement",
 )
 
 

@@ -6,14 +6,15 @@ returns, so a crash of the stage afterwards never pays for it again.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from pydantic import BaseModel, computed_field
-from sqlalchemy import case, func, select
+from sqlalchemy import case, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
-from clkt.calls import CachedCall, month_start
+from clkt.calls import CachedCall, month_start, retired_key
 from storage.engine import Store
 from storage.models import LlmCall, Question, QuestionStatus
 from storage.tasks import insert_ignore
@@ -48,6 +49,14 @@ class SqlCallCache:
             cached_input_tokens=call.cached_input_tokens, batch=call.batch,
         )
         await self.store.run_with_retry(lambda s: insert_ignore(s, LlmCall, [row]))
+
+    async def retire(self, keys: Sequence[str]) -> None:
+        """Move each call of `keys` to a `retired_key` (its cost still counted, never replayed), in one transaction."""
+        async def move(s: AsyncSession) -> None:
+            for key in dict.fromkeys(keys):
+                await s.execute(update(LlmCall).where(col(LlmCall.key) == key).values(key=retired_key(key)))
+
+        await self.store.run_with_retry(move)
 
     async def spent_usd(self, *, since: datetime) -> float:
         async with self.store.session() as s:

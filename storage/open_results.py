@@ -23,7 +23,12 @@ from storage.open_result_table import ANSWER_CHARS, REASON_CHARS, OpenResult
 from storage.result_packs import PACKED_SPLIT, PackedAnswer, add_result_packs, build_packs
 from storage.tasks import insert_ignore
 
-__all__ = ["OpenResultRecord", "OpenResultRow", "open_results_for_jobs", "open_results_for_snapshot", "write_open_results"]
+__all__ = ["GRADES", "OpenResultRecord", "OpenResultRow", "open_results_for_jobs", "open_results_for_snapshot", "write_open_results"]
+
+
+# the verdicts a scoring layer gives (SimpleQA's); an answer stored with another (UNSCORABLE: its scoring raised) is
+# in no pack, so in no figure: never right, never guessed
+GRADES = frozenset({"CORRECT", "INCORRECT", "NOT_ATTEMPTED"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -84,7 +89,7 @@ async def write_open_results(
     await add_result_packs(session, build_packs(job_id, (
         PackedAnswer(question_id=r.open_qid, entity_id=entity_rows[r.entity_id], lang=r.lang, variant=r.variant,
                      scorer=r.scorer, correct=r.verdict == "CORRECT")
-        for r in records if r.split == PACKED_SPLIT and r.entity_id in entity_rows
+        for r in records if r.split == PACKED_SPLIT and r.entity_id in entity_rows and r.verdict in GRADES
     )))
     return total
 

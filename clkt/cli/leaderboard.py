@@ -1,7 +1,10 @@
 """`clkt leaderboard`: Learn, Overall and Transfer per target pooled over a window of snapshots, with n and a
 bootstrap interval over entities, one column per snapshot, the window's language pairs, a paired comparison of
 two targets (`--compare-targets A,B`) or of two strategies of one target (`--compare-strategies A,B`,
-`clkt.cli.leaderboard_strategies`) and the predictions behind every figure (`--predictions FILE.csv`).
+`clkt.cli.leaderboard_strategies`) and the predictions behind every figure (`--predictions FILE.csv`). The open
+track's rows (short answers, issue 47: one row per scoring layer, open-normaliser and open-jury) follow in a section of
+their own (`clkt.report.open_board`), never pooled, ranked or compared with the multiple-choice rows; the JSON
+has them as `open_rows`, the CSV after the MCQ rows with `format` = open.
 
 A result is kept in the data dir and read back while the store has not changed (`clkt.report.board_cache`;
 `--no-cache` computes afresh). Refused with one line and exit 2 (`clkt.report.window`): an unknown spec, target, strategy or scorer, a period
@@ -107,18 +110,41 @@ def _provenance(board: Leaderboard) -> Table | None:
 
 
 def _tables(board: Leaderboard) -> list[Table]:
+    """The multiple-choice rows' tables, the submitted packs, the heatmaps and the comparison."""
+    out = _row_tables(board, board.rows)
+    provenance = _provenance(board)
+    if provenance is not None:
+        out.append(provenance)
+    out += _heatmaps(board, board.rows)
+    if board.comparison is not None:
+        out.append(_comparison_table(board.comparison))
+    return out
+
+
+def _open_tables(board: Leaderboard) -> list[Table]:
+    """The open track's section (`clkt.report.open_board`): its rows' tables and heatmaps, each named with its layer."""
+    return [*_row_tables(board, board.open_rows), *_heatmaps(board, board.open_rows)]
+
+
+def _group_name(strategy: str, scorer: str) -> str:
+    from clkt.report.open_board import is_open, layer_of
+
+    return f"{strategy}, {scorer}" + (f" ({layer_of(scorer)} layer)" if is_open(scorer) else "")
+
+
+def _row_tables(board: Leaderboard, board_rows: list[LeaderRow]) -> list[Table]:
     from rich.table import Table
 
-    from clkt.report.metric_table import HEATMAP, PAIR_METRICS
+    from clkt.report.metric_table import PAIR_METRICS
 
     out: list[Table] = []
-    groups = sorted({(r.strategy, r.scorer) for r in board.rows})
+    groups = sorted({(r.strategy, r.scorer) for r in board_rows})
     for strategy, scorer in groups:
-        rows = [r for r in board.rows if (r.strategy, r.scorer) == (strategy, scorer)]
+        rows = [r for r in board_rows if (r.strategy, r.scorer) == (strategy, scorer)]
         kept = any(r.kept is not None for r in rows)  # a column only when some job answered a locality split
         t = Table("rank", "target", "snapshots", "questions", "entities", "Learn: injected % [CI] (base, gain, p)",
                   *[f"{m.label} % [CI] (n)" for m in PAIR_METRICS], *(["kept % [CI] (n right before)"] if kept else []),
-                  title=f"{strategy}, {scorer} — pooled over the window; 95% CI from a bootstrap over entities "
+                  title=f"{_group_name(strategy, scorer)} — pooled over the window; 95% CI from a bootstrap over entities "
                         f"(and over training seeds where a row has several: the mean over seeds ± their sd); "
                         f"'=' marks ranks the CIs cannot separate")
         for r in rows:
@@ -132,7 +158,7 @@ def _tables(board: Leaderboard) -> list[Table]:
                       *([_kept(r.kept)] if kept else []))
         out.append(t)
         per = Table("target", *[s.period for s in board.snapshots],
-                    title=f"{strategy}, {scorer} — per snapshot: {' / '.join(m.label for m in PAIR_METRICS)} % (questions)")
+                    title=f"{_group_name(strategy, scorer)} — per snapshot: {' / '.join(m.label for m in PAIR_METRICS)} % (questions)")
         for r in rows:
             cells = []
             for c in r.per_snapshot:
@@ -143,13 +169,19 @@ def _tables(board: Leaderboard) -> list[Table]:
                 cells.append(" / ".join("n/a" if v is None else f"{100 * v:.0f}" for v in values) + f" ({c.questions})")
             per.add_row(plain(_who(r)), *cells)
         out.append(per)
-    provenance = _provenance(board)
-    if provenance is not None:
-        out.append(provenance)
-    for r in board.rows:
+    return out
+
+
+def _heatmaps(board: Leaderboard, rows: list[LeaderRow]) -> list[Table]:
+    from rich.table import Table
+
+    from clkt.report.metric_table import HEATMAP
+
+    out: list[Table] = []
+    for r in rows:
         langs = [x for x in board.languages if any(p.test_lang == x for p in r.pairs)]
         t = Table("train \\ test", *langs, title=f"{HEATMAP.label} % per language pair over the window (n = {'+'.join(HEATMAP.denominator)}) "
-                                                 f"— {r.target}, {r.strategy}, {r.scorer}")
+                                                 f"— {r.target}, {_group_name(r.strategy, r.scorer)}")
         for lt in r.train_langs:
             cells = []
             for ls in langs:
@@ -162,8 +194,6 @@ def _tables(board: Leaderboard) -> list[Table]:
                     cells.append(f"{p.reading} (n={p.metric(HEATMAP.key).n})")
             t.add_row(lt, *cells)
         out.append(t)
-    if board.comparison is not None:
-        out.append(_comparison_table(board.comparison))
     return out
 
 
@@ -186,6 +216,7 @@ def _comparison_table(c: Comparison) -> Table:
 
 def _csv(board: Leaderboard) -> str:
     from clkt.report.metric_table import PAIR_METRICS
+    from clkt.report.open_board import is_open
     from clkt.snapshots.audit import neutralise_cell
 
     def num(v: float | None) -> str:
@@ -205,11 +236,12 @@ def _csv(board: Leaderboard) -> str:
     head += ["kept", "kept_ci_low", "kept_ci_high", "kept_n"] if kept else []
     head += [f"{s.period} {m}" for s in board.snapshots for m in (*PAIR_METRICS.ordered_keys(), "questions")]
     head += ["track", "verified", "agreement", "packs"]  # a submitted row: reproduced here? its packs' sha256s
+    head += ["format"]  # "mcq", or "open" (the open track's rows, after the MCQ ones: never pooled with them)
     seeded = any(r.seeds for r in board.rows)  # several training seeds: their columns (else the CSV as it was)
     if seeded:
         head += ["seeds", *[f"{m.key}_seed_std" for m in PAIR_METRICS], *[f"{m.key}_sampling_ci_{x}" for m in PAIR_METRICS for x in ("low", "high")]]
     w.writerow(head)
-    for r in board.rows:
+    for r in [*board.rows, *board.open_rows]:
         lr = r.learn
         row = [r.target, r.strategy, r.scorer, "" if r.rank is None else str(r.rank), str(r.tied), str(r.too_few), str(r.snapshots),
                str(r.questions), str(r.entities), *est(lr.injected), num(lr.base), *est(lr.gain)[:3], f"{lr.p_value:.6g}", str(lr.learned),
@@ -221,6 +253,7 @@ def _csv(board: Leaderboard) -> str:
             else:
                 row += [*[c.status for _ in PAIR_METRICS], "0"]
         row += [r.track, r.verified, num(r.agreement), " ".join(p.pack_sha256 for p in r.submissions)]
+        row += ["open" if is_open(r.scorer) else "mcq"]
         if seeded:
             row += [" ".join(map(str, r.seeds or [])), *[num(r.metric(m.key).seed_std) for m in PAIR_METRICS],
                     *[num(x) for m in PAIR_METRICS for x in (r.metric(m.key).sampling_ci or (None, None))]]
@@ -278,6 +311,20 @@ def _print_strategies(board: Leaderboard) -> None:
         print_table(t)
     for note in board.strategy_comparison.notes:
         console.print("[yellow]note:[/]", plain(note))
+
+
+def _print_open(board: Leaderboard) -> None:
+    """The open track's section, after every multiple-choice table (none without open answers in the window)."""
+    if not board.open_rows:
+        return
+    from clkt.report.open_track import OPEN_TITLE
+
+    console.print(f"[bold]{OPEN_TITLE}[/] — the same facts asked as short answers, apart from the multiple-choice rows "
+                  "above and never pooled, ranked or compared with them; each figure named with its scoring layer "
+                  "(normaliser: the per-language normaliser, an answer in another language never right; jury: the "
+                  "majority of the LLM judges on the answers they graded, undecided never right)")
+    for t in _open_tables(board):
+        print_table(t)
 
 
 def leaderboard(
@@ -354,5 +401,6 @@ def leaderboard(
         for note in [*board.notes, *(board.comparison.notes if board.comparison is not None else ())]:
             console.print("[yellow]note:[/]", plain(note))
         _print_strategies(board)
+        _print_open(board)
     for label, path, n in written:
         (err_console if as_json or as_csv else console).print(plain(f"{label}: {path} ({n} rows)"))

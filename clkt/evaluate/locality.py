@@ -14,16 +14,24 @@ from collections.abc import Iterable, Mapping
 from clkt.evaluate.results import ResultItem, Variant
 from clkt.evaluate.summary import EntityKept, LocalityCounts
 
-__all__ = ["locality_counts"]
+__all__ = ["PairedAnswer", "locality_counts", "paired_counts"]
+
+# one answer as the pairing reads it: scorer, test language, qid, variant ("base" / "injected"), right or not
+PairedAnswer = tuple[str, str, int, str, bool]
 
 
 def locality_counts(items: Iterable[ResultItem], entity_of: Mapping[int, int]) -> dict[str, dict[str, LocalityCounts]]:
     """scorer -> test language -> paired counts over the questions with both answers; `entity_of`: qid -> its
     public entity id (a qid it does not name is left out)."""
+    return paired_counts(((r.scorer, r.lang, r.qid, r.variant, r.correct) for r in items), entity_of)
+
+
+def paired_counts(answers: Iterable[PairedAnswer], entity_of: Mapping[int, int]) -> dict[str, dict[str, LocalityCounts]]:
+    """`locality_counts` of any track's answers (the open track's too: `clkt.report.open_locality`)."""
     pairs: dict[tuple[str, str, int], dict[Variant, bool]] = {}
-    for r in items:
-        if r.qid in entity_of:
-            pairs.setdefault((r.scorer, r.lang, r.qid), {})[r.variant] = r.correct
+    for scorer, lang, qid, variant, correct in answers:
+        if qid in entity_of:
+            pairs.setdefault((scorer, lang, qid), {})[Variant(variant)] = correct
     cells: dict[tuple[str, str], list[tuple[int, bool, bool]]] = {}
     for (scorer, lang, qid), v in sorted(pairs.items()):
         if Variant.base in v and Variant.injected in v:

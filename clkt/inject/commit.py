@@ -74,7 +74,7 @@ def open_records(outcome: JobOutcome) -> list[OpenResultRecord]:
     """The outcome's open answers (the open track: public ids, both splits) as the store's `open_result` rows."""
     return [
         OpenResultRecord(open_qid=r.qid, entity_id=r.entity_id, domain=r.domain, fact=r.fact, lang=r.lang,
-                         variant=r.variant.value, scorer=r.scorer, split=r.split, verdict=r.verdict.value,
+                         variant=r.variant.value, scorer=r.scorer, split=r.split, verdict=str(r.verdict),
                          other_language=r.other_language, answer=r.answer, answer_lang=r.answer_lang, reason=r.reason)
         for r in outcome.open_results
     ]

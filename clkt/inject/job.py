@@ -142,6 +142,7 @@ class InjectionJob:
         self.write_predictions(results)
         control_results = [r.model_copy(update={"split": CONTROL_SPLIT}) for r in results if r.qid in control_qids]
         locality = locality_counts((r for r in results if r.qid in locality_of), locality_of)
+        locality.update(self.open.locality_counts(self.open_results))  # the open scorer's, beside (never pooled)
         results = [r for r in results if r.qid not in control_qids and r.qid not in locality_of]
         peak, kind = peak_memory(self.device)
         summary = self.summarise(qs, injection, results, control_results).model_copy(update=dict(

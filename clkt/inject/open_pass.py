@@ -2,10 +2,17 @@
 
 Where the snapshot has an open track (`manifest.open`) and `[gpu] open_answers` is on, the job asks every test
 language's open questions, the test split's (the entities it injects: the target's exclusions left out) and the
-control split's, greedily through `clkt.openqa.generate.generate_answers` (the evaluation's continuous-batching
+control split's, and the locality split's (entities this target already knew, never trained on: what the
+injection kept, `clkt.report.open_locality`), greedily through `clkt.openqa.generate.generate_answers` (the evaluation's continuous-batching
 generation path, the prompt of the target's kind, the stop rule), once with the base model (`base`) and once with
 the injected one (`injected`). Every answer is scored by the normaliser layer (`clkt.openqa.results.scored_item`):
-an answer in another language is INCORRECT, flagged `other_language`.
+an answer in another language is INCORRECT, flagged `other_language`; an answer whose scoring raises (a lone
+surrogate that the language identifier cannot encode) is recorded `UNSCORABLE` with the error as its reason, left
+out of every figure and counted apart, and the job goes on.
+
+The locality split's answers are also kept as paired counts in the job's summary (`JobSummary.locality`, under
+the open scorer's name beside the MCQ scorers': `locality_counts`), which the leaderboard's open rows read for
+their kept % (`clkt.report.locality.pooled_kept`) exactly as the MCQ rows read theirs.
 
 The base answers are shared like the MCQ base answers (`InjectionJob.base_pass`): a file in `spec.base_cache_dir`
 keyed by the target, the prompt version (`ANSWER_PROMPT_VERSION`), the token budget, the weights' dtype, the
@@ -25,14 +32,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from clkt.evaluate.locality import paired_counts
 from clkt.evaluate.memory import BatchSizer
 from clkt.evaluate.results import Variant
+from clkt.evaluate.summary import LocalityCounts
 from clkt.inject.contract import JobSpec, write_text_atomic
 from clkt.layout import BASE_CACHE_KEY_HEX, OPEN_PREDICTIONS_FILE, base_cache_name
-from clkt.openqa.frozen import FrozenOpenQuestion, load_open_questions
+from clkt.openqa.frozen import FrozenOpenQuestion, load_open_questions, locality_open_questions
 from clkt.openqa.generate import OpenPrompt, generate_answers
 from clkt.openqa.prompts import ANSWER_PROMPT_VERSION, MAX_NEW_TOKENS
-from clkt.openqa.results import OpenResultItem, OpenSplit, scored_item
+from clkt.openqa.results import UNSCORABLE, OpenResultItem, OpenSplit, safely_scored_item, scored_item
 
 __all__ = ["OPEN_SIZER", "OpenAsk", "OpenPass", "open_asks"]
 
@@ -55,8 +64,9 @@ class OpenAsk:
 
 
 def open_asks(spec: JobSpec, languages: Sequence[str]) -> list[OpenAsk]:
-    """What the job asks of the open track: the test split (without the target's exclusions) and the control split,
-    in every language of `languages` the questions have; [] when the snapshot has no open track or the flag is off."""
+    """What the job asks of the open track: the test split (without the target's exclusions), the control split and
+    the locality split's questions about the entities the target knew, in every language of `languages` the
+    questions have; [] when the snapshot has no open track or the flag is off."""
     if not spec.gpu.open_answers:
         return []
     out = set(spec.exclude_entities)
@@ -66,11 +76,17 @@ def open_asks(spec: JobSpec, languages: Sequence[str]) -> list[OpenAsk]:
         for q in load_open_questions(spec.snapshot_dir, control=control):
             if control or (q.split == "test" and q.entity_id not in out):
                 asks += [OpenAsk(question=q, lang=lang, split=split) for lang in languages if lang in q.question.golds]
+    for q in locality_open_questions(spec.snapshot_dir, spec.target.name):
+        asks += [OpenAsk(question=q, lang=lang, split="locality") for lang in languages if lang in q.question.golds]
     return asks
 
 
 class OpenPass:
     """The open answers of one job: `answer` (scored), the base ones through the shared cache (`base`)."""
+
+    # scores one answer (`clkt.openqa.results.scored_item`); an answer whose scoring raises is recorded UNSCORABLE
+    # with its reason and the pass goes on (`safely_scored_item`)
+    scorer: Callable[..., OpenResultItem] = staticmethod(scored_item)
 
     def __init__(self, spec: JobSpec, asks: Sequence[OpenAsk], *, progress: Callable[[str, int, int], None]) -> None:
         self.spec = spec
@@ -113,6 +129,14 @@ class OpenPass:
         ).encode()).hexdigest()[:BASE_CACHE_KEY_HEX]
         return spec.base_cache_dir / base_cache_name(spec.target.name, key)
 
+    @staticmethod
+    def locality_counts(items: Sequence[OpenResultItem]) -> dict[str, dict[str, LocalityCounts]]:
+        """The locality split's answers as paired counts, scorer -> test language (`clkt.evaluate.locality`), as
+        the summary keeps the MCQ locality's ({}: none asked; an UNSCORABLE answer is no pair)."""
+        local = [i for i in items if i.split == "locality" and i.verdict != UNSCORABLE]
+        return paired_counts(((i.scorer, i.lang, i.qid, i.variant, i.correct) for i in local),
+                             {i.qid: i.entity_id for i in local})
+
     def write(self, items: Sequence[OpenResultItem]) -> None:
         """`open_predictions.jsonl` in the job's folder (written only where the job asked open questions)."""
         if not items:
@@ -138,8 +162,8 @@ class OpenPass:
                                 sizer=self.sizer, max_new_tokens=MAX_NEW_TOKENS, progress=tick)
 
     def _scored(self, texts: Sequence[str], variant: Variant) -> list[OpenResultItem]:
-        return [scored_item(a.question.question, qid=a.question.qid, entity_id=a.question.entity_id, lang=a.lang,
-                            answer=t, variant=variant, split=a.split, domain=a.question.domain)
+        return [safely_scored_item(a.question.question, qid=a.question.qid, entity_id=a.question.entity_id, lang=a.lang,
+                                   answer=t, variant=variant, split=a.split, domain=a.question.domain, scorer=self.scorer)
                 for a, t in zip(self.asks, texts, strict=True)]
 
 

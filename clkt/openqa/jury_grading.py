@@ -38,7 +38,7 @@ def panel_of(judges: Iterable[str], prompt_version: str) -> str:
 
 
 class QuestionBook:
-    """The open questions of each snapshot (both splits), read once from its frozen folder; a folder that cannot be
+    """The open questions of each snapshot (every split: test, control, locality), read once from its frozen folder; a folder that cannot be
     read is remembered as missing (its answers are skipped until the process restarts)."""
 
     def __init__(self) -> None:
@@ -51,7 +51,8 @@ class QuestionBook:
         try:
             if not folder:
                 raise SnapshotError(f"snapshot {snapshot_id} has no folder")
-            qs = [*load_open_questions(folder), *load_open_questions(folder, control=True)]
+            qs = [*load_open_questions(folder), *load_open_questions(folder, control=True),
+                  *load_open_questions(folder, locality=True)]
             self._by_snapshot[snapshot_id] = {q.qid: q.question for q in qs}
         except (SnapshotError, OSError) as e:
             log.warning("open-jury: the questions of snapshot %s cannot be read (%s); its answers are not graded",

@@ -11,7 +11,9 @@ after it was scored on what the stop rule kept).
 
 from __future__ import annotations
 
-from typing import Literal
+import logging
+from collections.abc import Callable
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -19,13 +21,18 @@ from clkt.evaluate.results import Variant
 from clkt.openqa.question import ShortAnswerQuestion
 from clkt.openqa.score import Verdict, score
 
-__all__ = ["MAX_ANSWER_CHARS", "OPEN_SCORER", "OpenResultItem", "OpenSplit", "scored_item"]
+__all__ = ["MAX_ANSWER_CHARS", "OPEN_SCORER", "UNSCORABLE", "OpenResultItem", "OpenSplit", "safely_scored_item", "scored_item"]
+
+log = logging.getLogger(__name__)
 
 OPEN_SCORER = "open-normaliser"  # the scorer name of the normaliser layer's verdicts (the jury's would be another)
 MAX_ANSWER_CHARS = 500  # the answer text kept with a verdict (the stop rule keeps one line; this bounds a long one)
 MAX_REASON_CHARS = 200
 
-OpenSplit = Literal["test", "control"]
+OpenSplit = Literal["test", "control", "locality"]  # locality: entities the target knew (never trained on)
+# the verdict of an answer the normaliser could not score (its reason says why): no layer's grade, so never right
+# and never guessed; left out of every figure (the store packs only SimpleQA's grades) and counted apart
+UNSCORABLE: Final = "UNSCORABLE"
 
 
 class OpenResultItem(BaseModel):
@@ -39,7 +46,7 @@ class OpenResultItem(BaseModel):
     variant: Variant
     split: OpenSplit
     scorer: str = OPEN_SCORER
-    verdict: Verdict
+    verdict: Verdict | Literal["UNSCORABLE"]
     other_language: bool = False  # answered in another language: INCORRECT, counted apart
     answer_lang: str | None = Field(default=None, max_length=8)
     answer: str = Field(default="", max_length=MAX_ANSWER_CHARS)
@@ -61,3 +68,22 @@ def scored_item(
         other_language=s.other_language, answer_lang=(s.answer_lang or "")[:8] or None,
         answer=answer[:MAX_ANSWER_CHARS], reason=s.reason[:MAX_REASON_CHARS],
     )
+
+
+def safely_scored_item(
+    question: ShortAnswerQuestion, *, qid: int, entity_id: int, lang: str, answer: str, variant: Variant,
+    split: OpenSplit, domain: str = "", scorer: Callable[..., OpenResultItem] = scored_item,
+) -> OpenResultItem:
+    """`scorer`'s item (`scored_item`), or, where scoring this one answer raised, the answer recorded `UNSCORABLE`
+    with the error as its reason (the text kept with what cannot be stored escaped, e.g. a lone surrogate): one
+    answer never fails the job's pass."""
+    try:
+        return scorer(question, qid=qid, entity_id=entity_id, lang=lang, answer=answer, variant=variant, split=split,
+                      domain=domain)
+    except Exception as e:  # noqa: BLE001 - any failure of one answer's scoring is that answer's, recorded with it
+        log.warning("open answer to %s (%s, %s) could not be scored: %s: %s", qid, lang, variant.value, type(e).__name__, e)
+        return OpenResultItem(
+            qid=qid, entity_id=entity_id, domain=domain, fact=question.fact, lang=lang, variant=variant, split=split,
+            verdict=UNSCORABLE, answer=answer.encode("utf-8", "backslashreplace").decode("utf-8")[:MAX_ANSWER_CHARS],
+            reason=f"unscorable: {type(e).__name__}: {e}".encode("utf-8", "backslashreplace").decode("utf-8")[:MAX_REASON_CHARS],
+        )

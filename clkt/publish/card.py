@@ -21,6 +21,7 @@ from clkt.report.data import LEARN_HEADER, learn_rows, metric_cell
 from clkt.report.locality import KEPT_HEADER, MIN_KEPT_N, KeptLang, kept_row
 from clkt.report.metric_table import PAIR_METRICS
 from clkt.report.metrics import ALL_DOMAINS
+from clkt.report.open_lines import jury_lines
 from clkt.report.open_track import OPEN_TITLE, OpenTrack
 from clkt.snapshots.card import SOURCE_LICENCES
 from clkt.snapshots.layout import SnapshotManifest
@@ -223,7 +224,8 @@ def _row(cells: Sequence[str]) -> str:
 
 
 def _open_lines(track: OpenTrack | None) -> list[str]:
-    """The open track's section: the report's own Learn and pooled metric figures (none without the track)."""
+    """The open track's section: the report's own Learn and pooled metric figures of the normaliser layer, and the
+    jury layer's figure apart where it has graded (none without the track)."""
     if track is None:
         return []
     cells = [c for c in track.table2 if c.domain == ALL_DOMAINS]
@@ -235,7 +237,7 @@ def _open_lines(track: OpenTrack | None) -> list[str]:
             _row(["model", "strategy", "scorer", "pairs", *(m.label for m in PAIR_METRICS)]),
             "|" + "---|" * (4 + len(PAIR_METRICS)),
             *[_row([c.model, c.strategy, c.scorer, str(c.pairs), *(metric_cell(c, m) for m in PAIR_METRICS)]) for c in cells],
-            ""]
+            "", *(jury_lines(track.jury, _row) if track.jury is not None else [])]  # the jury's layer, apart
 
 
 def render_snapshot_card(card: SnapshotCard, configs: Sequence[Config]) -> str:

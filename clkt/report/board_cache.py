@@ -33,9 +33,9 @@ if TYPE_CHECKING:
 
 __all__ = ["CACHE_KEEP", "CACHE_VERSION", "board_cache_dir", "cache_key", "cached_leaderboard"]
 
-CACHE_VERSION = 5  # raise when the statistics or the cached shape change without a new clkt version (3: submitted
+CACHE_VERSION = 6  # raise when the statistics or the cached shape change without a new clkt version (3: submitted
 # rows; 4: one learned rule over seeds, rows' own bootstrap draws, kept %'s minimum on the board; 5: only verified
-# rows rank)
+# rows rank; 6: the open track's rows apart, with the jury's)
 CACHE_KEEP = BOARD_CACHE_KEEP  # result files kept (the newest); the folder is `clkt.layout.board_cache_dir`
 
 def cache_key(q: LeaderboardQuery, fingerprint: tuple[object, ...]) -> str:

@@ -34,7 +34,7 @@ import numpy as np
 
 from clkt.report.leaderboard_data import MIN_QUESTIONS, CompareLine, Comparison, Estimate, LeaderRow
 from clkt.report.metric_table import PAIR_METRICS, PairMetric, cell_indicator, ratio
-from clkt.report.pooled import Answers, Draws, bit, decode, nanmean, percentile_ci
+from clkt.report.pooled import Answers, Draws, bit, decode, nanmean, percentile_ci, question_keys
 from clkt.report.seeds import seed_term, widen
 from clkt.report.stats import mcnemar_exact
 from storage.leaderboard import WindowData, WindowJob, WindowSnapshot
@@ -187,7 +187,7 @@ def pair_packs(
     u.used.add(snapshot)
     keys = (np.int64(at) << _SHIFT) | da.ents[ia]
     answered = _one_train(u, keys, da.flags[ia], db.flags[ib], da.langs, db.langs, train_lang, languages, pix)
-    u.questions.append((np.int64(at) << _SHIFT) | da.qids[ia][answered])
+    u.questions.append(question_keys(at, da.qids[ia][answered]))
     return keys, ia, ib, da, db
 
 

@@ -254,7 +254,10 @@ class Leaderboard(_Frozen):
     window_to: str
     snapshots: list[WindowInfo]
     languages: list[str]
-    rows: list[LeaderRow]
+    rows: list[LeaderRow]  # the multiple-choice scorers' rows
+    # the open track's rows (`clkt.report.open_board`: its layers open-normaliser and open-jury), apart from `rows`:
+    # the same figures by the same rules, never pooled, ranked or compared with them; absent from the JSON when none
+    open_rows: list[LeaderRow] = Field(default_factory=list, exclude_if=lambda v: not v)
     comparison: Comparison | None = None
     strategy_comparison: StrategyComparison | None = None
     min_questions: int = MIN_QUESTIONS

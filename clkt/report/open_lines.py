@@ -1,15 +1,17 @@
 """The open-answer section of `report.md` (`clkt.report.open_track`): its Learn, Overall and Transfer, contingency,
-control split, answers in another language, paired view and the jury's figure (apart), each figure with its n and its 95% interval."""
+training seeds, control split, locality, answers in another language, paired view and the jury's figure (apart), each figure with its n and its 95% interval."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from clkt.report.data import LEARN_HEADER, ci_text, learn_rows, metric_cell, pct1
-from clkt.report.metric_table import OVERALL, PAIR_METRICS, TRANSFER
+from clkt.report.locality import KEPT_HEADER, kept_row
+from clkt.report.metric_table import MIN_KEPT_N, OVERALL, PAIR_METRICS, TRANSFER
 from clkt.report.metrics import ALL_DOMAINS
 from clkt.report.open_jury import JURY_TITLE, OpenJury
 from clkt.report.open_track import OPEN_TITLE, OpenTrack
+from clkt.report.seed_report import SEED_HEADER, seed_lines
 
 __all__ = ["open_lines"]
 
@@ -28,7 +30,9 @@ def _table(header: list[str], rows: list[list[str]], md_row: Callable[[list[str]
 
 def open_lines(track: OpenTrack, md_row: Callable[[list[str]], str]) -> list[str]:
     """The section's Markdown lines; `md_row`: the report's table row (escapes what could break the table)."""
-    lines = [f"## {OPEN_TITLE}", "", _INTRO, "", f"Scorer(s): {', '.join(track.scorers)}; {track.answers} answers.", ""]
+    unscorable = (f"; {track.unscorable} could not be scored (UNSCORABLE: left out of every figure, never right; "
+                  "their reasons in the open predictions)") if track.unscorable else ""
+    lines = [f"## {OPEN_TITLE}", "", _INTRO, "", f"Scorer(s): {', '.join(track.scorers)}; {track.answers} answers{unscorable}.", ""]
     if track.learn:
         lines += ["### Learn (train language, base vs injected)", "", *_table(LEARN_HEADER, learn_rows(track.learn), md_row)]
     cells = [c for c in track.table2 if c.domain == ALL_DOMAINS]
@@ -37,6 +41,9 @@ def open_lines(track: OpenTrack, md_row: Callable[[list[str]], str]) -> list[str
         lines += _table(["model", "strategy", "scorer", "pairs", *(m.label for m in PAIR_METRICS)],
                         [[c.model, c.strategy, c.scorer, str(c.pairs), *(metric_cell(c, m) for m in PAIR_METRICS)]
                          for c in cells], md_row)
+    if track.seeds:
+        lines += ["### Training seeds (the cells above pool them, as the leaderboard row does)", "",
+                  *_table(SEED_HEADER, seed_lines(track.seeds), md_row)]
     pairs = [p for p in track.pairs if p.domain == ALL_DOMAINS and not p.missing]
     if pairs:
         lines += ["### Contingency per ordered pair (injected)", ""]
@@ -47,6 +54,12 @@ def open_lines(track: OpenTrack, md_row: Callable[[list[str]], str]) -> list[str
     if track.control_learn:
         lines += ["### Control split (fictional entities; Wilson CIs over questions)", "",
                   *_table(LEARN_HEADER, learn_rows(track.control_learn), md_row)]
+    if track.locality:
+        lines += ["### Locality (entities the target knew; never trained on)", "",
+                  "Kept % = among the locality questions the base model answered right, the share the injected model "
+                  f"still answers right; 95% CIs from a bootstrap over entities; under {MIN_KEPT_N} right before, or one "
+                  "entity: *too few*. The multiple-choice locality's definition, on the short answers.", "",
+                  *_table(KEPT_HEADER, [kept_row(k) for k in track.locality], md_row)]
     if track.other_language:
         lines += ["### Answered in another language (INCORRECT, counted apart)", ""]
         lines += _table(["model", "strategy", "train", "variant", "test language", "n", "other", "share % [CI]"],

@@ -7,7 +7,9 @@ injected in the train language, exact McNemar, intervals from the bootstrap over
 of every ordered pair (`pair_metrics`), Overall and Transfer with their entity-bootstrap intervals (`summarize`,
 `PAIR_METRICS`; a pair of a job that did not learn is left out of Transfer, as for the MCQs), and Learn on the
 control split (its fictional entities: Wilson and Wald intervals over questions, since they are not among the
-test entities the bootstrap draws). Apart from those:
+test entities the bootstrap draws). A group whose jobs ran with several training seeds reads Overall and Transfer
+pooled over its seeds by the MCQ report's rule (`clkt.report.seed_report.table2`: the leaderboard row's figure,
+its interval widened by the between-seed term), and the section lists its seed rows (`seeds`). Apart from those:
 
 - **answered in another language**: per job group, variant and test language, the share of answers the normaliser
   found in another language (INCORRECT, counted apart), with n and its interval over entities;
@@ -15,6 +17,9 @@ test entities the bootstrap draws). Apart from those:
   question's fact, e.g. `director` and `film.director`, or the slot `MCQ_SLOT` names where the two are spelled
   apart, about the same entity in the same language): how often
   the MCQ verdict and the open verdict agree, with n, the four cells and the interval over entities;
+- **locality** (where the snapshot's locality split has open questions): kept % of what the target answered right
+  before injection about entities it already knew, per job and test language, by the MCQ locality's definition
+  (`clkt.report.open_locality`);
 - **the jury** (where one is configured and has graded): its own figure, apart (`clkt.report.open_jury`).
 """
 
@@ -28,13 +33,17 @@ from pydantic import BaseModel, ConfigDict, Field
 from clkt.openqa.same_fact import MCQ_SLOT, mcq_slot
 from clkt.report.basics import BOOTSTRAP_SAMPLES
 from clkt.report.clustered import EntityDraws, accuracy_interval, entity_draws
+from clkt.report.leaderboard_data import LeaderRow
 from clkt.report.learn import LearnTest, learn_tests
+from clkt.report.locality import KeptLang
 from clkt.report.metrics import ALL_DOMAINS, Outcome, PairMetrics, SummaryCell, pair_metrics, summarize
 from clkt.report.open_jury import OpenJury, open_jury
+from clkt.report.open_locality import open_kept
+from clkt.report.seed_report import SeedTables, table2
 from clkt.snapshots.ids import stable_entity_id
 from storage.gpu_jobs import JobResultRow
 from storage.open_judgements import JuryRow
-from storage.open_results import OpenResultRow
+from storage.open_results import GRADES, OpenResultRow
 
 __all__ = ["MCQ_SLOT", "OPEN_TITLE", "OpenAgreement", "OpenTrack", "OtherLanguage", "mcq_slot", "open_outcomes",
            "open_track"]
@@ -87,12 +96,18 @@ class OpenAgreement(_Frozen):
 class OpenTrack(_Frozen):
     scorers: list[str]
     answers: int  # stored open answers read (test and control splits, base and injected)
+    # of them, those the normaliser could not score (UNSCORABLE: left out of every figure, never right, counted here)
+    unscorable: int = 0
     learn: list[LearnTest]
     control_learn: list[LearnTest]
     table2: list[SummaryCell]
     pairs: list[PairMetrics]
     other_language: list[OtherLanguage]
     agreement: list[OpenAgreement]
+    # the groups run with several seeds: their rows pooled over the seeds (`clkt.report.seed_report`)
+    seeds: list[LeaderRow] = Field(default_factory=list)
+    # kept % of the locality split's open answers, per job x scorer x test language (`clkt.report.open_locality`)
+    locality: list[KeptLang] = Field(default_factory=list)
     # the jury layer's figure, apart (`clkt.report.open_jury`); None: no jury verdict
     jury: OpenJury | None = Field(default=None, exclude_if=lambda v: v is None)
 
@@ -104,7 +119,7 @@ def open_outcomes(rows: Sequence[OpenResultRow], *, split: str = "test") -> list
         Outcome(model=r.target_model, strategy=r.strategy, scorer=r.scorer, variant=r.variant, train_lang=r.train_lang,
                 lang=r.lang, qid=r.open_qid, domain=r.domain, correct=r.correct, split="test", entity=r.entity_id,
                 entity_public=r.entity_id, seed=r.seed)
-        for r in rows if r.split == split
+        for r in rows if r.split == split and r.verdict in GRADES
     ]
 
 
@@ -151,14 +166,14 @@ def _agreement(rows: Sequence[OpenResultRow], mcq: Sequence[JobResultRow], draws
 def open_track(
     rows: Sequence[OpenResultRow], *, languages: Sequence[str], snapshot_id: str, seed: int = 0,
     primary_jobs: Collection[int] | None = None, mcq: Sequence[JobResultRow] = (), samples: int = BOOTSTRAP_SAMPLES,
-    jury: Sequence[JuryRow] = (),
+    jury: Sequence[JuryRow] = (), seeded: SeedTables | None = None,
 ) -> OpenTrack | None:
     """The open track's figures (None: no open answer stored); `primary_jobs`: the jobs of the tables' seed (the
     others' answers pooled in Learn only, as for the MCQs); `mcq`: those jobs' MCQ results, for the paired view;
-    `jury`: the jury's stored verdicts, for its figure apart."""
+    `jury`: the jury's stored verdicts, for its figure apart; `seeded`: the open groups run with several seeds."""
     if not rows:
         return None
-    tables = [r for r in rows if primary_jobs is None or r.job_id in primary_jobs]
+    tables = [r for r in rows if (primary_jobs is None or r.job_id in primary_jobs) and r.verdict in GRADES]
     tests = open_outcomes(tables)
     public = Outcome.public_ids(tests)
     draws = entity_draws([o.cluster for o in tests], snapshot_id=snapshot_id, seed=seed, samples=samples,
@@ -166,10 +181,15 @@ def open_track(
     learn = learn_tests(open_outcomes(rows), draws=draws)
     not_learned = {(t.model, t.strategy, t.scorer, t.train_lang) for t in learn if t.domain == ALL_DOMAINS and not t.learned}
     return OpenTrack(
-        scorers=sorted({r.scorer for r in rows}), answers=len(rows), learn=learn,
+        scorers=sorted({r.scorer for r in rows}), answers=len(rows), unscorable=sum(r.verdict not in GRADES for r in rows),
+        learn=learn,
         control_learn=learn_tests(open_outcomes(rows, split="control"), control=True),
         table2=summarize(tests, languages, seed=seed, not_learned=not_learned, snapshot_id=snapshot_id,
-                         samples=samples, bootstrap=samples > 0, public=public),
+                         samples=samples, bootstrap=samples > 0, public=public) if seeded is None else
+        table2(tests, open_outcomes(rows), languages, seeded, seed=seed, not_learned=not_learned,
+               snapshot_id=snapshot_id, public=public),
+        seeds=seeded.rows if seeded is not None else [],
         pairs=pair_metrics(tests, languages), other_language=_other_language(tables, draws),
         agreement=_agreement(tables, mcq, draws), jury=open_jury(tables, jury, draws),
+        locality=open_kept(rows, snapshot_id=snapshot_id, seed=seed, samples=samples),
     )

@@ -31,6 +31,7 @@ import numpy as np
 
 from clkt.report.metric_table import PAIR_METRICS
 from clkt.snapshots.bootstrap import draw_counts
+from clkt.snapshots.ids import PUBLIC_ID_BITS
 from storage.result_packs import BASE_ANSWERED, BASE_CORRECT, INJECTED_ANSWERED, INJECTED_CORRECT, ResultPackRecord
 
 __all__ = [
@@ -50,6 +51,8 @@ __all__ = [
     "one_blas_thread",
     "percentile_ci",
     "pool",
+    "question_keys",
+    "question_snapshots",
     "unit_keys",
 ]
 
@@ -57,6 +60,10 @@ PAIR_FIELDS = ("a", "b", "c", "d")
 LEARN_FIELDS = ("n", "base_correct", "injected_correct", "gained", "lost")
 _SHIFT = np.int64(40)  # a unit key: snapshot index << 40 | entity id
 _MASK = np.int64((1 << 40) - 1)
+# a question key: snapshot index << 52 | question id. A pack's question ids are the store's question rows or, for the
+# open track's packs, public open qids (`clkt.snapshots.ids.PUBLIC_ID_BITS` = 52 bits: wider than the unit key's 40)
+_QSHIFT = np.int64(PUBLIC_ID_BITS)
+_MAX_SNAPSHOTS = 1 << (63 - PUBLIC_ID_BITS)  # snapshots a window's question keys can tell apart
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -93,6 +100,18 @@ def bit(flags: np.ndarray, field_start: int, position: int) -> np.ndarray:
 
 def unit_keys(a: Answers) -> np.ndarray:
     return (np.int64(a.snapshot) << _SHIFT) | a.ents
+
+
+def question_keys(snapshot: int, qids: np.ndarray) -> np.ndarray:
+    """One key per (snapshot index, question id): distinct questions of a window (`question_snapshots` reads the
+    snapshot back)."""
+    if not 0 <= snapshot < _MAX_SNAPSHOTS:
+        raise ValueError(f"snapshot index {snapshot}: a window's question keys hold fewer than {_MAX_SNAPSHOTS} snapshots")
+    return (np.int64(snapshot) << _QSHIFT) | qids
+
+
+def question_snapshots(keys: np.ndarray) -> np.ndarray:
+    return keys >> _QSHIFT
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +179,7 @@ def _merged(answers: Sequence[Answers]) -> list[tuple[str, tuple[str, ...], np.n
     out = []
     for (train, langs), group in sorted(by.items()):
         units = np.concatenate([unit_keys(a) for a in group])
-        qkeys = np.concatenate([(np.int64(a.snapshot) << _SHIFT) | a.qids for a in group])
+        qkeys = np.concatenate([question_keys(a.snapshot, a.qids) for a in group])
         out.append((train, langs, units, qkeys, np.concatenate([a.flags for a in group])))
     return out
 
@@ -197,7 +216,7 @@ def pool(answers: Sequence[Answers], layout: Layout) -> Pooled:
     size = len(keys) * w
     counts = np.bincount(np.concatenate(flat), minlength=size).astype(np.float64) if flat else np.zeros(size)
     distinct = np.unique(np.concatenate(answered)) if answered else np.zeros(0, dtype=np.int64)
-    per = np.unique(distinct >> _SHIFT, return_counts=True)
+    per = np.unique(question_snapshots(distinct), return_counts=True)
     return Pooled(
         layout=layout, keys=keys, strata=(keys >> _SHIFT).astype(np.int64), counts=counts.reshape(len(keys), w),
         questions={int(k): int(n) for k, n in zip(*per, strict=True)},

@@ -24,7 +24,7 @@ per job: the lowest seed's jobs (`primary_seed`), and the note says so. With one
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -59,6 +59,11 @@ class SeedTables:
     @property
     def groups(self) -> frozenset[Group]:
         return frozenset((r.target, r.strategy, r.scorer) for r in self.rows)
+
+    def of(self, keep: Callable[[str], bool]) -> SeedTables | None:
+        """The rows and cells of the scorers `keep` accepts (None: none of them), e.g. the open track's apart."""
+        rows = [r for r in self.rows if keep(r.scorer)]
+        return SeedTables(rows=rows, cells=[c for c in self.cells if keep(c.scorer)]) if rows else None
 
 
 def primary_seed(

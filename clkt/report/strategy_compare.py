@@ -53,6 +53,7 @@ from clkt.report.leaderboard_data import (
 )
 from clkt.report.learn import stat_from_counts
 from clkt.report.metric_table import PAIR_METRICS, ratio
+from clkt.report.open_board import is_open
 from clkt.report.pooled import Draws, bit, percentile_ci
 from storage.leaderboard import WindowData, WindowJob
 from storage.result_packs import BASE_ANSWERED, BASE_CORRECT, INJECTED_ANSWERED, INJECTED_CORRECT
@@ -112,9 +113,8 @@ def choose_target(rows: Sequence[LeaderRow], q: LeaderboardQuery) -> tuple[str, 
                                f"not of {' nor '.join(missing)}, in the window"
                                + (f" scored {q.scorer}" if q.scorer else ""))
     scorers = [{r.scorer for r in rows if (r.target, r.strategy) == (target, s)} for s in (a, b)]
-    common = sorted(scorers[0] & scorers[1])
-    if q.scorer is not None:
-        common = [q.scorer] if q.scorer in common else []
+    # the scorer named, else the multiple-choice ones (an open layer only when named: `clkt.report.open_board`)
+    common = sorted(x for x in scorers[0] & scorers[1] if (x == q.scorer if q.scorer is not None else not is_open(x)))
     if not common:
         raise LeaderboardError(f"target {target}: no result scorer{' ' + q.scorer if q.scorer else ''} has results of "
                                f"both {a} and {b}")

@@ -23,11 +23,14 @@ import numpy as np
 from clkt.config.strategies import strategy_names
 from clkt.evaluate.circular import CIRCULAR_SCORERS, circular_name
 from clkt.evaluate.scorers import OPTION_LOGLIK_NORM, ScorerName
+from clkt.openqa.results import OPEN_SCORER
 from clkt.report.compare import compare_targets
 from clkt.report.kept_rows import keep_figures, read_kept_rows
 from clkt.report.leaderboard import ROWS, Keyed, build_rows, keyed_groups, window_draws
 from clkt.report.leaderboard_data import Leaderboard, LeaderboardError, LeaderboardQuery, LeaderRow, WindowInfo
 from clkt.report.locality import locality_entities
+from clkt.report.open_board import is_open, split_rows, with_jury_packs
+from clkt.report.open_jury import JURY_SCORER
 from clkt.report.own_dates import with_carried_snapshots, with_own_dates
 from clkt.report.pooled import Draws
 from clkt.report.strategy_compare import check_strategy_pair, with_strategy_comparison
@@ -130,7 +133,7 @@ async def check_query(session: Session, q: LeaderboardQuery) -> tuple[list[Windo
     if q.strategy is not None and q.strategy not in strategies:
         raise _unknown("strategy", q.strategy, list(strategies))
     check_strategy_pair(q, strategies)
-    scorers = RESULT_SCORERS | names.scorers
+    scorers = RESULT_SCORERS | names.scorers | ({JURY_SCORER} if OPEN_SCORER in names.scorers else set())
     if q.scorer is not None and q.scorer not in scorers:
         raise _unknown("scorer", q.scorer, list(scorers))
     all_snaps = await window_snapshots(session, q.spec)
@@ -160,8 +163,10 @@ async def resolve_window(store: Store, q: LeaderboardQuery) -> Window:
         chosen, notes = await check_query(s, q)
         targets = set(q.targets) | set(q.compare or ()) if q.targets else None
         strategies = {q.strategy} if q.strategy else None
-        data = await window_data(s, chosen, targets=targets, strategies=strategies, scorer=q.scorer)
+        jury = q.scorer == JURY_SCORER  # the jury's packs are made from the normaliser's (`clkt.report.open_board`)
+        data = await window_data(s, chosen, targets=targets, strategies=strategies, scorer=OPEN_SCORER if jury else q.scorer)
         data = await with_own_dates(s, q, data, *_bounds(q))
+        data = await with_jury_packs(s, data, only=jury)
         submitted = await submitted_runs(s, chosen, targets=targets, strategies=strategies, scorer=q.scorer)
         data = await with_public_ids(s, data, submitted.packs)
     return Window(label_from=chosen[0].period, label_to=chosen[-1].period, snapshots=chosen, data=data,
@@ -183,7 +188,9 @@ async def public_entity_ids(session: Session, entity_ids: Iterable[int]) -> dict
 
 
 def _compare_scorer(rows: Sequence[LeaderRow], target: str, strategy: str, chosen: str | None) -> str | None:
-    have = sorted({r.scorer for r in rows if r.target == target and r.strategy == strategy})
+    """The scorer named, else a multiple-choice one (an open layer is compared only when named: never with an MCQ)."""
+    have = sorted({r.scorer for r in rows if r.target == target and r.strategy == strategy
+                   and (chosen is not None or not is_open(r.scorer))})
     if chosen is not None:
         return chosen if chosen in have else None
     return next((p for p in _PREFERRED if p in have), have[0] if have else None)
@@ -227,9 +234,10 @@ def build_board(w: Window, q: LeaderboardQuery, keyed: Sequence[Keyed] | None = 
     draws = window_draws(data, seed=q.seed, samples=q.samples)
     rows = annotate(build_rows(data, q.languages, min_questions=q.min_questions, draws=draws, keyed=keyed), w.submitted)
     shown = [r for r in rows if not q.targets or w.submitted.names.get(r.target, r.target) in q.targets]
+    shown, opened = split_rows(shown)  # the open track's rows apart (`clkt.report.open_board`)
     shown, apart = partition(shown, show_unverified=q.unverified)
     notes = list(w.notes) + apart
-    for t in sorted({t for _, t in w.data.ready} - {r.target for r in shown}):
+    for t in sorted({t for _, t in w.data.ready} - {r.target for r in (*shown, *opened)}):
         if not q.targets or t in q.targets:
             notes.append(f"target {t}: valid snapshots in the window but no finished results"
                          + (f" of {q.strategy}" if q.strategy else "") + (f" scored {q.scorer}" if q.scorer else ""))
@@ -243,7 +251,7 @@ def build_board(w: Window, q: LeaderboardQuery, keyed: Sequence[Keyed] | None = 
     board = Leaderboard(
         spec=q.spec, cadence=q.cadence, window_from=w.label_from, window_to=w.label_to,
         snapshots=[WindowInfo(snapshot_id=s.id, period=s.period) for s in w.snapshots], languages=_languages(data, q),
-        rows=shown, min_questions=q.min_questions, bootstrap=q.samples, seed=q.seed, notes=notes,
+        rows=shown, open_rows=opened, min_questions=q.min_questions, bootstrap=q.samples, seed=q.seed, notes=notes,
     )
     return Pooled(window=w, board=board, rows=rows, draws=draws)
 

@@ -81,6 +81,7 @@ from clkt.report.metrics import (
     pair_metrics,
     parse_failure_rates,
 )
+from clkt.report.open_board import is_open
 from clkt.report.open_track import OPEN_TITLE, open_track
 from clkt.report.seed_report import SeedTables, primary_seed, seed_tables, table2
 from clkt.report.window import public_entity_ids
@@ -183,9 +184,9 @@ async def load_report_data(
     data = await asyncio.to_thread(partial(build_report, public=public, other_seeds=others, seeded=seeded), snapshot_id,
                                    langs, infos, outcomes, seed)
     data.notes.extend(unreadable)
-    if seed_note:  # several training seeds: every figure pools them, *Training seeds* shows their spread
+    if seed_note:  # several seeds: every figure pools them, *Training seeds* their spread (the open rows: its section)
         data.notes.append(seed_note)
-        data = data.model_copy(update={"seeds": seeded.rows if seeded is not None else []})
+        data = data.model_copy(update={"seeds": [r for r in seeded.rows if not is_open(r.scorer)] if seeded else []})  # MCQ
     if left_out:
         data.notes.append(f"{len(left_out)} retracted question(s) are left out of every figure (see ERRATA.md)")
     if verdicts:
@@ -202,6 +203,7 @@ async def load_report_data(
         mcq = [r for r in rows if stable_qid(r.source, r.external_id, r.slot) not in exclude_qids]
         data = data.model_copy(update={"open_track": await asyncio.to_thread(partial(
             open_track, open_kept, languages=langs, snapshot_id=snapshot_id, seed=seed, primary_jobs=primary, mcq=mcq,
+            seeded=seeded.of(is_open) if seeded is not None else None,
             jury=[j for j in jury_rows if j.open_qid not in exclude_qids]))})
     ran = {j.target_model for j in jobs}  # every target whose jobs ran on it, each on its valid entities
     return data.model_copy(update={"targets": [
@@ -304,7 +306,9 @@ def build_report(
         LearnTest(model=c.model, strategy=c.strategy, scorer=c.scorer, train_lang=c.train_lang, domain=ALL_DOMAINS, control=True, stat=c.stat)
         for c in ctrl if c.lang == c.train_lang
     )
-    data.locality.extend(kept_langs(jobs, snapshot_id=snapshot_id, seed=seed, samples=BOOTSTRAP_SAMPLES, public=public))
+    # the multiple-choice scorers' (the open scorer's kept % is the open section's, `clkt.report.open_locality`)
+    data.locality.extend(k for k in kept_langs(jobs, snapshot_id=snapshot_id, seed=seed, samples=BOOTSTRAP_SAMPLES,
+                                               public=public) if not is_open(k.scorer))
     missing = [p for p in data.pairs if p.missing and p.domain == ALL_DOMAINS]
     if missing:
         data.notes.append(

@@ -34,7 +34,7 @@ from clkt.snapshots.agreement import BOOTSTRAP_SAMPLES, cohen_kappa, fleiss_kapp
 from clkt.snapshots.audit import Agreement, neutralise_cell, sheet_text
 from clkt.snapshots.audit_open import LABEL, LABELS, open_sample_id
 from storage.open_judgements import JURY, JuryRow
-from storage.open_results import OpenResultRow
+from storage.open_results import GRADES, OpenResultRow
 
 __all__ = ["ALL", "MIN_N", "OpenAuditScore", "OpenLabels", "ScorerAgreement", "is_open_form", "read_open_forms",
            "score_open"]
@@ -193,7 +193,8 @@ def _pairs(labels: OpenLabels, stored: Sequence[OpenResultRow]) -> dict[str, lis
     out: dict[str, list[_Pair]] = {}
     for sid, human in labels.labels.items():
         for r in index[sid]:
-            out.setdefault(r.scorer, []).append(_Pair(r.lang, r.entity_id, human, r.verdict))
+            if r.verdict in GRADES:  # an UNSCORABLE answer has no verdict to agree with: left out, never guessed
+                out.setdefault(r.scorer, []).append(_Pair(r.lang, r.entity_id, human, r.verdict))
     return out
 
 

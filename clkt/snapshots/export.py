@@ -131,7 +131,8 @@ def write_tree(
         files += write_reference(content, root)
         files += write_hf(content, root, card_body=card)
         files += write_lm_eval(content, root)
-        loc_files, loc_info = write_locality(root, locality.questions, known_by=locality.known_by) if locality else ([], None)
+        loc_files, loc_info = write_locality(root, locality.questions, known_by=locality.known_by,
+                                             open_rows=locality.open) if locality else ([], None)
         files += loc_files
         # a tree written without its locality split (a re-export from the store) says it has none
         final = manifest.model_copy(update={"files": {rel: sha256_file(root / rel) for rel in sorted(files)},

@@ -18,6 +18,8 @@ locality/questions/<lang>.jsonl       the locality split (optional): questions a
                            knew (the probe's "known" verdicts; `manifest.locality.known_by` says which target
                            knew which entity), answered before and after injection to measure what it kept
                            ("kept %"); never trained on, never scored as transfer, never in the exports
+locality/open/<lang>.jsonl           OpenRow: the open track's short-answer questions about those entities
+                           (optional: `manifest.locality.open_questions` 0 or absent means none)
 open/<lang>.jsonl          OpenRow: the open track's short-answer questions (`clkt.openqa`), per entity and fact
 control/open/<lang>.jsonl  the control split's (optional: snapshots frozen before issue 47 have none, and
                            `manifest.open` is then absent; the typed reader is `clkt.openqa.frozen`)
@@ -219,6 +221,9 @@ class LocalityInfo(_Row):
     questions: int = 0  # per language, all in the test split
     # target name -> the entity ids (public) it knew: a job of that target answers only those entities' questions
     known_by: dict[str, list[int]] = Field(default_factory=dict)
+    # the open track's short-answer questions about these entities, per language (locality/open/<lang>.jsonl);
+    # 0 (left out of manifest.json): none, as in every snapshot frozen before they existed
+    open_questions: int = Field(default=0, exclude_if=lambda v: not v)
 
 
 class CarriedEntity(_Row):

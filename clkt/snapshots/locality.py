@@ -11,7 +11,8 @@ How a build fills it (`plan_locality`, called by `clkt.snapshots.builder`): the 
 period (the probe sent up to `snapshot.locality_entities` of each month on through generate, verify and
 translate, `clkt.pipeline.probe`) with questions translated into every spec language and a "known" verdict
 of a spec target, in a seeded order of their public ids, at most `snapshot.locality_entities` of them; each
-question's options shuffled by a seeded key of its qid. `write_locality` writes the files into the snapshot
+question's options shuffled by a seeded key of its qid; the entities' short-answer questions (the open track's, from
+their facts: `clkt.snapshots.open.locality_open`) beside them in `locality/open/<lang>.jsonl`. `write_locality` writes the files into the snapshot
 folder being built (before its manifest hashes them) and returns what the manifest records.
 
 The split is not part of the content hash (a snapshot's id says what it tests and trains on; the locality
@@ -30,7 +31,8 @@ from clkt.config import SpecSettings
 from clkt.errors import SnapshotError
 from clkt.snapshots.content import assemble_content
 from clkt.snapshots.ids import stable_entity_id
-from clkt.snapshots.layout import LETTERS, LOCALITY_DIR, LocalityInfo, QuestionRow, dumps_row
+from clkt.snapshots.layout import LETTERS, LOCALITY_DIR, LocalityInfo, OpenRow, QuestionRow, dumps_row
+from clkt.snapshots.open import locality_open, open_path
 from clkt.snapshots.period import Period
 from clkt.snapshots.select import ItemRef, seeded_key, usable_questions
 from storage.engine import Session
@@ -48,6 +50,8 @@ class LocalitySplit:
 
     questions: dict[str, list[QuestionRow]] = field(default_factory=dict)
     known_by: dict[str, list[int]] = field(default_factory=dict)
+    # the open track's questions about the same entities, every language (none: no open locality)
+    open: list[OpenRow] = field(default_factory=list)
 
 
 async def plan_locality(
@@ -84,7 +88,7 @@ async def plan_locality(
     content = await assemble_content(session, spec=spec.name, period=period.label, seed=seed, revision=0,
                                      languages=langs, items=items)
     return LocalitySplit(questions={lang: content.questions_in(lang) for lang in langs},
-                         known_by={t: sorted(es) for t, es in sorted(known_by.items())})
+                         known_by={t: sorted(es) for t, es in sorted(known_by.items())}, open=locality_open(content))
 
 
 def locality_path(root: Path, lang: str) -> Path:
@@ -93,10 +97,12 @@ def locality_path(root: Path, lang: str) -> Path:
 
 def write_locality(
     root: Path, questions: Mapping[str, Sequence[QuestionRow]], *, known_by: Mapping[str, Sequence[int]],
+    open_rows: Sequence[OpenRow] = (),
 ) -> tuple[list[str], LocalityInfo | None]:
-    """Write `locality/questions/<lang>.jsonl` (rows sorted by qid) for every language of `questions`; return the
-    files' relative paths and the manifest's `LocalityInfo` (None, and no file, when there is no question).
-    Every language must hold the same qids; every entity must be known by a target of `known_by`."""
+    """Write `locality/questions/<lang>.jsonl` (rows sorted by qid) for every language of `questions`, and
+    `locality/open/<lang>.jsonl` where `open_rows` has any; return the files' relative paths and the manifest's
+    `LocalityInfo` (None, and no file, when there is no question). Every language must hold the same qids (the
+    open rows too); every entity must be known by a target of `known_by`, every open row's be one of the split's."""
     langs = sorted(questions)
     if not langs or not any(questions.values()):
         return [], None
@@ -108,6 +114,7 @@ def write_locality(
     known = {e for es in known_by.values() for e in es}
     if entities - known:
         raise SnapshotError(f"locality split: {len(entities - known)} entity(ies) known by no target in known_by")
+    open_by_lang = _open_by_lang(langs, open_rows, entities)  # checked before any file is written
     files: list[str] = []
     for lang in langs:
         path = locality_path(root, lang)
@@ -115,8 +122,32 @@ def write_locality(
         rows = sorted(questions[lang], key=lambda r: r.qid)
         path.write_text("".join(dumps_row(r.model_copy(update={"split": "test"})) + "\n" for r in rows), encoding="utf-8")
         files.append(path.relative_to(root).as_posix())
+    for lang, open_in in open_by_lang.items():
+        path = open_path(root, lang, locality=True)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(dumps_row(r) + "\n" for r in open_in), encoding="utf-8")
+        files.append(path.relative_to(root).as_posix())
     info = LocalityInfo(
         entities=len(entities), questions=len(ref),
         known_by={t: sorted(set(es) & entities) for t, es in sorted(known_by.items()) if set(es) & entities},
+        open_questions=len(open_by_lang[langs[0]]) if open_by_lang else 0,
     )
     return files, info
+
+
+def _open_by_lang(langs: Sequence[str], rows: Sequence[OpenRow], entities: set[int]) -> dict[str, list[OpenRow]]:
+    """The open rows per language, sorted by qid ({} without any), checked: every row in one of `langs`, the same
+    qids once each in every language, every entity one of the split's (`SnapshotError` otherwise)."""
+    if not rows:
+        return {}
+    by_lang: dict[str, list[OpenRow]] = {lang: [] for lang in langs}
+    for r in rows:
+        if r.lang not in by_lang:
+            raise SnapshotError(f"locality split: an open question is in {r.lang!r}, not one of {', '.join(langs)}")
+        by_lang[r.lang].append(r)
+    ref = sorted(r.qid for r in by_lang[langs[0]])
+    if any(sorted(r.qid for r in rs) != ref for rs in by_lang.values()) or len(set(ref)) != len(ref):
+        raise SnapshotError("locality split: the open questions are not the same qids, once each, in every language")
+    if {r.entity_id for r in rows} - entities:
+        raise SnapshotError("locality split: an open question is about an entity outside the split")
+    return {lang: sorted(rs, key=lambda r: r.qid) for lang, rs in by_lang.items()}

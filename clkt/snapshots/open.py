@@ -11,6 +11,11 @@ whose gold cannot be scored (an empty one) is refused at generation, counted in 
 A spec with a language the generator has no templates for gets no open track (`manifest.open` absent, a note
 says why): the track is asked in every language of the spec or not at all. A snapshot frozen before the track
 existed has no `manifest.open` and no open files, and loads as before; `read_open` returns nothing for it.
+
+The locality split's entities (entities a target already knew, `clkt.snapshots.locality`) get short-answer
+questions too, from their facts by the same generator (`locality_open`): `locality/open/<lang>.jsonl`, counted in
+`manifest.locality.open_questions` (0, or a snapshot without a locality split: none; never an error). Like the
+locality split they are read from the store at build time, not part of the content hash.
 The typed reader of the rows as `ShortAnswerQuestion`s is `clkt.openqa.frozen`.
 """
 
@@ -18,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import date
 from pathlib import Path
 
@@ -30,15 +35,28 @@ from clkt.openqa.from_facts import GENERATOR_VERSION, LANGS, asks, generate_ques
 from clkt.snapshots.content import SnapshotContent
 from clkt.snapshots.control import CONTROL_DIR, CONTROL_SOURCE, control_entities
 from clkt.snapshots.ids import stable_open_qid
-from clkt.snapshots.layout import OPEN_DIR, OpenInfo, OpenRow, SnapshotManifest, dumps_row, read_jsonl
+from clkt.snapshots.layout import (
+    LOCALITY_DIR,
+    OPEN_DIR,
+    DocRow,
+    OpenInfo,
+    OpenRow,
+    QuestionRow,
+    SnapshotManifest,
+    dumps_row,
+    read_jsonl,
+)
 
-__all__ = ["attach_open", "check_open_engine", "open_path", "open_unsupported", "read_open", "write_open"]
+__all__ = ["attach_open", "check_open_engine", "has_open", "locality_open", "open_path", "open_unsupported", "read_open",
+           "write_open"]
 
 log = logging.getLogger(__name__)
 _FACTS: TypeAdapter[EntityFacts] = TypeAdapter(EntityFacts)
 
 
-def open_path(root: Path, lang: str, *, control: bool = False) -> Path:
+def open_path(root: Path, lang: str, *, control: bool = False, locality: bool = False) -> Path:
+    if locality:
+        return root / LOCALITY_DIR / OPEN_DIR / f"{lang}.jsonl"
     return (root / CONTROL_DIR / OPEN_DIR if control else root / OPEN_DIR) / f"{lang}.jsonl"
 
 
@@ -87,6 +105,21 @@ def _parsed(entity_id: int, facts: dict[str, object]) -> EntityFacts | None:
         return None
 
 
+def _ask_entities(content: SnapshotContent, rows: Iterable[DocRow | QuestionRow]) -> _Tally:
+    """Ask the facts of each entity of `rows` (once each, in their order) in every language of `content`."""
+    facts = {r.entity_id: r.facts for r in content.facts}
+    tally = _Tally()
+    seen: set[int] = set()
+    for r in rows:
+        if r.entity_id in seen:
+            continue
+        seen.add(r.entity_id)
+        raw = facts.get(r.entity_id)
+        _ask(tally, entity_id=r.entity_id, domain=r.domain, source=r.source, langs=content.languages,
+             facts=_parsed(r.entity_id, raw) if raw else None)
+    return tally
+
+
 def attach_open(
     content: SnapshotContent, *, start: date, end: date, control_domains: Sequence[str], per_domain: int,
 ) -> SnapshotContent:
@@ -95,16 +128,7 @@ def attach_open(
     langs = content.languages
     if open_unsupported(langs):
         return content
-    facts = {r.entity_id: r.facts for r in content.facts}
-    real = _Tally()
-    seen: set[int] = set()
-    for d in content.docs:
-        if d.entity_id in seen:
-            continue
-        seen.add(d.entity_id)
-        raw = facts.get(d.entity_id)
-        _ask(real, entity_id=d.entity_id, domain=d.domain, source=d.source, langs=langs,
-             facts=_parsed(d.entity_id, raw) if raw else None)
+    real = _ask_entities(content, content.docs)
     ctl = _Tally()
     if per_domain > 0:
         for e in control_entities(spec=content.spec, period=content.period, seed=content.seed, start=start, end=end,
@@ -119,6 +143,18 @@ def attach_open(
         content, open_questions=tuple(sorted(real.rows, key=lambda r: (rank[r.lang], r.qid))),
         control_open=tuple(sorted(ctl.rows, key=lambda r: (rank[r.lang], r.qid))), open_info=info,
     )
+
+
+def locality_open(content: SnapshotContent) -> list[OpenRow]:
+    """The open questions of the locality split's entities (`content`: the split as `assemble_content` gives it,
+    with the entities' facts), every language, sorted by language then qid; [] when a language has no templates
+    or no entity's facts give a question."""
+    langs = content.languages
+    if open_unsupported(langs) or not langs:
+        return []
+    tally = _ask_entities(content, content.questions_in(langs[0]))
+    rank = {lang: i for i, lang in enumerate(langs)}
+    return sorted(tally.rows, key=lambda r: (rank[r.lang], r.qid))
 
 
 def check_open_engine(info: OpenInfo, snapshot_id: str) -> None:
@@ -153,16 +189,25 @@ def _read_rows(root: Path, rel: str, snapshot_id: str) -> list[OpenRow]:
     return read_jsonl(root / rel, OpenRow)
 
 
-def read_open(root: Path, manifest: SnapshotManifest, *, control: bool = False) -> dict[str, list[OpenRow]]:
-    """The open rows per language of the snapshot folder `root` ({} without an open track, or a control one):
-    the same qids in every language, each file's language its rows'. A bad file raises `SnapshotError` naming it."""
-    info = manifest.open
-    if info is None or (control and not info.control_questions):
+def has_open(manifest: SnapshotManifest, *, control: bool = False, locality: bool = False) -> bool:
+    """Whether the snapshot has open questions in that split (the locality split's: `manifest.locality.open_questions`)."""
+    if locality:
+        return manifest.locality is not None and manifest.locality.open_questions > 0
+    return manifest.open is not None and (not control or manifest.open.control_questions > 0)
+
+
+def read_open(
+    root: Path, manifest: SnapshotManifest, *, control: bool = False, locality: bool = False,
+) -> dict[str, list[OpenRow]]:
+    """The open rows per language of the snapshot folder `root` ({} without an open track, a control one, or the
+    locality split's with `locality`): the same qids in every language, each file's language its rows'. A bad file
+    raises `SnapshotError` naming it."""
+    if not has_open(manifest, control=control, locality=locality):
         return {}
     out: dict[str, list[OpenRow]] = {}
     ref: set[int] | None = None
     for lang in manifest.languages:
-        rel = open_path(root, lang, control=control).relative_to(root).as_posix()
+        rel = open_path(root, lang, control=control, locality=locality).relative_to(root).as_posix()
         rows = _read_rows(root, rel, manifest.snapshot_id)
         qids = {r.qid for r in rows}
         if len(qids) != len(rows) or any(r.lang != lang for r in rows):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -20,6 +21,8 @@ from agents.jury import GRADES, Jury, JurySettings, judge_family
 from agents.limits import RateLimitedModel
 from clkt.config import AgentSettings
 from clkt.errors import BudgetExhausted, UserError
+from storage.engine import Store
+from storage.llm_cache import SqlCallCache
 from tests.fakes.function_llm import user_prompt
 from tests.fakes.openai_server import FakeOpenAI
 
@@ -192,3 +195,44 @@ async def test_three_judges_over_the_fake_openai_server(server: FakeOpenAI) -> N
     assert j.stats.calls.input_tokens > 0 and v.cost_usd > 0  # usage came back over HTTP and was priced
     again = await j.grade(answer="Noah Baumbach", **Q)
     assert again.verdict == "INCORRECT" and server.stats.calls == 3  # all three from the cache
+
+
+async def test_a_malformed_vote_is_not_replayed_the_next_grading_asks_the_judge_again() -> None:
+    broken_then_good = Judge({"verdict": "PROBABLY"}, {"verdict": "PROBABLY"}, "CORRECT")
+    f = factory()
+    j = jury(Judge("CORRECT"), Judge("INCORRECT"), broken_then_good, f=f)
+    first = await j.grade(answer="Greta Gerwig", **Q)  # 1 CORRECT, 1 INCORRECT, 1 failed: undecided
+    assert first.verdict is None and first.votes[2].error is not None and broken_then_good.calls == 2
+    spent = await f.cache.spent_usd(since=datetime(2000, 1, 1, tzinfo=UTC))
+    assert spent == pytest.approx(j.stats.calls.cost_usd) and spent > 0  # the malformed replies' cost still counts
+    second = await j.grade(answer="Greta Gerwig", **Q)
+    assert broken_then_good.calls == 3 and second.votes[2].verdict == "CORRECT"  # asked again, not replayed
+    assert second.verdict == "CORRECT" and second.failed == 0  # the other two replayed: now a majority
+    third = await j.grade(answer="Greta Gerwig", **Q)
+    assert broken_then_good.calls == 3 and third.votes[2].verdict == "CORRECT"  # a good reply is cached as before
+
+
+@pytest.mark.usefixtures("_loopback")
+async def test_a_malformed_reply_over_the_fake_server_is_asked_again_and_then_grades(
+    server: FakeOpenAI, store: Store,
+) -> None:
+    """One judge behind the fake OpenAI server, the store's call cache (SQLite): its malformed replies (no parseable
+    verdict, 1 + output_retries of them) fail the vote; the next grading reaches the server and its good reply
+    grades the answer; the one after is read from the cache."""
+    judge = "srv-a:qwen2.5-7b"
+    providers = {"srv-a": {"base_url": server.base_url, "rpm": 6000, "timeout_s": 5.0}}
+    agents = AgentSettings.model_validate({"providers": providers, "prices": {judge: PRICE}})
+    cache = SqlCallCache(store)
+    j = Jury(settings=JurySettings(judges=(judge,), output_retries=1),
+             factory=ModelFactory(agents=agents, secret=lambda _env: None, cache=cache))
+    server.script = [{"args": {"verdict": "PROBABLY"}}, {"text": "no idea"}]
+    first = await j.grade(answer="Greta Gerwig", **Q)
+    assert first.verdict is None and server.stats.calls == 2 and j.stats.failed == Counter({"malformed": 1})
+    spent = await cache.spent_usd(since=datetime(2000, 1, 1, tzinfo=UTC))
+    assert spent > 0  # retired, not forgotten: the budget still sees what they cost
+    server.script = [{"args": {"verdict": "CORRECT", "reason": "same person"}}]
+    second = await j.grade(answer="Greta Gerwig", **Q)
+    assert second.verdict == "CORRECT" and server.stats.calls == 3  # the second ask reached the server
+    third = await j.grade(answer="Greta Gerwig", **Q)
+    assert third.verdict == "CORRECT" and server.stats.calls == 3  # the good reply is replayed from the cache
+    assert await cache.spent_usd(since=datetime(2000, 1, 1, tzinfo=UTC)) > spent

@@ -52,6 +52,7 @@ def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str,
         (["--compare-targets", "alpha,alpha"], "--compare-targets 'alpha,alpha': two different names"),
         (["--strategy", "magic"], "unknown strategy 'magic'; known: cpt-lora, full-ft, memit, sft-lora"),
         (["--scorer", "vibes"], "unknown scorer 'vibes'; known: generate, generate-circular, letter-logprob"),
+        (["--scorer", "open-jury"], "unknown scorer 'open-jury'"),  # no open answer stored: no jury layer either
         (["--from", "2025-W03"], "--from: invalid period '2025-W03' for the monthly cadence: expected YYYY-MM"),
         (["--to", "2025-13"], "--to: invalid period '2025-13': month 13 out of range"),
         (["--json", "--csv"], "--json and --csv: choose one"),

@@ -6,6 +6,7 @@ back to (question row ids 11, 12, 21 and the snapshot's `SnapshotItem` rows).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from clkt.snapshots.layout import (
     DocRow,
     DomainCounts,
     Letter,
+    OpenRow,
     QuestionRow,
     SnapshotManifest,
     SplitName,
@@ -24,6 +26,7 @@ from clkt.snapshots.layout import (
     docs_path,
     dumps_row,
     questions_path,
+    sha256_file,
 )
 
 SNAPSHOT_ID = "tiny-2025-06-000000000000"
@@ -168,9 +171,12 @@ LOCALITY: dict[str, list[tuple[int, int, str, list[str], int]]] = {
 }
 
 
-def add_locality_split(root: Path, *, known_by: dict[str, list[int]], langs: tuple[str, ...] = ("en", "fr")) -> Path:
+def add_locality_split(
+    root: Path, *, known_by: dict[str, list[int]], langs: tuple[str, ...] = ("en", "fr"), open_rows: Sequence[OpenRow] = (),
+) -> Path:
     """The tiny snapshot's locality split (`clkt.snapshots.locality.write_locality`), recorded in its manifest;
-    `known_by`: target name -> entity numbers (7, 8) it knew."""
+    `known_by`: target name -> entity numbers (7, 8) it knew; `open_rows`: its short-answer questions (hashed in the
+    manifest, as a build lists them)."""
     from clkt.snapshots.locality import write_locality
 
     questions = {
@@ -181,7 +187,10 @@ def add_locality_split(root: Path, *, known_by: dict[str, list[int]], langs: tup
         ]
         for lang in langs
     }
-    _, info = write_locality(root, questions, known_by={t: [public_entity_id(e) for e in es] for t, es in known_by.items()})
+    files, info = write_locality(root, questions, known_by={t: [public_entity_id(e) for e in es] for t, es in known_by.items()},
+                                 open_rows=open_rows)
     manifest = SnapshotManifest.model_validate_json((root / MANIFEST_FILE).read_bytes())
-    (root / MANIFEST_FILE).write_text(manifest.model_copy(update={"locality": info}).model_dump_json(indent=1), encoding="utf-8")
+    hashed = {**manifest.files, **{f: sha256_file(root / f) for f in files if "/open/" in f}}
+    (root / MANIFEST_FILE).write_text(manifest.model_copy(update={"locality": info, "files": hashed}).model_dump_json(indent=1),
+                                      encoding="utf-8")
     return root

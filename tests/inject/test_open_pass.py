@@ -23,17 +23,18 @@ from clkt.inject.contract import JobSpec
 from clkt.inject.job import InjectionJob
 from clkt.layout import OPEN_PREDICTIONS_FILE
 from clkt.openqa.frozen import load_open_questions
-from clkt.openqa.results import OPEN_SCORER, OpenResultItem
+from clkt.openqa.results import OPEN_SCORER, UNSCORABLE, OpenResultItem, scored_item
 from clkt.openqa.score import Verdict, score
 from clkt.report.leaderboard import build_rows
 from clkt.report.open_track import OPEN_TITLE
 from clkt.report.writer import ReportData, render_tables, write_report
+from clkt.snapshots.layout import OpenRow
 from storage.engine import Store
 from storage.gpu_jobs import claim_gpu_jobs, enqueue_gpu_jobs
 from storage.leaderboard import WindowData, WindowJob, WindowSnapshot, known_names
-from storage.models import OpenResult, QuestionResult
+from storage.models import GpuJob, OpenResult, QuestionResult
 from storage.result_packs import result_packs
-from tests.inject._fixtures import SNAPSHOT_ID, public_entity_id, seed_store
+from tests.inject._fixtures import SNAPSHOT_ID, add_locality_split, public_entity_id, seed_store
 from tests.inject._open_fixtures import add_open_track, open_qid
 from tests.inject.test_toy_strategy import AlwaysB, registered, run_and_commit
 
@@ -77,6 +78,17 @@ def _spec(settings: Any, snapshot: Path, job_id: int, *, base_cache: Path | None
     return spec
 
 
+async def _claimed_job(store: Store, settings: Any, snapshot: Path) -> Any:
+    """The store seeded with `snapshot`, and its one job (tiny, the toy, trained in en) enqueued and claimed."""
+    await seed_store(store, snapshot)
+    async with store.transaction() as s:
+        await enqueue_gpu_jobs(s, snapshot_id=SNAPSHOT_ID, targets=["tiny"], strategies=[TOY], train_langs=["en"],
+                               config=settings.gpu, max_attempts=1)
+    async with store.transaction() as s:
+        (job,) = await claim_gpu_jobs(s, owner="o", lease=timedelta(seconds=60))
+    return job
+
+
 def _rescored(snapshot: Path, items: list[OpenResultItem]) -> list[Verdict]:
     """Each item's answer scored again from the snapshot's questions: what the job recorded must be it."""
     qs = {q.qid: q for control in (False, True) for q in load_open_questions(snapshot, control=control)}
@@ -89,12 +101,7 @@ async def test_the_job_answers_the_open_questions_before_and_after_and_commits_t
     snapshot = add_open_track(tiny_snapshot)
     settings = _settings(tmp_path, tiny_target)
     async with Store(url=f"sqlite+aiosqlite:///{tmp_path}/s.db") as store:
-        await seed_store(store, snapshot)
-        async with store.transaction() as s:
-            await enqueue_gpu_jobs(s, snapshot_id=SNAPSHOT_ID, targets=["tiny"], strategies=[TOY], train_langs=["en"],
-                                   config=settings.gpu, max_attempts=1)
-        async with store.transaction() as s:
-            (job,) = await claim_gpu_jobs(s, owner="o", lease=timedelta(seconds=60))
+        job = await _claimed_job(store, settings, snapshot)
         spec = _spec(settings, snapshot, job.id)
         outcome = await run_and_commit(store, settings, spec)
         async with store.session() as s:
@@ -206,3 +213,90 @@ def test_an_edited_open_file_fails_the_job_before_any_model_is_loaded(
     with pytest.raises(SnapshotError, match=r"open/en\.jsonl"):
         job.run()
     assert loads == [] and not (job.spec.artifacts_dir / OPEN_PREDICTIONS_FILE).exists()
+
+
+async def test_an_answer_that_cannot_be_scored_is_recorded_unscorable_and_the_job_goes_on(
+    tmp_path: Path, tiny_snapshot: Path, tiny_target: Path, says_paris: SaysParis, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One injected English answer reaches the real normaliser with a lone surrogate after it (the language identifier
+    raises UnicodeEncodeError on it): that answer is stored UNSCORABLE with its reason, left out of every figure and
+    counted apart; every other answer, the MCQs and the commit as before."""
+    target = open_qid(1, "film.director")
+
+    def surrogate_for_one(question: Any, **kw: Any) -> OpenResultItem:
+        if kw["qid"] == target and kw["lang"] == "en" and kw["variant"] is Variant.injected:
+            kw["answer"] += "\udfff"
+        return scored_item(question, **kw)
+
+    monkeypatch.setattr(open_pass.OpenPass, "scorer", staticmethod(surrogate_for_one))
+    snapshot = add_open_track(tiny_snapshot)
+    settings = _settings(tmp_path, tiny_target)
+    async with Store(url=f"sqlite+aiosqlite:///{tmp_path}/s.db") as store:
+        job = await _claimed_job(store, settings, snapshot)
+        outcome = await run_and_commit(store, settings, _spec(settings, snapshot, job.id))
+        async with store.session() as s:
+            stored = (await s.execute(select(OpenResult).order_by(col(OpenResult.id)))).scalars().all()
+            packs = {p.scorer: p for p in await result_packs(s, [job.id])}
+        paths = await write_report(store, SNAPSHOT_ID, tmp_path / "report")
+
+    assert len(outcome.open_results) == 12 and len(outcome.results) == 8  # every answer recorded, the MCQs too
+    (bad,) = [r for r in stored if r.verdict == UNSCORABLE]
+    assert (bad.open_qid, bad.lang, bad.variant) == (target, "en", "injected")
+    assert bad.reason.startswith("unscorable: UnicodeEncodeError") and bad.answer == WORD  # the text the pass gave it
+    assert sum(r.verdict == "CORRECT" for r in stored if r.variant == "injected") == 3  # was 4: that one is not right
+    assert packs[OPEN_SCORER].questions == 2  # the question stays packed for its other answers ...
+    track = json.loads(paths.json.read_text(encoding="utf-8"))["open_track"]
+    assert track["answers"] == 12 and track["unscorable"] == 1
+    (learn,) = [t for t in track["learn"] if t["domain"] == "all"]
+    assert (learn["stat"]["n"], learn["stat"]["injected_correct"]) == (1, 0)  # ... but Learn pairs the other one only
+    assert "1 could not be scored (UNSCORABLE" in paths.markdown.read_text(encoding="utf-8")
+
+
+async def test_the_locality_splits_open_questions_are_answered_before_and_after_for_the_targets_entities(
+    tmp_path: Path, tiny_snapshot: Path, tiny_target: Path, says_paris: SaysParis,
+) -> None:
+    """The locality split's short-answer questions (entity 7's known by this target, entity 8's by another) are
+    answered by the base and the injected model, stored in split `locality`, kept out of Learn, and shown as the
+    open track's kept % from those very answers."""
+    rows = [OpenRow(qid=open_qid(e, fact), entity_id=public_entity_id(e), domain="movies", source="fixture", lang=lang,
+                    split="test", fact=fact, kind="name", question=f"[{lang}] {fact}?", answer=gold)
+            for e, fact, gold in ((7, "film.director", WORD), (8, "match.venue", "Rome")) for lang in ("en", "fr")]
+    snapshot = add_locality_split(add_open_track(tiny_snapshot), known_by={"tiny": [7], "other": [8]}, open_rows=rows)
+    settings = _settings(tmp_path, tiny_target)
+    async with Store(url=f"sqlite+aiosqlite:///{tmp_path}/s.db") as store:
+        job = await _claimed_job(store, settings, snapshot)
+        outcome = await run_and_commit(store, settings, _spec(settings, snapshot, job.id))
+        async with store.session() as s:
+            stored = (await s.execute(select(OpenResult).where(OpenResult.split == "locality"))).scalars().all()
+            summary = (await s.execute(select(GpuJob.summary).where(GpuJob.id == job.id))).scalar_one()
+            packs = await result_packs(s, [job.id])
+        paths = await write_report(store, SNAPSHOT_ID, tmp_path / "report")
+
+    local = [i for i in outcome.open_results if i.split == "locality"]
+    assert len(outcome.open_results) == 16 and len(local) == 4  # 12 as before, and entity 7's question x 2 x 2
+    assert {i.entity_id for i in local} == {public_entity_id(7)} and len(stored) == 4
+    assert all(i.verdict is Verdict.CORRECT for i in local if i.variant is Variant.injected)  # it says "Paris"
+    before = {i.lang: i.correct for i in local if i.variant is Variant.base}
+    track = json.loads(paths.json.read_text(encoding="utf-8"))["open_track"]
+    (learn,) = [t for t in track["learn"] if t["domain"] == "all"]
+    assert learn["stat"]["n"] == 2  # the test split's two questions only: the locality answers are never Learn
+    got = {k["lang"]: (k["n"], k["kept"], k["lost"], k["gained"], k["too_few"]) for k in track["locality"]}
+    assert got == {lang: (1, int(b), 0, int(not b), True) for lang, b in before.items()}  # one entity: too few
+    assert "### Locality (entities the target knew; never trained on)" in paths.markdown.read_text(encoding="utf-8")
+    # the summary keeps the open scorer's paired counts beside the MCQ scorer's; the MCQ locality table has no open row
+    counts = summary["locality"][OPEN_SCORER]
+    assert {lang: (c["n"], c["kept"], c["gained"]) for lang, c in counts.items()} == {
+        lang: (n, k, g) for lang, (n, k, _, g, _) in got.items()}
+    assert "letter-logprob" in summary["locality"]
+    report = json.loads(paths.json.read_text(encoding="utf-8"))
+    assert report["locality"] and {k["scorer"] for k in report["locality"]} == {"letter-logprob"}
+    # the leaderboard's open row reads them for its kept % (n = right before, pooled over both languages)
+    window = WindowData(
+        snapshots=(WindowSnapshot(id=SNAPSHOT_ID, spec="tiny", period="2025-06", built_at=datetime.now(UTC)),),
+        ready=frozenset({(SNAPSHOT_ID, "tiny")}), exclusions={}, packs=tuple(packs),
+        jobs=(WindowJob(id=job.id, snapshot_id=SNAPSHOT_ID, target="tiny", strategy=TOY, train_lang="en",
+                        locality=summary["locality"]),))
+    rows = {r.scorer: r for r in build_rows(window, ["en", "fr"], samples=0)}
+    kept = rows[OPEN_SCORER].kept
+    assert kept is not None and kept.n == sum(before.values()) and kept.value is None  # one entity: too few
+    assert rows["letter-logprob"].kept is not None  # the MCQ row's own, apart

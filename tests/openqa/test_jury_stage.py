@@ -165,12 +165,16 @@ async def test_malformed_output_is_a_failed_vote_never_a_guess_and_retried_up_to
         assert j.jury.error == "1 of 3 votes failed" and j.jury.reason == "2 of 3 judges"
     assert first.completed == []  # answers with a failed vote are left to retry
     calls = servers[2].stats.calls
-    assert calls == 2 * await _distinct_asked(store, set(spoken))  # asked, then asked again once (output_retries)
+    # each prompt asked, then asked again once (output_retries); a malformed reply is never replayed, so an answer
+    # that repeats another's prompt is asked again unless it read the reply before the other's vote failed
+    distinct = await _distinct_asked(store, set(spoken))
+    assert 2 * distinct <= calls <= 2 * len(spoken) and distinct < len(spoken)
     assert (await jury.run_once(ctx)).graded == 0  # a failed vote waits retry_after_s (900 s) before another try
     jury = stage(servers, max_attempts=2, output_retries=1, retry_after_s=0)
     second = await jury.run_once(ctx)
     unfound = len(await _control_answers(store))
-    assert second.graded == len(spoken) + unfound and servers[2].stats.calls == calls  # the malformed replies are cached
+    # the retry reaches judge c again (its malformed replies were retired from the cache, never replayed)
+    assert second.graded == len(spoken) + unfound and 2 * distinct <= servers[2].stats.calls - calls <= 2 * len(spoken)
     async with store.session() as s:
         assert {j.jury.attempts for j in (await judgements_for(s, spoken)).values() if j.jury} == {2}
     third = await jury.run_once(ctx)

@@ -7,7 +7,14 @@ import pytest
 
 from clkt.evaluate.results import Variant
 from clkt.openqa.question import AnswerKind, LangGold, ShortAnswerQuestion
-from clkt.openqa.results import MAX_ANSWER_CHARS, OPEN_SCORER, OpenResultItem, scored_item
+from clkt.openqa.results import (
+    MAX_ANSWER_CHARS,
+    OPEN_SCORER,
+    UNSCORABLE,
+    OpenResultItem,
+    safely_scored_item,
+    scored_item,
+)
 from clkt.openqa.score import Verdict
 
 Q = ShortAnswerQuestion(
@@ -68,3 +75,19 @@ def test_a_long_number_equal_to_the_gold_still_matches() -> None:
     for answer in ("120,000", "120000.000000000000000000000000000000001", "about 120 thousand"):
         item = scored_item(NUM, qid=8, entity_id=1, lang="en", answer=answer, variant=Variant.injected, split="test")
         assert item.correct, answer
+
+
+LONE_SURROGATE = "Osric \udfff"  # what no UTF-8 encoder takes: the language identifier raises on it
+
+
+def test_an_answer_that_cannot_be_scored_is_recorded_unscorable_with_its_reason() -> None:
+    with pytest.raises(UnicodeEncodeError):
+        _item(LONE_SURROGATE)  # the crash a job's open pass met: one answer, the whole job failed
+    item = safely_scored_item(Q, qid=7, entity_id=1, lang="en", answer=LONE_SURROGATE, variant=Variant.injected,
+                              split="test")
+    assert item.verdict == UNSCORABLE and not item.correct and not item.other_language
+    assert item.reason.startswith("unscorable: UnicodeEncodeError") and item.answer == "Osric \\udfff"
+    assert OpenResultItem.model_validate_json(item.model_dump_json()) == item  # it writes and reads back
+    ok = safely_scored_item(Q, qid=7, entity_id=1, lang="en", answer="Osric Palandri", variant=Variant.injected,
+                            split="test")
+    assert ok == _item("Osric Palandri") and ok.correct  # a scorable answer: the scorer's own item

@@ -20,10 +20,12 @@ import pytest
 from clkt.report.data import ci_text
 from clkt.report.metric_table import OVERALL, TRANSFER
 from clkt.report.metrics import ALL_DOMAINS
+from clkt.report.open_jury import JURY_TITLE
 from clkt.report.open_lines import open_lines
 from clkt.report.open_track import OPEN_TITLE, OpenTrack, mcq_slot, open_track
 from clkt.snapshots.ids import stable_entity_id
 from storage.gpu_jobs import JobResultRow
+from storage.open_judgements import JuryRow
 from storage.open_results import OpenResultRow
 
 SOURCE = "fixture"
@@ -146,3 +148,14 @@ def test_the_card_shows_the_open_track_apart_with_the_reports_figures(tmp_path: 
     assert f"| m | s | open-normaliser | en | 12 | 0.0{ci_text(learn.stat.base_ci)} | 83.3{ci_text(learn.stat.injected_ci)} |" in text
     assert "| m | s | open-normaliser | 1 | 50.0 ± 0.0 [" in text  # Overall of the one pair, then Transfer 60.0
     assert OPEN_TITLE not in card(None)
+    assert JURY_TITLE not in text  # no jury verdict: no jury subsection
+    # the jury's verdicts: its figure under the open section, apart, with its n and cost
+    jury = [JuryRow(judge="jury", job_id=r.job_id, open_qid=r.open_qid, lang=r.lang, variant=r.variant, scorer=r.scorer,
+                    verdict="CORRECT", failed=False, cost_usd=0.5, prompt_version="open_judge.v1")
+            for r in _rows() if r.split == "test" and r.lang == "en" and r.variant == "injected"]
+    judged = open_track(_rows(), languages=["en", "fr"], snapshot_id="snap", samples=200, jury=jury)
+    assert judged is not None and judged.jury is not None
+    text = card(judged)
+    (cell,) = [c for c in judged.jury.cells if c.lang == "en" and c.variant == "injected"]
+    assert text.index(OPEN_TITLE) < text.index(JURY_TITLE) and f"the jury's cost: ${0.5 * len(jury):.4f}" in text
+    assert f"| m | s | en | injected | en | {cell.n} | 100.0{ci_text(cell.ci)} | 0 | 0 |" in text and cell.n == len(jury)

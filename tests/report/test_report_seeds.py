@@ -13,11 +13,13 @@ from typing import Any
 import pytest
 from sqlmodel import col, select
 
+from clkt.openqa.results import OPEN_SCORER
 from clkt.report.basics import Contingency
 from clkt.report.data import ReportData, pair_reading
 from clkt.report.learn import stat_from_counts
 from clkt.report.metric_table import PAIR_METRICS
 from clkt.report.writer import load_report_data, report_dir, write_report
+from clkt.snapshots.ids import stable_entity_id
 from storage.engine import Store
 from storage.gpu_jobs import ResultRecord, enqueue_gpu_jobs, write_job_results
 from tests.report._store import LANGS, QUESTIONS, SCORERS, SNAPSHOT_ID, old_summary, seed_report_store
@@ -142,3 +144,44 @@ async def test_seeds_that_disagree_on_learned_follow_the_pooled_rule(tmp_path: P
     for p in two.pairs:
         if (p.model, p.scorer, p.train_lang, p.domain) == ("small", "generate", "en", "all"):
             assert pair_reading(two, p) != "not interpretable"
+
+
+async def _open_answers(store: Store) -> None:
+    """Open answers (the normaliser's) for every finished job of `large`, both seeds: right more often after injection
+    in the train language, each seed its own draws."""
+    from storage.models import GpuJob, LeaseStatus
+    from storage.open_results import OpenResultRecord, write_open_results
+
+    public = {stable_entity_id("fixture", str(e + 1)): e + 1 for e in range(QUESTIONS)}
+    async with store.transaction() as s:
+        jobs = (await s.execute(select(GpuJob).where(col(GpuJob.target_model) == "large",
+                                                     col(GpuJob.status) == LeaseStatus.done))).scalars().all()
+        for job in jobs:
+            assert job.id is not None
+            rng = random.Random(f"open/{job.seed}/{job.train_lang}")
+            recs = [OpenResultRecord(open_qid=5000 + e, entity_id=ent, domain="movies", fact="film.director", lang=lang,
+                                     variant=v, scorer=OPEN_SCORER, split="test", other_language=False, answer="x",
+                                     verdict="CORRECT" if rng.random() < (0.1 if v == "base" else 0.8 if lang == job.train_lang
+                                                                          else 0.3 + 0.2 * job.seed) else "INCORRECT")
+                    for e, ent in enumerate(public) for v in ("base", "injected") for lang in LANGS]
+            await write_open_results(s, job.id, recs, entity_rows=public)
+
+
+async def test_the_open_track_pools_its_seeds_apart_from_the_mcq_seed_rows(tmp_path: Path) -> None:
+    async with Store(url=f"sqlite+aiosqlite:///{tmp_path / 'two.db'}") as store:
+        await seed_report_store(store)
+        await _second_seed(store, "large")
+        await _open_answers(store)
+        two = await load_report_data(store, SNAPSHOT_ID)
+    # the MCQ seed rows are the MCQ scorers' only; the open group's are the open section's
+    assert {(r.target, r.scorer) for r in two.seeds} == {("large", sc) for sc in SCORERS}
+    track = two.open_track
+    assert track is not None and [(r.target, r.scorer, r.seeds) for r in track.seeds] == [("large", OPEN_SCORER, [0, 1])]
+    row = track.seeds[0]
+    (cell,) = [c for c in track.table2 if c.model == "large" and c.domain == "all"]
+    for m in PAIR_METRICS:  # the open cell is the seed row's figure: the mean over seeds, interval over entities + seeds
+        assert (cell.metric(m.key).mean, cell.metric(m.key).ci) == (row.metric(m.key).value, row.metric(m.key).ci)
+    per = [v for v in (row.per_seed or {})["overall"].values() if v is not None]
+    assert len(per) == 2 and per[0] != per[1] and cell.metric("overall").mean == pytest.approx(sum(per) / 2)
+    learn = {(t.train_lang, t.domain): t for t in track.learn}
+    assert learn[("en", "all")].stat.n == 2 * QUESTIONS  # Learn pools both seeds' paired answers

@@ -201,3 +201,14 @@ def test_forms_of_two_snapshots_or_not_a_form_are_refused(tmp_path: Path) -> Non
         read_open_forms([tmp_path / "x.csv"])
     with pytest.raises(UserError, match="at least one"):
         read_open_forms([])
+
+
+def test_an_unscorable_answer_is_no_verdict_of_the_normaliser() -> None:
+    """An answer the normaliser could not score (UNSCORABLE, its job's open pass) is left out of its agreement, as an
+    undecided jury is: never counted as a disagreement with the human label."""
+    humans, scorer = _pairs()
+    norm = [_row(i, verdict=v) for i, v in enumerate(scorer)]
+    odd = _row(99, verdict="UNSCORABLE")
+    got = score_open(_labels([*norm, odd], [*humans, CO]), [*norm, odd], seed=0)
+    (en,) = [a for a in got.agreement if (a.scorer, a.language) == ("open-normaliser", "en")]
+    assert (en.n, en.agree) == (25, 20) and en.kappa == pytest.approx(KAPPA)

@@ -1,0 +1,77 @@
+"""The open track's locality (`clkt.report.open_locality`) on a hand-checked case: one job, 12 known entities with
+one short-answer question each (split `locality`), asked in English and French.
+
+- English: base right on entities 0-9; injected right on 0-7 and 10. Kept 8, lost 2 (8, 9), gained 1 (10), n 12:
+  kept % = 8 / 10 = 80 %, over 10 entities with an answer right before.
+- French: base right on 0-2 only, all kept: 3 right before, under the minimum of 10: too few.
+- Entity 11's injected English answer could not be scored (UNSCORABLE): no pair, left out.
+
+The figure is the MCQ locality's (`kept_figure` on the same paired counts: the same value, interval and rule)."""
+
+from __future__ import annotations
+
+import pytest
+
+from clkt.evaluate.summary import EntityKept, LocalityCounts
+from clkt.report.locality import kept_figure, kept_text
+from clkt.report.open_lines import open_lines
+from clkt.report.open_locality import open_kept
+from clkt.report.open_track import open_track
+from clkt.snapshots.ids import stable_entity_id
+from storage.open_results import OpenResultRow
+
+SNAPSHOT = "s-2025-06-abc"
+SAMPLES = 400
+
+
+def _ent(e: int) -> int:
+    return stable_entity_id("fixture", str(e))
+
+
+def _row(e: int, lang: str, variant: str, verdict: str | bool, *, split: str = "locality") -> OpenResultRow:
+    v = verdict if isinstance(verdict, str) else ("CORRECT" if verdict else "INCORRECT")
+    return OpenResultRow(
+        job_id=3, target_model="m", strategy="s", train_lang="en", seed=0, open_qid=5000 + e, entity_id=_ent(e),
+        domain="movies", fact="film.director", lang=lang, variant=variant, scorer="open-normaliser", split=split,
+        verdict=v, other_language=False, answer="x",
+    )
+
+
+def _rows() -> list[OpenResultRow]:
+    rows = [_row(e, "en", "base", e < 10) for e in range(12)]
+    rows += [_row(e, "en", "injected", "UNSCORABLE" if e == 11 else (e < 8 or e == 10)) for e in range(12)]
+    rows += [_row(e, lang, v, e < 3) for e in range(12) for lang in ("fr",) for v in ("base", "injected")]
+    return rows
+
+
+def test_open_kept_by_hand_and_by_the_mcq_localitys_definition() -> None:
+    got = {k.lang: k for k in open_kept(_rows(), snapshot_id=SNAPSHOT, seed=0, samples=SAMPLES)}
+    en, fr = got["en"], got["fr"]
+    assert (en.job_id, en.scorer, en.n, en.kept, en.lost, en.gained, en.entities) == (3, "open-normaliser", 11, 8, 2, 1, 10)
+    assert en.rate == pytest.approx(0.8) and not en.too_few
+    assert en.ci is not None and en.ci[0] < 0.8 < en.ci[1] and en.ci[0] >= 0.5
+    # the MCQ locality's figure on the same counts: one figure, one number
+    counts = LocalityCounts(n=11, kept=8, lost=2, gained=1,
+                            entities=[EntityKept(entity=_ent(e), base_right=1, kept=int(e < 8)) for e in range(10)])
+    mcq = kept_figure(counts, snapshot_id=SNAPSHOT, seed=0, samples=SAMPLES)
+    assert (mcq.rate, mcq.ci) == (en.rate, en.ci)
+    assert (fr.n, fr.base_right, fr.kept, fr.too_few) == (12, 3, 3, True) and kept_text(fr) == "too few (n = 3)"
+
+
+def test_the_open_track_shows_locality_apart_from_learn() -> None:
+    test_rows = [_row(e, "en", v, v == "injected", split="test") for e in range(12) for v in ("base", "injected")]
+    with_loc = open_track(test_rows + _rows(), languages=["en", "fr"], snapshot_id=SNAPSHOT, samples=SAMPLES)
+    without = open_track(test_rows, languages=["en", "fr"], snapshot_id=SNAPSHOT, samples=SAMPLES)
+    assert with_loc is not None and without is not None
+    assert with_loc.learn == without.learn and without.locality == []  # never Learn, never pooled
+    assert [(k.lang, k.kept) for k in with_loc.locality] == [("en", 8), ("fr", 3)]
+    text = "\n".join(open_lines(with_loc, lambda r: "| " + " | ".join(r) + " |"))
+    assert "### Locality (entities the target knew; never trained on)" in text
+    assert f"| {kept_text(with_loc.locality[0])} |" in text and "80.0 [" in text and "too few (n = 3)" in text
+    assert "### Locality" not in "\n".join(open_lines(without, lambda r: "| " + " | ".join(r) + " |"))
+
+
+def test_no_locality_answers_no_rows() -> None:
+    assert open_kept([_row(1, "en", "base", True, split="test")], snapshot_id=SNAPSHOT, seed=0, samples=SAMPLES) == []
+    only_base = [_row(e, "en", "base", True) for e in range(12)]  # never answered after injection: no pair
+    assert open_kept(only_base, snapshot_id=SNAPSHOT, seed=0, samples=SAMPLES) == []
