@@ -3,13 +3,17 @@ OpenAI-compatible server for the LLM path, killed with SIGKILL at random moments
 one uninterrupted run. With --gpu, a second phase builds the snapshot and runs the GPU jobs (Gemma 3 270M on
 the CPU, 1 epoch, 2 languages), killing the daemon during the jobs too.
 
-    python bench/chaos.py [--kills 20] [--gpu --gpu-kills 3]
+    python bench/chaos.py [--kills 20] [--gpu --gpu-kills 3] [--no-save]
+
+Ends with one JSON line, also appended to bench/results/chaos.json (with the load and the commit beside it).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -19,6 +23,19 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests import chaos_harness as ch
+
+RESULTS = Path(__file__).resolve().parent / "results" / "chaos.json"
+
+
+def _commit() -> str:
+    """The commit the run measured (its short hash, "+dirty" when the tree has changes; "" outside git)."""
+    root = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True, check=True)
+        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 
 def _compare(a: dict[str, Any], b: dict[str, Any], keys: list[str]) -> dict[str, bool]:
@@ -31,6 +48,7 @@ def main() -> None:
     ap.add_argument("--gpu", action="store_true", help="also kill the daemon during GPU jobs (slow on CPU)")
     ap.add_argument("--gpu-kills", type=int, default=3)
     ap.add_argument("--languages", nargs="+", default=["en", "fr", "ja", "zh", "es"])
+    ap.add_argument("--no-save", action="store_true", help=f"do not append the result line to {RESULTS.name}")
     args = ap.parse_args()
     figures: dict[str, object] = {}
     held: dict[str, bool] = {}
@@ -78,10 +96,15 @@ def main() -> None:
             held["gpu_no_stale_lease"] = all(n == 0 for _, n in gb["stale_leases"])
             figures.update(gpu_kills_survived=gchaos.kills, gpu_results=len(ga["results"]))
     figures["wall_s"] = round(time.monotonic() - t0, 1)
+    figures.update(load_1m=round(os.getloadavg()[0], 2), commit=_commit())
     figures["invariants_held"] = held
     goals = {"invariants_held": "all true", "kills_survived": f">= {args.kills}"}
     met = all(held.values()) and figures["kills_survived"] == args.kills
-    print(json.dumps({"bench": "chaos", "figures": figures, "goals": goals, "met": met}))
+    line = json.dumps({"bench": "chaos", "figures": figures, "goals": goals, "met": met})
+    if not args.no_save:
+        with RESULTS.open("a", encoding="utf-8") as fh:
+            fh.write(line + "\n")
+    print(line)
 
 
 if __name__ == "__main__":
