@@ -114,7 +114,7 @@ class OpenPass:
         cache = self.cache_path(dtypes[-1])
         if cache is not None and self.asks:
             cache.parent.mkdir(parents=True, exist_ok=True)
-            write_text_atomic(cache, "".join(json.dumps(t, ensure_ascii=False) + "\n" for t in texts))
+            _write_cache(cache, texts)
         return self._scored(texts, Variant.base)
 
     def cache_path(self, dtype: str) -> Path | None:
@@ -165,6 +165,12 @@ class OpenPass:
         return [safely_scored_item(a.question.question, qid=a.question.qid, entity_id=a.question.entity_id, lang=a.lang,
                                    answer=t, variant=variant, split=a.split, domain=a.question.domain, scorer=self.scorer)
                 for a, t in zip(self.asks, texts, strict=True)]
+
+
+def _write_cache(path: Path, texts: Sequence[str]) -> None:
+    """The base answer texts, one JSON string a line, ASCII-escaped: a text that UTF-8 cannot encode (a lone
+    surrogate) is kept as its escape and read back as it was, never a failed job."""
+    write_text_atomic(path, "".join(json.dumps(t) + "\n" for t in texts))
 
 
 def _read_cache(path: Path, n: int) -> list[str] | None:

@@ -300,3 +300,13 @@ async def test_the_locality_splits_open_questions_are_answered_before_and_after_
     kept = rows[OPEN_SCORER].kept
     assert kept is not None and kept.n == sum(before.values()) and kept.value is None  # one entity: too few
     assert rows["letter-logprob"].kept is not None  # the MCQ row's own, apart
+
+
+def test_the_base_cache_keeps_a_text_that_utf8_cannot_encode(tmp_path: Path) -> None:
+    """A lone surrogate in a base answer is written as its escape and read back unchanged (it failed the job when
+    the cache was written as raw UTF-8)."""
+    texts = ["Osric \udfff", "東京", "line\nbreak", ""]
+    path = tmp_path / "open-base.jsonl"
+    open_pass._write_cache(path, texts)
+    assert open_pass._read_cache(path, len(texts)) == texts
+    assert open_pass._read_cache(path, len(texts) + 1) is None
