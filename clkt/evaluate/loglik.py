@@ -33,6 +33,7 @@ __all__ = ["LoglikItem", "LoglikScored", "cache_kwarg", "loglik_item", "output_c
 
 Progress = Callable[[int], None]
 HEAD_CHUNK = 512  # option positions per output-head call: bounds the (positions x vocabulary) logits held at once
+HEAD_CHECK_TOKENS = 8  # the tokens of the pass that checks the output head alone gives the logits (`_head_alone`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,9 +116,8 @@ def _shared(model: Any, pad: int, ctxs: list[list[int]], conts: list[list[list[i
         mask[i, lc - len(c) :] = 1
     pos = (mask.cumsum(-1) - 1).clamp(min=0)
     dev = model.device
-    out = model(input_ids=ids.to(dev), attention_mask=mask.to(dev), position_ids=pos.to(dev), use_cache=True, logits_to_keep=1,
-                output_hidden_states=True)
-    last, head = out.logits[:, -1, :], _head_alone(model, out)  # predicts each option's first token
+    out = model(input_ids=ids.to(dev), attention_mask=mask.to(dev), position_ids=pos.to(dev), use_cache=True, logits_to_keep=1)
+    last = out.logits[:, -1, :]  # predicts each option's first token
     cache = output_cache(out)
     cache.batch_repeat_interleave(k)
     flat = [o for opts in conts for o in opts]
@@ -132,21 +132,24 @@ def _shared(model: Any, pad: int, ctxs: list[list[int]], conts: list[list[list[i
     first = _token_logprobs(last.repeat_interleave(k, dim=0), cids[:, 0].to(dev))  # (b*k,)
     sums = [float(v) for v in first]
     if lo > 1:  # every option of one token is scored by the contexts' last logits alone
+        head = _head_alone(model, ctxs[0][-HEAD_CHECK_TOKENS:])
         kwargs = dict(input_ids=cids.to(dev), attention_mask=full_mask.to(dev), position_ids=cpos.to(dev), use_cache=True)
         rest = _rest_logprobs(model, kwargs | {cache_kwarg(model): cache}, cids.to(dev), [len(o) for o in flat], head)
         sums = [s + r for s, r in zip(sums, rest, strict=True)]
     return [sums[i * k : (i + 1) * k] for i in range(b)]
 
 
-def _head_alone(model: Any, out: Any) -> Any:
-    """The model's output embeddings when they alone turn its final hidden states into its logits (checked on
-    `out`, a pass with `output_hidden_states` and the logits of its last position), else None: a model whose logits
-    are processed further (soft-capped, scaled) is run whole."""
+def _head_alone(model: Any, tokens: list[int]) -> Any:
+    """The model's output embeddings when they alone turn its final hidden states into its logits, else None: a
+    model whose logits are processed further (soft-capped, scaled) is run whole. Checked on a pass of its own over
+    `tokens` (a few of a context's), so the contexts' pass keeps no layer's hidden states (long in-context prompts)."""
     import torch
 
     head = model.get_output_embeddings()
     if head is None:
         return None
+    ids = torch.tensor([tokens], dtype=torch.long, device=model.device)
+    out = model(input_ids=ids, use_cache=False, logits_to_keep=1, output_hidden_states=True)
     mine = head(out.hidden_states[-1][:, -1:, :]).float()
     return head if torch.allclose(mine, out.logits[:, -1:, :].float(), rtol=1e-4, atol=1e-4) else None
 
