@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -22,20 +21,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.support.spread import commit
 from tests import chaos_harness as ch
 
 RESULTS = Path(__file__).resolve().parent / "results" / "chaos.json"
-
-
-def _commit() -> str:
-    """The commit the run measured (its short hash, "+dirty" when the tree has changes; "" outside git)."""
-    root = Path(__file__).resolve().parents[1]
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True, check=True)
-        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True, check=True)
-    except (OSError, subprocess.CalledProcessError):
-        return ""
-    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 
 def _compare(a: dict[str, Any], b: dict[str, Any], keys: list[str]) -> dict[str, bool]:
@@ -96,7 +85,7 @@ def main() -> None:
             held["gpu_no_stale_lease"] = all(n == 0 for _, n in gb["stale_leases"])
             figures.update(gpu_kills_survived=gchaos.kills, gpu_results=len(ga["results"]))
     figures["wall_s"] = round(time.monotonic() - t0, 1)
-    figures.update(load_1m=round(os.getloadavg()[0], 2), commit=_commit())
+    figures.update(load_1m=round(os.getloadavg()[0], 2), commit=commit(dirty=True))
     figures["invariants_held"] = held
     goals = {"invariants_held": "all true", "kills_survived": f">= {args.kills}"}
     met = all(held.values()) and figures["kills_survived"] == args.kills

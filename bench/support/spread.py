@@ -69,13 +69,17 @@ def seed_headline(per_seed: Mapping[str, Any], scorer: str) -> dict[str, float]:
     return {f"{k}/{scorer}": float(per_seed[k]) for k in names if per_seed.get(k) is not None}
 
 
-def _commit() -> str:
+def commit(*, dirty: bool = False) -> str:
+    """The commit a run measured: its short hash ("unknown" outside git); with `dirty`, "+dirty" when the working
+    tree has changes."""
     try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                             check=True, timeout=10)
-        return out.stdout.strip()
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                              check=True, timeout=10)
+        changed = dirty and subprocess.run(["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True,
+                                           check=True, timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
+    return head.stdout.strip() + ("+dirty" if changed else "")
 
 
 def processor() -> str:
@@ -104,7 +108,7 @@ class Observation:
 def observation(label: str, kind: str, figures: Mapping[str, float], **meta: Any) -> Observation:
     if kind not in KINDS:
         raise ValueError(f"unknown observation kind {kind!r} (one of {', '.join(KINDS)})")
-    base = {"commit": _commit(), "processor": processor(), "cpus": os.cpu_count(),
+    base = {"commit": commit(), "processor": processor(), "cpus": os.cpu_count(),
             "load_1m": round(os.getloadavg()[0], 2), "at": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")}
     return Observation(label, kind, {k: round(float(v), 6) for k, v in figures.items()}, base | meta)
 
