@@ -29,7 +29,8 @@ if TYPE_CHECKING:
     from clkt.config import GpuSettings, TargetSettings
 
 __all__ = [
-    "MODEL_CACHE", "ModelCache", "cached_target", "check_attention", "check_local_target", "clear_cache", "default_dtype", "load_target",
+    "MODEL_CACHE", "ModelCache", "cached_target", "check_attention", "check_local_target", "clear_cache", "contiguous_head",
+    "default_dtype", "load_target",
     "probe_device", "resolve_device", "resolve_target",
 ]
 
@@ -176,7 +177,29 @@ def load_target(
     tok.padding_side = "left"
     model.to(device)
     model.eval()
+    contiguous_head(model)
     return model, tok
+
+
+def contiguous_head(model: Any) -> None:
+    """Hand the output head (the vocabulary's logits) contiguous hidden states.
+
+    transformers computes the logits of the last position only (`logits_to_keep=1`: the probe's prefill, the
+    option scorer's passes) on a strided slice of the hidden states; `torch.matmul` then multiplies the slice
+    by the head's weight as a batched product over a broadcast weight, reading the whole weight once per row,
+    whenever the weight does not require grad: a frozen model, a LoRA's base during its validation, the merged
+    model after training. On Gemma 3 270M (a 262k x 640 head), 1 thread, 48 option-loglik rows: 17.4 s with the
+    weight requiring grad, 30.0 s frozen, 18.1 s frozen with this hook, the same log-likelihoods. The weights
+    are the same; the hook stays with the module (merged adapters keep it)."""
+    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    if head is None or getattr(head, "_clkt_contiguous", False):
+        return
+
+    def hook(_module: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        return (args[0].contiguous(), *args[1:]) if args else args
+
+    head.register_forward_pre_hook(hook)
+    head._clkt_contiguous = True
 
 
 class ModelCache:
