@@ -6,6 +6,12 @@ Both at full width oversubscribe the cores: in `bench/year.py` on 2 cores the jo
 daemon at 119 %, which slowed the job without speeding the probe. So while jobs run on the CPU, this process's
 model work keeps to the cores they leave (at least one), and takes them back when the last one ends.
 
+How many jobs the `cpu` device runs at once (`job_slots`): `gpu.cpu_jobs` when set; else as many as the cores hold
+at `gpu.torch_threads` each and the memory at `CPU_JOB_GB` each (a job of the 270M target peaks at 3.2 GB), one
+when `torch_threads` is unset (a job on every core). In `bench/year.py` (2 cores, 1 thread a job) one job at a
+time left a core idle once the daemon's probes were batched, while the GPU months' four jobs queued behind each
+other.
+
 torch's thread count belongs to each thread that runs a model (it is read once per thread, at its first parallel
 call), not to the process: the local model work calls `apply_here()` in its own worker thread before it runs.
 Part of the kernel: it imports nothing of the product, and torch only when something else already has.
@@ -17,12 +23,29 @@ import os
 import sys
 import threading
 
-__all__ = ["apply_here", "job_ended", "job_started", "model_threads", "reset"]
+__all__ = ["CPU_JOB_GB", "apply_here", "job_ended", "job_slots", "job_started", "model_threads", "reset"]
 
 _LOCK = threading.Lock()
 _RUNNING: dict[int, int] = {}  # job id -> the threads it runs on
 _CORES = [max(1, os.cpu_count() or 1)]
 _LOCAL = threading.local()  # .own: the thread's count before it was narrowed
+CPU_JOB_GB = 4.0  # the memory one job on the CPU is counted at when `job_slots` chooses (a 270M target's: 3.2 GB)
+
+
+def job_slots(threads: int | None, configured: int | None = None, *, memory_bytes: int | None = None) -> int:
+    """Jobs the `cpu` device runs at once: `configured` when set; else the cores over `threads` (1 when None:
+    each job takes every core), at most the memory (`memory_bytes`, None: this machine's) over `CPU_JOB_GB`."""
+    if configured is not None:
+        return configured
+    if not threads:
+        return 1
+    if memory_bytes is None:
+        try:
+            memory_bytes = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError, AttributeError):  # no sysconf: the cores decide
+            memory_bytes = 0
+    by_memory = int(memory_bytes // (CPU_JOB_GB * 2**30)) if memory_bytes else _CORES[0]
+    return max(1, min(_CORES[0] // threads, by_memory))
 
 
 def job_started(job_id: int, threads: int | None) -> None:

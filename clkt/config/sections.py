@@ -86,6 +86,9 @@ class GpuSettings(Section):
     job_timeout_s: float = Field(default=6 * 3600, gt=0, le=30 * 86400)  # one try of a GPU job; past it the try fails
     max_attempts: int = Field(default=3, ge=1, le=100)  # tries of a GPU job before it is failed
     torch_threads: int | None = Field(default=None, ge=1, le=1024)  # torch's CPU threads in a job (None: torch's choice)
+    # jobs at once on the "cpu" device (None: as many as the cores hold at torch_threads each and the memory at 4 GB
+    # each; 1 when torch_threads is unset: `clkt.cpu_share.job_slots`)
+    cpu_jobs: int | None = Field(default=None, ge=1, le=256)
     # deterministic kernels (`torch.use_deterministic_algorithms`; on CUDA also a fixed cuBLAS workspace): an op
     # without a deterministic kernel fails the job instead of running. Slower; what it changes is measured by
     # `bench/seeds.py --deterministic` (bench/results/demo-spread.json)

@@ -39,7 +39,7 @@ from typing import ClassVar
 
 from pydantic import ValidationError
 
-from clkt import clock
+from clkt import clock, cpu_share
 from clkt._tasks import cancel_and_wait
 from clkt.config import DaemonSettings, GpuSettings, TargetSettings
 from clkt.context import ServiceContext
@@ -90,7 +90,7 @@ def build_engine(gpu: GpuSettings, *, data_dir: Path, devices: list[str], store_
         from clkt.inject.ray_engine import RayEngine
 
         return RayEngine(gpu=gpu, data_dir=data_dir, store_key=store_key, log_dir=log_dir)
-    return LocalEngine(devices=devices)
+    return LocalEngine(devices=devices, cpu_jobs=cpu_share.job_slots(gpu.torch_threads, gpu.cpu_jobs))
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,7 +177,7 @@ class GpuConsumer:
         seed = f" / seed {job.seed}" if job.seed else ""
         label = f"job {jid} ({job.target_model} / {job.strategy} / train {job.train_lang}{seed} / {job.snapshot_id})"
         try:
-            spec = await self._job_spec(ctx, job, slot if engine.name == "local" else "auto")
+            spec = await self._job_spec(ctx, job, engine.device_of(slot))
         except (JobSetupError, ValidationError) as e:
             return await self._fail(ctx, jid, f"{label}: {e}", permanent=True)
         spec.artifacts_dir.mkdir(parents=True, exist_ok=True)

@@ -92,6 +92,10 @@ class JobEngine(ABC):
     def slots(self) -> list[str]:
         """One name per job that may run at once (the consumer runs one claiming loop per slot)."""
 
+    def device_of(self, slot: str) -> str:
+        """The device a job on `slot` is told to use ("auto": the engine's node decides)."""
+        return "auto"
+
     @abstractmethod
     def status(self) -> EngineStatus:
         """Whether jobs can start now, and why not."""

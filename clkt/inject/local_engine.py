@@ -1,6 +1,7 @@
 """The local engine: each GPU job in a child process on this machine (`python -m clkt.inject.run_job`).
 
-One slot per configured device (`gpu.devices`, or `clkt worker --device`), one job at a time on each. The
+One slot per configured device (`gpu.devices`, or `clkt worker --device`), one job at a time on each; the `cpu`
+device has `cpu_jobs` slots (`cpu`, `cpu#2`, ...: `clkt.cpu_share.job_slots`), each a job of its own. The
 child reads the snapshot from the export folder the store names and writes everything into
 `<data_dir>/jobs/<id>/` (its output goes to `job.log` there); it dies with the daemon (see `run_job`). At a
 stop the child is ended (SIGTERM, then SIGKILL) and the next run resumes from its last finished epoch.
@@ -80,11 +81,18 @@ class LocalRun(RunningJob):
 class LocalEngine(JobEngine):
     name = "local"
 
-    def __init__(self, *, devices: list[str]) -> None:
+    def __init__(self, *, devices: list[str], cpu_jobs: int = 1) -> None:
         self.devices = list(devices)
+        self.cpu_jobs = max(1, cpu_jobs)
 
     def slots(self) -> list[str]:
-        return list(self.devices)
+        out: list[str] = []
+        for d in dict.fromkeys(self.devices):
+            out += [d] + ([f"{d}#{k}" for k in range(2, self.cpu_jobs + 1)] if d == "cpu" else [])
+        return out
+
+    def device_of(self, slot: str) -> str:
+        return slot.split("#", 1)[0]
 
     def status(self) -> EngineStatus:
         return EngineStatus(engine=self.name, state=EngineState.ready)
@@ -96,8 +104,9 @@ class LocalEngine(JobEngine):
                 stdout=logf, stderr=asyncio.subprocess.STDOUT, stdin=asyncio.subprocess.DEVNULL,
                 start_new_session=True,
             )
-        if slot != "cpu":
-            return LocalRun(proc, device=slot)
+        device = self.device_of(slot)
+        if device != "cpu":
+            return LocalRun(proc, device=device)
         job_id = spec.job_id
         cpu_share.job_started(job_id, spec.gpu.torch_threads)
-        return LocalRun(proc, device=slot, on_end=lambda: cpu_share.job_ended(job_id))
+        return LocalRun(proc, device=device, on_end=lambda: cpu_share.job_ended(job_id))

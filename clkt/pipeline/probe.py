@@ -26,7 +26,8 @@ catch-up: in a year run the backlog of ~180 stayed for five simulated months.)
 Local targets run through transformers in a worker thread, one generation at a time per process (the model
 stays loaded between tasks); the worker probes up to `CONCURRENCY` entities at once and a `PromptBatcher`
 gathers their prompts into one generation per target (`clkt.targets.batching`: greedy decoding of a small
-batch costs about as much as of one prompt). `backend = "openai"` targets are asked over HTTP (e.g. a vLLM
+batch costs about as much as of one prompt; while entities arrive steadily, a prompt waits up to half a minute for
+enough neighbours to fill a batch). `backend = "openai"` targets are asked over HTTP (e.g. a vLLM
 server), one request per prompt. `backend = "api"` targets (a model string the agents accept) are asked through
 the agents' model stack (`clkt.targets.api`: the provider's limiter, the LLM call cache, the budget); a provider
 without a key stops the start (`ProbeWorker.from_config`).

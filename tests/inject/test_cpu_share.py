@@ -78,3 +78,34 @@ async def test_a_stopped_job_gives_its_cores_back(four_cores: None) -> None:
     assert cpu_share.model_threads() == 3
     await run.stop()
     assert proc.returncode is not None and cpu_share.model_threads() is None
+
+
+def test_the_cpu_runs_as_many_jobs_as_its_cores_and_memory_hold(four_cores: None) -> None:
+    gb = 2**30
+    assert cpu_share.job_slots(1, memory_bytes=64 * gb) == 4  # 4 cores at 1 thread each
+    assert cpu_share.job_slots(2, memory_bytes=64 * gb) == 2
+    assert cpu_share.job_slots(3, memory_bytes=64 * gb) == 1
+    assert cpu_share.job_slots(8, memory_bytes=64 * gb) == 1  # wider than the machine: still one
+    assert cpu_share.job_slots(None, memory_bytes=64 * gb) == 1  # unset: a job takes every core
+    assert cpu_share.job_slots(1, memory_bytes=int(9 * gb)) == 2  # 4 GB a job
+    assert cpu_share.job_slots(1, memory_bytes=2 * gb) == 1  # never none
+    assert cpu_share.job_slots(1, 3, memory_bytes=2 * gb) == 3  # gpu.cpu_jobs decides when set
+    assert cpu_share.job_slots(1) >= 1  # this machine's memory
+
+
+def test_the_cpu_device_has_a_slot_per_job_other_devices_one() -> None:
+    from clkt.inject.local_engine import LocalEngine
+
+    engine = LocalEngine(devices=["cpu", "cuda:0", "cpu"], cpu_jobs=3)
+    assert engine.slots() == ["cpu", "cpu#2", "cpu#3", "cuda:0"]  # a device named twice is one device
+    assert [engine.device_of(s) for s in engine.slots()] == ["cpu", "cpu", "cpu", "cuda:0"]
+    assert LocalEngine(devices=["cpu"]).slots() == ["cpu"]
+
+
+def test_cpu_jobs_below_one_is_refused_by_name() -> None:
+    import pydantic
+
+    from clkt.config import GpuSettings
+
+    with pytest.raises(pydantic.ValidationError, match="cpu_jobs"):
+        GpuSettings(cpu_jobs=0)

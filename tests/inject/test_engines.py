@@ -181,3 +181,44 @@ def test_a_job_asking_for_more_than_any_node_offers_is_unschedulable() -> None:
     assert not fits(job_request(num_gpus=1, num_cpus=1, resources={"a100": 1}), nodes)  # only on a dead node
     assert describe_nodes(nodes) == "1 node(s) alive: 10.0.0.1 (CPU 1, GPU 2)"
 
+
+
+async def test_two_cpu_slots_run_two_jobs_at_once_each_told_the_cpu(tmp_path: Path, tiny_snapshot: Path) -> None:
+    """`gpu.cpu_jobs = 2` (or 2 cores at `torch_threads = 1`): the local engine's `cpu` and `cpu#2` claim a job
+    each; both jobs start before either ends, and each job's spec names the device, never the slot."""
+    from clkt.inject.local_engine import LocalEngine
+
+    started: list[tuple[str, str]] = []
+    both = asyncio.Event()
+
+    class GatedRun(FakeRun):
+        async def wait(self, timeout_s: float) -> JobEnd | None:
+            try:
+                await asyncio.wait_for(both.wait(), timeout=timeout_s)
+            except TimeoutError:
+                return None
+            return self.end
+
+    class TwoCpuEngine(LocalEngine):
+        async def submit(self, spec: JobSpec, spec_path: Path, *, slot: str) -> RunningJob:
+            started.append((slot, spec.device))
+            if len(started) == 2:
+                both.set()
+            return GatedRun(_fail_file(spec, JobFailure(kind=FailureKind.bad_input, message="x", permanent=True)))
+
+    settings = Settings(data_dir=tmp_path / "data", spec={"targets": [EMBEDDED_TARGET], "languages": ["en", "fr"]},  # type: ignore[arg-type]
+                        gpu={"devices": ["cpu"], "cpu_jobs": 2, "epochs": 1},  # type: ignore[arg-type]
+                        daemon={"poll_interval_s": 0.05, "lease_s": 60})  # type: ignore[arg-type]
+    async with Store(url=f"sqlite+aiosqlite:///{tmp_path}/s.db") as store:
+        await seed_store(store, tiny_snapshot)
+        async with store.transaction() as s:
+            await enqueue_gpu_jobs(s, snapshot_id=SNAPSHOT_ID, targets=["gemma-3-270m"], strategies=["cpt-lora"],
+                                   train_langs=["en", "fr"], config=settings.gpu, max_attempts=1)
+        engine = TwoCpuEngine(devices=settings.gpu.devices, cpu_jobs=settings.gpu.cpu_jobs or 1)
+        async with aiohttp.ClientSession() as http:
+            consumer = make_consumer(settings, burst=True, engine=engine)
+            await asyncio.wait_for(consumer.run(ServiceContext(store=store, http=http, owner="o", metrics=Metrics())), 30)
+        async with store.session() as s:
+            jobs = await jobs_for_snapshot(s, SNAPSHOT_ID)
+    assert sorted(started) == [("cpu", "cpu"), ("cpu#2", "cpu")]  # one job a slot, at once (else the gate never opens)
+    assert sorted(j.status for j in jobs) == [LeaseStatus.failed, LeaseStatus.failed]

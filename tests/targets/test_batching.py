@@ -92,3 +92,45 @@ async def test_close_cancels_the_waiting_callers_and_refuses_new_ones() -> None:
         await waiting
     with pytest.raises(UserError, match="closed"):
         await b.submit("m", ["b"])
+
+
+class _Steady(PromptBatcher[str]):
+    RATE_WINDOW_S = 0.5
+
+
+async def _trickle(b: PromptBatcher[str], n: int, every_s: float) -> list[list[str]]:
+    """`n` one-prompt requests, one every `every_s` seconds, none waiting for the others' answers."""
+    tasks = []
+    for i in range(n):
+        tasks.append(asyncio.create_task(b.submit("m", [str(i)])))
+        await asyncio.sleep(every_s)
+    return await asyncio.gather(*tasks)
+
+
+async def test_steady_arrivals_wait_for_a_full_batch_a_lone_one_does_not() -> None:
+    eager, filling = Recorder(), Recorder()
+    eager_b = _Steady(eager, name="eager", window_s=0.001, fill=1)
+    filling_b = _Steady(filling, name="filling", window_s=0.001, fill=8, max_wait_s=2.0)
+    assert await _trickle(filling_b, 40, 0.02) == [[f"m:{i}"] for i in range(40)]  # every answer, in order
+    await _trickle(eager_b, 40, 0.02)
+    sizes = [len(p) for _, p in filling.calls]
+    assert sum(sizes) == 40 and max(sizes) >= 8 and len(sizes) < len(eager.calls) / 2, (sizes, len(eager.calls))
+    assert [p for _, p in filling.calls] == [[str(i) for i in range(a, a + k)] for a, k in
+                                             zip([sum(sizes[:j]) for j in range(len(sizes))], sizes, strict=True)]
+    await asyncio.sleep(0.6)  # the trickle is over: its rate has left the window
+    t = asyncio.get_running_loop().time()
+    assert await filling_b.submit("m", ["lone"]) == ["m:LONE"]
+    assert asyncio.get_running_loop().time() - t < 1.0  # the window only, never max_wait_s
+    await eager_b.aclose()
+    await filling_b.aclose()
+
+
+async def test_a_request_waits_no_longer_than_max_wait_for_neighbours_that_do_not_come() -> None:
+    rec = Recorder()
+    b = _Steady(rec, name="t", window_s=0.001, fill=4, max_wait_s=0.4)
+    await asyncio.gather(*(b.submit("m", [str(i)]) for i in range(3)))  # 3 prompts in the last 0.5 s: 6 a second
+    t = asyncio.get_running_loop().time()
+    assert await b.submit("m", ["x"]) == ["m:X"]  # 2 more were due within 0.4 s; none came
+    assert 0.35 <= asyncio.get_running_loop().time() - t < 3.0
+    assert rec.calls[-1] == ("m", ["x"])
+    await b.aclose()
