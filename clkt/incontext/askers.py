@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from clkt import cpu_share
 from clkt.evaluate.parse import ParseMode, parse_letter
 from clkt.evaluate.scorers import OPTION_LOGLIK_NORM, ScorerName, scorers_for
 from clkt.incontext.prompt import document_block, estimate_tokens
@@ -169,6 +170,7 @@ class LocalAsker:
         return len(self.tokenizer(r.text, add_special_tokens=r.add_special_tokens)["input_ids"])
 
     def _score(self, asks: Sequence[Ask]) -> list[Reply | BaseException]:
+        cpu_share.apply_here()  # the cores a GPU job on this machine's CPU leaves
         if self._scorer == OPTION_LOGLIK_NORM:
             return self._loglik(asks)
         from clkt.evaluate.scorers import score_generate
@@ -183,10 +185,8 @@ class LocalAsker:
 
     def _loglik(self, asks: Sequence[Ask]) -> list[Reply | BaseException]:
         """acc_norm of the parametric jobs' option scorer, the document block before the question."""
-        from clkt import cpu_share
         from clkt.evaluate.loglik import loglik_item, score_option_loglik
 
-        cpu_share.apply_here()  # the cores a GPU job on this machine's CPU leaves
         items = [loglik_item(self.target, self.tokenizer, a.question, a.options, a.lang,
                              prefix=document_block(a.document)) for a in asks]
         scored = score_option_loglik(self.model, self.tokenizer, items, batch_size=self.batch_size)
@@ -194,4 +194,4 @@ class LocalAsker:
 
     async def ask(self, asks: Sequence[Ask]) -> list[Reply | BaseException]:
         async with self._model_lock:
-            return await asyncio.to_thread(self._score, list(asks))
+            return await cpu_share.run_model_work(self._score, list(asks))

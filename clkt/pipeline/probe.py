@@ -35,7 +35,6 @@ without a key stops the start (`ProbeWorker.from_config`).
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
@@ -46,6 +45,7 @@ from typing import Any, ClassVar, Self
 import aiohttp
 from pydantic import SecretStr
 
+from clkt import cpu_share
 from clkt.config import AgentSettings, DaemonSettings, SecretLookup, SpecSettings, TargetSettings
 from clkt.context import ServiceContext
 from clkt.errors import AgentError, ModelUnavailableError
@@ -81,8 +81,8 @@ async def probe_target(
     with `api_key`), at most `max_new_tokens` each."""
     if target.backend == "openai":
         return [await _ask_openai(target, p, http=http, max_new=max_new_tokens, key=api_key) for p in prompts]
-    return await asyncio.to_thread(
-        _probe_locally, target, prompts, data_dir=data_dir, device=device, max_new_tokens=max_new_tokens
+    return await cpu_share.run_model_work(
+        partial(_probe_locally, target, prompts, data_dir=data_dir, device=device, max_new_tokens=max_new_tokens)
     )
 
 

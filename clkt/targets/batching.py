@@ -4,7 +4,7 @@ Greedy decoding of a small batch is bound by reading the weights once per step, 
 `generate` over the prompts of many entities costs little more than over one entity's (the probe stage on 2
 CPU cores, Gemma 3 270M, 9 entities x 5 languages x 48 new tokens: 175 s one entity at a time, 38 s all at
 once, the same 45 answers). `PromptBatcher` waits `window_s` after the first request for the others, groups
-the requests by key (the target), runs each group once in a worker thread, one run at a time, and hands every
+the requests by key (the target), runs each group once in the model thread (`clkt.cpu_share.run_model_work`), one run at a time, and hands every
 caller its own answers in order. A caller that is cancelled only loses its own answers; a failed run fails
 the callers of that group with its exception.
 
@@ -25,6 +25,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar, Generic, TypeVar
 
+from clkt import cpu_share
 from clkt.errors import UserError
 
 __all__ = ["PromptBatcher"]
@@ -146,7 +147,7 @@ class PromptBatcher(Generic[K]):
         flat = [p for r in requests for p in r.prompts]
         self.runs += 1
         try:
-            answers = await asyncio.to_thread(self._run, key, flat)
+            answers = await cpu_share.run_model_work(self._run, key, flat)
             if len(answers) != len(flat):
                 raise RuntimeError(f"{self._name}: {len(answers)} answers for {len(flat)} prompts")
         except Exception as e:  # noqa: BLE001 - handed to every caller of this group, who decides

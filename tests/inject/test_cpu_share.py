@@ -109,3 +109,26 @@ def test_cpu_jobs_below_one_is_refused_by_name() -> None:
 
     with pytest.raises(pydantic.ValidationError, match="cpu_jobs"):
         GpuSettings(cpu_jobs=0)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a thread's own niceness is Linux's")
+async def test_the_model_thread_yields_the_cpu_while_a_job_runs_and_takes_it_back(four_cores: None) -> None:
+    import os
+    import threading
+
+    def nice_now() -> tuple[str, int]:
+        cpu_share.apply_here()
+        return threading.current_thread().name, os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+    caller = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    name, before = await cpu_share.run_model_work(nice_now)
+    assert name.startswith("clkt-model")
+    cpu_share.job_started(9, 1)
+    try:
+        _, during = await cpu_share.run_model_work(nice_now)
+        assert during == min(19, before + cpu_share.YIELD_NICE)
+        assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == caller  # the caller's thread keeps its own
+    finally:
+        cpu_share.job_ended(9)
+    _, after = await cpu_share.run_model_work(nice_now)
+    assert after == (before if os.geteuid() == 0 else during)  # back, where lowering a niceness is allowed
