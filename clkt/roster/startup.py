@@ -14,7 +14,9 @@
 4. entities not in any snapshot yet that already passed the probe (status generating or ready) without a
    verdict of an active target (it was added after they were probed) get an observing task for it too, when
    they are fresh for it: the open period's selection needs every current target's clean verdict, so without
-   this they would be left out of the next snapshot.
+   this they would be left out of the next snapshot. Their tasks are enqueued before those of step 3, so they are
+   claimed first: in a year run (`bench/year.py`, a target added in June) entities of May waited behind the
+   catch-up of five frozen months' entities until they expired.
 
 `check_worker_targets` is the GPU worker's part: the same rename refusal, writing nothing (a worker's
 configuration must not change the daemon's registry).
@@ -83,8 +85,8 @@ async def prepare_targets(
     async with store.transaction() as s:
         synced = await sync_targets(s, identities(spec), now=now)
         backfilled = await backfill_snapshot_targets(s, now=now)
+        open_tasks = await _open_entities(s, spec=spec, daemon=daemon)  # first: claimed first (oldest task first)
         res = await _late_targets(s, spec=spec, daemon=daemon, now=now)
-        open_tasks = await _open_entities(s, spec=spec, daemon=daemon)
     out = RosterStart(sync=synced, backfilled=backfilled, probing=res.probing, out_of_window=res.out_of_window,
                       observe_tasks=res.observe_tasks, open_tasks=open_tasks)
     _log(out)

@@ -212,6 +212,15 @@ async def test_open_period_entities_probed_before_a_target_joined_are_asked_by_i
     tasks = dict(await _tasks(store, probe_only_key("late-chat")))
     assert july in tasks and stale not in tasks and len(tasks) == 8 + 1
     assert (await prepare_targets(store, spec=restarted.spec, daemon=restarted.daemon)).open_tasks == 0  # idempotent
+    # the open entity waits for this verdict to join a snapshot: it is asked before the frozen snapshot's 8 (in a year
+    # run, entities of May waited behind the catch-up of five frozen months until they expired)
+    from datetime import timedelta
+
+    from storage.tasks import claim_tasks
+
+    async with store.transaction() as s:
+        (first,) = await claim_tasks(s, stage=Stage.probe, owner="o", lease=timedelta(minutes=5), limit=1, keyed=True)
+    assert first.entity_id == july
 
 
 async def test_a_worker_checks_the_names_and_writes_nothing(store: Store, tmp_path) -> None:
