@@ -48,7 +48,7 @@ def _config(path: Path, data_dir: Path, *, gpu: bool) -> Path:
         '[spec]\nlanguages = ["en", "fr"]\n[[spec.targets]]\nname = "gemma-3-270m"\nmodel = "embedded:gemma-3-270m"\n'
         'cutoff = 2024-08-01\nkind = "base"\n'
         f'[gpu]\nenabled = {"true" if gpu else "false"}\ndevices = ["cpu"]\nepochs = 1\nmax_new_tokens = 4\n'
-        'max_seq_len = 128\ntorch_threads = 1\nscorers = ["letter-logprob"]\n'
+        'max_seq_len = 128\ntorch_threads = 1\ncpu_jobs = 1\nscorers = ["letter-logprob"]\n'  # one job at a time: the one it kills
         "[daemon]\nlease_s = 6\npoll_interval_s = 0.2\ngrace_period_s = 5\n" + sources,
         encoding="utf-8",
     )

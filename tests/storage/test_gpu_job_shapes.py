@@ -34,7 +34,7 @@ async def _old_store(db: Path, rows: list[tuple[dict[str, object], dict[str, obj
                 {"id": i, "t": f"m{i}", "config": json.dumps(config), "summary": json.dumps(summary)})
 
 
-ADDED_SINCE = ("deterministic", "open_answers")  # `GpuSettings` fields added after revision d3a8e6f0c251
+ADDED_SINCE = ("deterministic", "open_answers", "cpu_jobs")  # `GpuSettings` fields added after revision d3a8e6f0c251
 
 
 async def test_a_store_holding_the_old_shapes_is_migrated_into_the_one_shape(tmp_path: Path) -> None:
