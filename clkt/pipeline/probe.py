@@ -23,8 +23,8 @@ beside the new entities, whose probes a period's snapshot waits for and which ta
 takes the slots the other leaves free. (Claiming own probes first and observing ones only in the gaps starved the
 catch-up: in a year run the backlog of ~180 stayed for five simulated months.)
 
-Local targets run through transformers in a worker thread, one generation at a time per process (the model
-stays loaded between tasks); the worker probes up to `CONCURRENCY` entities at once and a `PromptBatcher`
+Local targets run through transformers in the process's one model thread (`clkt.cpu_share.run_model_work`: one
+generation at a time; the model stays loaded between tasks); the worker probes up to `CONCURRENCY` entities at once and a `PromptBatcher`
 gathers their prompts into one generation per target (`clkt.targets.batching`: greedy decoding of a small
 batch costs about as much as of one prompt; while entities arrive steadily, a prompt waits up to half a minute for
 enough neighbours to fill a batch). `backend = "openai"` targets are asked over HTTP (e.g. a vLLM
@@ -35,7 +35,6 @@ without a key stops the start (`ProbeWorker.from_config`).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from functools import partial
@@ -70,7 +69,6 @@ __all__ = ["ProbeFn", "ProbeWorker", "probe_only_key", "probe_target", "target_o
 ProbeFn = Callable[[TargetSettings, list[str], ServiceContext], Awaitable[list[str]]]
 
 _OPEN = {EntityStatus.discovered, EntityStatus.probing, EntityStatus.generating}
-_LOCAL_LOCK = threading.Lock()  # one local generation at a time per process (CPU/GPU bound)
 
 
 async def probe_target(
@@ -82,16 +80,8 @@ async def probe_target(
     if target.backend == "openai":
         return [await _ask_openai(target, p, http=http, max_new=max_new_tokens, key=api_key) for p in prompts]
     return await cpu_share.run_model_work(
-        partial(_probe_locally, target, prompts, data_dir=data_dir, device=device, max_new_tokens=max_new_tokens)
+        partial(probe_texts, target, prompts, data_dir=data_dir, device=device, max_new_tokens=max_new_tokens)
     )
-
-
-def _probe_locally(
-    target: TargetSettings, prompts: list[str], *, data_dir: Path, device: str, max_new_tokens: int
-) -> list[str]:
-    """Greedy answers of a local target (synchronous: from a worker thread), one generation per process at a time."""
-    with _LOCAL_LOCK:
-        return probe_texts(target, prompts, data_dir=data_dir, device=device, max_new_tokens=max_new_tokens)
 
 
 async def _ask_openai(
@@ -187,7 +177,7 @@ class ProbeWorker(StageWorker):
             targets = {t.name: t for t in self.spec.targets}
 
             def run(name: str, batch: list[str]) -> list[str]:
-                return _probe_locally(
+                return probe_texts(
                     targets[name], batch, data_dir=self.data_dir, device=self.device, max_new_tokens=max_new
                 )
 

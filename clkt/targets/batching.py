@@ -4,8 +4,8 @@ Greedy decoding of a small batch is bound by reading the weights once per step, 
 `generate` over the prompts of many entities costs little more than over one entity's (the probe stage on 2
 CPU cores, Gemma 3 270M, 9 entities x 5 languages x 48 new tokens: 175 s one entity at a time, 38 s all at
 once, the same 45 answers). `PromptBatcher` waits `window_s` after the first request for the others, groups
-the requests by key (the target), runs each group once in the model thread (`clkt.cpu_share.run_model_work`), one run at a time, and hands every
-caller its own answers in order. A caller that is cancelled only loses its own answers; a failed run fails
+the requests by key (the target), runs each group once in the model thread (`clkt.cpu_share.run_model_work`),
+one run at a time, and hands every caller its own answers in order. A caller that is cancelled only loses its own answers; a failed run fails
 the callers of that group with its exception.
 
 Requests that trickle in (one entity every few seconds, each with a prompt per language) would run in batches of
@@ -74,10 +74,7 @@ class PromptBatcher(Generic[K]):
         loop = asyncio.get_running_loop()
         future: asyncio.Future[list[str]] = loop.create_future()
         self._queue.append(_Request(key, list(prompts), future, loop.time()))
-        seen = self._arrivals.setdefault(key, deque())
-        seen.append((loop.time(), len(prompts)))
-        while seen[0][0] < loop.time() - self.RATE_WINDOW_S:
-            seen.popleft()
+        self._recent(key, loop.time()).append((loop.time(), len(prompts)))
         self._arrived.set()
         if self._task is None or self._task.done():
             self._task = asyncio.create_task(self._drain(), name=self._name)
@@ -135,13 +132,17 @@ class PromptBatcher(Generic[K]):
         if not queued or max(queued.values()) >= self._fill:
             return False
         for key, n in queued.items():
-            seen = self._arrivals.get(key)
-            while seen and seen[0][0] < now - self.RATE_WINDOW_S:
-                seen.popleft()
-            rate = sum(k for _, k in seen or ()) / self.RATE_WINDOW_S
+            rate = sum(k for _, k in self._recent(key, now)) / self.RATE_WINDOW_S
             if rate > 0 and (self._fill - n) / rate <= left:
                 return True
         return False
+
+    def _recent(self, key: K, now: float) -> deque[tuple[float, int]]:
+        """The arrivals of `key`'s prompts within the last `RATE_WINDOW_S` before `now` (older ones dropped)."""
+        seen = self._arrivals.setdefault(key, deque())
+        while seen and seen[0][0] < now - self.RATE_WINDOW_S:
+            seen.popleft()
+        return seen
 
     async def _run_group(self, key: K, requests: list[_Request[K]]) -> None:
         flat = [p for r in requests for p in r.prompts]
