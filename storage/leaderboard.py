@@ -76,6 +76,9 @@ class WindowJob:
     # when its snapshot had no locality split
     locality: dict[str, Any] = field(default_factory=dict)
     seed: int = 0  # the job's training seed (`spec.seeds`)
+    # the open track's control split, per layer (`clkt.report.open_control.ControlTally` as JSON), from its stored
+    # answers (`clkt.report.open_board.with_open_splits`); empty without one
+    control: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -41,7 +41,14 @@ if TYPE_CHECKING:
 
     from clkt.config import Settings
     from clkt.report.by_domain import DomainBoard
-    from clkt.report.leaderboard_data import Comparison, Estimate, Leaderboard, LeaderboardQuery, LeaderRow
+    from clkt.report.leaderboard_data import (
+        Comparison,
+        ControlEstimate,
+        Estimate,
+        Leaderboard,
+        LeaderboardQuery,
+        LeaderRow,
+    )
     from storage.engine import Store
 
 __all__ = ["register"]
@@ -68,6 +75,19 @@ def _kept(e: Estimate | None) -> str:
     if e.value is None or e.n < MIN_KEPT_N:
         return f"too few (n={e.n})"
     return f"{_pct(e)} (n={e.n})"
+
+
+CONTROL_HEADER = "control: injected % [CI] (base, gain; n, entities)"  # the open track's control split
+
+
+def _control(e: ControlEstimate | None) -> str:
+    """The open control split's Learn with its interval and n, `too few` under its rule, `—` without."""
+    if e is None:
+        return "—"
+    if e.too_few:
+        return f"too few (n={e.n}, {e.entities} entities)"
+    return (f"{_pct(e.injected)} (base {100 * (e.base or 0):.1f}, gain {100 * (e.gain.value or 0):+.1f}; "
+            f"n={e.n}, {e.entities} entities)")
 
 
 def _rank(r: LeaderRow) -> str:
@@ -142,8 +162,10 @@ def _row_tables(board: Leaderboard, board_rows: list[LeaderRow]) -> list[Table]:
     for strategy, scorer in groups:
         rows = [r for r in board_rows if (r.strategy, r.scorer) == (strategy, scorer)]
         kept = any(r.kept is not None for r in rows)  # a column only when some job answered a locality split
+        control = any(r.control is not None for r in rows)  # ... and an open control split
         t = Table("rank", "target", "snapshots", "questions", "entities", "Learn: injected % [CI] (base, gain, p)",
                   *[f"{m.label} % [CI] (n)" for m in PAIR_METRICS], *(["kept % [CI] (n right before)"] if kept else []),
+                  *([CONTROL_HEADER] if control else []),
                   title=f"{_group_name(strategy, scorer)} — pooled over the window; 95% CI from a bootstrap over entities "
                         f"(and over training seeds where a row has several: the mean over seeds ± their sd); "
                         f"'=' marks ranks the CIs cannot separate")
@@ -155,7 +177,7 @@ def _row_tables(board: Leaderboard, board_rows: list[LeaderRow]) -> list[Table]:
                        + (f", {r.not_interpretable} n.i. pairs" if m.needs_learned and r.not_interpretable else "") for m in PAIR_METRICS]
             seeds = f" ({len(r.seeds)} seeds)" if r.seeds else ""
             t.add_row(_rank(r), plain(_who(r)) + seeds, str(r.snapshots), str(r.questions), str(r.entities), learn, *metrics,
-                      *([_kept(r.kept)] if kept else []))
+                      *([_kept(r.kept)] if kept else []), *([_control(r.control)] if control else []))
         out.append(t)
         per = Table("target", *[s.period for s in board.snapshots],
                     title=f"{_group_name(strategy, scorer)} — per snapshot: {' / '.join(m.label for m in PAIR_METRICS)} % (questions)")
@@ -232,8 +254,12 @@ def _csv(board: Leaderboard) -> str:
             "learn_injected", "learn_injected_ci_low", "learn_injected_ci_high", "learn_n", "learn_base", "learn_gain",
             "learn_gain_ci_low", "learn_gain_ci_high", "learn_p_value", "learned",
             *[f"{m.key}{x}" for m in PAIR_METRICS for x in ("", "_ci_low", "_ci_high", "_n")]]
-    kept = any(r.kept is not None for r in board.rows)  # kept % columns only when some job answered a locality split
+    # kept % columns only when some job answered a locality split; the open control's when some open row has one
+    kept = any(r.kept is not None for r in [*board.rows, *board.open_rows])
     head += ["kept", "kept_ci_low", "kept_ci_high", "kept_n"] if kept else []
+    control = any(r.control is not None for r in board.open_rows)
+    head += [f"control_{x}" for x in ("injected", "injected_ci_low", "injected_ci_high", "n", "base", "gain", "gain_ci_low",
+                                      "gain_ci_high", "p_value", "entities", "too_few")] if control else []
     head += [f"{s.period} {m}" for s in board.snapshots for m in (*PAIR_METRICS.ordered_keys(), "questions")]
     head += ["track", "verified", "agreement", "packs"]  # a submitted row: reproduced here? its packs' sha256s
     head += ["format"]  # "mcq", or "open" (the open track's rows, after the MCQ ones: never pooled with them)
@@ -247,6 +273,10 @@ def _csv(board: Leaderboard) -> str:
                str(r.questions), str(r.entities), *est(lr.injected), num(lr.base), *est(lr.gain)[:3], f"{lr.p_value:.6g}", str(lr.learned),
                *[x for m in PAIR_METRICS for x in est(r.metric(m.key))]]
         row += (est(r.kept) if r.kept is not None else ["", "", "", ""]) if kept else []
+        if control:
+            c = r.control
+            row += ([*est(c.injected), num(c.base), *est(c.gain)[:3], f"{c.p_value:.6g}", str(c.entities), str(c.too_few)]
+                    if c is not None else [""] * 11)
         for c in r.per_snapshot:
             if c.status == "ok":
                 row += [*[num(c.metric(m.key).value) for m in PAIR_METRICS], str(c.questions)]

@@ -31,6 +31,7 @@ from clkt.report.leaderboard_data import MIN_QUESTIONS, Estimate, LeaderRow, Lea
 from clkt.report.learn import stat_from_counts
 from clkt.report.locality import pooled_kept
 from clkt.report.metric_table import HEATMAP, PAIR_METRICS, RANK_BY, learn_gain, ratio
+from clkt.report.open_control import control_estimate
 from clkt.report.pooled import (
     Answers,
     Draws,
@@ -191,17 +192,18 @@ def _row(group: Group, pooled: Pooled, data: WindowData, *, draws: Draws | None,
             learn_gain=_gain(ss, strata.get(i)),
         ))
     questions = sum(pooled.questions.values())
+    # the row's jobs in its valid snapshots: their locality counts (kept %) and open control tallies, pooled
+    jobs = [j for j in data.jobs if (j.target, j.strategy) == (target, strategy) and (j.snapshot_id, target) in data.ready]
+    boot = {"seed": draws.seed, "samples": draws.samples} if draws is not None else {"seed": 0, "samples": 0}
     return LeaderRow(
         target=target, strategy=strategy, scorer=scorer, snapshots=len(pooled.questions), questions=questions,
         entities=len(pooled.keys), train_langs=list(layout.trains),
         learned_langs=[t for t, ok in zip(layout.trains, learned_trains(layout, s), strict=True) if ok], metrics=metrics,
         learn=learn, not_interpretable=int(sum(1 for i, p in enumerate(layout.pair_sums(counts)) if p.sum() > 0 and not interp[i])),
         too_few=questions < min_questions, pairs=_pairs(layout, counts, total, interp),
-        per_snapshot=columns, kept=pooled_kept(
-            ((j.snapshot_id, j.locality) for j in data.jobs
-             if (j.target, j.strategy) == (target, strategy) and (j.snapshot_id, target) in data.ready and j.locality),
-            scorer=scorer, seed=draws.seed if draws is not None else 0, samples=draws.samples if draws is not None else 0,
-            public=data.public_entities),
+        per_snapshot=columns, kept=pooled_kept(((j.snapshot_id, j.locality) for j in jobs if j.locality), scorer=scorer,
+                                               public=data.public_entities, **boot),
+        control=control_estimate(((j.snapshot_id, j.control) for j in jobs if j.control), scorer=scorer, **boot),
     )
 
 

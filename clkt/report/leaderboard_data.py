@@ -18,6 +18,7 @@ __all__ = [
     "CellCheck",
     "CompareLine",
     "Comparison",
+    "ControlEstimate",
     "Estimate",
     "LeaderRow",
     "Leaderboard",
@@ -76,6 +77,15 @@ class LearnEstimate(_Frozen):
     lost: int
     p_value: float  # exact McNemar on the paired answers
     learned: bool
+
+
+class ControlEstimate(LearnEstimate):
+    """The open track's control split on a row (`clkt.report.open_control`): Learn on the fictional entities (injected
+    with the real ones: the positive control of injection), pooled over the row's jobs, its intervals over those
+    entities; `too_few` under the rule of `clkt.report.metric_table.control_too_few` (shown as such, never bare)."""
+
+    entities: int
+    too_few: bool
 
 
 class SnapshotColumn(PerMetric):
@@ -175,6 +185,8 @@ class LeaderRow(PerMetric):
     # kept % (`clkt.report.locality.pooled_kept`): of the locality questions its jobs' base model answered right, the
     # share still right after injection; n = those questions. Absent (not in the JSON) without a locality split
     kept: Estimate | None = Field(default=None, exclude_if=lambda v: v is None)
+    # an open row's control split (`clkt.report.open_control`); absent (not in the JSON) where its jobs answered none
+    control: ControlEstimate | None = Field(default=None, exclude_if=lambda v: v is None)
     track: str = "run here"  # "run here" (this service's GPU queue) or "submitted" (result packs, `clkt submit`)
     submissions: list[SubmittedPackInfo] = Field(default_factory=list)  # a submitted row's packs, with provenance
     # a submitted row: "reproduced" (re-run here, agreement at or above the threshold), "flagged" (below it) or

@@ -32,7 +32,9 @@ per-domain board, the card, a result pack's metrics.json and the intake):
   submission beside it never moves an unchanged row's interval.
 - **too few**: a Transfer pair under `MIN_CELL_N` questions (A+B); kept % under `MIN_KEPT_N` questions right before
   or about fewer than `MIN_KEPT_ENTITIES` entities (`kept_too_few`), for a cell and for a row's pooled figure alike
-  (board, CSV, strategy table, report, card, pack).
+  (board, CSV, strategy table, report, card, pack); the open track's control split (its Learn on the fictional
+  entities, `clkt.report.open_control`) under `MIN_CELL_N` questions or about fewer than `MIN_KEPT_ENTITIES`
+  entities (`control_too_few`), in the report's open section and on the board's open rows alike.
 
 The report's Table 2, `table2.csv`, `pairs.csv`, `metrics.json`, `report.md`, the size figures, the
 leaderboard's rows, its CSV and page, and the comparison all loop over `PAIR_METRICS`. A new metric is one
@@ -65,6 +67,7 @@ __all__ = [
     "cell_indicator",
     "cell_sum",
     "cell_sums",
+    "control_too_few",
     "kept_too_few",
     "learn_accuracy",
     "learn_gain",
@@ -254,6 +257,12 @@ def learn_accuracy(correct: int, n: int) -> float | None:
 
 def learn_gain(*, base_correct: int, injected_correct: int, n: int) -> float | None:
     return (injected_correct - base_correct) / n if n else None
+
+
+def control_too_few(*, n: int, entities: int) -> bool:
+    """Whether the open control split's Learn on `n` train-language questions about `entities` entities is too few
+    to show: the one rule of the report's cell and the board's pooled figure."""
+    return n < MIN_CELL_N or entities < MIN_KEPT_ENTITIES
 
 
 def kept_too_few(*, base_right: int, entities: int, min_n: int = MIN_KEPT_N) -> bool:

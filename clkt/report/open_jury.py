@@ -7,7 +7,8 @@ its 95% interval from the bootstrap over entities (`accuracy_interval`, the draw
 answers (no strict majority: never guessed), the answers with a failed vote, and the jury's agreement with the
 normaliser on the same answers (`clkt.openqa.layers.agreement_of`: the answers the jury decided, with its interval
 over entities). Its cost is the sum of the stored costs of the jury's rows. The answers the jury has not graded
-yet are counted (`pending`), never filled in. `report.md` shows it under its own heading
+yet are counted (`pending`), never filled in. Beside it, the jury's kept % on the locality split and its Learn on the
+control split, by the normaliser's figures' own functions on the jury's verdicts (`locality`, `control`). `report.md` shows it under its own heading
 (`clkt.report.open_lines`), `metrics.json` as `open_track.jury`.
 """
 
@@ -16,10 +17,14 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from clkt.openqa.layers import agreement_of
 from clkt.report.clustered import EntityDraws, accuracy_interval
+from clkt.report.locality import KeptLang
+from clkt.report.open_control import ControlFigure, control_learn
+from clkt.report.open_locality import open_kept
+from clkt.report.open_right import jury_right
 from storage.open_judgements import JuryRow
 from storage.open_results import OpenResultRow
 
@@ -59,8 +64,13 @@ class OpenJury(_Frozen):
     prompt_versions: list[str]
     graded: int  # test-split answers the jury graded
     pending: int  # test-split answers it has not graded yet
-    cost_usd: float  # what the jury's calls on this snapshot's answers cost (every answer, both splits)
+    cost_usd: float  # what the jury's calls on this snapshot's answers cost (every answer, every split)
     cells: list[JuryCell]
+    # the jury's kept % of the locality split's answers it graded, per job x test language, and its Learn on the control
+    # split (`clkt.report.open_locality`, `clkt.report.open_control`: the normaliser's figures' functions, on the
+    # jury's verdicts: undecided never right nor kept, ungraded in no pair); empty where it graded none of them
+    locality: list[KeptLang] = Field(default_factory=list)
+    control: list[ControlFigure] = Field(default_factory=list)
 
 
 def _cell(key: tuple[str, str, str, str, str], pairs: list[tuple[OpenResultRow, JuryRow]], draws: EntityDraws) -> JuryCell:
@@ -77,11 +87,18 @@ def _cell(key: tuple[str, str, str, str, str], pairs: list[tuple[OpenResultRow, 
     )
 
 
-def open_jury(rows: Sequence[OpenResultRow], jury: Sequence[JuryRow], draws: EntityDraws) -> OpenJury | None:
+def open_jury(
+    rows: Sequence[OpenResultRow], jury: Sequence[JuryRow], draws: EntityDraws, *, splits: Sequence[OpenResultRow] = (),
+    snapshot_id: str = "", seed: int = 0, samples: int = 0,
+) -> OpenJury | None:
     """The jury's figure on the test-split answers `rows` (the tables' jobs), from its stored verdicts `jury` (None:
-    the jury graded none of the snapshot's answers)."""
+    the jury graded none of the snapshot's answers); `splits`: the answers whose locality and control splits it
+    reads too (every job's, as the normaliser's figures do), with the snapshot's draws (`seed`, `samples`)."""
     if not jury:
         return None
+    right = jury_right(jury)
+    locality = open_kept(splits, snapshot_id=snapshot_id, seed=seed, samples=samples, right=right, scorer=JURY_SCORER)
+    control = control_learn(splits, snapshot_id=snapshot_id, seed=seed, samples=samples, right=right, scorer=JURY_SCORER)
     by_key = {(j.job_id, j.open_qid, j.lang, j.variant, j.scorer): j for j in jury}
     groups: dict[tuple[str, str, str, str, str], list[tuple[OpenResultRow, JuryRow]]] = defaultdict(list)
     pending = 0
@@ -95,4 +112,5 @@ def open_jury(rows: Sequence[OpenResultRow], jury: Sequence[JuryRow], draws: Ent
             groups[(r.target_model, r.strategy, r.train_lang, r.variant, r.lang)].append((r, j))
     cells = [_cell(k, ps, draws) for k, ps in sorted(groups.items())]
     return OpenJury(prompt_versions=sorted({j.prompt_version for j in jury}), graded=sum(c.n for c in cells),
-                    pending=pending, cost_usd=sum(j.cost_usd for j in jury), cells=cells)
+                    pending=pending, cost_usd=sum(j.cost_usd for j in jury), cells=cells,
+                    locality=locality, control=control)

@@ -6,9 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from clkt.report.data import LEARN_HEADER, ci_text, learn_rows, metric_cell, pct1
-from clkt.report.locality import KEPT_HEADER, kept_row
-from clkt.report.metric_table import MIN_KEPT_N, OVERALL, PAIR_METRICS, TRANSFER
+from clkt.report.locality import KEPT_HEADER, KeptLang, kept_row
+from clkt.report.metric_table import MIN_CELL_N, MIN_KEPT_N, OVERALL, PAIR_METRICS, TRANSFER
 from clkt.report.metrics import ALL_DOMAINS
+from clkt.report.open_control import ControlFigure
 from clkt.report.open_jury import JURY_TITLE, OpenJury
 from clkt.report.open_track import OPEN_TITLE, OpenTrack
 from clkt.report.seed_report import SEED_HEADER, seed_lines
@@ -51,15 +52,7 @@ def open_lines(track: OpenTrack, md_row: Callable[[list[str]], str]) -> list[str
                         [[p.model, p.strategy, p.train_lang, p.test_lang, str(p.table.a), str(p.table.b), str(p.table.c),
                           str(p.table.d), pct1(p.overall), f"{pct1(p.transfer)} (n={p.table.a + p.table.b})"]
                          for p in pairs], md_row)
-    if track.control_learn:
-        lines += ["### Control split (fictional entities; Wilson CIs over questions)", "",
-                  *_table(LEARN_HEADER, learn_rows(track.control_learn), md_row)]
-    if track.locality:
-        lines += ["### Locality (entities the target knew; never trained on)", "",
-                  "Kept % = among the locality questions the base model answered right, the share the injected model "
-                  f"still answers right; 95% CIs from a bootstrap over entities; under {MIN_KEPT_N} right before, or one "
-                  "entity: *too few*. The multiple-choice locality's definition, on the short answers.", "",
-                  *_table(KEPT_HEADER, [kept_row(k) for k in track.locality], md_row)]
+    lines += _control_lines(track.control_learn, md_row) + _locality_lines(track.locality, md_row)
     if track.other_language:
         lines += ["### Answered in another language (INCORRECT, counted apart)", ""]
         lines += _table(["model", "strategy", "train", "variant", "test language", "n", "other", "share % [CI]"],
@@ -77,6 +70,27 @@ def open_lines(track: OpenTrack, md_row: Callable[[list[str]], str]) -> list[str
     return lines
 
 
+def _control_lines(cells: list[ControlFigure], md_row: Callable[[list[str]], str], head: str = "###") -> list[str]:
+    if not cells:
+        return []
+    rows = [[*r[:5], *(["too few"] * 3 if c.too_few else r[5:8]), *r[8:], str(c.entities)]
+            for c, r in zip(cells, learn_rows(list(cells)), strict=True)]
+    return [f"{head} Control split (fictional entities, injected with the real ones: Learn there is the positive control)",
+            "", "Base against injected on the same control questions in the train language (exact McNemar); 95% CIs "
+            f"from a bootstrap over the control entities; under {MIN_CELL_N} questions, or one entity: *too few*.", "",
+            *_table([*LEARN_HEADER, "entities"], rows, md_row)]
+
+
+def _locality_lines(kept: list[KeptLang], md_row: Callable[[list[str]], str], head: str = "###") -> list[str]:
+    if not kept:
+        return []
+    return [f"{head} Locality (entities the target knew; never trained on)", "",
+            "Kept % = among the locality questions the base model answered right, the share the injected model "
+            f"still answers right; 95% CIs from a bootstrap over entities; under {MIN_KEPT_N} right before, or one "
+            "entity: *too few*. The multiple-choice locality's definition, on the short answers.", "",
+            *_table(KEPT_HEADER, [kept_row(k) for k in kept], md_row)]
+
+
 def jury_lines(jury: OpenJury, md_row: Callable[[list[str]], str]) -> list[str]:
     """The jury's subsection of the open track in `report.md`."""
     header = ["model", "strategy", "train", "variant", "test language", "n", "jury accuracy % [CI]", "undecided",
@@ -90,4 +104,5 @@ def jury_lines(jury: OpenJury, md_row: Callable[[list[str]], str]) -> list[str]:
              "is with the normaliser on the answers the jury decided. It is not agreement with humans (`clkt audit`). "
              f"Prompt(s): {', '.join(jury.prompt_versions)}; {jury.graded} test answers graded, {jury.pending} not yet; "
              f"the jury's cost: ${jury.cost_usd:.4f}.")
-    return [f"### {JURY_TITLE}", "", intro, "", *_table(header, rows, md_row)]
+    return [f"### {JURY_TITLE}", "", intro, "", *_table(header, rows, md_row),
+            *_control_lines(jury.control, md_row, "####"), *_locality_lines(jury.locality, md_row, "####")]

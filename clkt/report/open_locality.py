@@ -8,20 +8,26 @@ its 95% interval over entities, through the very functions the MCQ locality goes
 (`clkt.report.locality.kept_langs`: the same definition, the same "too few" rule, the same draws of the snapshot's
 locality entities). Never pooled with the MCQ locality: the open rows are the open scorer's, in their own table.
 A snapshot without open locality questions, or jobs that did not answer them, give no row.
+
+The stored answers are the one source of every view: the report's table (`open_kept`) and the board's kept % of
+its open rows (`locality_tallies` per job, read by `clkt.report.open_board` into the jobs' locality counts that
+`clkt.report.locality.pooled_kept` pools), for each layer: the normaliser's verdicts, and the jury's where it has
+graded (`clkt.report.open_right.jury_right`: undecided never kept, ungraded in no pair).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from clkt.evaluate.locality import paired_counts
 from clkt.evaluate.summary import LocalityCounts
 from clkt.report.locality import KeptLang, kept_langs
-from storage.open_results import GRADES, OpenResultRow
+from clkt.report.open_right import Right, normaliser_right
+from storage.open_results import OpenResultRow
 
-__all__ = ["LOCALITY_SPLIT", "open_kept"]
+__all__ = ["LOCALITY_SPLIT", "locality_tallies", "open_kept"]
 
 LOCALITY_SPLIT = "locality"  # the open answers' split of the locality questions (`clkt.openqa.results.OpenSplit`)
 
@@ -38,19 +44,26 @@ class _Job:
     locality: Mapping[str, Mapping[str, LocalityCounts]] | None
 
 
-def open_kept(rows: Sequence[OpenResultRow], *, snapshot_id: str, seed: int, samples: int) -> list[KeptLang]:
-    """Kept % of every job's open locality answers, per scorer and test language (an UNSCORABLE answer is no pair:
-    left out, as it is of every figure); [] when none was answered."""
-    by_job: dict[int, list[OpenResultRow]] = defaultdict(list)
+def locality_tallies(rows: Iterable[OpenResultRow], *, right: Right = normaliser_right,
+                     scorer: str | None = None) -> dict[int, dict[str, dict[str, LocalityCounts]]]:
+    """Job id -> layer (`scorer`, else each answer's own) -> test language -> the paired counts of its locality answers
+    that `right` decided (`clkt.report.open_right`: an answer without the layer's verdict is no pair); {} without any."""
+    by_job: dict[int, list[tuple[OpenResultRow, bool]]] = defaultdict(list)
     for r in rows:
-        if r.split == LOCALITY_SPLIT and r.verdict in GRADES:
-            by_job[r.job_id].append(r)
-    jobs = []
-    for job_id, rs in sorted(by_job.items()):
-        counts = paired_counts(((r.scorer, r.lang, r.open_qid, r.variant, r.correct) for r in rs),
-                               {r.open_qid: r.entity_id for r in rs})
-        j = rs[0]
-        jobs.append(_Job(job_id=job_id, model=j.target_model, strategy=j.strategy, train_lang=j.train_lang,
-                         status="done", locality=counts))
+        if r.split == LOCALITY_SPLIT and (got := right(r)) is not None:
+            by_job[r.job_id].append((r, got))
+    return {job: paired_counts(((scorer or r.scorer, r.lang, r.open_qid, r.variant, got) for r, got in rs),
+                               {r.open_qid: r.entity_id for r, _ in rs})
+            for job, rs in sorted(by_job.items())}
+
+
+def open_kept(rows: Sequence[OpenResultRow], *, snapshot_id: str, seed: int, samples: int,
+              right: Right = normaliser_right, scorer: str | None = None) -> list[KeptLang]:
+    """Kept % of every job's open locality answers, per layer and test language (`locality_tallies`: by default the
+    normaliser's verdicts, an UNSCORABLE answer no pair); [] when none was answered."""
+    who = {r.job_id: r for r in rows}
+    jobs = [_Job(job_id=job, model=who[job].target_model, strategy=who[job].strategy, train_lang=who[job].train_lang,
+                 status="done", locality=counts)
+            for job, counts in locality_tallies(rows, right=right, scorer=scorer).items()]
     # the entity ids are public already: no store-id mapping for the draws (`public` None)
     return kept_langs(jobs, snapshot_id=snapshot_id, seed=seed, samples=samples)

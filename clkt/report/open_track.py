@@ -6,8 +6,8 @@ through the very functions the MCQ track's rows go through: Learn (`clkt.report.
 injected in the train language, exact McNemar, intervals from the bootstrap over entities), the contingency A/B/C/D
 of every ordered pair (`pair_metrics`), Overall and Transfer with their entity-bootstrap intervals (`summarize`,
 `PAIR_METRICS`; a pair of a job that did not learn is left out of Transfer, as for the MCQs), and Learn on the
-control split (its fictional entities: Wilson and Wald intervals over questions, since they are not among the
-test entities the bootstrap draws). A group whose jobs ran with several training seeds reads Overall and Transfer
+control split (its fictional entities, injected with the real ones: the positive control; intervals from a bootstrap
+over those entities, the board's open rows' figure: `clkt.report.open_control`). A group whose jobs ran with several training seeds reads Overall and Transfer
 pooled over its seeds by the MCQ report's rule (`clkt.report.seed_report.table2`: the leaderboard row's figure,
 its interval widened by the between-seed term), and the section lists its seed rows (`seeds`). Apart from those:
 
@@ -37,6 +37,7 @@ from clkt.report.leaderboard_data import LeaderRow
 from clkt.report.learn import LearnTest, learn_tests
 from clkt.report.locality import KeptLang
 from clkt.report.metrics import ALL_DOMAINS, Outcome, PairMetrics, SummaryCell, pair_metrics, summarize
+from clkt.report.open_control import ControlFigure, control_learn
 from clkt.report.open_jury import OpenJury, open_jury
 from clkt.report.open_locality import open_kept
 from clkt.report.seed_report import SeedTables, table2
@@ -99,7 +100,8 @@ class OpenTrack(_Frozen):
     # of them, those the normaliser could not score (UNSCORABLE: left out of every figure, never right, counted here)
     unscorable: int = 0
     learn: list[LearnTest]
-    control_learn: list[LearnTest]
+    # Learn on the control split's fictional entities, per job group, intervals over them (`clkt.report.open_control`)
+    control_learn: list[ControlFigure]
     table2: list[SummaryCell]
     pairs: list[PairMetrics]
     other_language: list[OtherLanguage]
@@ -183,13 +185,14 @@ def open_track(
     return OpenTrack(
         scorers=sorted({r.scorer for r in rows}), answers=len(rows), unscorable=sum(r.verdict not in GRADES for r in rows),
         learn=learn,
-        control_learn=learn_tests(open_outcomes(rows, split="control"), control=True),
+        control_learn=control_learn(rows, snapshot_id=snapshot_id, seed=seed, samples=samples),
         table2=summarize(tests, languages, seed=seed, not_learned=not_learned, snapshot_id=snapshot_id,
                          samples=samples, bootstrap=samples > 0, public=public) if seeded is None else
         table2(tests, open_outcomes(rows), languages, seeded, seed=seed, not_learned=not_learned,
                snapshot_id=snapshot_id, public=public),
         seeds=seeded.rows if seeded is not None else [],
         pairs=pair_metrics(tests, languages), other_language=_other_language(tables, draws),
-        agreement=_agreement(tables, mcq, draws), jury=open_jury(tables, jury, draws),
+        agreement=_agreement(tables, mcq, draws),
+        jury=open_jury(tables, jury, draws, splits=rows, snapshot_id=snapshot_id, seed=seed, samples=samples),
         locality=open_kept(rows, snapshot_id=snapshot_id, seed=seed, samples=samples),
     )

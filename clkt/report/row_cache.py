@@ -5,7 +5,7 @@ entities of its own answers, seeded by the snapshots' ids), so they are kept und
 the metric table's definitions and the rules' thresholds, the group, every answer of it (each pack's snapshot id,
 train language, language positions, seed and the bytes of its question ids, entity ids and flags), the public ids of
 its entities (the order of its draws), the window's snapshots and whether each is valid for the target, the locality
-counts of its jobs, the languages' order, the bootstrap's seed and draws and the row minimum. Another row's arrival,
+counts of its jobs and their open control tallies, the languages' order, the bootstrap's seed and draws and the row minimum. Another row's arrival,
 a filter or a submission beside it leaves the key and so the row as it was; a changed answer, exclusion or snapshot
 changes the key. Rows are kept before ranking (ranks belong to the board) in a bounded in-process table
 (`ROW_CACHE_SIZE`, least recently used out), shared by the threads that build rows; a long-running process (the
@@ -48,8 +48,8 @@ def row_key(
             h.update(np.ascontiguousarray(arr).tobytes())
         ents.append(a.ents)
     snapshots = [(s.id, s.period, (s.id, target) in data.ready) for s in data.snapshots]
-    jobs = [j for j in data.jobs if (j.target, j.strategy) == (target, strategy) and j.locality]
-    locality = [(j.snapshot_id, j.train_lang, j.seed, j.locality) for j in jobs]
+    jobs = [j for j in data.jobs if (j.target, j.strategy) == (target, strategy) and (j.locality or j.control)]
+    locality = [(j.snapshot_id, j.train_lang, j.seed, j.locality, j.control) for j in jobs]
     unique = sorted(set(np.unique(np.concatenate(ents)).tolist() if ents else []) | locality_entities(j.locality for j in jobs))
     public = [data.public_entities.get(int(e)) for e in unique]
     draw = (draws.seed, draws.samples) if draws is not None else None

@@ -29,7 +29,7 @@ from clkt.report.kept_rows import keep_figures, read_kept_rows
 from clkt.report.leaderboard import ROWS, Keyed, build_rows, keyed_groups, window_draws
 from clkt.report.leaderboard_data import Leaderboard, LeaderboardError, LeaderboardQuery, LeaderRow, WindowInfo
 from clkt.report.locality import locality_entities
-from clkt.report.open_board import is_open, split_rows, with_jury_packs
+from clkt.report.open_board import is_open, split_rows, with_open_track
 from clkt.report.open_jury import JURY_SCORER
 from clkt.report.own_dates import with_carried_snapshots, with_own_dates
 from clkt.report.pooled import Draws
@@ -166,7 +166,7 @@ async def resolve_window(store: Store, q: LeaderboardQuery) -> Window:
         jury = q.scorer == JURY_SCORER  # the jury's packs are made from the normaliser's (`clkt.report.open_board`)
         data = await window_data(s, chosen, targets=targets, strategies=strategies, scorer=OPEN_SCORER if jury else q.scorer)
         data = await with_own_dates(s, q, data, *_bounds(q))
-        data = await with_jury_packs(s, data, only=jury)
+        data = await with_open_track(s, data, only=jury)
         submitted = await submitted_runs(s, chosen, targets=targets, strategies=strategies, scorer=q.scorer)
         data = await with_public_ids(s, data, submitted.packs)
     return Window(label_from=chosen[0].period, label_to=chosen[-1].period, snapshots=chosen, data=data,
