@@ -3,7 +3,8 @@ OpenAI-compatible servers (`tests.fakes.openai_server`), one per judge, each jud
 open answers of a seeded snapshot's finished jobs (`tests.publish`) graded, three votes and the jury's row per
 answer; a second pass grades nothing; a kill before the write re-grades from the call cache at no cost; a judge that
 gives malformed output, no verdict or times out is stored as failed and never guessed, and retried up to the bound;
-a spent budget writes no half answer and pauses the stage; the report shows the jury's figure apart."""
+a spent budget writes no half answer and pauses the stage; the report shows the jury's figure apart; the locality and
+control splits' answers are graded like the test split's (the jury's kept % of them in the report)."""
 
 from __future__ import annotations
 
@@ -16,15 +17,24 @@ import aiohttp
 import pytest
 from pydantic_ai.models import override_allow_model_requests
 from sqlalchemy import text
+from sqlmodel import col, select
 
 from agents.limits import RateLimitedModel
-from clkt.config import AgentSettings, DaemonSettings
+from clkt.config import AgentSettings, DaemonSettings, GpuSettings
 from clkt.context import ServiceContext
 from clkt.openqa.jury_stage import JuryStage
+from clkt.report.open_jury import JURY_SCORER
+from clkt.report.open_track import open_track
+from clkt.snapshots.layout import OpenRow
 from clkt.telemetry import Metrics
 from storage.engine import Store
-from storage.open_judgements import judgements_for
+from storage.gpu_jobs import enqueue_gpu_jobs
+from storage.models import GpuJob, LeaseStatus
+from storage.open_judgements import judgements_for, jury_rows_for_snapshot
+from storage.open_results import OpenResultRecord, open_results_for_snapshot, write_open_results
 from tests.fakes.openai_server import FakeOpenAI
+from tests.inject._fixtures import SNAPSHOT_ID, add_locality_split, public_entity_id, seed_store, write_tiny_snapshot
+from tests.inject._open_fixtures import CONTROL_ENTITY, add_open_track, open_qid
 from tests.publish._open import store_open_answers
 from tests.publish.conftest import seed_open_snapshot
 from tests.snapshots.factories import make_settings
@@ -271,3 +281,46 @@ async def test_the_daemon_rewrites_the_report_once_every_answer_is_graded(
     assert jury.last_pass is not None and jury.last_pass.completed == [seeded]
     md = (report_dir(settings.data_dir, seeded) / "report.md").read_text(encoding="utf-8")
     assert "open-jury layer" in md and "0 not yet" in md
+
+
+async def test_the_locality_and_control_splits_answers_are_graded_like_the_others(
+    store: Store, tmp_path: Path, servers: list[FakeOpenAI], ctx: ServiceContext,
+) -> None:
+    """The jury grades a job's locality-split and control-split answers (their questions read from the snapshot's
+    `locality/open/` and control files), and the report's jury section shows its kept % of them, apart."""
+    local = [OpenRow(qid=open_qid(7, "film.director"), entity_id=public_entity_id(7), domain="movies", source="fixture",
+                     lang=lang, split="test", fact="film.director", kind="name", question=f"[{lang}] Who directed it?",
+                     answer="Ada Voss") for lang in ("en", "fr")]
+    tiny = add_open_track(write_tiny_snapshot(tmp_path / "snapshot"))
+    snapshot = add_locality_split(tiny, known_by={"tiny": [7], "other": [8]}, open_rows=local)
+    await seed_store(store, snapshot)
+    async with store.transaction() as s:
+        await enqueue_gpu_jobs(s, snapshot_id=SNAPSHOT_ID, targets=["tiny"], strategies=["cpt-lora"], train_langs=["en"],
+                               config=GpuSettings(), max_attempts=1)
+    async with store.transaction() as s:
+        job = (await s.execute(select(GpuJob).where(col(GpuJob.snapshot_id) == SNAPSHOT_ID))).scalar_one()
+        job.status = LeaseStatus.done
+        assert job.id is not None
+        asked = [(open_qid(7, "film.director"), public_entity_id(7), "locality", "Ada Voss"),
+                 (open_qid(None, "film.director"), CONTROL_ENTITY, "control", "Nobody")]
+        await write_open_results(s, job.id, [
+            OpenResultRecord(open_qid=q, entity_id=e, domain="movies", fact="film.director", lang=lang, variant=v,
+                             scorer="open-normaliser", split=split, verdict="CORRECT" if v == "base" else "INCORRECT",
+                             other_language=False, answer=f"{answer} ({lang}, {v})")
+            for q, e, split, answer in asked for lang in ("en", "fr") for v in ("base", "injected")], entity_rows={})
+    done = await stage(servers).run_once(ctx)
+    assert done.graded == 8 and done.skipped == 0  # every answer's question was found: none graded against nothing
+    async with store.session() as s:
+        jury = await jury_rows_for_snapshot(s, SNAPSHOT_ID)
+        rows = await open_results_for_snapshot(s, SNAPSHOT_ID)
+    assert len(jury) == 8 and all(j.verdict in ("CORRECT", "INCORRECT") and not j.failed for j in jury)
+    assert [s.stats.ok for s in servers] == [8] * 3  # each judge asked about each answer
+    track = open_track(rows, languages=["en", "fr"], snapshot_id=SNAPSHOT_ID, jury=jury, samples=200)
+    assert track is not None and track.jury is not None
+    verdict = {(j.open_qid, j.lang, j.variant): j.verdict for j in jury}
+    kept = {k.lang: k for k in track.jury.locality}
+    for lang in ("en", "fr"):  # one entity: too few, its counts the jury's
+        before = verdict[(open_qid(7, "film.director"), lang, "base")] == "CORRECT"
+        after = verdict[(open_qid(7, "film.director"), lang, "injected")] == "CORRECT"
+        assert kept[lang].scorer == JURY_SCORER and kept[lang].too_few
+        assert (kept[lang].n, kept[lang].kept, kept[lang].lost) == (1, int(before and after), int(before and not after))

@@ -75,3 +75,22 @@ def test_no_locality_answers_no_rows() -> None:
     assert open_kept([_row(1, "en", "base", True, split="test")], snapshot_id=SNAPSHOT, seed=0, samples=SAMPLES) == []
     only_base = [_row(e, "en", "base", True) for e in range(12)]  # never answered after injection: no pair
     assert open_kept(only_base, snapshot_id=SNAPSHOT, seed=0, samples=SAMPLES) == []
+
+
+def test_the_jurys_kept_percent_never_keeps_undecided_and_leaves_ungraded_out() -> None:
+    """The jury's verdicts on the same answers: as the normaliser's in English, but entity 7's injected answer
+    undecided (lost, never kept) and entity 9 not graded (no pair): kept 7 of 9; French not graded at all: no cell."""
+    from clkt.report.open_jury import JURY_SCORER
+    from clkt.report.open_right import jury_right
+    from storage.open_judgements import JuryRow
+
+    def verdict(r: OpenResultRow) -> str | None:
+        return None if (r.open_qid, r.variant) == (5007, "injected") else r.verdict
+
+    jury = [JuryRow(judge="*jury*", job_id=r.job_id, open_qid=r.open_qid, lang=r.lang, variant=r.variant, scorer=r.scorer,
+                    verdict=verdict(r), failed=False, cost_usd=0.0, prompt_version="v")
+            for r in _rows() if r.lang == "en" and r.open_qid != 5009]
+    (en,) = open_kept(_rows(), snapshot_id=SNAPSHOT, seed=0, samples=SAMPLES, right=jury_right(jury), scorer=JURY_SCORER)
+    assert (en.scorer, en.lang, en.n, en.kept, en.lost, en.gained) == (JURY_SCORER, "en", 10, 7, 2, 1)
+    assert en.rate == pytest.approx(7 / 9) and en.ci is not None and en.ci[0] <= 7 / 9 <= en.ci[1]
+    assert open_kept(_rows(), snapshot_id=SNAPSHOT, seed=0, samples=SAMPLES, right=jury_right([]), scorer=JURY_SCORER) == []
