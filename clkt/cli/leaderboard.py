@@ -274,9 +274,9 @@ def _csv(board: Leaderboard) -> str:
                *[x for m in PAIR_METRICS for x in est(r.metric(m.key))]]
         row += (est(r.kept) if r.kept is not None else ["", "", "", ""]) if kept else []
         if control:
-            c = r.control
-            row += ([*est(c.injected), num(c.base), *est(c.gain)[:3], f"{c.p_value:.6g}", str(c.entities), str(c.too_few)]
-                    if c is not None else [""] * 11)
+            ce = r.control
+            row += ([*est(ce.injected), num(ce.base), *est(ce.gain)[:3], f"{ce.p_value:.6g}", str(ce.entities), str(ce.too_few)]
+                    if ce is not None else [""] * 11)
         for c in r.per_snapshot:
             if c.status == "ok":
                 row += [*[num(c.metric(m.key).value) for m in PAIR_METRICS], str(c.questions)]
