@@ -24,6 +24,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from clkt.evaluate.results import CONTROL_SPLIT
+from clkt.evaluate.summary import ControlCounts
 from clkt.report.clustered import entity_draws
 from clkt.report.leaderboard_data import ControlEstimate, Estimate
 from clkt.report.learn import LearnIntervals, LearnStat, LearnTest, stat_from_counts
@@ -50,14 +51,9 @@ class EntityLearn(_Model):
     injected_right: int
 
 
-class ControlTally(_Model):
-    """A job's paired train-language control answers under one layer."""
+class ControlTally(ControlCounts):
+    """A job's paired train-language control answers under one layer: the MCQ control's counts, and per entity."""
 
-    n: int
-    base_correct: int
-    injected_correct: int
-    gained: int  # wrong before, right after
-    lost: int  # right before, wrong after
     entities: list[EntityLearn]
 
 
