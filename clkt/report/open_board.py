@@ -22,7 +22,7 @@ pack: the same rows (`clkt.report.leaderboard.build_rows`), the same metric tabl
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from storage.engine import Session
     from storage.leaderboard import WindowData
 
-__all__ = ["OPEN_LAYERS", "is_open", "jury_packs", "layer_of", "open_splits", "split_rows", "with_open_track"]
+__all__ = ["OPEN_LAYERS", "is_open", "jury_packs", "layer_of", "mcq_locality", "open_splits", "split_rows", "with_open_track"]
 
 OPEN_LAYERS = {OPEN_SCORER: "normaliser", JURY_SCORER: "jury"}  # the open track's scorers and their layers' names
 
@@ -52,6 +52,12 @@ OPEN_LAYERS = {OPEN_SCORER: "normaliser", JURY_SCORER: "jury"}  # the open track
 def is_open(scorer: str) -> bool:
     """Whether `scorer` is one of the open track's layers (its rows are never pooled with an MCQ scorer's)."""
     return scorer in OPEN_LAYERS
+
+
+def mcq_locality(locality: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A job's locality counts (scorer -> ...) without the open layers': theirs name public entity ids already (no
+    store row to look up: a public id is wider than the store's entity ids)."""
+    return {k: v for k, v in (locality or {}).items() if not is_open(k)}
 
 
 def layer_of(scorer: str) -> str:
@@ -101,7 +107,7 @@ def open_splits(data: WindowData, rows: Sequence[OpenResultRow], jury: Sequence[
             locality[job].update({k: {lang: c.model_dump(mode="json") for lang, c in v.items()} for k, v in per.items()})
         for job, tallies in control_tallies(rows, right=right, scorer=scorer).items():
             control[job].update({k: t.model_dump(mode="json") for k, t in tallies.items()})
-    jobs = tuple(replace(j, locality={**{k: v for k, v in j.locality.items() if not is_open(k)}, **locality.get(j.id, {})},
+    jobs = tuple(replace(j, locality={**mcq_locality(j.locality), **locality.get(j.id, {})},
                          control=control.get(j.id, {})) for j in data.jobs)
     return replace(data, jobs=jobs)
 

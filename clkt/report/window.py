@@ -29,7 +29,7 @@ from clkt.report.kept_rows import keep_figures, read_kept_rows
 from clkt.report.leaderboard import ROWS, Keyed, build_rows, keyed_groups, window_draws
 from clkt.report.leaderboard_data import Leaderboard, LeaderboardError, LeaderboardQuery, LeaderRow, WindowInfo
 from clkt.report.locality import locality_entities
-from clkt.report.open_board import is_open, split_rows, with_open_track
+from clkt.report.open_board import is_open, mcq_locality, split_rows, with_open_track
 from clkt.report.open_jury import JURY_SCORER
 from clkt.report.own_dates import with_carried_snapshots, with_own_dates
 from clkt.report.pooled import Draws
@@ -177,7 +177,7 @@ async def with_public_ids(session: Session, data: WindowData, extra: Sequence[Re
     """`data` with the public ids of its packs' entities (and those of `extra`: submitted packs it will merge) and of
     its jobs' locality entities."""
     ids = sorted({int(e) for p in (*data.packs, *extra) for e in np.frombuffer(p.entity_ids, dtype="<i8")}
-                 | locality_entities(j.locality for j in data.jobs))
+                 | locality_entities(mcq_locality(j.locality) for j in data.jobs))
     return replace(data, public_entities=await public_entity_ids(session, ids))
 
 

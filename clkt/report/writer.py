@@ -81,7 +81,7 @@ from clkt.report.metrics import (
     pair_metrics,
     parse_failure_rates,
 )
-from clkt.report.open_board import is_open
+from clkt.report.open_board import is_open, mcq_locality
 from clkt.report.open_track import OPEN_TITLE, open_track
 from clkt.report.seed_report import SeedTables, primary_seed, seed_tables, table2
 from clkt.report.window import public_entity_ids
@@ -177,7 +177,7 @@ async def load_report_data(
         r.question_id for r in all_rows if stable_qid(r.source, r.external_id, r.slot) in exclude_qids)) if seed_note else None
     left_out = ({stable_qid(r.source, r.external_id, r.slot) for r in rows} | {r.open_qid for r in open_rows}) & exclude_qids
     public = Outcome.public_ids(outcomes)
-    near = locality_entities(j.locality for j in infos)
+    near = locality_entities(mcq_locality(j.locality) for j in infos)  # the open layers' ids are public already
     if near - set(public):  # the locality split's entities: their public ids order their draws too
         async with store.session() as s:
             public |= await public_entity_ids(s, near - set(public))
