@@ -11,8 +11,9 @@ surrogate that the language identifier cannot encode) is recorded `UNSCORABLE` w
 out of every figure and counted apart, and the job goes on.
 
 The locality split's answers are also kept as paired counts in the job's summary (`JobSummary.locality`, under
-the open scorer's name beside the MCQ scorers': `locality_counts`), which the leaderboard's open rows read for
-their kept % (`clkt.report.locality.pooled_kept`) exactly as the MCQ rows read theirs.
+the open scorer's name beside the MCQ scorers': `locality_counts`), the job's own record; the report and the
+leaderboard's open rows read kept % (and the control split's Learn) from the stored answers instead
+(`clkt.report.open_locality`, `clkt.report.open_control`), one source for every view and every scoring layer.
 
 The base answers are shared like the MCQ base answers (`InjectionJob.base_pass`): a file in `spec.base_cache_dir`
 keyed by the target, the prompt version (`ANSWER_PROMPT_VERSION`), the token budget, the weights' dtype, the

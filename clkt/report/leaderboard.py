@@ -14,7 +14,8 @@ own: rows the intervals cannot separate share a rank (`tied`). A group whose job
 (`spec.seeds`) is pooled over them (`clkt.report.seeds.seed_row`: the mean over seeds, an interval over entities
 and seeds, the between-seed std); one seed gives the row it always did. A row's interval draws its own entities
 (`clkt.report.pooled.Draws.own`), so its figures depend on its content alone: they are computed once per content and
-read back (`clkt.report.row_cache`).
+read back (`clkt.report.row_cache`). Beside them, a row pools its jobs' kept % (locality, `pooled_kept`) and, an open
+layer's row, its jobs' control split (`clkt.report.open_control.control_estimate`).
 """
 
 from __future__ import annotations
