@@ -343,7 +343,8 @@ def leaderboard(
     as_csv: Annotated[bool, typer.Option("--csv", help="the rows as CSV")] = False,
     predictions: Annotated[Path | None, typer.Option("--predictions", help="write the predictions behind it as CSV")] = None,
     open_predictions: Annotated[Path | None, typer.Option(
-        "--open-predictions", help="write the open track's answers behind it as CSV (answer, verdict, reason)")] = None,
+        "--open-predictions", help="write the open track's answers behind it as CSV (answer, verdict, reason; the jury's verdict "
+                                       "and votes where it graded)")] = None,
     seed: Annotated[int, typer.Option("--seed", min=0, max=2**32 - 1, help="the bootstrap's seed")] = 0,
     min_questions: Annotated[int | None, typer.Option("--min-questions", min=1, max=1_000_000,
                                                       help="fewer distinct test questions: too few, not ranked (default 50)")] = None,
