@@ -33,6 +33,7 @@ from clkt.report.window import (
     check_query,
     prediction_rows,
     resolve_window,
+    stored_scorers,
     with_comparison,
 )
 from storage.engine import Store
@@ -170,7 +171,7 @@ async def leaderboard_view(
     curves = await cache.curves(store, spec)
 
     def view(form: dict[str, str], board: Leaderboard | None = None, error: str | None = None) -> LeaderboardView:
-        return LeaderboardView(form=form, periods=periods, strategies=sorted(names.strategies), scorers=sorted(names.scorers),
+        return LeaderboardView(form=form, periods=periods, strategies=sorted(names.strategies), scorers=sorted(stored_scorers(names)),
                                targets=sorted(names.targets), knowledge=curves, board=board, error=error)
 
     if not periods:
