@@ -9,7 +9,8 @@ has them as `open_rows`, the CSV after the MCQ rows with `format` = open.
 A result is kept in the data dir and read back while the store has not changed (`clkt.report.board_cache`;
 `--no-cache` computes afresh). Refused with one line and exit 2 (`clkt.report.window`): an unknown spec, target, strategy or scorer, a period
 that does not parse for `snapshot.cadence`, `--from` after `--to`, a window with no snapshot, `--json` with `--csv`,
-an unknown `--by` key. `--by domain|size|asymmetry`: the paper's tables over the window (`clkt.cli.leaderboard_by`).
+an unknown `--by` key. `--by domain|size|asymmetry`: the paper's tables over the window (`clkt.cli.leaderboard_by`),
+the open track's layers in a section of their own after the MCQ tables.
 """
 
 from __future__ import annotations
@@ -127,9 +128,9 @@ def _open_tables(board: Leaderboard) -> list[Table]:
 
 
 def _group_name(strategy: str, scorer: str) -> str:
-    from clkt.report.open_board import is_open, layer_of
+    from clkt.cli.leaderboard_by import group_name
 
-    return f"{strategy}, {scorer}" + (f" ({layer_of(scorer)} layer)" if is_open(scorer) else "")
+    return group_name(strategy, scorer)
 
 
 def _row_tables(board: Leaderboard, board_rows: list[LeaderRow]) -> list[Table]:
@@ -351,7 +352,8 @@ def leaderboard(
     bootstrap: Annotated[int | None, typer.Option("--bootstrap", min=100, max=10_000, help="bootstrap draws (default 1000)")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="compute afresh, not from the kept result of an unchanged store")] = False,
     by: Annotated[str | None, typer.Option("--by", help="the paper's tables over the window: domain (Table 2), size "
-                                                        "(Figure 4) or asymmetry (McNemar per language pair)")] = None,
+                                                        "(Figure 4) or asymmetry (McNemar per language pair); the open "
+                                                        "track's layers in a section of their own")] = None,
     unverified: Annotated[bool, typer.Option("--unverified", help="list submitted rows not reproduced here apart, never ranked")] = False,
     transfer_pairs: Annotated[str, typer.Option("--transfer-pairs", help="--by: Transfer's mean over the pairs whose "
                                                 "train language 'learned' (clkt) or over 'all' pairs (the paper)")] = "learned",

@@ -39,6 +39,8 @@ from clkt.facts import Domain
 from clkt.pipeline.flow import STAGE_ORDER
 from clkt.report.leaderboard_data import LeaderRow, PairCell
 from clkt.report.metric_table import HEATMAP, PAIR_METRICS
+from clkt.report.open_board import layer_of
+from clkt.report.open_track import OPEN_TITLE
 from clkt.report.submitted import REPRODUCED_AT, board_packs
 from clkt.report.window import LeaderboardError
 from clkt.report.writer import report_dir
@@ -132,6 +134,7 @@ def _env() -> jinja2.Environment:
     )
     env.filters.update(ts=_ts, date=_date, ago=_ago, usd=_usd, pct=_pct, mb=_mb, size=_size)
     env.globals.update(metrics=PAIR_METRICS, heatmap=HEATMAP)  # the report's metrics, a column each
+    env.globals.update(layer_name=layer_of, open_title=OPEN_TITLE)  # the open track's section and its layers' names
     return env
 
 
