@@ -3,7 +3,8 @@
 The MCQ predictions (the leaderboard's `--predictions` CSV, `clkt.report.window.write_predictions`; a publish
 revision's `predictions/<job>.jsonl`, `clkt.publish.tree`) carry letters; an open answer is a text with a verdict,
 so it has rows of its own, in the same two forms: `open_predictions/<job>.jsonl` in a publish revision and the
-leaderboard's `--open-predictions FILE.csv` (`write_open_predictions`). A row (`OpenPrediction`) is the stored
+leaderboard's `--open-predictions FILE.csv` (`write_open_predictions`; the web page's `open-predictions.csv` has the
+same rows). A row (`OpenPrediction`) is the stored
 `open_result` row (`storage.open_results`) with its public ids (`qid` is the open question's
 `clkt.snapshots.ids.stable_open_qid`, `entity_id` the entity's): the language asked, the split, base or injected,
 the answer as stored (cut to `clkt.openqa.results.MAX_ANSWER_CHARS`), the scorer's verdict, its reason, the
@@ -34,7 +35,7 @@ from storage.engine import Store
 from storage.open_judgements import jury_rows_for_snapshot
 from storage.open_results import OpenResultRow, open_results_for_jobs
 
-__all__ = ["OPEN_CSV_COLUMNS", "OpenPrediction", "open_prediction", "write_open_predictions"]
+__all__ = ["OPEN_CSV_COLUMNS", "OpenPrediction", "open_prediction", "open_prediction_cells", "write_open_predictions"]
 
 
 class _OpenAnswer(BaseModel):
@@ -94,10 +95,9 @@ def _cells(snapshot_id: str, job_id: int, p: OpenPrediction) -> list[str]:
             for v in (values[c] for c in OPEN_CSV_COLUMNS)]
 
 
-async def write_open_predictions(store: Store, q: LeaderboardQuery, path: Path) -> int:
-    """The open answers of the leaderboard window's jobs as CSV (`OPEN_CSV_COLUMNS`),
-    the split asked of the MCQ file (test) only; how many rows. Written to a temporary file beside `path`, then
-    renamed: a failure leaves no half-written file."""
+async def open_prediction_cells(store: Store, q: LeaderboardQuery) -> list[list[str]]:
+    """The CSV rows (`OPEN_CSV_COLUMNS`, no header) of the open answers of the leaderboard window's jobs, the split
+    asked of the MCQ file (test) only: the `--open-predictions` file's and the web page's download."""
     w = await resolve_window(store, q)
     jobs = {j.id: j for j in w.data.jobs
             if (j.snapshot_id, j.target) in w.data.ready and (not q.targets or j.target in q.targets)}
@@ -110,8 +110,13 @@ async def write_open_predictions(store: Store, q: LeaderboardQuery, path: Path) 
     public_excl = {key: frozenset(excluded[e] for e in ids if e in excluded) for key, ids in w.data.exclusions.items()}
     out = [(r.job_id, open_prediction(r, jury)) for r in rows
            if r.entity_id not in public_excl.get((jobs[r.job_id].snapshot_id, jobs[r.job_id].target), frozenset())]
-    return _write_csv(path, [_cells(jobs[i].snapshot_id, i, p) for i, p in out
-                             if not by_jury or p.jury_status != NOT_GRADED])
+    return [_cells(jobs[i].snapshot_id, i, p) for i, p in out if not by_jury or p.jury_status != NOT_GRADED]
+
+
+async def write_open_predictions(store: Store, q: LeaderboardQuery, path: Path) -> int:
+    """The open answers of the leaderboard window's jobs as CSV (`open_prediction_cells`); how many rows. Written to
+    a temporary file beside `path`, then renamed: a failure leaves no half-written file."""
+    return _write_csv(path, await open_prediction_cells(store, q))
 
 
 def _write_csv(path: Path, rows: Sequence[list[str]]) -> int:

@@ -1,6 +1,7 @@
 """The open track's layers in the web pages' scorer menus (issue 47), over HTTP on a real loopback server: the
 `/leaderboard` and `/leaderboard/domains` menus offer `open-normaliser` and `open-jury` once the store holds open
-answers, and choosing `open-jury` shows the jury's rows, the figures `clkt leaderboard --scorer open-jury` shows."""
+answers, and choosing `open-jury` shows the jury's rows, the figures `clkt leaderboard --scorer open-jury` shows;
+`/leaderboard/open-predictions.csv` is the `--open-predictions` file of the same window, the jury's columns included."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from clkt.config import Settings
 from clkt.openqa.results import OPEN_SCORER
 from clkt.report.leaderboard_data import Estimate, LeaderboardQuery
 from clkt.report.open_jury import JURY_SCORER
+from clkt.report.open_predictions import write_open_predictions
 from clkt.report.open_track import OPEN_TITLE
 from clkt.report.window import load_leaderboard
 from clkt.services import page_context
@@ -84,3 +86,25 @@ async def test_choosing_open_jury_shows_the_jurys_rows_as_the_cli_does(open_stor
         assert png.status == 200 and (await png.read()).startswith(b"\x89PNG")
         domains = await client.get(f"/leaderboard/domains?scorer={JURY_SCORER}")
         assert domains.status == 200 and f'<option value="{JURY_SCORER}" selected>' in await domains.text()
+
+
+async def test_the_open_predictions_download_is_the_clis_file(open_store: tuple[Settings, Store], tmp_path: Path) -> None:
+    settings, store = open_store
+    board = await load_leaderboard(store, LeaderboardQuery(spec=settings.spec.name, samples=0))
+    await store_open_answers(store, board.snapshots[0].snapshot_id)
+    await _jury_grades(store)
+    async with _client(settings, store) as client:
+        html = await (await client.get(f"/leaderboard?scorer={JURY_SCORER}")).text()
+        assert f'href="/leaderboard/open-predictions.csv?scorer={JURY_SCORER}"' in html
+        for scorer in ("", JURY_SCORER):
+            q = LeaderboardQuery(spec=settings.spec.name, cadence=settings.snapshot.cadence, scorer=scorer or None,
+                                 languages=tuple(settings.spec.languages), names=("from", "to"))
+            path = tmp_path / f"open{scorer}.csv"
+            n = await write_open_predictions(store, q, path)  # `clkt leaderboard --open-predictions`
+            r = await client.get(f"/leaderboard/open-predictions.csv?scorer={scorer}")
+            assert r.status == 200 and r.headers["Content-Disposition"] == 'attachment; filename="open-predictions.csv"'
+            body = await r.text()
+            assert body == path.read_text(encoding="utf-8") and len(body.splitlines()) == n + 1 > 2
+            assert "jury_verdict" in body.splitlines()[0]
+        r = await client.get("/leaderboard/open-predictions.csv?to=1999-01")
+        assert r.status == 400 and "no snapshot of spec" in await r.text()
