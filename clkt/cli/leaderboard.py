@@ -9,7 +9,8 @@ has them as `open_rows`, the CSV after the MCQ rows with `format` = open.
 A result is kept in the data dir and read back while the store has not changed (`clkt.report.board_cache`;
 `--no-cache` computes afresh). Refused with one line and exit 2 (`clkt.report.window`): an unknown spec, target, strategy or scorer, a period
 that does not parse for `snapshot.cadence`, `--from` after `--to`, a window with no snapshot, `--json` with `--csv`,
-an unknown `--by` key. `--by domain|size|asymmetry`: the paper's tables over the window (`clkt.cli.leaderboard_by`).
+an unknown `--by` key. `--by domain|size|asymmetry`: the paper's tables over the window (`clkt.cli.leaderboard_by`),
+the open track's layers in a section of their own after the MCQ tables.
 """
 
 from __future__ import annotations
@@ -147,9 +148,9 @@ def _open_tables(board: Leaderboard) -> list[Table]:
 
 
 def _group_name(strategy: str, scorer: str) -> str:
-    from clkt.report.open_board import is_open, layer_of
+    from clkt.cli.leaderboard_by import group_name
 
-    return f"{strategy}, {scorer}" + (f" ({layer_of(scorer)} layer)" if is_open(scorer) else "")
+    return group_name(strategy, scorer)
 
 
 def _row_tables(board: Leaderboard, board_rows: list[LeaderRow]) -> list[Table]:
@@ -373,14 +374,16 @@ def leaderboard(
     as_csv: Annotated[bool, typer.Option("--csv", help="the rows as CSV")] = False,
     predictions: Annotated[Path | None, typer.Option("--predictions", help="write the predictions behind it as CSV")] = None,
     open_predictions: Annotated[Path | None, typer.Option(
-        "--open-predictions", help="write the open track's answers behind it as CSV (answer, verdict, reason)")] = None,
+        "--open-predictions", help="write the open track's answers behind it as CSV (answer, verdict, reason; the jury's verdict "
+                                       "and votes where it graded)")] = None,
     seed: Annotated[int, typer.Option("--seed", min=0, max=2**32 - 1, help="the bootstrap's seed")] = 0,
     min_questions: Annotated[int | None, typer.Option("--min-questions", min=1, max=1_000_000,
                                                       help="fewer distinct test questions: too few, not ranked (default 50)")] = None,
     bootstrap: Annotated[int | None, typer.Option("--bootstrap", min=100, max=10_000, help="bootstrap draws (default 1000)")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="compute afresh, not from the kept result of an unchanged store")] = False,
     by: Annotated[str | None, typer.Option("--by", help="the paper's tables over the window: domain (Table 2), size "
-                                                        "(Figure 4) or asymmetry (McNemar per language pair)")] = None,
+                                                        "(Figure 4) or asymmetry (McNemar per language pair); the open "
+                                                        "track's layers in a section of their own")] = None,
     unverified: Annotated[bool, typer.Option("--unverified", help="list submitted rows not reproduced here apart, never ranked")] = False,
     transfer_pairs: Annotated[str, typer.Option("--transfer-pairs", help="--by: Transfer's mean over the pairs whose "
                                                 "train language 'learned' (clkt) or over 'all' pairs (the paper)")] = "learned",

@@ -293,7 +293,10 @@ def render_snapshot_card(card: SnapshotCard, configs: Sequence[Config]) -> str:
         " scorer (`predicted` is empty when no letter was read; `raw` the generated text)",
         *([f"- `open_predictions/`: {card.open_predictions} file(s), every job's answer to every published open question"
            " per variant: the answer as stored, the normaliser's `verdict`, its `reason`, `answer_lang` and"
-           " `other_language` (answered in another language: never right)"] if card.open_predictions else []),
+           " `other_language` (answered in another language: never right); then the jury's: `jury_status` (graded,"
+           " failed or not graded), its majority `jury_verdict` (CORRECT, INCORRECT, NOT_ATTEMPTED or UNDECIDED; empty"
+           " where not graded, never guessed), each judge's vote (`jury_votes`), `jury_prompt_version` and"
+           " `jury_cost_usd`"] if card.open_predictions else []),
         f"- `jobs/`: {card.jobs} job config(s): strategy, LoRA settings, seeds, the job's summary and library versions",
         f"- `adapters/`: {card.adapters} LoRA adapter(s) of the best epoch",
         "- `publish.json`: this revision's state; `SHA256SUMS`: the sha256 of every file of this revision",

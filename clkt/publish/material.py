@@ -18,6 +18,7 @@ from clkt.snapshots.layout import SnapshotData
 from storage.engine import Store
 from storage.enums import LeaseStatus
 from storage.gpu_jobs import GpuJobRecord, jobs_for_snapshot
+from storage.open_judgements import JuryRow, jury_rows_for_snapshot
 from storage.open_results import OpenResultRow, open_results_for_snapshot
 from storage.publish_revisions import PredictionRow, latest_revisions, predictions_for_snapshot
 from storage.retractions import RetractionRecord, retractions_of
@@ -51,6 +52,7 @@ async def gather_material(
     report = None
     predictions: list[PredictionRow] = []
     open_rows: list[OpenResultRow] = []
+    open_jury: list[JuryRow] = []
     jobs: list[GpuJobRecord] = []
     adapters: dict[str, Path] = {}
     if plan.report is not None:
@@ -61,12 +63,14 @@ async def gather_material(
             if cfg.include_predictions:
                 predictions = await predictions_for_snapshot(s, sid)
                 open_rows = await open_results_for_snapshot(s, sid)
+                open_jury = await jury_rows_for_snapshot(s, sid, votes=True)
             all_jobs = await jobs_for_snapshot(s, sid)
         if cfg.include_configs:
             jobs = all_jobs
         if cfg.include_adapters:
             adapters = _adapters(all_jobs)
-    return SnapshotMaterial(plan=plan, data=data, report=report, predictions=predictions, open_predictions=open_rows, jobs=jobs,
+    return SnapshotMaterial(plan=plan, data=data, report=report, predictions=predictions, open_predictions=open_rows,
+                            open_jury=open_jury, jobs=jobs,
                             adapters=adapters, revision=revision, history=history, versions=library_versions())
 
 async def repo_entries(

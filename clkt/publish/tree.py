@@ -13,8 +13,8 @@ report/                              the report recomputed from the stored resul
 predictions/<model>__<strategy>__<train_lang>.jsonl   every answer of every finished job (minus retracted; none
                                      while held)
 open_predictions/<model>__<strategy>__<train_lang>.jsonl   every open answer (the open track's test split) of every
-                                     finished job, with its verdict and reason (`clkt.report.open_predictions`; minus
-                                     retracted; none while held)
+                                     finished job, with its verdict and reason and the jury's verdict where it graded
+                                     (`clkt.report.open_predictions`; minus retracted; none while held)
 jobs/<model>__<strategy>__<train_lang>.json           the job's config, summary and library versions
                                      (a training seed other than 0 adds `__seed<n>` to these three names)
 adapters/<model>__<strategy>__<train_lang>/           the best epoch's LoRA adapter (publish.include_adapters; none
@@ -55,11 +55,13 @@ from clkt.publish.card import (
 from clkt.publish.state import SnapshotPlan
 from clkt.report.data import ReportData
 from clkt.report.open_predictions import open_prediction
+from clkt.report.open_verdicts import jury_columns
 from clkt.report.writer import write_report_files
 from clkt.snapshots.content import canonical_json
 from clkt.snapshots.ids import stable_entity_id, stable_qid
 from clkt.snapshots.layout import MANIFEST_FILE, SnapshotData, sha256_file
 from storage.gpu_jobs import GpuJobRecord
+from storage.open_judgements import JuryRow
 from storage.open_results import OpenResultRow
 from storage.publish_revisions import PredictionRow
 from storage.retractions import RetractionRecord
@@ -102,6 +104,7 @@ class SnapshotMaterial:
     report: ReportData | None  # recomputed without the retracted questions; None: not included or not yet
     predictions: list[PredictionRow] = field(default_factory=list)
     open_predictions: list[OpenResultRow] = field(default_factory=list)  # the open track's stored answers
+    open_jury: list[JuryRow] = field(default_factory=list)  # the jury's rows of them, each judge's vote included
     jobs: list[GpuJobRecord] = field(default_factory=list)
     adapters: dict[str, Path] = field(default_factory=dict)  # job key -> the best epoch's folder
     revision: int = 1
@@ -294,13 +297,14 @@ def _write_open_predictions(base: Path, mat: SnapshotMaterial, written: list[str
     state = mat.plan.state
     retracted = frozenset(state.retracted)
     by_job: dict[str, list[OpenResultRow]] = {}
+    jury = jury_columns(mat.open_jury)
     for r in [] if state.held else mat.open_predictions:
         if r.split == "test" and r.open_qid not in retracted:
             by_job.setdefault(job_key(r), []).append(r)
     for key, rows in sorted(by_job.items()):
         rows.sort(key=lambda r: (r.lang, r.variant, r.scorer, r.open_qid))
         rel = f"open_predictions/{key}.jsonl"
-        _write(base / rel, "".join(canonical_json(open_prediction(r).model_dump(mode="json")) + "\n" for r in rows))
+        _write(base / rel, "".join(canonical_json(open_prediction(r, jury).model_dump(mode="json")) + "\n" for r in rows))
         written.append(rel)
     return len(by_job)
 

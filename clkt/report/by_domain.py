@@ -22,6 +22,14 @@ mean; the interval over entities and seeds), so its `all` cell is its row's figu
 last column: per pair, the mean of its per-domain values; then mean ± std over pairs (several seeds: each seed's,
 then the mean over seeds, its interval widened by the between-seed term, as the other cells).
 
+A cell counts its distinct test questions as the leaderboard counts a row's (`questions`): under the query's
+`min_questions` it is `too_few`, shown with its figures and said to be too few, as a row is (its `all` cell is the
+row: the same count, the same flag).
+
+The open track's layers (issue 47: `open-normaliser`, and `open-jury` where the jury graded) are their own groups,
+kept apart by the board (`clkt.report.domain_board`: `open_cells`, `open_sizes`, `open_asymmetry`), never pooled
+with a multiple-choice scorer's: each is computed here exactly as an MCQ group is.
+
 The asymmetry of a pair {L1, L2}: on the test questions answered by the L1-trained job in L2 and by the
 L2-trained job in L1, how many L1->L2 got right and L2->L1 wrong (forward) and the reverse (backward), summed
 over the window's snapshots and the training seeds (each seed's two jobs paired, as Learn pools its seeds), with
@@ -38,7 +46,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from clkt.report.leaderboard import Group, _layout, learned_trains
-from clkt.report.leaderboard_data import Estimate, WindowInfo
+from clkt.report.leaderboard_data import MIN_QUESTIONS, Estimate, WindowInfo
 from clkt.report.metric_table import PAIR_METRICS, PairMetric
 from clkt.report.metrics import ALL_DOMAINS, AVG_DOMAINS
 from clkt.report.pooled import (
@@ -98,6 +106,8 @@ class DomainCell(_Frozen):
     entities: int
     metrics: dict[str, DomainMetric] = Field(default_factory=dict)  # per metric of the table ("overall", ...)
     not_interpretable: int = 0  # pairs with data left out of Transfer (train language not learned; `learned` only)
+    questions: int = 0  # distinct test questions answered by the injected model (a leaderboard row's count)
+    too_few: bool = False  # fewer `questions` than the board's `min_questions` (the leaderboard's rule)
 
 
 class AsymmetryRow(_Frozen):
@@ -132,10 +142,15 @@ class DomainBoard(_Frozen):
     transfer_pairs: TransferPairs
     bootstrap: int
     seed: int
-    cells: list[DomainCell]
+    cells: list[DomainCell]  # the multiple-choice scorers'
     sizes: list[SizePoint]
     asymmetry: list[AsymmetryRow]
     notes: list[str] = Field(default_factory=list)
+    min_questions: int = MIN_QUESTIONS
+    # the open track's layers, apart from the MCQ scorers' and never pooled with them; absent from the JSON when none
+    open_cells: list[DomainCell] = Field(default_factory=list, exclude_if=lambda v: not v)
+    open_sizes: list[SizePoint] = Field(default_factory=list, exclude_if=lambda v: not v)
+    open_asymmetry: list[AsymmetryRow] = Field(default_factory=list, exclude_if=lambda v: not v)
 
 
 def _restrict(a: Answers, keep: np.ndarray) -> Answers:
@@ -224,24 +239,26 @@ def _over_seeds(cell: dict[str, DomainMetric], answers: Sequence[Answers], layou
     return out
 
 
-def _sums(answers: Sequence[Answers], layout: Layout, draws: Draws | None) -> tuple[Sums, Sums | None, int]:
+def _sums(answers: Sequence[Answers], layout: Layout, draws: Draws | None) -> tuple[Sums, Sums | None, int, int]:
+    """The sums of `answers`, their draws, their entities and their distinct test questions (a row's counts)."""
     pooled = pool(answers, layout)
     s = full_sums(layout, pooled.counts.sum(axis=0))
+    questions = sum(pooled.questions.values())
     if draws is None or not len(pooled.keys):
-        return s, None, len(pooled.keys)
+        return s, None, len(pooled.keys), questions
     reduced = draws.sums(pooled.keys, boot_matrix(layout, pooled.counts))
-    return s, draw_sums(layout, np.sum(list(reduced.values()), axis=0)), len(pooled.keys)
+    return s, draw_sums(layout, np.sum(list(reduced.values()), axis=0)), len(pooled.keys), questions
 
 
 def _cells_of(
     group: Group, answers: Sequence[Answers], languages: Sequence[str], *, domain_of: Mapping[int, str],
-    draws: Draws | None, transfer_pairs: TransferPairs,
+    draws: Draws | None, transfer_pairs: TransferPairs, min_questions: int,
 ) -> list[DomainCell]:
     target, strategy, scorer = group
     layout = _layout(answers, languages)
     if draws is not None:  # the row's own entities (`Draws.own`): its `all` cell is its leaderboard row's figure
         draws = draws.own(np.unique(np.concatenate([unit_keys(a) for a in answers])))
-    s_all, d_all, n_all = _sums(answers, layout, draws)
+    s_all, d_all, n_all, q_all = _sums(answers, layout, draws)
     learned = learned_trains(layout, s_all)
     interp = np.asarray([bool(learned[layout.train_index[lt]]) for lt, _ in layout.pairs], dtype=bool)
     present = s_all.cells["ABCD"] > 0
@@ -255,7 +272,7 @@ def _cells_of(
     for dom in domains:
         keep_ents = np.asarray([e for e in ents.tolist() if domain_of.get(int(e), "unknown") == dom], dtype=np.int64)
         restricted = [_restrict(a, keep_ents) for a in answers]
-        s, d, n = _sums(restricted, layout, draws)
+        s, d, n, questions = _sums(restricted, layout, draws)
         per.append((s, d))
         for each, seed in zip(per_seed, seeds, strict=False):  # several seeds: each one's own sums (its avg)
             each.append(_sums([a for a in restricted if a.seed == seed], layout, draws)[:2])
@@ -265,30 +282,34 @@ def _cells_of(
             target=target, strategy=strategy, scorer=scorer, domain=dom, entities=n,
             metrics=_over_seeds(metrics, restricted, layout, draws, interp, transfer_pairs),
             not_interpretable=0 if transfer_pairs == "all" else int((dom_present & ~interp).sum()),
+            questions=questions, too_few=questions < min_questions,
         ))
     metrics = {m.key: _metric(m, s_all, d_all, _keep(m, interp, transfer_pairs)) for m in PAIR_METRICS}
     out.append(DomainCell(
         target=target, strategy=strategy, scorer=scorer, domain=ALL_DOMAINS, entities=n_all, not_interpretable=dropped,
         metrics=_over_seeds(metrics, answers, layout, draws, interp, transfer_pairs),
+        questions=q_all, too_few=q_all < min_questions,
     ))
     if per:
         out.append(DomainCell(
             target=target, strategy=strategy, scorer=scorer, domain=AVG_DOMAINS, entities=n_all, not_interpretable=dropped,
             metrics=_avg_over_seeds({m.key: _avg_metric(m, per, _keep(m, interp, transfer_pairs)) for m in PAIR_METRICS},
                                     per_seed, interp, transfer_pairs),
+            questions=q_all, too_few=q_all < min_questions,
         ))
     return out
 
 
 def domain_cells(
     groups: Mapping[Group, Sequence[Answers]], languages: Sequence[str], *, domain_of: Mapping[int, str],
-    draws: Draws | None, transfer_pairs: TransferPairs = "learned",
+    draws: Draws | None, transfer_pairs: TransferPairs = "learned", min_questions: int = MIN_QUESTIONS,
 ) -> list[DomainCell]:
     """Table 2 over the window: per group, a cell per domain, then `all` and `avg` (see the module docstring)."""
     out: list[DomainCell] = []
     for group, answers in sorted(groups.items()):
         if answers:
-            out += _cells_of(group, answers, languages, domain_of=domain_of, draws=draws, transfer_pairs=transfer_pairs)
+            out += _cells_of(group, answers, languages, domain_of=domain_of, draws=draws, transfer_pairs=transfer_pairs,
+                             min_questions=min_questions)
     return out
 
 

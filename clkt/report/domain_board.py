@@ -1,5 +1,8 @@
 """A window's paper tables (`clkt.report.by_domain`) read from the store: the leaderboard's window and draws
-(`clkt.report.window`), the domains of its entities, then Table 2 per domain, the size view and the asymmetry."""
+(`clkt.report.window`), the domains of its entities, then Table 2 per domain, the size view and the asymmetry; the
+multiple-choice scorers' groups in `cells` / `sizes` / `asymmetry`, the open track's layers (`clkt.report.open_board`:
+open-normaliser, open-jury where the jury graded) apart in `open_cells` / `open_sizes` / `open_asymmetry`, each
+computed as an MCQ group is, with the same draws, never pooled with them."""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ from typing import TYPE_CHECKING
 from clkt.report.by_domain import DomainBoard, TransferPairs, asymmetry_rows, domain_cells, size_points
 from clkt.report.leaderboard import group_answers, window_draws
 from clkt.report.leaderboard_data import LeaderboardQuery, WindowInfo
+from clkt.report.open_board import is_open
 from clkt.report.window import Window, resolve_window
 from storage.entity_domains import entity_domains
 
@@ -28,15 +32,20 @@ def build_domain_board(
     groups = {g: a for g, a in group_answers(w.data).items() if not q.targets or g[0] in q.targets}
     seen = {lang for p in w.data.packs for lang in p.langs}
     languages = [x for x in q.languages if x in seen] + sorted(seen - set(q.languages))
-    cells = domain_cells(groups, languages, domain_of=domain_of, draws=draws, transfer_pairs=transfer_pairs)
+    mcq = {g: a for g, a in groups.items() if not is_open(g[2])}
+    opened = {g: a for g, a in groups.items() if is_open(g[2])}
+    cells, open_cells = (domain_cells(part, languages, domain_of=domain_of, draws=draws, transfer_pairs=transfer_pairs,
+                                      min_questions=q.min_questions) for part in (mcq, opened))
     notes = list(w.notes)
-    if not cells:
+    if not cells and not open_cells:
         notes.append("no finished results in the window" + (f" of {q.strategy}" if q.strategy else ""))
     return DomainBoard(
         spec=q.spec, window_from=w.label_from, window_to=w.label_to,
         snapshots=[WindowInfo(snapshot_id=s.id, period=s.period) for s in w.snapshots], languages=languages,
         transfer_pairs=transfer_pairs, bootstrap=q.samples, seed=q.seed, cells=cells,
-        sizes=size_points(cells, sizes or {}), asymmetry=asymmetry_rows(groups, languages), notes=notes,
+        sizes=size_points(cells, sizes or {}), asymmetry=asymmetry_rows(mcq, languages), notes=notes,
+        min_questions=q.min_questions, open_cells=open_cells, open_sizes=size_points(open_cells, sizes or {}),
+        open_asymmetry=asymmetry_rows(opened, languages),
     )
 
 

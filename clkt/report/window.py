@@ -40,6 +40,7 @@ from clkt.snapshots.ids import stable_entity_id, stable_qid
 from clkt.snapshots.period import Period, PeriodError, parse_period
 from clkt.targets.embedded import EMBEDDED_MODELS, EMBEDDED_PREFIX
 from storage.leaderboard import (
+    KnownNames,
     PredictionRow,
     WindowData,
     WindowJob,
@@ -72,6 +73,7 @@ __all__ = [
     "prediction_cells",
     "prediction_rows",
     "resolve_window",
+    "stored_scorers",
     "with_comparison",
     "write_predictions",
 ]
@@ -133,7 +135,7 @@ async def check_query(session: Session, q: LeaderboardQuery) -> tuple[list[Windo
     if q.strategy is not None and q.strategy not in strategies:
         raise _unknown("strategy", q.strategy, list(strategies))
     check_strategy_pair(q, strategies)
-    scorers = RESULT_SCORERS | names.scorers | ({JURY_SCORER} if OPEN_SCORER in names.scorers else set())
+    scorers = RESULT_SCORERS | stored_scorers(names)
     if q.scorer is not None and q.scorer not in scorers:
         raise _unknown("scorer", q.scorer, list(scorers))
     all_snaps = await window_snapshots(session, q.spec)
@@ -155,6 +157,12 @@ async def check_query(session: Session, q: LeaderboardQuery) -> tuple[list[Windo
             f"(its periods: {held})"
         )
     return chosen, notes
+
+
+def stored_scorers(names: KnownNames) -> set[str]:
+    """The scorers the store has results of, with the open track's jury layer (`open-jury`) wherever the normaliser's
+    are: its packs are made from them (`clkt.report.open_board`). The scorer menus of the web pages offer these."""
+    return set(names.scorers) | ({JURY_SCORER} if OPEN_SCORER in names.scorers else set())
 
 
 async def resolve_window(store: Store, q: LeaderboardQuery) -> Window:

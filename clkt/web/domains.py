@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from clkt.config import SnapshotSettings, SpecSettings
 from clkt.report.by_domain import DomainBoard
 from clkt.report.domain_board import load_domain_board
-from clkt.report.window import LeaderboardError, LeaderboardQuery
+from clkt.report.window import LeaderboardError, LeaderboardQuery, stored_scorers
 from storage.engine import Store
 from storage.leaderboard import known_names, window_snapshots
 
@@ -52,7 +52,7 @@ async def domains_view(
         names = await known_names(s)
 
     def view(board: DomainBoard | None = None, error: str | None = None) -> DomainsView:
-        return DomainsView(form=form, periods=periods, strategies=sorted(names.strategies), scorers=sorted(names.scorers),
+        return DomainsView(form=form, periods=periods, strategies=sorted(names.strategies), scorers=sorted(stored_scorers(names)),
                            board=board, error=error)
 
     if not periods:

@@ -2,7 +2,8 @@
 selectors and the optional strategy / scorer / compared targets / compared strategies of one target of a plain
 GET form, the pooled leaderboard, the paired comparison of two targets (`clkt.report.window`) and of two
 strategies of one target (`clkt.report.strategy_compare`), the known-rate curve of every target (`clkt.report.cutoff_curve`),
-and the PNGs (`clkt.report.trend`) and predictions CSV the page links to.
+and the PNGs (`clkt.report.trend`) and predictions CSVs the page links to (the MCQ answers'; the open track's, with
+the jury's verdicts: `clkt.report.open_predictions`).
 
 The pooled numbers take a bootstrap; the page and the images it links to ask for the same window one after the
 other, so the last `CACHE_SIZE` results are kept, keyed by the query and a fingerprint of what they read (the
@@ -22,6 +23,7 @@ from urllib.parse import urlencode
 from clkt.config import SnapshotSettings, SpecSettings
 from clkt.report.cutoff_curve import TargetKnowledge, knowledge_curves, knowledge_windows
 from clkt.report.leaderboard_data import Leaderboard, StrategyComparison
+from clkt.report.open_predictions import OPEN_CSV_COLUMNS, open_prediction_cells
 from clkt.report.strategy_compare import with_strategy_comparison
 from clkt.report.trend import known_rate_png, trend_png
 from clkt.report.window import (
@@ -33,6 +35,7 @@ from clkt.report.window import (
     check_query,
     prediction_rows,
     resolve_window,
+    stored_scorers,
     with_comparison,
 )
 from storage.engine import Store
@@ -40,8 +43,8 @@ from storage.knowledge import known_by_month, probe_fingerprint
 from storage.leaderboard import known_names, window_fingerprint, window_snapshots
 from storage.targets import list_targets
 
-__all__ = ["FIELDS", "BoardCache", "LeaderboardView", "form_of", "known_rate_image", "leaderboard_view", "predictions_rows",
-           "trend_image"]
+__all__ = ["FIELDS", "BoardCache", "LeaderboardView", "form_of", "known_rate_image", "leaderboard_view",
+           "open_predictions_rows", "predictions_rows", "trend_image"]
 
 T = TypeVar("T")
 FIELDS = ("from", "to", "strategy", "scorer", "a", "b", "sa", "sb", "st", "unverified")  # sa, sb: two strategies of target st
@@ -170,7 +173,7 @@ async def leaderboard_view(
     curves = await cache.curves(store, spec)
 
     def view(form: dict[str, str], board: Leaderboard | None = None, error: str | None = None) -> LeaderboardView:
-        return LeaderboardView(form=form, periods=periods, strategies=sorted(names.strategies), scorers=sorted(names.scorers),
+        return LeaderboardView(form=form, periods=periods, strategies=sorted(names.strategies), scorers=sorted(stored_scorers(names)),
                                targets=sorted(names.targets), knowledge=curves, board=board, error=error)
 
     if not periods:
@@ -221,3 +224,14 @@ async def predictions_rows(
     async with store.session() as s:
         async for cells in prediction_rows(s, jobs, w.data.exclusions, scorer=q.scorer):
             yield cells
+
+
+async def open_predictions_rows(
+    store: Store, *, spec: SpecSettings, snapshot: SnapshotSettings, form: dict[str, str]
+) -> AsyncIterator[list[str]]:
+    """The open track's predictions CSV of the form's window (`clkt leaderboard --open-predictions`' rows, the jury's
+    columns included), the header first; a `LeaderboardError` before any."""
+    rows = await open_prediction_cells(store, _query(form, spec, snapshot, None))
+    yield list(OPEN_CSV_COLUMNS)
+    for cells in rows:
+        yield cells

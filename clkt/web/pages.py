@@ -8,8 +8,8 @@
     /publish                    publishing to the Hub: the publish queue, the revisions committed, the retractions
     /leaderboard                results pooled over a window of snapshots per target, a paired comparison, the
                                 known-rate curves (`clkt.web.leaderboard`); /leaderboard/domains: the paper's tables
-                                over the window (`clkt.web.domains`); its trend.png, known-rate.png and
-                                predictions.csv
+                                over the window (`clkt.web.domains`); its trend.png, known-rate.png,
+                                predictions.csv and open-predictions.csv
     /files/snapshot/{id}/{path} a snapshot folder's file (read-only, traversal-safe)
     /files/report/{id}/{path}   a report folder's file
     /static/{name}              the stylesheet and the refresh script
@@ -39,6 +39,8 @@ from clkt.facts import Domain
 from clkt.pipeline.flow import STAGE_ORDER
 from clkt.report.leaderboard_data import LeaderRow, PairCell
 from clkt.report.metric_table import HEATMAP, PAIR_METRICS
+from clkt.report.open_board import layer_of
+from clkt.report.open_track import OPEN_TITLE
 from clkt.report.submitted import REPRODUCED_AT, board_packs
 from clkt.report.window import LeaderboardError
 from clkt.report.writer import report_dir
@@ -47,7 +49,15 @@ from clkt.status import publish_status
 from clkt.web import views
 from clkt.web.domains import domains_form, domains_view
 from clkt.web.files import file_response, safe_join
-from clkt.web.leaderboard import BoardCache, form_of, known_rate_image, leaderboard_view, predictions_rows, trend_image
+from clkt.web.leaderboard import (
+    BoardCache,
+    form_of,
+    known_rate_image,
+    leaderboard_view,
+    open_predictions_rows,
+    predictions_rows,
+    trend_image,
+)
 from clkt.web.security import HostGuard, security_middlewares
 from storage.engine import Store
 from storage.enums import EntityStatus
@@ -132,6 +142,7 @@ def _env() -> jinja2.Environment:
     )
     env.filters.update(ts=_ts, date=_date, ago=_ago, usd=_usd, pct=_pct, mb=_mb, size=_size)
     env.globals.update(metrics=PAIR_METRICS, heatmap=HEATMAP)  # the report's metrics, a column each
+    env.globals.update(layer_name=layer_of, open_title=OPEN_TITLE)  # the open track's section and its layers' names
     return env
 
 
@@ -315,17 +326,20 @@ async def leaderboard_domains(request: web.Request) -> web.Response:
 
 
 async def leaderboard_csv(request: web.Request) -> web.StreamResponse:
+    """`predictions.csv` (the MCQ answers) or `open-predictions.csv` (the open track's, with the jury's verdicts)."""
     import csv
     import io
 
     ctx = request.app[CTX_KEY]
+    name = request.match_info.get("name", "predictions.csv")
+    rows_of = open_predictions_rows if name == "open-predictions.csv" else predictions_rows
     try:
-        rows = predictions_rows(ctx.store, spec=ctx.spec, snapshot=ctx.snapshot, form=form_of(request.query))
+        rows = rows_of(ctx.store, spec=ctx.spec, snapshot=ctx.snapshot, form=form_of(request.query))
         first = await anext(rows)
     except (ValueError, LeaderboardError) as e:
         return web.Response(status=400, text=str(e), content_type="text/plain")
     resp = web.StreamResponse(headers={"Content-Type": "text/csv; charset=utf-8",
-                                       "Content-Disposition": 'attachment; filename="predictions.csv"'})
+                                       "Content-Disposition": f'attachment; filename="{name}"'})
     await resp.prepare(request)
     buf = io.StringIO()
     out = csv.writer(buf, lineterminator="\n")
@@ -363,7 +377,7 @@ def add_pages(app: web.Application, ctx: PageContext) -> None:
         web.get("/leaderboard", leaderboard),
         web.get("/leaderboard/domains", leaderboard_domains),
         web.get("/leaderboard/{name:trend\\.png|known-rate\\.png}", leaderboard_image),
-        web.get("/leaderboard/predictions.csv", leaderboard_csv),
+        web.get("/leaderboard/{name:predictions\\.csv|open-predictions\\.csv}", leaderboard_csv),
         web.get("/files/snapshot/{id}/{path:.+}", snapshot_file),
         web.get("/files/report/{id}/{path:.+}", report_file),
         web.get("/static/{name}", static),

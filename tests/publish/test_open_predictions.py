@@ -12,6 +12,7 @@ from pathlib import Path
 from clkt.openqa.frozen import load_open_questions
 from clkt.report.leaderboard_data import LeaderboardQuery
 from clkt.report.open_predictions import OPEN_CSV_COLUMNS, OpenPrediction, open_prediction, write_open_predictions
+from clkt.report.open_verdicts import JuryColumns
 from clkt.snapshots.content import load_item_refs
 from storage.engine import Store
 from storage.enums import SnapshotTargetStatus
@@ -63,6 +64,7 @@ def _read_csv(path: Path) -> list[OpenPrediction]:
         values: dict[str, object] = dict(zip(OPEN_CSV_COLUMNS, cells, strict=True))
         values.pop("snapshot_id"), values.pop("job_id")
         values["answer_lang"] = values["answer_lang"] or None
+        values = {k: v for k, v in values.items() if v != "" or k not in JuryColumns.model_fields}  # not graded: blank
         out.append(OpenPrediction.model_validate(values))
     return out
 
