@@ -95,6 +95,13 @@ class JuryRow:
     cost_usd: float
     prompt_version: str
 
+    @property
+    def decided(self) -> bool:
+        """The jury's row counts in a figure: it has a verdict, or every vote was given and none won (undecided:
+        never right). False where a failed vote left it without one: not graded yet (the stage tries again), never
+        counted as wrong."""
+        return not (self.verdict is None and self.failed)
+
 
 def _todo(max_attempts: int, retry_before: datetime | None = None) -> tuple[ColumnElement[bool], ...]:
     """An answer of a finished job with no jury row of `panel`, or one with a failed vote and tries left (with

@@ -79,7 +79,7 @@ def jury_packs(packs: Sequence[ResultPackRecord], jury: Sequence[JuryRow]) -> li
     where its verdict is CORRECT."""
     by_job: dict[int, list[JuryRow]] = defaultdict(list)
     for j in jury:
-        if j.scorer == OPEN_SCORER and j.variant in ("base", "injected"):
+        if j.scorer == OPEN_SCORER and j.variant in ("base", "injected") and j.decided:
             by_job[j.job_id].append(j)
     out: list[ResultPackRecord] = []
     for p in packs:

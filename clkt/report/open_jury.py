@@ -106,7 +106,7 @@ def open_jury(
         if r.split != "test":
             continue
         j = by_key.get((r.job_id, r.open_qid, r.lang, r.variant, r.scorer))
-        if j is None:
+        if j is None or not j.decided:  # not graded yet, or a failed vote left no verdict (tried again): no figure
             pending += 1
         else:
             groups[(r.target_model, r.strategy, r.train_lang, r.variant, r.lang)].append((r, j))

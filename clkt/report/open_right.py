@@ -9,7 +9,8 @@ figures, never filled in by another layer's verdict).
   e.g. UNSCORABLE) has no verdict, as it is in no figure of the track;
 - **the jury** (`jury_right`): its stored verdict of the same answer (`storage.open_judgements.JuryRow`, keyed like
   the answer): CORRECT is right, an undecided one (no strict majority, or the question not found) is not right
-  (SimpleQA's rule: never guessed), an answer it has not graded yet has none. An answer the normaliser could not
+  (SimpleQA's rule: never guessed), an answer it has not graded yet has none, nor one whose failed vote left it
+  without a verdict (`JuryRow.decided`: the stage tries it again). An answer the normaliser could not
   score has none either: the jury's figures stand on the answers the normaliser's stand on.
 """
 
@@ -31,7 +32,7 @@ def normaliser_right(r: OpenResultRow) -> bool | None:
 
 def jury_right(jury: Sequence[JuryRow]) -> Right:
     """The jury layer over its stored verdicts `jury` (the jury's rows, as `jury_rows_for_snapshot` reads them)."""
-    verdicts = {(j.job_id, j.open_qid, j.lang, j.variant, j.scorer): j.verdict for j in jury}
+    verdicts = {(j.job_id, j.open_qid, j.lang, j.variant, j.scorer): j.verdict for j in jury if j.decided}
 
     def right(r: OpenResultRow) -> bool | None:
         key = (r.job_id, r.open_qid, r.lang, r.variant, r.scorer)

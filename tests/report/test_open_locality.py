@@ -10,9 +10,12 @@ The figure is the MCQ locality's (`kept_figure` on the same paired counts: the s
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from clkt.evaluate.summary import EntityKept, LocalityCounts
+from clkt.report.clustered import entity_draws
 from clkt.report.locality import kept_figure, kept_text
 from clkt.report.open_lines import open_lines
 from clkt.report.open_locality import open_kept
@@ -94,3 +97,34 @@ def test_the_jurys_kept_percent_never_keeps_undecided_and_leaves_ungraded_out() 
     assert (en.scorer, en.lang, en.n, en.kept, en.lost, en.gained) == (JURY_SCORER, "en", 10, 7, 2, 1)
     assert en.rate == pytest.approx(7 / 9) and en.ci is not None and en.ci[0] <= 7 / 9 <= en.ci[1]
     assert open_kept(_rows(), snapshot_id=SNAPSHOT, seed=0, samples=SAMPLES, right=jury_right([]), scorer=JURY_SCORER) == []
+
+
+def test_a_jury_row_a_failed_vote_left_without_verdict_is_not_graded_never_wrong() -> None:
+    """Entity 7's injected answer: the jury's row has no verdict because a vote failed (the stage tries it again).
+    Every figure treats it as not graded (in no pair, counted pending), never as undecided: the same figures as
+    without the row, and not those of an undecided verdict."""
+    from clkt.report.open_jury import JURY_SCORER, open_jury
+    from clkt.report.open_right import jury_right
+    from storage.open_judgements import JuryRow
+
+    def row(r: OpenResultRow, *, verdict: str | None, failed: bool) -> JuryRow:
+        return JuryRow(judge="*jury*", job_id=r.job_id, open_qid=r.open_qid, lang=r.lang, variant=r.variant,
+                       scorer=r.scorer, verdict=verdict, failed=failed, cost_usd=0.0, prompt_version="v")
+
+    en = [r for r in _rows() if r.lang == "en"]
+    hit = next(r for r in en if (r.open_qid, r.variant) == (5007, "injected"))
+    others = [row(r, verdict=r.verdict, failed=False) for r in en if r is not hit]
+
+    def kept(jury: list[JuryRow]) -> tuple[int, int, int]:
+        (k,) = open_kept(_rows(), snapshot_id=SNAPSHOT, seed=0, samples=SAMPLES, right=jury_right(jury), scorer=JURY_SCORER)
+        return k.n, k.kept, k.lost
+
+    failed = [*others, row(hit, verdict=None, failed=True)]
+    undecided = [*others, row(hit, verdict=None, failed=False)]
+    assert kept(failed) == kept(others) != kept(undecided)
+    assert not failed[-1].decided and undecided[-1].decided and row(hit, verdict="CORRECT", failed=True).decided
+
+    tests = [dataclasses.replace(r, split="test") for r in en]
+    draws = entity_draws([r.entity_id for r in tests], snapshot_id=SNAPSHOT, seed=0, samples=SAMPLES)
+    rep = open_jury(tests, failed, draws)
+    assert rep is not None and rep.pending == 1 and sum(c.n for c in rep.cells) == len(tests) - 1
