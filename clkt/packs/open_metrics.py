@@ -6,7 +6,8 @@ split, test language): the graded answers (an `UNSCORABLE` one is counted apart,
 the answers in another language, and a 95% interval from the bootstrap over the cell's split's entities, seeded by
 the snapshot's id and `KEPT_SEED` as the pack's kept % is. The test split's answers also go through the very
 functions a multiple-choice scorer's go through (`compute_metrics`: accuracy, Learn, the contingency, Overall and
-Transfer and their means), as rows of the open scorer's own, under `figures`, never merged with an MCQ scorer's.
+Transfer and their means; kept % from the locality split's answers, `clkt.packs.metrics.kept_cells`), as rows of the
+open scorer's own, under `figures`, never merged with an MCQ scorer's.
 """
 
 from __future__ import annotations
@@ -15,13 +16,21 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from clkt.openqa.results import OPEN_SCORER, UNSCORABLE
-from clkt.packs.format import PredictionRow
+from clkt.packs.format import LocalityRow, PredictionRow
 from clkt.packs.metrics import KEPT_SEED, OpenCell, OpenMetrics, ScorerMetrics, compute_metrics
 from clkt.packs.open_answers import ScoredOpenAnswer
 from clkt.report.basics import BOOTSTRAP_SAMPLES
 from clkt.report.clustered import EntityDraws, accuracy_interval, entity_draws
 
 __all__ = ["open_metrics"]
+
+
+def _as_locality(items: Sequence[ScoredOpenAnswer]) -> list[LocalityRow]:
+    return [
+        LocalityRow(train_lang=i.train_lang, scorer=OPEN_SCORER, variant=i.variant.value, lang=i.lang, qid=i.qid,
+                    entity_id=i.entity_id, domain=i.domain, predicted=None, correct=i.correct, split="locality")
+        for i in items if i.split == "locality" and i.verdict != UNSCORABLE
+    ]
 
 
 def _as_rows(items: Sequence[ScoredOpenAnswer]) -> list[PredictionRow]:
@@ -68,6 +77,7 @@ def open_metrics(
     unknown = {a.train_lang for a in answers} - set(train_langs)
     if unknown:
         raise ValueError(f"open answers of train languages {sorted(unknown)} not among {list(train_langs)}")
-    figures = compute_metrics(_as_rows(answers), languages, format_version=format_version).scorers.get(OPEN_SCORER)
+    figures = compute_metrics(_as_rows(answers), languages, format_version=format_version, locality=_as_locality(answers),
+                              snapshot_id=snapshot_id).scorers.get(OPEN_SCORER)
     return OpenMetrics(scorer=OPEN_SCORER, cells=_cells(answers, _draws(answers, snapshot_id, seed, samples)),
                        figures=figures or ScorerMetrics(accuracy=[], learn={}, pairs=[], means={}))

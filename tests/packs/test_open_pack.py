@@ -74,6 +74,17 @@ def test_a_pack_with_open_answers_reads_back_hashed_at_version_2(tmp_path: Path)
     assert read_pack(tmp_path / "pack.tar.gz").sha256 == pack.sha256  # one identity, folder or archive
 
 
+def test_an_open_answers_file_over_its_limit_is_refused_before_it_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from clkt.openqa.results import MAX_ANSWER_CHARS
+    from clkt.packs import pack as packmod
+
+    assert OPEN_ANSWER_MAX_CHARS == MAX_ANSWER_CHARS  # a pack's answer bound is what a job keeps of one
+    make_pack(tmp_path / "pack", opened=open_rows())
+    monkeypatch.setattr(packmod, "OPEN_MAX_BYTES", 100)
+    with pytest.raises(UserError, match=r"open_answers.jsonl is [\d,]+ bytes, more than the 100 a pack's open answers may be"):
+        read_pack(tmp_path / "pack")
+
+
 def test_a_version_1_manifest_that_lists_open_answers_is_refused(tmp_path: Path) -> None:
     make_pack(tmp_path / "pack", opened=open_rows(), format_version=1)
     with pytest.raises(UserError, match=r"open_answers.jsonl is a file of format version 2, and the manifest says version 1"):
@@ -197,3 +208,31 @@ async def test_bad_open_answers_are_refused_with_one_line_and_the_store_unchange
 async def test_open_answers_for_a_snapshot_without_an_open_track_here_are_refused(tmp_path: Path) -> None:
     assert_refused(tmp_path, await make_store(tmp_path), _rewrite(lambda rs: rs),
                    f"it holds open_answers.jsonl, and snapshot {SNAPSHOT_ID} has no open track here")
+
+
+@pytest.mark.slow
+async def test_evaluate_carries_the_jobs_open_answers_and_submit_agrees_with_its_claims(tmp_path: Path) -> None:
+    """`clkt evaluate` of a tiny random-weight llama on a snapshot with an open track: the jobs' open pass answers
+    every open question (base and injected, test and control, both languages) into `open_answers.jsonl`, and the
+    service that takes the pack in scores them to the figures the pack claims."""
+    from tests.evaluate._tiny import tiny_model, tiny_tokenizer
+
+    cfg = await make_store(tmp_path, open_track=True)
+    model = tmp_path / "tiny-model"
+    tiny_model("llama", seed=3).save_pretrained(model)
+    tiny_tokenizer().save_pretrained(model)
+    gpu = '[gpu]\ndevices = ["cpu"]\nepochs = 1\ntorch_threads = 1\neval_batch_size = 4\n'
+    ecfg = tmp_path / "eval.toml"
+    ecfg.write_text(f'data_dir = "{tmp_path / "elsewhere"}"\n[spec]\nlanguages = ["en", "fr"]\nstrategies = ["cpt-lora"]\n'
+                    + gpu, encoding="utf-8")
+    res = clkt("evaluate", str(tmp_path / "snap"), "--model-path", str(model), "--out", str(tmp_path / "pack"),
+               "--cutoff", "2024-08-01", "--train-languages", "en", "--config", str(ecfg), timeout_s=600)
+    assert res.returncode == 0, res.stderr
+    assert "and 12 open answers" in res.stdout
+    pack = read_pack(tmp_path / "pack")
+    got = {(r.variant, r.split, r.lang, r.qid) for r in pack.open_answers}
+    assert len(got) == len(pack.open_answers) == 12 and {s for _, s, _, _ in got} == {"test", "control"}
+    assert pack.claimed_metrics["open"]["scorer"] == "open-normaliser"
+    res = clkt("submit", str(tmp_path / "pack"), "--config", str(cfg))
+    assert res.returncode == 0, res.stderr
+    assert "does not match" not in res.stderr and len(_stored_open(tmp_path)) == 12
