@@ -165,7 +165,7 @@ async def submissions_open_answers(session: AsyncSession, pack_sha256s: Collecti
     for i in range(0, len(wanted), 400):
         q = select(col(SubmittedPack.pack_sha256), col(SubmittedPack.open_answers)).where(
             col(SubmittedPack.pack_sha256).in_(wanted[i:i + 400]), col(SubmittedPack.open_answers).is_not(None))
-        out.update((str(k), bytes(a)) for k, a in (await session.execute(q)).all())
+        out.update((str(k), bytes(a)) for k, a in (await session.execute(q)).all() if a is not None)
     return out
 
 

@@ -82,3 +82,39 @@ async def test_a_store_from_before_reproductions_migrates_with_none(tmp_path: Pa
     await migrate_store(url, "f1b9c3d5e7a2", down=True)
     async with Store(url=url, migrate=False) as store, store.session() as s:
         assert (await s.execute(text("SELECT count(*) FROM submitted_pack"))).scalar() == 1
+
+
+async def test_open_answers_are_read_only_for_packs_that_have_them(tmp_path: Path, store: Store) -> None:
+    from storage.submissions import submissions_open_answers
+
+    await seed_store(store, write_tiny_snapshot(tmp_path / "snap"))
+    async with store.transaction() as s:
+        await add_submission(s, _new("a" * 64, open_answers=b"\x1f\x8bopen"))
+        await add_submission(s, _new("b" * 64))  # a version-1 pack: no open track
+    async with store.session() as s:
+        assert await submissions_open_answers(s, ["a" * 64, "b" * 64, "c" * 64]) == {"a" * 64: b"\x1f\x8bopen"}
+
+
+async def test_a_store_from_before_open_answers_migrates_with_none(tmp_path: Path) -> None:
+    from sqlalchemy import text
+
+    from storage.submissions import submissions_open_answers
+    from tests.storage._revisions import migrate_store, store_at_revision
+
+    url = f"sqlite+aiosqlite:///{tmp_path / 'clkt.db'}"
+    await store_at_revision(url, "f3c7a9e1b5d2")
+    async with Store(url=url, migrate=False) as old:
+        await seed_store(old, write_tiny_snapshot(tmp_path / "snap"))
+        async with old.transaction() as s:
+            await s.execute(text(
+                "INSERT INTO submitted_pack (pack_sha256, snapshot_id, target_name, model, kind, cutoff, strategy, "
+                "train_langs, scorers, format_version, clkt_version, predictions, claims_match, claims_note, metrics, "
+                "manifest, answers, submitted_at) VALUES (:sha, :sid, 't', '/m', 'base', '2024-08-01', 'cpt-lora', "
+                "'[\"en\"]', '[\"generate\"]', 1, '0.1.0', 8, 1, '', '{}', '{}', x'00', '2026-12-03 00:00:00')"),
+                {"sha": "a" * 64, "sid": SNAPSHOT_ID})
+    async with Store(url=url) as store, store.session() as s:
+        assert await submissions_open_answers(s, ["a" * 64]) == {}
+        assert (await find_submission(s, "a" * 64)) is not None
+    await migrate_store(url, "f3c7a9e1b5d2", down=True)
+    async with Store(url=url, migrate=False) as store, store.session() as s:
+        assert (await s.execute(text("SELECT count(*) FROM submitted_pack"))).scalar() == 1
