@@ -44,6 +44,7 @@ from typing import Any
 from clkt.config import TargetSettings
 from clkt.cutoff import first_eligible_day
 from clkt.errors import UserError
+from clkt.packs._export import check_export_file
 from clkt.packs.format import LOCALITY_FILE, LocalityRow, ModelIdentity, PredictionRow
 from clkt.packs.metrics import PackMetrics, ProbeVerdicts, compute_metrics, first_difference
 from clkt.packs.open_answers import ScoredOpenAnswer, encode_scored, open_error, rescore, stored_open_key
@@ -55,7 +56,7 @@ from clkt.report.leaderboard_data import LeaderboardQuery
 from clkt.report.submitted import prime
 from clkt.roster.window import in_window
 from clkt.snapshots.content import load_item_refs
-from clkt.snapshots.layout import QuestionRow, SnapshotManifest, sha256_file
+from clkt.snapshots.layout import QuestionRow, SnapshotManifest
 from clkt.snapshots.locality import locality_path
 from clkt.snapshots.select import ItemRef
 from clkt.snapshots.stored import stored_manifest
@@ -158,13 +159,7 @@ def locality_key(manifest: SnapshotManifest, export_path: str | None, *, shown: 
     answers: dict[int, tuple[int, str]] = {}
     for lang in manifest.languages:
         path = locality_path(root, lang)
-        rel = path.relative_to(root).as_posix()
-        if not export_path or not path.is_file():
-            raise UserError(f"pack {shown}: snapshot {sid}'s locality split is not on this machine ({rel} of its export "
-                            f"{export_path or '(none)'}); its {LOCALITY_FILE} cannot be checked")
-        if manifest.files.get(rel) != sha256_file(path):
-            raise UserError(f"pack {shown}: snapshot {sid}'s {rel} here does not match its sha256 in the stored manifest; "
-                            f"its {LOCALITY_FILE} cannot be checked")
+        check_export_file(manifest, export_path, path, part="locality split", pack_file=LOCALITY_FILE, shown=shown)
         for line in path.read_text(encoding="utf-8").splitlines():
             if line.strip():
                 q = QuestionRow.model_validate_json(line)

@@ -27,9 +27,10 @@ from clkt.errors import SnapshotError, UserError
 from clkt.evaluate.results import Variant
 from clkt.openqa.frozen import FrozenOpenQuestion, load_open_questions, locality_open_questions
 from clkt.openqa.results import OpenResultItem, safely_scored_item
+from clkt.packs._export import check_export_file
 from clkt.packs.format import OPEN_FILE, OpenAnswerRow
 from clkt.packs.pack import open_key
-from clkt.snapshots.layout import SnapshotManifest, sha256_file
+from clkt.snapshots.layout import SnapshotManifest
 from clkt.snapshots.open import has_open, open_path
 
 __all__ = [
@@ -92,14 +93,8 @@ def stored_open_key(manifest: SnapshotManifest, export_path: str | None, *, targ
         if not has_open(manifest, control=control, locality=locality):
             continue
         for lang in manifest.languages:
-            path = open_path(root, lang, control=control, locality=locality)
-            rel = path.relative_to(root).as_posix()
-            if not export_path or not path.is_file():
-                raise UserError(f"pack {shown}: snapshot {sid}'s open track is not on this machine ({rel} of its export "
-                                f"{export_path or '(none)'}); its {OPEN_FILE} cannot be checked")
-            if manifest.files.get(rel) != sha256_file(path):
-                raise UserError(f"pack {shown}: snapshot {sid}'s {rel} here does not match its sha256 in the stored "
-                                f"manifest; its {OPEN_FILE} cannot be checked")
+            check_export_file(manifest, export_path, open_path(root, lang, control=control, locality=locality),
+                              part="open track", pack_file=OPEN_FILE, shown=shown)
     try:
         return _key(root, target)
     except SnapshotError as e:
