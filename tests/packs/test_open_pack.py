@@ -236,3 +236,31 @@ async def test_evaluate_carries_the_jobs_open_answers_and_submit_agrees_with_its
     res = clkt("submit", str(tmp_path / "pack"), "--config", str(cfg))
     assert res.returncode == 0, res.stderr
     assert "does not match" not in res.stderr and len(_stored_open(tmp_path)) == 12
+
+
+async def test_an_upload_with_open_answers_is_scored_by_the_service(tmp_path: Path) -> None:
+    """`POST /packs` (the archive verified in the limited child, then read again): the open answers reach the
+    intake, are scored there and answered with their figures; a tampered one is a 400 and the store unchanged."""
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from clkt.web.intake import INTAKE_PATH
+    from storage.engine import Store
+    from tests.packs._packs import intake_app, store_dump
+
+    await make_store(tmp_path, open_track=True)
+    make_pack(tmp_path / "pack.tar.gz", opened=open_rows())
+    wrong = tmp_path / "wrong.tar.gz"
+    make_pack(wrong, opened=open_rows()[1:], metrics=_mcq_claims())
+    auth = {"Authorization": "Bearer token-0123456789abcdef"}
+    async with Store(url=f"sqlite+aiosqlite:///{tmp_path / 'clkt.db'}") as store, \
+            TestClient(TestServer(intake_app(store, token=auth["Authorization"][7:]), host="127.0.0.1")) as client:
+        before = store_dump(tmp_path)
+        r = await client.post(INTAKE_PATH, data=wrong.read_bytes(), headers=auth)
+        assert r.status == 400 and "open_answers.jsonl: open question" in (await r.json())["error"]
+        assert store_dump(tmp_path) == before
+        r = await client.post(INTAKE_PATH, data=(tmp_path / "pack.tar.gz").read_bytes(), headers=auth)
+        got = await r.json()
+        assert r.status == 200, got
+        assert got["open_answers"] == 12 and got["claims_match"] is True
+        assert _cell(got["metrics"], "injected", "test", "en")["accuracy"] == 1.0
+    assert len(_stored_open(tmp_path)) == 12
