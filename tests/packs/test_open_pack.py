@@ -264,3 +264,22 @@ async def test_an_upload_with_open_answers_is_scored_by_the_service(tmp_path: Pa
         assert got["open_answers"] == 12 and got["claims_match"] is True
         assert _cell(got["metrics"], "injected", "test", "en")["accuracy"] == 1.0
     assert len(_stored_open(tmp_path)) == 12
+
+
+async def test_a_probed_packs_open_figures_leave_out_the_entities_its_model_knew(tmp_path: Path) -> None:
+    """The probe judged here excludes entity 1 (its en answer states the film's director): the stored open figures
+    of the test split are on entity 2 alone (n 1 per language), as the MCQ figures are; the control split keeps its
+    question (its entity is fictional, never probed); the answers themselves are all stored."""
+    from tests.packs._packs import store_facts
+    from tests.packs.test_probe_pack import probe_rows
+
+    cfg = await make_store(tmp_path, open_track=True)
+    store_facts(tmp_path)
+    make_pack(tmp_path / "pack", opened=open_rows(), probe=probe_rows())
+    res = clkt("submit", str(tmp_path / "pack"), "--config", str(cfg))
+    assert res.returncode == 0, res.stderr
+    assert "probed here (1 of 2 excluded)" in res.stdout and "does not match" not in res.stderr
+    metrics = json.loads(submitted(tmp_path)[0][3])
+    cell = _cell(metrics, "injected", "test", "fr")
+    assert (cell["n"], cell["correct"], cell["entities"]) == (1, 1, 1)
+    assert _cell(metrics, "injected", "control", "fr")["n"] == 1 and len(_stored_open(tmp_path)) == 12
