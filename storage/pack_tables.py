@@ -66,6 +66,8 @@ class SubmittedPack(SQLModel, table=True):
     metrics: dict[str, Any] = _json()
     manifest: dict[str, Any] = _json()
     answers: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    # its open_answers.jsonl as scored here (`clkt.packs.open_answers.encode_scored`), None: no open track
+    open_answers: bytes | None = Field(default=None, sa_column=Column(LargeBinary, nullable=True))
     submitted_at: datetime = _ts()
     # `clkt submit --reproduce`'s latest re-run (clkt.report.leaderboard_data.Reproduction), None until one ran
     reproduction: dict[str, Any] | None = Field(default=None, sa_column=Column(JSONType, nullable=True))

@@ -29,6 +29,7 @@ __all__ = [
     "set_reproduction",
     "submission_answers",
     "submissions_answers",
+    "submissions_open_answers",
     "submitted_names",
 ]
 
@@ -54,6 +55,7 @@ class NewSubmission:
     metrics: dict[str, Any] = field(default_factory=dict)
     manifest: dict[str, Any] = field(default_factory=dict)
     answers: bytes = b""
+    open_answers: bytes | None = None  # the open answers as scored at intake, gzip'd (None: no open track)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -153,6 +155,17 @@ async def submissions_answers(session: AsyncSession, pack_sha256s: Collection[st
         q = select(col(SubmittedPack.pack_sha256), col(SubmittedPack.answers)).where(
             col(SubmittedPack.pack_sha256).in_(wanted[i:i + 400]))
         out.update((str(k), bytes(a)) for k, a in (await session.execute(q)).all())
+    return out
+
+
+async def submissions_open_answers(session: AsyncSession, pack_sha256s: Collection[str]) -> dict[str, bytes]:
+    """The open answers as scored at intake (gzip'd) of each of these packs that has them, by pack sha256."""
+    wanted = sorted(set(pack_sha256s))
+    out: dict[str, bytes] = {}
+    for i in range(0, len(wanted), 400):
+        q = select(col(SubmittedPack.pack_sha256), col(SubmittedPack.open_answers)).where(
+            col(SubmittedPack.pack_sha256).in_(wanted[i:i + 400]), col(SubmittedPack.open_answers).is_not(None))
+        out.update((str(k), bytes(a)) for k, a in (await session.execute(q)).all() if a is not None)
     return out
 
 

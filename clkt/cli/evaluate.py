@@ -207,5 +207,6 @@ def evaluate(
     resumed = f" ({', '.join(done.resumed)} read back from an earlier run)" if done.resumed else ""
     locality = f" and {done.locality} locality answers" if done.locality else ""
     locality += f" and {done.probed} probe answers" if done.probed else ""
+    locality += f" and {done.open_answers} open answers" if done.open_answers else ""
     console.print(plain(f"wrote {done.out}: {done.predictions} predictions{locality}{resumed}; pack sha256 {done.pack_sha256}"))
     console.print(plain(f"then: clkt submit {done.out}"))

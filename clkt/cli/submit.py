@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from clkt.config import GpuSettings, Settings
     from clkt.inject.engine import JobEngine
     from clkt.packs.intake import Intake
-    from clkt.packs.metrics import KeptCell, ScorerMetrics
+    from clkt.packs.metrics import KeptCell, OpenCell, OpenMetrics, ScorerMetrics
     from clkt.packs.pack import Pack
     from storage.engine import Store
 
@@ -117,6 +117,32 @@ def _report(got: Intake, *, remote: bool = False) -> None:
             console.print(plain(f"  {scorer}: {_means_line(m)}"))
             for line in kept_lines(scorer, m.locality):
                 console.print(plain(line))
+        for line in open_lines(got.metrics.open, here=here):
+            console.print(plain(line))
+
+
+def open_lines(m: OpenMetrics | None, *, here: str) -> list[str]:
+    """The open track's figures, apart from the MCQ scorers' (none without open answers): its means, then the test
+    split's accuracy per train language and variant in each language with n and the interval over entities."""
+    if m is None:
+        return ["  open track: none (the pack holds no open answers)"]
+    out = [f"  open track ({m.scorer}, the answers scored {here}; never pooled with the multiple-choice figures): "
+           f"{_means_line(m.figures)}"]
+    by: dict[tuple[str, str], list[OpenCell]] = {}
+    for c in m.cells:
+        if c.split == "test":
+            by.setdefault((c.train_lang, c.variant), []).append(c)
+    for (train, variant), cells in sorted(by.items()):
+        out.append(f"    trained in {train}, {variant}: " + "; ".join(f"{c.lang} {_open_cell(c)}" for c in cells))
+    return out
+
+
+def _open_cell(c: OpenCell) -> str:
+    if c.accuracy is None:
+        return f"n/a (n={c.n})"
+    ci = f" [{c.ci[0] * 100:.1f}, {c.ci[1] * 100:.1f}]" if c.ci is not None else ""
+    other = f", {c.other_language} in another language" if c.other_language else ""
+    return f"{c.accuracy * 100:.1f} %{ci} (n={c.n}, {c.entities} entities{other})"
 
 
 def kept_lines(scorer: str, cells: Sequence[KeptCell]) -> list[str]:

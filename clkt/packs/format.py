@@ -13,6 +13,11 @@ metrics.json        PackMetrics, computed from the answers alone (`clkt.packs.me
 locality.jsonl      optional: LocalityRow, one line per (train language, scorer, variant, test language, locality
                     question): the locality split's answers (questions about entities the target knew before
                     injection), from which metrics.json's kept % is computed; absent: no locality figure
+open_answers.jsonl  optional (version 2; the snapshot has an open track): OpenAnswerRow, one line per (train language,
+                    variant, split, test language, open question): the model's short answers to the snapshot's open
+                    questions (`open/<lang>.jsonl`: test and control splits, and the locality split's about entities
+                    the target knew), base and injected, the text only: no verdict (the taker scores them itself with
+                    its normaliser, `clkt.packs.open_answers`); absent: "no open track"
 probe.jsonl         optional (`clkt evaluate --probe`): ProbeRow, one line per (real entity of the snapshot, language):
                     the model's answer to the recognition probe ("Provide a brief factual summary of '<name>'.",
                     `clkt.targets.summary`), never a verdict: the service that takes the pack in judges the answers
@@ -23,6 +28,13 @@ The locality answers are a file of their own, listed in the manifest like the ot
 keeps meaning "every test answer" (what a reader computes accuracy from) and a version-1 reader that does not know
 the file still reads the pack (it checks the file's hash and reads no further). `probe.jsonl` was added the same
 way, within version 1: a reader that does not know it checks its hash and scores the pack unprobed.
+
+Version 2 added `open_answers.jsonl` (and metrics.json's `open`: the lab's open figures, only compared by the
+taker): a reader of version 2 reads every version-1 pack as "no open track", and refuses a version-1 manifest that
+lists the file. An answer is at most `OPEN_ANSWER_MAX_CHARS` characters (what a job keeps of one: the stop rule
+keeps one line of at most 32 new tokens), the file at most `OPEN_MAX_BYTES`: a longer answer is refused with its
+line, never cut (a cut answer would be scored on other text than the model said), and a larger file before it is
+read.
 
 The pack's identity (`pack_sha256`) is the sha256 of its `manifest.json` bytes, which name the other files'
 hashes: the same pack as a folder or as an archive has one identity. The contract is versioned: a reader of
@@ -44,6 +56,10 @@ __all__ = [
     "LOCALITY_SPLIT",
     "MANIFEST_FILE",
     "METRICS_FILE",
+    "OPEN_ANSWER_MAX_CHARS",
+    "OPEN_FILE",
+    "OPEN_FILE_VERSION",
+    "OPEN_MAX_BYTES",
     "OPTIONAL_FILES",
     "PACK_FILES",
     "PREDICTIONS_FILE",
@@ -54,6 +70,7 @@ __all__ = [
     "FileEntry",
     "LocalityRow",
     "ModelIdentity",
+    "OpenAnswerRow",
     "PackManifest",
     "PredictionRow",
     "ProbeRow",
@@ -62,16 +79,20 @@ __all__ = [
 ]
 
 FORMAT_NAME: Literal["clkt-result-pack"] = "clkt-result-pack"  # manifest.json's `format`
-FORMAT_VERSION = 1  # manifest.json's `format_version`: a reader refuses a newer one
+FORMAT_VERSION = 2  # manifest.json's `format_version`: a reader refuses a newer one (2: `open_answers.jsonl`)
 MANIFEST_FILE = "manifest.json"
 PREDICTIONS_FILE = "predictions.jsonl"
 METRICS_FILE = "metrics.json"
 LOCALITY_FILE = "locality.jsonl"
 PROBE_FILE = "probe.jsonl"
+OPEN_FILE = "open_answers.jsonl"
+OPEN_FILE_VERSION = 2  # the format version that added `OPEN_FILE`: an older manifest listing it is refused
+OPEN_MAX_BYTES = 32 << 20  # a larger open_answers.jsonl is refused before it is read
+OPEN_ANSWER_MAX_CHARS = 500  # one answer's text: what a job keeps of one (`clkt.openqa.results.MAX_ANSWER_CHARS`)
 PROBE_MAX_BYTES = 8 << 20  # a larger probe.jsonl is refused before it is read (about 12 languages x 1,000 entities)
 PROBE_SUMMARY_MAX_CHARS = 4000  # one answer (the daemon asks for at most 1,024 new tokens; 96 by default)
 PACK_FILES = (MANIFEST_FILE, PREDICTIONS_FILE, METRICS_FILE)  # a pack holds these, and only `OPTIONAL_FILES` besides
-OPTIONAL_FILES = (LOCALITY_FILE, PROBE_FILE)  # each listed and hashed in the manifest when present
+OPTIONAL_FILES = (LOCALITY_FILE, PROBE_FILE, OPEN_FILE)  # each listed and hashed in the manifest when present
 LOCALITY_SPLIT = "locality"  # `LocalityRow.split` (`clkt.evaluate.results.LOCALITY_SPLIT`)
 
 
@@ -169,3 +190,17 @@ class ProbeRow(_Model):
     entity_id: int
     lang: str = Field(min_length=2, max_length=8)
     summary: str = Field(max_length=PROBE_SUMMARY_MAX_CHARS)
+
+
+class OpenAnswerRow(_Model):
+    """The answer of the base or injected model of the job trained in `train_lang` to the snapshot's open question
+    `qid` (its public id, as in `open/<lang>.jsonl`) of `split` asked in `lang`: what it said, never whether that is
+    right (the taker scores it with its own normaliser)."""
+
+    train_lang: str = Field(min_length=2, max_length=8)
+    variant: Literal["base", "injected"]
+    split: Literal["test", "control", "locality"]
+    lang: str = Field(min_length=2, max_length=8)
+    qid: int
+    entity_id: int
+    answer: str = Field(max_length=OPEN_ANSWER_MAX_CHARS)

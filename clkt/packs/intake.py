@@ -20,13 +20,22 @@ language, once (`clkt.packs.probe.probe_error`); the answers are judged here (`c
 entities its model knew are excluded, and the stored metrics are recomputed without them and carry the verdicts
 (`PackMetrics.probe`); the pack's own metrics.json (computed by the lab, which cannot judge) is compared with the
 figures of every answer. A pack without probe answers is stored unprobed.
+
+A pack with open answers (`open_answers.jsonl`, format version 2) is checked against the snapshot's open questions
+as frozen here (its export folder's open files, each matching its sha256 in the stored manifest: `stored_open_key`):
+every question of the test, control and locality (the target's `known_by`) splits answered exactly once per train
+language, variant and language it is asked in, and nothing else (`open_error`). The answers are scored here by the
+normaliser (`clkt.packs.open_answers.rescore`: the pack carries no verdict, and its metrics.json's `open` is only
+compared), stored with the pack (`open_answers`, gzip'd) and their figures computed (`PackMetrics.open`; with probe
+verdicts, the test split's without the excluded entities). A pack without them (every version-1 pack) has no open
+track and never reads the folder.
 """
 
 from __future__ import annotations
 
 import asyncio
 import gzip
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -35,8 +44,11 @@ from typing import Any
 from clkt.config import TargetSettings
 from clkt.cutoff import first_eligible_day
 from clkt.errors import UserError
+from clkt.packs._export import check_export_file
 from clkt.packs.format import LOCALITY_FILE, LocalityRow, ModelIdentity, PredictionRow
 from clkt.packs.metrics import PackMetrics, ProbeVerdicts, compute_metrics, first_difference
+from clkt.packs.open_answers import ScoredOpenAnswer, encode_scored, open_error, rescore, stored_open_key
+from clkt.packs.open_metrics import open_metrics
 from clkt.packs.pack import Pack, rows_jsonl, sort_key
 from clkt.packs.probe import judge_probe, probe_error, probed_entities
 from clkt.report.kept_figures import SCORED
@@ -44,7 +56,7 @@ from clkt.report.leaderboard_data import LeaderboardQuery
 from clkt.report.submitted import prime
 from clkt.roster.window import in_window
 from clkt.snapshots.content import load_item_refs
-from clkt.snapshots.layout import QuestionRow, SnapshotManifest, sha256_file
+from clkt.snapshots.layout import QuestionRow, SnapshotManifest
 from clkt.snapshots.locality import locality_path
 from clkt.snapshots.select import ItemRef
 from clkt.snapshots.stored import stored_manifest
@@ -80,6 +92,7 @@ class Intake:
     claims_note: str  # where the pack's metrics first differ from the recomputed ones ("" when they agree)
     flags_fixed: int  # answers whose `correct` disagreed with their letter against this store's key
     metrics: PackMetrics | None  # with the probe's verdicts, computed without the entities they exclude
+    open_answers: int = 0  # open answers scored here (open_answers.jsonl)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -146,13 +159,7 @@ def locality_key(manifest: SnapshotManifest, export_path: str | None, *, shown: 
     answers: dict[int, tuple[int, str]] = {}
     for lang in manifest.languages:
         path = locality_path(root, lang)
-        rel = path.relative_to(root).as_posix()
-        if not export_path or not path.is_file():
-            raise UserError(f"pack {shown}: snapshot {sid}'s locality split is not on this machine ({rel} of its export "
-                            f"{export_path or '(none)'}); its {LOCALITY_FILE} cannot be checked")
-        if manifest.files.get(rel) != sha256_file(path):
-            raise UserError(f"pack {shown}: snapshot {sid}'s {rel} here does not match its sha256 in the stored manifest; "
-                            f"its {LOCALITY_FILE} cannot be checked")
+        check_export_file(manifest, export_path, path, part="locality split", pack_file=LOCALITY_FILE, shown=shown)
         for line in path.read_text(encoding="utf-8").splitlines():
             if line.strip():
                 q = QuestionRow.model_validate_json(line)
@@ -273,6 +280,28 @@ async def _probe(store: Store, pack: Pack, stored: _Stored) -> ProbeVerdicts | N
     return judge_probe(pack.probe, await probed_entities(store, stored.items), stored.languages)
 
 
+def _open_scored(pack: Pack, stored: _Stored) -> list[ScoredOpenAnswer]:
+    """The pack's open answers checked against the snapshot's open questions here and scored by this service's
+    normaliser (none: [], nothing read)."""
+    if not pack.open_answers:
+        return []
+    m = pack.manifest
+    key = stored_open_key(stored.manifest, stored.export_path, target=m.model.name, shown=str(pack.source))
+    error = open_error(pack.open_answers, key, train_langs=m.strategy.train_languages, snapshot_id=m.snapshot.id)
+    if error:
+        raise UserError(f"pack {pack.source}: {error}")
+    return rescore(pack.open_answers, key)
+
+
+def _with_open(metrics: PackMetrics, scored: Sequence[ScoredOpenAnswer], pack: Pack, languages: Sequence[str],
+               excluded: Collection[int] = ()) -> PackMetrics:
+    """`metrics` with the open figures of `scored` (the test split's answers about `excluded` entities left out)."""
+    m = pack.manifest
+    kept = [i for i in scored if not (i.split == "test" and i.entity_id in excluded)]
+    return metrics.model_copy(update={"open": open_metrics(kept, m.strategy.train_languages, languages,
+                                                           snapshot_id=m.snapshot.id, format_version=m.format_version)})
+
+
 async def submit_pack(store: Store, pack: Pack, *, buffer_days: int, board: LeaderboardQuery | None = None) -> Intake:
     """Verify `pack` against the store and store it (see the module docstring); with `board` (the default
     leaderboard's query), its rows on that board are computed and kept now (`clkt.report.window.keep_rows_of`)."""
@@ -291,16 +320,18 @@ async def submit_pack(store: Store, pack: Pack, *, buffer_days: int, board: Lead
     _window(pack, snap.period_start, buffer_days)
     locality, fixed_locality = await _locality(pack, snap)
     probe = await _probe(store, pack, snap)
+    scored_open = await asyncio.to_thread(_open_scored, pack, snap)
     rows, fixed = rescored(pack.predictions, test)
     fixed += fixed_locality
-    metrics = compute_metrics(rows, languages, format_version=m.format_version, locality=locality,
-                              snapshot_id=m.snapshot.id)
+    metrics = _with_open(compute_metrics(rows, languages, format_version=m.format_version, locality=locality,
+                                         snapshot_id=m.snapshot.id), scored_open, pack, languages)
     note = first_difference(pack.claimed_metrics, metrics.model_dump(mode="json")) or ""
     if probe is not None:  # the figures without the entities the model knew, with the verdicts
         excluded = set(probe.excluded)
         kept = [r for r in rows if r.entity_id not in excluded]
-        metrics = compute_metrics(kept, languages, format_version=m.format_version, locality=locality,
-                                  snapshot_id=m.snapshot.id).model_copy(update={"probe": probe})
+        metrics = _with_open(compute_metrics(kept, languages, format_version=m.format_version, locality=locality,
+                                             snapshot_id=m.snapshot.id), scored_open, pack, languages, excluded)
+        metrics = metrics.model_copy(update={"probe": probe})
     answers = gzip.compress(rows_jsonl(pack.predictions), mtime=0)
     new = NewSubmission(
         pack_sha256=pack.sha256, snapshot_id=m.snapshot.id, target_name=m.model.name, model=m.model.model,
@@ -308,7 +339,7 @@ async def submit_pack(store: Store, pack: Pack, *, buffer_days: int, board: Lead
         cutoff=m.model.cutoff or snap.period_start, strategy=m.strategy.name, train_langs=list(m.strategy.train_languages),
         scorers=list(m.scorers), format_version=m.format_version, clkt_version=m.clkt_version,
         predictions=len(rows), claims_match=not note, claims_note=note, metrics=metrics.model_dump(mode="json"),
-        manifest=m.model_dump(mode="json"), answers=answers,
+        manifest=m.model_dump(mode="json"), answers=answers, open_answers=encode_scored(scored_open) or None,
     )
     key, scored = prime(answers, snap.items)  # scored for the board now, while the key is at hand
     async with store.transaction() as s:
@@ -320,4 +351,4 @@ async def submit_pack(store: Store, pack: Pack, *, buffer_days: int, board: Lead
 
         await keep_rows_of(store, board, m.model.name)
     return Intake(pack_sha256=pack.sha256, snapshot_id=m.snapshot.id, target=m.model.name, stored=stored,
-                  claims_match=not note, claims_note=note, flags_fixed=fixed, metrics=metrics)
+                  claims_match=not note, claims_note=note, flags_fixed=fixed, metrics=metrics, open_answers=len(scored_open))

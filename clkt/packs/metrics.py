@@ -10,8 +10,12 @@ pack's Transfer is the report's for the same letters. With locality answers
 the base model answered right, the share the injected model still answers right), with its counts and a 95%
 interval from the report's bootstrap over entities (`clkt.report.locality.kept_figure`: seeded by the snapshot's
 id and `KEPT_SEED`, so a job's cell in the snapshot's report and the same answers' cell here are one number);
-left out when there are none. Every number is a function of the answers (the bootstrap is seeded), so two
-computations compare equal.
+left out when there are none. With open answers (format version 2), `open`: the open track's figures, apart from
+every MCQ scorer's (never pooled): per train language, variant, split and test language the accuracy by the
+normaliser layer with its n, entities and 95% interval over entities, and the answers in another language
+(INCORRECT, counted apart) and unscorable ones (in no figure); and `figures`, the test split's Learn, contingency,
+Overall and Transfer computed exactly as a scorer's above (`clkt.packs.open_metrics`). Every number is a function of the answers (the bootstrap is
+seeded), so two computations compare equal.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from clkt.report.metrics import ALL_DOMAINS, Outcome, pair_metrics
 from clkt.report.probed import ProbeVerdicts
 
 __all__ = [
-    "KEPT_SEED", "Accuracy", "KeptCell", "PackMetrics", "PairRow", "ProbeVerdicts", "ScorerMetrics", "compute_metrics",
+    "KEPT_SEED", "Accuracy", "KeptCell", "OpenCell", "OpenMetrics", "PackMetrics", "PairRow", "ProbeVerdicts", "ScorerMetrics", "compute_metrics",
     "first_difference", "kept_cells",
 ]
 
@@ -84,9 +88,37 @@ class ScorerMetrics(_Model):
     locality: list[KeptCell] = Field(default_factory=list, exclude_if=lambda v: not v)
 
 
+class OpenCell(_Model):
+    """The open answers of one train language's job by one variant in one split and test language, as scored by the
+    normaliser layer: `correct` of `n` graded answers about `entities` entities, `ci` the 95% interval over them (None:
+    too few to draw), `other_language` of them answered in another language (INCORRECT), `unscorable` left out."""
+
+    train_lang: str
+    variant: str
+    split: str
+    lang: str
+    n: int
+    correct: int
+    accuracy: float | None
+    ci: tuple[float, float] | None
+    entities: int
+    other_language: int
+    unscorable: int
+
+
+class OpenMetrics(_Model):
+    """The open track's figures (`scorer`: the layer that graded them), never pooled with a multiple-choice scorer's."""
+
+    scorer: str
+    cells: list[OpenCell]
+    figures: ScorerMetrics  # the test split's accuracy, Learn, pairs and means, as a multiple-choice scorer's
+
+
 class PackMetrics(_Model):
     format_version: int
     scorers: dict[str, ScorerMetrics] = Field(default_factory=dict)
+    # the open track's (format version 2, `open_answers.jsonl`); left out without open answers
+    open: OpenMetrics | None = Field(default=None, exclude_if=lambda v: v is None)
     # set only by the taker (`clkt submit`): the probe's verdicts, the figures computed without the entities excluded
     probe: ProbeVerdicts | None = Field(default=None, exclude_if=lambda v: v is None)
 

@@ -7,7 +7,9 @@ version, a missing, truncated, extra or linked file, a file whose sha256 is not 
 not a `PredictionRow` (in `locality.jsonl`: a `LocalityRow`, whose split must be `locality`). A pack without
 `locality.jsonl` (every pack written before it existed) reads with no locality answers; `probe.jsonl` (the model's
 probe answers, `ProbeRow`) likewise, and one the manifest lists larger than `PROBE_MAX_BYTES` is refused before it
-is read. What it returns is what the files say: whether it fits a snapshot is `clkt.packs.intake`'s question.
+is read; `open_answers.jsonl` (the open track's answers, `OpenAnswerRow`, format version 2) likewise, with
+`OPEN_MAX_BYTES`, and an answer longer than `OPEN_ANSWER_MAX_CHARS` refused naming its line. What it
+returns is what the files say: whether it fits a snapshot is `clkt.packs.intake`'s question.
 """
 
 from __future__ import annotations
@@ -32,17 +34,23 @@ from clkt.packs.format import (
     LOCALITY_FILE,
     MANIFEST_FILE,
     METRICS_FILE,
+    OPEN_ANSWER_MAX_CHARS,
+    OPEN_FILE,
+    OPEN_FILE_VERSION,
+    OPEN_MAX_BYTES,
     PREDICTIONS_FILE,
     PROBE_FILE,
     PROBE_MAX_BYTES,
     FileEntry,
     LocalityRow,
+    OpenAnswerRow,
     PackManifest,
     PredictionRow,
     ProbeRow,
 )
 
-__all__ = ["Pack", "canonical", "pack_bytes", "probe_jsonl", "read_pack", "rows_jsonl", "sort_key", "write_pack"]
+__all__ = ["Pack", "canonical", "open_jsonl", "open_key", "pack_bytes", "probe_jsonl", "read_pack", "rows_jsonl", "sort_key",
+           "write_pack"]
 
 _R = TypeVar("_R", bound=BaseModel)
 
@@ -58,6 +66,7 @@ class Pack:
     claimed_metrics: dict[str, Any]
     locality: list[LocalityRow] = field(default_factory=list)  # the locality split's answers (none: no such file)
     probe: list[ProbeRow] = field(default_factory=list)  # the model's probe answers (none: no such file)
+    open_answers: list[OpenAnswerRow] = field(default_factory=list)  # the open track's answers (none: no open track)
 
 
 def canonical(data: Any) -> str:
@@ -79,12 +88,22 @@ def probe_jsonl(rows: Sequence[ProbeRow]) -> bytes:
     return "".join(canonical(r.model_dump(mode="json")) + "\n" for r in ordered).encode()
 
 
+def open_key(r: OpenAnswerRow) -> tuple[str, str, str, str, int]:
+    return (r.train_lang, r.variant, r.split, r.lang, r.qid)
+
+
+def open_jsonl(rows: Sequence[OpenAnswerRow]) -> bytes:
+    """Open answers as the pack writes them: one canonical JSON object a line, in `open_key` order."""
+    return "".join(canonical(r.model_dump(mode="json")) + "\n" for r in sorted(rows, key=open_key)).encode()
+
+
 def pack_bytes(
     manifest: PackManifest, predictions: Sequence[PredictionRow], metrics: dict[str, Any],
-    locality: Sequence[LocalityRow] = (), probe: Sequence[ProbeRow] = (),
+    locality: Sequence[LocalityRow] = (), probe: Sequence[ProbeRow] = (), open_answers: Sequence[OpenAnswerRow] = (),
 ) -> dict[str, bytes]:
     """The pack's files as bytes (`locality.jsonl` only with locality answers, `probe.jsonl` only with probe
-    answers); `manifest.files` is replaced by the other files' hashes and sizes."""
+    answers, `open_answers.jsonl` only with open answers); `manifest.files` is replaced by the other files' hashes
+    and sizes."""
     body = {
         PREDICTIONS_FILE: rows_jsonl(predictions),
         METRICS_FILE: (json.dumps(metrics, ensure_ascii=False, sort_keys=True, indent=1) + "\n").encode(),
@@ -93,6 +112,8 @@ def pack_bytes(
         body[LOCALITY_FILE] = rows_jsonl(locality)
     if probe:
         body[PROBE_FILE] = probe_jsonl(probe)
+    if open_answers:
+        body[OPEN_FILE] = open_jsonl(open_answers)
     files = {name: FileEntry(sha256=hashlib.sha256(data).hexdigest(), bytes=len(data)) for name, data in body.items()}
     final = manifest.model_copy(update={"files": files})
     body[MANIFEST_FILE] = (json.dumps(final.model_dump(mode="json"), ensure_ascii=False, sort_keys=True, indent=1) + "\n").encode()
@@ -101,10 +122,10 @@ def pack_bytes(
 
 def write_pack(
     out: Path, manifest: PackManifest, predictions: Sequence[PredictionRow], metrics: dict[str, Any],
-    locality: Sequence[LocalityRow] = (), probe: Sequence[ProbeRow] = (),
+    locality: Sequence[LocalityRow] = (), probe: Sequence[ProbeRow] = (), open_answers: Sequence[OpenAnswerRow] = (),
 ) -> str:
     """Write the pack at `out` (a new folder, or a `.tar.gz` file); its sha256."""
-    body = pack_bytes(manifest, predictions, metrics, locality, probe)
+    body = pack_bytes(manifest, predictions, metrics, locality, probe, open_answers)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise UserError(f"{out} exists (choose another --out, or remove it)")
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -174,10 +195,13 @@ def _check_files(root: Path, manifest: PackManifest, shown: Path) -> None:
     for name in (PREDICTIONS_FILE, METRICS_FILE):
         if name not in manifest.files:
             raise UserError(f"pack {shown}: the manifest does not list {name}")
-    probe = manifest.files.get(PROBE_FILE)
-    if probe is not None and probe.bytes > PROBE_MAX_BYTES:
-        raise UserError(f"pack {shown}: {PROBE_FILE} is {probe.bytes:,} bytes, more than the {PROBE_MAX_BYTES:,} "
-                        "a pack's probe answers may be")
+    for name, limit, what in ((PROBE_FILE, PROBE_MAX_BYTES, "probe answers"), (OPEN_FILE, OPEN_MAX_BYTES, "open answers")):
+        entry = manifest.files.get(name)
+        if entry is not None and entry.bytes > limit:
+            raise UserError(f"pack {shown}: {name} is {entry.bytes:,} bytes, more than the {limit:,} a pack's {what} may be")
+    if OPEN_FILE in manifest.files and manifest.format_version < OPEN_FILE_VERSION:
+        raise UserError(f"pack {shown}: {OPEN_FILE} is a file of format version {OPEN_FILE_VERSION}, and the manifest "
+                        f"says version {manifest.format_version}")
     extra = sorted(present - set(manifest.files))
     if extra:
         raise UserError(f"pack {shown}: extra file {extra[0]} is not listed in the manifest")
@@ -206,8 +230,18 @@ def _rows(root: Path, shown: Path, name: str, model: type[_R], what: str) -> lis
             except ValidationError as e:
                 err = e.errors()[0]
                 where = ".".join(str(x) for x in err["loc"])
+                if model is OpenAnswerRow and where == "answer" and err["type"] == "string_too_long":
+                    raise UserError(f"pack {shown}: {name}:{n}: {_long_answer(line)}, longer than the "
+                                    f"{OPEN_ANSWER_MAX_CHARS} characters an open answer may be (refused, not cut)") from e
                 raise UserError(f"pack {shown}: {name}:{n}: not {what} ({f'{where}: ' if where else ''}{err['msg']})") from e
     return rows
+
+
+def _long_answer(line: str) -> str:
+    """What a refusal of the too long open answer on `line` (valid JSON: pydantic read it) says of it."""
+    data = json.loads(line)
+    return (f"the answer to open question {data.get('qid')} in {data.get('lang')!r} is {len(str(data.get('answer'))):,} "
+            "characters")
 
 
 def _read_folder(root: Path, *, shown: Path) -> Pack:
@@ -217,6 +251,7 @@ def _read_folder(root: Path, *, shown: Path) -> Pack:
         predictions = _rows(root, shown, PREDICTIONS_FILE, PredictionRow, "a prediction")
         locality = _rows(root, shown, LOCALITY_FILE, LocalityRow, "a locality answer") if LOCALITY_FILE in manifest.files else []
         probe = _rows(root, shown, PROBE_FILE, ProbeRow, "a probe answer") if PROBE_FILE in manifest.files else []
+        opened = _rows(root, shown, OPEN_FILE, OpenAnswerRow, "an open answer") if OPEN_FILE in manifest.files else []
         metrics = json.loads((root / METRICS_FILE).read_text(encoding="utf-8"))
     except UnicodeDecodeError as e:
         raise UserError(f"pack {shown}: a file is not UTF-8 text ({e.reason})") from e
@@ -225,4 +260,4 @@ def _read_folder(root: Path, *, shown: Path) -> Pack:
     if not isinstance(metrics, dict):
         raise UserError(f"pack {shown}: {METRICS_FILE} is not a JSON object")
     return Pack(source=shown, sha256=hashlib.sha256(raw).hexdigest(), manifest=manifest, predictions=predictions,
-                claimed_metrics=metrics, locality=locality, probe=probe)
+                claimed_metrics=metrics, locality=locality, probe=probe, open_answers=opened)

@@ -94,10 +94,11 @@ def answers_of_rows(rows: Iterable[PredictionRow]) -> dict[AnswerKey, str | None
 
 
 def _gpu(own: GpuSettings, manifest: PackManifest) -> GpuSettings:
-    """This service's `[gpu]` with the pack's job settings (the ones a job computes with) over it."""
+    """This service's `[gpu]` with the pack's job settings (the ones a job computes with) over it, without the open
+    pass (a re-run compares the multiple-choice letters only)."""
     theirs = {k: v for k, v in manifest.strategy.settings.items() if k in job_settings(own)}
     try:
-        return GpuSettings.model_validate({**own.model_dump(), **theirs})
+        return GpuSettings.model_validate({**own.model_dump(), **theirs, "open_answers": False})
     except ValidationError as e:
         err = e.errors()[0]
         raise UserError(f"pack {manifest.snapshot.id}/{manifest.model.name}: its setting "

@@ -17,6 +17,13 @@ name: `manifest.locality.known_by`) are read from each job's `predictions.jsonl`
 carries them only as counts) into the pack's `locality.jsonl`, and metrics.json's kept % is computed from them.
 With `probe` the model also answers the recognition probe about every real entity (`clkt.packs.probe_ask`, after
 the jobs, in this process on `device`) into the pack's `probe.jsonl`; the taker judges them.
+
+Where the snapshot has an open track and `[gpu] open_answers` is on (the default, as for the queue's jobs), each job
+also runs its open pass (`clkt.inject.open_pass`: the short-answer questions answered greedily by the base and the
+injected model); the answers are read from each job's outcome (`open_results`) into the pack's `open_answers.jsonl`
+(text only, `clkt.packs.open_answers`), and metrics.json's `open` is computed from them as scored here by the
+normaliser (the taker scores them again itself). The flag is part of the work folder's key, never a setting of the
+pack's: `open_answers.jsonl` is there or not.
 """
 
 from __future__ import annotations
@@ -67,6 +74,8 @@ from clkt.packs.format import (
     StrategyInfo,
 )
 from clkt.packs.metrics import compute_metrics
+from clkt.packs.open_answers import evaluated_open
+from clkt.packs.open_metrics import open_metrics
 from clkt.packs.pack import canonical, write_pack
 from clkt.packs.probe_ask import ask_probe
 from clkt.snapshots.layout import SnapshotData, load_snapshot_dir
@@ -79,8 +88,8 @@ __all__ = [
 ]
 
 Progress = Callable[[str], None]
-# not what a pack's answers are computed with: where the jobs run, and the open track (a pack holds the MCQ answers
-# only, `clkt.packs.format`: its jobs never run the open pass)
+# not what a pack's answers are computed with: where the jobs run, and whether the open track is asked (the pack's
+# `open_answers.jsonl` says it; the flag is in the work folder's key)
 _NOT_SETTINGS = (*ENGINE_FIELDS, "enabled", "devices", "probe_device", "probe_cache_size", "probe_cache_gb",
                  "open_answers")
 _WEIGHTS = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
@@ -117,6 +126,7 @@ class Evaluated:
     resumed: list[str]  # train languages whose finished job was read back
     locality: int = 0  # locality answers (locality.jsonl)
     probed: int = 0  # probe answers (probe.jsonl)
+    open_answers: int = 0  # open answers (open_answers.jsonl)
     engine: str = "local"  # the engine the jobs ran on (`gpu.engine`)
     ran_on: list[str] = field(default_factory=list)  # where the jobs run now ran ("local", "ray:<node>"), in order
 
@@ -136,7 +146,7 @@ def job_settings(gpu: GpuSettings) -> dict[str, object]:
 
 def _key(req: EvaluateRequest, snap: SnapshotData) -> str:
     body = [snap.manifest.snapshot_id, snap.manifest.content_sha256, req.target.model_dump(mode="json"), req.strategy,
-            job_settings(req.gpu)]
+            job_settings(req.gpu), {"open_answers": req.gpu.open_answers}]
     return hashlib.sha256(canonical(body).encode()).hexdigest()[:16]
 
 
@@ -373,7 +383,7 @@ def _specs(req: EvaluateRequest, snap: SnapshotData, root: Path, *, device: str)
     sid = snap.manifest.snapshot_id
     return [
         JobSpec(job_id=n, snapshot_id=sid, snapshot_dir=snap.path.resolve(), target=req.target, strategy=req.strategy,
-                train_lang=lang, gpu=req.gpu.model_copy(update={"open_answers": False}), data_dir=req.data_dir.resolve(),
+                train_lang=lang, gpu=req.gpu, data_dir=req.data_dir.resolve(),
                 artifacts_dir=job_dir(root, n).resolve(),
                 device=device, base_cache_dir=base_cache_dir(root, sid).resolve())
         for n, lang in enumerate(req.train_langs, start=1)
@@ -419,9 +429,13 @@ async def _evaluate(req: EvaluateRequest, snap: SnapshotData, root: Path, specs:
     manifest = _manifest(req, snap, rows, outcomes[-1][1].device)
     metrics = compute_metrics(rows, snap.languages, format_version=FORMAT_VERSION, locality=locality,
                               snapshot_id=snap.manifest.snapshot_id)
+    opened, scored = evaluated_open(snap.path, req.target.name, [(t, o.open_results) for t, o in outcomes],
+                                    train_langs=req.train_langs, snapshot_id=snap.manifest.snapshot_id)
+    metrics = metrics.model_copy(update={"open": open_metrics(
+        scored, req.train_langs, snap.languages, snapshot_id=snap.manifest.snapshot_id, format_version=FORMAT_VERSION)})
     probe = await ask_probe(snap, req.target, data_dir=req.data_dir, device=req.device,
                             max_new_tokens=req.probe_max_new_tokens, progress=progress) if req.probe else []
-    sha = write_pack(req.out, manifest, rows, metrics.model_dump(mode="json"), locality, probe)
+    sha = write_pack(req.out, manifest, rows, metrics.model_dump(mode="json"), locality, probe, opened)
     if not req.keep_work:
         shutil.rmtree(root, ignore_errors=True)
         work = root.parent
@@ -429,4 +443,4 @@ async def _evaluate(req: EvaluateRequest, snap: SnapshotData, root: Path, specs:
         if work.is_dir() and not any(work.iterdir()):
             work.rmdir()
     return Evaluated(out=req.out, pack_sha256=sha, predictions=len(rows), resumed=resumed, engine=engine.name,
-                     ran_on=ran_on, locality=len(locality), probed=len(probe))
+                     ran_on=ran_on, locality=len(locality), probed=len(probe), open_answers=len(opened))

@@ -99,7 +99,8 @@ def _verdict(url: str, data: dict[str, Any] | None) -> Intake:
         return Intake(pack_sha256=str(data["pack_sha256"]), snapshot_id=str(data["snapshot_id"]),
                       target=str(data["target"]), stored=bool(data["stored"]), claims_match=bool(data["claims_match"]),
                       claims_note=str(data.get("claims_note") or ""), flags_fixed=int(data.get("flags_fixed") or 0),
-                      metrics=PackMetrics.model_validate(metrics) if metrics is not None else None)
+                      metrics=PackMetrics.model_validate(metrics) if metrics is not None else None,
+                      open_answers=int(data.get("open_answers") or 0))
     except (KeyError, TypeError, ValueError, ValidationError) as e:
         raise UserError(f"{url} answered HTTP 200 but not with a clkt intake verdict ({type(e).__name__})") from None
 

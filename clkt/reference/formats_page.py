@@ -33,8 +33,10 @@ def render_pack_format() -> str:
 
     intro = (f"Format **{f.FORMAT_NAME}**, version **{f.FORMAT_VERSION}** (`clkt.packs.format.FORMAT_VERSION`; "
              "CHANGELOG.md says what each version changed).")
-    names = "FORMAT_NAME FORMAT_VERSION PACK_FILES OPTIONAL_FILES PROBE_MAX_BYTES PROBE_SUMMARY_MAX_CHARS LOCALITY_SPLIT"
-    return _page("Result pack format", intro, f, names, [f.PackManifest, f.PredictionRow, f.LocalityRow, f.ProbeRow, PackMetrics])
+    names = ("FORMAT_NAME FORMAT_VERSION PACK_FILES OPTIONAL_FILES PROBE_MAX_BYTES PROBE_SUMMARY_MAX_CHARS LOCALITY_SPLIT "
+             "OPEN_FILE_VERSION OPEN_MAX_BYTES OPEN_ANSWER_MAX_CHARS")
+    return _page("Result pack format", intro, f, names, [f.PackManifest, f.PredictionRow, f.LocalityRow, f.ProbeRow,
+                                                         f.OpenAnswerRow, PackMetrics])
 
 
 def render_snapshot_layout() -> str:

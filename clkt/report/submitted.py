@@ -16,7 +16,11 @@ submitted counts (a note says so). A submitted model declared its cutoff and was
 window at intake. A pack that carried its model's probe answers (`clkt evaluate --probe`) had them judged at intake
 (`clkt.packs.probe`): the entities its model knew (`metrics.probe.excluded`, public ids) are its row's exclusions on
 that snapshot, applied as a local target's are; a pack without them excludes nothing and its row is labelled "not
-probed here" (`probe_label`). A row is marked
+probed here" (`probe_label`). A pack that carried open answers (format version 2) had them scored at intake by this
+service's normaliser (`clkt.packs.open_answers`; the pack's verdicts and figures never read): those verdicts (the
+test split's graded ones) become packs of the open scorer (`open-normaliser`) on the same synthetic jobs, keyed by
+the public open qid and this store's entity row as a job's own open packs are (`storage.open_results`), so the board
+shows the submitted row's open figures in the open track's section, apart from its MCQ rows. A row is marked
 **reproduced** when `clkt submit --reproduce` re-ran its packs here with letter agreement at or above the pack's
 threshold (`REPRODUCED_AT`), **flagged** when below, **not reproduced** when never re-run.
 """
@@ -32,15 +36,18 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from clkt.openqa.results import OPEN_SCORER
 from clkt.report.kept_figures import ScoredPacks, decode_scored, encode_scored, scored_key
 from clkt.report.leaderboard_data import Leaderboard, LeaderRow, Reproduction, SubmittedPackInfo
+from clkt.report.open_board import is_open
 from clkt.report.probed import ProbeVerdicts, probe_label
 from clkt.snapshots.content import load_item_refs
 from clkt.snapshots.select import ItemRef
 from storage.figure_cache import read_figure_cache
 from storage.leaderboard import WindowData, WindowJob, WindowSnapshot, retracted_questions
+from storage.open_results import GRADES
 from storage.result_packs import PackedAnswer, ResultPackRecord, build_packs, without_questions
-from storage.submissions import SubmissionRecord, list_submissions, submissions_answers
+from storage.submissions import SubmissionRecord, list_submissions, submissions_answers, submissions_open_answers
 
 if TYPE_CHECKING:
     from storage.engine import Session
@@ -210,6 +217,27 @@ def _answers(blob: bytes, refs: Refs, scorer: str | None) -> dict[str, list[Pack
     return out
 
 
+def _open_answers(blob: bytes | None, items: Sequence[ItemRef]) -> dict[str, list[PackedAnswer]]:
+    """Per train language, a pack's open answers as scored at intake (`blob`: `clkt.packs.open_answers.encode_scored`'s
+    JSON lines): the test split's graded ones, keyed by the public open qid and this store's entity row (an answer
+    about an entity the store no longer holds is left out)."""
+    if not blob:
+        return {}
+    rows = {it.entity_id: it.entity_row for it in items}
+    out: dict[str, list[PackedAnswer]] = defaultdict(list)
+    for line in gzip.decompress(blob).splitlines():
+        if not line.strip():
+            continue
+        a = json.loads(line)
+        entity = rows.get(int(a["entity_id"]))
+        if a["split"] != "test" or a["verdict"] not in GRADES or entity is None:
+            continue
+        out[str(a["train_lang"])].append(PackedAnswer(
+            question_id=int(a["qid"]), entity_id=entity, lang=str(a["lang"]), variant=str(a["variant"]),
+            scorer=str(a["scorer"]), correct=a["verdict"] == "CORRECT"))
+    return out
+
+
 def _latest(records: Sequence[SubmissionRecord], notes: list[str]) -> list[SubmissionRecord]:
     """Of several packs of one identity, strategy and snapshot, the latest submitted (`records`: oldest first)."""
     latest: dict[tuple[Identity, str, str], SubmissionRecord] = {}
@@ -251,14 +279,18 @@ async def submitted_runs(
     blobs = await submissions_answers(session, [r.pack_sha256 for r in records])
     cache = {r.pack_sha256: scored_key(_sha(blobs.get(r.pack_sha256, b"")), digests[r.snapshot_id], scorer) for r in records}
     scored, fresh = await _scored_packs(session, records, cache, keys, blobs, scorer)
+    opened = await submissions_open_answers(session, [r.pack_sha256 for r in records]) if scorer in (None, OPEN_SCORER) else {}
     retracted = await retracted_questions(session, sorted(keys))  # left out as from the packs run here
     for r in records:
         label = labels[_identity(r)]
         exclusions[(r.snapshot_id, label)] |= _excluded(r, items[r.snapshot_id])
-        for train, stored in sorted(scored[r.pack_sha256].items()):
+        open_packs = _open_answers(opened.get(r.pack_sha256), items[r.snapshot_id])
+        for train in sorted(set(scored[r.pack_sha256]) | set(open_packs)):
             job_id = -(len(jobs) + 1)
             jobs.append(WindowJob(id=job_id, snapshot_id=r.snapshot_id, target=label, strategy=r.strategy, train_lang=train))
-            packs.extend(without_questions(replace(p, job_id=job_id), retracted.get(r.snapshot_id, frozenset())) for p in stored)
+            packs.extend(without_questions(replace(p, job_id=job_id), retracted.get(r.snapshot_id, frozenset()))
+                         for p in scored[r.pack_sha256].get(train, []))
+            packs.extend(build_packs(job_id, open_packs.get(train, [])))
         info[(label, r.strategy)].append(pack_info(r))
     return SubmittedRuns(jobs=tuple(jobs), packs=tuple(packs), info=dict(info),
                          names={label: ident[0] for ident, label in labels.items()}, notes=notes,
@@ -302,7 +334,9 @@ def _verified(packs: Sequence[SubmittedPackInfo]) -> tuple[str, float | None]:
 
 
 def annotate(rows: Sequence[LeaderRow], runs: SubmittedRuns) -> list[LeaderRow]:
-    """The rows, each submitted one marked with its track, its packs' provenance and whether it was reproduced."""
+    """The rows, each submitted one marked with its track, its packs' provenance and whether it was reproduced (an
+    open layer's row never is: `clkt submit --reproduce` re-runs and compares the letters only, so it is listed apart
+    and never ranked, `clkt.report.verified_ranks`)."""
     out: list[LeaderRow] = []
     for r in rows:
         packs = runs.info.get((r.target, r.strategy))
@@ -310,6 +344,8 @@ def annotate(rows: Sequence[LeaderRow], runs: SubmittedRuns) -> list[LeaderRow]:
             out.append(r)
             continue
         verified, rate = _verified(packs)
+        if is_open(r.scorer):  # a re-run compares the multiple-choice letters only: open figures are never verified
+            verified, rate = "not reproduced", None
         out.append(r.model_copy(update={"track": SUBMITTED, "submissions": packs, "verified": verified, "agreement": rate,
                                         "probe": probe_label([p.probe for p in packs])}))
     return out

@@ -244,7 +244,8 @@ def build_board(w: Window, q: LeaderboardQuery, keyed: Sequence[Keyed] | None = 
     shown = [r for r in rows if not q.targets or w.submitted.names.get(r.target, r.target) in q.targets]
     shown, opened = split_rows(shown)  # the open track's rows apart (`clkt.report.open_board`)
     shown, apart = partition(shown, show_unverified=q.unverified)
-    notes = list(w.notes) + apart
+    opened, open_apart = partition(opened, show_unverified=q.unverified)  # the open rows by the same rule
+    notes = list(w.notes) + apart + [f"open track: {n}" for n in open_apart]
     for t in sorted({t for _, t in w.data.ready} - {r.target for r in (*shown, *opened)}):
         if not q.targets or t in q.targets:
             notes.append(f"target {t}: valid snapshots in the window but no finished results"

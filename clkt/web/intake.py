@@ -123,7 +123,7 @@ async def _take(request: web.Request, cfg: IntakeConfig, who: str) -> web.Respon
     return web.json_response({
         "pack_sha256": got.pack_sha256, "snapshot_id": got.snapshot_id, "target": got.target, "stored": got.stored,
         "claims_match": got.claims_match, "claims_note": got.claims_note, "flags_fixed": got.flags_fixed,
-        "metrics": got.metrics.model_dump(mode="json") if got.metrics is not None else None,
+        "open_answers": got.open_answers, "metrics": got.metrics.model_dump(mode="json") if got.metrics is not None else None,
     })
 
 

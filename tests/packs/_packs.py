@@ -18,6 +18,7 @@ from clkt.packs.format import (
     EnvironmentInfo,
     LocalityRow,
     ModelIdentity,
+    OpenAnswerRow,
     PackManifest,
     PredictionRow,
     ProbeRow,
@@ -87,6 +88,40 @@ def locality_rows(*, train_langs: tuple[str, ...] = ("en",), scorer: str = "opti
     return out
 
 
+def open_rows(*, train_langs: tuple[str, ...] = ("en",), base: str = "Berlin",
+              answers: dict[int, str] | None = None) -> list[OpenAnswerRow]:
+    """Every open question of the tiny snapshot's open track (`tests.inject._open_fixtures`: two test questions and
+    one control) in every language, base and injected: the injected model says the gold (or `answers[qid]`), the
+    base model says `base` (wrong)."""
+    from tests.inject._open_fixtures import CONTROL_ENTITY, OPEN, open_qid
+
+    out = []
+    for t in train_langs:
+        for variant in ("base", "injected"):
+            for lang in LANGS:
+                for e, _domain, fact, _kind, _texts, gold in OPEN:
+                    qid = open_qid(e, fact)
+                    said = base if variant == "base" else (answers or {}).get(qid, gold)
+                    out.append(OpenAnswerRow(train_lang=t, variant=variant, split="control" if e is None else "test",
+                                             lang=lang, qid=qid, entity_id=CONTROL_ENTITY if e is None else public_entity_id(e),
+                                             answer=said))
+    return out
+
+
+def open_claims(opened: list[OpenAnswerRow], *, train_langs: tuple[str, ...] = ("en",)) -> dict[str, Any] | None:
+    """metrics.json's `open` for `opened`, scored as `clkt evaluate` scores them (on a copy of the tiny snapshot)."""
+    import tempfile
+
+    from clkt.packs.open_answers import rescore, snapshot_open_key
+    from clkt.packs.open_metrics import open_metrics
+    from tests.inject._open_fixtures import add_open_track
+
+    with tempfile.TemporaryDirectory() as tmp:
+        key = snapshot_open_key(add_open_track(write_tiny_snapshot(Path(tmp) / "snap")), "tiny")
+        got = open_metrics(rescore(opened, key), train_langs, LANGS, snapshot_id=SNAPSHOT_ID, format_version=FORMAT_VERSION)
+    return got.model_dump(mode="json") if got is not None else None
+
+
 def manifest(**changes: Any) -> PackManifest:
     snap = {"id": SNAPSHOT_ID, "content_sha256": "0" * 64, "spec": "tiny", "period": "2025-06",
             "period_start": "2025-06-01", "languages": LANGS}
@@ -105,27 +140,33 @@ def manifest(**changes: Any) -> PackManifest:
 
 
 def make_pack(out: Path, *, preds: list[PredictionRow] | None = None, metrics: dict[str, Any] | None = None,
-              locality: list[LocalityRow] | None = None, probe: list[ProbeRow] | None = None, **changes: Any) -> str:
-    """Write a pack at `out` (a folder, or an archive by its name), with `locality` and `probe` answers when given;
-    its sha256."""
+              locality: list[LocalityRow] | None = None, probe: list[ProbeRow] | None = None,
+              opened: list[OpenAnswerRow] | None = None, **changes: Any) -> str:
+    """Write a pack at `out` (a folder, or an archive by its name), with `locality`, `probe` and open answers when
+    given (metrics.json's claims computed as `clkt evaluate` computes them); its sha256."""
     preds = rows() if preds is None else preds
     if metrics is None:
-        metrics = compute_metrics(preds, LANGS, format_version=FORMAT_VERSION, locality=locality or (),
-                                  snapshot_id=SNAPSHOT_ID).model_dump(mode="json")
-    return write_pack(out, manifest(**changes), preds, metrics, locality or (), probe or ())
+        metrics = compute_metrics(preds, LANGS, format_version=changes.get("format_version", FORMAT_VERSION),
+                                  locality=locality or (), snapshot_id=SNAPSHOT_ID).model_dump(mode="json")
+        if opened:
+            metrics["open"] = open_claims(opened, train_langs=tuple(changes.get("train_languages", ["en"])))
+    return write_pack(out, manifest(**changes), preds, metrics, locality or (), probe or (), opened or ())
 
 
-async def make_store(tmp_path: Path, *, known_by: dict[str, list[int]] | None = None) -> Path:
+async def make_store(tmp_path: Path, *, known_by: dict[str, list[int]] | None = None, open_track: bool = False) -> Path:
     """A real SQLite store holding the tiny snapshot, frozen, with its manifest and content hash; the config file
     that names it. `known_by` (target -> entity numbers, 7 and 8): with the locality split, its files' sha256 in the
-    manifest as a build records them."""
+    manifest as a build records them; `open_track`: with the open track of `tests.inject._open_fixtures`."""
     from storage.models import Snapshot
+    from tests.inject._open_fixtures import add_open_track
 
     snap = write_tiny_snapshot(tmp_path / "snap")
+    if open_track:
+        add_open_track(snap)
     if known_by is not None:
         add_locality_split(snap, known_by=known_by)
         m = SnapshotManifest.model_validate_json((snap / MANIFEST_FILE).read_bytes())
-        files = {p.relative_to(snap).as_posix(): sha256_file(p) for p in sorted((snap / "locality").rglob("*.jsonl"))}
+        files = {**m.files, **{p.relative_to(snap).as_posix(): sha256_file(p) for p in sorted((snap / "locality").rglob("*.jsonl"))}}
         (snap / MANIFEST_FILE).write_text(m.model_copy(update={"files": files}).model_dump_json(indent=1), encoding="utf-8")
     m = SnapshotManifest.model_validate_json((snap / MANIFEST_FILE).read_bytes())
     async with Store(url=f"sqlite+aiosqlite:///{tmp_path / 'clkt.db'}") as store:

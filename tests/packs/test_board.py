@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from clkt.packs.format import FORMAT_VERSION
 from tests.cli._in_process import clkt
 from tests.packs._packs import leaderboard_page, make_pack, make_store, rows
 
@@ -47,7 +48,7 @@ async def test_a_submitted_pack_joins_the_board_with_its_provenance(tmp_path: Pa
     assert row["overall"]["ci"] is not None  # the entity bootstrap, as for the rows run here
     (info,) = row["submissions"]
     assert info["pack_sha256"] == sha and info["model"] == "/models/tiny" and info["weights_sha256"] == "1" * 64
-    assert (info["clkt_version"], info["environment"]["device"], info["format_version"]) == ("0.1.0", "cpu", 1)
+    assert (info["clkt_version"], info["environment"]["device"], info["format_version"]) == ("0.1.0", "cpu", FORMAT_VERSION)
     assert info["overridden"] == {"epochs": {"config": 5, "used": 1}} and info["submitted_at"]
     assert info["cutoff"] == "2024-08-01" and info["claims_match"] is True and info["reproduction"] is None
     (col,) = row["per_snapshot"]

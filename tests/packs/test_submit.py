@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from clkt.packs.archive import SafeExtract
-from clkt.packs.format import MANIFEST_FILE, METRICS_FILE, PREDICTIONS_FILE
+from clkt.packs.format import FORMAT_VERSION, MANIFEST_FILE, METRICS_FILE, PREDICTIONS_FILE
 from tests.cli._in_process import clkt
 from tests.packs._packs import TEST_QIDS, VAL_QID, assert_refused, make_pack, make_store, rows, store_dump, submitted
 
@@ -169,7 +169,7 @@ CATALOGUE: list[tuple[str, Callable[..., Path], str]] = [
     ("extra file", lambda t: (_edit(t, METRICS_FILE, lambda b: b), (t / "pack" / "notes.txt").write_text("hi"))[0],
      "extra file notes.txt is not listed in the manifest"),
     ("changed answer", lambda t: _edit(t, PREDICTIONS_FILE, _swap_letter), "predictions.jsonl does not match its sha256"),
-    ("future version", _future, "format version 99, newer than this clkt reads (1): upgrade clkt"),
+    ("future version", _future, f"format version 99, newer than this clkt reads ({FORMAT_VERSION}): upgrade clkt"),
     ("answered twice", _dup, "is answered twice (en, option-loglik, injected, fr)"),
     ("not answered", _missing_answer, "is not answered (en, option-loglik, base, en); 1 answers are missing in all"),
     ("unknown question", lambda t: _qid(t, 12345), "question 12345 is not in snapshot"),

@@ -58,14 +58,14 @@ async def test_a_reproduction_is_stored_on_its_pack_and_a_later_one_replaces_it(
         assert await find_submissions_by_prefix(s, "a%") == []  # a prefix is text, not a pattern
 
 
-async def test_a_store_from_before_reproductions_migrates_with_none(tmp_path: Path) -> None:
+async def _old_store(tmp_path: Path, revision: str) -> str:
+    """A store migrated up to `revision` holding one submitted pack written then; its URL."""
     from sqlalchemy import text
 
-    from storage.engine import HEAD_REVISION
-    from tests.storage._revisions import migrate_store, store_at_revision
+    from tests.storage._revisions import store_at_revision
 
     url = f"sqlite+aiosqlite:///{tmp_path / 'clkt.db'}"
-    await store_at_revision(url, "f1b9c3d5e7a2")
+    await store_at_revision(url, revision)
     async with Store(url=url, migrate=False) as old:
         await seed_store(old, write_tiny_snapshot(tmp_path / "snap"))
         async with old.transaction() as s:
@@ -75,10 +75,46 @@ async def test_a_store_from_before_reproductions_migrates_with_none(tmp_path: Pa
                 "manifest, answers, submitted_at) VALUES (:sha, :sid, 't', '/m', 'base', '2024-08-01', 'cpt-lora', "
                 "'[\"en\"]', '[\"generate\"]', 1, '0.1.0', 8, 1, '', '{}', '{}', x'00', '2026-12-03 00:00:00')"),
                 {"sha": "a" * 64, "sid": SNAPSHOT_ID})
+    return url
+
+
+async def test_a_store_from_before_reproductions_migrates_with_none(tmp_path: Path) -> None:
+    from sqlalchemy import text
+
+    from storage.engine import HEAD_REVISION
+    from tests.storage._revisions import migrate_store
+
+    url = await _old_store(tmp_path, "f1b9c3d5e7a2")
     async with Store(url=url) as store, store.session() as s:
         rev = (await s.execute(text("SELECT version_num FROM alembic_version"))).scalar()
         got = await find_submission(s, "a" * 64)
     assert rev == HEAD_REVISION and got is not None and got.reproduction is None and got.target_name == "t"
     await migrate_store(url, "f1b9c3d5e7a2", down=True)
+    async with Store(url=url, migrate=False) as store, store.session() as s:
+        assert (await s.execute(text("SELECT count(*) FROM submitted_pack"))).scalar() == 1
+
+
+async def test_open_answers_are_read_only_for_packs_that_have_them(tmp_path: Path, store: Store) -> None:
+    from storage.submissions import submissions_open_answers
+
+    await seed_store(store, write_tiny_snapshot(tmp_path / "snap"))
+    async with store.transaction() as s:
+        await add_submission(s, _new("a" * 64, open_answers=b"\x1f\x8bopen"))
+        await add_submission(s, _new("b" * 64))  # a version-1 pack: no open track
+    async with store.session() as s:
+        assert await submissions_open_answers(s, ["a" * 64, "b" * 64, "c" * 64]) == {"a" * 64: b"\x1f\x8bopen"}
+
+
+async def test_a_store_from_before_open_answers_migrates_with_none(tmp_path: Path) -> None:
+    from sqlalchemy import text
+
+    from storage.submissions import submissions_open_answers
+    from tests.storage._revisions import migrate_store
+
+    url = await _old_store(tmp_path, "f3c7a9e1b5d2")
+    async with Store(url=url) as store, store.session() as s:
+        assert await submissions_open_answers(s, ["a" * 64]) == {}
+        assert (await find_submission(s, "a" * 64)) is not None
+    await migrate_store(url, "f3c7a9e1b5d2", down=True)
     async with Store(url=url, migrate=False) as store, store.session() as s:
         assert (await s.execute(text("SELECT count(*) FROM submitted_pack"))).scalar() == 1
