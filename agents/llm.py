@@ -31,6 +31,16 @@ from agents._prompting import data_block, load_prompt
 from agents.cache import CallCache
 from agents.checks import check_translated_document, check_translated_mcq
 from agents.factory import ROLES, ModelFactory
+from agents.open_roles import (
+    OPEN_AGENTS,
+    OPEN_OUTPUTS,
+    OPEN_VALIDATORS,
+    OpenDraft,
+    OpenDraftSet,
+    OpenVerdict,
+    TranslatedOpen,
+    open_user_prompt,
+)
 from clkt.config import AgentSettings, SecretLookup
 from clkt.errors import AgentError
 from clkt.facts import EntityFacts, RenderedDocument
@@ -52,6 +62,7 @@ _AGENTS = {
     "verify": "verify",
     "translate_mcq": "translate",
     "translate_document": "translate",
+    **OPEN_AGENTS,  # the open track's writer, verifier and translator
 }
 
 
@@ -116,6 +127,9 @@ def build_user_prompt(agent: str, **kw: Any) -> str:
             + data_block("source", json.dumps(q, ensure_ascii=False, indent=1)) + "\n\n"
             + f"Translate into {LANG_NAMES.get(lang, lang)} (lang = {lang!r})."
         )
+    if agent in OPEN_AGENTS:
+        lang = kw.get("lang", "en")
+        return open_user_prompt(agent, lang_name=LANG_NAMES.get(lang, lang), **kw)
     if agent == "translate_document":
         lang = kw["lang"]
         return (
@@ -242,6 +256,27 @@ class LlmBackend:
         out: TranslatedDocument = await self._run("translate_document", prompt, deps)
         return out
 
+    # -- the open track's roles (agents.open_roles) -------------------------------------------------
+    async def generate_open(
+        self, *, entity_name: str, document: str, facts: str | None, lang: str, n: int
+    ) -> list[OpenDraft]:
+        """Up to `n` short-answer questions in `lang` (the document's) from `document`; `facts`: the entity's typed
+        facts as JSON, given as hints (None: none)."""
+        prompt = build_user_prompt("generate_open", entity_name=entity_name, document=document, facts=facts, lang=lang,
+                                   n=n)
+        out: OpenDraftSet = await self._run("generate_open", prompt, _Deps(document=document, lang=lang, n=n))
+        return out.open_questions[:n]
+
+    async def verify_open(self, *, document: str, draft: OpenDraft) -> OpenVerdict:
+        prompt = build_user_prompt("verify_open", document=document, draft=draft)
+        verdict: OpenVerdict = await self._run("verify_open", prompt, _Deps(document=document))
+        return verdict
+
+    async def translate_open(self, *, draft: OpenDraft, target_lang: str) -> TranslatedOpen:
+        prompt = build_user_prompt("translate_open", draft=draft, lang=target_lang)
+        out: TranslatedOpen = await self._run("translate_open", prompt, _Deps(document="", lang=target_lang))
+        return out
+
     # -- internals ------------------------------------------------------------------------------
     async def _run(self, agent_name: str, prompt: str, deps: _Deps) -> Any:
         try:
@@ -304,6 +339,7 @@ class LlmBackend:
             "verify": VerifierReport,
             "translate_mcq": TranslatedMCQ,
             "translate_document": TranslatedDocument,
+            **OPEN_OUTPUTS,
         }[agent_name]
         settings: ModelSettings = {"temperature": 0.0}
         cap = self.agent_settings.max_tokens_of(_AGENTS[agent_name])
@@ -409,4 +445,5 @@ _VALIDATORS: dict[str, Any] = {
     "verify": _validate_verify,
     "translate_mcq": _validate_translate_mcq,
     "translate_document": _validate_translate_document,
+    **OPEN_VALIDATORS,
 }
