@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from agents.open_roles import OpenDraft, OpenVerdict, TranslatedOpen
-from clkt.errors import AgentError
+from clkt.errors import AgentError, BudgetExhausted
 from clkt.openqa.question import AnswerKind, LangGold, ShortAnswerQuestion
 from clkt.openqa.text import states_answer
 
@@ -90,6 +90,8 @@ async def llm_questions(
     try:
         drafts = await roles.generate_open(entity_name=entity_name, document=document, facts=facts_json, lang=doc_lang,
                                            n=n)
+    except BudgetExhausted:  # an AgentError too: raised, never counted as a failed call
+        raise
     except AgentError as err:
         log.warning("open track: entity %s: the writer gave no valid output: %s", entity_id, err)
         tally.failed.append(f"generate_open: {err}")
@@ -110,6 +112,8 @@ async def _kept(roles: OpenRoles, e: _Entity, draft: OpenDraft, tally: _Tally) -
         return False
     try:
         verdict = await roles.verify_open(document=e.document, draft=draft)
+    except BudgetExhausted:  # an AgentError too: raised, never counted as a failed call
+        raise
     except AgentError as err:
         tally.failed.append(f"verify_open {draft.slot}: {err}")
         log.warning("open track: entity %s, %s: the verifier gave no valid output: %s", e.entity_id, draft.slot, err)
@@ -131,6 +135,8 @@ async def _translated(roles: OpenRoles, e: _Entity, draft: OpenDraft, tally: _Ta
             continue
         try:
             tr = await roles.translate_open(draft=draft, target_lang=lang)
+        except BudgetExhausted:  # an AgentError too: raised, never counted as a failed call
+            raise
         except AgentError as err:
             tally.failed.append(f"translate_open {draft.slot} {lang}: {err}")
             log.warning("open track: entity %s, %s: no valid %s translation: %s", e.entity_id, draft.slot, lang, err)

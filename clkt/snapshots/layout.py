@@ -179,9 +179,8 @@ class OpenInfo(_Row):
     entities: int = 0  # real entities with at least one question
     entities_without: int = 0  # real entities whose facts gave none (no facts, a kind the generator lacks)
     refused: int = 0  # questions refused at generation (a gold that cannot be scored): never frozen
-    # the LLM roles only (`clkt.snapshots.open_llm`): drafts the verifier rejected, and role calls without a valid output
-    dropped: int = Field(default=0, exclude_if=lambda v: not v)
-    failed: int = Field(default=0, exclude_if=lambda v: not v)
+    dropped: int = Field(default=0, exclude_if=lambda v: not v)  # LLM roles only: drafts dropped (rejected, or stating their answer)
+    failed: int = Field(default=0, exclude_if=lambda v: not v)  # LLM roles only: calls without a valid output
 
 
 class DomainCounts(_Row):

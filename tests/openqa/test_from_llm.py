@@ -14,9 +14,12 @@ from pydantic_ai.models import override_allow_model_requests
 
 from agents.cache import MemoryCallCache
 from agents.llm import LlmBackend
+from clkt.errors import BudgetExhausted
 from clkt.openqa.from_llm import LlmGenerated, llm_questions
 from clkt.openqa.question import AnswerKind
 from clkt.openqa.score import Verdict, score
+from storage.engine import Store
+from storage.llm_cache import SqlCallCache
 from tests.agents._util import llm_backend, llm_settings, match_doc
 from tests.fakes.openai_server import FakeOpenAI
 
@@ -74,7 +77,7 @@ async def test_good_drafts_become_questions_in_every_language(server: FakeOpenAI
         assert q.kind is AnswerKind.number and q.langs == tuple(sorted(LANGS)) and q.qid == f"7:{q.fact}"
         for lang in LANGS:
             assert score(q, lang, q.gold(lang).answer).verdict is Verdict.CORRECT
-    assert {q.gold("en").answer for q in gen.questions} == {"2014"}
+    assert all(q.gold("en").answer in match_doc().text for q in gen.questions)  # the document's own numbers
     again = await llm_questions(backend(server), entity_id="7", entity_name="Liverpool vs Swansea",
                                 document=match_doc().text, doc_lang="en", langs=LANGS, n=2)
     assert again.questions == gen.questions  # a fresh backend, a fresh cache: the same calls, the same answers
@@ -158,3 +161,15 @@ async def test_a_document_with_instructions_is_passed_as_delimited_data(server: 
         assert user.count("<document>") == 1 and user.count("</document>") == 1  # the planted tags cannot close it
     assert write["messages"][-1]["content"].rstrip().endswith("(lang = 'en').")  # the task line after the data
     assert "Write short-answer questions about distinct facts of the document." in user_text(write)
+
+
+async def test_a_spent_budget_is_raised_not_counted(server: FakeOpenAI, store: Store) -> None:
+    s = llm_settings(providers={"fake": {"base_url": server.base_url, "rpm": 6000, "tpm": 10_000_000,
+                                         "timeout_s": 5.0, "max_attempts": 1}},
+                     prices={"fake:gen": {"input_per_mtok": 1_000_000.0, "output_per_mtok": 0.0}},
+                     monthly_budget_usd=5.0)
+    b = llm_backend(s, cache=SqlCallCache(store))
+    with pytest.raises(BudgetExhausted, match="monthly LLM budget"):  # the writer spent it: the verifier is refused
+        await llm_questions(b, entity_id="7", entity_name="Liverpool vs Swansea", document=match_doc().text,
+                            doc_lang="en", langs=LANGS, n=1)
+    assert tools(server) == ["final_result"]
