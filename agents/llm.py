@@ -192,15 +192,7 @@ class LlmBackend:
         self.prompted: set[str] = set()  # agents answering with JSON in the text (`output_modes`, or found so)
         for agent_name, role in _AGENTS.items():
             prompt = load_prompt(agent_name)
-            if raw_models is not None and role in raw_models:
-                raw = raw_models[role]
-                label = getattr(agents, ROLES[role]) or f"test:{raw.model_name}"
-                model: Model = self.factory.wrap(
-                    raw, model=label, provider=label.partition(":")[0], stage=role, prompt_version=prompt.version
-                )
-            else:
-                label = getattr(agents, ROLES[role])
-                model = self.factory.for_role(role, prompt_version=prompt.version)
+            label, model = self._model_of(agent_name, prompt.version, raw_models)
             self._producers[role] = label
             self._models[agent_name] = (model, prompt.instructions)
             prompted = agents.output_mode(role) == "prompted"
@@ -208,6 +200,24 @@ class LlmBackend:
                 self.prompted.add(agent_name)
             self.agents[agent_name] = self._build(agent_name, model, prompt.instructions, prompted=prompted)
         settle_gc()
+
+    def _model_of(self, agent_name: str, prompt_version: str, raw_models: Mapping[str, Model] | None) -> tuple[str, Model]:
+        """The agent's model string and model: its role's, limited and cached by the factory. The open track's roles
+        (`agents.open_roles`) run online whatever the role's mode (a freeze does not wait a day for a batch), their
+        call records labelled with their own stage ("generate_open"...) so their cost is seen apart."""
+        role = _AGENTS[agent_name]
+        open_role = agent_name in OPEN_AGENTS
+        stage = agent_name if open_role else role
+        if raw_models is not None and role in raw_models:
+            raw = raw_models[role]
+            label = getattr(self.agent_settings, ROLES[role]) or f"test:{raw.model_name}"
+            return label, self.factory.wrap(raw, model=label, provider=label.partition(":")[0], stage=stage,
+                                            prompt_version=prompt_version)
+        label = getattr(self.agent_settings, ROLES[role])
+        if open_role:
+            return label, self.factory.for_model(label, key=f"agents.{ROLES[role]}", stage=stage,
+                                                 prompt_version=prompt_version)
+        return label, self.factory.for_role(role, prompt_version=prompt_version)
 
     # -- AgentBackend ---------------------------------------------------------------------------
     def producer(self, role: str) -> str:

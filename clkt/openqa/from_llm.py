@@ -38,6 +38,10 @@ LLM_GENERATOR_VERSION = "open-llm-1"
 class OpenRoles(Protocol):
     """The open track's LLM roles (`agents.llm.LlmBackend` implements them)."""
 
+    def prompt_version(self, role: str) -> str:
+        """The version of `role`'s prompt ("generate_open" -> "generate_open.v1"), recorded in the manifest."""
+        ...
+
     async def generate_open(
         self, *, entity_name: str, document: str, facts: str | None, lang: str, n: int
     ) -> list[OpenDraft]: ...

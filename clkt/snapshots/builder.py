@@ -263,7 +263,8 @@ async def _with_open(content: SnapshotContent, config: BuildConfig, p: Period, r
         raise UserError(f"agents.backend = 'llm' writes the open track with the LLM roles, but the build was given "
                         f"{type(roles).__name__}, not the LLM agent backend")
     return await attach_open_llm(content, roles=roles, start=start, end=end, control_domains=domains,
-                                 per_domain=per_domain, questions_for=config.agents.question_cap)
+                                 per_domain=per_domain, questions_for=config.agents.question_cap,
+                                 concurrency=config.agents.concurrency)
 
 
 async def build_snapshot(

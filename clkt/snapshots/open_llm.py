@@ -17,12 +17,14 @@ then checks them, as it checks every row).
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 from collections.abc import Callable, Sequence
 from datetime import date
 from pathlib import Path
 
+from agents.open_roles import OPEN_AGENTS
 from clkt.openqa.from_llm import LLM_GENERATOR_VERSION, LlmGenerated, OpenRoles, llm_questions
 from clkt.snapshots.content import SnapshotContent
 from clkt.snapshots.ids import stable_open_qid
@@ -56,39 +58,58 @@ def _rows(doc: DocRow, gen: LlmGenerated, langs: Sequence[str]) -> list[OpenRow]
     return out
 
 
+async def _ask_all(
+    content: SnapshotContent, roles: OpenRoles, *, questions_for: Callable[[str], int], concurrency: int,
+) -> list[tuple[DocRow, LlmGenerated]]:
+    """Every entity's questions, `concurrency` entities at a time, in the order of `_source_docs`. Every entity runs
+    to its end before a spent budget or any other error is raised, so no call is left running behind the build."""
+    facts = {r.entity_id: r.facts for r in content.facts}
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(doc: DocRow) -> LlmGenerated:
+        raw = facts.get(doc.entity_id)
+        async with gate:
+            return await llm_questions(
+                roles, entity_id=str(doc.entity_id), entity_name=doc.name, document=doc.text, doc_lang=doc.lang,
+                langs=content.languages, n=questions_for(doc.domain),
+                facts_json=json.dumps(raw, ensure_ascii=False, sort_keys=True) if raw else None,
+            )
+
+    docs = _source_docs(content)
+    outcomes = await asyncio.gather(*(one(d) for d in docs), return_exceptions=True)
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            raise outcome
+    return [(d, o) for d, o in zip(docs, outcomes, strict=True) if isinstance(o, LlmGenerated)]
+
+
 async def attach_open_llm(
     content: SnapshotContent, *, roles: OpenRoles, start: date, end: date, control_domains: Sequence[str],
-    per_domain: int, questions_for: Callable[[str], int],
+    per_domain: int, questions_for: Callable[[str], int], concurrency: int = 4,
 ) -> SnapshotContent:
     """`content` with its open track written by `roles` (the control split's from its facts); unchanged when a
     language has no templates (`clkt.snapshots.open.open_unsupported`: the track is asked in every language or
-    none). `questions_for(domain)`: the questions asked per entity of that domain."""
+    none). `questions_for(domain)`: the questions asked per entity of that domain; `concurrency`: the entities
+    asked at once (`agents.concurrency`; the provider's limiter paces the calls)."""
     control = attach_open(dataclasses.replace(content, docs=()), start=start, end=end, control_domains=control_domains,
                           per_domain=per_domain)
     if control.open_info is None:
         return content
     langs = content.languages
-    facts = {r.entity_id: r.facts for r in content.facts}
     rows: list[OpenRow] = []
-    entities = without = dropped = refused = failed = 0
-    for doc in _source_docs(content):
-        raw = facts.get(doc.entity_id)
-        gen = await llm_questions(
-            roles, entity_id=str(doc.entity_id), entity_name=doc.name, document=doc.text, doc_lang=doc.lang,
-            langs=langs, facts_json=json.dumps(raw, ensure_ascii=False, sort_keys=True) if raw else None,
-            n=questions_for(doc.domain),
-        )
-        dropped, refused, failed = dropped + len(gen.dropped), refused + len(gen.refused), failed + len(gen.failed)
-        entities, without = entities + bool(gen.questions), without + (not gen.questions)
+    gens = await _ask_all(content, roles, questions_for=questions_for, concurrency=concurrency)
+    for doc, gen in gens:
         rows.extend(_rows(doc, gen, langs))
+    entities = sum(bool(g.questions) for _, g in gens)
     rank = {lang: i for i, lang in enumerate(langs)}
     info = control.open_info.model_copy(update={
         "engine": LLM_GENERATOR_VERSION, "questions": len(rows) // len(langs), "entities": entities,
-        "entities_without": without, "refused": control.open_info.refused + refused, "dropped": dropped,
-        "failed": failed,
+        "entities_without": len(gens) - entities, "refused": control.open_info.refused + sum(len(g.refused) for _, g in gens),
+        "dropped": sum(len(g.dropped) for _, g in gens), "failed": sum(len(g.failed) for _, g in gens),
     })
+    versions = {**content.prompt_versions, **{agent: (roles.prompt_version(agent),) for agent in OPEN_AGENTS}}
     return dataclasses.replace(content, open_questions=tuple(sorted(rows, key=lambda r: (rank[r.lang], r.qid))),
-                               control_open=control.control_open, open_info=info)
+                               control_open=control.control_open, open_info=info, prompt_versions=versions)
 
 
 def stored_open(content: SnapshotContent, manifest: SnapshotManifest, root: Path) -> SnapshotContent:

@@ -45,11 +45,11 @@ async def server() -> AsyncIterator[FakeOpenAI]:
         yield s
 
 
-def llm_settings(tmp_path: Path, server: FakeOpenAI) -> Settings:
+def llm_settings(tmp_path: Path, server: FakeOpenAI, *, concurrency: int = 4) -> Settings:
     s = make_settings(tmp_path)
     agents = AgentSettings.model_validate({
         "backend": "llm", "judge_model": "fake:judge", "generator_model": "fake:gen", "verifier_model": "fake:verifier",
-        "translator_model": "fake:translator", "output_retries": 1,
+        "translator_model": "fake:translator", "output_retries": 1, "concurrency": concurrency,
         "providers": {"fake": {"base_url": server.base_url, "rpm": 6000, "tpm": 10_000_000, "timeout_s": 5.0,
                                "max_attempts": 1}},
     })
@@ -83,6 +83,8 @@ async def test_the_llm_roles_write_the_open_track_at_freeze(store: Store, tmp_pa
     assert (info.questions, info.entities, info.entities_without, info.dropped, info.refused, info.failed) == (
         ENTITIES, ENTITIES, 0, 0, 0, 0)
     assert info.control_questions > 0  # the control split's, from its facts
+    assert {k: manifest.agents.prompt_versions[k] for k in ("generate_open", "verify_open", "translate_open")} == {
+        "generate_open": ["generate_open.v1"], "verify_open": ["verify_open.v1"], "translate_open": ["translate_open.v1"]}
     real = load_open_questions(res.path)
     assert len(real) == ENTITIES and all(q.question.kind.value == "number" for q in real)
     for q in real:
@@ -114,8 +116,8 @@ async def test_the_verifiers_rejection_is_counted_in_the_manifest(
     await fill(store)
     rejected = {"answerable": True, "supported": False, "not_given_away": True,
                 "reasons": {"supported": "the document gives no attendance"}}
-    server.script.extend([{}, {"args": rejected}])  # the first entity's writer, then its verifier
-    res = await build(store, llm_settings(tmp_path, server))
+    server.script.extend([{}, {"args": rejected}])  # the first entity's writer, then its verifier (one at a time)
+    res = await build(store, llm_settings(tmp_path, server, concurrency=1))
     assert res.path is not None
     info = load_snapshot_dir(res.path).manifest.open
     assert info is not None and (info.questions, info.entities_without, info.dropped) == (ENTITIES - 1, 1, 1)
@@ -130,3 +132,13 @@ async def test_an_llm_backend_without_its_roles_freezes_nothing(
     async with store.session() as s:
         assert (await s.execute(select(func.count()).select_from(Snapshot))).scalar_one() == 0
     assert not server.stats.requests
+
+
+async def test_entities_are_asked_concurrently_within_the_bound(store: Store, tmp_path: Path) -> None:
+    await fill(store)
+    async with FakeOpenAI(latency_ms=30, latency_sigma=0.0) as server:
+        res = await build(store, llm_settings(tmp_path, server, concurrency=2))
+        assert server.stats.max_in_flight == 2  # two entities at once, each one call at a time
+    assert res.path is not None
+    info = load_snapshot_dir(res.path).manifest.open
+    assert info is not None and info.questions == ENTITIES
