@@ -253,8 +253,9 @@ def _control_domains(spec: SpecSettings) -> list[str]:
 
 
 async def _with_open(content: SnapshotContent, config: BuildConfig, p: Period, roles: object | None) -> SnapshotContent:
-    """`content` with its open track: from the facts by the template engine, or by the LLM roles of `roles` when
-    `agents.backend` is "llm" (a `UserError` when `roles` has none: never the template's questions in their place)."""
+    """`content` with its open track: from the facts by the template engine, or by the LLM roles of `roles` (the
+    agent backend) when `agents.backend` is "llm" (`clkt.snapshots.open_llm`; a `UserError` when `roles` has none:
+    never the template's questions in their place)."""
     start, end, domains = p.start.date(), p.end.date(), _control_domains(config.spec)
     per_domain = config.snapshot.control_entities
     if config.agents.backend != "llm":
@@ -279,8 +280,7 @@ async def build_snapshot(
     allow_partial: bool | None = None,
     open_roles: object | None = None,
 ) -> BuildResult:
-    """Build and freeze the spec's snapshot for `period` (see the module docstring); `open_roles`: the agent backend,
-    whose LLM roles write the open track when `agents.backend` is "llm" (`clkt.snapshots.open_llm`)."""
+    """Build and freeze the spec's snapshot for `period` (see the module docstring; `open_roles`: `_with_open`'s)."""
     now = now or utcnow()
     snap = config.snapshot
     name = check_spec(config.spec, spec)
