@@ -5,7 +5,6 @@ without the LLM roles refused before anything is frozen."""
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,9 +23,9 @@ from clkt.snapshots.builder import BuildResult, build_snapshot
 from clkt.snapshots.layout import load_snapshot_dir
 from clkt.snapshots.stored import load_snapshot
 from storage.engine import Store
-from storage.models import Document, Snapshot
+from storage.models import Snapshot
 from tests.fakes.openai_server import FakeOpenAI
-from tests.snapshots.factories import LANGS, fill_period, make_settings
+from tests.snapshots.factories import LANGS, fill_period, make_settings, state_numbers
 
 JUNE = datetime(2025, 6, 1, tzinfo=UTC)
 NOW = datetime(2025, 7, 3, tzinfo=UTC)
@@ -59,11 +58,7 @@ def llm_settings(tmp_path: Path, server: FakeOpenAI, *, concurrency: int = 4) ->
 async def fill(store: Store) -> None:
     """The period's entities, each English document stating one number the fake writer asks about."""
     await fill_period(store, month_start=JUNE, per_domain=2)
-    async with store.session() as s:
-        for d in (await s.execute(select(Document).where(Document.lang == "en"))).scalars():
-            d.text = f"{d.text} The attendance was {2000 + d.entity_id} spectators."
-            d.text_hash = hashlib.sha256(d.text.encode()).hexdigest()
-        await s.commit()
+    await state_numbers(store)
 
 
 async def build(store: Store, settings: Settings) -> BuildResult:
