@@ -28,6 +28,7 @@ from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
 from agents._prompting import data_block, load_prompt
+from agents._repair import reasons_given, set_validator
 from agents.cache import CallCache
 from agents.checks import check_translated_document, check_translated_mcq
 from agents.factory import ROLES, ModelFactory
@@ -401,34 +402,6 @@ def _validate_judge(ctx: RunContext[_Deps], out: KnownVerdict) -> KnownVerdict:
     return out
 
 
-def _validate_generate(ctx: RunContext[_Deps], out: MCQSet) -> MCQSet:
-    deps = ctx.deps
-    problems: list[str] = []
-    good: list[MCQ] = []
-    slots: set[str] = set()
-    for i, q in enumerate(out.questions):
-        issues = check_against_document(q, deps.document)
-        if q.slot in slots:
-            issues.append(f"slot {q.slot!r} repeats an earlier question's slot")
-        if issues:
-            problems.append(f"question {i + 1}: " + ", ".join(issues))
-        else:
-            good.append(q)
-            slots.add(q.slot)
-    if not problems:
-        return out
-    if good and ctx.retry >= ctx.max_retries:
-        return MCQSet(questions=good)  # last try: keep the questions that pass
-    raise deps.retry(ctx, problems)
-
-
-def _validate_verify(ctx: RunContext[_Deps], out: VerifierReport) -> VerifierReport:
-    missing = [c for c, ok in out.criteria().items() if not ok and not out.reasons.get(c)]
-    if missing:
-        raise ctx.deps.retry(ctx, [f"give a reason for each failed criterion: {missing}"])
-    return out
-
-
 def _validate_translate_mcq(ctx: RunContext[_Deps], out: TranslatedMCQ) -> TranslatedMCQ:
     deps = ctx.deps
     assert deps.source is not None and deps.facts is not None
@@ -451,8 +424,9 @@ def _validate_translate_document(ctx: RunContext[_Deps], out: TranslatedDocument
 
 _VALIDATORS: dict[str, Any] = {
     "judge": _validate_judge,
-    "generate": _validate_generate,
-    "verify": _validate_verify,
+    "generate": set_validator(items=lambda o: o.questions, check=check_against_document,
+                              rebuild=lambda good: MCQSet(questions=good)),
+    "verify": reasons_given,
     "translate_mcq": _validate_translate_mcq,
     "translate_document": _validate_translate_document,
     **OPEN_VALIDATORS,

@@ -27,6 +27,7 @@ from pydantic import BaseModel, Field
 from pydantic_ai import RunContext
 
 from agents._prompting import data_block
+from agents._repair import reasons_given, set_validator
 from clkt.outputs import normalize
 
 __all__ = ["OPEN_AGENTS", "OPEN_OUTPUTS", "OPEN_VALIDATORS", "OpenDraft", "OpenDraftSet", "OpenVerdict",
@@ -102,32 +103,6 @@ def _draft_problems(d: OpenDraft, document: str) -> list[str]:
     return problems
 
 
-def _validate_generate_open(ctx: RunContext[Any], out: OpenDraftSet) -> OpenDraftSet:
-    deps = ctx.deps
-    problems: list[str] = []
-    good: list[OpenDraft] = []
-    for i, d in enumerate(out.open_questions):
-        issues = _draft_problems(d, deps.document)
-        if any(d.slot == g.slot for g in good):
-            issues.append(f"slot {d.slot!r} repeats an earlier question's slot")
-        if issues:
-            problems.append(f"question {i + 1}: " + ", ".join(issues))
-        else:
-            good.append(d)
-    if not problems:
-        return out
-    if good and ctx.retry >= ctx.max_retries:
-        return OpenDraftSet(open_questions=good)  # last try: keep the questions that pass
-    raise deps.retry(ctx, problems)
-
-
-def _validate_verify_open(ctx: RunContext[Any], out: OpenVerdict) -> OpenVerdict:
-    missing = [c for c, ok in out.criteria().items() if not ok and not out.reasons.get(c)]
-    if missing:
-        raise ctx.deps.retry(ctx, [f"give a reason for each failed criterion: {missing}"])
-    return out
-
-
 def _validate_translate_open(ctx: RunContext[Any], out: TranslatedOpen) -> TranslatedOpen:
     deps = ctx.deps
     problems: list[str] = []
@@ -144,8 +119,9 @@ OPEN_OUTPUTS: dict[str, type[BaseModel]] = {
     "generate_open": OpenDraftSet, "verify_open": OpenVerdict, "translate_open": TranslatedOpen,
 }
 OPEN_VALIDATORS: dict[str, Callable[[RunContext[Any], Any], Any]] = {
-    "generate_open": _validate_generate_open,
-    "verify_open": _validate_verify_open,
+    "generate_open": set_validator(items=lambda o: o.open_questions, check=_draft_problems,
+                                   rebuild=lambda good: OpenDraftSet(open_questions=good)),
+    "verify_open": reasons_given,
     "translate_open": _validate_translate_open,
 }
 

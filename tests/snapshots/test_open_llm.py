@@ -5,12 +5,10 @@ without the LLM roles refused before anything is frozen."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from pydantic_ai.models import override_allow_model_requests
 from sqlalchemy import func, select
 
 from agents.cache import MemoryCallCache
@@ -32,24 +30,15 @@ NOW = datetime(2025, 7, 3, tzinfo=UTC)
 ENTITIES = 8  # fill_period's 2 per domain
 
 
-@pytest.fixture(autouse=True)
-def _allow_loopback_requests() -> Iterator[None]:
-    with override_allow_model_requests(True):  # only the fake server on 127.0.0.1 is reached
-        yield
+pytestmark = pytest.mark.usefixtures("loopback_models")  # only the fake server on 127.0.0.1 is reached
 
 
-@pytest.fixture
-async def server() -> AsyncIterator[FakeOpenAI]:
-    async with FakeOpenAI(record_requests=True) as s:
-        yield s
-
-
-def llm_settings(tmp_path: Path, server: FakeOpenAI, *, concurrency: int = 4) -> Settings:
+def llm_settings(tmp_path: Path, fake_openai: FakeOpenAI, *, concurrency: int = 4) -> Settings:
     s = make_settings(tmp_path)
     agents = AgentSettings.model_validate({
         "backend": "llm", "judge_model": "fake:judge", "generator_model": "fake:gen", "verifier_model": "fake:verifier",
         "translator_model": "fake:translator", "output_retries": 1, "concurrency": concurrency,
-        "providers": {"fake": {"base_url": server.base_url, "rpm": 6000, "tpm": 10_000_000, "timeout_s": 5.0,
+        "providers": {"fake": {"base_url": fake_openai.base_url, "rpm": 6000, "tpm": 10_000_000, "timeout_s": 5.0,
                                "max_attempts": 1}},
     })
     return s.model_copy(update={"agents": agents})
@@ -68,9 +57,17 @@ async def build(store: Store, settings: Settings) -> BuildResult:
     return res
 
 
-async def test_the_llm_roles_write_the_open_track_at_freeze(store: Store, tmp_path: Path, server: FakeOpenAI) -> None:
+@pytest.fixture
+async def frozen(store: Store, tmp_path: Path, fake_openai: FakeOpenAI) -> BuildResult:
+    """A snapshot of the period's entities whose open track the LLM roles wrote."""
     await fill(store)
-    res = await build(store, llm_settings(tmp_path, server))
+    return await build(store, llm_settings(tmp_path, fake_openai))
+
+
+async def test_the_llm_roles_write_the_open_track_at_freeze(
+    store: Store, frozen: BuildResult, fake_openai: FakeOpenAI,
+) -> None:
+    res = frozen
     assert res.path is not None
     manifest = load_snapshot_dir(res.path).manifest  # every file's hash checks
     info = manifest.open
@@ -88,16 +85,15 @@ async def test_the_llm_roles_write_the_open_track_at_freeze(store: Store, tmp_pa
         assert len(golds) == 1 and 2000 < int(golds.pop()) < 3000
     assert {q.source for q in load_open_questions(res.path, control=True)} == {"control"}
     # writer + verifier + a translation per other language, per entity: the roles were asked through the stack
-    assert len(server.stats.requests) == ENTITIES * (1 + 1 + (len(LANGS) - 1))
+    assert len(fake_openai.stats.requests) == ENTITIES * (1 + 1 + (len(LANGS) - 1))
     async with store.session() as s:  # loaded back from the files: the content hash checks the rows
         loaded = await load_snapshot(s, res.snapshot_id or "")
     assert loaded.manifest.open == info and len(loaded.content.open_questions) == ENTITIES * len(LANGS)
     assert {r.question for r in loaded.content.open_in("fr")} == {q.question.questions["fr"] for q in real}
 
 
-async def test_a_missing_open_file_of_an_llm_track_is_named(store: Store, tmp_path: Path, server: FakeOpenAI) -> None:
-    await fill(store)
-    res = await build(store, llm_settings(tmp_path, server))
+async def test_a_missing_open_file_of_an_llm_track_is_named(store: Store, frozen: BuildResult) -> None:
+    res = frozen
     assert res.path is not None
     (res.path / "open" / "fr.jsonl").unlink()
     async with store.session() as s:
@@ -106,34 +102,34 @@ async def test_a_missing_open_file_of_an_llm_track_is_named(store: Store, tmp_pa
 
 
 async def test_the_verifiers_rejection_is_counted_in_the_manifest(
-    store: Store, tmp_path: Path, server: FakeOpenAI,
+    store: Store, tmp_path: Path, fake_openai: FakeOpenAI,
 ) -> None:
     await fill(store)
     rejected = {"answerable": True, "supported": False, "not_given_away": True,
                 "reasons": {"supported": "the document gives no attendance"}}
-    server.script.extend([{}, {"args": rejected}])  # the first entity's writer, then its verifier (one at a time)
-    res = await build(store, llm_settings(tmp_path, server, concurrency=1))
+    fake_openai.script.extend([{}, {"args": rejected}])  # the first entity's writer, then its verifier (one at a time)
+    res = await build(store, llm_settings(tmp_path, fake_openai, concurrency=1))
     assert res.path is not None
     info = load_snapshot_dir(res.path).manifest.open
     assert info is not None and (info.questions, info.entities_without, info.dropped) == (ENTITIES - 1, 1, 1)
 
 
 async def test_an_llm_backend_without_its_roles_freezes_nothing(
-    store: Store, tmp_path: Path, server: FakeOpenAI,
+    store: Store, tmp_path: Path, fake_openai: FakeOpenAI,
 ) -> None:
     await fill(store)
     with pytest.raises(UserError, match=r"agents\.backend = 'llm' writes the open track"):
-        await build_snapshot(store, snapshot_config(llm_settings(tmp_path, server)), period="2025-06", now=NOW)
+        await build_snapshot(store, snapshot_config(llm_settings(tmp_path, fake_openai)), period="2025-06", now=NOW)
     async with store.session() as s:
         assert (await s.execute(select(func.count()).select_from(Snapshot))).scalar_one() == 0
-    assert not server.stats.requests
+    assert not fake_openai.stats.requests
 
 
 async def test_entities_are_asked_concurrently_within_the_bound(store: Store, tmp_path: Path) -> None:
     await fill(store)
-    async with FakeOpenAI(latency_ms=30, latency_sigma=0.0) as server:
-        res = await build(store, llm_settings(tmp_path, server, concurrency=2))
-        assert server.stats.max_in_flight == 2  # two entities at once, each one call at a time
+    async with FakeOpenAI(latency_ms=30, latency_sigma=0.0) as slow:
+        res = await build(store, llm_settings(tmp_path, slow, concurrency=2))
+        assert slow.stats.max_in_flight == 2  # two entities at once, each one call at a time
     assert res.path is not None
     info = load_snapshot_dir(res.path).manifest.open
     assert info is not None and info.questions == ENTITIES
