@@ -10,8 +10,9 @@ entity, `llm_questions`:
    template engine's rule) before any verifier is paid, then asks the verifier: a rejected draft is dropped, the
    failed criteria and reasons recorded in `dropped` and logged; a verifier with no valid output counts in `failed`;
 3. translates each kept draft into every other language (a failed translation costs the question, counted), and
-   builds the `ShortAnswerQuestion`: a gold that cannot be scored in a language (empty, no number for a number...)
-   is refused there, by name, in `refused`, and the question never reaches the snapshot.
+   builds the `ShortAnswerQuestion`: a gold that cannot be scored in a language (empty, no number for a number...),
+   or a number or date gold whose value is not the source's, is refused there, by name, in `refused`, and the
+   question never reaches the snapshot.
 A spent budget (`BudgetExhausted`) and a cancel are raised, as from every paid stage.
 """
 
@@ -24,6 +25,8 @@ from typing import Protocol, runtime_checkable
 
 from agents.open_roles import OpenDraft, OpenVerdict, TranslatedOpen
 from clkt.errors import AgentError, BudgetExhausted
+from clkt.openqa.dates import parse_gold_date
+from clkt.openqa.numbers import parse_gold_number
 from clkt.openqa.question import AnswerKind, LangGold, ShortAnswerQuestion
 from clkt.openqa.text import states_answer
 
@@ -148,13 +151,34 @@ async def _translated(roles: OpenRoles, e: _Entity, draft: OpenDraft, tally: _Ta
         texts[lang], golds[lang] = tr.question, (tr.answer, tuple(tr.aliases))
     try:
         built = {lang: _gold(lang, answer, aliases) for lang, (answer, aliases) in golds.items()}
-        return ShortAnswerQuestion(qid=f"{e.entity_id}:{draft.slot}", entity=e.name, fact=draft.slot,
-                                   kind=AnswerKind(draft.kind), questions=texts, golds=built)
+        q = ShortAnswerQuestion(qid=f"{e.entity_id}:{draft.slot}", entity=e.name, fact=draft.slot,
+                                kind=AnswerKind(draft.kind), questions=texts, golds=built)
+        _value_kept(q, e.lang)
+        return q
     except ValueError as err:  # pydantic's ValidationError is one: a gold (or question) that cannot be scored
         why = _message(err)
         tally.refused.append((draft.slot, why))
         log.warning("open track: entity %s, %s refused: %s", e.entity_id, draft.slot, why)
         return None
+
+
+def _value_kept(q: ShortAnswerQuestion, src: str) -> None:
+    """A `ValueError` naming the language whose number or date gold states another value than the source's (the
+    translator may rewrite its form, never its value)."""
+    def value(lang: str) -> object:
+        gold = q.gold(lang).answer
+        if q.kind is AnswerKind.number:
+            n = parse_gold_number(gold, lang)
+            return n.value if n is not None else None
+        return parse_gold_date(gold, lang)
+
+    if q.kind not in (AnswerKind.number, AnswerKind.date) or src not in q.golds:
+        return
+    want = value(src)
+    for lang in q.langs:
+        if value(lang) != want:
+            raise ValueError(f"{lang}: the gold {q.gold(lang).answer!r} states another {q.kind.value} than the "
+                             f"source's {q.gold(src).answer!r}")
 
 
 def _gold(lang: str, answer: str, aliases: tuple[str, ...]) -> LangGold:

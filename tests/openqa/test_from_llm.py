@@ -162,3 +162,18 @@ async def test_a_spent_budget_is_raised_not_counted(fake_openai: FakeOpenAI, sto
         await llm_questions(b, entity_id="7", entity_name="Liverpool vs Swansea", document=match_doc().text,
                             doc_lang="en", langs=LANGS, n=1)
     assert tools(fake_openai) == ["final_result"]
+
+
+async def test_a_translation_that_changes_a_numbers_value_is_refused(fake_openai: FakeOpenAI) -> None:
+    draft = {"slot": "season_start", "kind": "number", "question": "In which year did the season of this match begin?",
+             "answer": "2014", "aliases": [], "evidence": "2014-2015 season"}
+    changed = {"lang": "fr", "question": "En quelle année la saison de ce match a-t-elle commencé ?", "answer": "2015",
+               "aliases": []}
+    fake_openai.script.extend([{"args": {"open_questions": [draft]}}, {}, {"args": changed}])
+    gen = await ask(fake_openai, n=1)
+    assert gen.questions == () and gen.refused == (
+        ("season_start", "fr: the gold '2015' states another number than the source's '2014'"),)
+    fake_openai.script.extend([{"args": {"open_questions": [draft]}}, {}, {"args": {**changed, "answer": "2 014"}}])
+    kept = await llm_questions(backend(fake_openai), entity_id="8", entity_name="Liverpool vs Swansea",
+                               document=match_doc().text, doc_lang="en", langs=LANGS, n=1)
+    assert [q.gold("fr").answer for q in kept.questions] == ["2 014"]  # the French form of the same number
