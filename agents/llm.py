@@ -4,7 +4,9 @@ Each role has an `Agent` whose `output_type` is the typed model of `clkt.outputs
 the versioned prompt file, and whose output validators raise `ModelRetry` with the reason (evidence not in
 the document, answer given away, duplicate slots, wrong language, numbers or names lost...) so the model
 repairs its answer. After `agents.output_retries` repairs the call fails with `AgentError` naming the last
-reason. Untrusted text enters the user prompt only through `data_block()`.
+reason. Untrusted text enters the user prompt only through `data_block()`. The open track's writer, verifier and
+translator (`agents.open_roles`: `generate_open`, `verify_open`, `translate_open`) are agents of this backend too,
+on their roles' models, always online.
 
 Models: `ModelFactory` (limits + cache around the configured provider models), or `raw_models` (tests:
 FunctionModel/TestModel per role, still wrapped with limits + cache). The backend receives the `[agents]`

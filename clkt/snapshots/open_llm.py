@@ -6,7 +6,8 @@ backend, `attach_open_llm` asks the roles of `clkt.openqa.from_llm` (writer, ver
 and budgeted as every agent call) about each selected entity's source document (its English one where the spec has
 English, else its first language's), with the entity's facts as hints; the questions per entity are
 `agents.question_cap(domain)`, as for the MCQs. The control split's fictional entities keep the template questions
-of their facts (their documents are rendered from those facts), so the control stays an exact positive control.
+of their facts (their documents are rendered from those facts), so the control stays an exact positive control;
+the locality split's questions (`clkt.snapshots.locality`) are the templates' too.
 What the roles dropped (the verifier's rejections), refused (a gold that cannot be scored) and failed (no valid
 output after the repairs) is counted in `manifest.open` (`dropped`, `refused`, `failed`) and logged, never frozen.
 
