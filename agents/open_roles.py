@@ -30,7 +30,7 @@ from agents._prompting import data_block
 from agents._repair import reasons_given, set_validator
 from clkt.outputs import normalize
 
-__all__ = ["OPEN_AGENTS", "OPEN_OUTPUTS", "OPEN_VALIDATORS", "OpenDraft", "OpenDraftSet", "OpenVerdict",
+__all__ = ["OPEN_AGENTS", "OPEN_OUTPUTS", "OPEN_VALIDATORS", "OpenDraft", "OpenDraftSet", "OpenKind", "OpenVerdict",
            "TranslatedOpen", "open_user_prompt"]
 
 # agent name -> the backend role whose model and limits it uses (`agents.factory.ROLES`)

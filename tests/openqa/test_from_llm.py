@@ -6,12 +6,13 @@ is refused; a document carrying instructions reaches the model only as delimited
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 
 from agents.cache import MemoryCallCache
 from agents.llm import LlmBackend
+from agents.open_roles import OpenKind
 from clkt.errors import BudgetExhausted
 from clkt.openqa.from_llm import LlmGenerated, llm_questions
 from clkt.openqa.question import AnswerKind
@@ -177,3 +178,8 @@ async def test_a_translation_that_changes_a_numbers_value_is_refused(fake_openai
     kept = await llm_questions(backend(fake_openai), entity_id="8", entity_name="Liverpool vs Swansea",
                                document=match_doc().text, doc_lang="en", langs=LANGS, n=1)
     assert [q.gold("fr").answer for q in kept.questions] == ["2 014"]  # the French form of the same number
+
+
+def test_the_writers_answer_kinds_are_the_questions() -> None:
+    """agents/ spells the kinds apart (it imports only the kernel of clkt): the two lists must not drift."""
+    assert set(get_args(OpenKind)) == {k.value for k in AnswerKind}
