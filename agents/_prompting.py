@@ -27,6 +27,9 @@ PROMPT_VERSIONS: dict[str, str] = {
     "translate_mcq": "translate_mcq.v1",
     "translate_document": "translate_document.v1",
     "open_judge": "open_judge.v1",  # the open track's jury (agents.jury)
+    "generate_open": "generate_open.v1",  # the open track's writer, verifier and translator (agents.open_roles)
+    "verify_open": "verify_open.v1",
+    "translate_open": "translate_open.v1",
 }
 
 

@@ -4,7 +4,9 @@ Each role has an `Agent` whose `output_type` is the typed model of `clkt.outputs
 the versioned prompt file, and whose output validators raise `ModelRetry` with the reason (evidence not in
 the document, answer given away, duplicate slots, wrong language, numbers or names lost...) so the model
 repairs its answer. After `agents.output_retries` repairs the call fails with `AgentError` naming the last
-reason. Untrusted text enters the user prompt only through `data_block()`.
+reason. Untrusted text enters the user prompt only through `data_block()`. The open track's writer, verifier and
+translator (`agents.open_roles`: `generate_open`, `verify_open`, `translate_open`) are agents of this backend too,
+on their roles' models, always online.
 
 Models: `ModelFactory` (limits + cache around the configured provider models), or `raw_models` (tests:
 FunctionModel/TestModel per role, still wrapped with limits + cache). The backend receives the `[agents]`
@@ -28,9 +30,20 @@ from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
 from agents._prompting import data_block, load_prompt
+from agents._repair import reasons_given, set_validator
 from agents.cache import CallCache
 from agents.checks import check_translated_document, check_translated_mcq
 from agents.factory import ROLES, ModelFactory
+from agents.open_roles import (
+    OPEN_AGENTS,
+    OPEN_OUTPUTS,
+    OPEN_VALIDATORS,
+    OpenDraft,
+    OpenDraftSet,
+    OpenVerdict,
+    TranslatedOpen,
+    open_user_prompt,
+)
 from clkt.config import AgentSettings, SecretLookup
 from clkt.errors import AgentError
 from clkt.facts import EntityFacts, RenderedDocument
@@ -52,6 +65,7 @@ _AGENTS = {
     "verify": "verify",
     "translate_mcq": "translate",
     "translate_document": "translate",
+    **OPEN_AGENTS,  # the open track's writer, verifier and translator
 }
 
 
@@ -116,6 +130,9 @@ def build_user_prompt(agent: str, **kw: Any) -> str:
             + data_block("source", json.dumps(q, ensure_ascii=False, indent=1)) + "\n\n"
             + f"Translate into {LANG_NAMES.get(lang, lang)} (lang = {lang!r})."
         )
+    if agent in OPEN_AGENTS:
+        lang = kw.get("lang", "en")
+        return open_user_prompt(agent, lang_name=LANG_NAMES.get(lang, lang), **kw)
     if agent == "translate_document":
         lang = kw["lang"]
         return (
@@ -178,15 +195,7 @@ class LlmBackend:
         self.prompted: set[str] = set()  # agents answering with JSON in the text (`output_modes`, or found so)
         for agent_name, role in _AGENTS.items():
             prompt = load_prompt(agent_name)
-            if raw_models is not None and role in raw_models:
-                raw = raw_models[role]
-                label = getattr(agents, ROLES[role]) or f"test:{raw.model_name}"
-                model: Model = self.factory.wrap(
-                    raw, model=label, provider=label.partition(":")[0], stage=role, prompt_version=prompt.version
-                )
-            else:
-                label = getattr(agents, ROLES[role])
-                model = self.factory.for_role(role, prompt_version=prompt.version)
+            label, model = self._model_of(agent_name, prompt.version, raw_models)
             self._producers[role] = label
             self._models[agent_name] = (model, prompt.instructions)
             prompted = agents.output_mode(role) == "prompted"
@@ -194,6 +203,24 @@ class LlmBackend:
                 self.prompted.add(agent_name)
             self.agents[agent_name] = self._build(agent_name, model, prompt.instructions, prompted=prompted)
         settle_gc()
+
+    def _model_of(self, agent_name: str, prompt_version: str, raw_models: Mapping[str, Model] | None) -> tuple[str, Model]:
+        """The agent's model string and model: its role's, limited and cached by the factory. The open track's roles
+        (`agents.open_roles`) run online whatever the role's mode (a freeze does not wait a day for a batch), their
+        call records labelled with their own stage ("generate_open"...) so their cost is seen apart."""
+        role = _AGENTS[agent_name]
+        open_role = agent_name in OPEN_AGENTS
+        stage = agent_name if open_role else role
+        if raw_models is not None and role in raw_models:
+            raw = raw_models[role]
+            label = getattr(self.agent_settings, ROLES[role]) or f"test:{raw.model_name}"
+            return label, self.factory.wrap(raw, model=label, provider=label.partition(":")[0], stage=stage,
+                                            prompt_version=prompt_version)
+        label = getattr(self.agent_settings, ROLES[role])
+        if open_role:
+            return label, self.factory.for_model(label, key=f"agents.{ROLES[role]}", stage=stage,
+                                                 prompt_version=prompt_version)
+        return label, self.factory.for_role(role, prompt_version=prompt_version)
 
     # -- AgentBackend ---------------------------------------------------------------------------
     def producer(self, role: str) -> str:
@@ -240,6 +267,27 @@ class LlmBackend:
         deps = _Deps(document=document.text, facts=facts, lang=target_lang, langs=self.langs,
                      fact_sentences=tuple(document.sentences.values()))
         out: TranslatedDocument = await self._run("translate_document", prompt, deps)
+        return out
+
+    # -- the open track's roles (agents.open_roles) -------------------------------------------------
+    async def generate_open(
+        self, *, entity_name: str, document: str, facts: str | None, lang: str, n: int
+    ) -> list[OpenDraft]:
+        """Up to `n` short-answer questions in `lang` (the document's) from `document`; `facts`: the entity's typed
+        facts as JSON, given as hints (None: none)."""
+        prompt = build_user_prompt("generate_open", entity_name=entity_name, document=document, facts=facts, lang=lang,
+                                   n=n)
+        out: OpenDraftSet = await self._run("generate_open", prompt, _Deps(document=document, lang=lang, n=n))
+        return out.open_questions[:n]
+
+    async def verify_open(self, *, document: str, draft: OpenDraft) -> OpenVerdict:
+        prompt = build_user_prompt("verify_open", document=document, draft=draft)
+        verdict: OpenVerdict = await self._run("verify_open", prompt, _Deps(document=document))
+        return verdict
+
+    async def translate_open(self, *, draft: OpenDraft, target_lang: str) -> TranslatedOpen:
+        prompt = build_user_prompt("translate_open", draft=draft, lang=target_lang)
+        out: TranslatedOpen = await self._run("translate_open", prompt, _Deps(document="", lang=target_lang))
         return out
 
     # -- internals ------------------------------------------------------------------------------
@@ -304,6 +352,7 @@ class LlmBackend:
             "verify": VerifierReport,
             "translate_mcq": TranslatedMCQ,
             "translate_document": TranslatedDocument,
+            **OPEN_OUTPUTS,
         }[agent_name]
         settings: ModelSettings = {"temperature": 0.0}
         cap = self.agent_settings.max_tokens_of(_AGENTS[agent_name])
@@ -355,34 +404,6 @@ def _validate_judge(ctx: RunContext[_Deps], out: KnownVerdict) -> KnownVerdict:
     return out
 
 
-def _validate_generate(ctx: RunContext[_Deps], out: MCQSet) -> MCQSet:
-    deps = ctx.deps
-    problems: list[str] = []
-    good: list[MCQ] = []
-    slots: set[str] = set()
-    for i, q in enumerate(out.questions):
-        issues = check_against_document(q, deps.document)
-        if q.slot in slots:
-            issues.append(f"slot {q.slot!r} repeats an earlier question's slot")
-        if issues:
-            problems.append(f"question {i + 1}: " + ", ".join(issues))
-        else:
-            good.append(q)
-            slots.add(q.slot)
-    if not problems:
-        return out
-    if good and ctx.retry >= ctx.max_retries:
-        return MCQSet(questions=good)  # last try: keep the questions that pass
-    raise deps.retry(ctx, problems)
-
-
-def _validate_verify(ctx: RunContext[_Deps], out: VerifierReport) -> VerifierReport:
-    missing = [c for c, ok in out.criteria().items() if not ok and not out.reasons.get(c)]
-    if missing:
-        raise ctx.deps.retry(ctx, [f"give a reason for each failed criterion: {missing}"])
-    return out
-
-
 def _validate_translate_mcq(ctx: RunContext[_Deps], out: TranslatedMCQ) -> TranslatedMCQ:
     deps = ctx.deps
     assert deps.source is not None and deps.facts is not None
@@ -405,8 +426,10 @@ def _validate_translate_document(ctx: RunContext[_Deps], out: TranslatedDocument
 
 _VALIDATORS: dict[str, Any] = {
     "judge": _validate_judge,
-    "generate": _validate_generate,
-    "verify": _validate_verify,
+    "generate": set_validator(items=lambda o: o.questions, check=check_against_document,
+                              rebuild=lambda good: MCQSet(questions=good)),
+    "verify": reasons_given,
     "translate_mcq": _validate_translate_mcq,
     "translate_document": _validate_translate_document,
+    **OPEN_VALIDATORS,
 }

@@ -49,6 +49,8 @@ def main() -> None:
             ref = ch.run(root / "ref", url, languages=args.languages, kills=0, seed=1)
             chaos = ch.run(root / "chaos", url, languages=args.languages, kills=args.kills, seed=2,
                            kill_window=(0.5, 3.0), drain_timeout=900)
+            # built while the fake provider runs: the LLM roles write the open track at freeze
+            r1, r2 = ch.build_snapshot(ref.root / "clkt.toml"), ch.build_snapshot(chaos.root / "clkt.toml")
         finally:
             fake.kill()
         a, b = ch.store_facts(ref.db), ch.store_facts(chaos.db)
@@ -56,7 +58,6 @@ def main() -> None:
         held["no_duplicates"] = not (b["entity_dups"] or b["question_dups"] or b["translation_dups"])
         held["no_stale_lease"] = all(n == 0 for _, n in b["stale_leases"])
         held["llm_repeats_bounded"] = chaos.llm_repeated <= chaos.kills * 4 and ref.llm_repeated == 0
-        r1, r2 = ch.build_snapshot(ref.root / "clkt.toml"), ch.build_snapshot(chaos.root / "clkt.toml")
         f1, f2 = ch.snapshot_files(ref.root), ch.snapshot_files(chaos.root)
         held["snapshot_byte_identical"] = r1.returncode == 0 and r2.returncode == 0 and bool(f1) and f1 == f2
         figures.update(
@@ -71,12 +72,12 @@ def main() -> None:
                 gref = ch.run(root / "gref", url, languages=args.languages[:2], kills=0, seed=3, gpu=True)
                 gchaos = ch.run(root / "gchaos", url, languages=args.languages[:2], kills=2, seed=4, gpu=True,
                                 kill_window=(5.0, 20.0), drain_timeout=1200)
+                for r in (gref, gchaos):  # while the fake provider runs: the LLM roles write the open track
+                    built = ch.build_snapshot(r.root / "clkt.toml")
+                    if built.returncode != 0:
+                        raise SystemExit(built.stdout + built.stderr)
             finally:
                 fake.kill()
-            for r in (gref, gchaos):
-                built = ch.build_snapshot(r.root / "clkt.toml")
-                if built.returncode != 0:
-                    raise SystemExit(built.stdout + built.stderr)
             ch.run_gpu_phase(gref, kills=0, seed=5)
             ch.run_gpu_phase(gchaos, kills=args.gpu_kills, seed=6)
             ga, gb = ch.store_facts(gref.db), ch.store_facts(gchaos.db)

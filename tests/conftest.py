@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, settings
 from clkt import clock
 from storage import engine
 from storage.engine import Store
+from tests.fakes.openai_server import FakeOpenAI
 from tests.store_template import migrated_schema, replaying_upgrade
 from tests.waiting import handles_signal as handles_signal  # the condition waiters: the tests import them from here
 from tests.waiting import wait_for as wait_for
@@ -134,3 +135,20 @@ def shared_models_dir() -> Path:
     root = Path(os.environ.get("CLKT_TEST_MODELS_DIR") or "/tmp/clkt-test-data") / "models"
     root.mkdir(parents=True, exist_ok=True)
     return root
+
+
+@pytest.fixture
+def loopback_models() -> Iterator[None]:
+    """Model requests allowed for the test (`ALLOW_MODEL_REQUESTS` stays off elsewhere): only the fake OpenAI-compatible
+    server on 127.0.0.1 is reached."""
+    from pydantic_ai.models import override_allow_model_requests
+
+    with override_allow_model_requests(True):
+        yield
+
+
+@pytest.fixture
+async def fake_openai() -> AsyncIterator[FakeOpenAI]:
+    """The fake OpenAI-compatible server on loopback, keeping every request body (`stats.requests`)."""
+    async with FakeOpenAI(record_requests=True) as s:
+        yield s

@@ -125,7 +125,7 @@ def build(
     partial: Annotated[bool, typer.Option("--partial", help="freeze even if under quota")] = False,
 ) -> None:
     from clkt.publish.service import freeze_hook
-    from clkt.services import snapshot_config
+    from clkt.services import agent_backend, snapshot_config
     from clkt.snapshots.builder import BuildStatus, build_snapshot
     from clkt.snapshots.service import enqueue_spec_jobs, post_webhook
 
@@ -141,9 +141,10 @@ def build(
 
     async def run_build() -> Any:
         async with open_store(settings) as store:
+            # the LLM backend's roles write the open track (`agents.backend = "llm"`); the template engine needs none
+            roles = agent_backend(settings, store=store) if settings.agents.backend == "llm" else None
             res = await build_snapshot(store, snapshot_config(settings), period=period, spec=spec, force=force,
-                                       on_frozen=on_frozen,
-                                       allow_partial=True if partial else None)
+                                       on_frozen=on_frozen, allow_partial=True if partial else None, open_roles=roles)
         if res.status is BuildStatus.frozen and settings.snapshot.webhook_url:
             import aiohttp
 

@@ -22,7 +22,7 @@ from clkt.documents.formatting import formatter
 from clkt.facts import EntityFacts
 from clkt.openqa.kinds import OpenKind, Slot, open_kinds
 from clkt.openqa.question import LangGold, ShortAnswerQuestion
-from clkt.openqa.text import normalise
+from clkt.openqa.text import states_answer
 
 __all__ = ["GENERATOR_VERSION", "LANGS", "Generated", "asks", "generate_questions", "questions",
            "short_answer_questions"]
@@ -42,12 +42,6 @@ def _kind(facts: EntityFacts) -> OpenKind:
     if kind is None:
         raise TypeError(f"no short-answer questions for facts of kind {type(facts).__name__}")
     return kind
-
-
-def _gives_away(question: str, gold: str, lang: str) -> bool:
-    """Whether the question states its own answer (a name in the entity's name, a number in its title)."""
-    key = normalise(gold, lang)
-    return bool(key) and key in normalise(question, lang)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -83,7 +77,7 @@ def _question(
         f = formatter(lang)
         asked[lang] = kind.questions[key][lang].format(e=f.quote(name), a=a, b=b)
         golds[lang] = LangGold(answer=slot.gold(f), aliases=slot.aliases)
-    if any(_gives_away(asked[lang], golds[lang].answer, lang) for lang in langs):
+    if any(states_answer(asked[lang], golds[lang].answer, lang) for lang in langs):
         return None
     return ShortAnswerQuestion(qid=f"{entity_id}:{key}", entity=name, fact=key, kind=slot.kind,
                                questions=asked, golds=golds)

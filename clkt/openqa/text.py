@@ -25,7 +25,7 @@ import html
 import re
 import unicodedata
 
-__all__ = ["ARTICLES", "CJK_LANGS", "answer_spans", "fold", "is_refusal", "normalise", "strip_markup"]
+__all__ = ["ARTICLES", "CJK_LANGS", "answer_spans", "fold", "is_refusal", "normalise", "states_answer", "strip_markup"]
 
 CJK_LANGS = frozenset({"ja", "zh"})
 
@@ -112,6 +112,12 @@ def normalise(text: str, lang: str) -> str:
     while len(words) > 1 and words[0] in articles:
         words = words[1:]
     return "".join(words) if lang in CJK_LANGS else " ".join(words)
+
+
+def states_answer(question: str, gold: str, lang: str) -> bool:
+    """Whether `question` states its own `gold` answer (a name in the entity's name, a number in its title)."""
+    key = normalise(gold, lang)
+    return bool(key) and key in normalise(question, lang)
 
 
 def answer_spans(answer: str, lang: str) -> tuple[str, ...]:

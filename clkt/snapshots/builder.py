@@ -32,6 +32,7 @@ from pathlib import Path
 
 from clkt.config import AgentSettings, SnapshotSettings, SpecSettings
 from clkt.errors import SnapshotError, UserError
+from clkt.openqa.from_llm import OpenRoles
 from clkt.snapshots.carry import CarryOffer, carry_offer
 from clkt.snapshots.content import SnapshotContent, assemble_content
 from clkt.snapshots.control import attach_control, control_info
@@ -39,6 +40,7 @@ from clkt.snapshots.export import StagedDir, snapshot_dir, write_tree
 from clkt.snapshots.layout import AgentInfo, CarriedEntity, DomainCounts, SnapshotManifest, TargetInfo
 from clkt.snapshots.locality import plan_locality
 from clkt.snapshots.open import attach_open, open_unsupported
+from clkt.snapshots.open_llm import attach_open_llm
 from clkt.snapshots.period import Period, parse_period
 from clkt.snapshots.select import DomainShortfall, Selection, load_candidates, select_items
 from storage.engine import Session, Store
@@ -250,6 +252,22 @@ def _control_domains(spec: SpecSettings) -> list[str]:
     return [d.value for d in spec.domains]
 
 
+async def _with_open(content: SnapshotContent, config: BuildConfig, p: Period, roles: object | None) -> SnapshotContent:
+    """`content` with its open track: from the facts by the template engine, or by the LLM roles of `roles` (the
+    agent backend) when `agents.backend` is "llm" (`clkt.snapshots.open_llm`; a `UserError` when `roles` has none:
+    never the template's questions in their place)."""
+    start, end, domains = p.start.date(), p.end.date(), _control_domains(config.spec)
+    per_domain = config.snapshot.control_entities
+    if config.agents.backend != "llm":
+        return attach_open(content, start=start, end=end, control_domains=domains, per_domain=per_domain)
+    if not isinstance(roles, OpenRoles):
+        raise UserError(f"agents.backend = 'llm' writes the open track with the LLM roles, but the build was given "
+                        f"{type(roles).__name__}, not the LLM agent backend")
+    return await attach_open_llm(content, roles=roles, start=start, end=end, control_domains=domains,
+                                 per_domain=per_domain, questions_for=config.agents.question_cap,
+                                 concurrency=config.agents.concurrency)
+
+
 async def build_snapshot(
     store: Store,
     config: BuildConfig,
@@ -260,8 +278,9 @@ async def build_snapshot(
     now: datetime | None = None,
     on_frozen: FrozenHook | None = None,
     allow_partial: bool | None = None,
+    open_roles: object | None = None,
 ) -> BuildResult:
-    """Build and freeze the spec's snapshot for `period` (see the module docstring)."""
+    """Build and freeze the spec's snapshot for `period` (see the module docstring; `open_roles`: `_with_open`'s)."""
     now = now or utcnow()
     snap = config.snapshot
     name = check_spec(config.spec, spec)
@@ -285,8 +304,7 @@ async def build_snapshot(
         content, start=p.start.date(), end=p.end.date(), domains=_control_domains(config.spec),
         per_domain=snap.control_entities,
     )
-    content = attach_open(content, start=p.start.date(), end=p.end.date(), control_domains=_control_domains(config.spec),
-                          per_domain=snap.control_entities)
+    content = await _with_open(content, config, p, open_roles)
     manifest = _manifest(config, content, p, sel, partial=not sel.complete)
     manifest = manifest.model_copy(update={"carried": _carried(sel)})
     final = snapshot_dir(snap.out_dir, name, p.label)

@@ -171,12 +171,16 @@ class OpenRow(_Row):
 class OpenInfo(_Row):
     """The open track of a snapshot: which generator wrote it and what it holds (per language)."""
 
-    engine: str  # `clkt.openqa.from_facts.GENERATOR_VERSION`: regenerating gives the same rows only under it
+    # `clkt.openqa.from_facts.GENERATOR_VERSION`: regenerating gives the same rows only under it; or the LLM roles'
+    # `clkt.openqa.from_llm.LLM_GENERATOR_VERSION` (never regenerated: read back from the frozen files)
+    engine: str
     questions: int = 0  # real entities' questions, per language
     control_questions: int = 0  # the control split's, per language
     entities: int = 0  # real entities with at least one question
     entities_without: int = 0  # real entities whose facts gave none (no facts, a kind the generator lacks)
     refused: int = 0  # questions refused at generation (a gold that cannot be scored): never frozen
+    dropped: int = Field(default=0, exclude_if=lambda v: not v)  # LLM roles only: drafts dropped (rejected, or stating their answer)
+    failed: int = Field(default=0, exclude_if=lambda v: not v)  # LLM roles only: calls without a valid output
 
 
 class DomainCounts(_Row):

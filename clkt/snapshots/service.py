@@ -213,7 +213,8 @@ class SnapshotBuilder:
 
         try:
             res = await build_snapshot(
-                ctx.store, self.config, period=p, now=now, on_frozen=on_frozen, allow_partial=allow_partial
+                ctx.store, self.config, period=p, now=now, on_frozen=on_frozen, allow_partial=allow_partial,
+                open_roles=ctx.agent_backend,
             )
         except SnapshotExists as e:  # built meanwhile (e.g. by `clkt snapshot build`)
             log.info("%s", e)

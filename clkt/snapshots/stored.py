@@ -3,7 +3,8 @@
 `stored_manifest` is how clkt reads the manifest the store keeps as JSON: a typed `SnapshotManifest`.
 
 `load_snapshot` re-assembles a frozen snapshot from the rows its items reference (its control split
-regenerated from the seed) and checks it still hashes to its id; `diff_snapshots` compares two by public ids;
+regenerated from the seed, its open track from the facts, or read back from
+its exported folder when the LLM roles wrote it: `clkt.snapshots.open_llm`) and checks it still hashes to its id; `diff_snapshots` compares two by public ids;
 `question_rows_by_qid` maps an export's qids back to question rows (results read from an export). The rows
 come from the snapshots' repository (`storage.snapshots`); nothing here builds a query.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
+from pathlib import Path
 from typing import Any
 
 from clkt.errors import SnapshotError
@@ -20,6 +22,7 @@ from clkt.snapshots.content import SnapshotContent, assemble_content, load_item_
 from clkt.snapshots.control import attach_control, check_control_engine
 from clkt.snapshots.layout import SnapshotManifest
 from clkt.snapshots.open import attach_open, check_open_engine
+from clkt.snapshots.open_llm import is_llm_open, stored_open
 from storage.engine import Session
 from storage.snapshots import SnapshotRecord, get_snapshot
 
@@ -72,7 +75,12 @@ async def load_snapshot(session: Session, ident: str) -> LoadedSnapshot:
             content, start=date.fromisoformat(manifest.period_start), end=date.fromisoformat(manifest.period_end),
             domains=manifest.control.domains, per_domain=manifest.control.per_domain,
         )
-    if manifest.open is not None:  # the open track, regenerated from the facts (none before it existed)
+    if manifest.open is not None and is_llm_open(manifest):  # the LLM roles' open track: read back, never rewritten
+        if not row.export_path:
+            raise SnapshotError(f"snapshot {row.id}: its open track was written by the LLM roles and is read from its "
+                                "exported folder, which the store does not name")
+        content = stored_open(content, manifest, Path(row.export_path))
+    elif manifest.open is not None:  # the open track, regenerated from the facts (none before it existed)
         check_open_engine(manifest.open, row.id)
         content = attach_open(
             content, start=date.fromisoformat(manifest.period_start), end=date.fromisoformat(manifest.period_end),

@@ -3,7 +3,8 @@
 `respond(role, prompt)` reads the data blocks of the user prompt the agents build and returns the tool
 arguments of a valid answer: the judge says "not known", the generator asks for the longest number of a
 document sentence (evidence = that sentence), the verifier passes, the open track's judge says CORRECT when the
-answer holds the gold's first line, the translators write a fixed sentence in
+answer holds the gold's first line, the open track's writer asks for the same number (its verifier passes, its
+translator keeps the gold), the translators write a fixed sentence in
 the target language that keeps every number and capitalised name of the source.
 `role_of_schema(properties)` tells the role from the output tool's JSON schema properties.
 """
@@ -37,6 +38,12 @@ def role_of_schema(properties: dict[str, Any]) -> str:
     keys = set(properties)
     if "known" in keys:
         return "judge"
+    if "open_questions" in keys:
+        return "generate_open"
+    if "answerable" in keys:
+        return "verify_open"
+    if "answer" in keys and "lang" in keys:
+        return "translate_open"
     if "questions" in keys:
         return "generate"
     if "grounded" in keys:
@@ -77,6 +84,15 @@ def _generate(prompt: str, n: int) -> dict[str, Any]:
     return {"questions": out}
 
 
+def _generate_open(prompt: str, n: int) -> dict[str, Any]:
+    """The open writer: per document sentence with a number of 2+ digits, "which number fills the blank"."""
+    mcqs = _generate(prompt, n)["questions"]
+    return {"open_questions": [
+        {"slot": q["slot"], "kind": "number", "question": q["question"], "answer": q["options"][0],
+         "aliases": [re.sub(r"\D", "", q["options"][0])], "evidence": q["evidence"]} for q in mcqs
+    ]}
+
+
 def _keep(source: str, *, names: bool = True) -> str:
     nums = " ".join(_NUM.findall(source))
     kept = " ".join(dict.fromkeys(_NAME.findall(source))) if names else ""
@@ -96,6 +112,15 @@ def respond(role: str, prompt: str) -> dict[str, Any]:
         right = bool(gold) and gold in block(prompt, "answer").casefold()
         return {"verdict": "CORRECT" if right else "INCORRECT", "reason": "the gold is in the answer" if right else
                 "the answer does not give the gold"}
+    if role == "generate_open":
+        n_m = re.search(r"Write (\d+) short-answer", prompt)
+        return _generate_open(prompt, int(n_m.group(1)) if n_m else 3)
+    if role == "verify_open":
+        return {"answerable": True, "supported": True, "not_given_away": True, "reasons": {}}
+    if role == "translate_open":
+        src = json.loads(block(prompt, "source"))
+        return {"lang": lang, "question": f"{_PHRASES.get(lang, _PHRASES['en'])}: {_keep(src['question'])}",
+                "answer": src["answer"], "aliases": src["aliases"]}
     if role == "verify":
         return {"grounded": True, "specific": True, "verifiable": True, "answer_correct": True,
                 "distractors_plausible_wrong": True, "reasons": {}}

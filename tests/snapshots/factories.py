@@ -9,11 +9,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import select
+
 from clkt.config import Settings, load_settings
 from storage.engine import Store
 from storage.models import Document, Entity, EntityStatus, Probe, Question, QuestionStatus, Translation
 
-__all__ = ["LANGS", "add_ready_entity", "fill_period", "make_settings"]
+__all__ = ["LANGS", "add_ready_entity", "fill_period", "make_settings", "state_numbers"]
 
 LANGS = ("en", "ja", "fr")
 SOURCES = {"movies": ("tmdb",), "music": ("musicbrainz", "deezer"), "sports": ("thesportsdb",), "disasters": ("usgs", "gdacs")}
@@ -118,3 +120,12 @@ async def fill_period(
             ))
     return ids
 
+
+
+async def state_numbers(store: Store) -> None:
+    """Each English document states one number (the fake LLM's writer asks about it: `tests.fakes.llm_responder`)."""
+    async with store.session() as s:
+        for d in (await s.execute(select(Document).where(Document.lang == "en"))).scalars():
+            d.text = f"{d.text} The attendance was {2000 + (d.entity_id or 0)} spectators."
+            d.text_hash = _h(d.text)
+        await s.commit()
