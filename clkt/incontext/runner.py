@@ -4,7 +4,9 @@ API targets answer through the agents' model stack (their keys are checked first
 before anything is asked); local targets are loaded in process and scored by the scorer their parametric jobs are
 headlined with (`clkt.incontext.askers.incontext_scorer`: option-loglik-norm for a base model, else the generate
 scorer with `[gpu] max_new_tokens` and `parse`), on the probe's device. The context languages are the spec's train
-languages present in the snapshot. Each target's track resumes where its answers stop.
+languages present in the snapshot. Each target's track resumes where its answers stop. Where the snapshot has an
+open track, an API target then answers its short-answer questions the same way (`clkt.incontext.open_track`); a
+local target does not (its open answers come from its jobs' open pass).
 """
 
 from __future__ import annotations
@@ -16,11 +18,13 @@ from typing import TYPE_CHECKING
 
 from clkt.errors import UserError
 from clkt.incontext.askers import ApiAsker, Asker, LocalAsker, incontext_scorer
+from clkt.incontext.open_track import InContextOpenTrack, OpenTrackCounts, OpenTrackStopped
 from clkt.incontext.track import InContextTrack, TrackCounts, TrackStopped
 from clkt.targets.api import ApiTargets, check_api_targets, is_api_target
 
 if TYPE_CHECKING:
     from clkt.config import AgentSettings, GpuSettings, SecretLookup, SpecSettings, TargetSettings
+    from clkt.openqa.frozen import FrozenOpenQuestion
     from clkt.snapshots.layout import SnapshotData
     from storage.engine import Store
 
@@ -32,6 +36,10 @@ class TrackRun:
     target: str
     counts: TrackCounts
     error: str | None = None  # the run stopped (a provider failed): a rerun resumes
+    # the short answers (`clkt.incontext.open_track`): None where not asked (no open track, a local target, or the
+    # multiple-choice track stopped first)
+    open_counts: OpenTrackCounts | None = None
+    open_error: str | None = None
 
 
 async def load_frozen_snapshot(store: Store, snapshot_id: str) -> SnapshotData:
@@ -58,6 +66,15 @@ def _local_asker(target: TargetSettings, *, gpu: GpuSettings, data_dir: Path) ->
                       batch_size=gpu.eval_batch_size or 8, scorer=incontext_scorer(target, gpu))
 
 
+async def _open_questions(snapshot: SnapshotData) -> list[FrozenOpenQuestion]:
+    """The snapshot's open questions ([] without an open track: no short answer is asked)."""
+    import asyncio
+
+    from clkt.openqa.frozen import load_open_questions
+
+    return await asyncio.to_thread(load_open_questions, snapshot.path)
+
+
 async def run_incontext(
     *, store: Store, snapshot_id: str, spec: SpecSettings, agents: AgentSettings, gpu: GpuSettings, data_dir: Path,
     secret: SecretLookup, targets: Sequence[str] | None = None, api: ApiTargets | None = None,
@@ -74,6 +91,7 @@ async def run_incontext(
         raise UserError(f"no target {', '.join(unknown)} in the spec (targets: {', '.join(t.name for t in spec.targets)})")
     check_api_targets(chosen, agents, secret=secret)  # before anything runs
     snapshot = await load_frozen_snapshot(store, snapshot_id)
+    open_questions = await _open_questions(snapshot)
     contexts = [x for x in spec.train_langs if x in snapshot.languages and (context_langs is None or x in context_langs)]
     batch = agents.incontext_batched()
     if api is None and any(is_api_target(t) for t in chosen):
@@ -100,10 +118,27 @@ async def run_incontext(
         try:
             counts = await _run_track(track, api if batch and is_api_target(t) else None,
                                       poll_s=agents.batch.poll_interval_s, wait=wait_batches)
-            out.append(TrackRun(target=t.name, counts=counts))
         except TrackStopped as e:
             out.append(TrackRun(target=t.name, counts=e.counts, error=str(e)))
+            continue
+        run = TrackRun(target=t.name, counts=counts)
+        if is_api_target(t) and open_questions:
+            assert api is not None
+            run = await _run_open(InContextOpenTrack(
+                store=store, snapshot=snapshot, questions=open_questions, target=t, api=api, context_langs=contexts,
+                context_tokens=asker.context_tokens, concurrency=agents.concurrency), run)
+        out.append(run)
     return out
+
+
+async def _run_open(track: InContextOpenTrack, run: TrackRun) -> TrackRun:
+    """The target's short answers after its multiple-choice track, on the same `TrackRun`."""
+    from dataclasses import replace
+
+    try:
+        return replace(run, open_counts=await track.run())
+    except OpenTrackStopped as e:
+        return replace(run, open_counts=e.counts, open_error=str(e))
 
 
 async def _run_track(track: InContextTrack, api: ApiTargets | None, *, poll_s: float, wait: bool) -> TrackCounts:
