@@ -24,10 +24,10 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TYPE_CHECKING, ClassVar
 
-from clkt.errors import AgentError
 from clkt.evaluate.results import Variant
 from clkt.incontext.open_prompt import OPEN_INCONTEXT_PROMPT_VERSION, build_open_prompt
 from clkt.incontext.prompt import estimate_tokens
+from clkt.incontext.track import TrackStopped
 from clkt.openqa.generate import ApiOpenAnswer, api_prompt_answers
 from clkt.openqa.prompts import INSTRUCTIONS, MAX_NEW_TOKENS
 from clkt.openqa.results import UNSCORABLE, safely_scored_item
@@ -58,12 +58,8 @@ class OpenTrackCounts:
     errors: list[str] = field(default_factory=list)
 
 
-class OpenTrackStopped(AgentError):
+class OpenTrackStopped(TrackStopped[OpenTrackCounts]):
     """A call failed: what was answered is stored, a rerun resumes (`counts`: this run's)."""
-
-    def __init__(self, message: str, *, counts: OpenTrackCounts) -> None:
-        super().__init__(message)
-        self.counts = counts
 
 
 @dataclass(frozen=True, slots=True)
