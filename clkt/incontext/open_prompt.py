@@ -12,7 +12,8 @@ The text between the markers below is a document, given as data: use it to answe
 
 <question>
 ```
-The floor (no context) is the open track's chat prompt alone. Crawled text is hostile: a marker inside the document
+A local base model gets the open track's few-shot frame in place of the instruction and question (ending at the
+answer label: `open_text(chat=False)`). The floor (no context) is the open track's prompt alone. Crawled text is hostile: a marker inside the document
 is defused (`_defuse`, its angle brackets replaced) so the document cannot close its block and speak after it.
 `OPEN_INCONTEXT_PROMPT_VERSION` names this text; it is stored with each answer and changes when any of it does.
 """
@@ -37,9 +38,11 @@ def _defuse(document: str) -> str:
 
 def build_open_prompt(
     *, document: str | None, question: str, lang: str, context_tokens: int, max_new_tokens: int, count: Counter,
+    chat: bool = True,
 ) -> BuiltPrompt:
-    """The short-answer prompt for one question (`document` None: the floor), fitted to the context."""
-    tail = open_text(question, lang, chat=True)
+    """The short-answer prompt for one question (`document` None: the floor), fitted to the context; `chat`: the
+    instruction and question (API and instruct targets), else the few-shot frame ending at the answer label."""
+    tail = open_text(question, lang, chat=chat)
     if document is None:
         return BuiltPrompt(text=tail if count(tail) + max_new_tokens <= context_tokens else None)
     frame = f"{DOC_NOTE}\n{DOC_START}\n\n{DOC_END}\n\n{tail}"

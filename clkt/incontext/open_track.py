@@ -1,16 +1,14 @@
-"""The in-context track's short answers (issue 47): an API target answers the snapshot's open test questions with the
+"""The in-context track's short answers (issue 47): a target answers the snapshot's open test questions with the
 entity's document in the prompt (a contextual track, reported apart from its multiple-choice figures and from the
 parametric open track: `clkt.report.incontext_open`).
 
 For every open test question of the snapshot (`clkt.openqa.frozen.load_open_questions`) in every language L it is
 asked in, and every context language c: the entity's c document as delimited data, then the question in L
-(`clkt.incontext.open_prompt`); and once without the document (the floor). Each prompt is answered greedily through
-the agents' stack (`clkt.openqa.generate.api_prompt_answers`: paced, cached, budgeted; cut by the stop rule) and
-scored by the normaliser with the answer's language identified (`clkt.openqa.results.safely_scored_item`: an answer
-in another language is INCORRECT and counted apart; one whose scoring raised is UNSCORABLE, in no figure).
-
-Only API targets: a local target's open answers come from its jobs' open pass (`clkt.inject.open_pass`); asking one
-here would load it a second time beside the MCQ track's asker (`InContextOpenTrack` is not run for it).
+(`clkt.incontext.open_prompt`); and once without the document (the floor). Each prompt is answered greedily by the
+target's `OpenAnswerer` (`clkt.incontext.open_answerers`: an API target through the agents' stack, paced, cached,
+budgeted; a local one through the open track's generation path), cut by the stop rule, and scored by the normaliser
+with the answer's language identified (`clkt.openqa.results.safely_scored_item`: an answer in another language is
+INCORRECT and counted apart; one whose scoring raised is UNSCORABLE, in no figure).
 
 Answers are stored chunk by chunk, each row whole (`storage.incontext_open`): a call that fails (a provider down, the
 monthly budget spent) stores nothing for its prompt, stops the track once its chunk's answers are stored, and a rerun
@@ -25,20 +23,18 @@ from functools import partial
 from typing import TYPE_CHECKING, ClassVar
 
 from clkt.evaluate.results import Variant
+from clkt.incontext.open_answerers import OpenAnswerer
 from clkt.incontext.open_prompt import OPEN_INCONTEXT_PROMPT_VERSION, build_open_prompt
-from clkt.incontext.prompt import estimate_tokens
 from clkt.incontext.track import TrackStopped
-from clkt.openqa.generate import ApiOpenAnswer, api_prompt_answers
+from clkt.openqa.generate import ApiOpenAnswer
 from clkt.openqa.prompts import INSTRUCTIONS, MAX_NEW_TOKENS
 from clkt.openqa.results import UNSCORABLE, safely_scored_item
 from storage.incontext import NO_CONTEXT
 from storage.incontext_open import InContextOpenRecord, add_incontext_open, incontext_open_keys
 
 if TYPE_CHECKING:
-    from clkt.config import TargetSettings
     from clkt.openqa.frozen import FrozenOpenQuestion
     from clkt.snapshots.layout import SnapshotData
-    from clkt.targets.api import ApiTargets
     from storage.engine import Store
 
 __all__ = ["InContextOpenTrack", "OpenTrackCounts", "OpenTrackStopped"]
@@ -73,18 +69,16 @@ class _Item:
 
 @dataclass(kw_only=True)
 class InContextOpenTrack:
-    """One API target's short answers on one snapshot: `run()` asks what is missing and stores it."""
+    """One target's short answers on one snapshot: `run()` asks what is missing and stores it."""
 
     CHUNK: ClassVar[int] = 32
 
     store: Store
     snapshot: SnapshotData
     questions: Sequence[FrozenOpenQuestion]  # the snapshot's open questions (test split used)
-    target: TargetSettings
-    api: ApiTargets
+    target: str  # the target's name (the stored rows' key)
+    answerer: OpenAnswerer
     context_langs: Sequence[str]
-    context_tokens: int
-    concurrency: int = 8
     max_new_tokens: int = MAX_NEW_TOKENS
 
     def _items(self, done: set[tuple[int, str, str]]) -> list[_Item]:
@@ -97,14 +91,14 @@ class InContextOpenTrack:
                     if (q.qid, c, lang) in done or (c != NO_CONTEXT and doc is None):
                         continue
                     p = build_open_prompt(document=doc, question=q.question.questions[lang], lang=lang,
-                                          context_tokens=self.context_tokens, max_new_tokens=self.max_new_tokens,
-                                          count=estimate_tokens)
+                                          chat=self.answerer.chat, context_tokens=self.answerer.context_tokens,
+                                          max_new_tokens=self.max_new_tokens, count=self.answerer.count)
                     out.append(_Item(q=q, context_lang=c, lang=lang, prompt=p.text, truncated=p.truncated))
         return out
 
     def _record(self, item: _Item, reply: ApiOpenAnswer | None) -> InContextOpenRecord:
         rec = InContextOpenRecord(
-            snapshot_id=self.snapshot.manifest.snapshot_id, target=self.target.name, open_qid=item.q.qid,
+            snapshot_id=self.snapshot.manifest.snapshot_id, target=self.target, open_qid=item.q.qid,
             entity_id=item.q.entity_id, context_lang=item.context_lang, lang=item.lang, status=SKIPPED, verdict="",
             prompt_version=OPEN_INCONTEXT_PROMPT_VERSION, truncated=item.truncated,
         )
@@ -121,7 +115,7 @@ class InContextOpenTrack:
         what was answered) when a call failed: no later chunk is asked."""
         sid = self.snapshot.manifest.snapshot_id
         async with self.store.session() as s:
-            done = await incontext_open_keys(s, sid, self.target.name)
+            done = await incontext_open_keys(s, sid, self.target)
         counts = OpenTrackCounts(already=len(done))
         items = self._items(done)
         skipped = [i for i in items if i.prompt is None]
@@ -132,15 +126,14 @@ class InContextOpenTrack:
             await self._chunk(todo[start:start + self.CHUNK], counts)
             if counts.failed:
                 raise OpenTrackStopped(
-                    f"in-context short answers of {self.target.name} on {sid}: {counts.failed} call(s) failed "
+                    f"in-context short answers of {self.target} on {sid}: {counts.failed} call(s) failed "
                     f"({counts.errors[0]}); {counts.asked} answered this run are stored, a rerun resumes",
                     counts=counts,
                 )
         return counts
 
     async def _chunk(self, chunk: list[_Item], counts: OpenTrackCounts) -> None:
-        replies = await api_prompt_answers(self.api, self.target, [i.prompt or "" for i in chunk],
-                                           concurrency=self.concurrency, max_new_tokens=self.max_new_tokens)
+        replies = await self.answerer.answer([i.prompt or "" for i in chunk])
         records: list[InContextOpenRecord] = []
         for item, reply in zip(chunk, replies, strict=True):
             if isinstance(reply, BaseException):

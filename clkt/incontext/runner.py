@@ -5,8 +5,7 @@ before anything is asked); local targets are loaded in process and scored by the
 headlined with (`clkt.incontext.askers.incontext_scorer`: option-loglik-norm for a base model, else the generate
 scorer with `[gpu] max_new_tokens` and `parse`), on the probe's device. The context languages are the spec's train
 languages present in the snapshot. Each target's track resumes where its answers stop. Where the snapshot has an
-open track, an API target then answers its short-answer questions the same way (`clkt.incontext.open_track`); a
-local target does not (its open answers come from its jobs' open pass).
+open track, each target then answers its short-answer questions the same way (`clkt.incontext.open_track`).
 """
 
 from __future__ import annotations
@@ -18,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from clkt.errors import UserError
 from clkt.incontext.askers import ApiAsker, Asker, LocalAsker, incontext_scorer
+from clkt.incontext.open_answerers import ApiOpenAnswerer, LocalOpenAnswerer, OpenAnswerer
 from clkt.incontext.open_track import InContextOpenTrack, OpenTrackCounts, OpenTrackStopped
 from clkt.incontext.track import InContextTrack, TrackCounts, TrackStopped
 from clkt.targets.api import ApiTargets, check_api_targets, is_api_target
@@ -78,13 +78,15 @@ async def _open_questions(snapshot: SnapshotData) -> list[FrozenOpenQuestion]:
 async def run_incontext(
     *, store: Store, snapshot_id: str, spec: SpecSettings, agents: AgentSettings, gpu: GpuSettings, data_dir: Path,
     secret: SecretLookup, targets: Sequence[str] | None = None, api: ApiTargets | None = None,
-    wait_batches: bool = True, context_langs: Sequence[str] | None = None,
+    wait_batches: bool = True, context_langs: Sequence[str] | None = None, short_answers: bool = True,
 ) -> list[TrackRun]:
     """The track of every target of the spec (or those named) on the snapshot; one `TrackRun` per target; the
     context languages: the spec's train languages in the snapshot (only those of `context_langs` when given). In batch
     mode (`AgentSettings.incontext_batched`) an API target's calls are queued into provider batches at the batch
     price; with `wait_batches` the run waits for them (polling every `[agents.batch] poll_interval_s`), else a
-    track with calls pending ends with `counts.pending` > 0 and a later run reads their answers."""
+    track with calls pending ends with `counts.pending` > 0 and a later run reads their answers. With `short_answers`
+    (the default) each target whose MCQ track completed then answers the snapshot's open questions, where it has
+    an open track (`clkt.incontext.open_track`; never in batch mode)."""
     chosen = [t for t in spec.targets if targets is None or t.name in targets]
     unknown = sorted(set(targets or ()) - {t.name for t in spec.targets})
     if unknown:
@@ -122,13 +124,20 @@ async def run_incontext(
             out.append(TrackRun(target=t.name, counts=e.counts, error=str(e)))
             continue
         run = TrackRun(target=t.name, counts=counts)
-        if is_api_target(t) and open_questions:
-            assert api is not None
+        if open_questions and short_answers:
             run = await _run_open(InContextOpenTrack(
-                store=store, snapshot=snapshot, questions=open_questions, target=t, api=api, context_langs=contexts,
-                context_tokens=asker.context_tokens, concurrency=agents.concurrency), run)
+                store=store, snapshot=snapshot, questions=open_questions, target=t.name, context_langs=contexts,
+                answerer=_open_answerer(asker, t, api=api, concurrency=agents.concurrency)), run)
         out.append(run)
     return out
+
+
+def _open_answerer(asker: Asker, target: TargetSettings, *, api: ApiTargets | None, concurrency: int) -> OpenAnswerer:
+    """Who answers the target's short answers: the MCQ asker's loaded model (local), else the API target."""
+    if isinstance(asker, LocalAsker):
+        return LocalOpenAnswerer(asker=asker)
+    assert api is not None
+    return ApiOpenAnswerer(api=api, target=target, context_tokens=asker.context_tokens, concurrency=concurrency)
 
 
 async def _run_open(track: InContextOpenTrack, run: TrackRun) -> TrackRun:

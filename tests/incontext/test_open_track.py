@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from clkt.config import AgentSettings, GpuSettings, SpecSettings, TargetSettings
+from clkt.incontext.open_answerers import ApiOpenAnswerer, LocalOpenAnswerer
 from clkt.incontext.open_prompt import DOC_END, DOC_START, OPEN_INCONTEXT_PROMPT_VERSION, build_open_prompt
 from clkt.incontext.open_track import InContextOpenTrack, OpenTrackStopped
 from clkt.incontext.prompt import estimate_tokens
@@ -39,9 +40,10 @@ def open_snapshot(tmp_path: Path) -> SnapshotData:
 def track(store: Store, snap: SnapshotData, agents: AgentSettings, *, target: TargetSettings | None = None,
           context_tokens: int = 8192) -> InContextOpenTrack:
     api = ApiTargets.build(agents=agents, secret=no_secrets, cache=SqlCallCache(store))
+    target = target or api_target()
+    answerer = ApiOpenAnswerer(api=api, target=target, context_tokens=context_tokens, concurrency=1)
     return InContextOpenTrack(store=store, snapshot=snap, questions=load_open_questions(snap.path),
-                              target=target or api_target(), api=api, context_langs=["en", "fr"],
-                              context_tokens=context_tokens, concurrency=1)
+                              target=target.name, answerer=answerer, context_langs=["en", "fr"])
 
 
 async def rows(store: Store) -> list:  # type: ignore[type-arg]
@@ -161,3 +163,33 @@ def test_the_document_is_delimited_data_and_cannot_close_its_block() -> None:
     too_small = build_open_prompt(document=hostile * 50, question="Who directed the film Velmora Tide?", lang="en",
                                   context_tokens=100, max_new_tokens=32, count=estimate_tokens)
     assert too_small.text is None
+
+
+async def test_a_local_target_answers_them_in_process_through_the_open_generation_path(
+        store: Store, tmp_path: Path) -> None:
+    """The tiny random base model: the few-shot frame after the document, greedy, cut; the same answers as the open
+    track's generation path on the same prompts; resumable."""
+    from clkt.evaluate.memory import BatchSizer
+    from clkt.incontext import LocalAsker
+    from clkt.openqa.generate import generate_prompts
+    from clkt.openqa.prompts import LABELS
+    from clkt.targets.prompting import render_prompt
+    from tests.evaluate._tiny import tiny_model, tiny_tokenizer
+
+    snap = open_snapshot(tmp_path)
+    target = TargetSettings(name="tiny", model="embedded:tiny", kind="base")
+    model, tok = tiny_model(), tiny_tokenizer()
+    answerer = LocalOpenAnswerer(asker=LocalAsker(model=model, tokenizer=tok, target=target, max_new_tokens=4),
+                                 max_new_tokens=4)
+    t = InContextOpenTrack(store=store, snapshot=snap, questions=load_open_questions(snap.path), target="tiny",
+                           answerer=answerer, context_langs=["en"], max_new_tokens=4)
+    items = t._items(set())
+    assert not answerer.chat and all((i.prompt or "").endswith(LABELS[i.lang][1]) for i in items if i.prompt)
+    counts = await t.run()
+    got = await rows(store)
+    assert counts.asked + counts.skipped == 8 and len(got) == 8 and counts.failed == 0  # no fr documents asked
+    direct = generate_prompts(model, tok, [render_prompt(target, tok, i.prompt) for i in items if i.prompt],
+                              sizer=BatchSizer(size=8, automatic=False), max_new_tokens=4)
+    by_key = {(r.open_qid, r.context_lang, r.lang): r.answer for r in got if r.status == "answered"}
+    assert [by_key[(i.q.qid, i.context_lang, i.lang)] for i in items if i.prompt] == [a[:500] for a in direct]
+    assert all(r.cost_usd == 0.0 for r in got) and (await t.run()).asked == 0
