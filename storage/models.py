@@ -26,6 +26,7 @@ from storage.enums import (
     Stage,
 )
 from storage.figure_cache import FigureCacheEntry  # the tables in their own modules, registered here
+from storage.incontext_open_table import InContextOpenAnswer
 from storage.llm_tables import LlmBatch, LlmBatchRequest, LlmCall
 from storage.open_judgement_table import OpenJudgement
 from storage.open_result_table import OpenResult
@@ -43,6 +44,7 @@ __all__ = [
     "GpuEngineStatus",
     "GpuJob",
     "InContextAnswer",
+    "InContextOpenAnswer",
     "LeaseStatus",
     "LlmBatch",
     "LlmBatchRequest",

@@ -44,7 +44,11 @@ def incontext(
         jobs = f", {c.from_jobs} floor answers from its jobs' base pass" if c.from_jobs else ""
         console.print(f"{r.target}: {c.asked} answered now{jobs}, {c.already} already stored, {c.unparsed} without a letter, "
                       f"{c.truncated} documents cut, {c.skipped} skipped (prompt too long)")
-    stopped = [r for r in runs if r.error]
+        if (o := r.open_counts) is not None:
+            console.print(f"{r.target} short answers: {o.asked} answered now, {o.already} already stored, "
+                          f"{o.other_language} in another language, {o.unscorable} unscorable, {o.truncated} documents "
+                          f"cut, {o.skipped} skipped (prompt too long)")
+    stopped = [r.error or r.open_error for r in runs if r.error or r.open_error]
     if stopped:
-        raise fail(stopped[0].error or "", code=1)
+        raise fail(stopped[0] or "", code=1)
     console.print(f"then: clkt report {ident}")

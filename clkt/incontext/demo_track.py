@@ -64,6 +64,7 @@ async def run_demo_track(
     runs = await run_incontext(
         store=store, snapshot_id=snapshot_id, spec=spec, agents=agents, gpu=gpu,
         data_dir=data_dir, secret=secret, targets=local, context_langs=contexts,
+        short_answers=False,  # the demo's time: its open figures are its job's open pass (`clkt incontext` asks them)
     ) if local else []
     data = await load_report_data(store, snapshot_id, spec=spec)
     note = _note(contexts, list(spec.train_langs))

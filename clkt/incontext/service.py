@@ -79,14 +79,14 @@ class InContextService:
                 store=ctx.store, snapshot_id=snap.id, spec=self.spec, agents=self.agents, gpu=self.gpu,
                 data_dir=self.data_dir, secret=self.secret, targets=self.targets, api=self._api, wait_batches=False,
             )
-            failed = [r for r in runs if r.error]
+            failed = [r for r in runs if r.error or r.open_error]  # the short answers' stop retried as the MCQ's
             pending = sum(r.counts.pending for r in runs)
             if pending and not failed:  # batch mode: queued or in batches; the next round reads their answers
                 await self._api.tick_batches()
                 log.info("in-context track of %s: %d call(s) in provider batches", snap.id, pending)
                 continue
             if failed:
-                log.warning("in-context track of %s stopped: %s (resumes in %.0f s)", snap.id, failed[0].error,
+                log.warning("in-context track of %s stopped: %s (resumes in %.0f s)", snap.id, failed[0].error or failed[0].open_error,
                             self.RETRY_BACKOFF_S)
                 self._retry_at[snap.id] = clock.monotonic() + self.RETRY_BACKOFF_S
                 continue

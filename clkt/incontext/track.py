@@ -23,7 +23,7 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar
 
 from clkt._tasks import cancel_and_wait
 from clkt.errors import AgentError, RetryLater
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 __all__ = ["InContextTrack", "TrackCounts", "TrackStopped"]
 
 ANSWERED, UNPARSED, SKIPPED = "answered", "unparsed", "skipped"
+C = TypeVar("C")  # a track's counts
 
 
 @dataclass(slots=True)
@@ -59,10 +60,11 @@ class TrackCounts:
     errors: list[str] = field(default_factory=list)
 
 
-class TrackStopped(AgentError):
-    """A call of the track failed: what was answered is stored, a rerun resumes (`counts`: this run's)."""
+class TrackStopped(AgentError, Generic[C]):
+    """A call of the track failed: what was answered is stored, a rerun resumes (`counts`: this run's; the short
+    answers' track, `clkt.incontext.open_track`, stops with its own counts)."""
 
-    def __init__(self, message: str, *, counts: TrackCounts) -> None:
+    def __init__(self, message: str, *, counts: C) -> None:
         super().__init__(message)
         self.counts = counts
 
@@ -162,7 +164,7 @@ class InContextTrack:
         finally:  # after a failure, the chunk asked ahead (what it answered is in the LLM cache)
             await cancel_and_wait(task for _, task in asked)
         if counts.failed:
-            raise TrackStopped(
+            raise TrackStopped[TrackCounts](
                 f"in-context track of {self.target} on {sid}: {counts.failed} call(s) failed "
                 f"({counts.errors[0]}); {counts.asked} answered this run are stored, a rerun resumes",
                 counts=counts,

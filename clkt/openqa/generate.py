@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from clkt.config import TargetSettings
     from clkt.targets.api import ApiTargets
 
-__all__ = ["STAGE", "ApiOpenAnswer", "OpenPrompt", "api_answers", "generate_answers", "generate_prompts", "line_done"]
+__all__ = ["STAGE", "ApiOpenAnswer", "OpenPrompt", "api_answers", "api_prompt_answers", "generate_answers", "generate_prompts", "line_done"]
 
 STAGE = "open_answer"  # the call records' stage of an API target's open answers
 
@@ -132,15 +132,24 @@ async def api_answers(
     api: ApiTargets, target: TargetSettings, questions: Sequence[OpenPrompt], *, concurrency: int = 8,
     max_new_tokens: int = MAX_NEW_TOKENS,
 ) -> list[ApiOpenAnswer | BaseException]:
-    """Each question's answer by an API target at temperature 0, the chat prompt as its user message, through the
-    agents' stack (`ApiTargets.ask`: the provider's limiter, the LLM cache, the budget; stage `STAGE`), at most
-    `concurrency` at once. A failed call is returned as its exception, the others kept."""
+    """Each question's answer by an API target at temperature 0, the chat prompt as its user message (`api_prompt_answers`)."""
+    texts = [open_text(q.question, q.lang, chat=True) for q in questions]
+    return await api_prompt_answers(api, target, texts, concurrency=concurrency, max_new_tokens=max_new_tokens)
+
+
+async def api_prompt_answers(
+    api: ApiTargets, target: TargetSettings, prompts: Sequence[str], *, concurrency: int = 8,
+    max_new_tokens: int = MAX_NEW_TOKENS, stage: str = STAGE,
+) -> list[ApiOpenAnswer | BaseException]:
+    """Each prompt's answer by an API target at temperature 0, the prompt as its user message, through the agents'
+    stack (`ApiTargets.ask`: the provider's limiter, the LLM cache, the budget; `stage`), at most `concurrency` at
+    once, cut by the stop rule. A failed call is returned as its exception, the others kept."""
     sem = asyncio.Semaphore(concurrency)
 
-    async def one(q: OpenPrompt) -> ApiOpenAnswer:
+    async def one(prompt: str) -> ApiOpenAnswer:
         async with sem:
-            a = await api.ask(target, open_text(q.question, q.lang, chat=True), max_tokens=max_new_tokens, stage=STAGE)
+            a = await api.ask(target, prompt, max_tokens=max_new_tokens, stage=stage)
         return ApiOpenAnswer(text=cut(a.text), input_tokens=a.input_tokens, output_tokens=a.output_tokens,
                              cost_usd=a.cost_usd, cached=a.cached)
 
-    return list(await asyncio.gather(*(one(q) for q in questions), return_exceptions=True))
+    return list(await asyncio.gather(*(one(p) for p in prompts), return_exceptions=True))

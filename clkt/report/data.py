@@ -18,6 +18,7 @@ from clkt.evaluate.summary import ControlCounts, LocalityCounts
 from clkt.report.basics import MIN_CELL_N
 from clkt.report.cutoff_curve import TargetKnowledge
 from clkt.report.incontext import InContextTarget
+from clkt.report.incontext_open import InContextOpenTarget
 from clkt.report.leaderboard_data import LeaderRow
 from clkt.report.learn import LearnStat, LearnTest
 from clkt.report.locality import KeptLang, locality_lines
@@ -145,6 +146,9 @@ class ReportData(BaseModel):
     # the in-context track (`clkt.report.incontext`): contextual, never pooled with the rows above; left out of
     # metrics.json when no target ran it on the snapshot
     incontext: list[InContextTarget] = Field(default_factory=list, exclude_if=lambda v: not v)
+    # the in-context track's short answers (`clkt.report.incontext_open`): apart from the rows above and from both
+    # the in-context MCQ figures and the parametric open track; left out of metrics.json when none was asked
+    incontext_open: list[InContextOpenTarget] = Field(default_factory=list, exclude_if=lambda v: not v)
     # the groups whose jobs ran with several training seeds: their leaderboard rows, pooled over the seeds (the
     # figures of their Table 2 `all` cells) with each seed's value and the between-seed sd (`clkt.report.seed_report`);
     # left out of metrics.json when every job ran one seed

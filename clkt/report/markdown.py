@@ -10,6 +10,7 @@ from pathlib import Path
 
 from clkt.report.data import COST_NOTE, LEARN_HEADER, ReportData, ci_text, grid, learn_rows, pct1, scenarios
 from clkt.report.incontext import incontext_lines
+from clkt.report.incontext_open import incontext_open_lines
 from clkt.report.locality import KEPT_HEADER, LOCALITY_INTRO, kept_row
 from clkt.report.metric_table import PAIR_METRICS
 from clkt.report.metrics import BASE_FLAG_MEANS
@@ -83,6 +84,8 @@ def markdown(data: ReportData, figures: list[Path]) -> str:
         lines += _knowledge(data)
     if data.incontext:
         lines += incontext_lines(data.incontext, data.table2)
+    if data.incontext_open:
+        lines += incontext_open_lines(data.incontext_open)
     if data.open_track is not None:
         lines += open_lines(data.open_track, _md_row)
     if figures:

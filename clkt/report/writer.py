@@ -66,6 +66,7 @@ from clkt.report.data import (
 )
 from clkt.report.figures import heatmaps, size_plots
 from clkt.report.incontext import incontext_results
+from clkt.report.incontext_open import incontext_open_results
 from clkt.report.learn import LearnTest, learn_tests, stat_from_counts
 from clkt.report.locality import KEPT_HEADER, kept_langs, kept_row, locality_entities
 from clkt.report.markdown import markdown
@@ -87,7 +88,8 @@ from clkt.report.seed_report import SeedTables, primary_seed, seed_tables, table
 from clkt.report.window import public_entity_ids
 from clkt.snapshots.ids import stable_entity_id, stable_qid
 from storage.gpu_jobs import JobResultRow, jobs_for_snapshot, results_for_snapshot
-from storage.incontext import incontext_answers
+from storage.incontext import InContextRecord, incontext_answers
+from storage.incontext_open import InContextOpenRecord, incontext_open_answers
 from storage.knowledge import known_by_month
 from storage.open_judgements import jury_rows_for_snapshot
 from storage.open_results import open_results_for_snapshot
@@ -150,6 +152,7 @@ async def load_report_data(
         verdicts = await known_by_month(s, targets=sorted({j.target_model for j in jobs})) if jobs else []
         registry = {t.name: t.cutoff for t in await list_targets(s)}
         incontext_rows = await incontext_answers(s, snapshot_id)
+        incontext_open_rows = await incontext_open_answers(s, snapshot_id)
         open_rows = await open_results_for_snapshot(s, snapshot_id)
         jury_rows = await jury_rows_for_snapshot(s, snapshot_id) if open_rows else []
     infos: list[JobInfo] = []
@@ -195,10 +198,8 @@ async def load_report_data(
         }
         data.knowledge.extend(knowledge_curves(verdicts, windows))
         data.notes.extend(f"contamination alarm: {k.summary}" for k in data.knowledge if k.alarm)
-    if incontext_rows:  # the in-context track: reported apart (never pooled with the parametric rows)
-        kept = [r for r in incontext_rows if r.qid not in exclude_qids]
-        data = data.model_copy(update={"incontext": await asyncio.to_thread(
-            partial(incontext_results, kept, languages=langs, snapshot_id=snapshot_id, seed=seed))})
+    data = await _with_incontext(data, incontext_rows, incontext_open_rows, exclude_qids=exclude_qids, langs=langs,
+                                 snapshot_id=snapshot_id, seed=seed)
     if open_kept := [r for r in open_rows if r.open_qid not in exclude_qids]:  # the open track, apart (`clkt.report.open_track`)
         mcq = [r for r in rows if stable_qid(r.source, r.external_id, r.slot) not in exclude_qids]
         data = data.model_copy(update={"open_track": await asyncio.to_thread(partial(
@@ -210,6 +211,22 @@ async def load_report_data(
         TargetValidity(target=v.target_name, status=v.status.value, entities=v.entities, excluded=v.excluded)
         for v in validity if v.target_name in ran
     ]})
+
+
+async def _with_incontext(
+    data: ReportData, rows: Sequence[InContextRecord], open_rows: Sequence[InContextOpenRecord], *,
+    exclude_qids: frozenset[int], langs: list[str], snapshot_id: str, seed: int,
+) -> ReportData:
+    """`data` with the in-context track's sections: its multiple-choice figures and its short answers, each apart
+    (never pooled with the parametric rows, nor with each other)."""
+    if rows:
+        kept = [r for r in rows if r.qid not in exclude_qids]
+        data = data.model_copy(update={"incontext": await asyncio.to_thread(
+            partial(incontext_results, kept, languages=langs, snapshot_id=snapshot_id, seed=seed))})
+    if open_rows:
+        data = data.model_copy(update={"incontext_open": incontext_open_results(
+            [r for r in open_rows if r.open_qid not in exclude_qids], snapshot_id=snapshot_id, seed=seed)})
+    return data
 
 
 def _outcomes(rows: Sequence[JobResultRow], exclude_qids: frozenset[int]) -> list[Outcome]:
