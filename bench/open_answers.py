@@ -40,8 +40,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from bench.seeds import _config, _copy_demo, _enqueue, _reset, _worker  # noqa: E402
+from bench.seeds import STRATEGY, _config, _copy_demo, _enqueue, _reset, _worker  # noqa: E402
 from clkt.config import load_settings  # noqa: E402
+from clkt.config.strategies import BUILTIN_STRATEGIES  # noqa: E402
 from clkt.evaluate.summary import JobSummary  # noqa: E402
 from clkt.report.metrics import ALL_DOMAINS  # noqa: E402
 from clkt.report.open_track import OpenTrack, open_track  # noqa: E402
@@ -82,11 +83,11 @@ def per_second(n: int, seconds: float) -> float | None:
     return round(n / seconds, 3) if seconds > 0 else None
 
 
-async def _measure(cfg: Path, sid: str, train: str) -> dict[str, Any]:
+async def _measure(cfg: Path, sid: str, train: str, strategy: str) -> dict[str, Any]:
     settings = load_settings(cfg, environ={})
     async with Store(url=settings.resolved_store_url) as store, store.session() as s:
         rows = await open_results_for_snapshot(s, sid)
-        jobs = [j for j in await jobs_for_snapshot(s, sid) if j.strategy == "cpt-lora" and j.train_lang == train]
+        jobs = [j for j in await jobs_for_snapshot(s, sid) if j.strategy == strategy and j.train_lang == train]
     track = await asyncio.to_thread(open_track, rows, languages=list(settings.spec.languages), snapshot_id=sid)
     figures = learn_figures(track, train) | {"other_language": other_language_figures(track), "open_answers": len(rows)}
     summary = JobSummary.from_stored(jobs[-1].summary) if jobs else None
@@ -138,6 +139,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--from", dest="from_dir", type=Path, required=True, help="a finished `clkt demo` folder")
     ap.add_argument("--train", default="en")
+    ap.add_argument("--strategy", default=STRATEGY, choices=[s.name for s in BUILTIN_STRATEGIES],
+                    help="the job's strategy (default: the demo's, cpt-lora)")
     ap.add_argument("--timeout-min", type=float, default=90.0, help="the job's worker")
     ap.add_argument("--throughput", action="store_true", help="also time both tracks' answering in this process")
     a = ap.parse_args(argv)
@@ -145,11 +148,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit(f"{a.from_dir} holds no finished demo (no clkt-data/clkt.db)")
     work = _copy_demo(a.from_dir.resolve(), Path(tempfile.mkdtemp(prefix="clkt-open-bench-")) / "demo")
     cfg = _config(work, [0], open_answers=True)  # the demo's config leaves the pass off
-    sid, target = asyncio.run(_reset(cfg))
-    asyncio.run(_enqueue(cfg, sid, target, a.train, 0))
-    figures: dict[str, Any] = {"snapshot": sid, "target": target, "train": a.train,
+    sid, target = asyncio.run(_reset(cfg, a.strategy))
+    asyncio.run(_enqueue(cfg, sid, target, a.train, 0, a.strategy))
+    figures: dict[str, Any] = {"snapshot": sid, "target": target, "train": a.train, "strategy": a.strategy,
                                "worker_wall_s": round(_worker(work, cfg, a.timeout_min * 60), 1)}
-    figures |= asyncio.run(_measure(cfg, sid, a.train))
+    figures |= asyncio.run(_measure(cfg, sid, a.train, a.strategy))
     if a.throughput:
         export = asyncio.run(_export_path(cfg, sid))  # as the store keeps it: relative to the demo's folder
         figures["throughput"] = _throughput(cfg, sid, export if export.is_absolute() else work / export)

@@ -90,8 +90,8 @@ def _config(work: Path, seeds: list[int], *, deterministic: bool = False, thread
     return cfg
 
 
-async def _reset(cfg: Path) -> tuple[str, str]:
-    """Remove the copy's `cpt-lora` jobs of its snapshot (rows, folders, base answers); (snapshot id, target)."""
+async def _reset(cfg: Path, strategy: str = STRATEGY) -> tuple[str, str]:
+    """Remove the copy's `strategy` jobs of its snapshot (rows, folders, base answers); (snapshot id, target)."""
     settings = load_settings(cfg, environ={})
     async with Store(url=settings.resolved_store_url) as store:
         async with store.session() as s:
@@ -99,19 +99,19 @@ async def _reset(cfg: Path) -> tuple[str, str]:
             if not snaps:
                 raise SystemExit("the demo store has no frozen snapshot")
             sid = snaps[-1].id
-            jobs = [j for j in await jobs_for_snapshot(s, sid) if j.strategy == STRATEGY]
+            jobs = [j for j in await jobs_for_snapshot(s, sid) if j.strategy == strategy]
         async with store.transaction() as s:
-            await s.execute(delete(GpuJob).where(col(GpuJob.snapshot_id) == sid, col(GpuJob.strategy) == STRATEGY))
+            await s.execute(delete(GpuJob).where(col(GpuJob.snapshot_id) == sid, col(GpuJob.strategy) == strategy))
     for j in jobs:  # an id may be given again: its old folder would be resumed from
         shutil.rmtree(job_dir(settings.data_dir, j.id), ignore_errors=True)
     shutil.rmtree(base_cache_dir(settings.data_dir, sid), ignore_errors=True)
     return sid, settings.spec.targets[0].name
 
 
-async def _enqueue(cfg: Path, sid: str, target: str, train: str, seed: int) -> None:
+async def _enqueue(cfg: Path, sid: str, target: str, train: str, seed: int, strategy: str = STRATEGY) -> None:
     settings = load_settings(cfg, environ={})
     async with Store(url=settings.resolved_store_url) as store, store.transaction() as s:
-        await enqueue_gpu_jobs(s, snapshot_id=sid, targets=[target], strategies=[STRATEGY], train_langs=[train],
+        await enqueue_gpu_jobs(s, snapshot_id=sid, targets=[target], strategies=[strategy], train_langs=[train],
                                max_attempts=1, seeds=[seed])
 
 
