@@ -170,19 +170,19 @@ def _intervals(rows: list[tuple[int, bool, bool]], draws: EntityDraws) -> LearnI
 
 
 def learn_tests(
-    outcomes: Sequence[Outcome], *, alpha: float = LEARN_ALPHA, control: bool = False, draws: EntityDraws | None = None,
+    outcomes: Sequence[Outcome], *, alpha: float = LEARN_ALPHA, draws: EntityDraws | None = None,
 ) -> list[LearnTest]:
     """Per (model, strategy, scorer, train language) x (each domain, `all`), over the train-language test
     questions answered by both the base and the injected model of the same job; with several training seeds
     (`Outcome.seed`), every seed's paired answers together (the one rule of `clkt.report.metric_table`: the exact
     McNemar on the summed gained / lost); `draws` (`clkt.report.clustered.entity_draws`):
     the intervals are over entities (else Wilson and Wald, over questions)."""
-    base: dict[tuple[str, str, str, str, bool], dict[tuple[int, int], tuple[str, bool, int]]] = defaultdict(dict)
-    inj: dict[tuple[str, str, str, str, bool], dict[tuple[int, int], tuple[str, bool, int]]] = defaultdict(dict)
+    base: dict[tuple[str, str, str, str], dict[tuple[int, int], tuple[str, bool, int]]] = defaultdict(dict)
+    inj: dict[tuple[str, str, str, str], dict[tuple[int, int], tuple[str, bool, int]]] = defaultdict(dict)
     for o in outcomes:
         if o.split != "test" or o.lang != o.train_lang:
             continue
-        key = (o.model, o.strategy, o.scorer, o.train_lang, control)
+        key = (o.model, o.strategy, o.scorer, o.train_lang)
         (base if o.variant == "base" else inj)[key][(o.seed, o.qid)] = (o.domain, o.correct, o.cluster)
     out: list[LearnTest] = []
     for key in sorted(inj):
@@ -195,11 +195,11 @@ def learn_tests(
             row = (inj[key][q][2], b[q][1], inj[key][q][1])
             by_domain[inj[key][q][0]].append(row)
             by_domain[ALL_DOMAINS].append(row)
-        model, strategy, scorer, lang, control = key
+        model, strategy, scorer, lang = key
         for dom in [*sorted(d for d in by_domain if d != ALL_DOMAINS), ALL_DOMAINS]:
             rows = by_domain[dom]
             stat = learn_stat([(x, y) for _, x, y in rows], alpha=alpha)
             if draws is not None and len(draws.weights):
                 stat = stat.model_copy(update={"clustered": _intervals(rows, draws)})
-            out.append(LearnTest(model=model, strategy=strategy, scorer=scorer, train_lang=lang, domain=dom, control=control, stat=stat))
+            out.append(LearnTest(model=model, strategy=strategy, scorer=scorer, train_lang=lang, domain=dom, stat=stat))
     return out
