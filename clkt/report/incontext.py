@@ -7,12 +7,18 @@ over entities (the leaderboard's draws, `clkt.report.clustered`); the accuracy p
 the no-context floor; what was cut, skipped or unparsable; and the track's cost (tokens, money at the prices of
 `[agents.prices]` as the LLM cache recorded them). These rows are never ranked or pooled with the parametric ones:
 a local target shows its parametric Transfer beside its in-context ceiling, nothing more.
+
+The pairs and their means are built by `context_pairs` from answers of any question format (`PairAnswer`): the
+in-context short answers' section (`clkt.report.incontext_open`) feeds it its graded answers, so both sections' pairs
+are one construction.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -28,10 +34,13 @@ from storage.incontext import NO_CONTEXT, InContextRecord
 
 __all__ = [
     "INCONTEXT_TITLE",
+    "ContextPairs",
     "DocumentHelps",
     "InContextAccuracy",
     "InContextPair",
     "InContextTarget",
+    "PairAnswer",
+    "context_pairs",
     "incontext_lines",
     "incontext_results",
 ]
@@ -136,37 +145,72 @@ def _summary(metric_values: list[float | None], per_draw: np.ndarray) -> MetricS
     return MetricSummary(mean=float(np.mean(vals)), std=float(np.std(vals)), ci=ci)
 
 
-def _target(target: str, rows: Sequence[InContextRecord], *, languages: Sequence[str], snapshot_id: str,
-            seed: int) -> InContextTarget:
-    kept = [r for r in rows if r.status != "skipped"]
-    draws = entity_draws([r.entity_id for r in kept], snapshot_id=snapshot_id, seed=seed, samples=BOOTSTRAP_SAMPLES)
-    answers: dict[tuple[str, str, str], dict[int, bool]] = defaultdict(dict)
+class PairAnswer(NamedTuple):
+    """One answer with a document in the prompt, whatever the question's format: what `context_pairs` reads."""
+
+    context_lang: str
+    lang: str
+    qid: int
+    entity_id: int
+    correct: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ContextPairs:
+    """The ordered pairs (context language c, test language L ≠ c) of one target's answers with a document."""
+
+    contexts: list[str]  # the document languages of the answers, in the snapshot's language order
+    pairs: list[InContextPair]
+    entities: list[frozenset[int]]  # per pair: the entities of its questions (answered in both languages)
+    per_draw: dict[str, np.ndarray]  # Overall's and Transfer's key -> (draws, pairs), NaN where undefined
+    overall: MetricSummary  # mean over the pairs [95% CI of the mean over the draws]
+    transfer: MetricSummary
+
+
+def context_pairs(answers: Sequence[PairAnswer], *, languages: Sequence[str], draws: EntityDraws) -> ContextPairs:
+    """Per ordered pair (c, L ≠ c) of `languages`, c a document language of `answers`: the contingency pairing each
+    c-question answered with the c document against the L-question answered with the same document, Overall and
+    Transfer (`PAIR_METRICS`), and their means over the pairs with the bootstrap over `draws`' entities. The one
+    builder of the in-context multiple-choice figures and of the in-context short answers'."""
+    by: dict[tuple[str, str, str], dict[int, bool]] = defaultdict(dict)
     cluster: dict[int, int] = {}
-    for r in kept:
-        if r.context_lang != NO_CONTEXT:
-            answers[(r.context_lang, _ALL, r.lang)][r.qid] = r.correct
-            cluster[r.qid] = r.entity_id
-    contexts = [c for c in languages if any(k[0] == c for k in answers)]
+    for r in answers:
+        by[(r.context_lang, _ALL, r.lang)][r.qid] = r.correct
+        cluster[r.qid] = r.entity_id
+    contexts = [c for c in languages if any(k[0] == c for k in by)]
     pairs_keys = [(c, lang) for c in contexts for lang in languages if lang != c]
     pairs: list[InContextPair] = []
+    entities: list[frozenset[int]] = []
     for c, lang in pairs_keys:
-        x, y = answers.get((c, _ALL, c), {}), answers.get((c, _ALL, lang), {})
+        x, y = by.get((c, _ALL, c), {}), by.get((c, _ALL, lang), {})
         both = sorted(set(x) & set(y))
         t = Contingency(a=sum(x[q] and y[q] for q in both), b=sum(x[q] and not y[q] for q in both),
                         c=sum(y[q] and not x[q] for q in both), d=sum(not x[q] and not y[q] for q in both))
         pairs.append(InContextPair(context_lang=c, test_lang=lang, table=t, overall=OVERALL.value(t),
                                    transfer=TRANSFER.value(t)))
+        entities.append(frozenset(cluster[q] for q in both))
     if pairs_keys and len(draws.weights):
-        pd = pair_draws(answers, cluster_of=cluster, draws=draws, domains=[_ALL], pairs=pairs_keys)
+        pd = pair_draws(by, cluster_of=cluster, draws=draws, domains=[_ALL], pairs=pairs_keys)
         per = {m.key: m.ratio(PAIR_METRICS.sums_of(pd.sums[:, 0])) for m in (OVERALL, TRANSFER)}
     else:
-        per = {m.key: np.zeros((0, 0)) for m in (OVERALL, TRANSFER)}
-    return InContextTarget(
-        target=target, pairs=pairs, scorers=sorted({r.scorer for r in kept}),
-        contexts=_contexts(rows, languages),
+        per = {m.key: np.zeros((0, len(pairs_keys))) for m in (OVERALL, TRANSFER)}  # no draw
+    return ContextPairs(
+        contexts=contexts, pairs=pairs, entities=entities, per_draw=per,
         overall=_summary([p.overall for p in pairs], per[OVERALL.key]),
         transfer=_summary([p.transfer for p in pairs], per[TRANSFER.key]),
-        accuracy=_accuracies(rows, draws), helps=_helps(rows, contexts),
+    )
+
+
+def _target(target: str, rows: Sequence[InContextRecord], *, languages: Sequence[str], snapshot_id: str,
+            seed: int) -> InContextTarget:
+    kept = [r for r in rows if r.status != "skipped"]
+    draws = entity_draws([r.entity_id for r in kept], snapshot_id=snapshot_id, seed=seed, samples=BOOTSTRAP_SAMPLES)
+    cp = context_pairs([PairAnswer(r.context_lang, r.lang, r.qid, r.entity_id, r.correct)
+                        for r in kept if r.context_lang != NO_CONTEXT], languages=languages, draws=draws)
+    return InContextTarget(
+        target=target, pairs=cp.pairs, scorers=sorted({r.scorer for r in kept}),
+        contexts=_contexts(rows, languages), overall=cp.overall, transfer=cp.transfer,
+        accuracy=_accuracies(rows, draws), helps=_helps(rows, cp.contexts),
         answered=sum(r.status == "answered" for r in rows), unparsed=sum(r.status == "unparsed" for r in rows),
         skipped=sum(r.status == "skipped" for r in rows), truncated=sum(r.truncated for r in rows),
         input_tokens=sum(r.input_tokens for r in rows), output_tokens=sum(r.output_tokens for r in rows),
