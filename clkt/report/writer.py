@@ -224,8 +224,9 @@ async def _with_incontext(
         data = data.model_copy(update={"incontext": await asyncio.to_thread(
             partial(incontext_results, kept, languages=langs, snapshot_id=snapshot_id, seed=seed))})
     if open_rows:
-        data = data.model_copy(update={"incontext_open": incontext_open_results(
-            [r for r in open_rows if r.open_qid not in exclude_qids], snapshot_id=snapshot_id, seed=seed)})
+        data = data.model_copy(update={"incontext_open": await asyncio.to_thread(partial(
+            incontext_open_results, [r for r in open_rows if r.open_qid not in exclude_qids], languages=langs,
+            snapshot_id=snapshot_id, seed=seed))})
     return data
 
 

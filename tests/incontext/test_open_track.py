@@ -23,6 +23,7 @@ from storage.engine import Store
 from storage.incontext import incontext_answers
 from storage.incontext_open import incontext_open_answers
 from storage.llm_cache import SqlCallCache
+from storage.models import Snapshot
 from tests.fakes.openai_server import FakeOpenAI
 from tests.incontext._helpers import api_target, fake_agents, no_secrets
 from tests.inject._fixtures import SNAPSHOT_ID, seed_store, write_tiny_snapshot
@@ -118,7 +119,12 @@ async def test_a_snapshot_without_an_open_track_asks_no_short_answer(store: Stor
 
 async def test_the_runner_asks_them_after_the_mcq_track_and_the_report_shows_them_apart(
         store: Store, tmp_path: Path) -> None:
-    await seed_store(store, add_open_track(write_tiny_snapshot(tmp_path / "snap")))
+    path = add_open_track(write_tiny_snapshot(tmp_path / "snap"))
+    await seed_store(store, path)
+    async with store.transaction() as s:  # the builder stores the manifest with the row: its languages, the pairs'
+        row = await s.get(Snapshot, SNAPSHOT_ID)
+        assert row is not None
+        row.manifest = load_snapshot_dir(path, verify_hashes=False).manifest.model_dump(mode="json")
     spec = SpecSettings(targets=[api_target()], languages=["en", "fr"])
     async with FakeOpenAI() as server:
         server.script = [{"text": "B"}] * 12 + [{"text": t} for t in (*ROME, *PARIS)]
@@ -132,10 +138,16 @@ async def test_the_runner_asks_them_after_the_mcq_track_and_the_report_shows_the
     assert t.answered == PROMPTS and {(c.context_lang, c.lang) for c in t.cells} == {
         (c, lang) for c in ("", "en", "fr") for lang in ("en", "fr")}
     assert all(c.too_few and c.accuracy is None and c.n == 2 for c in t.cells)  # 2 answers, 2 entities a cell
+    # the pairs (en, fr) and (fr, en): both questions right in both languages, counted, too few to show
+    assert [(p.context_lang, p.test_lang, p.table.a, p.overall.reading, p.transfer.value) for p in t.pairs] == [
+        ("en", "fr", 2, "too few", None), ("fr", "en", 2, "too few", None)]
+    assert (t.transfer.n, t.transfer.reading, t.transfer.value) == (4, "too few", None)
+    metrics = data.model_dump(mode="json")["incontext_open"][0]
+    assert metrics["transfer"]["reading"] == "too few" and len(metrics["pairs"]) == 2
     [mcq] = data.incontext
     assert mcq.answered == 12  # the MCQ figures count their own answers only
     md = markdown(data, [])
-    assert f"## {INCONTEXT_OPEN_TITLE}" in md and "too few" in md
+    assert f"## {INCONTEXT_OPEN_TITLE}" in md and "too few" in md and "| en | fr | 2 | 0 | 0 | 0 | 2 | too few (n 2) |" in md
 
 
 def test_a_cell_with_enough_answers_has_a_rate_and_an_interval_over_entities() -> None:
@@ -145,7 +157,7 @@ def test_a_cell_with_enough_answers_has_a_rate_and_an_interval_over_entities() -
                                 status="answered", verdict="CORRECT" if i % 2 else "INCORRECT") for i in range(20)]
     recs.append(InContextOpenRecord(snapshot_id="s", target="t", open_qid=99, entity_id=1, context_lang="en",
                                     lang="fr", status="answered", verdict="UNSCORABLE"))
-    [t] = incontext_open_results(recs, snapshot_id="s")
+    [t] = incontext_open_results(recs, languages=["en", "fr"], snapshot_id="s")
     [cell] = t.cells
     assert (cell.n, cell.entities, cell.correct, cell.too_few, t.unscorable) == (20, 5, 10, False, 1)
     assert cell.accuracy == 0.5 and cell.ci is not None and cell.ci[0] <= 0.5 <= cell.ci[1]
