@@ -123,7 +123,8 @@ def _report(got: Intake, *, remote: bool = False) -> None:
 
 def open_lines(m: OpenMetrics | None, *, here: str) -> list[str]:
     """The open track's figures, apart from the MCQ scorers' (none without open answers): its means, then the test
-    split's accuracy per train language and variant in each language with n and the interval over entities."""
+    split's accuracy per train language and variant in each language with n and the interval over entities, or
+    "too few" with the counts (`OpenCell.too_few`)."""
     if m is None:
         return ["  open track: none (the pack holds no open answers)"]
     out = [f"  open track ({m.scorer}, the answers scored {here}; never pooled with the multiple-choice figures): "
@@ -138,10 +139,11 @@ def open_lines(m: OpenMetrics | None, *, here: str) -> list[str]:
 
 
 def _open_cell(c: OpenCell) -> str:
-    if c.accuracy is None:
-        return f"n/a (n={c.n})"
-    ci = f" [{c.ci[0] * 100:.1f}, {c.ci[1] * 100:.1f}]" if c.ci is not None else ""
+    """`75.0 % [60.0, 90.0] (n=20, 8 entities)`, or `too few (3 of n=4 right, 1 entities)`: the counts, no rate."""
     other = f", {c.other_language} in another language" if c.other_language else ""
+    if c.too_few or c.accuracy is None:
+        return f"too few ({c.correct} of n={c.n} right, {c.entities} entities{other})"
+    ci = f" [{c.ci[0] * 100:.1f}, {c.ci[1] * 100:.1f}]" if c.ci is not None else ""
     return f"{c.accuracy * 100:.1f} %{ci} (n={c.n}, {c.entities} entities{other})"
 
 

@@ -2,9 +2,10 @@
 
 Per target: per (document language, test language), the share of short answers the normaliser grades CORRECT, with
 n, the entities and a 95% interval from the bootstrap over entities (the leaderboard's draws); under `MIN_CELL_N`
-answers, or one entity, the cell is *too few* (its counts shown, no rate). Answers in another language are INCORRECT
-and counted apart; UNSCORABLE and skipped prompts are in no figure (counted). These figures are never pooled with the
-in-context multiple-choice ones (`clkt.report.incontext`) nor with the parametric open track (`clkt.report.open_track`).
+answers, or one entity, the cell is *too few* (its counts shown, no rate: `clkt.report.metric_table.open_too_few`,
+the rule of every open-answer cell). Answers in another language are INCORRECT and counted apart; UNSCORABLE and
+skipped prompts are in no figure (counted). These figures are never pooled with the in-context multiple-choice ones
+(`clkt.report.incontext`) nor with the parametric open track (`clkt.report.open_track`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 from clkt.report.basics import BOOTSTRAP_SAMPLES
 from clkt.report.clustered import accuracy_interval, entity_draws
-from clkt.report.metric_table import MIN_CELL_N
+from clkt.report.metric_table import MIN_CELL_N, open_too_few
 from storage.incontext_open import InContextOpenRecord
 
 __all__ = ["INCONTEXT_OPEN_TITLE", "InContextOpenCell", "InContextOpenTarget", "incontext_open_lines",
@@ -64,7 +65,7 @@ def _cells(graded: Sequence[InContextOpenRecord], *, snapshot_id: str, seed: int
     out: list[InContextOpenCell] = []
     for (c, lang), rs in sorted(by.items()):
         k, ents = sum(r.correct for r in rs), len({r.entity_id for r in rs})
-        few = len(rs) < MIN_CELL_N or ents < 2
+        few = open_too_few(n=len(rs), entities=ents)
         out.append(InContextOpenCell(
             context_lang=c, lang=lang, n=len(rs), entities=ents, correct=k,
             other_language=sum(r.other_language for r in rs), not_attempted=sum(r.verdict == "NOT_ATTEMPTED" for r in rs),

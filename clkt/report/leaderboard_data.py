@@ -82,7 +82,7 @@ class LearnEstimate(_Frozen):
 class ControlEstimate(LearnEstimate):
     """The open track's control split on a row (`clkt.report.open_control`): Learn on the fictional entities (injected
     with the real ones: the positive control of injection), pooled over the row's jobs, its intervals over those
-    entities; `too_few` under the rule of `clkt.report.metric_table.control_too_few` (shown as such, never bare)."""
+    entities; `too_few` under the rule of `clkt.report.metric_table.open_too_few` (shown as such, never bare)."""
 
     entities: int
     too_few: bool
