@@ -4,6 +4,8 @@ keeps its counts and shows no rate and no interval, in metrics.json and in `clkt
 
 from __future__ import annotations
 
+from typing import Any, Literal
+
 from clkt.cli.submit import open_lines
 from clkt.evaluate.results import Variant
 from clkt.openqa.results import UNSCORABLE
@@ -19,13 +21,14 @@ def _answers(lang: str, *, n: int, entities: int, right: int, unscorable: int = 
     `unscorable` more."""
     out = []
     for i in range(n + unscorable):
-        verdict = UNSCORABLE if i >= n else (Verdict.CORRECT if i < right else Verdict.INCORRECT)
+        verdict: Verdict | Literal["UNSCORABLE"] = (
+            UNSCORABLE if i >= n else (Verdict.CORRECT if i < right else Verdict.INCORRECT))
         out.append(ScoredOpenAnswer(train_lang="en", qid=1000 + i, entity_id=100 + i % entities, lang=lang,
                                     variant=Variant.injected, split="test", verdict=verdict, answer="x"))
     return out
 
 
-def _cells(items: list[ScoredOpenAnswer]) -> dict[str, dict[str, object]]:
+def _cells(items: list[ScoredOpenAnswer]) -> dict[str, dict[str, Any]]:
     got = open_metrics(items, ["en"], ["en", "fr", "de"], snapshot_id="snap", format_version=FORMAT_VERSION, samples=200)
     assert got is not None
     return {c.lang: c.model_dump(mode="json") for c in got.cells}
