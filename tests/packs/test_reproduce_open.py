@@ -80,6 +80,26 @@ def _open_row(cfg: Path) -> dict[str, Any]:
     return dict(row)
 
 
+async def _page(cfg: Path) -> str:
+    """The leaderboard page's HTML (its provenance table says what each re-run compared)."""
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from clkt.config import load_settings
+    from clkt.services import page_context
+    from clkt.web import pages_app
+    from storage.engine import Store
+
+    page_cfg = cfg.with_name("page.toml")
+    page_cfg.write_text(cfg.read_text(encoding="utf-8").split("[gpu]")[0]
+                        + '[gpu]\nenabled = false\n[spec]\nname = "tiny"\nlanguages = ["en", "fr"]\n', encoding="utf-8")
+    settings = load_settings(page_cfg, environ={})
+    async with Store(url=settings.resolved_store_url) as store, \
+            TestClient(TestServer(pages_app(page_context(settings, store=store)), host="127.0.0.1")) as client:
+        r = await client.get("/leaderboard?unverified=1")
+        assert r.status == 200
+        return await r.text()
+
+
 async def test_a_pack_whose_open_answers_reproduced_ranks_in_the_open_section(tmp_path: Path) -> None:
     from storage.engine import Store
     from storage.submissions import set_reproduction
@@ -106,6 +126,7 @@ async def test_a_pack_whose_open_answers_reproduced_ranks_in_the_open_section(tm
     assert row["submissions"][0]["reproduction"]["open"]["checked"] == 12
     res = clkt("leaderboard", "--spec", "tiny", "--json", "--min-questions", "1", "--config", str(cfg))
     assert [r["rank"] for r in json.loads(res.stdout)["open_rows"]] == [1]  # ranked without --unverified
+    assert f"(open answers: 12/12 verdicts agree, prompt {ANSWER_PROMPT_VERSION})" in await _page(cfg)
     failed = opened.model_copy(update={"agreed": 9, "rate": 0.75, "failed": "cell (en, open-normaliser, injected, fr): 0/3"})
     await stored(letters.model_copy(update={"reproduced": False, "open": failed, "failed": failed.failed}))
     row = _open_row(cfg)
