@@ -3,7 +3,8 @@
 
 `clkt submit --reproduce K PACK_OR_ID` re-runs the pack's jobs on this service's GPU engine (`[gpu] engine`: local, or
 the Ray cluster at `ray_address`; `--engine` / `--ray-address` override it, as `clkt evaluate`'s) and compares the
-letters of K sampled questions (or `all`), storing the result on the pack's row (`clkt.packs.reproduce`); a pack
+letters of K sampled questions (or `all`) and, with open answers, the normaliser's verdicts of K re-generated ones,
+storing the result on the pack's row (`clkt.packs.reproduce`); a pack
 given as a file or folder is submitted first, once the engine is ready, a stored one is named by its sha256 (or a
 prefix of it).
 
@@ -37,7 +38,8 @@ __all__ = ["kept_lines", "parse_k", "register"]
 _REPRODUCE_HELP = (
     "re-run the pack's jobs on this service's engine and compare the letters of K test questions (or 'all') drawn "
     "after the re-run from a fresh random nonce, stored with the verdict, so nothing the submitter knows decides "
-    "them; the result marks its leaderboard row reproduced or flagged, and a later "
+    "them (with open answers, also the normaliser's verdicts of K of them re-generated with the pack's prompt "
+    "version); the result marks its leaderboard rows reproduced or flagged, and a later "
     "re-run replaces an earlier one. The injection trains on the whole documents of each train language whatever K "
     "is: K limits the questions compared, not the training"
 )
@@ -123,7 +125,8 @@ def _report(got: Intake, *, remote: bool = False) -> None:
 
 def open_lines(m: OpenMetrics | None, *, here: str) -> list[str]:
     """The open track's figures, apart from the MCQ scorers' (none without open answers): its means, then the test
-    split's accuracy per train language and variant in each language with n and the interval over entities."""
+    split's accuracy per train language and variant in each language with n and the interval over entities, or
+    "too few" with the counts (`OpenCell.too_few`)."""
     if m is None:
         return ["  open track: none (the pack holds no open answers)"]
     out = [f"  open track ({m.scorer}, the answers scored {here}; never pooled with the multiple-choice figures): "
@@ -138,10 +141,11 @@ def open_lines(m: OpenMetrics | None, *, here: str) -> list[str]:
 
 
 def _open_cell(c: OpenCell) -> str:
-    if c.accuracy is None:
-        return f"n/a (n={c.n})"
-    ci = f" [{c.ci[0] * 100:.1f}, {c.ci[1] * 100:.1f}]" if c.ci is not None else ""
+    """`75.0 % [60.0, 90.0] (n=20, 8 entities)`, or `too few (3 of n=4 right, 1 entities)`: the counts, no rate."""
     other = f", {c.other_language} in another language" if c.other_language else ""
+    if c.too_few or c.accuracy is None:
+        return f"too few ({c.correct} of n={c.n} right, {c.entities} entities{other})"
+    ci = f" [{c.ci[0] * 100:.1f}, {c.ci[1] * 100:.1f}]" if c.ci is not None else ""
     return f"{c.accuracy * 100:.1f} %{ci} (n={c.n}, {c.entities} entities{other})"
 
 
@@ -210,11 +214,11 @@ def submit(
             if reproduce is None:
                 return await submit_pack(store, loaded, buffer_days=settings.spec.temporal_buffer_days, board=board), loaded
             plan = await _plan(store, settings, gpu, loaded.sha256, loaded.manifest, {r.qid for r in loaded.predictions},
-                               k, model)
+                               k, model, open_qids={r.qid for r in loaded.open_answers})
             async with open_plan_engine(plan) as ready:  # ready to run before the pack is stored
                 got = await submit_pack(store, loaded, buffer_days=settings.spec.temporal_buffer_days, board=board)
                 _report(got)
-                await _rerun(store, plan, _pack_answers(loaded), ready)
+                await _rerun(store, plan, _pack_answers(loaded), ready, opened=loaded.open_answers)
             return got, loaded
 
     got, _ = run_async(go)
@@ -267,21 +271,23 @@ def _pack_answers(loaded: Pack) -> Any:
 
 
 async def _plan(store: Store, settings: Settings, gpu: GpuSettings, sha: str, manifest: Any, qids: Any, k: int | None,
-                model: str | None) -> Any:
+                model: str | None, *, open_qids: Any = ()) -> Any:
     from clkt.packs.reproduce import plan_reproduction
 
-    return await plan_reproduction(store, sha, manifest, qids, k=k, gpu=gpu, data_dir=Path(settings.data_dir), model=model)
+    return await plan_reproduction(store, sha, manifest, qids, k=k, gpu=gpu, data_dir=Path(settings.data_dir), model=model,
+                                   open_qids=open_qids)
 
 
-async def _rerun(store: Store, plan: Any, answers: Any, engine: JobEngine) -> None:
+async def _rerun(store: Store, plan: Any, answers: Any, engine: JobEngine, *, opened: Any = ()) -> None:
     from clkt.packs.reproduce import run_reproduction, save_reproduction
 
     for note in plan.notes:
         err_console.print(plain(f"clkt: warning: {note}"), highlight=False)
     where = f" at {plan.request.gpu.ray_address}" if engine.name == "ray" else ""
+    also = " and the verdicts of the re-generated answers to open questions" if plan.open_qids else ""
     console.print(plain(f"re-running pack {plan.pack_sha256[:12]}'s jobs on the {engine.name} engine{where} to compare "
-                        f"{plan.compared} questions (drawn when the jobs are done)"))
-    result = await run_reproduction(plan, answers, engine=engine,
+                        f"{plan.compared} questions{also} (drawn when the jobs are done)"))
+    result = await run_reproduction(plan, answers, engine=engine, opened=opened,
                                     progress=lambda line: err_console.print(plain(line), highlight=False))
     await save_reproduction(store, plan, result)
     verdict = "reproduced" if result.reproduced else f"NOT REPRODUCED ({result.failed})"
@@ -289,13 +295,18 @@ async def _rerun(store: Store, plan: Any, answers: Any, engine: JobEngine) -> No
                         f"{len(result.cells)} cells (each needs {100 * result.threshold:.0f} %; Learn, Overall and Transfer "
                         f"within {result.tolerance}) on {result.questions} questions drawn by nonce {result.nonce} on the "
                         f"{result.engine} engine; stored (replaces any earlier re-run)"))
+    if result.open is not None:
+        o = result.open
+        console.print(plain(f"  open answers (prompt {o.prompt_version}, greedy): {o.agreed}/{o.checked} normaliser verdicts "
+                            f"agree in {len(o.cells)} cells on {o.questions} open questions"
+                            + (f"; {o.failed}" if o.failed else "")))
 
 
 def _reproduce_stored(settings: Settings, gpu: GpuSettings, ident: str, k: int | None, model: str | None) -> None:
     from clkt.errors import UserError
     from clkt.packs.format import PackManifest
-    from clkt.packs.reproduce import answers_of, open_plan_engine
-    from storage.submissions import find_submissions_by_prefix, submission_answers
+    from clkt.packs.reproduce import answers_of, open_answers_of, open_plan_engine
+    from storage.submissions import find_submissions_by_prefix, submission_answers, submissions_open_answers
 
     ident = ident.strip().lower()
     if len(ident) < 6 or any(c not in "0123456789abcdef" for c in ident):
@@ -311,10 +322,12 @@ def _reproduce_stored(settings: Settings, gpu: GpuSettings, ident: str, k: int |
                     raise UserError(f"{why} in this store has a sha256 starting {ident}")
                 record = found[0]
                 answers = answers_of(await submission_answers(s, record.pack_sha256))
+                opened = open_answers_of((await submissions_open_answers(s, [record.pack_sha256])).get(record.pack_sha256))
             manifest = PackManifest.model_validate(record.manifest)
-            plan = await _plan(store, settings, gpu, record.pack_sha256, manifest, {key[4] for key in answers}, k, model)
+            plan = await _plan(store, settings, gpu, record.pack_sha256, manifest, {key[4] for key in answers}, k, model,
+                               open_qids={r.qid for r in opened})
             async with open_plan_engine(plan) as engine:
-                await _rerun(store, plan, answers, engine)
+                await _rerun(store, plan, answers, engine, opened=opened)
 
     run_async(go)
 

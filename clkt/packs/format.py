@@ -158,6 +158,10 @@ class PackManifest(_Model):
     environment: EnvironmentInfo
     scorers: list[str]
     files: dict[str, FileEntry]  # every file of the pack but manifest.json
+    # the prompt the open answers were generated with (`clkt.openqa.prompts.ANSWER_PROMPT_VERSION`): what
+    # `clkt submit --reproduce` re-generates them with; absent without open answers (or from a pack made before it
+    # was recorded: its open answers cannot be re-generated, so its open rows are never reproduced)
+    open_prompt_version: str | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class PredictionRow(_Model):

@@ -12,7 +12,8 @@ interval from the report's bootstrap over entities (`clkt.report.locality.kept_f
 id and `KEPT_SEED`, so a job's cell in the snapshot's report and the same answers' cell here are one number);
 left out when there are none. With open answers (format version 2), `open`: the open track's figures, apart from
 every MCQ scorer's (never pooled): per train language, variant, split and test language the accuracy by the
-normaliser layer with its n, entities and 95% interval over entities, and the answers in another language
+normaliser layer with its n, entities and 95% interval over entities (under `MIN_CELL_N` answers or about one entity
+`too_few`: the counts, no rate; `clkt.report.metric_table.open_too_few`), and the answers in another language
 (INCORRECT, counted apart) and unscorable ones (in no figure); and `figures`, the test split's Learn, contingency,
 Overall and Transfer computed exactly as a scorer's above (`clkt.packs.open_metrics`). Every number is a function of the answers (the bootstrap is
 seeded), so two computations compare equal.
@@ -90,8 +91,11 @@ class ScorerMetrics(_Model):
 
 class OpenCell(_Model):
     """The open answers of one train language's job by one variant in one split and test language, as scored by the
-    normaliser layer: `correct` of `n` graded answers about `entities` entities, `ci` the 95% interval over them (None:
-    too few to draw), `other_language` of them answered in another language (INCORRECT), `unscorable` left out."""
+    normaliser layer: `correct` of `n` graded answers about `entities` entities, `accuracy` their share and `ci` its
+    95% interval over the entities, `other_language` of them answered in another language (INCORRECT), `unscorable`
+    left out. Under `MIN_CELL_N` graded answers or about one entity the cell is `too_few`
+    (`clkt.report.metric_table.open_too_few`, the rule of every open-answer cell): its counts only, no accuracy, no
+    interval."""
 
     train_lang: str
     variant: str
@@ -99,8 +103,9 @@ class OpenCell(_Model):
     lang: str
     n: int
     correct: int
-    accuracy: float | None
-    ci: tuple[float, float] | None
+    too_few: bool
+    accuracy: float | None  # None when too few (or nothing graded)
+    ci: tuple[float, float] | None  # None when too few
     entities: int
     other_language: int
     unscorable: int

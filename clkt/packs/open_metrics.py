@@ -4,7 +4,8 @@
 its rescoring (`clkt.packs.open_answers.rescore`), and stores only those. Per cell (train language, variant,
 split, test language): the graded answers (an `UNSCORABLE` one is counted apart, in no figure), the right ones,
 the answers in another language, and a 95% interval from the bootstrap over the cell's split's entities, seeded by
-the snapshot's id and `KEPT_SEED` as the pack's kept % is. The test split's answers also go through the very
+the snapshot's id and `KEPT_SEED` as the pack's kept % is; under `MIN_CELL_N` graded answers or about one entity the
+cell is too few, its counts without a rate (`clkt.report.metric_table.open_too_few`, every open cell's rule). The test split's answers also go through the very
 functions a multiple-choice scorer's go through (`compute_metrics`: accuracy, Learn, the contingency, Overall and
 Transfer and their means; kept % from the locality split's answers, `clkt.packs.metrics.kept_cells`), as rows of the
 open scorer's own, under `figures`, never merged with an MCQ scorer's.
@@ -21,6 +22,7 @@ from clkt.packs.metrics import KEPT_SEED, OpenCell, OpenMetrics, ScorerMetrics, 
 from clkt.packs.open_answers import ScoredOpenAnswer
 from clkt.report.basics import BOOTSTRAP_SAMPLES
 from clkt.report.clustered import EntityDraws, accuracy_interval, entity_draws
+from clkt.report.metric_table import open_too_few
 
 __all__ = ["open_metrics"]
 
@@ -56,11 +58,11 @@ def _cells(items: Sequence[ScoredOpenAnswer], draws: dict[str, EntityDraws]) -> 
     out: list[OpenCell] = []
     for (train, variant, split, lang), sel in sorted(by.items()):
         graded = [i for i in sel if i.verdict != UNSCORABLE]
-        right = sum(i.correct for i in graded)
-        ci = accuracy_interval([(i.correct, i.entity_id) for i in graded], draws[split]) if graded else None
+        right, entities = sum(i.correct for i in graded), len({i.entity_id for i in graded})
+        few = open_too_few(n=len(graded), entities=entities)
+        ci = None if few else accuracy_interval([(i.correct, i.entity_id) for i in graded], draws[split])
         out.append(OpenCell(train_lang=train, variant=variant, split=split, lang=lang, n=len(graded), correct=right,
-                            accuracy=right / len(graded) if graded else None, ci=ci,
-                            entities=len({i.entity_id for i in graded}),
+                            too_few=few, accuracy=None if few else right / len(graded), ci=ci, entities=entities,
                             other_language=sum(i.other_language for i in graded), unscorable=len(sel) - len(graded)))
     return out
 

@@ -12,6 +12,16 @@ decides which); `None` compares every test question. The verdict is by cell: eac
 language) of the pack must agree with the re-run's letters, and Learn, Overall and Transfer recomputed from both
 must lie within a stated tolerance; the first cell or figure that fails is named and the pack is not reproduced.
 
+A pack with open answers (`open_answers.jsonl`) has them re-generated too: its jobs re-run with their open pass
+(`clkt.inject.open_pass`: greedy, through `clkt.openqa.generate.generate_answers` and the prompt of
+`clkt.openqa.prompts`), which must be the prompt the pack declares (`PackManifest.open_prompt_version`; a pack of
+another version is refused before anything runs, naming both; one that declares none is re-run for its letters only,
+its open rows left unverified). K of its open questions are drawn by the same nonce, and the normaliser's verdicts
+of the pack's answers and of the re-generated ones (both scored here against this snapshot's open questions, never
+the raw strings) are compared cell by cell at the letters' threshold (`clkt.packs.verdict.judge_open`); their
+agreement, n and cells are the result's `open`. The pack is reproduced only when its letters and its open verdicts
+both hold; its open rows then rank on the board's open section (`clkt.report.submitted`).
+
 The result (`Reproduction`: the nonce, each cell, the figures' differences, the first failure, agreed / checked in
 all, reproduced or not, the engine that ran the jobs, its cluster's address and where each job ran) is stored on
 the pack's row (`storage.submissions.set_reproduction`): a later re-run replaces an earlier one, whatever either
@@ -36,12 +46,15 @@ from pydantic import ValidationError
 from clkt.config import GpuSettings
 from clkt.errors import UserError
 from clkt.inject.engine import JobEngine
-from clkt.packs.format import PackManifest, PredictionRow
+from clkt.openqa.prompts import ANSWER_PROMPT_VERSION
+from clkt.openqa.results import OPEN_SCORER
+from clkt.packs.format import OpenAnswerRow, PackManifest, PredictionRow
 from clkt.packs.intake import pack_target
+from clkt.packs.open_answers import decode_scored, rescore, snapshot_open_key
 from clkt.packs.pack import read_pack
 from clkt.packs.runner import EvaluateRequest, job_settings, model_identity, open_engine, run_evaluate, run_key
-from clkt.packs.verdict import CELL_AGREEMENT, METRIC_TOLERANCE, AnswerKey, draw, judge, new_nonce
-from clkt.report.leaderboard_data import Reproduction
+from clkt.packs.verdict import CELL_AGREEMENT, METRIC_TOLERANCE, AnswerKey, Verdict, draw, judge, judge_open, new_nonce
+from clkt.report.leaderboard_data import OpenReproduction, Reproduction
 from clkt.snapshots.layout import load_snapshot_dir
 from clkt.targets.loader import resolve_target
 from storage.engine import Store
@@ -49,8 +62,8 @@ from storage.snapshots import find_snapshot
 from storage.submissions import set_reproduction
 
 __all__ = [
-    "Plan", "answers_of", "answers_of_rows", "open_plan_engine", "plan_reproduction", "run_reproduction",
-    "save_reproduction",
+    "Plan", "answers_of", "answers_of_rows", "open_answers_of", "open_plan_engine", "plan_reproduction",
+    "run_reproduction", "save_reproduction",
 ]
 
 
@@ -65,6 +78,7 @@ class Plan:
     k: int | None
     work: Path
     notes: list[str]  # where the model here is not the pack's (its weights' sha256 or revision differ)
+    open_qids: list[int]  # the pack's open questions, re-generated and `k` of them drawn ([]: none compared)
 
     @property
     def compared(self) -> int:
@@ -93,27 +107,54 @@ def answers_of_rows(rows: Iterable[PredictionRow]) -> dict[AnswerKey, str | None
     return {_key(r): r.predicted for r in rows}
 
 
-def _gpu(own: GpuSettings, manifest: PackManifest) -> GpuSettings:
-    """This service's `[gpu]` with the pack's job settings (the ones a job computes with) over it, without the open
-    pass (a re-run compares the multiple-choice letters only)."""
+def open_answers_of(blob: bytes | None) -> list[OpenAnswerRow]:
+    """A stored pack's open answers (`storage.submissions.submissions_open_answers`: as scored at intake) as the
+    pack's rows, their text only: a re-run scores them again beside the re-generated ones."""
+    return [OpenAnswerRow(train_lang=i.train_lang, variant=i.variant.value, split=i.split, lang=i.lang, qid=i.qid,
+                          entity_id=i.entity_id, answer=i.answer) for i in decode_scored(blob)]
+
+
+def _gpu(own: GpuSettings, manifest: PackManifest, *, open_answers: bool) -> GpuSettings:
+    """This service's `[gpu]` with the pack's job settings (the ones a job computes with) over it, with the open
+    pass only where the pack's open answers are compared (`open_answers`)."""
     theirs = {k: v for k, v in manifest.strategy.settings.items() if k in job_settings(own)}
     try:
-        return GpuSettings.model_validate({**own.model_dump(), **theirs, "open_answers": False})
+        return GpuSettings.model_validate({**own.model_dump(), **theirs, "open_answers": open_answers})
     except ValidationError as e:
         err = e.errors()[0]
         raise UserError(f"pack {manifest.snapshot.id}/{manifest.model.name}: its setting "
                         f"{'.'.join(str(x) for x in err['loc'])} cannot be used here ({err['msg']})") from e
 
 
+def _open_pool(sha256: str, manifest: PackManifest, open_qids: Iterable[int], notes: list[str]) -> list[int]:
+    """The open questions to re-generate: the pack's, where it declares this code's prompt version (another is
+    refused, naming both; none: a note, and none re-generated)."""
+    pool = sorted(set(open_qids))
+    declared = manifest.open_prompt_version
+    if not pool:
+        return []
+    if declared is None:
+        notes.append("the pack declares no prompt version for its open answers (made before packs recorded it): "
+                     "its letters are re-run, its open rows stay unverified")
+        return []
+    if declared != ANSWER_PROMPT_VERSION:
+        raise UserError(f"pack {sha256[:12]}: its open answers were generated with prompt version {declared}, this "
+                        f"service's is {ANSWER_PROMPT_VERSION}: they cannot be re-generated here to compare (re-run "
+                        f"the pack with a clkt of prompt version {declared}, or make it again with this one)")
+    return pool
+
+
 async def plan_reproduction(
     store: Store, sha256: str, manifest: PackManifest, qids: Iterable[int], *, k: int | None, gpu: GpuSettings,
-    data_dir: Path, model: str | None = None,
+    data_dir: Path, model: str | None = None, open_qids: Iterable[int] = (),
 ) -> Plan:
-    """The re-run of the pack `sha256` (its manifest, its answers' questions `qids`), checked: its snapshot's export
-    here, its settings, its model readable (`model` in place of the pack's: where this service holds the same
-    weights; `UserError` otherwise); nothing runs and nothing is stored."""
+    """The re-run of the pack `sha256` (its manifest, its answers' questions `qids`, its open answers' `open_qids`),
+    checked: its snapshot's export here, its settings, its open prompt version, its model readable (`model` in place
+    of the pack's: where this service holds the same weights; `UserError` otherwise); nothing runs, nothing is stored."""
     pool = sorted(set(qids))
     draw(pool, k, nonce="")  # a bad K: one line, before anything runs
+    notes: list[str] = []
+    opened = _open_pool(sha256, manifest, open_qids, notes)
     async with store.session() as s:
         snap = await find_snapshot(s, manifest.snapshot.id)
     if snap is None or not snap.export_path:
@@ -125,16 +166,17 @@ async def plan_reproduction(
     target = pack_target(m, source=sha256[:12], path=model)
     resolve_target(target, data_dir)  # a model that cannot be read: one line, before anything runs
     here = model_identity(target, data_dir)
-    notes = [f"the model here ({target.model}) has {what} {mine[:12]}, the pack's {theirs[:12]}: its letters may differ"
-             for what, mine, theirs in (("weights sha256", here.weights_sha256, m.weights_sha256),
-                                        ("revision", here.revision, m.revision))
-             if mine and theirs and mine != theirs]
+    notes += [f"the model here ({target.model}) has {what} {mine[:12]}, the pack's {theirs[:12]}: its letters may differ"
+              for what, mine, theirs in (("weights sha256", here.weights_sha256, m.weights_sha256),
+                                         ("revision", here.revision, m.revision))
+              if mine and theirs and mine != theirs]
     work = data_dir / "reproduce" / sha256[:16]
     req = EvaluateRequest(snapshot_dir=folder, target=target, strategy=manifest.strategy.name,
-                          train_langs=list(manifest.strategy.train_languages), gpu=_gpu(gpu, manifest),
+                          train_langs=list(manifest.strategy.train_languages),
+                          gpu=_gpu(gpu, manifest, open_answers=bool(opened)),
                           out=work / "pack", data_dir=data_dir, device=gpu.devices[0], keep_work=True)
     load_snapshot_dir(folder)  # its files match its manifest (SnapshotError otherwise)
-    return Plan(pack_sha256=sha256, request=req, qids=pool, k=k, work=work, notes=notes)
+    return Plan(pack_sha256=sha256, request=req, qids=pool, k=k, work=work, notes=notes, open_qids=opened)
 
 
 @contextlib.asynccontextmanager
@@ -157,23 +199,42 @@ def _answer_key(folder: Path) -> dict[tuple[int, str], str]:
     return {(q.qid, lang): q.answer for lang, rows in data.questions.items() for q in rows}
 
 
+def _verdicts(rows: Iterable[OpenAnswerRow], plan: Plan) -> dict[AnswerKey, str]:
+    """The normaliser's verdict of each open answer (of the plan's open questions), scored here against the
+    snapshot's open questions as the intake scores them."""
+    key = snapshot_open_key(plan.request.snapshot_dir, plan.request.target.name)
+    wanted = set(plan.open_qids)
+    mine = [r for r in rows if r.qid in wanted and r.qid in key.splits.get(r.split, {})]
+    return {(i.train_lang, OPEN_SCORER, i.variant.value, i.lang, i.qid): str(i.verdict) for i in rescore(mine, key)}
+
+
+def _open_result(v: Verdict) -> OpenReproduction:
+    return OpenReproduction(prompt_version=ANSWER_PROMPT_VERSION, checked=v.checked, agreed=v.agreed,
+                            questions=len(v.questions), rate=v.agreed / v.checked if v.checked else 0.0, cells=v.cells,
+                            failed=v.failed)
+
+
 async def run_reproduction(plan: Plan, answers: dict[AnswerKey, str | None], *, engine: JobEngine,
-                           progress: Callable[[str], None]) -> Reproduction:
+                           progress: Callable[[str], None], opened: Iterable[OpenAnswerRow] = ()) -> Reproduction:
     """Run the plan's jobs on `engine` (`open_plan_engine`; resuming an interrupted re-run), then draw the questions
-    from a fresh nonce and judge the pack by cell (`clkt.packs.verdict.judge`)."""
+    from a fresh nonce and judge the pack by cell (`clkt.packs.verdict.judge`), and its open answers `opened` by the
+    verdicts of the re-generated ones where the plan compares them (`judge_open`)."""
     shutil.rmtree(plan.request.out, ignore_errors=True)  # a pack an interrupted re-run wrote: its jobs are read back
     done = await run_evaluate(plan.request, progress=progress, engine=engine)
     rerun = read_pack(plan.request.out)
     key = _answer_key(plan.request.snapshot_dir)
     languages = sorted({lang for (_, lang) in key})
     v = judge(answers, rerun.predictions, plan.qids, plan.k, nonce=new_nonce(), key=key, languages=languages)
+    o = judge_open(_verdicts(opened, plan), _verdicts(rerun.open_answers, plan), plan.open_qids, plan.k,
+                   nonce=v.nonce) if plan.open_qids else None
     gpu = plan.request.gpu
     return Reproduction(checked=v.checked, agreed=v.agreed, questions=len(v.questions),
                         rate=v.agreed / v.checked if v.checked else 0.0, threshold=CELL_AGREEMENT,
-                        reproduced=v.reproduced, engine=done.engine,
+                        reproduced=v.reproduced and (o is None or o.reproduced), engine=done.engine,
                         engine_address=gpu.ray_address if done.engine == "ray" else None, ran_on=done.ran_on,
                         at=datetime.now(UTC).replace(microsecond=0).isoformat(), nonce=v.nonce, cells=v.cells,
-                        deltas=v.deltas, tolerance=METRIC_TOLERANCE, failed=v.failed)
+                        deltas=v.deltas, tolerance=METRIC_TOLERANCE, failed=v.failed or (o.failed if o else None),
+                        open=_open_result(o) if o is not None else None)
 
 
 async def save_reproduction(store: Store, plan: Plan, result: Reproduction) -> None:

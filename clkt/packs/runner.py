@@ -22,8 +22,9 @@ Where the snapshot has an open track and `[gpu] open_answers` is on (the default
 also runs its open pass (`clkt.inject.open_pass`: the short-answer questions answered greedily by the base and the
 injected model); the answers are read from each job's outcome (`open_results`) into the pack's `open_answers.jsonl`
 (text only, `clkt.packs.open_answers`), and metrics.json's `open` is computed from them as scored here by the
-normaliser (the taker scores them again itself). The flag is part of the work folder's key, never a setting of the
-pack's: `open_answers.jsonl` is there or not.
+normaliser (the taker scores them again itself); the manifest records the prompt they were generated with
+(`open_prompt_version`: `clkt submit --reproduce` re-generates them with it). The flag is part of the work folder's
+key, never a setting of the pack's: `open_answers.jsonl` is there or not.
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ from clkt.layout import (
     base_cache_dir,
     job_dir,
 )
+from clkt.openqa.prompts import ANSWER_PROMPT_VERSION
 from clkt.packs.archive import ARCHIVE_SUFFIXES
 from clkt.packs.format import (
     FORMAT_VERSION,
@@ -433,6 +435,8 @@ async def _evaluate(req: EvaluateRequest, snap: SnapshotData, root: Path, specs:
                                     train_langs=req.train_langs, snapshot_id=snap.manifest.snapshot_id)
     metrics = metrics.model_copy(update={"open": open_metrics(
         scored, req.train_langs, snap.languages, snapshot_id=snap.manifest.snapshot_id, format_version=FORMAT_VERSION)})
+    if opened:  # the prompt they were generated with: what a re-run re-generates them with (`clkt.packs.reproduce`)
+        manifest = manifest.model_copy(update={"open_prompt_version": ANSWER_PROMPT_VERSION})
     probe = await ask_probe(snap, req.target, data_dir=req.data_dir, device=req.device,
                             max_new_tokens=req.probe_max_new_tokens, progress=progress) if req.probe else []
     sha = write_pack(req.out, manifest, rows, metrics.model_dump(mode="json"), locality, probe, opened)

@@ -11,6 +11,11 @@ the language pairs) are recomputed from the pack's letters and from the re-run's
 snapshot's answer key, and must lie within `METRIC_TOLERANCE` of each other. A pack that fails any cell or figure is
 not reproduced, and the verdict names the first that failed; there is no pooled agreement to hide in (base answers,
 90 % of a 5-language pack's rows, no longer dilute the injected ones).
+
+A pack's open answers are judged the same way (`judge_open`): `k` of its open questions drawn by the same nonce,
+and per (train language, open scorer, variant, test language) cell the normaliser's verdicts of the pack's answers
+must be the re-generated answers' at `CELL_AGREEMENT` or above. Verdicts, not strings: two different wrong answers
+agree, a wrong answer against a right one does not.
 """
 
 from __future__ import annotations
@@ -25,13 +30,15 @@ from clkt.packs.format import PredictionRow
 from clkt.packs.metrics import PackMetrics, compute_metrics
 from clkt.report.leaderboard_data import CellCheck
 
-__all__ = ["CELL_AGREEMENT", "METRIC_TOLERANCE", "AnswerKey", "Verdict", "draw", "judge", "new_nonce"]
+__all__ = ["CELL_AGREEMENT", "METRIC_TOLERANCE", "AnswerKey", "Verdict", "draw", "judge", "judge_open", "new_nonce"]
 
 CELL_AGREEMENT = 0.95  # the share of one cell's letters on the drawn questions that must be the re-run's
 METRIC_TOLERANCE = 0.05  # |pack - re-run| allowed for Learn, Overall and Transfer (absolute, as fractions)
 _FIGURES = ("overall", "transfer")
 
 AnswerKey = tuple[str, str, str, str, int]  # train language, scorer, variant, language, question
+# an answer's letter (None: none read), or an open answer's verdict by the normaliser: what a cell compares
+Said = str | None
 
 
 def new_nonce() -> str:
@@ -53,7 +60,7 @@ def _key(r: PredictionRow) -> AnswerKey:
     return (r.train_lang, r.scorer, r.variant, r.lang, r.qid)
 
 
-def _cells(pack: Mapping[AnswerKey, str | None], again: Mapping[AnswerKey, str | None], wanted: set[int]) -> list[CellCheck]:
+def _cells(pack: Mapping[AnswerKey, Said], again: Mapping[AnswerKey, Said], wanted: set[int]) -> list[CellCheck]:
     counts: dict[tuple[str, str, str, str], list[int]] = {}
     for k, letter in pack.items():
         if k[4] in wanted:
@@ -63,6 +70,15 @@ def _cells(pack: Mapping[AnswerKey, str | None], again: Mapping[AnswerKey, str |
     return [CellCheck(train_lang=t, scorer=s, variant=v, lang=lang, agreed=a, checked=n,
                       passed=n > 0 and a / n >= CELL_AGREEMENT)
             for (t, s, v, lang), (a, n) in sorted(counts.items())]
+
+
+def _cell_failure(cells: Sequence[CellCheck], what: str) -> str | None:
+    """The first cell under `CELL_AGREEMENT` (`what` agree: letters, open verdicts), or none compared; None: all hold."""
+    if not cells:
+        return f"no {what[:-1]} of the pack's was compared"
+    bad = next((c for c in cells if not c.passed), None)
+    return (f"cell ({bad.train_lang}, {bad.scorer}, {bad.variant}, {bad.lang}): {bad.agreed}/{bad.checked} {what} "
+            f"agree (at least {CELL_AGREEMENT:.0%} needed)") if bad else None
 
 
 def _as_pack(rerun: Sequence[PredictionRow], pack: Mapping[AnswerKey, str | None],
@@ -132,14 +148,20 @@ def judge(pack: Mapping[AnswerKey, str | None], rerun: Sequence[PredictionRow], 
     wanted = set(questions)
     mine = [r for r in rerun if r.qid in wanted]
     cells = _cells(pack, {_key(r): r.predicted for r in mine}, wanted)
-    bad = next((c for c in cells if not c.passed), None)
-    failed = (f"cell ({bad.train_lang}, {bad.scorer}, {bad.variant}, {bad.lang}): {bad.agreed}/{bad.checked} letters "
-              f"agree (at least {CELL_AGREEMENT:.0%} needed)") if bad else None
-    if not cells:
-        failed = "no answer of the pack's was compared"
+    failed = _cell_failure(cells, "letters")
     deltas: dict[str, float] = {}
     if mine:
         pack_m = compute_metrics(_as_pack(mine, pack, key), languages, format_version=1)
         deltas, figure_failed = _figure_failure(pack_m, compute_metrics(mine, languages, format_version=1))
         failed = failed or figure_failed
     return Verdict(nonce=nonce, questions=questions, cells=cells, deltas=deltas, failed=failed)
+
+
+def judge_open(pack: Mapping[AnswerKey, str], rerun: Mapping[AnswerKey, str], qids: Iterable[int], k: int | None, *,
+               nonce: str) -> Verdict:
+    """The verdict on the pack's open answers: the normaliser's verdicts of its answers (`pack`, by answer) against
+    those of the re-generated ones (`rerun`; an answer it lacks disagrees), cell by cell, on `k` of the open questions
+    `qids` drawn by `nonce` (no figures: those are the letters')."""
+    questions = draw(qids, k, nonce=nonce)
+    cells = _cells(pack, rerun, set(questions))
+    return Verdict(nonce=nonce, questions=questions, cells=cells, deltas={}, failed=_cell_failure(cells, "open verdicts"))

@@ -12,8 +12,9 @@ Per target:
   interval from the bootstrap of the mean, their n summed over those pairs.
 
 A figure on fewer than `MIN_CELL_N` answers (a pair: its metric's denominator) or about one entity is *too few*
-(its counts shown, no value). Answers in another language are INCORRECT and counted apart; UNSCORABLE and skipped
-prompts are in no figure (counted). These figures are never pooled with the in-context multiple-choice ones
+(its counts shown, no value: `clkt.report.metric_table.open_too_few`, the rule of every open-answer cell). Answers
+in another language are INCORRECT and counted apart; UNSCORABLE and skipped prompts are in no figure (counted).
+These figures are never pooled with the in-context multiple-choice ones
 (`clkt.report.incontext`) nor with the parametric open track (`clkt.report.open_track`).
 """
 
@@ -29,7 +30,15 @@ from clkt.report._metric_fields import MetricSummary
 from clkt.report.basics import BOOTSTRAP_SAMPLES, Contingency
 from clkt.report.clustered import EntityDraws, accuracy_interval, entity_draws
 from clkt.report.incontext import ContextPairs, PairAnswer, context_pairs
-from clkt.report.metric_table import CELLS, MIN_CELL_N, MIN_KEPT_ENTITIES, OVERALL, TRANSFER, PairMetric, cell_sum
+from clkt.report.metric_table import (
+    CELLS,
+    MIN_CELL_N,
+    OVERALL,
+    TRANSFER,
+    PairMetric,
+    cell_sum,
+    open_too_few,
+)
 from clkt.report.pooled import percentile_ci
 from storage.incontext import NO_CONTEXT
 from storage.incontext_open import InContextOpenRecord
@@ -98,11 +107,6 @@ class InContextOpenTarget(_Frozen):
     prompt_versions: list[str]
 
 
-def _too_few(n: int, entities: int) -> bool:
-    """The section's one rule: a figure on fewer than `MIN_CELL_N` answers or about one entity says nothing."""
-    return n < MIN_CELL_N or entities < MIN_KEPT_ENTITIES
-
-
 def _cells(graded: Sequence[InContextOpenRecord], draws: EntityDraws) -> list[InContextOpenCell]:
     by: dict[tuple[str, str], list[InContextOpenRecord]] = defaultdict(list)
     for r in graded:
@@ -110,7 +114,7 @@ def _cells(graded: Sequence[InContextOpenRecord], draws: EntityDraws) -> list[In
     out: list[InContextOpenCell] = []
     for (c, lang), rs in sorted(by.items()):
         k, ents = sum(r.correct for r in rs), len({r.entity_id for r in rs})
-        few = _too_few(len(rs), ents)
+        few = open_too_few(n=len(rs), entities=ents)
         out.append(InContextOpenCell(
             context_lang=c, lang=lang, n=len(rs), entities=ents, correct=k,
             other_language=sum(r.other_language for r in rs), not_attempted=sum(r.verdict == "NOT_ATTEMPTED" for r in rs),
@@ -122,7 +126,7 @@ def _cells(graded: Sequence[InContextOpenRecord], draws: EntityDraws) -> list[In
 
 def _pair_figure(m: PairMetric, table: Contingency, entities: int, per_draw: np.ndarray) -> InContextOpenFigure:
     reading = m.reading(table, learned=None)  # missing, undefined, too few (Transfer under MIN_CELL_N) or ok
-    if reading == "ok" and _too_few(m.n(table), entities):
+    if reading == "ok" and open_too_few(n=m.n(table), entities=entities):
         reading = "too few"
     ok = reading == "ok"
     return InContextOpenFigure(value=m.value(table) if ok else None, n=m.n(table), reading=reading,
@@ -135,7 +139,7 @@ def _mean_figure(m: PairMetric, summary: MetricSummary, cp: ContextPairs) -> InC
     if summary.mean is None:
         reading = "undefined" if any(cell_sum(CELLS, p.table) for p in cp.pairs) else "missing"
     else:
-        reading = "too few" if _too_few(n, entities) else "ok"
+        reading = "too few" if open_too_few(n=n, entities=entities) else "ok"
     ok = reading == "ok"
     return InContextOpenFigure(value=summary.mean if ok else None, ci=summary.ci if ok else None,
                                std=summary.std if ok else None, n=n, reading=reading, pairs=len(over))

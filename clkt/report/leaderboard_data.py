@@ -25,6 +25,7 @@ __all__ = [
     "LeaderboardError",
     "LeaderboardQuery",
     "LearnEstimate",
+    "OpenReproduction",
     "PairCell",
     "Reproduction",
     "SnapshotColumn",
@@ -82,7 +83,7 @@ class LearnEstimate(_Frozen):
 class ControlEstimate(LearnEstimate):
     """The open track's control split on a row (`clkt.report.open_control`): Learn on the fictional entities (injected
     with the real ones: the positive control of injection), pooled over the row's jobs, its intervals over those
-    entities; `too_few` under the rule of `clkt.report.metric_table.control_too_few` (shown as such, never bare)."""
+    entities; `too_few` under the rule of `clkt.report.metric_table.open_too_few` (shown as such, never bare)."""
 
     entities: int
     too_few: bool
@@ -119,8 +120,23 @@ class CellCheck(_Frozen):
     passed: bool
 
 
+class OpenReproduction(_Frozen):
+    """The open rows of a re-run (`clkt.packs.verdict.judge_open`): the pack's open answers re-generated here with
+    its prompt (`prompt_version`, greedy), the normaliser's verdicts of both compared on the `questions` open questions
+    drawn by the re-run's nonce, `agreed` of `checked` answers, cell by cell (`cells`, each at the threshold)."""
+
+    prompt_version: str
+    checked: int
+    agreed: int
+    questions: int
+    rate: float  # agreed / checked
+    cells: list[CellCheck] = Field(default_factory=list)
+    failed: str | None = None  # the first open cell under the threshold (None: the open rows reproduced)
+
+
 class Reproduction(_Frozen):
-    """`clkt submit --reproduce`: a submitted pack's answers re-run on this service's engine, letter against letter."""
+    """`clkt submit --reproduce`: a submitted pack's answers re-run on this service's engine, letter against letter
+    (and, with open answers, verdict against verdict: `open`)."""
 
     checked: int  # answers re-run here (every train language, scorer, variant and language of the sampled questions)
     agreed: int  # of them, the same letter as the pack's
@@ -140,6 +156,9 @@ class Reproduction(_Frozen):
     deltas: dict[str, float] = Field(default_factory=dict)
     tolerance: float | None = None
     failed: str | None = None
+    # the open answers' comparison (None: the pack had none, declared no prompt version, or was re-run before open
+    # answers were compared): the pack's open rows rank only where it ran and the whole pack reproduced
+    open: OpenReproduction | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class SubmittedPackInfo(_Frozen):
@@ -163,6 +182,7 @@ class SubmittedPackInfo(_Frozen):
     claims_match: bool  # the pack's own metrics.json agreed with its predictions (the board uses the predictions)
     reproduction: Reproduction | None = None
     probe: ProbeVerdicts | None = None  # the probe's verdicts judged at intake (None: the pack carried no answers)
+    open_answers: bool = Field(default=False, exclude_if=lambda v: not v)  # it carried open answers (format 2)
 
 
 class LeaderRow(PerMetric):

@@ -34,7 +34,9 @@ per-domain board, the card, a result pack's metrics.json and the intake):
   or about fewer than `MIN_KEPT_ENTITIES` entities (`kept_too_few`), for a cell and for a row's pooled figure alike
   (board, CSV, strategy table, report, card, pack); the open track's control split (its Learn on the fictional
   entities, `clkt.report.open_control`) under `MIN_CELL_N` questions or about fewer than `MIN_KEPT_ENTITIES`
-  entities (`control_too_few`), in the report's open section and on the board's open rows alike.
+  entities (`open_too_few`), in the report's open section and on the board's open rows alike; by the same rule an
+  open-answer cell's % right: the report's in-context short answers (`clkt.report.incontext_open`) and a result
+  pack's open cells (`clkt.packs.metrics.OpenCell`: its metrics.json and `clkt submit`'s lines).
 
 The report's Table 2, `table2.csv`, `pairs.csv`, `metrics.json`, `report.md`, the size figures, the
 leaderboard's rows, its CSV and page, and the comparison all loop over `PAIR_METRICS`. A new metric is one
@@ -67,11 +69,11 @@ __all__ = [
     "cell_indicator",
     "cell_sum",
     "cell_sums",
-    "control_too_few",
     "kept_too_few",
     "learn_accuracy",
     "learn_gain",
     "learned",
+    "open_too_few",
     "ratio",
 ]
 
@@ -259,9 +261,10 @@ def learn_gain(*, base_correct: int, injected_correct: int, n: int) -> float | N
     return (injected_correct - base_correct) / n if n else None
 
 
-def control_too_few(*, n: int, entities: int) -> bool:
-    """Whether the open control split's Learn on `n` train-language questions about `entities` entities is too few
-    to show: the one rule of the report's cell and the board's pooled figure."""
+def open_too_few(*, n: int, entities: int) -> bool:
+    """Whether an open-answer figure on `n` questions about `entities` entities is too few to show (its counts shown,
+    no rate): the one rule of the open control split's Learn (the report's cell, the board's pooled figure), the
+    in-context short answers' cells and a result pack's open cells."""
     return n < MIN_CELL_N or entities < MIN_KEPT_ENTITIES
 
 

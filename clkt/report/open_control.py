@@ -10,7 +10,7 @@ questions answered both ways and those right before and after; `control_stat` po
 into Learn with its 95% intervals from a bootstrap over the control entities (each snapshot's drawn with the seed and
 `draws_name`, summed over the snapshots: the same draws wherever the same answers are pooled). The report shows it per
 job group (`control_learn`), the board per row (`control_estimate`, `clkt.report.leaderboard`), each under the one
-"too few" rule (`clkt.report.metric_table.control_too_few`). Never pooled with the test split's Learn, nor with the
+"too few" rule (`clkt.report.metric_table.open_too_few`). Never pooled with the test split's Learn, nor with the
 multiple-choice control (whose jobs keep counts, not entities).
 """
 
@@ -28,7 +28,7 @@ from clkt.evaluate.summary import ControlCounts
 from clkt.report.clustered import entity_draws
 from clkt.report.leaderboard_data import ControlEstimate, Estimate
 from clkt.report.learn import LearnIntervals, LearnStat, LearnTest, stat_from_counts
-from clkt.report.metric_table import control_too_few, ratio
+from clkt.report.metric_table import open_too_few, ratio
 from clkt.report.metrics import ALL_DOMAINS
 from clkt.report.open_right import Right, normaliser_right
 from clkt.report.pooled import one_blas_thread, percentile_ci
@@ -148,7 +148,7 @@ def control_learn(rows: Sequence[OpenResultRow], *, snapshot_id: str, seed: int,
             stat, entities = got
             out.append(ControlFigure(model=model, strategy=strategy, scorer=layer, train_lang=train, domain=ALL_DOMAINS,
                                      control=True, stat=stat, entities=entities,
-                                     too_few=control_too_few(n=stat.n, entities=entities)))
+                                     too_few=open_too_few(n=stat.n, entities=entities)))
     return out
 
 
@@ -170,5 +170,5 @@ def control_estimate(jobs: Iterable[tuple[str, Mapping[str, Any]]], *, scorer: s
     return ControlEstimate(
         n=st.n, base=st.base_accuracy, injected=Estimate(value=st.injected_accuracy, ci=st.injected_ci, n=st.n),
         gain=Estimate(value=st.gain, ci=st.gain_ci, n=st.n), gained=st.gained, lost=st.lost, p_value=st.p_value,
-        learned=st.learned, entities=entities, too_few=control_too_few(n=st.n, entities=entities),
+        learned=st.learned, entities=entities, too_few=open_too_few(n=st.n, entities=entities),
     )

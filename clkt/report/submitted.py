@@ -22,7 +22,12 @@ test split's graded ones) become packs of the open scorer (`open-normaliser`) on
 the public open qid and this store's entity row as a job's own open packs are (`storage.open_results`), so the board
 shows the submitted row's open figures in the open track's section, apart from its MCQ rows. A row is marked
 **reproduced** when `clkt submit --reproduce` re-ran its packs here with letter agreement at or above the pack's
-threshold (`REPRODUCED_AT`), **flagged** when below, **not reproduced** when never re-run.
+threshold (`REPRODUCED_AT`), **flagged** when below, **not reproduced** when never re-run. Its open row (the
+`open-normaliser` layer) is **reproduced** only when every pack of it that carried open answers was re-run with them
+re-generated and their verdicts compared (`Reproduction.open`, `clkt.packs.reproduce`) and every re-run of its packs
+held, its agreement the open verdicts'; **not reproduced** while one was not (a re-run that compared the letters
+only, or a pack that declared no prompt version); **flagged** when a re-run failed. The open jury's rows are never
+reproduced (a re-run grades with the normaliser only).
 """
 
 from __future__ import annotations
@@ -151,6 +156,7 @@ def pack_info(r: SubmissionRecord, reproduction: Reproduction | None = None) -> 
         environment=dict(env) if isinstance(env, dict) else {}, overridden=dict(strategy.get("overridden") or {}),
         submitted_at=r.submitted_at.isoformat(), claims_match=r.claims_match,
         reproduction=reproduction if reproduction is not None else _reproduction(r), probe=_probe(r),
+        open_answers=isinstance(r.metrics.get("open"), dict),
     )
 
 
@@ -323,28 +329,36 @@ def _sha(blob: bytes) -> str:
     return hashlib.sha256(blob).hexdigest()
 
 
-def _verified(packs: Sequence[SubmittedPackInfo]) -> tuple[str, float | None]:
+def _verified(packs: Sequence[SubmittedPackInfo], *, opened: bool = False) -> tuple[str, float | None]:
+    """A row's mark and agreement from its packs' re-runs: the letters', or (`opened`: its open row) the open
+    verdicts' of the packs that carried open answers, each counted only where its re-run compared them."""
     runs = [p.reproduction for p in packs if p.reproduction is not None]
-    checked = sum(r.checked for r in runs)
-    if not checked or len(runs) < len(packs):
-        rate = sum(r.agreed for r in runs) / checked if checked else None
+    if opened:
+        mine = [p for p in packs if p.open_answers]
+        counts = [(o.agreed, o.checked) for p in mine if p.reproduction is not None and (o := p.reproduction.open)]
+        complete = bool(mine) and len(counts) == len(mine)
+    else:
+        counts = [(r.agreed, r.checked) for r in runs]
+        complete = len(runs) == len(packs)
+    checked = sum(n for _, n in counts)
+    rate = sum(a for a, _ in counts) / checked if checked else None
+    if not checked or not complete:
         return ("flagged" if any(not r.reproduced for r in runs) else "not reproduced"), rate
-    rate = sum(r.agreed for r in runs) / checked
     return ("reproduced" if all(r.reproduced for r in runs) else "flagged"), rate
 
 
 def annotate(rows: Sequence[LeaderRow], runs: SubmittedRuns) -> list[LeaderRow]:
-    """The rows, each submitted one marked with its track, its packs' provenance and whether it was reproduced (an
-    open layer's row never is: `clkt submit --reproduce` re-runs and compares the letters only, so it is listed apart
-    and never ranked, `clkt.report.verified_ranks`)."""
+    """The rows, each submitted one marked with its track, its packs' provenance and whether it was reproduced (its
+    open row by its re-runs' open verdicts, see the module docstring; the open jury's never: a re-run grades with the
+    normaliser only, so it is listed apart and never ranked, `clkt.report.verified_ranks`)."""
     out: list[LeaderRow] = []
     for r in rows:
         packs = runs.info.get((r.target, r.strategy))
         if packs is None:
             out.append(r)
             continue
-        verified, rate = _verified(packs)
-        if is_open(r.scorer):  # a re-run compares the multiple-choice letters only: open figures are never verified
+        verified, rate = _verified(packs, opened=is_open(r.scorer))
+        if is_open(r.scorer) and r.scorer != OPEN_SCORER:  # a re-run compares the normaliser's verdicts, not a jury's
             verified, rate = "not reproduced", None
         out.append(r.model_copy(update={"track": SUBMITTED, "submissions": packs, "verified": verified, "agreement": rate,
                                         "probe": probe_label([p.probe for p in packs])}))

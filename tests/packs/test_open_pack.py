@@ -68,8 +68,10 @@ def test_a_pack_with_open_answers_reads_back_hashed_at_version_2(tmp_path: Path)
     assert OPEN_FILE in manifest["files"] and manifest["format_version"] == FORMAT_VERSION == 2
     claims = json.loads((tmp_path / "pack" / "metrics.json").read_text())
     injected = _cell(claims, "injected", "test", "en")
-    assert (injected["n"], injected["correct"], injected["entities"]) == (2, 2, 2) and injected["ci"] is not None
-    assert _cell(claims, "base", "test", "fr")["accuracy"] == 0.0 and _cell(claims, "injected", "control", "fr")["n"] == 1
+    assert (injected["n"], injected["correct"], injected["entities"]) == (2, 2, 2)
+    # 2 answers: under MIN_CELL_N, too few: the counts, no rate, no interval (the rule of every open cell)
+    assert (injected["too_few"], injected["accuracy"], injected["ci"]) == (True, None, None)
+    assert _cell(claims, "base", "test", "fr")["correct"] == 0 and _cell(claims, "injected", "control", "fr")["n"] == 1
     make_pack(tmp_path / "pack.tar.gz", opened=open_rows())
     assert read_pack(tmp_path / "pack.tar.gz").sha256 == pack.sha256  # one identity, folder or archive
 
@@ -109,7 +111,9 @@ async def test_open_answers_are_scored_here_stored_and_shown_apart_on_the_board(
     assert res.returncode == 0, res.stderr
     assert "does not match" not in res.stderr  # the pack's claims are the figures computed here
     assert "open track (open-normaliser, the answers scored here; never pooled with the multiple-choice figures)" in res.stdout
-    assert "trained in en, injected: en 100.0 %" in res.stdout and "(n=2, 2 entities)" in res.stdout
+    assert "trained in en, injected: en too few (2 of n=2 right, 2 entities)" in res.stdout
+    assert "trained in en, base: en too few (0 of n=2 right, 2 entities)" in res.stdout
+    assert not [line for line in res.stdout.splitlines() if "trained in en, " in line and "%" in line]  # no rate shown
     metrics = json.loads(submitted(tmp_path)[0][3])
     assert _cell(metrics, "injected", "test", "fr")["correct"] == 2 and _cell(metrics, "base", "test", "en")["correct"] == 0
     learn = metrics["open"]["figures"]["learn"]["en"]
@@ -262,7 +266,8 @@ async def test_an_upload_with_open_answers_is_scored_by_the_service(tmp_path: Pa
         got = await r.json()
         assert r.status == 200, got
         assert got["open_answers"] == 12 and got["claims_match"] is True
-        assert _cell(got["metrics"], "injected", "test", "en")["accuracy"] == 1.0
+        cell = _cell(got["metrics"], "injected", "test", "en")
+        assert (cell["correct"], cell["n"], cell["too_few"], cell["accuracy"]) == (2, 2, True, None)
     assert len(_stored_open(tmp_path)) == 12
 
 

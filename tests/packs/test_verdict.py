@@ -98,3 +98,29 @@ def test_an_answer_the_rerun_lacks_disagrees() -> None:
     rerun = _rerun()
     v = judge(_answers(rerun), [r for r in rerun if r.lang != "zh"], QIDS, None, nonce="n", key=KEY, languages=LANGS)
     assert not v.reproduced and v.failed is not None and "zh): 0/40" in v.failed
+
+
+def _open(said: dict[int, str], *, variant: str = "injected") -> dict[AnswerKey, str]:
+    """Open answers' normaliser verdicts by answer, one per question in en and fr."""
+    return {("en", "open-normaliser", variant, lang, q): v for q, v in said.items() for lang in ("en", "fr")}
+
+
+def test_open_answers_are_judged_by_their_verdicts_not_their_strings() -> None:
+    """Two different wrong answers (the pack's "Oslo", the re-run's "Berlin") are both INCORRECT: they agree; the
+    verdicts of every drawn question are compared cell by cell at the letters' threshold."""
+    rerun = _open({q: "INCORRECT" if q % 2 else "CORRECT" for q in QIDS})
+    v = verdict.judge_open(dict(rerun), rerun, QIDS, 10, nonce="n1")
+    assert v.reproduced and (v.agreed, v.checked, len(v.cells)) == (20, 20, 2)
+    assert v.questions == draw(QIDS, 10, nonce="n1") and {c.scorer for c in v.cells} == {"open-normaliser"}
+
+
+def test_open_answers_with_flipped_verdicts_fail_the_cell_they_are_in() -> None:
+    rerun = _open({q: "INCORRECT" for q in QIDS})
+    lie = {**rerun, **{k: "CORRECT" for k in rerun if k[3] == "fr" and k[4] % 4 == 0}}  # a quarter of fr made right
+    v = verdict.judge_open(lie, rerun, QIDS, None, nonce="n2")
+    assert not v.reproduced and v.failed == (f"cell (en, open-normaliser, injected, fr): 30/40 open verdicts agree "
+                                             f"(at least {verdict.CELL_AGREEMENT:.0%} needed)")
+    assert [c.passed for c in v.cells] == [True, False]  # en holds, fr does not
+    missing = verdict.judge_open(rerun, {}, QIDS, 5, nonce="n3")  # an answer the re-run lacks disagrees
+    assert not missing.reproduced and missing.agreed == 0 and missing.checked == 10
+    assert verdict.judge_open({}, rerun, QIDS, 5, nonce="n4").failed == "no open verdict of the pack's was compared"
