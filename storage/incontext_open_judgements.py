@@ -1,6 +1,6 @@
 """The jury's verdicts on the in-context track's short answers (table: `storage.incontext_open_judgement_table`),
 the in-context twin of `storage.open_judgements` and under its rules (`retry_clause`, `upsert_judgements`,
-`is_decided`):
+`JuryVerdictRow.decided`):
 
 - `pending_incontext`: the stored in-context short answers (status `answered`; a skipped prompt has no answer) the
   current jury (`panel`) has not graded, or graded with a failed vote fewer than `max_attempts` times, in key order
@@ -24,7 +24,7 @@ from sqlmodel import col
 
 from storage.incontext_open_judgement_table import ANSWER_KEY, InContextOpenJudgement
 from storage.incontext_open_table import InContextOpenAnswer
-from storage.open_judgements import JURY, Judgement, is_decided, retry_clause, upsert_judgements
+from storage.open_judgements import JURY, Judgement, JuryVerdictRow, retry_clause, upsert_judgements
 
 __all__ = [
     "InContextGraded", "InContextJuryRow", "InContextPending", "incontext_jury_rows", "pending_incontext",
@@ -66,22 +66,13 @@ class InContextGraded:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class InContextJuryRow:
-    """The jury's verdict of one stored in-context short answer, keyed like it."""
+class InContextJuryRow(JuryVerdictRow):
+    """The jury's verdict of one stored in-context short answer, keyed like it (`decided`: the parametric rule)."""
 
     target: str
     open_qid: int
     context_lang: str
     lang: str
-    verdict: str | None  # None: undecided (never right), or no verdict yet where `failed`
-    failed: bool  # a vote failed (the verdict is the others')
-    cost_usd: float
-    prompt_version: str
-
-    @property
-    def decided(self) -> bool:
-        """Counts in a figure (`storage.open_judgements.JuryRow.decided`'s rule)."""
-        return is_decided(self.verdict, failed=self.failed)
 
 
 def _key_columns() -> tuple[Mapped[str], Mapped[str], Mapped[int], Mapped[str], Mapped[str]]:

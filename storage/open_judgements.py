@@ -11,7 +11,7 @@
   `pending_by_snapshot` (what is left to grade, per snapshot).
 
 The in-context short answers' verdicts (`storage.incontext_open_judgements`) are the same rows in a table of their
-own; they share this module's rules (`retry_clause`, `upsert_judgements`, `is_decided`).
+own; they share this module's rules (`retry_clause`, `upsert_judgements`, `JuryVerdictRow`).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from storage.open_result_table import OpenResult
 from storage.types import utcnow
 
 __all__ = [
-    "JURY", "AnswerJudgements", "GradedAnswer", "Judgement", "JuryRow", "PendingAnswer", "is_decided", "judgements_for",
+    "JURY", "AnswerJudgements", "GradedAnswer", "Judgement", "JuryRow", "JuryVerdictRow", "PendingAnswer", "judgements_for",
     "jury_rows_for_snapshot", "pending_answers", "pending_by_snapshot", "retry_clause", "upsert_judgements",
     "write_judgements",
 ]
@@ -88,16 +88,10 @@ class AnswerJudgements:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class JuryRow:
-    """The jury's verdict of one stored answer (or, `judge` a model string, one judge's vote), keyed like the answer
-    (job, public qid, language, variant, scorer) as `storage.open_results.OpenResultRow` is."""
+class JuryVerdictRow:
+    """The jury's stored verdict of one answer, whichever track's (`JuryRow`; the in-context short answers':
+    `storage.incontext_open_judgements.InContextJuryRow`)."""
 
-    judge: str  # JURY, or the judge's model string
-    job_id: int
-    open_qid: int
-    lang: str
-    variant: str
-    scorer: str
     verdict: str | None
     failed: bool  # the jury's: a vote failed (the verdict is the others'); a vote's: it gave no verdict
     cost_usd: float
@@ -108,12 +102,20 @@ class JuryRow:
         """The jury's row counts in a figure: it has a verdict, or every vote was given and none won (undecided:
         never right). False where a failed vote left it without one: not graded yet (the stage tries again), never
         counted as wrong."""
-        return is_decided(self.verdict, failed=self.failed)
+        return not (self.verdict is None and self.failed)
 
 
-def is_decided(verdict: str | None, *, failed: bool) -> bool:
-    """A jury row counts in a figure unless a failed vote left it without a verdict (`JuryRow.decided`)."""
-    return not (verdict is None and failed)
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JuryRow(JuryVerdictRow):
+    """The jury's verdict of one stored answer (or, `judge` a model string, one judge's vote), keyed like the answer
+    (job, public qid, language, variant, scorer) as `storage.open_results.OpenResultRow` is."""
+
+    judge: str  # JURY, or the judge's model string
+    job_id: int
+    open_qid: int
+    lang: str
+    variant: str
+    scorer: str
 
 
 def retry_clause(

@@ -3,8 +3,8 @@
 A GPU job's commit stores each open answer with the normaliser's verdict (`storage.open_results`) and never waits on
 an LLM, nor does the in-context track's short answers' run (`clkt.incontext.open_track`); this stage then grades the
 answers of finished jobs and the in-context short answers (`clkt.openqa.jury_sources.SOURCES`: each kind read from
-and written to its own tables, one after the other in a pass, by the same code and rules) with the configured jury (`[agents.jury]`,
-`agents.jury.Jury`), every answer (the jury is a layer beside the normaliser, compared on the same answers; an empty
+and written to its own tables, one after the other in a pass, by the same code and rules) with the configured jury
+(`[agents.jury]`, `agents.jury.Jury`), every answer (the jury is a layer beside the normaliser, compared on the same answers; an empty
 one is NOT_ATTEMPTED at no cost), in batches of `batch_size`, `concurrency` answers at a time. It runs only when a
 jury is configured (`JuryStage.wanted`).
 
@@ -180,8 +180,8 @@ class JuryStage:
         if not done.graded:
             return
         jury = self._jury_or_raise()
-        log.info("open-jury: %d answer(s) graded (%s); failed votes so far: %s", done.graded,
-                 dict(done.verdicts), dict(jury.stats.failed) or "none")
+        log.info("open-jury: %d answer(s) graded (%s; %s); failed votes so far: %s", done.graded,
+                 dict(done.by_track), dict(done.verdicts), dict(jury.stats.failed) or "none")
         left: Counter[str] = Counter()
         async with ctx.store.session() as s:
             for source in SOURCES:
