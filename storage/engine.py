@@ -40,7 +40,7 @@ T = TypeVar("T")
 BUSY_TIMEOUT_MS = 30_000
 SQLITE_HEADER = b"SQLite format 3\x00"
 _MIGRATIONS = Path(__file__).parent / "migrations"
-HEAD_REVISION = "c8e2a4f6b9d3"  # the newest migration (storage/migrations/versions): update with every new one
+HEAD_REVISION = "b7d3f5a9c2e4"  # the newest migration (storage/migrations/versions): update with every new one
 
 # What a repository function takes: one open session (in a transaction when it writes). Code above storage
 # names it by this alias, opens it with `Store.session()` / `Store.transaction()` and never imports SQLAlchemy.

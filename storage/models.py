@@ -26,6 +26,7 @@ from storage.enums import (
     Stage,
 )
 from storage.figure_cache import FigureCacheEntry  # the tables in their own modules, registered here
+from storage.incontext_open_judgement_table import InContextOpenJudgement
 from storage.incontext_open_table import InContextOpenAnswer
 from storage.llm_tables import LlmBatch, LlmBatchRequest, LlmCall
 from storage.open_judgement_table import OpenJudgement
@@ -45,6 +46,7 @@ __all__ = [
     "GpuJob",
     "InContextAnswer",
     "InContextOpenAnswer",
+    "InContextOpenJudgement",
     "LeaseStatus",
     "LlmBatch",
     "LlmBatchRequest",

@@ -9,6 +9,9 @@
 - `jury_rows_for_snapshot`: the jury's verdicts of a snapshot's finished jobs (with `votes=True` each judge's too),
   keyed like the answers they grade (the report's jury figure; the audit's per-judge agreement), and
   `pending_by_snapshot` (what is left to grade, per snapshot).
+
+The in-context short answers' verdicts (`storage.incontext_open_judgements`) are the same rows in a table of their
+own; they share this module's rules (`retry_clause`, `upsert_judgements`, `JuryVerdictRow`).
 """
 
 from __future__ import annotations
@@ -25,13 +28,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from storage.models import GpuJob, LeaseStatus
-from storage.open_judgement_table import ERROR_CHARS, JUDGE_CHARS, JURY, REASON_CHARS, OpenJudgement
+from storage.open_judgement_table import ERROR_CHARS, JUDGE_CHARS, JURY, REASON_CHARS, JudgementColumns, OpenJudgement
 from storage.open_result_table import OpenResult
 from storage.types import utcnow
 
 __all__ = [
-    "JURY", "AnswerJudgements", "GradedAnswer", "Judgement", "JuryRow", "PendingAnswer", "judgements_for",
-    "jury_rows_for_snapshot", "pending_answers", "pending_by_snapshot", "write_judgements",
+    "JURY", "AnswerJudgements", "GradedAnswer", "Judgement", "JuryRow", "JuryVerdictRow", "PendingAnswer", "judgements_for",
+    "jury_rows_for_snapshot", "pending_answers", "pending_by_snapshot", "retry_clause", "upsert_judgements",
+    "write_judgements",
 ]
 
 _CHUNK = 400  # ids per IN (...) query
@@ -63,6 +67,10 @@ class PendingAnswer:
     answer: str
     attempts: int = 0  # passes of this panel so far
 
+    def graded(self, votes: tuple[Judgement, ...], jury: Judgement) -> GradedAnswer:
+        """This answer's rows once graded (the grading code builds them: `clkt.openqa.jury_grading`)."""
+        return GradedAnswer(open_result_id=self.open_result_id, votes=votes, jury=jury)
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GradedAnswer:
@@ -80,16 +88,10 @@ class AnswerJudgements:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class JuryRow:
-    """The jury's verdict of one stored answer (or, `judge` a model string, one judge's vote), keyed like the answer
-    (job, public qid, language, variant, scorer) as `storage.open_results.OpenResultRow` is."""
+class JuryVerdictRow:
+    """The jury's stored verdict of one answer, whichever track's (`JuryRow`; the in-context short answers':
+    `storage.incontext_open_judgements.InContextJuryRow`)."""
 
-    judge: str  # JURY, or the judge's model string
-    job_id: int
-    open_qid: int
-    lang: str
-    variant: str
-    scorer: str
     verdict: str | None
     failed: bool  # the jury's: a vote failed (the verdict is the others'); a vote's: it gave no verdict
     cost_usd: float
@@ -103,14 +105,34 @@ class JuryRow:
         return not (self.verdict is None and self.failed)
 
 
-def _todo(max_attempts: int, retry_before: datetime | None = None) -> tuple[ColumnElement[bool], ...]:
-    """An answer of a finished job with no jury row of `panel`, or one with a failed vote and tries left (with
-    `retry_before`: last tried no later than that)."""
-    jury = OpenJudgement
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JuryRow(JuryVerdictRow):
+    """The jury's verdict of one stored answer (or, `judge` a model string, one judge's vote), keyed like the answer
+    (job, public qid, language, variant, scorer) as `storage.open_results.OpenResultRow` is."""
+
+    judge: str  # JURY, or the judge's model string
+    job_id: int
+    open_qid: int
+    lang: str
+    variant: str
+    scorer: str
+
+
+def retry_clause(
+    jury: type[JudgementColumns], *, max_attempts: int, retry_before: datetime | None = None,
+) -> ColumnElement[bool]:
+    """The answers a panel has to grade, its jury rows (of the table `jury`) outer-joined: none, or one with a failed
+    vote and tries left (with `retry_before`: last tried no later than that)."""
     again = and_(col(jury.error).is_not(None), col(jury.attempts) < max_attempts)
     if retry_before is not None:
         again = and_(again, col(jury.graded_at) <= retry_before)
-    return (col(GpuJob.status) == LeaseStatus.done, or_(col(jury.id).is_(None), again))
+    return or_(col(jury.id).is_(None), again)
+
+
+def _todo(max_attempts: int, retry_before: datetime | None = None) -> tuple[ColumnElement[bool], ...]:
+    """An answer of a finished job with no jury row of `panel`, or one with a failed vote and tries left."""
+    todo = retry_clause(OpenJudgement, max_attempts=max_attempts, retry_before=retry_before)
+    return (col(GpuJob.status) == LeaseStatus.done, todo)
 
 
 def _joined(stmt: Select[*_Ts], panel: str) -> Select[*_Ts]:
@@ -140,10 +162,27 @@ async def pending_by_snapshot(session: AsyncSession, *, panel: str, max_attempts
     return {sid: int(n) for sid, n in (await session.execute(stmt.group_by(col(GpuJob.snapshot_id)))).all()}
 
 
-def _row(answer_id: int, panel: str, j: Judgement, now: object) -> dict[str, object]:
-    return dict(open_result_id=answer_id, judge=j.judge[:JUDGE_CHARS], panel=panel, verdict=j.verdict,
+def _row(key: dict[str, object], panel: str, j: Judgement, now: object) -> dict[str, object]:
+    return dict(key, judge=j.judge[:JUDGE_CHARS], panel=panel, verdict=j.verdict,
                 reason=j.reason[:REASON_CHARS], error=j.error[:ERROR_CHARS] if j.error is not None else None,
                 prompt_version=j.prompt_version[:32], cost_usd=float(j.cost_usd), attempts=j.attempts, graded_at=now)
+
+
+async def upsert_judgements(
+    session: AsyncSession, table: type[JudgementColumns], rows: Sequence[tuple[dict[str, object], Judgement]], *,
+    panel: str, key: Sequence[str],
+) -> int:
+    """Write each (answer key, judgement) as a row of `table` over the row of the same answer key and judge (`key`:
+    the answer key's columns, which with `judge` are the table's unique key); how many rows."""
+    now = utcnow()
+    values = [_row(k, panel, j, now) for k, j in rows]
+    dialect = session.bind.dialect.name if session.bind is not None else "sqlite"
+    keep = ("panel", "verdict", "reason", "error", "prompt_version", "cost_usd", "attempts", "graded_at")
+    for i in range(0, len(values), _CHUNK):
+        ins = (pg_insert if dialect == "postgresql" else sqlite_insert)(table).values(values[i:i + _CHUNK])
+        await session.execute(ins.on_conflict_do_update(
+            index_elements=[*key, "judge"], set_={k: getattr(ins.excluded, k) for k in keep}))
+    return len(values)
 
 
 async def write_judgements(session: AsyncSession, graded: Sequence[GradedAnswer], *, panel: str) -> int:
@@ -155,15 +194,8 @@ async def write_judgements(session: AsyncSession, graded: Sequence[GradedAnswer]
     for i in range(0, len(ids), _CHUNK):
         await session.execute(delete(OpenJudgement).where(
             col(OpenJudgement.open_result_id).in_(ids[i:i + _CHUNK]), col(OpenJudgement.panel) != panel))
-    now = utcnow()
-    rows = [_row(g.open_result_id, panel, j, now) for g in graded for j in (*g.votes, g.jury)]
-    dialect = session.bind.dialect.name if session.bind is not None else "sqlite"
-    for i in range(0, len(rows), _CHUNK):
-        ins = (pg_insert if dialect == "postgresql" else sqlite_insert)(OpenJudgement).values(rows[i:i + _CHUNK])
-        keep = ("panel", "verdict", "reason", "error", "prompt_version", "cost_usd", "attempts", "graded_at")
-        await session.execute(ins.on_conflict_do_update(
-            index_elements=["open_result_id", "judge"], set_={k: getattr(ins.excluded, k) for k in keep}))
-    return len(rows)
+    rows: list[tuple[dict[str, object], Judgement]] = [({"open_result_id": g.open_result_id}, j) for g in graded for j in (*g.votes, g.jury)]
+    return await upsert_judgements(session, OpenJudgement, rows, panel=panel, key=("open_result_id",))
 
 
 def _judgement(r: OpenJudgement) -> Judgement:

@@ -8,6 +8,10 @@ next pass replays them at no cost). An answer whose question cannot be found (it
 unreadable) is never graded against nothing: its jury row says so (undecided, with why), and it is counted.
 
 `panel_of` is the digest that names a jury in the store: its judges (in any order) and its prompt's version.
+
+The answers are any `Gradable`: the parametric track's (`storage.open_judgements.PendingAnswer`) or the in-context
+track's (`storage.incontext_open_judgements.InContextPending`); each builds its own rows (`Gradable.graded`), so one
+grading code serves both and the stage writes each kind to its own table.
 """
 
 from __future__ import annotations
@@ -19,16 +23,52 @@ import logging
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Generic, Protocol, TypeVar
 
 from agents.jury import Jury, JuryVerdict
 from clkt.errors import BudgetExhausted, SnapshotError
 from clkt.openqa.frozen import load_open_questions
 from clkt.openqa.question import ShortAnswerQuestion
-from storage.open_judgements import JURY, GradedAnswer, Judgement, PendingAnswer
+from storage.open_judgements import JURY, Judgement
 
-__all__ = ["BatchOutcome", "QuestionBook", "grade_batch", "graded_rows", "panel_of", "unfound_rows"]
+__all__ = ["BatchOutcome", "Gradable", "GradedRows", "QuestionBook", "grade_batch", "graded_rows", "panel_of", "unfound_rows"]
 
 log = logging.getLogger(__name__)
+
+
+class GradedRows(Protocol):
+    """A graded answer's rows, as its store writes them: each vote, and the jury's."""
+
+    @property
+    def votes(self) -> tuple[Judgement, ...]: ...
+
+    @property
+    def jury(self) -> Judgement: ...
+
+
+G = TypeVar("G", bound=GradedRows)
+G_co = TypeVar("G_co", bound=GradedRows, covariant=True)
+
+
+class Gradable(Protocol[G_co]):
+    """A stored answer the jury grades: what finds its question, the answer, the passes so far, and its rows."""
+
+    @property
+    def snapshot_id(self) -> str: ...
+
+    @property
+    def open_qid(self) -> int: ...
+
+    @property
+    def lang(self) -> str: ...
+
+    @property
+    def answer(self) -> str: ...
+
+    @property
+    def attempts(self) -> int: ...
+
+    def graded(self, votes: tuple[Judgement, ...], jury: Judgement) -> G_co: ...
 
 
 def panel_of(judges: Iterable[str], prompt_version: str) -> str:
@@ -64,14 +104,14 @@ class QuestionBook:
 
 
 @dataclass
-class BatchOutcome:
-    graded: list[GradedAnswer] = field(default_factory=list)
+class BatchOutcome(Generic[G]):
+    graded: list[G] = field(default_factory=list)
     skipped: int = 0  # answers whose question was not found (stored undecided, with why: `unfound_rows`)
     budget_spent: str | None = None  # the BudgetExhausted message when the budget stopped the batch
     verdicts: Counter[str] = field(default_factory=Counter)  # the jury's, "undecided" for None
 
 
-def graded_rows(answer: PendingAnswer, verdict: JuryVerdict, *, judges: int) -> GradedAnswer:
+def graded_rows(answer: Gradable[G], verdict: JuryVerdict, *, judges: int) -> G:
     """The rows of one graded answer: each vote, and the jury's (its error counts the failed votes)."""
     attempts = answer.attempts + 1
     votes = tuple(Judgement(judge=v.judge, verdict=v.verdict, prompt_version=verdict.prompt_version, reason=v.reason,
@@ -79,26 +119,26 @@ def graded_rows(answer: PendingAnswer, verdict: JuryVerdict, *, judges: int) -> 
     failed = f"{verdict.failed} of {judges} votes failed" if verdict.failed else None
     jury = Judgement(judge=JURY, verdict=verdict.verdict, prompt_version=verdict.prompt_version, reason=verdict.reason,
                      error=failed, cost_usd=verdict.cost_usd, attempts=attempts)
-    return GradedAnswer(open_result_id=answer.open_result_id, votes=votes, jury=jury)
+    return answer.graded(votes, jury)
 
 
-def unfound_rows(answer: PendingAnswer, *, prompt_version: str) -> GradedAnswer:
+def unfound_rows(answer: Gradable[G], *, prompt_version: str) -> G:
     """The jury's row of an answer whose question cannot be found: undecided, no judge asked, the reason stored (it is
     looked for again on a later pass, up to the bound on passes, as a failed vote is)."""
     jury = Judgement(judge=JURY, verdict=None, prompt_version=prompt_version, reason="not graded: no judge asked",
                      error=f"question {answer.open_qid} not found in snapshot {answer.snapshot_id}",
                      attempts=answer.attempts + 1)
-    return GradedAnswer(open_result_id=answer.open_result_id, votes=(), jury=jury)
+    return answer.graded((), jury)
 
 
-async def _grade_one(jury: Jury, answer: PendingAnswer, question: ShortAnswerQuestion) -> GradedAnswer:
+async def _grade_one(jury: Jury, answer: Gradable[G], question: ShortAnswerQuestion) -> G:
     gold = question.gold(answer.lang)
     verdict = await jury.grade(question=question.questions[answer.lang], gold=gold.answer, aliases=gold.aliases,
                                answer=answer.answer, lang=answer.lang)
     return graded_rows(answer, verdict, judges=len(jury.settings.judges))
 
 
-def _take(out: BatchOutcome, results: Sequence[GradedAnswer | BaseException]) -> None:
+def _take(out: BatchOutcome[G], results: Sequence[G | BaseException]) -> None:
     for r in results:
         if isinstance(r, asyncio.CancelledError):
             raise r
@@ -113,11 +153,11 @@ def _take(out: BatchOutcome, results: Sequence[GradedAnswer | BaseException]) ->
 
 
 async def grade_batch(
-    jury: Jury, answers: Sequence[PendingAnswer], book: QuestionBook, *, concurrency: int,
-) -> BatchOutcome:
+    jury: Jury, answers: Sequence[Gradable[G]], book: QuestionBook, *, concurrency: int,
+) -> BatchOutcome[G]:
     """Grade `answers` (see the module), `concurrency` at a time; stops at the first spent budget."""
-    out = BatchOutcome()
-    todo: list[tuple[PendingAnswer, ShortAnswerQuestion]] = []
+    out: BatchOutcome[G] = BatchOutcome()
+    todo: list[tuple[Gradable[G], ShortAnswerQuestion]] = []
     for a in answers:
         q = book.question(a.snapshot_id, a.open_qid)
         if q is None or a.lang not in q.questions:

@@ -1,8 +1,10 @@
 """Service `open-jury`: the open track's jury (issue 47 item 3), a daemon stage of its own beside the GPU queue.
 
 A GPU job's commit stores each open answer with the normaliser's verdict (`storage.open_results`) and never waits on
-an LLM; this stage then grades the answers of finished jobs with the configured jury (`[agents.jury]`,
-`agents.jury.Jury`), every answer (the jury is a layer beside the normaliser, compared on the same answers; an empty
+an LLM, nor does the in-context track's short answers' run (`clkt.incontext.open_track`); this stage then grades the
+answers of finished jobs and the in-context short answers (`clkt.openqa.jury_sources.SOURCES`: each kind read from
+and written to its own tables, one after the other in a pass, by the same code and rules) with the configured jury
+(`[agents.jury]`, `agents.jury.Jury`), every answer (the jury is a layer beside the normaliser, compared on the same answers; an empty
 one is NOT_ATTEMPTED at no cost), in batches of `batch_size`, `concurrency` answers at a time. It runs only when a
 jury is configured (`JuryStage.wanted`).
 
@@ -31,13 +33,13 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from agents.jury import Jury, JurySettings
 from clkt.errors import UserError
-from clkt.openqa.jury_grading import BatchOutcome, QuestionBook, grade_batch, panel_of
+from clkt.openqa.jury_grading import BatchOutcome, Gradable, GradedRows, QuestionBook, grade_batch, panel_of
+from clkt.openqa.jury_sources import SOURCES, JurySource
 from clkt.pipeline._entities import next_month
-from storage.open_judgements import PendingAnswer, pending_answers, pending_by_snapshot, write_judgements
 from storage.snapshots import find_snapshot
 
 if TYPE_CHECKING:
@@ -50,6 +52,8 @@ __all__ = ["JuryPass", "JuryStage", "OnGraded"]
 log = logging.getLogger(__name__)
 
 OnGraded = Callable[["Store", str], Awaitable[None]]
+A = TypeVar("A", bound=Gradable[GradedRows])
+G = TypeVar("G", bound=GradedRows)
 
 
 @dataclass
@@ -57,6 +61,7 @@ class JuryPass:
     """What one pass did."""
 
     graded: int = 0  # answers whose rows were written (those whose question was not found included)
+    by_track: Counter[str] = field(default_factory=Counter)  # of those, per source ("parametric", "in-context")
     skipped: int = 0  # answers whose question could not be found (stored undecided, with why)
     verdicts: Counter[str] = field(default_factory=Counter)  # the jury's; "undecided" for no majority
     budget_spent: str | None = None
@@ -124,34 +129,43 @@ class JuryStage:
         if self.paused_until is not None and ctx.clock() < self.paused_until:
             return done
         self.build_jury(ctx)
-        cursor = 0
         retry_before = ctx.clock() - timedelta(seconds=self.config.retry_after_s)
-        while not ctx.stopping.is_set():
-            async with ctx.store.session() as s:
-                batch = await pending_answers(s, panel=self.panel, max_attempts=self.config.max_attempts,
-                                              limit=self.config.batch_size, after=cursor, retry_before=retry_before)
-            if not batch:
-                break
-            cursor = batch[-1].open_result_id
-            if await self._grade(ctx, batch, done):
-                break
+        parametric, incontext = SOURCES  # one after the other; a spent budget stops the pass
+        if not await self._pass(ctx, parametric, done, retry_before):
+            await self._pass(ctx, incontext, done, retry_before)
         await self._finish(ctx, done)
         return done
 
-    async def _grade(self, ctx: ServiceContext, batch: list[PendingAnswer], done: JuryPass) -> bool:
+    async def _pass(self, ctx: ServiceContext, source: JurySource[A, G], done: JuryPass, retry_before: datetime) -> bool:
+        """Grade what `source` has left, batch by batch; True when the budget stopped it."""
+        cursor: A | None = None
+        while not ctx.stopping.is_set():
+            async with ctx.store.session() as s:
+                batch = await source.pending(s, panel=self.panel, max_attempts=self.config.max_attempts,
+                                             limit=self.config.batch_size, after=cursor, retry_before=retry_before)
+            if not batch:
+                return False
+            cursor = batch[-1]
+            if await self._grade(ctx, source, batch, done):
+                return True
+        return False
+
+    async def _grade(self, ctx: ServiceContext, source: JurySource[A, G], batch: list[A], done: JuryPass) -> bool:
         """Grade and write one batch; True when the budget stopped it."""
         unread = sorted({a.snapshot_id for a in batch if not self.book.known(a.snapshot_id)})
         async with ctx.store.session() as s:
             for sid in unread:
                 snap = await find_snapshot(s, sid)
                 self.book.load(sid, snap.export_path if snap is not None else None)
-        out: BatchOutcome = await grade_batch(self._jury_or_raise(), batch, self.book,
-                                              concurrency=self.config.concurrency)
+        answers = cast("list[Gradable[G]]", batch)  # a source's answers build its own rows (A is Gradable[G])
+        out: BatchOutcome[G] = await grade_batch(self._jury_or_raise(), answers, self.book,
+                                                 concurrency=self.config.concurrency)
         async with ctx.store.transaction() as s:
-            await write_judgements(s, out.graded, panel=self.panel)
+            await source.write(s, out.graded, panel=self.panel)
         done.graded += len(out.graded)
-        graded = {g.open_result_id for g in out.graded}
-        done.touched.update(a.snapshot_id for a in batch if a.open_result_id in graded)
+        done.by_track[source.name] += len(out.graded)
+        graded = {source.graded_key(g) for g in out.graded}
+        done.touched.update(a.snapshot_id for a in batch if source.key(a) in graded)
         done.skipped += out.skipped
         done.verdicts.update(out.verdicts)
         if out.budget_spent is not None:
@@ -166,10 +180,12 @@ class JuryStage:
         if not done.graded:
             return
         jury = self._jury_or_raise()
-        log.info("open-jury: %d answer(s) graded (%s); failed votes so far: %s", done.graded,
-                 dict(done.verdicts), dict(jury.stats.failed) or "none")
+        log.info("open-jury: %d answer(s) graded (%s; %s); failed votes so far: %s", done.graded,
+                 dict(done.by_track), dict(done.verdicts), dict(jury.stats.failed) or "none")
+        left: Counter[str] = Counter()
         async with ctx.store.session() as s:
-            left = await pending_by_snapshot(s, panel=self.panel, max_attempts=self.config.max_attempts)
+            for source in SOURCES:
+                left.update(await source.left(s, panel=self.panel, max_attempts=self.config.max_attempts))
         done.completed = sorted(sid for sid in done.touched if not left.get(sid))
         if self.on_graded is not None:
             for sid in done.completed:

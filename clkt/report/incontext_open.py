@@ -11,6 +11,10 @@ Per target:
 - Overall and Transfer as means over the pairs (every pair with a value, as the multiple-choice section), their
   interval from the bootstrap of the mean, their n summed over those pairs.
 
+Where the daemon's jury of LLM judges graded them, each cell shows the jury's figure beside the normaliser's
+(`clkt.report.incontext_open_jury`: n, interval, too few, pending answers counted and in no figure), with the jury's
+cost and prompt version per target.
+
 A figure on fewer than `MIN_CELL_N` answers (a pair: its metric's denominator) or about one entity is *too few*
 (its counts shown, no value: `clkt.report.metric_table.open_too_few`, the rule of every open-answer cell). Answers
 in another language are INCORRECT and counted apart; UNSCORABLE and skipped prompts are in no figure (counted).
@@ -24,12 +28,13 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from clkt.report._metric_fields import MetricSummary
 from clkt.report.basics import BOOTSTRAP_SAMPLES, Contingency
 from clkt.report.clustered import EntityDraws, accuracy_interval, entity_draws
 from clkt.report.incontext import ContextPairs, PairAnswer, context_pairs
+from clkt.report.incontext_open_jury import InContextJuryCell, JuryKey, jury_by_key, jury_cell, jury_cell_text
 from clkt.report.metric_table import (
     CELLS,
     MIN_CELL_N,
@@ -42,6 +47,7 @@ from clkt.report.metric_table import (
 from clkt.report.pooled import percentile_ci
 from storage.incontext import NO_CONTEXT
 from storage.incontext_open import InContextOpenRecord
+from storage.incontext_open_judgements import InContextJuryRow
 
 __all__ = ["INCONTEXT_OPEN_TITLE", "InContextOpenCell", "InContextOpenFigure", "InContextOpenPair",
            "InContextOpenTarget", "incontext_open_lines", "incontext_open_results"]
@@ -65,6 +71,8 @@ class InContextOpenCell(_Frozen):
     too_few: bool
     accuracy: float | None  # None when too few
     ci: tuple[float, float] | None = None
+    # the jury's figure on the same answers (None: it graded none of the target's; then absent from metrics.json)
+    jury: InContextJuryCell | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class InContextOpenFigure(_Frozen):
@@ -105,9 +113,13 @@ class InContextOpenTarget(_Frozen):
     output_tokens: int
     cost_usd: float
     prompt_versions: list[str]
+    # what the jury's calls on the target's answers cost, its prompt's versions (empty: it graded none; both absent)
+    jury_cost_usd: float = Field(default=0.0, exclude_if=lambda v: not v)
+    jury_prompt_versions: list[str] = Field(default_factory=list, exclude_if=lambda v: not v)
 
 
-def _cells(graded: Sequence[InContextOpenRecord], draws: EntityDraws) -> list[InContextOpenCell]:
+def _cells(graded: Sequence[InContextOpenRecord], draws: EntityDraws,
+           jury: dict[JuryKey, InContextJuryRow]) -> list[InContextOpenCell]:
     by: dict[tuple[str, str], list[InContextOpenRecord]] = defaultdict(list)
     for r in graded:
         by[(r.context_lang, r.lang)].append(r)
@@ -120,6 +132,7 @@ def _cells(graded: Sequence[InContextOpenRecord], draws: EntityDraws) -> list[In
             other_language=sum(r.other_language for r in rs), not_attempted=sum(r.verdict == "NOT_ATTEMPTED" for r in rs),
             too_few=few, accuracy=None if few else k / len(rs),
             ci=None if few else accuracy_interval([(r.correct, r.entity_id) for r in rs], draws),
+            jury=jury_cell(rs, jury, draws) if jury else None,
         ))
     return out
 
@@ -163,31 +176,37 @@ def _pairs(graded: Sequence[InContextOpenRecord], cp: ContextPairs) -> list[InCo
     return out
 
 
-def _target(t: str, rs: Sequence[InContextOpenRecord], *, languages: Sequence[str], snapshot_id: str,
-            seed: int) -> InContextOpenTarget:
+def _target(t: str, rs: Sequence[InContextOpenRecord], jury: Sequence[InContextJuryRow], *, languages: Sequence[str],
+            snapshot_id: str, seed: int) -> InContextOpenTarget:
     graded = [r for r in rs if r.verdict in _GRADED]
     draws = entity_draws([r.entity_id for r in graded], snapshot_id=snapshot_id, seed=seed, samples=BOOTSTRAP_SAMPLES)
     cp = context_pairs([PairAnswer(r.context_lang, r.lang, r.open_qid, r.entity_id, r.correct)
                         for r in graded if r.context_lang != NO_CONTEXT], languages=languages, draws=draws)
     return InContextOpenTarget(
-        target=t, cells=_cells(graded, draws), pairs=_pairs(graded, cp),
+        target=t, cells=_cells(graded, draws, jury_by_key(jury)), pairs=_pairs(graded, cp),
         overall=_mean_figure(OVERALL, cp.overall, cp), transfer=_mean_figure(TRANSFER, cp.transfer, cp),
         answered=sum(r.status == "answered" for r in rs), skipped=sum(r.status == "skipped" for r in rs),
         unscorable=sum(r.verdict == "UNSCORABLE" for r in rs), truncated=sum(r.truncated for r in rs),
         input_tokens=sum(r.input_tokens for r in rs), output_tokens=sum(r.output_tokens for r in rs),
         cost_usd=round(sum(r.cost_usd for r in rs), 6), prompt_versions=sorted({r.prompt_version for r in rs}),
+        jury_cost_usd=round(sum(j.cost_usd for j in jury), 6), jury_prompt_versions=sorted({j.prompt_version for j in jury}),
     )
 
 
 def incontext_open_results(
     rows: Sequence[InContextOpenRecord], *, languages: Sequence[str], snapshot_id: str, seed: int = 0,
+    jury: Sequence[InContextJuryRow] = (),
 ) -> list[InContextOpenTarget]:
     """The short answers' figures per target (in name order) from its stored rows on one snapshot; `languages`: the
-    snapshot's, in order (the pairs' order)."""
+    snapshot's, in order (the pairs' order); `jury`: the jury's stored verdicts of them (the jury's figure per cell)."""
     by: dict[str, list[InContextOpenRecord]] = defaultdict(list)
     for r in rows:
         by[r.target].append(r)
-    return [_target(t, rs, languages=languages, snapshot_id=snapshot_id, seed=seed) for t, rs in sorted(by.items())]
+    verdicts: dict[str, list[InContextJuryRow]] = defaultdict(list)
+    for j in jury:
+        verdicts[j.target].append(j)
+    return [_target(t, rs, verdicts[t], languages=languages, snapshot_id=snapshot_id, seed=seed)
+            for t, rs in sorted(by.items())]
 
 
 def _ci(ci: tuple[float, float] | None) -> str:
@@ -223,6 +242,15 @@ def _pair_lines(t: InContextOpenTarget) -> list[str]:
     ]
 
 
+def _jury_intro(t: InContextOpenTarget) -> list[str]:
+    cells = [c.jury for c in t.cells if c.jury is not None]
+    graded, pending = sum(j.n for j in cells), sum(j.pending for j in cells)
+    undecided = sum(j.undecided for j in cells)
+    return [f"The jury of LLM judges (layer `open-jury`, apart from the normaliser) on the same answers: {graded} "
+            f"graded ({undecided} undecided: not right), {pending} not yet (pending: in no figure); the jury's cost USD "
+            f"{t.jury_cost_usd:.4f}; prompt {', '.join(t.jury_prompt_versions)}.", ""]
+
+
 def incontext_open_lines(targets: Sequence[InContextOpenTarget]) -> list[str]:
     """The report.md section: per target, its totals, one row per (document, question language), then its pairs'
     contingencies with Overall and Transfer and their means."""
@@ -241,16 +269,20 @@ def incontext_open_lines(targets: Sequence[InContextOpenTarget]) -> list[str]:
         "the parametric open track.", "",
     ]
     for t in targets:
+        jury = bool(t.jury_prompt_versions)
         lines += [
             f"### {t.target}: short answers by document and question language", "",
             f"{t.answered} answered, {t.skipped} skipped (cannot fit), {t.unscorable} unscorable (in no figure), "
             f"{t.truncated} with the document cut; tokens {t.input_tokens} / {t.output_tokens}, cost USD "
             f"{t.cost_usd:.4f}; prompt {', '.join(t.prompt_versions)}.", "",
-            "| document | question | n | entities | right % [95% CI] | other language | not attempted |",
-            "|---|---|---|---|---|---|---|",
+            *(_jury_intro(t) if jury else []),
+            "| document | question | n | entities | right % [95% CI] | other language | not attempted |"
+            + (" jury right % [95% CI] (n) |" if jury else ""),
+            "|---|---|---|---|---|---|---|" + ("---|" if jury else ""),
         ]
         lines += [f"| {c.context_lang or 'none (floor)'} | {c.lang} | {c.n} | {c.entities} | {_cell(c)} "
-                  f"| {c.other_language} | {c.not_attempted} |" for c in t.cells]
+                  f"| {c.other_language} | {c.not_attempted} |" + (f" {jury_cell_text(c.jury)} |" if jury else "")
+                  for c in t.cells]
         lines.append("")
         lines += _pair_lines(t)
     return lines

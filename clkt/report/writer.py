@@ -90,6 +90,7 @@ from clkt.snapshots.ids import stable_entity_id, stable_qid
 from storage.gpu_jobs import JobResultRow, jobs_for_snapshot, results_for_snapshot
 from storage.incontext import InContextRecord, incontext_answers
 from storage.incontext_open import InContextOpenRecord, incontext_open_answers
+from storage.incontext_open_judgements import InContextJuryRow, incontext_jury_rows
 from storage.knowledge import known_by_month
 from storage.open_judgements import jury_rows_for_snapshot
 from storage.open_results import open_results_for_snapshot
@@ -153,6 +154,7 @@ async def load_report_data(
         registry = {t.name: t.cutoff for t in await list_targets(s)}
         incontext_rows = await incontext_answers(s, snapshot_id)
         incontext_open_rows = await incontext_open_answers(s, snapshot_id)
+        incontext_jury = await incontext_jury_rows(s, snapshot_id) if incontext_open_rows else []
         open_rows = await open_results_for_snapshot(s, snapshot_id)
         jury_rows = await jury_rows_for_snapshot(s, snapshot_id) if open_rows else []
     infos: list[JobInfo] = []
@@ -199,7 +201,7 @@ async def load_report_data(
         data.knowledge.extend(knowledge_curves(verdicts, windows))
         data.notes.extend(f"contamination alarm: {k.summary}" for k in data.knowledge if k.alarm)
     data = await _with_incontext(data, incontext_rows, incontext_open_rows, exclude_qids=exclude_qids, langs=langs,
-                                 snapshot_id=snapshot_id, seed=seed)
+                                 snapshot_id=snapshot_id, seed=seed, jury=incontext_jury)
     if open_kept := [r for r in open_rows if r.open_qid not in exclude_qids]:  # the open track, apart (`clkt.report.open_track`)
         mcq = [r for r in rows if stable_qid(r.source, r.external_id, r.slot) not in exclude_qids]
         data = data.model_copy(update={"open_track": await asyncio.to_thread(partial(
@@ -215,10 +217,10 @@ async def load_report_data(
 
 async def _with_incontext(
     data: ReportData, rows: Sequence[InContextRecord], open_rows: Sequence[InContextOpenRecord], *,
-    exclude_qids: frozenset[int], langs: list[str], snapshot_id: str, seed: int,
+    exclude_qids: frozenset[int], langs: list[str], snapshot_id: str, seed: int, jury: Sequence[InContextJuryRow] = (),
 ) -> ReportData:
-    """`data` with the in-context track's sections: its multiple-choice figures and its short answers, each apart
-    (never pooled with the parametric rows, nor with each other)."""
+    """`data` with the in-context track's sections: its multiple-choice figures and its short answers (with the
+    jury's verdicts `jury` of them), each apart (never pooled with the parametric rows, nor with each other)."""
     if rows:
         kept = [r for r in rows if r.qid not in exclude_qids]
         data = data.model_copy(update={"incontext": await asyncio.to_thread(
@@ -226,7 +228,7 @@ async def _with_incontext(
     if open_rows:
         data = data.model_copy(update={"incontext_open": await asyncio.to_thread(partial(
             incontext_open_results, [r for r in open_rows if r.open_qid not in exclude_qids], languages=langs,
-            snapshot_id=snapshot_id, seed=seed))})
+            snapshot_id=snapshot_id, seed=seed, jury=[j for j in jury if j.open_qid not in exclude_qids]))})
     return data
 
 

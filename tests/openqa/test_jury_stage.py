@@ -9,24 +9,18 @@ control splits' answers are graded like the test split's (the jury's kept % of t
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
 
-import aiohttp
 import pytest
-from pydantic_ai.models import override_allow_model_requests
 from sqlalchemy import text
 from sqlmodel import col, select
 
-from agents.limits import RateLimitedModel
-from clkt.config import AgentSettings, DaemonSettings, GpuSettings
+from clkt.config import DaemonSettings, GpuSettings
 from clkt.context import ServiceContext
 from clkt.openqa.jury_stage import JuryStage
 from clkt.report.open_jury import JURY_SCORER
 from clkt.report.open_track import open_track
 from clkt.snapshots.layout import OpenRow
-from clkt.telemetry import Metrics
 from storage.engine import Store
 from storage.gpu_jobs import enqueue_gpu_jobs
 from storage.models import GpuJob, LeaseStatus
@@ -35,30 +29,10 @@ from storage.open_results import OpenResultRecord, open_results_for_snapshot, wr
 from tests.fakes.openai_server import FakeOpenAI
 from tests.inject._fixtures import SNAPSHOT_ID, add_locality_split, public_entity_id, seed_store, write_tiny_snapshot
 from tests.inject._open_fixtures import CONTROL_ENTITY, add_open_track, open_qid
+from tests.openqa._jury import JUDGES, agents, stage
 from tests.publish._open import store_open_answers
 from tests.publish.conftest import seed_open_snapshot
 from tests.snapshots.factories import make_settings
-
-JUDGES = ("srv-a:qwen2.5-7b-instruct", "srv-b:llama-3.1-8b-instruct", "srv-c:gemma-2-9b-it")
-PRICE = {"input_per_mtok": 1.0, "output_per_mtok": 2.0}
-
-
-@pytest.fixture(autouse=True)
-def _loopback_and_short_backoff(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(RateLimitedModel, "BACKOFF_INITIAL_S", 0.01)
-    monkeypatch.setattr(RateLimitedModel, "BACKOFF_MAX_S", 0.02)
-    with override_allow_model_requests(True):  # only the fake servers on 127.0.0.1 are ever reached
-        yield
-
-
-@pytest.fixture
-async def servers() -> AsyncIterator[list[FakeOpenAI]]:
-    out = [FakeOpenAI(), FakeOpenAI(), FakeOpenAI()]
-    for s in out:
-        await s.start()
-    yield out
-    for s in out:
-        await s.stop()
 
 
 @pytest.fixture
@@ -66,27 +40,6 @@ async def seeded(store: Store, tmp_path: Path) -> str:
     sid = await seed_open_snapshot(store, make_settings(tmp_path), month=5, prefix="a")
     await store_open_answers(store, sid)
     return sid
-
-
-@pytest.fixture
-async def ctx(store: Store) -> AsyncIterator[ServiceContext]:
-    async with aiohttp.ClientSession() as http:
-        yield ServiceContext(store=store, http=http, owner="t", metrics=Metrics())
-
-
-def agents(
-    servers: list[FakeOpenAI], *, budget: float | None = None, timeouts: tuple[float, ...] = (30.0,) * 3, **jury: Any,
-) -> AgentSettings:
-    providers = {j.partition(":")[0]: {"base_url": s.base_url, "rpm": 600_000, "tpm": 10**10, "timeout_s": t, "max_attempts": 1}
-                 for j, s, t in zip(JUDGES, servers, timeouts, strict=True)}
-    return AgentSettings.model_validate({
-        "providers": providers, "prices": {j: PRICE for j in JUDGES}, "monthly_budget_usd": budget,
-        "jury": {"judges": list(JUDGES), "batch_size": 16, **jury},
-    })
-
-
-def stage(servers: list[FakeOpenAI], **kw: Any) -> JuryStage:
-    return JuryStage(agents=agents(servers, **kw), daemon=DaemonSettings(), secret=lambda _env: None, burst=True)
 
 
 async def _rows_per_answer(store: Store) -> Counter[int]:
