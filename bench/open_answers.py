@@ -20,7 +20,8 @@ questions (`clkt.openqa.generate.generate_answers`), timed; questions per second
 Ends with one JSON line. The job takes minutes on 2 idle CPU cores (the demo's job time plus the open pass); run
 it on a quiet machine.
 
-    .venv/bin/python bench/open_answers.py --from DIR [--train en] [--timeout-min 90] [--throughput]
+    .venv/bin/python bench/open_answers.py --from DIR [--train en] [--strategy S] [--epochs N]
+        [--learning-rate LR] [--timeout-min 90] [--throughput]
 """
 
 from __future__ import annotations
@@ -135,12 +136,26 @@ async def _export_path(cfg: Path, sid: str) -> Path:
     return Path(snap.export_path)
 
 
+def _train_overrides(cfg: Path, *, strategy: str, epochs: int | None, learning_rate: float | None) -> None:
+    """Append the job's training overrides to the copy's config (its `[gpu]` table, which `_config` ends with)."""
+    lines = [f"epochs = {epochs}"] if epochs else []
+    if learning_rate:
+        lines.append(f"{'full_ft_learning_rate' if strategy == 'full-ft' else 'learning_rate'} = {learning_rate!r}")
+    if lines:
+        with cfg.open("a", encoding="utf-8") as fh:
+            fh.write("\n".join(lines) + "\n")
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--from", dest="from_dir", type=Path, required=True, help="a finished `clkt demo` folder")
     ap.add_argument("--train", default="en")
     ap.add_argument("--strategy", default=STRATEGY, choices=[s.name for s in BUILTIN_STRATEGIES],
                     help="the job's strategy (default: the demo's, cpt-lora)")
+    ap.add_argument("--epochs", type=int, default=None, help="[gpu] epochs of the job (default: the demo's, 5)")
+    ap.add_argument("--learning-rate", type=float, default=None,
+                    help="the strategy's learning rate ([gpu] learning_rate, or full_ft_learning_rate for full-ft; "
+                         "default: the demo's)")
     ap.add_argument("--timeout-min", type=float, default=90.0, help="the job's worker")
     ap.add_argument("--throughput", action="store_true", help="also time both tracks' answering in this process")
     a = ap.parse_args(argv)
@@ -148,9 +163,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit(f"{a.from_dir} holds no finished demo (no clkt-data/clkt.db)")
     work = _copy_demo(a.from_dir.resolve(), Path(tempfile.mkdtemp(prefix="clkt-open-bench-")) / "demo")
     cfg = _config(work, [0], open_answers=True)  # the demo's config leaves the pass off
+    _train_overrides(cfg, strategy=a.strategy, epochs=a.epochs, learning_rate=a.learning_rate)
     sid, target = asyncio.run(_reset(cfg, a.strategy))
     asyncio.run(_enqueue(cfg, sid, target, a.train, 0, a.strategy))
     figures: dict[str, Any] = {"snapshot": sid, "target": target, "train": a.train, "strategy": a.strategy,
+                               **({"epochs": a.epochs} if a.epochs else {}),
+                               **({"learning_rate": a.learning_rate} if a.learning_rate else {}),
                                "worker_wall_s": round(_worker(work, cfg, a.timeout_min * 60), 1)}
     figures |= asyncio.run(_measure(cfg, sid, a.train, a.strategy))
     if a.throughput:
