@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.open_answers import goals_met, learn_figures, main, other_language_figures, per_second
+from bench.open_answers import _train_overrides, goals_met, learn_figures, main, other_language_figures, per_second
+from bench.seeds import _config
+from clkt.config import load_settings
 from clkt.report.open_track import open_track
 from tests.report.test_open_track import _rows
 
@@ -37,3 +39,20 @@ def test_per_second() -> None:
 def test_a_folder_without_a_finished_demo_is_refused(tmp_path: Path) -> None:
     with pytest.raises(SystemExit, match="holds no finished demo"):
         main(["--from", str(tmp_path)])
+
+
+@pytest.mark.parametrize(("strategy", "key"), [("cpt-lora", "learning_rate"), ("full-ft", "full_ft_learning_rate")])
+def test_the_training_overrides_reach_the_jobs_config(tmp_path: Path, strategy: str, key: str) -> None:
+    cfg = _config(tmp_path, [0], open_answers=True)
+    _train_overrides(cfg, strategy=strategy, epochs=20, learning_rate=0.001)
+    gpu = load_settings(cfg, environ={}).gpu
+    assert (gpu.epochs, getattr(gpu, key), gpu.open_answers) == (20, 0.001, True)
+    other = "full_ft_learning_rate" if key == "learning_rate" else "learning_rate"
+    assert getattr(gpu, other) != 0.001  # only the strategy's own rate moves
+
+
+def test_no_override_leaves_the_demos_training(tmp_path: Path) -> None:
+    cfg = _config(tmp_path, [0], open_answers=True)
+    before = load_settings(cfg, environ={}).gpu
+    _train_overrides(cfg, strategy="cpt-lora", epochs=None, learning_rate=None)
+    assert load_settings(cfg, environ={}).gpu == before
