@@ -142,11 +142,12 @@ def open_lines(m: OpenMetrics | None, *, here: str) -> list[str]:
 
 def _open_cell(c: OpenCell) -> str:
     """`75.0 % [60.0, 90.0] (n=20, 8 entities)`, or `too few (3 of n=4 right, 1 entities)`: the counts, no rate."""
+    from clkt.report.basics import ci1_text
+
     other = f", {c.other_language} in another language" if c.other_language else ""
     if c.too_few or c.accuracy is None:
         return f"too few ({c.correct} of n={c.n} right, {c.entities} entities{other})"
-    ci = f" [{c.ci[0] * 100:.1f}, {c.ci[1] * 100:.1f}]" if c.ci is not None else ""
-    return f"{c.accuracy * 100:.1f} %{ci} (n={c.n}, {c.entities} entities{other})"
+    return f"{c.accuracy * 100:.1f} %{ci1_text(c.ci)} (n={c.n}, {c.entities} entities{other})"
 
 
 def kept_lines(scorer: str, cells: Sequence[KeptCell]) -> list[str]:

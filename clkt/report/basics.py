@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict
 
 from clkt.report.metric_table import MIN_CELL_N, OVERALL, PAIR_METRICS, TRANSFER
 
-__all__ = ["BOOTSTRAP_SAMPLES", "MIN_CELL_N", "Contingency"]
+__all__ = ["BOOTSTRAP_SAMPLES", "MIN_CELL_N", "Contingency", "ci1_text"]
 
 BOOTSTRAP_SAMPLES = 1000
 
@@ -39,3 +39,9 @@ class Contingency(BaseModel):
     @property
     def transfer(self) -> float | None:
         return TRANSFER.value(self)
+
+
+def ci1_text(ci: tuple[float, float] | None) -> str:
+    """An interval to the tenth of a point, as Table 2, the leaderboard and the in-context sections write it
+    (` [40.0, 80.0]`; empty without one)."""
+    return "" if ci is None else f" [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from clkt.evaluate.summary import ControlCounts, LocalityCounts
-from clkt.report.basics import MIN_CELL_N
+from clkt.report.basics import MIN_CELL_N, ci1_text
 from clkt.report.cutoff_curve import TargetKnowledge
 from clkt.report.incontext import InContextTarget
 from clkt.report.incontext_open import InContextOpenTarget
@@ -167,11 +167,6 @@ class ReportData(BaseModel):
 
 def ci_text(ci: tuple[float, float] | None) -> str:
     return "" if ci is None else f" [{100 * ci[0]:.0f}, {100 * ci[1]:.0f}]"
-
-
-def ci1_text(ci: tuple[float, float] | None) -> str:
-    """An interval to the tenth of a point, as Table 2 and the leaderboard write it."""
-    return "" if ci is None else f" [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
 
 
 def in_short(data: ReportData) -> list[str]:

@@ -24,7 +24,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from clkt.report._metric_fields import MetricSummary
-from clkt.report.basics import BOOTSTRAP_SAMPLES, Contingency
+from clkt.report.basics import BOOTSTRAP_SAMPLES, Contingency, ci1_text
 from clkt.report.clustered import EntityDraws, accuracy_interval, entity_draws, pair_draws
 from clkt.report.metric_table import OVERALL, PAIR_METRICS, TRANSFER
 from clkt.report.metrics import SummaryCell
@@ -232,10 +232,6 @@ def _pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.1f}"
 
 
-def _ci(ci: tuple[float, float] | None) -> str:
-    return "" if ci is None else f" [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
-
-
 def _parametric(target: str, table2: Sequence[SummaryCell]) -> str:
     """The target's parametric Transfer on this snapshot (all domains pooled), per strategy and scorer."""
     cells = [c for c in table2 if c.model == target and c.domain == _ALL]
@@ -266,7 +262,7 @@ def incontext_lines(targets: Sequence[InContextTarget], table2: Sequence[Summary
     for t in targets:
         lines.append(
             f"| {t.target} | {', '.join(t.scorers) or '–'} | {', '.join(t.contexts) or '–'} "
-            f"| {_pct(t.overall.mean)}{_ci(t.overall.ci)} | {_pct(t.transfer.mean)}{_ci(t.transfer.ci)} "
+            f"| {_pct(t.overall.mean)}{ci1_text(t.overall.ci)} | {_pct(t.transfer.mean)}{ci1_text(t.transfer.ci)} "
             f"| {_parametric(t.target, table2)} | {t.answered} | {t.unparsed} | {t.truncated} | {t.skipped} "
             f"| {t.input_tokens} / {t.output_tokens} | {t.cost_usd:.4f} |"
         )
@@ -285,6 +281,6 @@ def incontext_lines(targets: Sequence[InContextTarget], table2: Sequence[Summary
                   "| document | question | n | accuracy % [95% CI] |", "|---|---|---|---|"]
         for a in t.accuracy:
             doc = a.context_lang or "none (floor)"
-            lines.append(f"| {doc} | {a.lang} | {a.n} | {_pct(a.accuracy)}{_ci(a.ci)} |")
+            lines.append(f"| {doc} | {a.lang} | {a.n} | {_pct(a.accuracy)}{ci1_text(a.ci)} |")
         lines.append("")
     return lines

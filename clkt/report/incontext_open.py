@@ -31,7 +31,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from clkt.report._metric_fields import MetricSummary
-from clkt.report.basics import BOOTSTRAP_SAMPLES, Contingency
+from clkt.report.basics import BOOTSTRAP_SAMPLES, Contingency, ci1_text
 from clkt.report.clustered import EntityDraws, accuracy_interval, entity_draws
 from clkt.report.incontext import ContextPairs, PairAnswer, context_pairs
 from clkt.report.incontext_open_jury import InContextJuryCell, JuryKey, jury_by_key, jury_cell, jury_cell_text
@@ -209,12 +209,8 @@ def incontext_open_results(
             for t, rs in sorted(by.items())]
 
 
-def _ci(ci: tuple[float, float] | None) -> str:
-    return "" if ci is None else f" [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
-
-
 def _cell(c: InContextOpenCell) -> str:
-    return "too few" if c.accuracy is None else f"{100 * c.accuracy:.1f}{_ci(c.ci)}"
+    return "too few" if c.accuracy is None else f"{100 * c.accuracy:.1f}{ci1_text(c.ci)}"
 
 
 def _figure(f: InContextOpenFigure) -> str:
@@ -224,7 +220,7 @@ def _figure(f: InContextOpenFigure) -> str:
     if f.value is None:
         return {"missing": "–", "undefined": "undefined"}.get(f.reading, f"{f.reading} ({n})")
     std = "" if f.std is None else f" ± {100 * f.std:.1f}"
-    return f"{100 * f.value:.1f}{std}{_ci(f.ci)} ({n})"
+    return f"{100 * f.value:.1f}{std}{ci1_text(f.ci)} ({n})"
 
 
 def _pair_lines(t: InContextOpenTarget) -> list[str]:

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
+from clkt.report.basics import ci1_text
 from clkt.report.clustered import EntityDraws, accuracy_interval
 from clkt.report.metric_table import open_too_few
 from storage.incontext_open import InContextOpenRecord
@@ -69,5 +70,4 @@ def jury_cell_text(j: InContextJuryCell | None) -> str:
     pending = f", {j.pending} pending" if j.pending else ""
     if j.accuracy is None:
         return f"too few (n {j.n}{pending})"
-    ci = "" if j.ci is None else f" [{100 * j.ci[0]:.1f}, {100 * j.ci[1]:.1f}]"
-    return f"{100 * j.accuracy:.1f}{ci} (n {j.n}{pending})"
+    return f"{100 * j.accuracy:.1f}{ci1_text(j.ci)} (n {j.n}{pending})"
