@@ -50,7 +50,7 @@ from clkt.openqa.prompts import ANSWER_PROMPT_VERSION
 from clkt.openqa.results import OPEN_SCORER
 from clkt.packs.format import OpenAnswerRow, PackManifest, PredictionRow
 from clkt.packs.intake import pack_target
-from clkt.packs.open_answers import decode_scored, rescore, snapshot_open_key
+from clkt.packs.open_answers import OpenKey, decode_scored, rescore, snapshot_open_key
 from clkt.packs.pack import read_pack
 from clkt.packs.runner import EvaluateRequest, job_settings, model_identity, open_engine, run_evaluate, run_key
 from clkt.packs.verdict import CELL_AGREEMENT, METRIC_TOLERANCE, AnswerKey, Verdict, draw, judge, judge_open, new_nonce
@@ -199,10 +199,9 @@ def _answer_key(folder: Path) -> dict[tuple[int, str], str]:
     return {(q.qid, lang): q.answer for lang, rows in data.questions.items() for q in rows}
 
 
-def _verdicts(rows: Iterable[OpenAnswerRow], plan: Plan) -> dict[AnswerKey, str]:
+def _verdicts(rows: Iterable[OpenAnswerRow], plan: Plan, key: OpenKey) -> dict[AnswerKey, str]:
     """The normaliser's verdict of each open answer (of the plan's open questions), scored here against the
-    snapshot's open questions as the intake scores them."""
-    key = snapshot_open_key(plan.request.snapshot_dir, plan.request.target.name)
+    snapshot's open questions (`key`) as the intake scores them."""
     wanted = set(plan.open_qids)
     mine = [r for r in rows if r.qid in wanted and r.qid in key.splits.get(r.split, {})]
     return {(i.train_lang, OPEN_SCORER, i.variant.value, i.lang, i.qid): str(i.verdict) for i in rescore(mine, key)}
@@ -225,8 +224,11 @@ async def run_reproduction(plan: Plan, answers: dict[AnswerKey, str | None], *, 
     key = _answer_key(plan.request.snapshot_dir)
     languages = sorted({lang for (_, lang) in key})
     v = judge(answers, rerun.predictions, plan.qids, plan.k, nonce=new_nonce(), key=key, languages=languages)
-    o = judge_open(_verdicts(opened, plan), _verdicts(rerun.open_answers, plan), plan.open_qids, plan.k,
-                   nonce=v.nonce) if plan.open_qids else None
+    o = None
+    if plan.open_qids:
+        okey = snapshot_open_key(plan.request.snapshot_dir, plan.request.target.name)
+        o = judge_open(_verdicts(opened, plan, okey), _verdicts(rerun.open_answers, plan, okey), plan.open_qids,
+                       plan.k, nonce=v.nonce)
     gpu = plan.request.gpu
     return Reproduction(checked=v.checked, agreed=v.agreed, questions=len(v.questions),
                         rate=v.agreed / v.checked if v.checked else 0.0, threshold=CELL_AGREEMENT,

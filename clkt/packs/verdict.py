@@ -72,10 +72,11 @@ def _cells(pack: Mapping[AnswerKey, Said], again: Mapping[AnswerKey, Said], want
             for (t, s, v, lang), (a, n) in sorted(counts.items())]
 
 
-def _cell_failure(cells: Sequence[CellCheck], what: str) -> str | None:
-    """The first cell under `CELL_AGREEMENT` (`what` agree: letters, open verdicts), or none compared; None: all hold."""
+def _cell_failure(cells: Sequence[CellCheck], what: str, one: str) -> str | None:
+    """The first cell under `CELL_AGREEMENT` (`what` agree: letters, open verdicts; `one` of them), or none compared;
+    None: all hold."""
     if not cells:
-        return f"no {what[:-1]} of the pack's was compared"
+        return f"no {one} of the pack's was compared"
     bad = next((c for c in cells if not c.passed), None)
     return (f"cell ({bad.train_lang}, {bad.scorer}, {bad.variant}, {bad.lang}): {bad.agreed}/{bad.checked} {what} "
             f"agree (at least {CELL_AGREEMENT:.0%} needed)") if bad else None
@@ -148,7 +149,7 @@ def judge(pack: Mapping[AnswerKey, str | None], rerun: Sequence[PredictionRow], 
     wanted = set(questions)
     mine = [r for r in rerun if r.qid in wanted]
     cells = _cells(pack, {_key(r): r.predicted for r in mine}, wanted)
-    failed = _cell_failure(cells, "letters")
+    failed = _cell_failure(cells, "letters", "letter")
     deltas: dict[str, float] = {}
     if mine:
         pack_m = compute_metrics(_as_pack(mine, pack, key), languages, format_version=1)
@@ -164,4 +165,4 @@ def judge_open(pack: Mapping[AnswerKey, str], rerun: Mapping[AnswerKey, str], qi
     `qids` drawn by `nonce` (no figures: those are the letters')."""
     questions = draw(qids, k, nonce=nonce)
     cells = _cells(pack, rerun, set(questions))
-    return Verdict(nonce=nonce, questions=questions, cells=cells, deltas={}, failed=_cell_failure(cells, "open verdicts"))
+    return Verdict(nonce=nonce, questions=questions, cells=cells, deltas={}, failed=_cell_failure(cells, "open verdicts", "open verdict"))

@@ -357,9 +357,10 @@ def annotate(rows: Sequence[LeaderRow], runs: SubmittedRuns) -> list[LeaderRow]:
         if packs is None:
             out.append(r)
             continue
-        verified, rate = _verified(packs, opened=is_open(r.scorer))
         if is_open(r.scorer) and r.scorer != OPEN_SCORER:  # a re-run compares the normaliser's verdicts, not a jury's
             verified, rate = "not reproduced", None
+        else:
+            verified, rate = _verified(packs, opened=is_open(r.scorer))
         out.append(r.model_copy(update={"track": SUBMITTED, "submissions": packs, "verified": verified, "agreement": rate,
                                         "probe": probe_label([p.probe for p in packs])}))
     return out
