@@ -36,7 +36,7 @@ from clkt.openqa.frozen import load_open_questions  # noqa: E402
 from clkt.openqa.generate import OpenPrompt, generate_answers  # noqa: E402
 from clkt.openqa.question import ShortAnswerQuestion  # noqa: E402
 from clkt.openqa.score import Verdict, score  # noqa: E402
-from clkt.report.stats import mcnemar_exact  # noqa: E402
+from clkt.report.learn import learn_stat  # noqa: E402
 
 RAMBLE_WORDS = 12  # an answer with more words than this before its line break reads like a document
 LEARN_P_GOAL = 0.01
@@ -72,7 +72,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--epochs", default="", help="comma list (default: every kept epoch)")
     ap.add_argument("--lang", default="en")
     a = ap.parse_args(argv)
-    snap, models = _snapshot(a.from_dir), a.from_dir / "clkt-data" / "models"
+    snap, data_dir = _snapshot(a.from_dir), a.from_dir / "clkt-data"
     kept = sorted(int(p.name.split("-")[1]) for p in (a.job / "checkpoints").glob("epoch-*")
                   if (p / "adapter_model.safetensors").is_file())
     epochs = [int(e) for e in a.epochs.split(",") if e] or kept
@@ -80,27 +80,25 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit(f"{a.job}: epochs {epochs} asked, adapters kept for {kept}")
     import torch  # after the arguments are checked: a refusal loads nothing
     from peft import PeftModel
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from clkt.targets.loader import load_target
 
     target = load_settings(None, environ={}).spec.targets[0]
-    mdir = models / target.name
     torch.set_num_threads(2)
-    tok = AutoTokenizer.from_pretrained(mdir)
+    model, tok = load_target(target, data_dir=data_dir)
     qs = [q.question for q in load_open_questions(snap) if a.lang in q.question.golds]
-    said = _answers(AutoModelForCausalLM.from_pretrained(mdir, dtype=torch.float32), tok, target, qs, a.lang)
+    said = _answers(model, tok, target, qs, a.lang)
     base = _right(qs, a.lang, said)
     figures: dict[str, Any] = {"snapshot": snap.name, "lang": a.lang, "base": _figures(base, said)}
     best_p = 1.0
     for e in epochs:
-        model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(mdir, dtype=torch.float32),
-                                          str(a.job / "checkpoints" / f"epoch-{e}")).merge_and_unload()
+        fresh, _ = load_target(target, data_dir=data_dir)  # a merge writes into the weights: each epoch its own copy
+        model = PeftModel.from_pretrained(fresh, str(a.job / "checkpoints" / f"epoch-{e}")).merge_and_unload()
         said = _answers(model, tok, target, qs, a.lang)
         right = _right(qs, a.lang, said)
-        gained = sum(x and not b for x, b in zip(right, base, strict=True))
-        lost = sum(b and not x for x, b in zip(right, base, strict=True))
-        p = mcnemar_exact(gained, lost)
-        best_p = min(best_p, p)
-        figures[f"epoch_{e}"] = _figures(right, said) | {"gained": gained, "lost": lost, "p": p,
+        st = learn_stat(zip(base, right, strict=True))
+        best_p = min(best_p, st.p_value)
+        figures[f"epoch_{e}"] = _figures(right, said) | {"gained": st.gained, "lost": st.lost, "p": st.p_value,
                                                          "examples": said[:3]}
     goals = {"best_epoch_p": f"< {LEARN_P_GOAL}"}
     print(json.dumps({"bench": "open_epochs", "figures": figures, "goals": goals, "met": best_p < LEARN_P_GOAL}))
