@@ -58,6 +58,8 @@ class StrategyName:
 BUILTIN_STRATEGIES: tuple[StrategyName, ...] = (
     StrategyName(name="cpt-lora", label="continual pretraining (LoRA)", family="continual pretraining"),
     StrategyName(name="sft-lora", label="supervised fine-tuning (LoRA)", family="supervised fine-tuning"),
+    StrategyName(name="sft-facts-lora", label="fact-based supervised fine-tuning (LoRA)",
+                 family="supervised fine-tuning"),
     StrategyName(name="full-ft", label="full fine-tuning", family="continual pretraining"),
     StrategyName(name="memit", label="knowledge editing (MEMIT)", family="knowledge editing"),
 )

@@ -84,22 +84,27 @@ def _lang(lang: str) -> str:
     return lang
 
 
-def open_text(question: str, lang: str, *, chat: bool) -> str:
-    """The prompt text: the instruction and the question (`chat`), or the few-shot frame ending at the label."""
+def open_text(question: str, lang: str, *, chat: bool, frame: bool = True) -> str:
+    """The prompt text: the instruction and the question (`chat`), or the few-shot frame ending at the label
+    (`frame=False`: its last turn only, "Question: ...\nAnswer:", the question as the frame asks it)."""
     lang = _lang(lang)
     if not question.strip():
         raise ValueError("an open question needs its text")
     if chat:
         return f"{INSTRUCTIONS[lang]}\n\n{question.strip()}"
     q_label, a_label = LABELS[lang]
+    turn = f"{q_label} {question.strip()}\n{a_label}"
+    if not frame:
+        return turn
     shots = "\n\n".join(f"{q_label} {q}\n{a_label} {a}" for q, a in FEW_SHOT[lang])
-    return f"{INSTRUCTIONS[lang]}\n\n{shots}\n\n{q_label} {question.strip()}\n{a_label}"
+    return f"{INSTRUCTIONS[lang]}\n\n{shots}\n\n{turn}"
 
 
-def render_open(target: TargetSettings, tokenizer: Any, question: str, lang: str) -> RenderedPrompt:
-    """The prompt as the target reads it: through its chat template (instruct) or as the few-shot frame (base)."""
+def render_open(target: TargetSettings, tokenizer: Any, question: str, lang: str, *, frame: bool = True) -> RenderedPrompt:
+    """The prompt as the target reads it: through its chat template (instruct) or as the few-shot frame (base;
+    `frame=False`: its last turn only)."""
     chat = uses_chat_template(target, tokenizer)
-    return render_prompt(target, tokenizer, open_text(question, lang, chat=chat))
+    return render_prompt(target, tokenizer, open_text(question, lang, chat=chat, frame=frame))
 
 
 def cut(completion: str) -> str:

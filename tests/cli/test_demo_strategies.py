@@ -43,7 +43,7 @@ async def test_the_strategies_named_replace_the_configs_and_each_gets_its_job(tm
 
 
 @pytest.mark.parametrize("bad, says", [
-    ("cpt-lora,rome", "unknown strategy 'rome'; known: cpt-lora, full-ft, memit, sft-lora"),
+    ("cpt-lora,rome", "unknown strategy 'rome'; known: cpt-lora, full-ft, memit, sft-facts-lora, sft-lora"),
     ("memit,memit", "names memit more than once"),
     (" , ", "names no strategy"),
 ])

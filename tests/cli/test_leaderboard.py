@@ -50,7 +50,7 @@ def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str,
         (["--target", "gamma"], "unknown target 'gamma'; known: alpha, beta"),
         (["--compare-targets", "alpha,gamma"], "unknown target 'gamma'"),
         (["--compare-targets", "alpha,alpha"], "--compare-targets 'alpha,alpha': two different names"),
-        (["--strategy", "magic"], "unknown strategy 'magic'; known: cpt-lora, full-ft, memit, sft-lora"),
+        (["--strategy", "magic"], "unknown strategy 'magic'; known: cpt-lora, full-ft, memit, sft-facts-lora, sft-lora"),
         (["--scorer", "vibes"], "unknown scorer 'vibes'; known: generate, generate-circular, letter-logprob"),
         (["--scorer", "open-jury"], "unknown scorer 'open-jury'"),  # no open answer stored: no jury layer either
         (["--from", "2025-W03"], "--from: invalid period '2025-W03' for the monthly cadence: expected YYYY-MM"),

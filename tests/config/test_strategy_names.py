@@ -20,7 +20,7 @@ from clkt.errors import UserError
 
 
 def test_the_builtin_names_are_the_configs_and_the_default_is_first() -> None:
-    assert strategy_names() == ["cpt-lora", "sft-lora", "full-ft", "memit"] == [s.name for s in BUILTIN_STRATEGIES]
+    assert strategy_names() == ["cpt-lora", "sft-lora", "sft-facts-lora", "full-ft", "memit"] == [s.name for s in BUILTIN_STRATEGIES]
     assert SpecSettings().strategies == ["cpt-lora"]
     assert SpecSettings(strategies=["full-ft", "sft-lora"]).strategies == ["full-ft", "sft-lora"]
     assert strategy_label("sft-lora") == "supervised fine-tuning (LoRA)"
@@ -30,9 +30,9 @@ def test_the_builtin_names_are_the_configs_and_the_default_is_first() -> None:
 def test_an_unknown_name_is_one_line_naming_it_and_the_known_ones() -> None:
     with pytest.raises(UnknownStrategyError) as ei:
         check_strategy("magic")
-    assert str(ei.value) == "unknown strategy 'magic'; known: cpt-lora, full-ft, memit, sft-lora"
+    assert str(ei.value) == "unknown strategy 'magic'; known: cpt-lora, full-ft, memit, sft-facts-lora, sft-lora"
     assert isinstance(ei.value, UserError) and isinstance(ei.value, ValueError)
-    with pytest.raises(ValidationError, match=r"unknown strategy 'magic'; known: cpt-lora, full-ft, memit, sft-lora"):
+    with pytest.raises(ValidationError, match=r"unknown strategy 'magic'; known: cpt-lora, full-ft, memit, sft-facts-lora, sft-lora"):
         SpecSettings(strategies=["cpt-lora", "magic"])
 
 

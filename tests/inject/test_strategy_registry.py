@@ -46,7 +46,7 @@ def test_every_declared_name_has_its_injector_from_its_module() -> None:
 
 
 def test_unknown_undeclared_and_moduleless_names_are_refused_in_one_line(declared_only: str) -> None:
-    with pytest.raises(UnknownStrategyError, match=r"^unknown strategy 'magic'; known: cpt-lora, full-ft, memit, no-module, sft-lora$"):
+    with pytest.raises(UnknownStrategyError, match=r"^unknown strategy 'magic'; known: cpt-lora, full-ft, memit, no-module, sft-facts-lora, sft-lora$"):
         injector_for("magic")
     with pytest.raises(UserError, match=r"^strategy 'no-module' is declared but has no module clkt\.inject\.strategies\.no_module$"):
         injector_for(declared_only)

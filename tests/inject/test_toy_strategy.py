@@ -135,7 +135,7 @@ def _config(tmp_path: Path, model: Path, strategies: list[str]) -> Path:
 
 
 def test_the_toy_is_declared_only_while_registered(tmp_path: Path, toy_strategy: AlwaysB) -> None:
-    assert strategy_names() == ["cpt-lora", "sft-lora", "full-ft", "memit", TOY]
+    assert strategy_names() == ["cpt-lora", "sft-lora", "sft-facts-lora", "full-ft", "memit", TOY]
     assert strategy_label(TOY) == "toy: always answers B"
     settings = load_settings(_config(tmp_path, tmp_path, ["cpt-lora", TOY]), environ={})
     assert settings.spec.strategies == ["cpt-lora", TOY]
@@ -145,7 +145,7 @@ def test_an_unknown_strategy_in_the_config_is_one_line_naming_the_known_ones(tmp
     with pytest.raises(ConfigError) as ei:
         load_settings(_config(tmp_path, tmp_path, [TOY]), environ={})
     assert ei.value.key == "spec.strategies"
-    assert f"unknown strategy '{TOY}'; known: cpt-lora, full-ft, memit, sft-lora" in ei.value.reason
+    assert f"unknown strategy '{TOY}'; known: cpt-lora, full-ft, memit, sft-facts-lora, sft-lora" in ei.value.reason
     assert "\n" not in str(ei.value)
 
 

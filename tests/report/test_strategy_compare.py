@@ -150,7 +150,7 @@ async def test_the_comparison_mirrors_when_the_strategies_swap(store: Store) -> 
 @pytest.mark.parametrize(
     ("kw", "says"),
     [
-        (dict(compare_strategies=("cpt-lora", "magic")), "unknown strategy 'magic'; known: cpt-lora, full-ft, memit, sft-lora"),
+        (dict(compare_strategies=("cpt-lora", "magic")), "unknown strategy 'magic'; known: cpt-lora, full-ft, memit, sft-facts-lora, sft-lora"),
         (dict(compare_strategies=("memit", "memit")), "--compare-strategies needs two different strategies, got 'memit' twice"),
         (dict(compare_strategies=("cpt-lora", "sft-lora")), "cpt-lora and sft-lora share no question for target alpha"),
         (dict(targets=("beta",)), "target beta has results of cpt-lora only, not of memit, in the window"),

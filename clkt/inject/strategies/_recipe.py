@@ -13,7 +13,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from clkt.config import GpuSettings, TargetSettings
+    from clkt.facts import EntityFacts
     from clkt.snapshots.layout import DocRow
 
 __all__ = ["WEIGHTS_FILE", "TrainExample", "TrainingRecipe", "tokenize_documents"]
@@ -32,7 +35,10 @@ class TrainingRecipe(Protocol):
     keep_every_epoch: ClassVar[bool]  # False: only the best and the last epoch's weights are kept (large checkpoints)
     weights_travel: ClassVar[bool]  # False: a cluster run leaves its *.safetensors on the node (as large as the model)
 
-    def examples(self, docs: list[DocRow], tokenizer: Any, *, target: TargetSettings, gpu: GpuSettings) -> list[TrainExample]: ...
+    def examples(
+        self, docs: list[DocRow], tokenizer: Any, *, target: TargetSettings, gpu: GpuSettings,
+        facts: Mapping[int, EntityFacts] | None = None,
+    ) -> list[TrainExample]: ...
 
     def prepare(self, model: Any, gpu: GpuSettings) -> Any: ...
 

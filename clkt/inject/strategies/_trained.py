@@ -60,7 +60,7 @@ class TrainedInjector:
         self, model: Any, tokenizer: Any, *, docs: list[DocRow], val_rows: list[QuestionRow], ctx: InjectionContext,
     ) -> Injection:
         spec = ctx.spec
-        examples = self.recipe.examples(docs, tokenizer, target=spec.target, gpu=spec.gpu)
+        examples = self.recipe.examples(docs, tokenizer, target=spec.target, gpu=spec.gpu, facts=ctx.facts)
         if not examples:
             raise SnapshotError(f"snapshot {spec.snapshot_id}: the {spec.train_lang} documents tokenize to nothing")
         model = self.recipe.prepare(model, spec.gpu)

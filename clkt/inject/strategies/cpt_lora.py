@@ -11,7 +11,10 @@ from clkt.inject.strategies._registry import register_injector
 from clkt.inject.strategies._trained import TrainedInjector
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from clkt.config import GpuSettings, TargetSettings
+    from clkt.facts import EntityFacts
     from clkt.snapshots.layout import DocRow
 
 __all__ = ["INJECTOR", "CptLora"]
@@ -20,7 +23,10 @@ __all__ = ["INJECTOR", "CptLora"]
 class CptLora(LoraRecipe):
     name = "cpt-lora"
 
-    def examples(self, docs: list[DocRow], tokenizer: Any, *, target: TargetSettings, gpu: GpuSettings) -> list[TrainExample]:
+    def examples(
+        self, docs: list[DocRow], tokenizer: Any, *, target: TargetSettings, gpu: GpuSettings,
+        facts: Mapping[int, EntityFacts] | None = None,
+    ) -> list[TrainExample]:
         return tokenize_documents(docs, tokenizer, max_len=gpu.max_seq_len, packing=gpu.packing)
 
 

@@ -12,7 +12,10 @@ from clkt.inject.strategies._registry import register_injector
 from clkt.inject.strategies._trained import TrainedInjector
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from clkt.config import GpuSettings, TargetSettings
+    from clkt.facts import EntityFacts
     from clkt.snapshots.layout import DocRow
 
 __all__ = ["INJECTOR", "FullFinetune"]
@@ -23,7 +26,10 @@ class FullFinetune:
     keep_every_epoch: ClassVar[bool] = False
     weights_travel: ClassVar[bool] = False
 
-    def examples(self, docs: list[DocRow], tokenizer: Any, *, target: TargetSettings, gpu: GpuSettings) -> list[TrainExample]:
+    def examples(
+        self, docs: list[DocRow], tokenizer: Any, *, target: TargetSettings, gpu: GpuSettings,
+        facts: Mapping[int, EntityFacts] | None = None,
+    ) -> list[TrainExample]:
         return tokenize_documents(docs, tokenizer, max_len=gpu.max_seq_len, packing=gpu.packing)
 
     def prepare(self, model: Any, gpu: GpuSettings) -> Any:

@@ -12,7 +12,10 @@ from clkt.inject.strategies._trained import TrainedInjector
 from clkt.targets.prompting import render_prompt
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from clkt.config import GpuSettings, TargetSettings
+    from clkt.facts import EntityFacts
     from clkt.snapshots.layout import DocRow
 
 __all__ = ["INJECTOR", "TELL_ME", "SftLora"]
@@ -28,7 +31,10 @@ TELL_ME: dict[str, str] = {
 class SftLora(LoraRecipe):
     name = "sft-lora"
 
-    def examples(self, docs: list[DocRow], tokenizer: Any, *, target: TargetSettings, gpu: GpuSettings) -> list[TrainExample]:
+    def examples(
+        self, docs: list[DocRow], tokenizer: Any, *, target: TargetSettings, gpu: GpuSettings,
+        facts: Mapping[int, EntityFacts] | None = None,
+    ) -> list[TrainExample]:
         out: list[TrainExample] = []
         for d in docs:
             ask = TELL_ME.get(d.lang, TELL_ME["en"]).format(name=d.name)
