@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from clkt.facts import EntityFacts
     from clkt.snapshots.layout import DocRow
 
-__all__ = ["WEIGHTS_FILE", "TrainExample", "TrainingRecipe", "tokenize_documents"]
+__all__ = ["WEIGHTS_FILE", "TrainExample", "TrainingRecipe", "prompt_and_answer", "tokenize_documents"]
 
 WEIGHTS_FILE = "model.safetensors"  # full-ft's weights (a LoRA adapter is peft's adapter_model.safetensors)
 
@@ -64,3 +64,13 @@ def tokenize_documents(docs: list[DocRow], tokenizer: Any, *, max_len: int, pack
         blocks = [flat[i : i + max_len] for i in range(0, len(flat), max_len)]
         return [TrainExample(b, list(b)) for b in blocks if len(b) > 1]
     return [TrainExample(s[:max_len], s[:max_len]) for s in streams if len(s) > 1]
+
+
+def prompt_and_answer(tokenizer: Any, prompt: str, answer: str, *, add_special_tokens: bool) -> TrainExample:
+    """The prompt's tokens without loss, then the answer's and EOS with it; untruncated (the caller decides what a
+    pair longer than its limit becomes)."""
+    p_ids = list(tokenizer(prompt, add_special_tokens=add_special_tokens)["input_ids"])
+    a_ids = list(tokenizer(answer, add_special_tokens=False)["input_ids"])
+    if tokenizer.eos_token_id is not None:
+        a_ids.append(tokenizer.eos_token_id)
+    return TrainExample(p_ids + a_ids, [-100] * len(p_ids) + a_ids)

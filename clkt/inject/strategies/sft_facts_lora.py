@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from clkt.inject.editing.requests import build_requests
 from clkt.inject.strategies._lora import LoraRecipe
-from clkt.inject.strategies._recipe import TrainExample, tokenize_documents
+from clkt.inject.strategies._recipe import TrainExample, prompt_and_answer, tokenize_documents
 from clkt.inject.strategies._registry import register_injector
 from clkt.inject.strategies._trained import TrainedInjector
 from clkt.openqa.prompts import INSTRUCTIONS, render_open
@@ -75,13 +75,10 @@ class SftFactsLora(LoraRecipe):
                 skipped += 1
                 continue
             prompt = render_open(target, tokenizer, fact_question(r, lang), lang, frame=False)
-            p_ids = tokenizer(prompt.text, add_special_tokens=prompt.add_special_tokens)["input_ids"]
-            a_ids = tokenizer(r.target, add_special_tokens=False)["input_ids"]  # its leading space where the language has one
-            if tokenizer.eos_token_id is not None:
-                a_ids = [*a_ids, tokenizer.eos_token_id]
-            ids, labels = list(p_ids) + list(a_ids), [-100] * len(p_ids) + list(a_ids)
-            if len(ids) <= gpu.max_seq_len:  # a pair cut short would lose its answer: it is left out, never cut
-                out.append(TrainExample(ids, labels))
+            # the target keeps its leading space where the language has one
+            pair = prompt_and_answer(tokenizer, prompt.text, r.target, add_special_tokens=prompt.add_special_tokens)
+            if len(pair.input_ids) <= gpu.max_seq_len:  # a pair cut short would lose its answer: left out, never cut
+                out.append(pair)
             else:
                 skipped += 1
         log.info("sft-facts-lora: %d documents, %d fact questions (%d entities from their facts, %d from their "

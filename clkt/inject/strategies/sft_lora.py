@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from clkt.inject.strategies._lora import LoraRecipe
-from clkt.inject.strategies._recipe import TrainExample
+from clkt.inject.strategies._recipe import TrainExample, prompt_and_answer
 from clkt.inject.strategies._registry import register_injector
 from clkt.inject.strategies._trained import TrainedInjector
 from clkt.targets.prompting import render_prompt
@@ -40,12 +40,8 @@ class SftLora(LoraRecipe):
             ask = TELL_ME.get(d.lang, TELL_ME["en"]).format(name=d.name)
             prompt = render_prompt(target, tokenizer, ask)
             text = prompt.text if not prompt.add_special_tokens else prompt.text + "\n"
-            p_ids = tokenizer(text, add_special_tokens=prompt.add_special_tokens)["input_ids"]
-            a_ids = tokenizer(d.text, add_special_tokens=False)["input_ids"]
-            if tokenizer.eos_token_id is not None:
-                a_ids = [*a_ids, tokenizer.eos_token_id]
-            ids = (list(p_ids) + list(a_ids))[: gpu.max_seq_len]
-            labels = ([-100] * len(p_ids) + list(a_ids))[: gpu.max_seq_len]
+            pair = prompt_and_answer(tokenizer, text, d.text, add_special_tokens=prompt.add_special_tokens)
+            ids, labels = pair.input_ids[: gpu.max_seq_len], pair.labels[: gpu.max_seq_len]
             if any(t != -100 for t in labels[1:]):
                 out.append(TrainExample(ids, labels))
         return out
