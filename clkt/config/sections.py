@@ -64,6 +64,9 @@ class GpuSettings(Section):
     lora_dropout: float = Field(default=0.1, ge=0, lt=1)  # LoRA dropout (the paper: 0.1)
     learning_rate: float = Field(default=5e-4, gt=0, le=1)  # of the LoRA strategies (the paper: 5e-4)
     full_ft_learning_rate: float = Field(default=2e-5, gt=0, le=1)  # strategy full-ft: every weight trains
+    # per strategy, a learning rate in place of the two above, e.g. { "sft-facts-lora" = 5e-4 } beside a higher
+    # `learning_rate` for cpt-lora (its hundred-odd short answers do not train at the rate a dozen documents want)
+    learning_rates: dict[str, float] = Field(default_factory=dict, max_length=64, exclude_if=lambda v: not v)
     max_grad_norm: float = Field(default=1.0, ge=0, le=1e6)  # 0: no clipping
     batch_size: int = Field(default=1, ge=1, le=4096)  # documents per optimizer step (the paper: 1)
     epochs: int = Field(default=5, ge=1, le=1000)  # the best epoch is chosen on the validation questions (the paper: 5)
@@ -144,6 +147,17 @@ class GpuSettings(Section):
         if not _installed("ray"):
             raise ValueError("engine = \"ray\" needs the ray package, which is not installed (pip install 'clkt[ray]')")
         return v.strip()
+
+    @field_validator("learning_rates")
+    @classmethod
+    def _rates(cls, v: dict[str, float]) -> dict[str, float]:
+        from clkt.config.strategies import check_strategy  # a name no strategy declares is a typo, never ignored
+
+        for name, rate in v.items():
+            check_strategy(name)
+            if not 0 < rate <= 1:
+                raise ValueError(f"learning_rates: {name} = {rate} is not in (0, 1]")
+        return v
 
     @field_validator("resources")
     @classmethod

@@ -52,3 +52,18 @@ def test_a_name_registered_twice_raises_and_unregistering_takes_it_away() -> Non
 def test_a_name_is_lower_case_words_joined_by_dashes(bad: str) -> None:
     with pytest.raises(UserError, match="lower-case"):
         StrategyName(name=bad, label="x", family="x")
+
+
+def test_a_strategys_own_learning_rate_replaces_the_shared_one_and_a_bad_entry_is_named() -> None:
+    from clkt.config import GpuSettings
+    from clkt.inject.strategies import get_recipe
+
+    gpu = GpuSettings(learning_rate=2e-3, full_ft_learning_rate=1e-5, learning_rates={"sft-facts-lora": 5e-4})
+    rates = {name: get_recipe(name).learning_rate(gpu) for name in ("cpt-lora", "sft-lora", "sft-facts-lora", "full-ft")}
+    assert rates == {"cpt-lora": 2e-3, "sft-lora": 2e-3, "sft-facts-lora": 5e-4, "full-ft": 1e-5}
+    assert GpuSettings(learning_rates={"full-ft": 3e-5}).learning_rates == {"full-ft": 3e-5}
+    assert "learning_rates" not in GpuSettings().model_dump()  # unset: stored settings as before
+    with pytest.raises(ValidationError, match=r"unknown strategy 'sft-fact-lora'; known: "):
+        GpuSettings(learning_rates={"sft-fact-lora": 5e-4})
+    with pytest.raises(ValidationError, match=r"learning_rates: cpt-lora = 2\.0 is not in \(0, 1\]"):
+        GpuSettings(learning_rates={"cpt-lora": 2.0})

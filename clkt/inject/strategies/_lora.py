@@ -28,6 +28,7 @@ def _target_modules(gpu: GpuSettings) -> list[str] | str:
 class LoraRecipe:
     """Everything of a LoRA recipe but its examples."""
 
+    name: str  # the recipe's strategy name (each recipe's own)
     keep_every_epoch: ClassVar[bool] = True
     weights_travel: ClassVar[bool] = True  # an adapter is small
 
@@ -44,7 +45,7 @@ class LoraRecipe:
             raise UserError(f"LoRA target modules {cfg.target_modules} do not fit this model: {e}") from e
 
     def learning_rate(self, gpu: GpuSettings) -> float:
-        return gpu.learning_rate
+        return gpu.learning_rates.get(self.name, gpu.learning_rate)
 
     def save(self, model: Any, path: Path) -> None:
         model.save_pretrained(str(path), safe_serialization=True)

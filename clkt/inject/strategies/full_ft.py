@@ -38,7 +38,7 @@ class FullFinetune:
         return model
 
     def learning_rate(self, gpu: GpuSettings) -> float:
-        return gpu.full_ft_learning_rate
+        return gpu.learning_rates.get(self.name, gpu.full_ft_learning_rate)
 
     def save(self, model: Any, path: Path) -> None:
         from safetensors.torch import save_model
