@@ -11,7 +11,10 @@ runs it with
   (goal: p < 0.01, `LEARN_P_GOAL`);
 - the share answered in another language per test language, base and injected, with n;
 - the job's open pass: questions x languages asked per variant and its seconds (`JobSummary.open_answer_s`) against
-  the job's wall time.
+  the job's wall time;
+- the checkpoints: the MCQ track's epoch (`best_epoch`) and the open track's (`open_epoch`, chosen on the
+  snapshot's open validation questions, `clkt.inject.open_val`; None where the snapshot has none), with every
+  epoch's loss and validation scores.
 
 With `--throughput`, the embedded target (base weights) also answers the same facts both ways in this process:
 the snapshot's test-split MCQs with each of its scorers (`clkt.evaluate.runner.answer_questions`) and its open
@@ -87,14 +90,19 @@ def per_second(n: int, seconds: float) -> float | None:
 async def _measure(cfg: Path, sid: str, train: str, strategy: str) -> dict[str, Any]:
     settings = load_settings(cfg, environ={})
     async with Store(url=settings.resolved_store_url) as store, store.session() as s:
-        rows = await open_results_for_snapshot(s, sid)
         jobs = [j for j in await jobs_for_snapshot(s, sid) if j.strategy == strategy and j.train_lang == train]
+        # the bench's job only (a copied demo's finished job of another strategy is not this run's)
+        rows = [r for r in await open_results_for_snapshot(s, sid) if r.job_id in {j.id for j in jobs}]
     track = await asyncio.to_thread(open_track, rows, languages=list(settings.spec.languages), snapshot_id=sid)
     figures = learn_figures(track, train) | {"other_language": other_language_figures(track), "open_answers": len(rows)}
     summary = JobSummary.from_stored(jobs[-1].summary) if jobs else None
     if summary is not None:
         figures |= {"open_questions_per_variant": summary.open_questions, "open_answer_s": summary.open_answer_s,
-                    "job_wall_s": summary.wall_s}
+                    "job_wall_s": summary.wall_s, "best_epoch": jobs[-1].best_epoch, "open_epoch": summary.open_epoch,
+                    "open_val_questions": summary.open_val_questions,
+                    "epochs_val": [{"epoch": e.epoch, "loss": round(e.loss, 4), "mcq_val": e.val_accuracy,
+                                    "open_val": e.open_val_accuracy, "open_val_loglik": e.open_val_loglik}
+                                   for e in summary.epochs]}
     return figures
 
 
@@ -139,8 +147,8 @@ async def _export_path(cfg: Path, sid: str) -> Path:
 def _train_overrides(cfg: Path, *, strategy: str, epochs: int | None, learning_rate: float | None) -> None:
     """Append the job's training overrides to the copy's config (its `[gpu]` table, which `_config` ends with)."""
     lines = [f"epochs = {epochs}"] if epochs else []
-    if learning_rate:
-        lines.append(f"{'full_ft_learning_rate' if strategy == 'full-ft' else 'learning_rate'} = {learning_rate!r}")
+    if learning_rate:  # the strategy's own rate, in place of the profile's (`[gpu] learning_rates`)
+        lines.append(f'learning_rates = {{ "{strategy}" = {learning_rate!r} }}')
     if lines:
         with cfg.open("a", encoding="utf-8") as fh:
             fh.write("\n".join(lines) + "\n")
@@ -154,8 +162,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                     help="the job's strategy (default: the demo's, cpt-lora)")
     ap.add_argument("--epochs", type=int, default=None, help="[gpu] epochs of the job (default: the demo's, 5)")
     ap.add_argument("--learning-rate", type=float, default=None,
-                    help="the strategy's learning rate ([gpu] learning_rate, or full_ft_learning_rate for full-ft; "
-                         "default: the demo's)")
+                    help="the strategy's learning rate ([gpu] learning_rates; default: the demo's)")
     ap.add_argument("--timeout-min", type=float, default=90.0, help="the job's worker")
     ap.add_argument("--throughput", action="store_true", help="also time both tracks' answering in this process")
     a = ap.parse_args(argv)

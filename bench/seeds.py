@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sqlalchemy import delete
+from sqlalchemy import delete, update
 from sqlmodel import col
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,7 +63,7 @@ from storage.engine import Store  # noqa: E402
 from storage.entity_domains import entity_domains  # noqa: E402
 from storage.gpu_jobs import enqueue_gpu_jobs, jobs_for_snapshot  # noqa: E402
 from storage.leaderboard import window_snapshots  # noqa: E402
-from storage.models import GpuJob  # noqa: E402
+from storage.models import GpuJob, LeaseStatus  # noqa: E402
 
 STRATEGY = "cpt-lora"
 WALL_RATIO_GOAL = 3.3
@@ -91,7 +91,8 @@ def _config(work: Path, seeds: list[int], *, deterministic: bool = False, thread
 
 
 async def _reset(cfg: Path, strategy: str = STRATEGY) -> tuple[str, str]:
-    """Remove the copy's `strategy` jobs of its snapshot (rows, folders, base answers); (snapshot id, target)."""
+    """Remove the copy's `strategy` jobs of its snapshot (rows, folders, base answers) and cancel its unfinished
+    jobs of any other; (snapshot id, target)."""
     settings = load_settings(cfg, environ={})
     async with Store(url=settings.resolved_store_url) as store:
         async with store.session() as s:
@@ -102,6 +103,9 @@ async def _reset(cfg: Path, strategy: str = STRATEGY) -> tuple[str, str]:
             jobs = [j for j in await jobs_for_snapshot(s, sid) if j.strategy == strategy]
         async with store.transaction() as s:
             await s.execute(delete(GpuJob).where(col(GpuJob.snapshot_id) == sid, col(GpuJob.strategy) == strategy))
+            # a demo stopped mid-job leaves its job pending: the bench's worker would run it before the bench's own
+            await s.execute(update(GpuJob).where(col(GpuJob.status).in_([LeaseStatus.pending, LeaseStatus.leased]))
+                            .values(status=LeaseStatus.cancelled))
     for j in jobs:  # an id may be given again: its old folder would be resumed from
         shutil.rmtree(job_dir(settings.data_dir, j.id), ignore_errors=True)
     shutil.rmtree(base_cache_dir(settings.data_dir, sid), ignore_errors=True)

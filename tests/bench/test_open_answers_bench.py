@@ -41,14 +41,17 @@ def test_a_folder_without_a_finished_demo_is_refused(tmp_path: Path) -> None:
         main(["--from", str(tmp_path)])
 
 
-@pytest.mark.parametrize(("strategy", "key"), [("cpt-lora", "learning_rate"), ("full-ft", "full_ft_learning_rate")])
-def test_the_training_overrides_reach_the_jobs_config(tmp_path: Path, strategy: str, key: str) -> None:
+@pytest.mark.parametrize("strategy", ["cpt-lora", "full-ft", "sft-facts-lora"])
+def test_the_training_overrides_reach_the_jobs_config(tmp_path: Path, strategy: str) -> None:
+    from clkt.inject.strategies import get_recipe
+
     cfg = _config(tmp_path, [0], open_answers=True)
+    before = load_settings(cfg, environ={}).gpu
     _train_overrides(cfg, strategy=strategy, epochs=20, learning_rate=0.001)
     gpu = load_settings(cfg, environ={}).gpu
-    assert (gpu.epochs, getattr(gpu, key), gpu.open_answers) == (20, 0.001, True)
-    other = "full_ft_learning_rate" if key == "learning_rate" else "learning_rate"
-    assert getattr(gpu, other) != 0.001  # only the strategy's own rate moves
+    assert (gpu.epochs, get_recipe(strategy).learning_rate(gpu), gpu.open_answers) == (20, 0.001, True)
+    for other in {"cpt-lora", "full-ft", "sft-facts-lora"} - {strategy}:  # only the strategy's own rate moves
+        assert get_recipe(other).learning_rate(gpu) == get_recipe(other).learning_rate(before) != 0.001
 
 
 def test_no_override_leaves_the_demos_training(tmp_path: Path) -> None:
@@ -56,3 +59,34 @@ def test_no_override_leaves_the_demos_training(tmp_path: Path) -> None:
     before = load_settings(cfg, environ={}).gpu
     _train_overrides(cfg, strategy="cpt-lora", epochs=None, learning_rate=None)
     assert load_settings(cfg, environ={}).gpu == before
+
+
+async def test_reset_removes_the_strategys_jobs_and_cancels_the_copys_unfinished_others(tmp_path: Path) -> None:
+    """A demo stopped mid-job leaves its job pending; in the bench's copy it is cancelled, or the bench's worker
+    would run it first (and the bench would read its answers)."""
+    from sqlalchemy import update
+    from sqlmodel import col
+
+    from bench.seeds import _reset
+    from clkt.config import GpuSettings
+    from storage.engine import Store
+    from storage.gpu_jobs import enqueue_gpu_jobs, jobs_for_snapshot
+    from storage.models import GpuJob, LeaseStatus
+    from tests.inject._fixtures import SNAPSHOT_ID, seed_store, write_tiny_snapshot
+
+    tiny_snapshot = write_tiny_snapshot(tmp_path / "snapshot")
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f'data_dir = "{tmp_path / "data"}"\n[spec]\nname = "tiny"\n', encoding="utf-8")
+    settings = load_settings(cfg, environ={})
+    async with Store(url=settings.resolved_store_url) as store:
+        await seed_store(store, tiny_snapshot)
+        async with store.transaction() as s:
+            await enqueue_gpu_jobs(s, snapshot_id=SNAPSHOT_ID, targets=["t"], strategies=["cpt-lora", "sft-facts-lora"],
+                                   train_langs=["en", "fr"], config=GpuSettings(), max_attempts=1)
+        async with store.transaction() as s:
+            done = next(j for j in await jobs_for_snapshot(s, SNAPSHOT_ID) if j.train_lang == "fr" and j.strategy == "cpt-lora")
+            await s.execute(update(GpuJob).where(col(GpuJob.id) == done.id).values(status=LeaseStatus.done))
+    assert (await _reset(cfg, "sft-facts-lora"))[0] == SNAPSHOT_ID
+    async with Store(url=settings.resolved_store_url) as store, store.session() as s:
+        left = {(j.strategy, j.train_lang): j.status for j in await jobs_for_snapshot(s, SNAPSHOT_ID)}
+    assert left == {("cpt-lora", "en"): LeaseStatus.cancelled, ("cpt-lora", "fr"): LeaseStatus.done}
