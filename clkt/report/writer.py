@@ -40,12 +40,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING
 
 from clkt.errors import UserError
-from clkt.evaluate.summary import JobSummary
 from clkt.report.basics import BOOTSTRAP_SAMPLES
 from clkt.report.clustered import entity_draws
 from clkt.report.cutoff_curve import TargetWindow, knowledge_curves, knowledge_windows
@@ -67,6 +64,7 @@ from clkt.report.data import (
 from clkt.report.figures import heatmaps, size_plots
 from clkt.report.incontext import incontext_results
 from clkt.report.incontext_open import incontext_open_results
+from clkt.report.job_info import job_infos
 from clkt.report.learn import LearnTest, learn_tests, stat_from_counts
 from clkt.report.locality import KEPT_HEADER, kept_langs, kept_row, locality_entities
 from clkt.report.markdown import markdown
@@ -157,22 +155,7 @@ async def load_report_data(
         incontext_jury = await incontext_jury_rows(s, snapshot_id) if incontext_open_rows else []
         open_rows = await open_results_for_snapshot(s, snapshot_id)
         jury_rows = await jury_rows_for_snapshot(s, snapshot_id) if open_rows else []
-    infos: list[JobInfo] = []
-    unreadable: list[str] = []
-    for j in jobs:
-        try:
-            summary = JobSummary.from_stored(j.summary)
-        except ValidationError as e:
-            summary = None
-            unreadable.append(f"job {j.id}: its stored summary is unreadable ({e.errors()[0]['msg']}); reported without it")
-        infos.append(JobInfo(
-            job_id=j.id, model=j.target_model, strategy=j.strategy, train_lang=j.train_lang, status=j.status.value,
-            best_epoch=j.best_epoch, error=j.last_error, family=summary.target_family if summary else None,
-            size_b=summary.target_size_b if summary else None, parse=summary.generate_parse if summary else None,
-            control=(summary.control or None) if summary else None,
-            **(_cost(summary) if summary else {}),
-            locality=(summary.locality or None) if summary else None,
-        ))
+    infos, unreadable = job_infos(jobs)
     langs = list(manifest.get("languages") or sorted({r.lang for r in rows} | {j.train_lang for j in jobs}))
     outcomes = _outcomes(rows, exclude_qids)
     # the other seeds' answers: every figure of a group run with several seeds pools them (`clkt.report.seed_report`)
@@ -244,12 +227,6 @@ def _outcomes(rows: Sequence[JobResultRow], exclude_qids: frozenset[int]) -> lis
         for r in rows
     ]
     return [o for o in out if o.qid not in exclude_qids] if exclude_qids else out
-
-
-def _cost(summary: JobSummary) -> dict[str, Any]:
-    """What a job cost, from its summary (`JobInfo`'s cost fields)."""
-    return dict(wall_s=summary.wall_s, inject_s=summary.inject_s, peak_memory_bytes=summary.peak_memory_bytes,
-                peak_memory_kind=summary.peak_memory_kind)
 
 
 def _control(jobs: list[JobInfo], notes: list[str]) -> list[ControlLang]:
