@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = ["CONTROL_SPLIT", "LOCALITY_SPLIT", "EpochRecord", "ResultItem", "Variant"]
 
@@ -45,3 +45,6 @@ class EpochRecord(_Model):
     seconds: float
     val_accuracy: float | None = None  # None: no validation questions
     val_margin: float | None = None  # mean margin of the right option's score (ties of val_accuracy); None: none
+    # the open track's validation (`clkt.inject.open_val`): share right, the gold's mean token log-probability
+    open_val_accuracy: float | None = Field(default=None, exclude_if=lambda v: v is None)
+    open_val_loglik: float | None = Field(default=None, exclude_if=lambda v: v is None)

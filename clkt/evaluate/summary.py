@@ -105,6 +105,10 @@ class JobSummary(_Model):
     # the open track's pass (`clkt.inject.open_pass`): questions x languages asked per variant, and its seconds
     open_questions: int = Field(default=0, exclude_if=lambda v: not v)
     open_answer_s: float | None = Field(default=None, exclude_if=lambda v: v is None)
+    # the open track's checkpoint (`clkt.inject.open_val`): the train language's open validation questions asked
+    # per epoch, and the epoch chosen on them (None: not chosen apart, the MCQ track's answers the open pass)
+    open_val_questions: int = Field(default=0, exclude_if=lambda v: not v)
+    open_epoch: int | None = Field(default=None, exclude_if=lambda v: v is None)
     ran_on: str | None = None  # where the job process ran: this machine ("local") or a cluster node ("ray:<node>")
     # what the job cost (`clkt.inject.usage`; None: not recorded, as by versions before it)
     wall_s: float | None = None  # the job process's run: loading the snapshot to the summary

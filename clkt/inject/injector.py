@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from clkt.evaluate.results import EpochRecord, ResultItem
     from clkt.facts import EntityFacts
     from clkt.inject.contract import InjectorSpec, JobProgress
+    from clkt.inject.open_val import OpenValScore
     from clkt.snapshots.layout import DocRow, QuestionRow
 
 __all__ = ["Answerer", "Injection", "InjectionContext", "Injector", "Spare", "WeightsDtype", "base_weights_dtype"]
@@ -66,6 +67,12 @@ class InjectionContext:
     # public entity id -> the typed facts (`facts.jsonl`) of the entities whose documents are injected (empty: a
     # snapshot frozen before the file, or a fictional control entity); every fact, not the ones questions ask
     facts: Mapping[int, EntityFacts] = field(default_factory=dict)
+    # the open track (`clkt.inject.open_val`), None where the job asks no open question or has no open validation
+    # question in the train language: the validation questions answered by a model, and the job's open pass
+    # answered by the weights the open track keeps where they are not the best epoch's (an injector never sees a
+    # test question: the callback answers and keeps them)
+    open_validate: Callable[[Any], OpenValScore] | None = None
+    open_answer: Callable[[Any], None] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -75,6 +82,7 @@ class Injection:
     model: Any
     examples: int  # what it injected from: training examples, edit requests
     best_epoch: int  # the checkpoint the model answers with (an injector without epochs: 0)
+    open_epoch: int | None = None  # the open track's, chosen on its validation questions (None: not chosen apart)
     epochs: list[EpochRecord] = field(default_factory=list)  # per epoch: loss, tokens, time, validation score
     resumed_after: int = 0  # the epoch a rerun resumed after (0: from the start)
     tokens_per_s: float | None = None  # training throughput, when it trained

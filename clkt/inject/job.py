@@ -50,7 +50,8 @@ from clkt.facts import EntityFacts
 from clkt.inject.contract import JobOutcome, JobProgress, JobSpec, write_json_atomic, write_text_atomic
 from clkt.inject.editing.requests import parse_facts
 from clkt.inject.injector import Injection, InjectionContext, WeightsDtype, base_weights_dtype
-from clkt.inject.open_pass import OpenPass, open_asks
+from clkt.inject.open_pass import OpenPass, open_asks, open_val_questions
+from clkt.inject.open_val import OpenValidator
 from clkt.inject.strategies import injector_for
 from clkt.inject.usage import peak_memory, reset_peak_memory
 from clkt.layout import BASE_CACHE_KEY_HEX, CKPT_DIR, PREDICTIONS_FILE, PROGRESS_FILE, base_cache_name
@@ -114,6 +115,8 @@ class InjectionJob:
         self.open = OpenPass(spec, [], progress=self._open_progress)  # set by `run` once the snapshot is read
         self.open_results: list[OpenResultItem] = []  # base, then injected (`open_base`, `open_injected`)
         self.open_s = 0.0
+        self.open_answered = False  # the injected open answers are in (by the open track's epoch, during `inject`)
+        self.open_val = 0  # the train language's open validation questions the injector was lent
 
     def run(self) -> JobOutcome:
         import torch
@@ -136,7 +139,8 @@ class InjectionJob:
         injection = self.inject(model, tok, qs)
         inject_s = time.monotonic() - injecting
         injected = self.injected_pass(injection.model, tok, rows)
-        self.open_injected(injection.model, tok)
+        if not self.open_answered:
+            self.open_injected(injection.model, tok)
         control_qids, locality_of = qs.control_qids, {r.qid: r.entity_id for r in qs.locality_rows}
         results = [r.model_copy(update={"split": LOCALITY_SPLIT}) if r.qid in locality_of else r for r in base + injected]
         self.write_predictions(results)
@@ -147,7 +151,8 @@ class InjectionJob:
         peak, kind = peak_memory(self.device)
         summary = self.summarise(qs, injection, results, control_results).model_copy(update=dict(
             wall_s=time.monotonic() - started, inject_s=inject_s, peak_memory_bytes=peak, peak_memory_kind=kind,
-            open_questions=len(self.open.asks), open_answer_s=self.open_s if self.open.asks else None))
+            open_questions=len(self.open.asks), open_answer_s=self.open_s if self.open.asks else None,
+            open_val_questions=self.open_val, open_epoch=injection.open_epoch))
         if qs.locality_rows:
             summary = summary.model_copy(update={"locality_questions": len(qs.locality_rows), "locality": locality})
         return JobOutcome(
@@ -266,8 +271,17 @@ class InjectionJob:
         ) -> list[ResultItem]:
             return self._answer(model, tok, rows, scorers=scorers, variant=Variant.injected, phase=phase, epoch=epoch)
 
+        def open_answer(model: Any) -> None:
+            self.open_injected(model, tok)
+            self.open_answered = True
+
+        val_open = open_val_questions(self.spec) if self.open.asks else []
+        self.open_val = len(val_open)
+        validator = OpenValidator(self.spec.target, tok, val_open, self.spec.train_lang, sizer=BatchSizer.for_job(
+            self.spec.gpu, self.device, name="generate")) if val_open else None
         ctx = InjectionContext(spec=self.spec.for_injector(), device=self.device, work_dir=self.ckpt_root,
-                               selection_scorer=self.selection, answer=answer, progress=self.progress, facts=qs.facts)
+                               selection_scorer=self.selection, answer=answer, progress=self.progress, facts=qs.facts,
+                               open_validate=validator, open_answer=open_answer if validator else None)
         self.ckpt_root.mkdir(parents=True, exist_ok=True)
         return self.injector.inject(model, tok, docs=qs.docs, val_rows=qs.val_rows, ctx=ctx)
 

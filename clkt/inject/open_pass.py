@@ -44,7 +44,7 @@ from clkt.openqa.generate import OpenPrompt, generate_answers
 from clkt.openqa.prompts import ANSWER_PROMPT_VERSION, MAX_NEW_TOKENS
 from clkt.openqa.results import UNSCORABLE, OpenResultItem, OpenSplit, safely_scored_item, scored_item
 
-__all__ = ["OPEN_SIZER", "OpenAsk", "OpenPass", "open_asks"]
+__all__ = ["OPEN_SIZER", "OpenAsk", "OpenPass", "open_asks", "open_val_questions"]
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +80,17 @@ def open_asks(spec: JobSpec, languages: Sequence[str]) -> list[OpenAsk]:
     for q in locality_open_questions(spec.snapshot_dir, spec.target.name):
         asks += [OpenAsk(question=q, lang=lang, split="locality") for lang in languages if lang in q.question.golds]
     return asks
+
+
+def open_val_questions(spec: JobSpec) -> list[FrozenOpenQuestion]:
+    """The open track's validation questions in the train language (the target's exclusions left out), which choose
+    its checkpoint (`clkt.inject.open_val`); [] when the flag is off or the snapshot has none (frozen before the
+    split)."""
+    if not spec.gpu.open_answers:
+        return []
+    out = set(spec.exclude_entities)
+    return [q for q in load_open_questions(spec.snapshot_dir)
+            if q.split == "val" and q.entity_id not in out and spec.train_lang in q.question.golds]
 
 
 class OpenPass:

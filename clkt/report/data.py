@@ -74,6 +74,8 @@ class JobInfo(BaseModel):
     train_lang: str
     status: str
     best_epoch: int | None = None
+    # the open track's epoch where the job chose it apart (`clkt.inject.open_val`); left out of metrics.json when not
+    open_epoch: int | None = Field(default=None, exclude_if=lambda v: v is None)
     error: str | None = None
     family: str | None = None
     size_b: float | None = None

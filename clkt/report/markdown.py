@@ -125,7 +125,10 @@ def _header_line(data: ReportData) -> str:
         text += (f" Train languages: {', '.join(trained)} — a subset: only these were injected; every job is tested "
                  f"in all {len(data.languages)} languages.")
     text += f" Jobs: {done} done of {len(data.jobs)}."
-    best = [f"{j.model} / {j.strategy} / {j.train_lang}: {j.best_epoch}" for j in data.jobs if j.best_epoch is not None]
+    best = [f"{j.model} / {j.strategy} / {j.train_lang}: {j.best_epoch}"
+            + (f" (open answers: {j.open_epoch}, chosen on the open validation questions)" if j.open_epoch is not None
+               else "")
+            for j in data.jobs if j.best_epoch is not None]
     if best:
         text += f" Best epoch (chosen on the train language's validation questions): {'; '.join(best)}."
     excluded = [t for t in data.targets if t.excluded]

@@ -8,7 +8,7 @@
   needs both)
 - hf: `data/<config>-<split>.jsonl` + a card whose `configs:` YAML makes `datasets.load_dataset(dir, config)`
   work offline; configs `qa_<lang>` (validation, test), `docs_<lang>` (train) and, with an open track,
-  `open_<lang>` (test: the short-answer questions, gold and aliases)
+  `open_<lang>` (validation, test: the short-answer questions, gold and aliases)
 - lm-eval: one lm-evaluation-harness task per language on the test questions, a group over them, and a
   loader module next to the YAML so the folder can be moved (`lm_eval --include_path DIR --tasks NAME`); with an
   open track, a `generate_until` task `<task>_open` per language (`OPEN_TASK_SUFFIX`): the base-model few-shot
@@ -107,6 +107,12 @@ def write_reference(content: SnapshotContent, root: Path, *, prefix: str = "refe
     return out
 
 
+# the open rows' columns as the datasets card declares them (`OpenRow`; "list": a sequence of strings)
+_OPEN_FEATURES = (("qid", "int64"), ("entity_id", "int64"), ("domain", "string"), ("source", "string"),
+                  ("lang", "string"), ("split", "string"), ("fact", "string"), ("kind", "string"),
+                  ("question", "string"), ("answer", "string"), ("aliases", "list"))
+
+
 def _hf_card(content: SnapshotContent, configs: list[tuple[str, list[tuple[str, str]]]], card_body: str) -> str:
     lines = ["---", "configs:"]
     for i, (name, files) in enumerate(configs):
@@ -117,6 +123,14 @@ def _hf_card(content: SnapshotContent, configs: list[tuple[str, list[tuple[str, 
             lines.append(f"    path: {path}")
         if i == 0:
             lines.append("  default: true")
+    open_configs = [name for name, _ in configs if name.startswith("open_")]
+    if open_configs:  # declared, not inferred: a split whose rows all lack aliases would read them as nulls
+        lines.append("dataset_info:")
+        for name in open_configs:
+            lines += [f"- config_name: {name}", "  features:"]
+            for field, dtype in _OPEN_FEATURES:
+                lines += [f"  - name: {field}", f"    {'sequence' if dtype == 'list' else 'dtype'}: "
+                                                   f"{'string' if dtype == 'list' else dtype}"]
     tasks = ["- multiple-choice", *(["- question-answering"] if content.open_questions else [])]
     lines += ["language:", *[f"- {lang}" for lang in content.languages], "task_categories:", *tasks, "---", ""]
     return "\n".join(lines) + card_body
@@ -137,12 +151,18 @@ def write_hf(content: SnapshotContent, root: Path, *, card_body: str, prefix: st
             files.append((hf_split, rel))
             out.append(_rel(root, base / rel))
         configs.append((f"qa_{lang}", files))
-    for lang in content.languages:
-        if content.open_in(lang):  # the open track's short-answer questions (all in the test split)
-            rel = f"data/open_{lang}-test.jsonl"
-            _jsonl(base / rel, [r.model_dump(mode="json") for r in content.open_in(lang)])
-            configs.append((f"open_{lang}", [("test", rel)]))
+    for lang in content.languages:  # the open track's short-answer questions (validation: a validation MCQ's fact)
+        open_files: list[tuple[str, str]] = []
+        for split, hf_split in (("val", "validation"), ("test", "test")):
+            rows_open = [r for r in content.open_in(lang) if r.split == split]
+            if not rows_open:
+                continue
+            rel = f"data/open_{lang}-{hf_split}.jsonl"
+            _jsonl(base / rel, [r.model_dump(mode="json") for r in rows_open])
+            open_files.append((hf_split, rel))
             out.append(_rel(root, base / rel))
+        if open_files:
+            configs.append((f"open_{lang}", open_files))
     for lang in content.languages:
         rel = f"data/docs_{lang}-train.jsonl"
         _jsonl(base / rel, [d.model_dump(mode="json") for d in content.docs_in(lang)])
@@ -264,7 +284,7 @@ def _open_row(r: OpenRow) -> dict[str, object]:
 
 def _write_open_tasks(content: SnapshotContent, root: Path, base: Path, lang: str) -> list[str]:
     """The `generate_until` task of `lang`'s open questions and its rows (nothing without any)."""
-    rows = content.open_in(lang)
+    rows = [r for r in content.open_in(lang) if r.split == "test"]
     if not rows:
         return []
     data = base / "data" / f"open-{lang}-test.jsonl"

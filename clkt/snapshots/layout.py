@@ -160,7 +160,7 @@ class OpenRow(_Row):
     domain: str
     source: str
     lang: str
-    split: SplitName  # every open question is in `test` (the open track picks no checkpoint)
+    split: SplitName  # `val`: asks a validation MCQ's fact (`clkt.snapshots.open.split_open`); else `test`
     fact: str  # the fact slot asked (`clkt.openqa.from_facts.questions()`), e.g. "film.director"
     kind: str  # `clkt.openqa.question.AnswerKind`: name, number, date, phrase
     question: str = Field(min_length=1)
@@ -175,6 +175,9 @@ class OpenInfo(_Row):
     # `clkt.openqa.from_llm.LLM_GENERATOR_VERSION` (never regenerated: read back from the frozen files)
     engine: str
     questions: int = 0  # real entities' questions, per language
+    # of them, in the `val` split (asking a validation MCQ's fact: `clkt.snapshots.open.split_open`); 0 in a
+    # snapshot frozen before the split, whose open questions are all `test`
+    val_questions: int = Field(default=0, exclude_if=lambda v: not v)
     control_questions: int = 0  # the control split's, per language
     entities: int = 0  # real entities with at least one question
     entities_without: int = 0  # real entities whose facts gave none (no facts, a kind the generator lacks)

@@ -2,7 +2,7 @@
 
 When a snapshot freezes, the offline generator (`clkt.openqa.from_facts.generate_questions`) asks every selected
 entity's typed facts (`facts.jsonl`'s rows) and every control entity's (regenerated from the seed, as the control
-split is) in every language of the spec; the rows (`OpenRow`, every one in the `test` split) go to
+split is) in every language of the spec; the rows (`OpenRow`) go to
 `open/<lang>.jsonl` and `control/open/<lang>.jsonl`, are part of the content hash and listed in the manifest
 (`manifest.open`: the generator's version and the counts). An entity whose facts give no question (none stored, a
 kind the generator does not know yet, every slot empty) still freezes, counted in `entities_without`; a question
@@ -11,6 +11,12 @@ whose gold cannot be scored (an empty one) is refused at generation, counted in 
 A spec with a language the generator has no templates for gets no open track (`manifest.open` absent, a note
 says why): the track is asked in every language of the spec or not at all. A snapshot frozen before the track
 existed has no `manifest.open` and no open files, and loads as before; `read_open` returns nothing for it.
+
+A real entity's open question that asks a fact one of its validation MCQs asks (`clkt.openqa.same_fact.mcq_slot`)
+is in the `val` split with it (`split_open`): the facts held out for validation are held out in both formats, the
+open track chooses its checkpoint on them (`clkt.inject.open_val`) and never scores them; every other open
+question, the control split's and the locality split's are `test`. A snapshot frozen before the split
+(`OpenInfo.val_questions` 0) has every open question in `test`.
 
 The locality split's entities (entities a target already knew, `clkt.snapshots.locality`) get short-answer
 questions too, from their facts by the same generator (`locality_open`): `locality/open/<lang>.jsonl`, counted in
@@ -32,6 +38,7 @@ from pydantic import TypeAdapter, ValidationError
 from clkt.errors import SnapshotError
 from clkt.facts import EntityFacts
 from clkt.openqa.from_facts import GENERATOR_VERSION, LANGS, asks, generate_questions
+from clkt.openqa.same_fact import mcq_slot
 from clkt.snapshots.content import SnapshotContent
 from clkt.snapshots.control import CONTROL_DIR, CONTROL_SOURCE, control_entities
 from clkt.snapshots.ids import stable_open_qid
@@ -48,7 +55,7 @@ from clkt.snapshots.layout import (
 )
 
 __all__ = ["attach_open", "check_open_engine", "has_open", "locality_open", "open_path", "open_unsupported", "read_open",
-           "write_open"]
+           "split_open", "write_open"]
 
 log = logging.getLogger(__name__)
 _FACTS: TypeAdapter[EntityFacts] = TypeAdapter(EntityFacts)
@@ -97,6 +104,14 @@ def _ask(tally: _Tally, *, entity_id: int, domain: str, source: str, facts: Enti
             ))
 
 
+def split_open(rows: Iterable[OpenRow], content: SnapshotContent) -> list[OpenRow]:
+    """`rows` (a real entity's open questions) with those asking a fact one of the entity's validation MCQs asks
+    in the `val` split, the others in `test`."""
+    held_out = {(q.entity_id, q.slot) for q in content.questions if q.split == "val"}
+    return [r.model_copy(update={"split": "val" if (r.entity_id, mcq_slot(r.fact)) in held_out else "test"})
+            for r in rows]
+
+
 def _parsed(entity_id: int, facts: dict[str, object]) -> EntityFacts | None:
     try:
         return _FACTS.validate_python(facts)
@@ -122,13 +137,18 @@ def _ask_entities(content: SnapshotContent, rows: Iterable[DocRow | QuestionRow]
 
 def attach_open(
     content: SnapshotContent, *, start: date, end: date, control_domains: Sequence[str], per_domain: int,
+    split: bool = True,
 ) -> SnapshotContent:
     """`content` with its open track (unchanged when a language has no templates: `open_unsupported`); the control
-    entities are regenerated from the seed with the arguments the control split was built with."""
+    entities are regenerated from the seed with the arguments the control split was built with. `split` False: every
+    question in `test`, as a snapshot frozen before the validation split has them (regenerating one: its manifest's
+    `open.val_questions` is 0)."""
     langs = content.languages
     if open_unsupported(langs):
         return content
     real = _ask_entities(content, content.docs)
+    if split:
+        real.rows = split_open(real.rows, content)
     ctl = _Tally()
     if per_domain > 0:
         for e in control_entities(spec=content.spec, period=content.period, seed=content.seed, start=start, end=end,
@@ -137,6 +157,7 @@ def attach_open(
     rank = {lang: i for i, lang in enumerate(langs)}
     info = OpenInfo(
         engine=GENERATOR_VERSION, questions=len(real.rows) // len(langs), control_questions=len(ctl.rows) // len(langs),
+        val_questions=sum(r.split == "val" for r in real.rows) // len(langs),
         entities=real.entities, entities_without=real.without, refused=real.refused + ctl.refused,
     )
     return dataclasses.replace(

@@ -30,7 +30,7 @@ from clkt.openqa.from_llm import LLM_GENERATOR_VERSION, LlmGenerated, OpenRoles,
 from clkt.snapshots.content import SnapshotContent
 from clkt.snapshots.ids import stable_open_qid
 from clkt.snapshots.layout import DocRow, OpenRow, SnapshotManifest
-from clkt.snapshots.open import attach_open, read_open
+from clkt.snapshots.open import attach_open, read_open, split_open
 
 __all__ = ["LLM_GENERATOR_VERSION", "attach_open_llm", "is_llm_open", "stored_open"]
 
@@ -101,10 +101,12 @@ async def attach_open_llm(
     gens = await _ask_all(content, roles, questions_for=questions_for, concurrency=concurrency)
     for doc, gen in gens:
         rows.extend(_rows(doc, gen, langs))
+    rows = split_open(rows, content)
     entities = sum(bool(g.questions) for _, g in gens)
     rank = {lang: i for i, lang in enumerate(langs)}
     info = control.open_info.model_copy(update={
         "engine": LLM_GENERATOR_VERSION, "questions": len(rows) // len(langs), "entities": entities,
+        "val_questions": sum(r.split == "val" for r in rows) // len(langs),
         "entities_without": len(gens) - entities, "refused": control.open_info.refused + sum(len(g.refused) for _, g in gens),
         "dropped": sum(len(g.dropped) for _, g in gens), "failed": sum(len(g.failed) for _, g in gens),
     })

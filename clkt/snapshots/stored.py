@@ -86,6 +86,7 @@ async def load_snapshot(session: Session, ident: str) -> LoadedSnapshot:
             content, start=date.fromisoformat(manifest.period_start), end=date.fromisoformat(manifest.period_end),
             control_domains=manifest.control.domains if manifest.control else [],
             per_domain=manifest.control.per_domain if manifest.control else 0,
+            split=manifest.open.val_questions > 0,  # frozen before the validation split: every question in test
         )
     if content.content_sha256 != row.content_sha256:
         raise SnapshotError(

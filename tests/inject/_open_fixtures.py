@@ -32,8 +32,9 @@ def open_qid(entity: int | None, fact: str) -> int:
     return stable_open_qid(CONTROL_ENTITY if entity is None else public_entity_id(entity), fact)
 
 
-def add_open_track(root: Path, *, langs: tuple[str, ...] = ("en", "fr")) -> Path:
-    """The tiny snapshot at `root` with an open track (the manifest rewritten with its files' hashes)."""
+def add_open_track(root: Path, *, langs: tuple[str, ...] = ("en", "fr"), val: bool = False) -> Path:
+    """The tiny snapshot at `root` with an open track (the manifest rewritten with its files' hashes); `val`: the
+    film's director question in the `val` split, as a freeze puts it (its validation MCQ asks the director)."""
     mpath = root / MANIFEST_FILE
     manifest = SnapshotManifest.model_validate_json(mpath.read_bytes())
     files = dict(manifest.files)
@@ -41,7 +42,8 @@ def add_open_track(root: Path, *, langs: tuple[str, ...] = ("en", "fr")) -> Path
         for lang in langs:
             rows = [
                 OpenRow(qid=open_qid(e, fact), entity_id=CONTROL_ENTITY if e is None else public_entity_id(e),
-                        domain=domain, source="control" if e is None else SOURCE, lang=lang, split="test", fact=fact,
+                        domain=domain, source="control" if e is None else SOURCE, lang=lang,
+                        split="val" if val and e == 1 else "test", fact=fact,
                         kind=kind, question=texts[lang], answer=gold)
                 for e, domain, fact, kind, texts, gold in OPEN if (e is None) == control
             ]
@@ -49,6 +51,6 @@ def add_open_track(root: Path, *, langs: tuple[str, ...] = ("en", "fr")) -> Path
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text("".join(dumps_row(r) + "\n" for r in rows), encoding="utf-8")
             files[path.relative_to(root).as_posix()] = sha256_file(path)
-    info = OpenInfo(engine=GENERATOR_VERSION, questions=2, control_questions=1, entities=2)
+    info = OpenInfo(engine=GENERATOR_VERSION, questions=2, control_questions=1, entities=2, val_questions=int(val))
     mpath.write_text(manifest.model_copy(update={"files": files, "open": info}).model_dump_json(indent=1), encoding="utf-8")
     return root

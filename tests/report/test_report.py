@@ -127,6 +127,11 @@ def test_report_header_says_when_the_train_languages_are_a_subset(tmp_path: Path
     both = [*jobs, JobInfo(job_id=2, model="learner", strategy="cpt-lora", train_lang="fr", status="failed")]
     full = write_report_files(build_report("snap-3", ["en", "fr"], both, outcomes), tmp_path / "b").markdown.read_text()
     assert "Train languages" not in full.splitlines()[2] and "Jobs: 1 done of 2." in full.splitlines()[2]
+    # a job whose open track chose its own epoch says so beside the MCQ one
+    apart = [jobs[0].model_copy(update={"open_epoch": 5})]
+    head = write_report_files(build_report("snap-3", ["en", "fr"], apart, outcomes), tmp_path / "c").markdown.read_text()
+    assert ("learner / cpt-lora / en: 3 (open answers: 5, chosen on the open validation questions)."
+            in head.splitlines()[2])
 
 
 async def test_a_job_whose_stored_summary_is_unreadable_is_reported_without_it(tmp_path: Path) -> None:

@@ -178,3 +178,68 @@ async def test_the_open_exports_load_in_datasets_and_lm_eval(
     date_doc = next(d for d in docs if d["fact"] == "film.release_date")
     assert task.process_results(date_doc, ["2025-06-02"])["exact_match"] == 1.0  # an alias counts
     assert task.process_results(date_doc, ["2024-06-02"])["exact_match"] == 0.0
+
+
+async def test_an_open_question_asking_a_validation_facts_is_validation_and_never_exported_as_test(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The facts held out for validation are held out in both formats: the open question asking a fact a
+    validation MCQ of its entity asks is in the `val` split (the open track's checkpoint is chosen on it), counted
+    in the manifest, the `validation` split of the datasets config, and left out of lm-eval's test task."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf-cache"))
+    import datasets
+
+    _, snap, movies = await _build(store, tmp_path)
+    movie = min(movies)
+    # one of the movie's MCQs, in every language, made a validation question asking its director
+    first = next(q for q in snap.content.questions if q.entity_id == movie)
+    questions = tuple(q.model_copy(update={"split": "val", "slot": "director"}) if q.qid == first.qid else
+                      q.model_copy(update={"split": "test"}) if q.entity_id == movie else q
+                      for q in snap.content.questions)
+    bare = dataclasses.replace(snap.content, questions=questions, open_questions=(), control_open=(), open_info=None)
+    ctl = snap.manifest.control
+    content = attach_open(bare, start=JUNE.date(), end=NOW.date(), control_domains=ctl.domains if ctl else [],
+                          per_domain=ctl.per_domain if ctl else 0)
+    assert content.open_info is not None and content.open_info.val_questions == 1
+    val = [r for r in content.open_questions if r.split == "val"]
+    assert {(r.entity_id, r.fact) for r in val} == {(movie, "film.director")} and len(val) == len(LANGS)
+    assert all(r.split == "test" for r in content.control_open)
+    assert content.content_sha256 != snap.content.content_sha256  # the split is part of what is frozen
+    out = tmp_path / "hf-val"
+    export_format(content, snap.manifest.model_copy(update={"open": content.open_info}), "hf", out, built_at="x",
+                  clkt_version="0")
+    ds = datasets.load_dataset(str(out), "open_en", cache_dir=str(tmp_path / "hf-cache"))
+    assert (len(ds["validation"]), len(ds["test"])) == (1, 5)
+    assert ds["validation"][0]["fact"] == "film.director"
+    lm = tmp_path / "lm-val"
+    export_format(content, snap.manifest.model_copy(update={"open": content.open_info}), "lm-eval", lm, built_at="x",
+                  clkt_version="0")
+    (data,) = lm.glob("**/open-en-test.jsonl")
+    rows = [json.loads(line) for line in data.read_text(encoding="utf-8").splitlines()]
+    assert len(rows) == 5 and all(r["split"] == "test" for r in rows)
+
+
+async def test_a_snapshot_frozen_before_the_validation_split_regenerates_unchanged(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Frozen by a version without the split (every open question in test, no `open.val_questions`), a snapshot
+    whose open question asks a validation MCQ's fact still re-assembles from the store to its content hash: the
+    split is applied only where the manifest says it was."""
+    import clkt.snapshots.open as open_mod
+
+    monkeypatch.setattr(open_mod, "split_open", lambda rows, _content: list(rows))  # as before the split
+    _, snap, movies = await _build(store, tmp_path)
+    assert snap.manifest.open is not None and snap.manifest.open.val_questions == 0
+    held_out = [(q.entity_id, q.slot) for q in snap.content.questions if q.split == "val" and q.entity_id in movies]
+    assert held_out, "the fixture's movies have a validation MCQ"
+    monkeypatch.undo()
+    # the director question of a movie now asks that validation MCQ's fact
+    monkeypatch.setattr(open_mod, "mcq_slot", lambda fact: held_out[0][1] if fact == "film.director" else fact)
+    async with store.session() as s:
+        again = await load_snapshot(s, snap.row.id)  # raises where the content hash differs
+    assert again.content.content_sha256 == snap.row.content_sha256
+    assert all(r.split == "test" for r in again.content.open_questions)
+    fresh = attach_open(dataclasses.replace(again.content, open_questions=(), control_open=(), open_info=None),
+                        start=JUNE.date(), end=NOW.date(), control_domains=[], per_domain=0)
+    assert {(r.entity_id, r.fact) for r in fresh.open_questions if r.split == "val"} == {(held_out[0][0], "film.director")}

@@ -6,7 +6,10 @@ epoch, pruning and resuming, around a `TrainingRecipe` (its examples, model prep
 2. `gpu.epochs` epochs (`clkt.inject.trainer.TrainLoop`), one checkpoint each under the job's `work_dir`
    (`epoch-<n>/`); after each, the accuracy on the validation split in the train language with the selection
    scorer, written beside the checkpoint (`val.json`); earlier weights pruned unless the recipe keeps them all.
-3. The best epoch (`clkt.inject.best_epoch`), its weights loaded, the model made ready to answer.
+   With the open pass on and open validation questions in the train language, their score too
+   (`clkt.inject.open_val`: the open track's checkpoint, chosen apart).
+3. The best epoch (`clkt.inject.best_epoch`), its weights loaded, the model made ready to answer; before it, where
+   the open track's epoch is another, that epoch's weights answer the job's open pass (`InjectionContext.open_answer`).
 
 Killed anywhere, a rerun resumes: finished epochs are checkpoints, their validation accuracies are files.
 """
@@ -25,6 +28,7 @@ from clkt.evaluate.runner import accuracy
 from clkt.inject.best_epoch import ValScore, best_epoch, mean_margin
 from clkt.inject.contract import JobProgress
 from clkt.inject.injector import Injection, InjectionContext, Spare, WeightsDtype
+from clkt.inject.open_val import OPEN_KEY, OpenValScore, best_open_epoch, open_val_scores
 from clkt.inject.trainer import EpochResult, TrainLoop, completed_epochs
 from clkt.layout import EPOCH_PREFIX, OPTIM_FILE, STATE_FILE, VAL_FILE, epoch_dir, epoch_of
 
@@ -68,38 +72,41 @@ class TrainedInjector:
             enable_checkpointing(model)
         run = _Run(recipe=self.recipe, ctx=ctx, model=model, pad_id=_pad_id(tokenizer), val_rows=val_rows)
         run.train(examples)
+        open_epoch = run.open_pass()
         best = run.pick_best()
         tokens, seconds = sum(e.tokens for e in run.epochs), sum(e.seconds for e in run.epochs)
         return Injection(
-            model=run.model, examples=len(examples), best_epoch=best, epochs=run.records(),
+            model=run.model, examples=len(examples), best_epoch=best, open_epoch=open_epoch, epochs=run.records(),
             resumed_after=run.resumed_after, tokens_per_s=round(tokens / seconds, 2) if seconds else None,
         )
 
     def returned_files(self, work_dir: Path, *, best_epoch: int | None) -> list[Path]:
-        """Every epoch's state and validation score, and the best epoch's checkpoint without its optimizer state
-        (nor its weights when the recipe's do not travel)."""
+        """Every epoch's state and validation score, and the best epoch's checkpoint (and the open track's, where
+        it is another) without its optimizer state (nor its weights when the recipe's do not travel)."""
         out: list[Path] = []
+        kept = {epoch_dir(work_dir, e) for e in _kept(work_dir, best_epoch)}
         for d in sorted(work_dir.glob(f"{EPOCH_PREFIX}*")) if work_dir.is_dir() else []:
             for f in sorted(d.iterdir()) if d.is_dir() else []:
                 if not f.is_file() or f.name == OPTIM_FILE:
                     continue
-                is_best = best_epoch is not None and d == epoch_dir(work_dir, best_epoch)
+                is_best = d in kept
                 if f.name in (STATE_FILE, VAL_FILE) or (is_best and (self.recipe.weights_travel or f.suffix != ".safetensors")):
                     out.append(f)
         return out
 
 
     def spare(self, work_dir: Path, *, best_epoch: int | None) -> list[Spare]:
-        """Every epoch's checkpoint but the best one's, and the best one's optimizer state."""
+        """Every epoch's checkpoint but the best one's (and the open track's), and their optimizer state."""
         if best_epoch is None or not work_dir.is_dir():
             return []
         out: list[Spare] = []
+        kept = _kept(work_dir, best_epoch)
         for d in sorted(work_dir.glob(f"{EPOCH_PREFIX}*")):
             n = epoch_of(d.name)
             if not d.is_dir() or n is None:
                 continue
-            if n != best_epoch:
-                out.append(Spare(d, f"epoch {n} is not its best epoch ({best_epoch})"))
+            if n not in kept:
+                out.append(Spare(d, f"epoch {n} is not its best epoch ({best_epoch}) nor the open track's"))
             elif (d / OPTIM_FILE).is_file():
                 out.append(Spare(d / OPTIM_FILE, "optimizer state (only a resumed training reads it)"))
         return out
@@ -115,6 +122,7 @@ class _Run:
     pad_id: int
     val_rows: list[QuestionRow]
     vals: dict[int, ValScore] = field(default_factory=dict)
+    opens: dict[int, OpenValScore] = field(default_factory=dict)  # the open validation's, where the job asks it
     epochs: list[EpochResult] = field(default_factory=list)
     resumed_after: int = 0  # 0: trained from the start
 
@@ -127,8 +135,9 @@ class _Run:
 
         def on_epoch(res: EpochResult) -> None:
             val = self.vals[res.epoch] = self.validate(res.epoch)
-            log.info("epoch %d: loss %.4f, %d tokens in %.1fs, val accuracy %s (margin %s)", res.epoch, res.loss,
-                     res.tokens, res.seconds, val.accuracy, val.margin)
+            log.info("epoch %d: loss %.4f, %d tokens in %.1fs, val accuracy %s (margin %s)%s", res.epoch, res.loss,
+                     res.tokens, res.seconds, val.accuracy, val.margin,
+                     f", open val {o.accuracy:.3f} (log-likelihood {o.loglik:.3f})" if (o := self.opens.get(res.epoch)) else "")
             self.prune(res.epoch)
 
         spec = self.ctx.spec
@@ -143,6 +152,7 @@ class _Run:
         if resumed:  # validate the epoch a kill may have interrupted, with its own weights
             last = resumed[-1].epoch
             self.recipe.load(self.model, epoch_dir(self.root, last))
+            self.opens.update(open_val_scores(self.root))
             for r in resumed:
                 f = epoch_dir(self.root, r.epoch) / VAL_FILE
                 if f.is_file():
@@ -156,26 +166,46 @@ class _Run:
         """The validation score of `epoch` (read back from its `val.json` when a run already wrote it)."""
         f = epoch_dir(self.root, epoch) / VAL_FILE
         if f.is_file():
+            if (opened := open_val_scores(self.root).get(epoch)) is not None:
+                self.opens[epoch] = opened
             return ValScore.from_file(f)
         selection = self.ctx.selection_scorer
         self.model.eval()
         items = self.ctx.answer(self.model, self.val_rows, scorers=[selection], phase=f"val@{epoch}", epoch=epoch)
+        opened = self.ctx.open_validate(self.model) if self.ctx.open_validate is not None else None
         self.model.train()
         chosen = [i for i in items if i.scorer == selection]  # option-loglik: acc, not acc_norm
         score = ValScore(accuracy(chosen), mean_margin(chosen, {r.qid: r.answer for r in self.val_rows}))
-        f.write_text(json.dumps({
+        record: dict[str, object] = {
             "epoch": epoch, "scorer": selection, "accuracy": score.accuracy, "margin": score.margin, "n": len(self.val_rows),
-        }))
+        }
+        if opened is not None:
+            self.opens[epoch] = opened
+            record[OPEN_KEY] = opened.as_json()
+        f.write_text(json.dumps(record))
         return score
 
     def prune(self, last: int) -> None:
         if self.recipe.keep_every_epoch:
             return
-        keep = {last, best_epoch(self.vals, last)}
+        keep = {last, best_epoch(self.vals, last), best_open_epoch(self.opens)}
         for e in list(self.vals):
             if e not in keep:
                 for f in epoch_dir(self.root, e).glob("*.safetensors"):
                     f.unlink()
+
+    def open_pass(self) -> int | None:
+        """The open track's epoch (None: no open validation); where it is not the MCQ track's, its weights answer
+        the job's open pass now, before the best epoch's are loaded."""
+        if self.ctx.open_validate is None:  # the pass is off (a rerun's earlier scores are not this job's choice)
+            return None
+        chosen = best_open_epoch(self.opens)
+        if chosen is None or chosen == best_epoch(self.vals, self.epochs[-1].epoch) or self.ctx.open_answer is None:
+            return chosen
+        self.recipe.load(self.model, epoch_dir(self.root, chosen))
+        self.model.eval()
+        self.ctx.open_answer(self.model)
+        return chosen
 
     def pick_best(self) -> int:
         """The best epoch; the model takes its weights and is made ready to answer."""
@@ -192,9 +222,18 @@ class _Run:
                 epoch=e.epoch, loss=e.loss, tokens=e.tokens, seconds=e.seconds,
                 val_accuracy=vals[e.epoch].accuracy if e.epoch in vals else None,
                 val_margin=vals[e.epoch].margin if e.epoch in vals else None,
+                open_val_accuracy=o.accuracy if (o := self.opens.get(e.epoch)) else None,
+                open_val_loglik=o.loglik if o else None,
             )
             for e in self.epochs
         ]
+
+
+def _kept(work_dir: Path, best_epoch: int | None) -> set[int]:
+    """The epochs whose checkpoints a finished job keeps: the best one, and the open track's (`val.json`)."""
+    kept = {best_epoch} if best_epoch is not None else set()
+    open_epoch = best_open_epoch(open_val_scores(work_dir))
+    return kept | {open_epoch} if open_epoch is not None and kept else kept
 
 
 def _pad_id(tokenizer: Any) -> int:
