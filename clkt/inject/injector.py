@@ -64,8 +64,9 @@ class InjectionContext:
     selection_scorer: str  # the scorer that chooses between candidates (`clkt.evaluate.scorers.selection_scorer`)
     answer: Answerer
     progress: Callable[[JobProgress], None]  # throttled writer of `progress.json`
-    # public entity id -> the typed facts (`facts.jsonl`) of the entities whose documents are injected (empty: a
-    # snapshot frozen before the file, or a fictional control entity); every fact, not the ones questions ask
+    # public entity id -> the typed facts of the entities whose documents are injected: the real ones' `facts.jsonl`
+    # (none in a snapshot frozen before the file), the fictional control entities' regenerated from the seed where
+    # they render the frozen documents (`clkt.snapshots.control.control_facts`); every fact, not the ones asked
     facts: Mapping[int, EntityFacts] = field(default_factory=dict)
     # the open track (`clkt.inject.open_val`), None where the job asks no open question or has no open validation
     # question in the train language: the validation questions answered by a model, and the job's open pass

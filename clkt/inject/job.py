@@ -57,6 +57,7 @@ from clkt.inject.usage import peak_memory, reset_peak_memory
 from clkt.layout import BASE_CACHE_KEY_HEX, CKPT_DIR, PREDICTIONS_FILE, PROGRESS_FILE, base_cache_name
 from clkt.openqa.results import OpenResultItem
 from clkt.report.learn import learn_stat
+from clkt.snapshots.control import control_facts
 from clkt.snapshots.layout import DocRow, QuestionRow, load_snapshot_dir
 from clkt.targets.loader import load_target, resolve_device
 
@@ -180,6 +181,12 @@ class InjectionJob:
         facts, bad = parse_facts({e: f for e, f in data.facts.items() if e in injected})
         if bad:
             log.warning("the typed facts of %d entities do not parse: their injector sees their documents only", len(bad))
+        # the fictional control entities' facts, regenerated from the seed: the facts their documents state
+        control = data.control_docs_for(spec.train_lang)
+        facts = {**facts, **control_facts(data.manifest, control)}
+        if missing := {d.entity_id for d in control} - set(facts):
+            log.warning("the facts of %d control entities do not render their documents: their injector sees their "
+                        "documents only", len(missing))
         return JobQuestions(docs=docs, test_rows=test_rows + control_rows, control_rows=control_rows,
                             val_rows=[r for r in data.questions_for(spec.train_lang, "val") if r.entity_id not in out],
                             locality_rows=locality_rows, facts=facts)

@@ -45,6 +45,7 @@ from clkt.snapshots.layout import (
     ControlInfo,
     DocRow,
     QuestionRow,
+    SnapshotManifest,
     dumps_row,
 )
 from clkt.snapshots.select import seeded_key
@@ -59,6 +60,7 @@ __all__ = [
     "check_control_engine",
     "control_docs_path",
     "control_entities",
+    "control_facts",
     "control_info",
     "control_questions_path",
     "fictional_entity",
@@ -218,6 +220,23 @@ def control_info(content: SnapshotContent, *, domains: Sequence[str], per_domain
         entities=len({d.entity_id for d in content.control_docs}), questions=len(content.control_questions_in(first)),
         engine=PROMPT_VERSION,
     )
+
+
+def control_facts(manifest: SnapshotManifest, docs: Sequence[DocRow]) -> dict[int, EntityFacts]:
+    """The typed facts of the control split's fictional entities, regenerated from the seed as the split was built
+    (public entity id -> facts), for those whose facts render exactly the frozen documents `docs` (the split's, in
+    any of its languages); {} without a control split or for one another template engine wrote."""
+    info = manifest.control
+    if info is None or info.per_domain <= 0 or (info.engine or _ENGINE_BEFORE_RECORDED) != PROMPT_VERSION:
+        return {}
+    ents = control_entities(spec=manifest.spec, period=manifest.period, seed=manifest.seed,
+                            start=date.fromisoformat(manifest.period_start), end=date.fromisoformat(manifest.period_end),
+                            domains=info.domains, per_domain=info.per_domain)
+    frozen: dict[int, list[DocRow]] = {}
+    for d in docs:
+        frozen.setdefault(d.entity_id, []).append(d)
+    return {e.entity_id: e.facts for e in ents if e.entity_id in frozen
+            and all(render_document(e.facts, d.lang).text == d.text for d in frozen[e.entity_id])}
 
 
 def check_control_engine(info: ControlInfo, snapshot_id: str) -> None:

@@ -100,6 +100,7 @@ def write_tiny_snapshot(root: Path, *, langs: tuple[str, ...] = ("en", "fr"), co
     if control_domains:
         from datetime import date
 
+        from agents.template import PROMPT_VERSION
         from clkt.snapshots.control import build_control
         from clkt.snapshots.layout import ControlInfo
 
@@ -113,7 +114,8 @@ def write_tiny_snapshot(root: Path, *, langs: tuple[str, ...] = ("en", "fr"), co
                 f.parent.mkdir(parents=True, exist_ok=True)
                 f.write_text("".join(dumps_row(r) + "\n" for r in rows), encoding="utf-8")
         control = ControlInfo(
-            per_domain=1, domains=list(control_domains), entities=len(ctl.entities), questions=len(ctl.questions_in(langs[0]))
+            per_domain=1, domains=list(control_domains), entities=len(ctl.entities), questions=len(ctl.questions_in(langs[0])),
+            engine=PROMPT_VERSION,
         )
     manifest = SnapshotManifest(
         snapshot_id=SNAPSHOT_ID, spec="tiny", period="2025-06", period_start="2025-06-01", period_end="2025-07-01",

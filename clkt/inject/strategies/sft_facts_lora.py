@@ -9,8 +9,8 @@ stored, not extractable (Allen-Zhu & Li, *Physics of Language Models 3.1*). This
 1. the train-language documents themselves, with next-token loss (as `cpt-lora`);
 2. one question/answer pair per fact a document states, in the train language, with the loss on the answer only.
    The pairs are the edit requests `memit` writes (`clkt.inject.editing.requests.build_requests`): the typed
-   facts' document sentence cut before the fact's value, or, for an entity without typed facts (a fictional
-   control entity, a snapshot frozen before `facts.jsonl`), each document sentence cut before its last words.
+   facts' document sentence cut before the fact's value, or, for an entity without typed facts (a snapshot frozen
+   before `facts.jsonl`, a control entity whose regenerated facts do not render its document), each document sentence cut before its last words.
    Each is asked as the target is asked a short question (`clkt.openqa.prompts.render_open`: the chat template for
    an instruct model; for a base model the few-shot frame's last turn, "Question: ...\nAnswer:", without its
    instruction and worked examples, a quarter of the tokens), as a fill-in question:
