@@ -7,8 +7,8 @@ paper's equations. No epochs and no training loop: the facts are written into a 
    document. Which facts the questions ask is never known here (an injector gets no snapshot folder, no question):
    earlier versions edited only the facts the snapshot's questions asked, which flattered both Learn and
    kept % against CPT. An entity without typed facts (a snapshot frozen before `facts.jsonl`, a fictional
-   control entity whose regenerated facts do not render its document, facts that give nothing) falls back to its document's sentences; `edits.json` counts both. An
-   entity with nothing to edit is skipped and counted.
+   control entity whose regenerated facts do not render its document, facts that give nothing) falls back to
+   its document's sentences; `edits.json` counts both. An entity with nothing to edit is skipped and counted.
 2. The edited layers `L` (`edit_layers`: a band in the lower third of the model, MEMIT's critical layers) and
    the keys' second moment at each (`clkt.inject.editing.covariance`, over the fixed corpus of
    `clkt.inject.editing.corpus`, cached per model x layer x corpus sha256: the same in any run order).
