@@ -153,7 +153,7 @@ class InjectionJob:
         summary = self.summarise(qs, injection, results, control_results).model_copy(update=dict(
             wall_s=time.monotonic() - started, inject_s=inject_s, peak_memory_bytes=peak, peak_memory_kind=kind,
             open_questions=len(self.open.asks), open_answer_s=self.open_s if self.open.asks else None,
-            open_val_questions=self.open_val, open_epoch=injection.open_epoch))
+            open_val_questions=self.open_val if injection.open_epoch is not None else 0, open_epoch=injection.open_epoch))
         if qs.locality_rows:
             summary = summary.model_copy(update={"locality_questions": len(qs.locality_rows), "locality": locality})
         return JobOutcome(
