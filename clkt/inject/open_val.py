@@ -91,9 +91,6 @@ class OpenValidator:
         self.lang = lang
         self.sizer = sizer
 
-    def __len__(self) -> int:
-        return len(self.questions)
-
     def __call__(self, model: Any) -> OpenValScore:
         from clkt.evaluate.results import Variant
         from clkt.openqa.generate import OpenPrompt, generate_answers
