@@ -1,9 +1,9 @@
 """Bench: the open track (issue 47) on the demo snapshot with the embedded target.
 
 Takes the folder of a finished `clkt demo` (`--from DIR`), copies it (the converted models linked, not copied:
-`bench.seeds`), removes the copy's `cpt-lora` jobs of the snapshot and the shared base answers, enqueues the job
-again (train language `--train`, default en; `[gpu] open_answers = true`, which the demo's config leaves off) and
-runs it with
+`bench.seeds`), removes the copy's jobs of the strategy (`--strategy`, default `cpt-lora`) and the shared base
+answers, enqueues the job again (train language `--train`, default en; training seed `--seed`, default 0, as seed N
+of `[spec] seeds`; `[gpu] open_answers = true`, which the demo's config leaves off) and runs it with
 `clkt worker --burst`, timed. Then, from the store, through the report's open-track figures
 (`clkt.report.open_track`, the MCQ track's metric functions):
 
@@ -24,7 +24,7 @@ Ends with one JSON line. The job takes minutes on 2 idle CPU cores (the demo's j
 it on a quiet machine.
 
     .venv/bin/python bench/open_answers.py --from DIR [--train en] [--strategy S] [--epochs N]
-        [--learning-rate LR] [--timeout-min 90] [--throughput]
+        [--learning-rate LR] [--seed 0] [--timeout-min 90] [--throughput]
 """
 
 from __future__ import annotations
@@ -163,17 +163,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--epochs", type=int, default=None, help="[gpu] epochs of the job (default: the demo's, 5)")
     ap.add_argument("--learning-rate", type=float, default=None,
                     help="the strategy's learning rate ([gpu] learning_rates; default: the demo's)")
+    ap.add_argument("--seed", type=int, default=0, help="the job's training seed (`[spec] seeds`; default 0)")
     ap.add_argument("--timeout-min", type=float, default=90.0, help="the job's worker")
     ap.add_argument("--throughput", action="store_true", help="also time both tracks' answering in this process")
     a = ap.parse_args(argv)
     if not (a.from_dir / "clkt-data" / "clkt.db").is_file():  # before any temporary folder is made
         raise SystemExit(f"{a.from_dir} holds no finished demo (no clkt-data/clkt.db)")
     work = _copy_demo(a.from_dir.resolve(), Path(tempfile.mkdtemp(prefix="clkt-open-bench-")) / "demo")
-    cfg = _config(work, [0], open_answers=True)  # the demo's config leaves the pass off
+    cfg = _config(work, [a.seed], open_answers=True)  # the demo's config leaves the pass off
     _train_overrides(cfg, strategy=a.strategy, epochs=a.epochs, learning_rate=a.learning_rate)
     sid, target = asyncio.run(_reset(cfg, a.strategy))
-    asyncio.run(_enqueue(cfg, sid, target, a.train, 0, a.strategy))
-    figures: dict[str, Any] = {"snapshot": sid, "target": target, "train": a.train, "strategy": a.strategy,
+    asyncio.run(_enqueue(cfg, sid, target, a.train, a.seed, a.strategy))
+    figures: dict[str, Any] = {"snapshot": sid, "target": target, "train": a.train, "strategy": a.strategy, "seed": a.seed,
                                **({"epochs": a.epochs} if a.epochs else {}),
                                **({"learning_rate": a.learning_rate} if a.learning_rate else {}),
                                "worker_wall_s": round(_worker(work, cfg, a.timeout_min * 60), 1)}

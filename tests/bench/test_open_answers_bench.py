@@ -90,3 +90,23 @@ async def test_reset_removes_the_strategys_jobs_and_cancels_the_copys_unfinished
     async with Store(url=settings.resolved_store_url) as store, store.session() as s:
         left = {(j.strategy, j.train_lang): j.status for j in await jobs_for_snapshot(s, SNAPSHOT_ID)}
     assert left == {("cpt-lora", "en"): LeaseStatus.cancelled, ("cpt-lora", "fr"): LeaseStatus.done}
+
+
+async def test_the_seed_option_reaches_the_jobs_training_seed(tmp_path: Path) -> None:
+    """`--seed N` enqueues the job as seed N of `spec.seeds`: it trains with its own seed, not the demo's."""
+    from bench.seeds import _enqueue
+    from clkt.config.spec import training_seed
+    from clkt.inject.spec_builder import job_gpu
+    from storage.engine import Store
+    from storage.gpu_jobs import jobs_for_snapshot
+    from tests.inject._fixtures import SNAPSHOT_ID, seed_store, write_tiny_snapshot
+
+    cfg = _config(tmp_path, [3], open_answers=True)
+    settings = load_settings(cfg, environ={})
+    async with Store(url=settings.resolved_store_url) as store:
+        await seed_store(store, write_tiny_snapshot(tmp_path / "snapshot"))
+    await _enqueue(cfg, SNAPSHOT_ID, "t", "en", 3, "sft-facts-lora")
+    async with Store(url=settings.resolved_store_url) as store, store.session() as s:
+        (job,) = await jobs_for_snapshot(s, SNAPSHOT_ID)
+    assert job.seed == 3
+    assert job_gpu(job, settings.gpu).seed == training_seed(settings.gpu.seed, 3) != settings.gpu.seed
