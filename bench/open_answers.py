@@ -2,10 +2,10 @@
 
 Takes the folder of a finished `clkt demo` (`--from DIR`), copies it (the converted models linked, not copied:
 `bench.seeds`), removes the copy's jobs of the strategy (`--strategy`, default `cpt-lora`) and the shared base
-answers, enqueues the job again (train language `--train`, default en; training seed `--seed`, default 0, as seed N
-of `[spec] seeds`; `[gpu] open_answers = true`, which the demo's config leaves off) and runs it with
-`clkt worker --burst`, timed. Then, from the store, through the report's open-track figures
-(`clkt.report.open_track`, the MCQ track's metric functions):
+answers, cancels the copy's unfinished jobs of any other strategy (`bench.seeds._reset`), enqueues the job
+again (train language `--train`, default en; training seed `--seed`, default 0, as seed N of `[spec] seeds`;
+`[gpu] open_answers = true`, which the demo's config leaves off) and runs it with `clkt worker --burst`, timed. Then, from the
+store, through the report's open-track figures (`clkt.report.open_track`, the MCQ track's metric functions):
 
 - the open-answer Learn in the train language: n, base and injected accuracy, gained / lost, exact McNemar p
   (goal: p < 0.01, `LEARN_P_GOAL`);
